@@ -1,0 +1,328 @@
+"""HookedModel: one hook layer over any Hugging Face causal LM.
+
+Example:
+    >>> import torch
+    >>> model = HookedModel.load("tiny-think", device="cpu", dtype=torch.float32)  # doctest: +SKIP
+    >>> batch = model.capture(["Q: ..."], sites=["resid_post.1"])                  # doctest: +SKIP
+    >>> batch["resid_post.1"].shape                                                # doctest: +SKIP
+    torch.Size([1, 7, 128])
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from thinklens.adapters import Adapter, adapter_for, get_module
+from thinklens.errors import ThinklensError
+from thinklens.hooks import ContextHolder, ForwardContext, site_hooks
+from thinklens.interventions import Intervention, Positions, position_mask
+from thinklens.sites import Site, all_sites, parse_sites
+from thinklens.trace import ActivationBatch, Trace
+
+Inputs = "str | Sequence[str] | dict[str, Tensor] | Tensor"
+
+
+def _zoo_path(name: str) -> Path | None:
+    try:
+        from thinklens.zoo.registry import zoo_path
+    except ImportError:  # the zoo package is optional for the core
+        return None
+    try:
+        return zoo_path(name)
+    except ThinklensError:
+        return None
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """Zoo name -> its folder; an existing folder -> itself; anything else is treated as a hub id."""
+    zp = _zoo_path(name_or_path)
+    if zp is not None:
+        if not (zp / "config.json").exists():
+            raise ThinklensError.of("zoo model", name_or_path, f"weights in {zp}",
+                                    f"train it with `thinklens zoo train {name_or_path}`")
+        return str(zp)
+    p = Path(name_or_path).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise ThinklensError.of("model folder", str(p), "a folder with config.json (save_pretrained output)",
+                                    "point at the folder written by save_pretrained")
+        return str(p)
+    if name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").split("/", 1)[-1]:
+        raise ThinklensError.of("model", name_or_path, "a zoo name, an existing model folder or a hub id like org/name",
+                                "check the path, or run `thinklens zoo eval` to list zoo models")
+    return name_or_path
+
+
+class HookedModel:
+    """An HF causal LM with typed sites, capture, traced generation and interventions.
+
+    Args:
+        hf_model: a ``*ForCausalLM`` module.
+        tokenizer: its tokenizer (copied if it must be changed; the caller's is never mutated).
+        name: a display name.
+    """
+
+    def __init__(self, hf_model: torch.nn.Module, tokenizer: Any, *, name: str | None = None, remote: bool = False):
+        self.hf = hf_model
+        self.name = name or getattr(hf_model.config, "_name_or_path", "model")
+        self.config = hf_model.config
+        self.adapter: Adapter = adapter_for(self.config.model_type)
+        self.remote = remote
+        if tokenizer.pad_token_id is None:
+            tokenizer = copy.deepcopy(tokenizer)
+            tokenizer.pad_token = tokenizer.eos_token
+        self.tokenizer = tokenizer
+        self.context = ContextHolder()
+        self._nnsight = None
+
+    # ---- loading ---------------------------------------------------------------------------
+    @classmethod
+    def load(
+        cls, name_or_path: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
+        device_map: str | dict | None = None, remote: bool = False,
+    ) -> "HookedModel":
+        """Load a zoo name, a local ``save_pretrained`` folder or a hub id.
+
+        Args:
+            device: where to put the weights (ignored when ``device_map`` is given).
+            dtype: weight dtype (float32 for exact comparisons, bfloat16 on accelerators).
+            device_map: passed to ``from_pretrained`` (``"auto"`` shards across GPUs).
+            remote: build the model on the meta device and run traces through nnsight's remote
+                execution (NDIF); needs the network and an NDIF API key.
+        """
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = resolve_model_path(name_or_path)
+        if remote:
+            return cls._load_remote(path)
+        try:
+            tok = AutoTokenizer.from_pretrained(path)
+            kw: dict[str, Any] = {"dtype": dtype}
+            if device_map is not None:
+                kw["device_map"] = device_map
+            hf = AutoModelForCausalLM.from_pretrained(path, **kw)
+        except (OSError, ValueError) as e:
+            raise ThinklensError.of(
+                "model", name_or_path, "a zoo name, a local model folder, or a hub id reachable over the network",
+                f"check the name; offline, save the model with save_pretrained and pass its folder ({type(e).__name__}: {str(e).splitlines()[0][:160]})",
+            ) from None
+        if device_map is None:
+            hf = hf.to(device)
+        hf.eval()
+        return cls(hf, tok, name=name_or_path)
+
+    @classmethod
+    def _load_remote(cls, path: str) -> "HookedModel":
+        from nnsight import LanguageModel
+
+        try:
+            lm = LanguageModel(path)  # meta device: weights stay on the NDIF servers
+        except Exception as e:  # noqa: BLE001 - nnsight raises many kinds when offline
+            raise ThinklensError.of("remote model", path, "a hub id that NDIF serves (network needed)",
+                                    f"check the id and your connection ({type(e).__name__})") from None
+        model = cls(lm._model, lm.tokenizer, name=path, remote=True)
+        model._nnsight = lm
+        return model
+
+    # ---- structure -------------------------------------------------------------------------
+    @property
+    def family(self) -> str:
+        return self.adapter.family
+
+    @property
+    def n_layers(self) -> int:
+        return len(get_module(self.hf, self.adapter.layers))
+
+    @property
+    def d_model(self) -> int:
+        return int(self.config.hidden_size if hasattr(self.config, "hidden_size") else self.config.n_embd)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.hf.get_output_embeddings().weight.shape[0])
+
+    @property
+    def max_context(self) -> int | None:
+        for key in ("max_position_embeddings", "n_positions"):
+            v = getattr(self.config, key, None)
+            if v:
+                return int(v)
+        return None
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.hf.parameters()).device
+
+    @property
+    def sites(self) -> list[Site]:
+        return all_sites(self.n_layers)
+
+    def resolve_site(self, site: Site | str) -> Site:
+        """Parse and range-check a site for this model (negative layers count from the end)."""
+        return Site.parse(site, self.n_layers)
+
+    def site_width(self, site: Site) -> int:
+        return self.vocab_size if site.kind == "logits" else self.d_model
+
+    def __repr__(self) -> str:
+        return f"HookedModel({self.name!r}, family={self.family}, n_layers={self.n_layers}, d_model={self.d_model})"
+
+    # ---- inputs ----------------------------------------------------------------------------
+    def tokenize(self, inputs: Any) -> dict[str, Tensor]:
+        """Left-padded ``input_ids`` and ``attention_mask`` on the model's device."""
+        if isinstance(inputs, Tensor):
+            ids = inputs if inputs.ndim == 2 else inputs[None]
+            enc = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+        elif isinstance(inputs, dict):
+            enc = {"input_ids": inputs["input_ids"], "attention_mask": inputs.get("attention_mask")}
+            if enc["attention_mask"] is None:
+                enc["attention_mask"] = torch.ones_like(enc["input_ids"])
+        else:
+            prompts = [inputs] if isinstance(inputs, str) else list(inputs)
+            if not prompts or any(not isinstance(p, str) or not p for p in prompts):
+                raise ThinklensError.of("prompts", prompts[:3] if prompts else prompts, "a non-empty list of non-empty strings",
+                                        "remove empty lines from the prompt file")
+            enc = dict(self.tokenizer(prompts, return_tensors="pt", padding=True, padding_side="left"))
+            enc = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+        ctx = self.max_context
+        if ctx is not None and enc["input_ids"].shape[1] > ctx:
+            raise ThinklensError.of("prompt length", f"{enc['input_ids'].shape[1]} tokens", f"at most {ctx} tokens (the model's context)",
+                                    "shorten the prompt")
+        dev = self.device
+        return {k: v.to(dev) for k, v in enc.items()}
+
+    @staticmethod
+    def position_ids(attention_mask: Tensor) -> Tensor:
+        """Logical positions as HF ``generate`` computes them (left padding excluded)."""
+        return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
+
+    # ---- forward passes --------------------------------------------------------------------
+    @contextmanager
+    def intervene(self, interventions: Sequence[Intervention] = ()) -> Iterator[None]:
+        """Apply interventions for the duration of the block; all hooks are removed on exit."""
+        with ExitStack() as stack:
+            for iv in interventions:
+                if not isinstance(iv, Intervention):
+                    raise ThinklensError.of("intervention", type(iv).__name__, "an Intervention (AddVector, ReplaceActivation, ...)",
+                                            "wrap a function in HookFn(site, fn)")
+                stack.enter_context(iv.install(self))
+            yield
+
+    def _forward(self, enc: dict[str, Tensor], *, step: int = -1, cache: Any = None, position_ids: Tensor | None = None,
+                 inputs_embeds: Tensor | None = None, token_mask: Tensor | None = None) -> Any:
+        """One HF forward with the hook context set (our single call site of the HF model)."""
+        mask = enc["attention_mask"]
+        if position_ids is None:
+            position_ids = self.position_ids(mask)
+        q = position_ids.shape[1]
+        if token_mask is None:
+            token_mask = mask[:, -q:].bool()
+        ctx = ForwardContext(position_ids=position_ids, token_mask=token_mask, step=step, cache=cache)
+        kw: dict[str, Any] = {"attention_mask": mask, "position_ids": position_ids, "use_cache": cache is not None}
+        if cache is not None:
+            kw["past_key_values"] = cache
+        if inputs_embeds is not None:
+            kw["inputs_embeds"] = inputs_embeds
+        else:
+            kw["input_ids"] = enc["input_ids"]
+        with self.context.use(ctx):
+            return self.hf(**kw)
+
+    @torch.no_grad()
+    def forward_with(self, inputs: Any, interventions: Sequence[Intervention] = ()) -> Float[Tensor, "batch pos vocab"]:
+        """Logits of a forward pass with interventions applied."""
+        enc = self.tokenize(inputs)
+        with self.intervene(interventions):
+            return self._forward(enc).logits
+
+    @torch.no_grad()
+    def capture(self, inputs: Any, sites: Sequence[Site | str] | Site | str, positions: Positions = None,
+                interventions: Sequence[Intervention] = ()) -> ActivationBatch:
+        """Activations at ``sites`` for ``inputs`` (strings are tokenized with left padding).
+
+        Args:
+            positions: None keeps ``[batch, pos, d]`` for the padded batch; ``"last"`` or a list of
+                n logical positions gives ``[batch, n, d]``.
+        """
+        site_list = [self.resolve_site(s) for s in parse_sites(sites if not isinstance(sites, Site) else [sites])]
+        enc = self.tokenize(inputs)
+        store: dict[Site, Tensor] = {}
+
+        def saver(site: Site):
+            def fn(act: Tensor, ctx: ForwardContext) -> None:
+                store[site] = act.detach()
+            return fn
+
+        if self.remote or self._nnsight is not None and getattr(self, "_prefer_nnsight", False):
+            store = self._capture_nnsight(enc, site_list)
+        else:
+            with self.intervene(interventions), site_hooks(self, [(s, saver(s)) for s in site_list]):
+                self._forward(enc)
+        acts = {s: store[s] for s in site_list}
+        if positions is not None:
+            ctx = ForwardContext(self.position_ids(enc["attention_mask"]), enc["attention_mask"].bool())
+            sel = position_mask(positions, ctx)  # [batch, pos]
+            counts = sel.sum(1)
+            if not bool((counts == counts[0]).all()) or int(counts[0]) == 0:
+                raise ThinklensError.of("positions", positions, "positions present in every prompt", "use positions inside the shortest prompt")
+            acts = {s: a[sel].view(a.shape[0], int(counts[0]), a.shape[-1]) for s, a in acts.items()}
+        return ActivationBatch(enc["input_ids"], enc["attention_mask"], acts, positions if positions is None or isinstance(positions, str) else list(positions))
+
+    # ---- generation ------------------------------------------------------------------------
+    def generate(self, prompts: "str | Sequence[str]", *, max_new_tokens: int = 64, capture: Sequence[Site | str] = (),
+                 interventions: Sequence[Intervention] = (), do_sample: bool = False, seed: int | None = None,
+                 temperature: float = 1.0, top_p: float = 1.0, stop: Sequence[str] = (), top_k_stats: int = 5,
+                 batch_size: int | None = None, progress: bool = False) -> list[Trace]:
+        """Traced, KV-cached, batched generation; see :func:`thinklens.generate.generate`."""
+        from thinklens.generate import GenerateConfig, generate
+
+        cfg = GenerateConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, seed=seed, temperature=temperature,
+                             top_p=top_p, stop=tuple(stop), top_k_stats=top_k_stats, batch_size=batch_size)
+        return generate(self, prompts, cfg, capture=capture, interventions=interventions, progress=progress)
+
+    # ---- embeddings ------------------------------------------------------------------------
+    def embed(self, input_ids: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d"]:
+        """Token embeddings as the model's embedding module computes them (the ``embed`` site)."""
+        return self.hf.get_input_embeddings()(input_ids.to(self.device))
+
+    def unembed(self, hidden: Float[Tensor, "... d"], *, apply_norm: bool = True) -> Float[Tensor, "... vocab"]:
+        """Logit lens: final norm (unless ``apply_norm=False``) then the LM head."""
+        if apply_norm:
+            hidden = get_module(self.hf, self.adapter.final_norm)(hidden)
+        return get_module(self.hf, self.adapter.lm_head)(hidden)
+
+    # ---- interop ---------------------------------------------------------------------------
+    def to_transformer_lens(self):
+        """A TransformerLens ``TransformerBridge`` over the same HF weights (no copy).
+
+        Canonical hook names: ``blocks.{i}.hook_out`` equals our ``resid_post.i``.
+        """
+        from transformer_lens.model_bridge import TransformerBridge
+
+        return TransformerBridge.boot_transformers(
+            self.config._name_or_path or self.name, hf_model=self.hf, tokenizer=self.tokenizer,
+            device=str(self.device), dtype=next(self.hf.parameters()).dtype,
+        )
+
+    def to_nnsight(self):
+        """An nnsight ``LanguageModel`` wrapping the same HF module and tokenizer."""
+        if self._nnsight is None:
+            from nnsight import LanguageModel
+
+            self._nnsight = LanguageModel(self.hf, tokenizer=self.tokenizer)
+        return self._nnsight
+
+    def _capture_nnsight(self, enc: dict[str, Tensor], sites: list[Site]) -> dict[Site, Tensor]:
+        """Capture through an nnsight trace (used for remote models; cross-checked in the tests)."""
+        from thinklens.backends.nnsight_backend import capture_with_nnsight
+
+        return capture_with_nnsight(self, enc, sites, remote=self.remote)

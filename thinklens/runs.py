@@ -1,0 +1,223 @@
+"""Run folders: ``runs/<kind>/<id>/`` with config.json, results and figures.
+
+Every file is written atomically (temp file in the same folder, then ``os.replace``), so a
+killed job never leaves a half-written result. Long jobs record finished items in
+``progress.jsonl`` (one JSON object per line, appended and flushed) and skip them on resume.
+
+Example:
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> run = RunFolder.create("demo", {"n": 3}, root=root, run_id="r1")
+    >>> for item in run.pending(["a", "b", "c"]):
+    ...     run.mark_done(item, {"value": len(item)})
+    >>> sorted(RunFolder.open(run.path).finished())
+    ['a', 'b', 'c']
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from thinklens.errors import ThinklensError
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def default_runs_root() -> Path:
+    """The runs folder: ``$THINKLENS_RUNS`` or ``./runs``."""
+    return Path(os.environ.get("THINKLENS_RUNS", "runs"))
+
+
+def validate_id(value: str, what: str = "run id") -> str:
+    """Accept only plain names (no separators, no ``..``): run ids and kinds become path parts."""
+    if not isinstance(value, str) or not _ID_RE.match(value) or ".." in value:
+        raise ThinklensError.of(
+            what, value, "letters, digits, '.', '_' or '-' (no '/' and no '..'), at most 128 characters",
+            "pick a plain name such as 2026-11-29_mi-peaks",
+        )
+    return value
+
+
+def _to_jsonable(obj: Any) -> Any:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return _to_jsonable(asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): _to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "tolist"):  # numpy / torch scalars and arrays
+        return obj.tolist()
+    return obj
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see either the old or the new file, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """JSON-encode (dataclasses, numpy and torch values included) and write atomically."""
+    atomic_write_bytes(Path(path), json.dumps(_to_jsonable(obj), indent=2, allow_nan=False).encode())
+
+
+class RunFolder:
+    """One run: ``<root>/<kind>/<id>/``.
+
+    Files: ``config.json`` (what was asked), ``meta.json`` (kind, id, created, status),
+    ``results/*.json``, ``figures/*.json`` (plotly JSON) and ``*.html``, ``progress.jsonl``.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    # ---- creation / opening -------------------------------------------------------------
+    @classmethod
+    def create(
+        cls, kind: str, config: Any, *, root: Path | str | None = None, run_id: str | None = None,
+        resume: bool = True,
+    ) -> "RunFolder":
+        """Create ``root/kind/run_id`` (a timestamp id by default) and write its config.
+
+        With ``resume`` and an existing folder whose config is equal, the folder is reused so
+        :meth:`pending` skips finished items; a different config is an error (never overwritten).
+        """
+        validate_id(kind, "run kind")
+        run_id = validate_id(run_id or _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+        path = Path(root if root is not None else default_runs_root()) / kind / run_id
+        cfg = _to_jsonable(config)
+        if (path / "config.json").exists():
+            old = json.loads((path / "config.json").read_text())
+            if not resume or old != cfg:
+                raise ThinklensError.of(
+                    "run folder", str(path), "a new run id, or the same config to resume",
+                    "pass another --run-id, or delete the folder to start over",
+                )
+            return cls(path)
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path / "config.json", cfg)
+        run = cls(path)
+        run.write_meta(status="running")
+        return run
+
+    @classmethod
+    def open(cls, path: Path | str) -> "RunFolder":
+        """Open an existing run folder (must hold config.json)."""
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise ThinklensError.of("run folder", str(path), "a folder holding config.json",
+                                    "pass a folder under runs/<kind>/<id>")
+        return cls(path)
+
+    @property
+    def kind(self) -> str:
+        return self.path.parent.name
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def config(self) -> dict[str, Any]:
+        return json.loads((self.path / "config.json").read_text())
+
+    def meta(self) -> dict[str, Any]:
+        p = self.path / "meta.json"
+        return json.loads(p.read_text()) if p.exists() else {}
+
+    def write_meta(self, **fields: Any) -> None:
+        meta = self.meta()
+        meta.update({"kind": self.kind, "id": self.run_id}, **fields)
+        meta.setdefault("created", _dt.datetime.now().isoformat(timespec="seconds"))
+        atomic_write_json(self.path / "meta.json", meta)
+
+    def finish(self, summary: dict[str, Any] | None = None) -> None:
+        """Mark the run complete (the app shows only complete runs as such)."""
+        self.write_meta(status="done", summary=_to_jsonable(summary or {}))
+
+    # ---- results ---------------------------------------------------------------------------
+    def write_result(self, name: str, obj: Any) -> Path:
+        """Write ``results/<name>.json`` atomically."""
+        p = self.path / "results" / f"{validate_id(name, 'result name')}.json"
+        atomic_write_json(p, obj)
+        return p
+
+    def read_result(self, name: str) -> Any:
+        return json.loads((self.path / "results" / f"{validate_id(name, 'result name')}.json").read_text())
+
+    def write_figure(self, name: str, fig: Any) -> Path:
+        """Write a plotly figure as ``figures/<name>.json`` (and ``.html`` with plotly.js inlined)."""
+        validate_id(name, "figure name")
+        p = self.path / "figures" / f"{name}.json"
+        atomic_write_bytes(p, fig.to_json().encode())
+        atomic_write_bytes(p.with_suffix(".html"), fig.to_html(include_plotlyjs=True, full_html=True).encode())
+        return p
+
+    def read_figure(self, name: str) -> Any:
+        import plotly.io as pio
+
+        return pio.from_json((self.path / "figures" / f"{validate_id(name, 'figure name')}.json").read_text())
+
+    def figures(self) -> list[str]:
+        d = self.path / "figures"
+        return sorted(p.stem for p in d.glob("*.json")) if d.exists() else []
+
+    # ---- resume ----------------------------------------------------------------------------
+    def _progress(self) -> Path:
+        return self.path / "progress.jsonl"
+
+    def finished(self) -> dict[str, Any]:
+        """Items already done, with their recorded payloads (a torn last line is ignored)."""
+        out: dict[str, Any] = {}
+        p = self._progress()
+        if not p.exists():
+            return out
+        for line in p.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a kill mid-append leaves at most one partial line
+            out[rec["item"]] = rec.get("payload")
+        return out
+
+    def mark_done(self, item: str, payload: Any = None) -> None:
+        """Record that ``item`` finished (appended and fsynced, so it survives a kill)."""
+        line = json.dumps({"item": item, "payload": _to_jsonable(payload)}, allow_nan=False)
+        with open(self._progress(), "a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def pending(self, items: Iterable[str]) -> Iterator[str]:
+        """Yield the items not yet finished, in order."""
+        done = self.finished()
+        for item in items:
+            if item not in done:
+                yield item
+
+
+def list_runs(root: Path | str | None = None) -> list[Path]:
+    """All run folders under ``root`` (those with a config.json), newest first."""
+    root = Path(root if root is not None else default_runs_root())
+    runs = [p.parent for p in root.glob("*/*/config.json")]
+    return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)

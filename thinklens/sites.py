@@ -1,0 +1,122 @@
+"""Typed activation sites.
+
+A :class:`Site` names one place in a model: a kind (``resid_post``, ...) and, for per-layer kinds,
+a layer index. Strings such as ``"resid_post.3"`` appear only at the edges (CLI, files, UI) and
+are parsed here, in one place, with a did-you-mean error on typos.
+
+Conventions (checked against HF ``output_hidden_states`` in the tests):
+
+- ``embed``: output of the token-embedding module (what HF calls ``inputs_embeds``; Gemma's is
+  already scaled by sqrt(d)). For GPT-2 the position embedding is added after this site.
+- ``resid_pre.i``: input of block ``i`` (``hidden_states[i]`` of HF).
+- ``resid_post.i``: output of block ``i``, before the final norm (``hidden_states[i + 1]`` of HF
+  for ``i < n_layers - 1``; HF's last entry has the final norm applied).
+- ``attn_out.i`` / ``mlp_out.i``: what the attention / MLP sub-module adds to the residual stream.
+- ``final_norm``: output of the final norm (``hidden_states[-1]`` of HF, the LM-head input).
+- ``logits``: output of the LM head.
+
+Example:
+    >>> Site.parse("resid_post.3")
+    Site(kind='resid_post', layer=3)
+    >>> str(Site("final_norm"))
+    'final_norm'
+    >>> Site.parse("resid_post.-1", n_layers=6)
+    Site(kind='resid_post', layer=5)
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from thinklens.errors import ThinklensError
+
+SiteKind = Literal["embed", "resid_pre", "resid_post", "attn_out", "mlp_out", "final_norm", "logits"]
+SITE_KINDS: tuple[str, ...] = get_args(SiteKind)
+LAYER_KINDS: frozenset[str] = frozenset({"resid_pre", "resid_post", "attn_out", "mlp_out"})
+
+
+@dataclass(frozen=True, order=True)
+class Site:
+    """One activation site.
+
+    Attributes:
+        kind: one of ``SITE_KINDS``.
+        layer: the block index for per-layer kinds, ``None`` otherwise.
+    """
+
+    kind: str
+    layer: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in SITE_KINDS:
+            raise ThinklensError.of("site kind", self.kind, f"one of {', '.join(SITE_KINDS)}", _did_you_mean(self.kind, SITE_KINDS))
+        if self.kind in LAYER_KINDS:
+            if not isinstance(self.layer, int) or isinstance(self.layer, bool):
+                raise ThinklensError.of("site", f"{self.kind} without a layer", f"{self.kind}.<layer>", f"write e.g. {self.kind}.0")
+        elif self.layer is not None:
+            raise ThinklensError.of("site", f"{self.kind}.{self.layer}", f"{self.kind} (no layer)", f"write {self.kind}")
+
+    def __str__(self) -> str:
+        return self.kind if self.layer is None else f"{self.kind}.{self.layer}"
+
+    def __repr__(self) -> str:
+        return f"Site(kind={self.kind!r}, layer={self.layer!r})"
+
+    @classmethod
+    def parse(cls, text: "str | Site", n_layers: int | None = None) -> "Site":
+        """Parse ``"kind"`` or ``"kind.layer"``; negative layers count from the end when ``n_layers`` is given."""
+        if isinstance(text, Site):
+            site = text
+        else:
+            if not isinstance(text, str) or not text.strip():
+                raise ThinklensError.of("site", text, "a site such as resid_post.3 or final_norm", "see `thinklens info MODEL` for the list")
+            kind, _, layer_s = text.strip().partition(".")
+            if kind not in SITE_KINDS:
+                raise ThinklensError.of("site", text, f"a kind among {', '.join(SITE_KINDS)}", _did_you_mean(kind, SITE_KINDS))
+            layer: int | None = None
+            if layer_s:
+                try:
+                    layer = int(layer_s)
+                except ValueError:
+                    raise ThinklensError.of("site", text, f"{kind}.<integer layer>", f"write e.g. {kind}.0") from None
+            site = cls(kind, layer)
+        if n_layers is not None and site.layer is not None:
+            layer = site.layer + n_layers if site.layer < 0 else site.layer
+            if not 0 <= layer < n_layers:
+                raise ThinklensError.of(
+                    "layer", str(site), f"a layer in 0..{n_layers - 1} (this model has {n_layers} layers)",
+                    f"use e.g. {site.kind}.{n_layers - 1} or a negative index such as {site.kind}.-1",
+                )
+            site = cls(site.kind, layer)
+        return site
+
+
+def parse_sites(texts: "str | Site | list[str | Site] | tuple[str | Site, ...]", n_layers: int | None = None) -> list[Site]:
+    """Parse a list (or a comma-separated string) of sites; ``kind.*`` expands to every layer."""
+    if isinstance(texts, (str, Site)):
+        texts = [t for t in str(texts).split(",")] if isinstance(texts, str) else [texts]
+    out: list[Site] = []
+    for t in texts:
+        if isinstance(t, str) and t.strip().endswith(".*"):
+            kind = t.strip()[:-2]
+            if n_layers is None:
+                raise ThinklensError.of("site", t, "a model to expand '.*' against", "pass explicit layers")
+            out.extend(Site.parse(f"{kind}.{i}", n_layers) for i in range(n_layers))
+        else:
+            out.append(Site.parse(t, n_layers))
+    return list(dict.fromkeys(out))
+
+
+def all_sites(n_layers: int) -> list[Site]:
+    """Every site of a model with ``n_layers`` blocks, in forward order."""
+    sites = [Site("embed")]
+    for i in range(n_layers):
+        sites += [Site("resid_pre", i), Site("attn_out", i), Site("mlp_out", i), Site("resid_post", i)]
+    return sites + [Site("final_norm"), Site("logits")]
+
+
+def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"did you mean {close[0]!r}?" if close else f"choose one of {', '.join(choices)}"
