@@ -62,6 +62,24 @@ def resolve_model_path(name_or_path: str) -> str:
     return name_or_path
 
 
+def load_tokenizer(path: str):
+    """``AutoTokenizer``, except that a plain ``tokenizer.json`` (no model-specific class) loads as such.
+
+    transformers 5 maps some model types (qwen2) to their own tokenizer class even when the folder
+    holds a generic ``tokenizers`` file, which then tokenizes to nothing.
+    """
+    import json
+
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    cfg = Path(path) / "tokenizer_config.json"
+    if cfg.exists():
+        cls = json.loads(cfg.read_text()).get("tokenizer_class")
+        if cls in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+            return PreTrainedTokenizerFast.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)
+
+
 class HookedModel:
     """An HF causal LM with typed sites, capture, traced generation and interventions.
 
@@ -99,13 +117,13 @@ class HookedModel:
             remote: build the model on the meta device and run traces through nnsight's remote
                 execution (NDIF); needs the network and an NDIF API key.
         """
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         path = resolve_model_path(name_or_path)
         if remote:
             return cls._load_remote(path)
         try:
-            tok = AutoTokenizer.from_pretrained(path)
+            tok = load_tokenizer(path)
             kw: dict[str, Any] = {"dtype": dtype}
             if device_map is not None:
                 kw["device_map"] = device_map
@@ -302,23 +320,28 @@ class HookedModel:
 
     # ---- interop ---------------------------------------------------------------------------
     def to_transformer_lens(self):
-        """A TransformerLens ``TransformerBridge`` over the same HF weights (no copy).
+        """A TransformerLens ``TransformerBridge`` over a copy of the HF model.
 
-        Canonical hook names: ``blocks.{i}.hook_out`` equals our ``resid_post.i``.
+        A copy, because the bridge rewires the modules it wraps (our KV-cached generation on the
+        original would break). Canonical hook names: ``blocks.{i}.hook_out`` equals our ``resid_post.i``.
         """
         from transformer_lens.model_bridge import TransformerBridge
 
         return TransformerBridge.boot_transformers(
-            self.config._name_or_path or self.name, hf_model=self.hf, tokenizer=self.tokenizer,
+            self.config._name_or_path or self.name, hf_model=copy.deepcopy(self.hf), tokenizer=self.tokenizer,
             device=str(self.device), dtype=next(self.hf.parameters()).dtype,
         )
 
     def to_nnsight(self):
         """An nnsight ``LanguageModel`` wrapping the same HF module and tokenizer."""
         if self._nnsight is None:
+            import warnings
+
             from nnsight import LanguageModel
 
-            self._nnsight = LanguageModel(self.hf, tokenizer=self.tokenizer)
+            with warnings.catch_warnings():  # 0.8 deprecates LanguageModel for TransformersModel; both wrap the module
+                warnings.simplefilter("ignore")
+                self._nnsight = LanguageModel(self.hf, tokenizer=self.tokenizer)
         return self._nnsight
 
     def _capture_nnsight(self, enc: dict[str, Tensor], sites: list[Site]) -> dict[Site, Tensor]:

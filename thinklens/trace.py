@@ -23,7 +23,7 @@ class ActivationBatch:
 
     input_ids: Int[Tensor, "batch pos"]
     attention_mask: Int[Tensor, "batch pos"]
-    acts: dict[Site, Float[Tensor, "batch pos d"]]
+    acts: dict[Site, Float[Tensor, "batch n d"]]
     positions: list[int] | str | None = None
 
     def __getitem__(self, site: Site | str) -> Tensor:
