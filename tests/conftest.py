@@ -33,3 +33,13 @@ def tiny_models(tiny_dirs):
     from thinklens import HookedModel
 
     return {fam: HookedModel.load(str(p)) for fam, p in tiny_dirs.items()}
+
+
+def pytest_collection_modifyitems(config, items):
+    """`gpu` tests skip themselves where no accelerator exists (they are deselected by default anyway)."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -31,34 +32,45 @@ from thinklens.trace import ActivationBatch, Trace
 Inputs = "str | Sequence[str] | dict[str, Tensor] | Tensor"
 
 
-def _zoo_path(name: str) -> Path | None:
+def _hub_reachable(host: str = "huggingface.co") -> bool:
+    """A DNS lookup only: offline, fail at once instead of after the hub client's retries."""
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
     try:
-        from thinklens.zoo.registry import zoo_path
-    except ImportError:  # the zoo package is optional for the core
-        return None
-    try:
-        return zoo_path(name)
-    except ThinklensError:
-        return None
+        socket.getaddrinfo(host, 443)
+        return True
+    except OSError:
+        return False
 
 
 def resolve_model_path(name_or_path: str) -> str:
     """Zoo name -> its folder; an existing folder -> itself; anything else is treated as a hub id."""
-    zp = _zoo_path(name_or_path)
-    if zp is not None:
-        if not (zp / "config.json").exists():
-            raise ThinklensError.of("zoo model", name_or_path, f"weights in {zp}",
-                                    f"train it with `thinklens zoo train {name_or_path}`")
-        return str(zp)
+    try:
+        from thinklens.zoo.registry import check_zoo_name, is_zoo_name, zoo_dir
+    except ImportError:  # pragma: no cover - the zoo package is optional for the core
+        is_zoo_name = None
     p = Path(name_or_path).expanduser()
+    if is_zoo_name is not None and is_zoo_name(name_or_path):
+        zp = zoo_dir() / name_or_path
+        if not (zp / "config.json").exists():
+            raise ThinklensError.of("zoo model", name_or_path, f"weights in {zp}", f"train it with `thinklens zoo train {name_or_path}`")
+        return str(zp)
     if p.is_dir():
         if not (p / "config.json").exists():
             raise ThinklensError.of("model folder", str(p), "a folder with config.json (save_pretrained output)",
                                     "point at the folder written by save_pretrained")
         return str(p)
-    if name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path.strip("/").split("/", 1)[-1]:
+    if is_zoo_name is not None and name_or_path.startswith("tiny-"):
+        check_zoo_name(name_or_path)  # raises with did-you-mean
+    looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
+    if looks_like_path:
         raise ThinklensError.of("model", name_or_path, "a zoo name, an existing model folder or a hub id like org/name",
                                 "check the path, or run `thinklens zoo eval` to list zoo models")
+    if not _hub_reachable():
+        raise ThinklensError.of("model", name_or_path, "a zoo name or a local model folder (the hub is unreachable offline)",
+                                "save the model with save_pretrained on a machine with network and pass its folder")
     return name_or_path
 
 
@@ -142,12 +154,17 @@ class HookedModel:
     def _load_remote(cls, path: str) -> "HookedModel":
         from nnsight import LanguageModel
 
+        kw: dict[str, Any] = {}
+        if Path(path).is_dir():  # a local config (tests, or a model NDIF also serves): no hub lookup for the tokenizer
+            kw["tokenizer"] = load_tokenizer(path)
         try:
-            lm = LanguageModel(path)  # meta device: weights stay on the NDIF servers
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lm = LanguageModel(path, **kw)  # meta device: weights stay on the NDIF servers
         except Exception as e:  # noqa: BLE001 - nnsight raises many kinds when offline
             raise ThinklensError.of("remote model", path, "a hub id that NDIF serves (network needed)",
                                     f"check the id and your connection ({type(e).__name__})") from None
-        model = cls(lm._model, lm.tokenizer, name=path, remote=True)
+        model = cls(lm._module, lm.tokenizer, name=path, remote=True)
         model._nnsight = lm
         return model
 
@@ -258,6 +275,8 @@ class HookedModel:
     @torch.no_grad()
     def forward_with(self, inputs: Any, interventions: Sequence[Intervention] = ()) -> Float[Tensor, "batch pos vocab"]:
         """Logits of a forward pass with interventions applied."""
+        if self.remote:
+            self._local_only("forward_with")
         enc = self.tokenize(inputs)
         with self.intervene(interventions):
             return self._forward(enc).logits
@@ -280,7 +299,9 @@ class HookedModel:
                 store[site] = act.detach()
             return fn
 
-        if self.remote or self._nnsight is not None and getattr(self, "_prefer_nnsight", False):
+        if self.remote:
+            if interventions:
+                self._local_only("interventions in capture")
             store = self._capture_nnsight(enc, site_list)
         else:
             with self.intervene(interventions), site_hooks(self, [(s, saver(s)) for s in site_list]):
@@ -303,9 +324,18 @@ class HookedModel:
         """Traced, KV-cached, batched generation; see :func:`thinklens.generate.generate`."""
         from thinklens.generate import GenerateConfig, generate
 
+        if self.remote:
+            self._local_only("generate")
+
         cfg = GenerateConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, seed=seed, temperature=temperature,
                              top_p=top_p, stop=tuple(stop), top_k_stats=top_k_stats, batch_size=batch_size)
         return generate(self, prompts, cfg, capture=capture, interventions=interventions, progress=progress)
+
+    def _local_only(self, what: str) -> None:
+        raise ThinklensError.of(
+            "remote call", what, "capture() on a remote model (NDIF); this call needs local weights",
+            "load the model locally (remote=False, device_map='auto' to shard across GPUs) or use model.to_nnsight() directly",
+        )
 
     # ---- embeddings ------------------------------------------------------------------------
     def embed(self, input_ids: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d"]:
@@ -335,8 +365,6 @@ class HookedModel:
     def to_nnsight(self):
         """An nnsight ``LanguageModel`` wrapping the same HF module and tokenizer."""
         if self._nnsight is None:
-            import warnings
-
             from nnsight import LanguageModel
 
             with warnings.catch_warnings():  # 0.8 deprecates LanguageModel for TransformersModel; both wrap the module

@@ -1,0 +1,190 @@
+"""ActivationStore: activations as sharded safetensors plus JSON, written by many processes, streamed back.
+
+Layout of a store folder::
+
+    shard-<writer>-<seq>.safetensors   one tensor per site, [rows, d]
+    shard-<writer>-<seq>.json          sidecar: rows, sites, dtype, per-row metadata
+    index.json                         written by :meth:`ActivationStore.consolidate` (optional)
+
+A shard counts once its sidecar exists; both are written atomically (temp + rename), sidecar
+last, so a killed writer leaves no half shard. Writers need no lock: each has its own id.
+Memory stays bounded: a writer buffers at most ``shard_mb`` before flushing, a reader maps
+shards and slices batches out of them.
+
+Example:
+    >>> import tempfile, torch
+    >>> store = ActivationStore(tempfile.mkdtemp())
+    >>> with store.writer() as w:
+    ...     w.add({Site("resid_post", 0): torch.ones(3, 4)}, meta=[{"i": i} for i in range(3)])
+    >>> len(store), next(store.iter_batches(2))[Site("resid_post", 0)].shape
+    (3, torch.Size([2, 4]))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch import Tensor
+
+from thinklens.errors import ThinklensError
+from thinklens.runs import atomic_write_json
+from thinklens.sites import Site
+from thinklens.trace import Trace
+
+
+class StoreWriter:
+    """Buffers rows and flushes a shard every ``shard_mb`` megabytes. Use as a context manager."""
+
+    def __init__(self, store: "ActivationStore", writer_id: str, shard_mb: float, dtype: torch.dtype):
+        self.store, self.writer_id, self.dtype = store, writer_id, dtype
+        self.limit = int(shard_mb * 2**20)
+        self._buf: dict[Site, list[Tensor]] = {}
+        self._meta: list[dict[str, Any]] = []
+        self._bytes = 0
+        self._seq = 0
+        self._width: dict[Site, int] = {}
+
+    def add(self, acts: dict[Site, Tensor], meta: Sequence[dict[str, Any]] | None = None) -> None:
+        """Append rows: every site ``[n, d]`` with the same n; ``meta`` one JSON-able dict per row."""
+        ns = {s: a.shape[0] for s, a in acts.items()}
+        if len(set(ns.values())) != 1 or any(a.ndim != 2 for a in acts.values()):
+            raise ThinklensError.of("activation rows", {str(s): tuple(a.shape) for s, a in acts.items()},
+                                    "2-D [rows, d] tensors with the same number of rows per site", "flatten batch and positions first")
+        if self._buf and set(acts) != set(self._buf):
+            raise ThinklensError.of("sites", sorted(map(str, acts)), f"the sites of earlier rows {sorted(map(str, self._buf))}",
+                                    "write other sites to another store")
+        n = next(iter(ns.values()))
+        if meta is not None and len(meta) != n:
+            raise ThinklensError.of("row metadata", len(meta), f"{n} entries (one per row)", "pass one dict per row")
+        for s, a in acts.items():
+            if self._width.setdefault(s, a.shape[1]) != a.shape[1]:
+                raise ThinklensError.of(f"width of {s}", a.shape[1], str(self._width[s]), "keep one width per site")
+            a = a.detach().to("cpu", self.dtype).contiguous()
+            self._buf.setdefault(s, []).append(a)
+            self._bytes += a.numel() * a.element_size()
+        self._meta.extend(meta if meta is not None else [{}] * n)
+        if self._bytes >= self.limit:
+            self.flush()
+
+    def add_traces(self, traces: Sequence[Trace], trace_ids: Sequence[str] | None = None) -> None:
+        """One row per generated token of each trace (its hidden states at every captured site)."""
+        for k, tr in enumerate(traces):
+            tid = trace_ids[k] if trace_ids is not None else str(k)
+            self.add(dict(tr.hidden), meta=[{"trace": tid, "step": t, "token": tr.token_ids[t]} for t in range(len(tr))])
+
+    def flush(self) -> None:
+        if not self._buf:
+            return
+        name = f"shard-{self.writer_id}-{self._seq:05d}"
+        tensors = {str(s): torch.cat(chunks) for s, chunks in self._buf.items()}
+        rows = next(iter(tensors.values())).shape[0]
+        d = self.store.path
+        tmp = d / f".{name}.{uuid.uuid4().hex}.tmp"
+        save_file(tensors, str(tmp))
+        os.replace(tmp, d / f"{name}.safetensors")
+        atomic_write_json(d / f"{name}.json", {
+            "rows": rows, "sites": {k: list(v.shape[1:]) for k, v in tensors.items()},
+            "dtype": str(self.dtype).removeprefix("torch."), "meta": self._meta,
+        })
+        del tensors
+        self._buf, self._meta, self._bytes = {}, [], 0
+        self._seq += 1
+
+    def __enter__(self) -> "StoreWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.flush()
+
+
+class ActivationStore:
+    """A folder of activation shards; see the module docstring."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def writer(self, writer_id: str | None = None, *, shard_mb: float = 64, dtype: torch.dtype = torch.float32) -> StoreWriter:
+        """A writer with its own id (pid + random by default), so processes never collide."""
+        return StoreWriter(self, writer_id or f"{os.getpid()}-{uuid.uuid4().hex[:8]}", shard_mb, dtype)
+
+    def shards(self) -> list[tuple[Path, dict[str, Any]]]:
+        """Completed shards (those with a sidecar), in name order."""
+        out = []
+        for side in sorted(self.path.glob("shard-*.json")):
+            st = side.with_suffix(".safetensors")
+            if st.exists():
+                out.append((st, json.loads(side.read_text())))
+        return out
+
+    def __len__(self) -> int:
+        return sum(m["rows"] for _, m in self.shards())
+
+    @property
+    def sites(self) -> list[Site]:
+        sh = self.shards()
+        return [Site.parse(s) for s in sh[0][1]["sites"]] if sh else []
+
+    def consolidate(self) -> dict[str, Any]:
+        """Write ``index.json`` (shards, rows, sites) for tools that want one file."""
+        shards = self.shards()
+        index = {"rows": sum(m["rows"] for _, m in shards), "sites": [str(s) for s in self.sites],
+                 "shards": [{"file": p.name, "rows": m["rows"]} for p, m in shards]}
+        atomic_write_json(self.path / "index.json", index)
+        return index
+
+    def iter_batches(self, batch_size: int, sites: Sequence[Site | str] | None = None, *, with_meta: bool = False,
+                     shuffle: bool = False, seed: int = 0) -> Iterator[dict[Site, Tensor]]:
+        """Stream ``{site: [batch, d]}`` batches (the last may be smaller); shard order shuffled if asked.
+
+        Rows are sliced from memory-mapped shards, so memory is O(batch), not O(store).
+        """
+        if batch_size < 1:
+            raise ThinklensError.of("batch_size", batch_size, "an integer >= 1", "pass batch_size=256")
+        shards = self.shards()
+        if not shards:
+            raise ThinklensError.of("activation store", str(self.path), "a folder with at least one shard", "write activations first")
+        want = [Site.parse(s) for s in sites] if sites is not None else self.sites
+        missing = [str(s) for s in want if str(s) not in shards[0][1]["sites"]]
+        if missing:
+            raise ThinklensError.of("sites", missing, f"sites stored here: {', '.join(shards[0][1]['sites'])}", "capture those sites first")
+        order = list(range(len(shards)))
+        if shuffle:
+            g = torch.Generator().manual_seed(seed)
+            order = torch.randperm(len(shards), generator=g).tolist()
+        pending: dict[Site, list[Tensor]] = {s: [] for s in want}
+        pending_meta: list[dict[str, Any]] = []
+        have = 0
+        for k in order:
+            path, meta = shards[k]
+            with safe_open(str(path), framework="pt") as f:
+                slices = {s: f.get_slice(str(s)) for s in want}
+                start = 0
+                while start < meta["rows"]:
+                    take = min(batch_size - have, meta["rows"] - start)
+                    for s in want:
+                        pending[s].append(slices[s][start:start + take])
+                    pending_meta.extend(meta["meta"][start:start + take])
+                    have += take
+                    start += take
+                    if have == batch_size:
+                        yield self._emit(pending, pending_meta, with_meta)
+                        pending, pending_meta, have = {s: [] for s in want}, [], 0
+        if have:
+            yield self._emit(pending, pending_meta, with_meta)
+
+    @staticmethod
+    def _emit(pending: dict[Site, list[Tensor]], meta: list[dict[str, Any]], with_meta: bool) -> dict:
+        out: dict = {s: torch.cat(v) for s, v in pending.items()}
+        if with_meta:
+            out["meta"] = meta
+        return out
