@@ -152,7 +152,7 @@ def _choose(logits: Tensor, cfg: GenerateConfig, gen: torch.Generator | None) ->
     return torch.multinomial(probs / probs.sum(-1, keepdim=True), 1, generator=gen)[:, 0]
 
 
-def _eos_ids(model: "HookedModel") -> set[int]:
+def eos_ids(model: "HookedModel") -> set[int]:
     ids: set[int] = set()
     for src in (model.tokenizer.eos_token_id, getattr(model.config, "eos_token_id", None),
                 getattr(getattr(model.hf, "generation_config", None), "eos_token_id", None)):
@@ -176,7 +176,7 @@ def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfi
             buf[site][ctx.step] = act[:, -1].detach()  # a re-run step overwrites its own row
         return fn
 
-    eos = _eos_ids(model)
+    eos = eos_ids(model)
     pad = model.tokenizer.pad_token_id
     tokens: list[Tensor] = []
     ent: list[Tensor] = []

@@ -1,0 +1,259 @@
+"""Class-conditional (Mondrian) split conformal prediction for a binary probe (LYNX step 6).
+
+Given probe probabilities ``p = P(y=1 | x)`` on a calibration set disjoint from the probe's
+training data, the nonconformity score of a positive event is ``1 - p`` and of a negative event
+``p``. For class c with ``n_c`` calibration scores, ``q_c`` is the k-th smallest with
+``k = ceil((n_c + 1)(1 - delta))``. The prediction set of a new event is
+``S(x) = {1 if 1 - p <= q_pos} | {0 if p <= q_neg}``; LYNX exits at an event whose set is {1}.
+
+Guarantee (stated precisely). Fix delta and a class c. If the calibration events of class c
+and a new event of class c are exchangeable, then ``P(c not in S(x) | y = c) <= delta``, the
+probability taken over the calibration draw and the new event together. For c = 0 this bounds
+what LYNX needs: ``P(S(x) = {1} | y = 0) <= delta``, i.e. an event whose forced exit would be wrong
+is declared safe to exit with probability at most delta. The bound is per cue event, not per
+trajectory: a rollout scanned over m events has up to m chances to exit wrongly, and events of one
+rollout are not exchangeable with each other in general. It is marginal, not conditional on the
+calibration set; a particular calibration set can do worse (the spread shrinks as ``n_c`` grows).
+:func:`validity_curve` measures it on a third split.
+
+``delta`` is read as the decimal it prints as (``Fraction(repr(delta))``), so ``k`` is exact:
+``ceil(20 * 0.95)`` is 19, not the 20 that floating point rounding can give.
+
+Example:
+    >>> import numpy as np
+    >>> cal = MondrianCalibrator.fit(p_cal=np.array([0.9, 0.8, 0.7, 0.6, 0.2, 0.1, 0.3, 0.4]),
+    ...                              y_cal=np.array([1, 1, 1, 1, 0, 0, 0, 0]))
+    >>> cal.thresholds(0.2)  # k = ceil(5 * 0.8) = 4: the largest of 4 scores per class
+    (0.4, 0.4)
+    >>> cal.prediction_sets(np.array([0.95, 0.5, 0.05]), 0.2).astype(int).tolist()  # [has 0, has 1]
+    [[0, 1], [0, 0], [1, 0]]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from scipy.stats import beta as beta_dist
+
+from thinklens.errors import ThinklensError
+
+
+def _check_delta(delta: float) -> Fraction:
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise ThinklensError.of("delta", delta, "a miscoverage level strictly between 0 and 1",
+                                "use e.g. 0.05 (LYNX sweeps 0.01, 0.02, 0.03, 0.05, 0.10)")
+    return Fraction(repr(value))
+
+
+def min_calibration_events(delta: float) -> int:
+    """The smallest class size ``n`` with ``ceil((n + 1)(1 - delta)) <= n`` (non-vacuous quantile).
+
+    Example:
+        >>> [min_calibration_events(d) for d in (0.01, 0.05, 0.1, 0.3)]
+        [99, 19, 9, 3]
+    """
+    d = _check_delta(delta)
+    return math.ceil((1 - d) / d)
+
+
+def conformal_rank(n: int, delta: float) -> int:
+    """``k = ceil((n + 1)(1 - delta))``, the rank of the class quantile among ``n`` scores.
+
+    Raises a :class:`ThinklensError` when ``k > n``: the quantile would be +inf (every set would
+    contain the class) and the reference's clipping to ``n`` would silently void the guarantee.
+
+    Example:
+        >>> conformal_rank(19, 0.05), conformal_rank(100, 0.1)
+        (19, 91)
+    """
+    d = _check_delta(delta)
+    k = max(1, math.ceil((n + 1) * (1 - d)))
+    if n < 1 or k > n:
+        need = min_calibration_events(delta)
+        raise ThinklensError.of(
+            "calibration class size", f"{n} events at delta={delta}",
+            f"at least {need} calibration events of each class (ceil((n+1)(1-delta)) <= n)",
+            f"collect at least {need} events per class, or raise delta",
+        )
+    return k
+
+
+def class_quantile(scores: np.ndarray, delta: float) -> float:
+    """The k-th smallest of ``scores`` [n] with ``k = conformal_rank(n, delta)``.
+
+    Example:
+        >>> class_quantile(np.array([0.5, 0.1, 0.3, 0.2, 0.4]), 0.3)  # k = ceil(6 * 0.7) = 5
+        0.5
+    """
+    scores = np.sort(np.asarray(scores, dtype=np.float64).ravel())
+    return float(scores[conformal_rank(scores.shape[0], delta) - 1])
+
+
+def prediction_sets(p: np.ndarray, q_pos: float, q_neg: float) -> np.ndarray:
+    """Sets for probabilities ``p`` [n] as a bool array [n, 2]: column c says "c is in the set"."""
+    p = _check_probabilities(p, "p")
+    return np.column_stack([p <= q_neg, 1.0 - p <= q_pos])
+
+
+@dataclass(frozen=True, eq=False)
+class MondrianCalibrator:
+    """Sorted calibration scores per class; quantiles for any delta are read off on demand.
+
+    Build with :meth:`fit`; it is a value (frozen), cheap to query at many deltas.
+    """
+
+    scores_pos: np.ndarray
+    """Sorted nonconformity scores ``1 - p`` of the calibration positives (y = 1)."""
+    scores_neg: np.ndarray
+    """Sorted nonconformity scores ``p`` of the calibration negatives (y = 0)."""
+
+    @classmethod
+    def fit(cls, p_cal: np.ndarray, y_cal: np.ndarray) -> MondrianCalibrator:
+        """Calibrate on probabilities ``p_cal`` [n] and binary labels ``y_cal`` [n] (0/1 or bool)."""
+        p = _check_probabilities(p_cal, "p_cal")
+        y = _check_binary(y_cal, "y_cal", p.shape[0])
+        return cls(scores_pos=np.sort(1.0 - p[y == 1]), scores_neg=np.sort(p[y == 0]))
+
+    @property
+    def n_pos(self) -> int:
+        """Number of calibration positives."""
+        return int(self.scores_pos.shape[0])
+
+    @property
+    def n_neg(self) -> int:
+        """Number of calibration negatives."""
+        return int(self.scores_neg.shape[0])
+
+    def thresholds(self, delta: float) -> tuple[float, float]:
+        """``(q_pos, q_neg)`` at miscoverage ``delta``; errors if a class is too small for it."""
+        try:
+            q_pos = class_quantile(self.scores_pos, delta)
+            q_neg = class_quantile(self.scores_neg, delta)
+        except ThinklensError as err:
+            counts = f"(calibration has {self.n_pos} positives, {self.n_neg} negatives)"
+            raise ThinklensError(f"{err} {counts}") from None
+        return q_pos, q_neg
+
+    def prediction_sets(self, p: np.ndarray, delta: float) -> np.ndarray:
+        """Bool [n, 2] sets for probabilities ``p`` [n]; column 0: 0 in set, column 1: 1 in set."""
+        return prediction_sets(p, *self.thresholds(delta))
+
+    def exit_mask(self, p: np.ndarray, delta: float) -> np.ndarray:
+        """Bool [n]: the set is exactly {1} (LYNX's "safe to exit here")."""
+        sets = self.prediction_sets(p, delta)
+        return sets[:, 1] & ~sets[:, 0]
+
+
+@dataclass(frozen=True, eq=False)
+class ValidityCurve:
+    """Empirical ``P(S = {1} | y = 0)`` per delta on held-out events, with Clopper-Pearson bounds."""
+
+    deltas: np.ndarray
+    """The miscoverage levels, [d]."""
+    rate: np.ndarray
+    """Empirical rate of the set {1} among test negatives, [d] (nan without negatives)."""
+    lower: np.ndarray
+    """Two-sided Clopper-Pearson lower bound of the rate, [d]."""
+    upper: np.ndarray
+    """Two-sided Clopper-Pearson upper bound of the rate, [d]."""
+    n_neg: int
+    """Number of test negatives (the binomial trials)."""
+    n_exit: np.ndarray
+    """Test negatives with the set {1}, [d] (the binomial successes)."""
+    confidence: float
+    """Confidence level of the bounds."""
+
+    @property
+    def margin(self) -> np.ndarray:
+        """Upper binomial margin ``upper - rate``, [d]."""
+        return self.upper - self.rate
+
+    @property
+    def consistent(self) -> np.ndarray:
+        """Bool [d]: ``rate <= delta + margin``, i.e. the data do not contradict the guarantee."""
+        return self.rate <= self.deltas + self.margin
+
+    def to_dict(self) -> dict:
+        """Plain lists, for a run folder's results json."""
+        return {"deltas": self.deltas.tolist(), "rate": self.rate.tolist(), "lower": self.lower.tolist(),
+                "upper": self.upper.tolist(), "n_neg": self.n_neg, "n_exit": self.n_exit.tolist(),
+                "confidence": self.confidence}
+
+
+def clopper_pearson(k: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Exact two-sided binomial interval for ``k`` successes in ``n`` trials, elementwise.
+
+    Example:
+        >>> lo, hi = clopper_pearson(np.array([0, 5]), 10)
+        >>> lo.round(4).tolist(), hi.round(4).tolist()
+        ([0.0, 0.1871], [0.3085, 0.8129])
+    """
+    k = np.asarray(k, dtype=np.float64)
+    if n <= 0:
+        return np.zeros_like(k), np.ones_like(k)
+    a = (1.0 - confidence) / 2
+    # the Beta quantiles are undefined at k = 0 / k = n, where the bounds are 0 / 1 exactly
+    lower = np.where(k > 0, beta_dist.ppf(a, np.maximum(k, 1), n - k + 1), 0.0)
+    upper = np.where(k < n, beta_dist.ppf(1 - a, k + 1, np.maximum(n - k, 1)), 1.0)
+    return lower, upper
+
+
+def validity_curve(p_test: np.ndarray, y_test: np.ndarray, calibrator: MondrianCalibrator,
+                   deltas: np.ndarray | list[float], confidence: float = 0.95) -> ValidityCurve:
+    """Measure the LYNX guarantee on a split disjoint from training and calibration.
+
+    Args:
+        p_test: [n] probe probabilities on the test events.
+        y_test: [n] binary labels (1 = the forced exit at this event is correct).
+        calibrator: fitted on the calibration split.
+        deltas: miscoverage levels to evaluate.
+        confidence: level of the Clopper-Pearson interval.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.integers(0, 2, 4000); p = np.clip(0.5 * y + 0.5 * rng.random(4000), 0, 1)
+        >>> cal = MondrianCalibrator.fit(p[:2000], y[:2000])
+        >>> bool(validity_curve(p[2000:], y[2000:], cal, [0.05, 0.1]).consistent.all())
+        True
+    """
+    p = _check_probabilities(p_test, "p_test")
+    y = _check_binary(y_test, "y_test", p.shape[0])
+    deltas = np.asarray(deltas, dtype=np.float64).ravel()
+    neg = p[y == 0]
+    n_neg = int(neg.shape[0])
+    n_exit = np.array([int(calibrator.exit_mask(neg, float(d)).sum()) for d in deltas], dtype=np.int64)
+    rate = n_exit / n_neg if n_neg else np.full(deltas.shape, np.nan)
+    lower, upper = clopper_pearson(n_exit, n_neg, confidence)
+    return ValidityCurve(deltas=deltas, rate=np.asarray(rate, dtype=np.float64), lower=lower, upper=upper,
+                         n_neg=n_neg, n_exit=n_exit, confidence=confidence)
+
+
+def _check_probabilities(p: np.ndarray, name: str) -> np.ndarray:
+    p = np.asarray(p, dtype=np.float64)
+    if p.ndim != 1:
+        raise ThinklensError.of(name, f"an array of shape {p.shape}", "a 1-d array of P(y=1) per event",
+                                "pass predict_proba(X)[:, 1]")
+    if p.size and not (np.all(np.isfinite(p)) and p.min() >= 0.0 and p.max() <= 1.0):
+        raise ThinklensError.of(name, f"values in [{np.nanmin(p)}, {np.nanmax(p)}] (finite: "
+                                f"{bool(np.all(np.isfinite(p)))})", "probabilities in [0, 1]",
+                                "pass probabilities, not logits (predict_proba(X)[:, 1])")
+    return p
+
+
+def _check_binary(y: np.ndarray, name: str, n: int) -> np.ndarray:
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ThinklensError.of(name, f"shape {y.shape}", f"shape ({n},) matching the probabilities",
+                                "pass one label per event")
+    values = set(np.unique(y).tolist())
+    if not values <= {0, 1}:
+        raise ThinklensError.of(name, f"labels {sorted(values, key=str)[:5]}", "binary labels 0/1",
+                                "label events 1 when the forced exit answers correctly, else 0")
+    return y.astype(np.int64)

@@ -1,0 +1,302 @@
+"""Probe datasets from a model: states at sites and cue events, forced-exit labels, layer sweeps.
+
+Positions follow one rule: the state AT generated token t is the state after reading token t,
+i.e. the one that produces token t + 1 (LYNX's feature at a cue event). In a :class:`Trace`,
+``hidden[site][t]`` is the state that PRODUCED token t, so the state at token t is row t + 1; the
+state at the last generated token is not in a trace, which is why :func:`event_features` runs one
+forward pass over prompt + rollout (as the reference does) instead of reading the trace.
+
+Example:
+    >>> # traces = model.generate(prompts, max_new_tokens=512, do_sample=True, seed=0)
+    >>> # events = rollout_events(traces, model.tokenizer, LynxConfig(), "train")
+    >>> # X = event_features(model, traces, events, lynx_sites(model.n_layers))
+    >>> # forced = forced_exit_labels(model, traces, events, gold, exit_string=" </think> ####")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, clone
+from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
+from sklearn.utils.multiclass import type_of_target
+
+from probes.estimators import LinearProbe, RidgeProbe
+from probes.exits import EventTable, RolloutTable
+from probes.lynx import CueEvent, LynxConfig, find_cue_events
+from thinklens.answers import parse_answer
+from thinklens.errors import ThinklensError
+from thinklens.generate import Decoder, eos_ids
+from thinklens.sites import Site
+from thinklens.trace import Trace
+
+
+def token_separator(tokenizer, ids: Sequence[int]) -> str:
+    """``" "`` when the tokenizer's per-token strings join to its decoded text with spaces
+    (word-level tokenizers such as the zoo's), else ``""`` (BPE pieces carry their own spaces)."""
+    ids = list(ids)
+    if len(ids) < 2:
+        return ""
+    pieces = [tokenizer.decode([i]) for i in ids]
+    text = tokenizer.decode(ids)
+    return " " if "".join(pieces) != text and " ".join(pieces) == text else ""
+
+
+def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split: str) -> list[list[CueEvent]]:
+    """Cue events of every trace, capped per rollout as ``split`` ("train", "calibration", "test") says."""
+    cap = config.max_events(split)
+    return [find_cue_events(tr.tokens, cue_words=config.cue_words, max_events=cap,
+                            fallback_fraction=config.fallback_fraction,
+                            separator=token_separator(tokenizer, tr.token_ids))
+            for tr in traces]
+
+
+def _left_pad(rows: list[list[int]], pad_id: int, device) -> dict[str, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+        mask[i, width - len(r):] = 1
+    return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+
+
+def _check_context(model, length: int, what: str) -> None:
+    ctx = model.max_context
+    if ctx is not None and length > ctx:
+        raise ThinklensError.of(what, f"{length} tokens", f"at most {ctx} tokens (the model's context)",
+                                "generate shorter rollouts or lower max_answer_tokens")
+
+
+def _check_events(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]]) -> None:
+    if len(events) != len(traces):
+        raise ThinklensError.of("events", f"{len(events)} event lists for {len(traces)} traces",
+                                "one event list per trace", "pass rollout_events(traces, ...)")
+    for tr, evs in zip(traces, events):
+        for ev in evs:
+            if not 0 <= ev.start_index <= ev.token_index < len(tr):
+                raise ThinklensError.of("event position", ev.token_index, f"a token index in [0, {len(tr)})",
+                                        "compute events from the same traces")
+
+
+@torch.no_grad()
+def event_features(model, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],
+                   sites: Sequence[Site | str], *, batch_size: int = 4) -> np.ndarray:
+    """States at every event token, sites concatenated in order: float32 ``[event, site * d_model]``.
+
+    Events are flattened trace by trace, each trace's in its own order. One forward pass per batch of
+    rollouts (prompt + generated tokens, left padded) through ``model.capture``.
+    """
+    _check_events(traces, events)
+    site_list = [model.resolve_site(s) for s in sites]
+    out: list[np.ndarray] = []
+    pad = model.tokenizer.pad_token_id
+    for lo in range(0, len(traces), batch_size):
+        chunk = list(range(lo, min(lo + batch_size, len(traces))))
+        chunk = [i for i in chunk if events[i]]
+        if not chunk:
+            continue
+        rows = [traces[i].prompt_ids + traces[i].token_ids for i in chunk]
+        _check_context(model, max(len(r) for r in rows), "rollout length")
+        enc = _left_pad(rows, pad, model.device)
+        acts = model.capture(enc, site_list).acts  # site -> [batch, pos, d]
+        width = enc["input_ids"].shape[1]
+        for b, i in enumerate(chunk):
+            offset = width - len(rows[b]) + len(traces[i].prompt_ids)  # column of generated token 0
+            cols = torch.tensor([offset + ev.token_index for ev in events[i]], device=model.device)
+            feats = torch.cat([acts[s][b, cols] for s in site_list], dim=-1)  # [event, site * d]
+            out.append(feats.float().cpu().numpy())
+    n_feat = len(site_list) * model.d_model
+    return np.concatenate(out, axis=0) if out else np.zeros((0, n_feat), dtype=np.float32)
+
+
+def trace_states_at(trace: Trace, token_indices: Sequence[int], sites: Sequence[Site | str]) -> np.ndarray:
+    """States at generated tokens read from a trace (row t + 1), sites concatenated: ``[n, site * d]``.
+
+    Cheaper than :func:`event_features` when the trace captured those sites, but the state at the
+    last generated token is not in a trace; asking for it is an error.
+    """
+    keys = [s if isinstance(s, Site) else Site.parse(s) for s in sites]
+    missing = [str(k) for k in keys if k not in trace.hidden]
+    if missing:
+        raise ThinklensError.of("trace sites", missing, f"sites captured in the trace ({[str(k) for k in trace.hidden]})",
+                                "generate with capture=[...] including them, or use event_features")
+    rows = np.asarray(token_indices, dtype=np.int64) + 1
+    if rows.size and (rows.min() < 1 or rows.max() >= len(trace)):
+        raise ThinklensError.of("token index", int(rows.max() - 1), f"an index in [0, {len(trace) - 1})",
+                                "the state after the last token is not recorded; use event_features")
+    return torch.cat([trace.hidden[k][rows] for k in keys], dim=-1).float().numpy()
+
+
+@dataclass(frozen=True, eq=False)
+class ForcedExits:
+    """Outcome of forcing an answer at every event (flattened trace by trace)."""
+
+    label: np.ndarray
+    """1 if the forced answer equals the gold answer, [event]."""
+    answer: list[int | None]
+    """The parsed forced answer (None when none could be parsed), [event]."""
+    answer_tokens: np.ndarray
+    """Tokens generated after the exit string (up to and including EOS), [event]."""
+    text: list[str]
+    """Exit string plus generated answer text, [event]."""
+
+
+@torch.no_grad()
+def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],
+                       gold: Sequence[int], *, exit_string: str, max_answer_tokens: int = 64,
+                       batch_size: int = 16) -> ForcedExits:
+    """Label events by forcing an exit: keep the rollout's tokens before the cue, append
+    ``exit_string``, decode greedily (KV-cached, batched) up to ``max_answer_tokens``, parse with
+    :func:`thinklens.answers.parse_answer` and compare with the trace's gold answer.
+
+    Works on token ids (prompt ids + rollout ids + the exit string's ids), so the prefix is exactly
+    what the model generated; the reference re-tokenizes decoded text instead.
+    """
+    _check_events(traces, events)
+    if len(gold) != len(traces):
+        raise ThinklensError.of("gold answers", f"{len(gold)} for {len(traces)} traces", "one answer per trace",
+                                "pass the problems' answers in trace order")
+    if max_answer_tokens < 1:
+        raise ThinklensError.of("max_answer_tokens", max_answer_tokens, "an integer >= 1", "use 64")
+    exit_ids = model.tokenizer(exit_string, add_special_tokens=False)["input_ids"]
+    items = [(i, ev) for i, evs in enumerate(events) for ev in evs]
+    eos, pad = eos_ids(model), model.tokenizer.pad_token_id
+    eos_tensor = torch.tensor(sorted(eos), dtype=torch.long)
+    answers: list[int | None] = []
+    n_tokens: list[int] = []
+    texts: list[str] = []
+    for lo in range(0, len(items), batch_size):
+        chunk = items[lo:lo + batch_size]
+        rows = [traces[i].prompt_ids + traces[i].token_ids[:ev.start_index] + exit_ids for i, ev in chunk]
+        _check_context(model, max(len(r) for r in rows) + max_answer_tokens, "forced-exit length")
+        dec = Decoder(model, _left_pad(rows, pad, model.device))
+        logits = dec.prefill()
+        done = torch.zeros(len(rows), dtype=torch.bool, device=logits.device)
+        generated: list[torch.Tensor] = []
+        for t in range(max_answer_tokens):
+            nxt = torch.where(done, torch.full_like(done, pad, dtype=torch.long), logits.argmax(-1))
+            generated.append(nxt)
+            done = done | torch.isin(nxt, eos_tensor.to(nxt.device))
+            if bool(done.all()) or t == max_answer_tokens - 1:
+                break
+            logits = dec.step(nxt)
+        gen = torch.stack(generated, 1).cpu().tolist()  # [row, steps]
+        for row in gen:
+            stop = next((k + 1 for k, tok in enumerate(row) if tok in eos), len(row))
+            text = model.tokenizer.decode(exit_ids + row[:stop], skip_special_tokens=True)
+            answers.append(parse_answer(text))
+            n_tokens.append(stop)
+            texts.append(text)
+    golds = [int(gold[i]) for i, _ in items]
+    label = np.array([int(a is not None and a == g) for a, g in zip(answers, golds)], dtype=np.int64)
+    return ForcedExits(label=label, answer=answers, answer_tokens=np.array(n_tokens, dtype=np.int64), text=texts)
+
+
+def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], gold: Sequence[int],
+                forced: ForcedExits, prob: np.ndarray) -> tuple[EventTable, RolloutTable]:
+    """Event and rollout tables for :mod:`probes.exits` (probe probabilities ``prob`` [event]).
+
+    Exit cost = tokens up to and including the cue + forced answer tokens; full cost = the rollout's
+    generated tokens. A full rollout is correct when ``parse_answer(trace.text)`` equals the gold answer.
+    """
+    _check_events(traces, events)
+    flat = [(i, ev) for i, evs in enumerate(events) for ev in evs]
+    n = len(flat)
+    if forced.label.shape[0] != n or np.asarray(prob).shape != (n,):
+        raise ThinklensError.of("event arrays", f"{forced.label.shape[0]} labels, {np.asarray(prob).shape} probs",
+                                f"{n} of each (one per event)", "compute them from the same events")
+    table = EventTable(
+        rollout=np.array([i for i, _ in flat], dtype=np.int64),
+        position=np.array([ev.token_index for _, ev in flat], dtype=np.int64),
+        label=forced.label, prob=np.asarray(prob, dtype=np.float64),
+        exit_tokens=np.array([ev.tokens_used(k) for (_, ev), k in zip(flat, forced.answer_tokens)]),
+        is_cue=np.array([not ev.is_fallback for _, ev in flat], dtype=bool),
+    )
+    rollouts = RolloutTable(
+        length=np.array([len(tr) for tr in traces]),
+        correct=np.array([int(parse_answer(tr.text) == int(g)) for tr, g in zip(traces, gold)]),
+        tokens=np.array([len(tr) for tr in traces], dtype=np.float64),
+    )
+    return table, rollouts
+
+
+@torch.no_grad()
+def prompt_states(model, texts: Sequence[str], sites: Sequence[Site | str], *, batch_size: int = 16) -> dict[str, np.ndarray]:
+    """State at the last token of each text, per site: ``{site string: float32 [text, d_model]}``."""
+    site_list = [model.resolve_site(s) for s in sites]
+    parts: dict[Site, list[np.ndarray]] = {s: [] for s in site_list}
+    for lo in range(0, len(texts), batch_size):
+        batch = model.capture(list(texts[lo:lo + batch_size]), site_list, positions="last")
+        for s in site_list:
+            parts[s].append(batch.acts[s][:, -1].float().cpu().numpy())
+    return {str(s): np.concatenate(parts[s], axis=0) for s in site_list}
+
+
+@dataclass(frozen=True, eq=False)
+class LayerSweep:
+    """Cross-validated probe scores per site."""
+
+    sites: tuple[str, ...]
+    """The sites, in the order given."""
+    scores: np.ndarray
+    """Score per site and fold, [site, fold]."""
+    scoring: str
+    """The scikit-learn scorer name (roc_auc, accuracy or r2 by default)."""
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean score per site, [site]."""
+        return self.scores.mean(axis=1)
+
+    @property
+    def std(self) -> np.ndarray:
+        """Standard deviation across folds per site, [site]."""
+        return self.scores.std(axis=1)
+
+    @property
+    def best(self) -> str:
+        """The site with the highest mean score."""
+        return self.sites[int(np.argmax(self.mean))]
+
+
+def layer_sweep(features: Mapping[str, np.ndarray], y: np.ndarray, *, task: str = "auto",
+                probe: BaseEstimator | None = None, folds: int = 5, scoring: str | None = None,
+                seed: int = 0) -> LayerSweep:
+    """Fit one probe per site with ``folds``-fold CV (stratified for labels, shuffled, seeded).
+
+    ``task``: "classification", "regression", or "auto" (float targets regress, anything else
+    classifies). Integer targets such as the running value are labels under "auto": pass
+    ``task="regression"`` to regress them. Defaults: binary labels -> LinearProbe scored by roc_auc;
+    multiclass -> LinearProbe by accuracy; regression -> RidgeProbe by r2.
+
+    Example:
+        >>> rng = np.random.default_rng(0); y = rng.integers(0, 2, 120)
+        >>> feats = {"resid_post.0": rng.normal(size=(120, 4)), "resid_post.1": rng.normal(size=(120, 4))}
+        >>> feats["resid_post.1"][:, 0] += 3 * y
+        >>> layer_sweep(feats, y).best
+        'resid_post.1'
+    """
+    y = np.asarray(y)
+    if not features:
+        raise ThinklensError.of("features", "no sites", "{site: [n, d] array} with at least one site",
+                                "pass prompt_states(...) or event features per site")
+    if task not in ("auto", "classification", "regression"):
+        raise ThinklensError.of("task", task, "auto, classification or regression", "use task='regression' for values")
+    continuous = task == "regression" or (task == "auto" and np.issubdtype(y.dtype, np.floating))
+    kind = None if continuous else type_of_target(y)
+    if probe is None:
+        probe = RidgeProbe() if continuous else LinearProbe()
+    scoring = scoring or ("r2" if continuous else "roc_auc" if kind == "binary" else "accuracy")
+    splitter = (KFold if continuous else StratifiedKFold)(n_splits=folds, shuffle=True, random_state=seed)
+    rows = []
+    for site, X in features.items():
+        X = np.asarray(X)
+        if X.shape[0] != y.shape[0]:
+            raise ThinklensError.of(f"features at {site}", f"{X.shape[0]} rows", f"{y.shape[0]} rows, one per label",
+                                    "capture the features for the same items as the labels")
+        rows.append(cross_val_score(clone(probe), X, y, cv=splitter, scoring=scoring))
+    return LayerSweep(sites=tuple(str(s) for s in features), scores=np.array(rows), scoring=scoring)

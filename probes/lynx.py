@@ -1,0 +1,305 @@
+"""LYNX, the model-free parts: configuration, cue events in decoded tokens, feature layers.
+
+Paper: Akgul et al., "LYNX: Learning Dynamic Exits for Confidence-Controlled Reasoning"
+(arXiv 2512.05325), restated in specs/lynx.md. Exit policies and their evaluation are in
+:mod:`probes.exits`, the conformal step in :mod:`probes.conformal`.
+
+Deviation from the reference, on purpose: cue words match on WORD BOUNDARIES (case-insensitive),
+so "await", "waiting" or "hmmm" do not fire for "wait" / "hmm". The reference lower-cases the text and
+matches substrings, which fires inside those words. Add "hmmm" (or any word) to ``cue_words`` to
+catch it. Two cues ending in the same token give one event (the reference would duplicate it).
+
+Example:
+    >>> tokens = ["We", " await", " it", ".", " Wait", ",", " 3", "+", "4", " hm", "m"]
+    >>> [(e.token_index, e.cue) for e in find_cue_events(tokens)]
+    [(4, 'wait'), (10, 'hmm')]
+    >>> lynx_layers(28), lynx_layers(6)
+    ((9, 16, 28), (2, 3, 5, 6))
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from probes.estimators import LynxMLPProbe
+from probes.intention import auroc_score
+from thinklens.errors import ThinklensError
+from thinklens.sites import Site
+
+DEFAULT_CUES: tuple[str, ...] = ("hmm", "wait", "alternatively")
+DEFAULT_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.03, 0.05, 0.10)
+#: Feature layers per depth from the reference, in HF ``hidden_states`` indexing (0 = embeddings).
+LAYER_TABLE: dict[int, tuple[int, ...]] = {
+    28: (9, 16, 28),
+    32: (8, 16, 24, 32),
+    36: (12, 18, 24, 36),
+    64: (16, 32, 48, 64),
+}
+_CUE_RE = re.compile(r"^\w+(?:[ '\-]\w+)*$")
+
+
+def check_cue_words(cue_words: Sequence[str]) -> tuple[str, ...]:
+    """Lower-cased, de-duplicated cue words; errors on an empty list or a non-word entry.
+
+    Example:
+        >>> check_cue_words(["Wait", "hmm", "wait"])
+        ('wait', 'hmm')
+    """
+    if isinstance(cue_words, str) or not isinstance(cue_words, Sequence) or len(cue_words) == 0:
+        raise ThinklensError.of("cue words", cue_words, "a non-empty sequence of words, e.g. ('hmm', 'wait')",
+                                "pass a tuple of words, not a single string")
+    words: list[str] = []
+    for word in cue_words:
+        w = word.strip().lower() if isinstance(word, str) else word
+        if not isinstance(w, str) or not _CUE_RE.match(w):
+            raise ThinklensError.of(
+                "cue word", word, "a word or phrase of letters/digits (e.g. 'wait', 'on second thought')",
+                f"remove it from cue_words; the defaults are {DEFAULT_CUES}",
+            )
+        if w not in words:
+            words.append(w)
+    return tuple(words)
+
+
+@dataclass(frozen=True)
+class LynxConfig:
+    """Settings of a LYNX run; defaults are the reference's."""
+
+    cue_words: tuple[str, ...] = DEFAULT_CUES
+    """Reflection words that mark candidate exit events (matched on word boundaries)."""
+    max_events_train: int = 200
+    """Cap on events per rollout in the probe-training split (the first ones are kept)."""
+    max_events_calibration: int = 100
+    """Cap on events per rollout in the calibration split."""
+    max_events_test: int | None = None
+    """Cap on events per rollout when evaluating exits (None: all events)."""
+    fallback_fraction: float = 0.7
+    """A rollout without any cue gets one event at this fraction of its length."""
+    exit_string: str = "</think> Final Answer: \\boxed{"
+    """Appended to the text before the cue to force an answer."""
+    max_answer_tokens: int = 64
+    """Greedy tokens decoded after the exit string to read the forced answer."""
+    deltas: tuple[float, ...] = DEFAULT_DELTAS
+    """Miscoverage levels of the sweep."""
+    layers: tuple[int, ...] | None = None
+    """HF hidden-state indices whose states are concatenated; None: :func:`lynx_layers` of the depth."""
+    val_fraction: float = 0.2
+    """Stratified share of the training events held out to report probe accuracy/AUROC."""
+    seed: int = 42
+    """Seed of the validation split and the probe."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))
+        for name in ("max_events_train", "max_events_calibration", "max_answer_tokens"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ThinklensError.of(name, getattr(self, name), "an integer >= 1", "use the default")
+        if self.max_events_test is not None and self.max_events_test < 1:
+            raise ThinklensError.of("max_events_test", self.max_events_test, "None or an integer >= 1",
+                                    "use None to keep every event")
+        for name in ("fallback_fraction", "val_fraction"):
+            if not 0.0 < float(getattr(self, name)) < 1.0:
+                raise ThinklensError.of(name, getattr(self, name), "a fraction in (0, 1)", "use the default")
+        if not self.deltas or not all(0.0 < float(d) < 1.0 for d in self.deltas):
+            raise ThinklensError.of("deltas", self.deltas, "a non-empty tuple of levels in (0, 1)",
+                                    f"use {DEFAULT_DELTAS}")
+        if self.layers is not None and (not self.layers or min(self.layers) < 0):
+            raise ThinklensError.of("layers", self.layers, "None or non-negative hidden-state indices",
+                                    "use None for the depth's default")
+
+    def max_events(self, split: str) -> int | None:
+        """Per-rollout event cap of a split: "train", "calibration" or "test"."""
+        caps = {"train": self.max_events_train, "calibration": self.max_events_calibration,
+                "test": self.max_events_test}
+        if split not in caps:
+            raise ThinklensError.of("split", split, f"one of {sorted(caps)}", "name the split events are for")
+        return caps[split]
+
+
+@dataclass(frozen=True)
+class CueEvent:
+    """One candidate exit point in a rollout."""
+
+    token_index: int
+    """0-based index (in the generated tokens) of the token where the cue ends."""
+    start_index: int
+    """Index of the token where the cue starts; the forced exit keeps the tokens before it."""
+    cue: str | None
+    """The matched cue word; None for the fallback event of a rollout without cues."""
+    char_span: tuple[int, int] = field(default=(-1, -1))
+    """Character span of the cue in the concatenated decoded text ((-1, -1) for the fallback)."""
+
+    @property
+    def is_fallback(self) -> bool:
+        """True for the synthetic event of a cue-less rollout."""
+        return self.cue is None
+
+    def tokens_used(self, n_answer_tokens: int) -> int:
+        """Cost of exiting here: tokens up to and including the cue, plus the forced answer."""
+        return self.token_index + 1 + int(n_answer_tokens)
+
+
+def _cue_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    # longest first, so "wait a moment" wins over "wait" at the same start
+    alternatives = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True))
+    # (?<!\w) / (?!\w) instead of \b: also correct when a cue starts or ends with a non-word char
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT_CUES,
+                    max_events: int | None = None, fallback_fraction: float = 0.7,
+                    separator: str = "") -> list[CueEvent]:
+    """Cue events of one rollout, in order.
+
+    Args:
+        tokens: the generated tokens, each decoded on its own (joined by ``separator``, the text).
+        cue_words: words to match, case-insensitively, on word boundaries.
+        max_events: keep only the first this many events (LYNX: train 200, calibration 100).
+        fallback_fraction: with no cue, one event at token ``max(1, int(f * len)) - 1`` (the
+            reference's 1-based ``max(1, int(0.7 L))``).
+        separator: put between tokens when joining them; ``" "`` for word-level tokenizers (the
+            zoo's) whose tokens decode without spaces, so "so" + "wait" is not read as "sowait".
+
+    Returns an empty list only for an empty rollout.
+
+    Example:
+        >>> [e.token_index for e in find_cue_events(["a"] * 10)]  # no cue: fallback at 0.7
+        [6]
+        >>> [e.token_index for e in find_cue_events([" W", "ait", " no", " wait"], max_events=1)]
+        [1]
+        >>> [e.token_index for e in find_cue_events(["so", "wait", "<<"], separator=" ")]
+        [1]
+    """
+    words = check_cue_words(cue_words)
+    if max_events is not None and max_events < 1:
+        raise ThinklensError.of("max_events", max_events, "None or an integer >= 1", "use None to keep all")
+    if not 0.0 < fallback_fraction < 1.0:
+        raise ThinklensError.of("fallback_fraction", fallback_fraction, "a fraction in (0, 1)", "use 0.7")
+    if len(tokens) == 0:
+        return []
+    # [token] char offset where each token ends; a separator counts to the token before it
+    ends = np.cumsum([len(t) + len(separator) for t in tokens]) - len(separator)
+    text = separator.join(tokens)
+    events: list[CueEvent] = []
+    seen: set[int] = set()
+    for m in _cue_pattern(words).finditer(text):
+        # the token containing the cue's last char: first token whose end offset reaches m.end()
+        end_tok = int(np.searchsorted(ends, m.end(), side="left"))
+        if end_tok in seen:
+            continue
+        seen.add(end_tok)
+        start_tok = int(np.searchsorted(ends, m.start(), side="right"))
+        events.append(CueEvent(end_tok, start_tok, m.group(0).lower(), (m.start(), m.end())))
+        if max_events is not None and len(events) >= max_events:
+            break
+    if not events:
+        index = max(1, int(Fraction(repr(fallback_fraction)) * len(tokens))) - 1
+        events.append(CueEvent(index, index, None))
+    return events
+
+
+def lynx_layers(n_layers: int) -> tuple[int, ...]:
+    """Hidden-state indices (HF ``hidden_states``: 0 = embeddings, ``n_layers`` = last) for LYNX.
+
+    The reference's table for 28, 32, 36 and 64 layers; any other depth takes the quarter points
+    ``round(n/4), round(n/2), round(3n/4), n`` (halves rounded up, duplicates dropped), which
+    reproduces the 32- and 64-layer rows and gives the zoo's 4-8 layer models e.g.
+    4 -> (1, 2, 3, 4), 6 -> (2, 3, 5, 6), 8 -> (2, 4, 6, 8).
+
+    Example:
+        >>> lynx_layers(32), lynx_layers(4), lynx_layers(2)
+        ((8, 16, 24, 32), (1, 2, 3, 4), (1, 2))
+    """
+    if not isinstance(n_layers, (int, np.integer)) or n_layers < 1:
+        raise ThinklensError.of("n_layers", n_layers, "a positive integer (the model's block count)",
+                                "pass model.n_layers")
+    n = int(n_layers)
+    if n in LAYER_TABLE:
+        return LAYER_TABLE[n]
+    quarters = [max(1, math.floor(n * q / 4 + 0.5)) for q in (1, 2, 3)] + [n]
+    return tuple(sorted(set(quarters)))
+
+
+def hidden_index_site(index: int, n_layers: int) -> Site:
+    """Site of HF ``hidden_states[index]``: 0 -> embed, i -> resid_post.(i-1), last -> final_norm.
+
+    Example:
+        >>> [str(hidden_index_site(i, 4)) for i in lynx_layers(4)]
+        ['resid_post.0', 'resid_post.1', 'resid_post.2', 'final_norm']
+    """
+    if not 0 <= index <= n_layers:
+        raise ThinklensError.of("hidden-state index", index, f"an index in [0, {n_layers}]",
+                                "index 0 is the embeddings and n_layers the final (normed) state")
+    if index == 0:
+        return Site("embed")
+    # HF applies the final norm to the last hidden state; the core calls that site final_norm
+    return Site("final_norm") if index == n_layers else Site("resid_post", index - 1)
+
+
+def lynx_sites(n_layers: int, layers: Sequence[int] | None = None) -> tuple[Site, ...]:
+    """Sites whose states LYNX concatenates, in order (default: :func:`lynx_layers`).
+
+    Example:
+        >>> [str(s) for s in lynx_sites(28)]
+        ['resid_post.8', 'resid_post.15', 'final_norm']
+    """
+    chosen = lynx_layers(n_layers) if layers is None else tuple(layers)
+    return tuple(hidden_index_site(i, n_layers) for i in chosen)
+
+
+@dataclass(frozen=True)
+class ProbeValidation:
+    """Held-out quality of a LYNX probe (the reference's val metrics)."""
+
+    accuracy: float
+    """Accuracy of p >= 0.5 on the validation split."""
+    auroc: float
+    """AUROC on the validation split (nan with one class)."""
+    n_train: int
+    """Training events."""
+    n_val: int
+    """Validation events."""
+    n_pos_train: int
+    """Training events with y = 1."""
+
+
+def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConfig(),
+                     probe: LynxMLPProbe | None = None) -> tuple[LynxMLPProbe, ProbeValidation]:
+    """Train the LYNX probe on a stratified ``1 - val_fraction`` share of the events (seed
+    ``config.seed``), report accuracy and AUROC on the rest, and return the probe fitted on the
+    training share (as the reference does).
+
+    Args:
+        X: [event, feature] event features; y: [event] forced-exit labels (0/1).
+        probe: an unfitted probe to use instead of ``LynxMLPProbe(random_state=config.seed)``.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 4)); y = (X[:, 0] > 0).astype(int)
+        >>> _, val = train_lynx_probe(X, y)
+        >>> (val.n_train, val.n_val), val.auroc > 0.9
+        ((240, 60), True)
+    """
+    X, y = np.asarray(X), np.asarray(y)
+    counts = np.bincount(y.astype(np.int64), minlength=2) if y.size else np.zeros(2, int)
+    if X.ndim != 2 or y.shape != (X.shape[0],) or counts.min() < 2:
+        raise ThinklensError.of("probe training data", f"X {X.shape}, y {y.shape}, class counts {counts.tolist()}",
+                                "X [event, feature] and 0/1 labels with at least 2 events of each class",
+                                "label more rollouts; with no correct (or no wrong) forced exit there is nothing to learn")
+    X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=config.val_fraction, random_state=config.seed,
+                                                stratify=y)
+    probe = LynxMLPProbe(random_state=config.seed) if probe is None else probe
+    probe.fit(X_tr, y_tr)
+    p = probe.predict_proba(X_val)[:, 1]
+    both = 0 < int(y_val.sum()) < len(y_val)
+    return probe, ProbeValidation(
+        accuracy=float(np.mean((p >= 0.5).astype(int) == y_val)),
+        auroc=auroc_score(y_val, p) if both else float("nan"),
+        n_train=len(y_tr), n_val=len(y_val), n_pos_train=int(y_tr.sum()),
+    )

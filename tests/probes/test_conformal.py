@@ -1,0 +1,122 @@
+"""Mondrian split conformal: hand-computed quantiles, errors, and coverage on simulated data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from probes.conformal import (
+    MondrianCalibrator,
+    class_quantile,
+    clopper_pearson,
+    conformal_rank,
+    min_calibration_events,
+    prediction_sets,
+    validity_curve,
+)
+from thinklens.errors import ThinklensError
+
+
+def test_ranks_and_quantiles_by_hand():
+    scores = np.array([0.30, 0.10, 0.50, 0.20, 0.40, 0.05, 0.60, 0.15, 0.35, 0.25])  # n = 10
+    # delta 0.1: k = ceil(11 * 0.9) = ceil(9.9) = 10 -> the largest
+    assert conformal_rank(10, 0.1) == 10 and class_quantile(scores, 0.1) == 0.60
+    # delta 0.3: k = ceil(11 * 0.7) = ceil(7.7) = 8 -> sorted [.05 .1 .15 .2 .25 .3 .35 .4 ...][7]
+    assert conformal_rank(10, 0.3) == 8 and class_quantile(scores, 0.3) == 0.40
+    # delta 0.5: k = ceil(5.5) = 6 -> 0.30
+    assert class_quantile(scores, 0.5) == 0.30
+    # exact decimal arithmetic: (19 + 1) * 0.95 is 19 exactly, so k = 19 (floats could give 20)
+    assert conformal_rank(19, 0.05) == 19
+    # k is clipped below at 1: n = 1 needs (2)(1 - delta) <= 1, i.e. delta >= 0.5
+    assert conformal_rank(1, 0.9) == 1
+
+
+def test_sets_from_thresholds_by_hand():
+    cal = MondrianCalibrator.fit(np.array([0.9, 0.8, 0.6, 0.7, 0.1, 0.3, 0.2, 0.4]),
+                                 np.array([1, 1, 1, 1, 0, 0, 0, 0]))
+    # positives' scores 1-p = [.1 .2 .3 .4], negatives' scores p = [.1 .2 .3 .4]; delta 0.4: k = ceil(3) = 3
+    q_pos, q_neg = cal.thresholds(0.4)
+    assert (q_pos, q_neg) == pytest.approx((0.3, 0.3))
+    p = np.array([0.75, 0.7, 0.5, 0.3, 0.2])
+    sets = cal.prediction_sets(p, 0.4)
+    # 1 in S iff 1-p <= .3 (p >= .7); 0 in S iff p <= .3
+    assert sets.tolist() == [[False, True], [False, True], [False, False], [True, False], [True, False]]
+    assert cal.exit_mask(p, 0.4).tolist() == [True, True, False, False, False]
+    assert np.array_equal(prediction_sets(p, q_pos, q_neg), sets)
+    # a wide set {0, 1}: both thresholds generous
+    assert prediction_sets(np.array([0.5]), 0.6, 0.6).tolist() == [[True, True]]
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -0.1, 1.5, float("nan"), "a"])
+def test_delta_outside_unit_interval_is_an_error(delta):
+    with pytest.raises(ThinklensError, match="delta"):
+        conformal_rank(50, delta)
+
+
+def test_too_small_class_says_how_many_events_are_needed():
+    assert min_calibration_events(0.05) == 19 and min_calibration_events(0.01) == 99
+    cal = MondrianCalibrator.fit(np.r_[np.full(30, 0.9), np.full(10, 0.1)], np.r_[np.ones(30), np.zeros(10)])
+    cal.thresholds(0.1)  # 10 negatives suffice for delta = 0.1 (need 9)
+    with pytest.raises(ThinklensError, match=r"at least 19 calibration events.*10 negatives"):
+        cal.thresholds(0.05)
+    with pytest.raises(ThinklensError, match="at least"):
+        MondrianCalibrator.fit(np.array([0.9, 0.8]), np.array([1, 1])).thresholds(0.3)  # no negatives
+
+
+def test_input_validation():
+    with pytest.raises(ThinklensError, match="probabilities"):
+        MondrianCalibrator.fit(np.array([1.5, 0.2]), np.array([1, 0]))
+    with pytest.raises(ThinklensError, match="binary"):
+        MondrianCalibrator.fit(np.array([0.5, 0.2]), np.array([2, 0]))
+
+
+def test_clopper_pearson_matches_scipy():
+    for k, n in [(0, 10), (3, 10), (10, 10), (17, 400)]:
+        lo, hi = clopper_pearson(np.array([k]), n)
+        ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+        assert (lo[0], hi[0]) == pytest.approx((ci.low, ci.high))
+
+
+def test_coverage_on_simulated_exchangeable_data():
+    """The guarantee is marginal over calibration and test draws: pool many independent splits.
+
+    Mondrian calibration is per class, so each split draws a fixed number of events per class.
+    With continuous scores, P(0 not in S | y=0) is exactly 1 - k/(n+1); S = {1} is rarer still.
+    """
+    rng = np.random.default_rng(0)
+    deltas = np.array([0.02, 0.05, 0.1, 0.2])
+    reps, n_cal, n_test = 1000, 60, 10
+
+    def probe(y):  # an imperfect probe's P(y=1)
+        return 1 / (1 + np.exp(-(1.5 * (2 * y - 1) + rng.normal(size=y.shape))))
+
+    exits = np.zeros(len(deltas))  # test negatives whose set is {1}
+    missing0 = np.zeros(len(deltas))  # test negatives whose set lacks 0
+    for _ in range(reps):
+        y_cal = np.r_[np.ones(n_cal, int), np.zeros(n_cal, int)]
+        cal = MondrianCalibrator.fit(probe(y_cal), y_cal)
+        neg = probe(np.zeros(n_test, int))
+        for i, d in enumerate(deltas):
+            sets = cal.prediction_sets(neg, d)
+            exits[i] += np.sum(sets[:, 1] & ~sets[:, 0])
+            missing0[i] += np.sum(~sets[:, 0])
+    n_neg = reps * n_test
+    _, upper = clopper_pearson(exits, n_neg)
+    rate = exits / n_neg
+    assert np.all(rate <= deltas + (upper - rate)), (rate, upper)
+    exact = np.array([1 - conformal_rank(n_cal, d) / (n_cal + 1) for d in deltas])
+    lo, hi = clopper_pearson(missing0, n_neg, confidence=0.999)
+    assert np.all((lo <= exact) & (exact <= hi)), (missing0 / n_neg, exact)
+
+
+def test_validity_curve_on_a_held_out_split():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 6000)
+    p = np.clip(0.35 * y + 0.65 * rng.random(6000), 0, 1)
+    cal = MondrianCalibrator.fit(p[:3000], y[:3000])
+    curve = validity_curve(p[3000:], y[3000:], cal, [0.01, 0.05, 0.1, 0.3])
+    assert curve.n_neg == int(np.sum(y[3000:] == 0))
+    assert np.all(curve.consistent) and np.all(curve.lower <= curve.rate) and np.all(curve.rate <= curve.upper)
+    assert np.all(np.diff(curve.rate) >= 0)  # larger delta, tighter threshold, more exits
+    assert set(curve.to_dict()) >= {"deltas", "rate", "upper", "n_neg"}

@@ -1,0 +1,17 @@
+"""The examples in the probes docstrings run and print what they claim."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["_common", "conformal", "estimators", "exits", "figures", "intention", "io", "lynx", "mlp"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(f"probes.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

@@ -1,0 +1,133 @@
+"""Cue events on crafted token lists, the layer table, and the config."""
+
+from __future__ import annotations
+
+import pytest
+
+from probes.lynx import (
+    DEFAULT_CUES,
+    LynxConfig,
+    check_cue_words,
+    find_cue_events,
+    hidden_index_site,
+    lynx_layers,
+    lynx_sites,
+)
+from thinklens.errors import ThinklensError
+from thinklens.sites import Site
+
+
+def _positions(tokens, **kw):
+    return [(e.token_index, e.cue) for e in find_cue_events(tokens, **kw)]
+
+
+def test_word_boundaries_reject_await_and_waiting():
+    tokens = ["We", " await", " the", " result", ",", " waiting", " long", ".", " Hmmm", "."]
+    # substring matching (the reference) would fire at " await", " waiting" and " Hmmm"
+    events = find_cue_events(tokens)
+    assert len(events) == 1 and events[0].is_fallback  # no cue: one fallback event
+    assert events[0].token_index == max(1, int(0.7 * len(tokens))) - 1 == 6
+
+
+def test_cues_end_token_case_and_punctuation():
+    tokens = ["Wait", ",", " so", " 3", ".", " HMM", "...", " alternatively", " x", " (wait)"]
+    assert _positions(tokens) == [(0, "wait"), (5, "hmm"), (7, "alternatively"), (9, "wait")]
+
+
+def test_cue_split_across_tokens_sits_at_its_last_token():
+    tokens = [" no", " W", "ait", "!", " al", "tern", "atively"]
+    events = find_cue_events(tokens)
+    assert [(e.start_index, e.token_index, e.cue) for e in events] == [(1, 2, "wait"), (4, 6, "alternatively")]
+    assert events[0].char_span == (4, 8)
+    assert events[0].tokens_used(n_answer_tokens=5) == 2 + 1 + 5
+
+
+def test_cue_inside_a_longer_token_and_glued_words():
+    # "wait" glued to letters does not fire; glued to digits neither (\\w includes digits)
+    assert find_cue_events(["xwait", " wait5", " waited"])[0].is_fallback
+    # a cue followed by punctuation inside the same token fires at that token
+    assert _positions(["ok", " wait,", " then"]) == [(1, "wait")]
+
+
+def test_caps_keep_the_first_events():
+    tokens = [" wait"] * 250
+    assert len(find_cue_events(tokens, max_events=200)) == 200
+    assert [e.token_index for e in find_cue_events(tokens, max_events=3)] == [0, 1, 2]
+    cfg = LynxConfig()
+    assert (cfg.max_events("train"), cfg.max_events("calibration"), cfg.max_events("test")) == (200, 100, None)
+
+
+def test_custom_cues_and_fallback():
+    assert _positions([" on", " second", " thought", " no"], cue_words=("on second thought",)) == \
+        [(2, "on second thought")]
+    assert _positions([" hmmm"], cue_words=("hmmm",)) == [(0, "hmmm")]
+    assert [e.token_index for e in find_cue_events(["a"] * 3)] == [1]  # int(2.1) = 2 -> index 1
+    assert [e.token_index for e in find_cue_events(["a"])] == [0]
+    assert find_cue_events([]) == []
+
+
+@pytest.mark.parametrize("bad", [(), [], "wait", ("",), ("wait", "  "), ("wa!t",), (3,)])
+def test_unknown_or_empty_cue_words_are_errors(bad):
+    with pytest.raises(ThinklensError, match="cue word"):
+        check_cue_words(bad)
+    with pytest.raises(ThinklensError):
+        LynxConfig(cue_words=bad)
+
+
+def test_config_validation():
+    assert LynxConfig().cue_words == DEFAULT_CUES
+    with pytest.raises(ThinklensError, match="deltas"):
+        LynxConfig(deltas=(0.0, 0.1))
+    with pytest.raises(ThinklensError, match="fallback_fraction"):
+        LynxConfig(fallback_fraction=1.0)
+    with pytest.raises(ThinklensError, match="split"):
+        LynxConfig().max_events("val")
+
+
+def test_layer_table_and_rule():
+    assert lynx_layers(28) == (9, 16, 28)
+    assert lynx_layers(32) == (8, 16, 24, 32)
+    assert lynx_layers(36) == (12, 18, 24, 36)
+    assert lynx_layers(64) == (16, 32, 48, 64)
+    assert {n: lynx_layers(n) for n in range(1, 9)} == {
+        1: (1,), 2: (1, 2), 3: (1, 2, 3), 4: (1, 2, 3, 4), 5: (1, 3, 4, 5), 6: (2, 3, 5, 6),
+        7: (2, 4, 5, 7), 8: (2, 4, 6, 8),
+    }
+    assert lynx_layers(48) == (12, 24, 36, 48)
+    with pytest.raises(ThinklensError, match="n_layers"):
+        lynx_layers(0)
+
+
+def test_hidden_state_indices_map_to_sites():
+    assert [str(hidden_index_site(i, 4)) for i in range(5)] == \
+        ["embed", "resid_post.0", "resid_post.1", "resid_post.2", "final_norm"]
+    assert lynx_sites(32) == (Site("resid_post", 7), Site("resid_post", 15), Site("resid_post", 23),
+                              Site("final_norm"))
+    with pytest.raises(ThinklensError):
+        hidden_index_site(5, 4)
+
+
+def test_word_level_tokens_need_a_separator():
+    tokens = ["so", "wait", "<<", "hmm", ">>"]  # the zoo tokenizer decodes each word without spaces
+    assert _positions(tokens, separator=" ") == [(1, "wait"), (3, "hmm")]
+    # glued, "sowait<<hmm>>" loses the "wait" (inside a word) and keeps "hmm" (between symbols)
+    assert _positions(tokens) == [(3, "hmm")]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_train_lynx_probe_split_and_errors():
+    import numpy as np
+
+    from probes.estimators import LynxMLPProbe
+    from probes.lynx import train_lynx_probe
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + 0.2 * rng.normal(size=200) > 0.5).astype(int)
+    probe, val = train_lynx_probe(X, y, probe=LynxMLPProbe(hidden_layer_sizes=(8,), early_stopping=False, max_iter=200))
+    assert probe.n_features_in_ == 3
+    assert (val.n_train, val.n_val) == (160, 40) and val.auroc > 0.9
+    # stratified: the training share keeps the base rate
+    assert val.n_pos_train == round(y.mean() * 160) or abs(val.n_pos_train / 160 - y.mean()) < 0.01
+    with pytest.raises(ThinklensError, match="at least 2 events of each class"):
+        train_lynx_probe(X, np.zeros(200, int))
