@@ -106,14 +106,15 @@ def cmd_capture(args: argparse.Namespace) -> int:
         m.tokenize(chunk)  # checks lengths before any work
         batch = m.capture(chunk, sites, positions=positions)
         mask = batch.attention_mask.bool() if positions is None else None
-        with store.writer(f"batch-{wid}", shard_mb=1e9) as w:
-            rows, meta = {}, []
-            for s in sites:
-                a = batch.acts[s]
-                rows[s] = a[mask] if mask is not None else a[:, -1]
-            for r in range(len(chunk)):
-                n = int(mask[r].sum()) if mask is not None else 1
-                meta += [{"prompt": k + r, "pos": (i if mask is not None else n - 1)} for i in range(n)]
+        rows, meta = {}, []
+        for s in sites:
+            a = batch.acts[s]
+            rows[s] = a[mask] if mask is not None else a[:, -1]
+        for r in range(len(chunk)):
+            n = int(mask[r].sum()) if mask is not None else 1
+            meta += [{"prompt": k + r, "pos": (i if mask is not None else n - 1)} for i in range(n)]
+        batch_mb = sum(v.numel() * 4 for v in rows.values()) / 2**20
+        with store.writer(f"batch-{wid}", shard_mb=batch_mb) as w:  # one shard per batch: resume is per batch
             w.add(rows, meta=meta)
     store.consolidate()
     print(f"captured {len(store)} rows at {', '.join(map(str, sites))} -> {out}")

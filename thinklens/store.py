@@ -41,38 +41,54 @@ from thinklens.trace import Trace
 
 
 class StoreWriter:
-    """Buffers rows and flushes a shard every ``shard_mb`` megabytes. Use as a context manager."""
+    """Copies rows into one preallocated shard buffer and flushes it when full. Use as a context manager.
+
+    The buffer is the only large allocation (``shard_mb``), so a writer's memory does not grow
+    with what it writes.
+    """
 
     def __init__(self, store: "ActivationStore", writer_id: str, shard_mb: float, dtype: torch.dtype):
         self.store, self.writer_id, self.dtype = store, writer_id, dtype
-        self.limit = int(shard_mb * 2**20)
-        self._buf: dict[Site, list[Tensor]] = {}
+        self.limit = max(1, int(shard_mb * 2**20))
+        self._buf: dict[Site, Tensor] = {}
         self._meta: list[dict[str, Any]] = []
-        self._bytes = 0
+        self._n = 0
+        self._cap = 0
         self._seq = 0
-        self._width: dict[Site, int] = {}
+
+    def _allocate(self, acts: dict[Site, Tensor]) -> None:
+        row_bytes = sum(a.shape[1] for a in acts.values()) * torch.empty((), dtype=self.dtype).element_size()
+        self._cap = max(1, self.limit // row_bytes)
+        self._buf = {s: torch.empty(self._cap, a.shape[1], dtype=self.dtype) for s, a in acts.items()}
 
     def add(self, acts: dict[Site, Tensor], meta: Sequence[dict[str, Any]] | None = None) -> None:
         """Append rows: every site ``[n, d]`` with the same n; ``meta`` one JSON-able dict per row."""
         ns = {s: a.shape[0] for s, a in acts.items()}
-        if len(set(ns.values())) != 1 or any(a.ndim != 2 for a in acts.values()):
+        if not acts or len(set(ns.values())) != 1 or any(a.ndim != 2 for a in acts.values()):
             raise ThinklensError.of("activation rows", {str(s): tuple(a.shape) for s, a in acts.items()},
                                     "2-D [rows, d] tensors with the same number of rows per site", "flatten batch and positions first")
         if self._buf and set(acts) != set(self._buf):
             raise ThinklensError.of("sites", sorted(map(str, acts)), f"the sites of earlier rows {sorted(map(str, self._buf))}",
                                     "write other sites to another store")
+        for s, a in acts.items():
+            if self._buf and self._buf[s].shape[1] != a.shape[1]:
+                raise ThinklensError.of(f"width of {s}", a.shape[1], str(self._buf[s].shape[1]), "keep one width per site")
         n = next(iter(ns.values()))
         if meta is not None and len(meta) != n:
             raise ThinklensError.of("row metadata", len(meta), f"{n} entries (one per row)", "pass one dict per row")
-        for s, a in acts.items():
-            if self._width.setdefault(s, a.shape[1]) != a.shape[1]:
-                raise ThinklensError.of(f"width of {s}", a.shape[1], str(self._width[s]), "keep one width per site")
-            a = a.detach().to("cpu", self.dtype).contiguous()
-            self._buf.setdefault(s, []).append(a)
-            self._bytes += a.numel() * a.element_size()
-        self._meta.extend(meta if meta is not None else [{}] * n)
-        if self._bytes >= self.limit:
-            self.flush()
+        if not self._buf:
+            self._allocate(acts)
+        meta = list(meta) if meta is not None else [{}] * n
+        start = 0
+        while start < n:
+            take = min(n - start, self._cap - self._n)
+            for s, a in acts.items():
+                self._buf[s][self._n:self._n + take] = a[start:start + take].detach()
+            self._meta.extend(meta[start:start + take])
+            self._n += take
+            start += take
+            if self._n == self._cap:
+                self.flush()
 
     def add_traces(self, traces: Sequence[Trace], trace_ids: Sequence[str] | None = None) -> None:
         """One row per generated token of each trace (its hidden states at every captured site)."""
@@ -81,21 +97,19 @@ class StoreWriter:
             self.add(dict(tr.hidden), meta=[{"trace": tid, "step": t, "token": tr.token_ids[t]} for t in range(len(tr))])
 
     def flush(self) -> None:
-        if not self._buf:
+        if self._n == 0:
             return
         name = f"shard-{self.writer_id}-{self._seq:05d}"
-        tensors = {str(s): torch.cat(chunks) for s, chunks in self._buf.items()}
-        rows = next(iter(tensors.values())).shape[0]
+        tensors = {str(s): b[:self._n] for s, b in self._buf.items()}  # contiguous views, no copy
         d = self.store.path
         tmp = d / f".{name}.{uuid.uuid4().hex}.tmp"
         save_file(tensors, str(tmp))
         os.replace(tmp, d / f"{name}.safetensors")
         atomic_write_json(d / f"{name}.json", {
-            "rows": rows, "sites": {k: list(v.shape[1:]) for k, v in tensors.items()},
+            "rows": self._n, "sites": {k: list(v.shape[1:]) for k, v in tensors.items()},
             "dtype": str(self.dtype).removeprefix("torch."), "meta": self._meta,
         })
-        del tensors
-        self._buf, self._meta, self._bytes = {}, [], 0
+        self._meta, self._n = [], 0
         self._seq += 1
 
     def __enter__(self) -> "StoreWriter":
@@ -104,6 +118,7 @@ class StoreWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.flush()
+        self._buf = {}
 
 
 class ActivationStore:

@@ -1,0 +1,46 @@
+"""Shared helpers of the benchmarks: random models of a real family, interleaved timing."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+
+import torch
+
+SIZES = {  # name -> build_tiny_model kwargs; parameter counts printed by the benches
+    "1m": dict(d_model=128, n_layers=4, n_heads=4, d_mlp=352, vocab_size=512, n_ctx=512),
+    "25m": dict(d_model=512, n_layers=6, n_heads=8, d_mlp=1376, vocab_size=8192, n_ctx=512),
+}
+
+
+def build(size: str, family: str = "llama"):
+    from thinklens import HookedModel
+    from thinklens.testing import build_tiny_model
+
+    path = build_tiny_model(family, tempfile.mkdtemp(prefix=f"bench-{size}-"), **SIZES[size])
+    return HookedModel.load(str(path))
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.hf.parameters())
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1) -> dict[str, float]:
+    """Median seconds per call; the candidates alternate so drift hits them alike."""
+    for _ in range(warmup):
+        for f in fns.values():
+            f()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def random_prompts(model, n: int, length: int, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, model.vocab_size, (n, length), generator=g)

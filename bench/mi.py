@@ -1,0 +1,99 @@
+"""Benchmark: the fast batched nHSIC estimator against the plain two-inverse formula.
+
+Prints `name=value` lines; the last is the headline `mi_speedup` (plain time / fast time, same inputs).
+The plain formula (numpy float64, two explicit inverses per step, as the paper's code does) is slow,
+so by default it is timed on a subset of steps and extrapolated linearly (each step costs the same).
+Both sides run with the same thread count (default 1, for numpy's BLAS too): on a shared machine,
+multi-threaded BLAS timings swing by several times from run to run.
+
+Run: python bench/mi.py [--d 1024] [--steps 256] [--plain-steps 8] [--threads 1] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+from analyses.mi.estimator import nhsic_trajectory
+from analyses.mi.reference import plain_trajectory
+
+
+def make_inputs(d: int, steps: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A synthetic trajectory that looks like residual-stream states: unit-scale coordinates, a few
+    massive ones (as real LLMs have), and a varying share of the answer direction per step."""
+    g = torch.Generator().manual_seed(seed)
+    answer = torch.randn(d, generator=g) * 3.0
+    massive = torch.randperm(d, generator=g)[:4]
+    answer[massive] = torch.tensor([250.0, -180.0, 120.0, 90.0])
+    share = torch.rand(steps, 1, generator=g)  # [step, 1]
+    states = share * answer + (1 - share) * torch.randn(steps, d, generator=g) * 3.0  # [step, d]
+    states[:, massive[0]] += 100.0 * torch.rand(steps, generator=g)  # norm changes over the steps
+    return states, answer
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--d", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=256)
+    ap.add_argument("--plain-steps", type=int, default=8, help="steps the plain formula is timed on")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument("--method", default="nystrom", choices=["nystrom", "cholesky"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch and numpy (0: leave as is)")
+    args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+        with threadpool_limits(limits=args.threads):
+            run(args)
+    else:
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Time both implementations on the same inputs and print the figures."""
+
+    states, answer = make_inputs(args.d, args.steps, args.seed)
+    dtype = getattr(torch, args.dtype)
+    plain_steps = min(args.plain_steps, args.steps)
+    subset = np.linspace(0, args.steps - 1, plain_steps).round().astype(int).tolist()
+
+    def fast() -> torch.Tensor:
+        out = nhsic_trajectory(states, answer, dtype=dtype, device=args.device, method=args.method).mi
+        if torch.device(args.device).type == "cuda":
+            torch.cuda.synchronize()
+        return out
+
+    nhsic_trajectory(states[:2], answer, dtype=dtype, device=args.device)  # warm-up (lazy init, caches)
+    t0 = time.perf_counter()
+    mi_fast = fast()
+    fast_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    mi_plain = plain_trajectory(states.numpy(), answer.numpy(), steps=subset)
+    plain_s = (time.perf_counter() - t0) * args.steps / plain_steps
+
+    rel = np.abs(mi_fast.numpy()[subset] - mi_plain) / np.abs(mi_plain)
+    print(f"mi_d={args.d}")
+    print(f"mi_steps={args.steps}")
+    print(f"mi_device={args.device}")
+    print(f"mi_method={args.method}")
+    print(f"mi_dtype={args.dtype}")
+    print(f"mi_threads={torch.get_num_threads()}")
+    if plain_steps < args.steps:
+        print(f"mi_plain_note=plain formula timed on {plain_steps} of {args.steps} steps, extrapolated linearly")
+    print(f"mi_plain_steps_timed={plain_steps}")
+    print(f"mi_plain_s={plain_s:.3f}")
+    print(f"mi_fast_s={fast_s:.3f}")
+    print(f"mi_fast_ms_per_step={1000 * fast_s / args.steps:.2f}")
+    print(f"mi_value_range={float(mi_plain.min()):.4g}..{float(mi_plain.max()):.4g}")
+    print(f"mi_max_rel_diff={float(rel.max()):.2e}")
+    print(f"mi_speedup={plain_s / fast_s:.1f}")
+
+
+if __name__ == "__main__":
+    main()
