@@ -19,8 +19,12 @@ def build(size: str, family: str = "llama"):
     from thinklens import HookedModel
     from thinklens.testing import build_tiny_model
 
-    path = build_tiny_model(family, tempfile.mkdtemp(prefix=f"bench-{size}-"), **SIZES[size])
-    return HookedModel.load(str(path))
+    with tempfile.TemporaryDirectory(prefix=f"bench-{size}-") as tmp:
+        path = build_tiny_model(family, tmp, **SIZES[size])
+        model = HookedModel.load(str(path))
+        for p in model.hf.parameters():  # own the weights before the folder goes (safetensors may be mapped)
+            p.data = p.data.clone()
+        return model
 
 
 def n_params(model) -> int:
