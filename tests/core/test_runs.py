@@ -1,0 +1,77 @@
+"""Run folders: atomic writes, config guard, and a killed job resumed to the same results."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from thinklens.errors import ThinklensError
+from thinklens.runs import RunFolder, atomic_write_json, list_runs, validate_id
+
+JOB = """
+import sys, time, json
+from thinklens.runs import RunFolder
+run = RunFolder.create("job", {"n": 12}, root=sys.argv[1], run_id="r")
+for item in run.pending([f"item{i}" for i in range(12)]):
+    time.sleep(float(sys.argv[2]))
+    run.mark_done(item, {"square": int(item[4:]) ** 2})
+    print(item, flush=True)
+done = run.finished()
+run.write_result("squares", {k: v["square"] for k, v in sorted(done.items())})
+run.finish({"items": len(done)})
+"""
+
+
+def test_resume_after_kill_matches_uninterrupted(tmp_path):
+    ref_root, root = tmp_path / "ref", tmp_path / "killed"
+    subprocess.run([sys.executable, "-c", JOB, str(ref_root), "0"], check=True, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-c", JOB, str(root), "0.15"], stdout=subprocess.PIPE, text=True)
+    seen = [proc.stdout.readline() for _ in range(4)]  # let it finish a few items
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert all(seen)
+    run = RunFolder.open(root / "job" / "r")
+    n_done = len(run.finished())
+    assert 4 <= n_done < 12 and run.meta()["status"] == "running"
+    out = subprocess.run([sys.executable, "-c", JOB, str(root), "0"], check=True, capture_output=True, text=True)
+    assert len(out.stdout.split()) == 12 - n_done  # only the missing items ran
+    assert run.read_result("squares") == RunFolder.open(ref_root / "job" / "r").read_result("squares")
+    assert run.meta()["status"] == "done"
+
+
+def test_torn_progress_line_ignored(tmp_path):
+    run = RunFolder.create("job", {}, root=tmp_path, run_id="r")
+    run.mark_done("a", 1)
+    with open(run.path / "progress.jsonl", "a") as f:
+        f.write('{"item": "b", "pay')  # a kill mid-append
+    assert run.finished() == {"a": 1}
+
+
+def test_config_mismatch_refused(tmp_path):
+    RunFolder.create("job", {"n": 1}, root=tmp_path, run_id="r")
+    assert RunFolder.create("job", {"n": 1}, root=tmp_path, run_id="r").config() == {"n": 1}
+    with pytest.raises(ThinklensError, match="run id"):
+        RunFolder.create("job", {"n": 2}, root=tmp_path, run_id="r")
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+    p = tmp_path / "x.json"
+    atomic_write_json(p, {"a": 1})
+    with pytest.raises(ValueError):
+        atomic_write_json(p, {"a": float("nan")})  # not valid JSON: refused, old file intact
+    assert json.loads(p.read_text()) == {"a": 1}
+    assert [q.name for q in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_ids_validated_and_listing(tmp_path):
+    for bad in ["../x", "a/b", "", ".hidden", "x" * 200]:
+        with pytest.raises(ThinklensError):
+            validate_id(bad)
+    RunFolder.create("k", {}, root=tmp_path, run_id="one")
+    time.sleep(0.01)
+    RunFolder.create("k", {}, root=tmp_path, run_id="two")
+    assert [p.name for p in list_runs(tmp_path)][0] == "two"
