@@ -119,7 +119,8 @@ class Decoder:
 
     def step(self, tokens: Int[Tensor, " batch"], inputs_embeds: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
         """Append ``tokens`` (or ``inputs_embeds`` ``[batch, 1, d]``) and return the next logits."""
-        assert self._last_pos is not None, "call prefill() first"
+        if self._last_pos is None:
+            raise ThinklensError.of("decoder state", "step() before prefill()", "prefill() first", "call dec.prefill() once per batch")
         self.step_index += 1
         self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], dim=1)
         self._last_pos = self._last_pos + 1

@@ -1,0 +1,96 @@
+"""The main job (`make demo`): every analysis on the embedded zoo, each into its own run folder.
+
+Each step is a `thinklens` CLI call with demo-sized settings, so the demo exercises exactly what a
+user scripts. A step whose package is absent is skipped with a note; a failing step is reported
+and the demo goes on, exiting non-zero at the end.
+
+Example:
+    >>> [s.name for s in DEMO_STEPS][:2]
+    ['zoo', 'capture']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from thinklens.errors import ThinklensError
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One demo step: a CLI call and the run kind whose summary it prints."""
+
+    name: str
+    """Short label."""
+    argv: tuple[str, ...]
+    """Arguments of `thinklens` ({runs} and {tmp} are filled in)."""
+    kind: str | None = None
+    """Run kind whose newest summary is printed (None: the step prints its own)."""
+
+
+DEMO_STEPS: tuple[DemoStep, ...] = (
+    DemoStep("zoo", ("zoo", "eval", "tiny-direct", "tiny-cot", "tiny-think", "--n", "20", "--steps", "2-6")),
+    DemoStep("capture", ("capture", "tiny-think", "--sites", "resid_post.*", "--prompts", "{tmp}/prompts.txt",
+                         "--out", "{runs}/capture/demo", "--no-progress")),
+)
+
+
+def _write_prompts(path: Path) -> None:
+    from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+
+    probs = generate_problems(16, seed=4242, config=TaskConfig(min_steps=2, max_steps=4))
+    path.write_text("\n".join(render_prompt(p, "think") for p in probs) + "\n")
+
+
+def _newest_summary(runs: Path, kind: str) -> dict:
+    metas = sorted((runs / kind).glob("*/meta.json"), key=lambda p: p.stat().st_mtime)
+    return json.loads(metas[-1].read_text()).get("summary", {}) if metas else {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from thinklens.cli import JOBS, main as cli_main
+
+    runs = Path(os.environ.get("THINKLENS_RUNS", "runs")).resolve()
+    runs.mkdir(parents=True, exist_ok=True)
+    os.environ["THINKLENS_RUNS"] = str(runs)
+    t0 = time.time()
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        _write_prompts(Path(tmp) / "prompts.txt")
+        steps = [s for s in DEMO_STEPS]
+        for k, step in enumerate(steps, 1):
+            if step.argv[0] == "run" and step.argv[1] not in JOBS:
+                print(f"[{k}/{len(steps)}] {step.name}: skipped (job not installed)")
+                continue
+            args = [a.format(runs=runs, tmp=tmp) for a in step.argv]
+            print(f"\n[{k}/{len(steps)}] {step.name}: thinklens {' '.join(args)}", flush=True)
+            t = time.time()
+            try:
+                rc = cli_main(args)
+            except SystemExit as e:  # argparse errors
+                rc = int(e.code or 0)
+            except ThinklensError as e:
+                print(f"error: {e}", file=sys.stderr)
+                rc = 2
+            print(f"[{k}/{len(steps)}] {step.name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {time.time() - t:.0f} s")
+            if rc != 0:
+                failures.append(step.name)
+            elif step.kind:
+                for key, val in _newest_summary(runs, step.kind).items():
+                    print(f"    {key}: {val}")
+    print(f"\ndemo finished in {time.time() - t0:.0f} s; run folders under {runs}")
+    print("open the app:  make app   (or: .venv/bin/thinklens app)  then browse http://127.0.0.1:8501")
+    if failures:
+        print(f"failed steps: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
