@@ -27,6 +27,7 @@ for r in runs:
     rows.append({"kind": r.kind, "id": r.run_id, "status": r.status, "created": r.created,
                  "summary": json.dumps(r.summary or {})[:160]})
 if rows:
+    st.caption(f"{len(rows)} run(s) under `{runs_root()}`: " + ", ".join(f"{r['kind']}/{r['id']}" for r in rows[:20]))
     st.dataframe(rows, use_container_width=True, hide_index=True)
 
 st.header("Models")

@@ -128,7 +128,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     if not app.exists():
         raise ThinklensError.of("app", str(app), "app/Home.py in the thinklens checkout", "run from a source checkout")
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host, "--server.port", str(args.port),
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+           "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     return subprocess.call(cmd, env={**os.environ, "THINKLENS_RUNS": str(Path(args.runs).resolve())})
 
 
