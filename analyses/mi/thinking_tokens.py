@@ -1,0 +1,239 @@
+"""Thinking tokens: which words the model emits from MI-peak states, and how enriched they are.
+
+For each trajectory, peak step i marks token g[i] (the token emitted from the peak state). A token
+counts as a word if, stripped of surrounding whitespace and of the BPE space markers "Ġ" / "▁",
+it is alphabetic (``str.isalpha``). Raw counts mislead ("So" is frequent anyway), so each word
+gets an enrichment ratio
+
+    ratio = (count at peaks / number of peak positions) / (count anywhere / number of positions),
+
+over the same trajectories (both denominators count every position, words or not), with a
+confidence interval, named by ``ci``:
+
+* ``"bootstrap"`` (default): percentile interval over trajectories resampled with replacement
+  (seeded), which respects that tokens within one trajectory are not independent. Resamples in
+  which the word never occurs leave its ratio undefined and are skipped. One trajectory gives a
+  degenerate interval: use "wilson" then.
+* ``"wilson"``: Wilson score interval of the peak frequency, divided by the background frequency
+  treated as known (it rests on all positions, many more than the peaks); ignores clustering.
+
+Example:
+    >>> trajs = [TokenTrajectory(tokens=(" So", " x", "=", "2", " So", " Wait", " x"), peaks=(0, 5))]
+    >>> res = thinking_token_enrichment(trajs, ci="wilson")
+    >>> [(w.word, w.peak_count, w.total_count, round(w.ratio, 3)) for w in res.words]
+    [('Wait', 1, 1, 3.5), ('So', 1, 2, 1.75)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from analyses.mi.peaks import Peaks
+from thinklens.errors import ThinklensError
+
+CI_METHODS = ("bootstrap", "wilson")
+_MARKERS = "Ġ▁Ċ"  # byte-level BPE space, sentencepiece space, byte-level newline
+
+
+@dataclass(frozen=True)
+class TokenTrajectory:
+    """One generated trajectory: its tokens g[0..n-1] as decoded text and its peak steps."""
+
+    tokens: tuple[str, ...]
+    """Decoded generated tokens, one string per step (``Trace.tokens``)."""
+    peaks: tuple[int, ...]
+    """Peak steps i; token g[i] is the one emitted from the peak state."""
+
+    def __post_init__(self) -> None:
+        peaks = self.peaks
+        bad = [i for i in peaks if not 0 <= i < len(self.tokens)]
+        if bad:
+            raise ThinklensError.of("peak index", bad[0], f"a step in [0, {len(self.tokens)})",
+                                    "compute peaks on the curve of this same trajectory")
+        if len(set(peaks)) != len(peaks):
+            raise ThinklensError.of("peaks", peaks, "distinct steps", "deduplicate the peak indices")
+
+    @classmethod
+    def of(cls, tokens: Sequence[str], peaks: Sequence[int] | Peaks) -> TokenTrajectory:
+        """From any sequences, or from a :class:`Peaks` result.
+
+        Example:
+            >>> TokenTrajectory.of([" So", " x"], [0]).peaks
+            (0,)
+        """
+        idx = peaks.indices if isinstance(peaks, Peaks) else peaks
+        return cls(tokens=tuple(tokens), peaks=tuple(int(i) for i in idx))
+
+
+@dataclass(frozen=True)
+class WordEnrichment:
+    """Counts and enrichment of one word."""
+
+    word: str
+    peak_count: int
+    """Peak positions whose token is this word."""
+    total_count: int
+    """Positions anywhere in the same trajectories whose token is this word."""
+    peak_freq: float
+    """peak_count / number of peak positions."""
+    background_freq: float
+    """total_count / number of positions."""
+    ratio: float
+    """peak_freq / background_freq (NaN if the word never occurs)."""
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class EnrichmentResult:
+    """Thinking-token enrichment over a set of trajectories."""
+
+    words: tuple[WordEnrichment, ...]
+    """Sorted by peak_count (desc), then ratio (desc), then word."""
+    n_trajectories: int
+    n_peak_tokens: int
+    """All peak positions, whether or not their token is a word."""
+    n_tokens: int
+    """All positions."""
+    ci: str
+    level: float
+    n_boot: int
+    seed: int
+    lowercase: bool
+
+    def top(self, n: int = 20, by: str = "peak_count") -> tuple[WordEnrichment, ...]:
+        """The n first words by "peak_count" (stored order) or by "ratio"."""
+        if by == "ratio":
+            return tuple(sorted(self.words, key=lambda w: (-_nan_low(w.ratio), -w.peak_count, w.word))[:n])
+        if by != "peak_count":
+            raise ThinklensError.of("sort key", by, "'peak_count' or 'ratio'", "pick one of the two")
+        return self.words[:n]
+
+    def get(self, word: str) -> WordEnrichment | None:
+        """The entry of one word, or None."""
+        return next((w for w in self.words if w.word == word), None)
+
+    def rows(self) -> list[dict[str, object]]:
+        """One plain dict per word, for a dataframe or a parquet file."""
+        return [asdict(w) for w in self.words]
+
+
+def _nan_low(x: float) -> float:
+    return -math.inf if math.isnan(x) else x
+
+
+def word_of(token: str, lowercase: bool = False) -> str | None:
+    """The alphabetic word a token stands for, or None.
+
+    Example:
+        >>> word_of(" Wait"), word_of("ĠSo"), word_of("42"), word_of(" x="), word_of("Hmm", lowercase=True)
+        ('Wait', 'So', None, None, 'hmm')
+    """
+    w = token.strip().strip(_MARKERS).strip()
+    if not w.isalpha():
+        return None
+    return w.lower() if lowercase else w
+
+
+def _wilson(successes: int, n: int, level: float) -> tuple[float, float]:
+    if n == 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _bootstrap(peak_w: np.ndarray, all_w: np.ndarray, n_peaks: np.ndarray, n_all: np.ndarray, level: float,
+               n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile CI of every word's ratio; arrays are per trajectory ([traj, word] or [traj])."""
+    n = n_all.shape[0]
+    rng = np.random.default_rng(seed)
+    draws = np.zeros((n_boot, n))  # [boot, traj]: how often each trajectory was drawn
+    np.add.at(draws, (np.repeat(np.arange(n_boot), n), rng.integers(0, n, size=n_boot * n)), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (draws @ peak_w / (draws @ n_peaks)[:, None]) / (draws @ all_w / (draws @ n_all)[:, None])
+    ratio[~np.isfinite(ratio)] = np.nan  # word or peaks absent from that resample: undefined
+    lo = np.full(ratio.shape[1], np.nan)
+    hi = np.full(ratio.shape[1], np.nan)
+    ok = ~np.all(np.isnan(ratio), axis=0)
+    if ok.any():
+        q = np.nanpercentile(ratio[:, ok], [50 * (1 - level), 50 * (1 + level)], axis=0)
+        lo[ok], hi[ok] = q[0], q[1]
+    return lo, hi
+
+
+def thinking_token_enrichment(
+    trajectories: Sequence[TokenTrajectory | tuple[Sequence[str], Sequence[int] | Peaks]],
+    *,
+    lowercase: bool = False,
+    words: Sequence[str] = (),
+    min_peak_count: int = 1,
+    ci: str = "bootstrap",
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> EnrichmentResult:
+    """Count the words emitted at peaks and their enrichment over the same trajectories.
+
+    Args:
+        trajectories: TokenTrajectory values or (tokens, peaks) pairs.
+        lowercase: merge "So" and "so" (off by default: the paper's list keeps case).
+        words: words to report even if seen at fewer than ``min_peak_count`` peaks (e.g. "Wait").
+        min_peak_count: report words seen at least this often at peaks.
+        ci: "bootstrap" (over trajectories) or "wilson"; see the module docstring.
+        level: confidence level of the interval.
+        n_boot, seed: bootstrap resamples and their seed.
+    """
+    if ci not in CI_METHODS:
+        raise ThinklensError.of("ci", ci, f"one of {CI_METHODS}", "use 'bootstrap' or 'wilson'")
+    if not 0 < level < 1:
+        raise ThinklensError.of("level", level, "a number in (0, 1)", "use 0.95")
+    if ci == "bootstrap" and not (isinstance(n_boot, int) and n_boot >= 1):
+        raise ThinklensError.of("n_boot", n_boot, "an int >= 1", "use 1000")
+    trajs = [t if isinstance(t, TokenTrajectory) else TokenTrajectory.of(t[0], t[1]) for t in trajectories]
+    if not trajs:
+        raise ThinklensError.of("trajectories", 0, "at least one trajectory", "generate some first")
+
+    peak_counts, all_counts = [], []  # per trajectory Counters of words
+    for t in trajs:
+        ws = [word_of(tok, lowercase) for tok in t.tokens]
+        all_counts.append(Counter(w for w in ws if w is not None))
+        peak_counts.append(Counter(ws[i] for i in t.peaks if ws[i] is not None))
+    peak_total = sum(peak_counts, Counter())
+    all_total = sum(all_counts, Counter())
+    wanted = [w.lower() if lowercase else w for w in words]
+    vocab = sorted({w for w, n in peak_total.items() if n >= min_peak_count} | set(wanted))
+    n_peaks = np.array([len(t.peaks) for t in trajs], dtype=np.float64)
+    n_all = np.array([len(t.tokens) for t in trajs], dtype=np.float64)
+    big_p, big_n = int(n_peaks.sum()), int(n_all.sum())
+
+    if ci == "bootstrap" and vocab:
+        peak_w = np.array([[c[w] for w in vocab] for c in peak_counts], dtype=np.float64)  # [traj, word]
+        all_w = np.array([[c[w] for w in vocab] for c in all_counts], dtype=np.float64)
+        lows, highs = _bootstrap(peak_w, all_w, n_peaks, n_all, level, n_boot, seed)
+    out = []
+    for j, w in enumerate(vocab):
+        a, b = peak_total[w], all_total[w]
+        peak_freq = a / big_p if big_p else math.nan
+        bg = b / big_n if big_n else math.nan
+        ratio = peak_freq / bg if b else math.nan
+        if ci == "wilson":
+            lo_p, hi_p = _wilson(a, big_p, level)
+            lo, hi = (lo_p / bg, hi_p / bg) if b else (math.nan, math.nan)
+        else:
+            lo, hi = float(lows[j]), float(highs[j])
+        out.append(WordEnrichment(word=w, peak_count=a, total_count=b, peak_freq=peak_freq, background_freq=bg,
+                                  ratio=ratio, ci_low=lo, ci_high=hi))
+    out.sort(key=lambda e: (-e.peak_count, -_nan_low(e.ratio), e.word))
+    return EnrichmentResult(words=tuple(out), n_trajectories=len(trajs), n_peak_tokens=big_p, n_tokens=big_n,
+                            ci=ci, level=level, n_boot=n_boot if ci == "bootstrap" else 0, seed=seed,
+                            lowercase=lowercase)

@@ -1,0 +1,113 @@
+"""Thinking-Token Test-Time Scaling (TTTS): after the model's answer, append a thinking word as
+plain text, let it generate up to a budget more, then force the final answer; compare with plain
+continued generation (no word) at the same token budget.
+
+Every answer, also at budget 0, is forced the same way: ``answer_prompt`` (the task's "####"
+marker) is appended and ``answer_tokens`` more tokens are generated greedily; the forced answer is
+read with THE project parser from ``answer_prompt + continuation``. Texts are re-tokenized at each
+stage (the paper works on text too).
+
+Example:
+    >>> # res = ttts_eval(model, prompts, answers, words=("Wait", "So"), budgets=(0, 32, 64))
+    >>> # [(r.method, r.budget, r.accuracy) for r in res.rows]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from thinklens.answers import parse_answer
+from thinklens.errors import ThinklensError
+
+if TYPE_CHECKING:
+    from thinklens.model import HookedModel
+
+
+@dataclass(frozen=True)
+class TTTSRow:
+    """Accuracy of one method at one budget."""
+
+    method: str
+    """"plain" (continued generation) or "ttts:<word>"."""
+    budget: int
+    """Extra tokens allowed after the first answer (the forced answer not counted)."""
+    n_correct: int
+    n: int
+    accuracy: float
+    mean_extra_tokens: float
+    """Extra tokens actually generated (generation may stop early at EOS)."""
+
+
+@dataclass(frozen=True)
+class TTTSResult:
+    """Accuracy vs budget for plain continuation and each thinking word."""
+
+    rows: tuple[TTTSRow, ...]
+    answer_prompt: str
+    first_pass_accuracy: float
+    """Accuracy of the first answer as generated (parsed from the first pass, not forced)."""
+
+    def curve(self, method: str) -> list[tuple[int, float]]:
+        """(budget, accuracy) pairs of one method."""
+        return [(r.budget, r.accuracy) for r in self.rows if r.method == method]
+
+
+def _forced(model: HookedModel, contexts: list[str], answer_prompt: str, answer_tokens: int,
+            batch_size: int | None) -> list[int | None]:
+    traces = model.generate([c + answer_prompt for c in contexts], max_new_tokens=answer_tokens,
+                            batch_size=batch_size)
+    return [parse_answer(answer_prompt + t.text) for t in traces]
+
+
+def ttts_eval(
+    model: HookedModel,
+    prompts: Sequence[str],
+    answers: Sequence[int | None],
+    *,
+    words: Sequence[str] = ("Wait",),
+    budgets: Sequence[int] = (0, 32, 64),
+    max_new_tokens: int = 512,
+    answer_prompt: str = " ####",
+    answer_tokens: int = 8,
+    separator: str = " ",
+    batch_size: int | None = None,
+) -> TTTSResult:
+    """TTTS against plain continuation at equal budgets (greedy everywhere).
+
+    Args:
+        answers: gold integer answers (compared with ``parse_answer``).
+        words: thinking words to append (one method each), e.g. ("Wait", "So").
+        budgets: extra-token budgets; 0 forces the answer right after the first pass.
+        max_new_tokens: budget of the first pass.
+        answer_prompt: text that asks for the final answer (the zoo's "####" marker by default).
+        separator: put between the first pass and the thinking word.
+    """
+    if len(prompts) != len(answers) or not prompts:
+        raise ThinklensError.of("answers", f"{len(answers)} answers for {len(prompts)} prompts",
+                                "one gold answer per prompt, at least one prompt", "pass them in the same order")
+    if any(not isinstance(b, int) or b < 0 for b in budgets) or not budgets:
+        raise ThinklensError.of("budgets", budgets, "non-negative ints", "pass e.g. budgets=(0, 32, 64)")
+    if any(not isinstance(w, str) or not w.strip() for w in words):
+        raise ThinklensError.of("words", words, "non-empty thinking words", "pass e.g. words=('Wait',)")
+    first = model.generate(list(prompts), max_new_tokens=max_new_tokens, batch_size=batch_size)
+    base = [p + t.text for p, t in zip(prompts, first)]
+    first_correct = sum(1 for t, a in zip(first, answers) if a is not None and parse_answer(t.text) == a)
+    rows = []
+    methods = [("plain", "")] + [(f"ttts:{w.strip()}", separator + w.strip()) for w in words]
+    for budget in sorted(set(budgets)):
+        for name, suffix in methods:
+            if budget == 0 and name != "plain":
+                continue  # nothing generated after the word: same as appending it, not a budget point
+            contexts = [b + suffix for b in base]
+            extra = [0] * len(prompts)
+            if budget > 0:
+                ext = model.generate(contexts, max_new_tokens=budget, batch_size=batch_size)
+                contexts = [c + t.text for c, t in zip(contexts, ext)]
+                extra = [len(t) for t in ext]
+            got = _forced(model, contexts, answer_prompt, answer_tokens, batch_size)
+            n_correct = sum(1 for g, a in zip(got, answers) if a is not None and g == a)
+            rows.append(TTTSRow(method=name, budget=budget, n_correct=n_correct, n=len(prompts),
+                                accuracy=n_correct / len(prompts), mean_extra_tokens=sum(extra) / len(extra)))
+    return TTTSResult(rows=tuple(rows), answer_prompt=answer_prompt, first_pass_accuracy=first_correct / len(prompts))
