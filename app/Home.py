@@ -41,7 +41,8 @@ try:
         meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
         size = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder.exists() else 0
         models.append({"name": name, "trained": (folder / "config.json").exists(), "MB": round(size / 2**20, 2),
-                       "description": ZOO_DESCRIPTIONS.get(name, ""), "accuracy": json.dumps(meta.get("eval", meta.get("accuracy", "")))[:120]})
+                       "description": ZOO_DESCRIPTIONS.get(name, ""),
+                       "accuracy": json.dumps(meta.get("eval", {}).get("accuracy", ""))[:120]})
     st.dataframe(models, use_container_width=True, hide_index=True)
 except Exception as e:  # noqa: BLE001 - the home page must render even when the zoo is broken
     error_card("zoo", f"{type(e).__name__}: {e}")

@@ -150,16 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--device", default="cpu")
     cap.add_argument("--no-progress", action="store_true")
     cap.set_defaults(func=cmd_capture)
-    try:
-        from thinklens.zoo.cli import add_zoo_parser
-
-        add_zoo_parser(sub)
-    except ImportError:  # pragma: no cover - zoo package absent
-        pass
-    run = sub.add_parser("run", help="run an analysis job into a run folder")
-    jobs = run.add_subparsers(dest="job", required=True, parser_class=_Parser)
     import importlib
 
+    # command groups that live next to what they run: (module, function taking the subparsers)
+    for mod, fn in (("thinklens.zoo.cli", "add_zoo_parser"), ("steering.cli", "add_sae_parser"), ("latent.cli", "add_latent_parser")):
+        try:
+            getattr(importlib.import_module(mod), fn)(sub)
+        except (ImportError, AttributeError):  # pragma: no cover - package absent
+            continue
+    run = sub.add_parser("run", help="run an analysis job into a run folder")
+    jobs = run.add_subparsers(dest="job", required=True, parser_class=_Parser)
+    try:
+        importlib.import_module("steering.cli").add_steer_jobs(jobs)  # steer, reasoning-vector, hybrid
+    except (ImportError, AttributeError):  # pragma: no cover
+        pass
     for name, target in JOBS.items():
         mod, fn = target.split(":")
         try:

@@ -54,7 +54,8 @@ def _newest_summary(runs: Path, kind: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from thinklens.cli import JOBS, main as cli_main
+    from thinklens.cli import JOBS
+    from thinklens.cli import main as cli_main
 
     runs = Path(os.environ.get("THINKLENS_RUNS", "runs")).resolve()
     runs.mkdir(parents=True, exist_ok=True)

@@ -143,7 +143,8 @@ class HookedModel:
         except (OSError, ValueError) as e:
             raise ThinklensError.of(
                 "model", name_or_path, "a zoo name, a local model folder, or a hub id reachable over the network",
-                f"check the name; offline, save the model with save_pretrained and pass its folder ({type(e).__name__}: {str(e).splitlines()[0][:160]})",
+                "check the name; offline, save the model with save_pretrained and pass its folder "
+                f"({type(e).__name__}: {str(e).splitlines()[0][:160]})",
             ) from None
         if device_map is None:
             hf = hf.to(device)
@@ -312,9 +313,11 @@ class HookedModel:
             sel = position_mask(positions, ctx)  # [batch, pos]
             counts = sel.sum(1)
             if not bool((counts == counts[0]).all()) or int(counts[0]) == 0:
-                raise ThinklensError.of("positions", positions, "positions present in every prompt", "use positions inside the shortest prompt")
+                raise ThinklensError.of("positions", positions, "positions present in every prompt",
+                                        "use positions inside the shortest prompt")
             acts = {s: a[sel].view(a.shape[0], int(counts[0]), a.shape[-1]) for s, a in acts.items()}
-        return ActivationBatch(enc["input_ids"], enc["attention_mask"], acts, positions if positions is None or isinstance(positions, str) else list(positions))
+        kept = positions if positions is None or isinstance(positions, str) else list(positions)
+        return ActivationBatch(enc["input_ids"], enc["attention_mask"], acts, kept)
 
     # ---- generation ------------------------------------------------------------------------
     def generate(self, prompts: "str | Sequence[str]", *, max_new_tokens: int = 64, capture: Sequence[Site | str] = (),

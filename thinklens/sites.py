@@ -71,7 +71,8 @@ class Site:
             site = text
         else:
             if not isinstance(text, str) or not text.strip():
-                raise ThinklensError.of("site", text, "a site such as resid_post.3 or final_norm", "see `thinklens info MODEL` for the list")
+                raise ThinklensError.of("site", text, "a site such as resid_post.3 or final_norm",
+                                        "see `thinklens info MODEL` for the list")
             kind, _, layer_s = text.strip().partition(".")
             if kind not in SITE_KINDS:
                 raise ThinklensError.of("site", text, f"a kind among {', '.join(SITE_KINDS)}", _did_you_mean(kind, SITE_KINDS))

@@ -4,10 +4,9 @@ import os
 from pathlib import Path
 
 import pytest
+from browser import ensure_chromium, make_driver, running_app, wait_for_text
 
 from thinklens.runs import RunFolder
-
-from browser import ensure_chromium, make_driver, running_app, wait_for_text
 
 SHOTS = Path(os.environ.get("THINKLENS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "runs" / "screenshots"))
 

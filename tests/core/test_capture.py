@@ -12,7 +12,8 @@ FAMS = ["llama", "qwen2", "gpt2", "gemma"]
 @pytest.mark.parametrize("fam", FAMS)
 def test_capture_equals_hf_hidden_states(tiny_models, fam):
     m = tiny_models[fam]
-    sites = [Site("resid_pre", i) for i in range(m.n_layers)] + [Site("resid_post", i) for i in range(m.n_layers)] + [Site("final_norm"), Site("logits")]
+    layers = range(m.n_layers)
+    sites = [Site("resid_pre", i) for i in layers] + [Site("resid_post", i) for i in layers] + [Site("final_norm"), Site("logits")]
     batch = m.capture(PROMPTS, sites)
     enc = m.tokenize(PROMPTS)
     with torch.no_grad():
