@@ -1,0 +1,170 @@
+"""Tests of the zoo: tokenizer round trips, the registry, offline loading of the committed weights,
+accuracy of tiny-cot on a fixed held-out sample, and resumable seeded training."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from thinklens.errors import ThinklensError
+from thinklens.tasks import STYLES, TaskConfig, generate_problems, render_example
+from thinklens.zoo.data import encode_example
+from thinklens.zoo.registry import ZOO_NAMES, check_zoo_name, zoo_path
+from thinklens.zoo.tokenizer import SPECIAL_TOKENS, build_zoo_tokenizer
+
+RICH = TaskConfig(ops=("+", "-", "*", "/"), distractor_rate=0.5, correction_rate=0.5, hmm_rate=0.5)
+COMMITTED = ["tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry"]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_zoo_tokenizer()
+
+
+def test_tokenizer_round_trip_and_one_token_per_word(tok):
+    for p in generate_problems(60, seed=5, config=RICH):
+        for style in STYLES:
+            prompt, target = render_example(p, style)
+            ids = tok(f"{prompt} {target}")["input_ids"]
+            assert tok.unk_token_id not in ids
+            assert tok.decode(ids, skip_special_tokens=False) == f"<bos> {prompt} {target}"
+            # The fast dict encoder used in training agrees with the HF tokenizer.
+            fast, n_prompt = encode_example(p, style)
+            assert fast == [*ids, tok.eos_token_id]
+            assert n_prompt == len(tok(prompt)["input_ids"])
+    # Compact GSM8k-Aug text tokenizes the same as its spaced form.
+    assert tok("<<12*3=36>>")["input_ids"] == tok("<< 12 * 3 = 36 >>")["input_ids"]
+
+
+def test_tokenizer_specials_and_numbers(tok):
+    assert [tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == list(range(len(SPECIAL_TOKENS)))
+    assert tok.pad_token == "<pad>" and tok.padding_side == "left"
+    ids = [tok.convert_tokens_to_ids(str(i)) for i in range(100)]
+    assert ids == list(range(ids[0], ids[0] + 100))  # one token per number 0..99, in order
+    for w in ("wait", "hmm", "so", "therefore", "<think>", "</think>", "<bot>", "<eot>", "<latent>", "<compress>"):
+        assert tok.convert_tokens_to_ids(w) != tok.unk_token_id
+    assert tok("100")["input_ids"][-1] == tok.unk_token_id
+
+
+def test_registry_paths_and_did_you_mean():
+    assert ZOO_NAMES[:5] == ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry")
+    with pytest.raises(ThinklensError, match="did you mean 'tiny-think'"):
+        check_zoo_name("tiny-thinkk")
+    with pytest.raises(ThinklensError, match="did you mean"):
+        zoo_path("tny-cot")
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_committed_model_loads_offline_in_float32(name, monkeypatch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = zoo_path(name)
+    assert folder is not None, f"data/zoo/{name} missing: run `thinklens zoo train {name}`"
+    meta = json.loads((folder / "zoo.json").read_text())
+    assert meta["name"] == name and meta["seed"] == 0 and meta["steps"] > 0 and "eval" in meta
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    assert next(model.parameters()).dtype == torch.float32
+    assert sum(p.numel() for p in model.parameters()) <= 1_300_000
+    t = AutoTokenizer.from_pretrained(folder)
+    text = "Tom has 7 apples . Tom buys 5 more . How many apples does Tom have ? steps :"
+    assert t.decode(t(text)["input_ids"], skip_special_tokens=True) == text
+    batch = t([text, "Tom has 7 apples ."], return_tensors="pt", padding=True)
+    assert batch["attention_mask"][1, 0] == 0  # left padding
+
+
+def test_zoo_fits_the_size_budget():
+    total = sum(os.path.getsize(zoo_path(n) / "model.safetensors") for n in COMMITTED)
+    assert total <= 11_000_000  # leaves room under ~20 MB for later siblings
+
+
+def test_siblings_share_the_pre_init():
+    for name in ("tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry"):
+        meta = json.loads((zoo_path(name) / "zoo.json").read_text())
+        assert meta["init"] == "tiny-pre"
+
+
+def test_tiny_cot_accuracy_on_fixed_held_out_sample():
+    from thinklens.zoo.evaluate import evaluate_zoo_model
+
+    r = evaluate_zoo_model("tiny-cot", n_per_steps=20, steps=[2, 3], seed=4242)
+    assert r.style == "cot"
+    assert r.mean_accuracy([2, 3]) >= 0.8, r.samples
+
+
+def test_tiny_think_reflects():
+    from thinklens.zoo.evaluate import evaluate_zoo_model
+
+    r = evaluate_zoo_model("tiny-think", n_per_steps=16, steps=[3], seed=4243)
+    assert r.style == "think" and r.reflection_rate is not None and r.reflection_rate > 0.5
+
+
+def test_tiny_think_carry_corrects_itself_under_greedy_decoding():
+    from thinklens.zoo.evaluate import evaluate_zoo_model
+
+    r = evaluate_zoo_model("tiny-think-carry", n_per_steps=16, steps=[3], seed=4243)
+    # Greedy traces slip on carries and say "wait"; the equations after "wait" are mostly right.
+    assert r.n_corrections is not None and r.n_corrections >= 4, r.samples
+    assert r.correction_right_rate is not None and r.correction_right_rate > 0.5
+
+
+def _tiny_recipe(tmp_steps: int):
+    from thinklens.zoo.modeling import ZooModelConfig
+    from thinklens.zoo.recipes import RECIPES
+    from thinklens.zoo.train import with_overrides
+
+    return with_overrides(
+        RECIPES["tiny-pre"], steps=tmp_steps, warmup_steps=2, batch_tokens=256,
+        task=TaskConfig(max_steps=2), model=ZooModelConfig(d_model=16, n_layers=1, n_heads=2, d_ffn=32),
+    )
+
+
+def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from thinklens.zoo import train
+
+    recipe = _tiny_recipe(6)
+    kw = {"seed": 3, "max_minutes": 5, "progress": False, "recipe": recipe, "eval_per_steps": 0}
+    straight = train.train_zoo_model("tiny-pre", out_dir=tmp_path / "a" / "tiny-pre", ckpt_dir=tmp_path / "ca", **kw)
+    assert straight["steps"] == 6 and not straight["truncated"]
+
+    # Kill the second run after 4 steps (checkpoints every step), then resume it.
+    real = train.make_batch
+    calls = {"n": 0}
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train, "make_batch", dying)
+    with pytest.raises(KeyboardInterrupt):
+        train.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb",
+                              ckpt_every_s=0.0, **kw)
+    assert not (tmp_path / "b" / "tiny-pre").exists()  # nothing half-written
+    assert json.loads((tmp_path / "cb" / "state.json").read_text())["step"] == 4  # saved before the kill
+    monkeypatch.setattr(train, "make_batch", real)
+    resumed = train.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb", **kw)
+    assert resumed["steps"] == 6 and not (tmp_path / "cb").exists()
+    a = load_file(str(tmp_path / "a" / "tiny-pre" / "model.safetensors"))
+    b = load_file(str(tmp_path / "b" / "tiny-pre" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert not any(p.suffix == ".pt" or p.suffix == ".bin" for p in (tmp_path / "b").rglob("*"))
+
+
+def test_cli_parser_and_table():
+    import argparse
+
+    from thinklens.zoo.cli import add_zoo_parser, parse_steps
+
+    parser = argparse.ArgumentParser(prog="thinklens")
+    add_zoo_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["zoo", "eval", "tiny-cot", "tiny-think", "--n", "5", "--steps", "2-3"])
+    assert args.names == ["tiny-cot", "tiny-think"] and parse_steps(args.steps) == [2, 3]
+    with pytest.raises(ThinklensError):
+        parse_steps("x")

@@ -1,0 +1,101 @@
+"""The configuration of the synthetic reasoning task (multi-step arithmetic, GSM8k-Aug format).
+
+Example:
+    >>> from thinklens.tasks import TaskConfig
+    >>> TaskConfig(min_steps=2, max_steps=4).max_value
+    99
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from thinklens.errors import ThinklensError
+
+#: Operators the generator knows. ``/`` is exact integer division (the dividend is a multiple).
+KNOWN_OPS: tuple[str, ...] = ("+", "-", "*", "/")
+
+#: Which steps can carry a think decoration: every step, or only those where it is "natural".
+CORRECTION_MODES: tuple[str, ...] = ("any", "carry")
+HMM_MODES: tuple[str, ...] = ("any", "mul")
+
+#: The largest value the zoo tokenizer has a single token for; values above need another tokenizer.
+ZOO_MAX_NUMBER = 99
+
+
+def _check_rate(name: str, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ThinklensError.of(f"TaskConfig.{name}", value, "a probability in [0, 1]", f"pass {name}=0.2")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """How problems are drawn and how their "thinking" traces are decorated.
+
+    All values (start, every intermediate result and the answer) lie in ``0..max_value``, so a
+    word-level tokenizer with one token per number up to :data:`ZOO_MAX_NUMBER` covers them.
+    """
+
+    min_steps: int = 1
+    """Fewest arithmetic steps in a problem (>= 1)."""
+    max_steps: int = 8
+    """Most arithmetic steps in a problem (>= min_steps)."""
+    max_value: int = 99
+    """Upper bound of every value: start, intermediate results and the answer."""
+    max_operand: int = 10
+    """Upper bound of the right operand of ``+`` and ``-`` (drawn from 1..max_operand)."""
+    max_factor: int = 4
+    """Upper bound of the factor of ``*`` and the divisor of ``/`` (drawn from 2..max_factor)."""
+    ops: tuple[str, ...] = ("+", "-", "*")
+    """Operators to draw from; a subset of ``+ - * /``."""
+    distinct_operands: bool = True
+    """Redraw (a few times) so the right operands of one problem differ: each step's number is then
+    unambiguous when a model looks it up in the question."""
+    distractor_rate: float = 0.0
+    """Probability that an irrelevant fact ("Ann has 9 pears .") follows each sentence of the question."""
+    correction_rate: float = 0.25
+    """Probability, per step of a think trace, of a wrong result followed by ``wait`` and the right one."""
+    hmm_rate: float = 0.2
+    """Probability, per step of a think trace, of ``hmm`` before the step."""
+    conclusion_rate: float = 0.8
+    """Probability that a think trace says ``so`` or ``therefore`` before the answer."""
+    max_error: int = 3
+    """Largest distance between a wrong result in a self-correction and the right one (mode ``any``)."""
+    correction_on: str = "any"
+    """``any``: every step may get a random near-miss; ``carry``: only steps with a carry or borrow,
+    whose wrong result forgets it (45+8=43 wait 45+8=53), so a model can learn WHEN it slips and greedy
+    decoding reproduces the corrections when correction_rate > 0.5."""
+    hmm_on: str = "any"
+    """``any``: ``hmm`` before any step; ``mul``: only before multiplication and division steps."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_steps <= self.max_steps:
+            raise ThinklensError.of(
+                "TaskConfig steps", (self.min_steps, self.max_steps), "1 <= min_steps <= max_steps",
+                "pass e.g. min_steps=1, max_steps=8",
+            )
+        if not 2 <= self.max_value <= 10_000:
+            raise ThinklensError.of("TaskConfig.max_value", self.max_value, "2..10000", "pass max_value=99")
+        if not 1 <= self.max_operand <= self.max_value:
+            raise ThinklensError.of(
+                "TaskConfig.max_operand", self.max_operand, f"1..max_value ({self.max_value})", "pass max_operand=10"
+            )
+        if not 2 <= self.max_factor <= self.max_value:
+            raise ThinklensError.of(
+                "TaskConfig.max_factor", self.max_factor, f"2..max_value ({self.max_value})", "pass max_factor=4"
+            )
+        if not isinstance(self.ops, tuple) or not self.ops or any(op not in KNOWN_OPS for op in self.ops):
+            raise ThinklensError.of(
+                "TaskConfig.ops", self.ops, f"a non-empty tuple drawn from {KNOWN_OPS}", "pass ops=('+', '-', '*')"
+            )
+        if len(set(self.ops)) != len(self.ops):
+            raise ThinklensError.of("TaskConfig.ops", self.ops, "no repeated operator", "drop the duplicates")
+        for name in ("distractor_rate", "correction_rate", "hmm_rate", "conclusion_rate"):
+            _check_rate(name, getattr(self, name))
+        if self.correction_on not in CORRECTION_MODES:
+            raise ThinklensError.of("TaskConfig.correction_on", self.correction_on, f"one of {CORRECTION_MODES}",
+                                    "pass correction_on='carry'")
+        if self.hmm_on not in HMM_MODES:
+            raise ThinklensError.of("TaskConfig.hmm_on", self.hmm_on, f"one of {HMM_MODES}", "pass hmm_on='mul'")
+        if not 1 <= self.max_error <= self.max_value:
+            raise ThinklensError.of("TaskConfig.max_error", self.max_error, "1..max_value", "pass max_error=3")

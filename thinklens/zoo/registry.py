@@ -1,0 +1,70 @@
+"""Names and folders of the embedded model zoo (``data/zoo/<name>/`` at the repository root).
+
+Example:
+    >>> from thinklens.zoo.registry import ZOO_NAMES, zoo_path
+    >>> "tiny-cot" in ZOO_NAMES
+    True
+    >>> zoo_path("tiny-cot").name
+    'tiny-cot'
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from thinklens.errors import ThinklensError
+
+#: Every zoo model. All share the ``tiny-pre`` initialisation, so weight arithmetic between them is
+#: meaningful. Later trainers (GRPO, latent reasoning) append their siblings here.
+ZOO_NAMES: tuple[str, ...] = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry")
+
+#: One-line description of each model (CLI help, app menus).
+ZOO_DESCRIPTIONS: dict[str, str] = {
+    "tiny-pre": "shared init, trained on a mixture of direct, CoT and think traces",
+    "tiny-direct": "tiny-pre fine-tuned to answer without a chain of thought",
+    "tiny-cot": "tiny-pre fine-tuned on GSM8k-Aug style chains (<<a+b=c>> ...)",
+    "tiny-think": "tiny-pre fine-tuned on <think> traces with hmm / wait self-corrections (random near misses)",
+    "tiny-think-carry": "tiny-pre fine-tuned on <think> traces that slip on carries and say wait (greedy self-corrects)",
+}
+
+
+def repo_root() -> Path:
+    """The repository root: two levels above this package (``thinklens/zoo/`` -> repo)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def zoo_dir() -> Path:
+    """The folder holding the committed zoo weights (``<repo>/data/zoo``)."""
+    return repo_root() / "data" / "zoo"
+
+
+def check_zoo_name(name: str) -> str:
+    """Return ``name`` if it is a zoo model, else raise a did-you-mean :class:`ThinklensError`.
+
+    Example:
+        >>> try:
+        ...     check_zoo_name("tiny-cto")
+        ... except ThinklensError as e:
+        ...     print(str(e).split("fix: ")[1])
+        did you mean 'tiny-cot'?
+    """
+    if name in ZOO_NAMES:
+        return name
+    near = difflib.get_close_matches(str(name), ZOO_NAMES, n=1, cutoff=0.5)
+    fix = f"did you mean {near[0]!r}?" if near else "list the zoo with `thinklens zoo eval`"
+    raise ThinklensError.of("zoo model", name, f"one of {', '.join(ZOO_NAMES)}", fix)
+
+
+def zoo_path(name: str) -> Path | None:
+    """The folder of zoo model ``name`` under ``data/zoo``, or None when it has not been trained yet.
+
+    Unknown names raise a did-you-mean :class:`ThinklensError`.
+    """
+    folder = zoo_dir() / check_zoo_name(name)
+    return folder if (folder / "config.json").is_file() else None
+
+
+def is_zoo_name(name: str) -> bool:
+    """Whether ``name`` names a zoo model (no error; for loaders that also accept paths and hub ids)."""
+    return name in ZOO_NAMES
