@@ -13,99 +13,93 @@ Example:
     (1,)
 """
 
-from analyses.mi.config import ESTIMATORS, NHSICConfig, estimator_config
-from analyses.mi.controls import (
-    ShuffledControl,
-    derangement,
-    permuted_coordinates_control,
-    shuffled_answer_control,
-)
-from analyses.mi.estimator import METHODS, MICurve, compare_estimators, nhsic, nhsic_trajectory
-from analyses.mi.figures import figure_enrichment, figure_mi_curve, figure_model_overlay
-from analyses.mi.figures_interventions import figure_recycling, figure_suppression, figure_ttts
-from analyses.mi.peaks import (
-    PEAK_RULES,
-    REFERENCE_K,
-    Peaks,
-    find_peaks,
-    iqr_peaks,
-    peaks_for_all,
-    top_k_peaks,
-)
-from analyses.mi.recycling import (
-    RecycledTrace,
-    RecyclingResult,
-    default_layer,
-    recycle_generate,
-    recycling_eval,
-)
-from analyses.mi.suppression import (
-    SuppressionResult,
-    SuppressionRow,
-    accuracy_of,
-    suppress_tokens,
-    suppression_test,
-)
-from analyses.mi.thinking_tokens import (
-    CI_METHODS,
-    EnrichmentResult,
-    TokenTrajectory,
-    WordEnrichment,
-    thinking_token_enrichment,
-    word_of,
-)
-from analyses.mi.trajectory import MITrajectory, golden_answer_vectors, mi_trajectories
-from analyses.mi.ttts import TTTSResult, TTTSRow, ttts_eval
-from analyses.mi.vocab import random_token_ids, token_ids_for_words
+_EXPORTS: dict[str, str] = {
+    "CI_METHODS": "analyses.mi.thinking_tokens",
+    "ESTIMATORS": "analyses.mi.config",
+    "EnrichmentResult": "analyses.mi.thinking_tokens",
+    "METHODS": "analyses.mi.estimator",
+    "MICurve": "analyses.mi.estimator",
+    "MIPeaksJobConfig": "analyses.mi.jobconfig",
+    "MIProblem": "analyses.mi.problems",
+    "MITrajectory": "analyses.mi.trajectory",
+    "NHSICConfig": "analyses.mi.config",
+    "PEAK_RULES": "analyses.mi.peaks",
+    "PRESETS": "analyses.mi.jobconfig",
+    "Peaks": "analyses.mi.peaks",
+    "REFERENCE_K": "analyses.mi.peaks",
+    "RecycledTrace": "analyses.mi.recycling",
+    "RecyclingResult": "analyses.mi.recycling",
+    "ShuffledControl": "analyses.mi.controls",
+    "SuppressionResult": "analyses.mi.suppression",
+    "SuppressionRow": "analyses.mi.suppression",
+    "TTTSResult": "analyses.mi.ttts",
+    "TTTSRow": "analyses.mi.ttts",
+    "TokenTrajectory": "analyses.mi.thinking_tokens",
+    "TrajectoryRecord": "analyses.mi.store",
+    "WordEnrichment": "analyses.mi.thinking_tokens",
+    "accuracy_of": "analyses.mi.suppression",
+    "compare_estimators": "analyses.mi.estimator",
+    "default_layer": "analyses.mi.recycling",
+    "derangement": "analyses.mi.controls",
+    "estimator_config": "analyses.mi.config",
+    "figure_controls": "analyses.mi.figures_runs",
+    "figure_enrichment": "analyses.mi.figures",
+    "figure_mean_curves": "analyses.mi.figures",
+    "figure_mi_curve": "analyses.mi.figures",
+    "figure_model_overlay": "analyses.mi.figures",
+    "figure_overlay": "analyses.mi.figures_runs",
+    "figure_recycling": "analyses.mi.figures_interventions",
+    "figure_rr_sweep": "analyses.mi.figures_runs",
+    "figure_sites": "analyses.mi.figures_runs",
+    "figure_suppression": "analyses.mi.figures_interventions",
+    "figure_trajectory": "analyses.mi.figures_runs",
+    "figure_ttts": "analyses.mi.figures_interventions",
+    "find_peaks": "analyses.mi.peaks",
+    "golden_answer_vectors": "analyses.mi.trajectory",
+    "iqr_peaks": "analyses.mi.peaks",
+    "load_problems": "analyses.mi.problems",
+    "mean_curve": "analyses.mi.figures",
+    "mi_trajectories": "analyses.mi.trajectory",
+    "nhsic": "analyses.mi.estimator",
+    "nhsic_trajectory": "analyses.mi.estimator",
+    "peaks_for_all": "analyses.mi.peaks",
+    "permuted_coordinates_control": "analyses.mi.controls",
+    "preset": "analyses.mi.jobconfig",
+    "random_token_ids": "analyses.mi.vocab",
+    "read_index": "analyses.mi.store",
+    "read_trajectory": "analyses.mi.store",
+    "recycle_generate": "analyses.mi.recycling",
+    "recycling_eval": "analyses.mi.recycling",
+    "run_mi_peaks": "analyses.mi.job",
+    "shuffled_answer_control": "analyses.mi.controls",
+    "suppress_tokens": "analyses.mi.suppression",
+    "suppression_test": "analyses.mi.suppression",
+    "thinking_token_enrichment": "analyses.mi.thinking_tokens",
+    "token_ids_for_words": "analyses.mi.vocab",
+    "token_of": "analyses.mi.thinking_tokens",
+    "top_k_peaks": "analyses.mi.peaks",
+    "ttts_eval": "analyses.mi.ttts",
+    "word_of": "analyses.mi.thinking_tokens",
+    "write_index": "analyses.mi.store",
+    "write_trajectory": "analyses.mi.store",
+}
+"""Public name -> defining module. Imported lazily (PEP 562): a page that only reads run folders
+(``analyses.mi.store``, ``analyses.mi.figures_runs``) does not load the estimator, the solvers or the
+model-side modules."""
 
-__all__ = [
-    "CI_METHODS",
-    "ESTIMATORS",
-    "METHODS",
-    "PEAK_RULES",
-    "REFERENCE_K",
-    "EnrichmentResult",
-    "MICurve",
-    "MITrajectory",
-    "NHSICConfig",
-    "Peaks",
-    "RecycledTrace",
-    "RecyclingResult",
-    "ShuffledControl",
-    "SuppressionResult",
-    "SuppressionRow",
-    "TTTSResult",
-    "TTTSRow",
-    "TokenTrajectory",
-    "WordEnrichment",
-    "accuracy_of",
-    "compare_estimators",
-    "default_layer",
-    "derangement",
-    "estimator_config",
-    "figure_enrichment",
-    "figure_mi_curve",
-    "figure_model_overlay",
-    "figure_recycling",
-    "figure_suppression",
-    "figure_ttts",
-    "find_peaks",
-    "golden_answer_vectors",
-    "iqr_peaks",
-    "mi_trajectories",
-    "nhsic",
-    "nhsic_trajectory",
-    "peaks_for_all",
-    "permuted_coordinates_control",
-    "random_token_ids",
-    "recycle_generate",
-    "recycling_eval",
-    "shuffled_answer_control",
-    "suppress_tokens",
-    "suppression_test",
-    "thinking_token_enrichment",
-    "token_ids_for_words",
-    "top_k_peaks",
-    "ttts_eval",
-    "word_of",
-]
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # cache: the next access is a plain attribute lookup
+        return value
+    raise AttributeError(f"module 'analyses.mi' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = sorted(_EXPORTS)

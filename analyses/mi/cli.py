@@ -1,16 +1,21 @@
 """``thinklens run mi-peaks``: every field of :class:`MIPeaksJobConfig` is an option whose help is
-the field's docstring (tuples are comma-separated, booleans are flags).
+the field's docstring (tuples are comma-separated, booleans are --flag / --no-flag).
 
-The run folder is ``<--runs>/mi-peaks/<--run-id>`` (or exactly ``--out``); re-running the same
-command with the same ``--run-id`` resumes after the finished stages.
+``--preset NAME`` (default, demo, paper) starts from a named config; explicit options override its
+fields. The run folder is ``<--runs>/mi-peaks/<--run-id>`` (or exactly ``--out``); re-running the
+same command with the same ``--run-id`` resumes after the finished stages.
 
 Example:
     >>> import argparse
     >>> p = argparse.ArgumentParser(); jobs = p.add_subparsers(dest="job")
     >>> add_parser(jobs, "mi-peaks")
     >>> a = p.parse_args(["mi-peaks", "--n-problems", "8", "--estimators", "reference,l2", "--suppression"])
-    >>> a.n_problems, a.estimators, a.suppression
-    (8, ('reference', 'l2'), True)
+    >>> cfg = config_from_args(a)
+    >>> cfg.n_problems, cfg.estimators, cfg.suppression, cfg.k
+    (8, ('reference', 'l2'), True, 20)
+    >>> cfg = config_from_args(p.parse_args(["mi-peaks", "--preset", "demo", "--n-problems", "6", "--no-ttts"]))
+    >>> cfg.model, cfg.n_problems, cfg.ttts, cfg.recycling
+    ('tiny-think', 6, False, True)
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from analyses.mi.job import MIPeaksJobConfig, run_mi_peaks
+from analyses.mi.jobconfig import PRESETS, MIPeaksJobConfig, preset
 
 
 def _field_docs(cls: type) -> dict[str, str]:
@@ -62,21 +67,29 @@ def _kind(tp: Any) -> str:
 def add_parser(jobs: Any, name: str = "mi-peaks") -> None:
     """Add the job as sub-command ``name`` of the ``thinklens run`` sub-parsers ``jobs``."""
     p = jobs.add_parser(name, help="MI peaks and thinking tokens (Qian et al. 2025)",
-                        description="Greedy trajectories on the synthetic task, nHSIC with the golden answer per "
-                        "token (reference, median-sigma and L2 variants, shuffled-answer control), peaks, "
-                        "thinking-token enrichment; optionally the suppression test, Representation Recycling "
-                        "and thinking-token test-time scaling.")
+                        description="Greedy trajectories of a reasoning model and its non-reasoning siblings on the "
+                        "synthetic task or a GSM8k JSONL file; nHSIC with the golden answer per token at several "
+                        "sites (reference, median-sigma and L2 variants, shuffled-answer control); peaks by top-k "
+                        "and IQR; thinking-token enrichment with CIs; optionally the suppression test, "
+                        "Representation Recycling (with a layer sweep) and thinking-token test-time scaling. "
+                        "`--preset demo` runs all of it on the zoo in a few CPU minutes.")
     docs = _field_docs(MIPeaksJobConfig)
     hints = typing.get_type_hints(MIPeaksJobConfig)
     g = p.add_argument_group("job")
+    g.add_argument("--preset", default="default", choices=sorted(PRESETS),
+                   help="start from a named config (demo: the zoo, every stage, a few CPU minutes); "
+                   "explicit options override it")
     for f in dataclasses.fields(MIPeaksJobConfig):
         flag = "--" + f.name.replace("_", "-")
         kind = _kind(hints[f.name])
+        shown = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else f.default
+        # SUPPRESS: only options given on the command line override the preset
         if kind == "bool":
-            g.add_argument(flag, action="store_true", default=f.default, help=docs.get(f.name))
+            g.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                           help=f"{docs.get(f.name, '')} (default: {shown})")
         else:
-            shown = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else f.default
-            g.add_argument(flag, type=_parse(kind), default=f.default, help=f"{docs.get(f.name, '')} (default: {shown})")
+            g.add_argument(flag, type=_parse(kind), default=argparse.SUPPRESS,
+                           help=f"{docs.get(f.name, '')} (default: {shown})")
     r = p.add_argument_group("run folder and device")
     r.add_argument("--runs", default=None, help="root of the run folders (default: $THINKLENS_RUNS or ./runs)")
     r.add_argument("--run-id", default=None, help="run id (default: a timestamp); the same id and config resumes")
@@ -87,14 +100,21 @@ def add_parser(jobs: Any, name: str = "mi-peaks") -> None:
     p.set_defaults(func=cmd_mi_peaks)
 
 
+def config_from_args(args: argparse.Namespace) -> MIPeaksJobConfig:
+    """The preset with every option given on the command line applied."""
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(MIPeaksJobConfig) if hasattr(args, f.name)}
+    return preset(getattr(args, "preset", "default"), **given)
+
+
 def cmd_mi_peaks(args: argparse.Namespace) -> int:
     """Run the job; prints the run folder and the headline numbers."""
     import torch
 
+    from analyses.mi.job import run_mi_peaks
     from thinklens.model import HookedModel
     from thinklens.runs import RunFolder, default_runs_root
 
-    cfg = MIPeaksJobConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(MIPeaksJobConfig)})
+    cfg = config_from_args(args)
     model = HookedModel.load(cfg.model, device=args.device, dtype=getattr(torch, args.dtype))
     if args.out:
         out = Path(args.out).expanduser().resolve()
@@ -107,6 +127,10 @@ def cmd_mi_peaks(args: argparse.Namespace) -> int:
     print(f"problems: {summary['n_problems']}; mean tokens: {summary['mean_tokens']:.1f}; "
           f"peak fraction: {summary['mean_peak_fraction']:.3f}")
     print(f"top thinking words: {', '.join(summary['top_words']) or '-'}")
+    for key, m in summary.get("models", {}).items():
+        print(f"  {key} ({m['style']}): accuracy {m['accuracy']:.3f}, mean MI {m['mean_mi']:.4g}, "
+              f"peak fraction top-k {m['peak_fraction']['top_k']:.3f} / iqr {m['peak_fraction']['iqr']:.3f}, "
+              f"top words {', '.join(m['top_words']) or '-'}")
     for stage in ("suppression", "recycling", "ttts"):
         if stage in summary:
             print(f"{stage}: {summary[stage]}")

@@ -13,15 +13,18 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses.mi.estimator import MICurve
 from analyses.mi.peaks import Peaks, as_values
-from analyses.mi.thinking_tokens import EnrichmentResult
 from thinklens.errors import ThinklensError
+
+if TYPE_CHECKING:  # keeps the estimator out of the import graph of the app's pages
+    from analyses.mi.estimator import MICurve
+    from analyses.mi.thinking_tokens import EnrichmentResult
 
 
 def _hover(values: np.ndarray, tokens: Sequence[str] | None) -> list[str]:
@@ -97,13 +100,27 @@ def figure_enrichment(result: EnrichmentResult, top: int = 20, by: str = "peak_c
     return fig
 
 
-def _mean_curve(curves: Sequence[object], x: str, grid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mean_curve(curves: Sequence[object], x: str = "step", grid: int = 101) -> dict[str, list[float]]:
+    """Mean and standard error of several MI curves, as plain lists (stored in run folders).
+
+    ``x="step"`` averages over the trajectories still running at each step; ``x="fraction"`` first
+    resamples each trajectory onto ``grid`` points of relative position in [0, 1].
+
+    Example:
+        >>> mean_curve([[1.0, 3.0], [3.0]], "step")
+        {'x': [0.0, 1.0], 'mean': [2.0, 3.0], 'sem': [1.0, 0.0], 'n': [2, 1]}
+    """
+    if x not in ("step", "fraction"):
+        raise ThinklensError.of("x", x, "'step' or 'fraction'", "pick one of the two")
     arrays = [as_values(c) for c in curves]
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        raise ThinklensError.of("curves", "no non-empty curve", "at least one scored trajectory", "score some first")
     if x == "fraction":  # trajectories differ in length: compare at the same relative position
         pos = np.linspace(0.0, 1.0, grid)
-        rows = np.stack([np.interp(pos, np.linspace(0.0, 1.0, a.size), a) for a in arrays if a.size > 1])
+        rows = np.stack([np.interp(pos, np.linspace(0.0, 1.0, a.size), a) for a in arrays])
     else:  # mean over the trajectories still running at each step
-        pos = np.arange(max(a.size for a in arrays))
+        pos = np.arange(max(a.size for a in arrays), dtype=np.float64)
         rows = np.full((len(arrays), pos.size), np.nan)
         for i, a in enumerate(arrays):
             rows[i, : a.size] = a
@@ -111,7 +128,31 @@ def _mean_curve(curves: Sequence[object], x: str, grid: int) -> tuple[np.ndarray
     mean = np.nanmean(rows, axis=0)
     sq = np.nansum((rows - mean) ** 2, axis=0)
     sem = np.where(count > 1, np.sqrt(sq / np.maximum(count - 1, 1) / np.maximum(count, 1)), 0.0)
-    return pos, mean, sem
+    return {"x": pos.tolist(), "mean": mean.tolist(), "sem": sem.tolist(), "n": count.astype(int).tolist()}
+
+
+def figure_mean_curves(means: Mapping[str, Mapping[str, Sequence[float]]], x: str = "step",
+                       title: str = "Mean MI per model") -> go.Figure:
+    """Mean curves (each from :func:`mean_curve`) with a +- 1 s.e.m. band, one trace per name.
+
+    Example:
+        >>> fig = figure_mean_curves({"a": mean_curve([[1.0, 2.0]]), "b": mean_curve([[2.0, 1.0]])})
+        >>> [t.name for t in fig.data if t.showlegend is not False]
+        ['a (n=1)', 'b (n=1)']
+    """
+    if not means:
+        raise ThinklensError.of("means", "an empty mapping", "at least one mean curve", "score some trajectories")
+    fig = go.Figure()
+    for name, m in means.items():
+        pos, mean, sem = (np.asarray(m[k], dtype=np.float64) for k in ("x", "mean", "sem"))
+        band_x = np.concatenate([pos, pos[::-1]])
+        band_y = np.concatenate([mean + sem, (mean - sem)[::-1]])
+        fig.add_trace(go.Scatter(x=band_x, y=band_y, fill="toself", opacity=0.2, line={"width": 0},
+                                 hoverinfo="skip", showlegend=False, legendgroup=name, name=f"{name} band"))
+        fig.add_trace(go.Scatter(x=pos, y=mean, mode="lines", name=f"{name} (n={max(m['n'])})", legendgroup=name))
+    fig.update_layout(title={"text": title}, xaxis_title="generated token (step)" if x == "step"
+                      else "relative position in the trajectory", yaxis_title="mean nHSIC")
+    return fig
 
 
 def figure_model_overlay(
@@ -123,19 +164,8 @@ def figure_model_overlay(
     ``x="step"`` averages over the trajectories still running at each step; ``x="fraction"`` first
     resamples each trajectory onto ``grid`` points of relative position in [0, 1].
     """
-    if x not in ("step", "fraction"):
-        raise ThinklensError.of("x", x, "'step' or 'fraction'", "pick one of the two")
     if not curves_by_model or any(len(c) == 0 for c in curves_by_model.values()):
         raise ThinklensError.of("curves_by_model", {k: len(v) for k, v in curves_by_model.items()},
                                 "at least one model with at least one curve each", "score some trajectories")
-    fig = go.Figure()
-    for name, curves in curves_by_model.items():
-        pos, mean, sem = _mean_curve(curves, x, grid)
-        band_x = np.concatenate([pos, pos[::-1]])
-        band_y = np.concatenate([mean + sem, (mean - sem)[::-1]])
-        fig.add_trace(go.Scatter(x=band_x, y=band_y, fill="toself", opacity=0.2, line={"width": 0},
-                                 hoverinfo="skip", showlegend=False, legendgroup=name, name=f"{name} band"))
-        fig.add_trace(go.Scatter(x=pos, y=mean, mode="lines", name=f"{name} (n={len(curves)})", legendgroup=name))
-    fig.update_layout(title={"text": title}, xaxis_title="generated token (step)" if x == "step"
-                      else "relative position in the trajectory", yaxis_title="mean nHSIC")
-    return fig
+    return figure_mean_curves({name: mean_curve(curves, x, grid) for name, curves in curves_by_model.items()},
+                              x=x, title=title)

@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from thinklens.errors import ThinklensError
 
@@ -60,7 +59,7 @@ class Peaks:
 def as_values(mi: object) -> np.ndarray:
     """A 1-D float64 array from an MICurve, a tensor, an array or a list; NaN is an error."""
     values = getattr(mi, "mi", mi)  # an MICurve carries its scores in .mi
-    if isinstance(values, torch.Tensor):
+    if hasattr(values, "detach"):  # a torch tensor (no torch import needed here)
         values = values.detach().cpu().double().numpy()
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:

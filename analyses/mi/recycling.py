@@ -175,17 +175,25 @@ class RecyclingResult:
 def recycling_eval(model: HookedModel, prompts: Sequence[str], answers: Sequence[int | None],
                    thinking_words: Sequence[str], *, layer: int | None = None, probability: float = 0.5,
                    seed: int = 0, max_new_tokens: int = 512, stop: Sequence[str] = (),
-                   batch_size: int | None = None) -> RecyclingResult:
-    """Accuracy of plain greedy decoding vs RR (answers compared with ``parse_answer``)."""
+                   batch_size: int | None = None, plain_texts: Sequence[str] | None = None) -> RecyclingResult:
+    """Accuracy of plain greedy decoding vs RR (answers compared with ``parse_answer``).
+
+    ``plain_texts``: the greedy generations of the same prompts, when already computed (a layer
+    sweep decodes them once).
+    """
     if len(prompts) != len(answers):
         raise ThinklensError.of("answers", f"{len(answers)} answers for {len(prompts)} prompts",
                                 "one gold answer per prompt", "pass them in the same order")
-    plain = model.generate(list(prompts), max_new_tokens=max_new_tokens, stop=stop, batch_size=batch_size)
+    if plain_texts is None:
+        plain_texts = [t.text for t in model.generate(list(prompts), max_new_tokens=max_new_tokens, stop=stop,
+                                                      batch_size=batch_size)]
+    elif len(plain_texts) != len(prompts):
+        raise ThinklensError.of("plain_texts", len(plain_texts), f"{len(prompts)} texts", "pass one per prompt")
     rr = recycle_generate(model, prompts, thinking_words, layer=layer, probability=probability, seed=seed,
                           max_new_tokens=max_new_tokens, stop=stop, batch_size=batch_size)
     layer_ = model.resolve_site(f"resid_post.{default_layer(model.n_layers) if layer is None else layer}").layer
     return RecyclingResult(
-        accuracy_plain=accuracy_of([t.text for t in plain], answers)[1],
+        accuracy_plain=accuracy_of(list(plain_texts), answers)[1],
         accuracy_rr=accuracy_of([t.text for t in rr], answers)[1], n=len(prompts),
         mean_recycled_steps=sum(len(t.recycled_steps) for t in rr) / len(rr),
         layer=int(layer_), probability=probability, seed=seed,

@@ -141,6 +141,23 @@ def word_of(token: str, lowercase: bool = False) -> str | None:
     return w.lower() if lowercase else w
 
 
+def token_of(token: str, lowercase: bool = False) -> str | None:
+    """Any token, stripped of whitespace and BPE space markers; None if nothing is left.
+
+    Example:
+        >>> token_of(" <<"), token_of("</think>"), token_of("Ċ"), token_of(" So", lowercase=True)
+        ('<<', '</think>', None, 'so')
+    """
+    w = token.strip().strip(_MARKERS).strip()
+    if not w:
+        return None
+    return w.lower() if lowercase else w
+
+
+UNITS = {"words": word_of, "all": token_of}
+"""What is counted: alphabetic words (the paper) or every token."""
+
+
 def _wilson(successes: int, n: int, level: float) -> tuple[float, float]:
     if n == 0:
         return math.nan, math.nan
@@ -175,6 +192,7 @@ def thinking_token_enrichment(
     trajectories: Sequence[TokenTrajectory | tuple[Sequence[str], Sequence[int] | Peaks]],
     *,
     lowercase: bool = False,
+    unit: str = "words",
     words: Sequence[str] = (),
     min_peak_count: int = 1,
     ci: str = "bootstrap",
@@ -187,6 +205,8 @@ def thinking_token_enrichment(
     Args:
         trajectories: TokenTrajectory values or (tokens, peaks) pairs.
         lowercase: merge "So" and "so" (off by default: the paper's list keeps case).
+        unit: "words" counts alphabetic words only (the paper); "all" counts every token (on the
+            zoo, peaks also sit on structural tokens such as "<<" and "</think>").
         words: words to report even if seen at fewer than ``min_peak_count`` peaks (e.g. "Wait").
         min_peak_count: report words seen at least this often at peaks.
         ci: "bootstrap" (over trajectories) or "wilson"; see the module docstring.
@@ -195,6 +215,9 @@ def thinking_token_enrichment(
     """
     if ci not in CI_METHODS:
         raise ThinklensError.of("ci", ci, f"one of {CI_METHODS}", "use 'bootstrap' or 'wilson'")
+    if unit not in UNITS:
+        raise ThinklensError.of("unit", unit, f"one of {sorted(UNITS)}", "use 'words'")
+    unit_of = UNITS[unit]
     if not 0 < level < 1:
         raise ThinklensError.of("level", level, "a number in (0, 1)", "use 0.95")
     if ci == "bootstrap" and not (isinstance(n_boot, int) and n_boot >= 1):
@@ -205,7 +228,7 @@ def thinking_token_enrichment(
 
     peak_counts, all_counts = [], []  # per trajectory Counters of words
     for t in trajs:
-        ws = [word_of(tok, lowercase) for tok in t.tokens]
+        ws = [unit_of(tok, lowercase) for tok in t.tokens]
         all_counts.append(Counter(w for w in ws if w is not None))
         peak_counts.append(Counter(ws[i] for i in t.peaks if ws[i] is not None))
     peak_total = sum(peak_counts, Counter())

@@ -54,6 +54,37 @@ class TTTSResult:
         return [(r.budget, r.accuracy) for r in self.rows if r.method == method]
 
 
+def continuation_text(model: object, trace: object) -> str:
+    """The generated text to continue from: special tokens kept (a zoo trace's ``</think>`` must stay
+    in the context), end-of-sequence and padding dropped. Falls back to ``trace.text``.
+
+    Example:
+        >>> class T: text = "so #### 5"
+        >>> continuation_text(object(), T())
+        'so #### 5'
+    """
+    tok = getattr(model, "tokenizer", None)
+    ids = getattr(trace, "token_ids", None)
+    if tok is None or ids is None:
+        return trace.text  # type: ignore[attr-defined]
+    from thinklens.generate import eos_ids
+
+    drop = eos_ids(model) | {tok.pad_token_id}  # type: ignore[arg-type]
+    return tok.decode([i for i in ids if i not in drop], skip_special_tokens=False)
+
+
+def check_words(model: object, words: Sequence[str]) -> None:
+    """Every TTTS word must tokenize without the unknown token (the zoo knows "wait", not "Wait")."""
+    tok = getattr(model, "tokenizer", None)
+    unk = getattr(tok, "unk_token_id", None)
+    if tok is None or unk is None:
+        return
+    bad = [w for w in words if unk in tok(" " + w.strip(), add_special_tokens=False)["input_ids"]]
+    if bad:
+        raise ThinklensError.of("TTTS words", bad, "words of this model's vocabulary",
+                                "pick words from the enrichment result (zoo words are lowercase: wait, so)")
+
+
 def _forced(model: HookedModel, contexts: list[str], answer_prompt: str, answer_tokens: int,
             batch_size: int | None) -> list[int | None]:
     traces = model.generate([c + answer_prompt for c in contexts], max_new_tokens=answer_tokens,
@@ -91,8 +122,9 @@ def ttts_eval(
         raise ThinklensError.of("budgets", budgets, "non-negative ints", "pass e.g. budgets=(0, 32, 64)")
     if any(not isinstance(w, str) or not w.strip() for w in words):
         raise ThinklensError.of("words", words, "non-empty thinking words", "pass e.g. words=('Wait',)")
+    check_words(model, words)
     first = model.generate(list(prompts), max_new_tokens=max_new_tokens, batch_size=batch_size)
-    base = [p + t.text for p, t in zip(prompts, first)]
+    base = [p + continuation_text(model, t) for p, t in zip(prompts, first)]
     first_correct = sum(1 for t, a in zip(first, answers) if a is not None and parse_answer(t.text) == a)
     rows = []
     methods = [("plain", "")] + [(f"ttts:{w.strip()}", separator + w.strip()) for w in words]
@@ -104,7 +136,7 @@ def ttts_eval(
             extra = [0] * len(prompts)
             if budget > 0:
                 ext = model.generate(contexts, max_new_tokens=budget, batch_size=batch_size)
-                contexts = [c + t.text for c, t in zip(contexts, ext)]
+                contexts = [c + continuation_text(model, t) for c, t in zip(contexts, ext)]
                 extra = [len(t) for t in ext]
             got = _forced(model, contexts, answer_prompt, answer_tokens, batch_size)
             n_correct = sum(1 for g, a in zip(got, answers) if a is not None and g == a)

@@ -1,0 +1,195 @@
+"""One model's stage of the mi-peaks job: generate, score every site and estimator, the
+shuffled-answer control, peaks by every rule; one record per trajectory on disk, and the model's
+summary (means, controls, mean curves) for the run index.
+
+Problems are processed ``batch_size`` at a time, so the captured states held in memory stay
+bounded however many problems a run has; the answer vectors (one per problem and site) are
+computed first, because the shuffled control scores trajectory i against the answer of another
+problem ``perm[i]`` (a seeded derangement).
+
+Example:
+    >>> import numpy as np
+    >>> jaccard([1, 2, 3], [2, 3, 4])
+    0.5
+    >>> round(pearson(np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 7.0])), 3)
+    0.993
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from analyses.mi.controls import derangement
+from analyses.mi.estimator import nhsic_trajectory
+from analyses.mi.figures import mean_curve
+from analyses.mi.peaks import PEAK_RULES, find_peaks
+from analyses.mi.store import TrajectoryRecord, write_trajectory
+from analyses.mi.trajectory import golden_answer_vectors
+from thinklens.answers import parse_answer
+from thinklens.errors import ThinklensError
+
+if TYPE_CHECKING:
+    from analyses.mi.jobconfig import MIPeaksJobConfig
+    from thinklens.model import HookedModel
+    from thinklens.sites import Site
+
+
+def jaccard(a: Sequence[int], b: Sequence[int]) -> float:
+    """|A & B| / |A | B| of two index sets (1.0 when both are empty)."""
+    sa, sb = set(a), set(b)
+    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson correlation; NaN when either side is constant or shorter than 3."""
+    if x.size < 3 or float(np.std(x)) == 0.0 or float(np.std(y)) == 0.0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def peak_options(cfg: MIPeaksJobConfig, rule: str) -> dict[str, Any]:
+    """The options of a peak rule from the job settings."""
+    return {"k": cfg.k, "clip": True} if rule == "top_k" else {"whisker": cfg.whisker}
+
+
+def unique_sites(model: HookedModel, sites: Sequence[str]) -> list[Site]:
+    """Resolve sites for this model, dropping repeats (resid_post.-1 may equal resid_post.3)."""
+    out: list[Site] = []
+    for s in sites:
+        site = model.resolve_site(s)
+        if site not in out:
+            out.append(site)
+    return out
+
+
+def _nanmean(values: list[float]) -> float | None:
+    arr = np.asarray([v for v in values if not math.isnan(v)], dtype=np.float64)
+    return float(arr.mean()) if arr.size else None
+
+
+class _Stats:
+    """Running per-estimator statistics of one model's trajectories."""
+
+    def __init__(self, estimators: Sequence[str]) -> None:
+        self.own: dict[str, list[float]] = {e: [] for e in estimators}
+        self.shuf: dict[str, list[float]] = {e: [] for e in estimators}
+        self.beats: dict[str, list[float]] = {e: [] for e in estimators}
+        self.j_shuf: dict[str, list[float]] = {e: [] for e in estimators}
+        self.j_ref: dict[str, list[float]] = {e: [] for e in estimators}
+        self.corr: dict[str, list[float]] = {e: [] for e in estimators}
+        self.frac_iqr: dict[str, list[float]] = {e: [] for e in estimators}
+
+    def add(self, rec: TrajectoryRecord, cfg: MIPeaksJobConfig) -> None:
+        ref_peaks = rec.peaks["top_k"]
+        norms = np.asarray(rec.norms)
+        for e in self.own:
+            own, shuf = np.asarray(rec.variants[e]), np.asarray(rec.shuffled[e])
+            self.own[e].append(float(own.mean()))
+            self.shuf[e].append(float(shuf.mean()))
+            self.beats[e].append(float(own.mean() > shuf.mean()))
+            top = find_peaks(own, "top_k", **peak_options(cfg, "top_k")).indices
+            self.j_shuf[e].append(jaccard(top, find_peaks(shuf, "top_k", **peak_options(cfg, "top_k")).indices))
+            self.j_ref[e].append(jaccard(top, ref_peaks))
+            self.corr[e].append(pearson(own, norms))
+            self.frac_iqr[e].append(find_peaks(own, "iqr", whisker=cfg.whisker).fraction)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"estimator": e, "mean_mi": _nanmean(self.own[e]), "mean_mi_shuffled": _nanmean(self.shuf[e]),
+                 "own_beats_shuffled": _nanmean(self.beats[e]), "peak_jaccard_shuffled": _nanmean(self.j_shuf[e]),
+                 "peak_jaccard_reference": _nanmean(self.j_ref[e]), "corr_with_norm": _nanmean(self.corr[e]),
+                 "iqr_peak_fraction": _nanmean(self.frac_iqr[e])} for e in self.own]
+
+
+def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: int, sites: list[Site],
+            gold: dict[Site, torch.Tensor], perm: list[int], cfg: MIPeaksJobConfig,
+            device: torch.device) -> TrajectoryRecord:
+    site0, est0 = sites[0], cfg.estimators[0]
+    mi: dict[str, list[float]] = {}
+    for s in sites:
+        mi[str(s)] = nhsic_trajectory(tr.hidden[s].float(), gold[s][i], est0, device=device).mi.tolist()
+    states = tr.hidden[site0].float()
+    variants = {est0: mi[str(site0)]}
+    for e in cfg.estimators[1:]:
+        variants[e] = nhsic_trajectory(states, gold[site0][i], e, device=device).mi.tolist()
+    shuffled = {e: nhsic_trajectory(states, gold[site0][perm[i]], e, device=device).mi.tolist()
+                for e in cfg.estimators}
+    peaks = {rule: find_peaks(mi[str(site0)], rule, **peak_options(cfg, rule)) for rule in PEAK_RULES}
+    parsed = parse_answer(tr.text)
+    return TrajectoryRecord(
+        index=i, model=key, prompt=prompt, solution=solution, answer=answer, parsed=parsed,
+        correct=parsed is not None and parsed == answer, tokens=tuple(tr.tokens), token_ids=tuple(tr.token_ids),
+        text=tr.text, stop_reason=tr.stop_reason, site=str(site0), estimator=est0, mi=mi, variants=variants,
+        shuffled=shuffled, shuffled_answer_of=perm[i], norms=states.norm(dim=1).double().tolist(),
+        peaks={r: list(p.indices) for r, p in peaks.items()}, thresholds={r: p.threshold for r, p in peaks.items()},
+    )
+
+
+def summarize_model(records: Sequence[TrajectoryRecord], *, key: str, name: str, role: str, style: str, fmt: str,
+                    n_layers: int, d_model: int, cfg: MIPeaksJobConfig) -> dict[str, Any]:
+    """The run-index entry of one model from its records: settings, means, controls, mean curves and
+    one short row per trajectory (see :mod:`analyses.mi.store`)."""
+    if not records:
+        raise ThinklensError.of("trajectories", 0, "at least one scored trajectory", "score some problems")
+    stats = _Stats(cfg.estimators)
+    for rec in records:
+        stats.add(rec, cfg)
+    rows = [rec.index_row() for rec in records]
+    sites = list(records[0].mi)
+    site0, est0 = records[0].site, records[0].estimator
+    curves = {s: [np.asarray(r.mi[s]) for r in records] for s in sites}
+    shuffled0 = [np.asarray(r.shuffled[est0]) for r in records]
+    fractions = {rule: float(np.mean([r["n_peaks"][rule] / max(1, r["n_tokens"]) for r in rows]))
+                 for rule in PEAK_RULES}
+    return {
+        "key": key, "name": name, "role": role, "style": style, "prompt_format": fmt, "n": len(rows),
+        "n_layers": n_layers, "d_model": d_model, "site": site0, "sites": sites, "estimator": est0,
+        "estimators": list(cfg.estimators), "peak_rules": list(PEAK_RULES),
+        "accuracy": float(np.mean([r["correct"] for r in rows])),
+        "mean_tokens": float(np.mean([r["n_tokens"] for r in rows])),
+        "mean_mi": {s: float(np.mean([c.mean() for c in cs])) for s, cs in curves.items()},
+        "mean_max_mi": float(np.mean([c.max() for c in curves[site0]])),
+        "peak_to_median": _nanmean([float(c.max() / np.median(c)) if np.median(c) > 0 else math.nan
+                                    for c in curves[site0]]),
+        "peak_fraction": fractions,
+        "controls": stats.rows(),
+        "mean_curves": {
+            "fraction": {s: mean_curve(cs, "fraction") for s, cs in curves.items()},
+            "step": {s: mean_curve(cs, "step") for s, cs in curves.items()},
+            "shuffled_fraction": mean_curve(shuffled0, "fraction"),
+            "shuffled_step": mean_curve(shuffled0, "step"),
+        },
+        "index": rows,
+    }
+
+
+def collect_model(model: HookedModel, *, key: str, name: str, role: str, style: str, fmt: str,
+                  prompts: Sequence[str], solutions: Sequence[str], answers: Sequence[int],
+                  cfg: MIPeaksJobConfig, run_path: Any, progress: Callable[[str], None] | None = None,
+                  ) -> dict[str, Any]:
+    """Score one model on every problem; writes its trajectory records, returns its index entry.
+
+    Records hold no hidden states (a few KB each), so they are kept for the summary; the captured
+    states of a batch are dropped as soon as it is scored.
+    """
+    sites = unique_sites(model, cfg.sites)
+    gold = golden_answer_vectors(model, solutions, sites)
+    perm = derangement(len(prompts), cfg.seed)
+    records: list[TrajectoryRecord] = []
+    for start in range(0, len(prompts), cfg.batch_size):
+        chunk = list(prompts[start:start + cfg.batch_size])
+        traces = model.generate(chunk, max_new_tokens=cfg.max_new_tokens, capture=sites)
+        for j, tr in enumerate(traces):
+            i = start + j
+            rec = _record(i, key, tr, prompts[i], solutions[i], answers[i], sites, gold, perm, cfg, model.device)
+            write_trajectory(run_path, rec)
+            records.append(rec)
+        del traces
+        if progress is not None:
+            progress(f"{name}: {min(start + cfg.batch_size, len(prompts))}/{len(prompts)} problems")
+    return summarize_model(records, key=key, name=name, role=role, style=style, fmt=fmt, n_layers=model.n_layers,
+                           d_model=model.d_model, cfg=cfg)

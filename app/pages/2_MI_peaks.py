@@ -1,0 +1,190 @@
+"""MI peaks: per-trajectory MI curves with peaks, thinking-token enrichment, reasoning vs
+non-reasoning overlay, estimator variants and controls, suppression / RR / TTTS.
+
+Reads run folders written by ``thinklens run mi-peaks`` (format: ``analyses.mi.store``). Only the
+run index and the ONE selected trajectory are loaded, so a run with thousands of trajectories opens
+as fast as a small one. Never loads a model or registers a hook.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas  # noqa: F401 - imported up front: a lazy import racing another session's (home page) can fail
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+
+from analyses.mi.figures_runs import (  # noqa: E402
+    CURVE_CHOICES,
+    controls_table,
+    figure_controls,
+    figure_overlay,
+    figure_sites,
+    figure_trajectory,
+    model_label,
+    models_table,
+)
+from analyses.mi.store import INDEX, TrajectoryRecord, read_index, read_trajectory  # noqa: E402
+from thinklens.errors import ThinklensError  # noqa: E402
+
+st.set_page_config(page_title="thinklens: MI peaks", layout="wide")
+st.title("MI peaks and thinking tokens")
+st.caption("Qian et al. 2025: mutual information between each reasoning step's hidden state and the answer "
+           "(nHSIC), its peaks, and the tokens emitted from them.")
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def load_index(path: str, mtime: float) -> dict[str, Any]:
+    return read_index(path)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def load_record(path: str, key: str, i: int, mtime: float) -> dict[str, Any]:
+    return read_trajectory(path, key, i).to_json()
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _tokens_html(rec: TrajectoryRecord, peaks: set[int]) -> str:
+    """The generated text with peak tokens highlighted (escaped: tokens are model output)."""
+    parts = []
+    for t, tok in enumerate(rec.tokens):
+        text = html.escape(tok)
+        parts.append(f"<mark title='step {t}'><b>{text}</b></mark>" if t in peaks else text)
+    return " ".join(parts)
+
+
+def trajectory_section(run_path: Path, models: list[dict[str, Any]]) -> None:
+    c = st.columns([2, 3, 2, 2])
+    mi = c[0].selectbox("Model", range(len(models)), format_func=lambda j: model_label(models[j]), key="mi-model")
+    entry = models[mi]
+    rows = entry["index"]
+    if not rows:
+        st.info(f"{entry['name']} has no trajectories in this run.")
+        return
+
+    def label(j: int) -> str:
+        r = rows[j]
+        return f"#{r['i']} {'right' if r['correct'] else 'wrong'}, {r['n_tokens']} tokens, max MI {r['max_mi']:.3g}"
+
+    j = c[1].selectbox(f"Trajectory ({len(rows)})", range(len(rows)), format_func=label, key="mi-traj")
+    site = c[2].selectbox("Site", entry["sites"], key="mi-site")
+    rule = c[3].radio("Peaks", entry["peak_rules"], key="mi-rule", horizontal=True)
+    extra = st.multiselect("Also show", CURVE_CHOICES, default=[CURVE_CHOICES[1]], key="mi-curves")
+    try:
+        rec = TrajectoryRecord.from_json(load_record(str(run_path), entry["key"], rows[j]["i"],
+                                                     _mtime(run_path / "results" / f"{INDEX}.json")))
+        fig = figure_trajectory(rec, site=site if site in rec.mi else None, rule=rule,
+                                variants=CURVE_CHOICES[0] in extra, shuffled=CURVE_CHOICES[1] in extra)
+    except ThinklensError as e:
+        error_card(f"trajectory #{rows[j]['i']} of {entry['name']} cannot be shown", e)
+        return
+    st.plotly_chart(fig, width="stretch", key="mi-curve")
+    peaks = set(rec.peaks_of(rule).indices) if site == rec.site else set()
+    st.markdown("**Prompt:**")
+    st.code(rec.prompt, language=None, wrap_lines=True)
+    st.markdown("**Generated** (peaks highlighted): " + _tokens_html(rec, peaks), unsafe_allow_html=True)
+
+
+def enrichment_section(run, models: list[dict[str, Any]]) -> None:
+    res = read_result(run, "enrichment") if (run.path / "results" / "enrichment.json").exists() else None
+    if res is None:
+        st.info("The enrichment stage has not finished yet.")
+        return
+    c = st.columns(3)
+    mi = c[0].selectbox("Model", range(len(models)), format_func=lambda j: model_label(models[j]), key="mi-enr-model")
+    key = models[mi]["key"]
+    rule = c[1].radio("Peaks", models[mi]["peak_rules"], key="mi-enr-rule", horizontal=True)
+    unit = c[2].radio("Count", ["words", "all"], key="mi-enr-unit", horizontal=True,
+                      format_func=lambda u: "alphabetic words (paper)" if u == "words" else "all tokens")
+    try:
+        block = res[key][unit][rule]
+    except (KeyError, TypeError):
+        error_card(f"enrichment of {key}", f"no {unit}/{rule} entry in results/enrichment.json")
+        return
+    st.caption(f"{block['n_peak_tokens']} peak positions among {block['n_tokens']} generated tokens of "
+               f"{block['n_trajectories']} trajectories; ratio = frequency at peaks / frequency overall, "
+               f"{100 * block['level']:.0f}% {block['ci']} CI.")
+    if not block["words"]:
+        st.info("No token of this kind was emitted from a peak state.")
+        return
+    show_figure(run, f"enrichment-{key}-{rule}-{unit}")
+    st.dataframe([{"token": w["word"], "at peaks": w["peak_count"], "anywhere": w["total_count"],
+                   "ratio": w["ratio"], "CI low": w["ci_low"], "CI high": w["ci_high"]} for w in block["words"]],
+                 hide_index=True, width="stretch", key="mi-enr-table")
+
+
+def interventions_section(run) -> None:
+    tabs = st.tabs(["Suppression", "Representation Recycling", "Test-time scaling"])
+    for tab, stage, flag in zip(tabs, ("suppression", "recycling", "ttts"), ("--suppression", "--recycling", "--ttts")):
+        with tab:
+            if not (run.path / "results" / f"{stage}.json").exists():
+                st.info(f"Not run: add `{flag}` to the job.")
+                continue
+            res = read_result(run, stage)
+            if res is None:
+                continue
+            if res.get("skipped"):
+                st.info(f"Skipped: {res['skipped']}")
+                continue
+            st.caption(f"thinking words: {', '.join(res.get('words', []))} (from {res.get('word_source', '?')})")
+            show_figure(run, stage)
+            st.dataframe(res.get("rows", []), hide_index=True, width="stretch", key=f"mi-{stage}-table")
+
+
+run = run_picker("mi-peaks", key="mi-run")
+if run is None:
+    st.stop()
+try:
+    index = load_index(str(run.path), _mtime(run.path / "results" / f"{INDEX}.json"))
+except ThinklensError as e:
+    error_card(f"mi-peaks run {run.run_id} cannot be shown", e)
+    st.stop()
+models = index["models"]
+
+VIEWS = ("Trajectory", "Thinking tokens", "Models", "Controls", "Interventions")
+# One view at a time: each run of the page draws one or two charts, so the MI curve is on screen fast
+# even on a busy machine (every plotly chart costs the browser a layout pass).
+view = st.radio("View", VIEWS, key="mi-view", horizontal=True, label_visibility="collapsed")
+
+if view == "Trajectory":
+    trajectory_section(run.path, models)
+elif view == "Thinking tokens":
+    enrichment_section(run, models)
+elif view == "Models":
+    c = st.columns(2)
+    x = c[0].radio("x axis", ["fraction", "step"], key="mi-overlay-x", horizontal=True,
+                   format_func=lambda v: "relative position" if v == "fraction" else "generated token")
+    mi = c[1].selectbox("Sites of", range(len(models)), format_func=lambda j: model_label(models[j]),
+                        key="mi-sites-model")
+    try:
+        st.plotly_chart(figure_overlay(models, x=x, shuffled=True), width="stretch", key="mi-overlay")
+        st.dataframe(models_table(models), hide_index=True, width="stretch", key="mi-models-table")
+        st.plotly_chart(figure_sites(models[mi], x=x), width="stretch", key="mi-sites")
+    except (ThinklensError, KeyError, TypeError, ValueError) as e:
+        error_card("model comparison", f"{type(e).__name__}: {e}")
+elif view == "Controls":
+    st.caption("reference: fixed sigma = 50 (the paper); median_sigma: per-vector bandwidth; l2: states rescaled "
+               "to the answer's norm. Shuffled answer: h_gt of another problem. Peaks that survive a shuffled "
+               "answer (peak Jaccard), or that track the state norm (corr with norm), are not about the answer.")
+    try:
+        st.dataframe(controls_table(models), hide_index=True, width="stretch", key="mi-controls-table")
+        st.plotly_chart(figure_controls(models), width="stretch", key="mi-controls")
+    except (ThinklensError, KeyError, TypeError, ValueError) as e:
+        error_card("controls", f"{type(e).__name__}: {e}")
+else:
+    interventions_section(run)

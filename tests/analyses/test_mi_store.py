@@ -1,0 +1,151 @@
+"""Run-folder format, problem rendering, run figures, word choice, presets and the module doctests."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+
+import numpy as np
+import pytest
+
+from analyses.mi.figures import mean_curve
+from analyses.mi.figures_runs import (
+    controls_table,
+    figure_controls,
+    figure_overlay,
+    figure_rr_sweep,
+    figure_sites,
+    figure_trajectory,
+    models_table,
+)
+from analyses.mi.job import finite
+from analyses.mi.job_interventions import choose_thinking_words
+from analyses.mi.jobconfig import PRESETS, MIPeaksJobConfig, preset
+from analyses.mi.problems import gold_text, jsonl_problems, render_prompt_for, resolve_format, synthetic_problems
+from analyses.mi.store import TrajectoryRecord, model_key, read_index, read_trajectory, write_index, write_trajectory
+from analyses.mi.synthetic import build_synthetic_run, synthetic_record
+from thinklens.errors import ThinklensError
+
+MODULES = ["analyses.mi.problems", "analyses.mi.store", "analyses.mi.figures", "analyses.mi.figures_runs",
+           "analyses.mi.jobconfig", "analyses.mi.cli", "analyses.mi.thinking_tokens", "analyses.mi.peaks",
+           "analyses.mi.job", "analyses.mi.collect", "analyses.mi.job_interventions", "analyses.mi.ttts",
+           "analyses.mi.synthetic"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name) -> None:
+    res = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert res.failed == 0 and res.attempted > 0
+
+
+def _record(**changes) -> TrajectoryRecord:
+    rec = synthetic_record(0, "m", "think", 4, MIPeaksJobConfig(k=2, sites=("resid_post.3", "resid_post.1")),
+                           np.random.default_rng(0))
+    return TrajectoryRecord(**{**rec.to_json(), **changes})
+
+
+def test_record_round_trip_and_validation(tmp_path) -> None:
+    rec = _record()
+    write_trajectory(tmp_path, rec)
+    back = read_trajectory(tmp_path, "m", 0)
+    assert back == rec and back.peaks_of("top_k").indices == tuple(rec.peaks["top_k"])
+    assert json.loads((tmp_path / "trajectories" / "m" / "00000.json").read_text())["tokens"] == list(rec.tokens)
+    with pytest.raises(ThinklensError, match="trajectory file"):
+        read_trajectory(tmp_path, "m", 1)
+    bad = rec.to_json()
+    bad["mi"] = {"resid_post.3": [0.1]}
+    with pytest.raises(ThinklensError, match="one per token"):
+        TrajectoryRecord.from_json(bad)
+    with pytest.raises(ThinklensError, match="missing fields"):
+        TrajectoryRecord.from_json({"index": 0})
+    with pytest.raises(ThinklensError, match="peak rule"):
+        rec.peaks_of("mad")
+
+
+def test_index_round_trip_and_errors(tmp_path) -> None:
+    with pytest.raises(ThinklensError, match="mi-peaks index"):
+        read_index(tmp_path)
+    write_index(tmp_path, [{"key": "m", "site": "resid_post.3", "index": []}], peak_rule="top_k")
+    assert read_index(tmp_path)["peak_rule"] == "top_k"
+    write_index(tmp_path, [{"key": "m"}])
+    with pytest.raises(ThinklensError, match="models"):
+        read_index(tmp_path)
+    assert model_key("a/b/") == "b" and model_key("x y") == "x-y" and model_key("b", {"b", "b-2"}) == "b-3"
+
+
+def test_synthetic_run_has_the_job_format(tmp_path) -> None:
+    run = build_synthetic_run(tmp_path, n=6, models=("tiny-think", "tiny-cot"))
+    models = read_index(run.path)["models"]
+    assert [m["n"] for m in models] == [6, 6] and models[1]["style"] == "cot"
+    rows = models_table(models)
+    assert rows[0]["model"] == "tiny-think" and 0 <= rows[0]["accuracy"] <= 1
+    assert {r["estimator"] for r in controls_table(models)} == {"reference", "median_sigma", "l2"}
+    assert len(figure_controls(models).data) == 6  # own + shuffled per estimator panel
+    overlay = figure_overlay(models, x="step", shuffled=True)
+    assert sum(1 for t in overlay.data if "shuffled" in t.name and "band" not in t.name) == 2
+    assert len(figure_sites(models[0]).data) == 4  # band + line per site
+    rec = read_trajectory(run.path, "tiny-think", 2)
+    fig = figure_trajectory(rec, site="resid_post.1", rule="iqr")
+    assert fig.data[0].name == "reference @ resid_post.1"  # the other site: no stored shuffled curve for it
+    assert "token" in fig.data[0].hovertext[0]
+    assert len(figure_trajectory(rec, variants=True, shuffled=False).layout.annotations) == 3  # a panel each
+    assert json.loads((run.path / "meta.json").read_text())["status"] == "done"
+
+
+def test_rr_sweep_figure() -> None:
+    rows = [{"layer": 2, "accuracy_plain": 0.5, "accuracy_rr": 0.6, "mean_recycled_steps": 1.0},
+            {"layer": 0, "accuracy_plain": 0.5, "accuracy_rr": 0.4, "mean_recycled_steps": 1.0}]
+    assert list(figure_rr_sweep(rows).data[0].x) == [0, 2]
+    with pytest.raises(ThinklensError):
+        figure_rr_sweep([])
+
+
+def test_problem_rendering(tmp_path) -> None:
+    (p,) = synthetic_problems(1, seed=3, min_steps=2, max_steps=2)
+    assert render_prompt_for(p, "direct", "zoo").endswith("answer :")
+    assert render_prompt_for(p, "think", "plain") == p.question + "\n"
+    assert gold_text(p, "think", "zoo").startswith(("hmm", "<<"))
+    assert gold_text(p, "cot", "plain") == f"{p.cot} #### {p.answer}"
+    assert resolve_format("tiny-cot", "auto") == "zoo" and resolve_format(str(tmp_path), "auto") == "plain"
+    with pytest.raises(ThinklensError, match="style"):
+        render_prompt_for(p, "essay", "zoo")
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps({"question": "Q?", "cot": "<<1+1=2>>", "answer": 2}) + "\n")
+    (q,) = jsonl_problems(f)
+    assert gold_text(q, "cot", "plain") == "<<1+1=2>> #### 2" and q.answer == 2
+    f.write_text("\n")
+    with pytest.raises(ThinklensError, match="at least one"):
+        jsonl_problems(f)
+
+
+def test_thinking_word_choice() -> None:
+    rows = [{"word": "so", "peak_count": 5}, {"word": "wait", "peak_count": 0}]
+    assert choose_thinking_words(rows, (), 3) == (["so"], "enrichment")
+    assert choose_thinking_words(rows, ("hmm",), 3) == (["hmm"], "explicit")
+    words, source = choose_thinking_words([], (), 3, ["Tom", "wait", "so", "x"])
+    assert words == ["so", "wait"] and source.startswith("paper words")
+    assert choose_thinking_words([], (), 3, ["Tom"])[0] == []
+
+
+def test_presets_and_finite() -> None:
+    assert set(PRESETS) == {"default", "demo", "paper"}
+    demo = PRESETS["demo"]
+    assert demo.suppression and demo.recycling and demo.ttts and demo.rr_probability == 0.5
+    assert preset("demo", compare=()).models == ("tiny-think",)
+    with pytest.raises(ThinklensError, match="preset"):
+        preset("fast")
+    assert finite([float("-inf"), {"a": (1.0,)}]) == [None, {"a": [1.0]}]
+    assert mean_curve([[1.0, 2.0, 3.0]], "fraction", grid=3)["mean"] == [1.0, 2.0, 3.0]
+
+
+def test_ttts_word_check_on_the_zoo_tokenizer() -> None:
+    from analyses.mi.ttts import check_words
+    from thinklens.zoo.tokenizer import build_zoo_tokenizer
+
+    class M:
+        tokenizer = build_zoo_tokenizer()
+
+    check_words(M(), ["wait", "so"])
+    with pytest.raises(ThinklensError, match="lowercase"):
+        check_words(M(), ["Wait"])
