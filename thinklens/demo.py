@@ -38,6 +38,7 @@ DEMO_STEPS: tuple[DemoStep, ...] = (
     DemoStep("zoo", ("zoo", "eval", "tiny-direct", "tiny-cot", "tiny-think", "--n", "20", "--steps", "2-6")),
     DemoStep("capture", ("capture", "tiny-think", "--sites", "resid_post.*", "--prompts", "{tmp}/prompts.txt",
                          "--out", "{runs}/capture/demo", "--no-progress")),
+    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--runs", "{runs}", "--run-id", "demo", "--no-progress"), kind="mi-peaks"),
 )
 
 
