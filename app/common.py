@@ -103,7 +103,7 @@ def show_figure(run: RunFolder, name: str, **kwargs: Any) -> bool:
     except (OSError, ValueError, ThinklensError) as e:
         error_card(f"figure {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}")
         return False
-    st.plotly_chart(fig, use_container_width=True, **kwargs)
+    st.plotly_chart(fig, width="stretch", **kwargs)
     return True
 
 

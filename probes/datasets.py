@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, clone
-from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
+from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold, cross_val_score
 from sklearn.utils.multiclass import type_of_target
 
 from probes.estimators import LinearProbe, RidgeProbe
@@ -164,14 +164,17 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
         raise ThinklensError.of("max_answer_tokens", max_answer_tokens, "an integer >= 1", "use 64")
     exit_ids = model.tokenizer(exit_string, add_special_tokens=False)["input_ids"]
     items = [(i, ev) for i, evs in enumerate(events) for ev in evs]
+    prefixes = [traces[i].prompt_ids + traces[i].token_ids[:ev.start_index] + exit_ids for i, ev in items]
+    # batch rows of similar length together: left padding then costs little compute
+    order = sorted(range(len(items)), key=lambda k: len(prefixes[k]))
     eos, pad = eos_ids(model), model.tokenizer.pad_token_id
     eos_tensor = torch.tensor(sorted(eos), dtype=torch.long)
-    answers: list[int | None] = []
-    n_tokens: list[int] = []
-    texts: list[str] = []
+    answers: list[int | None] = [None] * len(items)
+    n_tokens: list[int] = [0] * len(items)
+    texts: list[str] = [""] * len(items)
     for lo in range(0, len(items), batch_size):
-        chunk = items[lo:lo + batch_size]
-        rows = [traces[i].prompt_ids + traces[i].token_ids[:ev.start_index] + exit_ids for i, ev in chunk]
+        chunk = order[lo:lo + batch_size]
+        rows = [prefixes[k] for k in chunk]
         _check_context(model, max(len(r) for r in rows) + max_answer_tokens, "forced-exit length")
         dec = Decoder(model, _left_pad(rows, pad, model.device))
         logits = dec.prefill()
@@ -185,12 +188,10 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
                 break
             logits = dec.step(nxt)
         gen = torch.stack(generated, 1).cpu().tolist()  # [row, steps]
-        for row in gen:
-            stop = next((k + 1 for k, tok in enumerate(row) if tok in eos), len(row))
+        for k, row in zip(chunk, gen):
+            stop = next((j + 1 for j, tok in enumerate(row) if tok in eos), len(row))
             text = model.tokenizer.decode(exit_ids + row[:stop], skip_special_tokens=True)
-            answers.append(parse_answer(text))
-            n_tokens.append(stop)
-            texts.append(text)
+            answers[k], n_tokens[k], texts[k] = parse_answer(text), stop, text
     golds = [int(gold[i]) for i, _ in items]
     label = np.array([int(a is not None and a == g) for a, g in zip(answers, golds)], dtype=np.int64)
     return ForcedExits(label=label, answer=answers, answer_tokens=np.array(n_tokens, dtype=np.int64), text=texts)
@@ -265,8 +266,11 @@ class LayerSweep:
 
 def layer_sweep(features: Mapping[str, np.ndarray], y: np.ndarray, *, task: str = "auto",
                 probe: BaseEstimator | None = None, folds: int = 5, scoring: str | None = None,
-                seed: int = 0) -> LayerSweep:
+                seed: int = 0, groups: np.ndarray | None = None) -> LayerSweep:
     """Fit one probe per site with ``folds``-fold CV (stratified for labels, shuffled, seeded).
+
+    ``groups`` [n] keeps rows of one group (e.g. the positions of one problem) in the same fold,
+    so a probe is never scored on an item it saw in training.
 
     ``task``: "classification", "regression", or "auto" (float targets regress, anything else
     classifies). Integer targets such as the running value are labels under "auto": pass
@@ -291,12 +295,19 @@ def layer_sweep(features: Mapping[str, np.ndarray], y: np.ndarray, *, task: str 
     if probe is None:
         probe = RidgeProbe() if continuous else LinearProbe()
     scoring = scoring or ("r2" if continuous else "roc_auc" if kind == "binary" else "accuracy")
-    splitter = (KFold if continuous else StratifiedKFold)(n_splits=folds, shuffle=True, random_state=seed)
+    if groups is None:
+        splitter = (KFold if continuous else StratifiedKFold)(n_splits=folds, shuffle=True, random_state=seed)
+    else:
+        groups = np.asarray(groups)
+        if groups.shape != y.shape:
+            raise ThinklensError.of("groups", f"shape {groups.shape}", f"shape {y.shape}, one group per label",
+                                    "pass one group id (e.g. the problem index) per row")
+        splitter = (GroupKFold if continuous else StratifiedGroupKFold)(n_splits=folds, shuffle=True, random_state=seed)
     rows = []
     for site, X in features.items():
         X = np.asarray(X)
         if X.shape[0] != y.shape[0]:
             raise ThinklensError.of(f"features at {site}", f"{X.shape[0]} rows", f"{y.shape[0]} rows, one per label",
                                     "capture the features for the same items as the labels")
-        rows.append(cross_val_score(clone(probe), X, y, cv=splitter, scoring=scoring))
+        rows.append(cross_val_score(clone(probe), X, y, cv=splitter, scoring=scoring, groups=groups))
     return LayerSweep(sites=tuple(str(s) for s in features), scores=np.array(rows), scoring=scoring)

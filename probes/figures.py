@@ -91,3 +91,23 @@ def base_rate_figure(curve: BaseRateCurve) -> go.Figure:
     fig.update_layout(title="Label base rate vs event position", xaxis_title="event position / rollout length",
                       yaxis_title="share of correct forced exits", yaxis_range=[0, 1], template="plotly_white")
     return fig
+
+
+def layer_sweep_figure(sweeps, title: str = "Probe score by site") -> go.Figure:
+    """Cross-validated probe score per site (mean, error bars +-1 std over folds), one line per sweep.
+
+    Args:
+        sweeps: a :class:`probes.datasets.LayerSweep`, or ``{name: LayerSweep}`` for several
+            scores on the same sites (e.g. AUROC and accuracy).
+    """
+    named = sweeps if isinstance(sweeps, dict) else {sweeps.scoring: sweeps}
+    fig = go.Figure()
+    for name, sweep in named.items():
+        fig.add_trace(go.Scatter(
+            x=list(sweep.sites), y=sweep.mean, name=name, mode="lines+markers",
+            error_y={"type": "data", "array": sweep.std}, customdata=sweep.std,
+            hovertemplate="%{x}: %{y:.3f} ± %{customdata:.3f}<extra>" + name + "</extra>",
+        ))
+    fig.update_layout(title=title, xaxis_title="site (forward order)", yaxis_title="cross-validated score",
+                      template="plotly_white")
+    return fig

@@ -78,7 +78,7 @@ def save_probe(probe: BaseEstimator, folder: str | Path, *, site: SiteLike | Seq
     try:
         check_is_fitted(probe)
     except NotFittedError:
-        raise ThinklensError.of("probe", f"an unfitted {name}", "a fitted probe", "call probe.fit(X, y) first")
+        raise ThinklensError.of("probe", f"an unfitted {name}", "a fitted probe", "call probe.fit(X, y) first") from None
     sites = _site_list(site)
     n_features = int(probe.n_features_in_)
     if sites and n_features % len(sites):

@@ -6,12 +6,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from beartype import BeartypeConf, beartype  # noqa: E402
 from jaxtyping import install_import_hook  # noqa: E402
 
-# ints are fine where a float is annotated (PEP 484 numeric tower), as for users outside pytest
-typechecker = beartype(conf=BeartypeConf(is_pep484_tower=True))
-_hook = install_import_hook(["thinklens"], "conftest.typechecker")
+_hook = install_import_hook(["thinklens"], "tl_typecheck.typechecker")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

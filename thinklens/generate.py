@@ -97,6 +97,18 @@ class Decoder:
         self.step_index = -1
         self._last_pos: Tensor | None = None
 
+    @classmethod
+    def from_cache(cls, model: "HookedModel", cache: Any, attention_mask: Tensor, last_positions: Tensor) -> "Decoder":
+        """A decoder that continues after a prefix already in ``cache`` (e.g. a slice of a longer rollout's cache).
+
+        Args:
+            attention_mask: ``[batch, cached]`` mask of the cached positions.
+            last_positions: ``[batch]`` logical position of each row's last cached token.
+        """
+        dec = cls(model, {"input_ids": torch.zeros_like(attention_mask), "attention_mask": attention_mask})
+        dec.cache, dec.step_index, dec._last_pos = cache, 0, last_positions.reshape(-1, 1)
+        return dec
+
     def _run(self, ids: Tensor, position_ids: Tensor, token_mask: Tensor, inputs_embeds: Tensor | None = None) -> Tensor:
         m = self.model
         ctx = ForwardContext(position_ids=position_ids, token_mask=token_mask, step=self.step_index, cache=self.cache)

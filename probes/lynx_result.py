@@ -1,0 +1,168 @@
+"""The result of a LYNX run and its files: JSON results, safetensors arrays, plotly figures.
+
+``write_lynx_result`` writes ``results/{lynx,per_delta}.json``, ``arrays/test_{events,rollouts}
+.safetensors`` and the figures (pareto, validity, exit_histogram, base_rate); ``load_lynx_result``
+rebuilds the typed result from them, which is all the app page needs (it never touches a model).
+Missing values (nan: an empty bin, no negatives) are stored as JSON ``null``.
+
+Example:
+    >>> # result = load_lynx_result(RunFolder.open("runs/lynx/demo"))
+    >>> # exit_histogram_figure(result.report.get("lynx", 0.1))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import safetensors.numpy
+
+from probes.conformal import ValidityCurve
+from probes.exits import BaseRateCurve, EventTable, ExitReport, PolicyOutcome, RolloutTable
+from probes.figures import base_rate_figure, exit_histogram_figure, pareto_figure, validity_figure
+from thinklens.errors import ThinklensError
+from thinklens.runs import RunFolder, atomic_write_bytes
+
+
+def json_safe(obj: Any) -> Any:
+    """nan / inf -> None, numpy -> Python, recursively (run-folder JSON forbids nan)."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _floats(values: Any) -> np.ndarray:
+    """Inverse of :func:`json_safe` for a numeric list: None -> nan."""
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class LynxResult:
+    """Exit policies, validity and base rate of a LYNX run, plus its scalar summary."""
+
+    report: ExitReport
+    """Every policy on the test split (LYNX per usable delta, baselines, full, oracle)."""
+    validity: ValidityCurve
+    """Empirical P(S={1} | y=0) per delta on the test split."""
+    base_rate: BaseRateCurve
+    """Label base rate by relative event position (test split)."""
+    per_delta: list[dict]
+    """One row per delta: thresholds, accuracy, accuracy change, tokens, saving, exit rate, validity."""
+    summary: dict
+    """Counts, label base rates, probe quality, calibration sizes."""
+
+    @classmethod
+    def build(cls, *, report: ExitReport, validity: ValidityCurve, base_rate: BaseRateCurve, summary: dict,
+              thresholds: dict[float, tuple[float, float]]) -> LynxResult:
+        """Assemble the result and its per-delta table."""
+        full = report.get("full")
+        rows = []
+        for i, d in enumerate(validity.deltas.tolist()):
+            o = report.get("lynx", d)
+            q_pos, q_neg = thresholds[d]
+            rows.append({
+                "delta": d, "q_pos": q_pos, "q_neg": q_neg, "accuracy": o.accuracy,
+                "accuracy_change": o.accuracy - full.accuracy, "mean_tokens": o.mean_tokens, "saving": o.saving,
+                "exit_rate": o.exit_rate, "rate": float(validity.rate[i]), "lower": float(validity.lower[i]),
+                "upper": float(validity.upper[i]), "margin": float(validity.margin[i]),
+                "n_exit": int(validity.n_exit[i]), "n_neg": validity.n_neg,
+                "consistent": bool(validity.consistent[i]),
+            })
+        return cls(report=report, validity=validity, base_rate=base_rate, per_delta=rows, summary=summary)
+
+    def to_json(self) -> dict:
+        """Everything but the per-delta table, JSON-able (nan -> null)."""
+        outcomes = [{**o.summary(), "exit_event": o.exit_event, "exit_fraction": o.exit_fraction}
+                    for o in self.report.outcomes]
+        b = self.base_rate
+        return json_safe({
+            "summary": self.summary,
+            "outcomes": outcomes, "skipped_deltas": self.report.skipped_deltas,
+            "validity": self.validity.to_dict(),
+            "base_rate": {"edges": b.edges, "rate": b.rate, "count": b.count, "lower": b.lower, "upper": b.upper},
+        })
+
+    @classmethod
+    def from_json(cls, doc: dict, per_delta: list[dict]) -> LynxResult:
+        """Inverse of :meth:`to_json`."""
+        outcomes = tuple(PolicyOutcome(
+            policy=o["policy"], param=o["param"], accuracy=_nan(o["accuracy"]), mean_tokens=_nan(o["mean_tokens"]),
+            saving=_nan(o["saving"]), exit_rate=_nan(o["exit_rate"]),
+            exit_event=np.asarray(o["exit_event"], dtype=np.int64), exit_fraction=_floats(o["exit_fraction"]),
+        ) for o in doc["outcomes"])
+        v, b = doc["validity"], doc["base_rate"]
+        validity = ValidityCurve(deltas=_floats(v["deltas"]), rate=_floats(v["rate"]), lower=_floats(v["lower"]),
+                                 upper=_floats(v["upper"]), n_neg=int(v["n_neg"]),
+                                 n_exit=np.asarray(v["n_exit"], dtype=np.int64), confidence=float(v["confidence"]))
+        base = BaseRateCurve(edges=_floats(b["edges"]), rate=_floats(b["rate"]),
+                             count=np.asarray(b["count"], dtype=np.int64), lower=_floats(b["lower"]),
+                             upper=_floats(b["upper"]))
+        report = ExitReport(outcomes=outcomes, skipped_deltas=tuple(doc.get("skipped_deltas", ())))
+        return cls(report=report, validity=validity, base_rate=base, per_delta=per_delta, summary=doc["summary"])
+
+    def lynx_deltas(self) -> list[float]:
+        """The deltas LYNX was evaluated at."""
+        return [o.param for o in self.report.outcomes if o.policy == "lynx"]
+
+    def figures(self, histogram_delta: float | None = None) -> dict:
+        """The run's plotly figures by name; the histogram shows LYNX at ``histogram_delta``
+        (default: the middle delta) against the first-cue baseline."""
+        deltas = self.lynx_deltas()
+        d = histogram_delta if histogram_delta is not None else deltas[len(deltas) // 2]
+        return {"pareto": pareto_figure(self.report), "validity": validity_figure(self.validity),
+                "exit_histogram": exit_histogram_figure([self.report.get("lynx", d), self.report.get("first_cue")]),
+                "base_rate": base_rate_figure(self.base_rate)}
+
+
+def _nan(v: Any) -> float:
+    return float("nan") if v is None else float(v)
+
+
+def write_lynx_result(run: RunFolder, result: LynxResult, *, events: EventTable, rollouts: RolloutTable) -> None:
+    """Write the result files of a LYNX run (results, arrays, figures)."""
+    run.write_result("lynx", result.to_json())
+    run.write_result("per_delta", json_safe(result.per_delta))
+    ev = {"rollout": events.rollout, "position": events.position, "label": events.label, "prob": events.prob,
+          "exit_tokens": events.exit_tokens, "is_cue": events.is_cue.astype(np.int8)}
+    ro = {"length": rollouts.length, "correct": rollouts.correct, "tokens": rollouts.tokens}
+    for name, arrays in (("test_events", ev), ("test_rollouts", ro)):
+        data = safetensors.numpy.save({k: np.ascontiguousarray(v) for k, v in arrays.items()})
+        atomic_write_bytes(run.path / "arrays" / f"{name}.safetensors", data)
+    for name, fig in result.figures().items():
+        run.write_figure(name, fig)
+
+
+def load_lynx_result(run: RunFolder) -> LynxResult:
+    """Rebuild a :class:`LynxResult` from a finished LYNX run folder."""
+    try:
+        doc, per_delta = run.read_result("lynx"), run.read_result("per_delta")
+    except FileNotFoundError:
+        raise ThinklensError.of("LYNX run", str(run.path), "a finished run with results/lynx.json and "
+                                "results/per_delta.json", "wait for the job to finish or re-run it") from None
+    except ValueError as e:  # a truncated or hand-edited file
+        raise ThinklensError.of("LYNX results", f"{run.path}: {e}", "valid JSON written by thinklens run lynx",
+                                "re-run the job into a new run folder") from None
+    try:
+        return LynxResult.from_json(doc, per_delta)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ThinklensError.of("LYNX results", f"{run.path}: {type(e).__name__} {e}", "results written by "
+                                "thinklens run lynx", "re-run the job into a new run folder") from None
+
+
+def load_test_tables(run: RunFolder) -> tuple[EventTable, RolloutTable]:
+    """The test split's event and rollout tables of a LYNX run (for custom policies)."""
+    ev = safetensors.numpy.load_file(str(run.path / "arrays" / "test_events.safetensors"))
+    ro = safetensors.numpy.load_file(str(run.path / "arrays" / "test_rollouts.safetensors"))
+    events = EventTable(rollout=ev["rollout"], position=ev["position"], label=ev["label"], prob=ev["prob"],
+                        exit_tokens=ev["exit_tokens"], is_cue=ev["is_cue"].astype(bool))
+    return events, RolloutTable(length=ro["length"], correct=ro["correct"], tokens=ro["tokens"])

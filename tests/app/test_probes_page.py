@@ -1,0 +1,86 @@
+"""The Probes and LYNX page on run folders made by the real jobs; broken runs give error cards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from thinklens.runs import RunFolder
+
+PAGE = Path(__file__).resolve().parents[2] / "app" / "pages" / "3_Probes_and_LYNX.py"
+
+
+@pytest.fixture(scope="module")
+def runs_root(tmp_path_factory):
+    """A runs folder with one LYNX run (zoo model) and one probe run (tiny random model), made by the jobs."""
+    from probes.pipeline import LynxJobConfig, run_lynx
+    from probes.probe_job import ProbeJobConfig, run_probe_job
+    from thinklens import HookedModel
+    from thinklens.testing import build_tiny_model
+    from thinklens.zoo.registry import zoo_path
+    from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
+
+    root = tmp_path_factory.mktemp("runs")
+    name = next((n for n in ("tiny-think", "tiny-pre") if zoo_path(n) is not None), None)
+    if name is None:
+        pytest.skip("the zoo is not trained (thinklens zoo train tiny-pre)")
+    lynx = LynxJobConfig(model=name, n_train=30, n_calibration=30, n_test=30, max_steps=2, hidden_layer_sizes=(16,),
+                         deltas=(0.1, 0.2, 0.3), skip_vacuous=True)
+    run_lynx(HookedModel.load(name), lynx, RunFolder.create("lynx", lynx, root=root, run_id="good"))
+    path = build_tiny_model("llama", tmp_path_factory.mktemp("tiny"), vocab_size=len(zoo_vocab()) + 8, n_ctx=256)
+    save_zoo_tokenizer(path)
+    probe = ProbeJobConfig(model=str(path), n_problems=12, max_steps=1, folds=2)
+    run_probe_job(HookedModel.load(str(path)), probe, RunFolder.create("probe", probe, root=root, run_id="sweep"))
+    return root
+
+
+def _page(root: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("THINKLENS_RUNS", str(root))
+    return AppTest.from_file(str(PAGE), default_timeout=90).run()
+
+
+def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
+    at = _page(runs_root, monkeypatch)
+    assert not at.exception and not at.error
+    assert at.selectbox(key="lynx-run").value == 0 and at.selectbox(key="probe-run").value == 0
+    deltas = at.selectbox(key="lynx-delta").options
+    assert deltas and len(at.get("plotly_chart")) == 5  # validity, pareto, exits, base rate + layer sweep
+    per_delta, policies, sweep = (d.value for d in at.dataframe)  # dataframes expose no key: in page order
+    assert per_delta.shape[0] == len(deltas) and "P(S={1}|y=0)" in per_delta.columns
+    assert {"lynx", "full", "first_cue", "fraction", "threshold", "oracle"} <= set(policies["policy"])
+    assert sweep.shape[0] == 3 and sweep["site"].tolist() == ["embed", "resid_post.0", "resid_post.1"]
+    at.selectbox(key="lynx-delta").set_value(at.selectbox(key="lynx-delta").options[0]).run()
+    assert not at.exception
+    assert any("not a per-trajectory bound" in m.value for m in at.markdown)
+
+
+def test_broken_runs_show_error_cards(runs_root, tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    import shutil
+
+    shutil.copytree(runs_root, root)
+    bad = RunFolder.create("lynx", {"x": 1}, root=root, run_id="truncated")
+    (bad.path / "results").mkdir()
+    (bad.path / "results" / "lynx.json").write_text('{"summary": ')  # a half-written file
+    (bad.path / "results" / "per_delta.json").write_text("[]")
+    bad.finish()
+    unreadable = root / "lynx" / "unreadable"
+    unreadable.mkdir()
+    (unreadable / "config.json").write_text("{oops")
+    probe_bad = RunFolder.create("probe", {"y": 2}, root=root, run_id="empty")
+    probe_bad.finish()
+    at = _page(root, monkeypatch)
+    assert not at.exception
+    assert any("unreadable" in e.value for e in at.error)  # the picker's card for a bad config.json
+    assert any("sweep" in e.value for e in at.error)  # the newest probe run has no results
+    options = at.selectbox(key="lynx-run").options
+    at.selectbox(key="lynx-run").set_value(next(i for i, o in enumerate(options) if o.startswith("truncated"))).run()
+    assert not at.exception
+    assert any("LYNX run truncated cannot be shown" in e.value for e in at.error)
+    options = at.selectbox(key="lynx-run").options
+    at.selectbox(key="lynx-run").set_value(next(i for i, o in enumerate(options) if o.startswith("good"))).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 4
+    json.loads((root / "lynx" / "good" / "results" / "lynx.json").read_text())  # the copy is intact

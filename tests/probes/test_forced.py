@@ -1,0 +1,69 @@
+"""One pass per rollout (probes.forced) gives the features and labels of the per-event reference functions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
+
+from probes.datasets import event_features, forced_exit_labels, rollout_events
+from probes.forced import event_features_and_labels, forced_exit_labels_shared
+from probes.lynx import CueEvent, LynxConfig, lynx_sites
+from thinklens.errors import ThinklensError
+from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+
+
+def _sampled(model, n: int, max_steps: int, new: int, seed: int = 0, every: int | None = None):
+    """Sampled think rollouts with their cue events (or, with ``every``, an event every few tokens)."""
+    problems = generate_problems(n, seed=seed, config=TaskConfig(min_steps=1, max_steps=max_steps))
+    traces = model.generate([render_prompt(p, "think") for p in problems], max_new_tokens=new, do_sample=True,
+                            seed=seed, temperature=0.8, top_p=0.95)
+    if every is None:
+        events = rollout_events(traces, model.tokenizer, LynxConfig(cue_words=("hmm", "wait")), "test")
+    else:  # a random model writes few cues: place events (one-token cues) at fixed strides instead
+        events = [[CueEvent(t, t - (t % 2), "x") for t in range(1, len(tr) - 1, every)] for tr in traces]
+    return traces, events, [p.answer for p in problems]
+
+
+def _same(a, b):
+    assert a.answer == b.answer and a.text == b.text
+    np.testing.assert_array_equal(a.label, b.label)
+    np.testing.assert_array_equal(a.answer_tokens, b.answer_tokens)
+
+
+@pytest.mark.parametrize("batch_size,max_batch_tokens", [(16, 2048), (3, 60), (1, 1)])
+def test_random_model_matches_reference(zooish, batch_size, max_batch_tokens):
+    traces, events, gold = _sampled(zooish, 10, 2, 20, every=4)
+    events[3] = []  # a rollout without events is skipped
+    assert sum(len(e) for e in events) > len(traces)  # several events per rollout: prefixes are shared
+    sites = lynx_sites(zooish.n_layers)
+    kw = dict(exit_string="</think> ####", max_answer_tokens=5)
+    ref = forced_exit_labels(zooish, traces, events, gold, batch_size=4, **kw)
+    X, got = event_features_and_labels(zooish, traces, events, gold, sites, batch_size=batch_size,
+                                       max_batch_tokens=max_batch_tokens, **kw)
+    _same(got, ref)
+    np.testing.assert_allclose(X, event_features(zooish, traces, events, sites), atol=1e-5)
+    _same(forced_exit_labels_shared(zooish, traces, events, gold, batch_size=batch_size, **kw), ref)
+
+
+def test_zoo_matches_reference_and_gets_some_right(reasoner):
+    traces, events, gold = _sampled(reasoner, 24, 4, 64, seed=1)
+    kw = dict(exit_string="</think> ####", max_answer_tokens=8)
+    ref = forced_exit_labels(reasoner, traces, events, gold, batch_size=1, **kw)
+    X, got = event_features_and_labels(reasoner, traces, events, gold, lynx_sites(reasoner.n_layers), **kw)
+    _same(got, ref)
+    assert 0 < got.label.sum() < len(got.label)
+    np.testing.assert_allclose(X, event_features(reasoner, traces, events, lynx_sites(reasoner.n_layers)), atol=1e-4)
+
+
+def test_bad_arguments(zooish):
+    traces, events, gold = _sampled(zooish, 2, 1, 8, every=3)
+    with pytest.raises(ThinklensError, match="exit string"):
+        forced_exit_labels_shared(zooish, traces, events, gold, exit_string="")
+    with pytest.raises(ThinklensError, match="gold answers"):
+        forced_exit_labels_shared(zooish, traces, events, gold[:1], exit_string="####")
+    with pytest.raises(ThinklensError, match="max_answer_tokens"):
+        forced_exit_labels_shared(zooish, traces, events, gold, exit_string="####", max_answer_tokens=0)
+    with torch.no_grad():  # the model is left without hooks
+        assert all(not m._forward_hooks and not m._forward_pre_hooks for m in zooish.hf.modules())

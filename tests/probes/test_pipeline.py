@@ -1,0 +1,177 @@
+"""The LYNX job end to end on a zoo model, its resume, and its refusals of bad input."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+import safetensors.numpy
+from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
+
+from probes.conformal import MondrianCalibrator
+from probes.io import load_probe
+from probes.lynx_result import load_lynx_result, load_test_tables
+from probes.pipeline import LynxJobConfig, _usable_deltas, check_cue_vocabulary, run_lynx
+from thinklens.errors import ThinklensError
+from thinklens.runs import RunFolder
+
+SMALL = dict(n_train=40, n_calibration=40, n_test=40, max_steps=2, hidden_layer_sizes=(32,), batch_size=16,
+             deltas=(0.1, 0.2, 0.3), skip_vacuous=True)
+
+
+@pytest.fixture(scope="module")
+def straight(reasoner, tmp_path_factory):
+    """One uninterrupted small run: (config, run folder, result, seconds)."""
+    cfg = LynxJobConfig(model=reasoner.name, **SMALL)
+    run = RunFolder.create("lynx", cfg, root=tmp_path_factory.mktemp("runs"), run_id="straight")
+    t0 = time.perf_counter()
+    result = run_lynx(reasoner, cfg, run)
+    return cfg, run, result, time.perf_counter() - t0
+
+
+def test_end_to_end_writes_a_complete_run(straight, reasoner):
+    cfg, run, result, seconds = straight
+    assert seconds < 60
+    for rel in ("results/lynx.json", "results/per_delta.json", "results/probe_validation.json", "probe/probe.json",
+                "probe/probe.safetensors", "arrays/test_events.safetensors", "arrays/test_rollouts.safetensors"):
+        assert (run.path / rel).is_file(), rel
+    assert set(run.figures()) == {"pareto", "validity", "exit_histogram", "base_rate"}
+    assert run.meta()["status"] == "done"
+    assert not list(run.path.rglob("*.pkl")) and not list(run.path.rglob("*.pickle"))
+    s = result.summary
+    assert s["splits"]["test"]["rollouts"] == 40 and s["splits"]["train"]["cue_events"] > 0
+    assert 0 < s["splits"]["train"]["label_base_rate"] < 1  # both forced-exit outcomes occur
+    # the per-delta table agrees with the report and the validity curve
+    usable = result.lynx_deltas()
+    assert [r["delta"] for r in result.per_delta] == usable and set(usable) <= set(cfg.deltas)
+    for row in result.per_delta:
+        o = result.report.get("lynx", row["delta"])
+        assert row["accuracy"] == o.accuracy and row["saving"] == o.saving
+        assert row["accuracy_change"] == pytest.approx(o.accuracy - result.report.get("full").accuracy)
+        assert 0 <= row["rate"] <= row["upper"] <= 1 and row["margin"] == pytest.approx(row["upper"] - row["rate"])
+    # the stored test events: saved probe probabilities, labels from the forced exits
+    events, rollouts = load_test_tables(run)
+    assert events.n == s["splits"]["test"]["events"] and rollouts.n == 40
+    assert result.report.get("full").accuracy == pytest.approx(rollouts.correct.mean())
+    assert result.report.get("full").accuracy == pytest.approx(s["splits"]["test"]["full_accuracy"])
+    probe = load_probe(run.path / "probe", expect_site=s["sites"], expect_d_model=reasoner.d_model)
+    X = np.concatenate([safetensors.numpy.load_file(str(p))["X"]
+                        for p in sorted((run.path / "cache").glob("features.test.*.safetensors"))])
+    np.testing.assert_array_equal(probe.predict_proba(X)[:, 1], events.prob)
+
+
+def test_result_round_trips_through_the_run_folder(straight):
+    _, run, result, _ = straight
+    loaded = load_lynx_result(RunFolder.open(run.path))
+    assert loaded.per_delta == json.loads((run.path / "results" / "per_delta.json").read_text())
+    assert [o.summary() for o in loaded.report.outcomes] == [o.summary() for o in result.report.outcomes]
+    for a, b in zip(loaded.report.outcomes, result.report.outcomes):
+        np.testing.assert_array_equal(a.exit_event, b.exit_event)
+        np.testing.assert_array_equal(a.exit_fraction, b.exit_fraction)
+    np.testing.assert_array_equal(loaded.validity.rate, result.validity.rate)
+    np.testing.assert_array_equal(loaded.base_rate.rate, result.base_rate.rate)
+    assert set(loaded.figures(histogram_delta=loaded.lynx_deltas()[0])) == {"pareto", "validity", "exit_histogram",
+                                                                           "base_rate"}
+
+
+class _Interrupt:
+    """Wrap a callable so that its ``at``-th call raises KeyboardInterrupt (a user pressing Ctrl-C)."""
+
+    def __init__(self, fn, at: int):
+        self.fn, self.at, self.calls = fn, at, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return self.fn(*args, **kwargs)
+
+
+def test_resume_after_interruptions_equals_a_straight_run(straight, reasoner, tmp_path, monkeypatch):
+    cfg, done, _, _ = straight
+    import probes.pipeline as pipeline
+
+    n_chunks = sum(-(-cfg.n_problems(s) // cfg.batch_size) for s in ("train", "calibration", "test"))  # 9
+
+    log: list[tuple[_Interrupt, _Interrupt]] = []
+
+    def attempt(gen_at: int, labels_at: int) -> tuple[_Interrupt, _Interrupt]:
+        gen, labels = _Interrupt(reasoner.generate, gen_at), _Interrupt(pipeline.event_features_and_labels, labels_at)
+        log.append((gen, labels))
+        monkeypatch.setattr(reasoner, "generate", gen)
+        monkeypatch.setattr(pipeline, "event_features_and_labels", labels)
+        try:
+            run = RunFolder.create("lynx", cfg, root=tmp_path, run_id="resumed")  # same config: reused
+            run_lynx(reasoner, cfg, run)
+        finally:
+            monkeypatch.undo()
+        return gen, labels
+
+    with pytest.raises(KeyboardInterrupt):
+        attempt(gen_at=4, labels_at=-1)  # Ctrl-C in the first calibration rollout chunk
+    with pytest.raises(KeyboardInterrupt):
+        attempt(gen_at=-1, labels_at=3)  # then in the third features+labels chunk
+    assert log[1][0].calls == n_chunks - 3  # three rollout chunks had finished before the first Ctrl-C
+    gen, labels = attempt(gen_at=-1, labels_at=-1)
+    assert gen.calls == 0 and labels.calls == n_chunks - 2  # finished chunks were read back, not redone
+    run = RunFolder.open(tmp_path / "lynx" / "resumed")
+    for name in ("lynx", "per_delta", "probe_validation"):
+        assert (run.path / "results" / f"{name}.json").read_text() == (done.path / "results" / f"{name}.json").read_text()
+    for rel in ("probe/probe.safetensors", "arrays/test_events.safetensors"):
+        assert (run.path / rel).read_bytes() == (done.path / rel).read_bytes()
+
+
+def test_a_saved_probe_is_reused_and_checked(straight, reasoner, tmp_path):
+    cfg, done, result, _ = straight
+    import dataclasses
+
+    reuse = dataclasses.replace(cfg, probe=str(done.path / "probe"))
+    again = run_lynx(reasoner, reuse, RunFolder.create("lynx", reuse, root=tmp_path, run_id="reuse"))
+    assert again.per_delta == result.per_delta and again.summary["probe"]["source"] == str(done.path / "probe")
+    wrong = dataclasses.replace(cfg, probe=str(done.path / "probe"), layers=(1, 2))
+    with pytest.raises(ThinklensError, match="probe site"):
+        run_lynx(reasoner, wrong, RunFolder.create("lynx", wrong, root=tmp_path, run_id="wrong"))
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"deltas": (0.05, 1.2)}, "bad delta"),
+    ({"deltas": (0.0,)}, "bad delta"),
+    ({"deltas": ()}, "bad deltas"),
+    ({"cue_words": ("wait", "a/b")}, "bad cue word"),
+    ({"n_calibration": 2, "max_events_calibration": 3}, "at least 99 events of each class"),
+    ({"style": "thnk"}, "did you mean 'think'"),
+    ({"fractions": (1.5,)}, "bad fractions"),
+])
+def test_config_refuses_bad_input(kw, needle):
+    with pytest.raises(ThinklensError, match=needle):
+        LynxJobConfig(**kw)
+
+
+def test_calibration_too_small_for_a_delta_says_how_many_events():
+    cal = MondrianCalibrator.fit(np.r_[np.full(12, 0.9), np.full(30, 0.2)], np.r_[np.ones(12), np.zeros(30)])
+    with pytest.raises(ThinklensError, match=r"12 positive and 30 negative.*at least 19 events of each class"):
+        _usable_deltas(LynxJobConfig(deltas=(0.05, 0.1)), cal)
+    assert _usable_deltas(LynxJobConfig(deltas=(0.05, 0.1), skip_vacuous=True), cal) == ([0.1], [0.05])
+    with pytest.raises(ThinklensError, match="at least one delta"):
+        _usable_deltas(LynxJobConfig(deltas=(0.01, 0.05), skip_vacuous=True), cal)
+
+
+def test_unknown_and_absent_cue_words(zooish, tmp_path):
+    check_cue_vocabulary(zooish.tokenizer, ("hmm", "wait", "so"))
+    with pytest.raises(ThinklensError, match="bad cue word: received 'alternatively'"):
+        check_cue_vocabulary(zooish.tokenizer, ("hmm", "alternatively"))
+    # a phrase the random model never writes: no cue events at all
+    cfg = LynxJobConfig(model="zooish", cue_words=("Tom has 7",), n_train=4, n_calibration=4, n_test=4,
+                        max_steps=1, max_new_tokens=12, skip_vacuous=True)
+    with pytest.raises(ThinklensError, match="bad cue events.*no tom has 7 in 12 rollouts"):
+        run_lynx(zooish, cfg, RunFolder.create("lynx", cfg, root=tmp_path, run_id="nocue"))
+
+
+def test_one_class_labels_stop_with_a_clear_error(zooish, tmp_path):
+    # the random model never answers right: nothing to learn, said in one line
+    cfg = LynxJobConfig(model="zooish", n_train=6, n_calibration=6, n_test=6, max_steps=1, max_new_tokens=16,
+                        cue_words=("hmm", "wait", "so", "tom", "ann", "sam", "apples", "pears", "coins"), skip_vacuous=True)
+    with pytest.raises(ThinklensError, match="probe training data"):
+        run_lynx(zooish, cfg, RunFolder.create("lynx", cfg, root=tmp_path, run_id="oneclass"))

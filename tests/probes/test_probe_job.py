@@ -1,0 +1,95 @@
+"""The probe job: word alignment against a single-text forward, grouped CV, the run folder, the zoo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
+
+from probes.datasets import layer_sweep
+from probes.io import load_probe
+from probes.probe_job import ProbeJobConfig, run_probe_job, value_dataset
+from thinklens.errors import ThinklensError
+from thinklens.runs import RunFolder
+from thinklens.sites import Site
+from thinklens.tasks import TaskConfig, align_target, generate_problems
+
+
+def test_value_dataset_rows_match_single_text_forwards(zooish):
+    problems = generate_problems(5, seed=3, config=TaskConfig(min_steps=1, max_steps=3))
+    ds = value_dataset(zooish, problems, "think", ["resid_post.0", "final_norm"], batch_size=3)  # mixed lengths
+    n = len(ds["running"])
+    assert ds["features"]["resid_post.0"].shape == (n, zooish.d_model) and len(ds["word"]) == n
+    for i, p in enumerate(problems):
+        rows = np.flatnonzero(ds["group"] == i)
+        al = align_target(p, "think")
+        kept = [j for j, w in enumerate(al.words) if w != str(al.running[j])]  # value tokens are dropped
+        assert [ds["word"][r] for r in rows] == [al.words[j] for j in kept]
+        assert ds["running"][rows].tolist() == [al.running[j] for j in kept]
+        ids = zooish.tokenizer(ds["texts"][i])["input_ids"]
+        assert [zooish.tokenizer.convert_ids_to_tokens(ids[c]) for c in ds["position"][rows]] == ds["word"][rows[0]:rows[-1] + 1]
+        alone = zooish.capture([ds["texts"][i]], [Site("final_norm")]).acts[Site("final_norm")][0]  # no padding
+        np.testing.assert_allclose(ds["features"]["final_norm"][rows], alone[ds["position"][rows]].numpy(), atol=1e-5)
+    every = value_dataset(zooish, problems[:2], "cot", ["embed"], exclude_value_tokens=False)
+    assert len(every["running"]) == sum(len(align_target(p, "cot").words) for p in problems[:2])
+
+
+def test_grouped_cv_does_not_leak_across_groups():
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(40), 10)
+    X = np.eye(40)[groups] + 0.01 * rng.normal(size=(400, 40))  # the group's identity, nothing else
+    y = rng.normal(size=40)[groups]  # a value per group: memorisable, not generalisable
+    leaky = layer_sweep({"x": X}, y, task="regression", folds=5)
+    grouped = layer_sweep({"x": X}, y, task="regression", folds=5, groups=groups)
+    assert leaky.mean[0] > 0.9 and grouped.mean[0] < 0.1
+    with pytest.raises(ThinklensError, match="groups"):
+        layer_sweep({"x": X}, y, task="regression", groups=groups[:10])
+
+
+def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
+    cfg = ProbeJobConfig(model="zooish", n_problems=20, max_steps=2, folds=3, sites=("embed", "resid_post.*"))
+    run = RunFolder.create("probe", cfg, root=tmp_path, run_id="p")
+    doc = run_probe_job(zooish, cfg, run)
+    sw = doc["sweeps"]["r2"]
+    assert sw["sites"] == ["embed", "resid_post.0", "resid_post.1"] and len(sw["scores"][0]) == 3
+    assert doc["best_site"] == sw["sites"][int(np.argmax(sw["mean"]))]
+    assert run.read_result("sweep") == doc and run.figures() == ["layer_sweep"] and run.meta()["status"] == "done"
+    probe = load_probe(run.path / "probe", expect_site=doc["best_site"], expect_d_model=zooish.d_model)
+    ds = value_dataset(zooish, cfg.problems(), "think", [doc["best_site"]])
+    X = ds["features"][doc["best_site"]]
+    from probes.estimators import RidgeProbe
+
+    np.testing.assert_allclose(probe.predict(X), RidgeProbe(alpha=cfg.alpha).fit(X, ds["running"].astype(float)).predict(X))
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"target": "value"}, "intermediate or correct"),
+    ({"sites": ("resid_pst.1",)}, "did you mean 'resid_post'"),
+    ({"style": "cott"}, "did you mean 'cot'"),
+    ({"folds": 1}, "folds"),
+])
+def test_config_refuses_bad_input(kw, needle):
+    with pytest.raises(ThinklensError, match=needle):
+        ProbeJobConfig(**kw)
+
+
+def test_correct_target_needs_both_outcomes(zooish, tmp_path):
+    cfg = ProbeJobConfig(model="zooish", target="correct", n_problems=12, max_steps=1, folds=3, style="direct")
+    with pytest.raises(ThinklensError, match="correctness labels: received '0 correct of 12"):
+        run_probe_job(zooish, cfg, RunFolder.create("probe", cfg, root=tmp_path, run_id="c"))
+
+
+def test_correct_target_and_intention_on_the_zoo(reasoner, tmp_path):
+    cfg = ProbeJobConfig(model=reasoner.name, target="correct", n_problems=60, max_steps=4, folds=3, n_bootstrap=50,
+                         intention_styles=("direct", "think"))
+    run = RunFolder.create("probe", cfg, root=tmp_path, run_id="c")
+    doc = run_probe_job(reasoner, cfg, run)
+    assert set(doc["sweeps"]) == {"auroc", "accuracy"} and 0 < doc["model_accuracy"] < 1
+    assert 0 <= doc["steps_only_auroc"] <= 1
+    intention = run.read_result("intention")
+    assert intention["sites"][-1] == "final_norm" and len(intention["sites"]) == min(5, reasoner.n_layers)
+    for style in ("direct", "think"):
+        s = intention["styles"][style]
+        assert 0 <= s["entropy_bits_mean"] <= np.log2(100) and 0 <= s["accuracy"] <= 1
+        assert set(s["effective_dim"]) == set(intention["sites"])
+        assert "auroc" in s["recoverability"] or "error" in s["recoverability"]
