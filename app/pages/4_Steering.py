@@ -1,0 +1,177 @@
+"""Steering: SAE feature browser, live steering of a prompt, reasoning-vector sweeps, hybrid steering.
+
+The page reads run folders (`thinklens sae train`, `thinklens run steer|reasoning-vector|hybrid`) and calls
+steering functions (``trace_prompt``, ``steer_prompt`` with ``add_feature``/``clamp_feature``); it never
+registers hooks itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+
+st.set_page_config(page_title="thinklens · steering", layout="wide")
+st.title("Steering")
+st.caption("SAE features (sae-lens), feature steering with equal-norm baselines, reasoning vectors, hybrid steering.")
+
+
+@st.cache_resource(show_spinner="loading model")
+def load_model(name: str):
+    from thinklens.model import HookedModel
+
+    return HookedModel.load(name)
+
+
+@st.cache_resource(show_spinner="loading SAE")
+def load_sae_cached(path: str):
+    from steering.sae import load_sae
+
+    return load_sae(path)
+
+
+def default_prompt(model_name: str) -> str:
+    if Path(str(model_name)).name.startswith("tiny-"):
+        from steering.jobs import zoo_prompts
+
+        return zoo_prompts(1, seed=7, style="think", min_steps=3, max_steps=3)[0][0]
+    return ""
+
+
+def optional_result(run, name: str):
+    """``results/<name>.json`` when the run has it (an error card only if it exists but is unreadable)."""
+    return read_result(run, name) if (run.path / "results" / f"{name}.json").is_file() else None
+
+
+def sae_context():
+    """The chosen SAE run: (run, model name, site, metrics, stats) or None."""
+    run = run_picker("sae", "SAE run", key="steer-sae-run")
+    if run is None:
+        return None
+    cfg = run.config()
+    model_name, site = cfg.get("job", {}).get("model"), cfg.get("sae", {}).get("site")
+    metrics = optional_result(run, "metrics") or {}
+    stats = None
+    if (run.path / "results" / "feature_stats.json").is_file():
+        from steering.features import FeatureStats
+
+        raw = read_result(run, "feature_stats")
+        stats = FeatureStats.from_json(raw) if raw else None
+    return run, model_name, site, metrics, stats
+
+
+tab_browse, tab_live, tab_rv, tab_hybrid = st.tabs(["Feature browser", "Live steering", "Reasoning vectors", "Hybrid"])
+ctx = None
+with tab_browse:
+    ctx = sae_context()
+    if ctx is not None:
+        run, model_name, site, metrics, stats = ctx
+        cols = st.columns(5)
+        for col, (label, key) in zip(cols, [("explained variance", "explained_variance"), ("L0", "l0"),
+                                            ("dead features", "dead_features"), ("CE loss recovered", "ce_loss_recovered"),
+                                            ("features", "d_sae")]):
+            v = metrics.get(key)
+            col.metric(label, "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)))
+        st.caption(f"model `{model_name}`, site `{site}`, SAE folder `{run.path / 'sae'}` (sae-lens format)")
+        if stats is None:
+            st.info("This run has no feature statistics (trained with --stats-traces 0).")
+        else:
+            orders = [f"correlation with next {w!r}" for w in stats.corr_words] + ["correlation with correctness", "firing frequency"]
+            order = st.selectbox("order features by", orders, key="order")
+            if order.startswith("correlation with next"):
+                score = stats.corr_words[order.split("'")[1]]
+            elif order == "correlation with correctness" and stats.corr_correct is not None:
+                score = stats.corr_correct
+            else:
+                score = stats.freq
+            ranked = sorted(range(len(score)), key=lambda i: -score[i])
+            st.dataframe([{"feature": i, "score": round(score[i], 4), "freq": round(stats.freq[i], 4),
+                           "max act": round(stats.max_act[i], 3)} for i in ranked[:15]], hide_index=True)
+            feature = int(st.number_input("feature", 0, len(stats.freq) - 1, value=int(ranked[0]), key="feature"))
+            st.subheader(f"Top contexts of feature {feature}")
+            rows = stats.top_contexts.get(feature, [])
+            if rows:
+                st.dataframe([{"act": r["act"], "context": r["context"], "next token": r["token"]} for r in rows],
+                             hide_index=True, width="stretch")
+            else:
+                st.write("never active on the scanned traces")
+            show_figure(run, "feature_correlation")
+            st.subheader("Activation along a trace")
+            prompt = st.text_input("prompt", value=default_prompt(model_name), key="trace-prompt")
+            if st.button("generate and trace", key="trace-btn") and prompt:
+                try:
+                    from steering.features import trace_prompt
+                    from steering.figures import feature_trace_figure
+
+                    ft = trace_prompt(load_model(model_name), load_sae_cached(str(run.path / "sae")), prompt, [feature],
+                                      site=site, max_new_tokens=64)
+                    st.code(ft.text)
+                    st.plotly_chart(feature_trace_figure(ft), width="stretch")
+                except Exception as e:  # noqa: BLE001 - show the error, keep the page alive
+                    error_card("trace", f"{type(e).__name__}: {e}")
+
+with tab_live:
+    if ctx is None:
+        st.info("Pick an SAE run in the feature browser first.")
+    else:
+        run, model_name, site, metrics, stats = ctx
+        unit = float(metrics.get("l2_norm_in") or 1.0)
+        c1, c2, c3 = st.columns(3)
+        n_feat = int(metrics.get("d_sae") or (len(stats.freq) if stats else 1))
+        feat = int(c1.number_input("feature", 0, max(0, n_feat - 1), value=int(st.session_state.get("feature", 0)), key="live-feature"))
+        mode = c2.radio("mode", ["add", "clamp"], horizontal=True, key="live-mode")
+        coeff = float(c3.slider("coefficient", -2.0, 2.0, 0.5, 0.05, key="live-coeff"))
+        st.caption(f"add: x + c·{unit:.2f}·unit(W_dec[f]) (c in units of the mean activation norm); "
+                   "clamp: feature set to c·(its max activation), SAE error term kept")
+        prompt = st.text_input("prompt", value=default_prompt(model_name), key="live-prompt")
+        if st.button("steer", key="steer-btn") and prompt:
+            try:
+                from steering.effects import steer_prompt
+                from steering.feature_steering import add_feature, clamp_feature
+
+                sae = load_sae_cached(str(run.path / "sae"))
+                if mode == "add":
+                    iv = add_feature(site, sae, feat, coeff * unit, unit=True)
+                else:
+                    top = stats.max_act[feat] if stats else 1.0
+                    iv = clamp_feature(site, sae, feat, coeff * top)
+                plain, steered = steer_prompt(load_model(model_name), prompt, [iv], max_new_tokens=64)
+                left, right = st.columns(2)
+                left.markdown("**unsteered**")
+                left.code(plain)
+                right.markdown(f"**steered** (feature {feat}, {mode}, c={coeff:+.2f})")
+                right.code(steered)
+            except Exception as e:  # noqa: BLE001
+                error_card("steering", f"{type(e).__name__}: {e}")
+    steer_run = run_picker("steer", "steer run (equal-norm baselines)", key="steer-run")
+    if steer_run is not None:
+        show_figure(steer_run, "steer")
+        res = optional_result(steer_run, "steer")
+        if res:
+            st.json(res.get("chosen", {}), expanded=False)
+
+with tab_rv:
+    rv = run_picker("reasoning-vector", "reasoning-vector run", key="rv-run")
+    if rv is not None:
+        if "alpha_sweep" in rv.figures():
+            show_figure(rv, "alpha_sweep")
+            rows = optional_result(rv, "alpha_sweep") or []
+            st.dataframe([{k: r[k] for k in ("group", "alpha", "accuracy")} for r in rows], hide_index=True)
+        vec = optional_result(rv, "vector")
+        if vec:
+            st.json(vec, expanded=False)
+
+with tab_hybrid:
+    hy = run_picker("hybrid", "hybrid run", key="hybrid-run")
+    if hy is not None:
+        show_figure(hy, "hybrid")
+        res = read_result(hy, "hybrid") or {}
+        st.dataframe([{"mode": m, **{k: r.get(k) for k in ("accuracy", "fired_fraction", "changed_fraction", "gap_recovered")}}
+                      for m, r in res.items()], hide_index=True)
+        cats = optional_result(hy, "categories")
+        if cats:
+            st.json(cats.get("examples", {}), expanded=False)

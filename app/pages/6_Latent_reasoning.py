@@ -1,0 +1,74 @@
+"""Latent reasoning: the comparison table (No-CoT, CoT, Coconut, CODI, Latent-SFT, LatentSeek) and the
+decoding of each latent of a chosen problem. Reads `latent-eval` and `latent-train` run folders only."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+
+st.set_page_config(page_title="thinklens: latent reasoning", layout="wide")
+st.title("Latent reasoning")
+st.caption("Create the table with `thinklens latent eval`; train models with `thinklens latent train {coconut,codi,latent-sft}`.")
+
+run = run_picker("latent-eval", key="latent-eval-run")
+if run is not None:
+    rows = read_result(run, "table")
+    if rows:
+        st.subheader("Comparison")
+        st.dataframe([{"method": r.get("label"), "problems": r.get("problems"), "accuracy %": round(100 * r.get("accuracy", 0), 1),
+                       "reasoning positions": round(r.get("reasoning_positions", 0), 1),
+                       "compression vs CoT": r.get("compression"), "train s": r.get("train_s"), "n": r.get("n")}
+                      for r in rows], use_container_width=True, hide_index=True)
+        show_figure(run, "accuracy")
+    if "seek_budget" in run.figures():
+        st.subheader("LatentSeek")
+        show_figure(run, "seek_budget")
+        seek = read_result(run, "seek")
+        if seek:
+            s = seek.get("summary", {})
+            st.write(f"CoT {100 * s.get('cot_accuracy', 0):.1f}% -> LatentSeek {100 * s.get('seek_accuracy', 0):.1f}%; "
+                     f"mean iterations {s.get('mean_iterations', 0):.2f}, tokens flipped per iteration "
+                     f"{s.get('mean_flipped', 0):.2f}, ||z'-z|| {s.get('mean_delta_norm', 0):.3f}")
+    decoding = read_result(run, "decoding")
+    if decoding:
+        st.subheader("Latent decoding")
+        pick = st.selectbox("Problem", range(len(decoding)), key="latent-problem",
+                            format_func=lambda i: f"{i}: {decoding[i].get('question', '')[:90]}")
+        prob = decoding[pick]
+        st.write(f"**Question:** {prob.get('question')}  \n**CoT:** `{prob.get('cot')}`  \n**Answer:** {prob.get('answer')}")
+        for name, res in prob.get("methods", {}).items():
+            mark = "right" if res.get("correct") else "wrong"
+            with st.expander(f"{name}: `{res.get('text', '')}` ({mark})", expanded=bool(res.get("latents"))):
+                latents = res.get("latents") or []
+                if not latents:
+                    st.caption("no latents (explicit tokens only)")
+                    continue
+                st.dataframe([{"latent": j + 1, "top-5 tokens": " ".join(lat.get("tokens", [])),
+                               "probs": " ".join(f"{p:.2f}" for p in lat.get("probs", [])),
+                               **({"entropy": lat["entropy"], "exp(entropy)": lat["exp_entropy"]} if "entropy" in lat else {})}
+                              for j, lat in enumerate(latents)], use_container_width=True, hide_index=True)
+                if "entropy" in latents[0]:
+                    try:
+                        from latent.figures import entropy_figure
+
+                        st.plotly_chart(entropy_figure(latents, f"{name}: per-step entropy"), use_container_width=True,
+                                        key=f"entropy-{name}-{pick}")
+                    except (KeyError, TypeError, ValueError) as e:
+                        error_card(f"entropy of {name}", e)
+
+st.header("Training runs")
+train = run_picker("latent-train", key="latent-train-run")
+if train is not None:
+    metrics = read_result(train, "metrics")
+    if metrics:
+        hist = metrics.get("history", [])
+        st.write(f"{metrics.get('method')}: {metrics.get('steps')} steps in {metrics.get('train_wall_s')} s on "
+                 f"{metrics.get('processes')} process(es); held-out: {metrics.get('eval', {}).get('accuracy')}")
+        if hist:
+            keys = [k for k in hist[0] if k not in ("step", "phase")]
+            st.line_chart({k: [h.get(k) for h in hist] for k in keys})

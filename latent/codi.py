@@ -1,0 +1,120 @@
+"""CODI (Shen et al., arXiv 2502.21074): one model is teacher (explicit CoT) and student (N continuous
+thoughts through a projection); the student's hidden states at the token before the answer number are
+pulled to the teacher's, at every layer.
+
+loss = CE_student + w_kd * L_kd + CE_teacher, with
+L_kd = mean over the L+1 hidden states of SmoothL1(student, teacher.detach()) / std(teacher).
+The distillation position is found by searching the answer segment (marker + number) in both
+sequences, never by a fixed offset. The last CoT step is dropped from the teacher's chain.
+
+Example:
+    >>> # codi = CODI(model, tokens, n_latents=6)
+    >>> # losses = codi(codi.collate(examples)); losses["loss"].backward()
+    >>> # preds = codi.infer(examples, n_latents=6)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor, nn
+
+from latent.continuous import ContinuousThought
+from latent.data import Example, LatentTokens, find_subsequence, per_example_ce, right_pad, shifted_labels
+from latent.session import LatentSession
+
+if TYPE_CHECKING:
+    from thinklens.model import HookedModel
+
+
+def projection(d: int, hidden: int, dropout: float) -> nn.Sequential:
+    """CODI's projection: Dropout, Linear d->p, GELU, Linear p->d, LayerNorm."""
+    return nn.Sequential(nn.Dropout(dropout), nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, d), nn.LayerNorm(d))
+
+
+def kd_positions(examples: list[Example], rows: list[list[int]]) -> list[int]:
+    """Index, in each row, of the token just before the answer number (last marker token).
+
+    The answer segment (marker + number) is searched as a sub-sequence (its last occurrence), so
+    the position is right whatever precedes it (a dropped step, latents, another tokenizer).
+
+    Example:
+        >>> ex = Example(prompt=(1,), steps=(), answer=(40, 55), marker_len=1, value=45)
+        >>> kd_positions([ex], [[1, 9, 9, 40, 55, 2]])
+        [3]
+    """
+    out = []
+    for ex, row in zip(examples, rows):
+        at = find_subsequence(row, ex.answer)
+        if at < 0:  # a programming error (the collate built the row), not user input
+            raise RuntimeError(f"answer segment {ex.answer} not found in {row}")
+        out.append(at + ex.marker_len - 1)
+    return out
+
+
+def teacher_chain(ex: Example) -> list[int]:
+    """The teacher's CoT: every step but the last (the answer follows it directly)."""
+    return [t for s in ex.steps[:-1] for t in s]
+
+
+class CODI(ContinuousThought):
+    """CODI with shared teacher/student weights; ``projection=False`` is the no-projection ablation."""
+
+    def __init__(self, model: "HookedModel", tokens: LatentTokens, *, n_latents: int = 6, w_kd: float = 1.0,
+                 use_projection: bool = True, prj_dim: int = 0, prj_dropout: float = 0.0, prj_match_scale: bool = False):
+        super().__init__(model, tokens)
+        self.n_latents, self.w_kd = n_latents, w_kd
+        d = model.d_model
+        self.prj = projection(d, prj_dim or d, prj_dropout) if use_projection else nn.Identity()
+        if use_projection and prj_match_scale:
+            # A LayerNorm output has RMS 1 per dimension; token embeddings of a small model are ~10x
+            # smaller, and a gain that starts at 1 takes far longer than a short run to shrink.
+            with torch.no_grad():
+                rms = model.hf.get_input_embeddings().weight.float().pow(2).mean().sqrt()
+                self.prj[-1].weight.fill_(float(rms))
+
+    def latent_input(self, h: Tensor) -> Tensor:
+        return self.prj(h)
+
+    def collate(self, examples: list[Example]) -> dict[str, Any]:
+        t = self.tokens
+        student = [[t.eot] + list(ex.answer) + [t.eos] for ex in examples]
+        s_ids, s_mask = right_pad(student, t.pad)
+        teacher = [list(ex.prompt) + teacher_chain(ex) + list(ex.answer) + [t.eos] for ex in examples]
+        t_ids, t_mask = right_pad(teacher, t.pad)
+        return {
+            "prompt": self.prompt_batch(examples), "suffix": (s_ids, s_mask),
+            "labels": shifted_labels(s_ids, [1] * len(examples), s_mask),
+            "kd_student": torch.tensor(kd_positions(examples, student)),
+            "teacher": (t_ids, t_mask), "teacher_labels": shifted_labels(t_ids, [len(ex.prompt) for ex in examples], t_mask),
+            "kd_teacher": torch.tensor(kd_positions(examples, teacher)),
+        }
+
+    def forward(self, batch: dict[str, Any]) -> dict[str, Tensor]:
+        with LatentSession(self.model, latent_id=self.tokens.latent) as s:
+            out, _ = self.run(s, batch["prompt"], self.n_latents, batch["suffix"])
+        dev = out.logits.device
+        ce_s = per_example_ce(out.logits, batch["labels"].to(dev))  # [batch]
+        t_ids, t_mask = (x.to(dev) for x in batch["teacher"])
+        teacher = self.hf(input_ids=t_ids, attention_mask=t_mask, position_ids=self.model.position_ids(t_mask),
+                          output_hidden_states=True)
+        ce_t = per_example_ce(teacher.logits, batch["teacher_labels"].to(dev))  # [batch]
+        rows = torch.arange(t_ids.shape[0], device=dev)
+        ks, kt = batch["kd_student"].to(dev), batch["kd_teacher"].to(dev)
+        kd = torch.zeros_like(ce_s)
+        for hs, ht in zip(out.hidden_states, teacher.hidden_states):  # L+1 states, embedding output included
+            s_sel = hs[rows, ks].float()  # [batch, d]
+            t_sel = ht[rows, kt].float().detach()  # [batch, d] the teacher's own CE still trains it
+            # per-example std (the reference divides by the std over the whole batch; see the notes)
+            kd = kd + nn.functional.smooth_l1_loss(s_sel, t_sel, reduction="none").mean(-1) / t_sel.std(-1).clamp_min(1e-6)
+        kd = kd / len(out.hidden_states)
+        loss = (ce_s + self.w_kd * kd + ce_t).mean()
+        return {"loss": loss, "ce_student": ce_s.mean().detach(), "ce_teacher": ce_t.mean().detach(), "kd": kd.mean().detach()}
+
+    def student_outputs(self, examples: list[Example]) -> Tensor:
+        """Logits ``[batch, suffix, vocab]`` of the student's answer segment (batch-invariance tests)."""
+        batch = self.collate(examples)
+        with torch.no_grad(), LatentSession(self.model, latent_id=self.tokens.latent) as s:
+            out, _ = self.run(s, batch["prompt"], self.n_latents, batch["suffix"])
+        return out.logits

@@ -1,0 +1,271 @@
+"""Frozen configs of the latent-reasoning trainers; each field's docstring is its CLI help.
+
+Validation lives in ``__post_init__`` (no side effects), so the CLI and the Python API reject the
+same inputs with the same message.
+
+Example:
+    >>> CODIConfig(n_latents=6).n_latents
+    6
+    >>> CODIConfig(n_latents=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    thinklens.errors.ThinklensError: bad n_latents: received 0; expected an integer >= 1 ...; fix: pass --n-latents 6
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from thinklens.errors import ThinklensError
+
+
+def _positive(name: str, value: object, fix: str, *, what: str = "an integer >= 1") -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ThinklensError.of(name, value, what, fix)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings every trainer shares (model, data, optimiser, checkpoints)."""
+
+    model: str = "tiny-cot"
+    """Start model: a zoo name, a local model folder or a hub id (CoT-trained, as in the papers)."""
+    data: str | None = None
+    """A GSM8k-style .jsonl (question, answer, cot) instead of synthetic problems; none = synthetic."""
+    min_steps: int = 3
+    """Fewest reasoning steps of the synthetic training problems."""
+    max_steps: int = 4
+    """Most reasoning steps of the synthetic training problems."""
+    batch_size: int = 32
+    """Global batch size (split evenly across processes)."""
+    lr: float = 1e-3
+    """Peak learning rate (AdamW; linear warmup, cosine decay, per phase)."""
+    weight_decay: float = 0.01
+    """AdamW weight decay on matrices."""
+    warmup_frac: float = 0.03
+    """Fraction of each phase spent in linear warmup."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip."""
+    seed: int = 0
+    """Data and init seed: batch k of a run draws from numpy default_rng([seed, k])."""
+    lora_r: int = 0
+    """LoRA rank (peft); 0 = full fine-tuning."""
+    lora_alpha: float = 32.0
+    """LoRA alpha (scale alpha / r)."""
+    ckpt_every: int = 50
+    """Optimizer steps between checkpoints (resume restarts from the last one)."""
+    eval_n: int = 50
+    """Held-out problems per step count evaluated after training (0 = skip)."""
+    add_tokens: bool = False
+    """Add missing special tokens (<bot> <eot> <latent> <think> </think> <compress>) and resize the embeddings."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_steps <= self.max_steps <= 64:
+            raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min_steps <= max_steps <= 64",
+                                    "pass --min-steps 3 --max-steps 4")
+        _positive("batch_size", self.batch_size, "pass --batch-size 32")
+        _positive("ckpt_every", self.ckpt_every, "pass --ckpt-every 50")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ThinklensError.of("lr", self.lr, "a finite number > 0", "pass --lr 1e-3")
+        if not 0 <= self.warmup_frac < 1:
+            raise ThinklensError.of("warmup_frac", self.warmup_frac, "a fraction in [0, 1)", "pass --warmup-frac 0.03")
+        if self.lora_r < 0:
+            raise ThinklensError.of("lora_r", self.lora_r, "0 (full fine-tuning) or a rank >= 1", "pass --lora-r 0")
+        if self.eval_n < 0:
+            raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", "pass --eval-n 50")
+
+    def to_json(self) -> dict:
+        return {"method": METHOD_OF[type(self).__name__], **asdict(self)}
+
+
+@dataclass(frozen=True)
+class CoconutConfig(TrainConfig):
+    """Coconut: a curriculum replacing the first s steps by s*c continuous thoughts."""
+
+    c: int = 2
+    """Latents per replaced reasoning step (c in the paper)."""
+    max_stage: int = 3
+    """Stages 1..max_stage replace the first s steps; max_stage*c latents at test."""
+    stage_steps: int = 150
+    """Optimizer steps per stage (the paper: 3 epochs); the optimizer is reset at every stage."""
+    final_stage_steps: int = 150
+    """Steps of a last stage removing ALL steps with max_stage*c latents (the reference's
+    pad_latent_to_max); 0 skips it."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("c", self.c, "pass --c 2")
+        _positive("max_stage", self.max_stage, "pass --max-stage 3")
+        _positive("stage_steps", self.stage_steps, "pass --stage-steps 150")
+        if self.final_stage_steps < 0:
+            raise ThinklensError.of("final_stage_steps", self.final_stage_steps, "an integer >= 0", "pass 150")
+
+    @property
+    def n_latents(self) -> int:
+        return self.c * self.max_stage
+
+
+@dataclass(frozen=True)
+class CODIConfig(TrainConfig):
+    """CODI: self-distillation from the CoT teacher into N continuous thoughts (shared weights)."""
+
+    n_latents: int = 6
+    """Latent steps between <bot> and <eot> (N in the paper)."""
+    steps: int = 400
+    """Optimizer steps."""
+    w_kd: float = 1.0
+    """Weight of the distillation loss (1 for GPT-2, 20 for Llama-1B in the paper); 0 = ablation."""
+    projection: bool = True
+    """Feed latents through Dropout-Linear-GELU-Linear-LayerNorm; off = ablation (raw hidden state)."""
+    prj_dim: int = 0
+    """Hidden width of the projection (0 = d_model)."""
+    prj_dropout: float = 0.0
+    """Dropout of the projection (the reference's default is 0)."""
+    prj_match_scale: bool = True
+    """Initialise the projection's LayerNorm gain to the token embeddings' RMS, so latents start at the
+    scale of token embeddings (off = the reference's gain 1, about 10x larger on the zoo models)."""
+    lr: float = 2e-3
+    """Peak learning rate (3e-3 in the paper for GPT-2 with LoRA; 2e-3 for the zoo's full fine-tuning)."""
+    weight_decay: float = 0.1
+    """AdamW weight decay on matrices (0.1 in the paper)."""
+    grad_clip: float = 2.0
+    """Gradient-norm clip (2.0 in the paper)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("n_latents", self.n_latents, "pass --n-latents 6",
+                  what="an integer >= 1 (latent steps between <bot> and <eot>)")
+        _positive("steps", self.steps, "pass --steps 400")
+        if not (self.w_kd >= 0 and math.isfinite(self.w_kd)):
+            raise ThinklensError.of("w_kd", self.w_kd, "a finite number >= 0", "pass --w-kd 1")
+        if self.prj_dim < 0 or not 0 <= self.prj_dropout < 1:
+            raise ThinklensError.of("projection", (self.prj_dim, self.prj_dropout), "prj_dim >= 0, 0 <= dropout < 1",
+                                    "pass --prj-dim 0 --prj-dropout 0")
+
+
+@dataclass(frozen=True)
+class LatentSFTConfig(TrainConfig):
+    """Latent-SFT: a compress-token encoder makes top-K vocabulary superpositions; the model learns
+    to generate them (stage 2)."""
+
+    c: int = 2
+    """CoT tokens per compress token (2 for GSM8k in the paper)."""
+    top_k: int = 10
+    """Vocabulary entries in each latent superposition (K)."""
+    encoder_steps: int = 100
+    """Stage-1 run 1: steps training the encoder only."""
+    decoder_steps: int = 100
+    """Stage-1 run 2: steps training the decoder only."""
+    joint_steps: int = 100
+    """Stage-1 run 3: steps training both."""
+    stage2_steps: int = 200
+    """Stage 2: steps training the model to generate its own latents (KL + CE)."""
+    kl_weight: float = 1.0
+    """Weight of KL(q || p) on the latent positions in stage 2."""
+    ce_weight: float = 1.0
+    """Weight of the CE on </think> + answer in stage 2."""
+    gumbel: float = 0.0
+    """Gumbel noise scale on the encoder scores before top-K in stage 2 (0 = off)."""
+    max_latent_steps: int = 48
+    """Inference cap on latent steps when </think> never wins."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("c", self.c, "pass --c 2")
+        _positive("top_k", self.top_k, "pass --top-k 10")
+        _positive("max_latent_steps", self.max_latent_steps, "pass --max-latent-steps 48")
+        for name in ("encoder_steps", "decoder_steps", "joint_steps", "stage2_steps"):
+            if getattr(self, name) < 0:
+                raise ThinklensError.of(name, getattr(self, name), "an integer >= 0", f"pass --{name.replace('_', '-')} 100")
+
+
+@dataclass(frozen=True)
+class LatentSeekConfig:
+    """LatentSeek: per-instance test-time optimisation of the first latents of a greedy CoT."""
+
+    model: str = "tiny-cot"
+    """Frozen CoT model: zoo name, folder or hub id."""
+    rho: float = 0.2
+    """Fraction of the generated tokens whose final-layer states are optimised."""
+    max_latents: int = 300
+    """Cap on optimised states: min(rho*T, max_latents)."""
+    lr: float = 0.05
+    """Adam learning rate on the states."""
+    max_iters: int = 10
+    """Iterations per problem."""
+    threshold: float = -0.2
+    """Stop once the reward exceeds this."""
+    variant: Literal["argmax", "sample"] = "argmax"
+    """Tokens scored in the loss: argmax (the released code) or sampled (the paper's algorithm)."""
+    reward: str = "psrm"
+    """Reward: psrm (0 if the answer is right else -1) or module:function for a pluggable one."""
+    min_steps: int = 6
+    """Fewest reasoning steps of the evaluated problems."""
+    max_steps: int = 8
+    """Most reasoning steps of the evaluated problems."""
+    n: int = 30
+    """Problems per step count."""
+    seed: int = 10_000
+    """Held-out problem seed (and sampling seed)."""
+    max_new_tokens: int = 72
+    """Token budget of each (re)generation."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rho <= 1:
+            raise ThinklensError.of("rho", self.rho, "a fraction in [0, 1]", "pass --rho 0.2")
+        if self.max_latents < 0 or self.max_iters < 0:
+            raise ThinklensError.of("max_latents/max_iters", (self.max_latents, self.max_iters), "integers >= 0",
+                                    "pass --max-latents 300 --max-iters 10")
+        if self.variant not in ("argmax", "sample"):
+            raise ThinklensError.of("variant", self.variant, "argmax or sample", "pass --variant argmax")
+        if not 1 <= self.min_steps <= self.max_steps:
+            raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min <= max", "pass 6 and 8")
+        _positive("n", self.n, "pass --n 30")
+        _positive("max_new_tokens", self.max_new_tokens, "pass --max-new-tokens 72")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """The comparison table: which models, which problems."""
+
+    models: tuple[str, ...] = ("tiny-direct", "tiny-cot", "tiny-coconut", "tiny-codi", "tiny-latent-sft")
+    """Models to compare: zoo names or folders (latent models carry latent.json)."""
+    min_steps: int = 3
+    """Fewest reasoning steps of the evaluated problems."""
+    max_steps: int = 4
+    """Most reasoning steps of the evaluated problems."""
+    n: int = 100
+    """Problems per step count."""
+    seed: int = 10_000
+    """Held-out problem seed (the zoo's evaluation seed)."""
+    seek_n: int = 30
+    """Problems per step count for the LatentSeek rows (0 = no LatentSeek rows)."""
+    seek_min_steps: int = 6
+    """Fewest steps of the LatentSeek problems."""
+    seek_max_steps: int = 8
+    """Most steps of the LatentSeek problems."""
+    seek_seed: int = 20_000
+    """Seed of the LatentSeek problems (not the one its learning rate was chosen on)."""
+    seek_lr: float = 0.5
+    """LatentSeek learning rate: the paper's 0.03-0.05 flips no token of the zoo's d=128 states in 10
+    iterations; 0.5 does (chosen on seed-10000 problems)."""
+    decode_examples: int = 8
+    """Problems whose latents are decoded (top-5) in the result."""
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise ThinklensError.of("models", self.models, "at least one model", "pass --models tiny-cot,tiny-codi")
+        if not 1 <= self.min_steps <= self.max_steps or not 1 <= self.seek_min_steps <= self.seek_max_steps:
+            raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min <= max", "pass 3 and 4")
+        _positive("n", self.n, "pass --n 100")
+        if self.seek_n < 0 or self.decode_examples < 0:
+            raise ThinklensError.of("seek_n/decode_examples", (self.seek_n, self.decode_examples), "integers >= 0", "pass 30")
+
+
+#: Config class name -> method name (CLI choice, latent.json "method").
+METHOD_OF: dict[str, str] = {"CoconutConfig": "coconut", "CODIConfig": "codi", "LatentSFTConfig": "latent-sft",
+                             "TrainConfig": "sft"}
+#: Method name -> config class (the CLI's `latent train` choices derive from it).
+CONFIGS: dict[str, type[TrainConfig]] = {"coconut": CoconutConfig, "codi": CODIConfig, "latent-sft": LatentSFTConfig}

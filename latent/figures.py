@@ -1,0 +1,47 @@
+"""Plotly figures of the latent results (pure: result in, figure out; the app and the CLI share them).
+
+Example:
+    >>> fig = budget_figure([0.4, 0.6, 0.7], "psrm")
+    >>> fig.data[0].y
+    (40.0, 60.0, 70.0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def table_figure(rows: list[dict[str, Any]]):
+    """Accuracy per method (bars), reasoning positions and compression in the hover text."""
+    import plotly.graph_objects as go
+
+    labels = [f"{r['label']} ({r['problems']})" for r in rows]
+    text = [f"{r['reasoning_positions']:.1f} pos" + (f", {r['compression']:.1f}x" if r.get("compression") else "") for r in rows]
+    fig = go.Figure(go.Bar(x=labels, y=[100 * r["accuracy"] for r in rows], text=text, textposition="outside"))
+    fig.update_layout(title="Accuracy and reasoning positions", yaxis_title="accuracy (%)", yaxis_range=[0, 110],
+                      template="plotly_white")
+    return fig
+
+
+def budget_figure(accuracy: list[float], reward: str = "psrm"):
+    """LatentSeek accuracy against the iteration budget (0 = plain greedy CoT)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=list(range(len(accuracy))), y=[100 * a for a in accuracy], mode="lines+markers"))
+    fig.update_layout(title=f"LatentSeek ({reward}): accuracy vs iteration budget", xaxis_title="iterations",
+                      yaxis_title="accuracy (%)", template="plotly_white")
+    return fig
+
+
+def entropy_figure(latents: list[dict[str, Any]], title: str = "Latent-SFT: per-step entropy"):
+    """Entropy (nats) and exp(entropy) of each latent step's top-K superposition."""
+    import plotly.graph_objects as go
+
+    steps = list(range(1, len(latents) + 1))
+    fig = go.Figure([
+        go.Scatter(x=steps, y=[s["entropy"] for s in latents], name="entropy (nats)", mode="lines+markers"),
+        go.Scatter(x=steps, y=[s["exp_entropy"] for s in latents], name="exp(entropy)", mode="lines+markers", yaxis="y2"),
+    ])
+    fig.update_layout(title=title, xaxis_title="latent step", yaxis_title="entropy (nats)",
+                      yaxis2={"title": "exp(entropy)", "overlaying": "y", "side": "right"}, template="plotly_white")
+    return fig

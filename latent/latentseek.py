@@ -1,0 +1,193 @@
+"""LatentSeek (Li et al., arXiv 2505.13308): per-instance test-time optimisation of a frozen model's
+latents, guided by a reward. No training.
+
+A greedy CoT is generated with the core's :class:`~thinklens.generate.Decoder`, storing z_t, the
+final-layer post-norm state (LM-head input) that produced each token. The first
+``m = min(int(rho*T), max_latents)`` of them become one parameter tensor (Adam). One iteration:
+``logits = lm_head(z)``; ``x_t`` = argmax (the released code) or a sample (the paper's algorithm);
+``loss = -R * sum_t log p(x_t)``; step; re-decode those m tokens by argmax, regenerate the rest
+greedily from them and score the new answer. Stop when the reward exceeds ``threshold`` or after
+``max_iters`` iterations.
+
+Rewards: :func:`psrm` (0 if the answer is right else -1, the paper's perfect sparse reward) or any
+``fn(text, answer) -> float``. Sanity (tested): R = 0 changes nothing; rho = 0 returns the original.
+
+Example:
+    >>> # res = latent_seek(model, prompt_ids, answer=36, cfg=LatentSeekConfig(), reward=psrm)
+    >>> # res.final_correct, [it.reward for it in res.iterations]
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from latent.config import LatentSeekConfig
+from thinklens.answers import parse_answer
+from thinklens.errors import ThinklensError
+from thinklens.generate import Decoder
+from thinklens.interventions import HookFn
+from thinklens.sites import Site
+
+if TYPE_CHECKING:
+    from thinklens.model import HookedModel
+
+RewardFn = Callable[[str, int], float]
+
+
+def psrm(text: str, answer: int) -> float:
+    """Perfect sparse reward: 0 if the parsed answer equals ``answer``, else -1.
+
+    Example:
+        >>> psrm("<< 2 + 3 = 5 >> #### 5", 5), psrm("#### 4", 5)
+        (0.0, -1.0)
+    """
+    return 0.0 if parse_answer(text) == answer else -1.0
+
+
+def load_reward(spec: str) -> RewardFn:
+    """``"psrm"`` or ``"module:function"`` (a pluggable ``fn(text, answer) -> float``)."""
+    if spec == "psrm":
+        return psrm
+    if ":" not in spec:
+        raise ThinklensError.of("reward", spec, "psrm or module:function", "pass --reward psrm")
+    mod, fn = spec.split(":", 1)
+    try:
+        return getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError) as e:
+        raise ThinklensError.of("reward", spec, "an importable module:function", f"check the name ({e})") from None
+
+
+@contextmanager
+def frozen(module: torch.nn.Module) -> Iterator[None]:
+    """Parameters without gradients for the block (only the latents are optimised); restored after."""
+    flags = [p.requires_grad for p in module.parameters()]
+    module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, f in zip(module.parameters(), flags):
+            p.requires_grad_(f)
+
+
+@torch.no_grad()
+def greedy_with_states(model: "HookedModel", prefix: list[int], *, max_new_tokens: int,
+                       stop_id: int) -> tuple[list[int], Tensor]:
+    """Greedy continuation of token ids ``prefix``: ``(ids, states [T, d])`` (stop token excluded),
+    ``states[t]`` the post-norm state that produced token t (the core's ``final_norm`` site)."""
+    states: list[Tensor] = []
+
+    def save(act: Tensor, ctx) -> None:
+        states.append(act[0, -1].detach())
+
+    ids = torch.tensor([prefix], device=model.device)
+    out: list[int] = []
+    with model.intervene([HookFn(Site("final_norm"), save)]):
+        dec = Decoder(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)})
+        logits = dec.prefill()
+        for _ in range(max_new_tokens):
+            nxt = int(logits[0].argmax())
+            if nxt == stop_id:
+                break
+            out.append(nxt)
+            logits = dec.step(torch.tensor([nxt], device=model.device))
+    return out, torch.stack(states[: len(out)]) if out else torch.zeros(0, model.d_model)
+
+
+@dataclass
+class SeekIteration:
+    """One optimisation step's log."""
+
+    iteration: int
+    reward: float
+    flipped: int
+    """Optimised tokens that differ from the original chain's."""
+    delta_norm: float
+    """||z' - z|| over the optimised states."""
+    correct: bool
+    text: str
+
+
+@dataclass
+class SeekResult:
+    """One problem's LatentSeek run."""
+
+    answer: int
+    original_text: str
+    original_reward: float
+    n_tokens: int
+    n_optimised: int
+    final_text: str
+    iterations: list[SeekIteration] = field(default_factory=list)
+
+    @property
+    def original_correct(self) -> bool:
+        return parse_answer(self.original_text) == self.answer
+
+    @property
+    def final_correct(self) -> bool:
+        return parse_answer(self.final_text) == self.answer
+
+    def correct_at(self, budget: int) -> bool:
+        """Correct after at most ``budget`` iterations (the run may have stopped earlier)."""
+        done = [it for it in self.iterations if it.iteration <= budget]
+        return done[-1].correct if done else self.original_correct
+
+
+def latent_seek(model: "HookedModel", prompt: list[int], answer: int, cfg: LatentSeekConfig,
+                reward: RewardFn = psrm, *, generator: torch.Generator | None = None) -> SeekResult:
+    """Run LatentSeek on one prompt (token ids); see the module docstring."""
+    tok = model.tokenizer
+    eos = tok.eos_token_id
+    ids0, z0 = greedy_with_states(model, prompt, max_new_tokens=cfg.max_new_tokens, stop_id=eos)
+    text0 = tok.decode(ids0, skip_special_tokens=True)
+    r = float(reward(text0, answer))
+    m = min(int(cfg.rho * len(ids0)), cfg.max_latents)
+    res = SeekResult(answer, text0, r, len(ids0), m, text0)
+    if m == 0 or r > cfg.threshold or cfg.max_iters == 0:
+        return res
+    gen = generator or torch.Generator().manual_seed(0)
+    z_ref = z0[:m].clone()  # [m, d]
+    z = z_ref.clone().requires_grad_(True)
+    opt = torch.optim.Adam([z], lr=cfg.lr)
+    with frozen(model.hf):
+        for it in range(1, cfg.max_iters + 1):
+            with torch.enable_grad():
+                logp = torch.log_softmax(model.unembed(z, apply_norm=False).float(), -1)  # [m, vocab]
+                if cfg.variant == "argmax":
+                    x = logp.argmax(-1)
+                else:
+                    x = torch.multinomial(logp.exp().detach().cpu(), 1, generator=gen)[:, 0].to(logp.device)
+                loss = -r * logp.gather(1, x[:, None]).sum()
+                opt.zero_grad()
+                loss.backward()
+            opt.step()
+            with torch.no_grad():
+                head = model.unembed(z, apply_norm=False).argmax(-1).tolist()
+            if eos in head:  # an optimised token became eos: the chain ends there
+                head = head[: head.index(eos)]
+                rest: list[int] = []
+            else:
+                rest, _ = greedy_with_states(model, prompt + head, max_new_tokens=max(cfg.max_new_tokens - m, 1), stop_id=eos)
+            text = tok.decode(head + rest, skip_special_tokens=True)
+            r = float(reward(text, answer))
+            flipped = sum(int(a != b) for a, b in zip(head, ids0[:m])) + abs(len(head) - m)
+            delta = float((z.detach() - z_ref).norm())
+            res.iterations.append(SeekIteration(it, r, flipped, round(delta, 5), parse_answer(text) == answer, text))
+            res.final_text = text
+            if r > cfg.threshold:
+                break
+    return res
+
+
+def accuracy_by_budget(results: list[SeekResult], max_iters: int) -> list[float]:
+    """Accuracy after at most b iterations, b = 0..max_iters (b = 0 is plain greedy CoT)."""
+    if not results:
+        return []
+    return [sum(r.correct_at(b) for r in results) / len(results) for b in range(max_iters + 1)]

@@ -1,0 +1,116 @@
+"""Local text corpora for SAE training and steering: zoo problems or a text file, never the hub.
+
+A corpus is a list of full texts (prompt and target). :func:`token_rows` turns it into the
+pretokenized, fixed-width ``datasets.Dataset`` that sae-lens's ``ActivationsStore`` reads as an
+override dataset: one example per row, right-padded. Right padding is harmless for a causal model
+(a real token never attends to a later pad) and the pad, bos and eos positions are excluded from
+training and from the metrics (``exclude_special_tokens``), so no activation of a padded slot counts.
+Rows are not concatenated: the zoo models were trained on one example per sequence, and a second
+problem mid-row would give off-distribution activations.
+
+Example:
+    >>> texts = zoo_texts("think", 3, seed=0)
+    >>> texts[0].split("<think>")[1].strip().startswith(("hmm", "<<"))
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from thinklens.errors import ThinklensError
+
+
+def zoo_problems(n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8):
+    """``n`` zoo task problems from the default :class:`thinklens.tasks.TaskConfig` (seeded).
+
+    Example:
+        >>> [p.n_steps >= 1 for p in zoo_problems(2, seed=0)]
+        [True, True]
+    """
+    from thinklens.tasks import TaskConfig, generate_problems
+
+    return generate_problems(n, seed=seed, config=TaskConfig(min_steps=min_steps, max_steps=max_steps))
+
+
+def zoo_texts(style: str, n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8) -> list[str]:
+    """``prompt + " " + target`` of ``n`` rendered problems (the zoo's training format).
+
+    Example:
+        >>> zoo_texts("cot", 1, seed=0)[0].endswith(str(zoo_problems(1, seed=0)[0].answer))
+        True
+    """
+    from thinklens.tasks import render_example
+
+    out = []
+    for p in zoo_problems(n, seed=seed, min_steps=min_steps, max_steps=max_steps):
+        prompt, target = render_example(p, style)
+        out.append(f"{prompt} {target}")
+    return out
+
+
+def read_texts(path: str | Path) -> list[str]:
+    """Non-empty lines of a UTF-8 text file (or the ``text`` field of a .jsonl file)."""
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise ThinklensError.of("text file", str(p), "an existing .txt or .jsonl file", "check the path")
+    lines = [ln for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if p.suffix == ".jsonl":
+        lines = [json.loads(ln).get("text", "") for ln in lines]
+        lines = [t for t in lines if isinstance(t, str) and t.strip()]
+    if not lines:
+        raise ThinklensError.of("text file", str(p), "at least one non-empty line", "add texts, one per line")
+    return lines
+
+
+def corpus(spec: str, n: int, *, seed: int) -> list[str]:
+    """Texts from a spec: ``zoo:<style>`` (direct, cot, think) or a path to a .txt/.jsonl file.
+
+    Example:
+        >>> len(corpus("zoo:think", 4, seed=0))
+        4
+    """
+    if spec.startswith("zoo:"):
+        from thinklens.tasks import check_style
+
+        return zoo_texts(check_style(spec[4:]), n, seed=seed)
+    return read_texts(spec)[:n]
+
+
+def special_ids(tokenizer) -> list[int]:
+    """Ids of pad, bos and eos (the positions left out of SAE training and metrics)."""
+    ids = {tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id}
+    return sorted(i for i in ids if i is not None)
+
+
+def encode(tokenizer, texts: Sequence[str], *, add_eos: bool = True) -> list[list[int]]:
+    """Token ids per text (the tokenizer's own bos handling), eos appended when it has one."""
+    enc = tokenizer(list(texts), add_special_tokens=True)["input_ids"]
+    eos = tokenizer.eos_token_id
+    return [ids + [eos] if add_eos and eos is not None else list(ids) for ids in enc]
+
+
+def token_rows(tokenizer, texts: Sequence[str], context_size: int | None = None):
+    """A ``datasets.Dataset`` with an ``input_ids`` column: one text per row, right-padded.
+
+    Args:
+        context_size: row width; None = the longest text (longer texts are cut to it).
+
+    Example:
+        >>> from thinklens.testing import word_tokenizer
+        >>> ds = token_rows(word_tokenizer(), ["w1 w2", "w3"])
+        >>> [list(r) for r in ds["input_ids"]]
+        [[4, 5, 1], [6, 1, 0]]
+    """
+    from datasets import Dataset
+
+    if not texts:
+        raise ThinklensError.of("corpus", 0, "at least one text", "pass more texts or a larger --n-texts")
+    ids = encode(tokenizer, texts)
+    width = context_size or max(len(r) for r in ids)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    rows = [(r[:width] + [pad] * (width - len(r))) for r in ids]
+    return Dataset.from_dict({"input_ids": rows})

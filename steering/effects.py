@@ -1,0 +1,107 @@
+"""Measure what steering does to generation: thinking-word frequency, accuracy, length.
+
+:func:`steer_sweep` runs every (arm, coefficient) pair of a steering experiment on the same prompts;
+:func:`steer_prompt` is the side-by-side (unsteered vs steered) call the app makes.
+
+Example:
+    >>> reflection_counts(["hmm << 1 + 1 = 3 >> wait << 1 + 1 = 2 >> so #### 2", "#### 4"])["wait"]
+    0.5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import re
+
+import torch
+from torch import Tensor
+
+from steering.feature_steering import ClampFeature
+from thinklens.answers import parse_answer
+from thinklens.errors import ThinklensError
+from thinklens.interventions import AddVector, Intervention, Positions
+from thinklens.sites import Site
+from thinklens.tasks import REFLECTION_WORDS
+
+if TYPE_CHECKING:
+    from sae_lens import SAE
+
+    from thinklens.model import HookedModel
+
+
+def reflection_counts(texts: Sequence[str], extra: Sequence[str] = ()) -> dict[str, float]:
+    """Mean count per text of each reflection word (and of ``extra`` words), and the fraction of texts
+    with any reflection word. Words are ``\\w+`` runs, lower-cased (``Wait,`` counts as ``wait``)."""
+    ws = [re.findall(r"\w+", t.lower()) for t in texts]
+    n = max(1, len(texts))
+    out = {w: sum(x.count(w.lower()) for x in ws) / n for w in dict.fromkeys([*REFLECTION_WORDS, *extra])}
+    out["any_reflection"] = sum(any(w in x for w in REFLECTION_WORDS) for x in ws) / n
+    return out
+
+
+@torch.no_grad()
+def mean_norm(acts: Sequence[Tensor]) -> float:
+    """Mean L2 norm of activation rows (the unit of steering coefficients)."""
+    rows = torch.cat([a.float().reshape(-1, a.shape[-1]) for a in acts])
+    return float(rows.norm(dim=-1).mean())
+
+
+def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[int] | None, site: Site | str,
+                arms: dict[str, tuple[Tensor, int | None]], coeffs: Sequence[float], *, unit_norm: float = 1.0,
+                mode: str = "add", sae: "SAE | None" = None, max_acts: Sequence[float] | None = None,
+                positions: Positions = None, max_new_tokens: int = 64, batch_size: int = 64, word: str = "wait",
+                do_sample: bool = False, seed: int = 0, log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Generate greedily under every (arm, coefficient) and measure the effect.
+
+    ``mode="add"``: add ``coeff * unit_norm * direction`` (arms have unit directions, so every arm adds
+    the same norm at a given coefficient). ``mode="clamp"``: set the arm's feature to
+    ``coeff * max_acts[feature]`` keeping the SAE error (arms without a feature are skipped).
+    Coefficient 0 in ``add`` mode is the unsteered baseline (computed once). With ``do_sample`` every
+    arm samples with the same seed (common random numbers: differences come from the steering).
+    """
+    s = model.resolve_site(site)
+    if mode not in ("add", "clamp"):
+        raise ThinklensError.of("steering mode", mode, "'add' or 'clamp'", "pass --mode add")
+    if mode == "clamp" and (sae is None or max_acts is None):
+        raise ThinklensError.of("clamp steering", "no SAE", "an SAE and per-feature max activations", "pass --sae")
+    rows: list[dict[str, Any]] = []
+    cache: dict[tuple, dict[str, Any]] = {}
+    for arm, (direction, feature) in arms.items():
+        if mode == "clamp" and feature is None:
+            continue
+        for c in coeffs:
+            c = float(c)
+            if mode == "add":
+                key: tuple = ("base",) if c == 0 else (arm, c)
+                ivs: list[Intervention] = [] if c == 0 else [AddVector(s, direction, positions=positions, scale=c * unit_norm)]
+                norm = abs(c) * unit_norm * float(direction.norm())
+            else:
+                value = c * float(max_acts[feature])  # type: ignore[index]
+                key = (arm, c)
+                ivs = [ClampFeature(s, sae, int(feature), value, "set", positions)]  # type: ignore[arg-type]
+                norm = None
+            if key not in cache:
+                trs = model.generate(list(prompts), max_new_tokens=max_new_tokens, interventions=ivs, batch_size=batch_size,
+                                     do_sample=do_sample, seed=seed, temperature=1.0)
+                texts = [t.text for t in trs]
+                res: dict[str, Any] = {**reflection_counts(texts, (word,)), "mean_tokens": sum(len(t) for t in trs) / len(trs),
+                                       "sample": texts[0]}
+                if answers is not None:
+                    res["accuracy"] = sum(parse_answer(t) == a for t, a in zip(texts, answers)) / len(answers)
+                cache[key] = res
+            row = {"arm": arm, "feature": feature, "coeff": c, "added_norm": norm, **cache[key]}
+            rows.append(row)
+            if log:
+                log(f"{arm:>16} c={c:+.2f} {word}/trace={row[word]:.3f} reflect={row['any_reflection']:.2f}"
+                    + (f" acc={row['accuracy']:.3f}" if "accuracy" in row else ""))
+    return rows
+
+
+def steer_prompt(model: "HookedModel", prompt: str, interventions: Sequence[Intervention], *,
+                 max_new_tokens: int = 64) -> tuple[str, str]:
+    """``(unsteered, steered)`` greedy continuations of one prompt (the app's live steering call)."""
+    plain = model.generate([prompt], max_new_tokens=max_new_tokens)[0].text
+    steered = model.generate([prompt], max_new_tokens=max_new_tokens, interventions=list(interventions))[0].text
+    return plain, steered

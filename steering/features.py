@@ -1,0 +1,205 @@
+"""Feature statistics of an SAE over generated traces: the data behind a feature dashboard.
+
+For every feature: firing frequency, mean and max activation, the top-activating contexts, the
+correlation of its activation with the *next* token being a thinking word (``wait``, ``hmm``, ``so``,
+...), and the correlation of its per-trace mean activation with the trace being correct.
+
+Convention: activations are read from ``Trace.hidden[site][t]``, the state that *produced* generated
+token t (row 0 is the last prompt token). So "correlation with wait" means "this feature is active
+where the model is about to say wait", the quantity that matters for steering.
+
+Example:
+    >>> import torch
+    >>> pearson_columns(torch.tensor([[0., 1.], [1., 1.], [2., 1.]]), torch.tensor([0., 1., 2.]))
+    tensor([1., 0.])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from steering.sae import check_feature, check_sae
+from thinklens.errors import ThinklensError
+from thinklens.sites import Site
+from thinklens.trace import Trace
+
+if TYPE_CHECKING:
+    from sae_lens import SAE
+
+    from thinklens.model import HookedModel
+
+THINKING_WORDS: tuple[str, ...] = ("wait", "hmm", "so", "therefore")
+
+
+@torch.no_grad()
+def encode(sae: "SAE", acts: Float[Tensor, "n d"]) -> Float[Tensor, "n feature"]:
+    """SAE feature activations of ``acts`` (any leading shape), in float32 on the CPU."""
+    dev = next(sae.parameters()).device
+    return sae.encode(acts.to(dev, torch.float32)).float().cpu()
+
+
+def pearson_columns(x: Float[Tensor, "n feature"], y: Float[Tensor, " n"]) -> Float[Tensor, " feature"]:
+    """Pearson correlation of every column of ``x`` with ``y`` (0 where either is constant)."""
+    x = x.double()
+    y = y.double()
+    xc = x - x.mean(0)  # [n, feature]
+    yc = y - y.mean()  # [n]
+    num = (xc * yc[:, None]).sum(0)
+    den = xc.norm(dim=0) * yc.norm()
+    return torch.where(den > 0, num / den.clamp_min(1e-300), torch.zeros_like(num)).float()
+
+
+@dataclass
+class FeatureStats:
+    """Per-feature statistics over a set of traces (JSON-able with :meth:`to_json`)."""
+
+    site: str
+    """The site the SAE reads."""
+    n_traces: int
+    """Traces scanned."""
+    n_tokens: int
+    """Generated tokens scanned (one activation row each)."""
+    freq: list[float]
+    """Fraction of tokens where the feature is active (> 0)."""
+    mean_act: list[float]
+    """Mean activation over all tokens."""
+    max_act: list[float]
+    """Largest activation seen."""
+    corr_words: dict[str, list[float]]
+    """Word -> per-feature correlation of the activation with "the next token is this word"."""
+    word_counts: dict[str, int]
+    """How often each word was generated (a correlation over 0 occurrences is 0)."""
+    corr_correct: list[float] | None
+    """Per-feature correlation of the trace's mean activation with the trace being correct."""
+    accuracy: float | None
+    """Fraction of traces that are correct (None without labels)."""
+    top_contexts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """Feature -> top-activating contexts ``{trace, step, act, context, token}``, best first."""
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["top_contexts"] = {str(k): v for k, v in self.top_contexts.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "FeatureStats":
+        d = dict(d)
+        d["top_contexts"] = {int(k): v for k, v in d.get("top_contexts", {}).items()}
+        return cls(**d)
+
+    def best_for_word(self, word: str, exclude: Sequence[int] = ()) -> int:
+        """The feature most positively correlated with ``word`` being generated next."""
+        if word not in self.corr_words:
+            raise ThinklensError.of("thinking word", word, f"one of {', '.join(self.corr_words)}",
+                                    "recompute the stats with this word in --words")
+        c = torch.tensor(self.corr_words[word])
+        if exclude:
+            c[list(exclude)] = -float("inf")
+        return int(c.argmax())
+
+    def top_activating(self, exclude: Sequence[int] = ()) -> int:
+        """The feature with the largest mean activation (a common, non-specific baseline)."""
+        m = torch.tensor(self.mean_act)
+        if exclude:
+            m[list(exclude)] = -float("inf")
+        return int(m.argmax())
+
+
+def _context(model_tok, tr: Trace, step: int, width: int) -> tuple[str, str]:
+    ids = tr.prompt_ids + tr.token_ids[:step]
+    return model_tok.decode(ids[-width:], skip_special_tokens=False), tr.tokens[step]
+
+
+def feature_stats(sae: "SAE", traces: Sequence[Trace], site: Site | str, *, tokenizer, correct: Sequence[bool] | None = None,
+                  words: Sequence[str] = THINKING_WORDS, n_top: int = 8, context_tokens: int = 12) -> FeatureStats:
+    """Statistics of every feature of ``sae`` over ``traces`` (captured at ``site``).
+
+    Args:
+        traces: generated with ``capture=[site]``.
+        tokenizer: decodes the contexts.
+        correct: one bool per trace (enables the correctness correlation).
+        words: thinking words to correlate with.
+        n_top: top-activating contexts kept per feature.
+    """
+    site = Site.parse(site) if isinstance(site, str) else site
+    if not traces:
+        raise ThinklensError.of("traces", 0, "at least one trace", "generate traces first")
+    if any(site not in tr.hidden for tr in traces):
+        raise ThinklensError.of("traces", f"without hidden states at {site}", f"traces generated with capture=[{site}]",
+                                "pass capture=[site] to model.generate")
+    if correct is not None and len(correct) != len(traces):
+        raise ThinklensError.of("correctness labels", len(correct), f"{len(traces)} (one per trace)", "pass one bool per trace")
+    feats, tok_words, per_trace, where = [], [], [], []
+    for k, tr in enumerate(traces):
+        f = encode(sae, tr.hidden[site])  # [steps, feature]
+        feats.append(f)
+        per_trace.append(f.mean(0))
+        tok_words.extend(t.strip() for t in tr.tokens)
+        where.extend((k, t) for t in range(len(tr)))
+    acts = torch.cat(feats)  # [tokens, feature]
+    n_tok, n_feat = acts.shape
+    corr_words, counts = {}, {}
+    for w in words:
+        y = torch.tensor([float(t == w) for t in tok_words])
+        counts[w] = int(y.sum())
+        corr_words[w] = pearson_columns(acts, y).tolist()
+    corr_correct, acc = None, None
+    if correct is not None:
+        y = torch.tensor([float(c) for c in correct])
+        acc = float(y.mean())
+        corr_correct = pearson_columns(torch.stack(per_trace), y).tolist()
+    top: dict[int, list[dict[str, Any]]] = {}
+    k = min(n_top, n_tok)
+    vals, idx = acts.topk(k, dim=0)  # [k, feature]
+    for f in range(n_feat):
+        rows = []
+        for v, i in zip(vals[:, f].tolist(), idx[:, f].tolist()):
+            if v <= 0:
+                break
+            ti, step = where[i]
+            ctx, tok = _context(tokenizer, traces[ti], step, context_tokens)
+            rows.append({"trace": ti, "step": step, "act": round(v, 5), "context": ctx, "token": tok})
+        if rows:
+            top[f] = rows
+    return FeatureStats(site=str(site), n_traces=len(traces), n_tokens=n_tok, freq=(acts > 0).float().mean(0).tolist(),
+                        mean_act=acts.mean(0).tolist(), max_act=acts.max(0).values.tolist(), corr_words=corr_words,
+                        word_counts=counts, corr_correct=corr_correct, accuracy=acc, top_contexts=top)
+
+
+@dataclass(frozen=True)
+class FeatureTrace:
+    """Activation of chosen features at every generated step of one trace."""
+
+    tokens: list[str]
+    """Generated tokens (token t was produced by the state of row t)."""
+    features: list[int]
+    """The features shown."""
+    acts: list[list[float]]
+    """``[step][j]`` activation of ``features[j]`` at the state producing token ``step``."""
+    text: str
+    """The generated text."""
+
+
+def feature_trace(sae: "SAE", trace: Trace, site: Site | str, features: Sequence[int]) -> FeatureTrace:
+    """Per-step activation of ``features`` along a trace generated with ``capture=[site]``."""
+    site = Site.parse(site) if isinstance(site, str) else site
+    if site not in trace.hidden:
+        raise ThinklensError.of("trace", f"without hidden states at {site}", f"a trace generated with capture=[{site}]",
+                                "pass capture=[site] to model.generate")
+    fs = [check_feature(sae, int(f)) for f in features]
+    acts = encode(sae, trace.hidden[site])[:, fs]  # [steps, len(fs)]
+    return FeatureTrace(tokens=list(trace.tokens), features=fs, acts=acts.tolist(), text=trace.text)
+
+
+def trace_prompt(model: "HookedModel", sae: "SAE", prompt: str, features: Sequence[int], *, site: Site | str | None = None,
+                 max_new_tokens: int = 64) -> FeatureTrace:
+    """Generate greedily from ``prompt`` and return the features' activations along the trace."""
+    s = check_sae(model, sae, site)
+    tr = model.generate([prompt], max_new_tokens=max_new_tokens, capture=[s])[0]
+    return feature_trace(sae, tr, s, features)

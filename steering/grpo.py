@@ -1,0 +1,247 @@
+"""A small GRPO trainer for the zoo: group-relative advantages, a verifiable integer reward.
+
+It makes ``tiny-grpo`` from the same init (``tiny-pre``) and the same task data (cot-style prompts of
+the default :class:`~thinklens.tasks.TaskConfig`) as ``tiny-cot``, so ``theta_grpo - theta_cot`` is the
+reasoning vector of Zbeeb et al. (GRPO minus SFT from one init on one dataset).
+
+Per step: ``prompts_per_step`` problems (mixed numbers of steps), ``group_size`` samples each
+(temperature sampling from a local generator through :meth:`HookedModel.generate`); reward 1 when
+:func:`thinklens.answers.parse_answer` of the completion equals the answer, else 0; advantage
+``(r - mean_group) / (std_group + eps)``; loss ``-mean over tokens(adv * token_logprob)`` (one on-policy update
+per batch, so PPO's ratio is 1 and its clip never binds) plus ``kl_coef`` times the k3 KL estimate to the
+init; the loss averages over completion tokens of the batch. Groups whose rewards are all equal carry no
+signal and are skipped.
+
+Example:
+    >>> cfg = GRPOConfig(steps=2, prompts_per_step=2, group_size=2)
+    >>> cfg.group_size
+    2
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from thinklens.answers import parse_answer
+from thinklens.errors import ThinklensError
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Settings of the GRPO run (defaults fit about 10 CPU minutes for the zoo)."""
+
+    init: str = "tiny-pre"
+    """Zoo name or folder to start from (tiny-cot's parent)."""
+    style: str = "cot"
+    """Prompt style (tiny-cot's data)."""
+    steps: int = 200
+    """Optimizer steps (200 took 6.4 CPU minutes for the committed tiny-grpo)."""
+    prompts_per_step: int = 8
+    """Distinct problems per step."""
+    group_size: int = 8
+    """Samples per problem (the group of GRPO)."""
+    lr: float = 5e-5
+    """AdamW learning rate (no weight decay: the delta should come from the reward alone)."""
+    temperature: float = 1.0
+    """Sampling temperature (1: the policy's own distribution, so the gradient is unbiased)."""
+    kl_coef: float = 0.04
+    """Weight of the KL penalty to the init (k3 estimator)."""
+    min_steps: int = 1
+    """Fewest arithmetic steps of a training problem."""
+    max_steps: int = 8
+    """Most arithmetic steps of a training problem."""
+    seed: int = 0
+    """Problem and sampling seed (local generators only)."""
+    max_minutes: float = 10.0
+    """Cap on this process's CPU time (not wall time: shared machines stretch wall time several-fold);
+    the model is written anyway, marked truncated."""
+    eval_per_steps: int = 25
+    """Held-out problems per step count (1..8) for the final accuracy; 0 skips."""
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "prompts_per_step", "group_size"):
+            if getattr(self, name) < 1:
+                raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {name}=8")
+        if self.group_size < 2:
+            raise ThinklensError.of("GRPOConfig.group_size", self.group_size, ">= 2 (advantages are relative to the group)",
+                                    "pass group_size=8")
+        if not (self.lr > 0 and math.isfinite(self.lr)) or not (self.temperature > 0) or self.kl_coef < 0:
+            raise ThinklensError.of("GRPOConfig", (self.lr, self.temperature, self.kl_coef),
+                                    "lr > 0, temperature > 0, kl_coef >= 0", "fix the config")
+
+
+def rewards(texts: list[str], answers: list[int]) -> torch.Tensor:
+    """1.0 where the parsed integer answer is right, else 0.0.
+
+    Example:
+        >>> rewards(["<< 1 + 1 = 2 >> #### 2", "#### 3", "no answer"], [2, 2, 2]).tolist()
+        [1.0, 0.0, 0.0]
+    """
+    return torch.tensor([float(parse_answer(t) == a) for t, a in zip(texts, answers)])
+
+
+def group_advantages(r: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
+    """``(r - group mean) / (group std + eps)``, groups being consecutive blocks of ``group_size``.
+
+    Example:
+        >>> [round(x, 3) for x in group_advantages(torch.tensor([1., 0., 1., 1.]), 2).tolist()]
+        [1.0, -1.0, 0.0, 0.0]
+    """
+    g = r.view(-1, group_size)
+    adv = (g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True, unbiased=False) + eps)
+    return adv.flatten()
+
+
+def _batch(prompt_ids: list[list[int]], completions: list[list[int]], pad: int) -> dict[str, torch.Tensor]:
+    """Right-padded prompt+completion ids and a mask of the completion positions (the labels)."""
+    seqs = [p + c for p, c in zip(prompt_ids, completions)]
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad, dtype=torch.long)  # [batch, pos]
+    attn = torch.zeros_like(ids)
+    comp = torch.zeros_like(ids, dtype=torch.bool)
+    for i, (p, s) in enumerate(zip(prompt_ids, seqs)):
+        ids[i, : len(s)] = torch.tensor(s)
+        attn[i, : len(s)] = 1
+        comp[i, len(p): len(s)] = True
+    return {"input_ids": ids, "attention_mask": attn, "completion": comp}
+
+
+def _token_logprobs(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]  # [b, pos-1, vocab]
+    lp = torch.log_softmax(logits.float(), -1)
+    return lp.gather(-1, batch["input_ids"][:, 1:, None])[..., 0]  # [b, pos-1]: logprob of token t+1
+
+
+def _load(name_or_path: str):
+    from thinklens.model import HookedModel
+
+    return HookedModel.load(name_or_path)
+
+
+def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, log: Any = print) -> dict[str, Any]:
+    """Run GRPO from ``cfg.init`` and write a zoo-format folder (fp16 weights, < 5 MB) to ``out_dir``.
+
+    Returns the metadata written to ``zoo.json`` (reward curve, accuracy, wall time).
+    """
+    from thinklens.model import HookedModel
+    from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+    from thinklens.zoo.modeling import save_zoo_folder
+
+    policy = _load(cfg.init)
+    ref = copy.deepcopy(policy.hf).eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    tok = policy.tokenizer
+    hf = policy.hf
+    hf.train()
+    opt = torch.optim.AdamW(hf.parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))
+    task = TaskConfig(min_steps=cfg.min_steps, max_steps=cfg.max_steps)
+    sampler = HookedModel(hf, tok, name="grpo-policy")
+    t0, c0 = time.monotonic(), time.process_time()
+    curve: list[list[float]] = []
+    step = 0
+    truncated = False
+    while step < cfg.steps:
+        if time.process_time() - c0 > cfg.max_minutes * 60:
+            truncated = True
+            break
+        rng = np.random.default_rng([cfg.seed, step])
+        # Mixed step counts in one batch: a batch of only 1-step (all right) or 8-step (all wrong) problems
+        # would carry no group-relative signal at all.
+        problems = generate_problems(cfg.prompts_per_step, seed=rng, config=task)
+        n_steps = max(p.n_steps for p in problems)
+        prompts = [render_prompt(p, cfg.style) for p in problems for _ in range(cfg.group_size)]
+        answers = [p.answer for p in problems for _ in range(cfg.group_size)]
+        hf.eval()
+        traces = sampler.generate(prompts, max_new_tokens=7 * n_steps + 6, do_sample=True,
+                                  seed=cfg.seed * 1_000_003 + step, temperature=cfg.temperature, top_k_stats=1)
+        hf.train()
+        r = rewards([t.text for t in traces], answers)
+        adv = group_advantages(r, cfg.group_size)
+        keep = adv.view(-1, cfg.group_size).abs().sum(1) > 0  # groups with any reward spread
+        step += 1
+        curve.append([step, float(r.mean())])
+        if bool(keep.any()):
+            rows = torch.nonzero(keep.repeat_interleave(cfg.group_size)).flatten().tolist()
+            batch = _batch([traces[i].prompt_ids for i in rows], [traces[i].token_ids for i in rows], tok.pad_token_id)
+            mask = batch["completion"][:, 1:].float()  # [b, pos-1]
+            lp = _token_logprobs(hf, batch)
+            # Token-level normalisation (as DAPO): every completion token weighs the same, so a long wrong
+            # chain does not push its (mostly right) equations down harder than a short right one pushes up.
+            loss = -(adv[rows][:, None] * lp * mask).sum() / mask.sum()
+            if cfg.kl_coef > 0:
+                with torch.no_grad():
+                    ref_lp = _token_logprobs(ref, batch)
+                d = ref_lp - lp
+                kl = ((d.exp() - d - 1) * mask).sum() / mask.sum()  # k3: unbiased, non-negative
+                loss = loss + cfg.kl_coef * kl
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
+            opt.step()
+        if progress and (step % 10 == 0 or step == 1):
+            recent = np.mean([c[1] for c in curve[-10:]])
+            log(f"grpo step {step}/{cfg.steps} reward(last10)={recent:.3f} wall={time.monotonic() - t0:.0f}s "
+                f"cpu={time.process_time() - c0:.0f}s")
+    hf.eval()
+    wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    meta: dict[str, Any] = {
+        "name": "tiny-grpo", "init": cfg.init, "trainer": "steering.grpo", "grpo": asdict(cfg), "steps": step,
+        "truncated": truncated, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1), "reward_curve": curve, "weights_dtype": "float16",
+        "recipe": {"eval_style": cfg.style}, "torch_threads": torch.get_num_threads(),
+        "retrain": f"python -m steering.grpo --steps {cfg.steps} --minutes {cfg.max_minutes:g} --seed {cfg.seed}",
+    }
+    out = Path(out_dir)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_zoo_folder(hf, tmp, meta=meta)
+    if cfg.eval_per_steps > 0:
+        from thinklens.zoo.evaluate import evaluate_zoo_model
+
+        res = evaluate_zoo_model(tmp, n_per_steps=cfg.eval_per_steps, style=cfg.style)  # the fp16 weights written
+        meta["eval"] = res.to_json()
+        (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    if out.exists():
+        os.rename(out, old)
+    os.rename(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m steering.grpo [--steps N --minutes M --out DIR]``: make data/zoo/tiny-grpo."""
+    import argparse
+
+    from thinklens.zoo.registry import zoo_dir
+
+    p = argparse.ArgumentParser(prog="python -m steering.grpo", description=__doc__.splitlines()[0])
+    for f in GRPOConfig.__dataclass_fields__.values():
+        if f.name not in ("max_minutes",):
+            p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--out", type=Path, default=zoo_dir() / "tiny-grpo")
+    p.add_argument("--threads", type=int, default=1)
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    kw = {f: getattr(a, f) for f in GRPOConfig.__dataclass_fields__ if f != "max_minutes"}
+    meta = train_grpo(GRPOConfig(max_minutes=a.minutes, **kw), out_dir=a.out)
+    acc = meta.get("eval", {}).get("accuracy", {})
+    print(f"tiny-grpo: {meta['steps']} steps in {meta['train_wall_s']:.0f}s; accuracy " + " ".join(f"{k}:{v:.2f}" for k, v in acc.items()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

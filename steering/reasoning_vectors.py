@@ -1,0 +1,276 @@
+"""Reasoning vectors: task arithmetic in weight space between checkpoints of one lineage.
+
+Zbeeb et al. (arXiv 2509.01363): ``v = theta_a - theta_b`` from two fine-tunes of one init on the same
+data (GRPO minus SFT), then ``theta_target + alpha * v`` on a sibling. Only meaningful within one
+lineage: mismatched architectures or shapes raise a :class:`ThinklensError`; deltas that look like
+unrelated inits (relative to a shared base) raise a :class:`LineageWarning`.
+
+Tensor groups (``all``, ``attention``, ``mlp``, ``no_embeddings``) select which parameters get
+``alpha * v``; tied parameters are counted once (``named_parameters``).
+
+Example:
+    >>> import torch
+    >>> a = {"model.layers.0.mlp.up_proj.weight": torch.ones(2, 2)}
+    >>> b = {"model.layers.0.mlp.up_proj.weight": torch.zeros(2, 2)}
+    >>> ReasoningVector.between(a, b).norm("mlp")
+    2.0
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from thinklens.errors import ThinklensError
+
+#: Tensor groups a vector can be applied to (CLI choices derive from this registry).
+GROUPS: dict[str, str] = {
+    "all": "every parameter",
+    "attention": "self-attention projections only",
+    "mlp": "MLP weights only",
+    "no_embeddings": "everything except token/position embeddings and the LM head",
+}
+_EMBED_KEYS = ("embed_tokens", "wte", "wpe", "lm_head", "embed_positions")
+
+
+class LineageWarning(UserWarning):
+    """The two checkpoints do not look like fine-tunes of one shared init."""
+
+
+def in_group(name: str, group: str) -> bool:
+    """Whether parameter ``name`` belongs to tensor ``group``.
+
+    Example:
+        >>> in_group("model.layers.1.self_attn.q_proj.weight", "attention"), in_group("model.embed_tokens.weight", "no_embeddings")
+        (True, False)
+    """
+    if group not in GROUPS:
+        import difflib
+
+        near = difflib.get_close_matches(str(group), list(GROUPS), n=1)
+        raise ThinklensError.of("tensor group", group, f"one of {', '.join(GROUPS)}",
+                                f"did you mean {near[0]!r}?" if near else "pick a listed group")
+    if group == "all":
+        return True
+    if group == "attention":
+        return ".self_attn." in name or ".attn." in name
+    if group == "mlp":
+        return ".mlp." in name
+    return not any(k in name for k in _EMBED_KEYS)
+
+
+def load_weights(model_or_path: Any) -> tuple[dict[str, Tensor], Any]:
+    """``({name: float32 tensor}, config)`` of an HF model, a HookedModel, a zoo name or a model folder."""
+    if hasattr(model_or_path, "hf"):
+        model_or_path = model_or_path.hf
+    if isinstance(model_or_path, torch.nn.Module):
+        return {n: p.detach().float().cpu() for n, p in model_or_path.named_parameters()}, model_or_path.config
+    return load_weights(load_model(str(model_or_path)))
+
+
+def load_model(name_or_path: str):
+    """An HF causal LM (float32, eval) from a zoo name or a local folder (offline)."""
+    from transformers import AutoModelForCausalLM
+
+    from thinklens.model import resolve_model_path
+
+    path = resolve_model_path(name_or_path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return model.eval()
+
+
+def check_lineage_shapes(a: Mapping[str, Tensor], b: Mapping[str, Tensor], cfg_a: Any = None, cfg_b: Any = None,
+                         what: str = "checkpoints") -> None:
+    """Raise a clear error when two checkpoints have different architectures or tensor shapes."""
+    if cfg_a is not None and cfg_b is not None:
+        for key in ("model_type", "hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size"):
+            va, vb = getattr(cfg_a, key, None), getattr(cfg_b, key, None)
+            if va != vb:
+                raise ThinklensError.of(f"{what} architecture", f"{key}={va} vs {key}={vb}",
+                                        "checkpoints of one architecture (same config shapes)",
+                                        "use checkpoints fine-tuned from one init (e.g. zoo siblings of tiny-pre)")
+    if set(a) != set(b):
+        only = sorted(set(a) ^ set(b))[:3]
+        raise ThinklensError.of(f"{what} tensors", f"names present in only one: {only}", "the same parameter names",
+                                "use checkpoints of one architecture")
+    for n in a:
+        if a[n].shape != b[n].shape:
+            raise ThinklensError.of(f"{what} tensor {n}", f"shape {tuple(a[n].shape)} vs {tuple(b[n].shape)}",
+                                    "equal shapes", "use checkpoints of one architecture and size")
+
+
+def _flat(d: Mapping[str, Tensor], names: Iterable[str]) -> Tensor:
+    return torch.cat([d[n].double().flatten() for n in names])
+
+
+def cosine(a: Mapping[str, Tensor], b: Mapping[str, Tensor], group: str = "all") -> float:
+    """Cosine similarity of two same-named tensor dicts flattened over ``group``."""
+    names = [n for n in sorted(a) if in_group(n, group)]
+    x, y = _flat(a, names), _flat(b, names)
+    den = float(x.norm() * y.norm())
+    return float(x @ y) / den if den > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class LineageReport:
+    """How related two checkpoints look (deltas relative to a shared base, when given)."""
+
+    cos_weights: float
+    """cos(theta_a, theta_b): near 1 for siblings, near 0 for unrelated inits."""
+    cos_deltas: float | None
+    """cos(theta_a - base, theta_b - base)."""
+    rel_delta_a: float | None
+    """||theta_a - base|| / ||base||."""
+    rel_delta_b: float | None
+    """||theta_b - base|| / ||base||."""
+    related: bool
+    """Whether the checks passed (else a LineageWarning was raised)."""
+
+
+def lineage_report(a: Mapping[str, Tensor], b: Mapping[str, Tensor], base: Mapping[str, Tensor] | None = None, *,
+                   min_cos_deltas: float = 0.02, max_rel_delta: float = 0.75, min_cos_weights: float = 0.5) -> LineageReport:
+    """Check that ``a`` and ``b`` look like fine-tunes of one init; warns (:class:`LineageWarning`) if not.
+
+    With a ``base``: each delta must be small relative to the base (an unrelated init is about
+    ``sqrt(2)`` times the base's norm away) and the two deltas not orthogonal. Without: the raw weights
+    must be close (cosine >= ``min_cos_weights``). Only weight matrices count (norm gains start at one
+    in every model).
+    """
+    # Matrices only: norm gains are initialised to ones in every model and would make any two inits look alike.
+    names = [n for n in sorted(a) if a[n].ndim >= 2]
+    cw = float(_flat(a, names) @ _flat(b, names)) / float(_flat(a, names).norm() * _flat(b, names).norm())
+    cd = ra = rb = None
+    reasons = []
+    if base is not None:
+        check_lineage_shapes(a, base, what="base")
+        fb = _flat(base, names)
+        da, db = _flat(a, names) - fb, _flat(b, names) - fb
+        den = float(da.norm() * db.norm())
+        cd = float(da @ db) / den if den > 0 else 0.0
+        ra, rb = float(da.norm() / fb.norm()), float(db.norm() / fb.norm())
+        if max(ra, rb) > max_rel_delta:
+            reasons.append(f"a delta is {max(ra, rb):.2f}x the base's norm (> {max_rel_delta})")
+        if cd < min_cos_deltas:
+            reasons.append(f"cos of the deltas is {cd:.3f} (< {min_cos_deltas})")
+    elif cw < min_cos_weights:
+        reasons.append(f"cos of the weights is {cw:.3f} (< {min_cos_weights})")
+    if reasons:
+        warnings.warn(f"checkpoints look unrelated ({'; '.join(reasons)}): a reasoning vector is only meaningful "
+                      "between fine-tunes of one init", LineageWarning, stacklevel=2)
+    return LineageReport(cw, cd, ra, rb, not reasons)
+
+
+@dataclass(frozen=True)
+class ReasoningVector:
+    """``delta = theta_a - theta_b`` per parameter name (float32, CPU)."""
+
+    delta: dict[str, Tensor]
+    """Parameter name -> difference tensor."""
+    label: str = "a - b"
+    """What was subtracted from what."""
+
+    @classmethod
+    def between(cls, a: Mapping[str, Tensor], b: Mapping[str, Tensor], label: str = "a - b") -> "ReasoningVector":
+        check_lineage_shapes(a, b)
+        return cls({n: (a[n].float() - b[n].float()) for n in a}, label)
+
+    def norm(self, group: str = "all") -> float:
+        names = [n for n in sorted(self.delta) if in_group(n, group)]
+        return float(_flat(self.delta, names).norm()) if names else 0.0
+
+    def norms(self) -> dict[str, float]:
+        return {g: self.norm(g) for g in GROUPS}
+
+
+def reasoning_vector(a: Any, b: Any, base: Any = None) -> tuple[ReasoningVector, LineageReport]:
+    """``theta_a - theta_b`` from models, zoo names or folders, with the lineage checks.
+
+    Example:
+        >>> # v, report = reasoning_vector("data/zoo/tiny-grpo", "tiny-cot", base="tiny-pre")
+    """
+    wa, ca = load_weights(a)
+    wb, cb = load_weights(b)
+    check_lineage_shapes(wa, wb, ca, cb)
+    wbase = None
+    if base is not None:
+        wbase, cbase = load_weights(base)
+        check_lineage_shapes(wa, wbase, ca, cbase, what="base")
+    report = lineage_report(wa, wb, wbase)
+    return ReasoningVector.between(wa, wb, label=f"{a} - {b}"), report
+
+
+def _check_alpha(alpha: float) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
+        raise ThinklensError.of("alpha", alpha, "a finite number", "pass e.g. --alphas -1,0,0.5,1")
+    return float(alpha)
+
+
+@torch.no_grad()
+def apply_vector(target: torch.nn.Module, v: ReasoningVector, alpha: float, group: str = "all") -> torch.nn.Module:
+    """A copy of ``target`` with ``alpha * v`` added to the parameters of ``group`` (target untouched)."""
+    alpha = _check_alpha(alpha)
+    params = dict(target.named_parameters())
+    check_lineage_shapes({n: p for n, p in params.items()}, v.delta, what="target")
+    merged = copy.deepcopy(target)
+    for name, p in merged.named_parameters():
+        if in_group(name, group):
+            p.add_(alpha * v.delta[name].to(p.device, p.dtype))
+    return merged.eval()
+
+
+def vector_stats(v: ReasoningVector, target: Mapping[str, Tensor], base: Mapping[str, Tensor] | None = None) -> dict[str, Any]:
+    """Norms per group, the target's norm, and cosines of v with the target's own delta from ``base``."""
+    out: dict[str, Any] = {"label": v.label, "norms": v.norms(),
+                           "target_norm": float(_flat(target, sorted(target)).norm())}
+    out["relative_norm"] = out["norms"]["all"] / out["target_norm"]
+    if base is not None:
+        own = {n: target[n] - base[n] for n in target}
+        out["cos_with_target_delta"] = {g: cosine(v.delta, own, g) for g in GROUPS}
+    return out
+
+
+def alpha_sweep(target: torch.nn.Module, v: ReasoningVector, alphas: Sequence[float], evaluate: Callable[[Any], dict[str, Any]],
+                groups: Sequence[str] = ("all",), progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Evaluate ``target + alpha * v`` for every group and alpha; one row per pair with the
+    ``evaluate(model)`` fields (e.g. accuracy). Alpha 0 is the target itself."""
+    alphas = [_check_alpha(a) for a in alphas]
+    for g in groups:
+        in_group("x", g)  # validates the name before any work
+    rows = []
+    at_zero: dict[str, Any] | None = None  # alpha 0 is the target itself in every group: evaluate it once
+    for g in groups:
+        for a in alphas:
+            if a == 0 and at_zero is not None:
+                row = {"group": g, "alpha": a, **at_zero}
+            else:
+                model = apply_vector(target, v, a, g)
+                res = evaluate(model)
+                del model
+                at_zero = res if a == 0 else at_zero
+                row = {"group": g, "alpha": a, **res}
+            rows.append(row)
+            if progress:
+                progress(f"{g} alpha={a:+.2f} " + " ".join(f"{k}={val:.3f}" for k, val in row.items()
+                                                            if isinstance(val, float) and k != "alpha"))
+    return rows
+
+
+def save_merged(model: torch.nn.Module, tokenizer: Any, out_dir: str | Path, meta: dict[str, Any] | None = None) -> Path:
+    """Save a merged model in HF format (``save_pretrained`` + tokenizer), loadable by ``HookedModel.load``."""
+    import json
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    if meta is not None:
+        (out / "merge.json").write_text(json.dumps(meta, indent=2))
+    return out

@@ -1,0 +1,335 @@
+"""SAEs with sae-lens on a HookedModel site: train from local data, load any sae-lens folder, evaluate.
+
+Training goes through sae-lens's own ``LanguageModelSAETrainingRunner`` with its ``HookedProxyLM``
+(hook names are HF module paths, sae-lens's convention for ``AutoModelForCausalLM`` SAEs) and an
+override dataset (:func:`steering.data.token_rows`), W&B off, small buffers. The folder it writes is
+sae-lens's format (``cfg.json`` + ``sae_weights.safetensors``), loadable by
+``sae_lens.SAE.load_from_disk``; we add ``metadata.thinklens_site`` and a ``thinklens_metrics.json``.
+Metrics are sae-lens's ``run_evals``: explained variance, L0, dead features, CE loss recovered.
+
+Example:
+    >>> from thinklens.testing import build_tiny_model
+    >>> import tempfile                                                              # doctest: +SKIP
+    >>> m = HookedModel.load(str(build_tiny_model("llama", tempfile.mkdtemp())))      # doctest: +SKIP
+    >>> sae, metrics = train_sae(m, ["w1 w2 w3"] * 64, SAETrainConfig(site="resid_post.0", d_sae=64,
+    ...                          k=4, training_tokens=4096), out_dir=tempfile.mkdtemp())  # doctest: +SKIP
+    >>> load_sae(out).cfg.d_sae                                                      # doctest: +SKIP
+    64
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+import signal
+from collections.abc import Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from steering.data import special_ids, token_rows
+from thinklens.errors import ThinklensError
+from thinklens.sites import Site
+
+if TYPE_CHECKING:
+    from sae_lens import SAE
+
+    from thinklens.model import HookedModel
+
+METRICS_FILE = "thinklens_metrics.json"
+
+
+def architectures() -> list[str]:
+    """Trainable SAE architectures, read from sae-lens's registry (CLI choices derive from it)."""
+    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY
+
+    return sorted(SAE_TRAINING_CLASS_REGISTRY)
+
+
+@dataclass(frozen=True)
+class SAETrainConfig:
+    """How to train one SAE with sae-lens (tiny CPU-friendly defaults)."""
+
+    site: str = "resid_post.2"
+    """Where the SAE reads (a block output such as resid_post.2, or mlp_out/attn_out/embed/final_norm)."""
+    architecture: str = "topk"
+    """An sae-lens training architecture (topk, batchtopk, standard, jumprelu, ...)."""
+    d_sae: int = 1024
+    """Number of SAE features (latents)."""
+    k: int = 32
+    """Active features per token for topk-style architectures (the L0 budget)."""
+    l1_coefficient: float = 5.0
+    """Sparsity penalty for the standard (L1) architecture."""
+    l0_coefficient: float = 1.0
+    """Sparsity penalty for jumprelu."""
+    training_tokens: int = 1_000_000
+    """Activations seen in training (pad/bos/eos positions excluded)."""
+    train_batch_size_tokens: int = 4096
+    """Activations per optimizer step."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    lr_warm_up_steps: int = 20
+    """Linear warmup steps."""
+    context_size: int | None = None
+    """Row width in tokens (None: the longest text)."""
+    store_batch_size_prompts: int = 32
+    """Rows per model forward when filling the activation buffer."""
+    n_batches_in_buffer: int = 8
+    """Buffer size in rows of ``context_size`` tokens (sae-lens's unit); raised to hold two training
+    batches, since sae-lens refuses a buffer smaller than one. Keep it small on small datasets."""
+    n_eval_batches: int = 8
+    """Batches of ``store_batch_size_prompts`` rows used by the metrics."""
+    seed: int = 0
+    """Seed of the SAE init and of the buffer shuffling (a forked RNG; global state untouched)."""
+    device: str = "cpu"
+    """Device of the SAE and of the model copy."""
+
+    def __post_init__(self) -> None:
+        for name in ("d_sae", "k", "training_tokens", "train_batch_size_tokens", "store_batch_size_prompts",
+                     "n_batches_in_buffer", "n_eval_batches"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ThinklensError.of(f"SAETrainConfig.{name}", v, "a positive integer", f"pass e.g. {name}=32")
+        if self.k > self.d_sae:
+            raise ThinklensError.of("SAETrainConfig.k", self.k, f"at most d_sae={self.d_sae}", "lower k or raise d_sae")
+        if not self.lr > 0:
+            raise ThinklensError.of("SAETrainConfig.lr", self.lr, "a positive number", "pass lr=1e-3")
+
+
+# ---------------------------------------------------------------- sites <-> sae-lens hook names
+
+_TL_KINDS = {"resid_post": "resid_post", "resid_pre": "resid_pre", "mlp_out": "mlp_out", "attn_out": "attn_out",
+             "out": "resid_post", "in": "resid_pre"}
+_TL_RE = re.compile(r"^blocks\.(\d+)\.hook_(resid_post|resid_pre|mlp_out|attn_out|out|in)$")
+
+
+def output_site(model: "HookedModel", site: Site | str) -> Site:
+    """The site whose module *output* equals ``site`` (``resid_pre.i`` is ``resid_post.{i-1}``).
+
+    sae-lens's proxy hooks module outputs only, so input-side sites are mapped to the same tensor.
+    """
+    s = model.resolve_site(site)
+    _, where = model.adapter.module_path(s)
+    if where == "output":
+        return s
+    if s.kind == "resid_pre" and s.layer and s.layer > 0:
+        return Site("resid_post", s.layer - 1)
+    raise ThinklensError.of("SAE site", str(s), "a site that is a module output (resid_post.i, mlp_out.i, attn_out.i, "
+                            "embed, final_norm, or resid_pre.i with i > 0)", "train at embed or resid_post.0 instead")
+
+
+def hook_name(model: "HookedModel", site: Site | str) -> str:
+    """The sae-lens hook name (HF module path) of a site."""
+    return model.adapter.module_path(output_site(model, site))[0]
+
+
+def sae_site(sae: "SAE", model: "HookedModel") -> Site:
+    """The model site an SAE reads, from its metadata (ours, an HF module path, or TransformerLens names).
+
+    Example: ``blocks.3.hook_resid_post`` -> ``resid_post.3``; ``model.layers.3`` -> ``resid_post.3``.
+    """
+    md = sae.cfg.metadata
+    ours = md.get("thinklens_site") if hasattr(md, "get") else None
+    if ours:
+        return model.resolve_site(ours)
+    name = getattr(md, "hook_name", None) or ""
+    m = _TL_RE.match(name)
+    if m:
+        return model.resolve_site(Site(_TL_KINDS[m.group(2)], int(m.group(1))))
+    for s in model.sites:
+        path, where = model.adapter.module_path(s)
+        if where == "output" and path == name:
+            return s
+    raise ThinklensError.of("SAE hook name", name or None, "an HF module path of this model or blocks.<i>.hook_<kind>",
+                            "pass the site explicitly (--site resid_post.2)")
+
+
+def check_sae(model: "HookedModel", sae: "SAE", site: Site | str | None = None) -> Site:
+    """Resolve the SAE's site on ``model`` and check its width; returns the site."""
+    s = model.resolve_site(site) if site is not None else sae_site(sae, model)
+    want = model.site_width(s)
+    if int(sae.cfg.d_in) != want:
+        raise ThinklensError.of("SAE width", f"d_in={sae.cfg.d_in}", f"{want} (the width of {s} on {model.name})",
+                                "use an SAE trained on this model and site, or train one: `thinklens sae train`")
+    return s
+
+
+def check_feature(sae: "SAE", feature: int) -> int:
+    """``feature`` if it indexes a latent of ``sae``; else a clear error."""
+    n = int(sae.cfg.d_sae)
+    if isinstance(feature, bool) or not isinstance(feature, int) or not 0 <= feature < n:
+        raise ThinklensError.of("feature index", feature, f"an integer in 0..{n - 1} (this SAE has {n} features)",
+                                "pick a feature from the feature browser or the steer job's results")
+    return feature
+
+
+def load_sae(path: str | Path, device: str = "cpu") -> "SAE":
+    """Load any sae-lens SAE folder (``cfg.json`` + ``sae_weights.safetensors``) with sae-lens itself."""
+    from sae_lens import SAE
+
+    p = Path(path)
+    if not (p / "cfg.json").is_file() or not (p / "sae_weights.safetensors").is_file():
+        raise ThinklensError.of("SAE folder", str(p), "an sae-lens folder holding cfg.json and sae_weights.safetensors",
+                                "train one with `thinklens sae train` or point at a saved sae-lens SAE")
+    sae = SAE.load_from_disk(str(p), device=device)
+    sae.eval()
+    return sae
+
+
+def read_metrics(path: str | Path) -> dict[str, Any] | None:
+    """The ``thinklens_metrics.json`` written next to a trained SAE, if any."""
+    p = Path(path) / METRICS_FILE
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+# ---------------------------------------------------------------- sae-lens plumbing
+
+def _proxy(model: "HookedModel", name: str, device: str):
+    """sae-lens's HookedProxyLM over a *copy*: it registers forward hooks it never removes."""
+    from sae_lens.load_model import HookedProxyLM
+
+    hf = copy.deepcopy(model.hf).to(device)
+    hf.eval()
+    return HookedProxyLM(hf, model.tokenizer, hook_names=[name])
+
+
+@contextmanager
+def _quiet_training(seed: int):
+    """Fork the RNG (sae-lens inits and shuffles from the global one), restore the signal handlers
+    sae-lens installs for SIGINT/SIGTERM and its logger level, so training leaves no global state behind."""
+    import logging
+    import warnings
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    log = logging.getLogger("sae_lens")
+    level = log.level
+    log.setLevel(logging.ERROR)  # "you passed an override dataset/model" is what we mean to do
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        torch.manual_seed(seed)
+        try:
+            yield
+        finally:
+            log.setLevel(level)
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+def _flatten_metrics(all_metrics: dict[str, Any], feature_metrics: dict[str, Any], d_sae: int) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for group in all_metrics.values():
+        flat.update({k: float(v) for k, v in group.items()})
+    dens = feature_metrics.get("feature_density")
+    if dens is not None:
+        dens = torch.as_tensor(dens)
+        flat["dead_features"] = int((dens == 0).sum())
+        flat["dead_fraction"] = float((dens == 0).float().mean())
+    flat["ce_loss_recovered"] = flat.get("ce_loss_score")
+    flat["d_sae"] = d_sae
+    return flat
+
+
+def _evals(sae: "SAE", proxy, store, n_batches: int, exclude: list[int]) -> dict[str, Any]:
+    from sae_lens.evals import EvalConfig, run_evals
+    from sae_lens.training.activation_scaler import ActivationScaler
+
+    ec = EvalConfig(n_eval_reconstruction_batches=n_batches, n_eval_sparsity_variance_batches=n_batches,
+                    compute_ce_loss=True, compute_kl=True, compute_l2_norms=True, compute_sparsity_metrics=True,
+                    compute_variance_metrics=True, compute_featurewise_density_statistics=True)
+    was_training = sae.training
+    sae.eval()
+    try:
+        metrics, feats = run_evals(sae, store, proxy, ActivationScaler(), ec, exclude_special_tokens=exclude)
+    finally:
+        sae.train(was_training)
+    return _flatten_metrics(metrics, feats, int(sae.cfg.d_sae))
+
+
+def _sae_config(cfg: SAETrainConfig, d_in: int):
+    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY
+
+    if cfg.architecture not in SAE_TRAINING_CLASS_REGISTRY:
+        import difflib
+
+        near = difflib.get_close_matches(cfg.architecture, list(SAE_TRAINING_CLASS_REGISTRY), n=1)
+        raise ThinklensError.of("SAE architecture", cfg.architecture, f"one of {', '.join(architectures())}",
+                                f"did you mean {near[0]!r}?" if near else "pick one of the listed architectures")
+    cls = SAE_TRAINING_CLASS_REGISTRY[cfg.architecture][1]
+    names = {f.name for f in dataclasses.fields(cls)}
+    extra = {k: getattr(cfg, k) for k in ("k", "l1_coefficient", "l0_coefficient") if k in names}
+    return cls(d_in=d_in, d_sae=cfg.d_sae, device=cfg.device, **extra)
+
+
+def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *,
+              out_dir: str | Path) -> tuple["SAE", dict[str, Any]]:
+    """Train an SAE with sae-lens on ``cfg.site`` of ``model`` from local ``texts``; save and evaluate it.
+
+    Returns the SAE as loaded back from ``out_dir`` (sae-lens format) and sae-lens's metrics
+    (also written to ``out_dir/thinklens_metrics.json``).
+    """
+    from sae_lens import LanguageModelSAERunnerConfig, LanguageModelSAETrainingRunner, LoggingConfig
+
+    site = model.resolve_site(cfg.site)
+    name = hook_name(model, site)
+    exclude = special_ids(model.tokenizer)
+    ds = token_rows(model.tokenizer, texts, cfg.context_size).shuffle(seed=cfg.seed)
+    width = len(ds[0]["input_ids"])
+    n_buffer = max(cfg.n_batches_in_buffer, -(-2 * cfg.train_batch_size_tokens // width))
+    out = Path(out_dir)
+    runner_cfg = LanguageModelSAERunnerConfig(
+        sae=_sae_config(cfg, model.site_width(site)), model_name=str(model.name), model_class_name="AutoModelForCausalLM",
+        hook_name=name, dataset_path=f"local:{len(texts)} texts", is_dataset_tokenized=True, streaming=False,
+        context_size=width, training_tokens=cfg.training_tokens, train_batch_size_tokens=cfg.train_batch_size_tokens,
+        store_batch_size_prompts=cfg.store_batch_size_prompts, n_batches_in_buffer=n_buffer,
+        lr=cfg.lr, lr_warm_up_steps=cfg.lr_warm_up_steps, seed=cfg.seed, device=cfg.device, prepend_bos=False,
+        logger=LoggingConfig(log_to_wandb=False), checkpoint_path=None, output_path=str(out),
+        exclude_special_tokens=exclude, n_eval_batches=cfg.n_eval_batches, verbose=False,
+        n_batches_for_norm_estimate=8, dead_feature_window=max(50, cfg.training_tokens // cfg.train_batch_size_tokens // 4),
+        feature_sampling_window=max(100, cfg.training_tokens // cfg.train_batch_size_tokens // 2),
+    )
+    with _quiet_training(cfg.seed):  # sae-lens shows its own progress bar (tqdm reads its settings at import)
+        runner = LanguageModelSAETrainingRunner(runner_cfg, override_dataset=ds,
+                                                override_model=_proxy(model, name, cfg.device))
+        runner.sae.cfg.metadata.thinklens_site = str(site)
+        trained = runner.run()
+        metrics = _evals(trained, runner.model, runner.activations_store, cfg.n_eval_batches, exclude)
+    metrics.update(site=str(site), hook_name=name, architecture=cfg.architecture, k=cfg.k,
+                   training_tokens=cfg.training_tokens, n_texts=len(texts))
+    (out / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
+    return load_sae(out, device=cfg.device), metrics
+
+
+def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site: Site | str | None = None,
+                 n_batches: int = 8, batch_prompts: int = 32, context_size: int | None = None) -> dict[str, Any]:
+    """sae-lens's metrics for any SAE on ``model`` over local ``texts`` (explained variance, L0,
+    dead features, CE loss recovered, KL)."""
+    from sae_lens.training.activations_store import ActivationsStore
+
+    s = check_sae(model, sae, site)
+    name = hook_name(model, s)
+    ds = token_rows(model.tokenizer, texts, context_size)
+    width = len(ds[0]["input_ids"])
+    device = str(sae.cfg.device)
+    proxy = _proxy(model, name, device)
+    exclude = special_ids(model.tokenizer)
+    # Evals read hook_name from the SAE's metadata; a foreign SAE may name its hook differently.
+    old = sae.cfg.metadata.hook_name
+    sae.cfg.metadata.hook_name = name
+    try:
+        with _quiet_training(0):
+            store = ActivationsStore(
+                model=proxy, dataset=ds, streaming=False, hook_name=name, hook_head_index=None, context_size=width,
+                d_in=int(sae.cfg.d_in), n_batches_in_buffer=2, total_training_tokens=10**9,
+                store_batch_size_prompts=batch_prompts, train_batch_size_tokens=4096, prepend_bos=False,
+                normalize_activations="none", device=torch.device(device), dtype="float32",
+                exclude_special_tokens=torch.tensor(exclude),
+            )
+            return _evals(sae, proxy, store, n_batches, exclude) | {"site": str(s), "hook_name": name}
+    finally:
+        sae.cfg.metadata.hook_name = old

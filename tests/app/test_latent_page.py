@@ -1,0 +1,60 @@
+"""The latent-reasoning page renders a latent-eval run (table, figures, decoding) and a training run."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from latent import figures
+from thinklens.runs import RunFolder
+
+PAGE = Path(__file__).resolve().parents[2] / "app" / "pages" / "6_Latent_reasoning.py"
+
+ROWS = [
+    {"label": "CoT-SFT", "method": "cot", "problems": "3-4 steps", "accuracy": 0.85, "reasoning_positions": 24.5,
+     "compression": 1.0, "train_s": 200.0, "n": 10},
+    {"label": "CODI", "method": "codi", "problems": "3-4 steps", "accuracy": 0.8, "reasoning_positions": 6.0,
+     "compression": 4.1, "train_s": 500.0, "n": 10},
+]
+DECODING = [{"question": "Tom has 3 apples . Tom buys 2 more . How many apples does Tom have ?", "answer": 5, "cot": "<<3+2=5>>",
+             "steps": 1, "methods": {
+                 "tiny-codi": {"text": "#### 5", "correct": True, "latents": [{"tokens": ["5", "=", "3", "+", "2"],
+                                                                               "probs": [0.5, 0.2, 0.1, 0.1, 0.1]}]},
+                 "tiny-latent-sft": {"text": "#### 4", "correct": False, "latents": [
+                     {"tokens": ["<<", "3"], "probs": [0.6, 0.4], "entropy": 0.67, "exp_entropy": 1.96}]},
+                 "tiny-cot": {"text": "<< 3 + 2 = 5 >> #### 5", "correct": True, "latents": []}}}]
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
+    run = RunFolder.create("latent-eval", {"n": 10}, root=tmp_path, run_id="table")
+    run.write_result("table", ROWS)
+    run.write_result("decoding", DECODING)
+    run.write_result("seek", {"summary": {"cot_accuracy": 0.5, "seek_accuracy": 0.8, "mean_iterations": 2.0}})
+    run.write_figure("accuracy", figures.table_figure(ROWS))
+    run.write_figure("seek_budget", figures.budget_figure([0.5, 0.7, 0.8]))
+    run.finish({})
+    tr = RunFolder.create("latent-train", {"method": "codi"}, root=tmp_path, run_id="codi-seed0")
+    tr.write_result("metrics", {"method": "codi", "steps": 2, "train_wall_s": 1.0, "processes": 1,
+                                "history": [{"step": 0, "phase": "codi", "loss": 3.0}, {"step": 1, "phase": "codi", "loss": 2.0}]})
+    tr.finish({})
+    return tmp_path
+
+
+def test_latent_page_shows_table_and_decoding(runs):
+    at = AppTest.from_file(str(PAGE), default_timeout=60).run()
+    assert not at.exception
+    assert not at.error
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["CoT-SFT", "CODI"]
+    assert len(at.get("plotly_chart")) >= 3  # accuracy, LatentSeek budget, Latent-SFT entropy
+    assert any("5" in df.value.to_string() for df in at.dataframe[1:])  # a decoded latent's top tokens
+    at.selectbox(key="latent-problem").set_value(0).run()
+    assert not at.exception
+
+
+def test_latent_page_without_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
+    at = AppTest.from_file(str(PAGE), default_timeout=60).run()
+    assert not at.exception and at.info

@@ -1,0 +1,88 @@
+"""The Steering page (AppTest): feature browser, live steering (steered vs unsteered), sweeps, hybrid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PAGE = str(Path(__file__).resolve().parents[2] / "app" / "pages" / "4_Steering.py")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A real `sae` run on a tiny model (text-file data) plus small reasoning-vector and hybrid runs."""
+    import random
+
+    from steering import figures
+    from steering.jobs import SAEJobConfig, run_sae_job
+    from steering.sae import SAETrainConfig
+    from thinklens import HookedModel
+    from thinklens.runs import RunFolder
+    from thinklens.testing import build_tiny_model
+
+    root = tmp_path_factory.mktemp("app-steer")
+    model_dir = build_tiny_model("llama", root / "model", d_model=32, n_layers=2)
+    rng = random.Random(0)
+    data = root / "texts.txt"
+    data.write_text("\n".join(" ".join(f"w{rng.randrange(40)}" for _ in range(rng.randrange(4, 12))) for _ in range(120)))
+    job = SAEJobConfig(model=str(model_dir), data=str(data), n_texts=120, eval_texts=32, stats_traces=8)
+    sae_cfg = SAETrainConfig(site="resid_post.0", d_sae=32, k=4, training_tokens=6000, train_batch_size_tokens=256,
+                             store_batch_size_prompts=8, n_batches_in_buffer=4, n_eval_batches=1)
+    run = RunFolder.create("sae", {"job": job, "sae": sae_cfg}, root=root / "runs", run_id="tiny")
+    run_sae_job(HookedModel.load(str(model_dir)), job, sae_cfg, run, log=lambda s: None)
+    rv = RunFolder.create("reasoning-vector", {"a": "x"}, root=root / "runs", run_id="rv")
+    rows = [{"group": g, "alpha": a, "accuracy": 0.5 + 0.1 * a} for g in ("all", "mlp") for a in (-1.0, 0.0, 1.0)]
+    rv.write_result("alpha_sweep", rows)
+    rv.write_figure("alpha_sweep", figures.alpha_sweep_figure(rows))
+    rv.write_result("vector", {"norms": {"all": 1.0}})
+    rv.finish({})
+    hy = RunFolder.create("hybrid", {"b": "x"}, root=root / "runs", run_id="hy")
+    res = {m: {"accuracy": a, "fired_fraction": f, "changed_fraction": f / 2, "gap_recovered": None}
+           for m, a, f in (("base", 0.3, 0.0), ("thinking", 0.8, 0.0), ("hybrid", 0.6, 0.12))}
+    hy.write_result("hybrid", res)
+    hy.write_figure("hybrid", figures.hybrid_figure(res))
+    hy.finish({})
+    return root / "runs"
+
+
+def _app(runs, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("THINKLENS_RUNS", str(runs))
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_feature_browser(runs, monkeypatch):
+    at = _app(runs, monkeypatch)
+    assert any("explained variance" == m.label for m in at.metric)
+    assert at.number_input(key="feature").value >= 0
+    at.number_input(key="feature").set_value(3)
+    at.text_input(key="trace-prompt").set_value("w1 w2 w3")
+    at.button(key="trace-btn").click()
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= 2  # the correlation figure and the trace
+
+
+def test_live_steering_side_by_side(runs, monkeypatch):
+    at = _app(runs, monkeypatch)
+    at.text_input(key="live-prompt").set_value("w5 w6 w7")
+    at.number_input(key="live-feature").set_value(2)
+    at.slider(key="live-coeff").set_value(2.0)
+    at.button(key="steer-btn").click()
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    texts = [c.value for c in at.code]
+    assert len(texts) >= 2
+    assert any(md.value.startswith("**steered**") for md in at.markdown)
+
+
+def test_sweep_and_hybrid_tabs(runs, monkeypatch):
+    at = _app(runs, monkeypatch)
+    assert not at.error
+    frames = at.dataframe
+    assert len(frames) >= 3  # features, alpha sweep, hybrid modes

@@ -1,0 +1,107 @@
+"""The trainer: kill + resume ends like an uninterrupted run, LoRA, run folders, saved models, bad input."""
+
+import json
+
+import pytest
+import torch
+
+from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig
+from latent.data import add_latent_tokens, examples_from_jsonl, latent_tokens
+from latent.methods import load_latent_model
+from latent.train import train_latent
+from thinklens.errors import ThinklensError
+
+
+class Killed(Exception):
+    pass
+
+
+def _kill_at(step):
+    def hook(g):
+        if g == step:
+            raise Killed
+    return hook
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: CODIConfig(model=m, steps=4, batch_size=4, ckpt_every=2, eval_n=1),
+    lambda m: CoconutConfig(model=m, max_stage=1, stage_steps=2, final_stage_steps=2, batch_size=4, ckpt_every=5, eval_n=1),
+], ids=["codi-mid-phase", "coconut-across-stages"])
+def test_killed_and_resumed_run_ends_with_the_same_metrics(zoo_like_dir, tmp_path, make):
+    cfg = make(str(zoo_like_dir))
+    straight = train_latent(cfg, run_root=tmp_path / "a", progress=False)
+    with pytest.raises(Killed):
+        train_latent(cfg, run_root=tmp_path / "b", progress=False, on_step=_kill_at(3))
+    resumed = train_latent(cfg, run_root=tmp_path / "b", progress=False)
+    assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in straight["history"]]
+    assert resumed["eval"] == straight["eval"]
+    run = tmp_path / "b" / "latent-train" / f"{cfg.to_json()['method']}-seed0"
+    ckpt = run / "checkpoint"
+    assert {p.name for p in ckpt.iterdir()} == {"model.safetensors", "optimizer.safetensors", "state.json"}
+    assert json.loads((run / "meta.json").read_text())["status"] == "done"
+
+
+def test_saved_model_reloads_and_infers_the_same(zoo_like_dir, tmp_path, examples):
+    cfg = CODIConfig(model=str(zoo_like_dir), steps=2, batch_size=4, eval_n=0, n_latents=3)
+    train_latent(cfg, run_root=tmp_path, progress=False, out=tmp_path / "tiny-codi")
+    lm = load_latent_model(str(tmp_path / "tiny-codi"))
+    assert lm.method == "codi" and (tmp_path / "tiny-codi" / "projection.safetensors").is_file()
+    res = lm.infer(examples[:2])
+    assert res[0]["latent_steps"] == 3 and len(res[0]["latents"][0]["tokens"]) == 5
+    size = sum(p.stat().st_size for p in (tmp_path / "tiny-codi").iterdir())
+    assert size < 5 * 2**20
+
+
+def test_lora_trains_only_adapters_and_merges(zoo_like_dir, tmp_path, examples):
+    cfg = CODIConfig(model=str(zoo_like_dir), steps=2, batch_size=4, eval_n=0, n_latents=2, lora_r=4, lr=1e-2)
+    from latent.train import _trainable, prepare
+
+    model, module, _ = prepare(cfg)
+    names = [n for n, _ in _trainable(module, cfg)]
+    assert names and all("lora_" in n or n.startswith("prj.") for n in names)
+    before = module.student_outputs(examples[:2])
+    from latent.checkpoint import merge_lora
+
+    merge_lora(model.hf)
+    assert not any("lora_" in n for n, _ in model.hf.named_parameters())
+    assert torch.allclose(module.student_outputs(examples[:2]), before, atol=1e-5)  # B = 0 at init: merge is exact
+    train_latent(cfg, run_root=tmp_path, progress=False, out=tmp_path / "m")
+    assert not any("lora" in k for k in json.loads((tmp_path / "m" / "config.json").read_text()))
+
+
+def test_missing_special_tokens_is_a_clear_error_and_can_be_added(tiny_dirs):
+    from thinklens import HookedModel
+
+    m = HookedModel.load(str(tiny_dirs["llama"]))  # a word tokenizer without <bot> ...
+    with pytest.raises(ThinklensError, match="add_latent_tokens"):
+        latent_tokens(m.tokenizer)
+    n = m.hf.get_input_embeddings().weight.shape[0]
+    m2 = add_latent_tokens(m)
+    assert latent_tokens(m2.tokenizer).bot >= 0 and m2.hf.get_input_embeddings().weight.shape[0] >= n
+    with pytest.raises(ThinklensError):
+        latent_tokens(m.tokenizer)  # the caller's tokenizer is untouched
+
+
+def test_dataset_without_cot_is_a_clear_error(tmp_path, model):
+    f = tmp_path / "d.jsonl"
+    f.write_text('{"question": "Tom has 3 apples. How many?", "answer": "#### 3"}\n')
+    with pytest.raises(ThinklensError, match="no chain of thought"):
+        examples_from_jsonl(str(f), model.tokenizer, need_cot=True)
+    g = tmp_path / "e.jsonl"
+    g.write_text('{"question": "Tom has 3 apples . He buys 2 more .", "cot": "<<3+2=5>>", "answer": 5}\n')
+    (ex,) = examples_from_jsonl(str(g), model.tokenizer, need_cot=True)
+    assert ex.value == 5 and len(ex.steps) == 1
+
+
+@pytest.mark.parametrize("bad", [dict(n_latents=0), dict(steps=0), dict(lr=-1.0), dict(min_steps=5, max_steps=2)])
+def test_bad_configs(bad):
+    with pytest.raises(ThinklensError, match="fix"):
+        CODIConfig(**bad)
+
+
+def test_latent_sft_phases_run(zoo_like_dir, tmp_path):
+    cfg = LatentSFTConfig(model=str(zoo_like_dir), encoder_steps=1, decoder_steps=1, joint_steps=1, stage2_steps=1,
+                          batch_size=2, eval_n=1, max_latent_steps=3)
+    m = train_latent(cfg, run_root=tmp_path, progress=False)
+    assert [h["phase"] for h in m["history"]] == ["encoder", "decoder", "joint", "stage2"]
+    assert "kl" in m["history"][-1]

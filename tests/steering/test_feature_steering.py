@@ -1,0 +1,93 @@
+"""Feature steering: AddVector of a decoder row, clamping with the error term kept (exactness oracles)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from steering.feature_steering import ClampFeature, add_feature, clamp_feature, equal_norm_arms, feature_direction
+from thinklens import Site, ThinklensError
+
+PROMPTS = ["w1 w2 w3 w4 w5", "w7 w8 w9"]
+SITE = Site("resid_post", 0)
+
+
+def test_clamp_scale_one_changes_nothing(tiny_llama, random_sae):
+    base = tiny_llama.forward_with(PROMPTS)
+    got = tiny_llama.forward_with(PROMPTS, [clamp_feature(SITE, random_sae, 5, 1.0, mode="scale")])
+    assert torch.equal(base, got)
+
+
+def test_clamp_to_own_value_changes_nothing(tiny_llama, random_sae):
+    acts = tiny_llama.capture(PROMPTS[:1], [SITE]).acts[SITE]  # [1, pos, d]
+    with torch.no_grad():
+        z = random_sae.encode(acts)
+    pos = 3
+    f = int(z[0, pos].argmax())  # an active feature there
+    own = float(z[0, pos, f])
+    assert own > 0
+    base = tiny_llama.forward_with(PROMPTS[:1])
+    got = tiny_llama.forward_with(PROMPTS[:1], [clamp_feature(SITE, random_sae, f, own, positions=[pos])])
+    assert (base - got).abs().max() <= 1e-6
+
+
+def test_clamp_changes_output_and_keeps_error_term(tiny_llama, random_sae):
+    acts = tiny_llama.capture(PROMPTS, [SITE]).acts[SITE]
+    iv = clamp_feature(SITE, random_sae, 7, 3.0)
+    steered = tiny_llama.capture(PROMPTS, [SITE], interventions=[iv]).acts[SITE]
+    z = random_sae.encode(acts)
+    z2 = z.clone()
+    z2[..., 7] = 3.0
+    oracle = acts + (random_sae.decode(z2) - random_sae.decode(z))  # hand-written formula
+    mask = tiny_llama.tokenize(PROMPTS)["attention_mask"].bool()
+    assert torch.allclose(steered[mask], oracle[mask], atol=1e-6)
+    assert not torch.equal(steered, acts)
+
+
+def test_add_feature_is_exact(tiny_llama, random_sae):
+    orig = tiny_llama.capture(PROMPTS, [SITE]).acts[SITE]
+    iv = add_feature(SITE, random_sae, 11, 2.5)
+    steered = tiny_llama.capture(PROMPTS, [SITE], interventions=[iv]).acts[SITE]
+    mask = tiny_llama.tokenize(PROMPTS)["attention_mask"].bool()
+    v = 2.5 * random_sae.W_dec[11].detach()
+    assert torch.equal(steered[mask], (orig + v)[mask])
+    assert torch.equal(steered[~mask], orig[~mask])  # padding untouched
+
+
+def test_steered_generation_differs(tiny_llama, random_sae):
+    plain = tiny_llama.generate(PROMPTS, max_new_tokens=6)
+    steered = tiny_llama.generate(PROMPTS, max_new_tokens=6, interventions=[add_feature(SITE, random_sae, 3, 50.0)])
+    assert [t.token_ids for t in plain] != [t.token_ids for t in steered]
+    assert [t.token_ids for t in plain] == [t.token_ids for t in tiny_llama.generate(PROMPTS, max_new_tokens=6)]
+
+
+def test_hooks_removed_after_exception(tiny_llama, random_sae):
+    with pytest.raises(RuntimeError):
+        with tiny_llama.intervene([clamp_feature(SITE, random_sae, 1, 2.0)]):
+            raise RuntimeError("boom")
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in tiny_llama.hf.modules())
+
+
+def test_bad_inputs(tiny_llama, random_sae):
+    from sae_lens import TopKSAE, TopKSAEConfig
+
+    with pytest.raises(ThinklensError, match="feature index"):
+        add_feature(SITE, random_sae, 64, 1.0)
+    with pytest.raises(ThinklensError, match="coeff"):
+        add_feature(SITE, random_sae, 1, float("inf"))
+    with pytest.raises(ThinklensError, match="clamp value"):
+        ClampFeature(SITE, random_sae, 1, float("nan"))
+    narrow = TopKSAE(TopKSAEConfig(d_in=16, d_sae=8, k=2))
+    with pytest.raises(ThinklensError, match="SAE width"):
+        tiny_llama.forward_with(PROMPTS, [clamp_feature(SITE, narrow, 1, 1.0)])
+    with pytest.raises(ThinklensError, match="width.*expected 32"):
+        tiny_llama.forward_with(PROMPTS, [add_feature(SITE, narrow, 1, 1.0)])
+
+
+def test_equal_norm_arms(random_sae):
+    arms = equal_norm_arms(random_sae, 5, top_feature=9, seed=0)
+    assert set(arms) == {"feature", "random_feature", "top_activating", "random_direction"}
+    for vec, _ in arms.values():
+        assert abs(float(vec.norm()) - 1.0) < 1e-5
+    assert arms["feature"][1] == 5 and arms["random_feature"][1] not in (5, 9)
+    assert torch.equal(feature_direction(random_sae, 5, unit=True), arms["feature"][0])

@@ -1,0 +1,77 @@
+"""Hybrid base/thinking steering: segmentation, vector training, disagreement-gated generation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from steering.hybrid import HybridConfig, segment_sentences, sentence_activations, train_hybrid_vectors
+from steering.hybrid_generate import MODES, evaluate_hybrid, hybrid_generate
+from thinklens import ThinklensError
+
+CFG = HybridConfig(site="resid_post.0", n_categories=2, k=1, sae_steps=30, vector_iters=4, vector_batch=8,
+                   strengths=(0.5, 1.0), windows=(1, 2))
+
+
+def test_segmentation():
+    toks = ["hmm", "<<", "7", "+", "5", "=", "12", ">>", "wait", "<<", "7", "+", "5", "=", "13", ">>", "</think>", "so",
+            "####", "13", "<eos>"]
+    spans = segment_sentences(toks)
+    assert [" ".join(toks[a:b]) for a, b in spans] == ["hmm", "<< 7 + 5 = 12 >>", "wait", "<< 7 + 5 = 13 >>", "</think>",
+                                                        "so", "#### 13"]
+    assert segment_sentences([" The", " cat", " sat", ".", " It", " ran", "!"]) == [(0, 4), (4, 7)]
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_llama, tmp_path_factory):
+    from thinklens import HookedModel
+    from thinklens.testing import build_tiny_model
+
+    other = HookedModel.load(str(build_tiny_model("llama", tmp_path_factory.mktemp("think") / "m", d_model=32, n_layers=2, seed=3)))
+    prompts = [f"w{i} w{i + 3} w{i + 5}" for i in range(10)]
+    traces = other.generate(prompts, max_new_tokens=10)
+    return tiny_llama, other, traces
+
+
+def test_sentence_activations_are_means(pair):
+    base, think, traces = pair
+    sent = sentence_activations(think, traces[:2], "resid_post.0")
+    k, st, en = sent.spans[0]
+    a = think.capture(torch.tensor([sent.seqs[k]]), ["resid_post.0"]).acts[think.resolve_site("resid_post.0")][0]
+    x = a[st:en].mean(0) - sent.mean
+    assert torch.allclose(sent.acts[0], x / x.norm(), atol=1e-5)
+    assert torch.allclose(sent.acts.norm(dim=-1), torch.ones(len(sent.acts)), atol=1e-5)
+
+
+def test_vectors_lower_the_loss(pair):
+    base, think, traces = pair
+    hv = train_hybrid_vectors(base, think, traces, CFG)
+    assert hv.vectors.shape == (2, 32) and sum(hv.counts) == sum(len(segment_sentences(t.tokens)) for t in traces)
+    before, after = hv.losses["bias"][0], hv.losses["bias"][-1]
+    assert after < before
+    assert not any(p.grad is not None for p in base.hf.parameters())
+    assert all(p.requires_grad for p in base.hf.parameters())  # restored after training
+
+    # same model as base and thinking: they never disagree, so nothing is steered
+    same = hybrid_generate(base, base, hv, ["w1 w2", "w3 w4 w5"], CFG, mode="hybrid", max_new_tokens=6)
+    plain = base.generate(["w1 w2", "w3 w4 w5"], max_new_tokens=6)
+    assert same.fired == 0 and same.texts == [t.text for t in plain]
+
+    res = evaluate_hybrid(base, think, hv, ["w1 w2", "w3 w4 w5", "w6"], [1, 2, 3], CFG, max_new_tokens=5)
+    assert set(res) == set(MODES)
+    for row in res.values():
+        assert 0 <= row["fired_fraction"] <= 1 and 0 <= row["changed_fraction"] <= row["fired_fraction"] + 1e-9
+    assert res["base"]["fired_fraction"] == 0 and res["thinking"]["fired_fraction"] == 0
+    assert res["hybrid"]["fired_fraction"] > 0
+    think_only = hybrid_generate(base, think, None, ["w1 w2"], CFG, mode="thinking", max_new_tokens=6)
+    assert think_only.texts == [think.generate(["w1 w2"], max_new_tokens=6)[0].text]
+
+
+def test_bad_inputs(pair):
+    base, think, _ = pair
+    with pytest.raises(ThinklensError, match="hybrid mode"):
+        hybrid_generate(base, think, None, ["w1"], CFG, mode="hybird")
+    with pytest.raises(ThinklensError, match="hybrid vectors"):
+        hybrid_generate(base, think, None, ["w1"], CFG, mode="hybrid")
+    with pytest.raises(ThinklensError, match="n_categories"):
+        HybridConfig(n_categories=1)

@@ -1,0 +1,83 @@
+"""SAE training through sae-lens, its on-disk format, site mapping and metrics."""
+
+from __future__ import annotations
+
+import math
+import signal
+
+import pytest
+import torch
+
+from steering.sae import architectures, check_feature, check_sae, evaluate_sae, hook_name, load_sae, output_site, sae_site
+from thinklens import Site, ThinklensError
+
+
+def test_trained_folder_is_sae_lens_format(trained_sae):
+    from sae_lens import SAE
+
+    sae, metrics, out = trained_sae
+    assert (out / "cfg.json").is_file() and (out / "sae_weights.safetensors").is_file()
+    again = SAE.load_from_disk(str(out))  # sae-lens's own loader, no thinklens code
+    assert again.cfg.d_sae == 64 and again.cfg.d_in == 32
+    assert again.cfg.metadata.thinklens_site == "resid_post.0"
+    assert again.cfg.metadata.hook_name == "model.layers.0"
+    assert torch.equal(again.W_dec, sae.W_dec)
+
+
+def test_metrics_are_sae_lens_metrics(trained_sae):
+    _, m, _ = trained_sae
+    for key in ("explained_variance", "l0", "dead_features", "ce_loss_recovered", "ce_loss_with_sae", "kl_div_score"):
+        assert key in m and m[key] is not None and math.isfinite(m[key]), key
+    assert m["l0"] <= 4 + 1e-6  # topk k=4
+    assert 0 <= m["dead_features"] <= 64
+
+
+def test_evaluate_any_folder(tiny_llama, trained_sae, word_texts):
+    _, _, out = trained_sae
+    sae = load_sae(out)
+    before = sae.cfg.metadata.hook_name
+    m = evaluate_sae(tiny_llama, sae, word_texts[:32], n_batches=2, batch_prompts=8)
+    assert m["site"] == "resid_post.0" and 0 < m["l0"] <= 4 + 1e-6
+    assert sae.cfg.metadata.hook_name == before  # the caller's SAE is left as it was
+
+
+def test_training_leaves_no_global_state(tiny_llama, trained_sae):
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert not any(m._forward_hooks for m in tiny_llama.hf.modules())  # sae-lens hooked a copy
+
+
+def test_site_mapping(tiny_llama, random_sae):
+    assert hook_name(tiny_llama, "resid_post.1") == "model.layers.1"
+    assert output_site(tiny_llama, "resid_pre.1") == Site("resid_post", 0)
+    assert hook_name(tiny_llama, "mlp_out.0") == "model.layers.0.mlp"
+    with pytest.raises(ThinklensError, match="resid_pre.0"):
+        output_site(tiny_llama, "resid_pre.0")
+    random_sae.cfg.metadata.thinklens_site = None
+    for name, want in [("blocks.1.hook_resid_post", "resid_post.1"), ("model.layers.0", "resid_post.0"),
+                       ("blocks.1.hook_resid_pre", "resid_pre.1"), ("model.layers.1.mlp", "mlp_out.1")]:
+        random_sae.cfg.metadata.hook_name = name
+        assert str(sae_site(random_sae, tiny_llama)) == want
+    random_sae.cfg.metadata.hook_name = "encoder.whatever"
+    with pytest.raises(ThinklensError, match="--site"):
+        sae_site(random_sae, tiny_llama)
+
+
+def test_bad_inputs(tiny_llama, random_sae, tmp_path):
+    from sae_lens import TopKSAE, TopKSAEConfig
+
+    narrow = TopKSAE(TopKSAEConfig(d_in=16, d_sae=8, k=2))
+    with pytest.raises(ThinklensError, match=r"SAE width.*d_in=16.*expected 32"):
+        check_sae(tiny_llama, narrow, "resid_post.0")
+    with pytest.raises(ThinklensError, match=r"feature index.*0\.\.63"):
+        check_feature(random_sae, 64)
+    with pytest.raises(ThinklensError, match="feature index"):
+        check_feature(random_sae, -1)
+    with pytest.raises(ThinklensError, match="sae-lens folder"):
+        load_sae(tmp_path)
+    from steering.sae import SAETrainConfig, _sae_config
+
+    with pytest.raises(ThinklensError, match="did you mean 'topk'"):
+        _sae_config(SAETrainConfig(architecture="topkk"), 32)
+    with pytest.raises(ThinklensError, match="k"):
+        SAETrainConfig(k=2048, d_sae=1024)
+    assert "topk" in architectures() and "standard" in architectures()
