@@ -38,7 +38,18 @@ DEMO_STEPS: tuple[DemoStep, ...] = (
     DemoStep("zoo", ("zoo", "eval", "tiny-direct", "tiny-cot", "tiny-think", "--n", "20", "--steps", "2-6")),
     DemoStep("capture", ("capture", "tiny-think", "--sites", "resid_post.*", "--prompts", "{tmp}/prompts.txt",
                          "--out", "{runs}/capture/demo", "--no-progress")),
-    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--runs", "{runs}", "--run-id", "demo", "--no-progress"), kind="mi-peaks"),
+    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--runs", "{runs}", "--run-id", "demo", "--no-progress"),
+             kind="mi-peaks"),
+    DemoStep("lynx", ("run", "lynx", "--model", "tiny-think", "--n-train", "150", "--n-calibration", "150", "--n-test", "150",
+                      "--skip-vacuous", "--runs", "{runs}", "--run-id", "demo"), kind="lynx"),
+    DemoStep("probe", ("run", "probe", "--model", "tiny-think", "--target", "intermediate", "--n-problems", "120",
+                       "--runs", "{runs}", "--run-id", "demo"), kind="probe"),
+    DemoStep("steer", ("run", "steer", "--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "30",
+                       "--coeffs=-1,0,1", "--runs", "{runs}", "--run-id", "demo"), kind="steer"),
+    DemoStep("reasoning-vector", ("run", "reasoning-vector", "--alphas=-1,0,1", "--n-per-steps", "10",
+                                  "--runs", "{runs}", "--run-id", "demo"), kind="reasoning-vector"),
+    DemoStep("latent", ("latent", "eval", "--n", "40", "--seek-n", "8", "--runs", "{runs}", "--run-id", "demo", "--no-progress"),
+             kind="latent-eval"),
 )
 
 
@@ -55,7 +66,6 @@ def _newest_summary(runs: Path, kind: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from thinklens.cli import JOBS
     from thinklens.cli import main as cli_main
 
     runs = Path(os.environ.get("THINKLENS_RUNS", "runs")).resolve()
@@ -67,9 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         _write_prompts(Path(tmp) / "prompts.txt")
         steps = [s for s in DEMO_STEPS]
         for k, step in enumerate(steps, 1):
-            if step.argv[0] == "run" and step.argv[1] not in JOBS:
-                print(f"[{k}/{len(steps)}] {step.name}: skipped (job not installed)")
-                continue
             args = [a.format(runs=runs, tmp=tmp) for a in step.argv]
             print(f"\n[{k}/{len(steps)}] {step.name}: thinklens {' '.join(args)}", flush=True)
             t = time.time()

@@ -23,7 +23,7 @@ if run is not None:
         st.dataframe([{"method": r.get("label"), "problems": r.get("problems"), "accuracy %": round(100 * r.get("accuracy", 0), 1),
                        "reasoning positions": round(r.get("reasoning_positions", 0), 1),
                        "compression vs CoT": r.get("compression"), "train s": r.get("train_s"), "n": r.get("n")}
-                      for r in rows], use_container_width=True, hide_index=True)
+                      for r in rows], width="stretch", hide_index=True)
         show_figure(run, "accuracy")
     if "seek_budget" in run.figures():
         st.subheader("LatentSeek")
@@ -51,12 +51,12 @@ if run is not None:
                 st.dataframe([{"latent": j + 1, "top-5 tokens": " ".join(lat.get("tokens", [])),
                                "probs": " ".join(f"{p:.2f}" for p in lat.get("probs", [])),
                                **({"entropy": lat["entropy"], "exp(entropy)": lat["exp_entropy"]} if "entropy" in lat else {})}
-                              for j, lat in enumerate(latents)], use_container_width=True, hide_index=True)
+                              for j, lat in enumerate(latents)], width="stretch", hide_index=True)
                 if "entropy" in latents[0]:
                     try:
                         from latent.figures import entropy_figure
 
-                        st.plotly_chart(entropy_figure(latents, f"{name}: per-step entropy"), use_container_width=True,
+                        st.plotly_chart(entropy_figure(latents, f"{name}: per-step entropy"), width="stretch",
                                         key=f"entropy-{name}-{pick}")
                     except (KeyError, TypeError, ValueError) as e:
                         error_card(f"entropy of {name}", e)
