@@ -10,10 +10,9 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
-
-import re
 
 import torch
 from torch import Tensor

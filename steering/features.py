@@ -38,7 +38,7 @@ THINKING_WORDS: tuple[str, ...] = ("wait", "hmm", "so", "therefore")
 
 
 @torch.no_grad()
-def encode(sae: "SAE", acts: Float[Tensor, "n d"]) -> Float[Tensor, "n feature"]:
+def encode(sae: "SAE", acts: Float[Tensor, "*batch d"]) -> Float[Tensor, "*batch feature"]:
     """SAE feature activations of ``acts`` (any leading shape), in float32 on the CPU."""
     dev = next(sae.parameters()).device
     return sae.encode(acts.to(dev, torch.float32)).float().cpu()

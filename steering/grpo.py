@@ -198,7 +198,8 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     wall, cpu = time.monotonic() - t0, time.process_time() - c0
     meta: dict[str, Any] = {
         "name": "tiny-grpo", "init": cfg.init, "trainer": "steering.grpo", "grpo": asdict(cfg), "steps": step,
-        "truncated": truncated, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1), "reward_curve": curve, "weights_dtype": "float16",
+        "truncated": truncated, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1), "reward_curve": curve,
+        "weights_dtype": "float16",
         "recipe": {"eval_style": cfg.style}, "torch_threads": torch.get_num_threads(),
         "retrain": f"python -m steering.grpo --steps {cfg.steps} --minutes {cfg.max_minutes:g} --seed {cfg.seed}",
     }

@@ -219,6 +219,6 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
             log(f"{m}: accuracy {out[m]['accuracy']:.3f} fired {out[m]['fired_fraction']:.3f}")
     if "base" in out and "thinking" in out:
         gap = out["thinking"]["accuracy"] - out["base"]["accuracy"]
-        for m, row in out.items():
+        for row in out.values():
             row["gap_recovered"] = (row["accuracy"] - out["base"]["accuracy"]) / gap if gap > 0 else None
     return out

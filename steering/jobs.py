@@ -289,8 +289,7 @@ class ReasoningVectorJobConfig:
 
 def run_reasoning_vector_job(cfg: ReasoningVectorJobConfig, run: "RunFolder", log: Log = print) -> dict[str, Any]:
     from steering import figures
-    from steering.reasoning_vectors import (alpha_sweep, apply_vector, load_model, load_weights, reasoning_vector,
-                                            save_merged, vector_stats)
+    from steering.reasoning_vectors import alpha_sweep, apply_vector, load_model, load_weights, reasoning_vector, save_merged, vector_stats
     from thinklens.model import load_tokenizer, resolve_model_path
     from thinklens.zoo.evaluate import evaluate_model
 

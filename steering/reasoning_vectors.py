@@ -158,7 +158,9 @@ def lineage_report(a: Mapping[str, Tensor], b: Mapping[str, Tensor], base: Mappi
         ra, rb = float(da.norm() / fb.norm()), float(db.norm() / fb.norm())
         if max(ra, rb) > max_rel_delta:
             reasons.append(f"a delta is {max(ra, rb):.2f}x the base's norm (> {max_rel_delta})")
-        if cd < min_cos_deltas:
+        if min(ra, rb) < 1e-6:
+            cd = None  # one checkpoint is the base itself: the cosine is undefined, the norm check suffices
+        elif cd < min_cos_deltas:
             reasons.append(f"cos of the deltas is {cd:.3f} (< {min_cos_deltas})")
     elif cw < min_cos_weights:
         reasons.append(f"cos of the weights is {cw:.3f} (< {min_cos_weights})")

@@ -8,8 +8,17 @@ import pytest
 import torch
 
 from steering.reasoning_vectors import (
-    GROUPS, LineageWarning, ReasoningVector, alpha_sweep, apply_vector, in_group, lineage_report, load_weights,
-    reasoning_vector, save_merged, vector_stats,
+    GROUPS,
+    LineageWarning,
+    ReasoningVector,
+    alpha_sweep,
+    apply_vector,
+    in_group,
+    lineage_report,
+    load_weights,
+    reasoning_vector,
+    save_merged,
+    vector_stats,
 )
 from thinklens import HookedModel, ThinklensError
 
@@ -72,6 +81,8 @@ def test_lineage_checks(family):
     with warnings.catch_warnings():
         warnings.simplefilter("error", LineageWarning)
         reasoning_vector(family["a"], family["b"], base=family["base"])
+        rep = reasoning_vector(family["a"], family["base"], base=family["base"])[1]  # b is the base itself
+        assert rep.related and rep.cos_deltas is None
     with pytest.warns(LineageWarning):
         lineage_report(load_weights(family["a"])[0], load_weights(family["far"])[0])
     with pytest.raises(ThinklensError, match="architecture.*hidden_size=32 vs hidden_size=48"):
