@@ -47,12 +47,15 @@ def main() -> None:
         def clamped():
             return m.generate(prompts, max_new_tokens=new, interventions=clamp)
 
-        n = {k: sum(len(t) for t in f()) for k, f in {"plain": plain, "steered": steered, "clamped": clamped}.items()}
+        # per decoding step of the batch (its longest row): a steered row may stop at EOS earlier or later
+        n = {k: max(len(t) for t in f()) for k, f in {"plain": plain, "steered": steered, "clamped": clamped}.items()}
         t = interleaved({"plain": plain, "steered": steered, "clamped": clamped}, repeats=5)
-        per = {k: t[k] / n[k] for k in t}  # per generated token: a steered row may stop earlier at EOS
+        per = {k: t[k] / n[k] for k in t}
         ratio, ratio_clamp = per["steered"] / per["plain"], per["clamped"] / per["plain"]
         worst = max(worst, ratio)
         print(f"steer_params_{size}={n_params(m)}")
+        print(f"steer_steps_plain_{size}={n['plain']}")
+        print(f"steer_steps_add_{size}={n['steered']}")
         print(f"steer_plain_s_{size}={t['plain']:.4f}")
         print(f"steer_add_s_{size}={t['steered']:.4f}")
         print(f"steer_clamp_s_{size}={t['clamped']:.4f}")

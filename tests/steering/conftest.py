@@ -6,11 +6,6 @@ import random
 
 import pytest
 import torch
-from beartype import BeartypeConf, beartype
-
-# The root conftest installs jaxtyping's import hook with the checker named "conftest.typechecker";
-# pytest imports this file under the same module name, so it must offer the same checker.
-typechecker = beartype(conf=BeartypeConf(is_pep484_tower=True))
 
 
 @pytest.fixture(scope="session")
