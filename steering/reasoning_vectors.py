@@ -81,7 +81,11 @@ def load_model(name_or_path: str):
     from transformers import AutoModelForCausalLM
 
     from thinklens.model import resolve_model_path
+    from thinklens.zoo.registry import repo_root
 
+    p = Path(name_or_path)
+    if not p.exists() and not p.is_absolute() and (repo_root() / p / "config.json").is_file():
+        name_or_path = str(repo_root() / p)  # e.g. data/zoo/tiny-grpo from any working directory
     path = resolve_model_path(name_or_path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     return model.eval()
