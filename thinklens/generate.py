@@ -176,6 +176,21 @@ def eos_ids(model: "HookedModel") -> set[int]:
     return ids
 
 
+def mark_stops(tokenizer: Any, nxt: Tensor, tokens: list[Tensor], t: int, eos: set[int], stop: Sequence[str], tail: int,
+               done: Tensor, lengths: list[int], reasons: list[str]) -> None:
+    """Record the rows that stop at step ``t``: EOS, or a stop string within the last ``tail`` tokens.
+
+    Updates ``done`` / ``lengths`` / ``reasons`` in place; shared by every decoding loop.
+    """
+    for r in range(len(lengths)):
+        if done[r]:
+            continue
+        if int(nxt[r]) in eos:
+            done[r], lengths[r], reasons[r] = True, t + 1, "eos"
+        elif stop and any(s in tokenizer.decode([int(x[r]) for x in tokens[-tail:]]) for s in stop):
+            done[r], lengths[r], reasons[r] = True, t + 1, "stop_string"
+
+
 @torch.no_grad()
 def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
                     interventions: Sequence[Intervention], gen: torch.Generator | None) -> list[Trace]:
@@ -210,16 +225,7 @@ def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfi
             nxt = _choose(logits, cfg, gen)
             nxt = torch.where(done.to(nxt.device), torch.full_like(nxt, pad), nxt)
             tokens.append(nxt.cpu())
-            for r in range(b):
-                if done[r]:
-                    continue
-                tok = int(nxt[r])
-                if tok in eos:
-                    done[r], lengths[r], reasons[r] = True, t + 1, "eos"
-                elif cfg.stop:
-                    tail_ids = [int(x[r]) for x in tokens[-(stop_chars + 4):]]
-                    if any(s in model.tokenizer.decode(tail_ids) for s in cfg.stop):
-                        done[r], lengths[r], reasons[r] = True, t + 1, "stop_string"
+            mark_stops(model.tokenizer, nxt, tokens, t, eos, cfg.stop, stop_chars + 4, done, lengths, reasons)
             if bool(done.all()) or t == cfg.max_new_tokens - 1:
                 break
             logits = dec.step(nxt)

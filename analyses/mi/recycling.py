@@ -26,7 +26,7 @@ import torch
 from analyses.mi.suppression import accuracy_of
 from analyses.mi.vocab import flat_ids, token_ids_for_words
 from thinklens.errors import ThinklensError
-from thinklens.generate import Decoder, eos_ids
+from thinklens.generate import Decoder, eos_ids, mark_stops
 from thinklens.interventions import RepeatBlock
 
 if TYPE_CHECKING:
@@ -92,14 +92,7 @@ def _recycle_batch(model: HookedModel, prompts: list[str], think: torch.Tensor, 
         nxt = logits.argmax(-1)
         nxt = torch.where(done.to(nxt.device), torch.full_like(nxt, pad), nxt)
         tokens.append(nxt.cpu())
-        for r in range(b):
-            if done[r]:
-                continue
-            tok = int(nxt[r])
-            if tok in eos:
-                done[r], lengths[r], reasons[r] = True, t + 1, "eos"
-            elif stop and any(s in model.tokenizer.decode([int(x[r]) for x in tokens[-tail:]]) for s in stop):
-                done[r], lengths[r], reasons[r] = True, t + 1, "stop_string"
+        mark_stops(model.tokenizer, nxt, tokens, t, eos, stop, tail, done, lengths, reasons)
         if bool(done.all()) or t == max_new_tokens - 1:
             break
         logits = dec.step(nxt)
