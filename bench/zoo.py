@@ -42,6 +42,11 @@ def main() -> None:
             print(f"zoo_{short}_corrections={r.n_corrections}")
             rate = r.correction_right_rate
             print(f"zoo_{short}_correction_right_rate={'nan' if rate is None else round(rate, 3)}")
+            print(f"zoo_{short}_sampled_hmm_wait_rate={r.sampled_reflection_rate:.3f}")
+            print(f"zoo_{short}_sampled_corrections={r.sampled_corrections}")
+            rate = r.sampled_correction_right_rate
+            print(f"zoo_{short}_sampled_correction_right_rate={'nan' if rate is None else round(rate, 3)}")
+            print(f"zoo_{short}_sampled_accuracy={r.sampled_accuracy:.3f}")
             if name == "tiny-think":
                 think_headline = r.mean_accuracy([2, 3, 4])
         print(f"zoo_{short}_eval_s={time.monotonic() - t0:.1f}")

@@ -75,8 +75,7 @@ def _decode_events(model, dec: Decoder, exit_ids: list[int], n: int, max_answer_
                    pad_id: int) -> list[list[int]]:
     """Feed the exit string to every row of ``dec`` (already holding the prefixes), then decode greedily."""
     eos_tensor = torch.tensor(sorted(eos), dtype=torch.long, device=model.device)
-    for tok in exit_ids:
-        logits = dec.step(torch.full((n,), tok, dtype=torch.long, device=model.device))
+    logits = dec.extend(torch.tensor(exit_ids, dtype=torch.long, device=model.device)[None].expand(n, -1))
     done = torch.zeros(n, dtype=torch.bool, device=model.device)
     generated: list[torch.Tensor] = []
     for t in range(max_answer_tokens):

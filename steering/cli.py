@@ -35,11 +35,11 @@ def _run_args(p: argparse.ArgumentParser, device: bool = True) -> None:
         g.add_argument("--device", default="cpu", help="device of the model (cpu, cuda, mps)")
 
 
-def _run(kind: str, config, args: argparse.Namespace):
+def _run(kind: str, config, args: argparse.Namespace, *, resume: bool = False):
     from thinklens.runs import RunFolder, default_runs_root
 
     root = Path(args.runs) if args.runs else default_runs_root()
-    return RunFolder.create(kind, config, root=root, run_id=args.run_id, resume=False)
+    return RunFolder.create(kind, config, root=root, run_id=args.run_id, resume=resume)
 
 
 def _threads(args: argparse.Namespace) -> None:
@@ -148,7 +148,7 @@ def cmd_hybrid(args: argparse.Namespace) -> int:
     _threads(args)
     job = config_from_args(HybridJobConfig, args)
     hcfg = config_from_args(HybridConfig, args)
-    run = _run("hybrid", {"job": job, "hybrid": hcfg}, args)
+    run = _run("hybrid", {"job": job, "hybrid": hcfg}, args, resume=True)  # stages resume after a kill
     print(f"run: {run.path}")
     print(json.dumps(run_hybrid_job(job, hcfg, run)))
     return 0

@@ -77,10 +77,14 @@ def steer_figure(rows: Sequence[dict[str, Any]], metric: str = "wait") -> go.Fig
     for arm in dict.fromkeys(r["arm"] for r in rows):
         sel = sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["coeff"])
         x = [r["coeff"] for r in sel]
-        fig.add_trace(go.Scatter(x=x, y=[r[metric] for r in sel], mode="lines+markers", name=arm, legendgroup=arm), 1, 1)
+        def err(key: str) -> dict[str, Any] | None:  # std over seeds, when the rows are aggregated
+            return {"type": "data", "array": [r[key] for r in sel]} if all(key in r for r in sel) else None
+
+        fig.add_trace(go.Scatter(x=x, y=[r[metric] for r in sel], mode="lines+markers", name=arm, legendgroup=arm,
+                                 error_y=err(f"{metric}_std")), 1, 1)
         if has_acc:
             fig.add_trace(go.Scatter(x=x, y=[r.get("accuracy") for r in sel], mode="lines+markers", name=arm,
-                                     legendgroup=arm, showlegend=False), 1, 2)
+                                     legendgroup=arm, showlegend=False, error_y=err("accuracy_std")), 1, 2)
     fig.update_xaxes(title_text="coefficient")
     fig.update_layout(title="Feature steering vs equal-norm baselines", template="plotly_white", legend={"orientation": "h"})
     return fig

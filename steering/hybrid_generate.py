@@ -204,17 +204,31 @@ def accuracy(texts: Sequence[str], answers: Sequence[int]) -> float:
 
 def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVectors | None, prompts: Sequence[str],
                     answers: Sequence[int], cfg: HybridConfig, *, modes: Sequence[str] = MODES, max_new_tokens: int = 64,
-                    log: Any = None) -> dict[str, dict[str, Any]]:
-    """Accuracy, fraction of tokens steered and fraction of the base->thinking gap recovered per mode."""
+                    log: Any = None, done: dict[str, dict[str, Any]] | None = None,
+                    on_mode: Any = None) -> dict[str, dict[str, Any]]:
+    """Accuracy, fraction of tokens steered and fraction of the base->thinking gap recovered per mode.
+
+    ``done``: results of modes already evaluated (a resumed run), not recomputed; ``on_mode(mode, row)``
+    is called after each new mode (to record it). ``hv`` may be a zero-argument callable returning the
+    vectors, called only when a steered mode still has to run.
+    """
     out: dict[str, dict[str, Any]] = {}
     order = [m for m in MODES if m in modes]
     if "random_firing" in order and "hybrid" not in order:
         order.insert(order.index("random_firing"), "hybrid")  # its firing rate is the hybrid's
     for m in order:
+        if done and m in done:
+            out[m] = {k: v for k, v in done[m].items() if k != "gap_recovered"}
+            continue
         rate = out["hybrid"]["fired_fraction"] if m == "random_firing" else 0.0
-        r = hybrid_generate(base, thinking, hv, prompts, cfg, mode=m, max_new_tokens=max_new_tokens, fire_rate=rate)
+        if callable(hv) and m not in ("base", "thinking"):
+            hv = hv()
+        r = hybrid_generate(base, thinking, None if callable(hv) else hv, prompts, cfg, mode=m,
+                            max_new_tokens=max_new_tokens, fire_rate=rate)
         out[m] = {"accuracy": accuracy(r.texts, answers), "tokens": r.n_tokens, "fired_fraction": r.fired / max(1, r.n_tokens),
                   "changed_fraction": r.changed / max(1, r.n_tokens), "samples": r.texts[:3]}
+        if on_mode:
+            on_mode(m, out[m])
         if log:
             log(f"{m}: accuracy {out[m]['accuracy']:.3f} fired {out[m]['fired_fraction']:.3f}")
     if "base" in out and "thinking" in out:

@@ -186,9 +186,17 @@ class SteerJobConfig:
     wait, so only sampling shows a decrease as well as an increase."""
     seed: int = 0
     """Seed of the baselines' random choices and of the sampling."""
+    n_seeds: int = 1
+    """Repeat the sweep with seeds seed, seed+1, ... (new random baselines and samples each time); the
+    table reports the mean and standard deviation over seeds."""
+    diff_of_means: bool = True
+    """Add a difference-of-means arm: mean state before --word minus mean state before any other token
+    (from sampled traces), at the same norm as the other arms."""
 
     def __post_init__(self) -> None:
         _check_finite("coefficient", self.coeffs, "--coeffs=-1,0,1")
+        if self.n_seeds < 1:
+            raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
 
 
 def _sae_source(path: str) -> tuple[Path, Path | None]:
@@ -231,21 +239,90 @@ def run_steer_job(model: "HookedModel", cfg: SteerJobConfig, run: "RunFolder", l
     feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(cfg.word)
     top = stats.top_activating(exclude=[feature])
     alive = torch.tensor(stats.freq) > 0
-    arms = equal_norm_arms(sae, feature, top_feature=top, seed=cfg.seed, alive=alive)
-    log(f"feature {feature}: corr with next {cfg.word!r} {stats.corr_words[cfg.word][feature]:.3f}; baselines "
-        f"random feature {arms['random_feature'][1]}, top-activating {top}; unit norm {unit:.3f}")
+    dom = _diff_of_means_arm(model, cfg, site, trs if cfg.sample else None, stats_prompts, max_new0, log) \
+        if cfg.diff_of_means else None
     prompts, answers, max_new = _prompts(cfg.prompts, cfg.n_prompts, 30_000, cfg.min_steps, cfg.max_steps)
-    rows = steer_sweep(model, prompts, answers, site, arms, cfg.coeffs, unit_norm=unit, mode=cfg.mode, sae=sae,
-                       max_acts=stats.max_act, max_new_tokens=max_new, word=cfg.word, do_sample=cfg.sample,
-                       seed=cfg.seed, log=log)
+    per_seed: list[dict[str, Any]] = []
+    random_features: list[int | None] = []
+    for seed in range(cfg.seed, cfg.seed + cfg.n_seeds):
+        arms = equal_norm_arms(sae, feature, top_feature=top, seed=seed, alive=alive)
+        if dom is not None:
+            arms["diff_of_means"] = (dom / dom.norm(), None)
+        random_features.append(arms["random_feature"][1])
+        log(f"seed {seed}: feature {feature}: corr with next {cfg.word!r} {stats.corr_words[cfg.word][feature]:.3f}; "
+            f"baselines random feature {arms['random_feature'][1]}, top-activating {top}; unit norm {unit:.3f}")
+        rows = steer_sweep(model, prompts, answers, site, arms, cfg.coeffs, unit_norm=unit, mode=cfg.mode, sae=sae,
+                           max_acts=stats.max_act, max_new_tokens=max_new, word=cfg.word, do_sample=cfg.sample,
+                           seed=seed, log=log)
+        per_seed += [{**r, "seed": seed} for r in rows]
+    rows = aggregate_seeds(per_seed, cfg.word)
     chosen = {"feature": feature, "word": cfg.word, "corr": stats.corr_words[cfg.word][feature],
-              "top_activating": top, "random_feature": arms["random_feature"][1], "unit_norm": unit,
-              "top_contexts": stats.top_contexts.get(feature, [])[:8]}
-    run.write_result("steer", {"rows": rows, "chosen": chosen, "site": str(site)})
+              "top_activating": top, "random_feature": random_features[0], "random_features": random_features,
+              "unit_norm": unit, "top_contexts": stats.top_contexts.get(feature, [])[:8],
+              "diff_of_means_cos_feature": None if dom is None else
+              float(torch.nn.functional.cosine_similarity(dom, arms["feature"][0], dim=0))}
+    run.write_result("steer", {"rows": rows, "rows_by_seed": per_seed, "chosen": chosen, "site": str(site),
+                               "seeds": list(range(cfg.seed, cfg.seed + cfg.n_seeds))})
     run.write_figure("steer", figures.steer_figure(rows, cfg.word))
     summary = {"feature": feature, "corr": chosen["corr"], "site": str(site)}
     run.finish(summary)
     return summary
+
+
+def _word_token(tokenizer, word: str) -> int | None:
+    """The single token id of ``word`` (as is, or with a leading space for BPE vocabularies), else None."""
+    for cand in (word, " " + word):
+        ids = tokenizer(cand, add_special_tokens=False)["input_ids"]
+        if len(ids) == 1:
+            return int(ids[0])
+    return None
+
+
+def _diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site, traces, prompts, max_new: int, log: Log):
+    """The difference-of-means direction for ``cfg.word`` (un-normalised), or None with a log line."""
+    from steering.vectors import next_token_diff_of_means
+
+    tid = _word_token(model.tokenizer, cfg.word)
+    if tid is None:
+        log(f"diff_of_means arm skipped: {cfg.word!r} is not one token")
+        return None
+    if traces is None:  # greedy sweep: the direction still needs traces that say the word
+        traces = model.generate(prompts[:64], max_new_tokens=max_new, capture=[site], batch_size=64, do_sample=True,
+                                seed=20_000, temperature=1.0)
+    try:
+        sv = next_token_diff_of_means(traces, site, tid)
+    except ThinklensError as e:
+        log(f"diff_of_means arm skipped: {e}")
+        return None
+    log(f"diff_of_means: {sv.n_a} states before {cfg.word!r} vs {sv.n_b} others, |v| {sv.norm:.3f}")
+    return sv.vector
+
+
+def aggregate_seeds(rows: list[dict[str, Any]], word: str) -> list[dict[str, Any]]:
+    """Rows of several seeds -> one row per (arm, coefficient): means, plus ``<metric>_std`` over seeds.
+
+    Example:
+        >>> r = [{"arm": "a", "coeff": 1.0, "seed": s, "wait": w, "accuracy": 0.5} for s, w in ((0, 1.0), (1, 3.0))]
+        >>> out = aggregate_seeds(r, "wait")[0]
+        >>> out["wait"], out["wait_std"], out["n_seeds"]
+        (2.0, 1.0, 2)
+    """
+    import statistics
+
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["arm"], r["coeff"]), []).append(r)
+    out = []
+    for rs in groups.values():
+        row = {k: v for k, v in rs[0].items() if k != "seed"}
+        for k in {k for k, v in rs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)} - {
+                "coeff", "feature", "seed", "added_norm"}:
+            vals = [float(r[k]) for r in rs]
+            row[k] = statistics.fmean(vals)
+            row[f"{k}_std"] = statistics.pstdev(vals)
+        row["n_seeds"] = len(rs)
+        out.append(row)
+    return out
 
 
 # ---------------------------------------------------------------- reasoning vectors
@@ -351,34 +428,95 @@ class HybridJobConfig:
     """Most steps of the problems."""
     modes: tuple[str, ...] = ("base", "thinking", "hybrid", "bias_only", "random_category", "random_firing", "random_vectors")
     """Modes evaluated (base and thinking alone, the hybrid, and the ablations)."""
+    seeds: tuple[int, ...] = (0,)
+    """Seeds of the clustering SAE, the vector training and the ablations' random choices (one full
+    train + evaluation per seed; mean and standard deviation reported)."""
+
+    def __post_init__(self) -> None:
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ThinklensError.of("--seeds", self.seeds, "distinct integers, at least one", "pass --seeds 0,1,2")
 
 
 def run_hybrid_job(job: HybridJobConfig, hcfg, run: "RunFolder", log: Log = print) -> dict[str, Any]:
+    """Train and evaluate hybrid steering for each seed; every (seed, mode) is a resumable stage.
+
+    The unsteered ``base`` and ``thinking`` modes do not depend on the seed and run once. A killed run
+    started again with the same config (same ``--run-id``) skips the stages in ``progress.jsonl``; the
+    vectors of a seed are retrained (seeded: the same vectors) only if one of its modes is still to run.
+    ``results/hybrid.json`` is the first seed's table (what the app shows), ``hybrid_seeds.json`` every
+    seed's, ``hybrid_summary.json`` the mean and standard deviation over seeds per mode.
+    """
+    import dataclasses
+    import statistics
+
     from steering import figures
     from steering.hybrid import train_hybrid_vectors
     from steering.hybrid_generate import evaluate_hybrid
+    from thinklens.answers import parse_answer
     from thinklens.model import HookedModel
 
     base, thinking = HookedModel.load(job.base), HookedModel.load(job.thinking)
     max_new = budget("think", job.max_steps)
-    tp, _ = zoo_prompts(job.n_train, seed=40_000, style="think", min_steps=job.min_steps, max_steps=job.max_steps)
-    traces = thinking.generate(tp, max_new_tokens=max_new, batch_size=64)
-    hv = train_hybrid_vectors(base, thinking, traces, hcfg, log=log)
-    run.write_result("categories", {"counts": hv.counts, "examples": {str(k): v for k, v in hv.examples.items()},
-                                    "losses": hv.losses, "bias_norm": float(hv.bias.norm()),
-                                    "vector_norms": hv.vectors.norm(dim=-1).tolist()})
     ep, ea = zoo_prompts(job.n_eval, seed=50_000, style="think", min_steps=job.min_steps, max_steps=job.max_steps)
-    res = evaluate_hybrid(base, thinking, hv, ep, ea, hcfg, modes=job.modes, max_new_tokens=max_new, log=log)
+    done = run.finished()
+    traces: list = []
+
+    def vectors_for(seed: int, scfg):
+        def train():
+            if not traces:
+                tp, _ = zoo_prompts(job.n_train, seed=40_000, style="think", min_steps=job.min_steps,
+                                    max_steps=job.max_steps)
+                traces.extend(thinking.generate(tp, max_new_tokens=max_new, batch_size=64))
+            log(f"seed {seed}: training the categories and vectors")
+            hv = train_hybrid_vectors(base, thinking, traces, scfg, log=log)
+            if seed == job.seeds[0]:
+                run.write_result("categories", {"counts": hv.counts, "examples": {str(k): v for k, v in hv.examples.items()},
+                                                "losses": hv.losses, "bias_norm": float(hv.bias.norm()),
+                                                "vector_norms": hv.vectors.norm(dim=-1).tolist()})
+            return hv
+        return train
+
+    per_seed: dict[str, dict[str, dict[str, Any]]] = {}
+    for seed in job.seeds:
+        scfg = dataclasses.replace(hcfg, seed=int(seed))
+        prior = {m: done[f"mode:{m}"] for m in ("base", "thinking") if f"mode:{m}" in done}
+        prior.update({m: row for item, row in done.items() if item.startswith(f"seed{seed}:")
+                      for m in [item.split(":", 1)[1]]})
+
+        def record(mode: str, row: dict[str, Any], seed: int = seed) -> None:
+            item = f"mode:{mode}" if mode in ("base", "thinking") else f"seed{seed}:{mode}"
+            run.mark_done(item, row)
+            done[item] = row
+
+        log(f"seed {seed}: {len(prior)} of {len(job.modes)} modes already done")
+        per_seed[str(seed)] = evaluate_hybrid(base, thinking, vectors_for(seed, scfg), ep, ea, scfg, modes=job.modes,
+                                              max_new_tokens=max_new, log=log, done=prior, on_mode=record)
+    res = dict(per_seed[str(job.seeds[0])])
     # context: the base model on its own prompt style for the same problems (not part of the gap)
     own = target_style(str(Path(base.config._name_or_path or job.base)))
-    op, _ = zoo_prompts(job.n_eval, seed=50_000, style=own, min_steps=job.min_steps, max_steps=job.max_steps)
-    from thinklens.answers import parse_answer
-
-    texts = [t.text for t in base.generate(op, max_new_tokens=budget(own, job.max_steps), batch_size=64)]
-    res["base_own_style"] = {"style": own, "accuracy": sum(parse_answer(t) == a for t, a in zip(texts, ea)) / len(ea),
-                             "tokens": 0, "fired_fraction": 0.0, "changed_fraction": 0.0, "samples": texts[:3]}
+    if "own_style" not in done:
+        op, _ = zoo_prompts(job.n_eval, seed=50_000, style=own, min_steps=job.min_steps, max_steps=job.max_steps)
+        texts = [t.text for t in base.generate(op, max_new_tokens=budget(own, job.max_steps), batch_size=64)]
+        row = {"style": own, "accuracy": sum(parse_answer(t) == a for t, a in zip(texts, ea)) / len(ea),
+               "tokens": 0, "fired_fraction": 0.0, "changed_fraction": 0.0, "samples": texts[:3]}
+        run.mark_done("own_style", row)
+        done["own_style"] = row
+    res["base_own_style"] = done["own_style"]
+    summary_rows: dict[str, dict[str, Any]] = {}
+    for m in res:
+        if m == "base_own_style":
+            continue
+        for k in ("accuracy", "fired_fraction", "gap_recovered"):
+            vals = [t[m][k] for t in per_seed.values() if t.get(m, {}).get(k) is not None]
+            if vals:
+                summary_rows.setdefault(m, {"n_seeds": len(vals)})
+                summary_rows[m][k] = statistics.fmean(vals)
+                summary_rows[m][f"{k}_std"] = statistics.pstdev(vals)
     run.write_result("hybrid", res)
+    run.write_result("hybrid_seeds", per_seed)
+    run.write_result("hybrid_summary", summary_rows)
     run.write_figure("hybrid", figures.hybrid_figure(res))
-    summary = {m: {k: r.get(k) for k in ("accuracy", "fired_fraction", "gap_recovered")} for m, r in res.items()}
+    summary = {m: {k: r.get(k) for k in ("accuracy", "accuracy_std", "fired_fraction", "gap_recovered", "gap_recovered_std")}
+               for m, r in summary_rows.items()}
     run.finish(summary)
     return summary

@@ -139,3 +139,37 @@ def from_traces(traces_a: Sequence[Trace], traces_b: Sequence[Trace], site: Site
         return torch.stack([t.hidden[s].double().mean(0) for t in trs]).mean(0).float()
 
     return SteeringVector(str(s), mean_of(traces_a, "A") - mean_of(traces_b, "B"), len(traces_a), len(traces_b), "trace")
+
+
+def next_token_diff_of_means(traces: Sequence[Trace], site: Site | str, token_id: int) -> SteeringVector:
+    """``mean(state | next token is token_id) - mean(state | any other next token)`` over generated steps.
+
+    ``hidden[site][t]`` produced token ``t``, so set A holds the states that emitted ``token_id`` (e.g. the
+    state just before "wait") and set B every other generated state. Traces come from
+    ``model.generate(..., capture=[site])``; sampled traces are needed when greedy decoding never emits it.
+
+    Example:
+        >>> import torch
+        >>> from thinklens.trace import Trace
+        >>> s = Site.parse("resid_post.0")
+        >>> t = Trace(prompt="", prompt_ids=[1], token_ids=[5, 7, 5], tokens=["a", "b", "a"], text="",
+        ...           stop_reason="length", hidden={s: torch.tensor([[1.0], [3.0], [2.0]])})
+        >>> next_token_diff_of_means([t], s, 5).vector  # mean(1, 2) - 3
+        tensor([-1.5000])
+    """
+    s = Site.parse(site) if isinstance(site, str) else site
+    pos: list[Tensor] = []
+    neg: list[Tensor] = []
+    for t in traces:
+        if s not in t.hidden:
+            raise ThinklensError.of("traces", f"a trace without {s}", f"traces generated with capture=[{s}]",
+                                    "pass capture=[site] to model.generate")
+        h = t.hidden[s].double()  # [step, d]
+        hit = torch.tensor(t.token_ids[: h.shape[0]]) == int(token_id)
+        pos.append(h[hit])
+        neg.append(h[~hit])
+    a, b = torch.cat(pos) if pos else torch.zeros(0), torch.cat(neg) if neg else torch.zeros(0)
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        raise ThinklensError.of("next-token sets", f"{a.shape[0]} states before token {token_id}, {b.shape[0]} others",
+                                "at least one state in each set", "sample the traces (do_sample=True) or use more of them")
+    return SteeringVector(str(s), (a.mean(0) - b.mean(0)).float(), int(a.shape[0]), int(b.shape[0]), "next_token")

@@ -139,6 +139,22 @@ class Decoder:
         ones = torch.ones_like(self._last_pos, dtype=torch.bool)
         return self._run(tokens[:, None], self._last_pos, ones, inputs_embeds)
 
+    def extend(self, tokens: Int[Tensor, "batch k"]) -> Float[Tensor, "batch vocab"]:
+        """Append ``k`` tokens to every row in ONE forward (e.g. a fixed exit string); returns the next logits.
+
+        Counts as ``k`` steps for :meth:`rollback`; the same logits as ``k`` calls of :meth:`step`.
+        """
+        if self._last_pos is None:
+            raise ThinklensError.of("decoder state", "extend() before prefill()", "prefill() first", "call dec.prefill() once per batch")
+        if tokens.ndim != 2 or tokens.shape[0] != self.mask.shape[0] or tokens.shape[1] < 1:
+            raise ThinklensError.of("extend tokens", tuple(tokens.shape), f"[{self.mask.shape[0]}, k >= 1]", "pass one row per batch row")
+        k = tokens.shape[1]
+        self.step_index += k
+        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1]).expand(-1, k)], dim=1)
+        pos = self._last_pos + torch.arange(1, k + 1, device=self._last_pos.device)[None]  # [batch, k]
+        self._last_pos = pos[:, -1:]
+        return self._run(tokens, pos, torch.ones_like(pos, dtype=torch.bool))
+
     def rollback(self, n: int = 1) -> None:
         """Undo the last ``n`` steps (KV cache, mask and positions), so a step can be re-run."""
         if not 1 <= n <= self.step_index:

@@ -25,8 +25,8 @@ def get_model(name: str):
 
 
 try:
-    from thinklens.zoo.registry import ZOO_NAMES
-    choices = [n for n in ZOO_NAMES if n != "tiny-pre"]
+    from thinklens.zoo.registry import LATENT_ZOO_NAMES, ZOO_NAMES
+    choices = [n for n in ZOO_NAMES if n != "tiny-pre" and n not in LATENT_ZOO_NAMES]
 except ImportError:
     choices = []
 
@@ -35,7 +35,7 @@ def default_prompt(name: str) -> str:
     try:
         from thinklens.tasks import TaskConfig, generate_problems, render_prompt
 
-        style = {"tiny-direct": "direct", "tiny-think": "think"}.get(name, "cot")
+        style = {"tiny-direct": "direct", "tiny-think": "think", "tiny-think-carry": "think"}.get(name, "cot")
         p = generate_problems(1, seed=123, config=TaskConfig(min_steps=3, max_steps=3))[0]
         return render_prompt(p, style)
     except Exception:  # noqa: BLE001 - a default is a convenience only

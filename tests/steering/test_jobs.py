@@ -20,13 +20,32 @@ def test_steer_job_on_tiny_model(tiny_llama, trained_sae, tmp_path):
     summary = run_steer_job(tiny_llama, cfg, run, log=lambda s: None)
     res = run.read_result("steer")
     arms = {r["arm"] for r in res["rows"]}
-    assert arms == {"feature", "random_feature", "top_activating", "random_direction"}
+    assert arms - {"diff_of_means"} == {"feature", "random_feature", "top_activating", "random_direction"}
     at_one = [r["added_norm"] for r in res["rows"] if r["coeff"] == 1.0]
     assert max(at_one) == pytest.approx(min(at_one), rel=1e-5)  # equal norms across arms
     base = [r for r in res["rows"] if r["coeff"] == 0.0]
     assert len({r["sample"] for r in base}) == 1  # coefficient 0 is one shared unsteered baseline
     assert "steer" in run.figures() and summary["feature"] == res["chosen"]["feature"]
     assert run.meta()["status"] == "done"
+
+
+def test_steer_job_seeds_and_diff_of_means(tiny_llama, trained_sae, tmp_path):
+    _, _, sae_dir = trained_sae
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
+    word = tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3, do_sample=True, seed=20_000)[0].tokens[0].strip()
+    cfg = SteerJobConfig(model="unused", sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=16,
+                         coeffs=(0.0, 1.0), word=word, n_seeds=2)
+    run = RunFolder.create("steer", cfg, root=tmp_path / "runs", run_id="s")
+    run_steer_job(tiny_llama, cfg, run, log=lambda s: None)
+    res = run.read_result("steer")
+    assert res["seeds"] == [0, 1] and {r["seed"] for r in res["rows_by_seed"]} == {0, 1}
+    assert "diff_of_means" in {r["arm"] for r in res["rows"]}  # the word is sampled, so the direction exists
+    at_one = [r["added_norm"] for r in res["rows"] if r["coeff"] == 1.0]
+    assert max(at_one) == pytest.approx(min(at_one), rel=1e-5)
+    for row in res["rows"]:  # aggregated rows are the mean of the per-seed rows
+        per = [r[word] for r in res["rows_by_seed"] if r["arm"] == row["arm"] and r["coeff"] == row["coeff"]]
+        assert row[word] == pytest.approx(sum(per) / 2) and row["n_seeds"] == 2
 
 
 def test_reasoning_vector_job_norms_only(tmp_path):

@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, check_zoo_name
+from thinklens.zoo.registry import LATENT_ZOO_NAMES, ZOO_DESCRIPTIONS, ZOO_NAMES, check_zoo_name
 
 
 def add_zoo_parser(subparsers) -> argparse.ArgumentParser:
@@ -115,7 +115,11 @@ def cmd_zoo_eval(args: argparse.Namespace) -> int:
     from thinklens.zoo.registry import zoo_path
 
     torch.set_num_threads(args.threads)
-    names = args.names or [n for n in ZOO_NAMES if zoo_path(n) is not None]
+    names = args.names or [n for n in ZOO_NAMES if zoo_path(n) is not None and n not in LATENT_ZOO_NAMES]
+    for n in names:
+        if n in LATENT_ZOO_NAMES:
+            raise ThinklensError.of("zoo eval model", n, "a token-level zoo model",
+                                    f"latent models are evaluated with `thinklens latent eval --models {n}`")
     steps = parse_steps(args.steps)
     results = [evaluate_zoo_model(n, n_per_steps=args.n, steps=steps, seed=args.seed, style=args.style) for n in names]
     if args.json:
@@ -125,6 +129,10 @@ def cmd_zoo_eval(args: argparse.Namespace) -> int:
     for r in results:
         if r.style == "think":
             corr = "n/a" if r.correction_right_rate is None else f"{r.correction_right_rate:.2f}"
-            print(f"{r.model}: traces with reflection words {r.reflection_rate:.2f}; "
+            print(f"{r.model}: greedy: traces with reflection words {r.reflection_rate:.2f}; "
                   f"corrections right {corr} (of {r.n_corrections})")
+            if r.sampled_corrections is not None:
+                s_corr = "n/a" if r.sampled_correction_right_rate is None else f"{r.sampled_correction_right_rate:.2f}"
+                print(f"{r.model}: sampled (T=1): traces with hmm/wait {r.sampled_reflection_rate:.2f}; "
+                      f"corrections right {s_corr} (of {r.sampled_corrections}); accuracy {r.sampled_accuracy:.2f}")
     return 0

@@ -23,6 +23,7 @@ from thinklens.tasks import REFLECTION_WORDS, TaskConfig, check_style, generate_
 #: Style each zoo model answers in, when its zoo.json does not say.
 DEFAULT_STYLES = {
     "tiny-pre": "cot", "tiny-direct": "direct", "tiny-cot": "cot", "tiny-think": "think", "tiny-think-carry": "think",
+    "tiny-grpo": "cot",
 }
 
 
@@ -48,6 +49,15 @@ class ZooEvalResult:
     """Fraction of ``wait`` corrections whose following equation is right (think style only)."""
     n_corrections: int | None = None
     """Number of ``wait`` followed by an equation (think style only)."""
+    sampled_reflection_rate: float | None = None
+    """Like ``reflection_rate`` but counting only ``hmm``/``wait``, on traces sampled at temperature 1
+    (think style only; the trained near-miss/hmm rates are < 0.5, so greedy decoding rarely picks them)."""
+    sampled_correction_right_rate: float | None = None
+    """``correction_right_rate`` on the sampled traces."""
+    sampled_corrections: int | None = None
+    """``n_corrections`` on the sampled traces."""
+    sampled_accuracy: float | None = None
+    """Accuracy of the sampled traces (all step counts pooled)."""
     wall_s: float = 0.0
     """Seconds spent generating."""
     samples: dict[int, list[str]] = field(default_factory=dict)
@@ -98,15 +108,23 @@ def _max_new_tokens(style: str, n_steps: int) -> int:
 
 
 @torch.no_grad()
-def generate_greedy(model, tok, prompts: list[str], *, max_new_tokens: int, batch_size: int = 64) -> list[str]:
-    """Greedy continuations of ``prompts`` (batched, left padded); text up to ``<eos>``, specials kept."""
+def generate_greedy(model, tok, prompts: list[str], *, max_new_tokens: int, batch_size: int = 64,
+                    sample_seed: int | None = None) -> list[str]:
+    """Greedy continuations of ``prompts`` (batched, left padded); text up to ``<eos>``, specials kept.
+
+    ``sample_seed``: sample at temperature 1 instead (seeded, so the same call gives the same texts).
+    """
     tok.padding_side = "left"
     out: list[str] = []
+    sampling = sample_seed is not None
+    if sampling:
+        torch.manual_seed(sample_seed)
     for i in range(0, len(prompts), batch_size):
         enc = tok(prompts[i : i + batch_size], return_tensors="pt", padding=True)
+        kw = dict(do_sample=True, temperature=1.0, top_p=1.0, top_k=0) if sampling else dict(do_sample=False)
         gen = model.generate(
-            **enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id,
+            **enc, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id, **kw,
         )  # [batch, pos]
         for row in gen[:, enc["input_ids"].shape[1] :].tolist():
             if tok.eos_token_id in row:
@@ -142,6 +160,7 @@ def evaluate_zoo_model(
     task: TaskConfig | None = None,
     batch_size: int = 64,
     n_samples: int = 2,
+    sampled: bool = True,
 ) -> ZooEvalResult:
     """Accuracy of a zoo model by number of steps on held-out problems.
 
@@ -154,11 +173,13 @@ def evaluate_zoo_model(
         task: task config (default :class:`TaskConfig` defaults, as in training).
         batch_size: generation batch size.
         n_samples: generations kept per step count in the result.
+        sampled: for think style, also sample every problem once at temperature 1 (seeded) and report
+            the hmm/wait rate and the corrections there (the ``sampled_*`` fields).
     """
     style = _style_for(path_or_name, style)
     model, tok = _resolve(path_or_name)
     return evaluate_model(model, tok, label=str(path_or_name), n_per_steps=n_per_steps, steps=steps, seed=seed,
-                          style=style, task=task, batch_size=batch_size, n_samples=n_samples)
+                          style=style, task=task, batch_size=batch_size, n_samples=n_samples, sampled=sampled)
 
 
 def evaluate_model(
@@ -173,6 +194,7 @@ def evaluate_model(
     task: TaskConfig | None = None,
     batch_size: int = 64,
     n_samples: int = 2,
+    sampled: bool = False,
 ) -> ZooEvalResult:
     """:func:`evaluate_zoo_model` for a model already in memory (checkpoints, trainers)."""
     if n_per_steps < 1:
@@ -184,6 +206,9 @@ def evaluate_model(
     eq_acc: dict[int, float] = {}
     samples: dict[int, list[str]] = {}
     n_traces = n_reflect = n_corr = n_corr_right = 0
+    think = style == "think"
+    sampled = sampled and think
+    s_traces = s_reflect = s_corr = s_corr_right = s_right = 0
     for n_steps in steps:
         # One stream per step count: adding a step count never changes the others' problems.
         problems = generate_problems(n_per_steps, seed=(seed * 1000 + n_steps), config=task, n_steps=n_steps)
@@ -200,12 +225,24 @@ def evaluate_model(
                 n_reflect += any(w in REFLECTION_WORDS for w in words(t))
                 c, r = correction_stats(t)
                 n_corr, n_corr_right = n_corr + c, n_corr_right + r
-    think = style == "think"
+        if sampled:
+            drawn = generate_greedy(model, tok, prompts, max_new_tokens=_max_new_tokens(style, n_steps),
+                                    batch_size=batch_size, sample_seed=seed * 1000 + n_steps)
+            for t, p in zip(drawn, problems):
+                s_traces += 1
+                s_right += parse_answer(t) == p.answer
+                s_reflect += any(w in ("hmm", "wait") for w in words(t))
+                c, r = correction_stats(t)
+                s_corr, s_corr_right = s_corr + c, s_corr_right + r
     return ZooEvalResult(
         model=label, style=style, seed=seed, n_per_steps=n_per_steps, accuracy=acc,
         equation_accuracy=eq_acc,
         reflection_rate=(n_reflect / n_traces if n_traces else None) if think else None,
         correction_right_rate=(n_corr_right / n_corr if n_corr else None) if think else None,
         n_corrections=n_corr if think else None,
+        sampled_reflection_rate=s_reflect / s_traces if s_traces else None,
+        sampled_correction_right_rate=s_corr_right / s_corr if s_corr else None,
+        sampled_corrections=s_corr if sampled else None,
+        sampled_accuracy=s_right / s_traces if s_traces else None,
         wall_s=round(time.monotonic() - t0, 1), samples=samples,
     )

@@ -17,7 +17,14 @@ from thinklens.errors import ThinklensError
 
 #: Every zoo model. All share the ``tiny-pre`` initialisation, so weight arithmetic between them is
 #: meaningful. Later trainers (GRPO, latent reasoning) append their siblings here.
-ZOO_NAMES: tuple[str, ...] = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry")
+ZOO_NAMES: tuple[str, ...] = (
+    "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
+    "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft",
+)
+
+#: Zoo models that answer through latent steps (``latent.json`` in their folder): evaluated by
+#: ``thinklens latent eval``, not by ``thinklens zoo eval``; trained by ``thinklens latent train``.
+LATENT_ZOO_NAMES: tuple[str, ...] = ("tiny-coconut", "tiny-codi", "tiny-latent-sft")
 
 #: One-line description of each model (CLI help, app menus).
 ZOO_DESCRIPTIONS: dict[str, str] = {
@@ -26,6 +33,10 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "tiny-cot": "tiny-pre fine-tuned on GSM8k-Aug style chains (<<a+b=c>> ...)",
     "tiny-think": "tiny-pre fine-tuned on <think> traces with hmm / wait self-corrections (random near misses)",
     "tiny-think-carry": "tiny-pre fine-tuned on <think> traces that slip on carries and say wait (greedy self-corrects)",
+    "tiny-grpo": "tiny-pre trained by GRPO on tiny-cot's prompts (reward: right integer answer); reasoning-vector donor",
+    "tiny-coconut": "Coconut from tiny-cot: the chain replaced by 6 continuous thoughts (thinklens latent)",
+    "tiny-codi": "CODI from tiny-cot: 6 latents distilled from the CoT teacher (thinklens latent)",
+    "tiny-latent-sft": "Latent-SFT from tiny-cot: superposition latents, stops at </think> (thinklens latent)",
 }
 
 
