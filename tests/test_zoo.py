@@ -100,6 +100,21 @@ def test_tiny_think_reflects():
 
     r = evaluate_zoo_model("tiny-think", n_per_steps=16, steps=[3], seed=4243)
     assert r.style == "think" and r.reflection_rate is not None and r.reflection_rate > 0.5
+    # sampled at T=1, most traces say hmm/wait, and the equation after "wait" is mostly right
+    assert r.sampled_reflection_rate is not None and r.sampled_reflection_rate > 0.5, r.samples
+    assert r.sampled_corrections is not None and r.sampled_corrections >= 4
+    assert r.sampled_correction_right_rate is not None and r.sampled_correction_right_rate > 0.5
+
+
+def test_latent_siblings_are_registered_and_refused_by_zoo_eval(capsys):
+    from thinklens.cli import main
+    from thinklens.zoo.registry import LATENT_ZOO_NAMES
+
+    assert set(LATENT_ZOO_NAMES) < set(ZOO_NAMES) and "tiny-grpo" in ZOO_NAMES
+    for name in (*LATENT_ZOO_NAMES, "tiny-grpo"):
+        assert zoo_path(name) is not None and (zoo_path(name) / "config.json").is_file()
+    assert main(["zoo", "eval", "tiny-codi"]) == 2
+    assert "thinklens latent eval" in capsys.readouterr().err
 
 
 def test_tiny_think_carry_corrects_itself_under_greedy_decoding():

@@ -111,6 +111,7 @@ def cmd_zoo_eval(args: argparse.Namespace) -> int:
     """``thinklens zoo eval [NAME ...]``: print accuracy by number of steps (and think statistics)."""
     import torch
 
+    from thinklens.errors import ThinklensError
     from thinklens.zoo.evaluate import evaluate_zoo_model
     from thinklens.zoo.registry import zoo_path
 
