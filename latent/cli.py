@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from latent.cliconfig import add_config_arguments, config_from_args
 from latent.config import CONFIGS, EvalConfig, LatentSeekConfig
+from thinklens.configcli import add_config_arguments, config_from_args
 
 
 def _common(p: argparse.ArgumentParser, *, out: bool = False) -> None:

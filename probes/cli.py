@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from probes._config_cli import add_config_arguments, config_from_args
+from thinklens.configcli import add_config_arguments, config_from_args
 
 DTYPES = ("float32", "bfloat16", "float16")
 

@@ -23,7 +23,7 @@ import argparse
 import json
 from pathlib import Path
 
-from steering._cli_config import add_config_arguments, config_from_args
+from thinklens.configcli import add_config_arguments, config_from_args
 
 
 def _run_args(p: argparse.ArgumentParser, device: bool = True) -> None:
@@ -87,12 +87,15 @@ def cmd_sae_eval(args: argparse.Namespace) -> int:
 def add_sae_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``sae train`` and ``sae eval`` to the top-level subparsers; returns the ``sae`` parser."""
     from steering.jobs import SAEJobConfig
-    from steering.sae import SAETrainConfig, architectures
+    from steering.sae import SAETrainConfig
 
     sae = subparsers.add_parser("sae", help="train and evaluate sparse autoencoders (sae-lens)")
     sub = sae.add_subparsers(dest="sae_command", required=True)
     tr = sub.add_parser("train", help="train an SAE at a site from local data (sae-lens format, metrics, feature stats)",
-                        description=f"architectures: {', '.join(architectures())}")
+                        # static text: listing sae-lens's registry here would import sae-lens (seconds)
+                        # for every `thinklens` call; a wrong --architecture gets the list in its error
+                        description="architectures: any trainable one in sae-lens's registry "
+                                    "(topk, batchtopk, standard, jumprelu, gated, ...)")
     tr.add_argument("model", help="zoo name (tiny-think), local model folder or hub id")
     add_config_arguments(tr, SAEJobConfig, skip=("model",), group="data and statistics")
     add_config_arguments(tr, SAETrainConfig, skip=("device",), group="SAE (sae-lens)")

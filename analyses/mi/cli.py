@@ -21,47 +21,12 @@ Example:
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
-import itertools
-import typing
 from pathlib import Path
 from typing import Any
 
 from analyses.mi.jobconfig import PRESETS, MIPeaksJobConfig, preset
-
-
-def _field_docs(cls: type) -> dict[str, str]:
-    """Field docstrings (the string statement right after each field) from the class source."""
-    docs: dict[str, str] = {}
-    body = ast.parse(inspect.getsource(cls)).body[0].body  # type: ignore[attr-defined]
-    for node, nxt in itertools.pairwise(body):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = str(nxt.value.value)  # type: ignore[attr-defined]
-    return docs
-
-
-def _parse(kind: str):
-    def parse(text: str) -> Any:
-        if kind == "optional_int":
-            return None if text.lower() == "none" else int(text)
-        if kind.startswith("tuple_"):
-            item = int if kind == "tuple_int" else str
-            return tuple(item(x.strip()) for x in text.split(",") if x.strip())
-        return {"int": int, "float": float, "str": str}[kind](text)
-    return parse
-
-
-def _kind(tp: Any) -> str:
-    text = tp.__name__ if isinstance(tp, type) else str(tp)
-    if "tuple[int" in text:
-        return "tuple_int"
-    if "tuple[str" in text:
-        return "tuple_str"
-    if "None" in text and "int" in text:
-        return "optional_int"
-    return {"int": "int", "float": "float", "str": "str", "bool": "bool"}[text]
+from thinklens.configcli import add_config_arguments
 
 
 def add_parser(jobs: Any, name: str = "mi-peaks") -> None:
@@ -73,23 +38,12 @@ def add_parser(jobs: Any, name: str = "mi-peaks") -> None:
                         "and IQR; thinking-token enrichment with CIs; optionally the suppression test, "
                         "Representation Recycling (with a layer sweep) and thinking-token test-time scaling. "
                         "`--preset demo` runs all of it on the zoo in a few CPU minutes.")
-    docs = _field_docs(MIPeaksJobConfig)
-    hints = typing.get_type_hints(MIPeaksJobConfig)
     g = p.add_argument_group("job")
     g.add_argument("--preset", default="default", choices=sorted(PRESETS),
                    help="start from a named config (demo: the zoo, every stage, a few CPU minutes); "
                    "explicit options override it")
-    for f in dataclasses.fields(MIPeaksJobConfig):
-        flag = "--" + f.name.replace("_", "-")
-        kind = _kind(hints[f.name])
-        shown = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else f.default
-        # SUPPRESS: only options given on the command line override the preset
-        if kind == "bool":
-            g.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
-                           help=f"{docs.get(f.name, '')} (default: {shown})")
-        else:
-            g.add_argument(flag, type=_parse(kind), default=argparse.SUPPRESS,
-                           help=f"{docs.get(f.name, '')} (default: {shown})")
+    # options not given are absent (SUPPRESS): only those on the command line override the preset
+    add_config_arguments(g, MIPeaksJobConfig)
     r = p.add_argument_group("run folder and device")
     r.add_argument("--runs", default=None, help="root of the run folders (default: $THINKLENS_RUNS or ./runs)")
     r.add_argument("--run-id", default=None, help="run id (default: a timestamp); the same id and config resumes")

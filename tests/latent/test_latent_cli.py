@@ -7,12 +7,12 @@ import importlib
 import pytest
 
 from latent.cli import add_latent_parser
-from latent.cliconfig import config_from_args
 from latent.config import CODIConfig
+from thinklens.configcli import config_from_args
 
 MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continuous", "latent.codi", "latent.latent_sft",
            "latent.latentseek", "latent.methods", "latent.train", "latent.evaluate", "latent.figures", "latent.cli",
-           "latent.cliconfig", "latent.checkpoint", "latent.session"]
+           "latent.checkpoint", "latent.session"]
 
 
 def _parser():

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["_config_cli", "cli", "forced", "lynx_result", "pipeline", "probe_job", "stages"]
+MODULES = ["cli", "forced", "lynx_result", "pipeline", "probe_job", "stages"]
 
 
 @pytest.mark.parametrize("name", MODULES)

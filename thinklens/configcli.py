@@ -1,0 +1,150 @@
+"""Command-line options generated from a frozen config dataclass: one ``--field-name`` per field, its
+help the field's docstring (read from the source, inherited fields included), its default the field's.
+
+Values are parsed by the field's annotation (``int``, ``float``, ``str``, ``Literal`` choices, tuples as
+comma-separated lists, ``X | None`` accepting ``none``). Booleans take every usual form: ``--flag``,
+``--no-flag`` and ``--flag true|false``. The config's own ``__post_init__`` then validates the values, so
+the CLI and the Python API reject the same inputs with the same message. Options not given are absent
+from the namespace, so :func:`config_from_args` keeps the config's default. One module for every CLI of
+the project (probes, steering, latent).
+
+Example:
+    >>> import argparse
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo:
+    ...     n: int = 3
+    ...     '''How many.'''
+    ...     deltas: tuple[float, ...] = (0.1, 0.2)
+    ...     '''Levels.'''
+    ...     sample: bool = True
+    ...     '''Sample.'''
+    >>> p = argparse.ArgumentParser()
+    >>> add_config_arguments(p, Demo)
+    >>> config_from_args(Demo, p.parse_args(["--deltas", "0.05,0.3", "--no-sample"]))
+    Demo(n=3, deltas=(0.05, 0.3), sample=False)
+    >>> config_from_args(Demo, p.parse_args(["--sample", "false"])).sample
+    False
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import textwrap
+import types
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """``{field: docstring}`` from the class sources (the string right after each field; subclasses win)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):  # pragma: no cover - classes defined in a REPL
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, nxt in zip(body, body[1:]):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+                docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def parse_bool(text: str) -> bool:
+    """``true/false`` in the usual spellings; anything else is an argparse error naming what was received."""
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, received {text!r}")
+
+
+def _scalar_parser(tp: Any) -> Callable[[str], Any]:
+    if tp is bool:
+        return parse_bool
+    if tp in (int, float, str):
+        def parse(text: str, tp=tp) -> Any:
+            try:
+                return tp(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected {tp.__name__}, received {text!r}") from None
+        return parse
+    if typing.get_origin(tp) is typing.Literal:
+        return str
+    raise TypeError(f"no CLI parser for {tp!r}")  # a programming error in a config, not user input
+
+
+def _parser_for(tp: Any) -> tuple[Callable[[str], Any], str]:
+    """A string -> value function for annotation ``tp`` and a metavar."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        parse_inner, meta = _parser_for(next(a for a in args if a is not type(None)))
+
+        def parse_optional(text: str) -> Any:
+            return None if text.strip().lower() in ("none", "null", "") else parse_inner(text)
+        return parse_optional, f"{meta}|none"
+    if origin is tuple:
+        item = _scalar_parser(args[0])
+
+        def parse_tuple(text: str) -> tuple:
+            return tuple(item(t.strip()) for t in text.split(",") if t.strip())
+        return parse_tuple, f"{getattr(args[0], '__name__', 'x').upper()},..."
+    return _scalar_parser(tp), getattr(tp, "__name__", "value").upper()
+
+
+def _show(value: Any) -> str:
+    return ",".join(str(v) for v in value) if isinstance(value, tuple) else str(value)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return None
+
+
+def add_config_arguments(parser: "argparse._ActionsContainer", cls: type, *, skip: Iterable[str] = (),
+                         group: str | None = None) -> None:
+    """Add ``--field-name`` options for every field of dataclass ``cls`` except ``skip``.
+
+    Args:
+        parser: a parser or an argument group.
+        group: put the options in a new argument group of that title (sections in ``--help``).
+    """
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    target = parser.add_argument_group(group) if group else parser
+    skip = set(skip)
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        tp = hints[f.name]
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f"{docs.get(f.name, '')} (default: {_show(_default(f))})".replace("%", "%%")
+        if tp is bool:
+            target.add_argument(flag, dest=f.name, nargs="?", const=True, type=parse_bool, default=argparse.SUPPRESS,
+                                metavar="true|false", help=help_text)
+            target.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name, action="store_false",
+                                default=argparse.SUPPRESS, help=f"same as {flag} false")
+            continue
+        parse, metavar = _parser_for(tp)
+        choices = list(typing.get_args(tp)) if typing.get_origin(tp) is typing.Literal else None
+        target.add_argument(flag, dest=f.name, type=parse, default=argparse.SUPPRESS,
+                            metavar=None if choices else metavar, choices=choices, help=help_text)
+
+
+def config_from_args(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
+    """Build ``cls`` from parsed options: given options and ``overrides`` replace the defaults."""
+    kw = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+    kw.update(overrides)
+    return cls(**kw)
