@@ -90,7 +90,7 @@ RECIPES: dict[str, ZooRecipe] = {
     ),
     "tiny-think": ZooRecipe(
         name="tiny-think", init="tiny-pre", styles=(("think", 1.0),),
-        steps=700, lr=1e-3, warmup_steps=30, task=_TASK, eval_style="think",
+        steps=3500, lr=1e-3, warmup_steps=50, task=_TASK, eval_style="think",
     ),
     "tiny-think-carry": ZooRecipe(
         name="tiny-think-carry", init="tiny-pre", styles=(("think", 1.0),),
