@@ -9,7 +9,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 SAE_DIR = ROOT / "data" / "saes" / "tiny-think-resid_post.2-topk32"
-WAIT_FEATURE = 375  # most correlated with "next token is wait" on sampled tiny-think traces (see .notes)
+WAIT_FEATURE = 633  # most correlated with "next token is wait" on sampled tiny-think traces (see .notes)
 
 
 def _zoo(name: str):
