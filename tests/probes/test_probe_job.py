@@ -80,7 +80,7 @@ def test_correct_target_needs_both_outcomes(zooish, tmp_path):
 
 
 def test_correct_target_and_intention_on_the_zoo(reasoner, tmp_path):
-    cfg = ProbeJobConfig(model=reasoner.name, target="correct", n_problems=60, max_steps=4, folds=3, n_bootstrap=50,
+    cfg = ProbeJobConfig(model=reasoner.name, target="correct", n_problems=80, min_steps=5, max_steps=8, folds=3, n_bootstrap=50,
                          intention_styles=("direct", "think"))
     run = RunFolder.create("probe", cfg, root=tmp_path, run_id="c")
     doc = run_probe_job(reasoner, cfg, run)
