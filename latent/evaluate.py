@@ -96,6 +96,8 @@ def codi_tags(cfg: dict) -> str:
     Example:
         >>> codi_tags({"w_kd": 0.0, "projection": True, "prj_match_scale": True, "lr": 0.002})
         ' (no distillation)'
+        >>> codi_tags({"w_kd": 1.0, "projection": False, "lr": 0.002, "steps": 1600})
+        ' (no projection, 1600 steps)'
     """
     tags = []
     if cfg.get("w_kd", 1.0) == 0:
@@ -108,6 +110,8 @@ def codi_tags(cfg: dict) -> str:
         tags.append("LN gain 1")
     if cfg.get("lr") not in (None, 0.002):
         tags.append(f"lr {cfg['lr']:g}")
+    if cfg.get("steps") is not None:  # training length matters at this scale: always shown
+        tags.append(f"{cfg['steps']} steps")
     return f" ({', '.join(tags)})" if tags else ""
 
 
