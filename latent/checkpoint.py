@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from thinklens.errors import ThinklensError
-from thinklens.runs import atomic_write_json
+from thinklens.runs import atomic_write_json, replace_dir
 
 
 def optimizer_tensors(module: nn.Module, opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
@@ -62,12 +62,7 @@ def save_checkpoint(folder: Path, module: nn.Module, opt: torch.optim.Optimizer 
     save_model(module, str(tmp / "model.safetensors"))  # drops the tied lm_head copy itself
     save_file(optimizer_tensors(module, opt) if opt is not None else {}, str(tmp / "optimizer.safetensors"))
     atomic_write_json(tmp / "state.json", state)
-    old = folder.with_name(folder.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
-        os.rename(folder, old)
-    os.rename(tmp, folder)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_dir(tmp, folder)
 
 
 def load_checkpoint(folder: Path, module: nn.Module) -> dict:
@@ -116,12 +111,7 @@ def save_latent_model(folder: Path, model: Any, meta: dict, extra: dict[str, nn.
     for name, mod in (extra or {}).items():
         save_file({k: v.detach().contiguous() for k, v in mod.state_dict().items()}, str(tmp / f"{name}.safetensors"))
     atomic_write_json(tmp / "latent.json", meta)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
-    if folder.exists():
-        os.rename(folder, old)
-    os.rename(tmp, folder)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_dir(tmp, folder)
     return folder
 
 

@@ -35,6 +35,7 @@ import torch
 
 from thinklens.answers import parse_answer
 from thinklens.errors import ThinklensError
+from thinklens.runs import replace_dir
 
 
 @dataclass(frozen=True)
@@ -213,12 +214,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
         res = evaluate_zoo_model(tmp, n_per_steps=cfg.eval_per_steps, style=cfg.style)  # the fp16 weights written
         meta["eval"] = res.to_json()
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    if out.exists():
-        os.rename(out, old)
-    os.rename(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_dir(tmp, out)
     return meta
 
 

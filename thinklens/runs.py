@@ -20,6 +20,7 @@ import datetime as _dt
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, is_dataclass
@@ -75,6 +76,27 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def replace_dir(tmp: Path, dest: Path) -> None:
+    """Swap a fully written folder ``tmp`` in as ``dest`` (the old ``dest``, if any, is removed).
+
+    Two renames on one filesystem: a reader sees the old folder or the new one, never a partial one.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "new").mkdir()
+        >>> _ = (root / "new" / "f").write_text("2")
+        >>> replace_dir(root / "new", root / "out"); (root / "out" / "f").read_text()
+        '2'
+    """
+    old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+    shutil.rmtree(old, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        os.rename(dest, old)
+    os.rename(tmp, dest)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

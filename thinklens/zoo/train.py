@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from thinklens.errors import ThinklensError
+from thinklens.runs import replace_dir
 from thinklens.zoo.data import make_batch
 from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_params, save_zoo_folder
 from thinklens.zoo.recipes import ZooRecipe, get_recipe
@@ -84,12 +85,7 @@ def save_checkpoint(ckpt_dir: Path, model: torch.nn.Module, opt: torch.optim.Opt
     save_file(weights, str(tmp / "model.safetensors"))
     save_file(_optimizer_tensors(model, opt), str(tmp / "optimizer.safetensors"))
     (tmp / "state.json").write_text(json.dumps(state, indent=1))
-    old = ckpt_dir.with_name(ckpt_dir.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if ckpt_dir.exists():
-        os.rename(ckpt_dir, old)
-    os.rename(tmp, ckpt_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_dir(tmp, ckpt_dir)
 
 
 def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer) -> dict:
@@ -126,11 +122,7 @@ def _init_model(recipe: ZooRecipe, seed: int, out_dir: Path):
 
 
 def _atomic_publish(src: Path, dst: Path) -> None:
-    old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
-    if dst.exists():
-        os.rename(dst, old)
-    os.rename(src, dst)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_dir(src, dst)
 
 
 def train_zoo_model(
