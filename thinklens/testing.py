@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -30,12 +31,22 @@ def word_tokenizer(n_words: int = 61):
 
 
 def build_tiny_model(family: str, path: str | Path, *, d_model: int = 32, n_layers: int = 2, n_heads: int = 4,
-                     d_mlp: int | None = None, vocab_size: int = 64, n_ctx: int = 128, seed: int = 0) -> Path:
-    """Build a random ``family`` model from its config and ``save_pretrained`` it (with a tokenizer) to ``path``."""
+                     d_mlp: int | None = None, vocab_size: int = 64, n_ctx: int = 128, seed: int = 0,
+                     tokenizer: Any = None) -> Path:
+    """Build a random ``family`` model from its config and ``save_pretrained`` it (with a tokenizer) to ``path``.
+
+    ``tokenizer`` (a fast HF tokenizer, e.g. the zoo's) replaces the default word tokenizer; the vocabulary
+    size and the pad / eos / bos ids then come from it, so the model reads the tokenizer's text.
+    """
     import transformers as tf
 
     d_mlp = d_mlp or 2 * d_model
-    common = dict(vocab_size=vocab_size, pad_token_id=0, eos_token_id=1, bos_token_id=None)
+    if tokenizer is None:
+        tokenizer = word_tokenizer(vocab_size - 3)
+        common = dict(vocab_size=vocab_size, pad_token_id=0, eos_token_id=1, bos_token_id=None)
+    else:
+        common = dict(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                      eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id)
     if family in ("llama", "qwen2"):
         cfg_cls, model_cls = (tf.LlamaConfig, tf.LlamaForCausalLM) if family == "llama" else (tf.Qwen2Config, tf.Qwen2ForCausalLM)
         cfg = cfg_cls(hidden_size=d_model, intermediate_size=d_mlp, num_hidden_layers=n_layers, num_attention_heads=n_heads,
@@ -53,5 +64,5 @@ def build_tiny_model(family: str, path: str | Path, *, d_model: int = 32, n_laye
     model = model_cls(cfg)
     path = Path(path)
     model.save_pretrained(path)
-    word_tokenizer(vocab_size - 3).save_pretrained(path)
+    tokenizer.save_pretrained(path)
     return path
