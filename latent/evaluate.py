@@ -73,7 +73,7 @@ def evaluate_model(name: str, problems: list[Problem]) -> tuple[dict, list[dict]
     if meta.get("method") in ("coconut", "codi", "latent-sft"):
         lm = load_latent_model(str(folder))
         records = lm.infer([example_from_problem(p, lm.model.tokenizer) for p in problems])
-        method, train_s = meta["method"], meta.get("train_wall_s")
+        method, train_s = meta["method"], meta.get("total_train_wall_s", meta.get("train_wall_s"))
     else:
         model = load_model(name)
         method = text_style(name, meta)
@@ -86,18 +86,21 @@ def evaluate_model(name: str, problems: list[Problem]) -> tuple[dict, list[dict]
                "latent_steps": sum(r["latent_steps"] for r in records) / n, "train_s": train_s, "n": n,
                "eval_s": round(time.monotonic() - t0, 1)}
     if method == "codi":
-        summary["label"] += codi_tags(meta["config"])
+        summary["label"] += codi_tags(meta["config"], (meta.get("continued") or {}).get("steps"))
     return summary, records
 
 
-def codi_tags(cfg: dict) -> str:
-    """What sets a CODI run apart from the default config, for the table label.
+def codi_tags(cfg: dict, prior_steps: int | None = None) -> str:
+    """What sets a CODI run apart from the default config, for the table label (``prior_steps``: the steps of
+    the model a continued run started from).
 
     Example:
         >>> codi_tags({"w_kd": 0.0, "projection": True, "prj_match_scale": True, "lr": 0.002})
         ' (no distillation)'
         >>> codi_tags({"w_kd": 1.0, "projection": False, "lr": 0.002, "steps": 1600})
         ' (no projection, 1600 steps)'
+        >>> codi_tags({"lr": 0.0005, "steps": 2000}, prior_steps=12000)
+        ' (lr 0.0005, 12000+2000 steps)'
     """
     tags = []
     if cfg.get("w_kd", 1.0) == 0:
@@ -111,7 +114,7 @@ def codi_tags(cfg: dict) -> str:
     if cfg.get("lr") not in (None, 0.002):
         tags.append(f"lr {cfg['lr']:g}")
     if cfg.get("steps") is not None:  # training length matters at this scale: always shown
-        tags.append(f"{cfg['steps']} steps")
+        tags.append(f"{prior_steps}+{cfg['steps']} steps" if prior_steps else f"{cfg['steps']} steps")
     return f" ({', '.join(tags)})" if tags else ""
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from latent.checkpoint import load_checkpoint, load_optimizer, merge_lora, save_checkpoint, save_latent_model
+from latent.checkpoint import load_checkpoint, load_optimizer, merge_lora, read_latent_meta, save_checkpoint, save_latent_model
 from latent.config import CODIConfig, LatentSFTConfig, TrainConfig
 from latent.continuous import init_special_embeddings
 from latent.data import ExampleSource, add_latent_tokens, example_from_problem, latent_tokens, shard
@@ -74,19 +74,57 @@ def make_optimizer(params: list[tuple[str, nn.Parameter]], cfg: TrainConfig) -> 
                              lr=cfg.lr, betas=(0.9, 0.999))
 
 
+def continued_from(cfg: TrainConfig) -> dict | None:
+    """``latent.json`` of the start model when it is a saved latent model (training continues it), else None.
+
+    A CODI or Coconut model can be trained further with the same method: its trained special-token rows
+    (and CODI's projection) are kept instead of re-initialised. Other combinations are clear errors.
+    """
+    from latent.methods import resolve_model
+
+    folder = Path(resolve_model(cfg.model))
+    if not (folder / "latent.json").is_file():
+        return None
+    meta = read_latent_meta(folder)
+    method = cfg.to_json()["method"]
+    fix = "start from a CoT model (e.g. --model tiny-cot), or continue with the start model's own method"
+    if meta["method"] != method:
+        raise ThinklensError.of("start model", f"{folder} (a {meta['method']} model)", f"a CoT model or a {method} model", fix)
+    if method == "latent-sft":
+        raise ThinklensError.of("start model", f"{folder} (a latent-sft model)", "a CoT model: a saved Latent-SFT model has "
+                                "no encoder to continue stage 1 or 2 with", "start from a CoT model (e.g. --model tiny-cot)")
+    if isinstance(cfg, CODIConfig):
+        old = meta["config"]
+        if (old["projection"], old["prj_dim"]) != (cfg.projection, cfg.prj_dim):
+            raise ThinklensError.of("projection", (cfg.projection, cfg.prj_dim), f"the start model's "
+                                    f"({old['projection']}, {old['prj_dim']})", "pass the start model's --projection / --prj-dim")
+    return meta
+
+
 def prepare(cfg: TrainConfig, device: torch.device | str = "cpu") -> tuple[Any, nn.Module, list[Phase]]:
-    """Load the start model, check its special tokens, init them (Coconut), add LoRA, build the module."""
+    """Load the start model, check its special tokens, init them (Coconut), add LoRA, build the module.
+
+    A start model saved by a latent trainer with the same method is continued (see :func:`continued_from`).
+    """
+    start = continued_from(cfg)
     model = load_model(cfg.model, device=device)
     if cfg.add_tokens:
         model = add_latent_tokens(model)
     tokens = latent_tokens(model.tokenizer)
-    init_special_embeddings(model, tokens)
+    if start is None:
+        init_special_embeddings(model, tokens)
     # torch.nn / peft initialise from the global RNG: fork it so the init depends on cfg.seed only
     # (every process and every resumed session builds the same projection and adapters) and the
     # caller's RNG state is untouched.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         module = build_module(cfg, model, tokens)
+        if start is not None and isinstance(cfg, CODIConfig) and cfg.projection:
+            from safetensors.torch import load_file
+
+            from latent.methods import resolve_model
+
+            module.prj.load_state_dict(load_file(str(Path(resolve_model(cfg.model)) / "projection.safetensors")))
         if cfg.lora_r:
             add_lora(model.hf, cfg)
             if isinstance(cfg, LatentSFTConfig):  # the encoder copy was made before the adapters: give it its own
@@ -145,6 +183,7 @@ def train_latent(cfg: TrainConfig, *, run_root: str | Path | None = None, run_id
     if cfg.batch_size % world:
         raise ThinklensError.of("batch_size", cfg.batch_size, f"a multiple of the {world} processes", "pass a divisible --batch-size")
     method = cfg.to_json()["method"]
+    start_meta = continued_from(cfg)  # before the run folder exists: a bad start model leaves nothing behind
     run_id = run_id or f"{method}-seed{cfg.seed}"
     run = RunFolder.create("latent-train", cfg.to_json(), root=run_root, run_id=run_id) if acc.is_main_process else None
     acc.wait_for_everyone()
@@ -207,6 +246,12 @@ def train_latent(cfg: TrainConfig, *, run_root: str | Path | None = None, run_id
             merge_lora(model.hf)
         meta = {"method": method, "config": cfg.to_json(), "train_wall_s": metrics["train_wall_s"],
                 "eval": metrics.get("eval"), "run": str(run.path), "start_model": start_model_id(cfg.model)}
+        if start_meta is not None:  # training continued a latent model: keep the totals
+            prior_steps = start_meta.get("total_steps", start_meta["config"].get("steps"))
+            prior_s = start_meta.get("total_train_wall_s", start_meta["train_wall_s"])
+            meta["continued"] = {"from": start_meta["run"], "steps": prior_steps, "train_wall_s": prior_s}
+            meta["total_steps"] = (prior_steps or 0) + metrics["steps"]
+            meta["total_train_wall_s"] = round(prior_s + metrics["train_wall_s"], 1)
         extra = {"projection": module.prj} if isinstance(cfg, CODIConfig) and cfg.projection else None
         save_latent_model(run.path / "model", model, meta, extra)
         if out is not None:

@@ -105,3 +105,34 @@ def test_latent_sft_phases_run(zoo_like_dir, tmp_path):
     m = train_latent(cfg, run_root=tmp_path, progress=False)
     assert [h["phase"] for h in m["history"]] == ["encoder", "decoder", "joint", "stage2"]
     assert "kl" in m["history"][-1]
+
+
+def test_continuing_a_codi_model_keeps_its_projection_and_special_tokens(zoo_like_dir, tmp_path, examples):
+    first = CODIConfig(model=str(zoo_like_dir), steps=3, batch_size=4, eval_n=0, n_latents=2, lr=1e-2)
+    train_latent(first, run_root=tmp_path, progress=False, out=tmp_path / "m1")
+    m1 = load_latent_model(str(tmp_path / "m1"))
+    # one more step at a vanishing learning rate: the continued model must be the start model
+    more = CODIConfig(model=str(tmp_path / "m1"), steps=1, batch_size=4, eval_n=0, n_latents=2, lr=1e-12, warmup_frac=0.0)
+    train_latent(more, run_root=tmp_path, run_id="more", progress=False, out=tmp_path / "m2")
+    m2 = load_latent_model(str(tmp_path / "m2"))
+    a, b = m1.module.student_outputs(examples[:3]), m2.module.student_outputs(examples[:3])
+    assert torch.allclose(a, b, atol=1e-5)
+    # the oracle can fail: starting the same model afresh re-initialises the projection and the <bot>/<eot> rows
+    from latent.train import prepare
+
+    _, fresh, _ = prepare(CODIConfig(model=str(zoo_like_dir), n_latents=2))
+    assert not torch.allclose(fresh.prj[1].weight, m1.module.prj[1].weight)
+    meta = json.loads((tmp_path / "m2" / "latent.json").read_text())
+    assert meta["continued"]["steps"] == 3 and meta["total_steps"] == 4
+    assert meta["total_train_wall_s"] >= meta["train_wall_s"]
+
+
+def test_continuing_with_another_method_or_projection_is_a_clear_error(zoo_like_dir, tmp_path):
+    train_latent(CODIConfig(model=str(zoo_like_dir), steps=1, batch_size=2, eval_n=0, n_latents=2),
+                 run_root=tmp_path, progress=False, out=tmp_path / "m1")
+    with pytest.raises(ThinklensError, match="a codi model"):
+        train_latent(CoconutConfig(model=str(tmp_path / "m1"), max_stage=1, stage_steps=1, final_stage_steps=0),
+                     run_root=tmp_path, progress=False)
+    with pytest.raises(ThinklensError, match="projection"):
+        train_latent(CODIConfig(model=str(tmp_path / "m1"), steps=1, projection=False), run_root=tmp_path, progress=False)
+    assert not (tmp_path / "latent-train" / "coconut-seed0").exists()  # refused before a run folder was made
