@@ -99,7 +99,7 @@ def codi_tags(cfg: dict, prior_steps: int | None = None) -> str:
         ' (no distillation)'
         >>> codi_tags({"w_kd": 1.0, "projection": False, "lr": 0.002, "steps": 1600})
         ' (no projection, 1600 steps)'
-        >>> codi_tags({"lr": 0.0005, "steps": 2000}, prior_steps=12000)
+        >>> codi_tags({"lr": 0.0005, "prj_match_scale": True, "steps": 2000}, prior_steps=12000)
         ' (lr 0.0005, 12000+2000 steps)'
     """
     tags = []
