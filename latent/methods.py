@@ -124,10 +124,16 @@ class LatentModel:
         return out
 
 
-def load_latent_model(path: str, *, device: str | torch.device = "cpu") -> LatentModel:
-    """Load a folder written by a latent trainer (``latent.json`` says which method)."""
+def load_side_state(module: nn.Module, folder: Path, meta: dict) -> None:
+    """Load what a saved latent model keeps beside the LM weights into ``module`` (CODI's projection)."""
     from safetensors.torch import load_file
 
+    if meta["method"] == "codi" and meta["config"]["projection"]:
+        module.prj.load_state_dict(load_file(str(Path(folder) / "projection.safetensors")))
+
+
+def load_latent_model(path: str, *, device: str | torch.device = "cpu") -> LatentModel:
+    """Load a folder written by a latent trainer (``latent.json`` says which method)."""
     from latent.codi import CODI
     from latent.continuous import Coconut
     from latent.latent_sft import LatentSFT
@@ -140,8 +146,7 @@ def load_latent_model(path: str, *, device: str | torch.device = "cpu") -> Laten
     if meta["method"] == "codi":
         module: nn.Module = CODI(model, tokens, n_latents=cfg["n_latents"], use_projection=cfg["projection"],
                                  prj_dim=cfg["prj_dim"], prj_dropout=cfg["prj_dropout"])
-        if cfg["projection"]:
-            module.prj.load_state_dict(load_file(str(folder / "projection.safetensors")))
+        load_side_state(module, folder, meta)
     elif meta["method"] == "coconut":
         module = Coconut(model, tokens, c=cfg["c"], max_stage=cfg["max_stage"])
     elif meta["method"] == "latent-sft":

@@ -28,7 +28,7 @@ from latent.checkpoint import load_checkpoint, load_optimizer, merge_lora, read_
 from latent.config import CODIConfig, LatentSFTConfig, TrainConfig
 from latent.continuous import init_special_embeddings
 from latent.data import ExampleSource, add_latent_tokens, example_from_problem, latent_tokens, shard
-from latent.methods import Phase, build_module, load_model, phases_for
+from latent.methods import Phase, build_module, load_model, load_side_state, phases_for, resolve_model
 from thinklens.errors import ThinklensError
 from thinklens.runs import RunFolder
 
@@ -80,8 +80,6 @@ def continued_from(cfg: TrainConfig) -> dict | None:
     A CODI or Coconut model can be trained further with the same method: its trained special-token rows
     (and CODI's projection) are kept instead of re-initialised. Other combinations are clear errors.
     """
-    from latent.methods import resolve_model
-
     folder = Path(resolve_model(cfg.model))
     if not (folder / "latent.json").is_file():
         return None
@@ -119,12 +117,8 @@ def prepare(cfg: TrainConfig, device: torch.device | str = "cpu") -> tuple[Any, 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         module = build_module(cfg, model, tokens)
-        if start is not None and isinstance(cfg, CODIConfig) and cfg.projection:
-            from safetensors.torch import load_file
-
-            from latent.methods import resolve_model
-
-            module.prj.load_state_dict(load_file(str(Path(resolve_model(cfg.model)) / "projection.safetensors")))
+        if start is not None:
+            load_side_state(module, Path(resolve_model(cfg.model)), start)
         if cfg.lora_r:
             add_lora(model.hf, cfg)
             if isinstance(cfg, LatentSFTConfig):  # the encoder copy was made before the adapters: give it its own
@@ -153,8 +147,6 @@ def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, seed: int
 def start_model_id(name: str) -> dict[str, Any]:
     """Which start model a run used: its folder and a hash of its weights (zoo models get retrained)."""
     import hashlib
-
-    from latent.methods import resolve_model
 
     folder = Path(resolve_model(name))
     files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []

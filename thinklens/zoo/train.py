@@ -121,10 +121,6 @@ def _init_model(recipe: ZooRecipe, seed: int, out_dir: Path):
     return model, parent
 
 
-def _atomic_publish(src: Path, dst: Path) -> None:
-    replace_dir(src, dst)
-
-
 def train_zoo_model(
     name: str,
     *,
@@ -220,7 +216,7 @@ def train_zoo_model(
         meta["eval"] = result.to_json()
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_publish(tmp, out)
+    replace_dir(tmp, out)
     shutil.rmtree(ckpt, ignore_errors=True)
     return meta
 
