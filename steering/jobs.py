@@ -56,7 +56,7 @@ def _prompts(spec: str, n: int, seed: int, min_steps: int, max_steps: int) -> tu
         style = check_style(spec[4:])
         p, a = zoo_prompts(n, seed=seed, style=style, min_steps=min_steps, max_steps=max_steps)
         return p, a, budget(style, max_steps)
-    from thinklens.cli import read_prompts
+    from thinklens.prompts import read_prompts
 
     return read_prompts(spec)[:n], None, 64
 

@@ -1,19 +1,43 @@
 """thinklens: see how language models reason from the inside, and act on it.
 
+Names are imported on first use (torch loads only when a model-facing name is touched), so the CLI
+starts fast.
+
 Example:
     >>> from thinklens import HookedModel, Site
     >>> Site.parse("resid_post.2")
     Site(kind='resid_post', layer=2)
 """
 
-from thinklens.errors import ThinklensError
-from thinklens.interventions import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation
-from thinklens.model import HookedModel
-from thinklens.sites import Site, parse_sites
-from thinklens.trace import ActivationBatch, Trace
+from __future__ import annotations
 
-__all__ = [
-    "ActivationBatch", "AddVector", "HookFn", "HookedModel", "InjectEmbeddings", "RepeatBlock",
-    "ReplaceActivation", "Site", "ThinklensError", "Trace", "parse_sites",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from thinklens.errors import ThinklensError
+
+if TYPE_CHECKING:
+    from thinklens.interventions import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation
+    from thinklens.jobs import run_job
+    from thinklens.model import HookedModel
+    from thinklens.sites import Site, parse_sites
+    from thinklens.trace import ActivationBatch, Trace
+
+_LAZY = {
+    "ActivationBatch": "thinklens.trace", "Trace": "thinklens.trace",
+    "AddVector": "thinklens.interventions", "HookFn": "thinklens.interventions",
+    "InjectEmbeddings": "thinklens.interventions", "RepeatBlock": "thinklens.interventions",
+    "ReplaceActivation": "thinklens.interventions", "HookedModel": "thinklens.model",
+    "Site": "thinklens.sites", "parse_sites": "thinklens.sites", "run_job": "thinklens.jobs",
+}
+
+__all__ = sorted([*_LAZY, "ThinklensError"])
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'thinklens' has no attribute {name!r}")

@@ -1,7 +1,10 @@
-"""The ``thinklens`` command line.
+"""The ``thinklens`` command line: ``info``, ``capture``, ``run <job>`` and ``app``.
 
-Every user error exits with code 2 and one line on stderr (no traceback). Sub-commands live next
-to what they run and are mounted here: ``info``, ``capture``, ``zoo``, ``run <job>``, ``app``.
+``thinklens run <job>`` is generated from the job contract (:mod:`thinklens.jobs`): the job's config
+fields are its options (help = the field docstrings), followed by the options every job shares
+(``--model``, ``--seed`` from the config; ``--device``, ``--dtype``, ``--threads``, ``--runs``,
+``--run-id``, ``--out``, ``--no-progress``, ``--config FILE``). Jobs are imported only when named, so
+``thinklens --help`` stays fast. Every user error exits with code 2 and one line on stderr.
 
 Example:
     >>> build_parser().parse_args(["info", "tiny-think"]).model
@@ -15,51 +18,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from thinklens.errors import ThinklensError
-
-# `thinklens run <job>`: job name -> "module:function" that adds the job's arguments and sets func.
-JOBS: dict[str, str] = {
-    "mi-peaks": "analyses.mi.cli:add_parser",
-    "lynx": "probes.cli:add_lynx_parser",
-    "probe": "probes.cli:add_probe_parser",
-}
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         sys.stderr.write(f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
-
-
-def read_prompts(path: str | Path) -> list[str]:
-    """Prompts from a .txt file (one per line) or .jsonl (field ``prompt`` or ``question``)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ThinklensError.of("prompt file", str(p), "an existing .txt or .jsonl file", "check the path")
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise ThinklensError.of("prompt file", str(p), "UTF-8 text", "save the file as UTF-8") from None
-    prompts: list[str] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        if p.suffix == ".jsonl":
-            try:
-                rec = json.loads(line)
-                text = rec.get("prompt", rec.get("question")) if isinstance(rec, dict) else None
-            except json.JSONDecodeError:
-                text = None
-            if not isinstance(text, str) or not text.strip():
-                raise ThinklensError.of(f"line {n} of {p}", line[:60], 'a JSON object with a "prompt" or "question" string',
-                                        "fix that line")
-            prompts.append(text)
-        else:
-            prompts.append(line)
-    if not prompts:
-        raise ThinklensError.of("prompt file", str(p), "at least one non-empty prompt", "add prompts, one per line")
-    return prompts
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -88,6 +54,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from thinklens.runs import atomic_write_json
     from thinklens.sites import parse_sites
     from thinklens.store import ActivationStore
+
+    from thinklens.prompts import read_prompts
 
     prompts = read_prompts(args.prompts)
     m = HookedModel.load(args.model, device=args.device)
@@ -132,7 +100,53 @@ def cmd_app(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env={**os.environ, "THINKLENS_RUNS": str(Path(args.runs).resolve())})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def add_job_parser(jobs: Any, job: Any) -> argparse.ArgumentParser:
+    """``thinklens run <job.name>``: the config's fields, then the common options."""
+    from thinklens.configcli import add_config_arguments
+    from thinklens.jobs import RunOptions
+
+    p = jobs.add_parser(job.name, help=job.help, description=job.description or job.help)
+    g = p.add_argument_group(f"{job.name} options (a field of {job.config.__name__} each)")
+    if job.presets:
+        g.add_argument("--preset", default=argparse.SUPPRESS, choices=sorted(set(job.presets) | {"default"}),
+                       help="start from a named config; the options given override it")
+    add_config_arguments(g, job.config)
+    common = p.add_argument_group("common options (every job)")
+    common.add_argument("--config", dest="config_file", default=None, metavar="FILE",
+                        help="a JSON config (a run folder's config.json reruns that run); options given override it")
+    add_config_arguments(common, RunOptions)
+    p.set_defaults(func=cmd_run, job=job.name)
+    return p
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the job named by ``args.job`` through the contract; print its folder and report."""
+    import dataclasses
+
+    from thinklens.jobs import RunOptions, execute, get_job
+
+    job = get_job(args.job)
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(job.config) if hasattr(args, f.name)}
+    config = job.make_config(preset=getattr(args, "preset", None), config_file=args.config_file, **given)
+    options = RunOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunOptions) if hasattr(args, f.name)})
+    result, run = execute(job, config, options)
+    print(f"run: {run.path}")
+    text = job.report(result) if job.report else json.dumps(_jsonable(result), indent=1)
+    if text:
+        print(text)
+    return 0
+
+
+def _jsonable(obj: Any) -> Any:
+    from thinklens.runs import to_jsonable
+
+    return to_jsonable(obj)
+
+
+def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
+    """The parser; ``jobs`` names the jobs whose options are loaded (None: every registered job)."""
+    from thinklens.jobs import get_job, job_names
+
     p = _Parser(prog="thinklens", description="interpretability and latent-reasoning workbench")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="family, layers and sites of a model")
@@ -150,32 +164,28 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--device", default="cpu")
     cap.add_argument("--no-progress", action="store_true")
     cap.set_defaults(func=cmd_capture)
-    import importlib
-
-    # command groups that live next to what they run: (module, function taking the subparsers)
-    for mod, fn in (("thinklens.zoo.cli", "add_zoo_parser"), ("steering.cli", "add_sae_parser"), ("latent.cli", "add_latent_parser")):
-        try:
-            getattr(importlib.import_module(mod), fn)(sub)
-        except (ImportError, AttributeError):  # pragma: no cover - package absent
-            continue
-    run = sub.add_parser("run", help="run an analysis job into a run folder")
-    jobs = run.add_subparsers(dest="job", required=True, parser_class=_Parser)
-    try:
-        importlib.import_module("steering.cli").add_steer_jobs(jobs)  # steer, reasoning-vector, hybrid
-    except (ImportError, AttributeError):  # pragma: no cover
-        pass
-    for name, target in JOBS.items():
-        mod, fn = target.split(":")
-        try:
-            getattr(importlib.import_module(mod), fn)(jobs, name)
-        except (ImportError, AttributeError):
-            continue  # a job whose package is not installed is simply not offered
+    names = job_names()
+    run = sub.add_parser("run", help=f"run a job into a run folder ({', '.join(names)})")
+    run_sub = run.add_subparsers(dest="job_name", required=True, parser_class=_Parser, metavar="JOB")
+    for name in names:
+        if jobs is None or name in jobs:
+            add_job_parser(run_sub, get_job(name))
+        else:  # not loaded: only the name is known (a job's options load when it is named)
+            run_sub.add_parser(name)
     app = sub.add_parser("app", help="start the Streamlit app (127.0.0.1 by default)")
     app.add_argument("--host", default="127.0.0.1")
     app.add_argument("--port", type=int, default=8501)
     app.add_argument("--runs", default=os.environ.get("THINKLENS_RUNS", "runs"))
     app.set_defaults(func=cmd_app)
     return p
+
+
+def _jobs_to_load(argv: list[str]) -> "list[str] | None":
+    """Only the job named on the command line (every job for ``thinklens run --help``; none otherwise)."""
+    if not argv or argv[0] != "run":
+        return []
+    named = [a for a in argv[1:] if not a.startswith("-")][:1]
+    return named or None
 
 
 def _quiet_libraries() -> None:
@@ -190,7 +200,12 @@ def _quiet_libraries() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        parser = build_parser(_jobs_to_load(argv))
+    except ThinklensError as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
     args = parser.parse_args(argv)
     _quiet_libraries()
     try:

@@ -20,3 +20,16 @@ class ThinklensError(ValueError):
     def of(cls, what: str, received: object, expected: str, fix: str) -> "ThinklensError":
         """Build the standard three-part message."""
         return cls(f"bad {what}: received {received!r}; expected {expected}; fix: {fix}")
+
+
+def did_you_mean(word: str, choices: "list[str] | tuple[str, ...]") -> str:
+    """A fix hint: the closest choice, else the list of choices.
+
+    Example:
+        >>> did_you_mean("lnyx", ["lynx", "probe"])
+        "did you mean 'lynx'?"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(str(word), list(choices), n=1)
+    return f"did you mean {close[0]!r}?" if close else f"choose one of {', '.join(choices)}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
 import shutil
@@ -47,17 +48,28 @@ def validate_id(value: str, what: str = "run id") -> str:
     return value
 
 
-def _to_jsonable(obj: Any) -> Any:
+def to_jsonable(obj: Any) -> Any:
+    """Plain JSON values from dataclasses, paths, numpy and torch values; NaN and infinities become None.
+
+    JSON has no NaN: a metric that is undefined (an AUROC on one class, a mean of nothing) is written
+    as ``null`` and read back as ``None``, in every file the project writes.
+
+    Example:
+        >>> to_jsonable({"auroc": float("nan"), "xs": (1, float("inf"))})
+        {'auroc': None, 'xs': [1, None]}
+    """
     if is_dataclass(obj) and not isinstance(obj, type):
-        return _to_jsonable(asdict(obj))
+        return to_jsonable(asdict(obj))
     if isinstance(obj, dict):
-        return {str(k): _to_jsonable(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_to_jsonable(v) for v in obj]
+        return [to_jsonable(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
     if hasattr(obj, "tolist"):  # numpy / torch scalars and arrays
-        return obj.tolist()
+        return to_jsonable(obj.tolist())
     return obj
 
 
@@ -101,7 +113,7 @@ def replace_dir(tmp: Path, dest: Path) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     """JSON-encode (dataclasses, numpy and torch values included) and write atomically."""
-    atomic_write_bytes(Path(path), json.dumps(_to_jsonable(obj), indent=2, allow_nan=False).encode())
+    atomic_write_bytes(Path(path), json.dumps(to_jsonable(obj), indent=2, allow_nan=False).encode())
 
 
 class RunFolder:
@@ -118,17 +130,21 @@ class RunFolder:
     @classmethod
     def create(
         cls, kind: str, config: Any, *, root: Path | str | None = None, run_id: str | None = None,
-        resume: bool = True,
+        resume: bool = True, path: Path | str | None = None,
     ) -> "RunFolder":
-        """Create ``root/kind/run_id`` (a timestamp id by default) and write its config.
+        """Create ``root/kind/run_id`` (a timestamp id by default), or exactly ``path``, and write its config.
 
         With ``resume`` and an existing folder whose config is equal, the folder is reused so
         :meth:`pending` skips finished items; a different config is an error (never overwritten).
         """
         validate_id(kind, "run kind")
-        run_id = validate_id(run_id or _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
-        path = Path(root if root is not None else default_runs_root()) / kind / run_id
-        cfg = _to_jsonable(config)
+        if path is not None:
+            path = Path(path).resolve()
+            validate_id(path.name)
+        else:
+            run_id = validate_id(run_id or _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+            path = Path(root if root is not None else default_runs_root()) / kind / run_id
+        cfg = to_jsonable(config)
         if (path / "config.json").exists():
             old = json.loads((path / "config.json").read_text())
             if not resume or old != cfg:
@@ -140,7 +156,7 @@ class RunFolder:
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path / "config.json", cfg)
         run = cls(path)
-        run.write_meta(status="running")
+        run.write_meta(status="running", kind=kind)
         return run
 
     @classmethod
@@ -154,7 +170,8 @@ class RunFolder:
 
     @property
     def kind(self) -> str:
-        return self.path.parent.name
+        """The job kind recorded at creation (the parent folder's name for older runs)."""
+        return self.meta().get("kind") or self.path.parent.name
 
     @property
     def run_id(self) -> str:
@@ -169,13 +186,14 @@ class RunFolder:
 
     def write_meta(self, **fields: Any) -> None:
         meta = self.meta()
-        meta.update({"kind": self.kind, "id": self.run_id}, **fields)
+        meta.setdefault("kind", self.path.parent.name)
+        meta.update({"id": self.run_id}, **fields)
         meta.setdefault("created", _dt.datetime.now().isoformat(timespec="seconds"))
         atomic_write_json(self.path / "meta.json", meta)
 
     def finish(self, summary: dict[str, Any] | None = None) -> None:
         """Mark the run complete (the app shows only complete runs as such)."""
-        self.write_meta(status="done", summary=_to_jsonable(summary or {}))
+        self.write_meta(status="done", summary=to_jsonable(summary or {}))
 
     # ---- results ---------------------------------------------------------------------------
     def write_result(self, name: str, obj: Any) -> Path:
@@ -224,7 +242,7 @@ class RunFolder:
 
     def mark_done(self, item: str, payload: Any = None) -> None:
         """Record that ``item`` finished (appended and fsynced, so it survives a kill)."""
-        line = json.dumps({"item": item, "payload": _to_jsonable(payload)}, allow_nan=False)
+        line = json.dumps({"item": item, "payload": to_jsonable(payload)}, allow_nan=False)
         with open(self._progress(), "a") as f:
             f.write(line + "\n")
             f.flush()

@@ -26,11 +26,10 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, did_you_mean
 
 SiteKind = Literal["embed", "resid_pre", "resid_post", "attn_out", "mlp_out", "final_norm", "logits"]
 SITE_KINDS: tuple[str, ...] = get_args(SiteKind)
@@ -51,7 +50,7 @@ class Site:
 
     def __post_init__(self) -> None:
         if self.kind not in SITE_KINDS:
-            raise ThinklensError.of("site kind", self.kind, f"one of {', '.join(SITE_KINDS)}", _did_you_mean(self.kind, SITE_KINDS))
+            raise ThinklensError.of("site kind", self.kind, f"one of {', '.join(SITE_KINDS)}", did_you_mean(self.kind, SITE_KINDS))
         if self.kind in LAYER_KINDS:
             if not isinstance(self.layer, int) or isinstance(self.layer, bool):
                 raise ThinklensError.of("site", f"{self.kind} without a layer", f"{self.kind}.<layer>", f"write e.g. {self.kind}.0")
@@ -75,7 +74,7 @@ class Site:
                                         "see `thinklens info MODEL` for the list")
             kind, _, layer_s = text.strip().partition(".")
             if kind not in SITE_KINDS:
-                raise ThinklensError.of("site", text, f"a kind among {', '.join(SITE_KINDS)}", _did_you_mean(kind, SITE_KINDS))
+                raise ThinklensError.of("site", text, f"a kind among {', '.join(SITE_KINDS)}", did_you_mean(kind, SITE_KINDS))
             layer: int | None = None
             if layer_s:
                 try:
@@ -118,6 +117,4 @@ def all_sites(n_layers: int) -> list[Site]:
     return sites + [Site("final_norm"), Site("logits")]
 
 
-def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f"did you mean {close[0]!r}?" if close else f"choose one of {', '.join(choices)}"
+

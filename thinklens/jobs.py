@@ -1,0 +1,383 @@
+"""The job contract: one way to run every analysis, trainer and evaluation.
+
+A job is one file holding one frozen config dataclass and one ``run(config, ctx)`` function, exported
+as a :class:`Job` named ``JOB``. Capability packages register their jobs in the ``thinklens.jobs``
+entry-point group of pyproject.toml (``lynx = "probes.jobs.lynx:JOB"``), so the core never imports a
+capability package. The CLI (``thinklens run <job>``), :func:`run_job` (Python and notebooks), the demo
+and the app's "how to reproduce" hints are all built from that one contract.
+
+What the runner does for every job, in order:
+1. the config: the job's defaults, then a named preset, then a JSON ``--config`` file (a run folder's
+   own config.json reproduces the run), then the options given (CLI) or keywords (Python);
+2. the run folder: exactly ``out``, else ``<runs>/<job>/<run_id or a timestamp>``; the same id with the
+   same config resumes, another config is an error;
+3. the models: each config field named in ``Job.models`` is loaded once with the device and dtype
+   (``Job.load`` for jobs whose models are not plain :class:`~thinklens.model.HookedModel`\\ s);
+4. ``job.run(config, ctx)``; the typed result it returns is handed back; the run is marked done.
+
+A job module imports nothing heavy at its top (no torch, transformers or scikit-learn): ``thinklens
+run --help`` loads every job's config, and must stay fast.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class EchoConfig:
+    ...     model: str = ""
+    ...     '''Unused.'''
+    ...     seed: int = 0
+    ...     '''Seed.'''
+    ...     word: str = "hi"
+    ...     '''What to write.'''
+    >>> def echo(config, ctx):
+    ...     ctx.run.write_result("echo", {"word": config.word})
+    ...     return {"word": config.word, "seed": config.seed}
+    >>> job = Job("echo", EchoConfig, echo, help="write a word", models=())
+    >>> import tempfile
+    >>> run_job(job, word="ho", seed=3, runs=tempfile.mkdtemp(), run_id="r", progress=False)
+    {'word': 'ho', 'seed': 3}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from thinklens.errors import ThinklensError, did_you_mean
+
+if TYPE_CHECKING:
+    from thinklens.runs import RunFolder
+
+T = TypeVar("T")
+ENTRY_POINT_GROUP = "thinklens.jobs"
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a job runs, as opposed to what it computes (the config). Common to every job."""
+
+    device: str = "cpu"
+    """Device of the models: cpu, cuda, cuda:1, mps."""
+    dtype: str = "float32"
+    """Weight dtype of the models: float32, bfloat16 or float16."""
+    threads: int | None = None
+    """torch CPU threads (default: torch's choice; 1 is fastest on a busy 2-core machine)."""
+    runs: str | None = None
+    """Root of the run folders (default: $THINKLENS_RUNS or ./runs)."""
+    run_id: str | None = None
+    """Run id (default: a timestamp); the same id with the same config resumes."""
+    out: str | None = None
+    """This run's folder, exactly (overrides --runs and --run-id)."""
+    progress: bool = True
+    """Show progress bars."""
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ThinklensError.of("dtype", self.dtype, f"one of {', '.join(DTYPES)}", did_you_mean(self.dtype, DTYPES))
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ThinklensError.of("threads", self.threads, "an integer >= 1 or None", "pass --threads 1")
+
+    @property
+    def torch_dtype(self) -> Any:
+        import torch
+
+        return getattr(torch, self.dtype)
+
+
+# Names a config field may not take: they are the runner's (model and seed are config fields by contract).
+RESERVED = tuple(f.name for f in dataclasses.fields(RunOptions)) + ("config", "preset")
+
+
+class Progress:
+    """What a job reports while it runs: bars (hidden with ``--no-progress``) and log lines (stderr).
+
+    Example:
+        >>> p = Progress(enabled=False)
+        >>> sum(p.iter(range(3), desc="x"))
+        3
+    """
+
+    def __init__(self, enabled: bool = True, stream: Any = None):
+        self.enabled = enabled
+        self.stream = stream
+
+    def iter(self, iterable: Iterable[T], desc: str = "", total: int | None = None) -> Iterator[T]:
+        """``iterable`` with a progress bar (none when disabled)."""
+        if not self.enabled:
+            yield from iterable
+            return
+        from tqdm.auto import tqdm
+
+        yield from tqdm(iterable, desc=desc, total=total, file=self.stream or sys.stderr, dynamic_ncols=True)
+
+    def log(self, message: str) -> None:
+        """One line of news (stage finished, figure written); shown even without bars."""
+        print(message, file=self.stream or sys.stderr, flush=True)
+
+
+@dataclass
+class JobContext:
+    """What the runner hands a job: its loaded models, its run folder, a progress reporter, the options."""
+
+    models: dict[str, Any]
+    """Config field name -> loaded model, for every field in ``Job.models``."""
+    run: "RunFolder"
+    progress: Progress
+    options: RunOptions = field(default_factory=RunOptions)
+    loader: Callable[[str], Any] | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def model(self) -> Any:
+        """The job's first (main) model."""
+        if not self.models:
+            raise ThinklensError.of("job model", "none loaded", "a job that declares models", "declare Job(models=('model',))")
+        return next(iter(self.models.values()))
+
+    def load(self, name: str) -> Any:
+        """Load another model by name on the same device and dtype (cached; e.g. comparison siblings)."""
+        for m in self.models.values():
+            if getattr(m, "name", None) == name:
+                return m
+        if name not in self._cache:
+            self._cache[name] = (self.loader or _hooked_loader(self.options))(name)
+        return self._cache[name]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A registered job: ``thinklens run <name>`` and ``run_job(<name>, ...)``."""
+
+    name: str
+    """CLI name, e.g. ``lynx``."""
+    config: type
+    """Frozen config dataclass; its field docstrings are the CLI help. Has ``model`` and ``seed`` fields."""
+    run: Callable[[Any, JobContext], Any]
+    """``run(config, ctx) -> result`` (a typed result; a dict is fine for small jobs)."""
+    help: str
+    """One line for ``thinklens run --help``."""
+    description: str = ""
+    """Paragraph for ``thinklens run <name> --help``."""
+    models: tuple[str, ...] = ("model",)
+    """Config fields naming models the runner loads before ``run`` (empty: the job loads its own)."""
+    load: Callable[[str, RunOptions], Any] | None = None
+    """Loader for those models (default: ``HookedModel.load`` with the device and dtype)."""
+    presets: Mapping[str, Any] | None = None
+    """Named configs (``--preset NAME``) that options then override."""
+    report: Callable[[Any], str] | None = None
+    """The lines the CLI prints after the run folder (default: the result as JSON)."""
+    summary: Callable[[Any], dict] | None = None
+    """The run's summary for meta.json when the job did not call ``run.finish`` itself."""
+    kind: str | None = None
+    """Run-folder kind (default: ``name``)."""
+
+    def __post_init__(self) -> None:
+        if not (dataclasses.is_dataclass(self.config) and self.config.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+            raise TypeError(f"job {self.name}: config must be a frozen dataclass")
+        names = {f.name for f in dataclasses.fields(self.config)}
+        missing = {"model", "seed"} - names
+        if missing:
+            raise TypeError(f"job {self.name}: config {self.config.__name__} lacks the contract fields {sorted(missing)}")
+        clash = names & set(RESERVED)
+        if clash:
+            raise TypeError(f"job {self.name}: config fields {sorted(clash)} clash with the runner's options")
+        if set(self.models) - names:
+            raise TypeError(f"job {self.name}: models {sorted(set(self.models) - names)} are not config fields")
+
+    @property
+    def run_kind(self) -> str:
+        return self.kind or self.name
+
+    def make_config(self, *, preset: str | None = None, config_file: str | Path | None = None, **fields: Any) -> Any:
+        """Defaults < preset < config file < ``fields``; the config's ``__post_init__`` validates."""
+        base: dict[str, Any] = {}
+        if preset is not None and preset != "default":
+            if not self.presets or preset not in self.presets:
+                choices = sorted(self.presets or {"default": None})
+                raise ThinklensError.of(f"preset of {self.name}", preset, f"one of {', '.join(choices)}", did_you_mean(preset, choices))
+            base = _fields_of(self.presets[preset])
+        if config_file is not None:
+            base.update(read_config_file(self.config, config_file))
+        unknown = set(fields) - {f.name for f in dataclasses.fields(self.config)}
+        if unknown:
+            word = sorted(unknown)[0]
+            raise ThinklensError.of(f"option of job {self.name}", word, "a field of " + self.config.__name__,
+                                    did_you_mean(word, [f.name for f in dataclasses.fields(self.config)]))
+        base.update(fields)
+        return self.config(**base)
+
+
+def _fields_of(config: Any) -> dict[str, Any]:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+def _coerce(tp: Any, value: Any) -> Any:
+    """A JSON value back to the annotation's Python type (lists to tuples, recursively)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if value is None:
+        return None
+    if origin is tuple and isinstance(value, list):
+        inner = args[0] if args else Any
+        return tuple(_coerce(inner, v) for v in value)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        for a in args:
+            if a is not type(None):
+                return _coerce(a, value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def config_from_dict(cls: type, data: Mapping[str, Any], *, source: str = "config") -> dict[str, Any]:
+    """Validated field values of ``cls`` from a JSON object (unknown keys are an error with a hint)."""
+    if not isinstance(data, Mapping):
+        raise ThinklensError.of(source, type(data).__name__, f"a JSON object of {cls.__name__} fields", "write {\"field\": value, ...}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    out = {}
+    for k, v in data.items():
+        if k not in hints or k not in names:
+            raise ThinklensError.of(f"key in {source}", k, f"a field of {cls.__name__}", did_you_mean(k, names))
+        out[k] = _coerce(hints[k], v)
+    return out
+
+
+def read_config_file(cls: type, path: str | Path) -> dict[str, Any]:
+    """The fields of a JSON config file (e.g. a run folder's config.json)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ThinklensError.of("--config file", str(p), "an existing JSON file", "pass a run folder's config.json")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ThinklensError.of("--config file", str(p), "valid JSON", f"fix the file ({e})") from None
+    return config_from_dict(cls, data, source=str(p))
+
+
+# ---------------------------------------------------------------- registry
+
+_JOBS: dict[str, Job] | None = None
+_ENTRY: dict[str, Any] | None = None
+
+
+def _entry_points() -> dict[str, Any]:
+    global _ENTRY
+    if _ENTRY is None:
+        from importlib.metadata import entry_points
+
+        _ENTRY = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return _ENTRY
+
+
+def job_names() -> list[str]:
+    """Every registered job, without importing any (cheap)."""
+    return sorted(_entry_points())
+
+
+def get_job(name: str | Job) -> Job:
+    """The registered job ``name`` (its module is imported now)."""
+    if isinstance(name, Job):
+        return name
+    global _JOBS
+    _JOBS = _JOBS if _JOBS is not None else {}
+    if name not in _JOBS:
+        eps = _entry_points()
+        if name not in eps:
+            raise ThinklensError.of("job", name, f"one of {', '.join(sorted(eps))}", did_you_mean(name, sorted(eps)))
+        job = eps[name].load()
+        if not isinstance(job, Job) or job.name != name:
+            raise TypeError(f"entry point {name} = {eps[name].value} is not a Job named {name!r}")
+        _JOBS[name] = job
+    return _JOBS[name]
+
+
+def all_jobs() -> list[Job]:
+    """Every registered job, loaded."""
+    return [get_job(n) for n in job_names()]
+
+
+# ---------------------------------------------------------------- running
+
+
+def _hooked_loader(options: RunOptions) -> Callable[[str], Any]:
+    def load(name: str) -> Any:
+        from thinklens.model import HookedModel
+
+        return HookedModel.load(name, device=options.device, dtype=options.torch_dtype)
+    return load
+
+
+def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
+    """The run folder for ``config`` under ``options`` (created, or reopened to resume)."""
+    from thinklens.runs import RunFolder, default_runs_root
+
+    if options.out:
+        return RunFolder.create(job.run_kind, config, path=Path(options.out).expanduser())
+    root = Path(options.runs) if options.runs else default_runs_root()
+    return RunFolder.create(job.run_kind, config, root=root, run_id=options.run_id)
+
+
+def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, Any] | None = None) -> tuple[Any, "RunFolder"]:
+    """Run ``job`` with a built config: models loaded, run folder opened, result returned with the folder."""
+    if options.threads:
+        import torch
+
+        torch.set_num_threads(options.threads)
+    given = dict(models or {})
+    load = (lambda n: job.load(n, options)) if job.load else _hooked_loader(options)
+    loaded: dict[str, Any] = {}
+    for fname in job.models:
+        name = getattr(config, fname)
+        if fname in given:
+            loaded[fname] = given[fname]
+        elif name:
+            loaded[fname] = load(name)
+    run = open_run_folder(job, config, options)
+    run.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
+                   models={k: str(getattr(config, k)) for k in job.models})
+    ctx = JobContext(models=loaded, run=run, progress=Progress(options.progress), options=options, loader=load)
+    result = job.run(config, ctx)
+    if run.meta().get("status") != "done":
+        summary = job.summary(result) if job.summary else (result if isinstance(result, dict) else {})
+        run.finish(summary)
+    return result, run
+
+
+def run_job(name: str | Job, *, config: Any = None, preset: str | None = None, config_file: str | Path | None = None,
+            device: str = "cpu", dtype: str = "float32", threads: int | None = None, runs: str | Path | None = None,
+            run_id: str | None = None, out: str | Path | None = None, progress: bool = True, **fields: Any) -> Any:
+    """Run a job from Python and return its typed result.
+
+    Args:
+        name: a registered job name (``"lynx"``) or a :class:`Job`.
+        config: a ready config object (then ``fields`` replace some of its values).
+        fields: config fields. A model field may hold a loaded ``HookedModel`` instead of a name: it is
+            used as it is and its name is recorded in the config.
+
+    Example:
+        >>> # result = thinklens.run_job("lynx", model="tiny-think", n_train=50, runs="runs")
+    """
+    job = get_job(name)
+    given_models = {}
+    for fname in job.models:
+        v = fields.get(fname)
+        if v is not None and not isinstance(v, str):
+            given_models[fname] = v
+            fields[fname] = str(getattr(v, "name", fname))
+    if config is not None:
+        if not isinstance(config, job.config):
+            raise ThinklensError.of(f"config of job {job.name}", type(config).__name__, job.config.__name__,
+                                    f"build it with {job.config.__name__}(...)")
+        cfg = dataclasses.replace(config, **fields)
+    else:
+        cfg = job.make_config(preset=preset, config_file=config_file, **fields)
+    options = RunOptions(device=str(device), dtype=dtype, threads=threads, runs=None if runs is None else str(runs),
+                         run_id=run_id, out=None if out is None else str(out), progress=progress)
+    result, _ = execute(job, cfg, options, models=given_models)
+    return result
