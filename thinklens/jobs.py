@@ -46,7 +46,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from thinklens.errors import ThinklensError, did_you_mean
 
@@ -64,7 +64,7 @@ class RunOptions:
 
     device: str = "cpu"
     """Device of the models: cpu, cuda, cuda:1, mps."""
-    dtype: str = "float32"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weight dtype of the models: float32, bfloat16 or float16."""
     threads: int | None = None
     """torch CPU threads (default: torch's choice; 1 is fastest on a busy 2-core machine)."""
