@@ -14,7 +14,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from thinklens.zoo.evaluate import evaluate_zoo_model
+from zoo.evaluate import evaluate_zoo_model
 from thinklens.zoo.registry import zoo_path
 
 MODELS = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think-carry", "tiny-think")  # headline last
@@ -23,7 +23,7 @@ SEED = 777  # held out: training batches come from [seed, step] streams, zoo.jso
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-    torch.set_num_threads(1)  # fastest on a shared 2-core machine (see thinklens/zoo/cli.py)
+    torch.set_num_threads(1)  # fastest on a shared 2-core machine (see zoo/jobs/zoo_train.py)
     think_headline = float("nan")
     for name in MODELS:
         if zoo_path(name) is None:

@@ -209,7 +209,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     shutil.rmtree(tmp, ignore_errors=True)
     save_zoo_folder(hf, tmp, meta=meta)
     if cfg.eval_per_steps > 0:
-        from thinklens.zoo.evaluate import evaluate_zoo_model
+        from zoo.evaluate import evaluate_zoo_model
 
         res = evaluate_zoo_model(tmp, n_per_steps=cfg.eval_per_steps, style=cfg.style)  # the fp16 weights written
         meta["eval"] = res.to_json()

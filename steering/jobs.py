@@ -71,7 +71,7 @@ def _check_finite(what: str, values, fix: str) -> None:
 
 def target_style(path: str) -> str:
     """The prompt style a zoo model answers in: its zoo.json recipe, else its name, else ``cot``."""
-    from thinklens.zoo.evaluate import DEFAULT_STYLES
+    from zoo.evaluate import DEFAULT_STYLES
 
     meta = Path(path) / "zoo.json"
     if meta.is_file():
@@ -368,7 +368,7 @@ def run_reasoning_vector_job(cfg: ReasoningVectorJobConfig, run: "RunFolder", lo
     from steering import figures
     from steering.reasoning_vectors import alpha_sweep, apply_vector, load_model, load_weights, reasoning_vector, save_merged, vector_stats
     from thinklens.model import load_tokenizer, resolve_model_path
-    from thinklens.zoo.evaluate import evaluate_model
+    from zoo.evaluate import evaluate_model
 
     v, report = reasoning_vector(cfg.a, cfg.b, base=cfg.base)
     target = load_model(cfg.target)

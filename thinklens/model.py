@@ -55,7 +55,7 @@ def resolve_model_path(name_or_path: str) -> str:
     if is_zoo_name is not None and is_zoo_name(name_or_path):
         zp = zoo_dir() / name_or_path
         if not (zp / "config.json").exists():
-            raise ThinklensError.of("zoo model", name_or_path, f"weights in {zp}", f"train it with `thinklens zoo train {name_or_path}`")
+            raise ThinklensError.of("zoo model", name_or_path, f"weights in {zp}", f"train it with `thinklens run zoo-train --model {name_or_path}`")
         return str(zp)
     if p.is_dir():
         if not (p / "config.json").exists():
@@ -67,7 +67,7 @@ def resolve_model_path(name_or_path: str) -> str:
     looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
     if looks_like_path:
         raise ThinklensError.of("model", name_or_path, "a zoo name, an existing model folder or a hub id like org/name",
-                                "check the path, or run `thinklens zoo eval` to list zoo models")
+                                "check the path, or run `thinklens run zoo-eval` to list zoo models")
     if not _hub_reachable():
         raise ThinklensError.of("model", name_or_path, "a zoo name or a local model folder (the hub is unreachable offline)",
                                 "save the model with save_pretrained on a machine with network and pass its folder")

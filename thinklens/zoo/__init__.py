@@ -1,5 +1,7 @@
-"""The embedded model zoo: tiny Llama models trained on the synthetic reasoning task, committed under
-``data/zoo/<name>/`` so a fresh offline clone can load them without training.
+"""The embedded model zoo, as every capability needs it: names and folders (:mod:`.registry`), building,
+saving and loading the tiny Llama models (:mod:`.modeling`) and their word-level tokenizer
+(:mod:`.tokenizer`). Weights are committed under ``data/zoo/<name>/`` so a fresh offline clone loads them
+without training.
 
 All siblings (``tiny-direct``, ``tiny-cot``, ``tiny-think``) are fine-tuned from one ``tiny-pre``, so
 weight arithmetic between them is meaningful.
@@ -9,28 +11,18 @@ Example:
     >>> from transformers import AutoModelForCausalLM  # doctest: +SKIP
     >>> model = AutoModelForCausalLM.from_pretrained(zoo_path("tiny-think"))  # doctest: +SKIP
 
-Retrain: ``thinklens zoo train tiny-pre`` then ``thinklens zoo train tiny-cot`` (etc.); evaluate:
-``thinklens zoo eval``. Heavy imports (torch, transformers) happen inside the functions.
+Training and evaluating the zoo are jobs of the top-level ``zoo`` package: ``thinklens run zoo-train
+--model tiny-pre`` then ``--model tiny-cot`` (etc.); ``thinklens run zoo-eval``. Heavy imports (torch,
+transformers) happen inside the functions.
 """
 
 from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, check_zoo_name, is_zoo_name, zoo_dir, zoo_path
 
-__all__ = [
-    "ZOO_DESCRIPTIONS", "ZOO_NAMES", "check_zoo_name", "evaluate_zoo_model", "is_zoo_name", "load_zoo_model",
-    "train_zoo_model", "zoo_dir", "zoo_path",
-]
+__all__ = ["ZOO_DESCRIPTIONS", "ZOO_NAMES", "check_zoo_name", "is_zoo_name", "load_zoo_model", "zoo_dir", "zoo_path"]
 
 
 def __getattr__(name: str):
-    # Lazy: `from thinklens.zoo import train_zoo_model` should not import torch for registry users.
-    if name == "train_zoo_model":
-        from thinklens.zoo.train import train_zoo_model
-
-        return train_zoo_model
-    if name == "evaluate_zoo_model":
-        from thinklens.zoo.evaluate import evaluate_zoo_model
-
-        return evaluate_zoo_model
+    # Lazy: `from thinklens.zoo import load_zoo_model` should not import torch for registry users.
     if name == "load_zoo_model":
         from thinklens.zoo.modeling import load_zoo_model
 

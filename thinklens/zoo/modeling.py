@@ -135,7 +135,7 @@ def load_zoo_model(path_or_name: str | Path, *, device: str = "cpu", dtype: torc
         if folder is None:
             raise ThinklensError.of(
                 "zoo model", path_or_name, "a trained model under data/zoo",
-                f"train it: `thinklens zoo train {path_or_name}`",
+                f"train it: `thinklens run zoo-train --model {path_or_name}`",
             )
     else:
         folder = Path(path_or_name)

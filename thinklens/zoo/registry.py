@@ -23,7 +23,7 @@ ZOO_NAMES: tuple[str, ...] = (
 )
 
 #: Zoo models that answer through latent steps (``latent.json`` in their folder): evaluated by
-#: ``thinklens latent eval``, not by ``thinklens zoo eval``; trained by ``thinklens latent train``.
+#: the latent evaluation job, not by ``thinklens run zoo-eval``; trained by the latent trainers.
 LATENT_ZOO_NAMES: tuple[str, ...] = ("tiny-coconut", "tiny-codi", "tiny-latent-sft")
 
 #: One-line description of each model (CLI help, app menus).
@@ -63,7 +63,7 @@ def check_zoo_name(name: str) -> str:
     if name in ZOO_NAMES:
         return name
     near = difflib.get_close_matches(str(name), ZOO_NAMES, n=1, cutoff=0.5)
-    fix = f"did you mean {near[0]!r}?" if near else "list the zoo with `thinklens zoo eval`"
+    fix = f"did you mean {near[0]!r}?" if near else "list the zoo with `thinklens run zoo-eval`"
     raise ThinklensError.of("zoo model", name, f"one of {', '.join(ZOO_NAMES)}", fix)
 
 

@@ -11,7 +11,7 @@ import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.tasks import STYLES, TaskConfig, generate_problems, render_example
-from thinklens.zoo.data import encode_example
+from zoo.data import encode_example
 from thinklens.zoo.registry import ZOO_NAMES, check_zoo_name, zoo_path
 from thinklens.zoo.tokenizer import SPECIAL_TOKENS, build_zoo_tokenizer
 
@@ -63,7 +63,7 @@ def test_committed_model_loads_offline_in_float32(name, monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     folder = zoo_path(name)
-    assert folder is not None, f"data/zoo/{name} missing: run `thinklens zoo train {name}`"
+    assert folder is not None, f"data/zoo/{name} missing: run `thinklens run zoo-train --model {name}`"
     meta = json.loads((folder / "zoo.json").read_text())
     assert meta["name"] == name and meta["seed"] == 0 and meta["steps"] > 0 and "eval" in meta
     model = AutoModelForCausalLM.from_pretrained(folder)
@@ -88,7 +88,7 @@ def test_siblings_share_the_pre_init():
 
 
 def test_tiny_cot_accuracy_on_fixed_held_out_sample():
-    from thinklens.zoo.evaluate import evaluate_zoo_model
+    from zoo.evaluate import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-cot", n_per_steps=20, steps=[2, 3], seed=4242)
     assert r.style == "cot"
@@ -96,7 +96,7 @@ def test_tiny_cot_accuracy_on_fixed_held_out_sample():
 
 
 def test_tiny_think_reflects():
-    from thinklens.zoo.evaluate import evaluate_zoo_model
+    from zoo.evaluate import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-think", n_per_steps=16, steps=[3], seed=4243)
     assert r.style == "think" and r.reflection_rate is not None and r.reflection_rate > 0.5
@@ -113,12 +113,12 @@ def test_latent_siblings_are_registered_and_refused_by_zoo_eval(capsys):
     assert set(LATENT_ZOO_NAMES) < set(ZOO_NAMES) and "tiny-grpo" in ZOO_NAMES
     for name in (*LATENT_ZOO_NAMES, "tiny-grpo"):
         assert zoo_path(name) is not None and (zoo_path(name) / "config.json").is_file()
-    assert main(["zoo", "eval", "tiny-codi"]) == 2
-    assert "thinklens latent eval" in capsys.readouterr().err
+    assert main(["run", "zoo-eval", "--model", "tiny-codi"]) == 2
+    assert "thinklens run latent-eval" in capsys.readouterr().err
 
 
 def test_tiny_think_carry_corrects_itself_under_greedy_decoding():
-    from thinklens.zoo.evaluate import evaluate_zoo_model
+    from zoo.evaluate import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-think-carry", n_per_steps=16, steps=[3], seed=4243)
     # Greedy traces slip on carries and say "wait"; the equations after "wait" are mostly right.
@@ -128,8 +128,8 @@ def test_tiny_think_carry_corrects_itself_under_greedy_decoding():
 
 def _tiny_recipe(tmp_steps: int):
     from thinklens.zoo.modeling import ZooModelConfig
-    from thinklens.zoo.recipes import RECIPES
-    from thinklens.zoo.train import with_overrides
+    from zoo.recipes import RECIPES
+    from zoo.train import with_overrides
 
     return with_overrides(
         RECIPES["tiny-pre"], steps=tmp_steps, warmup_steps=2, batch_tokens=256,
@@ -140,7 +140,7 @@ def _tiny_recipe(tmp_steps: int):
 def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from thinklens.zoo import train
+    from zoo import train
 
     recipe = _tiny_recipe(6)
     kw = {"seed": 3, "max_minutes": 5, "progress": False, "recipe": recipe, "eval_per_steps": 0}
@@ -172,14 +172,51 @@ def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
     assert not any(p.suffix == ".pt" or p.suffix == ".bin" for p in (tmp_path / "b").rglob("*"))
 
 
-def test_cli_parser_and_table():
-    import argparse
+def test_zoo_train_job_resumes_in_its_run_folder_and_publishes(tmp_path, monkeypatch):
+    """The job: checkpoint in the run folder, same --run-id resumes, weights published to `publish`."""
+    from safetensors.torch import load_file
 
-    from thinklens.zoo.cli import add_zoo_parser, parse_steps
+    from thinklens.jobs import run_job
+    from zoo import train
+    from zoo.recipes import RECIPES
 
-    parser = argparse.ArgumentParser(prog="thinklens")
-    add_zoo_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["zoo", "eval", "tiny-cot", "tiny-think", "--n", "5", "--steps", "2-3"])
-    assert args.names == ["tiny-cot", "tiny-think"] and parse_steps(args.steps) == [2, 3]
+    monkeypatch.setitem(RECIPES, "tiny-pre", _tiny_recipe(5))
+    kw = {"model": "tiny-pre", "seed": 2, "eval_n": 0, "progress": False}
+    straight = run_job("zoo-train", publish=str(tmp_path / "a" / "tiny-pre"), out=str(tmp_path / "run-a"), **kw)
+    assert straight["steps"] == 5 and straight["published_to"] == str(tmp_path / "a" / "tiny-pre")
+    assert json.loads((tmp_path / "run-a" / "results" / "zoo_train.json").read_text())["steps"] == 5
+    assert not (tmp_path / "run-a" / "checkpoint").exists()
+
+    real, calls = train.make_batch, {"n": 0}
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    import functools
+
+    monkeypatch.setattr(train, "train_zoo_model", functools.partial(train.train_zoo_model, ckpt_every_s=0.0))
+    monkeypatch.setattr(train, "make_batch", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run_job("zoo-train", publish=str(tmp_path / "b" / "tiny-pre"), out=str(tmp_path / "run-b"), **kw)
+    assert json.loads((tmp_path / "run-b" / "checkpoint" / "state.json").read_text())["step"] == 3
+    monkeypatch.setattr(train, "make_batch", real)
+    resumed = run_job("zoo-train", publish=str(tmp_path / "b" / "tiny-pre"), out=str(tmp_path / "run-b"), **kw)
+    assert resumed["steps"] == 5
+    a = load_file(str(tmp_path / "a" / "tiny-pre" / "model.safetensors"))
+    b = load_file(str(tmp_path / "b" / "tiny-pre" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_zoo_eval_job_writes_its_table(tmp_path):
+    from thinklens.jobs import get_job, run_job
+
+    results = run_job("zoo-eval", model="tiny-direct", n=4, steps=(2,), out=str(tmp_path), progress=False)
+    assert [r.model for r in results] == ["tiny-direct"] and results[0].style == "direct"
+    saved = json.loads((tmp_path / "results" / "zoo_eval.json").read_text())
+    assert saved[0]["accuracy"].keys() == {"2"}
+    assert get_job("zoo-eval").report(results).splitlines()[0].split() == ["model", "style", "2"]
     with pytest.raises(ThinklensError):
-        parse_steps("x")
+        run_job("zoo-eval", steps=(0,), out=str(tmp_path / "x"))

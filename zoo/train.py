@@ -24,18 +24,18 @@ import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.runs import replace_dir
-from thinklens.zoo.data import make_batch
 from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_params, save_zoo_folder
-from thinklens.zoo.recipes import ZooRecipe, get_recipe
-from thinklens.zoo.registry import repo_root, zoo_dir, zoo_path
+from thinklens.zoo.registry import zoo_dir, zoo_path
 from thinklens.zoo.tokenizer import zoo_vocab
+from zoo.data import make_batch
+from zoo.recipes import ZooRecipe, get_recipe
 
 
 def lr_at(recipe: ZooRecipe, step: int) -> float:
     """Linear warmup to ``lr`` then cosine decay to ``lr * min_lr_ratio`` at the last step.
 
     Example:
-        >>> from thinklens.zoo.recipes import RECIPES
+        >>> from zoo.recipes import RECIPES
         >>> r = RECIPES["tiny-pre"]
         >>> lr_at(r, 0) < lr_at(r, r.warmup_steps) == r.lr
         True
@@ -98,8 +98,10 @@ def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module, opt: torch.optim.Opt
 
 
 def default_ckpt_dir(name: str, seed: int) -> Path:
-    """``<repo>/runs/zoo-train/<name>-seed<seed>`` (runs/ is git-ignored)."""
-    return repo_root() / "runs" / "zoo-train" / f"{name}-seed{seed}"
+    """``<runs root>/zoo-train/<name>-seed<seed>`` (for Python callers; the job keeps it in its run folder)."""
+    from thinklens.runs import default_runs_root
+
+    return default_runs_root() / "zoo-train" / f"{name}-seed{seed}"
 
 
 # ---------------------------------------------------------------- training
@@ -114,7 +116,7 @@ def _init_model(recipe: ZooRecipe, seed: int, out_dir: Path):
         parent = zoo_path(recipe.init)
     if parent is None:
         raise ThinklensError.of(
-            f"parent of {recipe.name}", recipe.init, "a trained model", f"train it first: thinklens zoo train {recipe.init}"
+            f"parent of {recipe.name}", recipe.init, "a trained model", f"train it first: thinklens run zoo-train --model {recipe.init}"
         )
     model, _ = load_zoo_model(parent)
     model.train()
@@ -137,14 +139,14 @@ def train_zoo_model(
     """Train zoo model ``name`` and write its folder atomically; returns the zoo.json metadata.
 
     Args:
-        name: a zoo name with a recipe (see :data:`thinklens.zoo.recipes.RECIPES`).
+        name: a zoo name with a recipe (see :data:`zoo.recipes.RECIPES`).
         seed: init and data seed.
         out_dir: destination folder (default ``data/zoo/<name>``).
         max_minutes: wall-clock cap over all resumed sessions; a capped run is written anyway and its
             zoo.json says ``"truncated": true``.
         progress: show a tqdm bar.
         recipe: override the registered recipe (experiments, tests).
-        ckpt_dir: checkpoint folder (default ``runs/zoo-train/<name>-seed<seed>``); a matching checkpoint
+        ckpt_dir: checkpoint folder (default ``<runs>/zoo-train/<name>-seed<seed>``); a matching checkpoint
             there is resumed.
         ckpt_every_s: seconds between checkpoints.
         eval_per_steps: held-out problems per step count (1..8) for the accuracy in zoo.json; 0 skips.
@@ -203,13 +205,13 @@ def train_zoo_model(
         "init": recipe.init, "parent_dir": str(parent) if parent else None, "recipe": recipe.to_json(),
         "model": model_meta(recipe.model) if recipe.init is None else None, "loss_curve": state["losses"],
         "final_loss_ema": round(ema, 4) if ema is not None else None, "weights_dtype": "float16",
-        "retrain": f"thinklens zoo train {name} --seed {seed}",
+        "retrain": f"thinklens run zoo-train --model {name} --seed {seed}",
     }
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     save_zoo_folder(model, tmp, meta=meta)
     if eval_per_steps > 0:
-        from thinklens.zoo.evaluate import evaluate_zoo_model
+        from zoo.evaluate import evaluate_zoo_model
 
         # Evaluate the fp16-rounded weights just written: the numbers describe what is committed.
         result = evaluate_zoo_model(tmp, n_per_steps=eval_per_steps, seed=eval_seed, style=recipe.eval_style)
@@ -225,7 +227,7 @@ def with_overrides(recipe: ZooRecipe, **changes) -> ZooRecipe:
     """A copy of a recipe with some fields changed (experiments: shorter runs, other seeds).
 
     Example:
-        >>> from thinklens.zoo.recipes import RECIPES
+        >>> from zoo.recipes import RECIPES
         >>> with_overrides(RECIPES["tiny-cot"], steps=5, warmup_steps=1).steps
         5
     """

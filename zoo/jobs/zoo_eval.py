@@ -1,0 +1,117 @@
+"""``thinklens run zoo-eval``: held-out accuracy of zoo models by number of steps (and think statistics).
+
+Example:
+    >>> JOB.name, ZooEvalConfig().steps
+    ('zoo-eval', (1, 2, 3, 4, 5, 6, 7, 8))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from thinklens.errors import ThinklensError
+from thinklens.jobs import Job, JobContext
+from thinklens.tasks.protocol import HELD_OUT
+from thinklens.tasks.render import check_style
+from thinklens.zoo.registry import LATENT_ZOO_NAMES
+
+
+@dataclass(frozen=True)
+class ZooEvalConfig:
+    """What ``zoo-eval`` evaluates."""
+
+    model: str = ""
+    """A zoo name or model folder (evaluated before ``models``; both empty: every trained token-level zoo model)."""
+    models: tuple[str, ...] = ()
+    """More zoo names or folders, comma-separated."""
+    n: int = 50
+    """Problems per step count."""
+    steps: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+    """Step counts, comma-separated."""
+    seed: int = HELD_OUT["eval"]
+    """Seed of the held-out problems."""
+    style: str | None = None
+    """Prompt style for every model: direct, cot or think (default: each model's own)."""
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ThinklensError.of("n", self.n, "an integer >= 1", "pass --n 50")
+        if not self.steps or min(self.steps) < 1:
+            raise ThinklensError.of("steps", self.steps, "step counts >= 1, e.g. 1,2,3", "pass --steps 1,2,3,4")
+        if self.style is not None:
+            check_style(self.style)
+        for name in self.names():
+            if name in LATENT_ZOO_NAMES:
+                raise ThinklensError.of("zoo-eval model", name, "a token-level zoo model",
+                                        f"latent models are evaluated with `thinklens run latent-eval --models {name}`")
+
+    def names(self) -> list[str]:
+        """The models asked for (empty: the default set, resolved at run time)."""
+        return ([self.model] if self.model else []) + list(self.models)
+
+
+def run(config: ZooEvalConfig, ctx: JobContext) -> list:
+    """One :class:`~zoo.evaluate.ZooEvalResult` per model; all of them written to ``zoo_eval.json``."""
+    import torch
+
+    from thinklens.zoo.registry import ZOO_NAMES, zoo_path
+    from zoo.evaluate import evaluate_zoo_model
+
+    if ctx.options.threads is None:
+        torch.set_num_threads(1)  # fastest on a shared 2-core machine (see zoo-train)
+    names = config.names() or [n for n in ZOO_NAMES if n not in LATENT_ZOO_NAMES and zoo_path(n) is not None]
+    results = []
+    for name in ctx.progress.iter(names, desc="zoo-eval", total=len(names)):
+        results.append(evaluate_zoo_model(name, n_per_steps=config.n, steps=list(config.steps), seed=config.seed,
+                                          style=config.style))
+    ctx.run.write_result("zoo_eval", [r.to_json() for r in results])
+    return results
+
+
+def format_table(results: list) -> str:
+    """A plain-text table: one row per model, one column per step count.
+
+    Example:
+        >>> from zoo.evaluate import ZooEvalResult
+        >>> r = ZooEvalResult("m", "cot", 0, 10, {1: 1.0, 2: 0.5}, {1: 1.0, 2: 0.9})
+        >>> print(format_table([r]))
+        model  style     1    2
+        m      cot    1.00 0.50
+    """
+    steps = sorted({s for r in results for s in r.accuracy})
+    width = max([5, *(len(r.model) for r in results)])
+    lines = [f"{'model':<{width}}  style  " + " ".join(f"{s:>4}" for s in steps)]
+    for r in results:
+        cells = " ".join(f"{r.accuracy[s]:4.2f}" if s in r.accuracy else "   -" for s in steps)
+        lines.append(f"{r.model:<{width}}  {r.style:<6} {cells}")
+    return "\n".join(lines)
+
+
+def report(results: list) -> str:
+    """The table, then the reflection statistics of think-style models."""
+    lines = [format_table(results)]
+    for r in results:
+        if r.style == "think":
+            corr = "n/a" if r.correction_right_rate is None else f"{r.correction_right_rate:.2f}"
+            lines.append(f"{r.model}: greedy: traces with reflection words {r.reflection_rate:.2f}; "
+                         f"corrections right {corr} (of {r.n_corrections})")
+            if r.sampled_corrections is not None:
+                s_corr = "n/a" if r.sampled_correction_right_rate is None else f"{r.sampled_correction_right_rate:.2f}"
+                lines.append(f"{r.model}: sampled (T=1): traces with hmm/wait {r.sampled_reflection_rate:.2f}; "
+                             f"corrections right {s_corr} (of {r.sampled_corrections}); accuracy {r.sampled_accuracy:.2f}")
+    return "\n".join(lines)
+
+
+def summary(results: list) -> dict[str, Any]:
+    return {"accuracy": {r.model: {str(k): v for k, v in r.accuracy.items()} for r in results}}
+
+
+JOB = Job(
+    "zoo-eval", ZooEvalConfig, run, models=(), report=report, summary=summary,
+    help="held-out accuracy of zoo models by number of steps",
+    description="Greedy answers of each zoo model (default: every trained token-level one) to held-out problems "
+    "of each step count, graded by the shared answer parser; for think-style models also how often traces "
+    "reflect (hmm / wait) and how often a correction is right, greedy and sampled at T=1. Results go to "
+    "zoo_eval.json in the run folder.",
+)
