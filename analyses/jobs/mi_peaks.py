@@ -1,26 +1,198 @@
-"""``thinklens run mi-peaks``: MI peaks and thinking tokens (Qian et al. 2025).
+"""``thinklens run mi-peaks``: MI peaks and thinking tokens (Qian et al. 2025, arXiv 2506.02867).
+
+The job: its config (:class:`MIPeaksJobConfig`, the named presets), ``run`` and the CLI report. The
+stages it runs live in :mod:`analyses.mi.stages`; the run-folder format in :mod:`analyses.mi.store`.
+Re-running with the same config and run folder resumes after the finished stages.
 
 Example:
     >>> JOB.name, JOB.config.__name__, sorted(JOB.presets)
     ('mi-peaks', 'MIPeaksJobConfig', ['default', 'demo', 'paper'])
+    >>> cfg = JOB.make_config(preset="demo", n_problems=8)
+    >>> cfg.model, cfg.compare, cfg.suppression, cfg.n_problems
+    ('tiny-think', ('tiny-cot', 'tiny-direct'), True, 8)
+    >>> MIPeaksJobConfig(n_problems=4, k=5).models
+    ('tiny-think',)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from analyses.mi.jobconfig import PRESETS, MIPeaksJobConfig
+from analyses.mi.config import ESTIMATORS
+from analyses.mi.peaks import PEAK_RULES
+from analyses.mi.problems import PROMPT_FORMATS
+from analyses.mi.thinking_tokens import CI_METHODS
+from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
+from thinklens.tasks import STYLES
+
+
+@dataclass(frozen=True)
+class MIPeaksJobConfig:
+    """Settings of ``thinklens run mi-peaks`` (one option per field)."""
+
+    model: str = "tiny-think"
+    """The reasoning model under test: zoo name, local model folder or hub id."""
+    compare: tuple[str, ...] = ()
+    """Non-reasoning siblings scored on the same problems, e.g. tiny-cot,tiny-direct."""
+    styles: tuple[str, ...] = ()
+    """Prompt style per model (model, then compare); empty: each zoo model's own style, else think."""
+    data: str = ""
+    """GSM8k-format JSONL (question, answer[, cot]); empty: the synthetic arithmetic task."""
+    prompt_format: str = "auto"
+    """zoo (spaced text + style cue), plain (question + newline) or auto (zoo for zoo models)."""
+    gold_style: str = "cot"
+    """Style of the synthetic solution text whose last state is the answer vector h_gt."""
+    n_problems: int = 32
+    """Problems (the first n lines of --data, or n synthetic problems)."""
+    seed: int = 0
+    """Seed of the problem stream, the shuffled control, bootstrap and random tokens."""
+    min_steps: int = 2
+    """Fewest arithmetic steps per synthetic problem."""
+    max_steps: int = 4
+    """Most arithmetic steps per synthetic problem."""
+    sites: tuple[str, ...] = ("resid_post.-1",)
+    """Blocks to score (the first drives peaks, variants and controls; -1 = last block, before the final norm)."""
+    max_new_tokens: int = 128
+    """Generation budget per problem (512 in the paper)."""
+    batch_size: int = 32
+    """Problems generated and scored at once (bounds the memory held by captured states)."""
+    estimators: tuple[str, ...] = ("reference", "median_sigma", "l2")
+    """Estimator variants scored side by side (the first drives peaks)."""
+    peak_rule: str = "top_k"
+    """Rule whose peaks choose the thinking words (top_k or iqr; both are always stored)."""
+    k: int = 20
+    """Peaks per trajectory for top_k (shorter trajectories keep all their steps)."""
+    whisker: float = 1.5
+    """IQR multiple for the iqr rule."""
+    lowercase: bool = False
+    """Merge the case of words in the enrichment."""
+    ci: str = "bootstrap"
+    """Enrichment interval: bootstrap (over trajectories) or wilson."""
+    top_words: int = 5
+    """Thinking words (most frequent at peaks) used by the suppression test, RR and TTTS."""
+    thinking_words: tuple[str, ...] = ()
+    """Use these thinking words instead of the enrichment's top words."""
+    suppression: bool = False
+    """Run the suppression test on the reasoning model."""
+    n_random: int = 3
+    """Random-token draws of the suppression test."""
+    random_pool: str = "words"
+    """Where random tokens are drawn from: words (alphabetic tokens, the paper) or any token."""
+    recycling: bool = False
+    """Run Representation Recycling vs greedy on the reasoning model."""
+    rr_layer: int | None = None
+    """Recycled block (default about 0.72 of the depth)."""
+    rr_layers: tuple[int, ...] = ()
+    """More blocks to sweep RR over (besides rr_layer)."""
+    rr_probability: float = 0.5
+    """Chance to recycle at a thinking token (seeded)."""
+    ttts: bool = False
+    """Run thinking-token test-time scaling vs plain continuation on the reasoning model."""
+    ttts_words: tuple[str, ...] = ()
+    """Words appended by TTTS; empty: the two top thinking words."""
+    ttts_budgets: tuple[int, ...] = (0, 16, 32)
+    """Extra-token budgets of TTTS."""
+
+    def __post_init__(self) -> None:
+        bad = [e for e in self.estimators if e not in ESTIMATORS]
+        if bad or not self.estimators:
+            raise ThinklensError.of("estimators", self.estimators, f"names among {sorted(ESTIMATORS)}",
+                                    "e.g. --estimators reference,median_sigma")
+        if self.peak_rule not in PEAK_RULES:
+            raise ThinklensError.of("peak rule", self.peak_rule, f"one of {sorted(PEAK_RULES)}", "use top_k")
+        if self.ci not in CI_METHODS:
+            raise ThinklensError.of("ci", self.ci, f"one of {CI_METHODS}", "use bootstrap")
+        if self.n_problems < 2:
+            raise ThinklensError.of("n_problems", self.n_problems, "at least 2 (the shuffled control needs two)",
+                                    "pass --n-problems 8")
+        if not self.sites:
+            raise ThinklensError.of("sites", self.sites, "at least one site", "use resid_post.-1")
+        if self.styles and len(self.styles) != len(self.models):
+            raise ThinklensError.of("styles", self.styles, f"{len(self.models)} styles (model, then compare) or none",
+                                    "e.g. --styles think,cot,direct, or leave it empty")
+        bad_styles = [s for s in (*self.styles, self.gold_style) if s not in STYLES]
+        if bad_styles:
+            raise ThinklensError.of("style", bad_styles[0], f"one of {STYLES}", "use think, cot or direct")
+        if self.random_pool not in ("words", "any"):
+            raise ThinklensError.of("random_pool", self.random_pool, "'words' or 'any'", "use words")
+        if self.prompt_format not in PROMPT_FORMATS:
+            raise ThinklensError.of("prompt format", self.prompt_format, f"one of {PROMPT_FORMATS}", "use auto")
+        if self.k < 1 or self.batch_size < 1 or self.max_new_tokens < 1 or self.top_words < 1:
+            raise ThinklensError.of("k / batch_size / max_new_tokens / top_words",
+                                    (self.k, self.batch_size, self.max_new_tokens, self.top_words),
+                                    "ints >= 1", "pass positive values")
+        if not 0.0 <= self.rr_probability <= 1.0:
+            raise ThinklensError.of("rr_probability", self.rr_probability, "a number in [0, 1]", "use 0.5")
+        if any(b < 0 for b in self.ttts_budgets) or not self.ttts_budgets:
+            raise ThinklensError.of("ttts_budgets", self.ttts_budgets, "non-negative ints", "e.g. 0,16,32")
+        if len(set(self.models)) != len(self.models):
+            raise ThinklensError.of("compare", self.compare, "models other than --model, each once",
+                                    "drop the duplicate")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The reasoning model first, then its siblings."""
+        return (self.model, *self.compare)
+
+
+PRESETS: dict[str, MIPeaksJobConfig] = {
+    "default": MIPeaksJobConfig(),
+    # `make demo`: the zoo's reasoning model against both siblings, every part of the job, a few
+    # minutes on one CPU thread. Zoo traces are 3-50 tokens, so k = 3 keeps peaks sparse (~10%).
+    "demo": MIPeaksJobConfig(
+        model="tiny-think", compare=("tiny-cot", "tiny-direct"), n_problems=60, min_steps=2, max_steps=5,
+        sites=("resid_post.-1", "resid_post.0", "resid_post.1", "resid_post.2"), max_new_tokens=96, k=3,
+        suppression=True, n_random=3, recycling=True, rr_layers=(0, 1, 2), ttts=True,
+        ttts_budgets=(0, 8, 16, 32),
+    ),
+    # The reference settings of the paper, for a real reasoning model on a GPU (pass --model, --data).
+    "paper": MIPeaksJobConfig(
+        model="deepseek-ai/DeepSeek-R1-Distill-Llama-8B", n_problems=100, max_new_tokens=512, k=20,
+        batch_size=8, top_words=10, suppression=True, recycling=True, ttts=True, ttts_budgets=(0, 256, 512),
+        prompt_format="plain",
+    ),
+}
+"""Named starting points (``--preset NAME``); the options given override their fields."""
 
 
 def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
-    """Every stage not yet done; the summary written to meta.json."""
-    from analyses.mi.job import run_mi_peaks
+    """Every stage not yet done (see :mod:`analyses.mi.stages`); returns the summary written to meta.json."""
+    from analyses.mi import stages
+    from analyses.mi.problems import load_problems
 
-    return run_mi_peaks(ctx.model, config, ctx.run, progress=ctx.progress.enabled, load=ctx.load)
+    log = ctx.progress.log if ctx.progress.enabled else None
+    problems = load_problems(config.data, config.n_problems, seed=config.seed, min_steps=config.min_steps,
+                             max_steps=config.max_steps)
+    if len(problems) < 2:
+        raise ThinklensError.of("problems", len(problems), "at least 2 (the shuffled control needs two)",
+                                "add lines to the --data file")
+    keys = stages.model_keys(config)
+    for stage in ctx.run.pending(stages.stage_names(config)):
+        out: Any = None
+        if stage.startswith("trajectories:"):
+            j = keys.index(stage.split(":", 1)[1])
+            model = ctx.model if j == 0 else ctx.load(config.models[j])
+            stages.stage_trajectories(model, j, problems, config, ctx.run, log)
+        elif stage == "enrichment":
+            out = stages.stage_enrichment(config, ctx.run)
+        elif stage == "comparison":
+            out = stages.stage_comparison(ctx.run)
+        else:
+            out = stages.stage_intervention(stage, ctx.model, problems, config, ctx.run)
+        if out is not None:
+            ctx.run.write_result(stage, stages.finite(out))
+        ctx.run.mark_done(stage)
+        if log is not None:
+            log(f"stage done: {stage}")
+    summary = stages.finite(stages.summary_of(config, ctx.run))
+    ctx.run.finish(summary)
+    return summary
 
 
 def report(summary: dict[str, Any]) -> str:
+    """The headline numbers the CLI prints after the run folder."""
     lines = [f"problems: {summary['n_problems']}; mean tokens: {summary['mean_tokens']:.1f}; "
              f"peak fraction: {summary['mean_peak_fraction']:.3f}",
              f"top thinking words: {', '.join(summary['top_words']) or '-'}"]

@@ -34,7 +34,7 @@ from thinklens.answers import parse_answer
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
-    from analyses.mi.jobconfig import MIPeaksJobConfig
+    from analyses.jobs.mi_peaks import MIPeaksJobConfig
     from thinklens.model import HookedModel
     from thinklens.sites import Site
 

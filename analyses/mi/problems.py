@@ -28,10 +28,6 @@ from thinklens.tasks import CUES, STYLES, Problem, TaskConfig, generate_problems
 PROMPT_FORMATS = ("auto", "zoo", "plain")
 """Prompt formats; see the module docstring."""
 
-#: The style each zoo model was trained to answer in (the zoo's own table, restated so that the
-#: job does not import the zoo trainer).
-ZOO_STYLES = {"tiny-pre": "cot", "tiny-direct": "direct", "tiny-cot": "cot", "tiny-think": "think"}
-
 
 @dataclass(frozen=True)
 class MIProblem:
@@ -85,16 +81,6 @@ def resolve_format(model_name: str, prompt_format: str) -> str:
 
     folder = Path(model_name).expanduser()
     return "zoo" if is_zoo_name(model_name) or (folder / "zoo.json").is_file() else "plain"
-
-
-def default_style(model_name: str, fallback: str = "think") -> str:
-    """The zoo style of a zoo model (also for a folder named like one), else ``fallback``.
-
-    Example:
-        >>> default_style("tiny-cot"), default_style("/models/tiny-direct"), default_style("org/llm")
-        ('cot', 'direct', 'think')
-    """
-    return ZOO_STYLES.get(model_name, ZOO_STYLES.get(Path(model_name).name, fallback))
 
 
 def render_prompt_for(problem: MIProblem, style: str, fmt: str) -> str:

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from analyses.jobs.mi_peaks import MIPeaksJobConfig
 from analyses.mi.collect import peak_options, summarize_model
-from analyses.mi.jobconfig import MIPeaksJobConfig
 from analyses.mi.peaks import PEAK_RULES, find_peaks
-from analyses.mi.problems import default_style
 from analyses.mi.store import TrajectoryRecord, write_index, write_trajectory
+from thinklens.tasks.protocol import model_style
 
 _BUMP = {"<<": 0.6, "</think>": 1.2, "wait": 0.8, "so": 0.4, "hmm": 0.5}
 
@@ -72,7 +72,7 @@ def synthetic_record(i: int, key: str, style: str, n_problems: int, cfg: MIPeaks
 def build_synthetic_run(root: str | Path, *, n: int = 1000, models: Sequence[str] = ("tiny-think", "tiny-cot"),
                         run_id: str = "synthetic", seed: int = 0, interventions: bool = True):
     """Write ``<root>/mi-peaks/<run_id>`` with ``n`` fake trajectories per model; returns the RunFolder."""
-    from analyses.mi.job import finite, stage_comparison, stage_enrichment, summary_of
+    from analyses.mi.stages import finite, stage_comparison, stage_enrichment, summary_of
     from thinklens.runs import RunFolder
 
     cfg = MIPeaksJobConfig(model=models[0], compare=tuple(models[1:]), n_problems=n, seed=seed, k=3,
@@ -82,7 +82,7 @@ def build_synthetic_run(root: str | Path, *, n: int = 1000, models: Sequence[str
     rng = np.random.default_rng(seed)
     entries = []
     for j, name in enumerate(models):
-        style = default_style(name, "think" if j == 0 else "cot")
+        style = model_style(name, "think" if j == 0 else "cot")
         records = [synthetic_record(i, name, style, n, cfg, rng) for i in range(n)]
         for rec in records:
             write_trajectory(run.path, rec, durable=False)

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from analyses.mi.job import MIPeaksJobConfig, stage_names
+from analyses.jobs.mi_peaks import MIPeaksJobConfig
+from analyses.mi.stages import stage_names
 from analyses.mi.store import read_index, read_trajectory
 from thinklens.cli import main
 from thinklens.errors import ThinklensError

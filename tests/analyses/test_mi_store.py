@@ -19,17 +19,16 @@ from analyses.mi.figures_runs import (
     figure_trajectory,
     models_table,
 )
-from analyses.mi.job import finite
-from analyses.mi.job_interventions import choose_thinking_words
-from analyses.mi.jobconfig import PRESETS, MIPeaksJobConfig, preset
+from analyses.jobs.mi_peaks import JOB, PRESETS, MIPeaksJobConfig
+from analyses.mi.stages import choose_thinking_words, finite
 from analyses.mi.problems import gold_text, jsonl_problems, render_prompt_for, resolve_format, synthetic_problems
 from analyses.mi.store import TrajectoryRecord, model_key, read_index, read_trajectory, write_index, write_trajectory
 from analyses.mi.synthetic import build_synthetic_run, synthetic_record
 from thinklens.errors import ThinklensError
 
 MODULES = ["analyses.mi.problems", "analyses.mi.store", "analyses.mi.figures", "analyses.mi.figures_runs",
-           "analyses.mi.jobconfig", "analyses.mi.cli", "analyses.mi.thinking_tokens", "analyses.mi.peaks",
-           "analyses.mi.job", "analyses.mi.collect", "analyses.mi.job_interventions", "analyses.mi.ttts",
+           "analyses.jobs.mi_peaks", "analyses.mi.thinking_tokens", "analyses.mi.peaks",
+           "analyses.mi.stages", "analyses.mi.collect", "analyses.mi.ttts",
            "analyses.mi.synthetic"]
 
 
@@ -132,9 +131,9 @@ def test_presets_and_finite() -> None:
     assert set(PRESETS) == {"default", "demo", "paper"}
     demo = PRESETS["demo"]
     assert demo.suppression and demo.recycling and demo.ttts and demo.rr_probability == 0.5
-    assert preset("demo", compare=()).models == ("tiny-think",)
+    assert JOB.make_config(preset="demo", compare=()).models == ("tiny-think",)
     with pytest.raises(ThinklensError, match="preset"):
-        preset("fast")
+        JOB.make_config(preset="fast")
     assert finite([float("-inf"), {"a": (1.0,)}]) == [None, {"a": [1.0]}]
     assert mean_curve([[1.0, 2.0, 3.0]], "fraction", grid=3)["mean"] == [1.0, 2.0, 3.0]
 

@@ -88,16 +88,14 @@ def test_every_view_renders_with_its_widgets(synthetic_root, monkeypatch):
 
 
 def test_page_reads_a_run_written_by_the_job(tmp_path, monkeypatch):
-    from analyses.mi.job import MIPeaksJobConfig, run_mi_peaks
-    from thinklens import HookedModel
+    from thinklens import HookedModel, run_job
     from thinklens.zoo.registry import zoo_path
 
     name = next((n for n in ("tiny-cot", "tiny-think", "tiny-pre") if zoo_path(n) is not None), None)
     if name is None:
         pytest.skip("the zoo is not trained")
-    cfg = MIPeaksJobConfig(model=name, n_problems=3, max_steps=2, max_new_tokens=24, k=2, estimators=("reference",),
-                           ci="wilson")
-    run_mi_peaks(HookedModel.load(name), cfg, RunFolder.create("mi-peaks", cfg, root=tmp_path, run_id="job"))
+    run_job("mi-peaks", model=HookedModel.load(name), n_problems=3, max_steps=2, max_new_tokens=24, k=2,
+            estimators=("reference",), ci="wilson", runs=tmp_path, run_id="job", progress=False)
     at = _page(tmp_path, monkeypatch)
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="mi-traj").label == "Trajectory (3)"
