@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from thinklens.errors import ThinklensError
 from thinklens.hooks import ForwardContext, site_hooks
 from thinklens.interventions import Intervention
-from thinklens.sites import Site, parse_sites
+from thinklens.sites import Site
 from thinklens.trace import Trace
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
     prompts = [prompts] if isinstance(prompts, str) else list(prompts)
     if not prompts:
         raise ThinklensError.of("prompts", prompts, "at least one prompt", "pass a non-empty list")
-    sites = [model.resolve_site(s) for s in parse_sites(list(capture))] if capture else []
+    sites = model.resolve_sites(capture) if capture else []
     gen = None
     if cfg.do_sample:
         gen = torch.Generator(device=model.device)

@@ -206,6 +206,14 @@ class HookedModel:
         """Parse and range-check a site for this model (negative layers count from the end)."""
         return Site.parse(site, self.n_layers)
 
+    def resolve_sites(self, sites: "Sequence[Site | str] | Site | str") -> list[Site]:
+        """Sites for this model, in order and each once: ``kind.*`` patterns expand to every layer,
+        negative layers count from the end, a comma-separated string is a list.
+
+        What :meth:`capture` and :meth:`generate` (and the CLI) accept as ``sites``.
+        """
+        return parse_sites(sites if isinstance(sites, (str, Site)) else list(sites), n_layers=self.n_layers)
+
     def site_width(self, site: Site) -> int:
         return self.vocab_size if site.kind == "logits" else self.d_model
 
@@ -288,10 +296,11 @@ class HookedModel:
         """Activations at ``sites`` for ``inputs`` (strings are tokenized with left padding).
 
         Args:
+            sites: sites, names (``"resid_post.3"``, ``"resid_post.-1"``) or patterns (``"resid_post.*"``).
             positions: None keeps ``[batch, pos, d]`` for the padded batch; ``"last"`` or a list of
                 n logical positions gives ``[batch, n, d]``.
         """
-        site_list = [self.resolve_site(s) for s in parse_sites(sites if not isinstance(sites, Site) else [sites])]
+        site_list = self.resolve_sites(sites)
         enc = self.tokenize(inputs)
         store: dict[Site, Tensor] = {}
 
