@@ -92,3 +92,160 @@ def test_malformed_line_names_file_and_line(tmp_path, bad):
 def test_missing_file(tmp_path):
     with pytest.raises(ThinklensError, match="existing"):
         load_gsm8k_jsonl(tmp_path / "nope.jsonl")
+
+
+# --- extraction and grading of real model outputs (MATH-500, GSM8K, AIME formats) ---------------------
+
+import multiprocessing  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from thinklens.answers import answers_equal, extract_answer, is_correct  # noqa: E402
+from thinklens.equivalence import math_equal  # noqa: E402
+
+R1_END = "</think>\n\n"  # what a DeepSeek-R1-style output holds between its reasoning and its answer
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (r"\boxed{42}. Wait, 3", "42"),  # never the last number
+        (r"\boxed{\frac{3}{4}}", r"\frac{3}{4}"),  # nested braces
+        (r"first \boxed{1}, then \boxed{2}", "2"),  # the last box
+        (r"$\boxed{\{1, 2\}}$", r"\{1, 2\}"),  # escaped braces are literal
+        (r"\boxed 5", "5"),
+        (r"so \boxed 5.", "5"),
+        (r"\fbox{7}", "7"),
+        (r"\boxed{\boxed{9}}", "9"),
+        (r"\boxed{12} and then \boxed{\frac{1}{", "12"),  # an unclosed (truncated) box does not count
+        (r"\boxed{}", None),
+        ("#### 1,450,000", "1,450,000"),
+        ("<< 7 + 5 = 12 >> #### 12", "12"),
+        ("The answer is: Evelyn.", "Evelyn"),
+        ("The answer is 18.", "18"),
+        ("I wonder whether the answer is right", None),  # no colon: only a number or math counts
+        ("Final Answer: The final answer is $\\frac{1}{2}$. I hope it is correct.", r"\frac{1}{2}"),
+        ("Final Answer: 7", "7"),
+        ("#### $18.90", "18.90"),
+        (r"The answer is \(x = 3\)", "x = 3"),
+        ("the last number is 5", None),
+        ("", None),
+    ],
+)
+def test_extract_answer(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "expected"),
+    [
+        # MATH-500 (LaTeX gold answers)
+        (R1_END + r"The answer is $\boxed{\frac{14}{3}}$.", r"\frac{14}{3}", True),
+        (r"\boxed{\dfrac{14}{3}}", r"\frac{14}{3}", True),
+        (r"\boxed{14/3}", r"\frac{14}{3}", True),
+        (r"\boxed{4.67}", r"\frac{14}{3}", False),
+        (r"\boxed{\frac{3}{14}}", r"\frac{14}{3}", False),
+        (r"\boxed{\left( 3, \frac{\pi}{2} \right)}", r"\left( 3, \frac{\pi}{2} \right)", True),
+        (r"\boxed{(3,\pi/2)}", r"\left( 3, \frac{\pi}{2} \right)", True),
+        (r"\boxed{(3, \pi)}", r"\left( 3, \frac{\pi}{2} \right)", False),
+        (r"\boxed{\text{Evelyn}}", r"\text{Evelyn}", True),
+        (r"\boxed{Evelyn}", r"\text{Evelyn}", True),
+        (r"\boxed{\text{Bob}}", r"\text{Evelyn}", False),
+        (r"\boxed{2\sqrt{5}}", r"2\sqrt{5}", True),
+        (r"\boxed{\sqrt{20}}", r"2\sqrt{5}", True),
+        (r"\boxed{\sqrt{5}}", r"2\sqrt{5}", False),
+        (r"\boxed{\{2, 1\}}", r"\{1,2\}", True),
+        (r"\boxed{[-2, 7)}", "[-2,7)", True),
+        (r"\boxed{(-2, 7)}", "[-2,7)", False),  # open vs half-open interval
+        (r"\boxed{10\text{ cm}}", "10", True),  # units
+        (r"\boxed{25\%}", "25", True),  # percentages
+        (r"\boxed{x=5}", "5", True),  # a leading x=
+        (r"\boxed{90^\circ}", "90", True),
+        (r"\boxed{10,\!000}", "10000", True),
+        (r"\boxed{x(x+2)}", "x^2+2x", True),
+        (r"\boxed{2i+3}", "3+2i", True),
+        (r"\boxed{\frac{\sqrt{3}}{2}}", r"\frac{\sqrt3}{2}", True),
+        (r"\boxed{-\frac{1}{2}}", r"-\frac12", True),
+        (r"\boxed{\frac{1}{2}}", r"-\frac12", False),
+        (r"\boxed{\text{(C)}}", r"\text{(C)}", True),
+        (r"\boxed{D}", r"\text{(C)}", False),
+        (r"\boxed{180}", r"\pi", False),
+        (r"\boxed{\begin{pmatrix} 1 \\ 2 \end{pmatrix}}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", True),
+        ("Final Answer: The final answer is $\\frac{7}{2}$. I hope it is correct.", "3.5", True),
+        # GSM8K (integer gold, "#### N", thousands separators)
+        ("Natalia sold 48/2 = <<48/2=24>>24 clips.\n#### 72", "72", True),
+        ("#### 1,450,000", "1450000", True),
+        ("#### 1450000", "1,450,000", True),
+        ("The answer is 18.", "Janet sells 16 - 3 - 4 = 9 eggs ... #### 18", True),  # a full solution as gold
+        ("#### 17", 18, False),
+        (r"\boxed{\$18.90}", "18.90", True),
+        (r"\boxed{42}. Wait, 3", 42, True),
+        (r"\boxed{42}. Wait, 3", 3, False),
+        ("So she has 5 apples left.", 5, False),  # no box and no marker: not graded by the last number
+        (r"\boxed{12.0}", 12, True),
+        # AIME (integers 0-999)
+        (R1_END + r"**Final Answer**\n\boxed{033}", "33", True),
+        (R1_END + r"\boxed{204}", "204", True),
+        (R1_END + r"\boxed{240}", "204", False),
+        (r"\boxed{2^{10}}", "1024", True),
+        ("<think>\nHmm, maybe \\boxed{5}... Wait, no.\n</think>\n\n\\boxed{6}", 6, True),
+        ("<think>\nHmm, maybe \\boxed{5}... Wait, no.\n</think>\n\n\\boxed{6}", 5, False),
+    ],
+)
+def test_is_correct_on_real_output_formats(text, gold, expected):
+    assert is_correct(text, gold, timeout=10.0) is expected
+
+
+def test_answers_equal_and_math_equal_agree_on_extracted_answers():
+    assert answers_equal("1,024", 1024) and answers_equal(r"\tfrac{1}{2}", "0.5")
+    assert math_equal(r"\frac{1}{2}", "0.5") and not math_equal("1", "2")
+    assert not answers_equal("", "5") and not math_equal("", "5")
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"#### 3"])
+def test_is_correct_needs_text(bad):
+    with pytest.raises((ThinklensError, TypeError)):  # under pytest the runtime type checker answers first
+        is_correct(bad, "3")
+
+
+def test_is_correct_rejects_bad_gold_and_timeout():
+    with pytest.raises((ThinklensError, TypeError)):
+        is_correct(r"\boxed{3}", None)
+    with pytest.raises(ThinklensError, match="timeout"):
+        is_correct(r"\boxed{x}", "y", timeout=0)
+
+
+PATHOLOGICAL = r"\boxed{9^{9^{9^{9}}}}"  # SymPy runs for minutes on this
+
+
+def test_pathological_answer_times_out_within_the_limit():
+    assert is_correct(r"\boxed{\frac{2}{6}}", "1/3")  # the worker is started (start-up is not part of a limit)
+    start = time.perf_counter()
+    assert is_correct(PATHOLOGICAL, "7", timeout=1.0) is False
+    assert time.perf_counter() - start < 3.0
+    assert is_correct(r"\boxed{\sqrt{8}}", r"2\sqrt{2}")  # a fresh worker after the kill
+
+
+def test_time_limit_works_outside_the_main_thread():
+    results: list = []
+
+    def grade():
+        start = time.perf_counter()
+        results.append((is_correct(PATHOLOGICAL.replace("9}", "8}"), "7", timeout=1.0), time.perf_counter() - start))
+        results.append(is_correct(r"\boxed{\frac{6}{8}}", "0.75"))
+
+    thread = threading.Thread(target=grade)
+    thread.start()
+    thread.join(60)
+    assert results[0][0] is False and results[0][1] < 15.0 and results[1] is True
+
+
+def _grade_in_pool(args):
+    text, gold = args
+    return is_correct(text, gold, timeout=2.0)
+
+
+def test_grading_works_in_daemonic_pool_workers():
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        assert pool.map(_grade_in_pool, [(r"\boxed{\frac{6}{8}}", "3/4"), (r"\boxed{\frac{6}{8}}", "1/2")]) == [True, False]
