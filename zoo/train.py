@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import shutil
 import time
@@ -24,6 +23,7 @@ import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.runs import replace_dir
+from thinklens.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint, set_lr, warmup_cosine_lr
 from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_params, save_zoo_folder
 from thinklens.zoo.registry import zoo_dir, zoo_path
 from thinklens.zoo.tokenizer import zoo_vocab
@@ -32,7 +32,7 @@ from zoo.recipes import ZooRecipe, get_recipe
 
 
 def lr_at(recipe: ZooRecipe, step: int) -> float:
-    """Linear warmup to ``lr`` then cosine decay to ``lr * min_lr_ratio`` at the last step.
+    """Linear warmup to ``lr`` then cosine decay to ``lr * min_lr_ratio`` one step after the last.
 
     Example:
         >>> from zoo.recipes import RECIPES
@@ -40,61 +40,8 @@ def lr_at(recipe: ZooRecipe, step: int) -> float:
         >>> lr_at(r, 0) < lr_at(r, r.warmup_steps) == r.lr
         True
     """
-    if step < recipe.warmup_steps:
-        return recipe.lr * (step + 1) / (recipe.warmup_steps + 1)
-    span = max(1, recipe.steps - recipe.warmup_steps)
-    progress = min(1.0, (step - recipe.warmup_steps) / span)
-    floor = recipe.lr * recipe.min_lr_ratio
-    return floor + (recipe.lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-
-def make_optimizer(model: torch.nn.Module, recipe: ZooRecipe) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices only (norm gains and biases are not pulled to zero)."""
-    decay = [p for _, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for _, p in model.named_parameters() if p.ndim < 2]
-    groups = [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=recipe.lr, betas=(0.9, 0.98), eps=1e-8)
-
-
-# ---------------------------------------------------------------- checkpoints (safetensors + JSON)
-
-
-def _optimizer_tensors(model: torch.nn.Module, opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
-    out: dict[str, torch.Tensor] = {}
-    for name, p in model.named_parameters():
-        for key, value in opt.state.get(p, {}).items():
-            out[f"{name}::{key}"] = torch.as_tensor(value).detach().clone().contiguous()
-    return out
-
-
-def _load_optimizer_tensors(model: torch.nn.Module, opt: torch.optim.Optimizer, tensors: dict) -> None:
-    for name, p in model.named_parameters():
-        state = {k.split("::", 1)[1]: v for k, v in tensors.items() if k.split("::", 1)[0] == name}
-        if state:
-            opt.state[p] = state
-
-
-def save_checkpoint(ckpt_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, state: dict) -> None:
-    """Write model, optimizer moments and JSON state to a temp dir, then swap it in (atomic on POSIX)."""
-    from safetensors.torch import save_file
-
-    tmp = ckpt_dir.with_name(ckpt_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    weights = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
-    save_file(weights, str(tmp / "model.safetensors"))
-    save_file(_optimizer_tensors(model, opt), str(tmp / "optimizer.safetensors"))
-    (tmp / "state.json").write_text(json.dumps(state, indent=1))
-    replace_dir(tmp, ckpt_dir)
-
-
-def load_checkpoint(ckpt_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer) -> dict:
-    """Restore a checkpoint written by :func:`save_checkpoint`; returns its JSON state."""
-    from safetensors.torch import load_file
-
-    model.load_state_dict(load_file(str(ckpt_dir / "model.safetensors")), strict=False)
-    _load_optimizer_tensors(model, opt, load_file(str(ckpt_dir / "optimizer.safetensors")))
-    return json.loads((ckpt_dir / "state.json").read_text())
+    return warmup_cosine_lr(step, peak=recipe.lr, warmup_steps=recipe.warmup_steps,
+                            decay_steps=recipe.steps - recipe.warmup_steps, floor_ratio=recipe.min_lr_ratio)
 
 
 def default_ckpt_dir(name: str, seed: int) -> Path:
@@ -135,6 +82,7 @@ def train_zoo_model(
     ckpt_every_s: float = 60.0,
     eval_per_steps: int = 25,
     eval_seed: int = 10_000,
+    device: str = "cpu",
 ) -> dict:
     """Train zoo model ``name`` and write its folder atomically; returns the zoo.json metadata.
 
@@ -151,6 +99,7 @@ def train_zoo_model(
         ckpt_every_s: seconds between checkpoints.
         eval_per_steps: held-out problems per step count (1..8) for the accuracy in zoo.json; 0 skips.
         eval_seed: seed of the held-out problems (training batches use ``[seed, step]`` streams).
+        device: where the model trains (the published weights and the evaluation are on CPU).
     """
     from tqdm.auto import tqdm
 
@@ -158,20 +107,19 @@ def train_zoo_model(
     out = Path(out_dir) if out_dir is not None else zoo_dir() / name
     ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
     model, parent = _init_model(recipe, seed, out)
-    model.train()
-    opt = make_optimizer(model, recipe)
+    model.to(device).train()
+    # AdamW, weight decay on matrices only (norm gains and biases are not pulled to zero).
+    opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
     identity = {"recipe": recipe.to_json(), "seed": seed}
-    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": []}
-    if (ckpt / "state.json").is_file():
-        saved = json.loads((ckpt / "state.json").read_text())
-        if saved.get("identity") == identity:
-            state = load_checkpoint(ckpt, model, opt)
+    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
+    if (checkpoint_state(ckpt) or {}).get("identity") == identity:
+        state = load_checkpoint(ckpt, model, opt)
     state["identity"] = identity
     start_step, elapsed0 = state["step"], state["elapsed_s"]
     t0, last_ckpt = time.monotonic(), time.monotonic()
     bar = tqdm(total=recipe.steps, initial=start_step, desc=name, disable=not progress, dynamic_ncols=True)
     truncated = False
-    ema = None
+    ema = state.get("ema")  # the loss average goes on across a resume as in a straight run
     step = start_step
     while step < recipe.steps:
         if elapsed0 + time.monotonic() - t0 > max_minutes * 60:
@@ -179,8 +127,8 @@ def train_zoo_model(
             break
         batch = make_batch(np.random.default_rng([seed, step]), recipe.task, recipe.styles,
                            batch_tokens=recipe.batch_tokens)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(recipe, step)
+        batch = {k: v.to(device) for k, v in batch.items()}
+        set_lr(opt, lr_at(recipe, step))
         loss = model(**batch).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -193,12 +141,12 @@ def train_zoo_model(
         bar.update(1)
         bar.set_postfix(loss=f"{ema:.3f}", lr=f"{lr_at(recipe, step - 1):.1e}")
         if time.monotonic() - last_ckpt > ckpt_every_s and step < recipe.steps:
-            state.update(step=step, elapsed_s=elapsed0 + time.monotonic() - t0)
+            state.update(step=step, elapsed_s=elapsed0 + time.monotonic() - t0, ema=ema)
             save_checkpoint(ckpt, model, opt, state)
             last_ckpt = time.monotonic()
     bar.close()
     wall = elapsed0 + time.monotonic() - t0
-    model.eval()
+    model.cpu().eval()
     meta = {
         "name": name, "seed": seed, "steps": step, "planned_steps": recipe.steps, "truncated": truncated,
         "train_wall_s": round(wall, 1), "torch_threads": torch.get_num_threads(), "n_params": n_params(model),

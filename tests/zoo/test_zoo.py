@@ -166,6 +166,7 @@ def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
     monkeypatch.setattr(train, "make_batch", real)
     resumed = train.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb", **kw)
     assert resumed["steps"] == 6 and not (tmp_path / "cb").exists()
+    assert resumed["final_loss_ema"] == straight["final_loss_ema"]  # the loss average resumes too
     a = load_file(str(tmp_path / "a" / "tiny-pre" / "model.safetensors"))
     b = load_file(str(tmp_path / "b" / "tiny-pre" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

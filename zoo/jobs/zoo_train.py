@@ -58,6 +58,7 @@ def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
     meta = train_zoo_model(
         config.model, seed=config.seed, out_dir=config.publish, max_minutes=config.minutes,
         progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint", eval_per_steps=config.eval_n,
+        device=ctx.options.device,
     )
     meta = {**meta, "published_to": str(Path(config.publish) if config.publish else zoo_dir() / config.model)}
     ctx.run.write_result("zoo_train", meta)
