@@ -1,22 +1,28 @@
 """Architecture adapters: one table per family mapping a :class:`Site` to a module path.
 
 Adding a family means adding one :class:`Adapter` entry to ``ADAPTERS`` and the ``model_type``
-values it covers to ``MODEL_TYPES``; nothing else in the project names module paths.
+values it covers to ``MODEL_TYPES``; nothing else in the project names module paths. Other libraries'
+names of a site (TransformerLens hook names, sae-lens's HF module paths) and the parameter groups of a
+model (attention / MLP / norms / embeddings, per layer) are derived here too.
 
 Example:
     >>> ADAPTERS["llama"].layer_path(3)
     'model.layers.3'
+    >>> transformer_lens_name(Site("resid_post", 3)), str(site_of_transformer_lens("blocks.3.hook_out"))
+    ('blocks.3.hook_resid_post', 'resid_post.3')
+    >>> ADAPTERS["gpt2"].parameter_group("transformer.h.1.attn.c_attn.weight")
+    ParameterGroup(kind='attention', layer=1)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from torch import nn
 
 from thinklens.errors import ThinklensError
-from thinklens.sites import Site
+from thinklens.sites import Site, all_sites
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,8 @@ class Adapter:
     """Attribute of a block holding self-attention (its output is a tuple, first item added to the residual)."""
     mlp: str
     """Attribute of a block holding the MLP."""
+    pos_embed: str | None = None
+    """Path of the learned position-embedding module (GPT-2), if any."""
 
     def layer_path(self, i: int) -> str:
         return f"{self.layers}.{i}"
@@ -58,11 +66,63 @@ class Adapter:
             return f"{block}.{self.attn}", "output"
         return f"{block}.{self.mlp}", "output"
 
+    def output_path(self, site: Site) -> str | None:
+        """The module whose *output* is ``site``'s tensor (``resid_pre.i`` is block ``i - 1``'s output),
+        or None (``resid_pre.0``: the embeddings are transformed before block 0 in some families).
+
+        Output hooks are what sae-lens's ``HookedProxyLM`` uses; its hook names are these paths.
+        """
+        path, where = self.module_path(site)
+        if where == "output":
+            return path
+        if site.kind == "resid_pre" and site.layer:
+            return self.layer_path(site.layer - 1)
+        return None
+
+    def site_of_output(self, path: str, n_layers: int) -> Site | None:
+        """The site whose tensor is the output of module ``path`` (inverse of :meth:`output_path`), or None."""
+        for site in all_sites(n_layers):
+            if site.kind != "resid_pre" and self.module_path(site) == (path, "output"):
+                return site
+        return None
+
+    def parameter_group(self, name: str) -> "ParameterGroup":
+        """The group of parameter ``name`` (a path relative to the ``*ForCausalLM`` module).
+
+        Inside block ``i``: ``attention`` (the attention sub-module), ``mlp``, else ``norm`` (the
+        block's norms); outside blocks: ``embedding`` (token and position embeddings, LM head), ``norm``
+        (the final norm), else ``other``.
+        """
+        prefix = self.layers + "."
+        if name.startswith(prefix):
+            index, _, rest = name[len(prefix):].partition(".")
+            if index.isdigit():
+                kind = "attention" if rest.startswith(self.attn + ".") else "mlp" if rest.startswith(self.mlp + ".") else "norm"
+                return ParameterGroup(kind, int(index))
+        if any(name.startswith(p + ".") for p in (self.embed, self.lm_head, self.pos_embed) if p):
+            return ParameterGroup("embedding")
+        if name.startswith(self.final_norm + "."):
+            return ParameterGroup("norm")
+        return ParameterGroup("other")
+
+
+#: Kinds of parameter groups (:meth:`Adapter.parameter_group`).
+PARAMETER_KINDS: tuple[str, ...] = ("embedding", "attention", "mlp", "norm", "other")
+
+
+@dataclass(frozen=True)
+class ParameterGroup:
+    """Where a parameter sits: its kind (one of ``PARAMETER_KINDS``) and block index (None outside blocks)."""
+
+    kind: str
+    layer: int | None = None
+
 
 _LLAMA = Adapter("llama", "model.layers", "model.embed_tokens", "model.norm", "lm_head", "self_attn", "mlp")
 ADAPTERS: dict[str, Adapter] = {
     "llama": _LLAMA,
-    "gpt2": Adapter("gpt2", "transformer.h", "transformer.wte", "transformer.ln_f", "lm_head", "attn", "mlp"),
+    "gpt2": Adapter("gpt2", "transformer.h", "transformer.wte", "transformer.ln_f", "lm_head", "attn", "mlp",
+                    pos_embed="transformer.wpe"),
     "gemma": Adapter("gemma", "model.layers", "model.embed_tokens", "model.norm", "lm_head", "self_attn", "mlp"),
 }
 # HF `config.model_type` -> family. Llama-style decoders share one layout.
@@ -90,3 +150,68 @@ def get_module(root: nn.Module, path: str) -> nn.Module:
         return root.get_submodule(path)
     except AttributeError as e:
         raise ThinklensError.of("module path", path, "a submodule of the loaded model", f"check the adapter table ({e})") from None
+
+
+def parameter_groups(model: Any) -> dict[ParameterGroup, list[str]]:
+    """``{group: parameter names}`` of an HF causal LM (or a HookedModel), in ``named_parameters`` order
+    (tied parameters once), from its family's adapter.
+
+    Example:
+        >>> # parameter_groups(HookedModel.load("tiny-think"))[ParameterGroup("mlp", 0)]
+        >>> # ['model.layers.0.mlp.gate_proj.weight', 'model.layers.0.mlp.up_proj.weight', ...]
+    """
+    hf = getattr(model, "hf", model)
+    adapter = adapter_for(hf.config.model_type)
+    groups: dict[ParameterGroup, list[str]] = {}
+    for name, _ in hf.named_parameters():
+        groups.setdefault(adapter.parameter_group(name), []).append(name)
+    return groups
+
+
+# ---------------------------------------------------------------- TransformerLens hook names
+
+# HookedTransformer's names (the TransformerBridge has them too), except the final norm and the logits,
+# which only the bridge hooks as module outputs (HookedTransformer's ln_final.hook_normalized is taken
+# before an RMSNorm's weight, not our final_norm).
+_TL_GLOBAL = {"embed": "hook_embed", "final_norm": "ln_final.hook_out", "logits": "unembed.hook_out"}
+# The bridge's aliases, accepted when reading a name.
+_TL_GLOBAL_ALIASES = {"embed.hook_out": "embed"}
+_TL_BLOCK_ALIASES = {"in": "resid_pre", "out": "resid_post"}
+
+
+def transformer_lens_name(site: Site) -> str:
+    """The TransformerLens hook name of ``site`` (``blocks.3.hook_resid_post``, ``hook_embed``, ...).
+
+    Example:
+        >>> transformer_lens_name(Site("mlp_out", 0)), transformer_lens_name(Site("final_norm"))
+        ('blocks.0.hook_mlp_out', 'ln_final.hook_out')
+    """
+    site = Site.parse(site)
+    if site.layer is None:
+        return _TL_GLOBAL[site.kind]
+    return f"blocks.{site.layer}.hook_{site.kind}"
+
+
+def site_of_transformer_lens(name: str) -> Site | None:
+    """The site a TransformerLens hook name denotes (HookedTransformer's names and the bridge's
+    ``blocks.i.hook_in`` / ``hook_out``), or None for names that are not a site.
+
+    Example:
+        >>> [str(site_of_transformer_lens(n)) for n in ("blocks.1.hook_resid_pre", "blocks.1.hook_in", "hook_embed")]
+        ['resid_pre.1', 'resid_pre.1', 'embed']
+        >>> site_of_transformer_lens("blocks.1.attn.hook_pattern") is None
+        True
+    """
+    for kind, tl in _TL_GLOBAL.items():
+        if name == tl:
+            return Site(kind)
+    if name in _TL_GLOBAL_ALIASES:
+        return Site(_TL_GLOBAL_ALIASES[name])
+    head, _, hook = name.partition(".hook_")  # blocks.<i>.hook_<kind>
+    block, _, index = head.partition(".")
+    if block != "blocks" or not index.isdigit():
+        return None
+    kind = _TL_BLOCK_ALIASES.get(hook, hook)
+    if kind not in ("resid_pre", "resid_post", "attn_out", "mlp_out"):
+        return None
+    return Site(kind, int(index))
