@@ -7,6 +7,9 @@ L_kd = mean over the L+1 hidden states of SmoothL1(student, teacher.detach()) / 
 The distillation position is found by searching the answer segment (marker + number) in both
 sequences, never by a fixed offset. The last CoT step is dropped from the teacher's chain.
 
+This module is CODI's entry of the method table (:mod:`latent.methods`): its phase, its trainer, its
+inference, its projection saved beside the weights and the tags of its table label.
+
 Example:
     >>> # codi = CODI(model, tokens, n_latents=6)
     >>> # losses = codi(codi.collate(examples)); losses["loss"].backward()
@@ -20,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from latent.continuous import ContinuousThought
+from latent.continuous_thought import ContinuousThought, answer_budget
 from latent.data import Example, LatentTokens, find_subsequence, per_example_ce, right_pad, shifted_labels
+from latent.methods import Phase
 from latent.session import LatentSession
 
 if TYPE_CHECKING:
+    from latent.config import CODIConfig
     from thinklens.model import HookedModel
 
 
@@ -118,3 +123,59 @@ class CODI(ContinuousThought):
         with torch.no_grad(), LatentSession(self.model, latent_id=self.tokens.latent) as s:
             out, _ = self.run(s, batch["prompt"], self.n_latents, batch["suffix"])
         return out.logits
+
+
+# ---------------------------------------------------------------- the method table's functions
+
+
+def train_phases(cfg: "CODIConfig") -> list[Phase]:
+    """One phase: teacher and student trained together for ``steps``."""
+    return [Phase("codi", cfg.steps, lambda m: None)]
+
+
+def build_trainer(cfg: "CODIConfig", model: "HookedModel", tokens: LatentTokens) -> CODI:
+    return CODI(model, tokens, n_latents=cfg.n_latents, w_kd=cfg.w_kd, use_projection=cfg.projection,
+                prj_dim=cfg.prj_dim, prj_dropout=cfg.prj_dropout, prj_match_scale=cfg.prj_match_scale)
+
+
+def build_for_inference(model: "HookedModel", tokens: LatentTokens, saved: dict) -> CODI:
+    return CODI(model, tokens, n_latents=saved["n_latents"], use_projection=saved["projection"],
+                prj_dim=saved["prj_dim"], prj_dropout=saved["prj_dropout"])
+
+
+def infer_examples(module: CODI, examples: list[Example], saved: dict) -> list[dict]:
+    """``n_latents`` latents, then greedy decoding."""
+    return module.infer(examples, saved["n_latents"], max_new_tokens=answer_budget(examples))
+
+
+def side_modules(module: CODI, saved: dict) -> dict[str, nn.Module]:
+    """The projection (``projection.safetensors``), unless trained without one."""
+    return {"projection": module.prj} if saved["projection"] else {}
+
+
+def label_tags(saved: dict, prior_steps: int | None = None) -> str:
+    """What sets a CODI run apart from the default config, for the table label (``prior_steps``: the steps of
+    the model a continued run started from).
+
+    Example:
+        >>> label_tags({"w_kd": 0.0, "projection": True, "prj_match_scale": True, "lr": 0.002})
+        ' (no distillation)'
+        >>> label_tags({"w_kd": 1.0, "projection": False, "lr": 0.002, "steps": 1600})
+        ' (no projection, 1600 steps)'
+        >>> label_tags({"lr": 0.0005, "prj_match_scale": True, "steps": 2000}, prior_steps=12000)
+        ' (lr 0.0005, 12000+2000 steps)'
+    """
+    tags = []
+    if saved.get("w_kd", 1.0) == 0:
+        tags.append("no distillation")
+    elif saved.get("w_kd", 1.0) != 1.0:
+        tags.append(f"w_kd={saved['w_kd']:g}")
+    if not saved.get("projection", True):
+        tags.append("no projection")
+    elif not saved.get("prj_match_scale", False):
+        tags.append("LN gain 1")
+    if saved.get("lr") not in (None, 0.002):
+        tags.append(f"lr {saved['lr']:g}")
+    if saved.get("steps") is not None:  # training length matters at this scale: always shown
+        tags.append(f"{prior_steps}+{saved['steps']} steps" if prior_steps else f"{saved['steps']} steps")
+    return f" ({', '.join(tags)})" if tags else ""

@@ -15,10 +15,11 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal
 
 from thinklens.errors import ThinklensError
+from thinklens.tasks.protocol import HELD_OUT
 
 
 def _positive(name: str, value: object, fix: str, *, what: str = "an integer >= 1") -> None:
@@ -60,6 +61,8 @@ class TrainConfig:
     """Held-out problems per step count evaluated after training (0 = skip)."""
     add_tokens: bool = False
     """Add missing special tokens (<bot> <eot> <latent> <think> </think> <compress>) and resize the embeddings."""
+    publish: str | None = None
+    """Also write the trained model folder here, e.g. data/zoo/tiny-codi (it is always in <run folder>/model)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_steps <= self.max_steps <= 64:
@@ -75,9 +78,6 @@ class TrainConfig:
             raise ThinklensError.of("lora_r", self.lora_r, "0 (full fine-tuning) or a rank >= 1", "pass --lora-r 0")
         if self.eval_n < 0:
             raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", "pass --eval-n 50")
-
-    def to_json(self) -> dict:
-        return {"method": METHOD_OF[type(self).__name__], **asdict(self)}
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ class LatentSeekConfig:
     """Most reasoning steps of the evaluated problems."""
     n: int = 30
     """Problems per step count."""
-    seed: int = 10_000
+    seed: int = HELD_OUT["eval"]
     """Held-out problem seed (and sampling seed)."""
     max_new_tokens: int = 72
     """Token budget of each (re)generation."""
@@ -233,6 +233,8 @@ class LatentSeekConfig:
 class EvalConfig:
     """The comparison table: which models, which problems."""
 
+    model: str = ""
+    """A model compared before ``models`` (zoo name or folder; empty: ``models`` only)."""
     models: tuple[str, ...] = ("tiny-direct", "tiny-cot", "tiny-coconut", "tiny-codi", "tiny-latent-sft")
     """Models to compare: zoo names or folders (latent models carry latent.json)."""
     min_steps: int = 3
@@ -241,7 +243,7 @@ class EvalConfig:
     """Most reasoning steps of the evaluated problems."""
     n: int = 100
     """Problems per step count."""
-    seed: int = 10_000
+    seed: int = HELD_OUT["eval"]
     """Held-out problem seed (the zoo's evaluation seed)."""
     seek_n: int = 30
     """Problems per step count for the LatentSeek rows (0 = no LatentSeek rows)."""
@@ -250,7 +252,7 @@ class EvalConfig:
     seek_max_steps: int = 8
     """Most steps of the LatentSeek problems."""
     seek_seed: int = 20_000
-    """Seed of the LatentSeek problems (not the one its learning rate was chosen on)."""
+    """Seed of the LatentSeek problems (not the one its learning rate was chosen on; 20000 gives the README's rows)."""
     seek_lr: float = 0.5
     """LatentSeek learning rate: the paper's 0.03-0.05 flips no token of the zoo's d=128 states in 10
     iterations; 0.5 does (chosen on seed-10000 problems)."""
@@ -258,7 +260,7 @@ class EvalConfig:
     """Problems whose latents are decoded (top-5) in the result."""
 
     def __post_init__(self) -> None:
-        if not self.models:
+        if not self.names():
             raise ThinklensError.of("models", self.models, "at least one model", "pass --models tiny-cot,tiny-codi")
         if not 1 <= self.min_steps <= self.max_steps or not 1 <= self.seek_min_steps <= self.seek_max_steps:
             raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min <= max", "pass 3 and 4")
@@ -266,9 +268,7 @@ class EvalConfig:
         if self.seek_n < 0 or self.decode_examples < 0:
             raise ThinklensError.of("seek_n/decode_examples", (self.seek_n, self.decode_examples), "integers >= 0", "pass 30")
 
+    def names(self) -> list[str]:
+        """The models compared, in order: ``model`` (if given), then ``models``."""
+        return ([self.model] if self.model else []) + [m for m in self.models if m != self.model]
 
-#: Config class name -> method name (CLI choice, latent.json "method").
-METHOD_OF: dict[str, str] = {"CoconutConfig": "coconut", "CODIConfig": "codi", "LatentSFTConfig": "latent-sft",
-                             "TrainConfig": "sft"}
-#: Method name -> config class (the CLI's `latent train` choices derive from it).
-CONFIGS: dict[str, type[TrainConfig]] = {"coconut": CoconutConfig, "codi": CODIConfig, "latent-sft": LatentSFTConfig}

@@ -92,6 +92,19 @@ def add_latent_tokens(model: "HookedModel") -> "HookedModel":
     return HookedModel(model.hf, tok, name=model.name)
 
 
+def init_special_embeddings(model: "HookedModel", tokens: LatentTokens, source: str = "<<") -> None:
+    """Coconut's init, used by every method: ``<bot> <eot> <latent> <compress>`` rows := the embedding of ``source``.
+
+    With tied embeddings this also sets their LM-head rows; training separates them again.
+    """
+    src = model.tokenizer(source, add_special_tokens=False)["input_ids"]
+    emb = model.hf.get_input_embeddings().weight
+    with torch.no_grad():
+        row = emb[src].mean(0)
+        for i in (tokens.bot, tokens.eot, tokens.latent, tokens.compress):
+            emb[i] = row
+
+
 @dataclass(frozen=True)
 class Example:
     """One problem as token segments: prompt (with bos and cue), CoT steps, answer (marker + number)."""

@@ -4,6 +4,8 @@ Every accuracy uses the one answer parser (:func:`thinklens.answers.parse_answer
 are the explicit tokens before the answer marker plus the latent steps; compression is the CoT model's
 mean reasoning positions divided by a method's.
 
+The jobs ``latent-eval`` (:func:`run_table`) and ``latent-seek`` (:func:`run_seek`) call these.
+
 Example:
     >>> # run = RunFolder.create("latent-eval", EvalConfig(), run_id="table")
     >>> # table = run_table(EvalConfig(n=100), run)     # writes results/table.json, decoding.json, seek.json
@@ -13,27 +15,25 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from latent.config import EvalConfig, LatentSeekConfig
 from latent.data import example_from_problem
-from latent.latentseek import SeekResult, accuracy_by_budget, latent_seek, load_reward
-from latent.methods import load_latent_model, load_model, marker_index, resolve_model
+from latent.latent_model import load_hooked_model, load_latent_model, marker_index, resolve_model
+from latent.latentseek import SeekIteration, SeekResult, accuracy_by_budget, latent_seek, load_reward
+from latent.methods import METHODS
 from thinklens.answers import parse_answer
+from thinklens.jobs import Progress
 from thinklens.runs import RunFolder
-from thinklens.tasks import ANSWER_MARKER, Problem, generate_problems, render_prompt
+from thinklens.tasks import ANSWER_MARKER, Problem, render_prompt
+from thinklens.tasks.protocol import model_style, problems_by_steps, token_budget
 
-#: Display names of the methods in the table.
-LABELS = {"direct": "No-CoT SFT", "cot": "CoT-SFT", "coconut": "Coconut", "codi": "CODI", "latent-sft": "Latent-SFT"}
-
-
-def problems_for(n: int, min_steps: int, max_steps: int, seed: int) -> list[Problem]:
-    """Held-out problems, one stream per step count (as the zoo evaluation draws them)."""
-    return [p for s in range(min_steps, max_steps + 1) for p in generate_problems(n, seed=seed * 1000 + s, n_steps=s)]
+#: Display names of the token-level rows (the latent methods' come from the method table).
+LABELS = {"direct": "No-CoT SFT", "cot": "CoT-SFT", "think": "Think-SFT"}
 
 
 def _folder_meta(folder: Path) -> dict:
@@ -43,12 +43,6 @@ def _folder_meta(folder: Path) -> dict:
     return {}
 
 
-def text_style(name: str, meta: dict) -> str:
-    """The prompt style of a plain (non-latent) model: its zoo recipe's, else by name."""
-    style = (meta.get("recipe") or {}).get("eval_style")
-    return style or ("direct" if "direct" in Path(name).name else "cot")
-
-
 @torch.no_grad()
 def eval_text_model(model: Any, problems: list[Problem], style: str, *, batch_size: int = 64) -> list[dict]:
     """Greedy decoding with the core's traced generation; reasoning = tokens before ``####``."""
@@ -56,7 +50,7 @@ def eval_text_model(model: Any, problems: list[Problem], style: str, *, batch_si
     out = []
     for i in range(0, len(problems), batch_size):
         chunk = problems[i:i + batch_size]
-        budget = 4 if style == "direct" else 7 * max(p.n_steps for p in chunk) + 6
+        budget = token_budget(style, max(p.n_steps for p in chunk))
         traces = model.generate([render_prompt(p, style) for p in chunk], max_new_tokens=budget, batch_size=batch_size)
         for p, tr in zip(chunk, traces):
             explicit = marker_index(tr.token_ids, marker)
@@ -65,57 +59,31 @@ def eval_text_model(model: Any, problems: list[Problem], style: str, *, batch_si
     return out
 
 
-def evaluate_model(name: str, problems: list[Problem]) -> tuple[dict, list[dict]]:
-    """``(summary, records)`` of one model (latent or plain) on ``problems``."""
+def table_row(name: str, problems: list[Problem], *, device: str = "cpu",
+              dtype: torch.dtype = torch.float32) -> tuple[dict, list[dict]]:
+    """The comparison-table row of one model (latent or token-level) on ``problems``, and its per-problem records."""
     folder = Path(resolve_model(name))
     meta = _folder_meta(folder) if folder.is_dir() else {}
     t0 = time.monotonic()
-    if meta.get("method") in ("coconut", "codi", "latent-sft"):
-        lm = load_latent_model(str(folder))
+    latent = METHODS.get(meta.get("method", ""))
+    if latent is not None:
+        lm = load_latent_model(str(folder), device=device, dtype=dtype)
         records = lm.infer([example_from_problem(p, lm.model.tokenizer) for p in problems])
-        method, train_s = meta["method"], meta.get("total_train_wall_s", meta.get("train_wall_s"))
+        method, label, train_s = latent.name, latent.label, meta.get("total_train_wall_s", meta.get("train_wall_s"))
+        label += latent.module.label_tags(meta["config"], (meta.get("continued") or {}).get("steps"))
     else:
-        model = load_model(name)
-        method = text_style(name, meta)
+        model = load_hooked_model(name, device=device, dtype=dtype)
+        method = model_style(str(folder) if folder.is_dir() else name)
+        label = LABELS.get(method, method)
         records = eval_text_model(model, problems, method)
         train_s = meta.get("train_wall_s")
     n = len(records)
-    summary = {"model": name, "method": method, "label": LABELS.get(method, method),
+    summary = {"model": name, "method": method, "label": label,
                "accuracy": sum(r["correct"] for r in records) / n,
                "reasoning_positions": sum(r["reasoning_positions"] for r in records) / n,
                "latent_steps": sum(r["latent_steps"] for r in records) / n, "train_s": train_s, "n": n,
                "eval_s": round(time.monotonic() - t0, 1)}
-    if method == "codi":
-        summary["label"] += codi_tags(meta["config"], (meta.get("continued") or {}).get("steps"))
     return summary, records
-
-
-def codi_tags(cfg: dict, prior_steps: int | None = None) -> str:
-    """What sets a CODI run apart from the default config, for the table label (``prior_steps``: the steps of
-    the model a continued run started from).
-
-    Example:
-        >>> codi_tags({"w_kd": 0.0, "projection": True, "prj_match_scale": True, "lr": 0.002})
-        ' (no distillation)'
-        >>> codi_tags({"w_kd": 1.0, "projection": False, "lr": 0.002, "steps": 1600})
-        ' (no projection, 1600 steps)'
-        >>> codi_tags({"lr": 0.0005, "prj_match_scale": True, "steps": 2000}, prior_steps=12000)
-        ' (lr 0.0005, 12000+2000 steps)'
-    """
-    tags = []
-    if cfg.get("w_kd", 1.0) == 0:
-        tags.append("no distillation")
-    elif cfg.get("w_kd", 1.0) != 1.0:
-        tags.append(f"w_kd={cfg['w_kd']:g}")
-    if not cfg.get("projection", True):
-        tags.append("no projection")
-    elif not cfg.get("prj_match_scale", False):
-        tags.append("LN gain 1")
-    if cfg.get("lr") not in (None, 0.002):
-        tags.append(f"lr {cfg['lr']:g}")
-    if cfg.get("steps") is not None:  # training length matters at this scale: always shown
-        tags.append(f"{prior_steps}+{cfg['steps']} steps" if prior_steps else f"{cfg['steps']} steps")
-    return f" ({', '.join(tags)})" if tags else ""
 
 
 def add_compression(rows: list[dict]) -> None:
@@ -127,34 +95,31 @@ def add_compression(rows: list[dict]) -> None:
 
 
 def seek_problems(model: Any, problems: list[Problem], cfg: LatentSeekConfig, run: RunFolder | None = None,
-                  progress: bool = False) -> list[SeekResult]:
+                  progress: Progress | None = None) -> list[SeekResult]:
     """LatentSeek on every problem (resumable per problem through the run folder's progress log)."""
     reward = load_reward(cfg.reward)
     done = run.finished() if run is not None else {}
     results = []
-    for i, p in enumerate(tqdm(problems, desc="latentseek", disable=not progress)):
+    for i, p in enumerate((progress or Progress(False)).iter(problems, desc="latentseek", total=len(problems))):
         key = f"p{i:05d}"
         if key in done:
-            results.append(_seek_from_json(done[key]))
+            results.append(seek_from_json(done[key]))
             continue
         prompt = model.tokenizer(render_prompt(p, "cot"))["input_ids"]
         gen = torch.Generator().manual_seed(cfg.seed * 100_003 + i)
         res = latent_seek(model, prompt, p.answer, cfg, reward, generator=gen)
         results.append(res)
         if run is not None:
-            run.mark_done(key, _seek_to_json(res))
+            run.mark_done(key, seek_to_json(res))
     return results
 
 
-def _seek_to_json(r: SeekResult) -> dict:
-    from dataclasses import asdict
-
+def seek_to_json(r: SeekResult) -> dict:
+    """One problem's LatentSeek run as JSON (read back by :func:`seek_from_json`)."""
     return asdict(r)
 
 
-def _seek_from_json(d: dict) -> SeekResult:
-    from latent.latentseek import SeekIteration
-
+def seek_from_json(d: dict) -> SeekResult:
     return SeekResult(**{**d, "iterations": [SeekIteration(**it) for it in d["iterations"]]})
 
 
@@ -174,15 +139,30 @@ def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
     }
 
 
-def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None = None, progress: bool = True) -> dict:
+def run_seek(model: Any, cfg: LatentSeekConfig, run: RunFolder, *, progress: Progress | None = None) -> dict:
+    """The ``latent-seek`` job: LatentSeek on held-out problems; writes results/seek.json and the budget figure."""
+    from latent import figures
+
+    results = seek_problems(model, problems_by_steps(cfg.n, cfg.min_steps, cfg.max_steps, seed=cfg.seed), cfg, run, progress)
+    summary = seek_summary(results, cfg)
+    run.write_result("seek", {"config": cfg, "summary": summary, "problems": [seek_to_json(r) for r in results]})
+    run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], cfg.reward))
+    run.finish({"cot_accuracy": summary["cot_accuracy"], "seek_accuracy": summary["seek_accuracy"]})
+    return summary
+
+
+def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None = None, progress: Progress | None = None,
+              device: str = "cpu", dtype: torch.dtype = torch.float32) -> dict:
     """Evaluate every model, add LatentSeek rows, write table/decoding/seek results and figures."""
     from latent import figures
 
-    problems = problems_for(cfg.n, cfg.min_steps, cfg.max_steps, cfg.seed)
+    progress = progress or Progress(False)
+    problems = problems_by_steps(cfg.n, cfg.min_steps, cfg.max_steps, seed=cfg.seed)
     rows, decoding = [], []
     by_model: dict[str, list[dict]] = {}
-    for name in tqdm(cfg.models, desc="models", disable=not progress):
-        summary, records = evaluate_model(name, problems)
+    names = cfg.names()
+    for name in progress.iter(names, desc="models", total=len(names)):
+        summary, records = table_row(name, problems, device=device, dtype=dtype)
         summary["problems"] = f"{cfg.min_steps}-{cfg.max_steps} steps"
         rows.append(summary)
         by_model[name] = records
@@ -196,8 +176,8 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
     if cfg.seek_n and cot_row is not None:
         scfg = seek or LatentSeekConfig(model=cot_row["model"], min_steps=cfg.seek_min_steps, max_steps=cfg.seek_max_steps,
                                         n=cfg.seek_n, seed=cfg.seek_seed, lr=cfg.seek_lr)
-        model = load_model(scfg.model)
-        hard = problems_for(scfg.n, scfg.min_steps, scfg.max_steps, scfg.seed)
+        model = load_hooked_model(scfg.model, device=device, dtype=dtype)
+        hard = problems_by_steps(scfg.n, scfg.min_steps, scfg.max_steps, seed=scfg.seed)
         t0 = time.monotonic()
         results = seek_problems(model, hard, scfg, run, progress)
         summary = seek_summary(results, scfg)
@@ -212,11 +192,11 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
                      "latent_steps": 0, "train_s": 0.0, "n": len(results), "compression": 1.0,
                      "mean_iterations": summary["mean_iterations"]})
         out["seek"] = {"config": scfg, "summary": summary}
-        run.write_result("seek", {"config": scfg, "summary": summary, "problems": [_seek_to_json(r) for r in results]})
-        run.write_figure("seek_budget", figures.budget_figure(summary["accuracy_by_budget"], scfg.reward))
+        run.write_result("seek", {"config": scfg, "summary": summary, "problems": [seek_to_json(r) for r in results]})
+        run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], scfg.reward))
     run.write_result("table", rows)
     run.write_result("decoding", decoding)
-    run.write_figure("accuracy", figures.table_figure(rows))
+    run.write_figure("accuracy", figures.figure_accuracy(rows))
     run.finish({"rows": [{"label": r["label"], "accuracy": round(r["accuracy"], 3)} for r in rows]})
     return out
 

@@ -1,7 +1,7 @@
 """Plotly figures of the latent results (pure: result in, figure out; the app and the CLI share them).
 
 Example:
-    >>> fig = budget_figure([0.4, 0.6, 0.7], "psrm")
+    >>> fig = figure_seek_budget([0.4, 0.6, 0.7], "psrm")
     >>> fig.data[0].y
     (40.0, 60.0, 70.0)
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def table_figure(rows: list[dict[str, Any]]):
+def figure_accuracy(rows: list[dict[str, Any]]):
     """Accuracy per method (bars), reasoning positions and compression in the hover text."""
     import plotly.graph_objects as go
 
@@ -23,7 +23,7 @@ def table_figure(rows: list[dict[str, Any]]):
     return fig
 
 
-def budget_figure(accuracy: list[float], reward: str = "psrm"):
+def figure_seek_budget(accuracy: list[float], reward: str = "psrm"):
     """LatentSeek accuracy against the iteration budget (0 = plain greedy CoT)."""
     import plotly.graph_objects as go
 
@@ -33,7 +33,7 @@ def budget_figure(accuracy: list[float], reward: str = "psrm"):
     return fig
 
 
-def entropy_figure(latents: list[dict[str, Any]], title: str = "Latent-SFT: per-step entropy"):
+def figure_entropy(latents: list[dict[str, Any]], title: str = "Latent-SFT: per-step entropy"):
     """Entropy (nats) and exp(entropy) of each latent step's top-K superposition."""
     import plotly.graph_objects as go
 

@@ -9,6 +9,9 @@ decoder sees ``prompt <think> L1..LK </think> answer`` and learns CE(</think> + 
 KL(q_i || p(.|prefix)). Inference: top-K softmax of the next-token logits, fed as the next input
 embedding, until the argmax is ``</think>``.
 
+This module is Latent-SFT's entry of the method table (:mod:`latent.methods`): its four phases, its trainer
+and its inference (without the encoder, which only trains).
+
 Example:
     >>> # lsft = LatentSFT(model, tokens, c=2, top_k=10); lsft.set_phase("encoder")
     >>> # losses = lsft(lsft.collate(examples)); preds = lsft.infer(examples)
@@ -35,9 +38,11 @@ from latent.lsft_layout import (
     encoder_mask,
     stack_masks,
 )
+from latent.methods import Phase
 from latent.session import LatentSession
 
 if TYPE_CHECKING:
+    from latent.config import LatentSFTConfig
     from thinklens.model import HookedModel
 
 PHASES = ("encoder", "decoder", "joint", "stage2")
@@ -208,3 +213,34 @@ class LatentSFT(nn.Module):
                 rows = s.greedy(torch.tensor([[t.end_think]]), stop_id=t.eos, max_new_tokens=max_new_tokens)
             results.append({"ids": rows[0], "latents": steps})
         return results
+
+
+# ---------------------------------------------------------------- the method table's functions
+
+
+def train_phases(cfg: "LatentSFTConfig") -> list[Phase]:
+    """Stage 1's three runs (encoder, decoder, joint) then stage 2; phases with 0 steps left out."""
+    steps = {"encoder": cfg.encoder_steps, "decoder": cfg.decoder_steps, "joint": cfg.joint_steps, "stage2": cfg.stage2_steps}
+    return [Phase(p, n, lambda m, p=p: m.set_phase(p)) for p, n in steps.items() if n > 0]
+
+
+def build_trainer(cfg: "LatentSFTConfig", model: "HookedModel", tokens: LatentTokens) -> LatentSFT:
+    return LatentSFT(model, tokens, c=cfg.c, top_k=cfg.top_k, kl_weight=cfg.kl_weight, ce_weight=cfg.ce_weight,
+                     gumbel=cfg.gumbel)
+
+
+def build_for_inference(model: "HookedModel", tokens: LatentTokens, saved: dict) -> LatentSFT:
+    return LatentSFT(model, tokens, c=saved["c"], top_k=saved["top_k"], encoder=nn.Identity())  # no encoder at inference
+
+
+def infer_examples(module: LatentSFT, examples: list[Example], saved: dict) -> list[dict]:
+    """Latents until ``</think>`` wins (at most ``max_latent_steps``), then greedy decoding."""
+    return module.infer(examples, max_latent_steps=saved["max_latent_steps"])
+
+
+def side_modules(module: nn.Module, saved: dict) -> dict[str, nn.Module]:
+    return {}
+
+
+def label_tags(saved: dict, prior_steps: int | None) -> str:
+    return ""

@@ -1,28 +1,38 @@
-"""The registry of latent methods: build a trainer module and its phases from a config, and load a
-saved latent model for inference.
+"""The table of latent-reasoning methods: one entry per method names its config class, its module and what
+the trainer, the evaluator and the loader must know about it; the module holds the functions they call.
+
+A new method is one :class:`LatentMethod` entry in :data:`METHODS` plus one module implementing
+:class:`MethodModule` (then a job file ``latent/jobs/<name>.py`` holding ``JOB = training_job("<name>")``,
+registered in pyproject.toml, gives it ``thinklens run <name>``). The table imports no torch: a method's
+module is imported when it is first used.
 
 Example:
+    >>> sorted(METHODS)
+    ['coconut', 'codi', 'latent-sft']
     >>> from latent.config import CODIConfig
-    >>> [p.name for p in phases_for(CODIConfig(steps=10))]
-    ['codi']
+    >>> method = method_of(CODIConfig(steps=10))
+    >>> method.name, [p.name for p in method.module.train_phases(CODIConfig(steps=10))]
+    ('codi', ['codi'])
+    >>> method.saved_config(CODIConfig())["method"], "publish" in method.saved_config(CODIConfig())
+    ('codi', False)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
-import torch
-from torch import nn
-
-from latent.checkpoint import read_latent_meta
 from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig, TrainConfig
-from latent.data import Example, LatentTokens, latent_tokens
-from thinklens.errors import ThinklensError
-from thinklens.tasks import ANSWER_MARKER
+from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.jobs import Job, JobContext
 
 if TYPE_CHECKING:
+    from torch import nn
+
+    from latent.data import Example, LatentTokens
     from thinklens.model import HookedModel
 
 
@@ -32,126 +42,125 @@ class Phase:
 
     name: str
     steps: int
-    enter: Callable[[nn.Module], None]
-    """Sets the module up for this phase (stage, trainable parts)."""
+    enter: Callable[[Any], None]
+    """Sets the trainer module up for this phase (stage, trainable parts)."""
 
 
-def phases_for(cfg: TrainConfig) -> list[Phase]:
-    """The phases of a config, in order (phases with 0 steps are skipped)."""
-    if isinstance(cfg, CoconutConfig):
-        out = [Phase(f"stage-{s}", cfg.stage_steps, lambda m, s=s: setattr(m, "stage", s)) for s in range(1, cfg.max_stage + 1)]
-        if cfg.final_stage_steps:
-            out.append(Phase("stage-all", cfg.final_stage_steps, lambda m: setattr(m, "stage", cfg.max_stage + 1)))
-        return out
-    if isinstance(cfg, CODIConfig):
-        return [Phase("codi", cfg.steps, lambda m: None)]
-    if isinstance(cfg, LatentSFTConfig):
-        steps = {"encoder": cfg.encoder_steps, "decoder": cfg.decoder_steps, "joint": cfg.joint_steps,
-                 "stage2": cfg.stage2_steps}
-        return [Phase(p, n, lambda m, p=p: m.set_phase(p)) for p, n in steps.items() if n > 0]
-    raise ThinklensError.of("config", type(cfg).__name__, "CoconutConfig, CODIConfig or LatentSFTConfig", "pick a method")
+class MethodModule(Protocol):
+    """What a method's module defines (``saved`` is the ``config`` of a saved model's ``latent.json``)."""
+
+    def train_phases(self, cfg: Any) -> list[Phase]:
+        """The training phases of ``cfg``, in order (phases with 0 steps left out)."""
+
+    def build_trainer(self, cfg: Any, model: "HookedModel", tokens: "LatentTokens") -> "nn.Module":
+        """The trainer module: ``collate(examples)`` -> batch, ``forward(batch)`` -> dict with ``loss``."""
+
+    def build_for_inference(self, model: "HookedModel", tokens: "LatentTokens", saved: dict) -> "nn.Module":
+        """The module of a saved model, before its side modules are loaded."""
+
+    def infer_examples(self, module: "nn.Module", examples: list["Example"], saved: dict) -> list[dict]:
+        """One dict per example: ``ids`` (tokens generated after the latents) and ``latents`` (decoded)."""
+
+    def side_modules(self, module: "nn.Module", saved: dict) -> dict[str, "nn.Module"]:
+        """Parts saved beside the LM weights as ``<key>.safetensors`` (CODI's projection); often none."""
+
+    def label_tags(self, saved: dict, prior_steps: int | None) -> str:
+        """What sets this run apart from the method's defaults, appended to its label in the table."""
 
 
-def build_module(cfg: TrainConfig, model: "HookedModel", tokens: LatentTokens) -> nn.Module:
-    """The trainer module of a config (its ``forward(batch)`` returns a dict with ``loss``)."""
-    from latent.codi import CODI
-    from latent.continuous import Coconut
-    from latent.latent_sft import LatentSFT
+@dataclass(frozen=True)
+class LatentMethod:
+    """One latent-reasoning method: its names, its config and the module that implements it."""
 
-    if isinstance(cfg, CoconutConfig):
-        return Coconut(model, tokens, c=cfg.c, max_stage=cfg.max_stage)
-    if isinstance(cfg, CODIConfig):
-        return CODI(model, tokens, n_latents=cfg.n_latents, w_kd=cfg.w_kd, use_projection=cfg.projection,
-                    prj_dim=cfg.prj_dim, prj_dropout=cfg.prj_dropout, prj_match_scale=cfg.prj_match_scale)
-    if isinstance(cfg, LatentSFTConfig):
-        return LatentSFT(model, tokens, c=cfg.c, top_k=cfg.top_k, kl_weight=cfg.kl_weight, ce_weight=cfg.ce_weight,
-                         gumbel=cfg.gumbel)
-    raise ThinklensError.of("config", type(cfg).__name__, "a latent method config", "pick a method")
+    name: str
+    """Job name (``thinklens run <name>``) and ``method`` in a saved model's latent.json."""
+    label: str
+    """Name in the comparison table."""
+    config: type[TrainConfig]
+    """Frozen config class (training settings)."""
+    module_name: str
+    """Module implementing :class:`MethodModule`."""
+    continue_fields: tuple[str, ...] = ()
+    """Config fields a run continuing a saved model of this method must keep (CODI's projection)."""
+    cannot_continue: str = ""
+    """Why a saved model of this method cannot be trained further ("": it can)."""
+    lora_copies: tuple[str, ...] = ()
+    """Trainer-module attributes holding another copy of the LM, given their own LoRA adapters."""
 
+    @property
+    def module(self) -> MethodModule:
+        """The implementing module (imported now)."""
+        return importlib.import_module(self.module_name)  # type: ignore[return-value]
 
-def resolve_model(name: str) -> str:
-    """A zoo sibling folder (``data/zoo/<name>``, e.g. tiny-codi) for a bare name, else the name itself."""
-    from thinklens.zoo.registry import zoo_dir
-
-    if "/" not in name and (zoo_dir() / name / "config.json").is_file():
-        return str(zoo_dir() / name)
-    return name
-
-
-def load_model(name: str, *, device: str | torch.device = "cpu") -> "HookedModel":
-    from thinklens.model import HookedModel
-
-    return HookedModel.load(resolve_model(name), device=device)
-
-
-def marker_index(ids: list[int], marker: list[int]) -> int:
-    """Tokens before the first answer marker (all of them when there is none): the explicit reasoning."""
-    n = len(marker)
-    for i in range(len(ids) - n + 1):
-        if ids[i:i + n] == marker:
-            return i
-    return len(ids)
+    def saved_config(self, cfg: TrainConfig) -> dict[str, Any]:
+        """The ``config`` a trained model records in latent.json: the method and the training settings."""
+        fields = dataclasses.asdict(cfg)
+        fields.pop("publish", None)  # where a copy went is not a training setting
+        return {"method": self.name, **fields}
 
 
-class LatentModel:
-    """A saved latent model ready for inference: ``infer(examples)`` -> text, answer, reasoning positions."""
-
-    def __init__(self, model: "HookedModel", meta: dict, module: nn.Module, tokens: LatentTokens):
-        self.model, self.meta, self.module, self.tokens = model, meta, module, tokens
-        self.method = meta["method"]
-
-    @torch.no_grad()
-    def infer(self, examples: list[Example], *, batch_size: int = 64) -> list[dict[str, Any]]:
-        from thinklens.answers import parse_answer
-
-        cfg = self.meta["config"]
-        marker = self.model.tokenizer(" " + ANSWER_MARKER, add_special_tokens=False)["input_ids"]
-        out: list[dict[str, Any]] = []
-        for i in range(0, len(examples), batch_size):
-            chunk = examples[i:i + batch_size]
-            if self.method == "latent-sft":
-                res = self.module.infer(chunk, max_latent_steps=cfg["max_latent_steps"])
-            else:
-                n = cfg["n_latents"] if self.method == "codi" else cfg["c"] * cfg["max_stage"]
-                longest = max(len(ex.cot) for ex in chunk) + 8
-                res = self.module.infer(chunk, n, max_new_tokens=longest)
-            for ex, r in zip(chunk, res):
-                text = self.model.tokenizer.decode(r["ids"], skip_special_tokens=True)
-                explicit = marker_index(r["ids"], marker)
-                out.append({"text": text, "pred": parse_answer(text), "correct": parse_answer(text) == ex.value,
-                            "latent_steps": len(r["latents"]), "explicit_tokens": explicit,
-                            "reasoning_positions": len(r["latents"]) + explicit, "latents": r["latents"]})
-        return out
+#: Every latent method, by name.
+METHODS: dict[str, LatentMethod] = {m.name: m for m in (
+    LatentMethod("coconut", "Coconut", CoconutConfig, "latent.coconut"),
+    LatentMethod("codi", "CODI", CODIConfig, "latent.codi", continue_fields=("projection", "prj_dim")),
+    LatentMethod("latent-sft", "Latent-SFT", LatentSFTConfig, "latent.latent_sft", lora_copies=("encoder",),
+                 cannot_continue="a saved Latent-SFT model has no encoder to continue stage 1 or 2 with"),
+)}
 
 
-def load_side_state(module: nn.Module, folder: Path, meta: dict) -> None:
-    """Load what a saved latent model keeps beside the LM weights into ``module`` (CODI's projection)."""
-    from safetensors.torch import load_file
+def method_named(name: str) -> LatentMethod:
+    """The method called ``name`` (e.g. a latent.json ``method``), with a did-you-mean error."""
+    if name not in METHODS:
+        raise ThinklensError.of("latent method", name, f"one of {', '.join(METHODS)}", did_you_mean(name, list(METHODS)))
+    return METHODS[name]
 
-    if meta["method"] == "codi" and meta["config"]["projection"]:
-        module.prj.load_state_dict(load_file(str(Path(folder) / "projection.safetensors")))
+
+def method_of(cfg: Any) -> LatentMethod:
+    """The method whose config ``cfg`` is."""
+    for m in METHODS.values():
+        if type(cfg) is m.config:
+            return m
+    raise ThinklensError.of("config", type(cfg).__name__, ", ".join(m.config.__name__ for m in METHODS.values()),
+                            "build the config of a latent method")
 
 
-def load_latent_model(path: str, *, device: str | torch.device = "cpu") -> LatentModel:
-    """Load a folder written by a latent trainer (``latent.json`` says which method)."""
-    from latent.codi import CODI
-    from latent.continuous import Coconut
-    from latent.latent_sft import LatentSFT
+# ---------------------------------------------------------------- the training jobs
 
-    folder = Path(resolve_model(path))
-    meta = read_latent_meta(folder)
-    model = load_model(str(folder), device=device)
-    tokens = latent_tokens(model.tokenizer)
-    cfg = meta["config"]
-    if meta["method"] == "codi":
-        module: nn.Module = CODI(model, tokens, n_latents=cfg["n_latents"], use_projection=cfg["projection"],
-                                 prj_dim=cfg["prj_dim"], prj_dropout=cfg["prj_dropout"])
-        load_side_state(module, folder, meta)
-    elif meta["method"] == "coconut":
-        module = Coconut(model, tokens, c=cfg["c"], max_stage=cfg["max_stage"])
-    elif meta["method"] == "latent-sft":
-        module = LatentSFT(model, tokens, c=cfg["c"], top_k=cfg["top_k"], encoder=nn.Identity())  # no encoder at inference
-    else:
-        raise ThinklensError.of("latent.json method", meta["method"], "coconut, codi or latent-sft", "re-train the model")
-    module.to(model.device).eval()
-    return LatentModel(model, meta, module, tokens)
+
+def run_training(config: TrainConfig, ctx: JobContext) -> dict[str, Any]:
+    """Train ``config`` in the job's run folder (resuming its checkpoint) on the job's device and dtype."""
+    import torch
+
+    from latent.train import train_latent
+
+    if ctx.options.threads is None:
+        torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
+    return train_latent(config, ctx.run, device=ctx.options.device, dtype=ctx.options.torch_dtype,
+                        progress=ctx.progress.enabled)
+
+
+def report_training(metrics: dict[str, Any]) -> str:
+    """Steps, time and the held-out accuracy of a finished training run.
+
+    Example:
+        >>> print(report_training({"method": "codi", "steps": 10, "train_wall_s": 3.0, "processes": 1}))
+        codi: 10 steps in 3s on 1 process(es)
+    """
+    lines = [f"{metrics['method']}: {metrics['steps']} steps in {metrics['train_wall_s']:.0f}s on {metrics['processes']} process(es)"]
+    if metrics.get("eval"):
+        ev = metrics["eval"]
+        lines.append("accuracy by steps: " + " ".join(f"{k}:{v:.2f}" for k, v in ev["accuracy"].items())
+                     + "; reasoning positions: " + " ".join(f"{k}:{v:.1f}" for k, v in ev["reasoning_positions"].items()))
+    return "\n".join(lines)
+
+
+def training_job(name: str) -> Job:
+    """The job training method ``name`` (run folders of kind ``latent-train``, as the app reads them)."""
+    method = METHODS[name]
+    doc = " ".join((method.config.__doc__ or "").split())
+    return Job(name, method.config, run_training, help=doc or name,
+               description=f"{doc} Starts from a CoT model (or continues a saved {method.label} model); the trained "
+               "model is written to <run folder>/model and, with --publish, to a model folder. Re-running the same "
+               "--run-id resumes from the last checkpoint; `accelerate launch -m thinklens.cli run ...` trains on "
+               "several processes.",
+               models=(), kind="latent-train", report=report_training)

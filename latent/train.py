@@ -7,10 +7,13 @@ and 2 processes follow the same curve (tested). Checkpoints (every ``ckpt_every`
 phase end) hold the weights and the AdamW state as safetensors plus a JSON state; a killed run re-run
 with the same config resumes and ends with the same metrics as an uninterrupted one (tested).
 
+Each method comes from the method table (:mod:`latent.methods`): its phases, its trainer module, what a
+continued run must keep, its side modules; this loop knows no method by name.
+
 Example:
-    >>> # from latent.config import CODIConfig
-    >>> # metrics = train_latent(CODIConfig(steps=400), run_root="runs", out="data/zoo/tiny-codi")
-    >>> # accelerate launch --cpu --num_processes 2 -m thinklens.cli latent train codi --steps 400
+    >>> # thinklens run codi --steps 400 --publish data/zoo/tiny-codi          (the job: latent/jobs/codi.py)
+    >>> # metrics = thinklens.run_job("codi", steps=400, run_id="codi-400")   (the same from Python)
+    >>> # accelerate launch --cpu --num_processes 2 -m thinklens.cli run codi --steps 400 --run-id codi-2p
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ import torch
 from torch import nn
 
 from latent.checkpoint import load_checkpoint, load_optimizer, merge_lora, read_latent_meta, save_checkpoint, save_latent_model
-from latent.config import CODIConfig, LatentSFTConfig, TrainConfig
-from latent.continuous import init_special_embeddings
-from latent.data import ExampleSource, add_latent_tokens, example_from_problem, latent_tokens, shard
-from latent.methods import Phase, build_module, load_model, load_side_state, phases_for, resolve_model
+from latent.config import TrainConfig
+from latent.data import ExampleSource, add_latent_tokens, example_from_problem, init_special_embeddings, latent_tokens, shard
+from latent.latent_model import load_hooked_model, load_side_state, resolve_model
+from latent.methods import Phase, method_of
 from thinklens.errors import ThinklensError
 from thinklens.runs import RunFolder
+from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 
 
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
@@ -84,28 +88,30 @@ def continued_from(cfg: TrainConfig) -> dict | None:
     if not (folder / "latent.json").is_file():
         return None
     meta = read_latent_meta(folder)
-    method = cfg.to_json()["method"]
+    method = method_of(cfg)
     fix = "start from a CoT model (e.g. --model tiny-cot), or continue with the start model's own method"
-    if meta["method"] != method:
-        raise ThinklensError.of("start model", f"{folder} (a {meta['method']} model)", f"a CoT model or a {method} model", fix)
-    if method == "latent-sft":
-        raise ThinklensError.of("start model", f"{folder} (a latent-sft model)", "a CoT model: a saved Latent-SFT model has "
-                                "no encoder to continue stage 1 or 2 with", "start from a CoT model (e.g. --model tiny-cot)")
-    if isinstance(cfg, CODIConfig):
-        old = meta["config"]
-        if (old["projection"], old["prj_dim"]) != (cfg.projection, cfg.prj_dim):
-            raise ThinklensError.of("projection", (cfg.projection, cfg.prj_dim), f"the start model's "
-                                    f"({old['projection']}, {old['prj_dim']})", "pass the start model's --projection / --prj-dim")
+    if meta["method"] != method.name:
+        raise ThinklensError.of("start model", f"{folder} (a {meta['method']} model)", f"a CoT model or a {method.name} model", fix)
+    if method.cannot_continue:
+        raise ThinklensError.of("start model", f"{folder} (a {method.name} model)", f"a CoT model: {method.cannot_continue}",
+                                "start from a CoT model (e.g. --model tiny-cot)")
+    keep = method.continue_fields
+    old, new = tuple(meta["config"][f] for f in keep), tuple(getattr(cfg, f) for f in keep)
+    if old != new:
+        raise ThinklensError.of("/".join(keep), new, f"the start model's {old}",
+                                "pass the start model's " + " / ".join(f"--{f.replace('_', '-')}" for f in keep))
     return meta
 
 
-def prepare(cfg: TrainConfig, device: torch.device | str = "cpu") -> tuple[Any, nn.Module, list[Phase]]:
+def prepare(cfg: TrainConfig, device: torch.device | str = "cpu",
+            dtype: torch.dtype = torch.float32) -> tuple[Any, nn.Module, list[Phase]]:
     """Load the start model, check its special tokens, init them (Coconut), add LoRA, build the module.
 
     A start model saved by a latent trainer with the same method is continued (see :func:`continued_from`).
     """
+    method = method_of(cfg)
     start = continued_from(cfg)
-    model = load_model(cfg.model, device=device)
+    model = load_hooked_model(cfg.model, device=device, dtype=dtype)
     if cfg.add_tokens:
         model = add_latent_tokens(model)
     tokens = latent_tokens(model.tokenizer)
@@ -116,27 +122,27 @@ def prepare(cfg: TrainConfig, device: torch.device | str = "cpu") -> tuple[Any, 
     # caller's RNG state is untouched.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
-        module = build_module(cfg, model, tokens)
+        module = method.module.build_trainer(cfg, model, tokens)
         if start is not None:
             load_side_state(module, Path(resolve_model(cfg.model)), start)
         if cfg.lora_r:
             add_lora(model.hf, cfg)
-            if isinstance(cfg, LatentSFTConfig):  # the encoder copy was made before the adapters: give it its own
-                add_lora(module.encoder, cfg)
-    module.to(device)
-    return model, module, phases_for(cfg)
+            for copy in method.lora_copies:  # LM copies made before the adapters (Latent-SFT's encoder): their own
+                add_lora(getattr(module, copy), cfg)
+    module.to(device=device, dtype=dtype)
+    return model, module, method.module.train_phases(cfg)
 
 
-def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, seed: int = 10_000) -> dict[str, Any]:
+def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, seed: int = HELD_OUT["eval"]) -> dict[str, Any]:
     """Held-out accuracy of the trained module (``eval_n`` problems per step count)."""
-    from latent.methods import LatentModel
-    from thinklens.tasks import generate_problems
+    from latent.latent_model import LatentModel
 
-    meta = {"method": cfg.to_json()["method"], "config": cfg.to_json()}
+    method = method_of(cfg)
+    meta = {"method": method.name, "config": method.saved_config(cfg)}
     lm = LatentModel(model, meta, module, latent_tokens(model.tokenizer))
     acc, positions = {}, {}
     for n in range(cfg.min_steps, cfg.max_steps + 1):
-        problems = generate_problems(cfg.eval_n, seed=seed * 1000 + n, n_steps=n)
+        problems = problems_by_steps(cfg.eval_n, n, n, seed=seed)
         res = lm.infer([example_from_problem(p, model.tokenizer) for p in problems])
         acc[n] = sum(r["correct"] for r in res) / len(res)
         positions[n] = sum(r["reasoning_positions"] for r in res) / len(res)
@@ -154,13 +160,14 @@ def start_model_id(name: str) -> dict[str, Any]:
     return {"name": name, "folder": str(folder), "weights_sha256_16": digest}
 
 
-def train_latent(cfg: TrainConfig, *, run_root: str | Path | None = None, run_id: str | None = None,
-                 out: str | Path | None = None, progress: bool = True, accelerator: Any = None,
-                 on_step: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Train ``cfg`` into a run folder ``<run_root>/latent-train/<run_id>``; resume if it has a checkpoint.
+def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                 progress: bool = True, accelerator: Any = None, on_step: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Train ``cfg`` in ``run`` (every process passes the same folder); resume if it has a checkpoint.
+
+    The trained model goes to ``<run>/model`` and, with ``cfg.publish``, to that folder too.
 
     Args:
-        out: also publish the trained model folder there (e.g. ``data/zoo/tiny-codi``).
+        device: ``cpu`` trains on CPU processes; otherwise each process takes its accelerator.
         accelerator: an ``accelerate.Accelerator`` (default: a new one; multi-process under
             ``accelerate launch`` / torchrun environment variables).
         on_step: called with the global step after each optimizer step (tests use it to simulate a kill).
@@ -170,17 +177,13 @@ def train_latent(cfg: TrainConfig, *, run_root: str | Path | None = None, run_id
     from accelerate import Accelerator
     from tqdm.auto import tqdm
 
-    acc = accelerator or Accelerator(cpu=not torch.cuda.is_available())
+    acc = accelerator or Accelerator(cpu=str(device) == "cpu")
     rank, world = acc.process_index, acc.num_processes
     if cfg.batch_size % world:
         raise ThinklensError.of("batch_size", cfg.batch_size, f"a multiple of the {world} processes", "pass a divisible --batch-size")
-    method = cfg.to_json()["method"]
-    start_meta = continued_from(cfg)  # before the run folder exists: a bad start model leaves nothing behind
-    run_id = run_id or f"{method}-seed{cfg.seed}"
-    run = RunFolder.create("latent-train", cfg.to_json(), root=run_root, run_id=run_id) if acc.is_main_process else None
-    acc.wait_for_everyone()
-    run = run or RunFolder.open(Path(run_root if run_root is not None else "runs") / "latent-train" / run_id)
-    model, module, phases = prepare(cfg, acc.device)
+    method = method_of(cfg).name
+    start_meta = continued_from(cfg)  # before any checkpoint: a bad start model is refused first
+    model, module, phases = prepare(cfg, acc.device, dtype)
     source = ExampleSource(model.tokenizer, seed=cfg.seed, min_steps=cfg.min_steps, max_steps=cfg.max_steps, data=cfg.data)
     ckpt = run.path / "checkpoint"
     state: dict[str, Any] = {"phase": 0, "step": 0, "global_step": 0, "history": [], "elapsed_s": 0.0}
@@ -236,7 +239,7 @@ def train_latent(cfg: TrainConfig, *, run_root: str | Path | None = None, run_id
             metrics["eval"] = evaluate_after(model, module, cfg)
         if cfg.lora_r:
             merge_lora(model.hf)
-        meta = {"method": method, "config": cfg.to_json(), "train_wall_s": metrics["train_wall_s"],
+        meta = {"method": method, "config": method_of(cfg).saved_config(cfg), "train_wall_s": metrics["train_wall_s"],
                 "eval": metrics.get("eval"), "run": str(run.path), "start_model": start_model_id(cfg.model)}
         if start_meta is not None:  # training continued a latent model: keep the totals
             prior_steps = start_meta.get("total_steps", start_meta["config"].get("steps"))
@@ -244,10 +247,10 @@ def train_latent(cfg: TrainConfig, *, run_root: str | Path | None = None, run_id
             meta["continued"] = {"from": start_meta["run"], "steps": prior_steps, "train_wall_s": prior_s}
             meta["total_steps"] = (prior_steps or 0) + metrics["steps"]
             meta["total_train_wall_s"] = round(prior_s + metrics["train_wall_s"], 1)
-        extra = {"projection": module.prj} if isinstance(cfg, CODIConfig) and cfg.projection else None
+        extra = method_of(cfg).module.side_modules(module, meta["config"])
         save_latent_model(run.path / "model", model, meta, extra)
-        if out is not None:
-            save_latent_model(Path(out), model, meta, extra)
+        if cfg.publish:
+            save_latent_model(Path(cfg.publish).expanduser(), model, meta, extra)
         run.write_result("metrics", metrics)
         run.finish({"train_wall_s": metrics["train_wall_s"], "mean_accuracy": metrics.get("eval", {}).get("mean_accuracy")})
     acc.wait_for_everyone()

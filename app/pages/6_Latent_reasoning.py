@@ -13,7 +13,8 @@ from common import error_card, read_result, run_picker, show_figure  # noqa: E40
 
 st.set_page_config(page_title="thinklens: latent reasoning", layout="wide")
 st.title("Latent reasoning")
-st.caption("Create the table with `thinklens latent eval`; train models with `thinklens latent train {coconut,codi,latent-sft}`.")
+st.caption("Create the table with `thinklens run latent-eval`; train models with `thinklens run codi` "
+           "(or `coconut`, `latent-sft`).")
 
 run = run_picker("latent-eval", key="latent-eval-run")
 if run is not None:
@@ -54,9 +55,9 @@ if run is not None:
                               for j, lat in enumerate(latents)], width="stretch", hide_index=True)
                 if "entropy" in latents[0]:
                     try:
-                        from latent.figures import entropy_figure
+                        from latent.figures import figure_entropy
 
-                        st.plotly_chart(entropy_figure(latents, f"{name}: per-step entropy"), width="stretch",
+                        st.plotly_chart(figure_entropy(latents, f"{name}: per-step entropy"), width="stretch",
                                         key=f"entropy-{name}-{pick}")
                     except (KeyError, TypeError, ValueError) as e:
                         error_card(f"entropy of {name}", e)

@@ -32,8 +32,8 @@ def runs(tmp_path, monkeypatch):
     run.write_result("table", ROWS)
     run.write_result("decoding", DECODING)
     run.write_result("seek", {"summary": {"cot_accuracy": 0.5, "seek_accuracy": 0.8, "mean_iterations": 2.0}})
-    run.write_figure("accuracy", figures.table_figure(ROWS))
-    run.write_figure("seek_budget", figures.budget_figure([0.5, 0.7, 0.8]))
+    run.write_figure("accuracy", figures.figure_accuracy(ROWS))
+    run.write_figure("seek_budget", figures.figure_seek_budget([0.5, 0.7, 0.8]))
     run.finish({})
     tr = RunFolder.create("latent-train", {"method": "codi"}, root=tmp_path, run_id="codi-seed0")
     tr.write_result("metrics", {"method": "codi", "steps": 2, "train_wall_s": 1.0, "processes": 1,

@@ -2,7 +2,8 @@
 
 import torch
 
-from latent.continuous import Coconut, coconut_plan, init_special_embeddings
+from latent.coconut import Coconut, coconut_plan
+from latent.data import init_special_embeddings
 from latent.session import LatentSession, last_hidden
 
 

@@ -1,24 +1,20 @@
-"""Two CPU processes (gloo, Accelerate) follow the 1-process loss curve at the same global batch."""
+"""Two CPU processes (gloo, Accelerate) running the `codi` job follow the 1-process loss curve at the same global
+batch, in one run folder."""
 
 import json
 import os
 import socket
 
 import pytest
-import torch
 
 
 def _worker(rank, world, port, model_dir, root):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
-    torch.set_num_threads(1)
-    from accelerate import Accelerator
+    from thinklens.jobs import run_job
 
-    from latent.config import CODIConfig
-    from latent.train import train_latent
-
-    cfg = CODIConfig(model=model_dir, steps=4, batch_size=8, eval_n=0, n_latents=2)
-    m = train_latent(cfg, run_root=root, progress=False, accelerator=Accelerator(cpu=True))
+    m = run_job("codi", model=model_dir, steps=4, batch_size=8, eval_n=0, n_latents=2, runs=root, run_id="r",
+                threads=1, progress=False)
     if rank == 0:
         with open(os.path.join(root, "curve.json"), "w") as f:
             json.dump({"loss": [h["loss"] for h in m["history"]], "processes": m["processes"]}, f)
@@ -28,11 +24,10 @@ def _worker(rank, world, port, model_dir, root):
 def test_two_processes_match_one(zoo_like_dir, tmp_path):
     import torch.multiprocessing as mp
 
-    from latent.config import CODIConfig
-    from latent.train import train_latent
+    from thinklens.jobs import run_job
 
-    one = train_latent(CODIConfig(model=str(zoo_like_dir), steps=4, batch_size=8, eval_n=0, n_latents=2),
-                       run_root=tmp_path / "one", progress=False)
+    one = run_job("codi", model=str(zoo_like_dir), steps=4, batch_size=8, eval_n=0, n_latents=2, runs=tmp_path / "one",
+                  run_id="r", threads=1, progress=False)
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -44,3 +39,5 @@ def test_two_processes_match_one(zoo_like_dir, tmp_path):
     assert two["processes"] == 2
     assert two["loss"] == pytest.approx([h["loss"] for h in one["history"]], abs=1e-4)
     assert one["history"][0]["loss"] > one["history"][-1]["loss"]  # it trains at all
+    assert sorted(p.name for p in (root / "latent-train").iterdir()) == ["r"]  # every process in the same folder
+    assert json.loads((root / "latent-train" / "r" / "meta.json").read_text())["status"] == "done"

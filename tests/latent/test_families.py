@@ -14,9 +14,9 @@ import torch
 from latent.codi import CODI
 from latent.config import CoconutConfig, CODIConfig, LatentSeekConfig, LatentSFTConfig
 from latent.data import example_from_problem, latent_tokens
+from latent.latent_model import load_latent_model
 from latent.latentseek import greedy_with_states, latent_seek
-from latent.methods import load_latent_model
-from latent.train import train_latent
+from thinklens.jobs import run_job
 from thinklens.tasks import generate_problems, render_prompt
 from thinklens.testing import FAMILIES, build_tiny_model
 
@@ -64,7 +64,7 @@ def test_train_save_reload_infer(family_dirs, problems, tmp_path, family, method
         "latent-sft": lambda: LatentSFTConfig(model=path, encoder_steps=1, decoder_steps=1, joint_steps=1,
                                               stage2_steps=1, batch_size=2, eval_n=1, max_latent_steps=3),
     }[method]()
-    metrics = train_latent(cfg, run_root=tmp_path, progress=False, out=tmp_path / "m")
+    metrics = run_job(method, config=cfg, publish=str(tmp_path / "m"), runs=tmp_path, run_id="r", progress=False)
     assert metrics["history"] and all(math.isfinite(h["loss"]) for h in metrics["history"])
     assert {str(k) for k in metrics["eval"]["accuracy"]} == {"3", "4"}
     lm = load_latent_model(str(tmp_path / "m"))

@@ -1,4 +1,4 @@
-"""The trainer: kill + resume ends like an uninterrupted run, LoRA, run folders, saved models, bad input."""
+"""The trainer jobs: kill + resume ends like an uninterrupted run, LoRA, run folders, saved models, bad input."""
 
 import json
 
@@ -7,9 +7,17 @@ import torch
 
 from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig
 from latent.data import add_latent_tokens, examples_from_jsonl, latent_tokens
-from latent.methods import load_latent_model
+from latent.latent_model import load_latent_model
+from latent.methods import method_of
 from latent.train import train_latent
 from thinklens.errors import ThinklensError
+from thinklens.jobs import run_job
+from thinklens.runs import RunFolder
+
+
+def train(cfg, root, run_id="r", **fields):
+    """``thinklens run <method> --runs root --run-id run_id`` from Python."""
+    return run_job(method_of(cfg).name, config=cfg, runs=root, run_id=run_id, progress=False, **fields)
 
 
 class Killed(Exception):
@@ -29,13 +37,13 @@ def _kill_at(step):
 ], ids=["codi-mid-phase", "coconut-across-stages"])
 def test_killed_and_resumed_run_ends_with_the_same_metrics(zoo_like_dir, tmp_path, make):
     cfg = make(str(zoo_like_dir))
-    straight = train_latent(cfg, run_root=tmp_path / "a", progress=False)
-    with pytest.raises(Killed):
-        train_latent(cfg, run_root=tmp_path / "b", progress=False, on_step=_kill_at(3))
-    resumed = train_latent(cfg, run_root=tmp_path / "b", progress=False)
+    straight = train(cfg, tmp_path / "a")
+    run = tmp_path / "b" / "latent-train" / "r"
+    with pytest.raises(Killed):  # the folder the job opens for --runs b --run-id r
+        train_latent(cfg, RunFolder.create("latent-train", cfg, path=run), on_step=_kill_at(3), progress=False)
+    resumed = train(cfg, tmp_path / "b")  # the same command again resumes
     assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in straight["history"]]
     assert resumed["eval"] == straight["eval"]
-    run = tmp_path / "b" / "latent-train" / f"{cfg.to_json()['method']}-seed0"
     ckpt = run / "checkpoint"
     assert {p.name for p in ckpt.iterdir()} == {"model.safetensors", "optimizer.safetensors", "state.json"}
     assert json.loads((run / "meta.json").read_text())["status"] == "done"
@@ -43,7 +51,7 @@ def test_killed_and_resumed_run_ends_with_the_same_metrics(zoo_like_dir, tmp_pat
 
 def test_saved_model_reloads_and_infers_the_same(zoo_like_dir, tmp_path, examples):
     cfg = CODIConfig(model=str(zoo_like_dir), steps=2, batch_size=4, eval_n=0, n_latents=3)
-    train_latent(cfg, run_root=tmp_path, progress=False, out=tmp_path / "tiny-codi")
+    train(cfg, tmp_path, publish=str(tmp_path / "tiny-codi"))
     lm = load_latent_model(str(tmp_path / "tiny-codi"))
     assert lm.method == "codi" and (tmp_path / "tiny-codi" / "projection.safetensors").is_file()
     res = lm.infer(examples[:2])
@@ -65,7 +73,7 @@ def test_lora_trains_only_adapters_and_merges(zoo_like_dir, tmp_path, examples):
     merge_lora(model.hf)
     assert not any("lora_" in n for n, _ in model.hf.named_parameters())
     assert torch.allclose(module.student_outputs(examples[:2]), before, atol=1e-5)  # B = 0 at init: merge is exact
-    train_latent(cfg, run_root=tmp_path, progress=False, out=tmp_path / "m")
+    train(cfg, tmp_path, publish=str(tmp_path / "m"))
     assert not any("lora" in k for k in json.loads((tmp_path / "m" / "config.json").read_text()))
 
 
@@ -102,18 +110,18 @@ def test_bad_configs(bad):
 def test_latent_sft_phases_run(zoo_like_dir, tmp_path):
     cfg = LatentSFTConfig(model=str(zoo_like_dir), encoder_steps=1, decoder_steps=1, joint_steps=1, stage2_steps=1,
                           batch_size=2, eval_n=1, max_latent_steps=3)
-    m = train_latent(cfg, run_root=tmp_path, progress=False)
+    m = train(cfg, tmp_path)
     assert [h["phase"] for h in m["history"]] == ["encoder", "decoder", "joint", "stage2"]
     assert "kl" in m["history"][-1]
 
 
 def test_continuing_a_codi_model_keeps_its_projection_and_special_tokens(zoo_like_dir, tmp_path, examples):
     first = CODIConfig(model=str(zoo_like_dir), steps=3, batch_size=4, eval_n=0, n_latents=2, lr=1e-2)
-    train_latent(first, run_root=tmp_path, progress=False, out=tmp_path / "m1")
+    train(first, tmp_path, publish=str(tmp_path / "m1"))
     m1 = load_latent_model(str(tmp_path / "m1"))
     # one more step at a vanishing learning rate: the continued model must be the start model
     more = CODIConfig(model=str(tmp_path / "m1"), steps=1, batch_size=4, eval_n=0, n_latents=2, lr=1e-12, warmup_frac=0.0)
-    train_latent(more, run_root=tmp_path, run_id="more", progress=False, out=tmp_path / "m2")
+    train(more, tmp_path, run_id="more", publish=str(tmp_path / "m2"))
     m2 = load_latent_model(str(tmp_path / "m2"))
     a, b = m1.module.student_outputs(examples[:3]), m2.module.student_outputs(examples[:3])
     assert torch.allclose(a, b, atol=1e-5)
@@ -128,11 +136,10 @@ def test_continuing_a_codi_model_keeps_its_projection_and_special_tokens(zoo_lik
 
 
 def test_continuing_with_another_method_or_projection_is_a_clear_error(zoo_like_dir, tmp_path):
-    train_latent(CODIConfig(model=str(zoo_like_dir), steps=1, batch_size=2, eval_n=0, n_latents=2),
-                 run_root=tmp_path, progress=False, out=tmp_path / "m1")
+    train(CODIConfig(model=str(zoo_like_dir), steps=1, batch_size=2, eval_n=0, n_latents=2), tmp_path,
+          publish=str(tmp_path / "m1"))
     with pytest.raises(ThinklensError, match="a codi model"):
-        train_latent(CoconutConfig(model=str(tmp_path / "m1"), max_stage=1, stage_steps=1, final_stage_steps=0),
-                     run_root=tmp_path, progress=False)
+        train(CoconutConfig(model=str(tmp_path / "m1"), max_stage=1, stage_steps=1, final_stage_steps=0), tmp_path, "c")
     with pytest.raises(ThinklensError, match="projection"):
-        train_latent(CODIConfig(model=str(tmp_path / "m1"), steps=1, projection=False), run_root=tmp_path, progress=False)
-    assert not (tmp_path / "latent-train" / "coconut-seed0").exists()  # refused before a run folder was made
+        train(CODIConfig(model=str(tmp_path / "m1"), steps=1, projection=False), tmp_path, "p")
+    assert not (tmp_path / "latent-train" / "c" / "checkpoint").exists()  # refused before any training

@@ -1,0 +1,44 @@
+"""``thinklens run latent-eval``: the comparison table of latent reasoning (No-CoT, CoT-SFT, Coconut, CODI,
+Latent-SFT, CoT + LatentSeek): accuracy, reasoning positions, compression, training time.
+
+Example:
+    >>> JOB.name, JOB.config.__name__
+    ('latent-eval', 'EvalConfig')
+    >>> # thinklens run latent-eval --models tiny-cot,tiny-codi --n 100 --seek-n 0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latent.config import EvalConfig
+from thinklens.jobs import Job, JobContext
+
+
+def run(config: EvalConfig, ctx: JobContext) -> dict[str, Any]:
+    """Every model on the same held-out problems, then the LatentSeek rows; results, decodings and figures."""
+    import torch
+
+    from latent.evaluate import run_table
+
+    if ctx.options.threads is None:
+        torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
+    return run_table(config, ctx.run, progress=ctx.progress, device=ctx.options.device, dtype=ctx.options.torch_dtype)
+
+
+def report(result: dict[str, Any]) -> str:
+    """The table in markdown."""
+    from latent.evaluate import format_table
+
+    return format_table(result["rows"])
+
+
+JOB = Job(
+    "latent-eval", EvalConfig, run, models=(), report=report,
+    help="the latent-reasoning comparison table: accuracy, reasoning positions, compression, train time",
+    description="Each model (token-level zoo models by their own prompt style; latent models, with latent.json, "
+    "through their method) answers the same held-out problems; reasoning positions are the explicit tokens "
+    "before the answer marker plus the latent steps, compression is relative to the CoT-SFT row. With --seek-n, "
+    "LatentSeek rows on harder problems. Writes results/table.json, decoding.json (the top tokens of every "
+    "latent of the first problems), seek.json and the figures the app shows.",
+)

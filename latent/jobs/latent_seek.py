@@ -1,0 +1,54 @@
+"""``thinklens run latent-seek``: LatentSeek (Li et al. 2025), test-time optimisation of a frozen CoT model's
+latents, on held-out problems.
+
+Example:
+    >>> JOB.name, JOB.config.__name__
+    ('latent-seek', 'LatentSeekConfig')
+    >>> # thinklens run latent-seek --variant sample --lr 0.5 --seed 20000 --n 30
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from latent.config import LatentSeekConfig
+from thinklens.jobs import Job, JobContext, RunOptions
+
+
+def load(name: str, options: RunOptions) -> Any:
+    """The frozen model (zoo siblings in data/zoo by bare name) on the job's device and dtype."""
+    from latent.latent_model import load_hooked_model
+
+    return load_hooked_model(name, device=options.device, dtype=options.torch_dtype)
+
+
+def run(config: LatentSeekConfig, ctx: JobContext) -> dict[str, Any]:
+    """LatentSeek on every problem not yet done (resumable); the summary (accuracy before/after, by budget)."""
+    import torch
+
+    from latent.evaluate import run_seek
+
+    if ctx.options.threads is None:
+        torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
+    return run_seek(ctx.model, config, ctx.run, progress=ctx.progress)
+
+
+def report(summary: dict[str, Any]) -> str:
+    """One line: accuracy before and after, and by iteration budget.
+
+    Example:
+        >>> print(report({"cot_accuracy": 0.5, "seek_accuracy": 0.75, "n": 4, "accuracy_by_budget": [0.5, 0.75]}))
+        CoT 0.500 -> LatentSeek 0.750 on 4 problems; by budget: 0.50 0.75
+    """
+    return (f"CoT {summary['cot_accuracy']:.3f} -> LatentSeek {summary['seek_accuracy']:.3f} on {summary['n']} problems; "
+            f"by budget: {' '.join(f'{a:.2f}' for a in summary['accuracy_by_budget'])}")
+
+
+JOB = Job(
+    "latent-seek", LatentSeekConfig, run, load=load, report=report,
+    help="LatentSeek: test-time optimisation of a CoT model's latents (no training)",
+    description="Per problem, a greedy CoT of the frozen model, then up to --max-iters Adam steps on the final-layer "
+    "states of its first tokens guided by a reward (psrm: right answer or not; or module:function), re-decoding "
+    "after each. Writes results/seek.json (every problem's iterations) and the accuracy-vs-budget figure; an "
+    "interrupted run resumes problem by problem.",
+)

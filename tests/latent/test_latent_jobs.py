@@ -1,0 +1,86 @@
+"""The latent jobs: options and help from the configs, the method table, the run-folder kinds the app reads,
+the latent-seek and latent-eval jobs end to end on a tiny model, doctests."""
+
+import doctest
+import importlib
+import json
+
+import pytest
+
+from latent.config import CODIConfig, EvalConfig, LatentSeekConfig
+from latent.methods import METHODS, method_named, method_of
+from thinklens.cli import build_parser
+from thinklens.errors import ThinklensError
+from thinklens.jobs import get_job, run_job
+
+MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continuous_thought", "latent.coconut",
+           "latent.codi", "latent.latent_sft", "latent.latentseek", "latent.methods", "latent.latent_model",
+           "latent.train", "latent.evaluate", "latent.figures", "latent.checkpoint", "latent.session",
+           "latent.jobs.codi", "latent.jobs.coconut", "latent.jobs.latent_sft", "latent.jobs.latent_seek",
+           "latent.jobs.latent_eval"]
+JOBS = {"codi": "latent-train", "coconut": "latent-train", "latent-sft": "latent-train", "latent-seek": "latent-seek",
+        "latent-eval": "latent-eval"}
+
+
+def _parse(argv):
+    return build_parser([argv[1]]).parse_args(argv)
+
+
+def test_options_and_help_come_from_the_configs(capsys):
+    a = _parse(["run", "codi", "--n-latents", "4", "--no-projection", "--w-kd", "0", "--publish", "data/zoo/x"])
+    job = get_job(a.job)
+    cfg = job.make_config(**{k: getattr(a, k) for k in ("n_latents", "projection", "w_kd", "publish")})
+    assert cfg == CODIConfig(n_latents=4, projection=False, w_kd=0.0, publish="data/zoo/x")
+    with pytest.raises(SystemExit):
+        _parse(["run", "codi", "--help"])
+    out = capsys.readouterr().out
+    assert "Latent steps between <bot> and <eot>" in out and "--device" in out and "--out" in out
+    a = _parse(["run", "latent-seek", "--rho", "0.1", "--variant", "sample", "--device", "cpu"])
+    assert a.rho == 0.1 and a.variant == "sample"
+    assert _parse(["run", "latent-eval", "--models", "tiny-cot,tiny-codi"]).models == ("tiny-cot", "tiny-codi")
+
+
+def test_jobs_write_the_run_folder_kinds_the_app_reads():
+    assert {name: get_job(name).run_kind for name in JOBS} == JOBS
+    assert all(get_job(name).config is m.config for name, m in METHODS.items())
+
+
+def test_the_method_table_names_each_method_once():
+    assert {method_of(m.config()).name for m in METHODS.values()} == set(METHODS)
+    for m in METHODS.values():
+        mod = m.module
+        for fn in ("train_phases", "build_trainer", "build_for_inference", "infer_examples", "side_modules", "label_tags"):
+            assert callable(getattr(mod, fn)), (m.name, fn)
+    with pytest.raises(ThinklensError, match="did you mean"):
+        method_named("cod")
+
+
+def test_latent_seek_and_eval_jobs_end_to_end(zoo_like_dir, tmp_path):
+    model = str(zoo_like_dir)
+    seek = dict(model=model, n=1, min_steps=2, max_steps=2, max_iters=1, max_new_tokens=8, rho=0.5, threshold=1.0)
+    s = run_job("latent-seek", **seek, runs=tmp_path, run_id="s", progress=False)
+    folder = tmp_path / "latent-seek" / "s"
+    assert s["n"] == 1 and len(s["accuracy_by_budget"]) == 2
+    assert (folder / "results" / "seek.json").is_file() and json.loads((folder / "meta.json").read_text())["status"] == "done"
+    again = run_job("latent-seek", config_file=folder / "config.json", runs=tmp_path, run_id="s", progress=False)
+    assert again == s  # the run folder's config.json reruns (here: resumes) the run
+    t = run_job("latent-eval", model=model, models=(), n=1, min_steps=2, max_steps=2, seek_n=1, seek_min_steps=2,
+                seek_max_steps=2, decode_examples=1, runs=tmp_path, run_id="t", progress=False)
+    assert [r["method"] for r in t["rows"]] == ["cot", "cot", "latentseek"]
+    table = tmp_path / "latent-eval" / "t"
+    assert {p.stem for p in (table / "results").glob("*.json")} >= {"table", "decoding", "seek"}
+    assert {"accuracy", "seek_budget"} <= {p.stem for p in (table / "figures").glob("*.json")}
+
+
+@pytest.mark.parametrize("bad", [dict(models=()), dict(n=0), dict(min_steps=3, max_steps=2)])
+def test_bad_eval_configs(bad):
+    with pytest.raises(ThinklensError, match="fix"):
+        EvalConfig(**bad)
+    with pytest.raises(ThinklensError, match="fix"):
+        LatentSeekConfig(rho=2.0)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    res = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert res.failed == 0
