@@ -1,4 +1,4 @@
-"""The ``thinklens`` command line: ``info``, ``capture``, ``run <job>`` and ``app``.
+"""The ``thinklens`` command line: ``info``, ``run <job>`` and ``app``.
 
 ``thinklens run <job>`` is generated from the job contract (:mod:`thinklens.jobs`): the job's config
 fields are its options (help = the field docstrings), followed by the options every job shares
@@ -22,6 +22,7 @@ from typing import Any
 
 from thinklens.errors import ThinklensError
 
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         sys.stderr.write(f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
@@ -44,48 +45,6 @@ def cmd_info(args: argparse.Namespace) -> int:
                 print(f"{k}: {v}")
         per_layer = sorted({s.kind for s in m.sites if s.layer is not None})
         print(f"sites: embed, {', '.join(k + '.0..' + str(m.n_layers - 1) for k in per_layer)}, final_norm, logits")
-    return 0
-
-
-def cmd_capture(args: argparse.Namespace) -> int:
-    from tqdm.auto import tqdm
-
-    from thinklens.model import HookedModel
-    from thinklens.runs import atomic_write_json
-    from thinklens.sites import parse_sites
-    from thinklens.store import ActivationStore
-
-    from thinklens.prompts import read_prompts
-
-    prompts = read_prompts(args.prompts)
-    m = HookedModel.load(args.model, device=args.device)
-    sites = [m.resolve_site(s) for s in parse_sites(args.sites, n_layers=m.n_layers)]
-    positions = None if args.positions == "all" else "last"
-    out = Path(args.out)
-    store = ActivationStore(out)
-    atomic_write_json(out / "capture.json", {"model": args.model, "sites": [str(s) for s in sites], "positions": args.positions,
-                                             "prompts": str(args.prompts), "n_prompts": len(prompts)})
-    done = {p.name.split("-")[2] for p, _ in store.shards()}  # writer id = batch-<k>: resume skips written batches
-    for k in tqdm(range(0, len(prompts), args.batch_size), desc="capture", disable=args.no_progress):
-        wid = f"b{k // args.batch_size:06d}"
-        if wid in done:
-            continue
-        chunk = prompts[k:k + args.batch_size]
-        m.tokenize(chunk)  # checks lengths before any work
-        batch = m.capture(chunk, sites, positions=positions)
-        mask = batch.attention_mask.bool() if positions is None else None
-        rows, meta = {}, []
-        for s in sites:
-            a = batch.acts[s]
-            rows[s] = a[mask] if mask is not None else a[:, -1]
-        for r in range(len(chunk)):
-            n = int(mask[r].sum()) if mask is not None else 1
-            meta += [{"prompt": k + r, "pos": (i if mask is not None else n - 1)} for i in range(n)]
-        batch_mb = sum(v.numel() * 4 for v in rows.values()) / 2**20
-        with store.writer(f"batch-{wid}", shard_mb=batch_mb) as w:  # one shard per batch: resume is per batch
-            w.add(rows, meta=meta)
-    store.consolidate()
-    print(f"captured {len(store)} rows at {', '.join(map(str, sites))} -> {out}")
     return 0
 
 
@@ -154,16 +113,6 @@ def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
     info.add_argument("--device", default="cpu")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=cmd_info)
-    cap = sub.add_parser("capture", help="capture activations of prompts into an activation store")
-    cap.add_argument("model")
-    cap.add_argument("--sites", required=True, help="comma-separated sites, e.g. resid_post.1,final_norm or resid_post.*")
-    cap.add_argument("--prompts", required=True, help=".txt (one prompt per line) or .jsonl with a prompt/question field")
-    cap.add_argument("--out", required=True, help="output folder (an ActivationStore; re-running resumes)")
-    cap.add_argument("--positions", choices=("all", "last"), default="all", help="every token or the last prompt token")
-    cap.add_argument("--batch-size", type=int, default=16)
-    cap.add_argument("--device", default="cpu")
-    cap.add_argument("--no-progress", action="store_true")
-    cap.set_defaults(func=cmd_capture)
     names = job_names()
     run = sub.add_parser("run", help=f"run a job into a run folder ({', '.join(names)})")
     run_sub = run.add_subparsers(dest="job_name", required=True, parser_class=_Parser, metavar="JOB")

@@ -326,7 +326,7 @@ class HookedModel:
                                         "use positions inside the shortest prompt")
             acts = {s: a[sel].view(a.shape[0], int(counts[0]), a.shape[-1]) for s, a in acts.items()}
         kept = positions if positions is None or isinstance(positions, str) else list(positions)
-        return ActivationBatch(enc["input_ids"], enc["attention_mask"], acts, kept)
+        return ActivationBatch(enc["input_ids"], enc["attention_mask"], acts, kept, n_layers=self.n_layers)
 
     # ---- generation ------------------------------------------------------------------------
     def generate(self, prompts: "str | Sequence[str]", *, max_new_tokens: int = 64, capture: Sequence[Site | str] = (),

@@ -19,16 +19,17 @@ class ActivationBatch:
         attention_mask: ``[batch, pos]`` 1 for real tokens.
         acts: site -> ``[batch, pos, d]`` (or ``[batch, n, d]`` when positions were chosen).
         positions: the logical positions kept (None = every position of the padded batch).
+        n_layers: the model's number of blocks, so that ``batch["resid_post.-1"]`` finds the last one.
     """
 
     input_ids: Int[Tensor, "batch pos"]
     attention_mask: Int[Tensor, "batch pos"]
     acts: dict[Site, Float[Tensor, "batch n d"]]
     positions: list[int] | str | None = None
+    n_layers: int | None = None
 
     def __getitem__(self, site: Site | str) -> Tensor:
-        key = site if isinstance(site, Site) else Site.parse(site)
-        return self.acts[key]
+        return self.acts[Site.parse(site, self.n_layers)]
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""CLI: bad input exits 2 with one clear line and no traceback; capture writes a readable store."""
+"""CLI: bad input exits 2 with one clear line and no traceback; the capture job writes a run folder with a readable store."""
 
 import subprocess
 import sys
@@ -6,8 +6,9 @@ import sys
 import pytest
 import torch
 
-from thinklens import HookedModel
+from thinklens import HookedModel, Site
 from thinklens.cli import main
+from thinklens.runs import RunFolder
 from thinklens.store import ActivationStore
 
 
@@ -32,24 +33,44 @@ def test_bad_model_exit_2(args, needle):
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
-def test_capture_roundtrip_and_errors(tiny_dirs, tmp_path, capsys):
+def test_capture_job_writes_a_run_folder_and_resumes(tiny_dirs, tmp_path, capsys):
     model_dir = str(tiny_dirs["llama"])
     prompts = tmp_path / "p.txt"
     prompts.write_text("w1 w2 w3\n\nw4 w5\nw6\n")
-    out = tmp_path / "store"
-    assert main(["capture", model_dir, "--sites", "resid_post.1,final_norm", "--prompts", str(prompts), "--out", str(out),
-                 "--batch-size", "2", "--no-progress"]) == 0
-    store = ActivationStore(out)
-    assert len(store) == 3 + 2 + 1  # every real token of the three prompts
+    out = tmp_path / "runs" / "capture" / "c1"
+    argv = ["run", "capture", "--model", model_dir, "--sites", "resid_post.*,final_norm", "--prompts", str(prompts),
+            "--out", str(out), "--batch-size", "2", "--no-progress"]
+    assert main(argv) == 0
+    assert f"captured 6 rows at resid_post.0, resid_post.1, final_norm -> {out / 'store'}" in capsys.readouterr().out
+    run = RunFolder.open(out)
+    assert run.config()["sites"] == ["resid_post.*", "final_norm"] and run.meta()["status"] == "done"
+    summary = run.read_result("capture")
+    assert summary["n_rows"] == 3 + 2 + 1 and summary["n_prompts"] == 3  # every real token of the three prompts
+    assert summary["sites"] == ["resid_post.0", "resid_post.1", "final_norm"] and run.meta()["summary"] == summary
+    store = ActivationStore(out / "store")
+    assert len(store) == 6 and len(store.shards()) == 2  # one shard per batch of 2 prompts
     m = HookedModel.load(model_dir)
     ref = m.capture(["w1 w2 w3"], ["resid_post.1"])["resid_post.1"][0]
-    got = next(store.iter_batches(3, sites=["resid_post.1"]))
-    torch.testing.assert_close(got[next(iter(got))], ref, atol=1e-6, rtol=0)
-    # re-running resumes: nothing is written twice
-    assert main(["capture", model_dir, "--sites", "resid_post.1,final_norm", "--prompts", str(prompts), "--out", str(out),
-                 "--batch-size", "2", "--no-progress"]) == 0
-    assert len(ActivationStore(out)) == 6
-    capsys.readouterr()
+    got = next(store.iter_batches(3, sites=["resid_post.1"], with_meta=True))
+    torch.testing.assert_close(got[Site("resid_post", 1)], ref, atol=1e-6, rtol=0)
+    assert [r["pos"] for r in got["meta"]] == [0, 1, 2]
+    # the same command resumes: nothing is written twice
+    assert main(argv) == 0
+    assert len(ActivationStore(out / "store")) == 6
+    # a changed prompt file is refused on resume
+    prompts.write_text("w1 w2\n")
+    assert main(argv) == 2 and "prompts this run started with" in capsys.readouterr().err
+    # the last prompt token only: its logical position is the prompt's length - 1
+    last = tmp_path / "last"
+    assert main([*argv[:-5], "--out", str(last), "--positions", "last", "--no-progress"]) == 0
+    rows = next(ActivationStore(last / "store").iter_batches(8, with_meta=True))
+    assert [r["pos"] for r in rows["meta"]] == [1]
+
+
+def test_capture_job_errors_exit_2(tiny_dirs, tmp_path, capsys):
+    model_dir = str(tiny_dirs["llama"])
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("w1 w2 w3\nw4\n")
     empty = tmp_path / "empty.txt"
     empty.write_text("\n \n")
     bad_json = tmp_path / "bad.jsonl"
@@ -63,13 +84,15 @@ def test_capture_roundtrip_and_errors(tiny_dirs, tmp_path, capsys):
         (["--sites", "resid_post.1", "--prompts", str(bad_json)], "line 2"),
         (["--sites", "resid_post.1", "--prompts", str(tmp_path / "missing.txt")], "prompt file"),
         (["--sites", "resid_post.1", "--prompts", str(long)], "context"),
+        (["--sites", "resid_post.1"], "a prompt file"),
+        (["--sites", "resid_post.1", "--prompts", str(prompts), "--batch-size", "0"], "batch_size"),
     ]
-    for extra, needle in cases:
-        assert main(["capture", model_dir, "--out", str(tmp_path / "o2"), "--no-progress", *extra]) == 2
+    for k, (extra, needle) in enumerate(cases):
+        assert main(["run", "capture", "--model", model_dir, "--out", str(tmp_path / f"o{k}"), "--no-progress", *extra]) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_argparse_error_one_line():
-    res = run_cli("capture")
+    res = run_cli("run", "capture", "--batch-size", "many")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1

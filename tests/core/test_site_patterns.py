@@ -42,3 +42,9 @@ def test_generate_capture_pattern_equals_the_explicit_list(tiny_models):
         assert list(t_got.hidden) == list(t_ref.hidden) == [Site.parse(s) for s in explicit]
         for site, h in t_ref.hidden.items():
             assert torch.equal(t_got.hidden[site], h)
+
+
+def test_batch_lookup_by_negative_layer(tiny_models):
+    m = tiny_models["llama"]
+    batch = m.capture(PROMPTS, ["resid_post.*"])
+    assert torch.equal(batch["resid_post.-1"], batch[Site("resid_post", m.n_layers - 1)])
