@@ -119,6 +119,6 @@ def read_latent_meta(folder: Path) -> dict:
     """``latent.json`` of a saved latent model, with a clear error for other folders."""
     p = Path(folder) / "latent.json"
     if not p.is_file():
-        raise ThinklensError.of("latent model", str(folder), "a folder written by `thinklens latent train` (with latent.json)",
-                                "train one with `thinklens latent train codi --out data/zoo/tiny-codi`")
+        raise ThinklensError.of("latent model", str(folder), "a folder written by a latent trainer (with latent.json)",
+                                "train one with `thinklens run codi --publish data/zoo/tiny-codi`")
     return json.loads(p.read_text())
