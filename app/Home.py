@@ -9,14 +9,16 @@ from pathlib import Path
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import discover_runs, error_card, runs_root  # noqa: E402
+from common import error_card, runs_root  # noqa: E402
+
+from thinklens.runs import discover_runs  # noqa: E402
 
 st.set_page_config(page_title="thinklens", layout="wide")
 st.title("thinklens")
 st.caption("See how language models reason from the inside, and act on it.")
 
 st.header("Runs")
-runs = discover_runs()
+runs = discover_runs(runs_root())
 if not runs:
     st.info(f"No runs under `{runs_root()}` yet. `make demo` creates one of each kind.")
 rows = []

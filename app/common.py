@@ -1,4 +1,4 @@
-"""Shared pieces of the Streamlit pages: run discovery with path validation, pickers, error cards.
+"""Shared pieces of the Streamlit pages: run pickers (over ``thinklens.runs.discover_runs``), error cards.
 
 Pages only read run folders (JSON results, plotly JSON figures) and call analysis functions;
 they never register hooks themselves. A broken or half-written run shows an error card for that
@@ -7,33 +7,18 @@ run only.
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder, validate_id
+from thinklens.runs import RunFolder, discover_runs, validate_id
 
 
 def runs_root() -> Path:
     return Path(os.environ.get("THINKLENS_RUNS", "runs")).resolve()
-
-
-@dataclass
-class RunInfo:
-    """One run folder as the app sees it; ``error`` is set when it cannot be read."""
-
-    kind: str
-    run_id: str
-    path: Path
-    status: str = "?"
-    created: str = ""
-    summary: dict[str, Any] | None = None
-    error: str | None = None
 
 
 def safe_run_path(kind: str, run_id: str, root: Path | None = None) -> Path:
@@ -47,42 +32,13 @@ def safe_run_path(kind: str, run_id: str, root: Path | None = None) -> Path:
     return path
 
 
-def discover_runs(kind: str | None = None, root: Path | None = None) -> list[RunInfo]:
-    """Every run folder (newest first); unreadable ones come back with ``error`` set, never raise."""
-    root = (root or runs_root())
-    out: list[RunInfo] = []
-    if not root.is_dir():
-        return out
-    kinds = [kind] if kind else sorted(p.name for p in root.iterdir() if p.is_dir())
-    for k in kinds:
-        kdir = root / k
-        if not kdir.is_dir():
-            continue
-        for d in sorted(kdir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-            if not d.is_dir() or d.name.startswith("."):
-                continue
-            info = RunInfo(k, d.name, d)
-            try:
-                safe_run_path(k, d.name, root)
-                meta_p = d / "meta.json"
-                json.loads((d / "config.json").read_text())
-                meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
-                info.status = meta.get("status", "unknown")
-                info.created = meta.get("created", "")
-                info.summary = meta.get("summary")
-            except (OSError, ValueError, ThinklensError) as e:
-                info.error = f"{type(e).__name__}: {e}"
-            out.append(info)
-    return out
-
-
 def error_card(title: str, err: object) -> None:
     st.error(f"**{title}**\n\n{err}")
 
 
 def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFolder | None:
     """A select box of complete runs of ``kind``; shows error cards for broken ones; None if none."""
-    runs = discover_runs(kind)
+    runs = discover_runs(runs_root(), kind)
     good = [r for r in runs if r.error is None]
     for r in runs:
         if r.error is not None:

@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +261,68 @@ def list_runs(root: Path | str | None = None) -> list[Path]:
     root = Path(root if root is not None else default_runs_root())
     runs = [p.parent for p in root.glob("*/*/config.json")]
     return sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+@dataclass
+class RunEntry:
+    """One run folder as a reader (the app, a notebook) finds it; ``error`` says why it cannot be read."""
+
+    path: Path
+    """The run folder."""
+    kind: str
+    """The job kind (the folder's parent name)."""
+    run_id: str
+    """The run id (the folder's name)."""
+    status: str = "?"
+    """meta.json's status (running, done), "unknown" without a meta.json, "?" when unreadable."""
+    created: str = ""
+    """meta.json's creation time (ISO format)."""
+    summary: dict[str, Any] | None = None
+    """meta.json's summary of a finished run."""
+    config: dict[str, Any] | None = None
+    """The run's config.json."""
+    error: str | None = None
+    """Why the folder cannot be read (a missing or broken config.json, a bad name); None when it can."""
+
+
+def discover_runs(root: Path | str | None = None, kind: str | None = None) -> list[RunEntry]:
+    """Every run folder under ``root`` (of one ``kind``, or all), kinds in name order, newest first in each.
+
+    Never raises on a broken folder: it comes back with ``error`` set, so a reader can show it as broken
+    and go on. Folders whose names are not plain ids, or that resolve outside ``root``, are errors too.
+
+    Example:
+        >>> import tempfile
+        >>> root = tempfile.mkdtemp()
+        >>> RunFolder.create("demo", {"n": 1}, root=root, run_id="a").finish({"score": 1.0})
+        >>> [(e.kind, e.run_id, e.status, e.summary, e.config) for e in discover_runs(root)]
+        [('demo', 'a', 'done', {'score': 1.0}, {'n': 1})]
+    """
+    root = Path(root if root is not None else default_runs_root())
+    if not root.is_dir():
+        return []
+    top = root.resolve()
+    kinds = [kind] if kind else sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    out: list[RunEntry] = []
+    for k in kinds:
+        kdir = root / k
+        if not kdir.is_dir():
+            continue
+        for d in sorted(kdir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
+            if not d.is_dir() or d.name.startswith("."):
+                continue
+            entry = RunEntry(path=d, kind=k, run_id=d.name)
+            try:
+                validate_id(k, "run kind")
+                validate_id(d.name)
+                if top not in d.resolve().parents:
+                    raise ThinklensError.of("run path", str(d.resolve()), f"a folder inside {top}", "remove the link")
+                entry.config = json.loads((d / "config.json").read_text())
+                meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
+                entry.status = meta.get("status", "unknown")
+                entry.created = meta.get("created", "")
+                entry.summary = meta.get("summary")
+            except (OSError, ValueError, ThinklensError) as e:
+                entry.error = f"{type(e).__name__}: {e}"
+            out.append(entry)
+    return out

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Literal, get_args
 
 from thinklens.errors import ThinklensError, did_you_mean
@@ -117,4 +118,23 @@ def all_sites(n_layers: int) -> list[Site]:
     return sites + [Site("final_norm"), Site("logits")]
 
 
+def hidden_state_site(index: int, n_layers: int) -> Site:
+    """The site whose activation is HF ``hidden_states[index]`` (``output_hidden_states=True``).
 
+    ``0`` -> ``resid_pre.0`` (the input of the first block: embeddings, plus GPT-2's position
+    embedding), ``i`` in ``1..n_layers-1`` -> ``resid_post.(i-1)``, ``n_layers`` -> ``final_norm`` (HF
+    applies the final norm to its last entry). Negative indices count from the end, as in Python.
+
+    Example:
+        >>> [str(hidden_state_site(i, 3)) for i in range(4)]
+        ['resid_pre.0', 'resid_post.0', 'resid_post.1', 'final_norm']
+        >>> str(hidden_state_site(-1, 3))
+        'final_norm'
+    """
+    if isinstance(index, bool) or not isinstance(index, Integral) or not -(n_layers + 1) <= index <= n_layers:
+        raise ThinklensError.of("hidden-state index", index, f"an integer in [0, {n_layers}] (or negative from the end)",
+                                f"0 is the first block's input and {n_layers} the final (normed) state")
+    index = int(index) + n_layers + 1 if index < 0 else int(index)
+    if index == 0:
+        return Site("resid_pre", 0)
+    return Site("final_norm") if index == n_layers else Site("resid_post", index - 1)

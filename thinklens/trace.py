@@ -1,8 +1,15 @@
-"""Results of capture and generation: :class:`ActivationBatch` and :class:`Trace`."""
+"""Results of capture and generation: :class:`ActivationBatch` and :class:`Trace`, and a trace's JSON form.
+
+Example:
+    >>> t = Trace(prompt="Q:", prompt_ids=[1, 2], token_ids=[5], tokens=["4"], text="4", stop_reason="eos")
+    >>> trace_from_json(trace_to_json(t)) == t
+    True
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from jaxtyping import Float, Int
 from torch import Tensor
@@ -58,3 +65,17 @@ class Trace:
     @property
     def full_text(self) -> str:
         return self.prompt + self.text
+
+
+def trace_to_json(trace: Trace) -> dict[str, Any]:
+    """The token-level part of a trace as plain JSON values (no hidden states, no logit statistics)."""
+    return {"prompt": trace.prompt, "prompt_ids": [int(i) for i in trace.prompt_ids],
+            "token_ids": [int(i) for i in trace.token_ids], "tokens": list(trace.tokens), "text": trace.text,
+            "stop_reason": trace.stop_reason}
+
+
+def trace_from_json(doc: dict[str, Any]) -> Trace:
+    """Inverse of :func:`trace_to_json` (hidden states and logit statistics are not kept)."""
+    return Trace(prompt=doc["prompt"], prompt_ids=[int(i) for i in doc["prompt_ids"]],
+                 token_ids=[int(i) for i in doc["token_ids"]], tokens=list(doc["tokens"]), text=doc["text"],
+                 stop_reason=doc["stop_reason"])
