@@ -28,8 +28,8 @@ from probes.estimators import LinearProbe, RidgeProbe
 from probes.exits import EventTable, RolloutTable
 from probes.lynx import CueEvent, LynxConfig, find_cue_events
 from thinklens.answers import parse_answer
+from thinklens.decoder import Decoder, eos_ids, left_pad
 from thinklens.errors import ThinklensError
-from thinklens.generate import Decoder, eos_ids
 from thinklens.sites import Site
 from thinklens.trace import Trace
 
@@ -52,16 +52,6 @@ def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split
                             fallback_fraction=config.fallback_fraction,
                             separator=token_separator(tokenizer, tr.token_ids))
             for tr in traces]
-
-
-def _left_pad(rows: list[list[int]], pad_id: int, device) -> dict[str, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-        mask[i, width - len(r):] = 1
-    return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
 
 
 def _check_context(model, length: int, what: str) -> None:
@@ -101,7 +91,7 @@ def event_features(model, traces: Sequence[Trace], events: Sequence[Sequence[Cue
             continue
         rows = [traces[i].prompt_ids + traces[i].token_ids for i in chunk]
         _check_context(model, max(len(r) for r in rows), "rollout length")
-        enc = _left_pad(rows, pad, model.device)
+        enc = left_pad(rows, pad, device=model.device)
         acts = model.capture(enc, site_list).acts  # site -> [batch, pos, d]
         width = enc["input_ids"].shape[1]
         for b, i in enumerate(chunk):
@@ -176,7 +166,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
         chunk = order[lo:lo + batch_size]
         rows = [prefixes[k] for k in chunk]
         _check_context(model, max(len(r) for r in rows) + max_answer_tokens, "forced-exit length")
-        dec = Decoder(model, _left_pad(rows, pad, model.device))
+        dec = Decoder(model, left_pad(rows, pad, device=model.device))
         logits = dec.prefill()
         done = torch.zeros(len(rows), dtype=torch.bool, device=logits.device)
         generated: list[torch.Tensor] = []

@@ -29,14 +29,13 @@ from probes.datasets import (
     ForcedExits,
     _check_context,
     _check_events,
-    _left_pad,
     event_features,
     forced_exit_labels,
 )
 from probes.lynx import CueEvent
 from thinklens.answers import parse_answer
+from thinklens.decoder import Decoder, eos_ids, left_pad
 from thinklens.errors import ThinklensError
-from thinklens.generate import Decoder, eos_ids
 from thinklens.hooks import site_hooks
 from thinklens.sites import Site
 from thinklens.trace import Trace
@@ -142,7 +141,7 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
     for group in _groups(need, batch_size, max_batch_tokens):
         rows = [traces[i].prompt_ids + traces[i].token_ids[:need[i] - len(traces[i].prompt_ids)] for i in group]
         _check_context(model, max(len(r) for r in rows), "rollout length")
-        enc = _left_pad(rows, pad_id, model.device)
+        enc = left_pad(rows, pad_id, device=model.device)
         acts: dict[Site, torch.Tensor] = {}
 
         def saver(site: Site):

@@ -222,7 +222,11 @@ class HookedModel:
 
     # ---- inputs ----------------------------------------------------------------------------
     def tokenize(self, inputs: Any) -> dict[str, Tensor]:
-        """Left-padded ``input_ids`` and ``attention_mask`` on the model's device."""
+        """Left-padded ``input_ids`` and ``attention_mask`` on the model's device.
+
+        ``inputs``: prompt strings, token-id rows (``list[list[int]]``, or one ``list[int]``), an
+        ``[batch, pos]`` tensor, or an encoding dict (``input_ids``, optional ``attention_mask``).
+        """
         if isinstance(inputs, Tensor):
             ids = inputs if inputs.ndim == 2 else inputs[None]
             enc = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
@@ -230,6 +234,11 @@ class HookedModel:
             enc = {"input_ids": inputs["input_ids"], "attention_mask": inputs.get("attention_mask")}
             if enc["attention_mask"] is None:
                 enc["attention_mask"] = torch.ones_like(enc["input_ids"])
+        elif isinstance(inputs, (list, tuple)) and inputs and not isinstance(inputs[0], str):
+            from thinklens.decoder import left_pad
+
+            rows = [inputs] if isinstance(inputs[0], int) else inputs  # one row of ids, or a batch of rows
+            enc = left_pad(rows, self.tokenizer.pad_token_id)
         else:
             prompts = [inputs] if isinstance(inputs, str) else list(inputs)
             if not prompts or any(not isinstance(p, str) or not p for p in prompts):

@@ -1,8 +1,9 @@
 """Representation Recycling (RR): give the model a second pass through one block right where it is
 about to emit a thinking token.
 
-Greedy KV-cached decoding. When the argmax candidate is a thinking token, with probability
-``probability`` (seeded), the forward of the current input token is redone with block L run twice
+Greedy KV-cached decoding (the core's decode loop with :class:`RecycleChoice`). When the argmax
+candidate is a thinking token, with probability ``probability`` (seeded), the forward of the current
+input token is redone (:meth:`thinklens.decoder.Decoder.rerun`) with block L run twice
 (:class:`thinklens.RepeatBlock`: its input at that position is replaced by its own output; the
 blocks above are recomputed) and the token is re-chosen from the recycled logits. The recycled
 keys and values are kept: the decoder rolls back the regular step and RepeatBlock crops the
@@ -25,8 +26,9 @@ import torch
 
 from analyses.mi.suppression import accuracy_of
 from analyses.mi.vocab import flat_ids, token_ids_for_words
+from thinklens.decode import DecodeState, TokenChoice, decode
+from thinklens.decoder import Decoder
 from thinklens.errors import ThinklensError
-from thinklens.generate import Decoder, eos_ids, mark_stops
 from thinklens.interventions import RepeatBlock
 
 if TYPE_CHECKING:
@@ -57,56 +59,46 @@ def default_layer(n_layers: int) -> int:
     return min(n_layers - 1, round(0.72 * n_layers))
 
 
-@torch.no_grad()
-def _recycle_batch(model: HookedModel, prompts: list[str], think: torch.Tensor, layer: int, probability: float,
-                   gen: torch.Generator, max_new_tokens: int, stop: Sequence[str]) -> list[RecycledTrace]:
-    enc = model.tokenize(prompts)
-    b = len(prompts)
-    dec = Decoder(model, enc)
-    eos, pad = eos_ids(model), model.tokenizer.pad_token_id
-    done = torch.zeros(b, dtype=torch.bool)
-    lengths, reasons = [max_new_tokens] * b, ["max_new_tokens"] * b
-    recycled: list[list[int]] = [[] for _ in range(b)]
-    tokens: list[torch.Tensor] = []
-    tail = max((len(s) for s in stop), default=0) + 4  # tokens enough to hold any stop string
-    logits = dec.prefill()  # [batch, vocab]
-    prev: torch.Tensor | None = None
-    for t in range(max_new_tokens):
+class RecycleChoice(TokenChoice):
+    """Greedy, except that where the argmax is a thinking token (and a seeded coin says so) the step is
+    redone with block ``layer`` run twice and the token re-chosen from the recycled logits."""
+
+    def __init__(self, model: HookedModel, think: torch.Tensor, layer: int, probability: float, gen: torch.Generator):
+        self.model, self.think, self.layer, self.probability, self.gen = model, think, layer, probability, gen
+        self.recycled: list[list[int]] | None = None
+
+    def choose(self, logits: torch.Tensor, state: DecodeState) -> torch.Tensor:
+        b = logits.shape[0]
+        if self.recycled is None:
+            self.recycled = [[] for _ in range(b)]
         cand = logits.argmax(-1).cpu()
-        coin = torch.rand(b, generator=gen) < probability
-        want = torch.isin(cand, think) & coin & ~done  # [batch]
+        coin = torch.rand(b, generator=self.gen) < self.probability
+        want = torch.isin(cand, self.think) & coin & ~state.done  # [batch]
         if bool(want.any()):
             rows = want.to(logits.device)
-            repeat = RepeatBlock(layer, positions="last", when=lambda ctx, rows=rows: rows)
-            if prev is None:  # step 0: the regular pass was the prefill; redo it
-                dec = Decoder(model, enc)
-                with model.intervene([repeat]):
-                    again = dec.prefill()
-            else:
-                dec.rollback(1)
-                with model.intervene([repeat]):
-                    again = dec.step(prev)
+            repeat = RepeatBlock(self.layer, positions="last", when=lambda ctx, rows=rows: rows)
+            with self.model.intervene([repeat]):
+                again = state.decoder.rerun()  # the regular pass (prefill or step) again, recycled
             logits = torch.where(rows[:, None], again, logits)  # other rows keep their regular logits
             for r in want.nonzero()[:, 0].tolist():
-                recycled[r].append(t)
-        nxt = logits.argmax(-1)
-        nxt = torch.where(done.to(nxt.device), torch.full_like(nxt, pad), nxt)
-        tokens.append(nxt.cpu())
-        mark_stops(model.tokenizer, nxt, tokens, t, eos, stop, tail, done, lengths, reasons)
-        if bool(done.all()) or t == max_new_tokens - 1:
-            break
-        logits = dec.step(nxt)
-        prev = nxt
+                self.recycled[r].append(state.t)
+        return logits.argmax(-1)
+
+
+def _recycle_batch(model: HookedModel, prompts: list[str], think: torch.Tensor, layer: int, probability: float,
+                   gen: torch.Generator, max_new_tokens: int, stop: Sequence[str]) -> list[RecycledTrace]:
+    dec = Decoder(model, prompts)
+    choice = RecycleChoice(model, think, layer, probability, gen)
+    out = decode(dec, choice, max_new_tokens=max_new_tokens, stop=stop)
     cache_lengths = tuple(int(layer_cache.get_seq_length()) for layer_cache in dec.cache.layers)
-    mat = torch.stack(tokens, 1)  # [batch, steps]
-    out = []
-    for r in range(b):
-        ids = mat[r, : lengths[r]].tolist()
-        out.append(RecycledTrace(prompt=prompts[r], token_ids=tuple(ids), stop_reason=reasons[r],
-                                 text=model.tokenizer.decode(ids, skip_special_tokens=True),
-                                 recycled_steps=tuple(s for s in recycled[r] if s < lengths[r]),
-                                 cache_lengths=cache_lengths))
-    return out
+    traces = []
+    for r in range(len(prompts)):
+        ids = out.row(r)
+        traces.append(RecycledTrace(prompt=prompts[r], token_ids=tuple(ids), stop_reason=out.stop_reasons[r],
+                                    text=model.tokenizer.decode(ids, skip_special_tokens=True),
+                                    recycled_steps=tuple(s for s in choice.recycled[r] if s < out.lengths[r]),
+                                    cache_lengths=cache_lengths))
+    return traces
 
 
 def recycle_generate(

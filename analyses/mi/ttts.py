@@ -67,7 +67,7 @@ def continuation_text(model: object, trace: object) -> str:
     ids = getattr(trace, "token_ids", None)
     if tok is None or ids is None:
         return trace.text  # type: ignore[attr-defined]
-    from thinklens.generate import eos_ids
+    from thinklens.decoder import eos_ids
 
     drop = eos_ids(model) | {tok.pad_token_id}  # type: ignore[arg-type]
     return tok.decode([i for i in ids if i not in drop], skip_special_tokens=False)
