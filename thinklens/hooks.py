@@ -122,12 +122,3 @@ def _register(module: torch.nn.Module, where: str, fn: SiteFn, holder: ContextHo
 
     return module.register_forward_pre_hook(pre_hook, with_kwargs=True)
 
-
-@contextmanager
-def module_hook(module: torch.nn.Module, hook: Callable[..., Any], *, with_kwargs: bool = True) -> Iterator[None]:
-    """A raw forward hook (``hook(mod, args, kwargs, out)``) removed on exit, even after an exception."""
-    handle = module.register_forward_hook(hook, with_kwargs=with_kwargs)
-    try:
-        yield
-    finally:
-        handle.remove()

@@ -44,7 +44,7 @@ class Trace:
     """One generated trajectory.
 
     ``hidden[site][t]`` is the state that *produced* generated token ``t`` (row 0 is the state at
-    the last prompt token), the convention of specs/mi-peaks.md. ``entropy[t]`` (nats) and
+    the last prompt token), the convention of the MI-peaks measurement. ``entropy[t]`` (nats) and
     ``topk_*[t]`` describe the next-token distribution from which token ``t`` was chosen.
     """
 
@@ -61,10 +61,6 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.token_ids)
-
-    @property
-    def full_text(self) -> str:
-        return self.prompt + self.text
 
 
 def trace_to_json(trace: Trace) -> dict[str, Any]:

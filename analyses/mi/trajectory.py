@@ -1,5 +1,5 @@
 """MI trajectories of a model: greedy generation traced at one or more blocks, scored per token
-against the golden-answer vector of the same block (the measurement of specs/mi-peaks.md).
+against the golden-answer vector of the same block (the measurement of Qian et al. 2025).
 
 * rep[t]: the state at ``resid_post.L`` (a block's output, before the final norm) that produced
   generated token t; row 0 is the state at the last prompt token (``Trace.hidden``).
