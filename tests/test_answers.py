@@ -129,6 +129,9 @@ R1_END = "</think>\n\n"  # what a DeepSeek-R1-style output holds between its rea
         ("#### $18.90", "18.90"),
         (r"The answer is \(x = 3\)", "x = 3"),
         ("the last number is 5", None),
+        ("**Final Answer:** 42", "42"),  # markdown bold around the marker
+        ("The final answer is **17**.", "17"),
+        ("The answer is: -7 apples", "-7"),
         ("", None),
     ],
 )
@@ -249,3 +252,14 @@ def test_grading_works_in_daemonic_pool_workers():
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
         assert pool.map(_grade_in_pool, [(r"\boxed{\frac{6}{8}}", "3/4"), (r"\boxed{\frac{6}{8}}", "1/2")]) == [True, False]
+
+
+def test_is_correct_agrees_with_parse_answer_on_zoo_renderings():
+    from thinklens.tasks import STYLES, render_target, spaced
+    from thinklens.tasks.protocol import problems_by_steps
+
+    for p in problems_by_steps(5, 1, 4, seed=3):
+        for style in STYLES:
+            for text in (render_target(p, style), spaced(render_target(p, style))):
+                assert parse_answer(text) == p.answer and is_correct(text, p.answer)
+                assert not is_correct(text, p.answer + 1)

@@ -37,11 +37,12 @@ _SIMPLE_RE = re.compile(r"^(-?\d+)\s*([-+*/])\s*(-?\d+)$")
 
 # A box command: \boxed or \fbox, not a longer command name (\boxedX).
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
-# Answer markers of extract_answer. "####", "Final Answer:" and "The answer is:" take what follows;
+# Answer markers of extract_answer (markdown bold around them allowed: "**Final Answer:** 7").
+# "####", "Final Answer:" and "The answer is:" take what follows;
 # without a colon ("the answer is 18", "The final answer is $3$") only a number or a math span counts,
 # so "whether the answer is right" is no answer.
 _MARKER_RE = re.compile(
-    r"####|(?:\bthe\s+)?\bfinal\s+answer\b(?:\s+is)?[ \t]*(?P<c1>:)?|\bthe\s+answer\s+is\b[ \t]*(?P<c2>:)?",
+    r"####|(?:\bthe\s+)?\bfinal\s+answer\b(?:\s+is)?[ \t*]*(?P<c1>:)?|\bthe\s+answer\s+is\b[ \t*]*(?P<c2>:)?",
     re.IGNORECASE,
 )
 # A leading number: sign, digits with optional thousands separators, decimals, an optional /denominator.
