@@ -1,0 +1,24 @@
+"""The examples in the core's docstrings run and print what they claim (every thinklens module)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import thinklens
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(thinklens.__path__, "thinklens."))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+def test_every_core_module_is_checked():
+    assert {"thinklens.capture", "thinklens.jobs", "thinklens.runs", "thinklens.sites", "thinklens.tasks.protocol"} <= set(MODULES)
