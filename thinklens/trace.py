@@ -62,6 +62,11 @@ class Trace:
     def __len__(self) -> int:
         return len(self.token_ids)
 
+    @property
+    def full_text(self) -> str:
+        """The prompt followed by the generated text."""
+        return self.prompt + self.text
+
 
 def trace_to_json(trace: Trace) -> dict[str, Any]:
     """The token-level part of a trace as plain JSON values (no hidden states, no logit statistics)."""
