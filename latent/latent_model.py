@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from latent.checkpoint import read_latent_meta
+from latent.saved_model import read_latent_meta
 from latent.data import Example, LatentTokens, latent_tokens
 from latent.methods import LatentMethod, method_named
 from thinklens.tasks import ANSWER_MARKER

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from latent.checkpoint import load_checkpoint, load_optimizer, merge_lora, read_latent_meta, save_checkpoint, save_latent_model
+from latent.saved_model import merge_lora, read_latent_meta, save_latent_model
 from latent.config import TrainConfig
 from latent.data import ExampleSource, add_latent_tokens, example_from_problem, init_special_embeddings, latent_tokens, shard
 from latent.latent_model import load_hooked_model, load_side_state, resolve_model
@@ -35,6 +35,18 @@ from latent.methods import Phase, method_of
 from thinklens.errors import ThinklensError
 from thinklens.runs import RunFolder
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.training import (
+    adamw,
+    checkpoint_state,
+    load_checkpoint,
+    load_optimizer,
+    make_accelerator,
+    mean_over_processes,
+    prepare_module,
+    save_checkpoint,
+    set_lr,
+    warmup_cosine_lr,
+)
 
 
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
@@ -46,10 +58,7 @@ def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
         (0.091, 1.0, 0.1)
     """
     warm = math.ceil(cfg.warmup_frac * total)
-    if step < warm:
-        return cfg.lr * (step + 1) / (warm + 1)
-    prog = min(1.0, (step - warm) / max(1, total - warm - 1))
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * prog)))
+    return warmup_cosine_lr(step, peak=cfg.lr, warmup_steps=warm, decay_steps=total - warm - 1, floor_ratio=0.1)
 
 
 def add_lora(hf: nn.Module, cfg: TrainConfig) -> None:
@@ -69,13 +78,6 @@ def _trainable(module: nn.Module, cfg: TrainConfig) -> list[tuple[str, nn.Parame
             if name.startswith(("hf.", "encoder.")) and "lora_" not in name:
                 p.requires_grad_(False)
     return [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-
-
-def make_optimizer(params: list[tuple[str, nn.Parameter]], cfg: TrainConfig) -> torch.optim.AdamW:
-    decay = [p for _, p in params if p.ndim >= 2]
-    rest = [p for _, p in params if p.ndim < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-                             lr=cfg.lr, betas=(0.9, 0.999))
 
 
 def continued_from(cfg: TrainConfig) -> dict | None:
@@ -174,10 +176,9 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
 
     Returns the metrics written to ``results/metrics.json``.
     """
-    from accelerate import Accelerator
     from tqdm.auto import tqdm
 
-    acc = accelerator or Accelerator(cpu=str(device) == "cpu")
+    acc = accelerator or make_accelerator(device)
     rank, world = acc.process_index, acc.num_processes
     if cfg.batch_size % world:
         raise ThinklensError.of("batch_size", cfg.batch_size, f"a multiple of the {world} processes", "pass a divisible --batch-size")
@@ -187,8 +188,8 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
     source = ExampleSource(model.tokenizer, seed=cfg.seed, min_steps=cfg.min_steps, max_steps=cfg.max_steps, data=cfg.data)
     ckpt = run.path / "checkpoint"
     state: dict[str, Any] = {"phase": 0, "step": 0, "global_step": 0, "history": [], "elapsed_s": 0.0}
-    if (ckpt / "state.json").is_file():
-        state = load_checkpoint(ckpt, module)
+    if checkpoint_state(ckpt) is not None:
+        state = load_checkpoint(ckpt, module)  # the optimizer state is loaded per phase below
     t0 = time.monotonic()
     total = sum(p.steps for p in phases)
     bar = tqdm(total=total, initial=state["global_step"], desc=f"latent {method}", disable=not progress or not acc.is_main_process,
@@ -197,16 +198,16 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
         phase = phases[pi]
         phase.enter(module)
         params = _trainable(module, cfg)
-        opt = make_optimizer(params, cfg)  # a fresh optimizer per phase (Coconut resets it per stage)
+        # A fresh optimizer per phase (Coconut resets it per stage); weight decay on matrices only.
+        opt = adamw(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.999))
         start = state["step"] if pi == state["phase"] else 0
         if start > 0:
             load_optimizer(ckpt, module, opt)
-        wrapped = acc.prepare_model(module) if world > 1 else module
+        wrapped = prepare_module(acc, module)
         module.train()
         for k in range(start, phase.steps):
             g = sum(p.steps for p in phases[:pi]) + k
-            for group in opt.param_groups:
-                group["lr"] = lr_at(cfg, k, phase.steps)
+            set_lr(opt, lr_at(cfg, k, phase.steps))
             rows = shard(source.batch(g, cfg.batch_size), rank, world)
             batch = module.collate(rows)
             torch.manual_seed(cfg.seed * 1_000_003 + g)  # dropout draws: a resumed step repeats exactly
@@ -216,7 +217,7 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
                 torch.nn.utils.clip_grad_norm_([p for _, p in params], cfg.grad_clip)
             opt.step()
             opt.zero_grad(set_to_none=True)
-            logged = {key: float(acc.reduce(v.detach().float(), "mean")) for key, v in losses.items()}
+            logged = mean_over_processes(acc, losses)
             state["history"].append({"step": g, "phase": phase.name, **{key: round(v, 6) for key, v in logged.items()}})
             bar.update(1)
             bar.set_postfix(phase=phase.name, loss=f"{logged['loss']:.3f}")

@@ -68,7 +68,7 @@ def test_lora_trains_only_adapters_and_merges(zoo_like_dir, tmp_path, examples):
     names = [n for n, _ in _trainable(module, cfg)]
     assert names and all("lora_" in n or n.startswith("prj.") for n in names)
     before = module.student_outputs(examples[:2])
-    from latent.checkpoint import merge_lora
+    from latent.saved_model import merge_lora
 
     merge_lora(model.hf)
     assert not any("lora_" in n for n, _ in model.hf.named_parameters())
