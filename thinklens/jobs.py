@@ -314,13 +314,20 @@ def _hooked_loader(options: RunOptions) -> Callable[[str], Any]:
 
 
 def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
-    """The run folder for ``config`` under ``options`` (created, or reopened to resume)."""
-    from thinklens.runs import RunFolder, default_runs_root
+    """The run folder for ``config`` under ``options`` (created, or reopened to resume).
 
-    if options.out:
-        return RunFolder.create(job.run_kind, config, path=Path(options.out).expanduser())
-    root = Path(options.runs) if options.runs else default_runs_root()
-    return RunFolder.create(job.run_kind, config, root=root, run_id=options.run_id)
+    Under a multi-process launch (accelerate launch, torchrun) rank 0 opens it and every rank uses that one.
+    """
+    from thinklens.runs import RunFolder, default_runs_root
+    from thinklens.training import shared_run_folder
+
+    def create() -> "RunFolder":
+        if options.out:
+            return RunFolder.create(job.run_kind, config, path=Path(options.out).expanduser())
+        root = Path(options.runs) if options.runs else default_runs_root()
+        return RunFolder.create(job.run_kind, config, root=root, run_id=options.run_id)
+
+    return shared_run_folder(create, cpu=options.device == "cpu")
 
 
 def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, Any] | None = None) -> tuple[Any, "RunFolder"]:
