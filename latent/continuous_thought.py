@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from latent.data import Example, LatentTokens, left_pad
+from latent.data import Example, LatentTokens
 from latent.session import LatentSession, last_hidden
+from thinklens.decoder import left_pad
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -39,7 +40,8 @@ class ContinuousThought(nn.Module):
 
     def prompt_batch(self, examples: list[Example]) -> tuple[Tensor, Tensor]:
         """Prompt + ``<bot>``, left padded."""
-        return left_pad([list(ex.prompt) + [self.tokens.bot] for ex in examples], self.tokens.pad)
+        enc = left_pad([list(ex.prompt) + [self.tokens.bot] for ex in examples], self.tokens.pad)
+        return enc["input_ids"], enc["attention_mask"]
 
     def run(self, session: LatentSession, prompt: tuple[Tensor, Tensor], n_latents: int,
             suffix: tuple[Tensor, Tensor] | None = None) -> tuple[Any, list[Tensor]]:

@@ -206,18 +206,6 @@ def shard(rows: list, rank: int, world: int) -> list:
 # ---------------------------------------------------------------- padding helpers
 
 
-def left_pad(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(ids, mask)`` ``[batch, pos]`` left padded (rows end together: latents follow in one column)."""
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for r, s in enumerate(seqs):
-        if s:
-            ids[r, width - len(s):] = torch.tensor(s)
-            mask[r, width - len(s):] = 1
-    return ids, mask
-
-
 def right_pad(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, mask)`` ``[batch, pos]`` right padded."""
     width = max(len(s) for s in seqs)

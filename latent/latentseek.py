@@ -1,7 +1,7 @@
 """LatentSeek (Li et al., arXiv 2505.13308): per-instance test-time optimisation of a frozen model's
 latents, guided by a reward. No training.
 
-A greedy CoT is generated with the core's :class:`~thinklens.generate.Decoder`, storing z_t, the
+A greedy CoT is generated with the core's decode loop (:func:`thinklens.decode.decode`), storing z_t, the
 final-layer post-norm state (LM-head input) that produced each token. The first
 ``m = min(int(rho*T), max_latents)`` of them become one parameter tensor (Adam). One iteration:
 ``logits = lm_head(z)``; ``x_t`` = argmax (the released code) or a sample (the paper's algorithm);
@@ -20,8 +20,7 @@ Example:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,9 +29,9 @@ from torch import Tensor
 
 from latent.config import LatentSeekConfig
 from thinklens.answers import parse_answer
+from thinklens.decode import Greedy, decode
+from thinklens.decoder import Decoder
 from thinklens.errors import ThinklensError
-from thinklens.generate import Decoder
-from thinklens.interventions import HookFn
 from thinklens.sites import Site
 
 if TYPE_CHECKING:
@@ -64,40 +63,16 @@ def load_reward(spec: str) -> RewardFn:
         raise ThinklensError.of("reward", spec, "an importable module:function", f"check the name ({e})") from None
 
 
-@contextmanager
-def frozen(module: torch.nn.Module) -> Iterator[None]:
-    """Parameters without gradients for the block (only the latents are optimised); restored after."""
-    flags = [p.requires_grad for p in module.parameters()]
-    module.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, f in zip(module.parameters(), flags):
-            p.requires_grad_(f)
-
-
-@torch.no_grad()
 def greedy_with_states(model: "HookedModel", prefix: list[int], *, max_new_tokens: int,
                        stop_id: int) -> tuple[list[int], Tensor]:
     """Greedy continuation of token ids ``prefix``: ``(ids, states [T, d])`` (stop token excluded),
     ``states[t]`` the post-norm state that produced token t (the core's ``final_norm`` site)."""
-    states: list[Tensor] = []
-
-    def save(act: Tensor, ctx) -> None:
-        states.append(act[0, -1].detach())
-
-    ids = torch.tensor([prefix], device=model.device)
-    out: list[int] = []
-    with model.intervene([HookFn(Site("final_norm"), save)]):
-        dec = Decoder(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)})
-        logits = dec.prefill()
-        for _ in range(max_new_tokens):
-            nxt = int(logits[0].argmax())
-            if nxt == stop_id:
-                break
-            out.append(nxt)
-            logits = dec.step(torch.tensor([nxt], device=model.device))
-    return out, torch.stack(states[: len(out)]) if out else torch.zeros(0, model.d_model)
+    site = Site("final_norm")
+    out = decode(Decoder(model, [list(prefix)]), Greedy(), max_new_tokens=max_new_tokens, eos={stop_id}, capture=[site])
+    ids = out.row(0)
+    if out.stop_reasons[0] == "eos":
+        ids = ids[:-1]
+    return ids, out.hidden[site][0, : len(ids)].clone() if ids else torch.zeros(0, model.d_model)
 
 
 @dataclass
@@ -156,7 +131,7 @@ def latent_seek(model: "HookedModel", prompt: list[int], answer: int, cfg: Laten
     z_ref = z0[:m].clone()  # [m, d]
     z = z_ref.clone().requires_grad_(True)
     opt = torch.optim.Adam([z], lr=cfg.lr)
-    with frozen(model.hf):
+    with model.frozen():
         for it in range(1, cfg.max_iters + 1):
             with torch.enable_grad():
                 logp = torch.log_softmax(model.unembed(z, apply_norm=False).float(), -1)  # [m, vocab]

@@ -131,6 +131,9 @@ class Decoder:
                inputs_embeds: Float[Tensor, "batch n d"] | None = None) -> Any:
         """Append a segment (ids, or input embeddings) and run the model over it; returns the HF output.
 
+        With both ``ids`` and ``inputs_embeds`` the model reads the embeddings and the sequence records
+        the ids (e.g. a ``<latent>`` placeholder where a latent vector was fed).
+
         ``mask`` (1 = real) allows left padding in the first segment and right padding after it;
         padded slots get harmless positions and are masked out of attention. Gradients flow unless
         the caller disables them (the cache keeps the graph, as trainers need).
@@ -142,6 +145,9 @@ class Decoder:
         if ids is None:
             ids = torch.zeros(shape, dtype=torch.long, device=dev)
         ids = ids.to(dev)
+        if inputs_embeds is not None:  # as the embedding module would give them (a latent made in float32)
+            weight = self.model.hf.get_input_embeddings().weight
+            inputs_embeds = inputs_embeds.to(weight.device, weight.dtype)
         mask = torch.ones(shape, dtype=torch.long, device=dev) if mask is None else mask.to(dev).long()
         if self.ids.shape[0] == 0 and self._last_pos is None:  # an empty decoder learns its batch size here
             self.ids, self.mask, self.positions = (t.new_zeros((shape[0], 0)) for t in (self.ids, self.mask, self.positions))

@@ -271,7 +271,8 @@ class HookedModel:
             yield
 
     def _forward(self, enc: dict[str, Tensor], *, step: int = -1, cache: Any = None, position_ids: Tensor | None = None,
-                 inputs_embeds: Tensor | None = None, token_mask: Tensor | None = None) -> Any:
+                 inputs_embeds: Tensor | None = None, token_mask: Tensor | None = None,
+                 output_hidden_states: bool = False) -> Any:
         """One HF forward with the hook context set (our single call site of the HF model)."""
         mask = enc["attention_mask"]
         if position_ids is None:
@@ -281,6 +282,8 @@ class HookedModel:
             token_mask = mask[:, -q:].bool()
         ctx = ForwardContext(position_ids=position_ids, token_mask=token_mask, step=step, cache=cache)
         kw: dict[str, Any] = {"attention_mask": mask, "position_ids": position_ids, "use_cache": cache is not None}
+        if output_hidden_states:
+            kw["output_hidden_states"] = True
         if cache is not None:
             kw["past_key_values"] = cache
         if inputs_embeds is not None:
@@ -289,6 +292,25 @@ class HookedModel:
             kw["input_ids"] = enc["input_ids"]
         with self.context.use(ctx):
             return self.hf(**kw)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """The weights require no gradient inside the block (only other tensors, e.g. latents or a
+        steering vector, are optimised); each parameter's flag is restored on exit."""
+        flags = [(p, p.requires_grad) for p in self.hf.parameters()]
+        try:
+            for p, _ in flags:
+                p.requires_grad_(False)
+            yield
+        finally:
+            for p, f in flags:
+                p.requires_grad_(f)
+
+    def forward(self, inputs: Any, *, position_ids: Tensor | None = None, output_hidden_states: bool = False) -> Any:
+        """One forward pass over ``inputs`` (see :meth:`tokenize`) with the hook context set; returns the HF
+        output (``logits``, ``hidden_states``). Gradients flow unless the caller disables them (trainers)."""
+        enc = self.tokenize(inputs)
+        return self._forward(enc, position_ids=position_ids, output_hidden_states=output_hidden_states)
 
     @torch.no_grad()
     def forward_with(self, inputs: Any, interventions: Sequence[Intervention] = ()) -> Float[Tensor, "batch pos vocab"]:
