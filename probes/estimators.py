@@ -25,7 +25,8 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from probes._common import (
+from probes.mlp import LynxMLPProbe
+from probes.numerics import (
     check_choice,
     check_class_weight,
     class_sample_weights,
@@ -33,7 +34,6 @@ from probes._common import (
     probabilities_from_scores,
     scaling,
 )
-from probes.mlp import LynxMLPProbe
 from thinklens.errors import ThinklensError
 
 
@@ -94,11 +94,13 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[index]
 
-    def _export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
         arrays = {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_, "intercept": self.intercept_}
         return arrays, {"n_iter": self.n_iter_}
 
-    def _import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+    def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
         self.mean_, self.scale_ = arrays["mean"], arrays["scale"]
         self.coef_, self.intercept_ = arrays["coef"], arrays["intercept"]
         self.n_iter_ = int(meta["n_iter"])
@@ -139,10 +141,12 @@ class RidgeProbe(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return ((X - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
 
-    def _export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
         return {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_}, {"intercept": self.intercept_}
 
-    def _import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+    def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
         self.mean_, self.scale_, self.coef_ = arrays["mean"], arrays["scale"], arrays["coef"]
         self.intercept_ = float(meta["intercept"])
 
@@ -223,10 +227,12 @@ class DiffMeanProbe(ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)  # checks fitted before classes_ is read
         return self.classes_[(scores > 0).astype(int)]
 
-    def _export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
         return {"direction": self.direction_}, {"threshold": self.threshold_}
 
-    def _import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+    def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
         self.direction_ = arrays["direction"]
         self.threshold_ = float(meta["threshold"])
 

@@ -6,7 +6,7 @@ Example:
     >>> curve = ValidityCurve(deltas=np.array([0.05, 0.1]), rate=np.array([0.04, 0.08]),
     ...                       lower=np.array([0.02, 0.05]), upper=np.array([0.07, 0.12]),
     ...                       n_neg=200, n_exit=np.array([8, 16]), confidence=0.95)
-    >>> [t.name for t in validity_figure(curve).data]
+    >>> [t.name for t in figure_validity(curve).data]
     ['bound δ', 'P(S={1} | y=0)']
 """
 
@@ -22,7 +22,7 @@ _COLOURS = {"lynx": "#1f77b4", "full": "#333333", "first_cue": "#d62728", "fract
             "threshold": "#9467bd", "oracle": "#2ca02c"}
 
 
-def pareto_figure(report: ExitReport) -> go.Figure:
+def figure_pareto(report: ExitReport) -> go.Figure:
     """Accuracy vs mean tokens for every policy; LYNX's delta sweep as a line, the front dashed."""
     fig = go.Figure()
     for policy in dict.fromkeys(o.policy for o in report.outcomes):
@@ -44,7 +44,7 @@ def pareto_figure(report: ExitReport) -> go.Figure:
     return fig
 
 
-def exit_histogram_figure(outcomes: PolicyOutcome | list[PolicyOutcome], n_bins: int = 20) -> go.Figure:
+def figure_exit_histogram(outcomes: PolicyOutcome | list[PolicyOutcome], n_bins: int = 20) -> go.Figure:
     """Histogram of where rollouts exit (position / length); rollouts that never exit are counted."""
     outcomes = [outcomes] if isinstance(outcomes, PolicyOutcome) else list(outcomes)
     fig = go.Figure()
@@ -59,7 +59,7 @@ def exit_histogram_figure(outcomes: PolicyOutcome | list[PolicyOutcome], n_bins:
     return fig
 
 
-def validity_figure(curve: ValidityCurve) -> go.Figure:
+def figure_validity(curve: ValidityCurve) -> go.Figure:
     """Empirical P(S={1} | y=0) vs delta with Clopper-Pearson bars and the diagonal (the bound)."""
     d = curve.deltas
     top = float(max(np.nanmax(curve.upper) if curve.upper.size else 0.0, d.max() if d.size else 0.0)) * 1.05
@@ -79,7 +79,7 @@ def validity_figure(curve: ValidityCurve) -> go.Figure:
     return fig
 
 
-def base_rate_figure(curve: BaseRateCurve) -> go.Figure:
+def figure_base_rate(curve: BaseRateCurve) -> go.Figure:
     """Share of events whose forced exit is correct, by relative position in the rollout."""
     centres = (curve.edges[:-1] + curve.edges[1:]) / 2
     fig = go.Figure(go.Scatter(
@@ -93,7 +93,7 @@ def base_rate_figure(curve: BaseRateCurve) -> go.Figure:
     return fig
 
 
-def layer_sweep_figure(sweeps, title: str = "Probe score by site") -> go.Figure:
+def figure_layer_sweep(sweeps, title: str = "Probe score by site") -> go.Figure:
     """Cross-validated probe score per site (mean, error bars +-1 std over folds), one line per sweep.
 
     Args:

@@ -1,4 +1,4 @@
-"""Intention metrics (intention collapse, arXiv 2601.01011; specs/metrics.md), as pure functions.
+"""Intention metrics (intention collapse, arXiv 2601.01011), as pure functions.
 
 - intention entropy: entropy in bits of the next-token distribution restricted to the top 100
   tokens and renormalised, from logits;

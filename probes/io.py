@@ -88,7 +88,7 @@ def save_probe(probe: BaseEstimator, folder: str | Path, *, site: SiteLike | Seq
             "pass the sites whose activations were concatenated to make X",
         )
     d_model = n_features // len(sites) if sites else n_features
-    arrays, meta = probe._export_state()
+    arrays, meta = probe.export_state()
     tensors = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     doc = {
         "format": FORMAT,
@@ -166,7 +166,7 @@ def load_probe(folder: str | Path, *, expect_site: SiteLike | Sequence[SiteLike]
         raise ThinklensError.of("probe tensors", f"{tensors_path} lacks {missing}", "every tensor in probe.json",
                                 "re-save the probe; the files come from different saves")
     probe = cls(**_decode_params(doc["params"]))
-    probe._import_state(arrays, doc["state"])
+    probe.import_state(arrays, doc["state"])
     probe.n_features_in_ = int(doc["n_features_in"])
     if doc["classes"] is not None:
         probe.classes_ = _decode_classes(doc["classes"])

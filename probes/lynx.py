@@ -1,8 +1,9 @@
 """LYNX, the model-free parts: configuration, cue events in decoded tokens, feature layers.
 
 Paper: Akgul et al., "LYNX: Learning Dynamic Exits for Confidence-Controlled Reasoning"
-(arXiv 2512.05325), restated in specs/lynx.md. Exit policies and their evaluation are in
-:mod:`probes.exits`, the conformal step in :mod:`probes.conformal`.
+(arXiv 2512.05325). Exit policies and their evaluation are in :mod:`probes.exits`, the conformal step
+in :mod:`probes.conformal`, the job in :mod:`probes.jobs.lynx`. This module imports no scikit-learn
+at its top (the job's config builds on :class:`LynxConfig`, and ``thinklens run --help`` stays fast).
 
 Deviation from the reference, on purpose: cue words match on WORD BOUNDARIES (case-insensitive),
 so "await", "waiting" or "hmmm" do not fire for "wait" / "hmm". The reference lower-cases the text and
@@ -24,16 +25,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
-from probes.estimators import LynxMLPProbe
-from probes.intention import auroc_score
 from thinklens.errors import ThinklensError
-from thinklens.sites import Site
+from thinklens.sites import Site, hidden_state_site
+
+if TYPE_CHECKING:
+    from probes.mlp import LynxMLPProbe
 
 DEFAULT_CUES: tuple[str, ...] = ("hmm", "wait", "alternatively")
+#: The zoo's reflection cues that precede more thinking (``so``/``therefore`` follow ``</think>``).
+ZOO_CUES: tuple[str, ...] = ("hmm", "wait")
 DEFAULT_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.03, 0.05, 0.10)
 #: Feature layers per depth from the reference, in HF ``hidden_states`` indexing (0 = embeddings).
 LAYER_TABLE: dict[int, tuple[int, ...]] = {
@@ -68,6 +72,29 @@ def check_cue_words(cue_words: Sequence[str]) -> tuple[str, ...]:
     return tuple(words)
 
 
+def check_cue_vocabulary(tokenizer, cue_words: Sequence[str]) -> None:
+    """Refuse cue words the model cannot emit: words whose every casing tokenizes to the unknown token
+    (matching is case-insensitive, so "tom" is fine when the vocabulary has "Tom").
+
+    Example:
+        >>> from thinklens.zoo.tokenizer import build_zoo_tokenizer
+        >>> check_cue_vocabulary(build_zoo_tokenizer(), ("hmm", "wait"))
+        >>> check_cue_vocabulary(build_zoo_tokenizer(), ("hmm", "alternatively"))
+        Traceback (most recent call last):
+        ...
+        thinklens.errors.ThinklensError: bad cue word: received 'alternatively'; expected a word in the model's ...
+    """
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:
+        return
+    for word in cue_words:
+        variants = {word, word.capitalize(), word.title(), word.upper()}
+        if all(unk in tokenizer(v, add_special_tokens=False)["input_ids"] for v in variants):
+            raise ThinklensError.of("cue word", word, f"a word in the model's vocabulary (it tokenizes to "
+                                    f"{tokenizer.unk_token!r})", f"drop it from --cue-words (the zoo's cues are "
+                                    f"{', '.join(ZOO_CUES)})")
+
+
 @dataclass(frozen=True)
 class LynxConfig:
     """Settings of a LYNX run; defaults are the reference's."""
@@ -92,8 +119,8 @@ class LynxConfig:
     """HF hidden-state indices whose states are concatenated; None: :func:`lynx_layers` of the depth."""
     val_fraction: float = 0.2
     """Stratified share of the training events held out to report probe accuracy/AUROC."""
-    seed: int = 42
-    """Seed of the validation split and the probe."""
+    probe_seed: int = 42
+    """Seed of the probe's validation split and initialisation (reference: 42)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))
@@ -226,31 +253,22 @@ def lynx_layers(n_layers: int) -> tuple[int, ...]:
     return tuple(sorted(set(quarters)))
 
 
-def hidden_index_site(index: int, n_layers: int) -> Site:
-    """Site of HF ``hidden_states[index]``: 0 -> embed, i -> resid_post.(i-1), last -> final_norm.
-
-    Example:
-        >>> [str(hidden_index_site(i, 4)) for i in lynx_layers(4)]
-        ['resid_post.0', 'resid_post.1', 'resid_post.2', 'final_norm']
-    """
-    if not 0 <= index <= n_layers:
-        raise ThinklensError.of("hidden-state index", index, f"an index in [0, {n_layers}]",
-                                "index 0 is the embeddings and n_layers the final (normed) state")
-    if index == 0:
-        return Site("embed")
-    # HF applies the final norm to the last hidden state; the core calls that site final_norm
-    return Site("final_norm") if index == n_layers else Site("resid_post", index - 1)
-
-
 def lynx_sites(n_layers: int, layers: Sequence[int] | None = None) -> tuple[Site, ...]:
-    """Sites whose states LYNX concatenates, in order (default: :func:`lynx_layers`).
+    """Sites whose states LYNX concatenates, in order (default: :func:`lynx_layers`); the layers are
+    HF ``hidden_states`` indices, mapped to sites by the core (:func:`thinklens.sites.hidden_state_site`).
 
     Example:
         >>> [str(s) for s in lynx_sites(28)]
         ['resid_post.8', 'resid_post.15', 'final_norm']
+        >>> [str(s) for s in lynx_sites(4, (0, 4))]
+        ['resid_pre.0', 'final_norm']
     """
     chosen = lynx_layers(n_layers) if layers is None else tuple(layers)
-    return tuple(hidden_index_site(i, n_layers) for i in chosen)
+    for i in chosen:
+        if not 0 <= i <= n_layers:
+            raise ThinklensError.of("LYNX layer", i, f"a hidden-state index in [0, {n_layers}]",
+                                    "0 is the first block's input and n_layers the final (normed) state")
+    return tuple(hidden_state_site(i, n_layers) for i in chosen)
 
 
 @dataclass(frozen=True)
@@ -272,12 +290,12 @@ class ProbeValidation:
 def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConfig(),
                      probe: LynxMLPProbe | None = None) -> tuple[LynxMLPProbe, ProbeValidation]:
     """Train the LYNX probe on a stratified ``1 - val_fraction`` share of the events (seed
-    ``config.seed``), report accuracy and AUROC on the rest, and return the probe fitted on the
+    ``config.probe_seed``), report accuracy and AUROC on the rest, and return the probe fitted on the
     training share (as the reference does).
 
     Args:
         X: [event, feature] event features; y: [event] forced-exit labels (0/1).
-        probe: an unfitted probe to use instead of ``LynxMLPProbe(random_state=config.seed)``.
+        probe: an unfitted probe to use instead of ``LynxMLPProbe(random_state=config.probe_seed)``.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -286,15 +304,20 @@ def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConf
         >>> (val.n_train, val.n_val), val.auroc > 0.9
         ((240, 60), True)
     """
+    from sklearn.model_selection import train_test_split
+
+    from probes.intention import auroc_score
+    from probes.mlp import LynxMLPProbe
+
     X, y = np.asarray(X), np.asarray(y)
     counts = np.bincount(y.astype(np.int64), minlength=2) if y.size else np.zeros(2, int)
     if X.ndim != 2 or y.shape != (X.shape[0],) or counts.min() < 2:
         raise ThinklensError.of("probe training data", f"X {X.shape}, y {y.shape}, class counts {counts.tolist()}",
                                 "X [event, feature] and 0/1 labels with at least 2 events of each class",
                                 "label more rollouts; with no correct (or no wrong) forced exit there is nothing to learn")
-    X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=config.val_fraction, random_state=config.seed,
+    X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=config.val_fraction, random_state=config.probe_seed,
                                                 stratify=y)
-    probe = LynxMLPProbe(random_state=config.seed) if probe is None else probe
+    probe = LynxMLPProbe(random_state=config.probe_seed) if probe is None else probe
     probe.fit(X_tr, y_tr)
     p = probe.predict_proba(X_val)[:, 1]
     both = 0 < int(y_val.sum()) < len(y_val)

@@ -7,12 +7,11 @@ Missing values (nan: an empty bin, no negatives) are stored as JSON ``null``.
 
 Example:
     >>> # result = load_lynx_result(RunFolder.open("runs/lynx/demo"))
-    >>> # exit_histogram_figure(result.report.get("lynx", 0.1))
+    >>> # figure_exit_histogram(result.report.get("lynx", 0.1))
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,28 +20,13 @@ import safetensors.numpy
 
 from probes.conformal import ValidityCurve
 from probes.exits import BaseRateCurve, EventTable, ExitReport, PolicyOutcome, RolloutTable
-from probes.figures import base_rate_figure, exit_histogram_figure, pareto_figure, validity_figure
+from probes.figures import figure_base_rate, figure_exit_histogram, figure_pareto, figure_validity
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder, atomic_write_bytes
-
-
-def json_safe(obj: Any) -> Any:
-    """nan / inf -> None, numpy -> Python, recursively (run-folder JSON forbids nan)."""
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return json_safe(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
+from thinklens.runs import RunFolder, atomic_write_bytes, to_jsonable
 
 
 def _floats(values: Any) -> np.ndarray:
-    """Inverse of :func:`json_safe` for a numeric list: None -> nan."""
+    """A numeric JSON list back to floats: None (a nan written as null) -> nan."""
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
@@ -85,7 +69,7 @@ class LynxResult:
         outcomes = [{**o.summary(), "exit_event": o.exit_event, "exit_fraction": o.exit_fraction}
                     for o in self.report.outcomes]
         b = self.base_rate
-        return json_safe({
+        return to_jsonable({
             "summary": self.summary,
             "outcomes": outcomes, "skipped_deltas": self.report.skipped_deltas,
             "validity": self.validity.to_dict(),
@@ -119,9 +103,9 @@ class LynxResult:
         (default: the middle delta) against the first-cue baseline."""
         deltas = self.lynx_deltas()
         d = histogram_delta if histogram_delta is not None else deltas[len(deltas) // 2]
-        return {"pareto": pareto_figure(self.report), "validity": validity_figure(self.validity),
-                "exit_histogram": exit_histogram_figure([self.report.get("lynx", d), self.report.get("first_cue")]),
-                "base_rate": base_rate_figure(self.base_rate)}
+        return {"pareto": figure_pareto(self.report), "validity": figure_validity(self.validity),
+                "exit_histogram": figure_exit_histogram([self.report.get("lynx", d), self.report.get("first_cue")]),
+                "base_rate": figure_base_rate(self.base_rate)}
 
 
 def _nan(v: Any) -> float:
@@ -131,7 +115,7 @@ def _nan(v: Any) -> float:
 def write_lynx_result(run: RunFolder, result: LynxResult, *, events: EventTable, rollouts: RolloutTable) -> None:
     """Write the result files of a LYNX run (results, arrays, figures)."""
     run.write_result("lynx", result.to_json())
-    run.write_result("per_delta", json_safe(result.per_delta))
+    run.write_result("per_delta", result.per_delta)
     ev = {"rollout": events.rollout, "position": events.position, "label": events.label, "prob": events.prob,
           "exit_tokens": events.exit_tokens, "is_cue": events.is_cue.astype(np.int8)}
     ro = {"length": rollouts.length, "correct": rollouts.correct, "tokens": rollouts.tokens}

@@ -1,6 +1,6 @@
 """The LYNX probe: StandardScaler + MLP (256, 64), ReLU, Adam, early stopping, balanced weights.
 
-Restated from specs/lynx.md and the reference ``train_probe.py``: a scikit-learn
+Restated from the LYNX paper (arXiv 2512.05325) and its reference ``train_probe.py``: a scikit-learn
 ``MLPClassifier(hidden_layer_sizes=(256, 64), activation="relu", solver="adam", max_iter=500,
 early_stopping=True, n_iter_no_change=10, validation_fraction=0.2, random_state=42)`` behind a
 StandardScaler, trained with per-sample weights ``w_c = n / (2 n_c)``. scikit-learn >= 1.7 accepts
@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neural_network import MLPClassifier
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from probes._common import (
+from probes.numerics import (
     check_class_weight,
     class_sample_weights,
     encode_labels,
@@ -126,7 +126,8 @@ class LynxMLPProbe(ClassifierMixin, BaseEstimator):
         index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[index]
 
-    def _export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
         arrays = {"mean": self.mean_, "scale": self.scale_, "loss_curve": self.loss_curve_}
         for i, (w, b) in enumerate(zip(self.coefs_, self.intercepts_)):
             arrays[f"coef_{i}"], arrays[f"intercept_{i}"] = w, b
@@ -135,7 +136,8 @@ class LynxMLPProbe(ClassifierMixin, BaseEstimator):
                 "best_validation_score": self.best_validation_score_}
         return arrays, meta
 
-    def _import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+    def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
         n = int(meta["n_layers"])
         self.coefs_ = [arrays[f"coef_{i}"] for i in range(n)]
         self.intercepts_ = [arrays[f"intercept_{i}"] for i in range(n)]

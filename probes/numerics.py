@@ -1,4 +1,5 @@
-"""Helpers shared by the probe estimators: label encoding, class-balanced weights, standardisation.
+"""The numerics every probe estimator fits and predicts with: label encoding, class and sample weights,
+weighted standardisation, the logistic and softmax links.
 
 Every probe predicts with its own numpy code from its own learned arrays (never by calling a
 fitted scikit-learn object), so a probe loaded from safetensors predicts bit-for-bit like the

@@ -16,9 +16,8 @@ PAGE = Path(__file__).resolve().parents[2] / "app" / "pages" / "3_Probes_and_LYN
 @pytest.fixture(scope="module")
 def runs_root(tmp_path_factory):
     """A runs folder with one LYNX run (zoo model) and one probe run (tiny random model), made by the jobs."""
-    from probes.pipeline import LynxJobConfig, run_lynx
-    from probes.probe_job import ProbeJobConfig, run_probe_job
     from thinklens import HookedModel
+    from thinklens.jobs import run_job
     from thinklens.testing import build_tiny_model
     from thinklens.zoo.registry import zoo_path
     from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
@@ -26,14 +25,13 @@ def runs_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     name = next((n for n in ("tiny-think", "tiny-pre") if zoo_path(n) is not None), None)
     if name is None:
-        pytest.skip("the zoo is not trained (thinklens zoo train tiny-pre)")
-    lynx = LynxJobConfig(model=name, n_train=30, n_calibration=30, n_test=30, max_steps=2, hidden_layer_sizes=(16,),
-                         deltas=(0.1, 0.2, 0.3), skip_vacuous=True)
-    run_lynx(HookedModel.load(name), lynx, RunFolder.create("lynx", lynx, root=root, run_id="good"))
+        pytest.skip("the zoo is not trained (thinklens run zoo-train --model tiny-pre)")
+    run_job("lynx", model=name, n_train=30, n_calibration=30, n_test=30, max_steps=2, hidden_layer_sizes=(16,),
+            deltas=(0.1, 0.2, 0.3), skip_vacuous=True, runs=root, run_id="good", progress=False)
     path = build_tiny_model("llama", tmp_path_factory.mktemp("tiny"), vocab_size=len(zoo_vocab()) + 8, n_ctx=256)
     save_zoo_tokenizer(path)
-    probe = ProbeJobConfig(model=str(path), n_problems=12, max_steps=1, folds=2)
-    run_probe_job(HookedModel.load(str(path)), probe, RunFolder.create("probe", probe, root=root, run_id="sweep"))
+    run_job("probe", model=HookedModel.load(str(path)), n_problems=12, max_steps=1, folds=2, runs=root, run_id="sweep",
+            progress=False)
     return root
 
 

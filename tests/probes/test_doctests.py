@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["_common", "conformal", "estimators", "exits", "figures", "intention", "io", "lynx", "mlp"]
+MODULES = ["numerics", "conformal", "estimators", "exits", "figures", "intention", "io", "lynx", "mlp"]
 
 
 @pytest.mark.parametrize("name", MODULES)

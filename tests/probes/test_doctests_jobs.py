@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["cli", "forced", "lynx_result", "pipeline", "probe_job", "stages"]
+MODULES = ["forced", "jobs.lynx", "jobs.probe", "lynx_result", "lynx_splits", "rollouts", "value_dataset"]
 
 
 @pytest.mark.parametrize("name", MODULES)

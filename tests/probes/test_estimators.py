@@ -10,8 +10,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from probes._common import balanced_weights
 from probes.estimators import PROBES, DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
+from probes.numerics import balanced_weights
 from thinklens.errors import ThinklensError
 
 

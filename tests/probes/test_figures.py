@@ -6,7 +6,7 @@ import numpy as np
 
 from probes.conformal import MondrianCalibrator, validity_curve
 from probes.exits import EventTable, RolloutTable, base_rate_by_position, evaluate_exit_policies
-from probes.figures import base_rate_figure, exit_histogram_figure, pareto_figure, validity_figure
+from probes.figures import figure_base_rate, figure_exit_histogram, figure_pareto, figure_validity
 
 
 def _split(rng, n_rollouts=60, per=6):
@@ -26,13 +26,13 @@ def test_figures_build():
     events, rollouts = _split(rng)
     cal = MondrianCalibrator.fit(cal_events.prob, cal_events.label)
     report = evaluate_exit_policies(events, rollouts, cal, deltas=[0.02, 0.05, 0.1, 0.3], skip_vacuous=True)
-    fig = pareto_figure(report)
+    fig = figure_pareto(report)
     assert {t.name for t in fig.data} >= {"lynx", "full", "first_cue", "Pareto front"}
-    hist = exit_histogram_figure([report.get("lynx", 0.1), report.get("first_cue")])
+    hist = figure_exit_histogram([report.get("lynx", 0.1), report.get("first_cue")])
     assert len(hist.data) == 2
     curve = validity_curve(events.prob, events.label, cal, [0.05, 0.1, 0.3])
-    vfig = validity_figure(curve)
+    vfig = figure_validity(curve)
     assert list(vfig.data[0].x) == [0.0, vfig.data[0].y[1]]  # the diagonal
-    bfig = base_rate_figure(base_rate_by_position(events, rollouts))
+    bfig = figure_base_rate(base_rate_by_position(events, rollouts))
     for f in (fig, hist, vfig, bfig):
         assert f.to_json()

@@ -9,7 +9,6 @@ from probes.lynx import (
     LynxConfig,
     check_cue_words,
     find_cue_events,
-    hidden_index_site,
     lynx_layers,
     lynx_sites,
 )
@@ -99,12 +98,14 @@ def test_layer_table_and_rule():
 
 
 def test_hidden_state_indices_map_to_sites():
-    assert [str(hidden_index_site(i, 4)) for i in range(5)] == \
-        ["embed", "resid_post.0", "resid_post.1", "resid_post.2", "final_norm"]
+    assert [str(s) for s in lynx_sites(4, range(5))] == \
+        ["resid_pre.0", "resid_post.0", "resid_post.1", "resid_post.2", "final_norm"]
     assert lynx_sites(32) == (Site("resid_post", 7), Site("resid_post", 15), Site("resid_post", 23),
                               Site("final_norm"))
-    with pytest.raises(ThinklensError):
-        hidden_index_site(5, 4)
+    with pytest.raises(ThinklensError, match="LYNX layer"):
+        lynx_sites(4, (5,))
+    with pytest.raises(ThinklensError, match="LYNX layer"):
+        lynx_sites(4, (-1,))  # LYNX layers are hidden-state indices, never counted from the end
 
 
 def test_word_level_tokens_need_a_separator():

@@ -1,9 +1,12 @@
-"""The LYNX job end to end on a zoo model, its resume, and its refusals of bad input."""
+"""``thinklens run lynx`` end to end on a zoo model (Python and CLI), its resume, and its refusals of bad input."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,24 +14,33 @@ import safetensors.numpy
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
 from probes.conformal import MondrianCalibrator
-from probes.io import load_probe
+from probes.estimators import LinearProbe
+from probes.io import load_probe, save_probe
+from probes.jobs.lynx import JOB, LynxJobConfig, usable_deltas
+from probes.lynx import check_cue_vocabulary
 from probes.lynx_result import load_lynx_result, load_test_tables
-from probes.pipeline import LynxJobConfig, _usable_deltas, check_cue_vocabulary, run_lynx
+from thinklens.cli import build_parser, main
 from thinklens.errors import ThinklensError
+from thinklens.jobs import run_job
 from thinklens.runs import RunFolder
 
 SMALL = dict(n_train=40, n_calibration=40, n_test=40, max_steps=2, hidden_layer_sizes=(32,), batch_size=16,
              deltas=(0.1, 0.2, 0.3), skip_vacuous=True)
 
 
+def run_lynx(model, root: Path, run_id: str, **fields):
+    """The job as notebooks call it: a loaded model, the run folder ``root/lynx/run_id``."""
+    return run_job("lynx", model=model, runs=root, run_id=run_id, progress=False, **fields)
+
+
 @pytest.fixture(scope="module")
 def straight(reasoner, tmp_path_factory):
     """One uninterrupted small run: (config, run folder, result, seconds)."""
     cfg = LynxJobConfig(model=reasoner.name, **SMALL)
-    run = RunFolder.create("lynx", cfg, root=tmp_path_factory.mktemp("runs"), run_id="straight")
+    root = tmp_path_factory.mktemp("runs")
     t0 = time.perf_counter()
-    result = run_lynx(reasoner, cfg, run)
-    return cfg, run, result, time.perf_counter() - t0
+    result = run_lynx(reasoner, root, "straight", **SMALL)
+    return cfg, RunFolder.open(root / "lynx" / "straight"), result, time.perf_counter() - t0
 
 
 def test_end_to_end_writes_a_complete_run(straight, reasoner):
@@ -38,7 +50,8 @@ def test_end_to_end_writes_a_complete_run(straight, reasoner):
                 "probe/probe.safetensors", "arrays/test_events.safetensors", "arrays/test_rollouts.safetensors"):
         assert (run.path / rel).is_file(), rel
     assert set(run.figures()) == {"pareto", "validity", "exit_histogram", "base_rate"}
-    assert run.meta()["status"] == "done"
+    assert run.meta()["status"] == "done" and run.meta()["job"] == "lynx"
+    assert JOB.make_config(config_file=run.path / "config.json") == cfg  # the folder's config.json rebuilds it
     assert not list(run.path.rglob("*.pkl")) and not list(run.path.rglob("*.pickle"))
     s = result.summary
     assert s["splits"]["test"]["rollouts"] == 40 and s["splits"]["train"]["cue_events"] > 0
@@ -91,20 +104,19 @@ class _Interrupt:
 
 def test_resume_after_interruptions_equals_a_straight_run(straight, reasoner, tmp_path, monkeypatch):
     cfg, done, _, _ = straight
-    import probes.pipeline as pipeline
+    import probes.lynx_splits as lynx_splits
 
     n_chunks = sum(-(-cfg.n_problems(s) // cfg.batch_size) for s in ("train", "calibration", "test"))  # 9
 
     log: list[tuple[_Interrupt, _Interrupt]] = []
 
     def attempt(gen_at: int, labels_at: int) -> tuple[_Interrupt, _Interrupt]:
-        gen, labels = _Interrupt(reasoner.generate, gen_at), _Interrupt(pipeline.event_features_and_labels, labels_at)
+        gen, labels = _Interrupt(reasoner.generate, gen_at), _Interrupt(lynx_splits.event_features_and_labels, labels_at)
         log.append((gen, labels))
         monkeypatch.setattr(reasoner, "generate", gen)
-        monkeypatch.setattr(pipeline, "event_features_and_labels", labels)
+        monkeypatch.setattr(lynx_splits, "event_features_and_labels", labels)
         try:
-            run = RunFolder.create("lynx", cfg, root=tmp_path, run_id="resumed")  # same config: reused
-            run_lynx(reasoner, cfg, run)
+            run_lynx(reasoner, tmp_path, "resumed", **SMALL)  # same config and id: the folder is reused
         finally:
             monkeypatch.undo()
         return gen, labels
@@ -124,15 +136,11 @@ def test_resume_after_interruptions_equals_a_straight_run(straight, reasoner, tm
 
 
 def test_a_saved_probe_is_reused_and_checked(straight, reasoner, tmp_path):
-    cfg, done, result, _ = straight
-    import dataclasses
-
-    reuse = dataclasses.replace(cfg, probe=str(done.path / "probe"))
-    again = run_lynx(reasoner, reuse, RunFolder.create("lynx", reuse, root=tmp_path, run_id="reuse"))
+    _, done, result, _ = straight
+    again = run_lynx(reasoner, tmp_path, "reuse", **SMALL, probe=str(done.path / "probe"))
     assert again.per_delta == result.per_delta and again.summary["probe"]["source"] == str(done.path / "probe")
-    wrong = dataclasses.replace(cfg, probe=str(done.path / "probe"), layers=(1, 2))
     with pytest.raises(ThinklensError, match="probe site"):
-        run_lynx(reasoner, wrong, RunFolder.create("lynx", wrong, root=tmp_path, run_id="wrong"))
+        run_lynx(reasoner, tmp_path, "wrong", **SMALL, probe=str(done.path / "probe"), layers=(1, 2))
 
 
 @pytest.mark.parametrize("kw,needle", [
@@ -152,10 +160,10 @@ def test_config_refuses_bad_input(kw, needle):
 def test_calibration_too_small_for_a_delta_says_how_many_events():
     cal = MondrianCalibrator.fit(np.r_[np.full(12, 0.9), np.full(30, 0.2)], np.r_[np.ones(12), np.zeros(30)])
     with pytest.raises(ThinklensError, match=r"12 positive and 30 negative.*at least 19 events of each class"):
-        _usable_deltas(LynxJobConfig(deltas=(0.05, 0.1)), cal)
-    assert _usable_deltas(LynxJobConfig(deltas=(0.05, 0.1), skip_vacuous=True), cal) == ([0.1], [0.05])
+        usable_deltas(LynxJobConfig(deltas=(0.05, 0.1)), cal)
+    assert usable_deltas(LynxJobConfig(deltas=(0.05, 0.1), skip_vacuous=True), cal) == ([0.1], [0.05])
     with pytest.raises(ThinklensError, match="at least one delta"):
-        _usable_deltas(LynxJobConfig(deltas=(0.01, 0.05), skip_vacuous=True), cal)
+        usable_deltas(LynxJobConfig(deltas=(0.01, 0.05), skip_vacuous=True), cal)
 
 
 def test_unknown_and_absent_cue_words(zooish, tmp_path):
@@ -163,15 +171,74 @@ def test_unknown_and_absent_cue_words(zooish, tmp_path):
     with pytest.raises(ThinklensError, match="bad cue word: received 'alternatively'"):
         check_cue_vocabulary(zooish.tokenizer, ("hmm", "alternatively"))
     # a phrase the random model never writes: no cue events at all
-    cfg = LynxJobConfig(model="zooish", cue_words=("Tom has 7",), n_train=4, n_calibration=4, n_test=4,
-                        max_steps=1, max_new_tokens=12, skip_vacuous=True)
     with pytest.raises(ThinklensError, match="bad cue events.*no tom has 7 in 12 rollouts"):
-        run_lynx(zooish, cfg, RunFolder.create("lynx", cfg, root=tmp_path, run_id="nocue"))
+        run_lynx(zooish, tmp_path, "nocue", cue_words=("Tom has 7",), n_train=4, n_calibration=4, n_test=4,
+                 max_steps=1, max_new_tokens=12, skip_vacuous=True)
 
 
 def test_one_class_labels_stop_with_a_clear_error(zooish, tmp_path):
     # the random model never answers right: nothing to learn, said in one line
-    cfg = LynxJobConfig(model="zooish", n_train=6, n_calibration=6, n_test=6, max_steps=1, max_new_tokens=16,
-                        cue_words=("hmm", "wait", "so", "tom", "ann", "sam", "apples", "pears", "coins"), skip_vacuous=True)
     with pytest.raises(ThinklensError, match="probe training data"):
-        run_lynx(zooish, cfg, RunFolder.create("lynx", cfg, root=tmp_path, run_id="oneclass"))
+        run_lynx(zooish, tmp_path, "oneclass", n_train=6, n_calibration=6, n_test=6, max_steps=1, max_new_tokens=16,
+                 cue_words=("hmm", "wait", "so", "tom", "ann", "sam", "apples", "pears", "coins"), skip_vacuous=True)
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def _one_line_error(capsys, argv: list[str], needle: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: ")
+
+
+def test_cli_options_come_from_the_config():
+    args = build_parser(["lynx"]).parse_args(["run", "lynx", "--model", "tiny-think", "--cue-words", "hmm,wait",
+                                              "--deltas", "0.05,0.1", "--skip-vacuous", "--max-events-test", "none"])
+    assert (args.cue_words, args.deltas, args.skip_vacuous, args.max_events_test) == (("hmm", "wait"), (0.05, 0.1),
+                                                                                      True, None)
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--deltas", "0.05,1.2"], "bad delta: received 1.2"),
+    (["--deltas", "0"], "bad delta: received 0.0"),
+    (["--n-calibration", "5", "--max-events-calibration", "2"], "at least 99 events of each class"),
+    (["--cue-words", "wa/it"], "bad cue word"),
+])
+def test_cli_config_errors_before_any_work(capsys, tmp_path, extra, needle):
+    _one_line_error(capsys, ["run", "lynx", "--model", "tiny-think", "--runs", str(tmp_path), *extra], needle)
+    assert not (tmp_path / "lynx").exists()  # nothing was created
+
+
+def test_cli_argparse_errors_are_one_line():
+    res = subprocess.run([sys.executable, "-m", "thinklens.cli", "run", "lynx", "--n-train", "many"],
+                         capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    assert "expected int, received 'many'" in res.stderr
+
+
+def test_cli_model_side_errors_exit_2(capsys, zooish, tmp_path):
+    base = ["run", "lynx", "--model", zooish.name, "--runs", str(tmp_path), "--no-progress", "--n-train", "4",
+            "--n-calibration", "4", "--n-test", "4", "--max-steps", "1", "--max-new-tokens", "10", "--skip-vacuous"]
+    _one_line_error(capsys, [*base, "--cue-words", "hmm,alternatively"], "bad cue word: received 'alternatively'")
+    _one_line_error(capsys, [*base, "--cue-words", "Tom has 7", "--run-id", "nocue"], "bad cue events")
+    probe_dir = tmp_path / "probe"
+    X = np.random.default_rng(0).normal(size=(20, zooish.d_model))
+    save_probe(LinearProbe().fit(X, np.arange(20) % 2), probe_dir, site="resid_post.0")
+    _one_line_error(capsys, [*base, "--probe", str(probe_dir), "--run-id", "p"], "bad probe site")
+    _one_line_error(capsys, [*base, "--probe", str(tmp_path / "nothing"), "--run-id", "q"], "bad probe folder")
+
+
+def test_cli_on_the_zoo_and_its_config_json_reruns_it(capsys, reasoner, tmp_path):
+    out_dir = tmp_path / "lynx" / "cli"
+    argv = ["run", "lynx", "--model", reasoner.name, "--out", str(out_dir), "--no-progress", "--n-train", "30",
+            "--n-calibration", "30", "--n-test", "30", "--max-steps", "2", "--hidden-layer-sizes", "16",
+            "--deltas", "0.2,0.3", "--skip-vacuous", "--threads", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"run: {out_dir}" in out and "first_cue" in out and "P(S={1}|y=0)" in out
+    assert (out_dir / "results" / "per_delta.json").is_file()
+    # the folder's config.json reproduces the run (every stage is read back from the cache)
+    assert main(["run", "lynx", "--config", str(out_dir / "config.json"), "--out", str(out_dir), "--no-progress"]) == 0
+    assert capsys.readouterr().out == out

@@ -1,6 +1,9 @@
-"""The probe job: word alignment against a single-text forward, grouped CV, the run folder, the zoo."""
+"""``thinklens run probe``: word alignment against a single-text forward, grouped CV, the run folder, the zoo, the CLI."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -8,8 +11,11 @@ from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
 from probes.datasets import layer_sweep
 from probes.io import load_probe
-from probes.probe_job import ProbeJobConfig, run_probe_job, value_dataset
+from probes.jobs.probe import ProbeJobConfig
+from probes.value_dataset import value_dataset
+from thinklens.cli import build_parser, main
 from thinklens.errors import ThinklensError
+from thinklens.jobs import run_job
 from thinklens.runs import RunFolder
 from thinklens.sites import Site
 from thinklens.tasks import TaskConfig, align_target, generate_problems
@@ -47,9 +53,9 @@ def test_grouped_cv_does_not_leak_across_groups():
 
 
 def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
-    cfg = ProbeJobConfig(model="zooish", n_problems=20, max_steps=2, folds=3, sites=("embed", "resid_post.*"))
-    run = RunFolder.create("probe", cfg, root=tmp_path, run_id="p")
-    doc = run_probe_job(zooish, cfg, run)
+    cfg = ProbeJobConfig(model=zooish.name, n_problems=20, max_steps=2, folds=3, sites=("embed", "resid_post.*"))
+    doc = run_job("probe", config=cfg, model=zooish, runs=tmp_path, run_id="p", progress=False)
+    run = RunFolder.open(tmp_path / "probe" / "p")
     sw = doc["sweeps"]["r2"]
     assert sw["sites"] == ["embed", "resid_post.0", "resid_post.1"] and len(sw["scores"][0]) == 3
     assert doc["best_site"] == sw["sites"][int(np.argmax(sw["mean"]))]
@@ -74,16 +80,15 @@ def test_config_refuses_bad_input(kw, needle):
 
 
 def test_correct_target_needs_both_outcomes(zooish, tmp_path):
-    cfg = ProbeJobConfig(model="zooish", target="correct", n_problems=12, max_steps=1, folds=3, style="direct")
     with pytest.raises(ThinklensError, match="correctness labels: received '0 correct of 12"):
-        run_probe_job(zooish, cfg, RunFolder.create("probe", cfg, root=tmp_path, run_id="c"))
+        run_job("probe", model=zooish, target="correct", n_problems=12, max_steps=1, folds=3, style="direct",
+                runs=tmp_path, run_id="c", progress=False)
 
 
 def test_correct_target_and_intention_on_the_zoo(reasoner, tmp_path):
-    cfg = ProbeJobConfig(model=reasoner.name, target="correct", n_problems=80, min_steps=5, max_steps=8, folds=3, n_bootstrap=50,
-                         intention_styles=("direct", "think"))
-    run = RunFolder.create("probe", cfg, root=tmp_path, run_id="c")
-    doc = run_probe_job(reasoner, cfg, run)
+    doc = run_job("probe", model=reasoner, target="correct", n_problems=80, min_steps=5, max_steps=8, folds=3,
+                  n_bootstrap=50, intention_styles=("direct", "think"), runs=tmp_path, run_id="c", progress=False)
+    run = RunFolder.open(tmp_path / "probe" / "c")
     assert set(doc["sweeps"]) == {"auroc", "accuracy"} and 0 < doc["model_accuracy"] < 1
     assert 0 <= doc["steps_only_auroc"] <= 1
     intention = run.read_result("intention")
@@ -93,3 +98,33 @@ def test_correct_target_and_intention_on_the_zoo(reasoner, tmp_path):
         assert 0 <= s["entropy_bits_mean"] <= np.log2(100) and 0 <= s["accuracy"] <= 1
         assert set(s["effective_dim"]) == set(intention["sites"])
         assert "auroc" in s["recoverability"] or "error" in s["recoverability"]
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def test_cli_options_come_from_the_config(capsys):
+    args = build_parser(["probe"]).parse_args(["run", "probe", "--sites", "embed,resid_post.*", "--target", "correct"])
+    assert args.sites == ("embed", "resid_post.*") and args.target == "correct"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "probe", "--target", "values"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "invalid choice" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_runs_and_resumes(capsys, zooish, tmp_path):
+    argv = ["run", "probe", "--model", zooish.name, "--n-problems", "12", "--folds", "2", "--max-steps", "1",
+            "--runs", str(tmp_path), "--run-id", "r", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "r2: embed=" in out and "best site:" in out
+    assert main(argv) == 0  # same config and id: the folder is reused
+    assert main([*argv, "--n-problems", "13"]) == 2  # same id, other config
+    err = capsys.readouterr().err
+    assert "bad run folder" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_bad_site_is_one_line():
+    res = subprocess.run([sys.executable, "-m", "thinklens.cli", "run", "probe", "--sites", "resid_pst.1"],
+                         capture_output=True, text=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 2 and "did you mean 'resid_post'" in res.stderr and "Traceback" not in res.stderr

@@ -24,7 +24,7 @@ def reasoner():
 
     name = zoo_reasoner()
     if name is None:
-        pytest.skip("the zoo is not trained (thinklens zoo train tiny-pre / tiny-think)")
+        pytest.skip("the zoo is not trained (thinklens run zoo-train --model tiny-pre, then --model tiny-think)")
     return HookedModel.load(name)
 
 

@@ -1,0 +1,261 @@
+"""``thinklens run lynx``: LYNX conformal early exit (arXiv 2512.05325) on any HookedModel, resumable.
+
+Stages: sampled rollouts on three disjoint problem splits (train, calibration, test) -> cue events ->
+states at the LYNX sites and forced-exit labels from one pass over each rollout
+(:mod:`probes.lynx_splits`) -> the MLP probe with class-balanced weights (train split) ->
+class-conditional split conformal (calibration split) -> the exit rule at every delta and the
+baselines (first cue, fixed fraction, p > 0.5 uncalibrated), the Pareto front, and the validity
+measurement P(S={1} | y=0) vs delta with binomial 95% bounds (test split). Rollouts, features and
+labels are cached batch by batch in ``<run>/cache``, so an interrupted job re-run with the same config
+resumes. Results: ``results/{lynx,per_delta,probe_validation}.json``, ``arrays/test_*.safetensors``,
+the figures pareto, validity, exit_histogram and base_rate, and the probe in ``probe/``.
+
+The guarantee measured here is per cue event and needs calibration and test events to be
+exchangeable; it is not a per-trajectory bound (see :mod:`probes.conformal`).
+
+Example:
+    >>> JOB.name, JOB.config.__name__
+    ('lynx', 'LynxJobConfig')
+    >>> LynxJobConfig(n_train=50, deltas=(0.1, 0.2)).new_tokens  # the task protocol's think budget
+    72
+    >>> # result = thinklens.run_job("lynx", model="tiny-think", n_train=100, run_id="demo")
+    >>> # result.per_delta[0]["saving"], result.validity.rate
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from probes.lynx import ZOO_CUES, LynxConfig, check_cue_words
+from thinklens.errors import ThinklensError
+from thinklens.jobs import Job, JobContext
+from thinklens.tasks import TaskConfig, check_style
+from thinklens.tasks.protocol import token_budget
+
+if TYPE_CHECKING:
+    from probes.conformal import MondrianCalibrator
+    from probes.lynx_result import LynxResult
+
+VALIDITY_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+
+
+@dataclass(frozen=True)
+class LynxJobConfig(LynxConfig):
+    """Settings of ``thinklens run lynx``: the LYNX settings, with defaults for the zoo (tiny-think) on a
+    CPU, plus the model, problems, sampling and probe of the job."""
+
+    cue_words: tuple[str, ...] = ZOO_CUES
+    """Cue words marking candidate exits, matched on word boundaries (reference: hmm,wait,alternatively)."""
+    exit_string: str = "</think> ####"
+    """Appended to the text before a cue to force an answer (reference: '</think> Final Answer: \\boxed{')."""
+    max_answer_tokens: int = 8
+    """Greedy tokens decoded after the exit string."""
+    deltas: tuple[float, ...] = VALIDITY_DELTAS
+    """Miscoverage levels of the sweep and of the validity measurement, each in (0, 1)."""
+    model: str = "tiny-think"
+    """Zoo name, local model folder or hub id."""
+    style: str = "think"
+    """Prompt style of thinklens.tasks (think: the model reasons with hmm / wait cues)."""
+    n_train: int = 200
+    """Problems (one rollout each) whose events train the probe."""
+    n_calibration: int = 200
+    """Problems whose events calibrate the conformal thresholds (disjoint from training)."""
+    n_test: int = 200
+    """Problems whose events evaluate exits and measure validity (the third split)."""
+    min_steps: int = 1
+    """Fewest arithmetic steps per problem."""
+    max_steps: int = 4
+    """Most arithmetic steps per problem."""
+    seed: int = 0
+    """Seed of the problems and of the sampling (each batch derives its own)."""
+    temperature: float = 0.6
+    """Sampling temperature of the rollouts (LYNX reference: 0.6)."""
+    top_p: float = 0.95
+    """Nucleus mass of the rollouts (LYNX reference: 0.95)."""
+    max_new_tokens: int | None = None
+    """Rollout length cap; None: the task protocol's budget for the style and max_steps."""
+    hidden_layer_sizes: tuple[int, ...] = (256, 64)
+    """Hidden widths of the probe MLP (reference: 256,64)."""
+    fractions: tuple[float, ...] = (0.25, 0.5, 0.75)
+    """Fixed-fraction baselines: exit at the first event past this share of the rollout."""
+    threshold: float = 0.5
+    """Uncalibrated baseline: exit at the first event with probe p above this."""
+    skip_vacuous: bool = False
+    """Drop deltas too small for the calibration class sizes instead of stopping with an error."""
+    probe: str | None = None
+    """Folder of a saved LYNX probe to use instead of training one (must match the sites)."""
+    batch_size: int = 32
+    """Rollouts per cached batch (generation and feature capture)."""
+    label_batch_size: int = 64
+    """Forced exits decoded together."""
+
+    def __post_init__(self) -> None:
+        from probes.conformal import min_calibration_events
+
+        check_style(self.style)
+        object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))  # lower-cased, de-duplicated
+        for name in ("n_train", "n_calibration", "n_test", "batch_size", "label_batch_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ThinklensError.of(name, getattr(self, name), "an integer >= 1", "use the default")
+        TaskConfig(min_steps=self.min_steps, max_steps=self.max_steps)  # validates the step range
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "None or an integer >= 1", "use None")
+        if not self.deltas:
+            raise ThinklensError.of("deltas", self.deltas, "at least one level in (0, 1)", f"use {VALIDITY_DELTAS}")
+        need = max(min_calibration_events(d) for d in self.deltas)  # also rejects deltas outside (0, 1)
+        most = self.n_calibration * self.max_events_calibration
+        if most < need and not self.skip_vacuous:
+            raise ThinklensError.of(
+                "calibration size", f"at most {most} calibration events ({self.n_calibration} problems x "
+                f"{self.max_events_calibration} events)", f"at least {need} events of each class for "
+                f"delta={min(self.deltas)}", "draw more calibration problems (--n-calibration; a rollout gives a few "
+                "events), raise the smallest delta, or pass --skip-vacuous")
+        if any(not 0.0 <= f <= 1.0 for f in self.fractions):
+            raise ThinklensError.of("fractions", self.fractions, "fractions in [0, 1]", "use 0.25,0.5,0.75")
+        if not 0.0 < self.threshold < 1.0:
+            raise ThinklensError.of("threshold", self.threshold, "a probability in (0, 1)", "use 0.5")
+        if not self.hidden_layer_sizes or min(self.hidden_layer_sizes) < 1:
+            raise ThinklensError.of("hidden_layer_sizes", self.hidden_layer_sizes, "positive widths", "use 256,64")
+        super().__post_init__()  # the LYNX fields (caps, fractions, layers)
+
+    @property
+    def new_tokens(self) -> int:
+        """The rollout length cap actually used."""
+        return self.max_new_tokens or token_budget(self.style, self.max_steps)
+
+    def n_problems(self, split: str) -> int:
+        """Problems of ``split``."""
+        return {"train": self.n_train, "calibration": self.n_calibration, "test": self.n_test}[split]
+
+
+def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tuple[list[float], list[float]]:
+    """``(usable, skipped)`` deltas for the calibration class sizes; too small ones are an error unless
+    ``config.skip_vacuous``."""
+    usable, skipped = [], []
+    for d in config.deltas:
+        try:
+            calibrator.thresholds(d)
+            usable.append(float(d))
+        except ThinklensError:
+            if not config.skip_vacuous:
+                from probes.conformal import min_calibration_events
+
+                raise ThinklensError.of(
+                    "calibration class size", f"{calibrator.n_pos} positive and {calibrator.n_neg} negative "
+                    f"calibration events at delta={d}", f"at least {min_calibration_events(d)} events of each class "
+                    "(ceil((n+1)(1-delta)) <= n)", "add calibration problems (--n-calibration), raise the "
+                    "smallest delta, or pass --skip-vacuous to drop it") from None
+            skipped.append(float(d))
+    if not usable:
+        raise ThinklensError.of("deltas", config.deltas, f"at least one delta usable with {calibrator.n_pos} "
+                                f"positive / {calibrator.n_neg} negative calibration events",
+                                "add calibration problems or use larger deltas")
+    return usable, skipped
+
+
+def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, sites, X, y):
+    """The probe and its validation record: the given one, the one this run saved, or a new one."""
+    from probes.io import load_probe, save_probe
+    from probes.lynx import train_lynx_probe
+    from probes.mlp import LynxMLPProbe
+
+    site_names = [str(s) for s in sites]
+    if config.probe is not None:
+        return load_probe(config.probe, expect_site=site_names, expect_d_model=model.d_model), {"source": str(config.probe)}
+    folder = ctx.run.path / "probe"
+    if cache.done("probe") and (folder / "probe.json").is_file():
+        return load_probe(folder, expect_site=site_names), ctx.run.read_result("probe_validation")
+    probe, val = train_lynx_probe(X, y, config, LynxMLPProbe(hidden_layer_sizes=tuple(config.hidden_layer_sizes),
+                                                             random_state=config.probe_seed))
+    save_probe(probe, folder, site=site_names, model_name=config.model)
+    info = {"source": "trained", "accuracy": val.accuracy, "auroc": val.auroc, "n_train": val.n_train,
+            "n_val": val.n_val, "n_pos_train": val.n_pos_train, "n_iter": probe.n_iter_}
+    ctx.run.write_result("probe_validation", info)  # auroc is nan (null) when the validation share has one class
+    cache.finish("probe")
+    return load_probe(folder, expect_site=site_names), info  # the saved one: identical on resume
+
+
+def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
+    """Run (or resume) the LYNX job in ``ctx.run``; writes results, arrays, figures and the probe."""
+    import numpy as np
+
+    from probes.conformal import MondrianCalibrator, validity_curve
+    from probes.datasets import exit_tables
+    from probes.exits import base_rate_by_position, evaluate_exit_policies
+    from probes.intention import auroc_score
+    from probes.io import load_probe
+    from probes.lynx import check_cue_vocabulary, lynx_sites
+    from probes.lynx_result import LynxResult, write_lynx_result
+    from probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels
+    from thinklens.answers import parse_answer
+    from thinklens.stages import StageCache
+
+    model = ctx.model
+    check_cue_vocabulary(model.tokenizer, config.cue_words)
+    sites = lynx_sites(model.n_layers, config.layers)
+    if config.probe is not None:  # a mismatching probe fails now, not after the rollouts
+        load_probe(config.probe, expect_site=[str(s) for s in sites], expect_d_model=model.d_model)
+    cache = StageCache(ctx.run)
+    data = {s: collect_split(model, config, s, cache, progress=ctx.progress) for s in SPLITS}
+    check_cues_found(config, data)
+    for split, d in data.items():
+        d.X, d.forced = split_features_and_labels(model, d, sites, config, cache, split, progress=ctx.progress)
+    train, cal, test = data["train"], data["calibration"], data["test"]
+    probe, validation = _train_or_load_probe(config, model, ctx, cache, sites, train.X, train.forced.label)
+    calibrator = MondrianCalibrator.fit(probe.predict_proba(cal.X)[:, 1], cal.forced.label)
+    deltas, skipped = usable_deltas(config, calibrator)
+    p_test = probe.predict_proba(test.X)[:, 1]
+    table, rollouts = exit_tables(test.traces, test.events, test.gold, test.forced, p_test)
+    report = evaluate_exit_policies(table, rollouts, calibrator, deltas, fractions=config.fractions,
+                                    threshold=config.threshold)
+    y_test = test.forced.label
+    summary = {
+        "model": config.model, "sites": [str(s) for s in sites], "skipped_deltas": skipped,
+        "splits": {s: {"rollouts": len(d.traces), "events": d.n_events, "cue_events": d.n_cues,
+                       "label_base_rate": float(d.forced.label.mean()) if d.n_events else None,
+                       "full_accuracy": float(np.mean([parse_answer(t.text) == int(g) for t, g in zip(d.traces, d.gold)])),
+                       "mean_rollout_tokens": float(np.mean([len(t) for t in d.traces]))}
+                   for s, d in data.items()},
+        "probe": validation,
+        "test_auroc": auroc_score(y_test, p_test) if 0 < y_test.sum() < len(y_test) else None,
+        "calibration": {"n_pos": calibrator.n_pos, "n_neg": calibrator.n_neg,
+                        "thresholds": {str(d): list(calibrator.thresholds(d)) for d in deltas}},
+    }
+    result = LynxResult.build(report=report, validity=validity_curve(p_test, y_test, calibrator, deltas),
+                              base_rate=base_rate_by_position(table, rollouts), summary=summary,
+                              thresholds={d: calibrator.thresholds(d) for d in deltas})
+    write_lynx_result(ctx.run, result, events=table, rollouts=rollouts)
+    ctx.run.finish({k: summary[k] for k in ("model", "test_auroc")} | {"per_delta": [
+        {k: r[k] for k in ("delta", "accuracy", "saving", "rate")} for r in result.per_delta]})
+    return result
+
+
+def _fmt(x, spec: str = ".3f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def report(result: LynxResult) -> str:
+    """The per-delta table the CLI prints after the run folder."""
+    s = result.summary
+    lines = [f"label base rate (test): {_fmt(s['splits']['test']['label_base_rate'])}; probe test AUROC: "
+             f"{_fmt(s['test_auroc'])}; calibration events: {s['calibration']['n_pos']} pos / {s['calibration']['n_neg']} neg",
+             f"{'policy':<18}{'accuracy':>9}{'Δacc':>8}{'tokens':>8}{'saving':>8}{'exit':>7}  P(S={{1}}|y=0) [95% upper]"]
+    full = result.report.get("full").accuracy
+    rows = {r["delta"]: r for r in result.per_delta}
+    for o in result.report.outcomes:
+        tail = f"  {_fmt(rows[o.param]['rate'])} [{_fmt(rows[o.param]['upper'])}]" if o.policy == "lynx" else ""
+        lines.append(f"{o.label:<18}{o.accuracy:>9.3f}{o.accuracy - full:>+8.3f}{o.mean_tokens:>8.1f}{o.saving:>8.1%}"
+                     f"{o.exit_rate:>7.1%}{tail}")
+    if s.get("skipped_deltas"):
+        lines.append(f"skipped deltas (calibration too small): {s['skipped_deltas']}")
+    return "\n".join(lines)
+
+
+JOB = Job(
+    "lynx", LynxJobConfig, run, report=report,
+    help="LYNX: conformal early exit from hidden-state probes",
+    description="LYNX (arXiv 2512.05325): rollouts, cue events, forced-exit labels, probe, class-conditional "
+    "conformal calibration, exits vs baselines, validity P(S={1}|y=0) vs delta. The guarantee is per cue event, "
+    "under exchangeability. Re-running with the same --run-id resumes from the cached stages.",
+)

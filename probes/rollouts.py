@@ -1,0 +1,43 @@
+"""Rollouts of the probe jobs, generated one cached batch at a time (resumable, reproducible).
+
+Batch ``k`` of a stage named ``name`` is the stage item ``<name>.<k:04d>`` of a
+:class:`~thinklens.stages.StageCache`, and samples with ``batch_seed(seed, k)``: a resumed job gets
+exactly the traces of an uninterrupted one, whichever batches were already cached. Only the
+token-level part of each trace is kept (``thinklens.trace.trace_to_json``).
+
+Example:
+    >>> # traces = cached_rollouts(model, prompts, StageCache(run), name="rollouts.train", seed=7,
+    >>> #                          batch_size=32, max_new_tokens=64, do_sample=True, temperature=0.6, top_p=0.95)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from thinklens.jobs import Progress
+from thinklens.stages import StageCache, batch_ranges, batch_seed
+from thinklens.trace import Trace, trace_from_json, trace_to_json
+
+
+def cached_rollouts(model, prompts: Sequence[str], cache: StageCache, *, name: str, batch_size: int, seed: int = 0,
+                    max_new_tokens: int, do_sample: bool = False, temperature: float = 1.0, top_p: float = 1.0,
+                    progress: Progress | None = None) -> list[Trace]:
+    """Traces of ``prompts`` (greedy, or sampled with ``temperature`` / ``top_p``), cached batch by batch.
+
+    Args:
+        model: a HookedModel.
+        name: the stage's name; batch ``k`` is cached as ``<name>.<k:04d>``.
+        seed: the stage's seed; batch ``k`` samples with ``batch_seed(seed, k)``.
+        progress: a bar over the batches (none by default).
+    """
+    progress = progress or Progress(enabled=False)
+    out: list[Trace] = []
+    batches = batch_ranges(len(prompts), batch_size)
+    for k, rows in enumerate(progress.iter(batches, desc=name, total=len(batches))):
+        def compute(rows: range = rows, k: int = k) -> list[dict[str, Any]]:
+            traces = model.generate([prompts[i] for i in rows], max_new_tokens=max_new_tokens, do_sample=do_sample,
+                                    seed=batch_seed(seed, k), temperature=temperature, top_p=top_p, top_k_stats=1)
+            return [trace_to_json(t) for t in traces]
+        out.extend(trace_from_json(d) for d in cache.json(f"{name}.{k:04d}", compute))
+    return out
