@@ -161,6 +161,7 @@ def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Every stage not yet done (see :mod:`analyses.mi.stages`); returns the summary written to meta.json."""
     from analyses.mi import stages
     from analyses.mi.problems import load_problems
+    from thinklens.runs import to_jsonable
 
     log = ctx.progress.log if ctx.progress.enabled else None
     problems = load_problems(config.data, config.n_problems, seed=config.seed, min_steps=config.min_steps,
@@ -182,11 +183,11 @@ def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
         else:
             out = stages.stage_intervention(stage, ctx.model, problems, config, ctx.run)
         if out is not None:
-            ctx.run.write_result(stage, stages.finite(out))
+            ctx.run.write_result(stage, to_jsonable(out))
         ctx.run.mark_done(stage)
         if log is not None:
             log(f"stage done: {stage}")
-    summary = stages.finite(stages.summary_of(config, ctx.run))
+    summary = to_jsonable(stages.summary_of(config, ctx.run))
     ctx.run.finish(summary)
     return summary
 

@@ -33,6 +33,7 @@ from analyses.mi.peaks import PEAK_RULES
 from analyses.mi.problems import MIProblem, gold_text, render_prompt_for, resolve_format
 from analyses.mi.store import model_key, read_index, read_trajectory, write_index
 from thinklens.errors import ThinklensError
+from thinklens.runs import to_jsonable
 from thinklens.tasks.protocol import model_style
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def stage_trajectories(model: HookedModel, j: int, problems: list[MIProblem], cf
                           answers=[p.answer for p in problems], cfg=cfg, run_path=run.path, progress=log)
     models = {m["key"]: m for m in _models_so_far(run)}
     models[key] = entry
-    write_index(run.path, finite([models[k] for k in order if k in models]), peak_rule=cfg.peak_rule)
+    write_index(run.path, to_jsonable([models[k] for k in order if k in models]), peak_rule=cfg.peak_rule)
 
 
 def stage_enrichment(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:

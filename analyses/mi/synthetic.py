@@ -72,8 +72,8 @@ def synthetic_record(i: int, key: str, style: str, n_problems: int, cfg: MIPeaks
 def build_synthetic_run(root: str | Path, *, n: int = 1000, models: Sequence[str] = ("tiny-think", "tiny-cot"),
                         run_id: str = "synthetic", seed: int = 0, interventions: bool = True):
     """Write ``<root>/mi-peaks/<run_id>`` with ``n`` fake trajectories per model; returns the RunFolder."""
-    from analyses.mi.stages import finite, stage_comparison, stage_enrichment, summary_of
-    from thinklens.runs import RunFolder
+    from analyses.mi.stages import stage_comparison, stage_enrichment, summary_of
+    from thinklens.runs import RunFolder, to_jsonable
 
     cfg = MIPeaksJobConfig(model=models[0], compare=tuple(models[1:]), n_problems=n, seed=seed, k=3,
                            sites=("resid_post.3", "resid_post.1"), ci="wilson", suppression=interventions,
@@ -89,12 +89,12 @@ def build_synthetic_run(root: str | Path, *, n: int = 1000, models: Sequence[str
         entries.append(summarize_model(records, key=name, name=name, role="reasoning" if j == 0 else "baseline",
                                        style=style, fmt="zoo", n_layers=4, d_model=128, cfg=cfg))
         run.mark_done(f"trajectories:{name}")
-    write_index(run.path, finite(entries), peak_rule=cfg.peak_rule)
-    run.write_result("enrichment", finite(stage_enrichment(cfg, run)))
-    run.write_result("comparison", finite(stage_comparison(run)))
+    write_index(run.path, to_jsonable(entries), peak_rule=cfg.peak_rule)
+    run.write_result("enrichment", to_jsonable(stage_enrichment(cfg, run)))
+    run.write_result("comparison", to_jsonable(stage_comparison(run)))
     if interventions:
         _fake_interventions(run)
-    run.finish(finite(summary_of(cfg, run)))
+    run.finish(to_jsonable(summary_of(cfg, run)))
     return run
 
 
