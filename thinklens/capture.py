@@ -59,7 +59,7 @@ class CaptureResult:
     """What a capture run wrote (also ``results/capture.json`` and the run's summary)."""
 
     store: str
-    """The activation store's folder (``<run>/store``)."""
+    """The activation store's folder, absolute (``<run>/store``; capture.json says ``store``, relative to the run)."""
     model: str
     """The model captured."""
     sites: list[str]
@@ -132,11 +132,12 @@ def run(config: CaptureConfig, ctx: JobContext) -> CaptureResult:
         with store.writer(f"batch-{wid}", shard_mb=batch_mb) as w:  # one shard per batch: resume is per batch
             w.add(rows, meta=meta)
     store.consolidate()
-    result = CaptureResult(store=str(store.path), model=config.model, sites=[str(s) for s in sites],
+    result = CaptureResult(store=str(store.path.resolve()), model=config.model, sites=[str(s) for s in sites],
                            positions=config.positions, prompts=config.prompts, n_prompts=len(prompts),
                            n_rows=len(store))
-    ctx.run.write_result("capture", asdict(result))
-    ctx.run.finish(asdict(result))
+    written = {**asdict(result), "store": STORE}  # relative: the run folder may move
+    ctx.run.write_result("capture", written)
+    ctx.run.finish(written)
     return result
 
 

@@ -97,6 +97,6 @@ def test_capture_job_from_python(tiny_models, tmp_path):
     prompts.write_text('{"prompt": "w1 w2 w3"}\n{"question": "w4"}\n')
     res = run_job("capture", model=m, prompts=str(prompts), sites=("resid_post.-1",), positions="last",
                   out=tmp_path / "run", progress=False)
-    assert res.sites == [f"resid_post.{m.n_layers - 1}"] and res.n_rows == 2 and res.store == str(tmp_path / "run" / "store")
+    assert res.sites == [f"resid_post.{m.n_layers - 1}"] and res.n_rows == 2 and res.store == str((tmp_path / "run" / "store").resolve())
     rows = next(res.open_store().iter_batches(2))[Site("resid_post", m.n_layers - 1)]
     torch.testing.assert_close(rows, m.capture(["w1 w2 w3", "w4"], ["resid_post.-1"], positions="last")["resid_post.-1"][:, 0])

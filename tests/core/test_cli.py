@@ -41,12 +41,13 @@ def test_capture_job_writes_a_run_folder_and_resumes(tiny_dirs, tmp_path, capsys
     argv = ["run", "capture", "--model", model_dir, "--sites", "resid_post.*,final_norm", "--prompts", str(prompts),
             "--out", str(out), "--batch-size", "2", "--no-progress"]
     assert main(argv) == 0
-    assert f"captured 6 rows at resid_post.0, resid_post.1, final_norm -> {out / 'store'}" in capsys.readouterr().out
+    assert f"captured 6 rows at resid_post.0, resid_post.1, final_norm -> {(out / 'store').resolve()}" in capsys.readouterr().out
     run = RunFolder.open(out)
     assert run.config()["sites"] == ["resid_post.*", "final_norm"] and run.meta()["status"] == "done"
     summary = run.read_result("capture")
     assert summary["n_rows"] == 3 + 2 + 1 and summary["n_prompts"] == 3  # every real token of the three prompts
-    assert summary["sites"] == ["resid_post.0", "resid_post.1", "final_norm"] and run.meta()["summary"] == summary
+    assert summary["sites"] == ["resid_post.0", "resid_post.1", "final_norm"] and summary["store"] == "store"
+    assert run.meta()["summary"] == summary
     store = ActivationStore(out / "store")
     assert len(store) == 6 and len(store.shards()) == 2  # one shard per batch of 2 prompts
     m = HookedModel.load(model_dir)
