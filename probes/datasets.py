@@ -54,14 +54,16 @@ def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split
             for tr in traces]
 
 
-def _check_context(model, length: int, what: str) -> None:
+def check_context_length(model, length: int, what: str) -> None:
+    """Refuse a sequence of ``length`` tokens longer than the model's context (``what`` names it)."""
     ctx = model.max_context
     if ctx is not None and length > ctx:
         raise ThinklensError.of(what, f"{length} tokens", f"at most {ctx} tokens (the model's context)",
                                 "generate shorter rollouts or lower max_answer_tokens")
 
 
-def _check_events(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]]) -> None:
+def check_events(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]]) -> None:
+    """Refuse events that do not belong to ``traces``: one event list per trace, positions inside it."""
     if len(events) != len(traces):
         raise ThinklensError.of("events", f"{len(events)} event lists for {len(traces)} traces",
                                 "one event list per trace", "pass rollout_events(traces, ...)")
@@ -80,7 +82,7 @@ def event_features(model, traces: Sequence[Trace], events: Sequence[Sequence[Cue
     Events are flattened trace by trace, each trace's in its own order. One forward pass per batch of
     rollouts (prompt + generated tokens, left padded) through ``model.capture``.
     """
-    _check_events(traces, events)
+    check_events(traces, events)
     site_list = [model.resolve_site(s) for s in sites]
     out: list[np.ndarray] = []
     pad = model.tokenizer.pad_token_id
@@ -90,7 +92,7 @@ def event_features(model, traces: Sequence[Trace], events: Sequence[Sequence[Cue
         if not chunk:
             continue
         rows = [traces[i].prompt_ids + traces[i].token_ids for i in chunk]
-        _check_context(model, max(len(r) for r in rows), "rollout length")
+        check_context_length(model, max(len(r) for r in rows), "rollout length")
         enc = left_pad(rows, pad, device=model.device)
         acts = model.capture(enc, site_list).acts  # site -> [batch, pos, d]
         width = enc["input_ids"].shape[1]
@@ -146,7 +148,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
     Works on token ids (prompt ids + rollout ids + the exit string's ids), so the prefix is exactly
     what the model generated; the reference re-tokenizes decoded text instead.
     """
-    _check_events(traces, events)
+    check_events(traces, events)
     if len(gold) != len(traces):
         raise ThinklensError.of("gold answers", f"{len(gold)} for {len(traces)} traces", "one answer per trace",
                                 "pass the problems' answers in trace order")
@@ -165,7 +167,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
     for lo in range(0, len(items), batch_size):
         chunk = order[lo:lo + batch_size]
         rows = [prefixes[k] for k in chunk]
-        _check_context(model, max(len(r) for r in rows) + max_answer_tokens, "forced-exit length")
+        check_context_length(model, max(len(r) for r in rows) + max_answer_tokens, "forced-exit length")
         dec = Decoder(model, left_pad(rows, pad, device=model.device))
         logits = dec.prefill()
         done = torch.zeros(len(rows), dtype=torch.bool, device=logits.device)
@@ -194,7 +196,7 @@ def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], g
     Exit cost = tokens up to and including the cue + forced answer tokens; full cost = the rollout's
     generated tokens. A full rollout is correct when ``parse_answer(trace.text)`` equals the gold answer.
     """
-    _check_events(traces, events)
+    check_events(traces, events)
     flat = [(i, ev) for i, evs in enumerate(events) for ev in evs]
     n = len(flat)
     if forced.label.shape[0] != n or np.asarray(prob).shape != (n,):

@@ -27,8 +27,8 @@ import torch
 
 from probes.datasets import (
     ForcedExits,
-    _check_context,
-    _check_events,
+    check_context_length,
+    check_events,
     event_features,
     forced_exit_labels,
 )
@@ -117,7 +117,7 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
 
     Returns ``(X [event, site * d_model] float32 or None, ForcedExits)``, events flattened trace by trace.
     """
-    _check_events(traces, events)
+    check_events(traces, events)
     if len(gold) != len(traces):
         raise ThinklensError.of("gold answers", f"{len(gold)} for {len(traces)} traces", "one answer per trace",
                                 "pass the problems' answers in trace order")
@@ -140,7 +140,7 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
     need = {i: len(traces[i].prompt_ids) + max(last(ev) for ev in evs) for i, evs in enumerate(events) if evs}
     for group in _groups(need, batch_size, max_batch_tokens):
         rows = [traces[i].prompt_ids + traces[i].token_ids[:need[i] - len(traces[i].prompt_ids)] for i in group]
-        _check_context(model, max(len(r) for r in rows), "rollout length")
+        check_context_length(model, max(len(r) for r in rows), "rollout length")
         enc = left_pad(rows, pad_id, device=model.device)
         acts: dict[Site, torch.Tensor] = {}
 
@@ -173,7 +173,7 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
         items.sort(key=lambda t: t[2])  # similar lengths together: little padding
         for lo in range(0, len(items), batch_size):
             part = items[lo:lo + batch_size]
-            _check_context(model, max(t[2] for t in part) + len(exit_ids) + max_answer_tokens, "forced-exit length")
+            check_context_length(model, max(t[2] for t in part) + len(exit_ids) + max_answer_tokens, "forced-exit length")
             rows_b, lengths, offsets = (torch.tensor([t[j] for t in part], device=model.device) for j in (1, 2, 3))
             cache, mask = _event_cache(model, layers, rows_b, offsets, lengths)
             # continue after the prefix: its cache is in place, its last logical position is L - 1
