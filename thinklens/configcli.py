@@ -5,8 +5,8 @@ Values are parsed by the field's annotation (``int``, ``float``, ``str``, ``Lite
 comma-separated lists, ``X | None`` accepting ``none``). Booleans take every usual form: ``--flag``,
 ``--no-flag`` and ``--flag true|false``. The config's own ``__post_init__`` then validates the values, so
 the CLI and the Python API reject the same inputs with the same message. Options not given are absent
-from the namespace, so :func:`config_from_args` keeps the config's default. One module for every CLI of
-the project (probes, steering, latent).
+from the namespace, so the config keeps its default (or the preset's, or the ``--config`` file's). Used by
+``thinklens run <job>`` (:mod:`thinklens.cli`) for every job's config and the common options.
 
 Example:
     >>> import argparse
@@ -21,10 +21,10 @@ Example:
     ...     '''Sample.'''
     >>> p = argparse.ArgumentParser()
     >>> add_config_arguments(p, Demo)
-    >>> config_from_args(Demo, p.parse_args(["--deltas", "0.05,0.3", "--no-sample"]))
+    >>> Demo(**vars(p.parse_args(["--deltas", "0.05,0.3", "--no-sample"])))
     Demo(n=3, deltas=(0.05, 0.3), sample=False)
-    >>> config_from_args(Demo, p.parse_args(["--sample", "false"])).sample
-    False
+    >>> vars(p.parse_args(["--sample", "false"]))
+    {'sample': False}
 """
 
 from __future__ import annotations
@@ -142,9 +142,3 @@ def add_config_arguments(parser: "argparse._ActionsContainer", cls: type, *, ski
         target.add_argument(flag, dest=f.name, type=parse, default=argparse.SUPPRESS,
                             metavar=None if choices else metavar, choices=choices, help=help_text)
 
-
-def config_from_args(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
-    """Build ``cls`` from parsed options: given options and ``overrides`` replace the defaults."""
-    kw = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-    kw.update(overrides)
-    return cls(**kw)
