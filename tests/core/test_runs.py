@@ -61,10 +61,19 @@ def test_config_mismatch_refused(tmp_path):
 def test_atomic_write_leaves_old_file_on_failure(tmp_path):
     p = tmp_path / "x.json"
     atomic_write_json(p, {"a": 1})
-    with pytest.raises(ValueError):
-        atomic_write_json(p, {"a": float("nan")})  # not valid JSON: refused, old file intact
+    with pytest.raises(TypeError):
+        atomic_write_json(p, {"a": object()})  # not JSON-able: refused, old file intact
     assert json.loads(p.read_text()) == {"a": 1}
     assert [q.name for q in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_nan_and_infinities_are_written_as_null(tmp_path):
+    import numpy as np
+    import torch
+
+    p = tmp_path / "x.json"
+    atomic_write_json(p, {"a": float("nan"), "b": [1.0, float("-inf")], "c": np.float32("nan"), "d": torch.tensor([float("inf"), 2.0])})
+    assert json.loads(p.read_text()) == {"a": None, "b": [1.0, None], "c": None, "d": [None, 2.0]}
 
 
 def test_ids_validated_and_listing(tmp_path):
