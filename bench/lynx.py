@@ -71,12 +71,13 @@ def main() -> None:
     from probes.forced import event_features_and_labels, forced_exit_labels_shared
     from probes.lynx import LynxConfig, lynx_sites
     from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+    from thinklens.tasks.protocol import token_budget
 
     torch.set_num_threads(1)
     name, model = _model()
     # the zoo's longer problems: LYNX is about long rollouts with several cues each
     problems = generate_problems(48, seed=7, config=TaskConfig(min_steps=4, max_steps=8))
-    traces = model.generate([render_prompt(p, "think") for p in problems], max_new_tokens=13 * 8 + 12,
+    traces = model.generate([render_prompt(p, "think") for p in problems], max_new_tokens=token_budget("think", 8),
                             do_sample=True, seed=0, temperature=TEMPERATURE, top_p=0.95, batch_size=16)
     config = LynxConfig(cue_words=("hmm", "wait"), exit_string="</think> ####", max_answer_tokens=8)
     events = rollout_events(traces, model.tokenizer, config, "test")
