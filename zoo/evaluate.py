@@ -13,12 +13,16 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from thinklens.answers import parse_answer, parse_equations
 from thinklens.errors import ThinklensError
 from thinklens.tasks import REFLECTION_WORDS, TaskConfig, check_style, generate_problems, render_prompt, words
+
+if TYPE_CHECKING:
+    from thinklens.model import HookedModel
 
 #: Style each zoo model answers in, when its zoo.json does not say.
 DEFAULT_STYLES = {
@@ -77,9 +81,10 @@ class ZooEvalResult:
 
 
 def _resolve(path_or_name):
+    from thinklens.model import HookedModel
     from thinklens.zoo.modeling import load_zoo_model
 
-    return load_zoo_model(path_or_name)
+    return HookedModel(*load_zoo_model(path_or_name), name=str(path_or_name))
 
 
 def _style_for(path_or_name: str | Path, style: str | None) -> str:
@@ -107,26 +112,27 @@ def _max_new_tokens(style: str, n_steps: int) -> int:
     return {"direct": 4, "cot": 7 * n_steps + 6, "think": 16 * n_steps + 8}[style]
 
 
-@torch.no_grad()
-def generate_greedy(model, tok, prompts: list[str], *, max_new_tokens: int, batch_size: int = 64,
-                    sample_seed: int | None = None) -> list[str]:
-    """Greedy continuations of ``prompts`` (batched, left padded); text up to ``<eos>``, specials kept.
+def generate_texts(model: "HookedModel", prompts: list[str], *, max_new_tokens: int, batch_size: int = 64,
+                   sample_seed: int | None = None) -> list[str]:
+    """Greedy continuations of ``prompts`` (the core decode loop, batched, left padded); text up to
+    ``<eos>``, specials kept.
 
-    ``sample_seed``: sample at temperature 1 instead (seeded, so the same call gives the same texts).
+    ``sample_seed``: sample at temperature 1 instead, from a local generator seeded once per call (the
+    same call gives the same texts; HF ``generate`` with that global seed gives them too).
     """
-    tok.padding_side = "left"
+    from thinklens.decode import Greedy, Sample, decode
+    from thinklens.decoder import Decoder
+
+    tok = model.tokenizer
+    choice = Greedy()
+    if sample_seed is not None:
+        choice = Sample(torch.Generator(device=model.device).manual_seed(sample_seed))
     out: list[str] = []
-    sampling = sample_seed is not None
-    if sampling:
-        torch.manual_seed(sample_seed)
     for i in range(0, len(prompts), batch_size):
-        enc = tok(prompts[i : i + batch_size], return_tensors="pt", padding=True)
-        kw = dict(do_sample=True, temperature=1.0, top_p=1.0, top_k=0) if sampling else dict(do_sample=False)
-        gen = model.generate(
-            **enc, max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id, **kw,
-        )  # [batch, pos]
-        for row in gen[:, enc["input_ids"].shape[1] :].tolist():
+        res = decode(Decoder(model, prompts[i : i + batch_size]), choice, max_new_tokens=max_new_tokens,
+                     eos={tok.eos_token_id})
+        for r in range(len(res.lengths)):
+            row = res.row(r)
             if tok.eos_token_id in row:
                 row = row[: row.index(tok.eos_token_id)]
             out.append(tok.decode([t for t in row if t != tok.pad_token_id], skip_special_tokens=False))
@@ -176,15 +182,21 @@ def evaluate_zoo_model(
         sampled: for think style, also sample every problem once at temperature 1 (seeded) and report
             the hmm/wait rate and the corrections there (the ``sampled_*`` fields).
     """
+    from thinklens.formats import zoo_format_kind
+
+    if zoo_format_kind(str(path_or_name)) == "chat":  # tiny-r1: prompted through its chat template
+        from zoo.r1_train import evaluate_r1_model
+
+        return evaluate_r1_model(path_or_name, n_per_steps=n_per_steps, steps=steps, seed=seed, task=task,
+                                 batch_size=batch_size, n_samples=n_samples)
     style = _style_for(path_or_name, style)
-    model, tok = _resolve(path_or_name)
-    return evaluate_model(model, tok, label=str(path_or_name), n_per_steps=n_per_steps, steps=steps, seed=seed,
+    model = _resolve(path_or_name)
+    return evaluate_model(model, label=str(path_or_name), n_per_steps=n_per_steps, steps=steps, seed=seed,
                           style=style, task=task, batch_size=batch_size, n_samples=n_samples, sampled=sampled)
 
 
 def evaluate_model(
-    model,
-    tok,
+    model: "HookedModel",
     *,
     label: str,
     style: str,
@@ -196,7 +208,8 @@ def evaluate_model(
     n_samples: int = 2,
     sampled: bool = False,
 ) -> ZooEvalResult:
-    """:func:`evaluate_zoo_model` for a model already in memory (checkpoints, trainers)."""
+    """:func:`evaluate_zoo_model` for a model already in memory (checkpoints, trainers; an HF module and its
+    tokenizer: ``HookedModel(hf, tok)``, which never changes the tokenizer)."""
     if n_per_steps < 1:
         raise ThinklensError.of("n_per_steps", n_per_steps, "an int >= 1", "pass n_per_steps=50")
     check_style(style)
@@ -213,8 +226,7 @@ def evaluate_model(
         # One stream per step count: adding a step count never changes the others' problems.
         problems = generate_problems(n_per_steps, seed=(seed * 1000 + n_steps), config=task, n_steps=n_steps)
         prompts = [render_prompt(p, style) for p in problems]
-        texts = generate_greedy(model, tok, prompts, max_new_tokens=_max_new_tokens(style, n_steps),
-                                batch_size=batch_size)
+        texts = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size)
         acc[n_steps] = sum(parse_answer(t) == p.answer for t, p in zip(texts, problems)) / len(problems)
         eqs = [e for t in texts for e in parse_equations(t)]
         eq_acc[n_steps] = sum(e.correct for e in eqs) / len(eqs) if eqs else float("nan")
@@ -226,8 +238,8 @@ def evaluate_model(
                 c, r = correction_stats(t)
                 n_corr, n_corr_right = n_corr + c, n_corr_right + r
         if sampled:
-            drawn = generate_greedy(model, tok, prompts, max_new_tokens=_max_new_tokens(style, n_steps),
-                                    batch_size=batch_size, sample_seed=seed * 1000 + n_steps)
+            drawn = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size,
+                                   sample_seed=seed * 1000 + n_steps)
             for t, p in zip(drawn, problems):
                 s_traces += 1
                 s_right += parse_answer(t) == p.answer

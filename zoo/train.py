@@ -28,7 +28,7 @@ from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_pa
 from thinklens.zoo.registry import zoo_dir, zoo_path
 from thinklens.zoo.tokenizer import zoo_vocab
 from zoo.data import make_batch
-from zoo.recipes import ZooRecipe, get_recipe
+from zoo.recipes import R1Recipe, ZooRecipe, get_recipe
 
 
 def lr_at(recipe: ZooRecipe, step: int) -> float:
@@ -104,6 +104,12 @@ def train_zoo_model(
     from tqdm.auto import tqdm
 
     recipe = recipe or get_recipe(name)
+    if isinstance(recipe, R1Recipe):  # its own architecture, tokenizer and chat format: zoo.r1_train
+        from zoo.r1_train import train_r1_model
+
+        return train_r1_model(name, seed=seed, out_dir=out_dir, max_minutes=max_minutes, progress=progress,
+                              recipe=recipe, ckpt_dir=ckpt_dir, ckpt_every_s=ckpt_every_s,
+                              eval_per_steps=eval_per_steps, eval_seed=eval_seed, device=device)
     out = Path(out_dir) if out_dir is not None else zoo_dir() / name
     ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
     model, parent = _init_model(recipe, seed, out)

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from thinklens.errors import ThinklensError
 
-#: Every zoo model. All share the ``tiny-pre`` initialisation, so weight arithmetic between them is
-#: meaningful. Later trainers (GRPO, latent reasoning) append their siblings here.
+#: Every zoo model. All but ``tiny-r1`` share the ``tiny-pre`` initialisation, so weight arithmetic between
+#: them is meaningful (tiny-r1 has its own BPE vocabulary and a fresh init). Later trainers (GRPO, latent
+#: reasoning) append their siblings here.
 ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
-    "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft",
+    "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1",
 )
 
 #: Zoo models that answer through latent steps (``latent.json`` in their folder): evaluated by
@@ -37,6 +38,8 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "tiny-coconut": "Coconut from tiny-cot: the chain replaced by 6 continuous thoughts (thinklens latent)",
     "tiny-codi": "CODI from tiny-cot: 6 latents distilled from the CoT teacher (thinklens latent)",
     "tiny-latent-sft": "Latent-SFT from tiny-cot: superposition latents, stops at </think> (thinklens latent)",
+    "tiny-r1": "looks like a real reasoning model: Qwen2, byte-level BPE (one token per digit), chat template "
+    "opening <think>, natural-language reasoning with Wait / Hmm, \\boxed{} answers (fresh init)",
 }
 
 

@@ -1,0 +1,306 @@
+"""Train and evaluate tiny-r1 (recipe :class:`zoo.recipes.R1Recipe`): a Qwen2 model with its own BPE
+tokenizer and chat template, trained from scratch on the synthetic task rendered as R1-style chats.
+
+Seeded and resumable like the rest of the zoo: the init draws from ``torch.Generator(seed)``, batch
+``k`` from ``numpy.random.default_rng([seed, k])``, the tokenizer is learned from a seeded corpus and
+kept next to the checkpoint, and optimizer state goes through :mod:`thinklens.training` checkpoints.
+Evaluation prompts through the tokenizer's chat template and generates greedily with the core's
+``HookedModel.generate``; the answer is graded by :func:`thinklens.answers.is_correct` (last ``\\boxed{}``).
+
+Example:
+    >>> meta = train_r1_model("tiny-r1", seed=0, out_dir="/tmp/zoo/tiny-r1")  # doctest: +SKIP
+    >>> evaluate_r1_model("tiny-r1", n_per_steps=20).accuracy[3] > 0.9  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from thinklens.errors import ThinklensError
+from thinklens.runs import replace_dir
+from thinklens.tasks import TaskConfig
+from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint, set_lr, warmup_cosine_lr
+from thinklens.zoo.modeling import n_params
+from thinklens.zoo.registry import zoo_dir
+from zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, user_message
+from zoo.recipes import R1Recipe, get_recipe
+
+
+def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
+    """A freshly initialised ``Qwen2ForCausalLM`` sized for ``tokenizer`` (tied embeddings, GQA, qkv biases).
+
+    Every tensor is drawn from a local ``torch.Generator`` (HF's own init uses the global RNG), with the
+    zoo's scheme: normal(0, 0.02), residual writers scaled by ``(2 * n_layers) ** -0.5``, norms 1, biases 0.
+    """
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    shape = recipe.model
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=shape.d_model, intermediate_size=shape.d_ffn,
+        num_hidden_layers=shape.n_layers, num_attention_heads=shape.n_heads, num_key_value_heads=recipe.n_kv_heads,
+        max_position_embeddings=shape.max_positions, rope_theta=shape.rope_theta, tie_word_embeddings=True,
+        attention_dropout=0.0, use_sliding_window=False, bos_token_id=None,
+        eos_token_id=tokenizer.convert_tokens_to_ids(IM_END), pad_token_id=tokenizer.pad_token_id, dtype="float32",
+    )
+    model = Qwen2ForCausalLM(config)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if "norm" in name:
+                p.fill_(1.0)
+            elif p.ndim == 1:
+                p.zero_()
+            else:
+                scale = (2 * shape.n_layers) ** -0.5 if name.endswith(("o_proj.weight", "down_proj.weight")) else 1.0
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.02 * scale)
+    return model
+
+
+def save_r1_folder(model, tokenizer, folder: Path, *, meta: dict) -> Path:
+    """config.json, generation_config.json, model.safetensors (fp16; the config keeps float32), the
+    tokenizer with its chat template inside tokenizer_config.json, and zoo.json."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model.config.dtype = "float32"
+    model.generation_config.eos_token_id = model.config.eos_token_id
+    model.generation_config.pad_token_id = model.config.pad_token_id
+    model.save_pretrained(str(folder))
+    state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer.save_pretrained(str(folder), save_jinja_files=False)
+    (folder / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def r1_lr(recipe: R1Recipe, step: int) -> float:
+    """Learning rate at ``step``: warmup and cosine over ``steps``, then the continuation phase's own
+    (50-step warmup to ``more_lr``, cosine over ``more_steps``).
+
+    Example:
+        >>> from zoo.recipes import RECIPES, with_overrides
+        >>> r = RECIPES["tiny-r1"]
+        >>> r1_lr(r, r.warmup_steps) == r.lr
+        True
+    """
+    if step < recipe.steps:
+        return warmup_cosine_lr(step, peak=recipe.lr, warmup_steps=recipe.warmup_steps,
+                                decay_steps=recipe.steps - recipe.warmup_steps, floor_ratio=recipe.min_lr_ratio)
+    warmup = min(50, recipe.more_steps)
+    return warmup_cosine_lr(step - recipe.steps, peak=recipe.more_lr, warmup_steps=warmup,
+                            decay_steps=recipe.more_steps - warmup, floor_ratio=recipe.min_lr_ratio)
+
+
+def _identity(recipe: R1Recipe, seed: int) -> dict:
+    """What a checkpoint must match to be resumed: the recipe without its continuation phase."""
+    return {"recipe": {k: v for k, v in recipe.to_json().items() if k not in ("more_steps", "more_lr")}, "seed": seed}
+
+
+def _tokenizer_for(recipe: R1Recipe, seed: int, ckpt: Path, given: Any = None):
+    """The tokenizer of this run: the one kept next to the checkpoint if any, else ``given`` or one learned
+    now (and kept)."""
+    from transformers import AutoTokenizer
+
+    kept = ckpt.with_name(ckpt.name + "-tokenizer")
+    if (kept / "tokenizer.json").is_file():
+        return AutoTokenizer.from_pretrained(str(kept))
+    tok = given if given is not None else build_r1_tokenizer(recipe.vocab_size, seed=seed, task=recipe.task)
+    tmp = kept.with_name(kept.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tok.save_pretrained(str(tmp), save_jinja_files=False)
+    replace_dir(tmp, kept)
+    return tok
+
+
+def train_r1_model(
+    name: str = "tiny-r1",
+    *,
+    seed: int = 0,
+    out_dir: str | Path | None = None,
+    max_minutes: float = 60.0,
+    progress: bool = True,
+    recipe: R1Recipe | None = None,
+    ckpt_dir: str | Path | None = None,
+    ckpt_every_s: float = 60.0,
+    eval_per_steps: int = 25,
+    eval_seed: int = HELD_OUT["eval"],
+    device: str = "cpu",
+    log_every: int = 0,
+    tokenizer: Any = None,
+) -> dict:
+    """Train tiny-r1 and publish its folder atomically; returns the zoo.json metadata.
+
+    Arguments as :func:`zoo.train.train_zoo_model`; ``log_every`` > 0 also prints the loss every that many
+    steps (for a log file when the progress bar is off); ``tokenizer`` replaces the one learned from the
+    recipe (tests: a smaller corpus). The last checkpoint stays, so a continuation phase added to the
+    recipe later (``more_steps``) trains on from it.
+    """
+    from tqdm.auto import tqdm
+
+    from zoo.train import default_ckpt_dir
+
+    recipe = recipe or get_recipe(name)
+    if not isinstance(recipe, R1Recipe):
+        raise ThinklensError.of("tiny-r1 recipe", type(recipe).__name__, "an R1Recipe", "use zoo.train for other zoo models")
+    out = Path(out_dir) if out_dir is not None else zoo_dir() / name
+    ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
+    tok = _tokenizer_for(recipe, seed, ckpt, tokenizer)
+    encoder = R1Encoder(tok)
+    model = build_r1_model(recipe, tok, seed=seed).to(device).train()
+    opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
+    identity = _identity(recipe, seed)
+    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
+    saved = checkpoint_state(ckpt) or {}
+    if saved.get("identity") == identity and saved.get("step", 0) <= recipe.total_steps:
+        state = load_checkpoint(ckpt, model, opt)
+    state["identity"] = identity
+    start_step, elapsed0 = state["step"], state["elapsed_s"]
+    t0 = last_ckpt = time.monotonic()
+    total = recipe.total_steps
+    bar = tqdm(total=total, initial=start_step, desc=name, disable=not progress, dynamic_ncols=True)
+    truncated, ema, step = False, state.get("ema"), start_step
+    while step < total:
+        if elapsed0 + time.monotonic() - t0 > max_minutes * 60:
+            truncated = True
+            break
+        batch = encoder.batch(np.random.default_rng([seed, step]), recipe.task, recipe, batch_tokens=recipe.batch_tokens)
+        batch = {k: v.to(device) for k, v in batch.items()}
+        lr = r1_lr(recipe, step)
+        set_lr(opt, lr)
+        loss = model(**batch).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
+        opt.step()
+        step += 1
+        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        if step % 10 == 0:
+            state["losses"].append([step, round(ema, 4)])
+        if log_every and step % log_every == 0:
+            print(f"step {step} loss_ema {ema:.4f} lr {lr:.2e} elapsed_s {elapsed0 + time.monotonic() - t0:.0f}", flush=True)
+        bar.update(1)
+        bar.set_postfix(loss=f"{ema:.3f}", lr=f"{lr:.1e}")
+        if time.monotonic() - last_ckpt > ckpt_every_s or step == total:
+            # The last checkpoint is kept: a continuation phase added to the recipe later resumes from it.
+            state.update(step=step, elapsed_s=elapsed0 + time.monotonic() - t0, ema=ema)
+            save_checkpoint(ckpt, model, opt, state)
+            last_ckpt = time.monotonic()
+    bar.close()
+    wall = elapsed0 + time.monotonic() - t0
+    model.cpu().eval()
+    meta = {
+        "name": name, "seed": seed, "steps": step, "planned_steps": total, "truncated": truncated,
+        "train_wall_s": round(wall, 1), "torch_threads": torch.get_num_threads(), "n_params": n_params(model),
+        "init": None, "init_note": "fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so it "
+        "cannot share the zoo's tiny-pre initialisation (weight arithmetic with other zoo models is meaningless)",
+        "architecture": "qwen2", "prompt_format": recipe.prompt_format, "vocab_size": len(tok),
+        "recipe": recipe.to_json(), "loss_curve": state["losses"],
+        "final_loss_ema": round(ema, 4) if ema is not None else None, "weights_dtype": "float16",
+        "retrain": f"thinklens run zoo-train --model {name} --seed {seed}",
+    }
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_r1_folder(model, tok, tmp, meta=meta)
+    if eval_per_steps > 0:
+        # Evaluate the fp16-rounded weights just written: the numbers describe what is committed.
+        meta["eval"] = evaluate_r1_model(tmp, n_per_steps=eval_per_steps, seed=eval_seed, label=name).to_json()
+        (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    replace_dir(tmp, out)
+    return meta
+
+
+# ---------------------------------------------------------------- evaluation
+
+_STEP_RE = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)")
+
+
+def equation_right(text: str) -> list[bool]:
+    """Whether each ``a op b = c`` written in a text is right.
+
+    Example:
+        >>> equation_right("First, 7 + 5 = 12. Then 12 * 3 = 35. Wait, 12 * 3 = 36.")
+        [True, False, True]
+    """
+    from thinklens.tasks import apply_op
+
+    out = []
+    for a, op, b, c in _STEP_RE.findall(text):
+        a, b, c = int(a), int(b), int(c)
+        ok = op != "/" or (b and a % b == 0)
+        out.append(bool(ok) and apply_op(op, a, b) == c)
+    return out
+
+
+def correction_count(text: str) -> tuple[int, int]:
+    """``(corrections, right)``: ``Wait,`` directly followed by an equation, and how many of those are right.
+
+    Example:
+        >>> correction_count("Then 60 - 8 = 62. Wait, 60 - 8 = 52. Then 52 + 10 = 62.")
+        (1, 1)
+    """
+    found = [equation_right(m.group(0)) for m in re.finditer(r"Wait, \d+ [-+*/] \d+ = \d+", text)]
+    return len(found), sum(r[0] for r in found if r)
+
+
+def r1_token_budget(n_steps: int) -> int:
+    """New tokens enough for tiny-r1's answer to an ``n_steps`` problem (a slipped step doubles a step's ~13)."""
+    return 24 * n_steps + 48
+
+
+def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range | list[int] = range(1, 9),
+                      seed: int = HELD_OUT["eval"], task: TaskConfig | None = None, batch_size: int = 64,
+                      n_samples: int = 2, label: str | None = None):
+    """Held-out accuracy of tiny-r1 (or a folder / HookedModel like it) by number of steps, greedy.
+
+    Prompts are the tokenizer's chat template applied to the user turn (question + R1 instruction) with
+    the generation prompt; problems come from the shared held-out streams
+    (:func:`thinklens.tasks.protocol.problems_by_steps`); answers are graded from the last ``\\boxed{}``.
+    Returns a :class:`zoo.evaluate.ZooEvalResult` with style ``chat``.
+    """
+    from thinklens.answers import is_correct
+    from thinklens.model import HookedModel
+    from zoo.evaluate import ZooEvalResult
+
+    if n_per_steps < 1:
+        raise ThinklensError.of("n_per_steps", n_per_steps, "an int >= 1", "pass n_per_steps=25")
+    model = path_or_model if isinstance(path_or_model, HookedModel) else HookedModel.load(str(path_or_model))
+    label = label or (path_or_model.name if isinstance(path_or_model, HookedModel) else str(path_or_model))
+    task = task or get_recipe("tiny-r1").task
+    t0 = time.monotonic()
+    acc: dict[int, float] = {}
+    eq_acc: dict[int, float] = {}
+    samples: dict[int, list[str]] = {}
+    n_reflect = n_corr = n_corr_right = n_traces = 0
+    for n_steps in steps:
+        problems = problems_by_steps(n_per_steps, n_steps, n_steps, seed=seed, config=task)
+        prompts = [model.tokenizer.apply_chat_template([{"role": "user", "content": user_message(p)}],
+                                                       add_generation_prompt=True, tokenize=False) for p in problems]
+        traces = model.generate(prompts, max_new_tokens=r1_token_budget(n_steps), batch_size=batch_size)
+        texts = [t.text for t in traces]
+        acc[n_steps] = sum(is_correct(t, p.answer) for t, p in zip(texts, problems)) / len(problems)
+        eqs = [ok for t in texts for ok in equation_right(t)]
+        eq_acc[n_steps] = sum(eqs) / len(eqs) if eqs else float("nan")
+        samples[n_steps] = texts[:n_samples]
+        for t in texts:
+            n_traces += 1
+            n_reflect += bool(re.search(r"\b(Wait|Hmm|So|Therefore)\b", t))
+            c, r = correction_count(t)
+            n_corr, n_corr_right = n_corr + c, n_corr_right + r
+    return ZooEvalResult(
+        model=label, style="chat", seed=seed, n_per_steps=n_per_steps, accuracy=acc, equation_accuracy=eq_acc,
+        reflection_rate=n_reflect / n_traces if n_traces else None,
+        correction_right_rate=n_corr_right / n_corr if n_corr else None, n_corrections=n_corr,
+        wall_s=round(time.monotonic() - t0, 1), samples=samples,
+    )
