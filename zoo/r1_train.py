@@ -89,10 +89,11 @@ def r1_lr(recipe: R1Recipe, step: int) -> float:
     (50-step warmup to ``more_lr``, cosine over ``more_steps``).
 
     Example:
-        >>> from zoo.recipes import RECIPES, with_overrides
-        >>> r = RECIPES["tiny-r1"]
-        >>> r1_lr(r, r.warmup_steps) == r.lr
-        True
+        >>> from zoo.recipes import RECIPES
+        >>> from zoo.train import with_overrides
+        >>> r = with_overrides(RECIPES["tiny-r1"], more_steps=100, more_lr=1e-3)
+        >>> r1_lr(r, r.warmup_steps) == r.lr, r1_lr(r, r.steps + 50) == r.more_lr
+        (True, True)
     """
     if step < recipe.steps:
         return warmup_cosine_lr(step, peak=recipe.lr, warmup_steps=recipe.warmup_steps,
