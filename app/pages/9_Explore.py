@@ -31,13 +31,14 @@ except ImportError:
     choices = []
 
 def default_prompt(name: str) -> str:
-    """A held-out synthetic problem in the style the chosen zoo model was trained on."""
+    """A held-out synthetic problem in the chosen model's own prompt format (zoo style or chat template)."""
     try:
-        from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+        from thinklens.formats import format_for
+        from thinklens.tasks import TaskConfig, generate_problems
 
-        style = {"tiny-direct": "direct", "tiny-think": "think", "tiny-think-carry": "think"}.get(name, "cot")
         p = generate_problems(1, seed=123, config=TaskConfig(min_steps=3, max_steps=3))[0]
-        return render_prompt(p, style)
+        fmt = format_for(name)  # a zoo model's own format, read from its folder without loading it
+        return fmt.render(p, get_model(name).tokenizer if fmt.kind == "chat" else None)
     except Exception:  # noqa: BLE001 - a default is a convenience only
         return ""
 
