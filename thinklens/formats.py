@@ -116,7 +116,9 @@ def _char_split(text: str, span: ThinkingSpan, opened: bool) -> tuple[int, int, 
         if at >= 0 and not (opened and 0 <= close_first < at):
             start = at + len(span.open)
     if start < 0:
-        return None
+        if text.find(span.close) < 0:
+            return None
+        start = 0  # a close without an open: the reasoning began with the output (R1 without its template)
     stop = text.find(span.close, start)
     if stop < 0:
         return start, len(text), len(text), False
@@ -138,6 +140,7 @@ def split_thinking(output: str | Sequence[Any], span: ThinkingSpan | None, *, op
         span: the family's markers (None: no reasoning span, all answer).
         opened: the prompt already opened the span (R1's generation prompt ends with ``<think>\\n``), so
             the output starts inside it and holds only the close marker (see :func:`prompt_opens_span`).
+            A close marker with no open marker before it means the same (R1 prompted without its template).
 
     Example:
         >>> toks = ["<|channel|>", "analysis", "<|message|>", "hm", "m", "<|end|>", "<|start|>", "assistant",
@@ -278,9 +281,9 @@ class PromptFormat:
                                     "check the data set's question field")
         if self.is_zoo:
             from thinklens.tasks.problem import spaced
-            from thinklens.tasks.render import CUES
+            from thinklens.tasks.render import CUES, render_prompt
 
-            return f"{spaced(question)} {CUES[self.kind]}"
+            return render_prompt(problem, self.kind) if isinstance(problem, Problem) else f"{spaced(question)} {CUES[self.kind]}"
         if self.kind == "plain":
             return question
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):

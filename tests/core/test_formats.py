@@ -107,6 +107,11 @@ def test_output_that_stops_while_reasoning_is_all_reasoning():
     assert split.parts(out) == (out, "") and not split.closed
 
 
+def test_a_close_without_an_open_means_the_output_began_in_the_span():
+    out = "7 + 5 = 12.\n</think>\n\n\\boxed{12}"  # R1 prompted without its template
+    assert split_thinking(out, SPANS["think"]).parts(out) == ("7 + 5 = 12.\n", "\n\n\\boxed{12}")
+
+
 def test_qwen3_thinking_on_and_off():
     tok = tiny_tokenizer(QWEN3_TEMPLATE, QWEN)
     on = format_for("org/qwen3", "chat", tokenizer=tok, template_kwargs=(("enable_thinking", True),))
