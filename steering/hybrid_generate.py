@@ -31,6 +31,8 @@ from torch import Tensor
 
 from steering.hybrid import HybridConfig, HybridVectors, categorise, normalise, segment_sentences
 from thinklens.answers import parse_answer
+from thinklens.decode import DecodeState, Greedy, Guided, decode
+from thinklens.decoder import Decoder
 from thinklens.errors import ThinklensError
 from thinklens.hooks import ForwardContext
 from thinklens.interventions import HookFn
@@ -57,16 +59,6 @@ class HybridResult:
     """Tokens where the emitted token differs from the base model's own."""
 
 
-def _left_pad(seqs: Sequence[list[int]], pad: int) -> dict[str, Tensor]:
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad, dtype=torch.long)  # [batch, pos]
-    mask = torch.zeros_like(ids)
-    for i, s in enumerate(seqs):
-        ids[i, width - len(s):] = torch.tensor(s)
-        mask[i, width - len(s):] = 1
-    return {"input_ids": ids, "attention_mask": mask}
-
-
 def _open_sentence_start(tokens: list[str]) -> int | None:
     """Index (in ``tokens``) where the still-open sentence starts, or None if the last token closed one."""
     spans = segment_sentences(tokens)
@@ -88,12 +80,11 @@ def _random_vectors(hv: HybridVectors, seed: int) -> Tensor:
     return r / r.norm(dim=-1, keepdim=True) * full.norm(dim=-1, keepdim=True)
 
 
-@torch.no_grad()
 def hybrid_generate(base: "HookedModel", thinking: "HookedModel", hv: HybridVectors | None, prompts: Sequence[str],
                     cfg: HybridConfig, *, mode: str = "hybrid", max_new_tokens: int = 64, fire_rate: float = 0.0,
                     batch_size: int = 32) -> HybridResult:
-    """Greedy generation of ``prompts`` in one of :data:`MODES` (batched; no KV cache: each step re-reads
-    the text, which the windows need anyway)."""
+    """Greedy generation of ``prompts`` in one of :data:`MODES` (batched, KV-cached: the core decode loop
+    with the thinking model in lockstep; a steered candidate re-runs only its window from the cache)."""
     if mode not in MODES:
         raise ThinklensError.of("hybrid mode", mode, f"one of {', '.join(MODES)}", "pass mode='hybrid'")
     if mode not in ("base", "thinking") and hv is None:
@@ -106,95 +97,112 @@ def hybrid_generate(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
     return HybridResult(mode, texts, n_tok, fired, changed)
 
 
+class HybridChoice(Guided):
+    """The base model's token, unless the thinking model (the guide, reading the same tokens) disagrees
+    and a steered candidate passes the guardrail and is preferred by the thinking model (module docstring)."""
+
+    def __init__(self, base: Decoder, thinking: Decoder, hv: HybridVectors, cfg: HybridConfig, mode: str,
+                 fire_rate: float, seed: int):
+        super().__init__(thinking)
+        self.base, self.hv, self.cfg, self.mode, self.fire_rate = base, hv, cfg, mode, fire_rate
+        self.site = base.model.resolve_site(cfg.site)
+        thinking.watch([self.site])  # the thinking model's state at every position it reads
+        self.g = torch.Generator().manual_seed(seed)
+        self.rand_vecs = _random_vectors(hv, cfg.seed) if mode == "random_vectors" else None
+        self.min_lp = math.log(cfg.min_base_prob)
+        self.fired = self.changed = 0
+        self.combine = self._combine
+
+    def _sentence_state(self, r: int, generated: list[int], t: int) -> Tensor:
+        """Mean thinking state over the still-open sentence (else the last position) of row ``r``: ``[d]``."""
+        tok = self.base.model.tokenizer
+        st = _open_sentence_start([tok.decode([i]) for i in generated])
+        states = self.guide.states[self.site]  # step k -> state at the input whose next token is generated[k]
+        steps = [t] if st is None else list(range(st + 1, t + 1))
+        return torch.stack([states[k][r] for k in steps]).float().mean(0)
+
+    def _combine(self, b_logits: Tensor, t_logits: Tensor, state: DecodeState) -> Tensor:
+        hv, cfg = self.hv, self.cfg
+        t_lp = torch.log_softmax(t_logits.float(), -1)  # [batch, vocab]
+        b_tok = b_logits.argmax(-1)
+        nxt = b_tok.clone()
+        live = (~state.done).nonzero()[:, 0]
+        if self.mode == "random_firing":
+            fire = torch.zeros(len(b_tok), dtype=torch.bool)
+            fire[live] = torch.rand(len(live), generator=self.g) < self.fire_rate
+        else:
+            fire = (t_lp.argmax(-1) != b_tok).cpu() & ~state.done
+        rows = torch.nonzero(fire).flatten().tolist()
+        if not rows:
+            return nxt
+        self.fired += len(rows)
+        vecs = []
+        for r in rows:
+            x = self._sentence_state(r, [int(x[r]) for x in state.tokens], state.t)
+            c = int(categorise(hv.sae, normalise(x[None], hv.mean))[0])
+            if self.mode == "random_category":
+                c = int(torch.randint(len(hv.vectors), (1,), generator=self.g))
+            if self.mode == "bias_only":
+                vecs.append(hv.bias)
+            elif self.mode == "random_vectors":
+                vecs.append(self.rand_vecs[c])
+            else:
+                vecs.append(hv.bias + hv.vectors[c])
+        new = _steer_candidates(self.base, rows, torch.stack(vecs), cfg, self.site)  # [rows, cands]
+        b_lp = torch.log_softmax(b_logits[rows].float(), -1)
+        for j, r in enumerate(rows):
+            ok = [int(t) for t in new[j] if float(b_lp[j, int(t)]) >= self.min_lp]
+            if not ok:
+                continue
+            best = max(ok, key=lambda t: float(t_lp[r, t]))
+            if float(t_lp[r, best]) > float(t_lp[r, int(b_tok[r])]):
+                nxt[r] = best
+                self.changed += int(best != int(b_tok[r]))
+        return nxt
+
+
 def _generate_chunk(base, thinking, hv, prompts, cfg: HybridConfig, mode, max_new_tokens, fire_rate, seed) -> HybridResult:
     tok = base.tokenizer
-    site = base.resolve_site(cfg.site)
-    logits_site = Site("logits")
-    pad, eos = tok.pad_token_id, tok.eos_token_id
+    eos = tok.eos_token_id
     prompt_ids = [list(ids) for ids in tok(prompts)["input_ids"]]
-    gen: list[list[int]] = [[] for _ in prompts]
-    done = [False] * len(prompts)
-    g = torch.Generator().manual_seed(seed)
-    rand_vecs = _random_vectors(hv, cfg.seed) if mode == "random_vectors" else None
-    cands = [(s, w) for w in cfg.windows for s in cfg.strengths]
     fired = changed = 0
-    min_lp = math.log(cfg.min_base_prob)
-    for _ in range(max_new_tokens):
-        live = [i for i, d in enumerate(done) if not d]
-        if not live:
-            break
-        enc = _left_pad([prompt_ids[i] + gen[i] for i in live], pad)
-        width = enc["input_ids"].shape[1]
-        b_logits = base.forward_with(enc)[:, -1].float()  # [live, vocab]
-        if mode == "base":
-            nxt = b_logits.argmax(-1)
-        else:
-            tb = thinking.capture(enc, [site, logits_site])
-            t_lp = torch.log_softmax(tb.acts[logits_site][:, -1].float(), -1)  # [live, vocab]
-            nxt = t_lp.argmax(-1) if mode == "thinking" else b_logits.argmax(-1)
-        if mode not in ("base", "thinking"):
-            b_tok = b_logits.argmax(-1)
-            if mode == "random_firing":
-                fire = torch.rand(len(live), generator=g) < fire_rate
-            else:
-                fire = t_lp.argmax(-1) != b_tok
-            rows = torch.nonzero(fire).flatten().tolist()
-            if rows:
-                fired += len(rows)
-                vecs = []
-                for r in rows:
-                    i = live[r]
-                    toks = [tok.decode([t]) for t in gen[i]]
-                    st = _open_sentence_start(toks)
-                    start = width - 1 if st is None else width - len(gen[i]) + st
-                    x = tb.acts[site][r, start:width].float().mean(0)  # [d]: the sentence so far
-                    c = int(categorise(hv.sae, normalise(x[None], hv.mean))[0])
-                    if mode == "random_category":
-                        c = int(torch.randint(len(hv.vectors), (1,), generator=g))
-                    if mode == "bias_only":
-                        vecs.append(hv.bias)
-                    elif mode == "random_vectors":
-                        vecs.append(rand_vecs[c])
-                    else:
-                        vecs.append(hv.bias + hv.vectors[c])
-                nxt = nxt.clone()
-                new = _steer_candidates(base, enc, rows, torch.stack(vecs), cands, site)  # [rows, cands]
-                b_lp = torch.log_softmax(b_logits[rows], -1)
-                for j, r in enumerate(rows):
-                    ok = [int(t) for t in new[j] if float(b_lp[j, int(t)]) >= min_lp]
-                    if not ok:
-                        continue
-                    best = max(ok, key=lambda t: float(t_lp[r, t]))
-                    if float(t_lp[r, best]) > float(t_lp[r, int(b_tok[r])]):
-                        nxt[r] = best
-                        changed += int(best != int(b_tok[r]))
-        for r, i in enumerate(live):
-            t = int(nxt[r])
-            gen[i].append(t)
-            if t == eos:
-                done[i] = True
-    texts = [tok.decode([t for t in g_ if t != eos], skip_special_tokens=True) for g_ in gen]
-    return HybridResult(mode, texts, sum(len(x) for x in gen), fired, changed)
+    if mode in ("base", "thinking"):
+        out = decode(Decoder(base if mode == "base" else thinking, prompt_ids), Greedy(), max_new_tokens=max_new_tokens,
+                     eos={eos})
+    else:
+        dec = Decoder(base, prompt_ids)
+        choice = HybridChoice(dec, Decoder(thinking, prompt_ids), hv, cfg, mode, fire_rate, seed)
+        out = decode(dec, choice, max_new_tokens=max_new_tokens, eos={eos})
+        fired, changed = choice.fired, choice.changed
+    rows = [out.row(r) for r in range(len(prompts))]
+    texts = [tok.decode([t for t in row if t != eos], skip_special_tokens=True) for row in rows]
+    return HybridResult(mode, texts, sum(len(row) for row in rows), fired, changed)
 
 
-def _steer_candidates(base: "HookedModel", enc: dict[str, Tensor], rows: list[int], vecs: Tensor,
-                      cands: list[tuple[float, int]], site: Site) -> Tensor:
-    """Base model's top token for every (row, strength, window): ``[rows, cands]``."""
-    n = len(cands)
-    ids = enc["input_ids"][rows].repeat_interleave(n, 0)  # [rows*cands, pos]
-    mask = enc["attention_mask"][rows].repeat_interleave(n, 0)
-    width = ids.shape[1]
-    scale = torch.tensor([s for s, _ in cands]).repeat(len(rows))  # [rows*cands]
-    win = torch.tensor([w for _, w in cands]).repeat(len(rows))
-    add = vecs.repeat_interleave(n, 0) * scale[:, None]  # [rows*cands, d]
-    cols = torch.arange(width)[None, :] >= (width - win)[:, None]  # [rows*cands, pos]: the last w positions
+def _steer_candidates(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridConfig, site: Site) -> Tensor:
+    """Base model's top token for every (row, window, strength), windows outer: ``[rows, cands]``.
+
+    The vector is added over the last w positions; the positions before are unchanged, so each
+    candidate forks the row's cache, rolls back w positions and re-runs only those.
+    """
+    base, n_s = dec.model, len(cfg.strengths)
+    scale = torch.tensor(cfg.strengths).repeat(len(rows))  # [rows*strengths]
+    add = vecs.repeat_interleave(n_s, 0) * scale[:, None]  # [rows*strengths, d]
 
     def fn(act: Tensor, ctx: ForwardContext) -> Tensor:
-        m = (cols.to(act.device) & ctx.token_mask)[..., None].to(act.dtype)
+        m = ctx.token_mask[..., None].to(act.dtype)  # [rows*strengths, w, 1]: the window's real tokens
         return act + m * add[:, None, :].to(act.device, act.dtype)
 
-    logits = base.forward_with({"input_ids": ids, "attention_mask": mask}, [HookFn(site, fn)])[:, -1]
-    return logits.argmax(-1).view(len(rows), n)
+    tops = []
+    for w in cfg.windows:
+        fork = dec.fork(rows, repeats=n_s)
+        w = min(w, fork.length)
+        ids, mask = fork.ids[:, -w:], fork.mask[:, -w:]
+        fork.rollback(w)
+        with base.intervene([HookFn(site, fn)]):
+            logits = fork.extend(ids, mask)  # [rows*strengths, vocab]
+        tops.append(logits.argmax(-1).view(len(rows), n_s))
+    return torch.cat(tops, 1)
 
 
 def accuracy(texts: Sequence[str], answers: Sequence[int]) -> float:

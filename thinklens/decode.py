@@ -15,10 +15,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from jaxtyping import Float, Int
@@ -26,11 +26,7 @@ from torch import Tensor
 
 from thinklens.decoder import Decoder, eos_ids
 from thinklens.errors import ThinklensError
-from thinklens.hooks import ForwardContext, site_hooks
 from thinklens.sites import Site
-
-if TYPE_CHECKING:
-    from thinklens.model import HookedModel
 
 
 # ---- token choices ---------------------------------------------------------------------------------
@@ -171,17 +167,6 @@ def mark_stops(tokenizer: Any, nxt: Tensor, tokens: list[Tensor], t: int, eos: s
             done[r], lengths[r], reasons[r] = True, t + 1, "stop_string"
 
 
-@contextmanager
-def _state_savers(model: "HookedModel", sites: Sequence[Site], buf: dict[Site, dict[int, Tensor]]) -> Iterator[None]:
-    def saver(site: Site):
-        def fn(act: Tensor, ctx: ForwardContext) -> None:
-            buf[site][ctx.step] = act[:, -1].detach()  # a re-run step overwrites its own row
-        return fn
-
-    with site_hooks(model, [(s, saver(s)) for s in sites]):
-        yield
-
-
 @torch.no_grad()
 def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_tokens: int, eos: set[int] | None = None,
            stop: Sequence[str] = (), capture: Sequence[Site] = (), interventions: Sequence[Any] = (),
@@ -203,7 +188,7 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
     choice = choice or Greedy()
     eos = eos_ids(model) if eos is None else set(eos)
     pad = model.tokenizer.pad_token_id
-    buf: dict[Site, dict[int, Tensor]] = {s: {} for s in capture}
+    decoder.watch(capture)
     tokens: list[Tensor] = []
     ent: list[Tensor] = []
     tk_ids: list[Tensor] = []
@@ -215,7 +200,6 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
     tail = max((len(s) for s in stop), default=0) + 4  # tokens enough to hold any stop string
     with ExitStack() as stack:
         stack.enter_context(model.intervene(interventions))
-        stack.enter_context(_state_savers(model, list(capture), buf))
         stack.enter_context(choice.hooks())
         if logits is None:
             logits = decoder.prefill()
@@ -235,7 +219,9 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
                 break
             logits = decoder.step(nxt)
             choice.advance(nxt)
-    hidden = {s: torch.stack([buf[s][k] for k in sorted(buf[s]) if k >= 0][: len(tokens)], 1).cpu() for s in capture}
+    sites = [model.resolve_site(s) for s in capture]
+    steps = range(decoder.step_index - len(tokens) + 1, decoder.step_index + 1)  # the forwards that chose the tokens
+    hidden = {s: torch.stack([decoder.states[s][k] for k in steps], 1).cpu() for s in sites}
     out = Decoded(torch.stack(tokens, 1), lengths, reasons, hidden)
     if top_k_stats is not None:
         out.entropy, out.topk_ids, out.topk_probs = torch.stack(ent, 1), torch.stack(tk_ids, 1), torch.stack(tk_p, 1)

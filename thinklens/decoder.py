@@ -24,7 +24,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from thinklens.errors import ThinklensError
-from thinklens.hooks import ForwardContext
+from thinklens.hooks import ForwardContext, site_hooks
+from thinklens.sites import Site
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -82,16 +83,20 @@ class Decoder:
         inputs: what :meth:`HookedModel.tokenize` takes (prompts, token-id rows, an encoding);
             None starts empty (the first :meth:`append` is then the prefill).
         output_hidden_states: ask the HF model for every layer's states in :meth:`append`'s output.
+        capture: sites whose states this decoder records (see :meth:`watch`).
 
     Example:
         >>> # dec = Decoder(model, model.tokenize(prompts)); logits = dec.prefill()
         >>> # logits = dec.step(logits.argmax(-1)); dec.rollback(1); logits = dec.step(tok)
     """
 
-    def __init__(self, model: "HookedModel", inputs: Any = None, *, output_hidden_states: bool = False):
+    def __init__(self, model: "HookedModel", inputs: Any = None, *, output_hidden_states: bool = False,
+                 capture: Sequence[Site | str] = ()):
         from transformers import DynamicCache
 
         self.model = model
+        self.states: dict[Site, dict[int, Tensor]] = {}
+        self.watch(capture)
         self.prompt = model.tokenize(inputs) if inputs is not None else None
         self.output_hidden_states = output_hidden_states
         self.cache = DynamicCache(config=model.config)
@@ -103,6 +108,17 @@ class Decoder:
         self.step_index = -1
         self._last_pos: Tensor | None = None  # [batch, 1] logical position of each row's last real input
         self._last_call: tuple[Tensor, Tensor, Tensor | None] | None = None
+
+    def watch(self, sites: Sequence[Site | str]) -> None:
+        """Record, from now on, the state at ``sites`` at the last position of every forward of this
+        decoder: ``states[site][step]`` ``[batch, d]`` (a re-run step overwrites its own entry)."""
+        for site in sites:
+            self.states.setdefault(self.model.resolve_site(site), {})
+
+    def _saver(self, site: Site):
+        def fn(act: Tensor, ctx: ForwardContext) -> None:
+            self.states[site][ctx.step] = act[:, -1].detach()
+        return fn
 
     @property
     def input_ids(self) -> Tensor:
@@ -181,7 +197,7 @@ class Decoder:
             kw["inputs_embeds"] = inputs_embeds
         else:
             kw["input_ids"] = ids
-        with m.context.use(ctx):
+        with m.context.use(ctx), site_hooks(m, [(s, self._saver(s)) for s in self.states]):
             return m.hf(**kw)
 
     def _started(self, what: str) -> None:
