@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -47,22 +46,6 @@ INTERVENTIONS = ("suppression", "recycling", "ttts")
 PAPER_WORDS = ("So", "Let", "Hmm", "I", "The", "Okay", "That", "First", "Now", "Wait", "But", "Then", "Since",
                "Therefore")
 """Top thinking words of R1-Distill-Llama-8B in the paper (the fallback list)."""
-
-
-def finite(obj: Any) -> Any:
-    """NaN and infinities -> None, recursively (run folders hold strict JSON).
-
-    Example:
-        >>> finite({"a": [1.0, float("nan")], "b": float("inf")})
-        {'a': [1.0, None], 'b': None}
-    """
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
-    return obj
 
 
 def model_keys(cfg: MIPeaksJobConfig) -> list[str]:

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from analyses.jobs.mi_peaks import JOB, PRESETS, MIPeaksJobConfig
 from analyses.mi.figures import mean_curve
 from analyses.mi.figures_runs import (
     controls_table,
@@ -19,9 +20,8 @@ from analyses.mi.figures_runs import (
     figure_trajectory,
     models_table,
 )
-from analyses.jobs.mi_peaks import JOB, PRESETS, MIPeaksJobConfig
-from analyses.mi.stages import choose_thinking_words, finite
 from analyses.mi.problems import gold_text, jsonl_problems, render_prompt_for, resolve_format, synthetic_problems
+from analyses.mi.stages import choose_thinking_words
 from analyses.mi.store import TrajectoryRecord, model_key, read_index, read_trajectory, write_index, write_trajectory
 from analyses.mi.synthetic import build_synthetic_run, synthetic_record
 from thinklens.errors import ThinklensError
@@ -127,14 +127,13 @@ def test_thinking_word_choice() -> None:
     assert choose_thinking_words([], (), 3, ["Tom"])[0] == []
 
 
-def test_presets_and_finite() -> None:
+def test_presets() -> None:
     assert set(PRESETS) == {"default", "demo", "paper"}
     demo = PRESETS["demo"]
     assert demo.suppression and demo.recycling and demo.ttts and demo.rr_probability == 0.5
     assert JOB.make_config(preset="demo", compare=()).models == ("tiny-think",)
     with pytest.raises(ThinklensError, match="preset"):
         JOB.make_config(preset="fast")
-    assert finite([float("-inf"), {"a": (1.0,)}]) == [None, {"a": [1.0]}]
     assert mean_curve([[1.0, 2.0, 3.0]], "fraction", grid=3)["mean"] == [1.0, 2.0, 3.0]
 
 
