@@ -33,8 +33,7 @@ ZOO_STYLES: dict[str, str] = {
 HELD_OUT: dict[str, int] = {
     "eval": 10_000,        # accuracy tables: zoo eval, latent eval, the MI demo's problems
     "sampling": 20_000,    # sampled traces scanned for feature statistics (steering)
-    "seek": 30_000,        # LatentSeek problems
-    "steer": 30_000,       # problems the steer job steers and scores (the same held-out stream as LatentSeek's)
+    "steer": 30_000,       # problems the steer job steers and scores
     "steer_train": 40_000,  # problems whose traces build steering vectors
     "steer_eval": 50_000,   # problems steered and scored
 }
