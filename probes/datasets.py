@@ -28,6 +28,7 @@ from probes.estimators import LinearProbe, RidgeProbe
 from probes.exits import EventTable, RolloutTable
 from probes.lynx import CueEvent, LynxConfig, find_cue_events
 from thinklens.answers import parse_answer
+from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder, eos_ids, left_pad
 from thinklens.errors import ThinklensError
 from thinklens.sites import Site
@@ -159,8 +160,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
     prefixes = [traces[i].prompt_ids + traces[i].token_ids[:ev.start_index] + exit_ids for i, ev in items]
     # batch rows of similar length together: left padding then costs little compute
     order = sorted(range(len(items)), key=lambda k: len(prefixes[k]))
-    eos, pad = eos_ids(model), model.tokenizer.pad_token_id
-    eos_tensor = torch.tensor(sorted(eos), dtype=torch.long)
+    eos = eos_ids(model)
     answers: list[int | None] = [None] * len(items)
     n_tokens: list[int] = [0] * len(items)
     texts: list[str] = [""] * len(items)
@@ -168,21 +168,10 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
         chunk = order[lo:lo + batch_size]
         rows = [prefixes[k] for k in chunk]
         check_context_length(model, max(len(r) for r in rows) + max_answer_tokens, "forced-exit length")
-        dec = Decoder(model, left_pad(rows, pad, device=model.device))
-        logits = dec.prefill()
-        done = torch.zeros(len(rows), dtype=torch.bool, device=logits.device)
-        generated: list[torch.Tensor] = []
-        for t in range(max_answer_tokens):
-            nxt = torch.where(done, torch.full_like(done, pad, dtype=torch.long), logits.argmax(-1))
-            generated.append(nxt)
-            done = done | torch.isin(nxt, eos_tensor.to(nxt.device))
-            if bool(done.all()) or t == max_answer_tokens - 1:
-                break
-            logits = dec.step(nxt)
-        gen = torch.stack(generated, 1).cpu().tolist()  # [row, steps]
-        for k, row in zip(chunk, gen):
-            stop = next((j + 1 for j, tok in enumerate(row) if tok in eos), len(row))
-            text = model.tokenizer.decode(exit_ids + row[:stop], skip_special_tokens=True)
+        out = decode(Decoder(model, rows), Greedy(), max_new_tokens=max_answer_tokens, eos=eos)
+        for r, k in enumerate(chunk):
+            stop = out.lengths[r]
+            text = model.tokenizer.decode(exit_ids + out.row(r), skip_special_tokens=True)
             answers[k], n_tokens[k], texts[k] = parse_answer(text), stop, text
     golds = [int(gold[i]) for i, _ in items]
     label = np.array([int(a is not None and a == g) for a, g in zip(answers, golds)], dtype=np.int64)

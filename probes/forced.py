@@ -34,6 +34,7 @@ from probes.datasets import (
 )
 from probes.lynx import CueEvent
 from thinklens.answers import parse_answer
+from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder, eos_ids, left_pad
 from thinklens.errors import ThinklensError
 from thinklens.hooks import site_hooks
@@ -70,21 +71,12 @@ def _event_cache(model, layers, rows_b: torch.Tensor, offsets: torch.Tensor, len
     return DynamicCache(ddp_cache_data=data, config=model.config), mask
 
 
-def _decode_events(model, dec: Decoder, exit_ids: list[int], n: int, max_answer_tokens: int, eos: set[int],
-                   pad_id: int) -> list[list[int]]:
-    """Feed the exit string to every row of ``dec`` (already holding the prefixes), then decode greedily."""
-    eos_tensor = torch.tensor(sorted(eos), dtype=torch.long, device=model.device)
+def _decode_events(model, dec: Decoder, exit_ids: list[int], n: int, max_answer_tokens: int, eos: set[int]) -> list[list[int]]:
+    """Feed the exit string to every row of ``dec`` (already holding the prefixes), then decode greedily;
+    each row's answer ids up to and including EOS."""
     logits = dec.extend(torch.tensor(exit_ids, dtype=torch.long, device=model.device)[None].expand(n, -1))
-    done = torch.zeros(n, dtype=torch.bool, device=model.device)
-    generated: list[torch.Tensor] = []
-    for t in range(max_answer_tokens):
-        nxt = torch.where(done, torch.full_like(done, pad_id, dtype=torch.long), logits.argmax(-1))
-        generated.append(nxt)
-        done = done | torch.isin(nxt, eos_tensor)
-        if bool(done.all()) or t == max_answer_tokens - 1:
-            break
-        logits = dec.step(nxt)
-    return torch.stack(generated, 1).cpu().tolist()  # [row, steps]
+    out = decode(dec, Greedy(), max_new_tokens=max_answer_tokens, eos=eos, logits=logits)
+    return [out.row(r) for r in range(n)]
 
 
 def _groups(need: dict[int, int], batch_size: int, max_batch_tokens: int) -> list[list[int]]:
@@ -178,11 +170,10 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
             cache, mask = _event_cache(model, layers, rows_b, offsets, lengths)
             # continue after the prefix: its cache is in place, its last logical position is L - 1
             dec = Decoder.from_cache(model, cache, mask, lengths - 1)
-            generated = _decode_events(model, dec, exit_ids, len(part), max_answer_tokens, eos, pad_id)
+            generated = _decode_events(model, dec, exit_ids, len(part), max_answer_tokens, eos)
             for (k, *_), row in zip(part, generated):
-                stop = next((j + 1 for j, tok in enumerate(row) if tok in eos), len(row))
-                text = model.tokenizer.decode(exit_ids + row[:stop], skip_special_tokens=True)
-                answers[k], n_tokens[k], texts[k] = parse_answer(text), stop, text
+                text = model.tokenizer.decode(exit_ids + row, skip_special_tokens=True)
+                answers[k], n_tokens[k], texts[k] = parse_answer(text), len(row), text
     golds = [int(gold[i]) for i, _ in flat]
     label = np.array([int(a is not None and a == g) for a, g in zip(answers, golds)], dtype=np.int64)
     return X, ForcedExits(label=label, answer=answers, answer_tokens=np.array(n_tokens, dtype=np.int64), text=texts)
