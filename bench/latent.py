@@ -56,7 +56,6 @@ def main() -> None:
     seqs = [list(ex.prompt) + ex.cot + list(ex.answer) + [tokens.eos] for ex in rows]
     ids, mask = right_pad(seqs, tokens.pad)
     labels = shifted_labels(ids, [len(ex.prompt) for ex in rows], mask)
-    pos = model.position_ids(mask)
 
     def codi_step():
         codi(codi_batch)["loss"].backward()
@@ -64,7 +63,7 @@ def main() -> None:
         opt.zero_grad(set_to_none=True)
 
     def cot_step():
-        logits = model.hf(input_ids=ids, attention_mask=mask, position_ids=pos).logits
+        logits = model.forward({"input_ids": ids, "attention_mask": mask}).logits
         per_example_ce(logits, labels).mean().backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

@@ -102,8 +102,7 @@ class CODI(ContinuousThought):
         dev = out.logits.device
         ce_s = per_example_ce(out.logits, batch["labels"].to(dev))  # [batch]
         t_ids, t_mask = (x.to(dev) for x in batch["teacher"])
-        teacher = self.hf(input_ids=t_ids, attention_mask=t_mask, position_ids=self.model.position_ids(t_mask),
-                          output_hidden_states=True)
+        teacher = self.model.forward({"input_ids": t_ids, "attention_mask": t_mask}, output_hidden_states=True)
         ce_t = per_example_ce(teacher.logits, batch["teacher_labels"].to(dev))  # [batch]
         rows = torch.arange(t_ids.shape[0], device=dev)
         ks, kt = batch["kd_student"].to(dev), batch["kd_teacher"].to(dev)
