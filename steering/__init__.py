@@ -9,10 +9,12 @@ Modules (one concept each):
 - :mod:`steering.feature_steering`: ``add_feature`` (AddVector of ``W_dec[f]``), ``ClampFeature`` (error
   term kept), equal-norm baselines; :mod:`steering.effects` measures what steering does.
 - :mod:`steering.vectors`: difference-of-means steering vectors.
-- :mod:`steering.reasoning_vectors`: weight-space task vectors between checkpoints of one lineage;
-  :mod:`steering.grpo` makes the GRPO donor ``tiny-grpo``.
+- :mod:`steering.reasoning_vectors`: weight-space task vectors between checkpoints of one lineage
+  (parameter groups from the core adapters); :mod:`steering.grpo` makes the GRPO donor ``tiny-grpo``.
 - :mod:`steering.hybrid` / :mod:`steering.hybrid_generate`: hybrid base/thinking steering (Venhoff et al.).
-- :mod:`steering.jobs`, :mod:`steering.cli`, :mod:`steering.figures`: run folders, CLI, plotly figures.
+- :mod:`steering.configs`: the algorithms' settings (SAE training, hybrid steering, GRPO), light to import.
+- :mod:`steering.jobs`: one file per job (``thinklens run sae|sae-eval|steer|reasoning-vector|hybrid|grpo``);
+  :mod:`steering.figures`: plotly figures.
 
 Example:
     >>> from steering.vectors import SteeringVector

@@ -34,6 +34,41 @@ def zoo_problems(n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8):
     return generate_problems(n, seed=seed, config=TaskConfig(min_steps=min_steps, max_steps=max_steps))
 
 
+def zoo_prompts(n: int, *, seed: int, style: str, min_steps: int, max_steps: int) -> tuple[list[str], list[int]]:
+    """``n`` rendered zoo prompts of ``style`` and their answers (seeded; pick a held-out seed base).
+
+    Example:
+        >>> p, a = zoo_prompts(2, seed=1, style="think", min_steps=2, max_steps=3)
+        >>> p[0].endswith("<think>"), len(a)
+        (True, 2)
+    """
+    from thinklens.tasks import render_prompt
+
+    ps = zoo_problems(n, seed=seed, min_steps=min_steps, max_steps=max_steps)
+    return [render_prompt(p, style) for p in ps], [p.answer for p in ps]
+
+
+def prompt_set(spec: str, n: int, *, seed: int, min_steps: int, max_steps: int) -> tuple[list[str], list[int] | None, int]:
+    """``(prompts, answers, new-token budget)`` from ``zoo:<style>`` (answers known; the task protocol's
+    budget for ``max_steps``) or a prompt file (.txt/.jsonl: no answers, 64 new tokens).
+
+    Example:
+        >>> p, a, budget = prompt_set("zoo:cot", 2, seed=0, min_steps=2, max_steps=3)
+        >>> len(p), len(a), budget
+        (2, 2, 27)
+    """
+    if spec.startswith("zoo:"):
+        from thinklens.tasks import check_style
+        from thinklens.tasks.protocol import token_budget
+
+        style = check_style(spec[4:])
+        prompts, answers = zoo_prompts(n, seed=seed, style=style, min_steps=min_steps, max_steps=max_steps)
+        return prompts, answers, token_budget(style, max_steps)
+    from thinklens.prompts import read_prompts
+
+    return read_prompts(spec)[:n], None, 64
+
+
 def zoo_texts(style: str, n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8) -> list[str]:
     """``prompt + " " + target`` of ``n`` rendered problems (the zoo's training format).
 

@@ -5,7 +5,7 @@ store them as plotly JSON plus standalone HTML.
 
 Example:
     >>> rows = [{"group": "all", "alpha": a, "accuracy": 0.5 + a / 10} for a in (-1.0, 0.0, 1.0)]
-    >>> [t.name for t in alpha_sweep_figure(rows).data]
+    >>> [t.name for t in figure_alpha_sweep(rows).data]
     ['all']
 """
 
@@ -26,7 +26,7 @@ def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
     return fig
 
 
-def sae_metrics_figure(metrics: dict[str, Any]) -> go.Figure:
+def figure_sae_metrics(metrics: dict[str, Any]) -> go.Figure:
     """sae-lens's headline metrics of one SAE as bars (explained variance, CE recovered, dead fraction)."""
     keys = [("explained_variance", "explained variance"), ("ce_loss_recovered", "CE loss recovered"),
             ("kl_div_score", "KL score"), ("dead_fraction", "dead features (fraction)")]
@@ -37,7 +37,7 @@ def sae_metrics_figure(metrics: dict[str, Any]) -> go.Figure:
                         f"{metrics.get('d_sae', '?')} features", "", "value")
 
 
-def feature_density_figure(stats: FeatureStats) -> go.Figure:
+def figure_feature_density(stats: FeatureStats) -> go.Figure:
     """Histogram of log10 firing frequency over features (dead features counted apart)."""
     freq = [f for f in stats.freq if f > 0]
     dead = len(stats.freq) - len(freq)
@@ -46,7 +46,7 @@ def feature_density_figure(stats: FeatureStats) -> go.Figure:
                    "features")
 
 
-def feature_correlation_figure(stats: FeatureStats, word: str = "wait") -> go.Figure:
+def figure_feature_correlation(stats: FeatureStats, word: str = "wait") -> go.Figure:
     """Per-feature correlation with the next token being ``word`` against firing frequency."""
     corr = stats.corr_words.get(word, [])
     fig = go.Figure(go.Scatter(x=stats.freq, y=corr, mode="markers", text=[f"feature {i}" for i in range(len(corr))],
@@ -59,7 +59,7 @@ def feature_correlation_figure(stats: FeatureStats, word: str = "wait") -> go.Fi
                    "firing frequency", "correlation")
 
 
-def feature_trace_figure(ft: FeatureTrace) -> go.Figure:
+def figure_feature_trace(ft: FeatureTrace) -> go.Figure:
     """Activation of the chosen features at every generated token (x labels are the tokens)."""
     fig = go.Figure()
     x = list(range(len(ft.tokens)))
@@ -70,7 +70,7 @@ def feature_trace_figure(ft: FeatureTrace) -> go.Figure:
     return _layout(fig, "Feature activation along the trace (state producing each token)", "generated token", "activation")
 
 
-def steer_figure(rows: Sequence[dict[str, Any]], metric: str = "wait") -> go.Figure:
+def figure_steer(rows: Sequence[dict[str, Any]], metric: str = "wait") -> go.Figure:
     """``metric`` (e.g. wait per trace) and accuracy against the coefficient, one line per arm."""
     has_acc = any("accuracy" in r for r in rows)
     fig = make_subplots(rows=1, cols=2 if has_acc else 1, subplot_titles=[f"{metric} per trace"] + (["accuracy"] if has_acc else []))
@@ -90,7 +90,7 @@ def steer_figure(rows: Sequence[dict[str, Any]], metric: str = "wait") -> go.Fig
     return fig
 
 
-def alpha_sweep_figure(rows: Sequence[dict[str, Any]], metric: str = "accuracy") -> go.Figure:
+def figure_alpha_sweep(rows: Sequence[dict[str, Any]], metric: str = "accuracy") -> go.Figure:
     """Accuracy of ``target + alpha * v`` against alpha, one line per tensor group."""
     fig = go.Figure()
     for g in dict.fromkeys(r["group"] for r in rows):
@@ -100,7 +100,7 @@ def alpha_sweep_figure(rows: Sequence[dict[str, Any]], metric: str = "accuracy")
     return _layout(fig, "Reasoning vector: alpha sweep", "alpha", metric)
 
 
-def hybrid_figure(results: dict[str, dict[str, Any]]) -> go.Figure:
+def figure_hybrid(results: dict[str, dict[str, Any]]) -> go.Figure:
     """Accuracy per mode (bars) with the fraction of tokens steered (markers, right axis)."""
     modes = list(results)
     fig = make_subplots(specs=[[{"secondary_y": True}]])

@@ -22,64 +22,19 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from steering.configs import GRPOConfig
 from thinklens.answers import parse_answer
-from thinklens.errors import ThinklensError
 from thinklens.runs import replace_dir
-
-
-@dataclass(frozen=True)
-class GRPOConfig:
-    """Settings of the GRPO run (defaults fit about 10 CPU minutes for the zoo)."""
-
-    init: str = "tiny-pre"
-    """Zoo name or folder to start from (tiny-cot's parent)."""
-    style: str = "cot"
-    """Prompt style (tiny-cot's data)."""
-    steps: int = 200
-    """Optimizer steps (200 took 6.4 CPU minutes for the committed tiny-grpo)."""
-    prompts_per_step: int = 8
-    """Distinct problems per step."""
-    group_size: int = 8
-    """Samples per problem (the group of GRPO)."""
-    lr: float = 5e-5
-    """AdamW learning rate (no weight decay: the delta should come from the reward alone)."""
-    temperature: float = 1.0
-    """Sampling temperature (1: the policy's own distribution, so the gradient is unbiased)."""
-    kl_coef: float = 0.04
-    """Weight of the KL penalty to the init (k3 estimator)."""
-    min_steps: int = 1
-    """Fewest arithmetic steps of a training problem."""
-    max_steps: int = 8
-    """Most arithmetic steps of a training problem."""
-    seed: int = 0
-    """Problem and sampling seed (local generators only)."""
-    max_minutes: float = 10.0
-    """Cap on this process's CPU time (not wall time: shared machines stretch wall time several-fold);
-    the model is written anyway, marked truncated."""
-    eval_per_steps: int = 25
-    """Held-out problems per step count (1..8) for the final accuracy; 0 skips."""
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "prompts_per_step", "group_size"):
-            if getattr(self, name) < 1:
-                raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {name}=8")
-        if self.group_size < 2:
-            raise ThinklensError.of("GRPOConfig.group_size", self.group_size, ">= 2 (advantages are relative to the group)",
-                                    "pass group_size=8")
-        if not (self.lr > 0 and math.isfinite(self.lr)) or not (self.temperature > 0) or self.kl_coef < 0:
-            raise ThinklensError.of("GRPOConfig", (self.lr, self.temperature, self.kl_coef),
-                                    "lr > 0, temperature > 0, kl_coef >= 0", "fix the config")
 
 
 def rewards(texts: list[str], answers: list[int]) -> torch.Tensor:
@@ -130,16 +85,18 @@ def _load(name_or_path: str):
     return HookedModel.load(name_or_path)
 
 
-def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, log: Any = print) -> dict[str, Any]:
-    """Run GRPO from ``cfg.init`` and write a zoo-format folder (fp16 weights, < 5 MB) to ``out_dir``.
+def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, log: Any = print,
+               model: Any = None) -> dict[str, Any]:
+    """Run GRPO from ``cfg.model`` and write a zoo-format folder (fp16 weights, < 5 MB) to ``out_dir``.
 
+    ``model``: that model already loaded (a HookedModel, trained in place), e.g. by the job runner.
     Returns the metadata written to ``zoo.json`` (reward curve, accuracy, wall time).
     """
     from thinklens.model import HookedModel
     from thinklens.tasks import TaskConfig, generate_problems, render_prompt
     from thinklens.zoo.modeling import save_zoo_folder
 
-    policy = _load(cfg.init)
+    policy = model if model is not None else _load(cfg.model)
     ref = copy.deepcopy(policy.hf).eval()
     for p in ref.parameters():
         p.requires_grad_(False)
@@ -198,11 +155,11 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     hf.eval()
     wall, cpu = time.monotonic() - t0, time.process_time() - c0
     meta: dict[str, Any] = {
-        "name": "tiny-grpo", "init": cfg.init, "trainer": "steering.grpo", "grpo": asdict(cfg), "steps": step,
+        "name": "tiny-grpo", "init": cfg.model, "trainer": "steering.grpo", "grpo": asdict(cfg), "steps": step,
         "truncated": truncated, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1), "reward_curve": curve,
         "weights_dtype": "float16",
         "recipe": {"eval_style": cfg.style}, "torch_threads": torch.get_num_threads(),
-        "retrain": f"python -m steering.grpo --steps {cfg.steps} --minutes {cfg.max_minutes:g} --seed {cfg.seed}",
+        "retrain": f"thinklens run grpo --steps {cfg.steps} --max-minutes {cfg.max_minutes:g} --seed {cfg.seed}",
     }
     out = Path(out_dir)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
@@ -216,29 +173,3 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     replace_dir(tmp, out)
     return meta
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m steering.grpo [--steps N --minutes M --out DIR]``: make data/zoo/tiny-grpo."""
-    import argparse
-
-    from thinklens.zoo.registry import zoo_dir
-
-    p = argparse.ArgumentParser(prog="python -m steering.grpo", description=__doc__.splitlines()[0])
-    for f in GRPOConfig.__dataclass_fields__.values():
-        if f.name not in ("max_minutes",):
-            p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
-    p.add_argument("--minutes", type=float, default=10.0)
-    p.add_argument("--out", type=Path, default=zoo_dir() / "tiny-grpo")
-    p.add_argument("--threads", type=int, default=1)
-    a = p.parse_args(argv)
-    torch.set_num_threads(a.threads)
-    kw = {f: getattr(a, f) for f in GRPOConfig.__dataclass_fields__ if f != "max_minutes"}
-    meta = train_grpo(GRPOConfig(max_minutes=a.minutes, **kw), out_dir=a.out)
-    acc = meta.get("eval", {}).get("accuracy", {})
-    print(f"tiny-grpo: {meta['steps']} steps in {meta['train_wall_s']:.0f}s; accuracy " + " ".join(f"{k}:{v:.2f}" for k, v in acc.items()))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

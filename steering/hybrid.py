@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from steering.configs import HybridConfig
 from steering.features import THINKING_WORDS
 from thinklens.errors import ThinklensError
 from thinklens.hooks import ForwardContext
@@ -41,43 +42,6 @@ if TYPE_CHECKING:
 
 _STARTS = {"<<", "</think>", "####", *THINKING_WORDS}
 _ENDS = (">>", ".", "?", "!", "\n")
-
-
-@dataclass(frozen=True)
-class HybridConfig:
-    """Settings of hybrid steering (paper values where they apply; sizes for the CPU zoo)."""
-
-    site: str = "resid_post.2"
-    """Site read on the thinking model (sentence activations) and steered on the base model."""
-    n_categories: int = 6
-    """SAE latents used as behaviour categories (the paper uses 5-50)."""
-    k: int = 3
-    """Top-k of the clustering SAE."""
-    sae_steps: int = 600
-    """Training steps of the clustering SAE (batches of 128 sentences)."""
-    vector_iters: int = 50
-    """Adam iterations per steering vector."""
-    vector_lr: float = 1e-2
-    """Adam learning rate of the steering vectors."""
-    vector_batch: int = 48
-    """Sentences per vector-training iteration (a seeded random subset)."""
-    strengths: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-    """Candidate strengths tried where the two models disagree."""
-    windows: tuple[int, ...] = (1, 3)
-    """Candidate windows: the steering vector is added to the last w positions."""
-    min_base_prob: float = 1e-3
-    """Perplexity guardrail: a steered token must have at least this probability under the unsteered base
-    model (-log p <= log(1/min_base_prob)); otherwise the base model's own token is kept."""
-    seed: int = 0
-    """Seed of every random choice (local generators)."""
-
-    def __post_init__(self) -> None:
-        if not 2 <= self.n_categories <= 64 or not 1 <= self.k <= self.n_categories:
-            raise ThinklensError.of("HybridConfig", (self.n_categories, self.k), "2 <= n_categories <= 64, 1 <= k <= n_categories",
-                                    "pass n_categories=6, k=3")
-        if not self.strengths or not self.windows or min(self.windows) < 1:
-            raise ThinklensError.of("HybridConfig candidates", (self.strengths, self.windows),
-                                    "non-empty strengths and windows >= 1", "pass strengths=(0.5, 1.0), windows=(1,)")
 
 
 def segment_sentences(tokens: Sequence[str]) -> list[tuple[int, int]]:
@@ -162,7 +126,7 @@ def train_category_sae(acts: Tensor, cfg: HybridConfig):
     from sae_lens.config import LoggingConfig, SAETrainerConfig
     from sae_lens.training.sae_trainer import SAETrainer
 
-    from steering.sae import _quiet_training
+    from steering.sae import quiet_training
 
     batch = min(128, len(acts))
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -171,7 +135,7 @@ def train_category_sae(acts: Tensor, cfg: HybridConfig):
         while True:
             yield acts[torch.randint(len(acts), (batch,), generator=gen)]
 
-    with _quiet_training(cfg.seed):
+    with quiet_training(cfg.seed):
         sae = TopKTrainingSAE(TopKTrainingSAEConfig(d_in=acts.shape[1], d_sae=cfg.n_categories, k=cfg.k,
                                                     decoder_init_norm=None))
         tcfg = SAETrainerConfig(total_training_samples=cfg.sae_steps * batch, train_batch_size_samples=batch, lr=3e-3,

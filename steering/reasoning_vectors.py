@@ -6,13 +6,15 @@ lineage: mismatched architectures or shapes raise a :class:`ThinklensError`; del
 unrelated inits (relative to a shared base) raise a :class:`LineageWarning`.
 
 Tensor groups (``all``, ``attention``, ``mlp``, ``no_embeddings``) select which parameters get
-``alpha * v``; tied parameters are counted once (``named_parameters``).
+``alpha * v``; which parameter is in which group comes from the model family's adapter
+(:meth:`thinklens.adapters.Adapter.parameter_group`); tied parameters are counted once
+(``named_parameters``).
 
 Example:
     >>> import torch
     >>> a = {"model.layers.0.mlp.up_proj.weight": torch.ones(2, 2)}
     >>> b = {"model.layers.0.mlp.up_proj.weight": torch.zeros(2, 2)}
-    >>> ReasoningVector.between(a, b).norm("mlp")
+    >>> ReasoningVector.between(a, b, model_type="llama").norm("mlp")
     2.0
 """
 
@@ -29,7 +31,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from thinklens.errors import ThinklensError
+from thinklens.adapters import PARAMETER_KINDS, Adapter, adapter_for
+from thinklens.errors import ThinklensError, did_you_mean
 
 #: Tensor groups a vector can be applied to (CLI choices derive from this registry).
 GROUPS: dict[str, str] = {
@@ -38,33 +41,42 @@ GROUPS: dict[str, str] = {
     "mlp": "MLP weights only",
     "no_embeddings": "everything except token/position embeddings and the LM head",
 }
-_EMBED_KEYS = ("embed_tokens", "wte", "wpe", "lm_head", "embed_positions")
+#: The adapter's parameter kinds in each group (``all``: every parameter, whatever its kind).
+GROUP_KINDS: dict[str, frozenset[str]] = {
+    "all": frozenset(PARAMETER_KINDS),
+    "attention": frozenset({"attention"}),
+    "mlp": frozenset({"mlp"}),
+    "no_embeddings": frozenset(PARAMETER_KINDS) - {"embedding"},
+}
 
 
 class LineageWarning(UserWarning):
     """The two checkpoints do not look like fine-tunes of one shared init."""
 
 
-def in_group(name: str, group: str) -> bool:
-    """Whether parameter ``name`` belongs to tensor ``group``.
+def check_group(group: str) -> str:
+    """``group`` if it names a tensor group; else a clear error with a did-you-mean."""
+    if group not in GROUPS:
+        raise ThinklensError.of("tensor group", group, f"one of {', '.join(GROUPS)}", did_you_mean(str(group), list(GROUPS)))
+    return group
+
+
+def in_group(name: str, group: str, adapter: Adapter | None) -> bool:
+    """Whether parameter ``name`` (of a model of ``adapter``'s family) belongs to tensor ``group``.
 
     Example:
-        >>> in_group("model.layers.1.self_attn.q_proj.weight", "attention"), in_group("model.embed_tokens.weight", "no_embeddings")
-        (True, False)
+        >>> llama = adapter_for("llama")
+        >>> in_group("model.layers.1.self_attn.q_proj.weight", "attention", llama)
+        True
+        >>> in_group("model.embed_tokens.weight", "no_embeddings", llama)
+        False
     """
-    if group not in GROUPS:
-        import difflib
-
-        near = difflib.get_close_matches(str(group), list(GROUPS), n=1)
-        raise ThinklensError.of("tensor group", group, f"one of {', '.join(GROUPS)}",
-                                f"did you mean {near[0]!r}?" if near else "pick a listed group")
-    if group == "all":
+    if check_group(group) == "all":
         return True
-    if group == "attention":
-        return ".self_attn." in name or ".attn." in name
-    if group == "mlp":
-        return ".mlp." in name
-    return not any(k in name for k in _EMBED_KEYS)
+    if adapter is None:
+        raise ThinklensError.of("tensor group", group, "'all' for tensors of an unknown model family",
+                                "pass the checkpoints' model_type (ReasoningVector.between(..., model_type='llama'))")
+    return adapter.parameter_group(name).kind in GROUP_KINDS[group]
 
 
 def load_weights(model_or_path: Any) -> tuple[dict[str, Tensor], Any]:
@@ -73,10 +85,10 @@ def load_weights(model_or_path: Any) -> tuple[dict[str, Tensor], Any]:
         model_or_path = model_or_path.hf
     if isinstance(model_or_path, torch.nn.Module):
         return {n: p.detach().float().cpu() for n, p in model_or_path.named_parameters()}, model_or_path.config
-    return load_weights(load_model(str(model_or_path)))
+    return load_weights(load_causal_lm(str(model_or_path)))
 
 
-def load_model(name_or_path: str):
+def load_causal_lm(name_or_path: str):
     """An HF causal LM (float32, eval) from a zoo name or a local folder (offline)."""
     from transformers import AutoModelForCausalLM
 
@@ -115,9 +127,9 @@ def _flat(d: Mapping[str, Tensor], names: Iterable[str]) -> Tensor:
     return torch.cat([d[n].double().flatten() for n in names])
 
 
-def cosine(a: Mapping[str, Tensor], b: Mapping[str, Tensor], group: str = "all") -> float:
+def cosine(a: Mapping[str, Tensor], b: Mapping[str, Tensor], group: str = "all", adapter: Adapter | None = None) -> float:
     """Cosine similarity of two same-named tensor dicts flattened over ``group``."""
-    names = [n for n in sorted(a) if in_group(n, group)]
+    names = [n for n in sorted(a) if in_group(n, group, adapter)]
     x, y = _flat(a, names), _flat(b, names)
     den = float(x.norm() * y.norm())
     return float(x @ y) / den if den > 0 else 0.0
@@ -182,18 +194,29 @@ class ReasoningVector:
     """Parameter name -> difference tensor."""
     label: str = "a - b"
     """What was subtracted from what."""
+    model_type: str | None = None
+    """HF ``model_type`` of the checkpoints (its adapter groups the parameters; None: only group ``all``)."""
 
     @classmethod
-    def between(cls, a: Mapping[str, Tensor], b: Mapping[str, Tensor], label: str = "a - b") -> "ReasoningVector":
+    def between(cls, a: Mapping[str, Tensor], b: Mapping[str, Tensor], label: str = "a - b",
+                model_type: str | None = None) -> "ReasoningVector":
         check_lineage_shapes(a, b)
-        return cls({n: (a[n].float() - b[n].float()) for n in a}, label)
+        return cls({n: (a[n].float() - b[n].float()) for n in a}, label, model_type)
+
+    @property
+    def adapter(self) -> Adapter | None:
+        return adapter_for(self.model_type) if self.model_type else None
 
     def norm(self, group: str = "all") -> float:
-        names = [n for n in sorted(self.delta) if in_group(n, group)]
+        names = [n for n in sorted(self.delta) if in_group(n, group, self.adapter)]
         return float(_flat(self.delta, names).norm()) if names else 0.0
 
+    def groups(self) -> list[str]:
+        """The tensor groups this vector can be split into (only ``all`` without a model type)."""
+        return list(GROUPS) if self.model_type else ["all"]
+
     def norms(self) -> dict[str, float]:
-        return {g: self.norm(g) for g in GROUPS}
+        return {g: self.norm(g) for g in self.groups()}
 
 
 def reasoning_vector(a: Any, b: Any, base: Any = None) -> tuple[ReasoningVector, LineageReport]:
@@ -210,7 +233,7 @@ def reasoning_vector(a: Any, b: Any, base: Any = None) -> tuple[ReasoningVector,
         wbase, cbase = load_weights(base)
         check_lineage_shapes(wa, wbase, ca, cbase, what="base")
     report = lineage_report(wa, wb, wbase)
-    return ReasoningVector.between(wa, wb, label=f"{a} - {b}"), report
+    return ReasoningVector.between(wa, wb, label=f"{a} - {b}", model_type=getattr(ca, "model_type", None)), report
 
 
 def _check_alpha(alpha: float) -> float:
@@ -225,9 +248,10 @@ def apply_vector(target: torch.nn.Module, v: ReasoningVector, alpha: float, grou
     alpha = _check_alpha(alpha)
     params = dict(target.named_parameters())
     check_lineage_shapes({n: p for n, p in params.items()}, v.delta, what="target")
+    adapter = adapter_for(target.config.model_type) if group != "all" else None
     merged = copy.deepcopy(target)
     for name, p in merged.named_parameters():
-        if in_group(name, group):
+        if in_group(name, group, adapter):
             p.add_(alpha * v.delta[name].to(p.device, p.dtype))
     return merged.eval()
 
@@ -239,7 +263,7 @@ def vector_stats(v: ReasoningVector, target: Mapping[str, Tensor], base: Mapping
     out["relative_norm"] = out["norms"]["all"] / out["target_norm"]
     if base is not None:
         own = {n: target[n] - base[n] for n in target}
-        out["cos_with_target_delta"] = {g: cosine(v.delta, own, g) for g in GROUPS}
+        out["cos_with_target_delta"] = {g: cosine(v.delta, own, g, v.adapter) for g in v.groups()}
     return out
 
 
@@ -249,7 +273,7 @@ def alpha_sweep(target: torch.nn.Module, v: ReasoningVector, alphas: Sequence[fl
     ``evaluate(model)`` fields (e.g. accuracy). Alpha 0 is the target itself."""
     alphas = [_check_alpha(a) for a in alphas]
     for g in groups:
-        in_group("x", g)  # validates the name before any work
+        check_group(g)  # before any work
     rows = []
     at_zero: dict[str, Any] | None = None  # alpha 0 is the target itself in every group: evaluate it once
     for g in groups:

@@ -22,16 +22,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import re
 import signal
 from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from steering.configs import SAETrainConfig
 from steering.data import special_ids, token_rows
 from thinklens.errors import ThinklensError
 from thinklens.sites import Site
@@ -51,62 +50,7 @@ def architectures() -> list[str]:
     return sorted(SAE_TRAINING_CLASS_REGISTRY)
 
 
-@dataclass(frozen=True)
-class SAETrainConfig:
-    """How to train one SAE with sae-lens (tiny CPU-friendly defaults)."""
-
-    site: str = "resid_post.2"
-    """Where the SAE reads (a block output such as resid_post.2, or mlp_out/attn_out/embed/final_norm)."""
-    architecture: str = "topk"
-    """An sae-lens training architecture (topk, batchtopk, standard, jumprelu, ...)."""
-    d_sae: int = 1024
-    """Number of SAE features (latents)."""
-    k: int = 32
-    """Active features per token for topk-style architectures (the L0 budget)."""
-    l1_coefficient: float = 5.0
-    """Sparsity penalty for the standard (L1) architecture."""
-    l0_coefficient: float = 1.0
-    """Sparsity penalty for jumprelu."""
-    training_tokens: int = 1_000_000
-    """Activations seen in training (pad/bos/eos positions excluded)."""
-    train_batch_size_tokens: int = 4096
-    """Activations per optimizer step."""
-    lr: float = 1e-3
-    """Adam learning rate."""
-    lr_warm_up_steps: int = 20
-    """Linear warmup steps."""
-    context_size: int | None = None
-    """Row width in tokens (None: the longest text)."""
-    store_batch_size_prompts: int = 32
-    """Rows per model forward when filling the activation buffer."""
-    n_batches_in_buffer: int = 8
-    """Buffer size in rows of ``context_size`` tokens (sae-lens's unit); raised to hold two training
-    batches, since sae-lens refuses a buffer smaller than one. Keep it small on small datasets."""
-    n_eval_batches: int = 8
-    """Batches of ``store_batch_size_prompts`` rows used by the metrics."""
-    seed: int = 0
-    """Seed of the SAE init and of the buffer shuffling (a forked RNG; global state untouched)."""
-    device: str = "cpu"
-    """Device of the SAE and of the model copy."""
-
-    def __post_init__(self) -> None:
-        for name in ("d_sae", "k", "training_tokens", "train_batch_size_tokens", "store_batch_size_prompts",
-                     "n_batches_in_buffer", "n_eval_batches"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ThinklensError.of(f"SAETrainConfig.{name}", v, "a positive integer", f"pass e.g. {name}=32")
-        if self.k > self.d_sae:
-            raise ThinklensError.of("SAETrainConfig.k", self.k, f"at most d_sae={self.d_sae}", "lower k or raise d_sae")
-        if not self.lr > 0:
-            raise ThinklensError.of("SAETrainConfig.lr", self.lr, "a positive number", "pass lr=1e-3")
-
-
 # ---------------------------------------------------------------- sites <-> sae-lens hook names
-
-_TL_KINDS = {"resid_post": "resid_post", "resid_pre": "resid_pre", "mlp_out": "mlp_out", "attn_out": "attn_out",
-             "out": "resid_post", "in": "resid_pre"}
-_TL_RE = re.compile(r"^blocks\.(\d+)\.hook_(resid_post|resid_pre|mlp_out|attn_out|out|in)$")
-
 
 def output_site(model: "HookedModel", site: Site | str) -> Site:
     """The site whose module *output* equals ``site`` (``resid_pre.i`` is ``resid_post.{i-1}``).
@@ -114,13 +58,11 @@ def output_site(model: "HookedModel", site: Site | str) -> Site:
     sae-lens's proxy hooks module outputs only, so input-side sites are mapped to the same tensor.
     """
     s = model.resolve_site(site)
-    _, where = model.adapter.module_path(s)
-    if where == "output":
-        return s
-    if s.kind == "resid_pre" and s.layer and s.layer > 0:
-        return Site("resid_post", s.layer - 1)
-    raise ThinklensError.of("SAE site", str(s), "a site that is a module output (resid_post.i, mlp_out.i, attn_out.i, "
-                            "embed, final_norm, or resid_pre.i with i > 0)", "train at embed or resid_post.0 instead")
+    path = model.adapter.output_path(s)
+    if path is None:
+        raise ThinklensError.of("SAE site", str(s), "a site that is a module output (resid_post.i, mlp_out.i, attn_out.i, "
+                                "embed, final_norm, or resid_pre.i with i > 0)", "train at embed or resid_post.0 instead")
+    return model.adapter.site_of_output(path, model.n_layers)
 
 
 def hook_name(model: "HookedModel", site: Site | str) -> str:
@@ -133,20 +75,18 @@ def sae_site(sae: "SAE", model: "HookedModel") -> Site:
 
     Example: ``blocks.3.hook_resid_post`` -> ``resid_post.3``; ``model.layers.3`` -> ``resid_post.3``.
     """
+    from thinklens.adapters import site_of_transformer_lens
+
     md = sae.cfg.metadata
     ours = md.get("thinklens_site") if hasattr(md, "get") else None
     if ours:
         return model.resolve_site(ours)
     name = getattr(md, "hook_name", None) or ""
-    m = _TL_RE.match(name)
-    if m:
-        return model.resolve_site(Site(_TL_KINDS[m.group(2)], int(m.group(1))))
-    for s in model.sites:
-        path, where = model.adapter.module_path(s)
-        if where == "output" and path == name:
-            return s
-    raise ThinklensError.of("SAE hook name", name or None, "an HF module path of this model or blocks.<i>.hook_<kind>",
-                            "pass the site explicitly (--site resid_post.2)")
+    site = site_of_transformer_lens(name) or model.adapter.site_of_output(name, model.n_layers)
+    if site is not None:
+        return model.resolve_site(site)
+    raise ThinklensError.of("SAE hook name", name or None, "an HF module path of this model or a TransformerLens hook "
+                            "name (blocks.<i>.hook_<kind>)", "pass the site explicitly (--site resid_post.2)")
 
 
 def check_sae(model: "HookedModel", sae: "SAE", site: Site | str | None = None) -> Site:
@@ -155,7 +95,7 @@ def check_sae(model: "HookedModel", sae: "SAE", site: Site | str | None = None) 
     want = model.site_width(s)
     if int(sae.cfg.d_in) != want:
         raise ThinklensError.of("SAE width", f"d_in={sae.cfg.d_in}", f"{want} (the width of {s} on {model.name})",
-                                "use an SAE trained on this model and site, or train one: `thinklens sae train`")
+                                "use an SAE trained on this model and site, or train one: `thinklens run sae`")
     return s
 
 
@@ -168,6 +108,18 @@ def check_feature(sae: "SAE", feature: int) -> int:
     return feature
 
 
+def sae_folder(path: str | Path) -> tuple[Path, Path | None]:
+    """``(sae-lens folder, run folder or None)`` of an SAE folder or of an ``sae`` run folder (its ``sae/``)."""
+    p = Path(path)
+    if not str(path):
+        raise ThinklensError.of("--sae", "nothing", "an SAE folder or an `sae` run folder", "pass --sae runs/sae/<id>")
+    if (p / "sae" / "cfg.json").is_file():
+        return p / "sae", p
+    if (p / "cfg.json").is_file():
+        return p, None
+    raise ThinklensError.of("--sae", str(path), "an sae-lens SAE folder or an `sae` run folder", "train one: `thinklens run sae`")
+
+
 def load_sae(path: str | Path, device: str = "cpu") -> "SAE":
     """Load any sae-lens SAE folder (``cfg.json`` + ``sae_weights.safetensors``) with sae-lens itself."""
     from sae_lens import SAE
@@ -175,7 +127,7 @@ def load_sae(path: str | Path, device: str = "cpu") -> "SAE":
     p = Path(path)
     if not (p / "cfg.json").is_file() or not (p / "sae_weights.safetensors").is_file():
         raise ThinklensError.of("SAE folder", str(p), "an sae-lens folder holding cfg.json and sae_weights.safetensors",
-                                "train one with `thinklens sae train` or point at a saved sae-lens SAE")
+                                "train one with `thinklens run sae` or point at a saved sae-lens SAE")
     sae = SAE.load_from_disk(str(p), device=device)
     sae.eval()
     return sae
@@ -199,7 +151,7 @@ def _proxy(model: "HookedModel", name: str, device: str):
 
 
 @contextmanager
-def _quiet_training(seed: int):
+def quiet_training(seed: int):
     """Fork the RNG (sae-lens inits and shuffles from the global one), restore the signal handlers
     sae-lens installs for SIGINT/SIGTERM and its logger level, so training leaves no global state behind."""
     import logging
@@ -251,7 +203,8 @@ def _evals(sae: "SAE", proxy, store, n_batches: int, exclude: list[int]) -> dict
     return _flatten_metrics(metrics, feats, int(sae.cfg.d_sae))
 
 
-def _sae_config(cfg: SAETrainConfig, d_in: int):
+def training_sae_config(cfg: SAETrainConfig, d_in: int, device: str = "cpu"):
+    """sae-lens's training config of ``cfg.architecture`` (from its registry) for a ``d_in``-wide site."""
     from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY
 
     if cfg.architecture not in SAE_TRAINING_CLASS_REGISTRY:
@@ -263,7 +216,7 @@ def _sae_config(cfg: SAETrainConfig, d_in: int):
     cls = SAE_TRAINING_CLASS_REGISTRY[cfg.architecture][1]
     names = {f.name for f in dataclasses.fields(cls)}
     extra = {k: getattr(cfg, k) for k in ("k", "l1_coefficient", "l0_coefficient") if k in names}
-    return cls(d_in=d_in, d_sae=cfg.d_sae, device=cfg.device, **extra)
+    return cls(d_in=d_in, d_sae=cfg.d_sae, device=device, **extra)
 
 
 def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *,
@@ -277,32 +230,33 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
 
     site = model.resolve_site(cfg.site)
     name = hook_name(model, site)
+    device = str(model.device)
     exclude = special_ids(model.tokenizer)
     ds = token_rows(model.tokenizer, texts, cfg.context_size).shuffle(seed=cfg.seed)
     width = len(ds[0]["input_ids"])
     n_buffer = max(cfg.n_batches_in_buffer, -(-2 * cfg.train_batch_size_tokens // width))
     out = Path(out_dir)
     runner_cfg = LanguageModelSAERunnerConfig(
-        sae=_sae_config(cfg, model.site_width(site)), model_name=str(model.name), model_class_name="AutoModelForCausalLM",
+        sae=training_sae_config(cfg, model.site_width(site), device), model_name=str(model.name), model_class_name="AutoModelForCausalLM",
         hook_name=name, dataset_path=f"local:{len(texts)} texts", is_dataset_tokenized=True, streaming=False,
         context_size=width, training_tokens=cfg.training_tokens, train_batch_size_tokens=cfg.train_batch_size_tokens,
         store_batch_size_prompts=cfg.store_batch_size_prompts, n_batches_in_buffer=n_buffer,
-        lr=cfg.lr, lr_warm_up_steps=cfg.lr_warm_up_steps, seed=cfg.seed, device=cfg.device, prepend_bos=False,
+        lr=cfg.lr, lr_warm_up_steps=cfg.lr_warm_up_steps, seed=cfg.seed, device=device, prepend_bos=False,
         logger=LoggingConfig(log_to_wandb=False), checkpoint_path=None, output_path=str(out),
         exclude_special_tokens=exclude, n_eval_batches=cfg.n_eval_batches, verbose=False,
         n_batches_for_norm_estimate=8, dead_feature_window=max(50, cfg.training_tokens // cfg.train_batch_size_tokens // 4),
         feature_sampling_window=max(100, cfg.training_tokens // cfg.train_batch_size_tokens // 2),
     )
-    with _quiet_training(cfg.seed):  # sae-lens shows its own progress bar (tqdm reads its settings at import)
+    with quiet_training(cfg.seed):  # sae-lens shows its own progress bar (tqdm reads its settings at import)
         runner = LanguageModelSAETrainingRunner(runner_cfg, override_dataset=ds,
-                                                override_model=_proxy(model, name, cfg.device))
+                                                override_model=_proxy(model, name, device))
         runner.sae.cfg.metadata.thinklens_site = str(site)
         trained = runner.run()
         metrics = _evals(trained, runner.model, runner.activations_store, cfg.n_eval_batches, exclude)
     metrics.update(site=str(site), hook_name=name, architecture=cfg.architecture, k=cfg.k,
                    training_tokens=cfg.training_tokens, n_texts=len(texts))
     (out / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
-    return load_sae(out, device=cfg.device), metrics
+    return load_sae(out, device=device), metrics
 
 
 def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site: Site | str | None = None,
@@ -322,7 +276,7 @@ def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site
     old = sae.cfg.metadata.hook_name
     sae.cfg.metadata.hook_name = name
     try:
-        with _quiet_training(0):
+        with quiet_training(0):
             store = ActivationsStore(
                 model=proxy, dataset=ds, streaming=False, hook_name=name, hook_head_index=None, context_size=width,
                 d_in=int(sae.cfg.d_in), n_batches_in_buffer=2, total_training_tokens=10**9,

@@ -1,6 +1,6 @@
 """Steering: SAE feature browser, live steering of a prompt, reasoning-vector sweeps, hybrid steering.
 
-The page reads run folders (`thinklens sae train`, `thinklens run steer|reasoning-vector|hybrid`) and calls
+The page reads run folders (`thinklens run sae`, `thinklens run steer|reasoning-vector|hybrid`) and calls
 steering functions (``trace_prompt``, ``steer_prompt`` with ``add_feature``/``clamp_feature``); it never
 registers hooks itself.
 """
@@ -21,7 +21,7 @@ st.caption("SAE features (sae-lens), feature steering with equal-norm baselines,
 
 
 @st.cache_resource(show_spinner="loading model")
-def load_model(name: str):
+def load_hooked_model(name: str):
     from thinklens.model import HookedModel
 
     return HookedModel.load(name)
@@ -36,7 +36,7 @@ def load_sae_cached(path: str):
 
 def default_prompt(model_name: str) -> str:
     if Path(str(model_name)).name.startswith("tiny-"):
-        from steering.jobs import zoo_prompts
+        from steering.data import zoo_prompts
 
         return zoo_prompts(1, seed=7, style="think", min_steps=3, max_steps=3)[0][0]
     return ""
@@ -53,7 +53,8 @@ def sae_context():
     if run is None:
         return None
     cfg = run.config()
-    model_name, site = cfg.get("job", {}).get("model"), cfg.get("sae", {}).get("site")
+    nested = {**cfg.get("job", {}), **cfg.get("sae", {})}  # runs made before the one-config `sae` job nested them
+    model_name, site = cfg.get("model", nested.get("model")), cfg.get("site", nested.get("site"))
     metrics = optional_result(run, "metrics") or {}
     stats = None
     if (run.path / "results" / "feature_stats.json").is_file():
@@ -105,12 +106,12 @@ with tab_browse:
             if st.button("generate and trace", key="trace-btn") and prompt:
                 try:
                     from steering.features import trace_prompt
-                    from steering.figures import feature_trace_figure
+                    from steering.figures import figure_feature_trace
 
-                    ft = trace_prompt(load_model(model_name), load_sae_cached(str(run.path / "sae")), prompt, [feature],
+                    ft = trace_prompt(load_hooked_model(model_name), load_sae_cached(str(run.path / "sae")), prompt, [feature],
                                       site=site, max_new_tokens=64)
                     st.code(ft.text)
-                    st.plotly_chart(feature_trace_figure(ft), width="stretch")
+                    st.plotly_chart(figure_feature_trace(ft), width="stretch")
                 except Exception as e:  # noqa: BLE001 - show the error, keep the page alive
                     error_card("trace", f"{type(e).__name__}: {e}")
 
@@ -139,7 +140,7 @@ with tab_live:
                 else:
                     top = stats.max_act[feat] if stats else 1.0
                     iv = clamp_feature(site, sae, feat, coeff * top)
-                plain, steered = steer_prompt(load_model(model_name), prompt, [iv], max_new_tokens=64)
+                plain, steered = steer_prompt(load_hooked_model(model_name), prompt, [iv], max_new_tokens=64)
                 left, right = st.columns(2)
                 left.markdown("**unsteered**")
                 left.code(plain)

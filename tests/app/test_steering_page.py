@@ -15,9 +15,7 @@ def runs(tmp_path_factory):
     import random
 
     from steering import figures
-    from steering.jobs import SAEJobConfig, run_sae_job
-    from steering.sae import SAETrainConfig
-    from thinklens import HookedModel
+    from thinklens.jobs import run_job
     from thinklens.runs import RunFolder
     from thinklens.testing import build_tiny_model
 
@@ -26,22 +24,20 @@ def runs(tmp_path_factory):
     rng = random.Random(0)
     data = root / "texts.txt"
     data.write_text("\n".join(" ".join(f"w{rng.randrange(40)}" for _ in range(rng.randrange(4, 12))) for _ in range(120)))
-    job = SAEJobConfig(model=str(model_dir), data=str(data), n_texts=120, eval_texts=32, stats_traces=8)
-    sae_cfg = SAETrainConfig(site="resid_post.0", d_sae=32, k=4, training_tokens=6000, train_batch_size_tokens=256,
-                             store_batch_size_prompts=8, n_batches_in_buffer=4, n_eval_batches=1)
-    run = RunFolder.create("sae", {"job": job, "sae": sae_cfg}, root=root / "runs", run_id="tiny")
-    run_sae_job(HookedModel.load(str(model_dir)), job, sae_cfg, run, log=lambda s: None)
+    run_job("sae", model=str(model_dir), data=str(data), n_texts=120, eval_texts=32, stats_traces=8, site="resid_post.0",
+            d_sae=32, k=4, training_tokens=6000, train_batch_size_tokens=256, store_batch_size_prompts=8,
+            n_batches_in_buffer=4, n_eval_batches=1, runs=root / "runs", run_id="tiny", progress=False)
     rv = RunFolder.create("reasoning-vector", {"a": "x"}, root=root / "runs", run_id="rv")
     rows = [{"group": g, "alpha": a, "accuracy": 0.5 + 0.1 * a} for g in ("all", "mlp") for a in (-1.0, 0.0, 1.0)]
     rv.write_result("alpha_sweep", rows)
-    rv.write_figure("alpha_sweep", figures.alpha_sweep_figure(rows))
+    rv.write_figure("alpha_sweep", figures.figure_alpha_sweep(rows))
     rv.write_result("vector", {"norms": {"all": 1.0}})
     rv.finish({})
     hy = RunFolder.create("hybrid", {"b": "x"}, root=root / "runs", run_id="hy")
     res = {m: {"accuracy": a, "fired_fraction": f, "changed_fraction": f / 2, "gap_recovered": None}
            for m, a, f in (("base", 0.3, 0.0), ("thinking", 0.8, 0.0), ("hybrid", 0.6, 0.12))}
     hy.write_result("hybrid", res)
-    hy.write_figure("hybrid", figures.hybrid_figure(res))
+    hy.write_figure("hybrid", figures.figure_hybrid(res))
     hy.finish({})
     return root / "runs"
 

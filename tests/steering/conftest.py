@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import random
+import signal
+from types import SimpleNamespace
 
 import pytest
 import torch
+
+
+def module_hooks(model: torch.nn.Module) -> dict[str, tuple[tuple, tuple]]:
+    """The forward (pre-)hooks on each module, by id: what an intervention or a library may leave behind.
+    transformers installs output-capturing hooks of its own once ``output_hidden_states`` is used; those
+    stay, so tests compare with the hooks present before instead of expecting none."""
+    return {n: (tuple(m._forward_hooks), tuple(m._forward_pre_hooks)) for n, m in model.named_modules()
+            if m._forward_hooks or m._forward_pre_hooks}
+
+
+@pytest.fixture(scope="session")
+def hooks_of():
+    """:func:`module_hooks`, for the tests."""
+    return module_hooks
 
 
 @pytest.fixture(scope="session")
@@ -37,12 +53,26 @@ def random_sae():
 
 
 @pytest.fixture(scope="session")
-def trained_sae(tiny_llama, word_texts, tmp_path_factory):
-    """A tiny SAE trained by sae-lens (a few seconds) and its folder."""
-    from steering.sae import SAETrainConfig, train_sae
+def sae_training(tiny_llama, word_texts, tmp_path_factory):
+    """A tiny SAE trained by sae-lens (a few seconds), its folder, and the process state around training:
+    the signal handlers installed before (not the defaults: under ``nohup ... &`` SIGINT is ignored) and
+    after, and whether torch's global RNG state and the model's hooks were left as they were."""
+    from steering.configs import SAETrainConfig
+    from steering.sae import train_sae
 
     out = tmp_path_factory.mktemp("sae") / "resid_post.0"
     cfg = SAETrainConfig(site="resid_post.0", d_sae=64, k=4, training_tokens=12_000, train_batch_size_tokens=512,
                          store_batch_size_prompts=8, n_batches_in_buffer=4, n_eval_batches=2)
+    handlers = (signal.SIGINT, signal.SIGTERM)
+    before = {s: signal.getsignal(s) for s in handlers}
+    rng, hooks = torch.get_rng_state(), module_hooks(tiny_llama.hf)
     sae, metrics = train_sae(tiny_llama, word_texts, cfg, out_dir=out)
-    return sae, metrics, out
+    return SimpleNamespace(sae=sae, metrics=metrics, out=out, handlers_before=before,
+                           handlers_after={s: signal.getsignal(s) for s in handlers},
+                           rng_kept=torch.equal(rng, torch.get_rng_state()), hooks_kept=hooks == module_hooks(tiny_llama.hf))
+
+
+@pytest.fixture(scope="session")
+def trained_sae(sae_training):
+    """``(sae, metrics, folder)`` of :func:`sae_training`."""
+    return sae_training.sae, sae_training.metrics, sae_training.out

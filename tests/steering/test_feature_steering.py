@@ -61,11 +61,13 @@ def test_steered_generation_differs(tiny_llama, random_sae):
     assert [t.token_ids for t in plain] == [t.token_ids for t in tiny_llama.generate(PROMPTS, max_new_tokens=6)]
 
 
-def test_hooks_removed_after_exception(tiny_llama, random_sae):
+def test_hooks_removed_after_exception(tiny_llama, random_sae, hooks_of):
+    before = hooks_of(tiny_llama.hf)
     with pytest.raises(RuntimeError):
         with tiny_llama.intervene([clamp_feature(SITE, random_sae, 1, 2.0)]):
+            assert hooks_of(tiny_llama.hf) != before  # the clamp is hooked in here
             raise RuntimeError("boom")
-    assert not any(m._forward_hooks or m._forward_pre_hooks for m in tiny_llama.hf.modules())
+    assert hooks_of(tiny_llama.hf) == before
 
 
 def test_bad_inputs(tiny_llama, random_sae):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from steering.grpo import GRPOConfig, _batch, _token_logprobs, group_advantages, rewards
+from steering.configs import GRPOConfig
+from steering.grpo import _batch, _token_logprobs, group_advantages, rewards
 from thinklens import ThinklensError
 
 
@@ -42,8 +43,9 @@ def test_grpo_smoke_on_zoo(tmp_path):
 
     if zoo_path("tiny-pre") is None:
         pytest.skip("tiny-pre not trained")
-    from steering.grpo import train_grpo
+    from thinklens.jobs import run_job
 
-    meta = train_grpo(GRPOConfig(steps=2, prompts_per_step=2, group_size=4, eval_per_steps=0), out_dir=tmp_path / "g",
-                      progress=False)
+    meta = run_job("grpo", steps=2, prompts_per_step=2, group_size=4, eval_per_steps=0, publish=str(tmp_path / "g"),
+                   out=tmp_path / "run", progress=False)
     assert meta["steps"] == 2 and (tmp_path / "g" / "model.safetensors").stat().st_size < 5 * 2**20
+    assert meta["published_to"] == str(tmp_path / "g") and meta["init"] == "tiny-pre"

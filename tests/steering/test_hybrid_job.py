@@ -7,18 +7,17 @@ import shutil
 
 import pytest
 
-from steering.hybrid import HybridConfig
-from steering.jobs import HybridJobConfig, run_hybrid_job
 from thinklens import ThinklensError
+from thinklens.jobs import get_job, run_job
 from thinklens.runs import RunFolder
 from thinklens.zoo.registry import zoo_path
 
 pytestmark = pytest.mark.skipif(zoo_path("tiny-think") is None or zoo_path("tiny-cot") is None,
                                 reason="needs the committed zoo")
 
-HCFG = HybridConfig(n_categories=3, k=1, sae_steps=20, vector_iters=3, vector_batch=8, strengths=(0.5, 1.0), windows=(1,))
-JOB = HybridJobConfig(n_train=12, n_eval=6, max_steps=3, seeds=(0, 1),
-                      modes=("base", "thinking", "hybrid", "bias_only", "random_firing"))
+CONFIG = dict(n_categories=3, k=1, sae_steps=20, vector_iters=3, vector_batch=8, strengths=(0.5, 1.0), windows=(1,),
+              n_train=12, n_eval=6, max_steps=3, seed=0, n_seeds=2,
+              modes=("base", "thinking", "hybrid", "bias_only", "random_firing"))
 
 
 def _strip(res: dict) -> str:
@@ -26,8 +25,11 @@ def _strip(res: dict) -> str:
 
 
 def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
-    ref = RunFolder.create("hybrid", {"job": JOB, "hybrid": HCFG}, root=tmp_path / "a", run_id="r")
-    summary = run_hybrid_job(JOB, HCFG, ref, log=lambda s: None)
+    from thinklens import HookedModel
+
+    models = {"model": HookedModel.load("tiny-cot"), "thinking": HookedModel.load("tiny-think")}
+    summary = run_job("hybrid", **models, **CONFIG, out=tmp_path / "a", progress=False)
+    ref = RunFolder.open(tmp_path / "a")
     seeds = ref.read_result("hybrid_seeds")
     assert set(seeds) == {"0", "1"} and summary["hybrid"]["accuracy"] is not None
     # base and thinking do not depend on the seed: evaluated once, shared
@@ -35,10 +37,12 @@ def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
     items = list(ref.finished())
     assert items[:2] == ["mode:base", "mode:thinking"] and "seed1:random_firing" in items
 
-    # the same run killed after seed 0's hybrid mode: copy its config and the first stages only
-    run = RunFolder.create("hybrid", {"job": JOB, "hybrid": HCFG}, root=tmp_path / "b", run_id="r")
+    # the same run killed after seed 0's hybrid mode: its config and the first stages only
+    killed = tmp_path / "b"
+    killed.mkdir()
+    shutil.copy(ref.path / "config.json", killed / "config.json")
     lines = (ref.path / "progress.jsonl").read_text().splitlines()
-    (run.path / "progress.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])  # torn line
+    (killed / "progress.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])  # torn line
     import steering.hybrid_generate as hg
 
     calls: list[str] = []
@@ -49,14 +53,14 @@ def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
         return real(*a, mode=mode, **kw)
 
     monkeypatch.setattr(hg, "hybrid_generate", counting)
-    resumed = RunFolder.create("hybrid", {"job": JOB, "hybrid": HCFG}, root=tmp_path / "b", run_id="r")
-    run_hybrid_job(JOB, HCFG, resumed, log=lambda s: None)
+    run_job("hybrid", **models, config_file=killed / "config.json", out=killed, progress=False)  # rerun from its config.json
     assert "base" not in calls and "thinking" not in calls and calls.count("hybrid") == 1  # only seed 1's
+    resumed = RunFolder.open(killed)
     for name in ("hybrid", "hybrid_seeds", "hybrid_summary"):
         assert _strip(resumed.read_result(name)) == _strip(ref.read_result(name))
-    shutil.rmtree(tmp_path / "b")
+    assert resumed.meta()["status"] == "done"
 
 
 def test_bad_seeds():
-    with pytest.raises(ThinklensError, match="seeds"):
-        HybridJobConfig(seeds=(1, 1))
+    with pytest.raises(ThinklensError, match="n-seeds"):
+        get_job("hybrid").make_config(n_seeds=0)

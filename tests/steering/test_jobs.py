@@ -1,4 +1,4 @@
-"""The steering jobs and CLI: parsing, run folders, clear errors (tiny models; zoo runs are `slow`)."""
+"""The steering jobs under the job contract: run folders, loaded models, CLI options, clear errors (tiny models)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,20 @@ import json
 
 import pytest
 
-from steering.jobs import ReasoningVectorJobConfig, SteerJobConfig, run_reasoning_vector_job, run_steer_job
+from thinklens.jobs import get_job, run_job
 from thinklens.runs import RunFolder
+
+STEERING_JOBS = ("sae", "sae-eval", "steer", "reasoning-vector", "hybrid", "grpo")
 
 
 def test_steer_job_on_tiny_model(tiny_llama, trained_sae, tmp_path):
     _, _, sae_dir = trained_sae
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
-    cfg = SteerJobConfig(model="unused", sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=6,
-                         coeffs=(-1.0, 0.0, 1.0), word=tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3)[0].tokens[0].strip())
-    run = RunFolder.create("steer", cfg, root=tmp_path / "runs", run_id="t")
-    summary = run_steer_job(tiny_llama, cfg, run, log=lambda s: None)
+    word = tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3)[0].tokens[0].strip()
+    summary = run_job("steer", model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=6,
+                      coeffs=(-1.0, 0.0, 1.0), word=word, runs=tmp_path / "runs", run_id="t", progress=False)
+    run = RunFolder.open(tmp_path / "runs" / "steer" / "t")
     res = run.read_result("steer")
     arms = {r["arm"] for r in res["rows"]}
     assert arms - {"diff_of_means"} == {"feature", "random_feature", "top_activating", "random_direction"}
@@ -26,7 +28,7 @@ def test_steer_job_on_tiny_model(tiny_llama, trained_sae, tmp_path):
     base = [r for r in res["rows"] if r["coeff"] == 0.0]
     assert len({r["sample"] for r in base}) == 1  # coefficient 0 is one shared unsteered baseline
     assert "steer" in run.figures() and summary["feature"] == res["chosen"]["feature"]
-    assert run.meta()["status"] == "done"
+    assert run.meta()["status"] == "done" and run.meta()["summary"] == summary
 
 
 def test_steer_job_seeds_and_diff_of_means(tiny_llama, trained_sae, tmp_path):
@@ -34,11 +36,9 @@ def test_steer_job_seeds_and_diff_of_means(tiny_llama, trained_sae, tmp_path):
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
     word = tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3, do_sample=True, seed=20_000)[0].tokens[0].strip()
-    cfg = SteerJobConfig(model="unused", sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=16,
-                         coeffs=(0.0, 1.0), word=word, n_seeds=2)
-    run = RunFolder.create("steer", cfg, root=tmp_path / "runs", run_id="s")
-    run_steer_job(tiny_llama, cfg, run, log=lambda s: None)
-    res = run.read_result("steer")
+    run_job("steer", model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=16,
+            coeffs=(0.0, 1.0), word=word, n_seeds=2, runs=tmp_path / "runs", run_id="s", progress=False)
+    res = RunFolder.open(tmp_path / "runs" / "steer" / "s").read_result("steer")
     assert res["seeds"] == [0, 1] and {r["seed"] for r in res["rows_by_seed"]} == {0, 1}
     assert "diff_of_means" in {r["arm"] for r in res["rows"]}  # the word is sampled, so the direction exists
     at_one = [r["added_norm"] for r in res["rows"] if r["coeff"] == 1.0]
@@ -48,17 +48,56 @@ def test_steer_job_seeds_and_diff_of_means(tiny_llama, trained_sae, tmp_path):
         assert row[word] == pytest.approx(sum(per) / 2) and row["n_seeds"] == 2
 
 
-def test_reasoning_vector_job_norms_only(tmp_path):
+def test_sae_eval_job(tiny_llama, trained_sae, word_texts, tmp_path):
+    _, _, sae_dir = trained_sae
+    data = tmp_path / "texts.txt"
+    data.write_text("\n".join(word_texts[:32]))
+    metrics = run_job("sae-eval", model=tiny_llama, sae=str(sae_dir), data=str(data), n_texts=32, n_batches=1,
+                      out=tmp_path / "ev", progress=False)
+    assert metrics["site"] == "resid_post.0" and 0 < metrics["l0"] <= 4 + 1e-6
+    assert RunFolder.open(tmp_path / "ev").read_result("metrics")["l0"] == metrics["l0"]
+
+
+def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
     from thinklens.testing import build_tiny_model
 
-    paths = {n: str(build_tiny_model("llama", tmp_path / n, seed=s)) for n, s in (("pre", 0), ("a", 0), ("b", 0), ("t", 0))}
-    cfg = ReasoningVectorJobConfig(a=paths["a"], b=paths["b"], target=paths["t"], base=paths["pre"], n_per_steps=0,
-                                   save_alpha=0.5)
-    run = RunFolder.create("reasoning-vector", cfg, root=tmp_path / "runs", run_id="rv")
-    summary = run_reasoning_vector_job(cfg, run, log=lambda s: None)  # identical checkpoints: no false alarm
-    assert summary["norm"] == 0.0
-    assert (run.path / "merged" / "config.json").is_file()
-    assert json.loads((run.path / "merged" / "merge.json").read_text())["alpha"] == 0.5
+    paths = {n: str(build_tiny_model("llama", tmp_path / n, seed=s)) for n, s in (("pre", 0), ("a", 0), ("b", 0), ("t", 1))}
+    summary = run_job("reasoning-vector", model=paths["t"], a=paths["a"], b=paths["b"], base=paths["pre"], n_per_steps=0,
+                      save_alpha=0.5, out=tmp_path / "rv", progress=False)
+    assert summary["norm"] == 0.0  # identical checkpoints: no false alarm
+    run = RunFolder.open(tmp_path / "rv")
+    assert run.read_result("vector")["norms"].keys() == {"all", "attention", "mlp", "no_embeddings"}
+    merge = json.loads((run.path / "merged" / "merge.json").read_text())
+    assert merge["alpha"] == 0.5 and merge["target"] == paths["t"]
+    # the merged model is the target's (seed 1), not a's: the runner's model really is the target
+    assert json.loads((run.path / "config.json").read_text())["model"] == paths["t"]
+    import torch
+
+    from thinklens import HookedModel
+
+    merged, target = HookedModel.load(str(run.path / "merged")), HookedModel.load(paths["t"])
+    assert all(torch.equal(p, q) for p, q in zip(merged.hf.parameters(), target.hf.parameters()))
+
+
+def test_every_steering_job_has_the_common_options():
+    from thinklens.cli import build_parser
+
+    p = build_parser(list(STEERING_JOBS))
+    a = p.parse_args(["run", "hybrid", "--strengths", "0.5,1", "--windows", "1", "--n-eval", "10", "--thinking", "tiny-think",
+                      "--device", "cpu", "--dtype", "bfloat16", "--n-seeds", "3"])
+    assert a.strengths == (0.5, 1.0) and a.windows == (1,) and a.n_eval == 10 and a.dtype == "bfloat16"
+    assert get_job("hybrid").make_config(n_seeds=a.n_seeds, seed=2).seeds == (2, 3, 4)
+    assert get_job("hybrid").models == ("model", "thinking")  # both loaded by the runner with --device/--dtype
+    a = p.parse_args(["run", "reasoning-vector", "--alphas=-1,0.5", "--groups", "mlp,attention", "--base", "none"])
+    assert a.alphas == (-1.0, 0.5) and a.groups == ("mlp", "attention") and a.base is None
+    a = p.parse_args(["run", "sae", "--model", "tiny-think", "--site", "resid_post.1", "--architecture", "standard",
+                      "--out", "x", "--no-progress"])
+    assert a.site == "resid_post.1" and a.architecture == "standard" and a.out == "x" and a.progress is False
+    a = p.parse_args(["run", "grpo", "--steps", "2", "--max-minutes", "1", "--publish", "g", "--threads", "1"])
+    assert a.steps == 2 and a.max_minutes == 1.0 and a.publish == "g"
+    for name in STEERING_JOBS:
+        job = get_job(name)
+        assert "model" in job.models and job.config().seed is not None
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
@@ -69,27 +108,8 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "--sae" in err
     code = main(["run", "reasoning-vector", "--alphas=0,inf", "--n-per-steps", "0", "--runs", str(tmp_path / "r"),
                  "--a", str(tmp_path), "--b", str(tmp_path)])
-    assert code == 2
+    assert code == 2 and "alpha" in capsys.readouterr().err
+    code = main(["run", "hybrid", "--n-seeds", "0", "--runs", str(tmp_path / "r")])
+    assert code == 2 and "n-seeds" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["sae", "train", "tiny-think", "--architecture"])
-
-
-def test_cli_parses_generated_options():
-    import argparse
-
-    from steering.cli import add_sae_parser, add_steer_jobs
-
-    p = argparse.ArgumentParser()
-    sub = p.add_subparsers(dest="command")
-    add_sae_parser(sub)
-    jobs = sub.add_parser("run").add_subparsers(dest="job")
-    add_steer_jobs(jobs)
-    a = p.parse_args(["run", "hybrid", "--strengths", "0.5,1", "--windows", "1", "--n-eval", "10"])
-    assert a.strengths == (0.5, 1.0) and a.windows == (1,) and a.n_eval == 10
-    a = p.parse_args(["run", "reasoning-vector", "--alphas=-1,0.5", "--groups", "mlp,attention", "--base", "none"])
-    assert a.alphas == (-1.0, 0.5) and a.groups == ("mlp", "attention") and a.base is None
-    a = p.parse_args(["sae", "train", "tiny-think", "--site", "resid_post.1", "--architecture", "standard"])
-    assert a.site == "resid_post.1" and a.architecture == "standard" and a.func.__name__ == "cmd_sae_train"
-    only = argparse.ArgumentParser().add_subparsers(dest="job")
-    add_steer_jobs(only, "steer")
-    assert set(only.choices) == {"steer"}
+        main(["run", "sae", "--architecture"])

@@ -21,6 +21,7 @@ from steering.reasoning_vectors import (
     vector_stats,
 )
 from thinklens import HookedModel, ThinklensError
+from thinklens.adapters import adapter_for
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +69,30 @@ def test_groups(family):
         assert torch.equal(p, base[n]) != (".self_attn." in n), n
     no_emb = apply_vector(family["base"], v, 1.0, group="no_embeddings")
     assert torch.equal(dict(no_emb.named_parameters())["model.embed_tokens.weight"], base["model.embed_tokens.weight"])
-    assert in_group("model.layers.0.mlp.down_proj.weight", "mlp") and not in_group("model.layers.0.mlp.down_proj.weight", "attention")
+    llama = adapter_for("llama")
+    assert in_group("model.layers.0.mlp.down_proj.weight", "mlp", llama)
+    assert not in_group("model.layers.0.mlp.down_proj.weight", "attention", llama)
     norms = v.norms()
     assert set(norms) == set(GROUPS) and norms["attention"] < norms["all"]
     with pytest.raises(ThinklensError, match="did you mean 'mlp'"):
-        in_group("x", "mpl")
+        in_group("x", "mpl", llama)
+    with pytest.raises(ThinklensError, match="model_type"):  # groups need the family's adapter
+        ReasoningVector.between({"w": torch.ones(2)}, {"w": torch.zeros(2)}).norm("mlp")
+
+
+@pytest.mark.parametrize("fam", ["llama", "qwen2", "gpt2", "gemma"])
+def test_groups_from_the_adapter_match_the_name_rules_they_replace(fam, tmp_path):
+    """Oracle: the substring rules the steering package used before the adapters grouped parameters."""
+    from thinklens.testing import build_tiny_model
+
+    model = HookedModel.load(str(build_tiny_model(fam, tmp_path / fam))).hf
+    old = {"attention": lambda n: ".self_attn." in n or ".attn." in n, "mlp": lambda n: ".mlp." in n,
+           "no_embeddings": lambda n: not any(k in n for k in ("embed_tokens", "wte", "wpe", "lm_head", "embed_positions")),
+           "all": lambda n: True}
+    adapter = adapter_for(model.config.model_type)
+    for name, _ in model.named_parameters():
+        for group, rule in old.items():
+            assert in_group(name, group, adapter) == rule(name), (fam, name, group)
 
 
 def test_lineage_checks(family):

@@ -41,9 +41,13 @@ def test_evaluate_any_folder(tiny_llama, trained_sae, word_texts):
     assert sae.cfg.metadata.hook_name == before  # the caller's SAE is left as it was
 
 
-def test_training_leaves_no_global_state(tiny_llama, trained_sae):
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    assert not any(m._forward_hooks for m in tiny_llama.hf.modules())  # sae-lens hooked a copy
+def test_training_leaves_no_global_state(sae_training):
+    # the handlers installed before training, whatever they were (the default one in a terminal; SIG_IGN for
+    # SIGINT under `nohup ... &`): sae-lens installs its own and training must put these back
+    assert sae_training.handlers_after == sae_training.handlers_before
+    assert signal.getsignal(signal.SIGINT) is sae_training.handlers_before[signal.SIGINT]
+    assert sae_training.rng_kept  # sae-lens draws from a forked RNG
+    assert sae_training.hooks_kept  # sae-lens hooked a copy
 
 
 def test_site_mapping(tiny_llama, random_sae):
@@ -74,10 +78,11 @@ def test_bad_inputs(tiny_llama, random_sae, tmp_path):
         check_feature(random_sae, -1)
     with pytest.raises(ThinklensError, match="sae-lens folder"):
         load_sae(tmp_path)
-    from steering.sae import SAETrainConfig, _sae_config
+    from steering.configs import SAETrainConfig
+    from steering.sae import training_sae_config
 
     with pytest.raises(ThinklensError, match="did you mean 'topk'"):
-        _sae_config(SAETrainConfig(architecture="topkk"), 32)
+        training_sae_config(SAETrainConfig(architecture="topkk"), 32)
     with pytest.raises(ThinklensError, match="k"):
         SAETrainConfig(k=2048, d_sae=1024)
     assert "topk" in architectures() and "standard" in architectures()

@@ -59,9 +59,9 @@ def test_tiny_grpo_is_a_sibling():
 @pytest.mark.slow
 def test_wait_feature_makes_tiny_think_say_wait():
     """Greedy tiny-think never says wait; adding the wait feature's direction makes it, a random one does not."""
+    from steering.data import zoo_prompts
     from steering.effects import reflection_counts
     from steering.feature_steering import add_feature, random_feature
-    from steering.jobs import zoo_prompts
     from steering.sae import load_sae
 
     model = _zoo("tiny-think")

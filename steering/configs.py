@@ -1,0 +1,161 @@
+"""Settings of the steering algorithms: SAE training, hybrid steering, GRPO.
+
+Each is a frozen dataclass with a one-line docstring per field. They live apart from their algorithms
+(which import torch) so that a job's config can subclass them and ``thinklens run --help`` stays fast:
+the ``sae``, ``hybrid`` and ``grpo`` jobs' configs are these plus the job's own fields.
+
+Example:
+    >>> SAETrainConfig().site, HybridConfig().n_categories, GRPOConfig().model
+    ('resid_post.2', 6, 'tiny-pre')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from thinklens.errors import ThinklensError
+
+
+def check_finite(what: str, values, fix: str) -> None:
+    """A clear error unless ``values`` holds at least one number and every one is finite (no bools).
+
+    Example:
+        >>> check_finite("coefficient", (-1.0, 0, 1), "--coeffs=-1,0,1")
+        >>> check_finite("coefficient", (0.0, float("inf")), "--coeffs=0,1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        thinklens.errors.ThinklensError: bad coefficient: received inf; expected finite numbers (at least one); ...
+    """
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
+    if bad or not values:
+        raise ThinklensError.of(what, bad[0] if bad else "nothing", "finite numbers (at least one)", f"pass e.g. {fix}")
+
+
+@dataclass(frozen=True)
+class SAETrainConfig:
+    """How to train one SAE with sae-lens (tiny CPU-friendly defaults). The SAE lives on the model's device."""
+
+    site: str = "resid_post.2"
+    """Where the SAE reads (a block output such as resid_post.2, or mlp_out/attn_out/embed/final_norm)."""
+    architecture: str = "topk"
+    """An sae-lens training architecture (topk, batchtopk, standard, jumprelu, gated, ...)."""
+    d_sae: int = 1024
+    """Number of SAE features (latents)."""
+    k: int = 32
+    """Active features per token for topk-style architectures (the L0 budget)."""
+    l1_coefficient: float = 5.0
+    """Sparsity penalty for the standard (L1) architecture."""
+    l0_coefficient: float = 1.0
+    """Sparsity penalty for jumprelu."""
+    training_tokens: int = 1_000_000
+    """Activations seen in training (pad/bos/eos positions excluded)."""
+    train_batch_size_tokens: int = 4096
+    """Activations per optimizer step."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    lr_warm_up_steps: int = 20
+    """Linear warmup steps."""
+    context_size: int | None = None
+    """Row width in tokens (None: the longest text)."""
+    store_batch_size_prompts: int = 32
+    """Rows per model forward when filling the activation buffer."""
+    n_batches_in_buffer: int = 8
+    """Buffer size in rows of ``context_size`` tokens (sae-lens's unit); raised to hold two training
+    batches, since sae-lens refuses a buffer smaller than one. Keep it small on small datasets."""
+    n_eval_batches: int = 8
+    """Batches of ``store_batch_size_prompts`` rows used by the metrics."""
+    seed: int = 0
+    """Seed of the SAE init and of the buffer shuffling (a forked RNG; global state untouched)."""
+
+    def __post_init__(self) -> None:
+        for name in ("d_sae", "k", "training_tokens", "train_batch_size_tokens", "store_batch_size_prompts",
+                     "n_batches_in_buffer", "n_eval_batches"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ThinklensError.of(f"SAETrainConfig.{name}", v, "a positive integer", f"pass e.g. {name}=32")
+        if self.k > self.d_sae:
+            raise ThinklensError.of("SAETrainConfig.k", self.k, f"at most d_sae={self.d_sae}", "lower k or raise d_sae")
+        if not self.lr > 0:
+            raise ThinklensError.of("SAETrainConfig.lr", self.lr, "a positive number", "pass lr=1e-3")
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """Settings of hybrid steering (paper values where they apply; sizes for the CPU zoo)."""
+
+    site: str = "resid_post.2"
+    """Site read on the thinking model (sentence activations) and steered on the base model."""
+    n_categories: int = 6
+    """SAE latents used as behaviour categories (the paper uses 5-50)."""
+    k: int = 3
+    """Top-k of the clustering SAE."""
+    sae_steps: int = 600
+    """Training steps of the clustering SAE (batches of 128 sentences)."""
+    vector_iters: int = 50
+    """Adam iterations per steering vector."""
+    vector_lr: float = 1e-2
+    """Adam learning rate of the steering vectors."""
+    vector_batch: int = 48
+    """Sentences per vector-training iteration (a seeded random subset)."""
+    strengths: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    """Candidate strengths tried where the two models disagree."""
+    windows: tuple[int, ...] = (1, 3)
+    """Candidate windows: the steering vector is added to the last w positions."""
+    min_base_prob: float = 1e-3
+    """Perplexity guardrail: a steered token must have at least this probability under the unsteered base
+    model (-log p <= log(1/min_base_prob)); otherwise the base model's own token is kept."""
+    seed: int = 0
+    """Seed of every random choice (local generators)."""
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.n_categories <= 64 or not 1 <= self.k <= self.n_categories:
+            raise ThinklensError.of("HybridConfig", (self.n_categories, self.k), "2 <= n_categories <= 64, 1 <= k <= n_categories",
+                                    "pass n_categories=6, k=3")
+        if not self.strengths or not self.windows or min(self.windows) < 1:
+            raise ThinklensError.of("HybridConfig candidates", (self.strengths, self.windows),
+                                    "non-empty strengths and windows >= 1", "pass strengths=(0.5, 1.0), windows=(1,)")
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Settings of the GRPO run (defaults fit about 10 CPU minutes for the zoo)."""
+
+    model: str = "tiny-pre"
+    """Zoo name or folder to start from (tiny-cot's parent)."""
+    style: str = "cot"
+    """Prompt style (tiny-cot's data)."""
+    steps: int = 200
+    """Optimizer steps (200 took 6.4 CPU minutes for the committed tiny-grpo)."""
+    prompts_per_step: int = 8
+    """Distinct problems per step."""
+    group_size: int = 8
+    """Samples per problem (the group of GRPO)."""
+    lr: float = 5e-5
+    """AdamW learning rate (no weight decay: the delta should come from the reward alone)."""
+    temperature: float = 1.0
+    """Sampling temperature (1: the policy's own distribution, so the gradient is unbiased)."""
+    kl_coef: float = 0.04
+    """Weight of the KL penalty to the init (k3 estimator)."""
+    min_steps: int = 1
+    """Fewest arithmetic steps of a training problem."""
+    max_steps: int = 8
+    """Most arithmetic steps of a training problem."""
+    seed: int = 0
+    """Problem and sampling seed (local generators only)."""
+    max_minutes: float = 10.0
+    """Cap on this process's CPU time (not wall time: shared machines stretch wall time several-fold);
+    the model is written anyway, marked truncated."""
+    eval_per_steps: int = 25
+    """Held-out problems per step count (1..8) for the final accuracy; 0 skips."""
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "prompts_per_step", "group_size"):
+            if getattr(self, name) < 1:
+                raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {name}=8")
+        if self.group_size < 2:
+            raise ThinklensError.of("GRPOConfig.group_size", self.group_size, ">= 2 (advantages are relative to the group)",
+                                    "pass group_size=8")
+        if not (self.lr > 0 and math.isfinite(self.lr)) or not (self.temperature > 0) or self.kl_coef < 0:
+            raise ThinklensError.of("GRPOConfig", (self.lr, self.temperature, self.kl_coef),
+                                    "lr > 0, temperature > 0, kl_coef >= 0", "fix the config")

@@ -1,0 +1,212 @@
+"""``thinklens run steer``: steer generation with an SAE feature against equal-norm baselines.
+
+Arms: the feature most correlated with the next ``--word`` (or ``--feature``), a random live feature,
+the most often active feature, a random direction and (optionally) the difference of means of the
+states before ``--word``; every arm adds the same norm at a given coefficient. Results:
+``results/steer.json`` (rows averaged over seeds, rows per seed, the chosen feature) and the figure
+steer.
+
+Example:
+    >>> JOB.name, SteerJobConfig().word
+    ('steer', 'wait')
+    >>> # thinklens run steer --sae data/saes/tiny-think-resid_post.2-topk32 --coeffs=-1,0,1 --n-prompts 30
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from steering.configs import check_finite
+from thinklens.errors import ThinklensError
+from thinklens.jobs import Job, JobContext
+from thinklens.tasks.protocol import HELD_OUT
+
+if TYPE_CHECKING:
+    from thinklens.model import HookedModel
+    from thinklens.sites import Site
+
+
+@dataclass(frozen=True)
+class SteerJobConfig:
+    """``thinklens run steer``: steer with an SAE feature against equal-norm baselines."""
+
+    model: str = "tiny-think"
+    """Zoo name, local model folder or hub id."""
+    sae: str = ""
+    """An sae-lens SAE folder, or an `sae` run folder (its sae/ subfolder and feature statistics are used)."""
+    site: str | None = None
+    """Site of the SAE (None: from the SAE's metadata)."""
+    feature: int | None = None
+    """Feature to steer (None: the one most correlated with --word)."""
+    word: str = "wait"
+    """Thinking word whose most correlated feature is steered, and whose frequency is reported."""
+    mode: Literal["add", "clamp"] = "add"
+    """add: x + c * |x|_mean * unit(W_dec[f]); clamp: set the feature to c * its max activation (error term kept)."""
+    coeffs: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
+    """Coefficients (add: in units of the mean activation norm at the site; clamp: of the feature's max
+    activation). Negative lists need the = form: --coeffs=-1,0,1."""
+    prompts: str = "zoo:think"
+    """Prompts: zoo:<style> or a prompt file (.txt/.jsonl)."""
+    n_prompts: int = 100
+    """Prompts generated per (arm, coefficient)."""
+    stats_traces: int = 150
+    """Traces scanned to pick features when the SAE run has no statistics."""
+    min_steps: int = 2
+    """Fewest steps of the zoo problems."""
+    max_steps: int = 5
+    """Most steps of the zoo problems."""
+    sample: bool = True
+    """Sample (temperature 1, one seed for every arm) instead of greedy decoding: greedy zoo traces never say
+    wait, so only sampling shows a decrease as well as an increase."""
+    seed: int = 0
+    """Seed of the baselines' random choices and of the sampling."""
+    n_seeds: int = 1
+    """Repeat the sweep with seeds seed, seed+1, ... (new random baselines and samples each time); the
+    table reports the mean and standard deviation over seeds."""
+    diff_of_means: bool = True
+    """Add a difference-of-means arm: mean state before --word minus mean state before any other token
+    (from sampled traces), at the same norm as the other arms."""
+
+    def __post_init__(self) -> None:
+        check_finite("coefficient", self.coeffs, "--coeffs=-1,0,1")
+        if self.n_seeds < 1:
+            raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
+
+
+def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
+    """Pick the feature, build the equal-norm arms, sweep the coefficients for every seed; returns the summary."""
+    import json
+
+    import torch
+
+    from steering import figures
+    from steering.data import prompt_set
+    from steering.effects import mean_norm, steer_sweep
+    from steering.feature_steering import equal_norm_arms
+    from steering.features import FeatureStats, feature_stats
+    from steering.sae import check_feature, check_sae, load_sae, sae_folder
+    from thinklens.answers import parse_answer
+
+    model, log, cfg = ctx.model, ctx.progress.log, config
+    sae_dir, sae_run = sae_folder(cfg.sae)
+    sae = load_sae(sae_dir, device=str(model.device))
+    site = check_sae(model, sae, cfg.site)
+    stats_file = sae_run / "results" / "feature_stats.json" if sae_run else None
+    sampling = HELD_OUT["sampling"]
+    stats_prompts, answers0, max_new0 = prompt_set(cfg.prompts, cfg.stats_traces, seed=sampling, min_steps=cfg.min_steps,
+                                                   max_steps=cfg.max_steps)
+
+    def traces(prompts):
+        return model.generate(prompts, max_new_tokens=max_new0, capture=[site], batch_size=64, do_sample=cfg.sample,
+                              seed=sampling, temperature=1.0)
+
+    trs = traces(stats_prompts[: max(8, min(cfg.stats_traces, 64))])
+    unit = mean_norm([t.hidden[site] for t in trs])
+    if stats_file is not None and stats_file.is_file():
+        stats = FeatureStats.from_json(json.loads(stats_file.read_text()))
+    else:
+        trs = traces(stats_prompts)
+        correct = [parse_answer(t.text) == a for t, a in zip(trs, answers0)] if answers0 else None
+        stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=correct, words=(cfg.word,))
+    feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(cfg.word)
+    top = stats.top_activating(exclude=[feature])
+    alive = torch.tensor(stats.freq) > 0
+    dom = diff_of_means_arm(model, cfg, site, trs if cfg.sample else None, stats_prompts, max_new0, log) \
+        if cfg.diff_of_means else None
+    prompts, answers, max_new = prompt_set(cfg.prompts, cfg.n_prompts, seed=HELD_OUT["steer"], min_steps=cfg.min_steps,
+                                           max_steps=cfg.max_steps)
+    per_seed: list[dict[str, Any]] = []
+    random_features: list[int | None] = []
+    for seed in range(cfg.seed, cfg.seed + cfg.n_seeds):
+        arms = equal_norm_arms(sae, feature, top_feature=top, seed=seed, alive=alive)
+        if dom is not None:
+            arms["diff_of_means"] = (dom / dom.norm(), None)
+        random_features.append(arms["random_feature"][1])
+        log(f"seed {seed}: feature {feature}: corr with next {cfg.word!r} {stats.corr_words[cfg.word][feature]:.3f}; "
+            f"baselines random feature {arms['random_feature'][1]}, top-activating {top}; unit norm {unit:.3f}")
+        rows = steer_sweep(model, prompts, answers, site, arms, cfg.coeffs, unit_norm=unit, mode=cfg.mode, sae=sae,
+                           max_acts=stats.max_act, max_new_tokens=max_new, word=cfg.word, do_sample=cfg.sample,
+                           seed=seed, log=log)
+        per_seed += [{**r, "seed": seed} for r in rows]
+    rows = aggregate_seeds(per_seed, cfg.word)
+    chosen = {"feature": feature, "word": cfg.word, "corr": stats.corr_words[cfg.word][feature],
+              "top_activating": top, "random_feature": random_features[0], "random_features": random_features,
+              "unit_norm": unit, "top_contexts": stats.top_contexts.get(feature, [])[:8],
+              "diff_of_means_cos_feature": None if dom is None else
+              float(torch.nn.functional.cosine_similarity(dom, arms["feature"][0], dim=0))}
+    ctx.run.write_result("steer", {"rows": rows, "rows_by_seed": per_seed, "chosen": chosen, "site": str(site),
+                                   "seeds": list(range(cfg.seed, cfg.seed + cfg.n_seeds))})
+    ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
+    return {"feature": feature, "corr": chosen["corr"], "site": str(site)}
+
+
+def word_token(tokenizer: Any, word: str) -> int | None:
+    """The single token id of ``word`` (as is, or with a leading space for BPE vocabularies), else None."""
+    for cand in (word, " " + word):
+        ids = tokenizer(cand, add_special_tokens=False)["input_ids"]
+        if len(ids) == 1:
+            return int(ids[0])
+    return None
+
+
+def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", traces, prompts, max_new: int, log):
+    """The difference-of-means direction for ``cfg.word`` (un-normalised), or None with a log line."""
+    from steering.vectors import next_token_diff_of_means
+
+    tid = word_token(model.tokenizer, cfg.word)
+    if tid is None:
+        log(f"diff_of_means arm skipped: {cfg.word!r} is not one token")
+        return None
+    if traces is None:  # greedy sweep: the direction still needs traces that say the word
+        traces = model.generate(prompts[:64], max_new_tokens=max_new, capture=[site], batch_size=64, do_sample=True,
+                                seed=HELD_OUT["sampling"], temperature=1.0)
+    try:
+        sv = next_token_diff_of_means(traces, site, tid)
+    except ThinklensError as e:
+        log(f"diff_of_means arm skipped: {e}")
+        return None
+    log(f"diff_of_means: {sv.n_a} states before {cfg.word!r} vs {sv.n_b} others, |v| {sv.norm:.3f}")
+    return sv.vector
+
+
+def aggregate_seeds(rows: list[dict[str, Any]], word: str) -> list[dict[str, Any]]:
+    """Rows of several seeds -> one row per (arm, coefficient): means, plus ``<metric>_std`` over seeds.
+
+    Example:
+        >>> r = [{"arm": "a", "coeff": 1.0, "seed": s, "wait": w, "accuracy": 0.5} for s, w in ((0, 1.0), (1, 3.0))]
+        >>> out = aggregate_seeds(r, "wait")[0]
+        >>> out["wait"], out["wait_std"], out["n_seeds"]
+        (2.0, 1.0, 2)
+    """
+    import statistics
+
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["arm"], r["coeff"]), []).append(r)
+    out = []
+    for rs in groups.values():
+        row = {k: v for k, v in rs[0].items() if k != "seed"}
+        for k in {k for k, v in rs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)} - {
+                "coeff", "feature", "seed", "added_norm"}:
+            vals = [float(r[k]) for r in rs]
+            row[k] = statistics.fmean(vals)
+            row[f"{k}_std"] = statistics.pstdev(vals)
+        row["n_seeds"] = len(rs)
+        out.append(row)
+    return out
+
+
+def report(summary: dict[str, Any]) -> str:
+    return f"steered feature {summary['feature']} at {summary['site']} (corr with the next word {summary['corr']:.3f})"
+
+
+JOB = Job(
+    "steer", SteerJobConfig, run, report=report,
+    help="steer generation with an SAE feature vs equal-norm baselines",
+    description="Steers --model with the SAE feature most correlated with the next --word (or --feature), by adding "
+    "its decoder direction or clamping it, against equal-norm baselines (random feature, top-activating feature, "
+    "random direction, difference of means) over a sweep of coefficients and seeds; reports the word's frequency, "
+    "accuracy and length per arm. --sae takes an sae-lens folder or an `sae` run folder (whose feature statistics "
+    "are then reused).",
+)
