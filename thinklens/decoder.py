@@ -75,6 +75,17 @@ def eos_ids(model: "HookedModel") -> set[int]:
     return ids
 
 
+def new_cache(model: "HookedModel") -> Any:
+    """An empty KV cache for ``model``. Sliding-window layers (Mistral, Gemma 2/3, OLMo 3, gpt-oss) keep
+    their past until cropped, so :meth:`Decoder.rollback` and ``RepeatBlock`` work past the window (the
+    attention still sees only the window; memory as a full-attention layer)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    cache.activate_past_recording()
+    return cache
+
+
 class Decoder:
     """Step-level KV-cached decoding of one left-padded batch.
 
@@ -92,14 +103,12 @@ class Decoder:
 
     def __init__(self, model: "HookedModel", inputs: Any = None, *, output_hidden_states: bool = False,
                  capture: Sequence[Site | str] = ()):
-        from transformers import DynamicCache
-
         self.model = model
         self.states: dict[Site, dict[int, Tensor]] = {}
         self.watch(capture)
         self.prompt = model.tokenize(inputs) if inputs is not None else None
         self.output_hidden_states = output_hidden_states
-        self.cache = DynamicCache(config=model.config)
+        self.cache = new_cache(model)
         b = 0 if self.prompt is None else self.prompt["input_ids"].shape[0]
         dev = model.device
         self.ids = torch.zeros((b, 0), dtype=torch.long, device=dev)  # [batch, seen] every input so far
@@ -254,9 +263,7 @@ class Decoder:
                                     "call rerun() right after prefill() or step()")
         ids, mask, embeds = self._last_call
         if self.step_index == 0 and self.length == ids.shape[1]:  # the prefill: start from an empty cache
-            from transformers import DynamicCache
-
-            self.cache = DynamicCache(config=self.model.config)
+            self.cache = new_cache(self.model)
             self.ids, self.mask, self.positions = self.ids[:, :0], self.mask[:, :0], self.positions[:, :0]
             self._last_pos, self.step_index = None, -1
             return self.append(ids, mask, inputs_embeds=embeds).logits[:, -1].float()

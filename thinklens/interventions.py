@@ -228,8 +228,9 @@ class RepeatBlock(Intervention):
             if not bool(mask.any()):
                 return None
             cache = kwargs.get("cache", kwargs.get("past_key_values"))
-            if cache is not None and kwargs.get("use_cache", False):
-                # the first pass appended this call's keys/values; the second pass appends them again
+            if cache is not None:
+                # the first pass appended this call's keys/values (attention updates any cache it is given;
+                # Gemma 2/3 and OLMo 3 pass no use_cache to their blocks); the second pass appends them again
                 cache.layers[layer].crop(-h_in.shape[1])
             new_in = torch.where(mask[..., None], h_out, h_in)
             rest = {k: v for k, v in kwargs.items() if k != "hidden_states"}
