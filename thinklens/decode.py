@@ -169,7 +169,7 @@ def mark_stops(tokenizer: Any, nxt: Tensor, tokens: list[Tensor], t: int, eos: s
 
 @torch.no_grad()
 def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_tokens: int, eos: set[int] | None = None,
-           stop: Sequence[str] = (), capture: Sequence[Site] = (), interventions: Sequence[Any] = (),
+           stop: Sequence[str] = (), capture: Sequence[Site | str] = (), interventions: Sequence[Any] = (),
            top_k_stats: int | None = None, logits: Tensor | None = None) -> Decoded:
     """Decode up to ``max_new_tokens`` tokens per row of ``decoder``'s batch.
 
@@ -177,7 +177,8 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
         choice: how each step's tokens are picked (default :class:`Greedy`).
         eos: ids that end a row (default :func:`eos_ids`); the EOS token is kept in the row.
         stop: strings that end a row once its decoded tail contains one.
-        capture: sites whose state (at each step's last position) is recorded in ``hidden``.
+        capture: sites whose state (at each step's last position) is recorded in ``hidden`` (with
+            ``logits`` given, the decoder must have watched them from its first forward).
         interventions: applied to the model for the whole loop.
         top_k_stats: unless None, record the entropy and the top-k ids and probabilities of every step.
         logits: the next-token logits of a decoder that already ran its inputs (no prefill then).
@@ -221,6 +222,9 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
             choice.advance(nxt)
     sites = [model.resolve_site(s) for s in capture]
     steps = range(decoder.step_index - len(tokens) + 1, decoder.step_index + 1)  # the forwards that chose the tokens
+    if any(k not in decoder.states[s] for s in sites for k in steps):
+        raise ThinklensError.of("capture", [str(s) for s in sites], "sites the decoder watched from its first forward",
+                                "with logits= given, build the decoder with Decoder(model, inputs, capture=[...])")
     hidden = {s: torch.stack([decoder.states[s][k] for k in steps], 1).cpu() for s in sites}
     out = Decoded(torch.stack(tokens, 1), lengths, reasons, hidden)
     if top_k_stats is not None:

@@ -221,7 +221,7 @@ class Decoder:
         self.step_index = -1
         return self.append(self.prompt["input_ids"], self.prompt["attention_mask"]).logits[:, -1].float()
 
-    def step(self, tokens: Int[Tensor, " batch"], inputs_embeds: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
+    def step(self, tokens: Int[Tensor, " batch"] | None, inputs_embeds: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
         """Append ``tokens`` (or ``inputs_embeds`` ``[batch, 1, d]``) and return the next logits."""
         self._started("step()")
         ids = None if tokens is None else tokens.reshape(-1, 1)
