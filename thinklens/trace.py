@@ -68,15 +68,31 @@ class Trace:
         return self.prompt + self.text
 
 
-def trace_to_json(trace: Trace) -> dict[str, Any]:
-    """The token-level part of a trace as plain JSON values (no hidden states, no logit statistics)."""
-    return {"prompt": trace.prompt, "prompt_ids": [int(i) for i in trace.prompt_ids],
-            "token_ids": [int(i) for i in trace.token_ids], "tokens": list(trace.tokens), "text": trace.text,
-            "stop_reason": trace.stop_reason}
+def trace_to_json(trace: Trace, *, logit_stats: bool = False) -> dict[str, Any]:
+    """The token-level part of a trace as plain JSON values (no hidden states); with ``logit_stats`` also
+    its per-step ``entropy``, ``topk_ids`` and ``topk_probs`` (when the trace has them)."""
+    doc = {"prompt": trace.prompt, "prompt_ids": [int(i) for i in trace.prompt_ids],
+           "token_ids": [int(i) for i in trace.token_ids], "tokens": list(trace.tokens), "text": trace.text,
+           "stop_reason": trace.stop_reason}
+    if logit_stats and trace.entropy is not None:
+        doc["entropy"] = trace.entropy.float().tolist()
+        doc["topk_ids"] = trace.topk_ids.tolist() if trace.topk_ids is not None else None
+        doc["topk_probs"] = trace.topk_probs.float().tolist() if trace.topk_probs is not None else None
+    return doc
 
 
 def trace_from_json(doc: dict[str, Any]) -> Trace:
-    """Inverse of :func:`trace_to_json` (hidden states and logit statistics are not kept)."""
-    return Trace(prompt=doc["prompt"], prompt_ids=[int(i) for i in doc["prompt_ids"]],
-                 token_ids=[int(i) for i in doc["token_ids"]], tokens=list(doc["tokens"]), text=doc["text"],
-                 stop_reason=doc["stop_reason"])
+    """Inverse of :func:`trace_to_json` (hidden states are not kept; logit statistics when ``doc`` has them)."""
+    trace = Trace(prompt=doc["prompt"], prompt_ids=[int(i) for i in doc["prompt_ids"]],
+                  token_ids=[int(i) for i in doc["token_ids"]], tokens=list(doc["tokens"]), text=doc["text"],
+                  stop_reason=doc["stop_reason"])
+    if doc.get("entropy") is not None:
+        import torch
+
+        n = len(trace.token_ids)
+        trace.entropy = torch.tensor(doc["entropy"], dtype=torch.float32)
+        if doc.get("topk_ids") is not None:  # [step, k]; reshape keeps a 0-step trace 2-D
+            trace.topk_ids = torch.tensor(doc["topk_ids"], dtype=torch.long).reshape(n, -1 if n else 0)
+        if doc.get("topk_probs") is not None:
+            trace.topk_probs = torch.tensor(doc["topk_probs"], dtype=torch.float32).reshape(n, -1 if n else 0)
+    return trace
