@@ -334,3 +334,32 @@ def problems_from_rows(rows: list[Mapping[str, Any]], source: str, fields: Mappi
         meta = {k: v for k, v in row.items() if k not in used}
         problems.append(RealProblem(pid or f"{stem}-{i}", question, answer, solution, meta))
     return problems
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """The problems a job runs on and how they become prompts: fields every data-taking job config inherits.
+
+    Example:
+        >>> DataOptions(data="synthetic:2-4", prompt_format="chat").prompt_format
+        'chat'
+    """
+
+    data: str = "synthetic:2-4"
+    """Problems: a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a cached hub id (a @split suffix picks a
+    split), or synthetic:MIN-MAX[:N] (the project's task, N per step count)."""
+    data_fields: str = ""
+    """Field mapping for --data when names differ, e.g. question=prompt,answer=target (default: found by name)."""
+    prompt_format: str = "auto"
+    """auto (a zoo model's own style, else the chat template when the tokenizer has one, else plain), chat, plain,
+    direct, cot or think."""
+
+    def __post_init__(self) -> None:
+        from thinklens.formats import check_format
+
+        check_format(self.prompt_format)
+        parse_mapping(self.data_fields or None)
+
+    def load(self, *, limit: int | None = None, seed: int | None = None) -> ProblemSet:
+        """The problem set named by ``data`` (``limit`` first problems)."""
+        return load_problems(self.data, mapping=self.data_fields or None, limit=limit, seed=seed)
