@@ -76,7 +76,7 @@ class CODI(ContinuousThought):
             # A LayerNorm output has RMS 1 per dimension; token embeddings of a small model are ~10x
             # smaller, and a gain that starts at 1 takes far longer than a short run to shrink.
             with torch.no_grad():
-                rms = model.hf.get_input_embeddings().weight.float().pow(2).mean().sqrt()
+                rms = model.embedding_weight.float().pow(2).mean().sqrt()
                 self.prj[-1].weight.fill_(float(rms))
 
     def latent_input(self, h: Tensor) -> Tensor:

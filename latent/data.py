@@ -87,7 +87,7 @@ def add_latent_tokens(model: "HookedModel") -> "HookedModel":
 
     tok = copy.deepcopy(model.tokenizer)
     tok.add_special_tokens({"additional_special_tokens": [t for t in SPECIAL if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]})
-    if len(tok) > model.hf.get_input_embeddings().weight.shape[0]:
+    if len(tok) > model.embedding_weight.shape[0]:
         model.hf.resize_token_embeddings(len(tok))
     return HookedModel(model.hf, tok, name=model.name)
 
@@ -98,7 +98,7 @@ def init_special_embeddings(model: "HookedModel", tokens: LatentTokens, source: 
     With tied embeddings this also sets their LM-head rows; training separates them again.
     """
     src = model.tokenizer(source, add_special_tokens=False)["input_ids"]
-    emb = model.hf.get_input_embeddings().weight
+    emb = model.embedding_weight
     with torch.no_grad():
         row = emb[src].mean(0)
         for i in (tokens.bot, tokens.eot, tokens.latent, tokens.compress):

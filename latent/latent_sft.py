@@ -87,7 +87,7 @@ class LatentSFT(nn.Module):
         self.hf.requires_grad_(phase in ("decoder", "joint", "stage2"))
 
     def _emb(self) -> Tensor:
-        return self.hf.get_input_embeddings().weight.detach()  # [vocab, d] detached, as in the reference
+        return self.model.embedding_weight.detach()  # [vocab, d] detached, as in the reference
 
     # ------------------------------------------------------------------ batches
     def collate(self, examples: list[Example]) -> dict[str, Any]:

@@ -381,6 +381,11 @@ class HookedModel:
         )
 
     # ---- embeddings ------------------------------------------------------------------------
+    @property
+    def embedding_weight(self) -> Float[Tensor, "vocab d"]:
+        """The input embedding matrix (the parameter itself: writes under ``torch.no_grad()`` change the model)."""
+        return self.hf.get_input_embeddings().weight
+
     def embed(self, input_ids: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d"]:
         """Token embeddings as the model's embedding module computes them (the ``embed`` site)."""
         return self.hf.get_input_embeddings()(input_ids.to(self.device))
