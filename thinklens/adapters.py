@@ -1,9 +1,14 @@
-"""Architecture adapters: one table per family mapping a :class:`Site` to a module path.
+"""Architecture adapters: where each :class:`Site` lives in a loaded model (one place knows module paths).
 
-Adding a family means adding one :class:`Adapter` entry to ``ADAPTERS`` and the ``model_type``
-values it covers to ``MODEL_TYPES``; nothing else in the project names module paths. Other libraries'
-names of a site (TransformerLens hook names, sae-lens's HF module paths) and the parameter groups of a
-model (attention / MLP / norms / embeddings, per layer) are derived here too.
+An :class:`Adapter` names a model's token embedding, block list, final norm, LM head, and the attention,
+MLP and (MoE) router modules of a block. :func:`adapter_for_model` finds it for any decoder-only HF causal
+LM, in this order: an override passed by the caller; the table below (a few families, checked in the tests
+against TransformerLens's own adapters, so the common families load without importing TransformerLens);
+TransformerLens's bridge architecture adapter for the model's architecture (thinklens/adapter_discovery.py
+reads its component mapping); structural discovery otherwise. ``HookedModel.load`` then checks the result
+against HF ``output_hidden_states``. Other libraries' names of a site (TransformerLens hook names, sae-lens's
+HF module paths) and the parameter groups of a model (attention / MLP / norms / embeddings, per layer) are
+derived here too.
 
 Example:
     >>> ADAPTERS["llama"].layer_path(3)
@@ -16,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from torch import nn
@@ -45,9 +50,19 @@ class Adapter:
     """Attribute of a block holding the MLP."""
     pos_embed: str | None = None
     """Path of the learned position-embedding module (GPT-2), if any."""
+    router: str | None = None
+    """Path, inside a block, of an MoE router (its first output is the logits over experts), if any."""
+    router_layers: tuple[int, ...] = ()
+    """The blocks that hold a router (MoE models may keep some blocks dense)."""
+    source: str = "table"
+    """Where the paths came from: ``table``, ``override``, ``transformer_lens`` or ``structure``."""
 
     def layer_path(self, i: int) -> str:
         return f"{self.layers}.{i}"
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.router_layers)
 
     def module_path(self, site: Site) -> tuple[str, Literal["input", "output"]]:
         """Module path of ``site`` and whether the site is that module's input or output."""
@@ -64,14 +79,23 @@ class Adapter:
             return block, "output"
         if site.kind == "attn_out":
             return f"{block}.{self.attn}", "output"
+        if site.kind == "router_logits":
+            if self.router is None or site.layer not in self.router_layers:
+                raise ThinklensError.of("site", str(site), "router_logits at an MoE block "
+                                        f"({', '.join(map(str, self.router_layers)) or 'this model has none'})",
+                                        "list the model's sites with `thinklens info MODEL`")
+            return f"{block}.{self.router}", "output"
         return f"{block}.{self.mlp}", "output"
 
     def output_path(self, site: Site) -> str | None:
         """The module whose *output* is ``site``'s tensor (``resid_pre.i`` is block ``i - 1``'s output),
         or None (``resid_pre.0``: the embeddings are transformed before block 0 in some families).
 
-        Output hooks are what sae-lens's ``HookedProxyLM`` uses; its hook names are these paths.
+        Output hooks are what sae-lens's ``HookedProxyLM`` uses; its hook names are these paths. Router
+        logits have none (the router's output is a tuple of flattened tokens).
         """
+        if site.kind == "router_logits":
+            return None
         path, where = self.module_path(site)
         if where == "output":
             return path
@@ -119,13 +143,15 @@ class ParameterGroup:
 
 
 _LLAMA = Adapter("llama", "model.layers", "model.embed_tokens", "model.norm", "lm_head", "self_attn", "mlp")
+#: Hand-written adapters: the families the zoo and the tests load most often, so that they load without
+#: importing TransformerLens (seconds); each entry is checked against TransformerLens's adapter in the tests.
 ADAPTERS: dict[str, Adapter] = {
     "llama": _LLAMA,
     "gpt2": Adapter("gpt2", "transformer.h", "transformer.wte", "transformer.ln_f", "lm_head", "attn", "mlp",
                     pos_embed="transformer.wpe"),
     "gemma": Adapter("gemma", "model.layers", "model.embed_tokens", "model.norm", "lm_head", "self_attn", "mlp"),
 }
-# HF `config.model_type` -> family. Llama-style decoders share one layout.
+# HF `config.model_type` -> table family. Llama-style decoders share one layout.
 MODEL_TYPES: dict[str, str] = {
     "llama": "llama", "qwen2": "llama", "qwen3": "llama", "mistral": "llama", "olmo2": "llama",
     "gpt2": "gpt2",
@@ -133,23 +159,86 @@ MODEL_TYPES: dict[str, str] = {
 }
 
 
+def register_adapter(model_type: str, adapter: Adapter) -> None:
+    """Use ``adapter`` for every model of HF ``model_type`` (an override of discovery; see :func:`adapter_for_model`).
+
+    Example:
+        >>> register_adapter("my_llama", Adapter("my_llama", "model.layers", "model.embed_tokens", "model.norm",
+        ...                                      "lm_head", "self_attn", "mlp"))
+        >>> adapter_for("my_llama").family
+        'my_llama'
+        >>> _ = MODEL_TYPES.pop("my_llama"), ADAPTERS.pop("my_llama")
+    """
+    if not isinstance(adapter, Adapter):
+        raise ThinklensError.of("adapter", type(adapter).__name__, "an Adapter", "build one with Adapter(family, layers, ...)")
+    ADAPTERS[adapter.family] = replace(adapter, source="override")
+    MODEL_TYPES[model_type] = adapter.family
+
+
 def adapter_for(model_type: str) -> Adapter:
-    """The adapter for an HF ``model_type``; a clear error for unsupported families."""
+    """The adapter for an HF ``model_type`` without a loaded model: the table, else TransformerLens's
+    adapter for the type's causal-LM class (no MoE router layers: those need the model, see
+    :func:`adapter_for_model`); a clear error when neither knows the type.
+    """
     fam = MODEL_TYPES.get(model_type)
-    if fam is None:
+    if fam is not None:
+        return ADAPTERS[fam]
+    from thinklens.adapter_discovery import adapter_from_model_type
+
+    found = adapter_from_model_type(model_type)
+    if found is None:
         raise ThinklensError.of(
-            "architecture", model_type, f"one of {', '.join(sorted(MODEL_TYPES))}",
-            "add an Adapter for this family in thinklens/adapters.py (module paths of layers, norm, head)",
+            "architecture", model_type, "a model type TransformerLens's bridge or the adapter table knows "
+            f"(table: {', '.join(sorted(MODEL_TYPES))})",
+            "load the model itself (HookedModel.load discovers the layout from the modules), or register an "
+            "Adapter with thinklens.adapters.register_adapter",
         )
-    return ADAPTERS[fam]
+    return found
 
 
-def get_module(root: nn.Module, path: str) -> nn.Module:
+def adapter_for_model(hf: nn.Module, override: Adapter | None = None) -> Adapter:
+    """The adapter of a loaded HF causal LM: ``override``, else the table by ``model_type``, else
+    TransformerLens's bridge adapter for its architecture, else structural discovery; the MoE router
+    of each block is found from the model's own declaration of its router outputs.
+
+    Every path is checked to exist on ``hf``; a clear error names the one that does not.
+    """
+    from thinklens.adapter_discovery import adapter_from_structure, adapter_from_transformer_lens, with_router
+
+    model_type = getattr(getattr(hf, "config", None), "model_type", None)
+    if override is not None:
+        if not isinstance(override, Adapter):
+            raise ThinklensError.of("adapter", type(override).__name__, "an Adapter", "build one with Adapter(family, layers, ...)")
+        found = override if override.source == "override" else replace(override, source="override")
+    elif model_type in MODEL_TYPES:
+        found = ADAPTERS[MODEL_TYPES[model_type]]
+    else:
+        found = adapter_from_transformer_lens(hf) or adapter_from_structure(hf)
+    found = with_router(hf, found)
+    check_paths(hf, found)
+    return found
+
+
+def check_paths(hf: nn.Module, adapter: Adapter) -> None:
+    """Every module path of ``adapter`` exists on ``hf`` (a clear error naming the first one missing)."""
+    paths = [adapter.layers, adapter.embed, adapter.final_norm, adapter.lm_head, adapter.pos_embed]
+    n = len(get_module(hf, adapter.layers, adapter))
+    for i in range(n):
+        paths += [f"{adapter.layer_path(i)}.{adapter.attn}", f"{adapter.layer_path(i)}.{adapter.mlp}"]
+    paths += [f"{adapter.layer_path(i)}.{adapter.router}" for i in adapter.router_layers]
+    for p in paths:
+        if p is not None:
+            get_module(hf, p, adapter)
+
+
+def get_module(root: nn.Module, path: str, adapter: Adapter | None = None) -> nn.Module:
     """Resolve a dotted path (``model.layers.3``) on ``root``."""
     try:
         return root.get_submodule(path)
     except AttributeError as e:
-        raise ThinklensError.of("module path", path, "a submodule of the loaded model", f"check the adapter table ({e})") from None
+        src = f" (adapter {adapter.family!r} from {adapter.source})" if adapter is not None else ""
+        raise ThinklensError.of("module path", path, f"a submodule of the loaded model{src}",
+                                f"pass HookedModel.load(..., adapter=Adapter(...)) with this model's paths ({e})") from None
 
 
 def parameter_groups(model: Any) -> dict[ParameterGroup, list[str]]:
@@ -161,7 +250,7 @@ def parameter_groups(model: Any) -> dict[ParameterGroup, list[str]]:
         >>> # ['model.layers.0.mlp.gate_proj.weight', 'model.layers.0.mlp.up_proj.weight', ...]
     """
     hf = getattr(model, "hf", model)
-    adapter = adapter_for(hf.config.model_type)
+    adapter = getattr(model, "adapter", None) or adapter_for_model(hf)
     groups: dict[ParameterGroup, list[str]] = {}
     for name, _ in hf.named_parameters():
         groups.setdefault(adapter.parameter_group(name), []).append(name)
@@ -187,6 +276,9 @@ def transformer_lens_name(site: Site) -> str:
         ('blocks.0.hook_mlp_out', 'ln_final.hook_out')
     """
     site = Site.parse(site)
+    if site.kind == "router_logits":
+        raise ThinklensError.of("site", str(site), "a site TransformerLens hooks by name (router logits have none)",
+                                "capture router_logits with HookedModel.capture")
     if site.layer is None:
         return _TL_GLOBAL[site.kind]
     return f"blocks.{site.layer}.hook_{site.kind}"

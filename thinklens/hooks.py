@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from thinklens.adapters import get_module
+from thinklens.errors import ThinklensError
 from thinklens.sites import Site
 
 if TYPE_CHECKING:
@@ -88,13 +89,19 @@ def site_hooks(model: "HookedModel", hooks: Sequence[tuple[Site, SiteFn]]) -> It
     """Register ``(site, fn)`` pairs for the duration of the block; removal is guaranteed.
 
     Hooks on the same site run in the order given, each seeing the previous one's result.
+    ``router_logits`` sites are read-only: a hook there that returns a tensor is an error.
     """
-    handles = []
+    handles: list[Any] = []
     try:
         for site, fn in hooks:
-            path, where = model.adapter.module_path(model.resolve_site(site))
-            module = get_module(model.hf, path)
-            handles.append(_register(module, where, fn, model.context))
+            site = model.resolve_site(site)
+            path, where = model.adapter.module_path(site)
+            module = get_module(model.hf, path, model.adapter)
+            if site.kind in _INSIDE_BLOCK:
+                block = get_module(model.hf, model.adapter.layer_path(site.layer), model.adapter)  # type: ignore[arg-type]
+                handles += _register_inside_block(block, module, fn, model.context, site)
+            else:
+                handles.append(_register(module, where, fn, model.context))
         yield
     finally:
         for h in handles:
@@ -122,3 +129,38 @@ def _register(module: torch.nn.Module, where: str, fn: SiteFn, holder: ContextHo
 
     return module.register_forward_pre_hook(pre_hook, with_kwargs=True)
 
+
+#: Sites at a module inside a block, whose output may hold the block's tokens flattened.
+_INSIDE_BLOCK = frozenset({"attn_out", "mlp_out", "router_logits"})
+
+
+def _register_inside_block(block: torch.nn.Module, module: torch.nn.Module, fn: SiteFn, holder: ContextHolder,
+                           site: Site) -> list:
+    """Hooks showing ``fn`` the output of a module inside a block as ``[batch, pos, d]``.
+
+    Some modules see the block's tokens flattened (``[batch * pos, d]``: MoE routers, OPT's MLP); the
+    block's input, seen by a pre-hook on the block, gives back the batch and position axes, and a
+    replacement is flattened again. Router logits are read-only.
+    """
+    shape: dict[str, tuple[int, int]] = {}
+
+    def block_pre_hook(_mod, args, kwargs):
+        act = args[0] if args else kwargs["hidden_states"]
+        shape["bp"] = (act.shape[0], act.shape[1])
+
+    def out_hook(_mod, _args, out):
+        act = _first(out)
+        flat = act.ndim == 2
+        if flat:
+            b, p = shape.get("bp", (1, act.shape[0]))
+            act = act.reshape(b, p, act.shape[-1])  # [batch, pos, d]
+        new = fn(act, holder.get(act))
+        if new is None:
+            return None
+        if site.kind == "router_logits":
+            raise ThinklensError.of("intervention site", str(site), "a residual, attention or MLP site (router "
+                                    "logits are read-only: routing is decided inside the router)",
+                                    "capture router_logits; steer at mlp_out or resid_pre of that block instead")
+        return _replace_first(out, new.reshape(-1, new.shape[-1]) if flat else new)
+
+    return [block.register_forward_pre_hook(block_pre_hook, with_kwargs=True), module.register_forward_hook(out_hook)]

@@ -211,6 +211,8 @@ class RepeatBlock(Intervention):
 
     @contextmanager
     def _install(self, model: "HookedModel") -> Iterator[None]:
+        from transformers.cache_utils import Cache
+
         layer = model.resolve_site(Site("resid_post", self.layer)).layer
         block = get_module(model.hf, model.adapter.layer_path(layer))
         holder = model.context
@@ -227,7 +229,8 @@ class RepeatBlock(Intervention):
                 mask = mask & self.when(ctx).to(mask.device)[:, None]
             if not bool(mask.any()):
                 return None
-            cache = kwargs.get("cache", kwargs.get("past_key_values"))
+            # the block's cache, by keyword or by position (GPT-2 passes it positionally)
+            cache = next((a for a in (*args, *kwargs.values()) if isinstance(a, Cache)), None)
             if cache is not None:
                 # the first pass appended this call's keys/values (attention updates any cache it is given;
                 # Gemma 2/3 and OLMo 3 pass no use_cache to their blocks); the second pass appends them again

@@ -22,10 +22,11 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from thinklens.adapters import Adapter, adapter_for, get_module
+from thinklens.adapters import Adapter, adapter_for_model, get_module
 from thinklens.errors import ThinklensError
 from thinklens.hooks import ContextHolder, ForwardContext, site_hooks
 from thinklens.interventions import Intervention, Positions, position_mask
+from thinklens.parity import check_site_parity
 from thinklens.sites import Site, all_sites, parse_sites
 from thinklens.trace import ActivationBatch, Trace
 
@@ -99,13 +100,15 @@ class HookedModel:
         hf_model: a ``*ForCausalLM`` module.
         tokenizer: its tokenizer (copied if it must be changed; the caller's is never mutated).
         name: a display name.
+        adapter: the model's module paths, overriding discovery (see :func:`thinklens.adapters.adapter_for_model`).
     """
 
-    def __init__(self, hf_model: torch.nn.Module, tokenizer: Any, *, name: str | None = None, remote: bool = False):
+    def __init__(self, hf_model: torch.nn.Module, tokenizer: Any, *, name: str | None = None, remote: bool = False,
+                 adapter: Adapter | None = None):
         self.hf = hf_model
         self.name = name or getattr(hf_model.config, "_name_or_path", "model")
         self.config = hf_model.config
-        self.adapter: Adapter = adapter_for(self.config.model_type)
+        self.adapter: Adapter = adapter_for_model(hf_model, adapter)
         self.remote = remote
         if tokenizer.pad_token_id is None:
             tokenizer = copy.deepcopy(tokenizer)
@@ -118,22 +121,28 @@ class HookedModel:
     @classmethod
     def load(
         cls, name_or_path: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-        device_map: str | dict | None = None, remote: bool = False,
+        device_map: str | dict | None = None, remote: bool = False, adapter: Adapter | None = None,
     ) -> "HookedModel":
-        """Load a zoo name, a local ``save_pretrained`` folder or a hub id.
+        """Load a zoo name, a local ``save_pretrained`` folder or a hub id, and check its sites.
+
+        Any decoder-only HF causal LM: the module paths of its sites come from the adapter table,
+        TransformerLens's bridge adapters or the module structure (:func:`thinklens.adapters.adapter_for_model`).
+        A parity self-check (one forward on a few tokens) compares ``resid_pre.0``, every ``resid_post`` and
+        ``final_norm`` with HF ``output_hidden_states`` and refuses the model when one differs.
 
         Args:
             device: where to put the weights (ignored when ``device_map`` is given).
             dtype: weight dtype (float32 for exact comparisons, bfloat16 on accelerators).
             device_map: passed to ``from_pretrained`` (``"auto"`` shards across GPUs).
             remote: build the model on the meta device and run traces through nnsight's remote
-                execution (NDIF); needs the network and an NDIF API key.
+                execution (NDIF); needs the network and an NDIF API key (no self-check: no local weights).
+            adapter: the model's module paths, overriding discovery (when the self-check refuses a model).
         """
         from transformers import AutoModelForCausalLM
 
         path = resolve_model_path(name_or_path)
         if remote:
-            return cls._load_remote(path)
+            return cls._load_remote(path, adapter)
         try:
             tok = load_tokenizer(path)
             kw: dict[str, Any] = {"dtype": dtype}
@@ -149,10 +158,12 @@ class HookedModel:
         if device_map is None:
             hf = hf.to(device)
         hf.eval()
-        return cls(hf, tok, name=name_or_path)
+        model = cls(hf, tok, name=name_or_path, adapter=adapter)
+        check_site_parity(model)
+        return model
 
     @classmethod
-    def _load_remote(cls, path: str) -> "HookedModel":
+    def _load_remote(cls, path: str, adapter: Adapter | None = None) -> "HookedModel":
         from nnsight import LanguageModel
 
         kw: dict[str, Any] = {}
@@ -165,7 +176,7 @@ class HookedModel:
         except Exception as e:  # noqa: BLE001 - nnsight raises many kinds when offline
             raise ThinklensError.of("remote model", path, "a hub id that NDIF serves (network needed)",
                                     f"check the id and your connection ({type(e).__name__})") from None
-        model = cls(lm._module, lm.tokenizer, name=path, remote=True)
+        model = cls(lm._module, lm.tokenizer, name=path, remote=True, adapter=adapter)
         model._nnsight = lm
         return model
 
@@ -200,11 +211,15 @@ class HookedModel:
 
     @property
     def sites(self) -> list[Site]:
-        return all_sites(self.n_layers)
+        """Every site of this model in forward order (``router_logits`` only on the MoE blocks of MoE models)."""
+        return all_sites(self.n_layers, self.adapter.router_layers)
 
     def resolve_site(self, site: Site | str) -> Site:
         """Parse and range-check a site for this model (negative layers count from the end)."""
-        return Site.parse(site, self.n_layers)
+        site = Site.parse(site, self.n_layers)
+        if site.kind == "router_logits":
+            self.adapter.module_path(site)  # a clear error on a dense model or a dense block
+        return site
 
     def resolve_sites(self, sites: "Sequence[Site | str] | Site | str") -> list[Site]:
         """Sites for this model, in order and each once: ``kind.*`` patterns expand to every layer,
@@ -212,9 +227,19 @@ class HookedModel:
 
         What :meth:`capture` and :meth:`generate` (and the CLI) accept as ``sites``.
         """
-        return parse_sites(sites if isinstance(sites, (str, Site)) else list(sites), n_layers=self.n_layers)
+        if isinstance(sites, str):
+            items: list[Site | str] = [s.strip() for s in sites.split(",")]
+        else:
+            items = [sites] if isinstance(sites, Site) else list(sites)
+        # router_logits.* means the MoE blocks only (dense blocks of an MoE model have no router)
+        routers = [f"router_logits.{i}" for i in self.adapter.router_layers]
+        items = [x for s in items for x in (routers if s == "router_logits.*" else [s])]
+        return [self.resolve_site(s) for s in parse_sites(items, n_layers=self.n_layers)]
 
     def site_width(self, site: Site) -> int:
+        if site.kind == "router_logits":
+            router = get_module(self.hf, self.adapter.module_path(self.resolve_site(site))[0])
+            return int(getattr(router, "num_experts", 0) or router.weight.shape[0])
         return self.vocab_size if site.kind == "logits" else self.d_model
 
     def __repr__(self) -> str:

@@ -11,9 +11,15 @@ Conventions (checked against HF ``output_hidden_states`` in the tests):
 - ``resid_pre.i``: input of block ``i`` (``hidden_states[i]`` of HF).
 - ``resid_post.i``: output of block ``i``, before the final norm (``hidden_states[i + 1]`` of HF
   for ``i < n_layers - 1``; HF's last entry has the final norm applied).
-- ``attn_out.i`` / ``mlp_out.i``: what the attention / MLP sub-module adds to the residual stream.
+- ``attn_out.i`` / ``mlp_out.i``: the output of the attention / MLP module of block ``i`` (TransformerLens's
+  ``hook_attn_out`` / ``hook_mlp_out``): what it adds to the residual stream in pre-norm families (Gemma 2/3
+  and OLMo 2/3 add a post-norm of it, Granite a scaled copy). On MoE blocks ``mlp_out`` is the sparse
+  block's output (routed experts plus any shared experts).
+- ``router_logits.i``: the router's logits over experts (``[batch, pos, n_experts]``) of an MoE block;
+  listed only for MoE models and their sparse layers; read-only (routing is decided inside the router).
 - ``final_norm``: output of the final norm (``hidden_states[-1]`` of HF, the LM-head input).
-- ``logits``: output of the LM head.
+- ``logits``: output of the LM head (before a family's own final soft-capping or scaling, as in
+  Gemma 2 or Granite).
 
 Example:
     >>> Site.parse("resid_post.3")
@@ -32,9 +38,11 @@ from typing import Literal, get_args
 
 from thinklens.errors import ThinklensError, did_you_mean
 
-SiteKind = Literal["embed", "resid_pre", "resid_post", "attn_out", "mlp_out", "final_norm", "logits"]
+SiteKind = Literal["embed", "resid_pre", "resid_post", "attn_out", "mlp_out", "final_norm", "logits", "router_logits"]
 SITE_KINDS: tuple[str, ...] = get_args(SiteKind)
-LAYER_KINDS: frozenset[str] = frozenset({"resid_pre", "resid_post", "attn_out", "mlp_out"})
+LAYER_KINDS: frozenset[str] = frozenset({"resid_pre", "resid_post", "attn_out", "mlp_out", "router_logits"})
+#: Kinds that exist only on some models (MoE blocks), listed in ``HookedModel.sites`` only there.
+MOE_KINDS: frozenset[str] = frozenset({"router_logits"})
 
 
 @dataclass(frozen=True, order=True)
@@ -110,11 +118,20 @@ def parse_sites(texts: "str | Site | list[str | Site] | tuple[str | Site, ...]",
     return list(dict.fromkeys(out))
 
 
-def all_sites(n_layers: int) -> list[Site]:
-    """Every site of a model with ``n_layers`` blocks, in forward order."""
+def all_sites(n_layers: int, router_layers: "tuple[int, ...] | list[int]" = ()) -> list[Site]:
+    """Every site of a model with ``n_layers`` blocks, in forward order; ``router_layers`` are the MoE
+    blocks (their ``router_logits`` come before the block's ``mlp_out``).
+
+    Example:
+        >>> [str(s) for s in all_sites(1, router_layers=[0])]
+        ['embed', 'resid_pre.0', 'attn_out.0', 'router_logits.0', 'mlp_out.0', 'resid_post.0', 'final_norm', 'logits']
+    """
+    routers = set(router_layers)
     sites = [Site("embed")]
     for i in range(n_layers):
-        sites += [Site("resid_pre", i), Site("attn_out", i), Site("mlp_out", i), Site("resid_post", i)]
+        sites += [Site("resid_pre", i), Site("attn_out", i)]
+        sites += [Site("router_logits", i)] if i in routers else []
+        sites += [Site("mlp_out", i), Site("resid_post", i)]
     return sites + [Site("final_norm"), Site("logits")]
 
 

@@ -1,4 +1,7 @@
-"""Tiny random models of each supported family, saved with ``save_pretrained`` (for tests and benches).
+"""Tiny random models of many architecture families, saved with ``save_pretrained`` (for tests and benches).
+
+``FAMILIES`` are the four the shared test fixtures build; ``TINY_FAMILIES`` every HF ``model_type`` the
+family tests and ``bench/families.py`` check (each with the config quirks a 2-layer model needs).
 
 Example:
     >>> import tempfile
@@ -17,6 +20,42 @@ import torch
 from thinklens.errors import ThinklensError
 
 FAMILIES = ("llama", "qwen2", "gpt2", "gemma")
+#: HF model types :func:`build_tiny_model` builds (``gemma`` is Gemma 1; the others are ``model_type`` values).
+TINY_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3", "gpt2",
+                 "gpt_neox", "olmo2", "olmo3", "granite", "smollm3", "gpt_oss", "deepseek_v3", "phi", "opt")
+#: A short sliding window, so that generation in the tests slides past it.
+SLIDING_WINDOW = 8
+
+
+def _quirks(family: str, d_model: int, n_layers: int, n_heads: int, d_mlp: int, n_ctx: int) -> dict[str, Any]:
+    """Config fields a tiny ``family`` model needs beyond the common ones (MoE sizes, MLA ranks, windows)."""
+    head_dim = d_model // n_heads
+    alternating = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n_layers)]
+    moe = dict(num_experts_per_tok=2, moe_intermediate_size=d_mlp // 2)
+    return {
+        "mistral": dict(sliding_window=SLIDING_WINDOW),
+        "qwen3": dict(head_dim=head_dim),
+        "qwen3_moe": dict(head_dim=head_dim, num_experts=4, decoder_sparse_step=1, norm_topk_prob=True, **moe),
+        "gemma2": dict(head_dim=head_dim, query_pre_attn_scalar=head_dim, sliding_window=SLIDING_WINDOW),
+        "gemma3_text": dict(head_dim=head_dim, query_pre_attn_scalar=head_dim, sliding_window=SLIDING_WINDOW,
+                            layer_types=alternating),
+        "phi3": dict(original_max_position_embeddings=n_ctx),
+        "gpt_neox": dict(rotary_pct=0.5),
+        "olmo3": dict(sliding_window=SLIDING_WINDOW, layer_types=alternating),
+        # non-trivial multipliers: the embedding and residual scalings sit outside the embedding and the blocks
+        "granite": dict(embedding_multiplier=2.0, residual_multiplier=0.5, attention_multiplier=1.0 / head_dim,
+                        logits_scaling=2.0),
+        "smollm3": dict(no_rope_layers=[1 if i % 2 == 0 else 0 for i in range(n_layers)]),
+        "gpt_oss": dict(head_dim=head_dim, num_local_experts=4, num_experts_per_tok=2, sliding_window=SLIDING_WINDOW,
+                        layer_types=alternating, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        # multi-head latent attention (low-rank q and kv; one kv head per query head, as the real configs),
+        # block 0 dense, block 1 MoE with a shared expert
+        "deepseek_v3": dict(q_lora_rank=16, kv_lora_rank=16, qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8,
+                            num_key_value_heads=n_heads, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1, first_k_dense_replace=1,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **moe),
+        "phi": dict(partial_rotary_factor=0.5),
+        "opt": dict(ffn_dim=d_mlp, word_embed_proj_dim=d_model),
+    }.get(family, {})
 
 
 def word_tokenizer(n_words: int = 61):
@@ -58,11 +97,133 @@ def build_tiny_model(family: str, path: str | Path, *, d_model: int = 32, n_laye
         cfg_cls, model_cls = tf.GemmaConfig, tf.GemmaForCausalLM
         cfg = cfg_cls(hidden_size=d_model, intermediate_size=d_mlp, num_hidden_layers=n_layers, num_attention_heads=n_heads,
                       num_key_value_heads=1, head_dim=d_model // n_heads, max_position_embeddings=n_ctx, **common)
+    elif family in TINY_FAMILIES:
+        fields = dict(hidden_size=d_model, intermediate_size=d_mlp, num_hidden_layers=n_layers, num_attention_heads=n_heads,
+                      num_key_value_heads=max(1, n_heads // 2), max_position_embeddings=n_ctx, **common)
+        cfg = tf.AutoConfig.for_model(family, **{**fields, **_quirks(family, d_model, n_layers, n_heads, d_mlp, n_ctx)})
+        model_cls = tf.AutoModelForCausalLM.from_config
     else:
-        raise ThinklensError.of("family", family, f"one of {', '.join(FAMILIES)}", "pick a listed family")
+        raise ThinklensError.of("family", family, f"one of {', '.join(TINY_FAMILIES)}", "pick a listed family")
     torch.manual_seed(seed)  # HF init draws from the global RNG; only test code calls this
     model = model_cls(cfg)
     path = Path(path)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+# ------------------------------------------------------------------------------------ family checks
+# Oracles shared by tests/core/test_families.py and bench/families.py: each raises AssertionError on a mismatch.
+
+#: Left-padded prompts; the longest plus 8 new tokens runs past ``SLIDING_WINDOW``.
+CHECK_PROMPTS = ("w1 w2 w3 w4 w5 w6", "w7 w8", "w9 w10 w11 w12")
+
+
+def check_capture(model: Any, prompts: Any = CHECK_PROMPTS, atol: float = 1e-5) -> None:
+    """Capture equals HF ``output_hidden_states`` at every ``resid_pre`` / ``resid_post`` and ``final_norm``
+    (real tokens of a left-padded batch)."""
+    from thinklens.sites import Site
+
+    n = model.n_layers
+    sites = [Site(k, i) for k in ("resid_pre", "resid_post") for i in range(n)] + [Site("final_norm")]
+    batch = model.capture(list(prompts), sites)
+    enc = model.tokenize(list(prompts))
+    real = enc["attention_mask"].bool()  # [batch, pos]
+    with torch.no_grad():
+        hidden = model.hf(**enc, position_ids=model.position_ids(enc["attention_mask"]), output_hidden_states=True).hidden_states
+    assert len(hidden) == n + 1, f"{len(hidden)} hidden states for {n} blocks"
+    pairs = [(Site("resid_pre", i), hidden[i]) for i in range(n)]
+    pairs += [(Site("resid_post", i), hidden[i + 1]) for i in range(n - 1)] + [(Site("final_norm"), hidden[n])]
+    for site, ref in pairs:
+        torch.testing.assert_close(batch[site][real], ref[real], atol=atol, rtol=0, msg=lambda m, s=site: f"{s}: {m}")
+
+
+def check_generate(model: Any, prompts: Any = CHECK_PROMPTS, max_new_tokens: int = 8) -> None:
+    """Greedy tokens of ``model.generate`` equal HF ``generate`` (left padding, KV cache)."""
+    traces = model.generate(list(prompts), max_new_tokens=max_new_tokens)
+    enc = model.tokenize(list(prompts))
+    ref = model.hf.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                            pad_token_id=model.tokenizer.pad_token_id)
+    for r, trace in enumerate(traces):
+        want = ref[r, enc["input_ids"].shape[1]:].tolist()[: len(trace)]
+        assert trace.token_ids == want, f"row {r}: ours {trace.token_ids} vs HF {want}"
+
+
+def check_interventions(model: Any, prompts: Any = CHECK_PROMPTS) -> None:
+    """AddVector adds exactly at its site; InjectEmbeddings equals HF run on the edited embeddings; RepeatBlock
+    changes the output and equals its oracle at every block (the input replaced by the first output), in a plain
+    forward and in a KV-cached decoding step (with the cache length kept)."""
+    from thinklens.interventions import AddVector, InjectEmbeddings
+    from thinklens.sites import Site
+
+    gen = torch.Generator().manual_seed(0)
+    real = model.tokenize(list(prompts))["attention_mask"].bool()  # [batch, pos]
+    for site in (Site("resid_post", 0), Site("mlp_out", model.n_layers - 1), Site("attn_out", 0)):
+        v = torch.randn(model.d_model, generator=gen)
+        orig = model.capture(list(prompts), [site])[site]
+        steered = model.capture(list(prompts), [site], interventions=[AddVector(site, v, scale=2.5)])[site]
+        assert torch.equal(steered[real], (orig + 2.5 * v)[real]), f"AddVector at {site}"
+        assert torch.equal(steered[~real], orig[~real]), f"AddVector at {site} touched padding"
+
+    ids = model.tokenize([prompts[0]])["input_ids"]  # [1, pos]
+    new = torch.randn(1, 2, model.d_model, generator=gen)
+    manual = model.embed(ids).clone()
+    manual[:, 1:3] = new
+    with torch.no_grad():
+        ref = model.hf(inputs_embeds=manual).logits
+    got = model.forward_with(ids, [InjectEmbeddings(values=new, positions=[1, 2])])
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=0, msg=lambda m: f"InjectEmbeddings: {m}")
+
+    clean = model.forward_with(ids)
+    for layer in range(model.n_layers):  # sliding-window and full-attention blocks alike
+        _check_repeat_block(model, ids, layer, clean)
+
+
+def _check_repeat_block(model: Any, ids: torch.Tensor, layer: int, clean: torch.Tensor) -> None:
+    from thinklens.decoder import Decoder
+    from thinklens.interventions import HookFn, RepeatBlock, ReplaceActivation
+    from thinklens.sites import Site
+
+    first = model.capture(ids, [Site("resid_post", layer)])[Site("resid_post", layer)]
+    repeated = model.forward_with(ids, [RepeatBlock(layer)])
+    oracle = model.forward_with(ids, [ReplaceActivation(Site("resid_pre", layer), lambda a, c: first)])
+    torch.testing.assert_close(repeated, oracle, atol=1e-5, rtol=0, msg=lambda m: f"RepeatBlock({layer}) forward: {m}")
+    assert not torch.allclose(repeated, clean), f"RepeatBlock({layer}) left the logits unchanged"
+
+    with torch.no_grad():  # the same during KV-cached decoding: the repeated block's keys are not appended twice
+        dec = Decoder(model, ids)
+        dec.step(dec.prefill().argmax(-1))
+        nxt = torch.tensor([7])
+        out1: dict[str, torch.Tensor] = {}
+        with model.intervene([HookFn(Site("resid_post", layer), lambda a, c: out1.__setitem__("h", a[:, -1].clone()))]):
+            dec.step(nxt)
+        n_regular = [lay.get_seq_length() for lay in dec.cache.layers]
+        dec.rollback(1)
+        with model.intervene([RepeatBlock(layer, positions="last")]):
+            rr = dec.step(nxt)
+        n_rr = [lay.get_seq_length() for lay in dec.cache.layers]
+        dec.rollback(1)
+        with model.intervene([ReplaceActivation(Site("resid_pre", layer), out1["h"][0], positions="last")]):
+            step_oracle = dec.step(nxt)
+    assert n_rr == n_regular, f"RepeatBlock({layer}) cache length {n_rr} vs {n_regular}"
+    torch.testing.assert_close(rr, step_oracle, atol=1e-5, rtol=0, msg=lambda m: f"RepeatBlock({layer}) decoding: {m}")
+
+
+def check_family(family: str, root: str | Path) -> dict[str, str]:
+    """Build, save and load a tiny ``family`` model and run every check: ``{check: "ok" or the reason}``
+    for ``load``, ``capture``, ``generate`` and ``interventions`` (what ``bench/families.py`` prints)."""
+    from thinklens.model import HookedModel
+
+    report: dict[str, str] = {}
+    try:
+        model = HookedModel.load(str(build_tiny_model(family, Path(root) / family)))
+        report["load"] = "ok"
+    except Exception as e:  # noqa: BLE001 - a refused family is a result to report
+        return {"load": f"{type(e).__name__}: {e}"}
+    for name, check in (("capture", check_capture), ("generate", check_generate), ("interventions", check_interventions)):
+        try:
+            check(model)
+            report[name] = "ok"
+        except Exception as e:  # noqa: BLE001 - each check reports its own failure
+            report[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    return report
