@@ -35,6 +35,7 @@ import torch
 from steering.configs import GRPOConfig
 from thinklens.answers import parse_answer
 from thinklens.runs import replace_dir
+from thinklens.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint
 
 
 def rewards(texts: list[str], answers: list[int]) -> torch.Tensor:
@@ -86,10 +87,13 @@ def _load(name_or_path: str):
 
 
 def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, log: Any = print,
-               model: Any = None) -> dict[str, Any]:
+               model: Any = None, ckpt_dir: str | Path | None = None, ckpt_every_s: float = 60.0) -> dict[str, Any]:
     """Run GRPO from ``cfg.model`` and write a zoo-format folder (fp16 weights, < 5 MB) to ``out_dir``.
 
     ``model``: that model already loaded (a HookedModel, trained in place), e.g. by the job runner.
+    ``ckpt_dir``: checkpoint folder, written every ``ckpt_every_s`` seconds and removed once the model is
+    published; a checkpoint of the same settings there is resumed (step ``k`` draws its problems and samples
+    from ``(seed, k)``, so a resumed run ends as a straight one). None: no checkpoints.
     Returns the metadata written to ``zoo.json`` (reward curve, accuracy, wall time).
     """
     from thinklens.model import HookedModel
@@ -103,13 +107,21 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     tok = policy.tokenizer
     hf = policy.hf
     hf.train()
-    opt = torch.optim.AdamW(hf.parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))
+    opt = adamw(hf.named_parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))  # no decay: the delta is the reward's
     task = TaskConfig(min_steps=cfg.min_steps, max_steps=cfg.max_steps)
     sampler = HookedModel(hf, tok, name="grpo-policy")
-    t0, c0 = time.monotonic(), time.process_time()
-    curve: list[list[float]] = []
-    step = 0
+    # The init is the KL reference (copied above); a checkpoint replaces the policy's weights and moments.
+    ckpt = Path(ckpt_dir) if ckpt_dir is not None else None
+    identity = {k: v for k, v in asdict(cfg).items() if k not in ("max_minutes", "eval_per_steps", "publish")}
+    state: dict[str, Any] = {"step": 0, "curve": [], "wall_s": 0.0, "cpu_s": 0.0}
+    if ckpt is not None and (checkpoint_state(ckpt) or {}).get("identity") == identity:
+        state = load_checkpoint(ckpt, hf, opt)
+    state["identity"] = identity
+    t0, c0 = time.monotonic() - state["wall_s"], time.process_time() - state["cpu_s"]
+    curve: list[list[float]] = state["curve"]
+    step = state["step"]
     truncated = False
+    last_ckpt = time.monotonic()
     while step < cfg.steps:
         if time.process_time() - c0 > cfg.max_minutes * 60:
             truncated = True
@@ -152,6 +164,10 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
             recent = np.mean([c[1] for c in curve[-10:]])
             log(f"grpo step {step}/{cfg.steps} reward(last10)={recent:.3f} wall={time.monotonic() - t0:.0f}s "
                 f"cpu={time.process_time() - c0:.0f}s")
+        if ckpt is not None and time.monotonic() - last_ckpt > ckpt_every_s and step < cfg.steps:
+            state.update(step=step, curve=curve, wall_s=time.monotonic() - t0, cpu_s=time.process_time() - c0)
+            save_checkpoint(ckpt, hf, opt, state)
+            last_ckpt = time.monotonic()
     hf.eval()
     wall, cpu = time.monotonic() - t0, time.process_time() - c0
     meta: dict[str, Any] = {
@@ -172,4 +188,6 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
         meta["eval"] = res.to_json()
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     replace_dir(tmp, out)
+    if ckpt is not None:
+        shutil.rmtree(ckpt, ignore_errors=True)
     return meta
