@@ -183,7 +183,7 @@ def _structure_names(hf: nn.Module) -> dict[str, str | None]:
     parent_path, _, list_name = layers.rpartition(".")
     parent = hf.get_submodule(parent_path) if parent_path else hf
     children = list(parent.named_children())
-    after = [c for c in children[[n for n, _ in children].index(list_name) + 1:]]
+    after = children[[name for name, _ in children].index(list_name) + 1:]  # the final norm follows the blocks
     norm = next((name for name, mod in after + children
                  if _NORM.search(name) or "norm" in type(mod).__name__.lower()), None)
     if norm is None:

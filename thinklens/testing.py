@@ -51,7 +51,8 @@ def _quirks(family: str, d_model: int, n_layers: int, n_heads: int, d_mlp: int, 
         # multi-head latent attention (low-rank q and kv; one kv head per query head, as the real configs),
         # block 0 dense, block 1 MoE with a shared expert
         "deepseek_v3": dict(q_lora_rank=16, kv_lora_rank=16, qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8,
-                            num_key_value_heads=n_heads, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1, first_k_dense_replace=1,
+                            num_key_value_heads=n_heads, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1,
+                            first_k_dense_replace=1,
                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **moe),
         "phi": dict(partial_rotary_factor=0.5),
         "opt": dict(ffn_dim=d_mlp, word_embed_proj_dim=d_model),
@@ -211,13 +212,15 @@ def _check_repeat_block(model: Any, ids: torch.Tensor, layer: int, clean: torch.
 
 def check_family(family: str, root: str | Path) -> dict[str, str]:
     """Build, save and load a tiny ``family`` model and run every check: ``{check: "ok" or the reason}``
-    for ``load``, ``capture``, ``generate`` and ``interventions`` (what ``bench/families.py`` prints)."""
+    for ``load``, ``capture``, ``generate`` and ``interventions``, and ``adapter``: where its module paths
+    came from (what ``bench/families.py`` prints)."""
     from thinklens.model import HookedModel
 
     report: dict[str, str] = {}
     try:
         model = HookedModel.load(str(build_tiny_model(family, Path(root) / family)))
         report["load"] = "ok"
+        report["adapter"] = model.adapter.source
     except Exception as e:  # noqa: BLE001 - a refused family is a result to report
         return {"load": f"{type(e).__name__}: {e}"}
     for name, check in (("capture", check_capture), ("generate", check_generate), ("interventions", check_interventions)):

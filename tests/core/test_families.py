@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from thinklens import AddVector, HookedModel, Site, ThinklensError
+from thinklens import AddVector, HookedModel, ThinklensError
 from thinklens.adapter_discovery import adapter_from_model_type, adapter_from_structure
 from thinklens.adapters import ADAPTERS, MODEL_TYPES, adapter_for
 from thinklens.parity import check_site_parity
