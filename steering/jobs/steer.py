@@ -56,6 +56,8 @@ class SteerJobConfig:
     """Fewest steps of the zoo problems."""
     max_steps: int = 5
     """Most steps of the zoo problems."""
+    max_new_tokens: int | None = None
+    """New tokens per trace; None: the task protocol's budget for the style and max_steps (64 for a prompt file)."""
     sample: bool = True
     """Sample (temperature 1, one seed for every arm) instead of greedy decoding: greedy zoo traces never say
     wait, so only sampling shows a decrease as well as an increase."""
@@ -72,6 +74,8 @@ class SteerJobConfig:
         check_finite("coefficient", self.coeffs, "--coeffs=-1,0,1")
         if self.n_seeds < 1:
             raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ThinklensError.of("--max-new-tokens", self.max_new_tokens, "an integer >= 1 or none", "pass --max-new-tokens 88")
 
 
 def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
@@ -96,6 +100,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     sampling = HELD_OUT["sampling"]
     stats_prompts, answers0, max_new0 = prompt_set(cfg.prompts, cfg.stats_traces, seed=sampling, min_steps=cfg.min_steps,
                                                    max_steps=cfg.max_steps)
+    max_new0 = cfg.max_new_tokens or max_new0
 
     def traces(prompts):
         return model.generate(prompts, max_new_tokens=max_new0, capture=[site], batch_size=64, do_sample=cfg.sample,
@@ -116,6 +121,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         if cfg.diff_of_means else None
     prompts, answers, max_new = prompt_set(cfg.prompts, cfg.n_prompts, seed=HELD_OUT["steer"], min_steps=cfg.min_steps,
                                            max_steps=cfg.max_steps)
+    max_new = cfg.max_new_tokens or max_new
     per_seed: list[dict[str, Any]] = []
     random_features: list[int | None] = []
     for seed in range(cfg.seed, cfg.seed + cfg.n_seeds):
