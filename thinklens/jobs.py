@@ -345,12 +345,17 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
             loaded[fname] = given[fname]
         elif name:
             loaded[fname] = load(name)
+    from thinklens.training import launched_rank
+
     run = open_run_folder(job, config, options)
-    run.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
-                   models={k: str(getattr(config, k)) for k in job.models})
-    ctx = JobContext(models=loaded, run=run, progress=Progress(options.progress), options=options, loader=load)
+    main_process = launched_rank() == 0  # under a multi-process launch only rank 0 writes the run's meta
+    if main_process:
+        run.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
+                       models={k: str(getattr(config, k)) for k in job.models})
+    progress = Progress(options.progress and main_process)
+    ctx = JobContext(models=loaded, run=run, progress=progress, options=options, loader=load)
     result = job.run(config, ctx)
-    if run.meta().get("status") != "done":
+    if main_process and run.meta().get("status") != "done":
         summary = job.summary(result) if job.summary else (result if isinstance(result, dict) else {})
         run.finish(summary)
     return result, run

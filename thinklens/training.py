@@ -182,6 +182,14 @@ def mean_over_processes(acc: Any, values: dict[str, "torch.Tensor"]) -> dict[str
     return {key: float(acc.reduce(v.detach().float(), "mean")) for key, v in values.items()}
 
 
+def launched_rank() -> int:
+    """This process's rank in the launch, from the ``RANK`` that accelerate launch / torchrun set (0 when absent)."""
+    try:
+        return max(0, int(os.environ.get("RANK", "0")))
+    except ValueError:
+        return 0
+
+
 def launched_world_size() -> int:
     """Processes of this launch, from the ``WORLD_SIZE`` that accelerate launch / torchrun set (1 when absent)."""
     try:
