@@ -6,7 +6,7 @@ and the demo goes on, exiting non-zero at the end.
 
 Example:
     >>> [s.name for s in DEMO_STEPS][:2]
-    ['zoo', 'capture']
+    ['zoo-eval', 'capture']
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,26 +28,26 @@ class DemoStep:
     name: str
     """Short label."""
     argv: tuple[str, ...]
-    """Arguments of `thinklens` ({runs} and {tmp} are filled in)."""
+    """Arguments of `thinklens` ({runs} is filled in; run folders go under $THINKLENS_RUNS)."""
     kind: str | None = None
     """Run kind whose newest summary is printed (None: the step prints its own)."""
 
 
 DEMO_STEPS: tuple[DemoStep, ...] = (
-    DemoStep("zoo", ("zoo", "eval", "tiny-direct", "tiny-cot", "tiny-think", "--n", "20", "--steps", "2-6")),
-    DemoStep("capture", ("capture", "tiny-think", "--sites", "resid_post.*", "--prompts", "{tmp}/prompts.txt",
-                         "--out", "{runs}/capture/demo", "--no-progress")),
-    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--runs", "{runs}", "--run-id", "demo", "--no-progress"),
-             kind="mi-peaks"),
+    DemoStep("zoo-eval", ("run", "zoo-eval", "--models", "tiny-direct,tiny-cot,tiny-think", "--n", "20", "--steps", "2,3,4,5,6",
+                          "--run-id", "demo", "--no-progress")),
+    DemoStep("capture", ("run", "capture", "--model", "tiny-think", "--sites", "resid_post.*", "--prompts", "{runs}/demo-prompts.txt",
+                         "--run-id", "demo", "--no-progress"), kind="capture"),
+    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--run-id", "demo", "--no-progress"), kind="mi-peaks"),
     DemoStep("lynx", ("run", "lynx", "--model", "tiny-think", "--n-train", "150", "--n-calibration", "150", "--n-test", "150",
-                      "--skip-vacuous", "--runs", "{runs}", "--run-id", "demo"), kind="lynx"),
+                      "--skip-vacuous", "--run-id", "demo"), kind="lynx"),
     DemoStep("probe", ("run", "probe", "--model", "tiny-think", "--target", "intermediate", "--n-problems", "120",
-                       "--runs", "{runs}", "--run-id", "demo"), kind="probe"),
+                       "--run-id", "demo"), kind="probe"),
     DemoStep("steer", ("run", "steer", "--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "30",
-                       "--coeffs=-1,0,1", "--runs", "{runs}", "--run-id", "demo"), kind="steer"),
-    DemoStep("reasoning-vector", ("run", "reasoning-vector", "--alphas=-1,0,1", "--n-per-steps", "10",
-                                  "--runs", "{runs}", "--run-id", "demo"), kind="reasoning-vector"),
-    DemoStep("latent", ("latent", "eval", "--n", "40", "--seek-n", "8", "--runs", "{runs}", "--run-id", "demo", "--no-progress"),
+                       "--coeffs=-1,0,1", "--run-id", "demo"), kind="steer"),
+    DemoStep("reasoning-vector", ("run", "reasoning-vector", "--alphas=-1,0,1", "--n-per-steps", "10", "--run-id", "demo"),
+             kind="reasoning-vector"),
+    DemoStep("latent-eval", ("run", "latent-eval", "--n", "40", "--seek-n", "8", "--run-id", "demo", "--no-progress"),
              kind="latent-eval"),
 )
 
@@ -60,9 +59,9 @@ def _write_prompts(path: Path) -> None:
     path.write_text("\n".join(render_prompt(p, "think") for p in probs) + "\n")
 
 
-def _newest_summary(runs: Path, kind: str) -> dict:
-    metas = sorted((runs / kind).glob("*/meta.json"), key=lambda p: p.stat().st_mtime)
-    return json.loads(metas[-1].read_text()).get("summary", {}) if metas else {}
+def _summary(runs: Path, kind: str) -> dict:
+    meta = runs / kind / "demo" / "meta.json"
+    return json.loads(meta.read_text()).get("summary", {}) if meta.is_file() else {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,26 +72,25 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["THINKLENS_RUNS"] = str(runs)
     t0 = time.time()
     failures: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        _write_prompts(Path(tmp) / "prompts.txt")
-        steps = [s for s in DEMO_STEPS]
-        for k, step in enumerate(steps, 1):
-            args = [a.format(runs=runs, tmp=tmp) for a in step.argv]
-            print(f"\n[{k}/{len(steps)}] {step.name}: thinklens {' '.join(args)}", flush=True)
-            t = time.time()
-            try:
-                rc = cli_main(args)
-            except SystemExit as e:  # argparse errors
-                rc = int(e.code or 0)
-            except ThinklensError as e:
-                print(f"error: {e}", file=sys.stderr)
-                rc = 2
-            print(f"[{k}/{len(steps)}] {step.name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {time.time() - t:.0f} s")
-            if rc != 0:
-                failures.append(step.name)
-            elif step.kind:
-                for key, val in _newest_summary(runs, step.kind).items():
-                    print(f"    {key}: {val}")
+    _write_prompts(runs / "demo-prompts.txt")  # a fixed path: the capture run's config (and so its resume) stays the same
+    steps = [s for s in DEMO_STEPS]
+    for k, step in enumerate(steps, 1):
+        args = [a.format(runs=runs) for a in step.argv]
+        print(f"\n[{k}/{len(steps)}] {step.name}: thinklens {' '.join(args)}", flush=True)
+        t = time.time()
+        try:
+            rc = cli_main(args)
+        except SystemExit as e:  # argparse errors
+            rc = int(e.code or 0)
+        except ThinklensError as e:
+            print(f"error: {e}", file=sys.stderr)
+            rc = 2
+        print(f"[{k}/{len(steps)}] {step.name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {time.time() - t:.0f} s")
+        if rc != 0:
+            failures.append(step.name)
+        elif step.kind:
+            for key, val in _summary(runs, step.kind).items():
+                print(f"    {key}: {val}")
     print(f"\ndemo finished in {time.time() - t0:.0f} s; run folders under {runs}")
     print("open the app:  make app   (or: .venv/bin/thinklens app)  then browse http://127.0.0.1:8501")
     if failures:

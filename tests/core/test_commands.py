@@ -138,3 +138,13 @@ def test_every_suggested_command_parses() -> None:
         if message is not None:
             bad.append(f"{where}: thinklens {shlex.join(args)}\n    {message}")
     assert not bad, f"{len(bad)} suggested command(s) do not parse:\n" + "\n".join(bad)
+
+
+def test_every_demo_step_parses() -> None:
+    from thinklens.cli import build_parser
+    from thinklens.demo import DEMO_STEPS
+
+    parser = build_parser()
+    bad = [f"{s.name}: {message}" for s in DEMO_STEPS
+           if (message := parse_error(parser, [a.format(runs="/tmp/runs") for a in s.argv])) is not None]
+    assert not bad, bad
