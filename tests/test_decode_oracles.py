@@ -144,6 +144,8 @@ def test_zoo_eval_oracle():
     from zoo.evaluate import evaluate_model, generate_texts
 
     rec = fixture("zoo_eval")
+    rng = torch.get_rng_state()
+    side = {name: zoo(name).tokenizer.padding_side for name in ("tiny-think", "tiny-direct", "tiny-cot")}
     for case in rec["cases"]:
         texts = generate_texts(zoo(case["model"]), case["prompts"], max_new_tokens=30, batch_size=3,
                                sample_seed=case["sample_seed"])
@@ -155,3 +157,6 @@ def test_zoo_eval_oracle():
     got = r.to_json()
     got.pop("wall_s")
     assert got == ev["result"]
+    # no global seeding, no change to the caller's tokenizer
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert {name: zoo(name).tokenizer.padding_side for name in side} == side
