@@ -22,7 +22,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -151,19 +150,6 @@ def categorise(sae, acts: Tensor) -> Tensor:
     return sae.encode(acts.float()).argmax(-1)
 
 
-@contextmanager
-def frozen(model: torch.nn.Module) -> Iterator[None]:
-    """Parameters do not require grad inside the block (only the steering vector is trained)."""
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    for p, _ in flags:
-        p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, f in flags:
-            p.requires_grad_(f)
-
-
 def _sentence_batch(sent: Sentences, idx: list[int], pad: int) -> dict[str, Tensor]:
     """Right-padded sequences cut after each sentence; labels on its tokens, steering on the positions
     producing them (start-1 .. end-2)."""
@@ -189,8 +175,7 @@ def sentence_nll(model: "HookedModel", batch: dict[str, Tensor], vec: Tensor | N
 
     ivs = [HookFn(site, add)] if vec is not None else []
     with model.intervene(ivs):
-        logits = model.hf(input_ids=batch["input_ids"].to(model.device),
-                          attention_mask=batch["attention_mask"].to(model.device)).logits  # [b, pos, vocab]
+        logits = model.forward({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}).logits  # [b, pos, vocab]
     lp = torch.log_softmax(logits[:, :-1].float(), -1)
     tgt = batch["input_ids"][:, 1:].to(model.device)
     nll = -lp.gather(-1, tgt[..., None])[..., 0]  # [b, pos-1]: predicting token t+1 at position t
@@ -232,7 +217,7 @@ def train_vector(model: "HookedModel", sent: Sentences, idx: list[int], cfg: Hyb
 
     probe = pick()
     curve = []
-    with frozen(model.hf):
+    with model.frozen():
         with torch.no_grad():
             curve.append(float(sentence_nll(model, _sentence_batch(sent, probe, pad), fixed + unit * u, site)))
         for _ in range(cfg.vector_iters):
