@@ -127,7 +127,6 @@ def test_extraction_finds_the_suggested_commands() -> None:
     assert any(where.startswith("app/") for where, _ in commands)
 
 
-@pytest.mark.xfail(strict=False, reason="until the job migration lands")
 def test_every_suggested_command_parses() -> None:
     from thinklens.cli import build_parser
 
