@@ -19,8 +19,6 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 _INLINE = re.compile(r"`([^`]+)`")
