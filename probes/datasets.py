@@ -27,7 +27,7 @@ from sklearn.utils.multiclass import type_of_target
 from probes.estimators import LinearProbe, RidgeProbe
 from probes.exits import EventTable, RolloutTable
 from probes.lynx import CueEvent, LynxConfig, find_cue_events
-from thinklens.answers import parse_answer
+from thinklens.answers import extract_answer, is_correct
 from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder, eos_ids, left_pad
 from thinklens.errors import ThinklensError
@@ -129,9 +129,9 @@ class ForcedExits:
     """Outcome of forcing an answer at every event (flattened trace by trace)."""
 
     label: np.ndarray
-    """1 if the forced answer equals the gold answer, [event]."""
-    answer: list[int | None]
-    """The parsed forced answer (None when none could be parsed), [event]."""
+    """1 if the forced answer is the gold answer (:func:`thinklens.answers.is_correct`), [event]."""
+    answer: list[str | None]
+    """The forced answer as written (:func:`thinklens.answers.extract_answer`; None when there is none), [event]."""
     answer_tokens: np.ndarray
     """Tokens generated after the exit string (up to and including EOS), [event]."""
     text: list[str]
@@ -140,11 +140,12 @@ class ForcedExits:
 
 @torch.no_grad()
 def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],
-                       gold: Sequence[int], *, exit_string: str, max_answer_tokens: int = 64,
+                       gold: Sequence[str | int], *, exit_string: str, max_answer_tokens: int = 64,
                        batch_size: int = 16) -> ForcedExits:
     """Label events by forcing an exit: keep the rollout's tokens before the cue, append
-    ``exit_string``, decode greedily (KV-cached, batched) up to ``max_answer_tokens``, parse with
-    :func:`thinklens.answers.parse_answer` and compare with the trace's gold answer.
+    ``exit_string``, decode greedily (KV-cached, batched) up to ``max_answer_tokens``, and grade the
+    exit string plus the answer with :func:`thinklens.answers.is_correct` against the trace's gold answer
+    (an integer, or a data set's answer such as ``\\frac{14}{3}``).
 
     Works on token ids (prompt ids + rollout ids + the exit string's ids), so the prefix is exactly
     what the model generated; the reference re-tokenizes decoded text instead.
@@ -161,7 +162,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
     # batch rows of similar length together: left padding then costs little compute
     order = sorted(range(len(items)), key=lambda k: len(prefixes[k]))
     eos = eos_ids(model)
-    answers: list[int | None] = [None] * len(items)
+    answers: list[str | None] = [None] * len(items)
     n_tokens: list[int] = [0] * len(items)
     texts: list[str] = [""] * len(items)
     for lo in range(0, len(items), batch_size):
@@ -172,18 +173,17 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
         for r, k in enumerate(chunk):
             stop = out.lengths[r]
             text = model.tokenizer.decode(exit_ids + out.row(r), skip_special_tokens=True)
-            answers[k], n_tokens[k], texts[k] = parse_answer(text), stop, text
-    golds = [int(gold[i]) for i, _ in items]
-    label = np.array([int(a is not None and a == g) for a, g in zip(answers, golds)], dtype=np.int64)
+            answers[k], n_tokens[k], texts[k] = extract_answer(text), stop, text
+    label = np.array([int(is_correct(t, gold[i])) for (i, _), t in zip(items, texts)], dtype=np.int64)
     return ForcedExits(label=label, answer=answers, answer_tokens=np.array(n_tokens, dtype=np.int64), text=texts)
 
 
-def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], gold: Sequence[int],
+def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], gold: Sequence[str | int],
                 forced: ForcedExits, prob: np.ndarray) -> tuple[EventTable, RolloutTable]:
     """Event and rollout tables for :mod:`probes.exits` (probe probabilities ``prob`` [event]).
 
     Exit cost = tokens up to and including the cue + forced answer tokens; full cost = the rollout's
-    generated tokens. A full rollout is correct when ``parse_answer(trace.text)`` equals the gold answer.
+    generated tokens. A full rollout is correct when ``is_correct(trace.text, gold)``.
     """
     check_events(traces, events)
     flat = [(i, ev) for i, evs in enumerate(events) for ev in evs]
@@ -200,7 +200,7 @@ def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], g
     )
     rollouts = RolloutTable(
         length=np.array([len(tr) for tr in traces]),
-        correct=np.array([int(parse_answer(tr.text) == int(g)) for tr, g in zip(traces, gold)]),
+        correct=np.array([int(is_correct(tr.text, g)) for tr, g in zip(traces, gold)]),
         tokens=np.array([len(tr) for tr in traces], dtype=np.float64),
     )
     return table, rollouts

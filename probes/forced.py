@@ -33,7 +33,7 @@ from probes.datasets import (
     forced_exit_labels,
 )
 from probes.lynx import CueEvent
-from thinklens.answers import parse_answer
+from thinklens.answers import extract_answer, is_correct
 from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder, eos_ids, left_pad
 from thinklens.errors import ThinklensError
@@ -92,7 +92,7 @@ def _groups(need: dict[int, int], batch_size: int, max_batch_tokens: int) -> lis
 
 @torch.no_grad()
 def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],
-                              gold: Sequence[int], sites: Sequence[Site | str] = (), *, exit_string: str,
+                              gold: Sequence[str | int], sites: Sequence[Site | str] = (), *, exit_string: str,
                               max_answer_tokens: int = 64, batch_size: int = 16,
                               max_batch_tokens: int = 1024) -> tuple[np.ndarray | None, ForcedExits]:
     """Event features and forced-exit labels from ONE pass over each rollout.
@@ -124,7 +124,7 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
     first = np.cumsum([0] + [len(evs) for evs in events])  # flat index of each rollout's first event
     X = np.zeros((len(flat), len(site_list) * model.d_model), dtype=np.float32) if site_list else None
     eos, pad_id = eos_ids(model), model.tokenizer.pad_token_id
-    answers: list[int | None] = [None] * len(flat)
+    answers: list[str | None] = [None] * len(flat)
     n_tokens = [0] * len(flat)
     texts = [""] * len(flat)
     # features need the state AT the cue's last token; labels only the prefix before the cue
@@ -173,14 +173,13 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
             generated = _decode_events(model, dec, exit_ids, len(part), max_answer_tokens, eos)
             for (k, *_), row in zip(part, generated):
                 text = model.tokenizer.decode(exit_ids + row, skip_special_tokens=True)
-                answers[k], n_tokens[k], texts[k] = parse_answer(text), len(row), text
-    golds = [int(gold[i]) for i, _ in flat]
-    label = np.array([int(a is not None and a == g) for a, g in zip(answers, golds)], dtype=np.int64)
+                answers[k], n_tokens[k], texts[k] = extract_answer(text), len(row), text
+    label = np.array([int(is_correct(t, gold[i])) for (i, _), t in zip(flat, texts)], dtype=np.int64)
     return X, ForcedExits(label=label, answer=answers, answer_tokens=np.array(n_tokens, dtype=np.int64), text=texts)
 
 
 def forced_exit_labels_shared(model, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],
-                              gold: Sequence[int], *, exit_string: str, max_answer_tokens: int = 64,
+                              gold: Sequence[str | int], *, exit_string: str, max_answer_tokens: int = 64,
                               batch_size: int = 16, max_batch_tokens: int = 1024) -> ForcedExits:
     """:func:`probes.datasets.forced_exit_labels`, reading each rollout once (see the module docstring)."""
     return event_features_and_labels(model, traces, events, gold, (), exit_string=exit_string,

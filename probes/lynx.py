@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,11 +34,14 @@ from thinklens.sites import Site, hidden_state_site
 
 if TYPE_CHECKING:
     from probes.mlp import LynxMLPProbe
+    from thinklens.formats import PromptFormat
 
 DEFAULT_CUES: tuple[str, ...] = ("hmm", "wait", "alternatively")
 #: The zoo's reflection cues that precede more thinking (``so``/``therefore`` follow ``</think>``).
 ZOO_CUES: tuple[str, ...] = ("hmm", "wait")
 DEFAULT_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.03, 0.05, 0.10)
+#: Greedy tokens of a forced answer in the reference (room for a LaTeX answer and its closing brace).
+REFERENCE_ANSWER_TOKENS = 64
 #: Feature layers per depth from the reference, in HF ``hidden_states`` indexing (0 = embeddings).
 LAYER_TABLE: dict[int, tuple[int, ...]] = {
     28: (9, 16, 28),
@@ -95,12 +98,32 @@ def check_cue_vocabulary(tokenizer, cue_words: Sequence[str]) -> None:
                                     f"{', '.join(ZOO_CUES)})")
 
 
+def format_settings(fmt: PromptFormat) -> dict[str, Any]:
+    """The LYNX settings a prompt format implies: its forced-exit string (:attr:`PromptFormat.lynx_exit`),
+    and the cue words and forced-answer tokens: the reference's (hmm, wait, alternatively; 64 tokens) for
+    a real model's format, the zoo's (hmm, wait; a number after ``####``) for the zoo's styles.
+
+    Example:
+        >>> from thinklens.formats import SPANS, ZOO_THINK_SPAN, PromptFormat
+        >>> format_settings(PromptFormat("chat", span=SPANS["think"]))
+        {'cue_words': ('hmm', 'wait', 'alternatively'), 'exit_string': '</think>\\n\\nFinal Answer: \\\\boxed{', 'max_answer_tokens': 64}
+        >>> format_settings(PromptFormat("think", span=ZOO_THINK_SPAN))
+        {'cue_words': ('hmm', 'wait'), 'exit_string': '</think> ####', 'max_answer_tokens': 8}
+    """
+    from thinklens.formats import ZOO_CUE_TOKENS
+
+    if fmt.is_zoo:
+        return {"cue_words": ZOO_CUES, "exit_string": fmt.lynx_exit, "max_answer_tokens": ZOO_CUE_TOKENS}
+    return {"cue_words": DEFAULT_CUES, "exit_string": fmt.lynx_exit, "max_answer_tokens": REFERENCE_ANSWER_TOKENS}
+
+
 @dataclass(frozen=True)
 class LynxConfig:
     """Settings of a LYNX run; defaults are the reference's."""
 
     cue_words: tuple[str, ...] = DEFAULT_CUES
-    """Reflection words that mark candidate exit events (matched on word boundaries)."""
+    """Reflection words that mark candidate exit events (matched on word boundaries); None: from the prompt
+    format (:func:`format_settings`)."""
     max_events_train: int = 200
     """Cap on events per rollout in the probe-training split (the first ones are kept)."""
     max_events_calibration: int = 100
@@ -109,10 +132,11 @@ class LynxConfig:
     """Cap on events per rollout when evaluating exits (None: all events)."""
     fallback_fraction: float = 0.7
     """A rollout without any cue gets one event at this fraction of its length."""
-    exit_string: str = "</think> Final Answer: \\boxed{"
-    """Appended to the text before the cue to force an answer."""
-    max_answer_tokens: int = 64
-    """Greedy tokens decoded after the exit string to read the forced answer."""
+    exit_string: str = "</think>\n\nFinal Answer: \\boxed{"
+    """Appended to the text before the cue to force an answer; None: the prompt format's (its span's close
+    marker, then the answer cue)."""
+    max_answer_tokens: int = REFERENCE_ANSWER_TOKENS
+    """Greedy tokens decoded after the exit string to read the forced answer; None: from the prompt format."""
     deltas: tuple[float, ...] = DEFAULT_DELTAS
     """Miscoverage levels of the sweep."""
     layers: tuple[int, ...] | None = None
@@ -123,8 +147,15 @@ class LynxConfig:
     """Seed of the probe's validation split and initialisation (reference: 42)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))
+        # None (cue words, exit string, answer tokens): the job fills them in from the prompt format
+        if self.cue_words is not None:
+            object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))
+        if self.exit_string is not None and not (isinstance(self.exit_string, str) and self.exit_string):
+            raise ThinklensError.of("exit_string", self.exit_string, "a non-empty string that closes the thinking",
+                                    "leave it unset: the prompt format's exit is used")
         for name in ("max_events_train", "max_events_calibration", "max_answer_tokens"):
+            if name == "max_answer_tokens" and self.max_answer_tokens is None:
+                continue
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 1", "use the default")
         if self.max_events_test is not None and self.max_events_test < 1:

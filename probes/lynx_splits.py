@@ -1,14 +1,22 @@
 """The three problem splits of the LYNX job (train, calibration, test) and what it computes for each.
 
-Per split: its own seeded problems, sampled rollouts, cue events, then the states at the LYNX sites
-and the forced-exit labels of every event from one pass over each rollout (:mod:`probes.forced`:
-batched, each forced exit continues from the rollout's KV cache). Rollouts, features and labels are
-cached batch by batch in the run folder (:class:`~thinklens.stages.StageCache`), so an interrupted
-job re-run with the same config resumes where it stopped and computes what a straight run does.
+Per split: its problems, sampled rollouts, cue events, then the states at the LYNX sites and the
+forced-exit labels of every event from one pass over each rollout (:mod:`probes.forced`: batched, each
+forced exit continues from the rollout's KV cache). Rollouts, features and labels are cached batch by
+batch in the run folder (:class:`~thinklens.stages.StageCache`), so an interrupted job re-run with the
+same config resumes where it stopped and computes what a straight run does.
+
+Where the problems come from (:func:`split_problem_sets`): as the paper reuses one MATH-trained probe
+across benchmarks, each split may have its own source: ``--data`` trains, ``--calibration-data`` and
+``--test-data`` calibrate and test, each defaulting to a seeded split of ``--data`` disjoint from the
+others; a question in two splits is an error unless ``--allow-overlap``. With no ``--data`` the splits
+are the synthetic task's seeded streams (:func:`task_problems`, the zoo's default).
 
 Example:
     >>> # cache = StageCache(run)
-    >>> # data = collect_split(model, config, "train", cache)
+    >>> # sets = split_problem_sets(config)
+    >>> # prompts = problem_prompts(fmt, sets["train"], model.tokenizer)
+    >>> # data = collect_split(model, config, "train", prompts, sets["train"].answers, cache)
     >>> # data.X, data.forced = split_features_and_labels(model, data, sites, config, cache, "train")
 """
 
@@ -25,8 +33,9 @@ from probes.lynx import CueEvent
 from probes.rollouts import cached_rollouts
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Progress
+from thinklens.problemsets import ProblemSet, RealProblem, check_disjoint, load_problems
 from thinklens.stages import StageCache, batch_ranges, batch_seed
-from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+from thinklens.tasks import TaskConfig, generate_problems
 from thinklens.trace import Trace
 
 if TYPE_CHECKING:
@@ -42,8 +51,8 @@ class SplitData:
 
     traces: list[Trace]
     """The rollouts."""
-    gold: list[int]
-    """The true answers, one per rollout."""
+    gold: list[str]
+    """The gold answers, one per rollout (as the data set writes them; graded by thinklens.answers)."""
     events: list[list[CueEvent]]
     """Cue events per rollout (capped as the split says)."""
     X: np.ndarray | None = None
@@ -62,23 +71,57 @@ class SplitData:
         return sum(not ev.is_fallback for evs in self.events for ev in evs)
 
 
-def split_problems(config: LynxJobConfig, split: str) -> list:
-    """The problems of one split: independent seeded streams, one per split."""
+def task_problems(config: LynxJobConfig, split: str) -> ProblemSet:
+    """The synthetic task's problems of one split (no ``--data``): independent seeded streams, one per split."""
     rng = np.random.default_rng([config.seed, SPLITS.index(split)])
-    return generate_problems(config.n_problems(split), seed=rng,
-                             config=TaskConfig(min_steps=config.min_steps, max_steps=config.max_steps))
+    drawn = generate_problems(config.n_problems(split), seed=rng,
+                              config=TaskConfig(min_steps=config.min_steps, max_steps=config.max_steps))
+    return ProblemSet(f"task#{split}", tuple(
+        RealProblem(f"task-{config.seed}-{split}-{i}", p.question, str(p.answer), p.cot, {"n_steps": p.n_steps},
+                    ground_truth=p) for i, p in enumerate(drawn)))
 
 
-def collect_split(model, config: LynxJobConfig, split: str, cache: StageCache, *,
-                  progress: Progress | None = None) -> SplitData:
-    """Rollouts and cue events of one split (rollouts cached as ``rollouts.<split>.<k>``)."""
-    problems = split_problems(config, split)
-    prompts = [render_prompt(p, config.style) for p in problems]
+def _sample(problems: ProblemSet, split: str, n: int, seed: int) -> ProblemSet:
+    """``n`` problems of a split's own source (all of them when it has fewer), seeded."""
+    return problems.split({split: min(n, len(problems))}, seed=seed)[split]
+
+
+def split_problem_sets(config: LynxJobConfig) -> dict[str, ProblemSet]:
+    """The problems of each split, from its source (see the module docstring), checked disjoint.
+
+    ``--data-fields`` maps the fields of ``--data``; the other sources' fields are found by name. Splits
+    cut from ``--data`` must fit in it; a split with its own source takes at most its size.
+    """
+    own = {"calibration": config.calibration_data, "test": config.test_data}
+    sets: dict[str, ProblemSet] = {}
+    if config.data:
+        base = load_problems(config.data, mapping=config.data_fields or None)
+        cut = [s for s in SPLITS if not own.get(s)]
+        sets.update(base.split({s: config.n_problems(s) for s in cut}, seed=config.seed))
+    for split in SPLITS:
+        if split in sets:
+            continue
+        if own.get(split):
+            sets[split] = _sample(load_problems(own[split]), split, config.n_problems(split), config.seed)
+        else:
+            sets[split] = task_problems(config, split)
+    from_data = [s for s in SPLITS if config.data or own.get(s)]
+    for i, a in enumerate(SPLITS):  # the task's own streams are independent draws, as they always were
+        for b in SPLITS[i + 1:]:
+            if a in from_data or b in from_data:
+                check_disjoint({a: sets[a], b: sets[b]}, allow_overlap=config.allow_overlap)
+    return {s: sets[s] for s in SPLITS}
+
+
+def collect_split(model, config: LynxJobConfig, split: str, prompts: list[str], gold: list[str], cache: StageCache,
+                  *, progress: Progress | None = None) -> SplitData:
+    """Rollouts and cue events of one split (rollouts cached as ``rollouts.<split>.<k>``); ``config`` holds
+    the settings resolved for the prompt format (cue words, rollout length)."""
     traces = cached_rollouts(model, prompts, cache, name=f"rollouts.{split}", batch_size=config.batch_size,
-                             seed=batch_seed(config.seed, SPLITS.index(split)), max_new_tokens=config.new_tokens,
+                             seed=batch_seed(config.seed, SPLITS.index(split)), max_new_tokens=config.max_new_tokens,
                              do_sample=True, temperature=config.temperature, top_p=config.top_p, progress=progress)
     events = rollout_events(traces, model.tokenizer, config, split)
-    return SplitData(traces=traces, gold=[p.answer for p in problems], events=events)
+    return SplitData(traces=traces, gold=list(gold), events=events)
 
 
 def split_features_and_labels(model, data: SplitData, sites: tuple[Site, ...], config: LynxJobConfig,
@@ -120,5 +163,5 @@ def check_cues_found(config: LynxJobConfig, data: dict[str, SplitData]) -> None:
         n = sum(len(d.traces) for d in data.values())
         raise ThinklensError.of(
             "cue events", f"no {'/'.join(config.cue_words)} in {n} rollouts (e.g. {sample!r})",
-            "rollouts containing the cue words", "use the think prompt style, a reasoning model, or cue words that "
-            "the model writes (--cue-words)")
+            "rollouts containing the cue words", "use a reasoning model in its own format (--prompt-format auto, or "
+            "think for the zoo), or cue words that the model writes (--cue-words)")

@@ -10,71 +10,98 @@ labels are cached batch by batch in ``<run>/cache``, so an interrupted job re-ru
 resumes. Results: ``results/{lynx,per_delta,probe_validation}.json``, ``arrays/test_*.safetensors``,
 the figures pareto, validity, exit_histogram and base_rate, and the probe in ``probe/``.
 
+Problems: ``--data`` trains the probe; ``--calibration-data`` and ``--test-data`` calibrate and test it
+(the paper trains one probe on MATH and reuses it on GSM8K, MATH-500, AIME); each defaults to a seeded
+split of ``--data``, and a question in two splits is refused unless ``--allow-overlap``. Without
+``--data``: the synthetic task (the zoo's default). Prompts come from ``--prompt-format`` (a real model's
+chat template with the R1 instruction, or a zoo style); the forced-exit string, the cue words and the
+forced-answer length come from the format unless given. Every answer is graded by
+:func:`thinklens.answers.is_correct` against the gold answer.
+
 The guarantee measured here is per cue event and needs calibration and test events to be
 exchangeable; it is not a per-trajectory bound (see :mod:`probes.conformal`).
 
 Example:
     >>> JOB.name, JOB.config.__name__
     ('lynx', 'LynxJobConfig')
-    >>> LynxJobConfig(n_train=50, deltas=(0.1, 0.2)).new_tokens  # the task protocol's think budget
-    72
+    >>> from thinklens.formats import ZOO_THINK_SPAN, PromptFormat
+    >>> zoo = resolve_settings(LynxJobConfig(n_train=50, deltas=(0.1, 0.2)), PromptFormat("think", span=ZOO_THINK_SPAN))
+    >>> zoo.max_new_tokens, zoo.exit_string, zoo.cue_words  # the task protocol's think budget
+    (72, '</think> ####', ('hmm', 'wait'))
     >>> # result = thinklens.run_job("lynx", model="tiny-think", n_train=100, run_id="demo")
     >>> # result.per_delta[0]["saving"], result.validity.rate
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from probes.lynx import ZOO_CUES, LynxConfig, check_cue_words
+from probes.lynx import LynxConfig, check_cue_words
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
-from thinklens.tasks import TaskConfig, check_style
-from thinklens.tasks.protocol import token_budget
+from thinklens.problemsets import DataOptions
+from thinklens.tasks import TaskConfig
 
 if TYPE_CHECKING:
     from probes.conformal import MondrianCalibrator
     from probes.lynx_result import LynxResult
+    from thinklens.formats import PromptFormat
 
 VALIDITY_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
 
 
 @dataclass(frozen=True)
-class LynxJobConfig(LynxConfig):
+class LynxJobConfig(DataOptions, LynxConfig):
     """Settings of ``thinklens run lynx``: the LYNX settings, with defaults for the zoo (tiny-think) on a
-    CPU, plus the model, problems, sampling and probe of the job."""
+    CPU, plus the model, problems, prompt format, sampling and probe of the job."""
 
-    cue_words: tuple[str, ...] = ZOO_CUES
-    """Cue words marking candidate exits, matched on word boundaries (reference: hmm,wait,alternatively)."""
-    exit_string: str = "</think> ####"
-    """Appended to the text before a cue to force an answer (reference: '</think> Final Answer: \\boxed{')."""
-    max_answer_tokens: int = 8
-    """Greedy tokens decoded after the exit string."""
+    cue_words: tuple[str, ...] | None = None
+    """Cue words marking candidate exits, matched on word boundaries (none: hmm,wait,alternatively as the reference;
+    hmm,wait for the zoo's styles)."""
+    exit_string: str | None = None
+    """Appended to the text before a cue to force an answer (none: the prompt format's, e.g. '</think>\\n\\nFinal
+    Answer: \\boxed{' for a chat model with a <think> span, '</think> ####' for the zoo's think style)."""
+    max_answer_tokens: int | None = None
+    """Greedy tokens decoded after the exit string (none: 64 as the reference; 8 for the zoo's styles)."""
     deltas: tuple[float, ...] = VALIDITY_DELTAS
     """Miscoverage levels of the sweep and of the validity measurement, each in (0, 1)."""
     model: str = "tiny-think"
     """Zoo name, local model folder or hub id."""
-    style: str = "think"
-    """Prompt style of thinklens.tasks (think: the model reasons with hmm / wait cues)."""
+    data: str = ""
+    """Problems the probe is trained on: a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a cached hub id
+    (a @split suffix picks a split) or synthetic:MIN-MAX[:N]; empty: the synthetic task, one seeded stream per split
+    (--min-steps..--max-steps)."""
+    calibration_data: str = ""
+    """Problems that calibrate the conformal thresholds (same kinds of source as --data; fields found by name); empty:
+    a seeded split of --data, disjoint from the others."""
+    test_data: str = ""
+    """Problems the exits are evaluated on (same kinds of source as --data; fields found by name); empty: a seeded
+    split of --data, disjoint from the others."""
+    allow_overlap: bool = False
+    """Allow a question in two of the train, calibration and test problems (refused by default)."""
     n_train: int = 200
     """Problems (one rollout each) whose events train the probe."""
     n_calibration: int = 200
-    """Problems whose events calibrate the conformal thresholds (disjoint from training)."""
+    """Problems whose events calibrate the conformal thresholds (disjoint from training; at most all of
+    --calibration-data)."""
     n_test: int = 200
-    """Problems whose events evaluate exits and measure validity (the third split)."""
+    """Problems whose events evaluate exits and measure validity (the third split; at most all of --test-data)."""
     min_steps: int = 1
-    """Fewest arithmetic steps per problem."""
+    """Fewest arithmetic steps per problem (the synthetic task without --data)."""
     max_steps: int = 4
-    """Most arithmetic steps per problem."""
+    """Most arithmetic steps per problem (the synthetic task without --data; the zoo styles' rollout budget)."""
     seed: int = 0
-    """Seed of the problems and of the sampling (each batch derives its own)."""
+    """Seed of the problems, the splits and the sampling (each batch derives its own)."""
     temperature: float = 0.6
     """Sampling temperature of the rollouts (LYNX reference: 0.6)."""
     top_p: float = 0.95
     """Nucleus mass of the rollouts (LYNX reference: 0.95)."""
     max_new_tokens: int | None = None
-    """Rollout length cap; None: the task protocol's budget for the style and max_steps."""
+    """Rollout length cap; none: the task protocol's budget for a zoo style (from --max-steps), else 4096 (or less
+    when the model's context cannot hold the prompt, the rollout and a forced answer)."""
     hidden_layer_sizes: tuple[int, ...] = (256, 64)
     """Hidden widths of the probe MLP (reference: 256,64)."""
     fractions: tuple[float, ...] = (0.25, 0.5, 0.75)
@@ -93,8 +120,12 @@ class LynxJobConfig(LynxConfig):
     def __post_init__(self) -> None:
         from probes.conformal import min_calibration_events
 
-        check_style(self.style)
-        object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))  # lower-cased, de-duplicated
+        DataOptions.__post_init__(self)  # the prompt format's name and the field mapping
+        if self.cue_words is not None:
+            object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))  # lower-cased, de-duplicated
+        if self.data_fields and not self.data:
+            raise ThinklensError.of("data_fields", self.data_fields, "a field mapping for --data",
+                                    "pass --data too, or drop --data-fields")
         for name in ("n_train", "n_calibration", "n_test", "batch_size", "label_batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 1", "use the default")
@@ -117,16 +148,30 @@ class LynxJobConfig(LynxConfig):
             raise ThinklensError.of("threshold", self.threshold, "a probability in (0, 1)", "use 0.5")
         if not self.hidden_layer_sizes or min(self.hidden_layer_sizes) < 1:
             raise ThinklensError.of("hidden_layer_sizes", self.hidden_layer_sizes, "positive widths", "use 256,64")
-        super().__post_init__()  # the LYNX fields (caps, fractions, layers)
-
-    @property
-    def new_tokens(self) -> int:
-        """The rollout length cap actually used."""
-        return self.max_new_tokens or token_budget(self.style, self.max_steps)
+        LynxConfig.__post_init__(self)  # the LYNX fields (caps, fractions, layers)
 
     def n_problems(self, split: str) -> int:
         """Problems of ``split``."""
         return {"train": self.n_train, "calibration": self.n_calibration, "test": self.n_test}[split]
+
+
+def resolve_settings(config: LynxJobConfig, fmt: PromptFormat, *, prompts: Sequence[str] = (), tokenizer=None,
+                     max_context: int | None = None) -> LynxJobConfig:
+    """``config`` with what it leaves to the prompt format filled in: cue words, exit string, forced-answer
+    tokens (:func:`probes.lynx.format_settings`) and the rollout cap (:func:`probes.rollouts.rollout_budget`:
+    the longest of ``prompts``, the rollout, the exit and the forced answer fit in ``max_context``)."""
+    from probes.lynx import format_settings
+    from probes.rollouts import rollout_budget
+
+    fill = {k: v for k, v in format_settings(fmt).items() if getattr(config, k) is None}
+    if config.max_new_tokens is None:
+        exit_string = fill.get("exit_string", config.exit_string)
+        # a character per token bounds the exit string's length without a tokenizer
+        exit_tokens = len(exit_string) if tokenizer is None else len(tokenizer(exit_string, add_special_tokens=False)["input_ids"])
+        reserve = fill.get("max_answer_tokens", config.max_answer_tokens) + exit_tokens
+        fill["max_new_tokens"] = rollout_budget(fmt, config.max_steps, prompts=prompts, tokenizer=tokenizer,
+                                                max_context=max_context, reserve=reserve)
+    return dataclasses.replace(config, **fill) if fill else config
 
 
 def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tuple[list[float], list[float]]:
@@ -187,34 +232,44 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     from probes.io import load_probe
     from probes.lynx import check_cue_vocabulary, lynx_sites
     from probes.lynx_result import LynxResult, write_lynx_result
-    from probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels
-    from thinklens.answers import parse_answer
+    from probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels, split_problem_sets
+    from probes.rollouts import problem_prompts
+    from thinklens.answers import is_correct
+    from thinklens.formats import format_for
     from thinklens.stages import StageCache
 
     model = ctx.model
-    check_cue_vocabulary(model.tokenizer, config.cue_words)
-    sites = lynx_sites(model.n_layers, config.layers)
-    if config.probe is not None:  # a mismatching probe fails now, not after the rollouts
-        load_probe(config.probe, expect_site=[str(s) for s in sites], expect_d_model=model.d_model)
+    fmt = format_for(model, config.prompt_format)
+    problems = split_problem_sets(config)
+    prompts = {s: problem_prompts(fmt, problems[s], model.tokenizer) for s in SPLITS}
+    settings = resolve_settings(config, fmt, prompts=[p for s in SPLITS for p in prompts[s]], tokenizer=model.tokenizer,
+                                max_context=model.max_context)
+    check_cue_vocabulary(model.tokenizer, settings.cue_words)
+    sites = lynx_sites(model.n_layers, settings.layers)
+    if settings.probe is not None:  # a mismatching probe fails now, not after the rollouts
+        load_probe(settings.probe, expect_site=[str(s) for s in sites], expect_d_model=model.d_model)
     cache = StageCache(ctx.run)
-    data = {s: collect_split(model, config, s, cache, progress=ctx.progress) for s in SPLITS}
-    check_cues_found(config, data)
+    data = {s: collect_split(model, settings, s, prompts[s], problems[s].answers, cache, progress=ctx.progress)
+            for s in SPLITS}
+    check_cues_found(settings, data)
     for split, d in data.items():
-        d.X, d.forced = split_features_and_labels(model, d, sites, config, cache, split, progress=ctx.progress)
+        d.X, d.forced = split_features_and_labels(model, d, sites, settings, cache, split, progress=ctx.progress)
     train, cal, test = data["train"], data["calibration"], data["test"]
-    probe, validation = _train_or_load_probe(config, model, ctx, cache, sites, train.X, train.forced.label)
+    probe, validation = _train_or_load_probe(settings, model, ctx, cache, sites, train.X, train.forced.label)
     calibrator = MondrianCalibrator.fit(probe.predict_proba(cal.X)[:, 1], cal.forced.label)
-    deltas, skipped = usable_deltas(config, calibrator)
+    deltas, skipped = usable_deltas(settings, calibrator)
     p_test = probe.predict_proba(test.X)[:, 1]
     table, rollouts = exit_tables(test.traces, test.events, test.gold, test.forced, p_test)
-    report = evaluate_exit_policies(table, rollouts, calibrator, deltas, fractions=config.fractions,
-                                    threshold=config.threshold)
+    report = evaluate_exit_policies(table, rollouts, calibrator, deltas, fractions=settings.fractions,
+                                    threshold=settings.threshold)
     y_test = test.forced.label
     summary = {
-        "model": config.model, "sites": [str(s) for s in sites], "skipped_deltas": skipped,
-        "splits": {s: {"rollouts": len(d.traces), "events": d.n_events, "cue_events": d.n_cues,
+        "model": settings.model, "sites": [str(s) for s in sites], "skipped_deltas": skipped,
+        "prompt_format": fmt.kind, "exit_string": settings.exit_string, "cue_words": list(settings.cue_words),
+        "max_answer_tokens": settings.max_answer_tokens, "max_new_tokens": settings.max_new_tokens,
+        "splits": {s: {"source": problems[s].source, "rollouts": len(d.traces), "events": d.n_events, "cue_events": d.n_cues,
                        "label_base_rate": float(d.forced.label.mean()) if d.n_events else None,
-                       "full_accuracy": float(np.mean([parse_answer(t.text) == int(g) for t, g in zip(d.traces, d.gold)])),
+                       "full_accuracy": float(np.mean([is_correct(t.text, g) for t, g in zip(d.traces, d.gold)])),
                        "mean_rollout_tokens": float(np.mean([len(t) for t in d.traces]))}
                    for s, d in data.items()},
         "probe": validation,

@@ -1,17 +1,20 @@
-"""``thinklens run probe``: what a model's states encode, site by site, checked against the task's ground truth.
+"""``thinklens run probe``: what a model's states encode, site by site: the task's ground truth, or whether
+the model's own answer will be right.
 
-``--target intermediate``: at every token of the teacher-forced reasoning text (thinklens.tasks
-renders it with per-word ground truth), a ridge probe decodes the running intermediate value (R^2,
-cross-validated with all positions of one problem in the same fold; :mod:`probes.value_dataset`).
-Positions whose token IS the value are dropped by default, so a probe must read the value from
-context, not from the token.
+``--target intermediate`` (synthetic problems only: the task's ground truth per word): at every token
+of the teacher-forced reasoning text (thinklens.tasks renders it in a zoo style with per-word ground
+truth), a ridge probe decodes the running intermediate value (R^2, cross-validated with all positions
+of one problem in the same fold; :mod:`probes.value_dataset`). Positions whose token IS the value are
+dropped by default, so a probe must read the value from context, not from the token. Data without that
+ground truth (GSM8K, MATH, your JSONL) is refused with a pointer to ``--target correct``.
 
-``--target correct``: at the last prompt token, a logistic probe predicts whether the model's own
-greedy answer will be correct (AUROC and accuracy, stratified CV), next to a control that sees only
-the number of steps (problem difficulty, which the prompt reveals). With ``intention`` it also
-computes the intention metrics per prompt style: intention entropy (bits, top 100), effective
-dimensionality (90% variance) and recoverability (CV AUROC with a bootstrap CI) at the last
-``min(5, n_layers)`` hidden states.
+``--target correct`` (any data with gold answers): at the last prompt token (in the model's prompt
+format), a logistic probe predicts whether the model's own greedy answer will be correct, graded by
+:func:`thinklens.answers.is_correct` against the gold answer (AUROC and accuracy, stratified CV); on
+synthetic problems next to a control that sees only the number of steps (problem difficulty, which the
+prompt reveals). With ``intention`` it also computes the intention metrics per prompt format:
+intention entropy (bits, top 100), effective dimensionality (90% variance) and recoverability (CV
+AUROC with a bootstrap CI) at the last ``min(5, n_layers)`` hidden states.
 
 The probe at the best site is refitted on all rows and saved with :mod:`probes.io`. Results:
 ``results/sweep.json`` (and ``results/intention.json``), the figure ``layer_sweep``, ``probe/``.
@@ -20,43 +23,49 @@ Example:
     >>> JOB.name, ProbeJobConfig(target="correct").target
     ('probe', 'correct')
     >>> # doc = thinklens.run_job("probe", model="tiny-think", n_problems=200, run_id="demo")
-    >>> # doc["best_site"], doc["sweeps"]["r2"]["mean"]
+    >>> # doc = thinklens.run_job("probe", model="tiny-r1", data="gsm8k_test.jsonl", target="correct", run_id="gsm8k")
+    >>> # doc["best_site"], doc["sweeps"]["auroc"]["mean"]
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from thinklens.errors import ThinklensError
+from thinklens.formats import ZOO_KINDS, check_format
 from thinklens.jobs import Job, JobContext, Progress
+from thinklens.problemsets import DataOptions
 from thinklens.sites import Site
-from thinklens.tasks import TaskConfig, check_style, generate_problems
-from thinklens.tasks.protocol import token_budget
+from thinklens.tasks import TaskConfig
+
+if TYPE_CHECKING:
+    from thinklens.formats import PromptFormat
+    from thinklens.problemsets import ProblemSet
 
 Target = Literal["intermediate", "correct"]
 
 
-
-
 @dataclass(frozen=True)
-class ProbeJobConfig:
+class ProbeJobConfig(DataOptions):
     """Settings of ``thinklens run probe``."""
 
     model: str = "tiny-think"
     """Zoo name, local model folder or hub id."""
+    data: str = ""
+    """Problems: a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a cached hub id (a @split suffix picks a
+    split) or synthetic:MIN-MAX[:N]; empty: the synthetic task, a seeded stream (--min-steps..--max-steps)."""
     target: Target = "intermediate"
-    """intermediate: ridge on the running value at every token; correct: logistic on answer correctness."""
+    """intermediate: ridge on the running value at every token (synthetic problems only); correct: logistic on whether
+    the model's answer is right (any data with gold answers)."""
     sites: tuple[str, ...] = ("embed", "resid_post.*")
     """Sites to sweep, in order (kind.* expands to every layer)."""
-    style: str = "think"
-    """Prompt style of thinklens.tasks (direct, cot, think)."""
     n_problems: int = 300
-    """Problems drawn."""
+    """Problems drawn (from --data: a seeded sample of this many, or all when it has fewer)."""
     min_steps: int = 1
-    """Fewest arithmetic steps per problem."""
+    """Fewest arithmetic steps per problem (the synthetic task without --data)."""
     max_steps: int = 4
-    """Most arithmetic steps per problem."""
+    """Most arithmetic steps per problem (the synthetic task without --data; the zoo styles' answer budget)."""
     seed: int = 0
     """Seed of the problems and of the CV folds."""
     folds: int = 5
@@ -67,21 +76,30 @@ class ProbeJobConfig:
     """Inverse regularisation of the logistic probe (correct target)."""
     exclude_value_tokens: bool = True
     """Intermediate target: drop positions whose token is the running value itself."""
+    max_new_tokens: int | None = None
+    """Correct target: greedy answer length cap; none: the task protocol's budget for a zoo style, else 4096 (or less
+    when the model's context cannot hold the prompt and the answer)."""
     intention: bool = True
-    """Correct target: also compute the intention metrics for each of intention_styles."""
-    intention_styles: tuple[str, ...] = ("direct", "cot", "think")
-    """Prompt styles compared by the intention metrics."""
+    """Correct target: also compute the intention metrics for each of intention_formats."""
+    intention_formats: tuple[str, ...] = ()
+    """Prompt formats compared by the intention metrics; empty: direct,cot,think for a zoo style, else the job's own
+    format."""
     n_bootstrap: int = 1000
     """Bootstrap resamples of the recoverability CI."""
     batch_size: int = 32
     """Texts per forward pass / generation batch (and per cached batch of answers)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the prompt format's name and the field mapping
         if self.target not in ("intermediate", "correct"):
             raise ThinklensError.of("target", self.target, "intermediate or correct", "pick one of the two")
-        check_style(self.style)
-        for s in self.intention_styles:
-            check_style(s)
+        for name in self.intention_formats:
+            if check_format(name) == "auto":
+                raise ThinklensError.of("intention format", name, "chat, plain, direct, cot or think",
+                                        "name the formats to compare")
+        if self.data_fields and not self.data:
+            raise ThinklensError.of("data_fields", self.data_fields, "a field mapping for --data",
+                                    "pass --data too, or drop --data-fields")
         if not self.sites:
             raise ThinklensError.of("sites", self.sites, "at least one site", "use e.g. resid_post.*")
         for s in self.sites:
@@ -92,16 +110,50 @@ class ProbeJobConfig:
                 raise ThinklensError.of(name, getattr(self, name), f"an integer >= {low}", "use the default")
         if self.folds > self.n_problems:
             raise ThinklensError.of("folds", self.folds, f"at most n_problems ({self.n_problems})", "use 5")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "None or an integer >= 1", "use None")
         TaskConfig(min_steps=self.min_steps, max_steps=self.max_steps)
         if not (self.alpha > 0 and self.C > 0):
             raise ThinklensError.of("alpha / C", (self.alpha, self.C), "positive numbers", "use 1.0")
 
-    def problems(self) -> list:
-        """The job's problems (a seeded stream of its own)."""
-        import numpy as np
+    def problems(self) -> ProblemSet:
+        """The job's problems: the synthetic task's own seeded stream without --data, else a seeded sample of
+        --data."""
+        if not self.data:
+            return task_problems(self)
+        from thinklens.problemsets import load_problems
 
-        return generate_problems(self.n_problems, seed=np.random.default_rng([self.seed, 101]),
-                                 config=TaskConfig(min_steps=self.min_steps, max_steps=self.max_steps))
+        loaded = load_problems(self.data, mapping=self.data_fields or None)
+        return loaded.split({"probe": min(self.n_problems, len(loaded))}, seed=self.seed)["probe"]
+
+
+def task_problems(config: ProbeJobConfig) -> ProblemSet:
+    """The synthetic task's problems without --data (a seeded stream of the job's own), with their ground truth."""
+    import numpy as np
+
+    from thinklens.problemsets import ProblemSet, RealProblem
+    from thinklens.tasks import generate_problems
+
+    drawn = generate_problems(config.n_problems, seed=np.random.default_rng([config.seed, 101]),
+                              config=TaskConfig(min_steps=config.min_steps, max_steps=config.max_steps))
+    return ProblemSet("task", tuple(RealProblem(f"task-{config.seed}-{i}", p.question, str(p.answer), p.cot,
+                                                {"n_steps": p.n_steps}, ground_truth=p) for i, p in enumerate(drawn)))
+
+
+def check_intermediate(config: ProbeJobConfig, fmt: PromptFormat, problems: ProblemSet) -> None:
+    """Refuse the intermediate target where its ground truth does not exist: data without the task's per-step
+    values, or a prompt format other than the zoo's styles (the values are aligned to their renderings)."""
+    if not problems.is_synthetic:
+        raise ThinklensError.of(
+            "target intermediate", f"data {config.data!r} (gold answers only, no value at every step)",
+            "the synthetic task's problems (no --data, or --data synthetic:MIN-MAX), whose running value is known "
+            "at every word", "use --target correct: it probes whether the model's answer will be right, graded "
+            "against the gold answers")
+    if not fmt.is_zoo:
+        raise ThinklensError.of(
+            "target intermediate", f"prompt format {fmt.kind}", f"a zoo style ({', '.join(ZOO_KINDS)}): the running "
+            "value is aligned to the words of the zoo's renderings", "pass --prompt-format think (or cot), or use "
+            "--target correct")
 
 
 def _sweep_doc(sweep) -> dict:
@@ -118,39 +170,55 @@ def greedy_answers(model, prompts: list[str], cache, *, name: str, max_new_token
                                             max_new_tokens=max_new_tokens, progress=progress)]
 
 
-def intention_metrics(model, problems, styles, cache, *, max_steps: int, n_bootstrap: int, seed: int,
-                      batch_size: int, progress: Progress | None = None) -> dict:
-    """Intention entropy, effective dimensionality and recoverability per prompt style."""
+def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: ProblemSet, cache, *,
+                   progress: Progress | None = None) -> tuple[list[str], Any]:
+    """The prompts of ``problems`` in ``fmt`` and whether the model's greedy answer to each is right
+    (:func:`thinklens.answers.is_correct` against the gold answer): ``(prompts, y [problem] 0/1)``."""
+    import numpy as np
+
+    from probes.rollouts import problem_prompts, rollout_budget
+    from thinklens.answers import is_correct
+
+    prompts = problem_prompts(fmt, problems, model.tokenizer)
+    budget = config.max_new_tokens or rollout_budget(fmt, config.max_steps, prompts=prompts, tokenizer=model.tokenizer,
+                                                     max_context=model.max_context)
+    texts = greedy_answers(model, prompts, cache, name=f"answers.{fmt.kind}", batch_size=config.batch_size,
+                           max_new_tokens=budget, progress=progress)
+    return prompts, np.array([int(is_correct(t, p.answer)) for t, p in zip(texts, problems)])
+
+
+def intention_metrics(model, config: ProbeJobConfig, fmt: PromptFormat, problems: ProblemSet, cache, *,
+                      progress: Progress | None = None) -> dict:
+    """Intention entropy, effective dimensionality and recoverability per prompt format (``config.intention_formats``;
+    by default the zoo's three styles for a zoo style, else ``fmt`` alone)."""
     import numpy as np
 
     from probes.datasets import prompt_states
     from probes.intention import effective_dimensionality, intention_entropy, recoverability
-    from thinklens.answers import parse_answer
+    from thinklens.formats import format_for
     from thinklens.sites import hidden_state_site
     from thinklens.stages import batch_ranges
-    from thinklens.tasks import render_prompt
 
+    names = config.intention_formats or (ZOO_KINDS if fmt.is_zoo else (fmt.kind,))
     last = [hidden_state_site(i, model.n_layers) for i in range(max(1, model.n_layers - 4), model.n_layers + 1)]
     out: dict[str, Any] = {"sites": [str(s) for s in last], "styles": {}}
-    for style in styles:
-        prompts = [render_prompt(p, style) for p in problems]
-        texts = greedy_answers(model, prompts, cache, name=f"answers.{style}", batch_size=batch_size,
-                               max_new_tokens=token_budget(style, max_steps), progress=progress)
-        y = np.array([int(parse_answer(t) == p.answer) for t, p in zip(texts, problems)])
+    for name in names:
+        prompts, y = graded_answers(model, config, format_for(model, name), problems, cache, progress=progress)
         logits = np.concatenate([model.capture([prompts[i] for i in part], [Site("logits")], positions="last")
                                  .acts[Site("logits")][:, -1].float().cpu().numpy()
-                                 for part in batch_ranges(len(prompts), batch_size)])
+                                 for part in batch_ranges(len(prompts), config.batch_size)])
         ent = intention_entropy(logits, top_k=100)
-        states = prompt_states(model, prompts, last, batch_size=batch_size)
+        states = prompt_states(model, prompts, last, batch_size=config.batch_size)
         doc = {"accuracy": float(y.mean()), "entropy_bits_mean": float(ent.mean()), "entropy_bits_std": float(ent.std()),
                "effective_dim": {s: effective_dimensionality(x) for s, x in states.items()}}
         try:
-            r = recoverability(np.concatenate(list(states.values()), axis=1), y, n_bootstrap=n_bootstrap, seed=seed)
+            r = recoverability(np.concatenate(list(states.values()), axis=1), y, n_bootstrap=config.n_bootstrap,
+                               seed=config.seed)
             doc["recoverability"] = {"auroc": r.auroc, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": r.n,
                                      "n_positive": r.n_positive, "folds": r.folds}
         except ThinklensError as e:  # one outcome only (all right or all wrong): not decodable, say why
             doc["recoverability"] = {"error": str(e)}
-        out["styles"][style] = doc
+        out["styles"][name] = doc
     return out
 
 
@@ -162,19 +230,21 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     from probes.estimators import LinearProbe, RidgeProbe
     from probes.figures import figure_layer_sweep
     from probes.io import save_probe
-    from probes.value_dataset import value_dataset
-    from thinklens.answers import parse_answer
+    from thinklens.formats import format_for
     from thinklens.sites import parse_sites
     from thinklens.stages import StageCache
-    from thinklens.tasks import render_prompt
 
     model, run_folder = ctx.model, ctx.run
+    fmt = format_for(model, config.prompt_format)
     sites = [str(s) for s in parse_sites(list(config.sites), n_layers=model.n_layers)]
     problems = config.problems()
     cache = StageCache(run_folder)
     if config.target == "intermediate":
-        ds = value_dataset(model, problems, config.style, sites, exclude_value_tokens=config.exclude_value_tokens,
-                           batch_size=config.batch_size)
+        from probes.value_dataset import value_dataset
+
+        check_intermediate(config, fmt, problems)
+        ds = value_dataset(model, [p.ground_truth for p in problems], fmt.kind, sites,
+                           exclude_value_tokens=config.exclude_value_tokens, batch_size=config.batch_size)
         X, y, groups = ds["features"], ds["running"].astype(np.float64), ds["group"]
         sweeps = {"r2": layer_sweep(X, y, task="regression", probe=RidgeProbe(alpha=config.alpha),
                                     folds=config.folds, seed=config.seed, groups=groups)}
@@ -182,42 +252,39 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
                  "kinds": {k: ds["kind"].count(k) for k in sorted(set(ds["kind"]))}}
         best = sweeps["r2"].best
         final = RidgeProbe(alpha=config.alpha).fit(X[best], y)
-        title = f"Decoding the running value ({config.style} text, ridge R², grouped {config.folds}-fold CV)"
+        title = f"Decoding the running value ({fmt.kind} text, ridge R², grouped {config.folds}-fold CV)"
     else:
-        prompts = [render_prompt(p, config.style) for p in problems]
-        texts = greedy_answers(model, prompts, cache, name=f"answers.{config.style}", batch_size=config.batch_size,
-                               max_new_tokens=token_budget(config.style, config.max_steps), progress=ctx.progress)
-        y = np.array([int(parse_answer(t) == p.answer) for t, p in zip(texts, problems)])
+        prompts, y = graded_answers(model, config, fmt, problems, cache, progress=ctx.progress)
         n_min = int(min(y.sum(), len(y) - y.sum()))
         if n_min < config.folds:
             raise ThinklensError.of("correctness labels", f"{int(y.sum())} correct of {len(y)} answers",
                                     f"at least {config.folds} of each outcome for {config.folds}-fold CV",
-                                    "draw more problems (--n-problems), or harder/easier ones (--max-steps)")
+                                    "draw more problems (--n-problems), or harder/easier ones (--max-steps, --data)")
         X = prompt_states(model, prompts, sites, batch_size=config.batch_size)
         probe = LinearProbe(C=config.C)
         sweeps = {"auroc": layer_sweep(X, y, task="classification", probe=probe, folds=config.folds,
                                        scoring="roc_auc", seed=config.seed),
                   "accuracy": layer_sweep(X, y, task="classification", probe=probe, folds=config.folds,
                                           scoring="accuracy", seed=config.seed)}
-        # control: how much of "will it be right" is just "how many steps does the problem have"
-        steps = np.eye(config.max_steps + 1)[[p.n_steps for p in problems]]  # one-hot [problem, steps]
-        control = layer_sweep({"n_steps": steps}, y, task="classification", probe=LinearProbe(C=config.C),
-                              folds=config.folds, scoring="roc_auc", seed=config.seed)
         extra = {"n_rows": int(len(y)), "model_accuracy": float(y.mean()),
-                 "majority_accuracy": float(max(y.mean(), 1 - y.mean())),
-                 "steps_only_auroc": float(control.mean[0])}
+                 "majority_accuracy": float(max(y.mean(), 1 - y.mean())), "steps_only_auroc": None}
+        if problems.is_synthetic:
+            # control: how much of "will it be right" is just "how many steps does the problem have"
+            steps = np.eye(config.max_steps + 1)[[p.ground_truth.n_steps for p in problems]]  # one-hot [problem, steps]
+            control = layer_sweep({"n_steps": steps}, y, task="classification", probe=LinearProbe(C=config.C),
+                                  folds=config.folds, scoring="roc_auc", seed=config.seed)
+            extra["steps_only_auroc"] = float(control.mean[0])
         best = sweeps["auroc"].best
         final = LinearProbe(C=config.C).fit(X[best], y)
-        title = f"Predicting answer correctness from the last prompt token ({config.style}, {config.folds}-fold CV)"
+        title = f"Predicting answer correctness from the last prompt token ({fmt.kind}, {config.folds}-fold CV)"
     save_probe(final, run_folder.path / "probe", site=best, model_name=config.model)
     doc = {"target": config.target, "best_site": best, "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
-           "n_problems": len(problems), **extra}
+           "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.kind, **extra}
     run_folder.write_result("sweep", doc)
     run_folder.write_figure("layer_sweep", figure_layer_sweep(sweeps, title=title))
     if config.target == "correct" and config.intention:
-        run_folder.write_result("intention", intention_metrics(
-            model, problems, config.intention_styles, cache, max_steps=config.max_steps,
-            n_bootstrap=config.n_bootstrap, seed=config.seed, batch_size=config.batch_size, progress=ctx.progress))
+        run_folder.write_result("intention", intention_metrics(model, config, fmt, problems, cache,
+                                                               progress=ctx.progress))
     primary = next(iter(sweeps.values()))
     run_folder.finish({"target": config.target, "best_site": best, "best_score": float(primary.mean.max()),
                        "scoring": primary.scoring})
@@ -237,7 +304,7 @@ def report(doc: dict) -> str:
 JOB = Job(
     "probe", ProbeJobConfig, run, report=report,
     help="layer sweep of probes decoding the running value or answer correctness",
-    description="Per-site cross-validated probes against the task's ground truth: ridge R^2 of the running "
-    "intermediate value, or logistic AUROC/accuracy of eventual correctness (with intention metrics). Saves the "
-    "best probe (safetensors + JSON).",
+    description="Per-site cross-validated probes: ridge R^2 of the running intermediate value (the synthetic task's "
+    "ground truth), or logistic AUROC/accuracy of whether the model's answer will be right, graded against any data "
+    "set's gold answers (with intention metrics). Saves the best probe (safetensors + JSON).",
 )

@@ -21,7 +21,7 @@ from probes.datasets import (
 from probes.exits import evaluate_exit_policies
 from probes.lynx import LynxConfig, find_cue_events, lynx_sites
 from thinklens import HookedModel, Site
-from thinklens.answers import parse_answer
+from thinklens.answers import answers_equal, extract_answer
 from thinklens.errors import ThinklensError
 from thinklens.testing import build_tiny_model
 from thinklens.trace import Trace
@@ -119,17 +119,18 @@ def test_forced_exit_matches_a_naive_loop(model, traces):
     exit_ids = model.tokenizer(exit_string, add_special_tokens=False)["input_ids"]
     eos = eos_ids(model)
     naive = [_naive_forced_exit(model, tr, ev, exit_ids, 5, eos) for tr, evs in zip(traces, events) for ev in evs]
-    naive_answers = [parse_answer(model.tokenizer.decode(exit_ids + g, skip_special_tokens=True)) for g in naive]
-    gold = [naive_answers[0] if naive_answers[0] is not None else 12, 6, 5]  # makes event 0 correct if parsable
+    naive_answers = [extract_answer(model.tokenizer.decode(exit_ids + g, skip_special_tokens=True)) for g in naive]
+    gold = [naive_answers[0] if naive_answers[0] is not None else "12", "6", 5]  # makes event 0 correct if parsable
     forced = forced_exit_labels(model, traces, events, gold, exit_string=exit_string, max_answer_tokens=5,
                                 batch_size=4)
     assert forced.answer == naive_answers
     assert forced.answer_tokens.tolist() == [len(g) for g in naive]
     flat_gold = [gold[i] for i, evs in enumerate(events) for _ in evs]
-    assert forced.label.tolist() == [int(a is not None and a == g) for a, g in zip(naive_answers, flat_gold)]
+    assert forced.label.tolist() == [int(a is not None and answers_equal(a, g)) for a, g in zip(naive_answers, flat_gold)]
+    assert forced.label[0] == (naive_answers[0] is not None)
 
     table, rollouts = exit_tables(traces, events, gold, forced, prob=np.linspace(0.1, 0.9, 6))
-    assert rollouts.correct.tolist() == [0 if gold[0] != 12 else 1, 1, 1]
+    assert rollouts.correct.tolist() == [int(gold[0] == "12"), 1, 1]
     assert table.exit_tokens.tolist() == [ev.token_index + 1 + k for ev, k in
                                           zip([e for evs in events for e in evs], forced.answer_tokens)]
     assert table.is_cue.tolist() == [True, True, False, True, True, True]

@@ -149,7 +149,9 @@ def test_a_saved_probe_is_reused_and_checked(straight, reasoner, tmp_path):
     ({"deltas": ()}, "bad deltas"),
     ({"cue_words": ("wait", "a/b")}, "bad cue word"),
     ({"n_calibration": 2, "max_events_calibration": 3}, "at least 99 events of each class"),
-    ({"style": "thnk"}, "did you mean 'think'"),
+    ({"prompt_format": "thnk"}, "did you mean 'think'"),
+    ({"data_fields": "question=prompt"}, "pass --data too"),
+    ({"exit_string": ""}, "bad exit_string"),
     ({"fractions": (1.5,)}, "bad fractions"),
 ])
 def test_config_refuses_bad_input(kw, needle):
@@ -173,14 +175,15 @@ def test_unknown_and_absent_cue_words(zooish, tmp_path):
     # a phrase the random model never writes: no cue events at all
     with pytest.raises(ThinklensError, match="bad cue events.*no tom has 7 in 12 rollouts"):
         run_lynx(zooish, tmp_path, "nocue", cue_words=("Tom has 7",), n_train=4, n_calibration=4, n_test=4,
-                 max_steps=1, max_new_tokens=12, skip_vacuous=True)
+                 max_steps=1, max_new_tokens=12, skip_vacuous=True, prompt_format="think")
 
 
 def test_one_class_labels_stop_with_a_clear_error(zooish, tmp_path):
     # the random model never answers right: nothing to learn, said in one line
     with pytest.raises(ThinklensError, match="probe training data"):
         run_lynx(zooish, tmp_path, "oneclass", n_train=6, n_calibration=6, n_test=6, max_steps=1, max_new_tokens=16,
-                 cue_words=("hmm", "wait", "so", "tom", "ann", "sam", "apples", "pears", "coins"), skip_vacuous=True)
+                 cue_words=("hmm", "wait", "so", "tom", "ann", "sam", "apples", "pears", "coins"), skip_vacuous=True,
+                 prompt_format="think")
 
 
 # ---------------------------------------------------------------- the CLI
@@ -219,7 +222,7 @@ def test_cli_argparse_errors_are_one_line():
 
 
 def test_cli_model_side_errors_exit_2(capsys, zooish, tmp_path):
-    base = ["run", "lynx", "--model", zooish.name, "--runs", str(tmp_path), "--no-progress", "--n-train", "4",
+    base = ["run", "lynx", "--model", zooish.name, "--prompt-format", "think", "--runs", str(tmp_path), "--no-progress", "--n-train", "4",
             "--n-calibration", "4", "--n-test", "4", "--max-steps", "1", "--max-new-tokens", "10", "--skip-vacuous"]
     _one_line_error(capsys, [*base, "--cue-words", "hmm,alternatively"], "bad cue word: received 'alternatively'")
     _one_line_error(capsys, [*base, "--cue-words", "Tom has 7", "--run-id", "nocue"], "bad cue events")

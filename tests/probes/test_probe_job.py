@@ -53,7 +53,8 @@ def test_grouped_cv_does_not_leak_across_groups():
 
 
 def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
-    cfg = ProbeJobConfig(model=zooish.name, n_problems=20, max_steps=2, folds=3, sites=("embed", "resid_post.*"))
+    cfg = ProbeJobConfig(model=zooish.name, n_problems=20, max_steps=2, folds=3, sites=("embed", "resid_post.*"),
+                         prompt_format="think")
     doc = run_job("probe", config=cfg, model=zooish, runs=tmp_path, run_id="p", progress=False)
     run = RunFolder.open(tmp_path / "probe" / "p")
     sw = doc["sweeps"]["r2"]
@@ -61,7 +62,7 @@ def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
     assert doc["best_site"] == sw["sites"][int(np.argmax(sw["mean"]))]
     assert run.read_result("sweep") == doc and run.figures() == ["layer_sweep"] and run.meta()["status"] == "done"
     probe = load_probe(run.path / "probe", expect_site=doc["best_site"], expect_d_model=zooish.d_model)
-    ds = value_dataset(zooish, cfg.problems(), "think", [doc["best_site"]])
+    ds = value_dataset(zooish, [p.ground_truth for p in cfg.problems()], "think", [doc["best_site"]])
     X = ds["features"][doc["best_site"]]
     from probes.estimators import RidgeProbe
 
@@ -71,7 +72,9 @@ def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
 @pytest.mark.parametrize("kw,needle", [
     ({"target": "value"}, "intermediate or correct"),
     ({"sites": ("resid_pst.1",)}, "did you mean 'resid_post'"),
-    ({"style": "cott"}, "did you mean 'cot'"),
+    ({"prompt_format": "cott"}, "did you mean 'cot'"),
+    ({"intention_formats": ("thnk",)}, "did you mean 'think'"),
+    ({"data_fields": "question=prompt"}, "pass --data too"),
     ({"folds": 1}, "folds"),
 ])
 def test_config_refuses_bad_input(kw, needle):
@@ -81,13 +84,13 @@ def test_config_refuses_bad_input(kw, needle):
 
 def test_correct_target_needs_both_outcomes(zooish, tmp_path):
     with pytest.raises(ThinklensError, match="correctness labels: received '0 correct of 12"):
-        run_job("probe", model=zooish, target="correct", n_problems=12, max_steps=1, folds=3, style="direct",
+        run_job("probe", model=zooish, target="correct", n_problems=12, max_steps=1, folds=3, prompt_format="direct",
                 runs=tmp_path, run_id="c", progress=False)
 
 
 def test_correct_target_and_intention_on_the_zoo(reasoner, tmp_path):
     doc = run_job("probe", model=reasoner, target="correct", n_problems=80, min_steps=5, max_steps=8, folds=3,
-                  n_bootstrap=50, intention_styles=("direct", "think"), runs=tmp_path, run_id="c", progress=False)
+                  n_bootstrap=50, intention_formats=("direct", "think"), runs=tmp_path, run_id="c", progress=False)
     run = RunFolder.open(tmp_path / "probe" / "c")
     assert set(doc["sweeps"]) == {"auroc", "accuracy"} and 0 < doc["model_accuracy"] < 1
     assert 0 <= doc["steps_only_auroc"] <= 1
@@ -113,7 +116,7 @@ def test_cli_options_come_from_the_config(capsys):
 
 
 def test_cli_runs_and_resumes(capsys, zooish, tmp_path):
-    argv = ["run", "probe", "--model", zooish.name, "--n-problems", "12", "--folds", "2", "--max-steps", "1",
+    argv = ["run", "probe", "--model", zooish.name, "--prompt-format", "think", "--n-problems", "12", "--folds", "2", "--max-steps", "1",
             "--runs", str(tmp_path), "--run-id", "r", "--no-progress"]
     assert main(argv) == 0
     out = capsys.readouterr().out
