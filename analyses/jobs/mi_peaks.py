@@ -21,37 +21,36 @@ from typing import Any
 
 from analyses.mi.config import ESTIMATORS
 from analyses.mi.peaks import PEAK_RULES
-from analyses.mi.problems import PROMPT_FORMATS
 from analyses.mi.thinking_tokens import CI_METHODS
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
+from thinklens.problemsets import DataOptions
 from thinklens.tasks import STYLES
 
 
 @dataclass(frozen=True)
-class MIPeaksJobConfig:
+class MIPeaksJobConfig(DataOptions):
     """Settings of ``thinklens run mi-peaks`` (one option per field)."""
 
+    data: str = ""
+    """Problems: a .jsonl/.json/.parquet/.csv file (GSM8K, MATH-500, AIME fields), a saved HF datasets folder, a cached
+    hub id, synthetic:MIN-MAX[:N]; empty: n synthetic problems drawn with --seed between --min-steps and --max-steps."""
     model: str = "tiny-think"
     """The reasoning model under test: zoo name, local model folder or hub id."""
     compare: tuple[str, ...] = ()
     """Non-reasoning siblings scored on the same problems, e.g. tiny-cot,tiny-direct."""
     styles: tuple[str, ...] = ()
-    """Prompt style per model (model, then compare); empty: each zoo model's own style, else think."""
-    data: str = ""
-    """GSM8k-format JSONL (question, answer[, cot]); empty: the synthetic arithmetic task."""
-    prompt_format: str = "auto"
-    """zoo (spaced text + style cue), plain (question + newline) or auto (zoo for zoo models)."""
+    """Zoo prompt style per model (model, then compare) where its format is a zoo style; empty: each model's own."""
     gold_style: str = "cot"
-    """Style of the synthetic solution text whose last state is the answer vector h_gt."""
+    """Zoo style of a synthetic problem's solution text whose last state is the answer vector h_gt (zoo formats)."""
     n_problems: int = 32
-    """Problems (the first n lines of --data, or n synthetic problems)."""
+    """Problems (the first n of --data, or n synthetic problems)."""
     seed: int = 0
     """Seed of the problem stream, the shuffled control, bootstrap and random tokens."""
     min_steps: int = 2
-    """Fewest arithmetic steps per synthetic problem."""
+    """Fewest arithmetic steps per synthetic problem (empty --data)."""
     max_steps: int = 4
-    """Most arithmetic steps per synthetic problem."""
+    """Most arithmetic steps per synthetic problem (empty --data)."""
     sites: tuple[str, ...] = ("resid_post.-1",)
     """Blocks to score (the first drives peaks, variants and controls; -1 = last block, before the final norm)."""
     max_new_tokens: int = 128
@@ -96,6 +95,7 @@ class MIPeaksJobConfig:
     """Extra-token budgets of TTTS."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         bad = [e for e in self.estimators if e not in ESTIMATORS]
         if bad or not self.estimators:
             raise ThinklensError.of("estimators", self.estimators, f"names among {sorted(ESTIMATORS)}",
@@ -117,8 +117,6 @@ class MIPeaksJobConfig:
             raise ThinklensError.of("style", bad_styles[0], f"one of {STYLES}", "use think, cot or direct")
         if self.random_pool not in ("words", "any"):
             raise ThinklensError.of("random_pool", self.random_pool, "'words' or 'any'", "use words")
-        if self.prompt_format not in PROMPT_FORMATS:
-            raise ThinklensError.of("prompt format", self.prompt_format, f"one of {PROMPT_FORMATS}", "use auto")
         if self.k < 1 or self.batch_size < 1 or self.max_new_tokens < 1 or self.top_words < 1:
             raise ThinklensError.of("k / batch_size / max_new_tokens / top_words",
                                     (self.k, self.batch_size, self.max_new_tokens, self.top_words),
@@ -160,15 +158,14 @@ PRESETS: dict[str, MIPeaksJobConfig] = {
 def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Every stage not yet done (see :mod:`analyses.mi.stages`); returns the summary written to meta.json."""
     from analyses.mi import stages
-    from analyses.mi.problems import load_problems
+    from analyses.mi.problems import job_problems
     from thinklens.runs import to_jsonable
 
     log = ctx.progress.log if ctx.progress.enabled else None
-    problems = load_problems(config.data, config.n_problems, seed=config.seed, min_steps=config.min_steps,
-                             max_steps=config.max_steps)
+    problems = job_problems(config)
     if len(problems) < 2:
         raise ThinklensError.of("problems", len(problems), "at least 2 (the shuffled control needs two)",
-                                "add lines to the --data file")
+                                "pass more problems (--data, --n-problems)")
     keys = stages.model_keys(config)
     for stage in ctx.run.pending(stages.stage_names(config)):
         out: Any = None
@@ -208,8 +205,9 @@ def report(summary: dict[str, Any]) -> str:
 JOB = Job(
     "mi-peaks", MIPeaksJobConfig, run, presets=PRESETS, report=report,
     help="MI peaks and thinking tokens (Qian et al. 2025)",
-    description="Greedy trajectories of a reasoning model and its non-reasoning siblings on the synthetic task or a "
-    "GSM8k JSONL file; nHSIC with the golden answer per token at several sites (reference, median-sigma and L2 "
+    description="Greedy trajectories of a reasoning model and its non-reasoning siblings on the synthetic task or any "
+    "problem set (GSM8K, MATH-500, AIME, JSONL), each prompted in its own format (chat template, plain, zoo style); "
+    "nHSIC with the golden answer (the data set's solution) per token at several sites (reference, median-sigma and L2 "
     "variants, shuffled-answer control); peaks by top-k and IQR; thinking-token enrichment with CIs; optionally the "
     "suppression test, Representation Recycling (with a layer sweep) and thinking-token test-time scaling. "
     "`--preset demo` runs all of it on the zoo in a few CPU minutes.",

@@ -30,11 +30,12 @@ from analyses.mi.figures import mean_curve
 from analyses.mi.peaks import PEAK_RULES, find_peaks
 from analyses.mi.store import TrajectoryRecord, write_trajectory
 from analyses.mi.trajectory import golden_answer_vectors
-from thinklens.answers import parse_answer
+from thinklens.answers import extract_answer, is_correct
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
     from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from thinklens.formats import PromptFormat
     from thinklens.model import HookedModel
     from thinklens.sites import Site
 
@@ -105,7 +106,7 @@ class _Stats:
                  "iqr_peak_fraction": _nanmean(self.frac_iqr[e])} for e in self.own]
 
 
-def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: int, sites: list[Site],
+def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: str, sites: list[Site],
             gold: dict[Site, torch.Tensor], perm: list[int], cfg: MIPeaksJobConfig,
             device: torch.device) -> TrajectoryRecord:
     site0, est0 = sites[0], cfg.estimators[0]
@@ -119,10 +120,9 @@ def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: int, 
     shuffled = {e: nhsic_trajectory(states, gold[site0][perm[i]], e, device=device).mi.tolist()
                 for e in cfg.estimators}
     peaks = {rule: find_peaks(mi[str(site0)], rule, **peak_options(cfg, rule)) for rule in PEAK_RULES}
-    parsed = parse_answer(tr.text)
     return TrajectoryRecord(
-        index=i, model=key, prompt=prompt, solution=solution, answer=answer, parsed=parsed,
-        correct=parsed is not None and parsed == answer, tokens=tuple(tr.tokens), token_ids=tuple(tr.token_ids),
+        index=i, model=key, prompt=prompt, solution=solution, answer=answer, parsed=extract_answer(tr.text),
+        correct=is_correct(tr.text, answer), tokens=tuple(tr.tokens), token_ids=tuple(tr.token_ids),
         text=tr.text, stop_reason=tr.stop_reason, site=str(site0), estimator=est0, mi=mi, variants=variants,
         shuffled=shuffled, shuffled_answer_of=perm[i], norms=states.norm(dim=1).double().tolist(),
         peaks={r: list(p.indices) for r, p in peaks.items()}, thresholds={r: p.threshold for r, p in peaks.items()},
@@ -130,9 +130,13 @@ def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: int, 
 
 
 def summarize_model(records: Sequence[TrajectoryRecord], *, key: str, name: str, role: str, style: str, fmt: str,
-                    n_layers: int, d_model: int, cfg: MIPeaksJobConfig) -> dict[str, Any]:
+                    n_layers: int, d_model: int, cfg: MIPeaksJobConfig, token_separator: str = "",
+                    thinking_span: str | None = None) -> dict[str, Any]:
     """The run-index entry of one model from its records: settings, means, controls, mean curves and
-    one short row per trajectory (see :mod:`analyses.mi.store`)."""
+    one short row per trajectory (see :mod:`analyses.mi.store`).
+
+    ``style`` and ``fmt`` name the prompt format (a zoo style, chat or plain); ``token_separator`` rebuilds
+    the text from the tokens (" " for word-level tokenizers); ``thinking_span`` is the span's family."""
     if not records:
         raise ThinklensError.of("trajectories", 0, "at least one scored trajectory", "score some problems")
     stats = _Stats(cfg.estimators)
@@ -146,7 +150,8 @@ def summarize_model(records: Sequence[TrajectoryRecord], *, key: str, name: str,
     fractions = {rule: float(np.mean([r["n_peaks"][rule] / max(1, r["n_tokens"]) for r in rows]))
                  for rule in PEAK_RULES}
     return {
-        "key": key, "name": name, "role": role, "style": style, "prompt_format": fmt, "n": len(rows),
+        "key": key, "name": name, "role": role, "style": style, "prompt_format": fmt, "thinking_span": thinking_span,
+        "token_separator": token_separator, "n": len(rows),
         "n_layers": n_layers, "d_model": d_model, "site": site0, "sites": sites, "estimator": est0,
         "estimators": list(cfg.estimators), "peak_rules": list(PEAK_RULES),
         "accuracy": float(np.mean([r["correct"] for r in rows])),
@@ -167,8 +172,19 @@ def summarize_model(records: Sequence[TrajectoryRecord], *, key: str, name: str,
     }
 
 
-def collect_model(model: HookedModel, *, key: str, name: str, role: str, style: str, fmt: str,
-                  prompts: Sequence[str], solutions: Sequence[str], answers: Sequence[int],
+def token_separator(tokenizer: Any, ids: Sequence[int]) -> str:
+    """``" "`` when a tokenizer's per-token strings join to its decoded text with spaces (word-level
+    tokenizers such as the zoo's), else ``""`` (BPE pieces carry their own spaces)."""
+    ids = list(ids)
+    if len(ids) < 2:
+        return ""
+    pieces = [tokenizer.decode([i]) for i in ids]
+    text = tokenizer.decode(ids)
+    return " " if "".join(pieces) != text and " ".join(pieces) == text else ""
+
+
+def collect_model(model: HookedModel, *, key: str, name: str, role: str, fmt: PromptFormat,
+                  prompts: Sequence[str], solutions: Sequence[str], answers: Sequence[str],
                   cfg: MIPeaksJobConfig, run_path: Any, progress: Callable[[str], None] | None = None,
                   ) -> dict[str, Any]:
     """Score one model on every problem; writes its trajectory records, returns its index entry.
@@ -180,10 +196,13 @@ def collect_model(model: HookedModel, *, key: str, name: str, role: str, style: 
     gold = golden_answer_vectors(model, solutions, sites)
     perm = derangement(len(prompts), cfg.seed)
     records: list[TrajectoryRecord] = []
+    separator: str | None = None
     for start in range(0, len(prompts), cfg.batch_size):
         chunk = list(prompts[start:start + cfg.batch_size])
         traces = model.generate(chunk, max_new_tokens=cfg.max_new_tokens, capture=sites)
         for j, tr in enumerate(traces):
+            if separator is None and len(tr.token_ids) >= 2:
+                separator = token_separator(model.tokenizer, tr.token_ids[:16])
             i = start + j
             rec = _record(i, key, tr, prompts[i], solutions[i], answers[i], sites, gold, perm, cfg, model.device)
             write_trajectory(run_path, rec)
@@ -191,5 +210,6 @@ def collect_model(model: HookedModel, *, key: str, name: str, role: str, style: 
         del traces
         if progress is not None:
             progress(f"{name}: {min(start + cfg.batch_size, len(prompts))}/{len(prompts)} problems")
-    return summarize_model(records, key=key, name=name, role=role, style=style, fmt=fmt, n_layers=model.n_layers,
-                           d_model=model.d_model, cfg=cfg)
+    return summarize_model(records, key=key, name=name, role=role, style=fmt.kind, fmt=fmt.kind, n_layers=model.n_layers,
+                           d_model=model.d_model, cfg=cfg, token_separator=separator or "",
+                           thinking_span=fmt.span.family if fmt.span is not None else None)

@@ -1,113 +1,91 @@
-"""Problems for the MI-peaks job: the synthetic task or a GSM8k-format JSONL file, rendered as a
-prompt in each model's style and as the golden solution text whose last state is h_gt.
+"""Problems for the MI-peaks job: any problem source or the job's own synthetic stream, each problem
+rendered in each model's prompt format, and the golden solution text whose last state is h_gt.
 
-Two prompt formats:
+Sources (``--data``):
 
-* ``"zoo"``: the zoo's canonical spaced text plus the style's cue (``... steps :``, ``... <think>``,
-  ``... answer :``), exactly what the zoo models were trained on;
-* ``"plain"``: the question as written, then a newline (no chat template, as the reference run).
+* empty: ``n_problems`` synthetic problems drawn with ``--seed`` between ``--min-steps`` and
+  ``--max-steps`` (the demo's stream), each keeping its per-step ground truth;
+* anything :func:`thinklens.problemsets.load_problems` reads: GSM8K, MATH-500, AIME, your JSONL, a
+  saved ``datasets`` folder, ``synthetic:MIN-MAX[:N]`` (the first ``n_problems``).
 
-``"auto"`` picks "zoo" for zoo names and folders holding a ``zoo.json``, "plain" otherwise.
+Prompts come from the model's :class:`thinklens.formats.PromptFormat` (chat template, plain text or a
+zoo style). The golden text (the reference runs the problem's full solution text through the model):
+
+* a zoo style on a synthetic problem: the target rendered in ``gold_style`` (cot:
+  ``<< 7 + 5 = 12 >> #### 12``), what the zoo was trained to write;
+* otherwise the source's solution (GSM8K's answer text, MATH's solution), followed by ``#### <answer>``
+  when it states no final answer (synthetic chains, GSM8k-Aug ``cot``), or ``#### <answer>`` alone
+  without a solution; in the zoo's spaced form for zoo styles.
 
 Example:
-    >>> ps = synthetic_problems(2, seed=0, min_steps=2, max_steps=2)
-    >>> render_prompt_for(ps[0], "think", "zoo").endswith("<think>")
+    >>> ps = stream_problems(2, seed=0, min_steps=2, max_steps=2)
+    >>> ps[0].ground_truth.n_steps, ps[0].answer == str(ps[0].ground_truth.answer)
+    (2, True)
+    >>> from thinklens.formats import PromptFormat
+    >>> prompt_of(ps[0], PromptFormat("think")).endswith("<think>")
     True
-    >>> gold_text(ps[0], "cot", "zoo").endswith(f"#### {ps[0].answer}")
+    >>> gold_text(ps[0], PromptFormat("think"), "cot").endswith(f"#### {ps[0].answer}")
+    True
+    >>> gold_text(ps[0], PromptFormat("plain"), "cot").startswith("<<")
     True
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from thinklens.errors import ThinklensError
-from thinklens.tasks import CUES, STYLES, Problem, TaskConfig, generate_problems, render_target, spaced
+from thinklens.answers import extract_answer
+from thinklens.problemsets import ProblemSet, RealProblem
 
-PROMPT_FORMATS = ("auto", "zoo", "plain")
-"""Prompt formats; see the module docstring."""
-
-
-@dataclass(frozen=True)
-class MIProblem:
-    """One problem: its question, integer answer and reference solution text."""
-
-    question: str
-    """The question in natural text."""
-    answer: int
-    """The gold integer answer (scored with ``thinklens.answers.parse_answer``)."""
-    solution: str = ""
-    """The source's reference solution (GSM8k ``answer`` text); empty for synthetic problems."""
-    cot: str = ""
-    """GSM8k-Aug equations, e.g. ``<<7+5=12>> <<12*3=36>>`` (may be empty)."""
-    problem: Problem | None = None
-    """The synthetic problem with its per-step ground truth (None for file input)."""
+if TYPE_CHECKING:
+    from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from thinklens.formats import PromptFormat
 
 
-def synthetic_problems(n: int, *, seed: int, min_steps: int, max_steps: int) -> list[MIProblem]:
-    """``n`` seeded problems of the synthetic task (the same for every model of a run)."""
+def stream_problems(n: int, *, seed: int, min_steps: int, max_steps: int) -> ProblemSet:
+    """``n`` seeded problems of the synthetic task with mixed step counts (the same for every model)."""
+    from thinklens.tasks import TaskConfig, generate_problems
+
     cfg = TaskConfig(min_steps=min_steps, max_steps=max_steps)
-    return [MIProblem(question=p.question, answer=p.answer, cot=p.cot, problem=p)
-            for p in generate_problems(n, seed=seed, config=cfg)]
+    problems = tuple(RealProblem(f"synthetic-{seed}-{i}", p.question, str(p.answer), p.cot, {"n_steps": p.n_steps},
+                                 ground_truth=p)
+                     for i, p in enumerate(generate_problems(n, seed=seed, config=cfg)))
+    return ProblemSet(f"synthetic stream (seed {seed}, {min_steps}-{max_steps} steps)", problems)
 
 
-def jsonl_problems(path: str | Path, n: int | None = None) -> list[MIProblem]:
-    """The first ``n`` records (all if None) of a GSM8k / GSM8k-Aug / ``\\boxed`` JSONL file.
+def job_problems(cfg: MIPeaksJobConfig) -> ProblemSet:
+    """The job's problems: its synthetic stream when ``data`` is empty, else the first ``n_problems`` of the source."""
+    if not cfg.data:
+        return stream_problems(cfg.n_problems, seed=cfg.seed, min_steps=cfg.min_steps, max_steps=cfg.max_steps)
+    return cfg.load(limit=cfg.n_problems)
+
+
+def prompt_of(problem: RealProblem, fmt: PromptFormat, tokenizer: Any = None) -> str:
+    """One problem's prompt in a model's format (``tokenizer`` for chat templates)."""
+    return fmt.render(problem.ground_truth if problem.ground_truth is not None else problem.question, tokenizer)
+
+
+def solution_text(problem: RealProblem) -> str:
+    """The source's solution, ending in its final answer (``#### <answer>`` appended when it states none).
 
     Example:
-        >>> import json, tempfile
-        >>> f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
-        >>> _ = f.write(json.dumps({"question": "Tom has 3 apples .", "answer": "<<3+1=4>>4 #### 4"}) + "\\n")
-        >>> f.close(); jsonl_problems(f.name)[0].cot
-        '<<3+1=4>>'
+        >>> solution_text(RealProblem("a", "q", "4", "<<3+1=4>>"))
+        '<<3+1=4>> #### 4'
+        >>> solution_text(RealProblem("b", "q", "\\\\frac{1}{2}", "So it is \\\\boxed{\\\\frac{1}{2}}."))
+        'So it is \\\\boxed{\\\\frac{1}{2}}.'
     """
-    from thinklens.answers import load_gsm8k_jsonl
-
-    records = load_gsm8k_jsonl(path)
-    if not records:
-        raise ThinklensError.of("problem file", str(path), "at least one JSON line", "add problems to the file")
-    return [MIProblem(question=r.question, answer=r.answer, solution=r.solution, cot=r.cot)
-            for r in records[: n if n is not None else len(records)]]
+    solution = problem.solution.strip()
+    if solution and extract_answer(solution) is not None:
+        return solution
+    return f"{solution} #### {problem.answer}".strip()
 
 
-def resolve_format(model_name: str, prompt_format: str) -> str:
-    """"zoo" or "plain" for a model, resolving "auto" (see the module docstring)."""
-    if prompt_format not in PROMPT_FORMATS:
-        raise ThinklensError.of("prompt format", prompt_format, f"one of {PROMPT_FORMATS}", "use auto")
-    if prompt_format != "auto":
-        return prompt_format
-    from thinklens.zoo.registry import is_zoo_name
+def gold_text(problem: RealProblem, fmt: PromptFormat, gold_style: str) -> str:
+    """The text run through the model once for h_gt (see the module docstring)."""
+    if not fmt.is_zoo:
+        return solution_text(problem)
+    from thinklens.tasks import render_target, spaced
 
-    folder = Path(model_name).expanduser()
-    return "zoo" if is_zoo_name(model_name) or (folder / "zoo.json").is_file() else "plain"
-
-
-def render_prompt_for(problem: MIProblem, style: str, fmt: str) -> str:
-    """The prompt of one problem for one model (``fmt`` already resolved: "zoo" or "plain")."""
-    if style not in STYLES:
-        raise ThinklensError.of("style", style, f"one of {STYLES}", "use think, cot or direct")
-    if fmt == "zoo":
-        return f"{spaced(problem.question)} {CUES[style]}"
-    if fmt == "plain":
-        return f"{problem.question}\n"
-    raise ThinklensError.of("prompt format", fmt, "'zoo' or 'plain'", "resolve 'auto' with resolve_format first")
-
-
-def gold_text(problem: MIProblem, gold_style: str, fmt: str) -> str:
-    """The solution text run through the model once for h_gt (one text for every model of a run).
-
-    Synthetic problems render their target in ``gold_style`` (default "cot": ``<< 7 + 5 = 12 >> ...
-    #### 12``); file problems use the source's solution text (else its equations and answer).
-    """
-    if problem.problem is not None and fmt == "zoo":
-        return render_target(problem.problem, gold_style)
-    text = problem.solution or f"{problem.cot} #### {problem.answer}".strip()
-    return spaced(text) if fmt == "zoo" else text
-
-
-def load_problems(data: str, n: int, *, seed: int, min_steps: int, max_steps: int) -> list[MIProblem]:
-    """The job's problems: the synthetic task when ``data`` is empty, else the first n file records."""
-    if data:
-        return jsonl_problems(data, n)
-    return synthetic_problems(n, seed=seed, min_steps=min_steps, max_steps=max_steps)
+    if problem.ground_truth is not None:
+        return render_target(problem.ground_truth, gold_style)
+    return spaced(solution_text(problem))

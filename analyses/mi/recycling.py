@@ -157,11 +157,11 @@ class RecyclingResult:
     seed: int
 
 
-def recycling_eval(model: HookedModel, prompts: Sequence[str], answers: Sequence[int | None],
+def recycling_eval(model: HookedModel, prompts: Sequence[str], answers: Sequence[str | int | None],
                    thinking_words: Sequence[str], *, layer: int | None = None, probability: float = 0.5,
                    seed: int = 0, max_new_tokens: int = 512, stop: Sequence[str] = (),
                    batch_size: int | None = None, plain_texts: Sequence[str] | None = None) -> RecyclingResult:
-    """Accuracy of plain greedy decoding vs RR (answers compared with ``parse_answer``).
+    """Accuracy of plain greedy decoding vs RR (graded by ``thinklens.answers.is_correct``).
 
     ``plain_texts``: the greedy generations of the same prompts, when already computed (a layer
     sweep decodes them once).

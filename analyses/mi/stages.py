@@ -29,15 +29,16 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from analyses.mi.peaks import PEAK_RULES
-from analyses.mi.problems import MIProblem, gold_text, render_prompt_for, resolve_format
+from analyses.mi.problems import gold_text, prompt_of
 from analyses.mi.store import model_key, read_index, read_trajectory, write_index
 from thinklens.errors import ThinklensError
 from thinklens.runs import to_jsonable
-from thinklens.tasks.protocol import model_style
 
 if TYPE_CHECKING:
     from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from thinklens.formats import PromptFormat
     from thinklens.model import HookedModel
+    from thinklens.problemsets import ProblemSet
     from thinklens.runs import RunFolder
 
 INTERVENTIONS = ("suppression", "recycling", "ttts")
@@ -62,19 +63,21 @@ def stage_names(cfg: MIPeaksJobConfig) -> list[str]:
             + [s for s in INTERVENTIONS if getattr(cfg, s)])
 
 
-def style_for(cfg: MIPeaksJobConfig, j: int) -> str:
-    """Prompt style of model ``j``: ``--styles`` if given, else the model's own (think / cot otherwise)."""
-    if cfg.styles:
-        return cfg.styles[j]
-    return model_style(cfg.models[j], "think" if j == 0 else "cot")
+def format_of(model: HookedModel, cfg: MIPeaksJobConfig, j: int) -> PromptFormat:
+    """Prompt format of model ``j``: ``--prompt-format`` resolved for it (auto: a zoo model's own style, else
+    its chat template, else plain); where that is a zoo style, ``--styles`` picks the style when given."""
+    from thinklens.formats import format_for
+
+    fmt = format_for(model, cfg.prompt_format)
+    return format_for(model, cfg.styles[j]) if fmt.is_zoo and cfg.styles else fmt
 
 
-def prompts_for(problems: list[MIProblem], cfg: MIPeaksJobConfig, j: int) -> tuple[list[str], list[str], str, str]:
-    """(prompts, golden solution texts, style, resolved prompt format) of model ``j``."""
-    fmt = resolve_format(cfg.models[j], cfg.prompt_format)
-    style = style_for(cfg, j)
-    return ([render_prompt_for(p, style, fmt) for p in problems], [gold_text(p, cfg.gold_style, fmt) for p in problems],
-            style, fmt)
+def prompts_for(problems: ProblemSet, cfg: MIPeaksJobConfig, j: int, model: HookedModel
+                ) -> tuple[list[str], list[str], PromptFormat]:
+    """(prompts, golden solution texts, prompt format) of model ``j``."""
+    fmt = format_of(model, cfg, j)
+    return ([prompt_of(p, fmt, model.tokenizer) for p in problems], [gold_text(p, fmt, cfg.gold_style) for p in problems],
+            fmt)
 
 
 def _models_so_far(run: RunFolder) -> list[dict[str, Any]]:
@@ -84,17 +87,17 @@ def _models_so_far(run: RunFolder) -> list[dict[str, Any]]:
         return []
 
 
-def stage_trajectories(model: HookedModel, j: int, problems: list[MIProblem], cfg: MIPeaksJobConfig,
+def stage_trajectories(model: HookedModel, j: int, problems: ProblemSet, cfg: MIPeaksJobConfig,
                        run: RunFolder, log: Callable[[str], None] | None) -> None:
     """Generate and score model ``j``'s trajectories; its entry joins the run index."""
     from analyses.mi.collect import collect_model
 
     order = model_keys(cfg)
     key = order[j]
-    prompts, solutions, style, fmt = prompts_for(problems, cfg, j)
+    prompts, solutions, fmt = prompts_for(problems, cfg, j, model)
     entry = collect_model(model, key=key, name=cfg.models[j], role="reasoning" if j == 0 else "baseline",
-                          style=style, fmt=fmt, prompts=prompts, solutions=solutions,
-                          answers=[p.answer for p in problems], cfg=cfg, run_path=run.path, progress=log)
+                          fmt=fmt, prompts=prompts, solutions=solutions, answers=problems.answers, cfg=cfg,
+                          run_path=run.path, progress=log)
     models = {m["key"]: m for m in _models_so_far(run)}
     models[key] = entry
     write_index(run.path, to_jsonable([models[k] for k in order if k in models]), peak_rule=cfg.peak_rule)
@@ -111,7 +114,8 @@ def stage_enrichment(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
         out[m["key"]] = {unit: {} for unit in UNITS}
         for unit in UNITS:
             for rule in PEAK_RULES:
-                res = thinking_token_enrichment([TokenTrajectory.of(r.tokens, r.peaks[rule]) for r in records],
+                separator = m.get("token_separator", "")
+                res = thinking_token_enrichment([TokenTrajectory.of(r.tokens, r.peaks[rule], separator) for r in records],
                                                 lowercase=cfg.lowercase, unit=unit, ci=cfg.ci, seed=cfg.seed)
                 out[m["key"]][unit][rule] = {
                     "words": res.rows(), "n_trajectories": res.n_trajectories, "n_peak_tokens": res.n_peak_tokens,
@@ -155,18 +159,27 @@ def choose_thinking_words(rows: Sequence[Mapping[str, Any]], explicit: Sequence[
 
 def thinking_words_for(model: HookedModel, cfg: MIPeaksJobConfig, rows: Sequence[Mapping[str, Any]]
                        ) -> tuple[list[str], str]:
-    """The thinking words of the job, checked against the model's vocabulary."""
+    """The thinking words of the job, checked against the model's vocabulary.
+
+    The interventions act on token ids, so enrichment words that are no whole token of the vocabulary
+    (a word the tokenizer always splits, "W" + "ait") are passed over; explicit words must be tokens.
+    """
+    from analyses.mi.thinking_tokens import word_of
     from analyses.mi.vocab import decoded_vocab, token_ids_for_words
 
-    vocab = [v.strip() for v in decoded_vocab(model.tokenizer)] if not cfg.thinking_words else []
-    words, source = choose_thinking_words(rows, cfg.thinking_words, cfg.top_words, [v for v in vocab if v.isalpha()])
-    if words:
-        token_ids_for_words(model.tokenizer, words, lowercase=cfg.lowercase)  # raises on a word it lacks
+    if cfg.thinking_words:
+        token_ids_for_words(model.tokenizer, cfg.thinking_words, lowercase=cfg.lowercase)  # raises on a word it lacks
+        return list(cfg.thinking_words), "explicit"
+    vocab = {w for w in (word_of(v, cfg.lowercase) for v in decoded_vocab(model.tokenizer)) if w is not None}
+    whole = [r for r in rows if str(r["word"]) in vocab]
+    words, source = choose_thinking_words(whole, (), cfg.top_words, sorted(vocab))
+    if len(whole) < len(rows) and source == "enrichment":
+        source = "enrichment (words that are whole tokens)"
     return words, source
 
 
 def stage_suppression(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, prompts: list[str],
-                      answers: list[int], words: list[str]) -> dict[str, Any]:
+                      answers: list[str], words: list[str], fmt: PromptFormat) -> dict[str, Any]:
     """Accuracy with the thinking words suppressed vs random words vs none."""
     from analyses.mi.figures_interventions import figure_suppression
     from analyses.mi.suppression import suppression_test
@@ -193,7 +206,7 @@ def rr_layers(model: HookedModel, cfg: MIPeaksJobConfig) -> list[int]:
 
 
 def stage_recycling(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, prompts: list[str],
-                    answers: list[int], words: list[str]) -> dict[str, Any]:
+                    answers: list[str], words: list[str], fmt: PromptFormat) -> dict[str, Any]:
     """Representation Recycling vs greedy at the main layer and every swept layer."""
     from analyses.mi.figures_runs import figure_rr_sweep
     from analyses.mi.recycling import recycling_eval
@@ -213,31 +226,34 @@ def stage_recycling(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, p
                                                       "best_layer": max(rows, key=lambda r: r["accuracy_rr"])["layer"]}}
 
 
-def stage_ttts(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, prompts: list[str], answers: list[int],
-               words: list[str]) -> dict[str, Any]:
-    """Thinking-token test-time scaling vs plain continuation at every extra-token budget."""
+def stage_ttts(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, prompts: list[str], answers: list[str],
+               words: list[str], fmt: PromptFormat) -> dict[str, Any]:
+    """Thinking-token test-time scaling vs plain continuation at every extra-token budget; the final
+    answer is asked for with the format's cue (`` Final Answer within \\boxed{}:``; the zoo's ``####``)."""
     from analyses.mi.figures_interventions import figure_ttts
     from analyses.mi.ttts import ttts_eval
 
     use = list(cfg.ttts_words) or words[:2] or ["Wait"]
     res = ttts_eval(model, prompts, answers, words=use, budgets=cfg.ttts_budgets, max_new_tokens=cfg.max_new_tokens,
-                    batch_size=cfg.batch_size)
+                    batch_size=cfg.batch_size, answer_prompt=fmt.ttts_cue, answer_tokens=fmt.ttts_tokens)
     run.write_figure("ttts", figure_ttts(res))
     return {"rows": [asdict(r) for r in res.rows], "words": use, "first_pass_accuracy": res.first_pass_accuracy,
+            "answer_cue": res.answer_prompt, "answer_tokens": fmt.ttts_tokens,
             "summary": {f"{r.method}@{r.budget}": r.accuracy for r in res.rows}}
 
 
-def stage_intervention(stage: str, model: HookedModel, problems: list[MIProblem], cfg: MIPeaksJobConfig,
+def stage_intervention(stage: str, model: HookedModel, problems: ProblemSet, cfg: MIPeaksJobConfig,
                        run: RunFolder) -> dict[str, Any]:
     """One of :data:`INTERVENTIONS` on the reasoning model, with its thinking words (or why it was skipped)."""
-    prompts, _, _, _ = prompts_for(problems, cfg, 0)
+    prompts, _, fmt = prompts_for(problems, cfg, 0, model)
     rows = run.read_result("enrichment")[model_keys(cfg)[0]]["words"][cfg.peak_rule]["words"]
     words, source = thinking_words_for(model, cfg, rows)
     if not words:
         return {"skipped": "no thinking words: no word token at the peaks and none of the paper's words "
                            "in the vocabulary", "summary": None}
     runner = {"suppression": stage_suppression, "recycling": stage_recycling, "ttts": stage_ttts}[stage]
-    return {**runner(model, cfg, run, prompts, [p.answer for p in problems], words), "word_source": source}
+    return {**runner(model, cfg, run, prompts, problems.answers, words, fmt), "word_source": source,
+            "prompt_format": fmt.kind}
 
 
 def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
@@ -249,7 +265,7 @@ def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
         words = enrichment[m["key"]]["words"][cfg.peak_rule]["words"]
         tokens = enrichment[m["key"]]["all"][cfg.peak_rule]["words"]
         per_model[m["key"]] = {
-            "style": m["style"], "accuracy": m["accuracy"], "mean_tokens": m["mean_tokens"],
+            "style": m["style"], "prompt_format": m.get("prompt_format"), "accuracy": m["accuracy"], "mean_tokens": m["mean_tokens"],
             "mean_mi": m["mean_mi"][m["site"]], "peak_fraction": m["peak_fraction"],
             "top_words": [w["word"] for w in words[: cfg.top_words]],
             "top_tokens": [w["word"] for w in tokens[: cfg.top_words]]}

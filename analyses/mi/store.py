@@ -13,7 +13,7 @@ Plain JSON only (no pickles): any tool can read a run.
 Example:
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
-    >>> rec = TrajectoryRecord(index=0, model="tiny-think", prompt="Q", solution="S", answer=3, parsed=3,
+    >>> rec = TrajectoryRecord(index=0, model="tiny-think", prompt="Q", solution="S", answer="3", parsed="3",
     ...     correct=True, tokens=("so", "3"), token_ids=(5, 6), text="so 3", stop_reason="eos",
     ...     site="resid_post.3", estimator="reference", mi={"resid_post.3": [0.5, 0.9]},
     ...     variants={"reference": [0.5, 0.9]}, shuffled={"reference": [0.1, 0.2]}, shuffled_answer_of=1,
@@ -72,9 +72,10 @@ class TrajectoryRecord:
     prompt: str
     solution: str
     """Text whose last state is h_gt."""
-    answer: int | None
-    parsed: int | None
-    """The answer parsed from the generation (None: no answer marker)."""
+    answer: str | int | None
+    """The gold answer as the data set writes it (an int in runs written before real data sets)."""
+    parsed: str | int | None
+    """The answer extracted from the generation (``thinklens.answers.extract_answer``; None: none stated)."""
     correct: bool
     tokens: tuple[str, ...]
     token_ids: tuple[int, ...]

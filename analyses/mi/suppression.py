@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from analyses.mi.vocab import flat_ids, random_token_ids, token_ids_for_words
-from thinklens.answers import parse_answer
+from thinklens.answers import is_correct
 from thinklens.errors import ThinklensError
 from thinklens.hooks import ForwardContext
 from thinklens.interventions import HookFn
@@ -91,16 +91,21 @@ class SuppressionResult:
         return out
 
 
-def accuracy_of(texts: Sequence[str], answers: Sequence[int | None]) -> tuple[int, float]:
-    """(number correct, accuracy) with THE project parser; an unparsable text is wrong."""
-    correct = sum(1 for t, a in zip(texts, answers) if a is not None and parse_answer(t) == a)
+def accuracy_of(texts: Sequence[str], answers: Sequence[str | int | None]) -> tuple[int, float]:
+    """(number correct, accuracy) graded by ``thinklens.answers.is_correct``; a text stating no answer is wrong.
+
+    Example:
+        >>> accuracy_of(["so #### 12", "\\boxed{\\frac{1}{2}}", "no answer"], ["12", "0.5", "3"])
+        (2, 0.6666666666666666)
+    """
+    correct = sum(1 for t, a in zip(texts, answers) if a is not None and is_correct(t, a))
     return correct, correct / len(texts) if texts else 0.0
 
 
 def suppression_test(
     model: HookedModel,
     prompts: Sequence[str],
-    answers: Sequence[int | None],
+    answers: Sequence[str | int | None],
     thinking_words: Sequence[str],
     *,
     n_random: int = 3,
@@ -114,7 +119,7 @@ def suppression_test(
     """Greedy accuracy with nothing, the thinking words, or as many random tokens suppressed.
 
     Args:
-        answers: the gold integer answer of each prompt (compared with ``parse_answer``).
+        answers: the gold answer of each prompt (graded by ``thinklens.answers.is_correct``).
         thinking_words: e.g. the top words of :func:`analyses.mi.thinking_token_enrichment`; all of
             their token ids are suppressed (" So" and "So" alike).
         n_random: random draws of the same number of ids, from word tokens (``pool``), seeded.

@@ -87,7 +87,7 @@ def build_synthetic_run(root: str | Path, *, n: int = 1000, models: Sequence[str
         for rec in records:
             write_trajectory(run.path, rec, durable=False)
         entries.append(summarize_model(records, key=name, name=name, role="reasoning" if j == 0 else "baseline",
-                                       style=style, fmt="zoo", n_layers=4, d_model=128, cfg=cfg))
+                                       style=style, fmt=style, n_layers=4, d_model=128, cfg=cfg, token_separator=" "))
         run.mark_done(f"trajectories:{name}")
     write_index(run.path, to_jsonable(entries), peak_rule=cfg.peak_rule)
     run.write_result("enrichment", to_jsonable(stage_enrichment(cfg, run)))

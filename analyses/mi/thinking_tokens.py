@@ -1,8 +1,10 @@
 """Thinking tokens: which words the model emits from MI-peak states, and how enriched they are.
 
-For each trajectory, peak step i marks token g[i] (the token emitted from the peak state). A token
-counts as a word if, stripped of surrounding whitespace and of the BPE space markers "Ġ" / "▁",
-it is alphabetic (``str.isalpha``). Raw counts mislead ("So" is frequent anyway), so each word
+For each trajectory, peak step i marks token g[i] (the token emitted from the peak state). Words are
+found on the trajectory's decoded text, with word boundaries (:func:`token_words`), and mapped back
+to the tokens they span: a real tokenizer writes " Wait" as one token or as " W" + "ait", and both
+tokens of the split word are positions of "Wait". Markup is not a word ("think" in ``</think>``,
+"boxed" in ``\\boxed``). Raw counts mislead ("So" is frequent anyway), so each word
 gets an enrichment ratio
 
     ratio = (count at peaks / number of peak positions) / (count anywhere / number of positions),
@@ -26,7 +28,9 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -39,6 +43,10 @@ from thinklens.errors import ThinklensError
 
 CI_METHODS = ("bootstrap", "wilson")
 _MARKERS = "Ġ▁Ċ"  # byte-level BPE space, sentencepiece space, byte-level newline
+_MARKER_TEXT = str.maketrans({"Ġ": " ", "▁": " ", "Ċ": "\n"})  # one char each: offsets are kept
+# A word: a maximal run of letters, not part of markup (a LaTeX command, a tag such as </think>, <|...|>
+# or [THINK]) and not glued to digits or underscores.
+_WORD_RE = re.compile(r"(?<![\w\\/<|\['])[^\W\d_]+(?![\w>|\]])")
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,9 @@ class TokenTrajectory:
     """Decoded generated tokens, one string per step (``Trace.tokens``)."""
     peaks: tuple[int, ...]
     """Peak steps i; token g[i] is the one emitted from the peak state."""
+    separator: str = ""
+    """Put between tokens to rebuild the text: "" for BPE pieces (they carry their spaces), " " for
+    word-level tokenizers such as the zoo's, whose tokens decode without spaces."""
 
     def __post_init__(self) -> None:
         peaks = self.peaks
@@ -60,7 +71,7 @@ class TokenTrajectory:
             raise ThinklensError.of("peaks", peaks, "distinct steps", "deduplicate the peak indices")
 
     @classmethod
-    def of(cls, tokens: Sequence[str], peaks: Sequence[int] | Peaks) -> TokenTrajectory:
+    def of(cls, tokens: Sequence[str], peaks: Sequence[int] | Peaks, separator: str = "") -> TokenTrajectory:
         """From any sequences, or from a :class:`Peaks` result.
 
         Example:
@@ -68,7 +79,7 @@ class TokenTrajectory:
             (0,)
         """
         idx = peaks.indices if isinstance(peaks, Peaks) else peaks
-        return cls(tokens=tuple(tokens), peaks=tuple(int(i) for i in idx))
+        return cls(tokens=tuple(tokens), peaks=tuple(int(i) for i in idx), separator=separator)
 
 
 @dataclass(frozen=True)
@@ -154,8 +165,41 @@ def token_of(token: str, lowercase: bool = False) -> str | None:
     return w.lower() if lowercase else w
 
 
-UNITS = {"words": word_of, "all": token_of}
-"""What is counted: alphabetic words (the paper) or every token."""
+def token_words(tokens: Sequence[str], separator: str = "", lowercase: bool = False) -> list[str | None]:
+    """The word each token belongs to (None: no word), found on the joined text with word boundaries.
+
+    A word split over several tokens (" W" + "ait") belongs to each of them; a token holding a word and
+    punctuation (" Wait,") belongs to the word; BPE space markers count as spaces.
+
+    Example:
+        >>> token_words([" W", "ait", ",", " so", " x", "=", "2", "</think>", " \\\\boxed{", "4", "}"])
+        ['Wait', 'Wait', None, 'so', 'x', None, None, None, None, None, None]
+        >>> token_words(["so", "therefore", "<<"], separator=" ")
+        ['so', 'therefore', None]
+    """
+    starts, pos = [], 0
+    for t in tokens:
+        starts.append(pos)
+        pos += len(t) + len(separator)
+    text = separator.join(t.translate(_MARKER_TEXT) for t in tokens)
+    out: list[str | None] = [None] * len(tokens)
+    for m in _WORD_RE.finditer(text):
+        word = m.group(0).lower() if lowercase else m.group(0)
+        first = bisect.bisect_right(starts, m.start()) - 1  # the token holding the word's first char
+        for i in range(first, len(tokens)):
+            if starts[i] >= m.end():
+                break
+            if out[i] is None and starts[i] + len(tokens[i]) > m.start():
+                out[i] = word
+    return out
+
+
+def _per_token(unit_of):
+    return lambda t, lowercase: [unit_of(tok, lowercase) for tok in t.tokens]
+
+
+UNITS = {"words": lambda t, lowercase: token_words(t.tokens, t.separator, lowercase), "all": _per_token(token_of)}
+"""What is counted: words on the decoded text (the paper's alphabetic words) or every token."""
 
 
 def _wilson(successes: int, n: int, level: float) -> tuple[float, float]:
@@ -205,8 +249,9 @@ def thinking_token_enrichment(
     Args:
         trajectories: TokenTrajectory values or (tokens, peaks) pairs.
         lowercase: merge "So" and "so" (off by default: the paper's list keeps case).
-        unit: "words" counts alphabetic words only (the paper); "all" counts every token (on the
-            zoo, peaks also sit on structural tokens such as "<<" and "</think>").
+        unit: "words" counts words found on the decoded text (the paper's alphabetic words; see
+            :func:`token_words`); "all" counts every token (on the zoo, peaks also sit on structural
+            tokens such as "<<" and "</think>").
         words: words to report even if seen at fewer than ``min_peak_count`` peaks (e.g. "Wait").
         min_peak_count: report words seen at least this often at peaks.
         ci: "bootstrap" (over trajectories) or "wilson"; see the module docstring.
@@ -217,7 +262,7 @@ def thinking_token_enrichment(
         raise ThinklensError.of("ci", ci, f"one of {CI_METHODS}", "use 'bootstrap' or 'wilson'")
     if unit not in UNITS:
         raise ThinklensError.of("unit", unit, f"one of {sorted(UNITS)}", "use 'words'")
-    unit_of = UNITS[unit]
+    units_of = UNITS[unit]
     if not 0 < level < 1:
         raise ThinklensError.of("level", level, "a number in (0, 1)", "use 0.95")
     if ci == "bootstrap" and not (isinstance(n_boot, int) and n_boot >= 1):
@@ -228,7 +273,7 @@ def thinking_token_enrichment(
 
     peak_counts, all_counts = [], []  # per trajectory Counters of words
     for t in trajs:
-        ws = [unit_of(tok, lowercase) for tok in t.tokens]
+        ws = units_of(t, lowercase)
         all_counts.append(Counter(w for w in ws if w is not None))
         peak_counts.append(Counter(ws[i] for i in t.peaks if ws[i] is not None))
     peak_total = sum(peak_counts, Counter())

@@ -2,10 +2,11 @@
 plain text, let it generate up to a budget more, then force the final answer; compare with plain
 continued generation (no word) at the same token budget.
 
-Every answer, also at budget 0, is forced the same way: ``answer_prompt`` (the task's "####"
-marker) is appended and ``answer_tokens`` more tokens are generated greedily; the forced answer is
-read with THE project parser from ``answer_prompt + continuation``. Texts are re-tokenized at each
-stage (the paper works on text too).
+Every answer, also at budget 0, is forced the same way: ``answer_prompt`` (the prompt format's cue:
+`` Final Answer within \\boxed{}:`` and 16 tokens as the reference, the zoo's ``####`` and 8 tokens for
+zoo styles; :attr:`thinklens.formats.PromptFormat.ttts_cue`) is appended and ``answer_tokens`` more
+tokens are generated greedily; ``answer_prompt + continuation`` is graded by
+``thinklens.answers.is_correct``. Texts are re-tokenized at each stage (the paper works on text too).
 
 Example:
     >>> # res = ttts_eval(model, prompts, answers, words=("Wait", "So"), budgets=(0, 32, 64))
@@ -18,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from thinklens.answers import parse_answer
+from thinklens.answers import is_correct
 from thinklens.errors import ThinklensError
+from thinklens.formats import TTTS_CUE, TTTS_TOKENS
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -86,33 +88,36 @@ def check_words(model: object, words: Sequence[str]) -> None:
 
 
 def _forced(model: HookedModel, contexts: list[str], answer_prompt: str, answer_tokens: int,
-            batch_size: int | None) -> list[int | None]:
+            batch_size: int | None) -> list[str]:
+    """The forced answers as text to grade: the cue and what the model wrote after it."""
     traces = model.generate([c + answer_prompt for c in contexts], max_new_tokens=answer_tokens,
                             batch_size=batch_size)
-    return [parse_answer(answer_prompt + t.text) for t in traces]
+    return [answer_prompt + t.text for t in traces]
 
 
 def ttts_eval(
     model: HookedModel,
     prompts: Sequence[str],
-    answers: Sequence[int | None],
+    answers: Sequence[str | int | None],
     *,
     words: Sequence[str] = ("Wait",),
     budgets: Sequence[int] = (0, 32, 64),
     max_new_tokens: int = 512,
-    answer_prompt: str = " ####",
-    answer_tokens: int = 8,
+    answer_prompt: str = TTTS_CUE,
+    answer_tokens: int = TTTS_TOKENS,
     separator: str = " ",
     batch_size: int | None = None,
 ) -> TTTSResult:
     """TTTS against plain continuation at equal budgets (greedy everywhere).
 
     Args:
-        answers: gold integer answers (compared with ``parse_answer``).
+        answers: gold answers (graded by ``thinklens.answers.is_correct``).
         words: thinking words to append (one method each), e.g. ("Wait", "So").
         budgets: extra-token budgets; 0 forces the answer right after the first pass.
         max_new_tokens: budget of the first pass.
-        answer_prompt: text that asks for the final answer (the zoo's "####" marker by default).
+        answer_prompt: text that asks for the final answer: the prompt format's ``ttts_cue`` (default: the
+            reference's `` Final Answer within \\boxed{}:``).
+        answer_tokens: tokens generated after it (the format's ``ttts_tokens``; 16 in the reference).
         separator: put between the first pass and the thinking word.
     """
     if len(prompts) != len(answers) or not prompts:
@@ -125,7 +130,7 @@ def ttts_eval(
     check_words(model, words)
     first = model.generate(list(prompts), max_new_tokens=max_new_tokens, batch_size=batch_size)
     base = [p + continuation_text(model, t) for p, t in zip(prompts, first)]
-    first_correct = sum(1 for t, a in zip(first, answers) if a is not None and parse_answer(t.text) == a)
+    first_correct = sum(1 for t, a in zip(first, answers) if a is not None and is_correct(t.text, a))
     rows = []
     methods = [("plain", "")] + [(f"ttts:{w.strip()}", separator + w.strip()) for w in words]
     for budget in sorted(set(budgets)):
@@ -139,7 +144,7 @@ def ttts_eval(
                 contexts = [c + continuation_text(model, t) for c, t in zip(contexts, ext)]
                 extra = [len(t) for t in ext]
             got = _forced(model, contexts, answer_prompt, answer_tokens, batch_size)
-            n_correct = sum(1 for g, a in zip(got, answers) if a is not None and g == a)
+            n_correct = sum(1 for g, a in zip(got, answers) if a is not None and is_correct(g, a))
             rows.append(TTTSRow(method=name, budget=budget, n_correct=n_correct, n=len(prompts),
                                 accuracy=n_correct / len(prompts), mean_extra_tokens=sum(extra) / len(extra)))
     return TTTSResult(rows=tuple(rows), answer_prompt=answer_prompt, first_pass_accuracy=first_correct / len(prompts))

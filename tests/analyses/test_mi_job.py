@@ -1,5 +1,6 @@
 """The mi-peaks job end to end through the CLI: a tiny random model (format, resume, skips), the
-zoo (every stage on the reasoning model and its siblings), a GSM8k JSONL input, errors, presets."""
+zoo (every stage on the reasoning model and its siblings), a GSM8k JSONL input, errors, presets.
+The real-model path (tiny-r1, chat template): test_mi_real_path.py."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_cli_job_on_a_random_model_writes_the_format_and_resumes(tiny_dirs, tmp_
     for row in entry["index"]:
         rec = read_trajectory(out, entry["key"], row["i"])
         n = len(rec.tokens)
-        assert row["n_tokens"] == n and rec.prompt.endswith("\n")
+        assert row["n_tokens"] == n and rec.prompt.endswith("?")  # plain: the question as written
         assert set(rec.variants) == set(rec.shuffled) == {"reference", "median_sigma", "l2"}
         assert rec.variants["reference"] == rec.mi["resid_post.1"] and len(rec.norms) == n
         assert rec.shuffled_answer_of != rec.index
@@ -105,7 +106,7 @@ def test_gsm8k_jsonl_input(tmp_path) -> None:
                  "--estimators", "reference", "--k", "2", "--max-new-tokens", "40", "--ci", "wilson",
                  "--out", str(out), "--no-progress"]) == 0
     (entry,) = read_index(out)["models"]
-    assert entry["n"] == 4 and entry["prompt_format"] == "zoo" and entry["style"] == "cot"  # all 4 lines used
+    assert entry["n"] == 4 and entry["prompt_format"] == "cot" and entry["style"] == "cot"  # all 4 lines used
     rec = read_trajectory(out, name, 0)
     assert rec.prompt.endswith("steps :") and " . " in rec.prompt  # the question in the zoo's spaced form
     assert rec.solution.endswith(f"#### {rec.answer}") and "<< " in rec.solution
@@ -119,7 +120,7 @@ def test_cli_bad_input_exits_2(tmp_path, capsys) -> None:
     bad.write_text('{"question": "q"}\n')
     assert main(["run", "mi-peaks", "--model", _zoo("tiny-cot", "tiny-think", "tiny-pre")[0], "--data", str(bad),
                  "--out", str(tmp_path / "r" / "z"), "--no-progress"]) == 2
-    assert "GSM8k line" in capsys.readouterr().err
+    assert "no answer field" in capsys.readouterr().err
 
 
 def test_config_validation_and_stages() -> None:

@@ -20,7 +20,7 @@ from analyses.mi.figures_runs import (
     figure_trajectory,
     models_table,
 )
-from analyses.mi.problems import gold_text, jsonl_problems, render_prompt_for, resolve_format, synthetic_problems
+from analyses.mi.problems import gold_text, prompt_of, stream_problems
 from analyses.mi.stages import choose_thinking_words
 from analyses.mi.store import TrajectoryRecord, model_key, read_index, read_trajectory, write_index, write_trajectory
 from analyses.mi.synthetic import build_synthetic_run, synthetic_record
@@ -101,21 +101,21 @@ def test_rr_sweep_figure() -> None:
 
 
 def test_problem_rendering(tmp_path) -> None:
-    (p,) = synthetic_problems(1, seed=3, min_steps=2, max_steps=2)
-    assert render_prompt_for(p, "direct", "zoo").endswith("answer :")
-    assert render_prompt_for(p, "think", "plain") == p.question + "\n"
-    assert gold_text(p, "think", "zoo").startswith(("hmm", "<<"))
-    assert gold_text(p, "cot", "plain") == f"{p.cot} #### {p.answer}"
-    assert resolve_format("tiny-cot", "auto") == "zoo" and resolve_format(str(tmp_path), "auto") == "plain"
-    with pytest.raises(ThinklensError, match="style"):
-        render_prompt_for(p, "essay", "zoo")
+    from thinklens.formats import PromptFormat
+    from thinklens.problemsets import load_problems
+
+    (p,) = stream_problems(1, seed=3, min_steps=2, max_steps=2)
+    assert prompt_of(p, PromptFormat("direct")).endswith("answer :")
+    assert prompt_of(p, PromptFormat("plain")) == p.question
+    assert gold_text(p, PromptFormat("think"), "think").startswith(("hmm", "<<"))
+    assert gold_text(p, PromptFormat("plain"), "cot") == f"{p.solution} #### {p.answer}" and p.solution.startswith("<<")
     f = tmp_path / "p.jsonl"
     f.write_text(json.dumps({"question": "Q?", "cot": "<<1+1=2>>", "answer": 2}) + "\n")
-    (q,) = jsonl_problems(f)
-    assert gold_text(q, "cot", "plain") == "<<1+1=2>> #### 2" and q.answer == 2
-    f.write_text("\n")
-    with pytest.raises(ThinklensError, match="at least one"):
-        jsonl_problems(f)
+    (q,) = load_problems(f)
+    assert gold_text(q, PromptFormat("plain"), "cot") == "<<1+1=2>> #### 2" and q.answer == "2"
+    assert gold_text(q, PromptFormat("cot"), "cot") == "<< 1 + 1 = 2 >> #### 2"  # the zoo's spaced form
+    f.write_text(json.dumps({"question": "Q?", "answer": "1+1 is 2.\n#### 2"}) + "\n")
+    assert gold_text(load_problems(f)[0], PromptFormat("plain"), "cot") == "1+1 is 2.\n#### 2"  # GSM8K: the answer text
 
 
 def test_thinking_word_choice() -> None:

@@ -10,6 +10,7 @@ from analyses.mi.figures_interventions import figure_ttts
 from analyses.mi.recycling import default_layer
 from analyses.mi.ttts import ttts_eval
 from thinklens.errors import ThinklensError
+from thinklens.formats import TTTS_CUE, TTTS_TOKENS, PromptFormat
 
 
 @dataclass
@@ -22,8 +23,9 @@ class _Trace:
 
 
 class ScriptedModel:
-    """generate() answers from the prompt text: first pass "so #### 5"; a forced answer is 7 if the
-    context holds " Wait", else 5; continuations produce `max_new_tokens` copies of " x"."""
+    """generate() answers from the prompt text: first pass "so #### 5"; a forced answer (after the zoo's
+    " ####" or the boxed cue) is 7 if the context holds " Wait", else 5; continuations produce
+    `max_new_tokens` copies of " x"."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[list[str], int]] = []
@@ -34,6 +36,8 @@ class ScriptedModel:
         for p in prompts:
             if p.endswith(" ####"):
                 out.append(_Trace(" 7" if " Wait" in p else " 5", 1))
+            elif p.endswith(TTTS_CUE):
+                out.append(_Trace(" \\boxed{7}" if " Wait" in p else " \\boxed{5}", 4))
             elif p.startswith("Q") and "####" not in p:
                 out.append(_Trace(" so #### 5", 3))
             else:
@@ -43,7 +47,9 @@ class ScriptedModel:
 
 def test_ttts_builds_the_right_contexts_and_scores_forced_answers() -> None:
     m = ScriptedModel()
-    res = ttts_eval(m, ["Q1", "Q2"], [7, 5], words=("Wait",), budgets=(0, 2), max_new_tokens=16)  # type: ignore[arg-type]
+    zoo = PromptFormat("cot")
+    res = ttts_eval(m, ["Q1", "Q2"], ["7", "5"], words=("Wait",), budgets=(0, 2), max_new_tokens=16,  # type: ignore[arg-type]
+                    answer_prompt=zoo.ttts_cue, answer_tokens=zoo.ttts_tokens)
     assert res.first_pass_accuracy == 0.5
     table = {(r.method, r.budget): (r.n_correct, r.mean_extra_tokens) for r in res.rows}
     assert table == {("plain", 0): (1, 0.0), ("plain", 2): (1, 2.0), ("ttts:Wait", 2): (1, 2.0)}
@@ -56,10 +62,20 @@ def test_ttts_builds_the_right_contexts_and_scores_forced_answers() -> None:
     assert [t.name for t in figure_ttts(res).data] == ["plain", "ttts:Wait"]
 
 
+def test_ttts_asks_for_the_answer_with_the_boxed_cue_by_default() -> None:
+    m = ScriptedModel()
+    res = ttts_eval(m, ["Q1", "Q2"], ["7", "5"], words=("Wait",), budgets=(0, 2), max_new_tokens=16)  # type: ignore[arg-type]
+    assert res.answer_prompt == TTTS_CUE == " Final Answer within \\boxed{}:"
+    forced = [call for call in m.calls if call[0][0].endswith(TTTS_CUE)]
+    assert forced and all(n == TTTS_TOKENS == 16 for _, n in forced)
+    table = {(r.method, r.budget): r.n_correct for r in res.rows}
+    assert table == {("plain", 0): 1, ("plain", 2): 1, ("ttts:Wait", 2): 1}  # graded by is_correct on the box
+
+
 def test_ttts_errors() -> None:
     m = ScriptedModel()
     with pytest.raises(ThinklensError, match="answers"):
-        ttts_eval(m, ["Q1"], [1, 2])  # type: ignore[arg-type]
+        ttts_eval(m, ["Q1"], ["1", "2"])  # type: ignore[arg-type]
     with pytest.raises(ThinklensError, match="budgets"):
         ttts_eval(m, ["Q1"], [1], budgets=(-1,))  # type: ignore[arg-type]
     with pytest.raises(ThinklensError, match="words"):
