@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from analyses.mi import TokenTrajectory, iqr_peaks, thinking_token_enrichment, word_of
+from analyses.mi import TokenTrajectory, iqr_peaks, thinking_token_enrichment, token_words, word_of
 from thinklens.errors import ThinklensError
 
 # N = 16 positions, P = 6 peak positions. Peak tokens: A: "So", "Wait", "so"; B: "Hmm", "So", "=".
@@ -88,6 +88,38 @@ def test_word_of() -> None:
     for tok in ["42", " x=", ",", " ", "", "don't"]:
         assert word_of(tok) is None
     assert word_of(" OK", lowercase=True) == "ok"
+
+
+def test_words_are_found_on_the_decoded_text_and_mapped_back_to_tokens() -> None:
+    """Real tokenizers: " Wait" may be one token or " W" + "ait"; "\\n\\nSo" after a paragraph; markup is no word."""
+    tokens = ("Okay", ",", " W", "ait", ",", " 1", "2", ".\n\n", "So", " </think>", "\n\n", "\\boxed{", "1", "2", "}")
+    assert token_words(tokens) == ["Okay", None, "Wait", "Wait", None, None, None, None, "So", None, None, None, None,
+                                   None, None]
+    # a peak on either piece of the split word is a peak on "Wait"; both pieces are "Wait" positions
+    res = thinking_token_enrichment([TokenTrajectory(tokens=tokens, peaks=(3, 8))], ci="wilson")
+    assert {w.word: (w.peak_count, w.total_count) for w in res.words} == {"Wait": (1, 2), "So": (1, 1)}
+    # word-level tokenizers (the zoo's) decode tokens without spaces: the separator rebuilds the text
+    zoo = TokenTrajectory(tokens=("hmm", "<<", "so", "therefore", "</think>"), peaks=(2, 3), separator=" ")
+    assert token_words(zoo.tokens, zoo.separator) == ["hmm", None, "so", "therefore", None]
+    assert [w.word for w in thinking_token_enrichment([zoo], ci="wilson").words] == ["so", "therefore"]
+    assert token_words(["ĠWait", "Ġso"], lowercase=True) == ["wait", "so"]  # raw BPE markers count as spaces
+
+
+def test_interventions_use_enrichment_words_that_are_whole_tokens(tiny_r1) -> None:
+    """A word the tokenizer always splits cannot be suppressed or recycled as a token: it is passed over."""
+    from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from analyses.mi.stages import thinking_words_for
+    from thinklens.model import load_tokenizer
+    from thinklens.zoo.registry import zoo_path
+
+    class _Model:
+        tokenizer = load_tokenizer(str(zoo_path("tiny-r1")) if tiny_r1 == "tiny-r1" else tiny_r1)
+
+    rows = [{"word": "Qwxyzzy", "peak_count": 9}, {"word": "Wait", "peak_count": 4}, {"word": "So", "peak_count": 0}]
+    words, source = thinking_words_for(_Model(), MIPeaksJobConfig(top_words=2), rows)  # type: ignore[arg-type]
+    assert words == ["Wait"] and source == "enrichment (words that are whole tokens)"
+    with pytest.raises(ThinklensError, match="thinking words"):
+        thinking_words_for(_Model(), MIPeaksJobConfig(thinking_words=("Qwxyzzy",)), rows)  # type: ignore[arg-type]
 
 
 def test_bad_inputs() -> None:
