@@ -95,7 +95,7 @@ def accuracy_of(texts: Sequence[str], answers: Sequence[str | int | None]) -> tu
     """(number correct, accuracy) graded by ``thinklens.answers.is_correct``; a text stating no answer is wrong.
 
     Example:
-        >>> accuracy_of(["so #### 12", "\\boxed{\\frac{1}{2}}", "no answer"], ["12", "0.5", "3"])
+        >>> accuracy_of(["so #### 12", "\\\\boxed{\\\\frac{1}{2}}", "no answer"], ["12", "0.5", "3"])
         (2, 0.6666666666666666)
     """
     correct = sum(1 for t, a in zip(texts, answers) if a is not None and is_correct(t, a))
