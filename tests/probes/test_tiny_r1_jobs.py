@@ -1,0 +1,169 @@
+"""lynx and probe on tiny-r1 (a model that looks like a real reasoning model) with ``--prompt-format chat`` and
+data files in GSM8K's and MATH's formats, through the generic path: every zoo-only helper raises if called.
+
+While tiny-r1 is not trained, the ``r1`` fixture is an untrained model of its shape (same tokenizer pipeline and
+chat template): the jobs then run the generic path up to the point where an untrained model has nothing to
+learn from, and must stop there with their clear errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from zoo_fixtures import r1, tiny_r1_trained  # noqa: F401 - fixtures
+
+from probes.datasets import rollout_events, token_separator
+from probes.lynx import LynxConfig, lynx_sites
+from thinklens.cli import main
+from thinklens.errors import ThinklensError
+from thinklens.formats import R1_INSTRUCTION
+from thinklens.jobs import run_job
+from thinklens.runs import RunFolder
+from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.trace import Trace
+
+R1_EXIT = "</think>\n\nFinal Answer: \\boxed{"
+#: Zoo-only helpers: the synthetic task's own problem streams, the zoo's prompt renderings and token
+#: budgets, the running-value dataset. A job on a chat model with a data file must call none of them.
+ZOO_ONLY = [
+    ("probes.lynx_splits", "task_problems"),
+    ("probes.jobs.probe", "task_problems"),
+    ("thinklens.tasks.render", "render_prompt"),
+    ("thinklens.tasks.problem", "spaced"),
+    ("thinklens.tasks.protocol", "token_budget"),
+    ("probes.value_dataset", "value_dataset"),
+]
+
+
+@pytest.fixture
+def no_zoo_branches(monkeypatch):
+    """Make every zoo-only helper raise, so a job that takes a zoo branch fails the test."""
+    import importlib
+
+    def forbid(name):
+        def raiser(*args, **kwargs):
+            raise AssertionError(f"a zoo-only helper ({name}) was called on the generic path")
+        return raiser
+
+    for module, name in ZOO_ONLY:
+        monkeypatch.setattr(importlib.import_module(module), name, forbid(f"{module}.{name}"))
+
+
+def _gsm8k(path, problems) -> str:
+    """A GSM8K-format JSONL: ``question``, ``answer`` = worked solution then ``#### N``."""
+    path.write_text("".join(json.dumps({"question": p.question, "answer": f"{p.cot}\n#### {p.answer}"}) + "\n"
+                            for p in problems))
+    return str(path)
+
+
+def _math(path, problems) -> str:
+    """A MATH-500-format JSONL: ``problem``, ``solution`` ending in a box, ``answer``, ``level``, ``unique_id``."""
+    path.write_text("".join(json.dumps({"problem": p.question, "solution": f"{p.cot} so \\boxed{{{p.answer}}}",
+                                        "answer": str(p.answer), "level": f"Level {p.n_steps}",
+                                        "unique_id": f"test/arith/{i}.json"}) + "\n" for i, p in enumerate(problems)))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Disjoint held-out problems: a GSM8K file to train on, a MATH-format file to calibrate on, a GSM8K file to
+    test on, and a harder GSM8K file (2-8 steps) on which tiny-r1 is right about half of the time."""
+    root = tmp_path_factory.mktemp("data")
+    base = HELD_OUT["eval"]
+    return {
+        "train": _gsm8k(root / "train.jsonl", problems_by_steps(12, 2, 4, seed=base + 1)),
+        "calibration": _math(root / "calibration.jsonl", problems_by_steps(12, 2, 4, seed=base + 2)),
+        "test": _gsm8k(root / "test.jsonl", problems_by_steps(10, 2, 4, seed=base + 3)),
+        "mixed": _gsm8k(root / "mixed.jsonl", problems_by_steps(6, 2, 8, seed=base + 4)),
+    }
+
+
+def test_cue_events_on_bpe_tokens(r1):
+    tok = r1.tokenizer
+    text = "Okay, 7 + 5 = 12. Wait, 7 + 5 = 12. Hmm, then awaiting 12 * 3 = 36.\n</think>"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    pieces = [tok.decode([i]) for i in ids]
+    assert " Wait" in pieces or "Wait" in "".join(pieces)  # BPE pieces carry their own spaces
+    assert token_separator(tok, ids) == ""
+    # "W" + "ait": the same word split over two tokens is still found, ending at its last piece
+    split_ids = ids[:pieces.index(",") + 1] + tok(" W", add_special_tokens=False)["input_ids"] + \
+        tok("ait", add_special_tokens=False)["input_ids"] + tok(", 3.", add_special_tokens=False)["input_ids"]
+    for token_ids in (ids, split_ids):
+        trace = Trace(prompt="", prompt_ids=[], token_ids=token_ids, tokens=[tok.decode([i]) for i in token_ids],
+                      text=tok.decode(token_ids), stop_reason="eos")
+        (events,) = rollout_events([trace], tok, LynxConfig(cue_words=("hmm", "wait", "alternatively")), "test")
+        decoded = ["".join(trace.tokens[e.start_index:e.token_index + 1]).strip().lower() for e in events]
+        assert all(e.cue in ("wait", "hmm") for e in events) and all(d.endswith(e.cue) for d, e in zip(decoded, events))
+        assert [e.cue for e in events] == (["wait", "hmm"] if token_ids is ids else ["wait"])  # not "awaiting"
+
+
+def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_branches):
+    fields = dict(model=r1, prompt_format="chat", data=files["train"], calibration_data=files["calibration"],
+                  test_data=files["test"], n_train=36, n_calibration=36, n_test=30, max_new_tokens=110,
+                  hidden_layer_sizes=(16,), deltas=(0.2, 0.3), skip_vacuous=True, batch_size=12, runs=tmp_path,
+                  run_id="r1", progress=False)
+    if not tiny_r1_trained():  # an untrained model writes no cue words and never answers right
+        with pytest.raises(ThinklensError, match="bad cue events|probe training data"):
+            run_job("lynx", **fields | dict(n_train=8, n_calibration=8, n_test=8, max_new_tokens=24))
+        return
+    result = run_job("lynx", **fields)
+    s = result.summary
+    assert s["prompt_format"] == "chat" and s["exit_string"] == R1_EXIT  # the chat format, not the zoo's ####
+    assert s["cue_words"] == ["hmm", "wait", "alternatively"] and s["max_answer_tokens"] == 64
+    assert s["sites"] == [str(x) for x in lynx_sites(r1.n_layers)]
+    assert [s["splits"][k]["source"] for k in ("train", "calibration", "test")] == [
+        f"{files['train']}#train", f"{files['calibration']}#calibration", f"{files['test']}#test"]
+    assert s["splits"]["test"]["rollouts"] == 30 and s["splits"]["train"]["cue_events"] > 0
+    assert 0 < s["splits"]["train"]["label_base_rate"] < 1  # some forced exits answer right, some wrong
+    assert s["splits"]["test"]["full_accuracy"] >= 0.8
+    run = RunFolder.open(tmp_path / "lynx" / "r1")
+    labels = json.loads(next((run.path / "cache").glob("labels.test.*.json")).read_text())
+    assert all(t.startswith(R1_EXIT) for t in labels["text"])  # every forced exit: the boxed one
+    assert set(run.figures()) == {"pareto", "validity", "exit_histogram", "base_rate"}
+
+
+def test_lynx_refuses_overlapping_sources(r1, files, tmp_path):
+    with pytest.raises(ThinklensError, match="questions in both train and test"):
+        run_job("lynx", model=r1, prompt_format="chat", data=files["train"], test_data=files["train"], n_train=12,
+                n_calibration=12, n_test=12, skip_vacuous=True, runs=tmp_path, run_id="overlap", progress=False)
+    with pytest.raises(ThinklensError, match="at most 36 problems"):  # splits cut from one file must fit in it
+        run_job("lynx", model=r1, prompt_format="chat", data=files["train"], n_train=20, n_calibration=20, n_test=20,
+                skip_vacuous=True, runs=tmp_path, run_id="small", progress=False)
+
+
+def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_zoo_branches):
+    argv = ["run", "probe", "--model", r1.name, "--prompt-format", "chat", "--data", files["mixed"], "--target",
+            "correct", "--n-problems", "42", "--folds", "3", "--n-bootstrap", "20", "--max-new-tokens", "200",
+            "--sites", "embed,resid_post.*", "--runs", str(tmp_path), "--run-id", "r1", "--no-progress"]
+    if not tiny_r1_trained():  # an untrained model is never right: one outcome only
+        assert main(argv) == 2 and "correctness labels: received '0 correct of 42" in capsys.readouterr().err
+        return
+    assert main(argv) == 0
+    doc = RunFolder.open(tmp_path / "probe" / "r1").read_result("sweep")
+    assert doc["prompt_format"] == "chat" and doc["data"] == f"{files['mixed']}#probe" and doc["n_problems"] == 42
+    assert 0 < doc["model_accuracy"] < 1 and doc["steps_only_auroc"] is None  # no step counts in a data file
+    assert doc["sweeps"]["auroc"]["sites"] == ["embed"] + [f"resid_post.{i}" for i in range(r1.n_layers)]
+    intention = RunFolder.open(tmp_path / "probe" / "r1").read_result("intention")
+    assert list(intention["styles"]) == ["chat"]  # the job's own format: no zoo styles for a chat model
+    assert intention["styles"]["chat"]["accuracy"] == pytest.approx(doc["model_accuracy"])
+
+
+def test_probe_refuses_ground_truth_targets_without_ground_truth(r1, files, tmp_path):
+    with pytest.raises(ThinklensError, match="target intermediate.*no value at every step.*--target correct"):
+        run_job("probe", model=r1, prompt_format="chat", data=files["train"], runs=tmp_path, run_id="gt",
+                progress=False)
+    with pytest.raises(ThinklensError, match="target intermediate: received 'prompt format chat'.*--target correct"):
+        run_job("probe", model=r1, prompt_format="chat", data="synthetic:2-3:10", runs=tmp_path, run_id="fmt",
+                progress=False)
+
+
+def test_auto_format_of_a_chat_model_is_chat_with_the_r1_instruction(r1, files):
+    from thinklens.formats import format_for
+    from thinklens.problemsets import load_problems
+
+    fmt = format_for(r1, "auto")
+    prompt = fmt.render(load_problems(files["test"])[0].question, r1.tokenizer)
+    assert fmt.kind == "chat" and fmt.lynx_exit == R1_EXIT
+    assert prompt.startswith("<|im_start|>user\n") and prompt.endswith(f"\n{R1_INSTRUCTION}<|im_end|>\n<|im_start|>assistant\n<think>\n")
+    assert fmt.opens_span(prompt)
