@@ -31,19 +31,9 @@ from thinklens.answers import extract_answer, is_correct
 from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder, eos_ids, left_pad
 from thinklens.errors import ThinklensError
+from thinklens.formats import token_separator
 from thinklens.sites import Site
 from thinklens.trace import Trace
-
-
-def token_separator(tokenizer, ids: Sequence[int]) -> str:
-    """``" "`` when the tokenizer's per-token strings join to its decoded text with spaces
-    (word-level tokenizers such as the zoo's), else ``""`` (BPE pieces carry their own spaces)."""
-    ids = list(ids)
-    if len(ids) < 2:
-        return ""
-    pieces = [tokenizer.decode([i]) for i in ids]
-    text = tokenizer.decode(ids)
-    return " " if "".join(pieces) != text and " ".join(pieces) == text else ""
 
 
 def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split: str) -> list[list[CueEvent]]:

@@ -6,12 +6,19 @@ correlation of its activation with the *next* token being a thinking word (``wai
 
 Convention: activations are read from ``Trace.hidden[site][t]``, the state that *produced* generated
 token t (row 0 is the last prompt token). So "correlation with wait" means "this feature is active
-where the model is about to say wait", the quantity that matters for steering.
+where the model is about to say wait", the quantity that matters for steering. Words are found on the
+decoded text, case-insensitively and on word boundaries (`` Wait,``, ``Hmm,`` and a word split over
+several tokens count), and belong to the token where they start (:func:`word_starts`).
+
+With the traces' reasoning spans (a prompt format's thinking span, e.g. ``<think>`` ... ``</think>``),
+the statistics also give each feature's firing frequency inside the reasoning.
 
 Example:
     >>> import torch
     >>> pearson_columns(torch.tensor([[0., 1.], [1., 1.], [2., 1.]]), torch.tensor([0., 1., 2.]))
     tensor([1., 0.])
+    >>> word_starts([" So", " W", "ait", ",", " wait"], ["wait"])["wait"]
+    [False, True, False, False, True]
 """
 
 from __future__ import annotations
@@ -81,6 +88,12 @@ class FeatureStats:
     """Fraction of traces that are correct (None without labels)."""
     top_contexts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     """Feature -> top-activating contexts ``{trace, step, act, context, token}``, best first."""
+    span: str | None = None
+    """The thinking span whose reasoning :attr:`freq_reasoning` counts (its family: think, harmony, ...)."""
+    n_reasoning_tokens: int | None = None
+    """Generated tokens inside the reasoning spans (None: no spans given)."""
+    freq_reasoning: list[float] | None = None
+    """Fraction of reasoning tokens where the feature is active (None: no spans given)."""
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -111,13 +124,37 @@ class FeatureStats:
         return int(m.argmax())
 
 
+def word_starts(tokens: Sequence[str], words: Sequence[str], *, separator: str = "") -> dict[str, list[bool]]:
+    """For each word, whether an occurrence of it starts in each token (case-insensitive, word boundaries,
+    on the tokens joined by ``separator``: ``" "`` for word-level tokenizers such as the zoo's)."""
+    from probes.lynx import find_cue_events
+
+    out = {}
+    for w in words:
+        hits = [False] * len(tokens)
+        for e in find_cue_events(tokens, cue_words=(w,), separator=separator):
+            if e.cue is not None:
+                hits[e.start_index] = True
+        out[w] = hits
+    return out
+
+
+def token_separator(tokenizer: Any, traces: Sequence[Trace]) -> str:
+    """What joins ``traces``' tokens into their text: ``" "`` for word-level tokenizers, else ``""``."""
+    from thinklens.formats import token_separator as separator_of
+
+    ids = next((t.token_ids[:16] for t in traces if len(t.token_ids) >= 2), [])
+    return separator_of(tokenizer, ids)
+
+
 def _context(model_tok, tr: Trace, step: int, width: int) -> tuple[str, str]:
     ids = tr.prompt_ids + tr.token_ids[:step]
     return model_tok.decode(ids[-width:], skip_special_tokens=False), tr.tokens[step]
 
 
 def feature_stats(sae: "SAE", traces: Sequence[Trace], site: Site | str, *, tokenizer, correct: Sequence[bool] | None = None,
-                  words: Sequence[str] = THINKING_WORDS, n_top: int = 8, context_tokens: int = 12) -> FeatureStats:
+                  words: Sequence[str] = THINKING_WORDS, n_top: int = 8, context_tokens: int = 12,
+                  reasoning: Sequence[range] | None = None, span: str | None = None) -> FeatureStats:
     """Statistics of every feature of ``sae`` over ``traces`` (captured at ``site``).
 
     Args:
@@ -126,6 +163,9 @@ def feature_stats(sae: "SAE", traces: Sequence[Trace], site: Site | str, *, toke
         correct: one bool per trace (enables the correctness correlation).
         words: thinking words to correlate with.
         n_top: top-activating contexts kept per feature.
+        reasoning: per trace, the generated-token indices inside its reasoning span
+            (:meth:`thinklens.formats.PromptFormat.split_trace`); enables :attr:`FeatureStats.freq_reasoning`.
+        span: the family of those spans, recorded with the statistics.
     """
     site = Site.parse(site) if isinstance(site, str) else site
     if not traces:
@@ -135,18 +175,25 @@ def feature_stats(sae: "SAE", traces: Sequence[Trace], site: Site | str, *, toke
                                 "pass capture=[site] to model.generate")
     if correct is not None and len(correct) != len(traces):
         raise ThinklensError.of("correctness labels", len(correct), f"{len(traces)} (one per trace)", "pass one bool per trace")
-    feats, tok_words, per_trace, where = [], [], [], []
+    if reasoning is not None and len(reasoning) != len(traces):
+        raise ThinklensError.of("reasoning spans", len(reasoning), f"{len(traces)} (one per trace)", "pass one range per trace")
+    separator = token_separator(tokenizer, traces)
+    feats, per_trace, where, in_reasoning = [], [], [], []
+    starts: dict[str, list[bool]] = {w: [] for w in words}
     for k, tr in enumerate(traces):
         f = encode(sae, tr.hidden[site])  # [steps, feature]
         feats.append(f)
         per_trace.append(f.mean(0))
-        tok_words.extend(t.strip() for t in tr.tokens)
+        for w, hits in word_starts(tr.tokens, words, separator=separator).items():
+            starts[w].extend(hits[: len(f)])
         where.extend((k, t) for t in range(len(tr)))
+        if reasoning is not None:
+            in_reasoning.extend(t in reasoning[k] for t in range(len(f)))
     acts = torch.cat(feats)  # [tokens, feature]
     n_tok, n_feat = acts.shape
     corr_words, counts = {}, {}
     for w in words:
-        y = torch.tensor([float(t == w) for t in tok_words])
+        y = torch.tensor([float(h) for h in starts[w]])
         counts[w] = int(y.sum())
         corr_words[w] = pearson_columns(acts, y).tolist()
     corr_correct, acc = None, None
@@ -167,9 +214,16 @@ def feature_stats(sae: "SAE", traces: Sequence[Trace], site: Site | str, *, toke
             rows.append({"trace": ti, "step": step, "act": round(v, 5), "context": ctx, "token": tok})
         if rows:
             top[f] = rows
+    freq_reasoning = n_reasoning = None
+    if reasoning is not None:
+        mask = torch.tensor(in_reasoning, dtype=torch.bool)  # [tokens]
+        n_reasoning = int(mask.sum())
+        freq_reasoning = ((acts[mask] > 0).float().mean(0) if n_reasoning else torch.zeros(n_feat)).tolist()
     return FeatureStats(site=str(site), n_traces=len(traces), n_tokens=n_tok, freq=(acts > 0).float().mean(0).tolist(),
                         mean_act=acts.mean(0).tolist(), max_act=acts.max(0).values.tolist(), corr_words=corr_words,
-                        word_counts=counts, corr_correct=corr_correct, accuracy=acc, top_contexts=top)
+                        word_counts=counts, corr_correct=corr_correct, accuracy=acc, top_contexts=top,
+                        span=span if reasoning is not None else None, n_reasoning_tokens=n_reasoning,
+                        freq_reasoning=freq_reasoning)
 
 
 @dataclass(frozen=True)

@@ -359,3 +359,19 @@ def format_for(model: Any, kind: str = "auto", *, tokenizer: Any = None, **field
     else:
         span = detect_span(tok) if tok is not None else None
     return PromptFormat(kind, span=fields.pop("span", span), **fields)
+
+
+def token_separator(tokenizer: Any, ids: Sequence[int]) -> str:
+    """``" "`` when a tokenizer's per-token strings join to its decoded text with spaces (word-level
+    tokenizers such as the zoo's), else ``""`` (BPE pieces carry their own spaces).
+
+    Analyses that find words on the text of a token list join the tokens with this separator, so word
+    boundaries are the model's own.
+    """
+    ids = list(ids)
+    if len(ids) < 2:
+        return ""
+    pieces = [tokenizer.decode([i]) for i in ids]
+    text = tokenizer.decode(ids)
+    return " " if "".join(pieces) != text and " ".join(pieces) == text else ""
+

@@ -32,6 +32,7 @@ from analyses.mi.store import TrajectoryRecord, write_trajectory
 from analyses.mi.trajectory import golden_answer_vectors
 from thinklens.answers import extract_answer, is_correct
 from thinklens.errors import ThinklensError
+from thinklens.formats import token_separator
 
 if TYPE_CHECKING:
     from analyses.jobs.mi_peaks import MIPeaksJobConfig
@@ -170,17 +171,6 @@ def summarize_model(records: Sequence[TrajectoryRecord], *, key: str, name: str,
         },
         "index": rows,
     }
-
-
-def token_separator(tokenizer: Any, ids: Sequence[int]) -> str:
-    """``" "`` when a tokenizer's per-token strings join to its decoded text with spaces (word-level
-    tokenizers such as the zoo's), else ``""`` (BPE pieces carry their own spaces)."""
-    ids = list(ids)
-    if len(ids) < 2:
-        return ""
-    pieces = [tokenizer.decode([i]) for i in ids]
-    text = tokenizer.decode(ids)
-    return " " if "".join(pieces) != text and " ".join(pieces) == text else ""
 
 
 def collect_model(model: HookedModel, *, key: str, name: str, role: str, fmt: PromptFormat,
