@@ -159,7 +159,8 @@ def _vanished():  # pragma: no cover - both items were just written
 def check_cues_found(config: LynxJobConfig, data: dict[str, SplitData]) -> None:
     """Stop with a clear error when no rollout of any split contains a cue word."""
     if sum(d.n_cues for d in data.values()) == 0:
-        sample = data["train"].traces[0].text[:80] if data["train"].traces else ""
+        first = next(iter(data.values()))
+        sample = first.traces[0].text[:80] if first.traces else ""
         n = sum(len(d.traces) for d in data.values())
         raise ThinklensError.of(
             "cue events", f"no {'/'.join(config.cue_words)} in {n} rollouts (e.g. {sample!r})",

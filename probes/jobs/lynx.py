@@ -111,7 +111,7 @@ class LynxJobConfig(DataOptions, LynxConfig):
     skip_vacuous: bool = False
     """Drop deltas too small for the calibration class sizes instead of stopping with an error."""
     probe: str | None = None
-    """Folder of a saved LYNX probe to use instead of training one (must match the sites)."""
+    """Folder of a saved LYNX probe to use instead of training one (must match the sites; no training rollouts then)."""
     batch_size: int = 32
     """Rollouts per cached batch (generation and feature capture)."""
     label_batch_size: int = 64
@@ -199,8 +199,9 @@ def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tupl
     return usable, skipped
 
 
-def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, sites, X, y):
-    """The probe and its validation record: the given one, the one this run saved, or a new one."""
+def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, sites, train):
+    """The probe and its validation record: the given one, the one this run saved, or a new one trained on the
+    train split's events (``train``: its SplitData; None with a given probe)."""
     from probes.io import load_probe, save_probe
     from probes.lynx import train_lynx_probe
     from probes.mlp import LynxMLPProbe
@@ -211,7 +212,7 @@ def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, s
     folder = ctx.run.path / "probe"
     if cache.done("probe") and (folder / "probe.json").is_file():
         return load_probe(folder, expect_site=site_names), ctx.run.read_result("probe_validation")
-    probe, val = train_lynx_probe(X, y, config, LynxMLPProbe(hidden_layer_sizes=tuple(config.hidden_layer_sizes),
+    probe, val = train_lynx_probe(train.X, train.forced.label, config, LynxMLPProbe(hidden_layer_sizes=tuple(config.hidden_layer_sizes),
                                                              random_state=config.probe_seed))
     save_probe(probe, folder, site=site_names, model_name=config.model)
     info = {"source": "trained", "accuracy": val.accuracy, "auroc": val.auroc, "n_train": val.n_train,
@@ -241,8 +242,9 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     model = ctx.model
     fmt = format_for(model, config.prompt_format)
     problems = split_problem_sets(config)
-    prompts = {s: problem_prompts(fmt, problems[s], model.tokenizer) for s in SPLITS}
-    settings = resolve_settings(config, fmt, prompts=[p for s in SPLITS for p in prompts[s]], tokenizer=model.tokenizer,
+    active = SPLITS if config.probe is None else SPLITS[1:]  # a given probe needs no training rollouts
+    prompts = {s: problem_prompts(fmt, problems[s], model.tokenizer) for s in active}
+    settings = resolve_settings(config, fmt, prompts=[p for s in active for p in prompts[s]], tokenizer=model.tokenizer,
                                 max_context=model.max_context)
     check_cue_vocabulary(model.tokenizer, settings.cue_words)
     sites = lynx_sites(model.n_layers, settings.layers)
@@ -250,12 +252,12 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
         load_probe(settings.probe, expect_site=[str(s) for s in sites], expect_d_model=model.d_model)
     cache = StageCache(ctx.run)
     data = {s: collect_split(model, settings, s, prompts[s], problems[s].answers, cache, progress=ctx.progress)
-            for s in SPLITS}
+            for s in active}
     check_cues_found(settings, data)
     for split, d in data.items():
         d.X, d.forced = split_features_and_labels(model, d, sites, settings, cache, split, progress=ctx.progress)
-    train, cal, test = data["train"], data["calibration"], data["test"]
-    probe, validation = _train_or_load_probe(settings, model, ctx, cache, sites, train.X, train.forced.label)
+    train, cal, test = data.get("train"), data["calibration"], data["test"]
+    probe, validation = _train_or_load_probe(settings, model, ctx, cache, sites, train)
     calibrator = MondrianCalibrator.fit(probe.predict_proba(cal.X)[:, 1], cal.forced.label)
     deltas, skipped = usable_deltas(settings, calibrator)
     p_test = probe.predict_proba(test.X)[:, 1]

@@ -30,8 +30,8 @@ def runs_root(tmp_path_factory):
             deltas=(0.1, 0.2, 0.3), skip_vacuous=True, runs=root, run_id="good", progress=False)
     path = build_tiny_model("llama", tmp_path_factory.mktemp("tiny"), vocab_size=len(zoo_vocab()) + 8, n_ctx=256)
     save_zoo_tokenizer(path)
-    run_job("probe", model=HookedModel.load(str(path)), n_problems=12, max_steps=1, folds=2, runs=root, run_id="sweep",
-            progress=False)
+    run_job("probe", model=HookedModel.load(str(path)), prompt_format="think", n_problems=12, max_steps=1, folds=2,
+            runs=root, run_id="sweep", progress=False)
     return root
 
 

@@ -139,6 +139,8 @@ def test_a_saved_probe_is_reused_and_checked(straight, reasoner, tmp_path):
     _, done, result, _ = straight
     again = run_lynx(reasoner, tmp_path, "reuse", **SMALL, probe=str(done.path / "probe"))
     assert again.per_delta == result.per_delta and again.summary["probe"]["source"] == str(done.path / "probe")
+    assert set(again.summary["splits"]) == {"calibration", "test"}  # no training rollouts for a given probe
+    assert not list((tmp_path / "lynx" / "reuse" / "cache").glob("rollouts.train.*"))
     with pytest.raises(ThinklensError, match="probe site"):
         run_lynx(reasoner, tmp_path, "wrong", **SMALL, probe=str(done.path / "probe"), layers=(1, 2))
 
