@@ -63,6 +63,18 @@ def cache_kwarg(hf: torch.nn.Module) -> str:
     return _CACHE_KW[cls]
 
 
+_LOGITS_TO_KEEP: dict[type, bool] = {}
+
+
+def takes_logits_to_keep(hf: torch.nn.Module) -> bool:
+    """Whether ``hf.forward`` takes ``logits_to_keep`` (HF ``generate`` then passes 1: the LM head runs on the
+    last position only, which saves a ``[batch, pos, vocab]`` tensor and gives HF's own logits, same kernel shapes)."""
+    cls = type(hf)
+    if cls not in _LOGITS_TO_KEEP:
+        _LOGITS_TO_KEEP[cls] = "logits_to_keep" in inspect.signature(hf.forward).parameters
+    return _LOGITS_TO_KEEP[cls]
+
+
 def eos_ids(model: "HookedModel") -> set[int]:
     """Every end-of-sequence id the tokenizer, the config and the generation config name."""
     ids: set[int] = set()
@@ -153,7 +165,7 @@ class Decoder:
 
     # ---- forwards --------------------------------------------------------------------------------
     def append(self, ids: Int[Tensor, "batch n"] | None = None, mask: Tensor | None = None, *,
-               inputs_embeds: Float[Tensor, "batch n d"] | None = None) -> Any:
+               inputs_embeds: Float[Tensor, "batch n d"] | None = None, last_logits_only: bool = False) -> Any:
         """Append a segment (ids, or input embeddings) and run the model over it; returns the HF output.
 
         With both ``ids`` and ``inputs_embeds`` the model reads the embeddings and the sequence records
@@ -161,7 +173,8 @@ class Decoder:
 
         ``mask`` (1 = real) allows left padding in the first segment and right padding after it;
         padded slots get harmless positions and are masked out of attention. Gradients flow unless
-        the caller disables them (the cache keeps the graph, as trainers need).
+        the caller disables them (the cache keeps the graph, as trainers need). ``last_logits_only``: the
+        output's logits are the last position's only (``[batch, 1, vocab]``), as HF ``generate`` computes them.
         """
         if ids is None and inputs_embeds is None:
             raise ThinklensError.of("decoder input", None, "token ids or inputs_embeds", "pass one of them")
@@ -186,7 +199,7 @@ class Decoder:
         self._last_pos = self._row_last(pos, mask, self._last_pos)
         self.step_index += 1
         self._last_call = (ids, mask, inputs_embeds)
-        return self._run(ids, pos, mask, inputs_embeds)
+        return self._run(ids, pos, mask, inputs_embeds, last_logits_only)
 
     @staticmethod
     def _row_last(pos: Tensor, mask: Tensor, prev: Tensor | None) -> Tensor:
@@ -195,13 +208,16 @@ class Decoder:
             return last
         return torch.where(mask.sum(1, keepdim=True) > 0, last, prev)
 
-    def _run(self, ids: Tensor, position_ids: Tensor, new_mask: Tensor, inputs_embeds: Tensor | None) -> Any:
+    def _run(self, ids: Tensor, position_ids: Tensor, new_mask: Tensor, inputs_embeds: Tensor | None,
+             last_logits_only: bool = False) -> Any:
         m = self.model
         ctx = ForwardContext(position_ids=position_ids, token_mask=new_mask.bool(), step=self.step_index, cache=self.cache)
         kw: dict[str, Any] = {"attention_mask": self.mask, "position_ids": position_ids, "use_cache": True,
                               cache_kwarg(m.hf): self.cache}
         if self.output_hidden_states:
             kw["output_hidden_states"] = True
+        if last_logits_only and takes_logits_to_keep(m.hf):
+            kw["logits_to_keep"] = 1
         if inputs_embeds is not None:
             kw["inputs_embeds"] = inputs_embeds
         else:
@@ -219,13 +235,13 @@ class Decoder:
         if self.prompt is None:
             raise ThinklensError.of("decoder prompt", None, "a decoder built with inputs", "pass Decoder(model, prompts)")
         self.step_index = -1
-        return self.append(self.prompt["input_ids"], self.prompt["attention_mask"]).logits[:, -1].float()
+        return self.append(self.prompt["input_ids"], self.prompt["attention_mask"], last_logits_only=True).logits[:, -1].float()
 
     def step(self, tokens: Int[Tensor, " batch"] | None, inputs_embeds: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
         """Append ``tokens`` (or ``inputs_embeds`` ``[batch, 1, d]``) and return the next logits."""
         self._started("step()")
         ids = None if tokens is None else tokens.reshape(-1, 1)
-        return self.append(ids, inputs_embeds=inputs_embeds).logits[:, -1].float()
+        return self.append(ids, inputs_embeds=inputs_embeds, last_logits_only=True).logits[:, -1].float()
 
     def extend(self, tokens: Int[Tensor, "batch k"], mask: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
         """Append ``k`` tokens to every row in ONE forward (e.g. a fixed exit string); returns the next logits.
@@ -236,7 +252,7 @@ class Decoder:
         b = self.mask.shape[0]
         if tokens.ndim != 2 or tokens.shape[0] != b or tokens.shape[1] < 1:
             raise ThinklensError.of("extend tokens", tuple(tokens.shape), f"[{b}, k >= 1]", "pass one row per batch row")
-        logits = self.append(tokens, mask).logits[:, -1].float()
+        logits = self.append(tokens, mask, last_logits_only=True).logits[:, -1].float()
         self.step_index += tokens.shape[1] - 1
         return logits
 
@@ -266,10 +282,10 @@ class Decoder:
             self.cache = new_cache(self.model)
             self.ids, self.mask, self.positions = self.ids[:, :0], self.mask[:, :0], self.positions[:, :0]
             self._last_pos, self.step_index = None, -1
-            return self.append(ids, mask, inputs_embeds=embeds).logits[:, -1].float()
+            return self.append(ids, mask, inputs_embeds=embeds, last_logits_only=True).logits[:, -1].float()
         index = self.step_index
         self.rollback(ids.shape[1])
-        out = self.append(ids, mask, inputs_embeds=embeds).logits[:, -1].float()
+        out = self.append(ids, mask, inputs_embeds=embeds, last_logits_only=True).logits[:, -1].float()
         self.step_index = index
         return out
 

@@ -61,9 +61,13 @@ class ContextHolder:
         self.current: ForwardContext | None = None
 
     def get(self, act: Tensor) -> ForwardContext:
-        if self.current is not None and self.current.position_ids.shape == act.shape[:2]:
-            return self.current
+        cur = self.current
+        if cur is not None and cur.position_ids.shape == act.shape[:2]:
+            return cur
         b, p = act.shape[:2]
+        if cur is not None and cur.position_ids.shape[0] == b and p < cur.position_ids.shape[1]:
+            # the LM head ran on the last p positions only (``logits_to_keep``, as in decoding)
+            return ForwardContext(cur.position_ids[:, -p:], cur.token_mask[:, -p:], cur.step, cur.cache)
         pos = torch.arange(p, device=act.device).expand(b, p)
         return ForwardContext(pos, torch.ones(b, p, dtype=torch.bool, device=act.device))
 
