@@ -81,34 +81,29 @@ def task_problems(config: LynxJobConfig, split: str) -> ProblemSet:
                     ground_truth=p) for i, p in enumerate(drawn)))
 
 
-def _sample(problems: ProblemSet, split: str, n: int, seed: int) -> ProblemSet:
-    """``n`` problems of a split's own source (all of them when it has fewer), seeded."""
-    return problems.split({split: min(n, len(problems))}, seed=seed)[split]
-
-
 def split_problem_sets(config: LynxJobConfig) -> dict[str, ProblemSet]:
     """The problems of each split, from its source (see the module docstring), checked disjoint.
 
-    ``--data-fields`` maps the fields of ``--data``; the other sources' fields are found by name. Splits
-    cut from ``--data`` must fit in it; a split with its own source takes at most its size.
+    Splits that share a source are cut from it by one seeded split (they must fit in it); a split with a
+    source of its own takes a seeded sample of at most its size. ``--data-fields`` maps the fields of
+    ``--data``; the other sources' fields are found by name.
     """
-    own = {"calibration": config.calibration_data, "test": config.test_data}
+    sources = {"train": config.data, "calibration": config.calibration_data or config.data,
+               "test": config.test_data or config.data}
     sets: dict[str, ProblemSet] = {}
-    if config.data:
-        base = load_problems(config.data, mapping=config.data_fields or None)
-        cut = [s for s in SPLITS if not own.get(s)]
-        sets.update(base.split({s: config.n_problems(s) for s in cut}, seed=config.seed))
+    for source in dict.fromkeys(v for v in sources.values() if v):
+        users = [s for s in SPLITS if sources[s] == source]
+        problems = load_problems(source, mapping=(config.data_fields or None) if source == config.data else None)
+        sizes = {s: config.n_problems(s) for s in users}
+        if len(users) == 1 and source != config.data:  # a source of its own: at most all of it
+            sizes = {users[0]: min(sizes[users[0]], len(problems))}
+        sets.update(problems.split(sizes, seed=config.seed))
     for split in SPLITS:
-        if split in sets:
-            continue
-        if own.get(split):
-            sets[split] = _sample(load_problems(own[split]), split, config.n_problems(split), config.seed)
-        else:
+        if not sources[split]:
             sets[split] = task_problems(config, split)
-    from_data = [s for s in SPLITS if config.data or own.get(s)]
     for i, a in enumerate(SPLITS):  # the task's own streams are independent draws, as they always were
         for b in SPLITS[i + 1:]:
-            if a in from_data or b in from_data:
+            if sources[a] or sources[b]:
                 check_disjoint({a: sets[a], b: sets[b]}, allow_overlap=config.allow_overlap)
     return {s: sets[s] for s in SPLITS}
 
