@@ -27,6 +27,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from probes.mlp import LynxMLPProbe
 from probes.numerics import (
+    as_features,
     check_choice,
     check_class_weight,
     class_sample_weights,
@@ -67,7 +68,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None) -> LinearProbe:
         """Fit on ``X`` [n, feature] and labels ``y`` [n]; returns self."""
         check_class_weight(self.class_weight)
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, as_features(X), y, dtype=np.float64)
         self.classes_, y_index = encode_labels(y)
         sw = class_sample_weights(sample_weight, X, self.classes_, y_index, self.class_weight)
         self.mean_, self.scale_ = scaling(X, sw, self.standardize)
@@ -80,7 +81,7 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
     def decision_function(self, X) -> np.ndarray:
         """Logits: ``[n]`` for two classes (positive = ``classes_[1]``), else ``[n, K]``."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, as_features(X), dtype=np.float64, reset=False)
         scores = ((X - self.mean_) / self.scale_) @ self.coef_.T + self.intercept_  # [n, 1 or K]
         return scores.ravel() if scores.shape[1] == 1 else scores
 
@@ -127,7 +128,7 @@ class RidgeProbe(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None) -> RidgeProbe:
         """Fit on ``X`` [n, feature] and targets ``y`` [n]; returns self."""
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_data(self, as_features(X), y, dtype=np.float64, y_numeric=True)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         self.mean_, self.scale_ = scaling(X, sw, self.standardize)
         ridge = Ridge(alpha=self.alpha).fit((X - self.mean_) / self.scale_, y, sample_weight=sw)
@@ -138,7 +139,7 @@ class RidgeProbe(RegressorMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Predicted targets ``[n]``."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, as_features(X), dtype=np.float64, reset=False)
         return ((X - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
 
     def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -183,7 +184,7 @@ class DiffMeanProbe(ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None) -> DiffMeanProbe:
         """Fit on ``X`` [n, feature] and binary labels ``y`` [n]; returns self."""
         check_choice("threshold", self.threshold, ("midpoint", "balanced"), "use 'midpoint' or 'balanced'")
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, as_features(X), y, dtype=np.float64)
         self.classes_, y_index = encode_labels(y)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
         class_weight_sums = np.bincount(y_index, weights=sw, minlength=len(self.classes_))
@@ -215,7 +216,7 @@ class DiffMeanProbe(ClassifierMixin, BaseEstimator):
     def project(self, X) -> np.ndarray:
         """Projection of ``X`` [n, feature] on the direction, ``[n]``."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, as_features(X), dtype=np.float64, reset=False)
         return X @ self.direction_
 
     def decision_function(self, X) -> np.ndarray:

@@ -26,6 +26,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from probes.numerics import (
+    as_features,
     check_class_weight,
     class_sample_weights,
     encode_labels,
@@ -80,7 +81,7 @@ class LynxMLPProbe(ClassifierMixin, BaseEstimator):
         if not 0.0 < float(self.validation_fraction) < 1.0:
             raise ThinklensError.of("validation_fraction", self.validation_fraction, "a number in (0, 1)",
                                     "use 0.2 (the LYNX default)")
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, as_features(X), y, dtype=np.float64)
         self.classes_, y_index = encode_labels(y)
         user_sw = None if sample_weight is None else _check_sample_weight(sample_weight, X, dtype=np.float64)
         # the reference scaler is unweighted; only user weights (not class balance) enter it
@@ -109,7 +110,7 @@ class LynxMLPProbe(ClassifierMixin, BaseEstimator):
     def decision_function(self, X) -> np.ndarray:
         """Output-layer logits: ``[n]`` for two classes (positive = ``classes_[1]``), else ``[n, K]``."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, as_features(X), dtype=np.float64, reset=False)
         h = (X - self.mean_) / self.scale_  # [n, feature]
         for w, b in zip(self.coefs_[:-1], self.intercepts_[:-1]):
             h = np.maximum(h @ w + b, 0.0)  # [n, hidden]

@@ -20,6 +20,20 @@ from sklearn.utils.validation import _check_sample_weight
 from thinklens.errors import ThinklensError
 
 
+def as_features(X):
+    """``X`` as the probes read it: a torch tensor (any device and dtype, bfloat16 included, which numpy
+    lacks) becomes a float64 numpy array; anything else is returned as it is.
+
+    Example:
+        >>> import torch
+        >>> as_features(torch.ones(2, 3, dtype=torch.bfloat16)).dtype
+        dtype('float64')
+    """
+    if hasattr(X, "detach") and hasattr(X, "double"):  # a torch tensor, recognised without importing torch
+        return X.detach().double().cpu().numpy()
+    return X
+
+
 def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(classes_, y_index)`` with ``classes_`` sorted; rejects continuous targets.
 

@@ -44,10 +44,11 @@ class StoreWriter:
     """Copies rows into one preallocated shard buffer and flushes it when full. Use as a context manager.
 
     The buffer is the only large allocation (``shard_mb``), so a writer's memory does not grow
-    with what it writes.
+    with what it writes. ``dtype`` None keeps the dtype of the first rows added (bfloat16 rows are
+    stored, and read back, as bfloat16).
     """
 
-    def __init__(self, store: "ActivationStore", writer_id: str, shard_mb: float, dtype: torch.dtype):
+    def __init__(self, store: "ActivationStore", writer_id: str, shard_mb: float, dtype: torch.dtype | None):
         self.store, self.writer_id, self.dtype = store, writer_id, dtype
         self.limit = max(1, int(shard_mb * 2**20))
         self._buf: dict[Site, Tensor] = {}
@@ -57,6 +58,8 @@ class StoreWriter:
         self._seq = 0
 
     def _allocate(self, acts: dict[Site, Tensor]) -> None:
+        if self.dtype is None:
+            self.dtype = next(iter(acts.values())).dtype
         row_bytes = sum(a.shape[1] for a in acts.values()) * torch.empty((), dtype=self.dtype).element_size()
         self._cap = max(1, self.limit // row_bytes)
         self._buf = {s: torch.empty(self._cap, a.shape[1], dtype=self.dtype) for s, a in acts.items()}
@@ -128,8 +131,11 @@ class ActivationStore:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
 
-    def writer(self, writer_id: str | None = None, *, shard_mb: float = 64, dtype: torch.dtype = torch.float32) -> StoreWriter:
-        """A writer with its own id (pid + random by default), so processes never collide."""
+    def writer(self, writer_id: str | None = None, *, shard_mb: float = 64, dtype: torch.dtype | None = None) -> StoreWriter:
+        """A writer with its own id (pid + random by default), so processes never collide.
+
+        ``dtype``: the stored dtype; None (default) keeps the dtype of the rows given.
+        """
         return StoreWriter(self, writer_id or f"{os.getpid()}-{uuid.uuid4().hex[:8]}", shard_mb, dtype)
 
     def shards(self) -> list[tuple[Path, dict[str, Any]]]:
