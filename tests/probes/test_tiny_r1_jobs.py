@@ -9,6 +9,7 @@ learn from, and must stop there with their clear errors.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from zoo_fixtures import r1, tiny_r1_trained  # noqa: F401 - fixtures
@@ -124,8 +125,10 @@ def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_
 
 
 def test_lynx_refuses_overlapping_sources(r1, files, tmp_path):
+    copy = tmp_path / "copy.jsonl"  # another file holding the training problems
+    copy.write_text(Path(files["train"]).read_text())
     with pytest.raises(ThinklensError, match="questions in both train and test"):
-        run_job("lynx", model=r1, prompt_format="chat", data=files["train"], test_data=files["train"], n_train=12,
+        run_job("lynx", model=r1, prompt_format="chat", data=files["train"], test_data=str(copy), n_train=12,
                 n_calibration=12, n_test=12, skip_vacuous=True, runs=tmp_path, run_id="overlap", progress=False)
     with pytest.raises(ThinklensError, match="at most 36 problems"):  # splits cut from one file must fit in it
         run_job("lynx", model=r1, prompt_format="chat", data=files["train"], n_train=20, n_calibration=20, n_test=20,
