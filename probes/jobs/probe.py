@@ -12,7 +12,9 @@ ground truth (GSM8K, MATH, your JSONL) is refused with a pointer to ``--target c
 format), a logistic probe predicts whether the model's own greedy answer will be correct, graded by
 :func:`thinklens.answers.is_correct` against the gold answer (AUROC and accuracy, stratified CV); on
 synthetic problems next to a control that sees only the number of steps (problem difficulty, which the
-prompt reveals). With ``intention`` it also computes the intention metrics per prompt format:
+prompt reveals). ``--test-data`` scores the probes fitted on ``--data`` on other data sets (one probe
+trained on MATH, tested on MATH-500 and GSM8K): AUROC and accuracy per site on each. With ``intention`` it
+also computes the intention metrics per prompt format:
 intention entropy (bits, top 100), effective dimensionality (90% variance) and recoverability (CV
 AUROC with a bootstrap CI) at the last ``min(5, n_layers)`` hidden states.
 
@@ -62,6 +64,13 @@ class ProbeJobConfig(DataOptions):
     """Sites to sweep, in order (kind.* expands to every layer)."""
     n_problems: int = 300
     """Problems drawn (from --data: a seeded sample of this many, or all when it has fewer)."""
+    test_data: tuple[str, ...] = ()
+    """Correct target: data sets (comma-separated; fields found by name) the probes fitted on all of --data are scored
+    on, e.g. HuggingFaceH4/MATH-500@test,openai/gsm8k:main@test."""
+    n_test: int = 300
+    """Problems per test data set (a seeded sample; all when it has fewer)."""
+    allow_overlap: bool = False
+    """Allow a question of --data in a test data set (refused by default)."""
     min_steps: int = 1
     """Fewest arithmetic steps per problem (the synthetic task without --data)."""
     max_steps: int = 4
@@ -97,6 +106,9 @@ class ProbeJobConfig(DataOptions):
             if check_format(name) == "auto":
                 raise ThinklensError.of("intention format", name, "chat, plain, direct, cot or think",
                                         "name the formats to compare")
+        if self.test_data and self.target != "correct":
+            raise ThinklensError.of("test_data", ",".join(self.test_data), "test data sets with --target correct",
+                                    "pass --target correct, or drop --test-data")
         if self.data_fields and not self.data:
             raise ThinklensError.of("data_fields", self.data_fields, "a field mapping for --data",
                                     "pass --data too, or drop --data-fields")
@@ -105,7 +117,7 @@ class ProbeJobConfig(DataOptions):
         for s in self.sites:
             if not s.strip().endswith(".*"):
                 Site.parse(s)  # did-you-mean on typos before any work
-        for name, low in (("n_problems", 10), ("folds", 2), ("batch_size", 1), ("n_bootstrap", 0)):
+        for name, low in (("n_problems", 10), ("folds", 2), ("batch_size", 1), ("n_bootstrap", 0), ("n_test", 1)):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < low:
                 raise ThinklensError.of(name, getattr(self, name), f"an integer >= {low}", "use the default")
         if self.folds > self.n_problems:
@@ -125,6 +137,17 @@ class ProbeJobConfig(DataOptions):
 
         loaded = load_problems(self.data, mapping=self.data_fields or None)
         return loaded.split({"probe": min(self.n_problems, len(loaded))}, seed=self.seed)["probe"]
+
+    def test_sets(self, problems: ProblemSet) -> list[ProblemSet]:
+        """The test data sets (a seeded sample of ``n_test`` each), checked disjoint from ``problems``."""
+        from thinklens.problemsets import check_disjoint, load_problems
+
+        out = []
+        for source in self.test_data:
+            loaded = load_problems(source)
+            out.append(loaded.split({"test": min(self.n_test, len(loaded))}, seed=self.seed)["test"])
+            check_disjoint({"data": problems, source: out[-1]}, allow_overlap=self.allow_overlap)
+        return out
 
 
 def task_problems(config: ProbeJobConfig) -> ProblemSet:
@@ -171,9 +194,10 @@ def greedy_answers(model, prompts: list[str], cache, *, name: str, max_new_token
 
 
 def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: ProblemSet, cache, *,
-                   progress: Progress | None = None) -> tuple[list[str], Any]:
+                   name: str = "answers", progress: Progress | None = None) -> tuple[list[str], Any]:
     """The prompts of ``problems`` in ``fmt`` and whether the model's greedy answer to each is right
-    (:func:`thinklens.answers.is_correct` against the gold answer): ``(prompts, y [problem] 0/1)``."""
+    (:func:`thinklens.answers.is_correct` against the gold answer): ``(prompts, y [problem] 0/1)``; the
+    answers are cached as ``<name>.<format>.<k>``."""
     import numpy as np
 
     from probes.rollouts import problem_prompts, rollout_budget
@@ -182,7 +206,7 @@ def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: P
     prompts = problem_prompts(fmt, problems, model.tokenizer)
     budget = config.max_new_tokens or rollout_budget(fmt, config.max_steps, prompts=prompts, tokenizer=model.tokenizer,
                                                      max_context=model.max_context)
-    texts = greedy_answers(model, prompts, cache, name=f"answers.{fmt.kind}", batch_size=config.batch_size,
+    texts = greedy_answers(model, prompts, cache, name=f"{name}.{fmt.kind}", batch_size=config.batch_size,
                            max_new_tokens=budget, progress=progress)
     return prompts, np.array([int(is_correct(t, p.answer)) for t, p in zip(texts, problems)])
 
@@ -222,6 +246,29 @@ def intention_metrics(model, config: ProbeJobConfig, fmt: PromptFormat, problems
     return out
 
 
+def transfer_scores(model, config: ProbeJobConfig, fmt: PromptFormat, X: dict, y, sites: list[str], tests: list,
+                    cache, *, progress: Progress | None = None) -> list[dict]:
+    """Per test data set: a logistic probe per site fitted on all of ``X``/``y`` (the --data rows), scored by
+    AUROC (None with one outcome only) and accuracy on that set's rows."""
+    import numpy as np
+
+    from probes.datasets import prompt_states
+    from probes.estimators import LinearProbe
+    from probes.intention import auroc_score
+
+    fitted = {site: LinearProbe(C=config.C).fit(X[site], y) for site in sites}
+    out = []
+    for i, test in enumerate(tests):
+        prompts, y_test = graded_answers(model, config, fmt, test, cache, name=f"test{i}", progress=progress)
+        X_test = prompt_states(model, prompts, sites, batch_size=config.batch_size)
+        both = 0 < int(y_test.sum()) < len(y_test)
+        p = {site: fitted[site].predict_proba(X_test[site])[:, 1] for site in sites}
+        out.append({"data": test.source, "n_problems": len(test), "model_accuracy": float(y_test.mean()),
+                    "auroc": {site: auroc_score(y_test, p[site]) if both else None for site in sites},
+                    "accuracy": {site: float(np.mean((p[site] >= 0.5) == y_test)) for site in sites}})
+    return out
+
+
 def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     """Run (or resume) the probe job into ``ctx.run``; returns the sweep result written to results/sweep.json."""
     import numpy as np
@@ -238,6 +285,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     fmt = format_for(model, config.prompt_format)
     sites = [str(s) for s in parse_sites(list(config.sites), n_layers=model.n_layers)]
     problems = config.problems()
+    tests = config.test_sets(problems)  # a bad test source or an overlap fails before any work
     cache = StageCache(run_folder)
     if config.target == "intermediate":
         from probes.value_dataset import value_dataset
@@ -276,6 +324,8 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
             extra["steps_only_auroc"] = float(control.mean[0])
         best = sweeps["auroc"].best
         final = LinearProbe(C=config.C).fit(X[best], y)
+        if tests:
+            extra["transfer"] = transfer_scores(model, config, fmt, X, y, sites, tests, cache, progress=ctx.progress)
         title = f"Predicting answer correctness from the last prompt token ({fmt.kind}, {config.folds}-fold CV)"
     save_probe(final, run_folder.path / "probe", site=best, model_name=config.model)
     doc = {"target": config.target, "best_site": best, "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
@@ -297,6 +347,9 @@ def report(doc: dict) -> str:
     for name, sw in doc["sweeps"].items():
         cells = "  ".join(f"{site}={m:.3f}±{sd:.3f}" for site, m, sd in zip(sw["sites"], sw["mean"], sw["std"]))
         lines.append(f"{name}: {cells}")
+    for t in doc.get("transfer", []):
+        cells = "  ".join(f"{site}={'-' if a is None else format(a, '.3f')}" for site, a in t["auroc"].items())
+        lines.append(f"test {t['data']} (model accuracy {t['model_accuracy']:.3f}) auroc: {cells}")
     lines.append(f"best site: {doc['best_site']} (probe saved in the run folder's probe/)")
     return "\n".join(lines)
 

@@ -69,7 +69,7 @@ def _math(path, problems) -> str:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """Disjoint held-out problems: a GSM8K file to train on, a MATH-format file to calibrate on, a GSM8K file to
-    test on, and a harder GSM8K file (2-8 steps) on which tiny-r1 is right about half of the time."""
+    test on, and harder files (2-8 steps, GSM8K and MATH formats) on which tiny-r1 is right about half of the time."""
     root = tmp_path_factory.mktemp("data")
     base = HELD_OUT["eval"]
     return {
@@ -77,6 +77,7 @@ def files(tmp_path_factory):
         "calibration": _math(root / "calibration.jsonl", problems_by_steps(12, 2, 4, seed=base + 2)),
         "test": _gsm8k(root / "test.jsonl", problems_by_steps(10, 2, 4, seed=base + 3)),
         "mixed": _gsm8k(root / "mixed.jsonl", problems_by_steps(6, 2, 8, seed=base + 4)),
+        "mixed_test": _math(root / "mixed_test.jsonl", problems_by_steps(4, 2, 8, seed=base + 5)),
     }
 
 
@@ -138,7 +139,8 @@ def test_lynx_refuses_overlapping_sources(r1, files, tmp_path):
 def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_zoo_branches):
     argv = ["run", "probe", "--model", r1.name, "--prompt-format", "chat", "--data", files["mixed"], "--target",
             "correct", "--n-problems", "42", "--folds", "3", "--n-bootstrap", "20", "--max-new-tokens", "200",
-            "--sites", "embed,resid_post.*", "--runs", str(tmp_path), "--run-id", "r1", "--no-progress"]
+            "--sites", "embed,resid_post.*", "--test-data", f"{files['mixed_test']},{files['test']}", "--n-test", "20",
+            "--runs", str(tmp_path), "--run-id", "r1", "--no-progress"]
     if not tiny_r1_trained():  # an untrained model is never right: one outcome only
         assert main(argv) == 2 and "correctness labels: received '0 correct of 42" in capsys.readouterr().err
         return
@@ -150,6 +152,22 @@ def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_
     intention = RunFolder.open(tmp_path / "probe" / "r1").read_result("intention")
     assert list(intention["styles"]) == ["chat"]  # the job's own format: no zoo styles for a chat model
     assert intention["styles"]["chat"]["accuracy"] == pytest.approx(doc["model_accuracy"])
+    # the probes fitted on one data set, scored on two others
+    transfer = doc["transfer"]
+    assert [t["data"] for t in transfer] == [f"{files['mixed_test']}#test", f"{files['test']}#test"]
+    assert all(t["n_problems"] == 20 and set(t["accuracy"]) == set(doc["sweeps"]["auroc"]["sites"]) for t in transfer)
+    assert all(a is None or 0 <= a <= 1 for t in transfer for a in t["auroc"].values())
+
+
+def test_probe_refuses_test_data_it_cannot_use(r1, files, tmp_path):
+    with pytest.raises(ThinklensError, match="test_data.*--target correct"):
+        run_job("probe", model=r1, prompt_format="chat", data=files["train"], test_data=(files["test"],),
+                runs=tmp_path, run_id="t", progress=False)
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text(Path(files["train"]).read_text())
+    with pytest.raises(ThinklensError, match="questions in both data and"):
+        run_job("probe", model=r1, prompt_format="chat", data=files["train"], target="correct", test_data=(str(copy),),
+                runs=tmp_path, run_id="o", progress=False)
 
 
 def test_probe_refuses_ground_truth_targets_without_ground_truth(r1, files, tmp_path):
