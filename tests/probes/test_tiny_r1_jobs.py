@@ -102,7 +102,7 @@ def test_cue_events_on_bpe_tokens(r1):
 
 def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_branches):
     fields = dict(model=r1, prompt_format="chat", data=files["train"], calibration_data=files["calibration"],
-                  test_data=files["test"], n_train=36, n_calibration=36, n_test=30, max_new_tokens=110,
+                  test_data=files["test"], n_train=36, n_calibration=36, n_test=30, max_new_tokens=150,
                   hidden_layer_sizes=(16,), deltas=(0.2, 0.3), skip_vacuous=True, batch_size=12, runs=tmp_path,
                   run_id="r1", progress=False)
     if not tiny_r1_trained():  # an untrained model writes no cue words and never answers right
@@ -138,7 +138,7 @@ def test_lynx_refuses_overlapping_sources(r1, files, tmp_path):
 
 def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_zoo_branches):
     argv = ["run", "probe", "--model", r1.name, "--prompt-format", "chat", "--data", files["mixed"], "--target",
-            "correct", "--n-problems", "42", "--folds", "3", "--n-bootstrap", "20", "--max-new-tokens", "200",
+            "correct", "--n-problems", "42", "--folds", "3", "--n-bootstrap", "20", "--max-new-tokens", "250",
             "--sites", "embed,resid_post.*", "--test-data", f"{files['mixed_test']},{files['test']}", "--n-test", "20",
             "--runs", str(tmp_path), "--run-id", "r1", "--no-progress"]
     if not tiny_r1_trained():  # an untrained model is never right: one outcome only
