@@ -64,7 +64,7 @@ def add_job_parser(jobs: Any, job: Any) -> argparse.ArgumentParser:
     from thinklens.configcli import add_config_arguments
     from thinklens.jobs import RunOptions
 
-    p = jobs.add_parser(job.name, help=job.help, description=job.description or job.help)
+    p = jobs.add_parser(job.name, help=job.help, description=job.about)
     g = p.add_argument_group(f"{job.name} options (a field of {job.config.__name__} each)")
     if job.presets:
         g.add_argument("--preset", default=argparse.SUPPRESS, choices=sorted(set(job.presets) | {"default"}),

@@ -163,7 +163,7 @@ class Job:
     help: str
     """One line for ``thinklens run --help``."""
     description: str = ""
-    """Paragraph for ``thinklens run <name> --help``."""
+    """Paragraph for ``thinklens run <name> --help`` (default: the job module's docstring, up to its example)."""
     models: tuple[str, ...] = ("model",)
     """Config fields naming models the runner loads before ``run`` (empty: the job loads its own)."""
     load: Callable[[str, RunOptions], Any] | None = None
@@ -189,6 +189,15 @@ class Job:
             raise TypeError(f"job {self.name}: config fields {sorted(clash)} clash with the runner's options")
         if set(self.models) - names:
             raise TypeError(f"job {self.name}: models {sorted(set(self.models) - names)} are not config fields")
+
+    @property
+    def about(self) -> str:
+        """The ``--help`` paragraph: ``description``, else the job module's docstring without its example."""
+        if self.description:
+            return self.description
+        module = sys.modules.get(getattr(self.run, "__module__", ""))
+        text = (getattr(module, "__doc__", None) or "").split("Example:")[0]
+        return " ".join(text.split()) or self.help
 
     @property
     def run_kind(self) -> str:
