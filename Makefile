@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv demo test test-all bench app clean-venv
+.PHONY: venv demo test test-all test-gpu bench app clean-venv
 
 venv: $(STAMP)
 
@@ -25,6 +25,10 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m ""
+
+# the GPU tier (tests/gpu): skipped where no CUDA device exists
+test-gpu: $(STAMP)
+	$(PY) -m pytest -q -m gpu tests/gpu
 
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
