@@ -42,7 +42,8 @@ def zoo_model():
 
 def main() -> None:
     from latent.codi import CODI
-    from latent.data import ExampleSource, latent_tokens, per_example_ce, right_pad, shifted_labels
+    from latent.data import latent_tokens, per_example_ce, right_pad, shifted_labels
+    from latent.examples import ExampleSource
 
     batch_size = int(sys.argv[1]) if len(sys.argv) > 1 else 32
     torch.set_num_threads(1)

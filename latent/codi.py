@@ -45,7 +45,7 @@ def kd_positions(examples: list[Example], rows: list[list[int]]) -> list[int]:
     the position is right whatever precedes it (a dropped step, latents, another tokenizer).
 
     Example:
-        >>> ex = Example(prompt=(1,), steps=(), answer=(40, 55), marker_len=1, value=45)
+        >>> ex = Example(prompt=(1,), steps=(), answer=(40, 55), marker_len=1, gold="45")
         >>> kd_positions([ex], [[1, 9, 9, 40, 55, 2]])
         [3]
     """

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from thinklens.errors import ThinklensError
+from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
 
 
@@ -27,14 +28,32 @@ def _positive(name: str, value: object, fix: str, *, what: str = "an integer >= 
         raise ThinklensError.of(name, value, what, fix)
 
 
+def _check_data(data: str, data_fields: str, *, what: str) -> None:
+    """``--data-fields`` needs ``--data``; a trainer's ``--data`` is never the held-out ``synthetic:`` source."""
+    if data_fields and not data:
+        raise ThinklensError.of("data_fields", data_fields, "a mapping for a --data source", "pass --data too")
+    if what == "train" and data.strip().startswith("synthetic"):
+        raise ThinklensError.of("data", data, "a file or data set with GSM8k-Aug chains (synthetic:... holds the "
+                                "held-out evaluation problems)", "leave --data empty to train on fresh synthetic problems "
+                                "(--min-steps/--max-steps)")
+
+
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(DataOptions):
     """Settings every trainer shares (model, data, optimiser, checkpoints)."""
 
     model: str = "tiny-cot"
     """Start model: a zoo name, a local model folder or a hub id (CoT-trained, as in the papers)."""
-    data: str | None = None
-    """A GSM8k-style .jsonl (question, answer, cot) instead of synthetic problems; none = synthetic."""
+    data: str = ""
+    """Training problems: a GSM8k-Aug style file (question, cot of <<a*b=c>> steps, answer), or any source whose
+    solutions hold <<...>> equations (GSM8K's answers do); empty: fresh synthetic problems for every batch."""
+    prompt_format: str = "auto"
+    """auto (a zoo model's own style, else the chat template when the tokenizer has one, else plain), chat, plain,
+    direct, cot or think. The zoo's styles write zoo words and '#### N'; chat and plain write the equations as given
+    and 'The answer is: N' (CODI's answer line), in the model's own tokens."""
+    eval_data: str = ""
+    """Problems the trained model is evaluated on (the first --eval-n; any --data source); empty: --eval-n held-out
+    synthetic problems per step count."""
     min_steps: int = 3
     """Fewest reasoning steps of the synthetic training problems."""
     max_steps: int = 4
@@ -65,6 +84,8 @@ class TrainConfig:
     """Also write the trained model folder here, e.g. data/zoo/tiny-codi (it is always in <run folder>/model)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_data(self.data, self.data_fields, what="train")
         if not 1 <= self.min_steps <= self.max_steps <= 64:
             raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min_steps <= max_steps <= 64",
                                     "pass --min-steps 3 --max-steps 4")
@@ -184,12 +205,19 @@ class LatentSFTConfig(TrainConfig):
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 0", f"pass --{name.replace('_', '-')} 100")
 
 
+#: LatentSeek rewards by name (besides ``module:function``).
+REWARDS = ("auto", "psrm", "self")
+
+
 @dataclass(frozen=True)
-class LatentSeekConfig:
+class LatentSeekConfig(DataOptions):
     """LatentSeek: per-instance test-time optimisation of the first latents of a greedy CoT."""
 
     model: str = "tiny-cot"
     """Frozen CoT model: zoo name, folder or hub id."""
+    data: str = ""
+    """Problems: any --data source (GSM8K, MATH-500, AIME, JSONL, ...; its first --n); empty: --n held-out synthetic
+    problems per step count (--min-steps..--max-steps)."""
     rho: float = 0.2
     """Fraction of the generated tokens whose final-layer states are optimised."""
     max_latents: int = 300
@@ -202,20 +230,29 @@ class LatentSeekConfig:
     """Stop once the reward exceeds this."""
     variant: Literal["argmax", "sample"] = "argmax"
     """Tokens scored in the loss: argmax (the released code) or sampled (the paper's algorithm)."""
-    reward: str = "psrm"
-    """Reward: psrm (0 if the answer is right else -1) or module:function for a pluggable one."""
+    reward: str = "auto"
+    """Reward: psrm (0 if the answer is right else -1: the paper's perfect sparse reward, from the gold answers), self
+    (the paper's self-reward: the model judges its own solution with four weighted verifier prompts), auto (psrm for
+    the zoo's formats, self otherwise) or module:function (a pluggable fn(text, gold) -> float)."""
     min_steps: int = 6
     """Fewest reasoning steps of the evaluated problems."""
     max_steps: int = 8
     """Most reasoning steps of the evaluated problems."""
     n: int = 30
-    """Problems per step count."""
+    """Problems per step count (synthetic), or the first n problems of --data."""
     seed: int = HELD_OUT["eval"]
     """Held-out problem seed (and sampling seed)."""
-    max_new_tokens: int = 72
-    """Token budget of each (re)generation."""
+    max_new_tokens: int = 0
+    """Token budget of each (re)generation; 0: 72 for the zoo's formats, 1024 otherwise (the paper's)."""
+    verifier_max_new_tokens: int = 4096
+    """Token budget of each verifier's answer with --reward self (the paper's code: 4096)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_data(self.data, self.data_fields, what="seek")
+        if self.reward not in REWARDS and ":" not in self.reward:
+            raise ThinklensError.of("reward", self.reward, f"one of {', '.join(REWARDS)} or module:function",
+                                    "pass --reward psrm (gold answers) or --reward self (the model judges itself)")
         if not 0 <= self.rho <= 1:
             raise ThinklensError.of("rho", self.rho, "a fraction in [0, 1]", "pass --rho 0.2")
         if self.max_latents < 0 or self.max_iters < 0:
@@ -226,23 +263,35 @@ class LatentSeekConfig:
         if not 1 <= self.min_steps <= self.max_steps:
             raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min <= max", "pass 6 and 8")
         _positive("n", self.n, "pass --n 30")
-        _positive("max_new_tokens", self.max_new_tokens, "pass --max-new-tokens 72")
+        if self.max_new_tokens < 0:
+            raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 0 (0: the format's default)",
+                                    "pass --max-new-tokens 1024")
+        _positive("verifier_max_new_tokens", self.verifier_max_new_tokens, "pass --verifier-max-new-tokens 4096")
 
 
 @dataclass(frozen=True)
-class EvalConfig:
+class EvalConfig(DataOptions):
     """The comparison table: which models, which problems."""
 
     model: str = ""
     """A model compared before ``models`` (zoo name or folder; empty: ``models`` only)."""
     models: tuple[str, ...] = ("tiny-direct", "tiny-cot", "tiny-coconut", "tiny-codi", "tiny-latent-sft")
     """Models to compare: zoo names or folders (latent models carry latent.json)."""
+    data: str = ""
+    """Problems: any --data source (GSM8K, MATH-500, JSONL, ...; its first --n, the LatentSeek rows on its first
+    --seek-n); empty: --n held-out synthetic problems per step count (--min-steps..--max-steps)."""
+    prompt_format: str = "auto"
+    """Format of the token-level models: auto (a zoo model's own style, else the chat template when the tokenizer has
+    one, else plain), chat, plain, direct, cot or think. A latent model is prompted in the format it was trained in."""
     min_steps: int = 3
     """Fewest reasoning steps of the evaluated problems."""
     max_steps: int = 4
     """Most reasoning steps of the evaluated problems."""
     n: int = 100
-    """Problems per step count."""
+    """Problems per step count (synthetic), or the first n problems of --data."""
+    max_new_tokens: int = 0
+    """Generation budget of the token-level models and the LatentSeek rows; 0: the task protocol's budget (LatentSeek:
+    72) for the zoo's formats, 1024 otherwise."""
     seed: int = HELD_OUT["eval"]
     """Held-out problem seed (the zoo's evaluation seed)."""
     seek_n: int = 30
@@ -256,10 +305,20 @@ class EvalConfig:
     seek_lr: float = 0.5
     """LatentSeek learning rate: the paper's 0.03-0.05 flips no token of the zoo's d=128 states in 10
     iterations; 0.5 does (chosen on seed-10000 problems)."""
+    seek_reward: str = "psrm"
+    """Reward of the LatentSeek rows: psrm (the gold answers), self (the model judges itself) or module:function."""
     decode_examples: int = 8
     """Problems whose latents are decoded (top-5) in the result."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_data(self.data, self.data_fields, what="eval")
+        if self.seek_reward not in REWARDS and ":" not in self.seek_reward:
+            raise ThinklensError.of("seek_reward", self.seek_reward, f"one of {', '.join(REWARDS)} or module:function",
+                                    "pass --seek-reward psrm")
+        if self.max_new_tokens < 0:
+            raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 0 (0: the format's default)",
+                                    "pass --max-new-tokens 1024")
         if not self.names():
             raise ThinklensError.of("models", self.models, "at least one model", "pass --models tiny-cot,tiny-codi")
         if not 1 <= self.min_steps <= self.max_steps or not 1 <= self.seek_min_steps <= self.seek_max_steps:

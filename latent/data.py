@@ -3,7 +3,9 @@
 An :class:`Example` keeps the prompt, each CoT step and the answer segment (marker + number) as
 separate token lists, so a trainer can drop, replace or compress steps without re-tokenising, and
 the answer segment has the same ids in every sequence it is part of (the CODI distillation position
-is found by searching for it).
+is found by searching for it). A number may be several tokens (BPE tokenizers split digits): the
+answer segment is the marker's tokens, then the number's, whatever their count.
+:mod:`latent.examples` builds examples from problems in a model's prompt format.
 
 Example:
     >>> from thinklens.zoo.tokenizer import build_zoo_tokenizer
@@ -17,15 +19,13 @@ Example:
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 from thinklens.errors import ThinklensError
-from thinklens.tasks import ANSWER_MARKER, Problem, TaskConfig, generate_problem, render_prompt, spaced
+from thinklens.tasks import ANSWER_MARKER, Problem, render_prompt, spaced
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -86,7 +86,9 @@ def add_latent_tokens(model: "HookedModel") -> "HookedModel":
     from thinklens.model import HookedModel
 
     tok = copy.deepcopy(model.tokenizer)
-    tok.add_special_tokens({"additional_special_tokens": [t for t in SPECIAL if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]})
+    missing = [t for t in SPECIAL if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]
+    if missing:  # the tokenizer's own special tokens (chat roles) stay special
+        tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
     if len(tok) > model.embedding_weight.shape[0]:
         model.hf.resize_token_embeddings(len(tok))
     return HookedModel(model.hf, tok, name=model.name)
@@ -112,13 +114,13 @@ class Example:
     prompt: tuple[int, ...]
     """Prompt ids, as the tokenizer encodes the prompt (bos included when it adds one)."""
     steps: tuple[tuple[int, ...], ...]
-    """One id tuple per CoT step (``<< a + b = c >>``)."""
+    """One id tuple per CoT step (``<< a + b = c >>`` in the zoo's words, ``<<a+b=c>>`` for other tokenizers)."""
     answer: tuple[int, ...]
-    """Answer segment ids: the marker (``####``) then the number."""
+    """Answer segment ids: the marker (``####``, ``The answer is:``) then the number (one or more tokens)."""
     marker_len: int
-    """How many leading ids of ``answer`` are the marker."""
-    value: int
-    """The integer answer."""
+    """How many leading ids of ``answer`` come before the number (the marker, and a lone space token)."""
+    gold: str
+    """The gold answer as written (``82``); outputs are graded with :func:`thinklens.answers.is_correct`."""
 
     @property
     def cot(self) -> list[int]:
@@ -129,72 +131,35 @@ def _ids(tokenizer: Any, text: str) -> tuple[int, ...]:
     return tuple(tokenizer(" " + text, add_special_tokens=False)["input_ids"])
 
 
-def make_example(tokenizer: Any, prompt: str, steps: list[str], value: int) -> Example:
-    """Tokenise a prompt, its CoT steps and the answer into an :class:`Example`."""
-    marker = _ids(tokenizer, ANSWER_MARKER)
-    answer = _ids(tokenizer, f"{ANSWER_MARKER} {value}")
-    if answer[: len(marker)] != marker:  # a BPE merge across marker and number: keep the whole as marker
-        marker = answer[:-1]
-    return Example(tuple(tokenizer(prompt)["input_ids"]), tuple(_ids(tokenizer, s) for s in steps), answer, len(marker), value)
+def marker_length(tokenizer: Any, marker: tuple[int, ...], answer: tuple[int, ...]) -> int:
+    """Ids of ``answer`` (marker + number) before the number: the prefix shared with ``marker``, then any
+    whitespace-only tokens (Qwen and Llama 3 write the space before a number as its own token).
+
+    Example:
+        >>> from thinklens.zoo.tokenizer import build_zoo_tokenizer
+        >>> tok = build_zoo_tokenizer()
+        >>> marker_length(tok, _ids(tok, "####"), _ids(tok, "#### 82"))
+        1
+    """
+    n = 0
+    while n < min(len(marker), len(answer) - 1) and marker[n] == answer[n]:
+        n += 1
+    while n < len(answer) - 1 and not tokenizer.decode([answer[n]]).strip():
+        n += 1
+    return n
+
+
+def make_example(tokenizer: Any, prompt: str, steps: list[str], gold: int | str, *, marker: str = ANSWER_MARKER) -> Example:
+    """Tokenise a prompt, its CoT steps and the answer (``marker`` then ``gold``) into an :class:`Example`."""
+    marker_ids = _ids(tokenizer, marker)
+    answer = _ids(tokenizer, f"{marker} {gold}")
+    return Example(tuple(tokenizer(prompt)["input_ids"]), tuple(_ids(tokenizer, s) for s in steps), answer,
+                   marker_length(tokenizer, marker_ids, answer), str(gold))
 
 
 def example_from_problem(problem: Problem, tokenizer: Any) -> Example:
-    """An :class:`Example` from a synthetic problem (cot-style prompt, one step per equation)."""
+    """An :class:`Example` of the zoo's cot format from a synthetic problem (cot-style prompt, one step per equation)."""
     return make_example(tokenizer, render_prompt(problem, "cot"), [spaced(s.equation) for s in problem.steps], problem.answer)
-
-
-_EQ = re.compile(r"<<[^<>]*>>")
-
-
-def examples_from_jsonl(path: str, tokenizer: Any, *, need_cot: bool) -> list[Example]:
-    """Examples from a GSM8k / GSM8k-Aug .jsonl (see :func:`thinklens.answers.load_gsm8k_jsonl`).
-
-    The prompt is ``question + " steps :"`` (the zoo's cot cue); steps are the ``<<...>>`` equations.
-    """
-    from thinklens.answers import load_gsm8k_jsonl
-
-    out = []
-    for i, rec in enumerate(load_gsm8k_jsonl(path)):
-        steps = _EQ.findall(rec.cot)
-        if need_cot and not steps:
-            raise ThinklensError.of(
-                "dataset", f"{path}: record {i} has no chain of thought", "a cot field or <<a+b=c>> equations in every answer",
-                "add a GSM8k-Aug cot (e.g. '<<16-3-4=9>> <<9*2=18>>') or train a method that needs no CoT",
-            )
-        out.append(make_example(tokenizer, f"{spaced(rec.question)} steps :", [spaced(s) for s in steps], rec.answer))
-    if not out:
-        raise ThinklensError.of("dataset", path, "at least one record", "check the file")
-    return out
-
-
-class ExampleSource:
-    """Deterministic batches: batch ``k`` depends only on ``(seed, k)``, so a resumed run continues
-    exactly where a straight run would, and every process agrees on the global batch.
-
-    All examples of a batch share one number of CoT steps (the curricula remove steps per row and
-    the latent counts must agree across a batch).
-    """
-
-    def __init__(self, tokenizer: Any, *, seed: int, min_steps: int, max_steps: int, data: str | None = None,
-                 need_cot: bool = True, task: TaskConfig | None = None):
-        self.tokenizer, self.seed, self.task = tokenizer, seed, task or TaskConfig()
-        self.min_steps, self.max_steps = min_steps, max_steps
-        self.buckets: dict[int, list[Example]] | None = None
-        if data is not None:
-            self.buckets = {}
-            for ex in examples_from_jsonl(data, tokenizer, need_cot=need_cot):
-                self.buckets.setdefault(len(ex.steps), []).append(ex)
-
-    def batch(self, k: int, size: int) -> list[Example]:
-        rng = np.random.default_rng([self.seed, k])
-        if self.buckets is not None:
-            keys = sorted(self.buckets)
-            weights = np.asarray([len(self.buckets[s]) for s in keys], dtype=float)
-            n = keys[int(rng.choice(len(keys), p=weights / weights.sum()))]
-            pool = self.buckets[n]
-            return [pool[int(i)] for i in rng.integers(0, len(pool), size)]
-        n = int(rng.integers(self.min_steps, self.max_steps + 1))
-        return [example_from_problem(generate_problem(rng, self.task, n_steps=n), self.tokenizer) for _ in range(size)]
 
 
 def shard(rows: list, rank: int, world: int) -> list:

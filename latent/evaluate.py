@@ -1,10 +1,12 @@
-"""The comparison table (No-CoT, CoT-SFT, Coconut, CODI, Latent-SFT, CoT + LatentSeek) and LatentSeek runs.
+"""The comparison table (No-CoT, CoT-SFT, Coconut, CODI, Latent-SFT, CoT + LatentSeek) of the ``latent-eval`` job.
 
-Every accuracy uses the one answer parser (:func:`thinklens.answers.parse_answer`). Reasoning positions
-are the explicit tokens before the answer marker plus the latent steps; compression is the CoT model's
-mean reasoning positions divided by a method's.
-
-The jobs ``latent-eval`` (:func:`run_table`) and ``latent-seek`` (:func:`run_seek`) call these.
+Every model answers the same problems: held-out synthetic ones, or the first ``--n`` of any ``--data``
+source. A latent model (its folder has latent.json) is prompted in the format it was trained in; a
+token-level model in ``--prompt-format`` (``auto``: a zoo model's own style, else its chat template, else
+plain). Every accuracy is :func:`thinklens.answers.is_correct` against the gold answer. Reasoning positions
+are the explicit tokens before the answer (zoo styles: before ``####``; a thinking span: the tokens inside it;
+else: before the answer line) plus the latent steps; compression is the CoT row's mean reasoning positions
+divided by a method's.
 
 Example:
     >>> # run = RunFolder.create("latent-eval", EvalConfig(), run_id="table")
@@ -14,26 +16,34 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from latent.config import EvalConfig, LatentSeekConfig
-from latent.data import example_from_problem
-from latent.latent_model import load_hooked_model, load_latent_model, marker_index, resolve_model
-from latent.latentseek import SeekIteration, SeekResult, accuracy_by_budget, latent_seek, load_reward
+from latent.examples import gold_of, n_steps_of, problem_record, render_problem
+from latent.latent_model import load_hooked_model, load_latent_model, marker_index, predicted_answer, resolve_model
 from latent.methods import METHODS
-from thinklens.answers import parse_answer
+from latent.seek_runs import seek_problem_list, seek_problems, seek_summary, seek_to_json
+from thinklens.answers import is_correct
 from thinklens.jobs import Progress
 from thinklens.runs import RunFolder
-from thinklens.tasks import ANSWER_MARKER, Problem, render_prompt
-from thinklens.tasks.protocol import model_style, problems_by_steps, token_budget
+from thinklens.tasks import ANSWER_MARKER
+from thinklens.tasks.protocol import problems_by_steps, token_budget
 
-#: Display names of the token-level rows (the latent methods' come from the method table).
+if TYPE_CHECKING:
+    from thinklens.formats import PromptFormat
+    from thinklens.trace import Trace
+
+#: Display names of the token-level rows in the zoo's styles (the latent methods' come from the method table).
 LABELS = {"direct": "No-CoT SFT", "cot": "CoT-SFT", "think": "Think-SFT"}
+#: New tokens of a token-level model outside the zoo's formats when ``max_new_tokens`` is 0.
+GENERIC_TOKENS = 1024
+# Where an answer starts in an output without a thinking span (the markers extract_answer reads).
+_ANSWER_START = re.compile(r"####|\\boxed|\bfinal answer\b|\bthe answer is\b", re.IGNORECASE)
 
 
 def _folder_meta(folder: Path) -> dict:
@@ -43,39 +53,86 @@ def _folder_meta(folder: Path) -> dict:
     return {}
 
 
+def tokens_before_answer(tokens: list[str]) -> int:
+    """How many leading tokens (as decoded strings) come before the answer line, e.g. ``The answer is: 18``.
+
+    Example:
+        >>> tokens_before_answer(["<<", "2+3=5", ">>", " The", " answer", " is", ":", " 5"])
+        3
+    """
+    m = _ANSWER_START.search("".join(tokens))
+    if m is None:
+        return len(tokens)
+    end = 0
+    for i, t in enumerate(tokens):
+        end += len(t)
+        if end > m.start():
+            return i
+    return len(tokens)
+
+
+def reasoning_tokens(trace: "Trace", fmt: "PromptFormat") -> int:
+    """The explicit reasoning of an output in a format outside the zoo's: the tokens inside the thinking span,
+    or (no span) the tokens before the answer line."""
+    if fmt.span is not None:
+        return len(fmt.split_trace(trace).reasoning)
+    return tokens_before_answer(list(trace.tokens))
+
+
+def generation_budget(model: Any, fmt: "PromptFormat", problems: list, prompts: list[str], max_new_tokens: int) -> int:
+    """New tokens for a batch: ``max_new_tokens``, else the task protocol's budget for the zoo's formats (by the
+    batch's most steps), else :data:`GENERIC_TOKENS`; capped by the model's context."""
+    if max_new_tokens:
+        budget = max_new_tokens
+    elif fmt.is_zoo:
+        budget = token_budget(fmt.kind, max(n_steps_of(p) for p in problems))
+    else:
+        budget = GENERIC_TOKENS
+    ctx = model.max_context
+    if ctx is not None:
+        budget = min(budget, ctx - max(len(model.tokenizer(p)["input_ids"]) for p in prompts))
+    return max(budget, 1)
+
+
 @torch.no_grad()
-def eval_text_model(model: Any, problems: list[Problem], style: str, *, batch_size: int = 64) -> list[dict]:
-    """Greedy decoding with the core's traced generation; reasoning = tokens before ``####``."""
+def eval_text_model(model: Any, problems: list, fmt: "PromptFormat", *, max_new_tokens: int = 0,
+                    batch_size: int = 64) -> list[dict]:
+    """Greedy decoding with the core's traced generation, graded by ``is_correct``; reasoning as in the module doc."""
     marker = model.tokenizer(" " + ANSWER_MARKER, add_special_tokens=False)["input_ids"]
     out = []
     for i in range(0, len(problems), batch_size):
         chunk = problems[i:i + batch_size]
-        budget = token_budget(style, max(p.n_steps for p in chunk))
-        traces = model.generate([render_prompt(p, style) for p in chunk], max_new_tokens=budget, batch_size=batch_size)
+        prompts = [render_problem(p, fmt, model.tokenizer) for p in chunk]
+        budget = generation_budget(model, fmt, chunk, prompts, max_new_tokens)
+        traces = model.generate(prompts, max_new_tokens=budget, batch_size=batch_size)
         for p, tr in zip(chunk, traces):
-            explicit = marker_index(tr.token_ids, marker)
-            out.append({"text": tr.text, "pred": parse_answer(tr.text), "correct": parse_answer(tr.text) == p.answer,
+            explicit = marker_index(tr.token_ids, marker) if fmt.is_zoo else reasoning_tokens(tr, fmt)
+            out.append({"text": tr.text, "pred": predicted_answer(tr.text), "correct": is_correct(tr.text, gold_of(p)),
                         "latent_steps": 0, "explicit_tokens": explicit, "reasoning_positions": explicit, "latents": []})
     return out
 
 
-def table_row(name: str, problems: list[Problem], *, device: str = "cpu",
+def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new_tokens: int = 0, device: str = "cpu",
               dtype: torch.dtype = torch.float32) -> tuple[dict, list[dict]]:
     """The comparison-table row of one model (latent or token-level) on ``problems``, and its per-problem records."""
+    from thinklens.formats import format_for
+
     folder = Path(resolve_model(name))
     meta = _folder_meta(folder) if folder.is_dir() else {}
     t0 = time.monotonic()
     latent = METHODS.get(meta.get("method", ""))
     if latent is not None:
         lm = load_latent_model(str(folder), device=device, dtype=dtype)
-        records = lm.infer([example_from_problem(p, lm.model.tokenizer) for p in problems])
+        records = lm.infer_problems(problems)
         method, label, train_s = latent.name, latent.label, meta.get("total_train_wall_s", meta.get("train_wall_s"))
         label += latent.module.label_tags(meta["config"], (meta.get("continued") or {}).get("steps"))
     else:
         model = load_hooked_model(name, device=device, dtype=dtype)
-        method = model_style(str(folder) if folder.is_dir() else name)
-        label = LABELS.get(method, method)
-        records = eval_text_model(model, problems, method)
+        fmt = format_for(model, prompt_format)
+        # a token-level model outside the zoo's styles is the CoT row its latent siblings compress
+        method = fmt.kind if fmt.is_zoo else "cot"
+        label = LABELS[fmt.kind] if fmt.is_zoo else f"{folder.name} ({fmt.kind})"
+        records = eval_text_model(model, problems, fmt, max_new_tokens=max_new_tokens)
         train_s = meta.get("train_wall_s")
     n = len(records)
     summary = {"model": name, "method": method, "label": label,
@@ -86,6 +143,13 @@ def table_row(name: str, problems: list[Problem], *, device: str = "cpu",
     return summary, records
 
 
+def table_problems(cfg: EvalConfig) -> tuple[list, str]:
+    """The table's problems and how the table names them (``3-4 steps``, or the data set's file name)."""
+    if cfg.data:
+        return list(cfg.load(limit=cfg.n)), Path(cfg.data.split("@")[0]).name or cfg.data
+    return problems_by_steps(cfg.n, cfg.min_steps, cfg.max_steps, seed=cfg.seed), f"{cfg.min_steps}-{cfg.max_steps} steps"
+
+
 def add_compression(rows: list[dict]) -> None:
     """``compression`` = CoT-SFT reasoning positions / the row's (None without a CoT row or for 0)."""
     cot = next((r for r in rows if r["method"] == "cot"), None)
@@ -94,97 +158,43 @@ def add_compression(rows: list[dict]) -> None:
                             if cot and r["reasoning_positions"] > 0 else None)
 
 
-def seek_problems(model: Any, problems: list[Problem], cfg: LatentSeekConfig, run: RunFolder | None = None,
-                  progress: Progress | None = None) -> list[SeekResult]:
-    """LatentSeek on every problem (resumable per problem through the run folder's progress log)."""
-    reward = load_reward(cfg.reward)
-    done = run.finished() if run is not None else {}
-    results = []
-    for i, p in enumerate((progress or Progress(False)).iter(problems, desc="latentseek", total=len(problems))):
-        key = f"p{i:05d}"
-        if key in done:
-            results.append(seek_from_json(done[key]))
-            continue
-        prompt = model.tokenizer(render_prompt(p, "cot"))["input_ids"]
-        gen = torch.Generator().manual_seed(cfg.seed * 100_003 + i)
-        res = latent_seek(model, prompt, p.answer, cfg, reward, generator=gen)
-        results.append(res)
-        if run is not None:
-            run.mark_done(key, seek_to_json(res))
-    return results
-
-
-def seek_to_json(r: SeekResult) -> dict:
-    """One problem's LatentSeek run as JSON (read back by :func:`seek_from_json`)."""
-    return asdict(r)
-
-
-def seek_from_json(d: dict) -> SeekResult:
-    return SeekResult(**{**d, "iterations": [SeekIteration(**it) for it in d["iterations"]]})
-
-
-def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
-    """Accuracy before/after, by iteration budget, mean iterations / flips / ||z'-z||."""
-    its = [r.iterations for r in results if r.iterations]
-    flat = [it for rs in its for it in rs]
-    return {
-        "n": len(results), "cot_accuracy": sum(r.original_correct for r in results) / len(results),
-        "seek_accuracy": sum(r.final_correct for r in results) / len(results),
-        "accuracy_by_budget": accuracy_by_budget(results, cfg.max_iters),
-        "mean_iterations": sum(len(r.iterations) for r in results) / len(results),
-        "mean_flipped": sum(it.flipped for it in flat) / len(flat) if flat else 0.0,
-        "mean_delta_norm": sum(it.delta_norm for it in flat) / len(flat) if flat else 0.0,
-        "mean_optimised": sum(r.n_optimised for r in results) / len(results),
-        "mean_tokens": sum(r.n_tokens for r in results) / len(results),
-    }
-
-
-def run_seek(model: Any, cfg: LatentSeekConfig, run: RunFolder, *, progress: Progress | None = None) -> dict:
-    """The ``latent-seek`` job: LatentSeek on held-out problems; writes results/seek.json and the budget figure."""
-    from latent import figures
-
-    results = seek_problems(model, problems_by_steps(cfg.n, cfg.min_steps, cfg.max_steps, seed=cfg.seed), cfg, run, progress)
-    summary = seek_summary(results, cfg)
-    run.write_result("seek", {"config": cfg, "summary": summary, "problems": [seek_to_json(r) for r in results]})
-    run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], cfg.reward))
-    run.finish({"cot_accuracy": summary["cot_accuracy"], "seek_accuracy": summary["seek_accuracy"]})
-    return summary
-
-
 def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None = None, progress: Progress | None = None,
               device: str = "cpu", dtype: torch.dtype = torch.float32) -> dict:
     """Evaluate every model, add LatentSeek rows, write table/decoding/seek results and figures."""
     from latent import figures
 
     progress = progress or Progress(False)
-    problems = problems_by_steps(cfg.n, cfg.min_steps, cfg.max_steps, seed=cfg.seed)
+    problems, where = table_problems(cfg)
     rows, decoding = [], []
     by_model: dict[str, list[dict]] = {}
     names = cfg.names()
     for name in progress.iter(names, desc="models", total=len(names)):
-        summary, records = table_row(name, problems, device=device, dtype=dtype)
-        summary["problems"] = f"{cfg.min_steps}-{cfg.max_steps} steps"
+        summary, records = table_row(name, problems, prompt_format=cfg.prompt_format, max_new_tokens=cfg.max_new_tokens,
+                                     device=device, dtype=dtype)
+        summary["problems"] = where
         rows.append(summary)
         by_model[name] = records
     add_compression(rows)
     for i, p in enumerate(problems[: cfg.decode_examples]):
-        decoding.append({"question": p.question, "answer": p.answer, "cot": p.cot, "steps": p.n_steps,
+        decoding.append({**problem_record(p),
                          "methods": {name: {"text": recs[i]["text"], "correct": recs[i]["correct"], "latents": recs[i]["latents"]}
                                      for name, recs in by_model.items()}})
     out: dict[str, Any] = {"rows": rows}
     cot_row = next((r for r in rows if r["method"] == "cot"), None)
     if cfg.seek_n and cot_row is not None:
-        scfg = seek or LatentSeekConfig(model=cot_row["model"], min_steps=cfg.seek_min_steps, max_steps=cfg.seek_max_steps,
-                                        n=cfg.seek_n, seed=cfg.seek_seed, lr=cfg.seek_lr)
+        scfg = seek or LatentSeekConfig(model=cot_row["model"], data=cfg.data, data_fields=cfg.data_fields,
+                                        prompt_format=cfg.prompt_format, min_steps=cfg.seek_min_steps,
+                                        max_steps=cfg.seek_max_steps, n=cfg.seek_n, seed=cfg.seek_seed, lr=cfg.seek_lr,
+                                        reward=cfg.seek_reward, max_new_tokens=cfg.max_new_tokens)
         model = load_hooked_model(scfg.model, device=device, dtype=dtype)
-        hard = problems_by_steps(scfg.n, scfg.min_steps, scfg.max_steps, seed=scfg.seed)
         t0 = time.monotonic()
-        results = seek_problems(model, hard, scfg, run, progress)
+        results = seek_problems(model, seek_problem_list(scfg), scfg, run, progress)
         summary = seek_summary(results, scfg)
         summary["eval_s"] = round(time.monotonic() - t0, 1)
         tokens = sum(r.n_tokens for r in results) / len(results)
-        label = f"{scfg.min_steps}-{scfg.max_steps} steps"
-        rows.append({"model": scfg.model, "method": "cot", "label": "CoT-SFT (hard)", "problems": label,
+        label = where if scfg.data else f"{scfg.min_steps}-{scfg.max_steps} steps"
+        base = "CoT-SFT (hard)" if not scfg.data else f"{cot_row['label']} (LatentSeek problems)"
+        rows.append({"model": scfg.model, "method": "cot", "label": base, "problems": label,
                      "accuracy": summary["cot_accuracy"], "reasoning_positions": tokens, "latent_steps": 0,
                      "train_s": cot_row["train_s"], "n": len(results), "compression": 1.0})
         rows.append({"model": scfg.model, "method": "latentseek", "label": f"CoT + LatentSeek({scfg.reward.upper()})",

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from latent.saved_model import read_latent_meta
 from latent.data import Example, LatentTokens, latent_tokens
+from latent.examples import ExampleBuilder
 from latent.methods import LatentMethod, method_named
-from thinklens.tasks import ANSWER_MARKER
+from latent.saved_model import read_latent_meta
+from thinklens.answers import extract_answer, is_correct
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -53,20 +54,44 @@ def marker_index(ids: list[int], marker: list[int]) -> int:
     return len(ids)
 
 
+def predicted_answer(text: str) -> int | str | None:
+    """The answer of an output as :func:`thinklens.answers.extract_answer` reads it, as an int when it is one
+    (so the zoo's records keep integer predictions).
+
+    Example:
+        >>> predicted_answer("<< 2 + 3 = 5 >> #### 5"), predicted_answer(r"so \\boxed{\\frac{1}{2}}"), predicted_answer("no")
+        (5, '\\\\frac{1}{2}', None)
+    """
+    pred = extract_answer(text)
+    if pred is not None and pred.lstrip("-").isdigit():
+        return int(pred)
+    return pred
+
+
+def saved_format_kind(meta: dict) -> str:
+    """The prompt format a saved latent model was trained in (models saved before formats existed: the zoo's cot)."""
+    return meta.get("prompt_format") or "cot"
+
+
 class LatentModel:
-    """A saved latent model ready for inference: ``infer(examples)`` -> text, answer, reasoning positions."""
+    """A saved latent model ready for inference: ``infer(examples)`` -> text, answer, reasoning positions.
+
+    ``builder`` makes examples in the prompt format the model was trained in (``latent.json``'s ``prompt_format``).
+    """
 
     def __init__(self, model: "HookedModel", meta: dict, module: nn.Module, tokens: LatentTokens):
+        from thinklens.formats import format_for
+
         self.model, self.meta, self.module, self.tokens = model, meta, module, tokens
         self.method = meta["method"]
         self.entry: LatentMethod = method_named(self.method)
+        self.builder = ExampleBuilder(model.tokenizer, format_for(model, saved_format_kind(meta)))
 
     @torch.no_grad()
     def infer(self, examples: list[Example], *, batch_size: int = 64) -> list[dict[str, Any]]:
-        from thinklens.answers import parse_answer
-
+        """Latent inference on examples (from :attr:`builder`); every answer graded by ``is_correct`` against the gold."""
         saved = self.meta["config"]
-        marker = self.model.tokenizer(" " + ANSWER_MARKER, add_special_tokens=False)["input_ids"]
+        marker = self.builder.marker_ids
         out: list[dict[str, Any]] = []
         for i in range(0, len(examples), batch_size):
             chunk = examples[i:i + batch_size]
@@ -74,10 +99,14 @@ class LatentModel:
             for ex, r in zip(chunk, res):
                 text = self.model.tokenizer.decode(r["ids"], skip_special_tokens=True)
                 explicit = marker_index(r["ids"], marker)
-                out.append({"text": text, "pred": parse_answer(text), "correct": parse_answer(text) == ex.value,
+                out.append({"text": text, "pred": predicted_answer(text), "correct": is_correct(text, ex.gold),
                             "latent_steps": len(r["latents"]), "explicit_tokens": explicit,
                             "reasoning_positions": len(r["latents"]) + explicit, "latents": r["latents"]})
         return out
+
+    def infer_problems(self, problems: Any, *, batch_size: int = 64) -> list[dict[str, Any]]:
+        """:meth:`infer` on problems (synthetic or from a problem set), made into examples in the model's format."""
+        return self.infer(self.builder.build_all(problems), batch_size=batch_size)
 
 
 def load_side_state(module: nn.Module, folder: Path, meta: dict) -> None:

@@ -9,11 +9,14 @@ final-layer post-norm state (LM-head input) that produced each token. The first
 greedily from them and score the new answer. Stop when the reward exceeds ``threshold`` or after
 ``max_iters`` iterations.
 
-Rewards: :func:`psrm` (0 if the answer is right else -1, the paper's perfect sparse reward) or any
-``fn(text, answer) -> float``. Sanity (tested): R = 0 changes nothing; rho = 0 returns the original.
+Rewards: :func:`psrm` (0 if the answer is right else -1, the paper's perfect sparse reward; graded by
+:func:`thinklens.answers.is_correct`, so the gold may be any answer a data set holds), the paper's self-reward
+(:class:`latent.self_reward.SelfReward`: the model judges its own solution), or any ``fn(text, gold) -> float``.
+A reward with a ``for_question(question)`` method is bound to each problem's question first. Sanity
+(tested): R = 0 changes nothing; rho = 0 returns the original.
 
 Example:
-    >>> # res = latent_seek(model, prompt_ids, answer=36, cfg=LatentSeekConfig(), reward=psrm)
+    >>> # res = latent_seek(model, prompt_ids, answer="36", cfg=LatentSeekConfig(), reward=psrm)
     >>> # res.final_correct, [it.reward for it in res.iterations]
 """
 
@@ -28,7 +31,7 @@ import torch
 from torch import Tensor
 
 from latent.config import LatentSeekConfig
-from thinklens.answers import parse_answer
+from thinklens.answers import is_correct
 from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder
 from thinklens.errors import ThinklensError
@@ -37,25 +40,27 @@ from thinklens.sites import Site
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
 
-RewardFn = Callable[[str, int], float]
+#: A reward: ``fn(text, gold) -> float`` (the gold answer as the data set writes it, or the synthetic integer).
+RewardFn = Callable[[str, "int | str"], float]
 
 
-def psrm(text: str, answer: int) -> float:
-    """Perfect sparse reward: 0 if the parsed answer equals ``answer``, else -1.
+def psrm(text: str, answer: int | str) -> float:
+    """Perfect sparse reward: 0 if the output states the gold ``answer`` (:func:`~thinklens.answers.is_correct`), else -1.
 
     Example:
-        >>> psrm("<< 2 + 3 = 5 >> #### 5", 5), psrm("#### 4", 5)
-        (0.0, -1.0)
+        >>> psrm("<< 2 + 3 = 5 >> #### 5", 5), psrm("#### 4", 5), psrm(r"so \\boxed{\\frac{1}{2}}", "0.5")
+        (0.0, -1.0, 0.0)
     """
-    return 0.0 if parse_answer(text) == answer else -1.0
+    return 0.0 if is_correct(text, answer) else -1.0
 
 
 def load_reward(spec: str) -> RewardFn:
-    """``"psrm"`` or ``"module:function"`` (a pluggable ``fn(text, answer) -> float``)."""
+    """``"psrm"`` or ``"module:function"`` (a pluggable ``fn(text, gold) -> float``); the self-reward needs the model:
+    :class:`latent.self_reward.SelfReward`."""
     if spec == "psrm":
         return psrm
     if ":" not in spec:
-        raise ThinklensError.of("reward", spec, "psrm or module:function", "pass --reward psrm")
+        raise ThinklensError.of("reward", spec, "psrm, self or module:function", "pass --reward psrm")
     mod, fn = spec.split(":", 1)
     try:
         return getattr(importlib.import_module(mod), fn)
@@ -93,7 +98,8 @@ class SeekIteration:
 class SeekResult:
     """One problem's LatentSeek run."""
 
-    answer: int
+    answer: int | str
+    """The gold answer."""
     original_text: str
     original_reward: float
     n_tokens: int
@@ -103,11 +109,11 @@ class SeekResult:
 
     @property
     def original_correct(self) -> bool:
-        return parse_answer(self.original_text) == self.answer
+        return is_correct(self.original_text, self.answer)
 
     @property
     def final_correct(self) -> bool:
-        return parse_answer(self.final_text) == self.answer
+        return is_correct(self.final_text, self.answer)
 
     def correct_at(self, budget: int) -> bool:
         """Correct after at most ``budget`` iterations (the run may have stopped earlier)."""
@@ -115,12 +121,19 @@ class SeekResult:
         return done[-1].correct if done else self.original_correct
 
 
-def latent_seek(model: "HookedModel", prompt: list[int], answer: int, cfg: LatentSeekConfig,
-                reward: RewardFn = psrm, *, generator: torch.Generator | None = None) -> SeekResult:
-    """Run LatentSeek on one prompt (token ids); see the module docstring."""
+def latent_seek(model: "HookedModel", prompt: list[int], answer: int | str, cfg: LatentSeekConfig,
+                reward: RewardFn = psrm, *, generator: torch.Generator | None = None,
+                max_new_tokens: int | None = None) -> SeekResult:
+    """Run LatentSeek on one prompt (token ids) whose gold answer is ``answer``; see the module docstring.
+
+    ``max_new_tokens``: the budget of each (re)generation (default ``cfg.max_new_tokens``; the job resolves its 0).
+    """
+    budget = max_new_tokens or cfg.max_new_tokens
+    if budget < 1:
+        raise ThinklensError.of("max_new_tokens", budget, "an integer >= 1", "pass max_new_tokens=1024")
     tok = model.tokenizer
     eos = tok.eos_token_id
-    ids0, z0 = greedy_with_states(model, prompt, max_new_tokens=cfg.max_new_tokens, stop_id=eos)
+    ids0, z0 = greedy_with_states(model, prompt, max_new_tokens=budget, stop_id=eos)
     text0 = tok.decode(ids0, skip_special_tokens=True)
     r = float(reward(text0, answer))
     m = min(int(cfg.rho * len(ids0)), cfg.max_latents)
@@ -149,12 +162,12 @@ def latent_seek(model: "HookedModel", prompt: list[int], answer: int, cfg: Laten
                 head = head[: head.index(eos)]
                 rest: list[int] = []
             else:
-                rest, _ = greedy_with_states(model, prompt + head, max_new_tokens=max(cfg.max_new_tokens - m, 1), stop_id=eos)
+                rest, _ = greedy_with_states(model, prompt + head, max_new_tokens=max(budget - m, 1), stop_id=eos)
             text = tok.decode(head + rest, skip_special_tokens=True)
             r = float(reward(text, answer))
             flipped = sum(int(a != b) for a, b in zip(head, ids0[:m])) + abs(len(head) - m)
             delta = float((z.detach() - z_ref).norm())
-            res.iterations.append(SeekIteration(it, r, flipped, round(delta, 5), parse_answer(text) == answer, text))
+            res.iterations.append(SeekIteration(it, r, flipped, round(delta, 5), is_correct(text, answer), text))
             res.final_text = text
             if r > cfg.threshold:
                 break

@@ -27,11 +27,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from latent.saved_model import merge_lora, read_latent_meta, save_latent_model
 from latent.config import TrainConfig
-from latent.data import ExampleSource, add_latent_tokens, example_from_problem, init_special_embeddings, latent_tokens, shard
-from latent.latent_model import load_hooked_model, load_side_state, resolve_model
+from latent.data import add_latent_tokens, init_special_embeddings, latent_tokens, shard
+from latent.examples import ExampleBuilder, ExampleSource
+from latent.latent_model import load_hooked_model, load_side_state, resolve_model, saved_format_kind
 from latent.methods import Phase, method_of
+from latent.saved_model import merge_lora, read_latent_meta, save_latent_model
 from thinklens.errors import ThinklensError
 from thinklens.runs import RunFolder
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
@@ -135,17 +136,42 @@ def prepare(cfg: TrainConfig, device: torch.device | str = "cpu",
     return model, module, method.module.train_phases(cfg)
 
 
-def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, seed: int = HELD_OUT["eval"]) -> dict[str, Any]:
-    """Held-out accuracy of the trained module (``eval_n`` problems per step count)."""
+def example_builder(model: Any, cfg: TrainConfig, start: dict | None = None) -> ExampleBuilder:
+    """How this run's problems become examples: the model's tokenizer and its prompt format (``cfg.prompt_format``
+    resolved for the model; a continued latent model keeps the format it was trained in)."""
+    from thinklens.formats import format_for
+
+    kind = cfg.prompt_format
+    if start is not None:
+        saved = saved_format_kind(start)
+        if kind not in ("auto", saved):
+            raise ThinklensError.of("prompt_format", kind, f"the start model's {saved}", f"pass --prompt-format {saved}")
+        kind = saved
+    return ExampleBuilder(model.tokenizer, format_for(model, kind))
+
+
+def evaluation_problems(cfg: TrainConfig, *, seed: int = HELD_OUT["eval"]) -> dict[Any, list]:
+    """The problems evaluated after training, by group: ``eval_n`` held-out synthetic problems per step count, or
+    the first ``eval_n`` of ``eval_data`` (one group, ``all``)."""
+    if cfg.eval_data:
+        from thinklens.problemsets import load_problems
+
+        return {"all": list(load_problems(cfg.eval_data, limit=cfg.eval_n))}
+    return {n: problems_by_steps(cfg.eval_n, n, n, seed=seed) for n in range(cfg.min_steps, cfg.max_steps + 1)}
+
+
+def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, builder: ExampleBuilder | None = None,
+                   seed: int = HELD_OUT["eval"]) -> dict[str, Any]:
+    """Held-out accuracy of the trained module (see :func:`evaluation_problems`), graded by ``is_correct``."""
     from latent.latent_model import LatentModel
 
     method = method_of(cfg)
-    meta = {"method": method.name, "config": method.saved_config(cfg)}
+    builder = builder or example_builder(model, cfg)
+    meta = {"method": method.name, "config": method.saved_config(cfg), "prompt_format": builder.format.kind}
     lm = LatentModel(model, meta, module, latent_tokens(model.tokenizer))
     acc, positions = {}, {}
-    for n in range(cfg.min_steps, cfg.max_steps + 1):
-        problems = problems_by_steps(cfg.eval_n, n, n, seed=seed)
-        res = lm.infer([example_from_problem(p, model.tokenizer) for p in problems])
+    for n, problems in evaluation_problems(cfg, seed=seed).items():
+        res = lm.infer_problems(problems)
         acc[n] = sum(r["correct"] for r in res) / len(res)
         positions[n] = sum(r["reasoning_positions"] for r in res) / len(res)
     return {"accuracy": acc, "reasoning_positions": positions,
@@ -184,8 +210,17 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
         raise ThinklensError.of("batch_size", cfg.batch_size, f"a multiple of the {world} processes", "pass a divisible --batch-size")
     method = method_of(cfg).name
     start_meta = continued_from(cfg)  # before any checkpoint: a bad start model is refused first
+    problems = None
+    if cfg.data:  # read (and checked) before the model loads: a bad file fails fast
+        from latent.examples import check_chains
+        from thinklens.problemsets import load_problems
+
+        problems = load_problems(cfg.data, mapping=cfg.data_fields or None)
+        check_chains(problems, cfg.data)
     model, module, phases = prepare(cfg, acc.device, dtype)
-    source = ExampleSource(model.tokenizer, seed=cfg.seed, min_steps=cfg.min_steps, max_steps=cfg.max_steps, data=cfg.data)
+    builder = example_builder(model, cfg, start_meta)
+    source = ExampleSource(model.tokenizer, seed=cfg.seed, min_steps=cfg.min_steps, max_steps=cfg.max_steps,
+                           problems=problems, builder=builder)
     ckpt = run.path / "checkpoint"
     state: dict[str, Any] = {"phase": 0, "step": 0, "global_step": 0, "history": [], "elapsed_s": 0.0}
     if checkpoint_state(ckpt) is not None:
@@ -237,10 +272,11 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
                                "processes": world, "history": state["history"]}
     if acc.is_main_process:
         if cfg.eval_n:
-            metrics["eval"] = evaluate_after(model, module, cfg)
+            metrics["eval"] = evaluate_after(model, module, cfg, builder=builder)
         if cfg.lora_r:
             merge_lora(model.hf)
-        meta = {"method": method, "config": method_of(cfg).saved_config(cfg), "train_wall_s": metrics["train_wall_s"],
+        meta = {"method": method, "config": method_of(cfg).saved_config(cfg), "prompt_format": builder.format.kind,
+                "train_wall_s": metrics["train_wall_s"],
                 "eval": metrics.get("eval"), "run": str(run.path), "start_model": start_model_id(cfg.model)}
         if start_meta is not None:  # training continued a latent model: keep the totals
             prior_steps = start_meta.get("total_steps", start_meta["config"].get("steps"))

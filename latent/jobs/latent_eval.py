@@ -5,6 +5,7 @@ Example:
     >>> JOB.name, JOB.config.__name__
     ('latent-eval', 'EvalConfig')
     >>> # thinklens run latent-eval --models tiny-cot,tiny-codi --n 100 --seek-n 0
+    >>> # thinklens run latent-eval --models gpt2-cot,runs/latent-train/codi-gpt2/model --data gsm8k_test.jsonl --n 1319
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ def report(result: dict[str, Any]) -> str:
 JOB = Job(
     "latent-eval", EvalConfig, run, models=(), report=report,
     help="the latent-reasoning comparison table: accuracy, reasoning positions, compression, train time",
-    description="Each model (token-level zoo models by their own prompt style; latent models, with latent.json, "
-    "through their method) answers the same held-out problems; reasoning positions are the explicit tokens "
-    "before the answer marker plus the latent steps, compression is relative to the CoT-SFT row. With --seek-n, "
-    "LatentSeek rows on harder problems. Writes results/table.json, decoding.json (the top tokens of every "
-    "latent of the first problems), seek.json and the figures the app shows.",
+    description="Each model (token-level models in --prompt-format: a zoo model's own style, else its chat template; "
+    "latent models, with latent.json, through their method in the format they were trained in) answers the same "
+    "problems (held-out synthetic ones, or the first --n of --data), graded by the project's answer checker against "
+    "the gold answers; reasoning positions are the explicit reasoning tokens plus the latent steps, compression is "
+    "relative to the CoT row. With --seek-n, LatentSeek rows (harder synthetic problems, or the first --seek-n of "
+    "--data). Writes results/table.json, decoding.json (the top tokens of every latent of the first problems), "
+    "seek.json and the figures the app shows.",
 )

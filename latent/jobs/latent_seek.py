@@ -1,10 +1,12 @@
-"""``thinklens run latent-seek``: LatentSeek (Li et al. 2025), test-time optimisation of a frozen CoT model's
-latents, on held-out problems.
+"""``thinklens run latent-seek``: LatentSeek (Li et al. 2025), test-time optimisation of a frozen model's
+latents, on held-out synthetic problems or any ``--data`` source, prompted in the model's format.
 
 Example:
     >>> JOB.name, JOB.config.__name__
     ('latent-seek', 'LatentSeekConfig')
     >>> # thinklens run latent-seek --variant sample --lr 0.5 --seed 20000 --n 30
+    >>> # thinklens run latent-seek --model deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B --data gsm8k_test.jsonl --n 1319 \\
+    >>> #     --prompt-format chat --reward self --rho 0.1 --lr 0.03 --device cuda --dtype bfloat16
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def run(config: LatentSeekConfig, ctx: JobContext) -> dict[str, Any]:
     """LatentSeek on every problem not yet done (resumable); the summary (accuracy before/after, by budget)."""
     import torch
 
-    from latent.evaluate import run_seek
+    from latent.seek_runs import run_seek
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
@@ -47,8 +49,10 @@ def report(summary: dict[str, Any]) -> str:
 JOB = Job(
     "latent-seek", LatentSeekConfig, run, load=load, report=report,
     help="LatentSeek: test-time optimisation of a CoT model's latents (no training)",
-    description="Per problem, a greedy CoT of the frozen model, then up to --max-iters Adam steps on the final-layer "
-    "states of its first tokens guided by a reward (psrm: right answer or not; or module:function), re-decoding "
-    "after each. Writes results/seek.json (every problem's iterations) and the accuracy-vs-budget figure; an "
-    "interrupted run resumes problem by problem.",
+    description="Per problem (held-out synthetic ones, or the first --n of --data), a greedy CoT of the frozen model in "
+    "its prompt format, then up to --max-iters Adam steps on the final-layer states of its first tokens guided by a "
+    "reward (psrm: the gold answer, graded by the project's answer checker; self: the model judges its own solution "
+    "with the paper's four weighted verifier prompts; auto: psrm for the zoo's formats, self otherwise; or "
+    "module:function), re-decoding after each. Writes results/seek.json (every problem's iterations) and the "
+    "accuracy-vs-budget figure; an interrupted run resumes problem by problem.",
 )

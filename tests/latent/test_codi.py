@@ -19,7 +19,7 @@ def test_kd_position_is_token_before_answer_number_in_both_sequences(model, toke
             p = int(batch[pos_key][r])
             assert tok.convert_ids_to_tokens(int(ids[r, p])) == "####", name
             assert int(ids[r, p + 1]) == ex.answer[-1]  # the next token is the answer number
-            assert tok.decode([int(ids[r, p + 1])]) == str(ex.value)
+            assert tok.decode([int(ids[r, p + 1])]) == ex.gold
 
 
 def test_kd_position_found_by_search_when_answer_number_appears_earlier(model):
@@ -33,7 +33,7 @@ def test_kd_position_found_by_search_when_answer_number_appears_earlier(model):
 
 
 def test_kd_positions_with_multi_token_marker():
-    ex = Example(prompt=(1, 2), steps=((5,), (6,)), answer=(30, 31, 44), marker_len=2, value=7)
+    ex = Example(prompt=(1, 2), steps=((5,), (6,)), answer=(30, 31, 44), marker_len=2, gold="7")
     assert kd_positions([ex], [[1, 2, 5, 30, 31, 44, 9, 30, 31, 44, 2]]) == [8]
 
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig
-from latent.data import add_latent_tokens, examples_from_jsonl, latent_tokens
+from latent.data import add_latent_tokens, latent_tokens
+from latent.examples import ExampleBuilder, ExampleSource
 from latent.latent_model import load_latent_model
 from latent.methods import method_of
 from latent.train import train_latent
@@ -91,17 +92,25 @@ def test_missing_special_tokens_is_a_clear_error_and_can_be_added(tiny_dirs):
 
 
 def test_dataset_without_cot_is_a_clear_error(tmp_path, model):
+    from thinklens.formats import PromptFormat
+    from thinklens.problemsets import load_problems
+
     f = tmp_path / "d.jsonl"
     f.write_text('{"question": "Tom has 3 apples. How many?", "answer": "#### 3"}\n')
     with pytest.raises(ThinklensError, match="no chain of thought"):
-        examples_from_jsonl(str(f), model.tokenizer, need_cot=True)
+        ExampleSource(model.tokenizer, seed=0, min_steps=1, max_steps=1, problems=load_problems(str(f)))
+    with pytest.raises(ThinklensError, match="no chain of thought"):  # the trainer refuses before loading the model
+        train(CODIConfig(model="no/such-model", data=str(f), steps=1), tmp_path)
     g = tmp_path / "e.jsonl"
     g.write_text('{"question": "Tom has 3 apples . He buys 2 more .", "cot": "<<3+2=5>>", "answer": 5}\n')
-    (ex,) = examples_from_jsonl(str(g), model.tokenizer, need_cot=True)
-    assert ex.value == 5 and len(ex.steps) == 1
+    source = ExampleSource(model.tokenizer, seed=0, min_steps=1, max_steps=1, problems=load_problems(str(g)))
+    (ex,) = source.batch(0, 1)
+    assert ex.gold == "5" and len(ex.steps) == 1
+    assert ex == ExampleBuilder(model.tokenizer, PromptFormat("cot")).build(load_problems(str(g))[0])
 
 
-@pytest.mark.parametrize("bad", [dict(n_latents=0), dict(steps=0), dict(lr=-1.0), dict(min_steps=5, max_steps=2)])
+@pytest.mark.parametrize("bad", [dict(n_latents=0), dict(steps=0), dict(lr=-1.0), dict(min_steps=5, max_steps=2),
+                                 dict(data="synthetic:2-4"), dict(data_fields="question=q"), dict(prompt_format="chta")])
 def test_bad_configs(bad):
     with pytest.raises(ThinklensError, match="fix"):
         CODIConfig(**bad)
