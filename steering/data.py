@@ -1,4 +1,4 @@
-"""Local text corpora for SAE training and steering: zoo problems or a text file, never the hub.
+"""Local text corpora for SAE training and steering: zoo problems, a text file or any problem set, never the hub.
 
 A corpus is a list of full texts (prompt and target). :func:`token_rows` turns it into the
 pretokenized, fixed-width ``datasets.Dataset`` that sae-lens's ``ActivationsStore`` reads as an
@@ -48,27 +48,6 @@ def zoo_prompts(n: int, *, seed: int, style: str, min_steps: int, max_steps: int
     return [render_prompt(p, style) for p in ps], [p.answer for p in ps]
 
 
-def prompt_set(spec: str, n: int, *, seed: int, min_steps: int, max_steps: int) -> tuple[list[str], list[int] | None, int]:
-    """``(prompts, answers, new-token budget)`` from ``zoo:<style>`` (answers known; the task protocol's
-    budget for ``max_steps``) or a prompt file (.txt/.jsonl: no answers, 64 new tokens).
-
-    Example:
-        >>> p, a, budget = prompt_set("zoo:cot", 2, seed=0, min_steps=2, max_steps=3)
-        >>> len(p), len(a), budget
-        (2, 2, 27)
-    """
-    if spec.startswith("zoo:"):
-        from thinklens.tasks import check_style
-        from thinklens.tasks.protocol import token_budget
-
-        style = check_style(spec[4:])
-        prompts, answers = zoo_prompts(n, seed=seed, style=style, min_steps=min_steps, max_steps=max_steps)
-        return prompts, answers, token_budget(style, max_steps)
-    from thinklens.prompts import read_prompts
-
-    return read_prompts(spec)[:n], None, 64
-
-
 def zoo_texts(style: str, n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8) -> list[str]:
     """``prompt + " " + target`` of ``n`` rendered problems (the zoo's training format).
 
@@ -101,18 +80,62 @@ def read_texts(path: str | Path) -> list[str]:
     return lines
 
 
-def corpus(spec: str, n: int, *, seed: int) -> list[str]:
-    """Texts from a spec: ``zoo:<style>`` (direct, cot, think) or a path to a .txt/.jsonl file.
+def is_text_file(spec: str) -> bool:
+    """Whether ``spec`` is a file of texts for :func:`read_texts`: a .txt file, or a .jsonl file whose first row
+    has a ``text`` field (any other source is a problem set).
+
+    Example:
+        >>> is_text_file("zoo:think"), is_text_file("synthetic:2-4")
+        (False, False)
+    """
+    import json
+
+    p = Path(spec)
+    if not p.is_file() or p.suffix not in (".txt", ".jsonl"):
+        return False
+    if p.suffix == ".txt":
+        return True
+    with p.open(encoding="utf-8") as f:
+        first = next((ln for ln in f if ln.strip()), "")
+    try:
+        row = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(row, dict) and "text" in row
+
+
+def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "auto", data_fields: str = "",
+           offset: int = 0) -> list[str]:
+    """Texts from a spec: ``zoo:<style>`` (direct, cot, think: rendered zoo problems), a .txt/.jsonl file of
+    texts, or any problem source of :mod:`thinklens.problemsets` (GSM8K, MATH-500, your JSONL,
+    ``synthetic:MIN-MAX``), whose problems ``offset .. offset + n`` become their prompt in the ``model``'s
+    ``prompt_format`` followed by their worked solution (:func:`steering.problems.problem_texts`).
+    ``zoo:<style>`` with another ``prompt_format`` renders the zoo stream (``seed``) in that format.
 
     Example:
         >>> len(corpus("zoo:think", 4, seed=0))
         4
     """
-    if spec.startswith("zoo:"):
+    if spec.startswith("zoo:") and prompt_format == "auto":
         from thinklens.tasks import check_style
 
         return zoo_texts(check_style(spec[4:]), n, seed=seed)
-    return read_texts(spec)[:n]
+    if is_text_file(spec):
+        return read_texts(spec)[:n]
+    from steering.problems import data_format, load_data, problem_texts, zoo_stream
+
+    if model is None:
+        raise ThinklensError.of("texts of a problem set", spec, "a model to render its prompts with",
+                                "pass model= (the jobs pass theirs)")
+    fmt = data_format(model, prompt_format, spec)
+    if spec.startswith("zoo:"):
+        problems = zoo_stream(n, seed=seed, min_steps=1, max_steps=8)
+    else:
+        problems = list(load_data(spec, data_fields))[offset: offset + n]
+    if not problems:
+        raise ThinklensError.of("texts", f"none left in {spec} after {offset} problems", "at least one problem",
+                                "pass fewer texts or more data")
+    return problem_texts(fmt, problems, model.tokenizer)
 
 
 def special_ids(tokenizer) -> list[int]:

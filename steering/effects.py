@@ -6,6 +6,8 @@
 Example:
     >>> reflection_counts(["hmm << 1 + 1 = 3 >> wait << 1 + 1 = 2 >> so #### 2", "#### 4"])["wait"]
     0.5
+    >>> reflection_counts(["Okay. Wait, 7. Hmm, awaiting... wait"], ("let me check",))["wait"]
+    2.0
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import torch
 from torch import Tensor
 
 from steering.feature_steering import ClampFeature
-from thinklens.answers import parse_answer
+from steering.problems import graded
 from thinklens.errors import ThinklensError
 from thinklens.interventions import AddVector, Intervention, Positions
 from thinklens.sites import Site
@@ -30,13 +32,20 @@ if TYPE_CHECKING:
     from thinklens.model import HookedModel
 
 
+def word_pattern(word: str) -> re.Pattern[str]:
+    """A word or phrase on the decoded text: case-insensitive, on word boundaries, any whitespace inside."""
+    body = r"\s+".join(re.escape(part) for part in word.split())
+    return re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE)
+
+
 def reflection_counts(texts: Sequence[str], extra: Sequence[str] = ()) -> dict[str, float]:
-    """Mean count per text of each reflection word (and of ``extra`` words), and the fraction of texts
-    with any reflection word. Words are ``\\w+`` runs, lower-cased (``Wait,`` counts as ``wait``)."""
-    ws = [re.findall(r"\w+", t.lower()) for t in texts]
+    """Mean count per text of each reflection word (and of ``extra`` words or phrases), and the fraction of
+    texts with any reflection word. Words are found on the decoded text, case-insensitively and on word
+    boundaries, as real models write them (`` Wait,`` and ``Hmm,`` count; ``awaiting`` does not)."""
     n = max(1, len(texts))
-    out = {w: sum(x.count(w.lower()) for x in ws) / n for w in dict.fromkeys([*REFLECTION_WORDS, *extra])}
-    out["any_reflection"] = sum(any(w in x for w in REFLECTION_WORDS) for x in ws) / n
+    found = {w: [len(word_pattern(w).findall(t)) for t in texts] for w in dict.fromkeys([*REFLECTION_WORDS, *extra])}
+    out = {w: sum(c) / n for w, c in found.items()}
+    out["any_reflection"] = sum(any(found[w][i] for w in REFLECTION_WORDS) for i in range(len(texts))) / n
     return out
 
 
@@ -47,7 +56,7 @@ def mean_norm(acts: Sequence[Tensor]) -> float:
     return float(rows.norm(dim=-1).mean())
 
 
-def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[int] | None, site: Site | str,
+def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[str | int] | None, site: Site | str,
                 arms: dict[str, tuple[Tensor, int | None]], coeffs: Sequence[float], *, unit_norm: float = 1.0,
                 mode: str = "add", sae: "SAE | None" = None, max_acts: Sequence[float] | None = None,
                 positions: Positions = None, max_new_tokens: int = 64, batch_size: int = 64, word: str = "wait",
@@ -59,6 +68,7 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     ``coeff * max_acts[feature]`` keeping the SAE error (arms without a feature are skipped).
     Coefficient 0 in ``add`` mode is the unsteered baseline (computed once). With ``do_sample`` every
     arm samples with the same seed (common random numbers: differences come from the steering).
+    ``answers``: gold answers (graded by :func:`thinklens.answers.is_correct`), or None.
     """
     s = model.resolve_site(site)
     if mode not in ("add", "clamp"):
@@ -88,7 +98,7 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
                 res: dict[str, Any] = {**reflection_counts(texts, (word,)), "mean_tokens": sum(len(t) for t in trs) / len(trs),
                                        "sample": texts[0]}
                 if answers is not None:
-                    res["accuracy"] = sum(parse_answer(t) == a for t, a in zip(texts, answers)) / len(answers)
+                    res["accuracy"] = sum(graded(texts, answers)) / len(answers)
                 cache[key] = res
             row = {"arm": arm, "feature": feature, "coeff": c, "added_norm": norm, **cache[key]}
             rows.append(row)

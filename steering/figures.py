@@ -101,14 +101,19 @@ def figure_alpha_sweep(rows: Sequence[dict[str, Any]], metric: str = "accuracy")
 
 
 def figure_hybrid(results: dict[str, dict[str, Any]]) -> go.Figure:
-    """Accuracy per mode (bars) with the fraction of tokens steered (markers, right axis)."""
+    """Accuracy per mode (bars) with the fractions of tokens where steering fired (the models disagree) and
+    where the token changed (markers, right axis)."""
     modes = list(results)
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Bar(x=modes, y=[results[m]["accuracy"] for m in modes], name="accuracy",
                          text=[f"{results[m]['accuracy']:.2f}" for m in modes], textposition="outside"), secondary_y=False)
-    fig.add_trace(go.Scatter(x=modes, y=[results[m]["fired_fraction"] for m in modes], mode="markers", name="tokens steered",
-                             marker={"size": 11, "symbol": "diamond"}), secondary_y=True)
+    fig.add_trace(go.Scatter(x=modes, y=[results[m]["fired_fraction"] for m in modes], mode="markers",
+                             name="steering fired (models disagree)", marker={"size": 11, "symbol": "diamond"}),
+                  secondary_y=True)
+    fig.add_trace(go.Scatter(x=modes, y=[results[m].get("changed_fraction") for m in modes], mode="markers",
+                             name="tokens changed (thinking model picked a steered token)",
+                             marker={"size": 11, "symbol": "x"}), secondary_y=True)
     fig.update_yaxes(title_text="accuracy", secondary_y=False)
-    fig.update_yaxes(title_text="fraction of tokens steered", secondary_y=True)
+    fig.update_yaxes(title_text="fraction of generated tokens", secondary_y=True)
     fig.update_layout(title="Hybrid base/thinking steering and ablations", template="plotly_white", legend={"orientation": "h"})
     return fig

@@ -2,15 +2,21 @@
 
 1. Sentences of the thinking model's traces. On the zoo a "sentence" is one ``<< a op b = c >>`` step
    or one reflection/marker span (``hmm``, ``wait``, ``so``, ``</think>``, ``#### 36``); elsewhere the
-   text is split after ``. ? ! newline``. A sentence's activation is the mean of the thinking model's
-   site activation over the sentence's token positions, centered (training mean) and L2-normalised.
+   text is split after ``. ? ! newline``, and only the reasoning (inside the prompt format's thinking
+   span) is segmented when the job passes it. A sentence's activation is the mean of the thinking
+   model's site activation over the sentence's token positions, centered (training mean) and
+   L2-normalised.
 2. Behaviours: a top-k SAE (k=3, sae-lens's ``TopKTrainingSAE`` trained by its ``SAETrainer``) with a
    few latents used as clustering; a sentence's category is its argmax latent.
 3. One steering vector per category for the *base* model, trained by gradient descent (Adam, lr 1e-2,
    50 iterations) to raise the base model's likelihood of that category's sentences, added at the
    positions that produce the sentence's tokens; plus a general bias vector trained on all sentences
    first (category vectors are trained on top of it). Vectors are parametrised in units of the site's
-   per-coordinate RMS, so the paper's lr means the same relative step on any residual scale.
+   per-coordinate RMS, so the paper's lr means the same relative step on any residual scale. The base
+   model reads each sentence after its own prompt (its own format) and the trace before the sentence.
+
+The two models may differ in prompt format, width and chat template, not in vocabulary: both read the
+same generated token ids (:func:`check_tokenizers`).
 
 Generation and the ablations are in :mod:`steering.hybrid_generate`.
 
@@ -85,17 +91,64 @@ class Sentences:
     categories: Tensor | None = None
     """``[sentence]`` argmax latent of the clustering SAE."""
     extra: dict[str, Any] = field(default_factory=dict)
+    prompt_lens: list[int] = field(default_factory=list)
+    """Prompt tokens at the start of each of ``seqs``."""
+
+    def with_prompts(self, prompts: Sequence[Sequence[int]]) -> "Sentences":
+        """The same sentences after other prompts (one per trace, e.g. the base model's own format): every
+        trace's generated tokens follow its new prompt and the spans move with them."""
+        if len(prompts) != len(self.seqs):
+            raise ThinklensError.of("prompts", len(prompts), f"{len(self.seqs)} (one per trace)", "pass one prompt per trace")
+        seqs = [list(pr) + seq[n:] for pr, seq, n in zip(prompts, self.seqs, self.prompt_lens)]
+        shift = [len(pr) - n for pr, n in zip(prompts, self.prompt_lens)]
+        spans = [(k, st + shift[k], en + shift[k]) for k, st, en in self.spans]
+        return Sentences(seqs, spans, self.texts, self.acts, self.mean, self.categories, dict(self.extra),
+                         [len(pr) for pr in prompts])
+
+
+def check_tokenizers(base: Any, thinking: Any) -> None:
+    """Refuse a base/thinking pair whose tokenizers give the same text other ids: both models read the same
+    generated token ids. Added tokens (chat roles, ``<think>``) may differ, as between Qwen2.5-Math and the
+    R1 distills; the regular vocabulary may not.
+
+    Example:
+        >>> from thinklens.testing import word_tokenizer
+        >>> check_tokenizers(word_tokenizer(), word_tokenizer())
+        >>> check_tokenizers(word_tokenizer(), word_tokenizer(40))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        thinklens.errors.ThinklensError: bad base/thinking tokenizers: ...
+    """
+    def regular(tok: Any) -> dict[str, int]:
+        added = set(tok.get_added_vocab())
+        return {t: i for t, i in tok.get_vocab().items() if t not in added}
+
+    a, b = regular(base), regular(thinking)
+    if a != b:
+        differ = sorted(t for t in set(a) | set(b) if a.get(t) != b.get(t))
+        raise ThinklensError.of(
+            "base/thinking tokenizers", f"{len(differ)} tokens with other ids or in one vocabulary only (e.g. {differ[:3]})",
+            "two tokenizers with the same vocabulary (both models read the same generated tokens)",
+            "pair a thinking model with its base, e.g. DeepSeek-R1-Distill-Qwen-1.5B with Qwen2.5-Math-1.5B",
+        )
 
 
 @torch.no_grad()
-def sentence_activations(model: "HookedModel", traces: Sequence["Trace"], site: Site | str) -> Sentences:
-    """Segment each trace's generated tokens and average the site activation over each sentence."""
+def sentence_activations(model: "HookedModel", traces: Sequence["Trace"], site: Site | str,
+                         reasoning: Sequence[range] | None = None) -> Sentences:
+    """Segment each trace's generated tokens and average the site activation over each sentence.
+
+    ``reasoning``: per trace, the generated-token indices of its reasoning (the prompt format's thinking
+    span); only those are segmented (all tokens when a trace's range is empty: no span)."""
     s = model.resolve_site(site)
     seqs, spans, texts, rows = [], [], [], []
     for k, tr in enumerate(traces):
         ids = list(tr.prompt_ids) + list(tr.token_ids)
         seqs.append(ids)
         segs = segment_sentences(tr.tokens)
+        if reasoning is not None and len(reasoning[k]):
+            r = reasoning[k]
+            segs = [(r.start + a, r.start + b) for a, b in segment_sentences(tr.tokens[r.start: r.stop])]
         if not segs:
             continue
         a = model.capture(torch.tensor([ids]), [s]).acts[s][0].float().cpu()  # [pos, d]
@@ -109,7 +162,7 @@ def sentence_activations(model: "HookedModel", traces: Sequence["Trace"], site: 
                                 "generate longer traces from the thinking model")
     x = torch.stack(rows)  # [sentence, d]
     mean = x.mean(0)
-    return Sentences(seqs, spans, texts, normalise(x, mean), mean)
+    return Sentences(seqs, spans, texts, normalise(x, mean), mean, prompt_lens=[len(tr.prompt_ids) for tr in traces])
 
 
 def normalise(x: Tensor, mean: Tensor) -> Tensor:
@@ -249,16 +302,22 @@ class HybridVectors:
 
 
 def train_hybrid_vectors(base: "HookedModel", thinking: "HookedModel", traces: Sequence["Trace"], cfg: HybridConfig,
-                         log: Any = None) -> HybridVectors:
-    """Sentences of ``traces`` (from the thinking model) -> categories -> bias + per-category vectors for ``base``."""
-    if base.d_model != thinking.d_model or base.vocab_size != thinking.vocab_size:
-        raise ThinklensError.of("base/thinking pair", f"d_model {base.d_model}/{thinking.d_model}, vocab {base.vocab_size}/"
-                                f"{thinking.vocab_size}", "two models of one architecture and tokenizer",
-                                "use zoo siblings, e.g. tiny-cot and tiny-think")
-    sent = sentence_activations(thinking, traces, cfg.site)
+                         log: Any = None, *, base_prompts: Sequence[Sequence[int]] | None = None,
+                         reasoning: Sequence[range] | None = None) -> HybridVectors:
+    """Sentences of ``traces`` (from the thinking model) -> categories -> bias + per-category vectors for ``base``.
+
+    ``base_prompts``: the base model's own prompt ids for each trace's problem (default: the traces' prompts);
+    ``reasoning``: the traces' reasoning spans (:func:`sentence_activations`)."""
+    if base.vocab_size != thinking.vocab_size:
+        raise ThinklensError.of("base/thinking pair", f"vocab {base.vocab_size}/{thinking.vocab_size}",
+                                "two models with one vocabulary", "pair a thinking model with its base model")
+    check_tokenizers(base.tokenizer, thinking.tokenizer)
+    sent = sentence_activations(thinking, traces, cfg.site, reasoning)
     sae = train_category_sae(sent.acts, cfg)
     cats = categorise(sae, sent.acts)
     sent.categories = cats
+    if base_prompts is not None and [list(p) for p in base_prompts] != [list(t.prompt_ids) for t in traces]:
+        sent = sent.with_prompts(base_prompts)
     all_idx = list(range(len(sent.spans)))
     unit = site_rms(base, sent, cfg.site)
     bias, bcurve = train_vector(base, sent, all_idx, cfg, unit=unit, seed=cfg.seed)

@@ -1,7 +1,7 @@
 """Hybrid base/thinking steering, part 2: generation, evaluation and ablations.
 
-Per token (greedy, both models read the same text): the thinking model's and the base model's top
-tokens are compared. Where they agree the base token is emitted unsteered. Where they disagree the
+Per token (greedy, both models read the same generated tokens, each after its own prompt in its own
+format): the thinking model's and the base model's top tokens are compared. Where they agree the base token is emitted unsteered. Where they disagree the
 steering fires: the thinking model's activation over the sentence so far (mean of its positions,
 normalised like training) picks a category through the clustering SAE; the base model is re-run with
 ``bias + v_category`` added over the last w positions at every candidate strength; among the candidate
@@ -13,6 +13,10 @@ Modes: ``base``, ``thinking`` (each model alone), ``hybrid``, and the ablations 
 vector for every category), ``random_category`` (category drawn at random), ``random_firing`` (steer at
 random tokens at the rate the hybrid fired, not where the models disagree), ``random_vectors`` (random
 directions with the norms of the trained vectors). The hybrid trains nothing at generation time.
+
+Two fractions of the generated tokens are reported per mode: ``fired_fraction``, where steering was
+attempted (the models disagree; random tokens for ``random_firing``), and ``changed_fraction``, where the
+emitted token differs from the base model's own (:data:`TOKEN_CHOICE` says who picks it).
 
 Example:
     >>> MODES[:3]
@@ -30,9 +34,9 @@ import torch
 from torch import Tensor
 
 from steering.hybrid import HybridConfig, HybridVectors, categorise, normalise, segment_sentences
-from thinklens.answers import parse_answer
+from steering.problems import accuracy as graded_accuracy
 from thinklens.decode import DecodeState, Greedy, Guided, decode
-from thinklens.decoder import Decoder
+from thinklens.decoder import Decoder, eos_ids
 from thinklens.errors import ThinklensError
 from thinklens.hooks import ForwardContext
 from thinklens.interventions import HookFn
@@ -42,6 +46,15 @@ if TYPE_CHECKING:
     from thinklens.model import HookedModel
 
 MODES: tuple[str, ...] = ("base", "thinking", "hybrid", "bias_only", "random_category", "random_firing", "random_vectors")
+#: Which model picks the token, in the words the results and the report use.
+TOKEN_CHOICE = (
+    "Where the two models' greedy tokens agree, the base model's token is emitted unsteered. Where they disagree "
+    "(fired_fraction), the base model is re-run with the steering vector at every candidate strength and window, "
+    "and the THINKING model picks: among the steered base model's tokens that the unsteered base model finds "
+    "plausible (probability >= min_base_prob), the one the thinking model finds most likely, emitted only if the "
+    "thinking model also prefers it to the base model's own token (changed_fraction); otherwise the base model's "
+    "token is kept. The thinking model never emits a token the steered base model did not propose."
+)
 _CLOSES = (">>", ".", "?", "!")
 
 
@@ -82,16 +95,24 @@ def _random_vectors(hv: HybridVectors, seed: int) -> Tensor:
 
 def hybrid_generate(base: "HookedModel", thinking: "HookedModel", hv: HybridVectors | None, prompts: Sequence[str],
                     cfg: HybridConfig, *, mode: str = "hybrid", max_new_tokens: int = 64, fire_rate: float = 0.0,
-                    batch_size: int = 32) -> HybridResult:
+                    batch_size: int = 32, thinking_prompts: Sequence[str] | None = None) -> HybridResult:
     """Greedy generation of ``prompts`` in one of :data:`MODES` (batched, KV-cached: the core decode loop
-    with the thinking model in lockstep; a steered candidate re-runs only its window from the cache)."""
+    with the thinking model in lockstep; a steered candidate re-runs only its window from the cache).
+
+    ``prompts`` are the base model's; ``thinking_prompts`` the same problems in the thinking model's format
+    (default: ``prompts``)."""
     if mode not in MODES:
         raise ThinklensError.of("hybrid mode", mode, f"one of {', '.join(MODES)}", "pass mode='hybrid'")
     if mode not in ("base", "thinking") and hv is None:
         raise ThinklensError.of("hybrid vectors", None, "trained vectors for a steered mode", "run train_hybrid_vectors first")
+    thinking_prompts = prompts if thinking_prompts is None else thinking_prompts
+    if len(thinking_prompts) != len(prompts):
+        raise ThinklensError.of("thinking prompts", len(thinking_prompts), f"{len(prompts)} (one per base prompt)",
+                                "render the same problems for both models")
     texts, n_tok, fired, changed = [], 0, 0, 0
     for i in range(0, len(prompts), batch_size):
-        r = _generate_chunk(base, thinking, hv, list(prompts[i:i + batch_size]), cfg, mode, max_new_tokens, fire_rate, seed=cfg.seed + i)
+        r = _generate_chunk(base, thinking, hv, list(prompts[i:i + batch_size]), list(thinking_prompts[i:i + batch_size]),
+                            cfg, mode, max_new_tokens, fire_rate, seed=cfg.seed + i)
         texts += r.texts
         n_tok, fired, changed = n_tok + r.n_tokens, fired + r.fired, changed + r.changed
     return HybridResult(mode, texts, n_tok, fired, changed)
@@ -161,21 +182,23 @@ class HybridChoice(Guided):
         return nxt
 
 
-def _generate_chunk(base, thinking, hv, prompts, cfg: HybridConfig, mode, max_new_tokens, fire_rate, seed) -> HybridResult:
+def _generate_chunk(base, thinking, hv, prompts, thinking_prompts, cfg: HybridConfig, mode, max_new_tokens, fire_rate,
+                    seed) -> HybridResult:
     tok = base.tokenizer
-    eos = tok.eos_token_id
+    eos = eos_ids(base) | eos_ids(thinking)  # a row ends where either model would end it
     prompt_ids = [list(ids) for ids in tok(prompts)["input_ids"]]
+    thinking_ids = [list(ids) for ids in thinking.tokenizer(thinking_prompts)["input_ids"]]
     fired = changed = 0
     if mode in ("base", "thinking"):
-        out = decode(Decoder(base if mode == "base" else thinking, prompt_ids), Greedy(), max_new_tokens=max_new_tokens,
-                     eos={eos})
+        out = decode(Decoder(base, prompt_ids) if mode == "base" else Decoder(thinking, thinking_ids), Greedy(),
+                     max_new_tokens=max_new_tokens, eos=eos)
     else:
         dec = Decoder(base, prompt_ids)
-        choice = HybridChoice(dec, Decoder(thinking, prompt_ids), hv, cfg, mode, fire_rate, seed)
-        out = decode(dec, choice, max_new_tokens=max_new_tokens, eos={eos})
+        choice = HybridChoice(dec, Decoder(thinking, thinking_ids), hv, cfg, mode, fire_rate, seed)
+        out = decode(dec, choice, max_new_tokens=max_new_tokens, eos=eos)
         fired, changed = choice.fired, choice.changed
     rows = [out.row(r) for r in range(len(prompts))]
-    texts = [tok.decode([t for t in row if t != eos], skip_special_tokens=True) for row in rows]
+    texts = [tok.decode([t for t in row if t not in eos], skip_special_tokens=True) for row in rows]
     return HybridResult(mode, texts, sum(len(row) for row in rows), fired, changed)
 
 
@@ -205,16 +228,12 @@ def _steer_candidates(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridCo
     return torch.cat(tops, 1)
 
 
-def accuracy(texts: Sequence[str], answers: Sequence[int]) -> float:
-    """Fraction of texts whose parsed answer is right."""
-    return sum(parse_answer(t) == a for t, a in zip(texts, answers)) / max(1, len(answers))
-
-
 def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVectors | None, prompts: Sequence[str],
-                    answers: Sequence[int], cfg: HybridConfig, *, modes: Sequence[str] = MODES, max_new_tokens: int = 64,
+                    answers: Sequence[str | int], cfg: HybridConfig, *, modes: Sequence[str] = MODES, max_new_tokens: int = 64,
                     log: Any = None, done: dict[str, dict[str, Any]] | None = None,
-                    on_mode: Any = None) -> dict[str, dict[str, Any]]:
-    """Accuracy, fraction of tokens steered and fraction of the base->thinking gap recovered per mode.
+                    on_mode: Any = None, thinking_prompts: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Accuracy (:func:`thinklens.answers.is_correct` against ``answers``), the fractions of tokens where
+    steering fired and where the token changed, and the fraction of the base->thinking gap recovered per mode.
 
     ``done``: results of modes already evaluated (a resumed run), not recomputed; ``on_mode(mode, row)``
     is called after each new mode (to record it). ``hv`` may be a zero-argument callable returning the
@@ -232,13 +251,14 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
         if callable(hv) and m not in ("base", "thinking"):
             hv = hv()
         r = hybrid_generate(base, thinking, None if callable(hv) else hv, prompts, cfg, mode=m,
-                            max_new_tokens=max_new_tokens, fire_rate=rate)
-        out[m] = {"accuracy": accuracy(r.texts, answers), "tokens": r.n_tokens, "fired_fraction": r.fired / max(1, r.n_tokens),
+                            max_new_tokens=max_new_tokens, fire_rate=rate, thinking_prompts=thinking_prompts)
+        out[m] = {"accuracy": graded_accuracy(r.texts, answers), "tokens": r.n_tokens, "fired_fraction": r.fired / max(1, r.n_tokens),
                   "changed_fraction": r.changed / max(1, r.n_tokens), "samples": r.texts[:3]}
         if on_mode:
             on_mode(m, out[m])
         if log:
-            log(f"{m}: accuracy {out[m]['accuracy']:.3f} fired {out[m]['fired_fraction']:.3f}")
+            log(f"{m}: accuracy {out[m]['accuracy']:.3f} fired {out[m]['fired_fraction']:.3f} "
+                f"changed {out[m]['changed_fraction']:.3f}")
     if "base" in out and "thinking" in out:
         gap = out["thinking"]["accuracy"] - out["base"]["accuracy"]
         for row in out.values():

@@ -236,6 +236,40 @@ def reasoning_vector(a: Any, b: Any, base: Any = None) -> tuple[ReasoningVector,
     return ReasoningVector.between(wa, wb, label=f"{a} - {b}", model_type=getattr(ca, "model_type", None)), report
 
 
+def zoo_lineage(models: Mapping[str, str]) -> dict[str, Any]:
+    """The recorded init chains of the zoo models among ``models`` (role -> zoo name or folder; others are left
+    out) and whether they share one root; warns (:class:`LineageWarning`) when they do not.
+
+    Example:
+        >>> zoo_lineage({"a": "org/not-a-zoo-model"})
+        {'chains': {}, 'roots_match': None}
+    """
+    from thinklens.tasks.protocol import zoo_meta
+    from thinklens.zoo.registry import repo_root
+
+    def meta_of(name: str) -> dict:
+        meta = zoo_meta(name)
+        if not meta and not Path(name).is_absolute() and (repo_root() / name / "zoo.json").is_file():
+            meta = zoo_meta(repo_root() / name)  # e.g. data/zoo/tiny-grpo from any working directory
+        return meta
+
+    chains: dict[str, list[str]] = {}
+    for role, name in models.items():
+        meta = meta_of(str(name))
+        if not meta:
+            continue
+        chain = [str(meta.get("name") or Path(str(name)).name)]
+        while meta.get("init") and meta["init"] not in chain:
+            chain.append(str(meta["init"]))
+            meta = meta_of(chain[-1])
+        chains[role] = chain
+    roots = {c[-1] for c in chains.values()}
+    if len(roots) > 1:
+        warnings.warn(f"zoo models of different lineages ({', '.join(f'{r}: {c}' for r, c in chains.items())}): a reasoning "
+                      "vector is only meaningful between fine-tunes of one init", LineageWarning, stacklevel=2)
+    return {"chains": chains, "roots_match": (len(roots) <= 1) if chains else None}
+
+
 def _check_alpha(alpha: float) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
         raise ThinklensError.of("alpha", alpha, "a finite number", "pass e.g. --alphas -1,0,0.5,1")

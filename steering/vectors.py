@@ -157,19 +157,33 @@ def next_token_diff_of_means(traces: Sequence[Trace], site: Site | str, token_id
         >>> next_token_diff_of_means([t], s, 5).vector  # mean(1, 2) - 3
         tensor([-1.5000])
     """
+    hits = [[i == int(token_id) for i in t.token_ids] for t in traces]
+    return marked_diff_of_means(traces, site, hits, what=f"token {token_id}")
+
+
+def marked_diff_of_means(traces: Sequence[Trace], site: Site | str, marks: Sequence[Sequence[bool]], *,
+                         what: str = "the marked tokens") -> SteeringVector:
+    """``mean(state | the token it produced is marked) - mean(state | any other token)`` over generated steps.
+
+    ``marks[k][t]``: whether token ``t`` of trace ``k`` is marked, e.g. where a word starts
+    (:func:`steering.features.word_starts`: " Wait" or " W" + "ait" both mark the state before the word).
+    """
     s = Site.parse(site) if isinstance(site, str) else site
+    if len(marks) != len(traces):
+        raise ThinklensError.of("marks", len(marks), f"{len(traces)} (one list per trace)", "pass one list per trace")
     pos: list[Tensor] = []
     neg: list[Tensor] = []
-    for t in traces:
+    for t, m in zip(traces, marks):
         if s not in t.hidden:
             raise ThinklensError.of("traces", f"a trace without {s}", f"traces generated with capture=[{s}]",
                                     "pass capture=[site] to model.generate")
         h = t.hidden[s].double()  # [step, d]
-        hit = torch.tensor(t.token_ids[: h.shape[0]]) == int(token_id)
+        n = h.shape[0]
+        hit = torch.tensor([bool(x) for x in m[:n]] + [False] * max(0, n - len(m)), dtype=torch.bool)  # [step]
         pos.append(h[hit])
         neg.append(h[~hit])
     a, b = torch.cat(pos) if pos else torch.zeros(0), torch.cat(neg) if neg else torch.zeros(0)
     if a.shape[0] == 0 or b.shape[0] == 0:
-        raise ThinklensError.of("next-token sets", f"{a.shape[0]} states before token {token_id}, {b.shape[0]} others",
+        raise ThinklensError.of("next-token sets", f"{a.shape[0]} states before {what}, {b.shape[0]} others",
                                 "at least one state in each set", "sample the traces (do_sample=True) or use more of them")
     return SteeringVector(str(s), (a.mean(0) - b.mean(0)).float(), int(a.shape[0]), int(b.shape[0]), "next_token")

@@ -35,11 +35,18 @@ def load_sae_cached(path: str):
 
 
 def default_prompt(model_name: str) -> str:
-    if Path(str(model_name)).name.startswith("tiny-"):
-        from steering.data import zoo_prompts
+    """A synthetic problem in a zoo model's own format (its zoo style, or tiny-r1's chat template); "" otherwise."""
+    from thinklens.tasks.protocol import zoo_meta
 
-        return zoo_prompts(1, seed=7, style="think", min_steps=3, max_steps=3)[0][0]
-    return ""
+    if not zoo_meta(str(model_name)):
+        return ""
+    from steering.problems import zoo_stream
+    from thinklens.formats import format_for
+
+    model = load_hooked_model(model_name)
+    fmt = format_for(model, "auto")
+    problem = zoo_stream(1, seed=7, min_steps=3, max_steps=3)[0]
+    return fmt.render(problem.ground_truth if fmt.is_zoo else problem.question, model.tokenizer)
 
 
 def optional_result(run, name: str):
@@ -170,6 +177,12 @@ with tab_hybrid:
     hy = run_picker("hybrid", "hybrid run", key="hybrid-run")
     if hy is not None:
         show_figure(hy, "hybrid")
+        info = optional_result(hy, "hybrid_info")
+        st.caption("fired_fraction: tokens where the two models disagree and steering is tried; changed_fraction: tokens "
+                   "actually changed. " + (info["token_choice"] + f" Formats: thinking `{info['thinking_format']}`, base "
+                   f"`{info['base_format']}`; data `{info['data']}`, vectors from `{info['vector_data']}`."
+                   if info else "At a disagreement the thinking model picks the token among the steered base model's "
+                   "candidates."))
         res = read_result(hy, "hybrid") or {}
         st.dataframe([{"mode": m, **{k: r.get(k) for k in ("accuracy", "fired_fraction", "changed_fraction", "gap_recovered")}}
                       for m, r in res.items()], hide_index=True)

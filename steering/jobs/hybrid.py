@@ -1,32 +1,54 @@
 """``thinklens run hybrid``: a base model steered by a thinking model's behaviours (Venhoff et al.), with ablations.
 
 The runner loads both models (``--model``, the base, steered; ``--thinking``) with ``--device`` and
-``--dtype``. Every (seed, mode) is a resumable stage: the same command with the same ``--run-id``
-skips the stages in ``progress.jsonl``; the unsteered ``base`` and ``thinking`` modes do not depend on
-the seed and run once. Results: ``results/hybrid.json`` (the first seed's table, what the app shows),
-``hybrid_seeds.json`` (every seed's), ``hybrid_summary.json`` (mean and standard deviation over seeds
-per mode), ``categories.json`` and the figure hybrid.
+``--dtype``. Each model is prompted in its own format: ``--prompt-format`` for the thinking model (e.g.
+its chat template, whose generation prompt opens ``<think>``), ``--base-format`` for the base (plain text,
+its own chat template, or ``same``: the thinking model's kind of format); both read the same generated
+tokens, so their tokenizers must share one vocabulary (a clear error otherwise). Problems: ``--data``
+is evaluated (paper: GSM8K, MATH-500), graded by :func:`thinklens.answers.is_correct`; the thinking
+model's traces on ``--vector-data`` (paper: MMLU-Pro; default: the rest of ``--data``) build the
+categories and vectors, only their reasoning (the format's thinking span) segmented into sentences.
+Without ``--data``, the synthetic task's zoo stream (held-out seeds, ``--min-steps..--max-steps``).
+
+Every (seed, mode) is a resumable stage: the same command with the same ``--run-id`` skips the stages in
+``progress.jsonl``; the unsteered ``base`` and ``thinking`` modes do not depend on the seed and run
+once. Results: ``results/hybrid.json`` (the first seed's table, what the app shows), ``hybrid_seeds.json``
+(every seed's), ``hybrid_summary.json`` (mean and standard deviation over seeds per mode),
+``hybrid_info.json`` (formats, data and who picks the token at a disagreement), ``categories.json`` and
+the figure hybrid. Both fractions are reported: ``fired_fraction`` (tokens where the models disagree and
+steering is tried) and ``changed_fraction`` (tokens actually changed); at a disagreement the thinking
+model picks the token among the steered base model's candidates
+(:data:`steering.hybrid_generate.TOKEN_CHOICE`).
 
 Example:
     >>> JOB.name, JOB.models, HybridJobConfig(n_seeds=3).seeds
     ('hybrid', ('model', 'thinking'), (0, 1, 2))
     >>> # thinklens run hybrid --seed 0 --n-seeds 3 --n-eval 200 --run-id seeds3
+    >>> # thinklens run hybrid --model Qwen/Qwen2.5-Math-1.5B --base-format plain
+    >>> #     --thinking deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B --prompt-format chat
+    >>> #     --data HuggingFaceH4/MATH-500 --vector-data TIGER-Lab/MMLU-Pro --site resid_post.10
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from steering.configs import HybridConfig
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
+from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
+
+if TYPE_CHECKING:
+    from thinklens.formats import PromptFormat
+    from thinklens.model import HookedModel
+    from thinklens.problemsets import RealProblem
 
 
 @dataclass(frozen=True)
-class HybridJobConfig(HybridConfig):
-    """``thinklens run hybrid``: the hybrid-steering settings, plus the two models, the problems and the seeds."""
+class HybridJobConfig(HybridConfig, DataOptions):
+    """``thinklens run hybrid``: the hybrid-steering settings, plus the two models, their formats, the problems and the seeds."""
 
     seed: int = 0
     """First seed of the clustering SAE, the vector training and the ablations' random choices (one full
@@ -35,30 +57,83 @@ class HybridJobConfig(HybridConfig):
     """The base model (steered)."""
     thinking: str = "tiny-think"
     """The thinking model (decides when and which behaviour)."""
+    data: str = ""
+    """Problems evaluated (paper: GSM8K, MATH-500): a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a
+    cached hub id or synthetic:MIN-MAX[:N]; empty: the synthetic task's zoo stream (held-out seeds)."""
+    vector_data: str = ""
+    """Problems whose thinking-model traces build the categories and vectors (paper: MMLU-Pro); empty: problems of
+    --data not evaluated (the zoo stream's own seeds without --data). Must not share questions with --data."""
+    prompt_format: str = "auto"
+    """The thinking model's prompt format: auto (a zoo model's own style, else its chat template when it has one, else
+    plain), chat, plain, direct, cot or think."""
+    base_format: str = "same"
+    """The base model's prompt format: same (the thinking model's kind, rendered with the base's tokenizer), auto,
+    chat, plain, direct, cot or think."""
+    max_new_tokens: int | None = None
+    """New tokens per completion; None: the task protocol's budget for a zoo style and max_steps, 1024 for a real
+    model's format (capped by the contexts)."""
     n_train: int = 150
     """Thinking-model traces whose sentences train the categories and vectors."""
     n_eval: int = 60
     """Held-out problems evaluated per mode."""
     min_steps: int = 2
-    """Fewest steps of the problems."""
+    """Fewest steps of the zoo stream's problems."""
     max_steps: int = 5
-    """Most steps of the problems."""
+    """Most steps of the zoo stream's problems (and the zoo styles' token budget)."""
     modes: tuple[str, ...] = ("base", "thinking", "hybrid", "bias_only", "random_category", "random_firing", "random_vectors")
     """Modes evaluated (base and thinking alone, the hybrid, and the ablations)."""
     n_seeds: int = 1
     """Seeds run (seed, seed+1, ...)."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        HybridConfig.__post_init__(self)
+        DataOptions.__post_init__(self)
+        from thinklens.formats import check_format
+
+        if self.base_format != "same":
+            check_format(self.base_format)
         if self.n_seeds < 1:
             raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
         if not 1 <= self.min_steps <= self.max_steps:
             raise ThinklensError.of("steps", (self.min_steps, self.max_steps), "1 <= min_steps <= max_steps",
                                     "pass --min-steps 2 --max-steps 5")
+        if self.n_train < 1 or self.n_eval < 1 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
+            raise ThinklensError.of("--n-train / --n-eval / --max-new-tokens", (self.n_train, self.n_eval, self.max_new_tokens),
+                                    "integers >= 1", "pass --n-train 150 --n-eval 60")
 
     @property
     def seeds(self) -> tuple[int, ...]:
         return tuple(range(self.seed, self.seed + self.n_seeds))
+
+
+def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["RealProblem"]]:
+    """``(evaluated, vector)`` problems: from --data / --vector-data (seeded, disjoint), else the zoo stream."""
+    from steering.problems import draw, load_data, zoo_stream
+    from thinklens.problemsets import ProblemSet, check_disjoint
+
+    steps = dict(min_steps=job.min_steps, max_steps=job.max_steps)
+    if job.data and not job.vector_data:
+        parts = draw(load_data(job.data, job.data_fields), {"eval": job.n_eval, "train": job.n_train}, seed=job.seed)
+        if not parts["train"]:
+            raise ThinklensError.of("--data", f"{job.data}: no problems left for the vectors after {len(parts['eval'])} "
+                                    "evaluated", "more problems than --n-eval, or --vector-data",
+                                    "pass --vector-data <other problems> or a smaller --n-eval")
+        return parts["eval"], parts["train"]
+    evaluated = (draw(load_data(job.data, job.data_fields), {"eval": job.n_eval}, seed=job.seed)["eval"] if job.data
+                 else zoo_stream(job.n_eval, seed=HELD_OUT["steer_eval"], **steps))
+    vector = (draw(load_data(job.vector_data), {"train": job.n_train}, seed=job.seed)["train"] if job.vector_data
+              else zoo_stream(job.n_train, seed=HELD_OUT["steer_train"], **steps))
+    if job.vector_data:
+        check_disjoint({"--data (evaluated)": ProblemSet(job.data or "zoo", tuple(evaluated)),
+                        "--vector-data": ProblemSet(job.vector_data, tuple(vector))})
+    return evaluated, vector
+
+
+def base_format(job: HybridJobConfig, base: "HookedModel", thinking_fmt: "PromptFormat") -> "PromptFormat":
+    """The base model's prompt format (``same``: the thinking format's kind, resolved with the base's tokenizer)."""
+    from thinklens.formats import format_for
+
+    return format_for(base, thinking_fmt.kind if job.base_format == "same" else job.base_format)
 
 
 def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
@@ -70,28 +145,34 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     import statistics
 
     from steering import figures
-    from steering.data import zoo_prompts
-    from steering.hybrid import train_hybrid_vectors
-    from steering.hybrid_generate import evaluate_hybrid
-    from thinklens.answers import parse_answer
-    from thinklens.tasks.protocol import model_style, token_budget
+    from steering.hybrid import check_tokenizers, train_hybrid_vectors
+    from steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid
+    from steering.problems import accuracy, data_format, max_steps_of, new_token_budget, render
+    from thinklens.formats import format_for
 
     job, run, log = config, ctx.run, ctx.progress.log
     base, thinking = ctx.models["model"], ctx.models["thinking"]
-    max_new = token_budget("think", job.max_steps)
-    ep, ea = zoo_prompts(job.n_eval, seed=HELD_OUT["steer_eval"], style="think", min_steps=job.min_steps,
-                         max_steps=job.max_steps)
+    check_tokenizers(base.tokenizer, thinking.tokenizer)
+    t_fmt = data_format(thinking, job.prompt_format)
+    b_fmt = base_format(job, base, t_fmt)
+    evaluated, vector = hybrid_problems(job)
+    steps = max_steps_of(evaluated, job.max_steps) if job.data else job.max_steps
+    ep, bp = render(t_fmt, evaluated, thinking.tokenizer), render(b_fmt, evaluated, base.tokenizer)
+    ea = [p.answer for p in evaluated]
+    max_new = min(new_token_budget(t_fmt, job.max_new_tokens, model=thinking, prompts=ep, max_steps=steps),
+                  new_token_budget(t_fmt, job.max_new_tokens, model=base, prompts=bp, max_steps=steps))
     done = run.finished()
     traces: list = []
 
     def vectors_for(seed: int, scfg: HybridJobConfig):
         def train():
+            tp = render(t_fmt, vector, thinking.tokenizer)
             if not traces:
-                tp, _ = zoo_prompts(job.n_train, seed=HELD_OUT["steer_train"], style="think", min_steps=job.min_steps,
-                                    max_steps=job.max_steps)
                 traces.extend(thinking.generate(tp, max_new_tokens=max_new, batch_size=64))
+            reasoning = None if t_fmt.is_zoo or t_fmt.span is None else [t_fmt.split_trace(t).reasoning for t in traces]
+            base_ids = base.tokenizer(render(b_fmt, vector, base.tokenizer))["input_ids"]
             log(f"seed {seed}: training the categories and vectors")
-            hv = train_hybrid_vectors(base, thinking, traces, scfg, log=log)
+            hv = train_hybrid_vectors(base, thinking, traces, scfg, log=log, base_prompts=base_ids, reasoning=reasoning)
             if seed == job.seeds[0]:
                 run.write_result("categories", {"counts": hv.counts, "examples": {str(k): v for k, v in hv.examples.items()},
                                                 "losses": hv.losses, "bias_norm": float(hv.bias.norm()),
@@ -112,17 +193,18 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
             done[item] = row
 
         log(f"seed {seed}: {len(prior)} of {len(job.modes)} modes already done")
-        per_seed[str(seed)] = evaluate_hybrid(base, thinking, vectors_for(seed, scfg), ep, ea, scfg, modes=job.modes,
-                                              max_new_tokens=max_new, log=log, done=prior, on_mode=record)
+        per_seed[str(seed)] = evaluate_hybrid(base, thinking, vectors_for(seed, scfg), bp, ea, scfg, modes=job.modes,
+                                              max_new_tokens=max_new, log=log, done=prior, on_mode=record,
+                                              thinking_prompts=ep)
     res = dict(per_seed[str(job.seeds[0])])
-    # context: the base model on its own prompt style for the same problems (not part of the gap)
-    own = model_style(job.model)
+    # context: the base model on its own prompt format for the same problems (not part of the gap)
+    own = format_for(base, "auto")
     if "own_style" not in done:
-        op, _ = zoo_prompts(job.n_eval, seed=HELD_OUT["steer_eval"], style=own, min_steps=job.min_steps,
-                            max_steps=job.max_steps)
-        texts = [t.text for t in base.generate(op, max_new_tokens=token_budget(own, job.max_steps), batch_size=64)]
-        row = {"style": own, "accuracy": sum(parse_answer(t) == a for t, a in zip(texts, ea)) / len(ea),
-               "tokens": 0, "fired_fraction": 0.0, "changed_fraction": 0.0, "samples": texts[:3]}
+        op = render(own, evaluated, base.tokenizer)
+        budget = new_token_budget(own, job.max_new_tokens, model=base, prompts=op, max_steps=steps)
+        texts = [t.text for t in base.generate(op, max_new_tokens=budget, batch_size=64)]
+        row = {"style": own.kind, "accuracy": accuracy(texts, ea), "tokens": 0, "fired_fraction": 0.0,
+               "changed_fraction": 0.0, "samples": texts[:3]}
         run.mark_done("own_style", row)
         done["own_style"] = row
     res["base_own_style"] = done["own_style"]
@@ -130,7 +212,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     for m in res:
         if m == "base_own_style":
             continue
-        for k in ("accuracy", "fired_fraction", "gap_recovered"):
+        for k in ("accuracy", "fired_fraction", "changed_fraction", "gap_recovered"):
             vals = [t[m][k] for t in per_seed.values() if t.get(m, {}).get(k) is not None]
             if vals:
                 summary_rows.setdefault(m, {"n_seeds": len(vals)})
@@ -139,8 +221,15 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     run.write_result("hybrid", res)
     run.write_result("hybrid_seeds", per_seed)
     run.write_result("hybrid_summary", summary_rows)
+    run.write_result("hybrid_info", {
+        "token_choice": TOKEN_CHOICE, "chooser_at_disagreement": "thinking",
+        "thinking_format": t_fmt.kind, "base_format": b_fmt.kind, "base_own_format": own.kind,
+        "thinking_span": t_fmt.span.family if t_fmt.span is not None else None,
+        "data": job.data or "zoo stream", "vector_data": job.vector_data or (job.data and "rest of --data") or "zoo stream",
+        "n_evaluated": len(evaluated), "n_vector_problems": len(vector), "max_new_tokens": max_new})
     run.write_figure("hybrid", figures.figure_hybrid(res))
-    return {m: {k: r.get(k) for k in ("accuracy", "accuracy_std", "fired_fraction", "gap_recovered", "gap_recovered_std")}
+    return {m: {k: r.get(k) for k in ("accuracy", "accuracy_std", "fired_fraction", "changed_fraction", "gap_recovered",
+                                       "gap_recovered_std")}
             for m, r in summary_rows.items()}
 
 
@@ -148,8 +237,12 @@ def report(summary: dict[str, Any]) -> str:
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
 
-    return "\n".join(f"{m}: accuracy {num(r['accuracy'])} +- {num(r['accuracy_std'])}, fired {num(r['fired_fraction'])}, "
-                     f"gap recovered {num(r['gap_recovered'])}" for m, r in summary.items())
+    lines = [f"{m}: accuracy {num(r['accuracy'])} +- {num(r['accuracy_std'])}, models disagree (fired) "
+             f"{num(r['fired_fraction'])}, tokens changed {num(r.get('changed_fraction'))}, gap recovered "
+             f"{num(r['gap_recovered'])}" for m, r in summary.items()]
+    lines.append("at a disagreement the thinking model picks the token among the steered base model's candidates "
+                 "(results/hybrid_info.json)")
+    return "\n".join(lines)
 
 
 JOB = Job(
@@ -157,7 +250,10 @@ JOB = Job(
     help="hybrid base/thinking steering (Venhoff et al.) with ablations",
     description="Sentences of the thinking model's traces are clustered into behaviours by a top-k SAE; one steering "
     "vector per behaviour (plus a bias vector) is trained to raise the base model's likelihood of those sentences. "
-    "Generation: where the two models disagree, the thinking model picks the behaviour and the base model is "
-    "steered. Evaluated against the base and thinking models alone and the ablations (bias only, random category, "
-    "random firing, random vectors), for seeds seed..seed+n_seeds-1; every (seed, mode) resumes after a kill.",
+    "Generation: where the two models disagree, the thinking model picks the behaviour, the base model is steered, "
+    "and the thinking model picks the token among the steered base model's candidates. Each model is prompted in "
+    "its own format (--prompt-format, --base-format) on --data; the vectors come from --vector-data. Evaluated "
+    "against the base and thinking models alone and the ablations (bias only, random category, random firing, "
+    "random vectors), for seeds seed..seed+n_seeds-1; both the fraction of tokens where steering fired and the "
+    "fraction changed are reported; every (seed, mode) resumes after a kill.",
 )

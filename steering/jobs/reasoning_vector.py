@@ -2,28 +2,37 @@
 
 Zbeeb et al. (arXiv 2509.01363): the vector between two fine-tunes of one init on one dataset (GRPO
 minus SFT), added to ``--model`` (the target) in tensor groups (all, attention, mlp, no_embeddings)
-at several scales and scored on held-out zoo problems. Results: ``results/vector.json`` (norms per
-group, cosines, lineage checks), ``results/alpha_sweep.json`` and the figure alpha_sweep; the target
-plus ``save_alpha * v`` in HF format under ``merged/``.
+at several scales and scored, greedily, on ``--data`` (any problem set, prompted in the target's
+``--prompt-format``, graded by :func:`thinklens.answers.is_correct`) or, without it, on held-out zoo
+problems by the zoo's evaluator. Any three Hugging Face checkpoints of one architecture work: the
+config shapes of a, b, the target and the base must match (a clear error otherwise), the weights must
+look like one lineage (a warning otherwise), and zoo models' recorded inits must share a root. Results:
+``results/vector.json`` (norms per group, cosines, lineage checks), ``results/alpha_sweep.json`` and
+the figure alpha_sweep; the target plus ``save_alpha * v`` in HF format under ``merged/``.
 
 Example:
     >>> JOB.name, ReasoningVectorJobConfig().model, ReasoningVectorJobConfig().seed
     ('reasoning-vector', 'tiny-think', 10000)
     >>> # thinklens run reasoning-vector --alphas=-1,0,1 --n-per-steps 10
+    >>> # thinklens run reasoning-vector --model Qwen/Qwen2.5-1.5B-Instruct --a my/grpo --b my/sft --base none
+    >>> #     --data openai/gsm8k:main@test --prompt-format chat --n-problems 500
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from steering.configs import check_finite
+from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
+from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
 
 
 @dataclass(frozen=True)
-class ReasoningVectorJobConfig:
+class ReasoningVectorJobConfig(DataOptions):
     """``thinklens run reasoning-vector``: v = a - b added to a target model with an alpha sweep."""
 
     model: str = "tiny-think"
@@ -38,12 +47,20 @@ class ReasoningVectorJobConfig:
     """Scales of v (negative alphas subtract it; write --alphas=-1,0,1)."""
     groups: tuple[str, ...] = ("all", "attention", "mlp", "no_embeddings")
     """Tensor groups v is applied to (all, attention, mlp, no_embeddings)."""
+    data: str = ""
+    """Problems the sweep is scored on (a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a cached hub
+    id or synthetic:MIN-MAX[:N]), prompted in --prompt-format; empty: held-out zoo problems (--n-per-steps, --steps)."""
+    n_problems: int = 0
+    """With --data: score its first n problems (0: all)."""
+    max_new_tokens: int | None = None
+    """With --data: new tokens per answer; None: the task protocol's budget for a zoo style, 1024 for a real model's
+    format (capped by its context)."""
     style: str | None = None
-    """Prompt style of the evaluation (None: the target's own, from its zoo.json or name)."""
+    """Without --data: zoo prompt style of the evaluation (None: the target's own, from its zoo.json or name)."""
     n_per_steps: int = 25
-    """Held-out problems per step count (0: norms and cosines only)."""
+    """Held-out zoo problems per step count without --data (0, with or without --data: norms and cosines only)."""
     steps: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
-    """Step counts evaluated."""
+    """Step counts of the zoo evaluation."""
     seed: int = HELD_OUT["eval"]
     """Seed of the held-out problems (the zoo evaluator's)."""
     save_alpha: float | None = 1.0
@@ -52,6 +69,10 @@ class ReasoningVectorJobConfig:
     def __post_init__(self) -> None:
         from steering.reasoning_vectors import check_group
 
+        super().__post_init__()
+        if self.n_problems < 0 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
+            raise ThinklensError.of("--n-problems / --max-new-tokens", (self.n_problems, self.max_new_tokens),
+                                    "n_problems >= 0 and max_new_tokens >= 1", "pass --n-problems 500")
         check_finite("alpha", [*self.alphas, *([self.save_alpha] if self.save_alpha is not None else [])],
                      "--alphas=-1,0,0.5,1")
         for g in self.groups:
@@ -65,33 +86,28 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     import torch
 
     from steering import figures
-    from steering.reasoning_vectors import alpha_sweep, apply_vector, load_weights, reasoning_vector, save_merged, vector_stats
-    from thinklens.model import HookedModel
-    from thinklens.tasks.protocol import model_style
-    from zoo.evaluate import evaluate_model
+    from steering.reasoning_vectors import (alpha_sweep, apply_vector, check_lineage_shapes, load_weights, reasoning_vector,
+                                            save_merged, vector_stats, zoo_lineage)
 
     cfg, run, log = config, ctx.run, ctx.progress.log
     v, lineage = reasoning_vector(cfg.a, cfg.b, base=cfg.base)
     target, tok = ctx.model.hf, ctx.model.tokenizer
-    tw = load_weights(target)[0]
+    tw, tcfg = load_weights(target)
+    wa, ca = load_weights(cfg.a)
+    check_lineage_shapes(tw, wa, tcfg, ca, what="target")
     bw = load_weights(cfg.base)[0] if cfg.base else None
     stats = vector_stats(v, tw, bw)
     stats["lineage"] = asdict(lineage)
+    stats["zoo_lineage"] = zoo_lineage({"a": cfg.a, "b": cfg.b, "target": cfg.model, **({"base": cfg.base} if cfg.base else {})})
     if bw is not None:
-        wa, wb = load_weights(cfg.a)[0], load_weights(cfg.b)[0]
+        wb = load_weights(cfg.b)[0]
         stats["norm_delta_a"] = float(torch.cat([(wa[n] - bw[n]).flatten() for n in wa]).norm())
         stats["norm_delta_b"] = float(torch.cat([(wb[n] - bw[n]).flatten() for n in wb]).norm())
     run.write_result("vector", stats)
     log(f"|v|={stats['norms']['all']:.3f} ({stats['relative_norm']:.3%} of |target|); lineage {asdict(lineage)}")
     rows: list[dict[str, Any]] = []
     if cfg.n_per_steps > 0:
-        style = cfg.style or model_style(cfg.model)
-
-        def evaluate(model) -> dict[str, Any]:
-            r = evaluate_model(HookedModel(model, tok), label="merged", style=style, n_per_steps=cfg.n_per_steps, steps=list(cfg.steps),
-                               seed=cfg.seed)
-            return {"accuracy": r.mean_accuracy(list(cfg.steps)), "by_steps": {str(k): x for k, x in r.accuracy.items()}}
-
+        evaluate = data_evaluator(cfg, ctx.model) if cfg.data else zoo_evaluator(cfg, tok)
         rows = alpha_sweep(target, v, cfg.alphas, evaluate, groups=cfg.groups, progress=log)
         run.write_result("alpha_sweep", rows)
         run.write_figure("alpha_sweep", figures.figure_alpha_sweep(rows))
@@ -103,6 +119,46 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     return {"norm": stats["norms"]["all"], "related": lineage.related,
             "alpha0_accuracy": next((r["accuracy"] for r in rows if r["alpha"] == 0 and r["group"] == "all"), None),
             "best": {k: best[k] for k in ("group", "alpha", "accuracy")} if best else None}
+
+
+def zoo_evaluator(cfg: ReasoningVectorJobConfig, tok: Any) -> Callable[[Any], dict[str, Any]]:
+    """Accuracy of a merged model on held-out zoo problems (the zoo's evaluator, its style)."""
+    from thinklens.model import HookedModel
+    from thinklens.tasks.protocol import model_style
+    from zoo.evaluate import evaluate_model
+
+    style = cfg.style or model_style(cfg.model)
+
+    def evaluate(model) -> dict[str, Any]:
+        r = evaluate_model(HookedModel(model, tok), label="merged", style=style, n_per_steps=cfg.n_per_steps,
+                           steps=list(cfg.steps), seed=cfg.seed)
+        return {"accuracy": r.mean_accuracy(list(cfg.steps)), "by_steps": {str(k): x for k, x in r.accuracy.items()}}
+
+    return evaluate
+
+
+def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any], dict[str, Any]]:
+    """Greedy accuracy of a merged model on --data in the target's --prompt-format (is_correct against the gold
+    answers), by step count when the problems are synthetic."""
+    from steering.problems import data_format, graded, max_steps_of, prompt_set
+    from thinklens.model import HookedModel
+
+    problems = list(cfg.load(limit=cfg.n_problems or None))
+    ps = prompt_set(target, data_format(target, cfg.prompt_format), problems, max_new_tokens=cfg.max_new_tokens,
+                    max_steps=max_steps_of(problems, max(cfg.steps)))
+    steps = [p.ground_truth.n_steps if p.ground_truth is not None else None for p in problems]
+
+    def evaluate(model) -> dict[str, Any]:
+        traces = HookedModel(model, target.tokenizer).generate(ps.prompts, max_new_tokens=ps.max_new_tokens, batch_size=64)
+        right = graded([t.text for t in traces], ps.golds)
+        by_steps: dict[str, list[bool]] = {}
+        for s, ok in zip(steps, right):
+            if s is not None:
+                by_steps.setdefault(str(s), []).append(ok)
+        return {"accuracy": sum(right) / len(right), "by_steps": {k: sum(v) / len(v) for k, v in sorted(by_steps.items())},
+                "n": len(right)}
+
+    return evaluate
 
 
 def report(summary: dict[str, Any]) -> str:
@@ -118,5 +174,6 @@ JOB = Job(
     help="weight-space reasoning vector a - b added to a target model; alpha sweep",
     description="Computes v = theta_a - theta_b between two checkpoints of one lineage (lineage checks against "
     "--base), adds alpha * v to --model in each tensor group (all, attention, mlp, no_embeddings; from the model "
-    "family's adapter) and scores every (group, alpha) on held-out zoo problems; saves --model + save_alpha * v.",
+    "family's adapter) and scores every (group, alpha) greedily on --data in --prompt-format (or on held-out zoo "
+    "problems); saves --model + save_alpha * v.",
 )

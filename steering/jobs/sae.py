@@ -6,10 +6,17 @@ contexts, thinking-word and correctness correlations over generated traces) and 
 sae_metrics, feature_density and feature_correlation. ``thinklens run steer --sae <run folder>`` uses
 both the SAE and its statistics.
 
+``--data``: the zoo's rendered problems (``zoo:<style>``), a text file, or any problem set (GSM8K,
+MATH-500, your JSONL, ``synthetic:MIN-MAX``): its problems become their prompt in the model's
+``--prompt-format`` followed by their worked solution (training texts), and the scanned traces are the
+model's own completions of those prompts, graded by :func:`thinklens.answers.is_correct`, with each
+feature's firing frequency inside the reasoning span of the format (``<think>`` ... ``</think>``).
+
 Example:
     >>> JOB.name, SAEJobConfig().site, SAEJobConfig().model
     ('sae', 'resid_post.2', 'tiny-think')
     >>> # thinklens run sae --model tiny-think --site resid_post.2 --d-sae 1024 --k 32 --run-id think-rp2-k32
+    >>> # thinklens run sae --model tiny-r1 --data gsm8k_train.jsonl --prompt-format chat --site resid_post.2
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from steering.configs import SAETrainConfig
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
+from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
@@ -28,17 +36,20 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class SAEJobConfig(SAETrainConfig):
+class SAEJobConfig(SAETrainConfig, DataOptions):
     """``thinklens run sae``: the sae-lens training settings, plus the data and the feature statistics."""
 
     model: str = "tiny-think"
     """Zoo name, local model folder or hub id."""
     data: str = "zoo:think"
-    """Training texts: zoo:<style> (rendered zoo problems) or a .txt/.jsonl file (one text per line)."""
+    """Training texts: zoo:<style> (rendered zoo problems), a .txt/.jsonl file of texts (one per line, or a text
+    field), or a problem set (.jsonl/.json/.parquet/.csv, HF datasets folder, cached hub id, synthetic:MIN-MAX):
+    each problem's prompt in --prompt-format followed by its worked solution."""
     n_texts: int = 6000
-    """Training texts drawn (zoo) or read (file)."""
+    """Training texts drawn (zoo), read (file) or made (the first problems of a problem set)."""
     eval_texts: int = 400
-    """Held-out texts for the metrics (zoo data only; a file is evaluated on its first texts)."""
+    """Held-out texts for the metrics (zoo: other problems; a problem set: the problems after the training ones when
+    it has more; a text file: its first texts)."""
     stats_traces: int = 200
     """Generated traces scanned for feature statistics (0 skips)."""
     stats_min_steps: int = 2
@@ -48,9 +59,13 @@ class SAEJobConfig(SAETrainConfig):
     stats_sample: bool = True
     """Sample the scanned traces (temperature 1, seeded) rather than decode greedily: greedy zoo traces never
     say wait or hmm (each is drawn with p < 0.5 in training), so only sampled traces show their features."""
+    max_new_tokens: int | None = None
+    """New tokens of each scanned trace; None: the task protocol's budget for a zoo style, 1024 for a real model's
+    format (capped by its context), 64 for a text file."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        SAETrainConfig.__post_init__(self)
+        DataOptions.__post_init__(self)
         if self.n_texts < 1 or self.eval_texts < 1 or self.stats_traces < 0:
             raise ThinklensError.of("text counts", (self.n_texts, self.eval_texts, self.stats_traces),
                                     "n_texts >= 1, eval_texts >= 1, stats_traces >= 0", "pass --n-texts 6000 --eval-texts 400")
@@ -66,11 +81,11 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     from steering.sae import evaluate_sae, train_sae
 
     model, run, log = ctx.model, ctx.run, ctx.progress.log
-    texts = corpus(config.data, config.n_texts, seed=config.seed)
+    source = dict(model=model, prompt_format=config.prompt_format, data_fields=config.data_fields)
+    texts = corpus(config.data, config.n_texts, seed=config.seed, **source)
     log(f"training {config.architecture} SAE ({config.d_sae} features, k={config.k}) at {config.site} on {len(texts)} texts")
     sae, train_metrics = train_sae(model, texts, config, out_dir=run.path / "sae")
-    held = (corpus(config.data, config.eval_texts, seed=config.seed + 1_000_003) if config.data.startswith("zoo:")
-            else texts[: config.eval_texts])
+    held = held_out_texts(config, texts, source)
     metrics = evaluate_sae(model, sae, held, n_batches=max(1, min(16, len(held) // 32)), batch_prompts=32)
     metrics["train_split"] = {k: train_metrics.get(k) for k in ("explained_variance", "l0", "ce_loss_recovered", "dead_features")}
     run.write_result("metrics", metrics)
@@ -85,21 +100,46 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     return summary
 
 
+def held_out_texts(config: SAEJobConfig, texts: list[str], source: dict[str, Any]) -> list[str]:
+    """Texts for the held-out metrics: other zoo problems; the problems after the training ones (else the first
+    texts) of a problem set; the first texts of a text file."""
+    from steering.data import corpus, is_text_file
+
+    if config.data.startswith("zoo:"):
+        return corpus(config.data, config.eval_texts, seed=config.seed + 1_000_003, **source)
+    if not is_text_file(config.data):
+        try:
+            return corpus(config.data, config.eval_texts, seed=config.seed, offset=config.n_texts, **source)
+        except ThinklensError:  # no problem left after the training ones
+            pass
+    return texts[: config.eval_texts]
+
+
 def write_feature_stats(model: "HookedModel", sae: Any, config: SAEJobConfig, run: "RunFolder"):
     """Generate ``config.stats_traces`` traces, compute :class:`FeatureStats`, write them and their figures."""
     from steering import figures
-    from steering.data import prompt_set
+    from steering.data import is_text_file, read_texts
     from steering.features import feature_stats
-    from thinklens.answers import parse_answer
+    from steering.problems import PromptSet, data_format, load_data, max_steps_of, prompt_set, zoo_stream
 
     seed = HELD_OUT["sampling"]
-    prompts, answers, max_new = prompt_set(config.data, config.stats_traces, seed=seed, min_steps=config.stats_min_steps,
-                                           max_steps=config.stats_max_steps)
+    if config.data.startswith("zoo:"):
+        problems = zoo_stream(config.stats_traces, seed=seed, min_steps=config.stats_min_steps, max_steps=config.stats_max_steps)
+        ps = prompt_set(model, data_format(model, config.prompt_format, config.data), problems,
+                        max_new_tokens=config.max_new_tokens, max_steps=config.stats_max_steps)
+    elif is_text_file(config.data):
+        ps = PromptSet(read_texts(config.data)[: config.stats_traces], None, config.max_new_tokens or 64, None)
+    else:
+        problems = list(load_data(config.data, config.data_fields))[: config.stats_traces]
+        ps = prompt_set(model, data_format(model, config.prompt_format), problems, max_new_tokens=config.max_new_tokens,
+                        max_steps=max_steps_of(problems, config.stats_max_steps))
     site = model.resolve_site(config.site)
-    trs = model.generate(prompts, max_new_tokens=max_new, capture=[site], batch_size=64, do_sample=config.stats_sample,
-                         seed=seed, temperature=1.0)
-    correct = [parse_answer(t.text) == a for t, a in zip(trs, answers)] if answers is not None else None
-    stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=correct)
+    trs = model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, capture=[site], batch_size=64,
+                         do_sample=config.stats_sample, seed=seed, temperature=1.0)
+    fmt = ps.fmt
+    reasoning = [fmt.split_trace(t).reasoning for t in trs] if fmt is not None and fmt.span is not None else None
+    stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=ps.correct([t.text for t in trs]),
+                          reasoning=reasoning, span=fmt.span.family if reasoning else None)
     run.write_result("feature_stats", stats.to_json())
     run.write_figure("feature_density", figures.figure_feature_density(stats))
     run.write_figure("feature_correlation", figures.figure_feature_correlation(stats, "wait"))

@@ -16,10 +16,11 @@ from typing import Any
 
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
+from thinklens.problemsets import DataOptions
 
 
 @dataclass(frozen=True)
-class SAEEvalConfig:
+class SAEEvalConfig(DataOptions):
     """``thinklens run sae-eval``: which SAE, on which model and texts."""
 
     model: str = "tiny-think"
@@ -29,7 +30,8 @@ class SAEEvalConfig:
     site: str | None = None
     """Site of the SAE (None: from its metadata)."""
     data: str = "zoo:think"
-    """Texts: zoo:<style> (rendered zoo problems) or a .txt/.jsonl file."""
+    """Texts: zoo:<style> (rendered zoo problems), a .txt/.jsonl file of texts, or a problem set (each problem's
+    prompt in --prompt-format followed by its worked solution; see `thinklens run sae --help`)."""
     n_texts: int = 400
     """Texts evaluated."""
     n_batches: int = 8
@@ -38,6 +40,7 @@ class SAEEvalConfig:
     """Seed of the zoo texts (SAE training draws seed 0 by default)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.n_texts < 1 or self.n_batches < 1:
             raise ThinklensError.of("sizes", (self.n_texts, self.n_batches), "n_texts >= 1 and n_batches >= 1",
                                     "pass --n-texts 400 --n-batches 8")
@@ -49,7 +52,8 @@ def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     from steering.sae import evaluate_sae, load_sae, sae_folder
 
     sae = load_sae(sae_folder(config.sae)[0], device=str(ctx.model.device))
-    texts = corpus(config.data, config.n_texts, seed=config.seed)
+    texts = corpus(config.data, config.n_texts, seed=config.seed, model=ctx.model, prompt_format=config.prompt_format,
+                   data_fields=config.data_fields)
     metrics = evaluate_sae(ctx.model, sae, texts, site=config.site, n_batches=config.n_batches)
     ctx.run.write_result("metrics", metrics)
     return metrics

@@ -20,15 +20,17 @@ from typing import TYPE_CHECKING, Any, Literal
 from steering.configs import check_finite
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
+from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
+    from steering.problems import PromptSet
     from thinklens.model import HookedModel
     from thinklens.sites import Site
 
 
 @dataclass(frozen=True)
-class SteerJobConfig:
+class SteerJobConfig(DataOptions):
     """``thinklens run steer``: steer with an SAE feature against equal-norm baselines."""
 
     model: str = "tiny-think"
@@ -39,15 +41,19 @@ class SteerJobConfig:
     """Site of the SAE (None: from the SAE's metadata)."""
     feature: int | None = None
     """Feature to steer (None: the one most correlated with --word)."""
+    data: str = ""
+    """Problems steered and scored (and, a disjoint part, whose traces pick the feature): a .jsonl/.json/.parquet/.csv
+    file, a saved HF datasets folder, a cached hub id or synthetic:MIN-MAX[:N]; empty: --prompts."""
     word: str = "wait"
-    """Thinking word whose most correlated feature is steered, and whose frequency is reported."""
+    """Thinking word whose most correlated feature is steered, and whose frequency is reported (case-insensitive)."""
     mode: Literal["add", "clamp"] = "add"
     """add: x + c * |x|_mean * unit(W_dec[f]); clamp: set the feature to c * its max activation (error term kept)."""
     coeffs: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
     """Coefficients (add: in units of the mean activation norm at the site; clamp: of the feature's max
     activation). Negative lists need the = form: --coeffs=-1,0,1."""
     prompts: str = "zoo:think"
-    """Prompts: zoo:<style> or a prompt file (.txt/.jsonl)."""
+    """Prompts without --data: zoo:<style> (the synthetic task's zoo stream; --prompt-format renders it in another
+    format) or a prompt file (.txt/.jsonl, used as is, no answers)."""
     n_prompts: int = 100
     """Prompts generated per (arm, coefficient)."""
     stats_traces: int = 150
@@ -57,7 +63,8 @@ class SteerJobConfig:
     max_steps: int = 5
     """Most steps of the zoo problems."""
     max_new_tokens: int | None = None
-    """New tokens per trace; None: the task protocol's budget for the style and max_steps (64 for a prompt file)."""
+    """New tokens per trace; None: the task protocol's budget for a zoo style and max_steps, 1024 for a real model's
+    format (capped by its context), 64 for a prompt file."""
     sample: bool = True
     """Sample (temperature 1, one seed for every arm) instead of greedy decoding: greedy zoo traces never say
     wait, so only sampling shows a decrease as well as an increase."""
@@ -71,11 +78,44 @@ class SteerJobConfig:
     (from sampled traces), at the same norm as the other arms."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the prompt format's name and the field mapping
         check_finite("coefficient", self.coeffs, "--coeffs=-1,0,1")
+        if not self.word.strip():
+            raise ThinklensError.of("--word", self.word, "a thinking word", "pass --word wait")
         if self.n_seeds < 1:
             raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ThinklensError.of("--max-new-tokens", self.max_new_tokens, "an integer >= 1 or none", "pass --max-new-tokens 88")
+
+
+def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["PromptSet", "PromptSet"]:
+    """``(stats, steered)``: the prompts whose traces pick the feature and the prompts steered and scored."""
+    from steering.problems import PromptSet, data_format, draw, load_data, max_steps_of, prompt_set, zoo_stream
+
+    if cfg.data:
+        fmt = data_format(model, cfg.prompt_format)
+        parts = draw(load_data(cfg.data, cfg.data_fields), {"steer": cfg.n_prompts, "stats": cfg.stats_traces},
+                     seed=cfg.seed)
+        if not parts["stats"]:
+            log(f"{cfg.data} has no problems left for the feature statistics: they use the steered problems")
+        steps = max_steps_of([*parts["steer"], *parts["stats"]], cfg.max_steps)
+        sets = [prompt_set(model, fmt, parts[k] or parts["steer"], max_new_tokens=cfg.max_new_tokens, max_steps=steps)
+                for k in ("stats", "steer")]
+        return sets[0], sets[1]
+    if cfg.prompts.startswith("zoo:"):
+        fmt = data_format(model, cfg.prompt_format, cfg.prompts)
+        return tuple(prompt_set(model, fmt, zoo_stream(n, seed=HELD_OUT[purpose], min_steps=cfg.min_steps,
+                                                       max_steps=cfg.max_steps),
+                                max_new_tokens=cfg.max_new_tokens, max_steps=cfg.max_steps)
+                     for n, purpose in ((cfg.stats_traces, "sampling"), (cfg.n_prompts, "steer")))
+    from thinklens.prompts import read_prompts
+
+    if cfg.prompt_format != "auto":
+        raise ThinklensError.of("--prompt-format", cfg.prompt_format, "auto with a prompt file (its prompts are used as "
+                                "they are)", "pass --data <problems> to render them in a format, or drop --prompt-format")
+    prompts = read_prompts(cfg.prompts)
+    return (PromptSet(prompts[: cfg.stats_traces], None, cfg.max_new_tokens or 64, None),
+            PromptSet(prompts[: cfg.n_prompts], None, cfg.max_new_tokens or 64, None))
 
 
 def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
@@ -85,12 +125,10 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     import torch
 
     from steering import figures
-    from steering.data import prompt_set
     from steering.effects import mean_norm, steer_sweep
     from steering.feature_steering import equal_norm_arms
     from steering.features import FeatureStats, feature_stats
     from steering.sae import check_feature, check_sae, load_sae, sae_folder
-    from thinklens.answers import parse_answer
 
     model, log, cfg = ctx.model, ctx.progress.log, config
     sae_dir, sae_run = sae_folder(cfg.sae)
@@ -98,9 +136,8 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     site = check_sae(model, sae, cfg.site)
     stats_file = sae_run / "results" / "feature_stats.json" if sae_run else None
     sampling = HELD_OUT["sampling"]
-    stats_prompts, answers0, max_new0 = prompt_set(cfg.prompts, cfg.stats_traces, seed=sampling, min_steps=cfg.min_steps,
-                                                   max_steps=cfg.max_steps)
-    max_new0 = cfg.max_new_tokens or max_new0
+    stats_set, steer_set = prompt_sets(cfg, model, log)
+    stats_prompts, max_new0 = stats_set.prompts, stats_set.max_new_tokens
 
     def traces(prompts):
         return model.generate(prompts, max_new_tokens=max_new0, capture=[site], batch_size=64, do_sample=cfg.sample,
@@ -112,16 +149,21 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         stats = FeatureStats.from_json(json.loads(stats_file.read_text()))
     else:
         trs = traces(stats_prompts)
-        correct = [parse_answer(t.text) == a for t, a in zip(trs, answers0)] if answers0 else None
-        stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=correct, words=(cfg.word,))
-    feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(cfg.word)
+        fmt = stats_set.fmt
+        reasoning = [fmt.split_trace(t).reasoning for t in trs] if fmt is not None and fmt.span is not None else None
+        stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=stats_set.correct([t.text for t in trs]),
+                              words=(cfg.word,), reasoning=reasoning, span=fmt.span.family if reasoning else None)
+    # words match case-insensitively: the statistics' own spelling of --word
+    word = next((w for w in stats.corr_words if w.lower() == cfg.word.lower()), None)
+    if word is None:
+        raise ThinklensError.of("--word", cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
+                                "pass one of those, or --feature N")
+    feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(word)
     top = stats.top_activating(exclude=[feature])
     alive = torch.tensor(stats.freq) > 0
     dom = diff_of_means_arm(model, cfg, site, trs if cfg.sample else None, stats_prompts, max_new0, log) \
         if cfg.diff_of_means else None
-    prompts, answers, max_new = prompt_set(cfg.prompts, cfg.n_prompts, seed=HELD_OUT["steer"], min_steps=cfg.min_steps,
-                                           max_steps=cfg.max_steps)
-    max_new = cfg.max_new_tokens or max_new
+    prompts, answers, max_new = steer_set.prompts, steer_set.golds, steer_set.max_new_tokens
     per_seed: list[dict[str, Any]] = []
     random_features: list[int | None] = []
     for seed in range(cfg.seed, cfg.seed + cfg.n_seeds):
@@ -129,46 +171,40 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         if dom is not None:
             arms["diff_of_means"] = (dom / dom.norm(), None)
         random_features.append(arms["random_feature"][1])
-        log(f"seed {seed}: feature {feature}: corr with next {cfg.word!r} {stats.corr_words[cfg.word][feature]:.3f}; "
+        log(f"seed {seed}: feature {feature}: corr with next {cfg.word!r} {stats.corr_words[word][feature]:.3f}; "
             f"baselines random feature {arms['random_feature'][1]}, top-activating {top}; unit norm {unit:.3f}")
         rows = steer_sweep(model, prompts, answers, site, arms, cfg.coeffs, unit_norm=unit, mode=cfg.mode, sae=sae,
                            max_acts=stats.max_act, max_new_tokens=max_new, word=cfg.word, do_sample=cfg.sample,
                            seed=seed, log=log)
         per_seed += [{**r, "seed": seed} for r in rows]
     rows = aggregate_seeds(per_seed, cfg.word)
-    chosen = {"feature": feature, "word": cfg.word, "corr": stats.corr_words[cfg.word][feature],
+    chosen = {"feature": feature, "word": cfg.word, "corr": stats.corr_words[word][feature],
               "top_activating": top, "random_feature": random_features[0], "random_features": random_features,
               "unit_norm": unit, "top_contexts": stats.top_contexts.get(feature, [])[:8],
               "diff_of_means_cos_feature": None if dom is None else
               float(torch.nn.functional.cosine_similarity(dom, arms["feature"][0], dim=0))}
+    fmt = steer_set.fmt
     ctx.run.write_result("steer", {"rows": rows, "rows_by_seed": per_seed, "chosen": chosen, "site": str(site),
-                                   "seeds": list(range(cfg.seed, cfg.seed + cfg.n_seeds))})
+                                   "seeds": list(range(cfg.seed, cfg.seed + cfg.n_seeds)),
+                                   "data": cfg.data or cfg.prompts, "prompt_format": fmt.kind if fmt else None,
+                                   "max_new_tokens": max_new})
     ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
     return {"feature": feature, "corr": chosen["corr"], "site": str(site)}
 
 
-def word_token(tokenizer: Any, word: str) -> int | None:
-    """The single token id of ``word`` (as is, or with a leading space for BPE vocabularies), else None."""
-    for cand in (word, " " + word):
-        ids = tokenizer(cand, add_special_tokens=False)["input_ids"]
-        if len(ids) == 1:
-            return int(ids[0])
-    return None
-
-
 def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", traces, prompts, max_new: int, log):
-    """The difference-of-means direction for ``cfg.word`` (un-normalised), or None with a log line."""
-    from steering.vectors import next_token_diff_of_means
+    """The difference-of-means direction for ``cfg.word`` (un-normalised): the mean state before the word
+    (where it starts on the decoded text) minus the mean state before any other token; None with a log line."""
+    from steering.features import token_separator, word_starts
+    from steering.vectors import marked_diff_of_means
 
-    tid = word_token(model.tokenizer, cfg.word)
-    if tid is None:
-        log(f"diff_of_means arm skipped: {cfg.word!r} is not one token")
-        return None
     if traces is None:  # greedy sweep: the direction still needs traces that say the word
         traces = model.generate(prompts[:64], max_new_tokens=max_new, capture=[site], batch_size=64, do_sample=True,
                                 seed=HELD_OUT["sampling"], temperature=1.0)
+    separator = token_separator(model.tokenizer, traces)
+    marks = [word_starts(t.tokens, [cfg.word], separator=separator)[cfg.word] for t in traces]
     try:
-        sv = next_token_diff_of_means(traces, site, tid)
+        sv = marked_diff_of_means(traces, site, marks, what=repr(cfg.word))
     except ThinklensError as e:
         log(f"diff_of_means arm skipped: {e}")
         return None

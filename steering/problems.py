@@ -1,0 +1,179 @@
+"""The problems a steering job runs on: where they come from, their prompts in a model's format, the gold
+answers they are graded against and the new-token budget.
+
+``--data`` takes any source of :mod:`thinklens.problemsets` (GSM8K, MATH-500, AIME, your JSONL, a saved
+HF dataset, ``synthetic:MIN-MAX``); prompts are rendered in the model's prompt format
+(:func:`thinklens.formats.format_for`: its chat template with the thinking span, plain text, or a zoo
+style) and outputs graded by :func:`thinklens.answers.is_correct`. Without ``--data`` a job draws the
+synthetic task's seeded zoo stream it always drew (:func:`zoo_stream`: ``min_steps..max_steps`` steps, one
+held-out seed base per purpose), so the zoo's results stay what they were.
+
+Example:
+    >>> ps = zoo_stream(2, seed=30_000, min_steps=2, max_steps=3)
+    >>> [p.ground_truth is not None and p.answer == str(p.ground_truth.answer) for p in ps]
+    [True, True]
+    >>> from thinklens.problemsets import load_problems
+    >>> parts = draw(load_problems("synthetic:2-2:5"), {"steer": 3, "stats": 4}, seed=0)
+    >>> [len(v) for v in parts.values()]
+    [3, 2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from thinklens.answers import is_correct
+from thinklens.errors import ThinklensError
+from thinklens.problemsets import ProblemSet, RealProblem
+
+if TYPE_CHECKING:
+    from thinklens.formats import PromptFormat
+    from thinklens.model import HookedModel
+
+#: New tokens per completion in a real model's format when the job is not told (--max-new-tokens); the
+#: model's context caps it. R1 distills often think longer on MATH: raise it there.
+REAL_NEW_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """Prompts of one model for some problems, with what grading and generation need."""
+
+    prompts: list[str]
+    """The rendered prompts."""
+    golds: list[str] | None
+    """Gold answers (None: a prompt file without answers)."""
+    max_new_tokens: int
+    """New tokens per completion."""
+    fmt: PromptFormat | None
+    """The prompt format (None: prompts read from a file, used as they are)."""
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+    def correct(self, texts: Sequence[str]) -> list[bool] | None:
+        """Whether each output states its problem's gold answer (None without golds)."""
+        return None if self.golds is None else graded(texts, self.golds)
+
+
+def graded(texts: Sequence[str], golds: Sequence[Any]) -> list[bool]:
+    """:func:`thinklens.answers.is_correct` of every output against its gold answer."""
+    return [is_correct(t, g) for t, g in zip(texts, golds)]
+
+
+def accuracy(texts: Sequence[str], golds: Sequence[Any]) -> float:
+    """Fraction of outputs that state their gold answer.
+
+    Example:
+        >>> accuracy(["so \\\\boxed{12}. Wait, 3", "#### 7"], ["12", 8])
+        0.5
+    """
+    return sum(graded(texts, golds)) / max(1, len(golds))
+
+
+def zoo_stream(n: int, *, seed: int, min_steps: int, max_steps: int) -> list[RealProblem]:
+    """``n`` problems of the synthetic task's zoo stream (:func:`steering.data.zoo_problems`, seeded), as
+    problems of a problem set that keep their ground truth."""
+    from steering.data import zoo_problems
+
+    return [RealProblem(f"zoo-{seed}-{i}", p.question, str(p.answer), p.cot, {"n_steps": p.n_steps}, ground_truth=p)
+            for i, p in enumerate(zoo_problems(n, seed=seed, min_steps=min_steps, max_steps=max_steps))]
+
+
+def load_data(data: str, data_fields: str = "") -> ProblemSet:
+    """The problem set named by a ``--data`` string (``--data-fields`` maps its columns)."""
+    from thinklens.problemsets import load_problems
+
+    return load_problems(data, mapping=data_fields or None)
+
+
+def draw(problems: ProblemSet, sizes: Mapping[str, int], *, seed: int) -> dict[str, list[RealProblem]]:
+    """Seeded, disjoint parts of a problem set, each of at most its size (earlier parts are filled first;
+    a part gets fewer problems, or none, when the set runs out)."""
+    counts: dict[str, int] = {}
+    left = len(problems)
+    for name, size in sizes.items():
+        counts[name] = max(0, min(int(size), left))
+        left -= counts[name]
+    return {name: list(part) for name, part in problems.split(counts, seed=seed).items()}
+
+
+def max_steps_of(problems: Sequence[RealProblem], default: int) -> int:
+    """The most steps of the synthetic problems among ``problems`` (``default`` when none has ground truth)."""
+    steps = [p.ground_truth.n_steps for p in problems if p.ground_truth is not None]
+    return max(steps) if steps else default
+
+
+def render(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer: Any) -> list[str]:
+    """The prompts of ``problems`` in ``fmt`` (a zoo style renders a synthetic problem's own zoo prompt)."""
+    from probes.rollouts import problem_prompts
+
+    if not problems:
+        raise ThinklensError.of("problems", 0, "at least one problem", "pass more data or a larger count")
+    return problem_prompts(fmt, problems, tokenizer)
+
+
+def new_token_budget(fmt: PromptFormat, requested: int | None, *, model: HookedModel, prompts: Sequence[str],
+                     max_steps: int) -> int:
+    """New tokens per completion: ``requested``, else the task protocol's budget for a zoo style and
+    ``max_steps`` steps, else :data:`REAL_NEW_TOKENS`; cut so the longest prompt and its completion fit the
+    model's context."""
+    if requested is None and fmt.is_zoo:
+        from thinklens.tasks.protocol import token_budget
+
+        return token_budget(fmt.kind, max_steps)
+    budget = requested or REAL_NEW_TOKENS
+    ctx = model.max_context
+    if ctx is not None and prompts:
+        longest = max(len(ids) for ids in model.tokenizer(list(prompts))["input_ids"])
+        if ctx - longest < 1:
+            raise ThinklensError.of("prompt length", f"{longest} tokens", f"fewer than the model's context ({ctx})",
+                                    "use shorter problems or a model with a longer context")
+        budget = min(budget, ctx - longest)
+    return budget
+
+
+def prompt_set(model: HookedModel, fmt: PromptFormat, problems: Sequence[RealProblem], *, max_new_tokens: int | None,
+               max_steps: int) -> PromptSet:
+    """The :class:`PromptSet` of ``problems`` for ``model`` in ``fmt`` (``max_steps``: a zoo style's budget)."""
+    prompts = render(fmt, problems, model.tokenizer)
+    budget = new_token_budget(fmt, max_new_tokens, model=model, prompts=prompts, max_steps=max_steps)
+    return PromptSet(prompts, [p.answer for p in problems], budget, fmt)
+
+
+def data_format(model: HookedModel, prompt_format: str, zoo_spec: str | None = None) -> PromptFormat:
+    """The format of a job's prompts: ``prompt_format`` resolved for ``model``; for a ``zoo:<style>`` spec
+    with ``prompt_format`` auto, that zoo style."""
+    from thinklens.formats import format_for
+
+    if zoo_spec is not None and zoo_spec.startswith("zoo:") and prompt_format == "auto":
+        from thinklens.tasks import check_style
+
+        return format_for(model, check_style(zoo_spec[4:]))
+    return format_for(model, prompt_format)
+
+
+def problem_texts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer: Any) -> list[str]:
+    """Full texts of problems (SAE training data): the prompt in ``fmt`` followed by the problem's worked
+    solution (its answer when it has none); in a zoo style, a synthetic problem's own zoo training text.
+
+    Example:
+        >>> from thinklens.formats import PromptFormat
+        >>> problem_texts(PromptFormat("plain"), [RealProblem("a", "What is 2+2?", "4", "2+2=4. #### 4")], None)
+        ['What is 2+2?\\n2+2=4. #### 4']
+    """
+    from thinklens.tasks import render_example
+
+    prompts = render(fmt, problems, tokenizer)
+    out = []
+    for prompt, p in zip(prompts, problems):
+        if fmt.is_zoo and p.ground_truth is not None:
+            zoo_prompt, target = render_example(p.ground_truth, fmt.kind)
+            out.append(f"{zoo_prompt} {target}")
+            continue
+        body = p.solution.strip() or p.answer
+        sep = " " if fmt.is_zoo else ("" if prompt.endswith(("\n", " ")) else "\n")
+        out.append(f"{prompt}{sep}{body}")
+    return out
