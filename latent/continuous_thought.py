@@ -84,8 +84,9 @@ class ContinuousThought(nn.Module):
 
 
 def answer_budget(examples: list[Example]) -> int:
-    """New tokens after ``<eot>`` at test time: the longest CoT of the batch plus 8 (room for the answer)."""
-    return max(len(ex.cot) for ex in examples) + 8
+    """New tokens after ``<eot>`` at test time: the longest CoT of the batch plus room for the answer (8, or the
+    longest answer segment and 4 more: a BPE tokenizer writes a LaTeX answer in many tokens)."""
+    return max(len(ex.cot) for ex in examples) + max(8, max(len(ex.answer) for ex in examples) + 4)
 
 
 def decode_states(model: "HookedModel", states: Tensor, k: int = 5) -> list[list[dict]]:

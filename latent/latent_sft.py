@@ -234,8 +234,10 @@ def build_for_inference(model: "HookedModel", tokens: LatentTokens, saved: dict)
 
 
 def infer_examples(module: LatentSFT, examples: list[Example], saved: dict) -> list[dict]:
-    """Latents until ``</think>`` wins (at most ``max_latent_steps``), then greedy decoding."""
-    return module.infer(examples, max_latent_steps=saved["max_latent_steps"])
+    """Latents until ``</think>`` wins (at most ``max_latent_steps``), then greedy decoding: 12 tokens, or the
+    longest answer segment and 4 more (a BPE tokenizer writes ``The answer is: 1450000`` in more than 12)."""
+    budget = max(12, max(len(ex.answer) for ex in examples) + 4)
+    return module.infer(examples, max_latent_steps=saved["max_latent_steps"], max_new_tokens=budget)
 
 
 def side_modules(module: nn.Module, saved: dict) -> dict[str, nn.Module]:
