@@ -58,3 +58,26 @@ def test_latent_page_without_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
     at = AppTest.from_file(str(PAGE), default_timeout=60).run()
     assert not at.exception and at.info
+
+
+def test_latent_page_shows_a_table_on_a_data_set(tmp_path, monkeypatch):
+    """A latent-eval run of a real-format model on a JSONL (string gold answers, chat text, no latents) renders."""
+    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
+    rows = [{"label": "tiny-r1 (chat)", "method": "cot", "problems": "gsm8k.jsonl", "accuracy": 0.5,
+             "reasoning_positions": 40.0, "compression": 1.0, "train_s": None, "n": 2},
+            {"label": "CODI", "method": "codi", "problems": "gsm8k.jsonl", "accuracy": 0.5, "reasoning_positions": 6.0,
+             "compression": 6.67, "train_s": 3.0, "n": 2}]
+    decoding = [{"question": "Natalia sold clips to 48 of her friends in April...", "answer": "72",
+                 "cot": "<<48/2=24>> <<48+24=72>>", "steps": 2, "methods": {
+                     "tiny-r1": {"text": "Okay, 48 / 2 = 24.\n</think>\n\nThe answer is \\boxed{72}.", "correct": True,
+                                 "latents": []},
+                     "codi": {"text": " The answer is: 72", "correct": True,
+                              "latents": [{"tokens": ["Ġ", "7", "2", "<<", "4"], "probs": [0.3, 0.2, 0.2, 0.2, 0.1]}]}}}]
+    run = RunFolder.create("latent-eval", {"n": 2}, root=tmp_path, run_id="gsm8k")
+    run.write_result("table", rows)
+    run.write_result("decoding", decoding)
+    run.write_figure("accuracy", figures.figure_accuracy(rows))
+    run.finish({})
+    at = AppTest.from_file(str(PAGE), default_timeout=60).run()
+    assert not at.exception and not at.error
+    assert list(at.dataframe[0].value["method"]) == ["tiny-r1 (chat)", "CODI"]

@@ -205,3 +205,27 @@ def test_the_papers_settings_are_flags(r1_twin, gsm8k_aug, tmp_path, no_zoo_path
             "--verifier-max-new-tokens", "2", "--run-id", "seek", *common]
     assert main(argv) == 0
     assert "CoT 0.000 -> LatentSeek 0.000 on 1 problems" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_codi_in_plain_format_on_other_families_with_a_bpe_tokenizer(r1_twin, gsm8k_aug, tmp_path, no_zoo_paths, family):
+    """CODI's reference setting (GPT-2 / Llama, the bare question, no chat template) with a BPE tokenizer: trains,
+    saves, reloads, and a batch of different prompt lengths agrees with each row alone (GPT-2's learned positions)."""
+    from transformers import AutoTokenizer
+
+    from thinklens import HookedModel
+    from thinklens.testing import build_tiny_model
+
+    path = build_tiny_model(family, tmp_path / family, n_ctx=512, tokenizer=AutoTokenizer.from_pretrained(str(r1_twin)))
+    run_job("codi", model=str(path), data=str(gsm8k_aug), prompt_format="plain", add_tokens=True, steps=1, batch_size=2,
+            n_latents=3, eval_n=0, publish=str(tmp_path / "m"), runs=tmp_path, run_id=family, progress=False)
+    lm = load_latent_model(str(tmp_path / "m"))
+    assert lm.builder.format.kind == "plain"
+    problems = list(load_problems(str(gsm8k_aug)))[:4]
+    examples = lm.builder.build_all(problems)
+    assert list(examples[0].prompt) == lm.model.tokenizer(problems[0].question)["input_ids"]
+    together = lm.module.student_outputs(examples)
+    alone = lm.module.student_outputs(examples[1:2])
+    assert torch.allclose(together[1, : alone.shape[1]], alone[0], atol=1e-4)
+    assert [r["latent_steps"] for r in lm.infer(examples)] == [3] * 4
+    assert isinstance(HookedModel.load(str(tmp_path / "m")).tokenizer.chat_template, str)  # the tokenizer is saved whole
