@@ -59,7 +59,8 @@ def test_codi_training_step_on_the_device(gpu_dirs, dtype):
     assert all(bool(torch.isfinite(p).all()) for p in codi.parameters())
     assert any(not torch.equal(b, p) for b, p in zip(before, codi.prj.parameters()))
     second = codi(batch)
-    assert bool(torch.isfinite(second["loss"])) and float(second["loss"].detach()) < float(first["loss"].detach())  # one step on the same batch
+    # one step lowers the loss on the same batch
+    assert bool(torch.isfinite(second["loss"])) and float(second["loss"].detach()) < float(first["loss"].detach())
     from latent.data import example_from_problem
     from thinklens.tasks import generate_problems
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU benchmark (bench/gpu/bench_gpu.py) and, with --tests, the GPU test tier, on one machine with an
+# accelerator and only what its image holds (python3 with torch, transformers, accelerate, safetensors,
+# jaxtyping, scikit-learn): the repository goes on PYTHONPATH, nothing is installed, nothing is downloaded.
+#
+#   bash bench/gpu/run.sh              the bench: name=value lines, the headline last; under 8 minutes on one H200
+#   bash bench/gpu/run.sh --tests      the GPU test tier first (at most 4 minutes), then the bench in 5 minutes
+#   bash bench/gpu/run.sh --tiny       the bench's logic with tiny models, on a CPU in seconds (a default test runs it)
+#
+# Other options go to bench_gpu.py (--budget-s, --models qwen,llama, --device). Output is copied to $OUT (or /tmp):
+# bench_gpu.txt, test_gpu.txt. A missing pure-Python package (sae-lens for the SAE tests with sae-lens's own SAE
+# rather than the stand-in) travels as wheels in .whl/, as the device notes describe; they are installed to
+# /tmp/site first whenever .whl/ holds any.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-python3}
+OUTDIR=${OUT:-/tmp}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH="/tmp/site:$PYTHONPATH"
+fi
+
+tests=0
+budget=420
+args=()
+for a in "$@"; do
+  if [ "$a" = --tests ]; then tests=1; budget=300; else args+=("$a"); fi
+done
+
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+
+status=0
+if [ "$tests" = 1 ]; then
+  # --noconftest: the root conftest's shape checks need beartype, which the device image lacks
+  timeout 240 "$PY" -m pytest -q -p no:cacheprovider --noconftest -m gpu tests/gpu -rs 2>&1 | tee "$OUTDIR/test_gpu.txt"
+  status=${PIPESTATUS[0]}
+  echo "gpu_tests_exit=$status"
+fi
+
+timeout $((budget + 50)) "$PY" bench/gpu/bench_gpu.py --budget-s "$budget" ${args[@]+"${args[@]}"} 2>&1 | tee "$OUTDIR/bench_gpu.txt"
+bench=${PIPESTATUS[0]}
+[ "$bench" = 0 ] || echo "bench_exit=$bench"
+[ "$bench" = 0 ] && [ "$status" = 0 ]
