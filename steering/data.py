@@ -110,24 +110,26 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
     texts, or any problem source of :mod:`thinklens.problemsets` (GSM8K, MATH-500, your JSONL,
     ``synthetic:MIN-MAX``), whose problems ``offset .. offset + n`` become their prompt in the ``model``'s
     ``prompt_format`` followed by their worked solution (:func:`steering.problems.problem_texts`).
-    ``zoo:<style>`` with another ``prompt_format`` renders the zoo stream (``seed``) in that format.
+    ``zoo:<style>`` is the zoo stream (``seed``) in a zoo style (that style for a zoo-style model or without
+    a model; ``prompt_format`` when it names one), else in the model's own format
+    (:func:`steering.problems.data_format`).
 
     Example:
         >>> len(corpus("zoo:think", 4, seed=0))
         4
     """
-    if spec.startswith("zoo:") and prompt_format == "auto":
-        from thinklens.tasks import check_style
-
-        return zoo_texts(check_style(spec[4:]), n, seed=seed)
-    if is_text_file(spec):
-        return read_texts(spec)[:n]
     from steering.problems import data_format, load_data, problem_texts, zoo_stream
 
-    if model is None:
+    fmt = data_format(model, prompt_format, spec) if model is not None else None
+    if spec.startswith("zoo:") and (fmt is None or fmt.is_zoo):
+        from thinklens.tasks import check_style
+
+        return zoo_texts(fmt.kind if fmt is not None else check_style(spec[4:]), n, seed=seed)
+    if is_text_file(spec):
+        return read_texts(spec)[:n]
+    if fmt is None:
         raise ThinklensError.of("texts of a problem set", spec, "a model to render its prompts with",
                                 "pass model= (the jobs pass theirs)")
-    fmt = data_format(model, prompt_format, spec)
     if spec.startswith("zoo:"):
         problems = zoo_stream(n, seed=seed, min_steps=1, max_steps=8)
     else:

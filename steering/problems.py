@@ -144,15 +144,17 @@ def prompt_set(model: HookedModel, fmt: PromptFormat, problems: Sequence[RealPro
 
 
 def data_format(model: HookedModel, prompt_format: str, zoo_spec: str | None = None) -> PromptFormat:
-    """The format of a job's prompts: ``prompt_format`` resolved for ``model``; for a ``zoo:<style>`` spec
-    with ``prompt_format`` auto, that zoo style."""
+    """The format of a job's prompts: ``prompt_format`` resolved for ``model``. For a ``zoo:<style>`` spec with
+    ``prompt_format`` auto: that zoo style for a model that answers in a zoo style, else the model's own
+    format (a chat model gets the synthetic problems in its chat template)."""
     from thinklens.formats import format_for
 
-    if zoo_spec is not None and zoo_spec.startswith("zoo:") and prompt_format == "auto":
+    fmt = format_for(model, prompt_format)
+    if zoo_spec is not None and zoo_spec.startswith("zoo:") and prompt_format == "auto" and fmt.is_zoo:
         from thinklens.tasks import check_style
 
         return format_for(model, check_style(zoo_spec[4:]))
-    return format_for(model, prompt_format)
+    return fmt
 
 
 def problem_texts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer: Any) -> list[str]:

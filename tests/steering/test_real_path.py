@@ -137,3 +137,14 @@ def test_reasoning_vector_on_tiny_r1_scores_the_gsm8k_file(tiny_r1, gsm8k_file, 
     assert next(r for r in rows if r["alpha"] == 0.0)["accuracy"] == expected and rows[1]["n"] == len(lines)
     vec = run.read_result("vector")
     assert vec["zoo_lineage"]["roots_match"] in (None, True) and vec["norms"]["all"] > 0
+
+
+def test_the_zoo_stream_follows_the_models_own_format(tiny_r1):
+    from steering.problems import data_format
+    from thinklens import HookedModel
+    from thinklens.zoo.registry import zoo_path
+
+    assert data_format(HookedModel.load(tiny_r1), "auto", "zoo:think").kind == "chat"  # not the zoo's spaced words
+    if zoo_path("tiny-think") is not None:
+        think = HookedModel.load("tiny-think")
+        assert data_format(think, "auto", "zoo:cot").kind == "cot" and data_format(think, "plain", "zoo:cot").kind == "plain"
