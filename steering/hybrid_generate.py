@@ -1,13 +1,14 @@
 """Hybrid base/thinking steering, part 2: generation, evaluation and ablations.
 
 Per token (greedy, both models read the same generated tokens, each after its own prompt in its own
-format): the thinking model's and the base model's top tokens are compared. Where they agree the base token is emitted unsteered. Where they disagree the
-steering fires: the thinking model's activation over the sentence so far (mean of its positions,
-normalised like training) picks a category through the clustering SAE; the base model is re-run with
-``bias + v_category`` added over the last w positions at every candidate strength; among the candidate
-tokens that pass the perplexity guardrail (probability >= ``min_base_prob`` under the *unsteered* base
-model, so steering only chooses among tokens the base model finds plausible), the one the thinking model
-finds most likely is kept if the thinking model prefers it to the base token.
+format): the thinking model's and the base model's top tokens are compared. Where they agree the base
+token is emitted unsteered. Where they disagree the steering fires: the thinking model's activation over
+the sentence so far (mean of its positions, normalised like training) picks a category through the
+clustering SAE; the base model is re-run with ``bias + v_category`` added over the last w positions at
+every candidate strength; among the candidate tokens that pass the perplexity guardrail (probability >=
+``min_base_prob`` under the *unsteered* base model, so steering only chooses among tokens the base model
+finds plausible), the one the thinking model finds most likely is kept if the thinking model prefers it
+to the base token.
 
 Modes: ``base``, ``thinking`` (each model alone), ``hybrid``, and the ablations ``bias_only`` (the bias
 vector for every category), ``random_category`` (category drawn at random), ``random_firing`` (steer at

@@ -86,8 +86,16 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     import torch
 
     from steering import figures
-    from steering.reasoning_vectors import (alpha_sweep, apply_vector, check_lineage_shapes, load_weights, reasoning_vector,
-                                            save_merged, vector_stats, zoo_lineage)
+    from steering.reasoning_vectors import (
+        alpha_sweep,
+        apply_vector,
+        check_lineage_shapes,
+        load_weights,
+        reasoning_vector,
+        save_merged,
+        vector_stats,
+        zoo_lineage,
+    )
 
     cfg, run, log = config, ctx.run, ctx.progress.log
     v, lineage = reasoning_vector(cfg.a, cfg.b, base=cfg.base)

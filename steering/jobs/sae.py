@@ -158,9 +158,11 @@ def report(summary: dict[str, Any]) -> str:
 JOB = Job(
     "sae", SAEJobConfig, run, report=report,
     help="train an SAE (sae-lens) at a site from local data; held-out metrics and feature statistics",
-    description="Trains an SAE with sae-lens's own training runner at --site of --model on local texts (zoo:<style> "
-    "or a .txt/.jsonl file), saves it in sae-lens's format under <run>/sae, evaluates it on held-out texts with "
+    description="Trains an SAE with sae-lens's own training runner at --site of --model on local texts (zoo:<style>, "
+    "a .txt/.jsonl file, or a problem set such as GSM8K: each problem's prompt in --prompt-format and its worked "
+    "solution), saves it in sae-lens's format under <run>/sae, evaluates it on held-out texts with "
     "sae-lens's metrics (explained variance, L0, dead features, CE loss recovered), then scans generated traces for "
-    "feature statistics (top contexts, correlations with the next thinking word and with correctness). "
+    "feature statistics (top contexts, correlations with the next thinking word and with correctness, firing inside "
+    "the format's reasoning span). "
     "--architecture: any trainable one in sae-lens's registry (topk, batchtopk, standard, jumprelu, gated, ...).",
 )
