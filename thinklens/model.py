@@ -115,6 +115,7 @@ class HookedModel:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
         self.context = ContextHolder()
+        self._adds_bos: bool | None = None  # whether the tokenizer prepends a BOS (asked once, on first need)
         self._nnsight = None
 
     # ---- loading ---------------------------------------------------------------------------
@@ -269,6 +270,7 @@ class HookedModel:
             if not prompts or any(not isinstance(p, str) or not p for p in prompts):
                 raise ThinklensError.of("prompts", prompts[:3] if prompts else prompts, "a non-empty list of non-empty strings",
                                         "remove empty lines from the prompt file")
+            prompts = self._without_template_bos(prompts)
             enc = dict(self.tokenizer(prompts, return_tensors="pt", padding=True, padding_side="left"))
             enc = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
         ctx = self.max_context
@@ -277,6 +279,19 @@ class HookedModel:
                                     "shorten the prompt")
         dev = self.device
         return {k: v.to(dev) for k, v in enc.items()}
+
+    def _without_template_bos(self, prompts: list[str]) -> list[str]:
+        """Prompts whose text already starts with the BOS token (a chat template's output, as Llama 3 and the
+        R1 distills write it) lose that leading text when the tokenizer adds a BOS itself: one BOS, never two."""
+        bos = getattr(self.tokenizer, "bos_token", None)
+        if not bos or not any(p.startswith(bos) for p in prompts):
+            return prompts
+        if self._adds_bos is None:
+            ids = self.tokenizer("a")["input_ids"]
+            self._adds_bos = bool(ids) and ids[0] == self.tokenizer.bos_token_id
+        if not self._adds_bos:
+            return prompts
+        return [p[len(bos):] if p.startswith(bos) else p for p in prompts]
 
     @staticmethod
     def position_ids(attention_mask: Tensor) -> Tensor:
