@@ -56,7 +56,8 @@ def resolve_model_path(name_or_path: str) -> str:
     if is_zoo_name is not None and is_zoo_name(name_or_path):
         zp = zoo_dir() / name_or_path
         if not (zp / "config.json").exists():
-            raise ThinklensError.of("zoo model", name_or_path, f"weights in {zp}", f"train it with `thinklens run zoo-train --model {name_or_path}`")
+            raise ThinklensError.of("zoo model", name_or_path, f"weights in {zp}",
+                                    f"train it with `thinklens run zoo-train --model {name_or_path}`")
         return str(zp)
     if p.is_dir():
         if not (p / "config.json").exists():
