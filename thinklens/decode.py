@@ -208,14 +208,14 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
         for t in range(max_new_tokens):
             if top_k_stats is not None:
                 logp = torch.log_softmax(logits, -1)  # [batch, vocab]
-                ent.append(-(logp.exp() * logp).sum(-1).cpu())
+                ent.append(-(logp.exp() * logp).sum(-1))  # kept on the device: no sync per step
                 p, i = logp.exp().topk(min(top_k_stats, logp.shape[-1]), dim=-1)
-                tk_ids.append(i.cpu())
-                tk_p.append(p.cpu())
+                tk_ids.append(i)
+                tk_p.append(p)
             nxt = choice.choose(logits, DecodeState(t, decoder, done, tokens))
             nxt = torch.where(done.to(nxt.device), torch.full_like(nxt, pad), nxt)
             tokens.append(nxt.cpu())
-            mark_stops(model.tokenizer, nxt, tokens, t, eos, stop, tail, done, lengths, reasons)
+            mark_stops(model.tokenizer, tokens[-1], tokens, t, eos, stop, tail, done, lengths, reasons)  # the CPU copy
             if bool(done.all()) or t == max_new_tokens - 1:
                 break
             logits = decoder.step(nxt)
@@ -228,5 +228,5 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
     hidden = {s: torch.stack([decoder.states[s][k] for k in steps], 1).cpu() for s in sites}
     out = Decoded(torch.stack(tokens, 1), lengths, reasons, hidden)
     if top_k_stats is not None:
-        out.entropy, out.topk_ids, out.topk_probs = torch.stack(ent, 1), torch.stack(tk_ids, 1), torch.stack(tk_p, 1)
+        out.entropy, out.topk_ids, out.topk_probs = (torch.stack(x, 1).cpu() for x in (ent, tk_ids, tk_p))
     return out
