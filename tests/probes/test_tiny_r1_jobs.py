@@ -100,8 +100,22 @@ def test_cue_events_on_bpe_tokens(r1):
         assert [e.cue for e in events] == (["wait", "hmm"] if token_ids is ids else ["wait"])  # not "awaiting"
 
 
+def test_lynx_settings_of_a_chat_model_are_the_references(r1, no_zoo_branches):
+    from probes.jobs.lynx import LynxJobConfig, resolve_settings
+    from thinklens.formats import format_for
+
+    s = resolve_settings(LynxJobConfig(model=r1.name, prompt_format="chat"), format_for(r1, "chat"),
+                         prompts=["<|im_start|>user\nTom has 7 apples.<|im_end|>\n"], tokenizer=r1.tokenizer,
+                         max_context=r1.max_context)
+    assert (s.exit_string, s.cue_words, s.max_answer_tokens) == (R1_EXIT, ("hmm", "wait", "alternatively"), 64)
+    assert s.max_new_tokens < r1.max_context  # prompt, rollout, exit string and forced answer fit in the context
+
+
 def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_branches):
-    fields = dict(model=r1, prompt_format="chat", data=files["train"], calibration_data=files["calibration"],
+    # tiny-r1 writes "Hmm," before a step and "Wait," after a slip, where a forced exit is almost always wrong;
+    # "Therefore" follows its last step, where it is right: both labels occur
+    fields = dict(model=r1, prompt_format="chat", cue_words=("hmm", "wait", "therefore"), data=files["train"],
+                  calibration_data=files["calibration"],
                   test_data=files["test"], n_train=36, n_calibration=36, n_test=30, max_new_tokens=150,
                   hidden_layer_sizes=(16,), deltas=(0.2, 0.3), skip_vacuous=True, batch_size=12, runs=tmp_path,
                   run_id="r1", progress=False)
@@ -112,7 +126,7 @@ def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_
     result = run_job("lynx", **fields)
     s = result.summary
     assert s["prompt_format"] == "chat" and s["exit_string"] == R1_EXIT  # the chat format, not the zoo's ####
-    assert s["cue_words"] == ["hmm", "wait", "alternatively"] and s["max_answer_tokens"] == 64
+    assert s["cue_words"] == ["hmm", "wait", "therefore"] and s["max_answer_tokens"] == 64
     assert s["sites"] == [str(x) for x in lynx_sites(r1.n_layers)]
     assert [s["splits"][k]["source"] for k in ("train", "calibration", "test")] == [
         f"{files['train']}#train", f"{files['calibration']}#calibration", f"{files['test']}#test"]
