@@ -9,9 +9,10 @@
 #   bash bench/gpu/run.sh --tiny       the bench's logic with tiny models, on a CPU in seconds (a default test runs it)
 #
 # Other options go to bench_gpu.py (--budget-s, --models qwen,llama, --device). Output is copied to $OUT (or /tmp):
-# bench_gpu.txt, test_gpu.txt. A missing pure-Python package (sae-lens for the SAE tests with sae-lens's own SAE
-# rather than the stand-in) travels as wheels in .whl/, as the device notes describe; they are installed to
-# /tmp/site first whenever .whl/ holds any.
+# bench_gpu.txt, test_gpu.txt. Without sae-lens the SAE tests steer with a stand-in TopK SAE, and without
+# math-verify the LYNX tests grade non-numeric answers as exact strings; a missing pure-Python package can
+# travel as wheels in .whl/, as the device notes describe, and is installed to /tmp/site first whenever .whl/
+# holds any.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from gpu_fixtures import DEVICE, GPU, ZOO, gpu_dirs, load_model, rel_error  # noqa: F401
+from gpu_fixtures import DEVICE, GPU, ZOO, gpu_dirs, grader_without_math_verify, load_model, rel_error  # noqa: F401
 
 from thinklens import HookedModel
 
@@ -94,7 +94,8 @@ def _same_labels(a, b):
 
 
 @pytest.mark.parametrize("batch_size,max_batch_tokens", [(16, 2048), (3, 60)])
-def test_lynx_one_pass_labels_equal_the_reference_on_the_device(load_model, batch_size, max_batch_tokens):
+def test_lynx_one_pass_labels_equal_the_reference_on_the_device(load_model, grader_without_math_verify, batch_size,
+                                                                max_batch_tokens):
     """float32: the two paths run different kernel shapes; a bf16 model's greedy answers could part at near-ties."""
     from probes.datasets import event_features, forced_exit_labels
     from probes.forced import event_features_and_labels
@@ -111,7 +112,7 @@ def test_lynx_one_pass_labels_equal_the_reference_on_the_device(load_model, batc
     np.testing.assert_allclose(X, event_features(model, traces, events, sites), atol=1e-4)
 
 
-def test_lynx_labels_on_the_device_equal_the_cpu(load_model):
+def test_lynx_labels_on_the_device_equal_the_cpu(load_model, grader_without_math_verify):
     from probes.forced import event_features_and_labels
     from probes.lynx import lynx_sites
 
