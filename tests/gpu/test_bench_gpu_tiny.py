@@ -1,5 +1,6 @@
 """The device script bench/gpu/run.sh with ``--tiny``, in a subprocess on the CPU (a default-tier test, not ``gpu``):
-it runs with the repository on PYTHONPATH alone and prints every ``name=value`` line, the headline last."""
+it runs with the repository on PYTHONPATH alone and without the packages the device image lacks (an import of
+one fails, as there), and prints every ``name=value`` line, the headline last."""
 
 from __future__ import annotations
 
@@ -14,11 +15,28 @@ MODELS = ("qwen2.5-1.5b", "llama-3-8b")
 PER_MODEL = ["params_b", "d_model", "forward_s", "capture_s", "capture_overhead", "mi_d", "mi_steps", "mi_trajectory_s"]
 PER_BATCH = ["new_tokens", "hf_generate_s", "traced_generate_s", "hf_tokens_per_s", "traced_tokens_per_s", "hf_peak_gib",
              "traced_peak_gib", "greedy_rows_equal", "generate_overhead"]
+DEVICE_LACKS = ("nnsight", "transformer_lens", "sae_lens", "plotly", "streamlit", "datasets", "math_verify", "beartype")
+"""Packages of the project (and its dev extras) that the device image does not hold."""
+BLOCKER = """import importlib.abc, sys
+
+
+class _Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {names!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not on the device image)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Missing())
+"""
 GLOBAL = ["bench_mode", "device", "codi_step_s", "cot_step_s", "codi_step_ratio", "mi_device_vs_cpu_max_abs", "elapsed_s"]
 
 
 def test_tiny_run_prints_every_line_headline_last(tmp_path):
-    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path), "OMP_NUM_THREADS": "1", "PYTHONPATH": ""}
+    site = tmp_path / "site"  # a sitecustomize that makes the device's missing packages unimportable
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCKER.format(names=set(DEVICE_LACKS)))
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(site)}
     proc = subprocess.run(["bash", str(ROOT / "bench" / "gpu" / "run.sh"), "--tiny", "--device", "cpu"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
