@@ -40,3 +40,83 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") is not None:  # the marker, not the keyword (tests/gpu/ is one)
             item.add_marker(skip)
+
+
+# ---- the real-model path: tiny-r1 (or its twin), GSM8K-format files, zoo-only helpers forbidden
+
+#: Helpers only the zoo's own formats use: a job prompting tiny-r1 in its chat format on a data set must not
+#: call them.
+ZOO_ONLY = (
+    "thinklens.tasks.render.render_prompt", "thinklens.tasks.render_prompt", "thinklens.tasks.render.render_target",
+    "thinklens.tasks.render_target", "thinklens.tasks.render.render_example", "thinklens.tasks.render_example",
+    "thinklens.tasks.spaced", "thinklens.tasks.problem.spaced", "thinklens.tasks.protocol.model_style",
+    "thinklens.tasks.protocol.token_budget", "steering.data.zoo_problems", "steering.data.zoo_prompts",
+    "steering.data.zoo_texts", "steering.problems.zoo_stream", "zoo.evaluate.evaluate_model",
+    "analyses.mi.problems.stream_problems",
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_r1(tmp_path_factory) -> str:
+    """``tiny-r1`` when the zoo has it, else the folder of a small twin: Qwen2, tiny-r1's byte-level BPE tokenizer
+    (digits split) and chat template (generation prompt opening ``<think>``), trained by tiny-r1's own trainer for
+    150 steps (a few seconds) so it writes sentences ("Okay, so 8 = 8. Then ..."), without a zoo.json (a plain
+    Hugging Face folder, as a user's model)."""
+    from thinklens.zoo.registry import zoo_path
+
+    if zoo_path("tiny-r1") is not None:
+        return "tiny-r1"
+    from thinklens.zoo.modeling import ZooModelConfig
+    from zoo.r1 import build_r1_tokenizer
+    from zoo.r1_train import train_r1_model
+    from zoo.recipes import RECIPES
+    from zoo.train import with_overrides
+
+    recipe = with_overrides(RECIPES["tiny-r1"], vocab_size=400, steps=150, warmup_steps=10, batch_tokens=1024,
+                            model=ZooModelConfig(d_model=32, n_layers=2, n_heads=2, d_ffn=64, max_positions=512))
+    root = tmp_path_factory.mktemp("r1")
+    folder = root / "tiny-r1-twin"
+    train_r1_model("tiny-r1", recipe=recipe, out_dir=folder, ckpt_dir=root / "ckpt", progress=False, eval_per_steps=0,
+                   tokenizer=build_r1_tokenizer(400, n_problems=200))
+    (folder / "zoo.json").unlink()
+    return str(folder)
+
+
+def write_gsm8k(path, per_steps: int, *, seed: int):
+    """Synthetic problems (2 and 3 steps, ``per_steps`` each, seed base ``seed``) as GSM8K lines: ``question``,
+    and an ``answer`` text with ``<<a+b=c>>`` calculations ending in ``#### N``."""
+    import json
+
+    from thinklens.tasks.protocol import problems_by_steps
+
+    lines = []
+    for p in problems_by_steps(per_steps, 2, 3, seed=seed):
+        steps = " ".join(f"{s.left} {s.op} {s.right} = <<{s.left}{s.op}{s.right}={s.result}>>{s.result}." for s in p.steps)
+        lines.append(json.dumps({"question": p.question, "answer": f"{steps}\n#### {p.answer}"}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def gsm8k_writer():
+    """:func:`write_gsm8k`, for tests that need a second file."""
+    return write_gsm8k
+
+
+@pytest.fixture
+def gsm8k_file(tmp_path):
+    """Eight held-out problems in GSM8K's test format (``question``, ``answer`` ending ``#### N``)."""
+    from thinklens.tasks.protocol import HELD_OUT
+
+    return write_gsm8k(tmp_path / "gsm8k_test.jsonl", 4, seed=HELD_OUT["eval"])
+
+
+@pytest.fixture
+def no_zoo_branch(monkeypatch):
+    """Make every zoo-only helper raise, so a job that takes a zoo branch for a real-format model fails."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a zoo-only branch was taken for a model prompted in its chat format")
+
+    for target in ZOO_ONLY:
+        monkeypatch.setattr(target, forbidden)
