@@ -1,15 +1,19 @@
-"""thinklens app: home page (runs and models). Start with `thinklens app` or `make app`."""
+"""thinklens app: the home dashboard (every run with its headline numbers, the zoo's models).
+
+Start with `thinklens app` or `make app`.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import error_card, runs_root  # noqa: E402
+from common import display_path, runs_root  # noqa: E402
+from dashboard import PAGES, age, data_of, demo_commands, fix_command, headline, model_of, zoo_accuracy_rows  # noqa: E402
+from exports import chart, table  # noqa: E402
 
 from thinklens.runs import discover_runs  # noqa: E402
 
@@ -17,35 +21,72 @@ st.set_page_config(page_title="thinklens", layout="wide")
 st.title("thinklens")
 st.caption("See how language models reason from the inside, and act on it.")
 
+# Pipeline order: models and data first, then analyses, probes, steering, latent reasoning.
+ORDER = ("zoo-eval", "capture", "mi-peaks", "lynx", "probe", "sae", "steer", "reasoning-vector", "hybrid",
+         "latent-eval", "latent-train")
+STATUS = {"done": ":green-badge[done]", "running": ":orange-badge[running]"}
+
+root = runs_root()
+runs = discover_runs(root)
+runs.sort(key=lambda r: ORDER.index(r.kind) if r.kind in ORDER else len(ORDER))
+good = [r for r in runs if r.error is None]
+broken = [r for r in runs if r.error is not None]
+
 st.header("Runs")
-runs = discover_runs(runs_root())
 if not runs:
-    st.info(f"No runs under `{runs_root()}` yet. `make demo` creates one of each kind.")
-rows = []
-for r in runs:
-    if r.error:
-        error_card(f"run {r.kind}/{r.run_id} cannot be read", r.error)
-        continue
-    rows.append({"kind": r.kind, "id": r.run_id, "status": r.status, "created": r.created,
-                 "summary": json.dumps(r.summary or {})[:160]})
-if rows:
-    st.caption(f"{len(rows)} run(s) under `{runs_root()}`: " + ", ".join(f"{r['kind']}/{r['id']}" for r in rows[:20]))
-    st.dataframe(rows, use_container_width=True, hide_index=True)
+    st.info(f"No runs under `{display_path(root)}` yet: `make demo` makes one of each kind (about 8 minutes on a "
+            "laptop CPU), or run a job, e.g. `thinklens run mi-peaks --preset demo`.")
+else:
+    kinds = sorted({r.kind for r in good})
+    st.caption(f"{len(good)} run(s) of {len(kinds)} kind(s) under `{display_path(root)}`"
+               + (f"; {len(broken)} cannot be read (below)" if broken else "") + ". Each card links to the page that shows it.")
+
+demo_argv = demo_commands(root) if broken else {}
+for r in broken:
+    st.error(f"**run {r.kind}/{r.run_id} cannot be read**\n\n{r.error}\n\nTo fix it, run:")
+    st.code(fix_command(r, demo_argv), language="bash", wrap_lines=True)
+
+COLS = 3
+for i in range(0, len(good), COLS):
+    cols = st.columns(COLS)
+    for col, r in zip(cols, good[i:i + COLS]):
+        with col.container(border=True, key=f"run-card-{r.kind}-{r.run_id}"):
+            st.markdown(f"**{r.kind}** · `{r.run_id}` {STATUS.get(r.status, f':gray-badge[{r.status}]')}")
+            st.caption(f"model {model_of(r)} · data {data_of(r)} · {age(r.created)}")
+            st.write(headline(r))
+            page = PAGES.get(r.kind)
+            if page:
+                st.page_link(page[0], label=f"open in {page[1]}", icon=":material/arrow_forward:",
+                             query_params={"run": r.run_id, "kind": r.kind})
+            else:
+                st.caption("shown here (no page of its own)")
+
+if good:
+    with st.expander("All runs as a table"):
+        table([{"kind": r.kind, "id": r.run_id, "status": r.status, "model": model_of(r), "data": data_of(r),
+                "age": age(r.created), "headline": headline(r), "folder": display_path(r.path)} for r in good],
+              key="home-runs", name="runs")
 
 st.header("Models")
 try:
     from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir
 
-    models = []
-    for name in ZOO_NAMES:
-        folder = zoo_dir() / name
-        meta_p = folder / "zoo.json"
-        meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
-        size = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder.exists() else 0
-        models.append({"name": name, "trained": (folder / "config.json").exists(), "MB": round(size / 2**20, 2),
-                       "description": ZOO_DESCRIPTIONS.get(name, ""),
-                       "accuracy": json.dumps(meta.get("eval", {}).get("accuracy", ""))[:120]})
-    st.dataframe(models, use_container_width=True, hide_index=True)
+    rows, step_cols = zoo_accuracy_rows(list(ZOO_NAMES), zoo_dir(), ZOO_DESCRIPTIONS)
+    config = {c: st.column_config.NumberColumn(c, format="%.0f%%", help="held-out accuracy at this step count")
+              for c in step_cols}
+    st.caption("The embedded zoo: held-out accuracy (%) per number of arithmetic steps, from each model's own evaluation.")
+    table(rows, key="home-models", name="zoo-models", column_config=config)
+    curves = [r for r in rows if any(c in r for c in step_cols)]
+    if curves:
+        import plotly.graph_objects as go
+
+        fig = go.Figure()
+        for r in curves:
+            xs = [int(c.split()[0]) for c in step_cols if c in r]
+            fig.add_trace(go.Scatter(x=xs, y=[r[f"{x} steps"] for x in xs], mode="lines+markers", name=r["model"]))
+        fig.update_layout(title="Zoo accuracy by step count", xaxis_title="arithmetic steps", yaxis_title="accuracy (%)",
+                          template="plotly_white", height=360, margin={"t": 50})
+        chart(fig, key="home-zoo-accuracy", name="zoo-accuracy")
 except Exception as e:  # noqa: BLE001 - the home page must render even when the zoo is broken
-    error_card("zoo", f"{type(e).__name__}: {e}")
+    st.error(f"**zoo**\n\n{type(e).__name__}: {e}")
 st.caption("Any local Hugging Face model folder works too: `thinklens info PATH`.")

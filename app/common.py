@@ -1,8 +1,9 @@
-"""Shared pieces of the Streamlit pages: run pickers (over ``thinklens.runs.discover_runs``), error cards.
+"""Shared pieces of the Streamlit pages: run pickers (over ``thinklens.runs.discover_runs``), error cards,
+figures and tables with their downloads.
 
 Pages only read run folders (JSON results, plotly JSON figures) and call analysis functions;
 they never register hooks themselves. A broken or half-written run shows an error card for that
-run only.
+run only, with the command that repairs it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from exports import chart
 
 from thinklens.errors import ThinklensError
 from thinklens.runs import RunFolder, discover_runs, validate_id
@@ -19,6 +21,15 @@ from thinklens.runs import RunFolder, discover_runs, validate_id
 
 def runs_root() -> Path:
     return Path(os.environ.get("THINKLENS_RUNS", "runs")).resolve()
+
+
+def display_path(path: Path | str) -> str:
+    """A path as the user would type it: relative to the working folder when inside it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(p)
 
 
 def safe_run_path(kind: str, run_id: str, root: Path | None = None) -> Path:
@@ -32,34 +43,64 @@ def safe_run_path(kind: str, run_id: str, root: Path | None = None) -> Path:
     return path
 
 
-def error_card(title: str, err: object) -> None:
-    st.error(f"**{title}**\n\n{err}")
+def error_card(title: str, err: object, fix: str | None = None) -> None:
+    """A red card: what failed, why, and (when known) the command that repairs it."""
+    st.error(f"**{title}**\n\n{err}" + ("\n\nTo fix it, run:" if fix else ""))
+    if fix:
+        st.code(fix, language="bash", wrap_lines=True)
+
+
+def _broken_card(entry: Any) -> None:
+    from dashboard import demo_commands, fix_command
+
+    error_card(f"run {entry.kind}/{entry.run_id} cannot be read", entry.error,
+               fix=fix_command(entry, demo_commands(runs_root())))
+
+
+def _wanted_index(kind: str, ids: list[str]) -> int:
+    """The run named by the page's ``?run=ID`` link (from the home page), else the newest."""
+    qp = st.query_params
+    want, want_kind = qp.get("run"), qp.get("kind")
+    if want in ids and (want_kind in (None, kind)):
+        return ids.index(want)
+    return 0
 
 
 def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFolder | None:
-    """A select box of complete runs of ``kind``; shows error cards for broken ones; None if none."""
+    """A select box of the readable runs of ``kind``; error cards for broken ones; None if none."""
     runs = discover_runs(runs_root(), kind)
     good = [r for r in runs if r.error is None]
     for r in runs:
         if r.error is not None:
-            error_card(f"run {r.kind}/{r.run_id} cannot be read", r.error)
+            _broken_card(r)
     if not good:
-        st.info(f"No `{kind}` runs yet under `{runs_root()}`. Create one with `thinklens run {kind} ...` or `make demo`.")
+        st.info(f"No `{kind}` runs yet under `{display_path(runs_root())}`. Create one with `thinklens run {kind} ...` "
+                "or `make demo`.")
         return None
     labels = [f"{r.run_id} ({r.status})" for r in good]
-    choice = st.selectbox(label, range(len(good)), format_func=lambda i: labels[i], key=key or f"pick-{kind}")
+    choice = st.selectbox(label, range(len(good)), index=_wanted_index(kind, [r.run_id for r in good]),
+                          format_func=lambda i: labels[i], key=key or f"pick-{kind}")
     r = good[choice]
     return RunFolder(safe_run_path(r.kind, r.run_id))
 
 
-def show_figure(run: RunFolder, name: str, **kwargs: Any) -> bool:
-    """Render ``figures/<name>.json`` of a run; an error card instead of an exception."""
+def runs_multiselect(kind: str, label: str, key: str, default: int = 2) -> list[RunFolder]:
+    """A multiselect of the readable, finished runs of ``kind`` (the ``default`` newest preselected)."""
+    good = [r for r in discover_runs(runs_root(), kind) if r.error is None and r.status == "done"]
+    ids = [r.run_id for r in good]
+    chosen = st.multiselect(label, ids, default=ids[:default], key=key)
+    return [RunFolder(safe_run_path(kind, i)) for i in chosen]
+
+
+def show_figure(run: RunFolder, name: str, key: str | None = None, **kwargs: Any) -> bool:
+    """Render ``figures/<name>.json`` of a run with its downloads; an error card instead of an exception."""
     try:
         fig = run.read_figure(name)
     except (OSError, ValueError, ThinklensError) as e:
-        error_card(f"figure {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}")
+        error_card(f"figure {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}",
+                   fix=f"thinklens run {run.meta().get('job', run.kind)} --config {run.path / 'config.json'} --out {run.path}")
         return False
-    st.plotly_chart(fig, width="stretch", **kwargs)
+    chart(fig, key=key or f"fig-{run.kind}-{run.run_id}-{name}", name=f"{run.kind}-{run.run_id}-{name}")
     return True
 
 
@@ -68,5 +109,6 @@ def read_result(run: RunFolder, name: str) -> Any | None:
     try:
         return run.read_result(name)
     except (OSError, ValueError, ThinklensError) as e:
-        error_card(f"result {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}")
+        error_card(f"result {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}",
+                   fix=f"thinklens run {run.meta().get('job', run.kind)} --config {run.path / 'config.json'} --out {run.path}")
         return None

@@ -17,7 +17,8 @@ import pandas  # noqa: F401 - imported up front: a lazy import racing another se
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+from common import error_card, read_result, run_picker, runs_multiselect, show_figure  # noqa: E402
+from exports import chart, table  # noqa: E402
 
 from analyses.mi.figures_runs import (  # noqa: E402
     CURVE_CHOICES,
@@ -93,7 +94,7 @@ def trajectory_section(run_path: Path, models: list[dict[str, Any]]) -> None:
     except ThinklensError as e:
         error_card(f"trajectory #{rows[j]['i']} of {entry['name']} cannot be shown", e)
         return
-    st.plotly_chart(fig, width="stretch", key="mi-curve")
+    chart(fig, key="mi-curve", name=f"mi-{entry['name']}-{rows[j]['i']}")
     peaks = set(rec.peaks_of(rule).indices) if site == rec.site else set()
     st.markdown("**Prompt:**")
     st.code(rec.prompt, language=None, wrap_lines=True)
@@ -122,10 +123,10 @@ def enrichment_section(run, models: list[dict[str, Any]]) -> None:
     if not block["words"]:
         st.info("No token of this kind was emitted from a peak state.")
         return
-    show_figure(run, f"enrichment-{key}-{rule}-{unit}")
-    st.dataframe([{"token": w["word"], "at peaks": w["peak_count"], "anywhere": w["total_count"],
-                   "ratio": w["ratio"], "CI low": w["ci_low"], "CI high": w["ci_high"]} for w in block["words"]],
-                 hide_index=True, width="stretch", key="mi-enr-table")
+    show_figure(run, f"enrichment-{key}-{rule}-{unit}", key="mi-enr-fig")
+    table([{"token": w["word"], "at peaks": w["peak_count"], "anywhere": w["total_count"],
+            "ratio": w["ratio"], "CI low": w["ci_low"], "CI high": w["ci_high"]} for w in block["words"]],
+          key="mi-enr-table", name=f"enrichment-{key}-{rule}-{unit}")
 
 
 def interventions_section(run) -> None:
@@ -142,8 +143,43 @@ def interventions_section(run) -> None:
                 st.info(f"Skipped: {res['skipped']}")
                 continue
             st.caption(f"thinking words: {', '.join(res.get('words', []))} (from {res.get('word_source', '?')})")
-            show_figure(run, stage)
-            st.dataframe(res.get("rows", []), hide_index=True, width="stretch", key=f"mi-{stage}-table")
+            show_figure(run, stage, key=f"mi-{stage}-fig")
+            table(res.get("rows", []), key=f"mi-{stage}-table", name=stage)
+
+
+def compare_section() -> None:
+    """Mean MI curves of several runs on one chart (two models, two data sets, two sizes...)."""
+    chosen = runs_multiselect("mi-peaks", "Runs to overlay", key="mi-compare-runs", default=3)
+    if not chosen:
+        st.info("Pick one or more mi-peaks runs.")
+        return
+    c = st.columns(2)
+    x = c[0].radio("x axis", ["fraction", "step"], key="mi-compare-x", horizontal=True,
+                   format_func=lambda v: "relative position" if v == "fraction" else "generated token")
+    entries, rows = [], []
+    for r in chosen:
+        try:
+            idx = load_index(str(r.path), _mtime(r.path / "results" / f"{INDEX}.json"))
+        except ThinklensError as e:
+            error_card(f"mi-peaks run {r.run_id} cannot be compared", e)
+            continue
+        data = r.config().get("data") or f"synthetic {r.config().get('min_steps', '?')}-{r.config().get('max_steps', '?')} steps"
+        for m in idx["models"]:
+            entries.append({**m, "name": f"{r.run_id}: {m['name']}"})
+            rows.append({"run": r.run_id, "data": data, **models_table([m])[0]})
+    names = [model_label(e) for e in entries]
+    keep = c[1].multiselect("Models", names, default=names, key="mi-compare-models")
+    picked = [e for e, n in zip(entries, names) if n in keep]
+    if not picked:
+        st.info("Pick at least one model.")
+        return
+    try:
+        chart(figure_overlay(picked, x=x), key="mi-compare", name="mi-compare-runs")
+    except (ThinklensError, KeyError, TypeError, ValueError) as e:
+        error_card("run comparison", f"{type(e).__name__}: {e}")
+        return
+    st.caption("Each curve is one model of one run at its main site, averaged over its trajectories.")
+    table([row for row, n in zip(rows, names) if n in keep], key="mi-compare-table", name="mi-compare-runs")
 
 
 run = run_picker("mi-peaks", key="mi-run")
@@ -156,7 +192,7 @@ except ThinklensError as e:
     st.stop()
 models = index["models"]
 
-VIEWS = ("Trajectory", "Thinking tokens", "Models", "Controls", "Interventions")
+VIEWS = ("Trajectory", "Thinking tokens", "Models", "Controls", "Interventions", "Compare runs")
 # One view at a time: each run of the page draws one or two charts, so the MI curve is on screen fast
 # even on a busy machine (every plotly chart costs the browser a layout pass).
 view = st.radio("View", VIEWS, key="mi-view", horizontal=True, label_visibility="collapsed")
@@ -172,9 +208,9 @@ elif view == "Models":
     mi = c[1].selectbox("Sites of", range(len(models)), format_func=lambda j: model_label(models[j]),
                         key="mi-sites-model")
     try:
-        st.plotly_chart(figure_overlay(models, x=x, shuffled=True), width="stretch", key="mi-overlay")
-        st.dataframe(models_table(models), hide_index=True, width="stretch", key="mi-models-table")
-        st.plotly_chart(figure_sites(models[mi], x=x), width="stretch", key="mi-sites")
+        chart(figure_overlay(models, x=x, shuffled=True), key="mi-overlay", name=f"mi-overlay-{run.run_id}")
+        table(models_table(models), key="mi-models-table", name=f"mi-models-{run.run_id}")
+        chart(figure_sites(models[mi], x=x), key="mi-sites", name=f"mi-sites-{models[mi]['name']}")
     except (ThinklensError, KeyError, TypeError, ValueError) as e:
         error_card("model comparison", f"{type(e).__name__}: {e}")
 elif view == "Controls":
@@ -182,9 +218,11 @@ elif view == "Controls":
                "to the answer's norm. Shuffled answer: h_gt of another problem. Peaks that survive a shuffled "
                "answer (peak Jaccard), or that track the state norm (corr with norm), are not about the answer.")
     try:
-        st.dataframe(controls_table(models), hide_index=True, width="stretch", key="mi-controls-table")
-        st.plotly_chart(figure_controls(models), width="stretch", key="mi-controls")
+        table(controls_table(models), key="mi-controls-table", name=f"mi-controls-{run.run_id}")
+        chart(figure_controls(models), key="mi-controls", name=f"mi-controls-{run.run_id}")
     except (ThinklensError, KeyError, TypeError, ValueError) as e:
         error_card("controls", f"{type(e).__name__}: {e}")
-else:
+elif view == "Interventions":
     interventions_section(run)
+else:
+    compare_section()

@@ -12,7 +12,9 @@ from pathlib import Path
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+from common import error_card, read_result, run_picker, runs_multiselect, show_figure  # noqa: E402
+from compare import AXES, figure_pareto_runs  # noqa: E402
+from exports import chart, table  # noqa: E402
 
 from probes.lynx_result import load_lynx_result  # noqa: E402
 from thinklens.errors import ThinklensError  # noqa: E402
@@ -33,6 +35,21 @@ def _pct(x) -> str:
     return "-" if x is None else f"{x:.1%}"
 
 
+def skipped_words(skipped: list, n_pos: object, n_neg: object) -> str:
+    """Why some deltas have no result, in words (shown below the results)."""
+    need = ", ".join(f"δ {d:g} needs at least {min_class_size(d)} events of each class" for d in skipped)
+    return (f"**Not evaluated: δ {', '.join(f'{d:g}' for d in skipped)}.** The calibration split has {n_pos} "
+            f"positive and {n_neg} negative cue events; a conformal threshold at level δ is only defined when each "
+            f"class has enough events for a non-vacuous quantile ({need}). Add calibration rollouts (`--n-calibration`) to "
+            "evaluate them.")
+
+
+def min_class_size(delta: float) -> int:
+    from probes.conformal import min_calibration_events
+
+    return min_calibration_events(delta)
+
+
 def lynx_section() -> None:
     run = run_picker("lynx", "LYNX run", key="lynx-run")
     if run is None:
@@ -40,7 +57,8 @@ def lynx_section() -> None:
     try:
         result = load_lynx_result(run)
     except (ThinklensError, OSError, ValueError) as e:
-        error_card(f"LYNX run {run.run_id} cannot be shown", e)
+        error_card(f"LYNX run {run.run_id} cannot be shown", e,
+                   fix=f"thinklens run lynx --config {run.path / 'config.json'} --out {run.path}")
         return
     s = result.summary
     test = s.get("splits", {}).get("test", {})
@@ -52,9 +70,11 @@ def lynx_section() -> None:
     c[3].metric("full-rollout accuracy", _pct(test.get("full_accuracy")))
     c[4].metric("calibration events", f"{cal.get('n_pos', '?')} pos / {cal.get('n_neg', '?')} neg")
     st.markdown(GUARANTEE)
-    if s.get("skipped_deltas"):
-        st.warning(f"deltas skipped (calibration classes too small): {s['skipped_deltas']}")
     deltas = result.lynx_deltas()
+    if not deltas:
+        error_card(f"LYNX run {run.run_id} has no δ with a result", "every δ of the sweep was skipped",
+                   fix=f"thinklens run lynx --config {run.path / 'config.json'} --n-calibration 500 --run-id {run.run_id}-more")
+        return
     delta = st.selectbox("δ for the exit histogram", deltas, index=len(deltas) // 2, key="lynx-delta")
     try:
         figs = result.figures(histogram_delta=delta)
@@ -62,20 +82,44 @@ def lynx_section() -> None:
         error_card("figures", e)
         return
     left, right = st.columns(2)
-    left.plotly_chart(figs["validity"], width="stretch", key="lynx-validity")
-    right.plotly_chart(figs["pareto"], width="stretch", key="lynx-pareto")
-    left.plotly_chart(figs["exit_histogram"], width="stretch", key="lynx-exits")
-    right.plotly_chart(figs["base_rate"], width="stretch", key="lynx-base-rate")
+    for col, name in ((left, "validity"), (right, "pareto"), (left, "exit_histogram"), (right, "base_rate")):
+        chart(figs[name], key=f"lynx-{name.replace('_', '-')}", name=f"lynx-{run.run_id}-{name}", container=col)
     st.subheader("Per δ")
-    st.dataframe([{
+    table([{
         "δ": r["delta"], "accuracy": r["accuracy"], "Δ accuracy vs full": r["accuracy_change"],
         "mean tokens": r["mean_tokens"], "token saving": r["saving"], "exit rate": r["exit_rate"],
         "P(S={1}|y=0)": r["rate"], "95% upper": r["upper"], "margin": r["margin"],
         "within bound": r["consistent"], "q_pos": r["q_pos"], "q_neg": r["q_neg"],
-    } for r in result.per_delta], width="stretch", hide_index=True, key="lynx-per-delta")
+    } for r in result.per_delta], key="lynx-per-delta", name=f"lynx-{run.run_id}-per-delta")
+    skipped = list(s.get("skipped_deltas") or result.report.skipped_deltas)
+    if skipped:
+        st.markdown(skipped_words(skipped, cal.get("n_pos", "?"), cal.get("n_neg", "?")))
     st.subheader("All policies (test split)")
-    st.dataframe([{k: v for k, v in row.items() if k != "param"} for row in result.report.table()],
-                 width="stretch", hide_index=True, key="lynx-policies")
+    table([{k: v for k, v in row.items() if k != "param"} for row in result.report.table()],
+          key="lynx-policies", name=f"lynx-{run.run_id}-policies")
+
+
+def lynx_compare_section() -> None:
+    chosen = runs_multiselect("lynx", "LYNX runs on one chart", key="lynx-compare-runs", default=4)
+    if not chosen:
+        st.info("Pick one or more finished LYNX runs.")
+        return
+    x = st.radio("x axis", list(AXES), key="lynx-compare-x", horizontal=True, format_func=AXES.get)
+    results, rows = {}, []
+    for r in chosen:
+        try:
+            res = load_lynx_result(r)
+        except (ThinklensError, OSError, ValueError) as e:
+            error_card(f"LYNX run {r.run_id} cannot be compared", e)
+            continue
+        results[r.run_id] = res
+        test = res.summary.get("splits", {}).get("test", {})
+        rows += [{"run": r.run_id, "model": res.summary.get("model"), "δ": row["delta"], "accuracy": row["accuracy"],
+                  "Δ accuracy vs full": row["accuracy_change"], "token saving": row["saving"],
+                  "within bound": row["consistent"], "test rollouts": test.get("rollouts")} for row in res.per_delta]
+    if results:
+        chart(figure_pareto_runs(results, x=x), key="lynx-compare", name="lynx-pareto-runs")
+        table(rows, key="lynx-compare-table", name="lynx-runs-per-delta")
 
 
 def probe_section() -> None:
@@ -96,7 +140,7 @@ def probe_section() -> None:
         for name, sw in doc["sweeps"].items():
             rows += [{"score": name, "site": site, "mean": m, "std": sd}
                      for site, m, sd in zip(sw["sites"], sw["mean"], sw["std"])]
-        st.dataframe(rows, width="stretch", hide_index=True, key="probe-table")
+        table(rows, key="probe-table", name=f"probe-{run.run_id}-sweep")
     except (KeyError, TypeError, ValueError) as e:
         error_card(f"probe run {run.run_id} has unexpected results", f"{type(e).__name__}: {e}")
         return
@@ -104,18 +148,19 @@ def probe_section() -> None:
         intention = read_result(run, "intention")
         if intention:
             st.subheader("Intention metrics (last prompt token)")
-            st.dataframe([{
+            table([{
                 "style": style, "accuracy": m.get("accuracy"), "entropy (bits, top-100)": m.get("entropy_bits_mean"),
                 "effective dim (90%)": ", ".join(f"{k}={v}" for k, v in m.get("effective_dim", {}).items()),
                 "recoverability AUROC": m.get("recoverability", {}).get("auroc"),
                 "95% CI": "-" if "ci_low" not in m.get("recoverability", {}) else
                 f"[{m['recoverability']['ci_low']:.3f}, {m['recoverability']['ci_high']:.3f}]",
-            } for style, m in intention.get("styles", {}).items()], width="stretch", hide_index=True,
-                key="probe-intention")
+            } for style, m in intention.get("styles", {}).items()], key="probe-intention", name=f"probe-{run.run_id}-intention")
 
 
-tab_lynx, tab_probe = st.tabs(["LYNX early exit", "Probe layer sweep"])
+tab_lynx, tab_compare, tab_probe = st.tabs(["LYNX early exit", "Compare LYNX runs", "Probe layer sweep"])
 with tab_lynx:
     lynx_section()
+with tab_compare:
+    lynx_compare_section()
 with tab_probe:
     probe_section()

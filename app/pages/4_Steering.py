@@ -13,7 +13,9 @@ from pathlib import Path
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import background  # noqa: E402
 from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+from exports import chart, table  # noqa: E402
 
 st.set_page_config(page_title="thinklens · steering", layout="wide")
 st.title("Steering")
@@ -97,30 +99,37 @@ with tab_browse:
             else:
                 score = stats.freq
             ranked = sorted(range(len(score)), key=lambda i: -score[i])
-            st.dataframe([{"feature": i, "score": round(score[i], 4), "freq": round(stats.freq[i], 4),
-                           "max act": round(stats.max_act[i], 3)} for i in ranked[:15]], hide_index=True)
+            table([{"feature": i, "score": round(score[i], 4), "freq": round(stats.freq[i], 4),
+                    "max act": round(stats.max_act[i], 3)} for i in ranked[:15]], key="steer-features", name="sae-features")
             feature = int(st.number_input("feature", 0, len(stats.freq) - 1, value=int(ranked[0]), key="feature"))
             st.subheader(f"Top contexts of feature {feature}")
             rows = stats.top_contexts.get(feature, [])
             if rows:
-                st.dataframe([{"act": r["act"], "context": r["context"], "next token": r["token"]} for r in rows],
-                             hide_index=True, width="stretch")
+                table([{"act": r["act"], "context": r["context"], "next token": r["token"]} for r in rows],
+                      key="steer-contexts", name=f"feature-{feature}-contexts")
             else:
                 st.write("never active on the scanned traces")
             show_figure(run, "feature_correlation")
             st.subheader("Activation along a trace")
             prompt = st.text_input("prompt", value=default_prompt(model_name), key="trace-prompt")
-            if st.button("generate and trace", key="trace-btn") and prompt:
-                try:
+            if st.button("generate and trace", key="trace-btn", disabled=background.pending("trace")) and prompt:
+                try:  # generation runs on a worker thread: the page (and every other page) stays responsive
                     from steering.features import trace_prompt
-                    from steering.figures import figure_feature_trace
 
-                    ft = trace_prompt(load_hooked_model(model_name), load_sae_cached(str(run.path / "sae")), prompt, [feature],
-                                      site=site, max_new_tokens=64)
-                    st.code(ft.text)
-                    st.plotly_chart(figure_feature_trace(ft), width="stretch")
+                    background.start("trace", trace_prompt, load_hooked_model(model_name),
+                                     load_sae_cached(str(run.path / "sae")), prompt, [feature], site=site,
+                                     max_new_tokens=64, lock=model_name)
                 except Exception as e:  # noqa: BLE001 - show the error, keep the page alive
                     error_card("trace", f"{type(e).__name__}: {e}")
+
+            def render_trace(ft) -> None:
+                from steering.figures import figure_feature_trace
+
+                st.code(ft.text)
+                chart(figure_feature_trace(ft), key="steer-trace", name="feature-trace")
+
+            background.show("trace", "generating and tracing", render_trace,
+                            on_error=lambda msg: error_card("trace", msg))
 
 with tab_live:
     if ctx is None:
@@ -136,8 +145,8 @@ with tab_live:
         st.caption(f"add: x + c·{unit:.2f}·unit(W_dec[f]) (c in units of the mean activation norm); "
                    "clamp: feature set to c·(its max activation), SAE error term kept")
         prompt = st.text_input("prompt", value=default_prompt(model_name), key="live-prompt")
-        if st.button("steer", key="steer-btn") and prompt:
-            try:
+        if st.button("steer", key="steer-btn", disabled=background.pending("steer")) and prompt:
+            try:  # generation runs on a worker thread: the page (and every other page) stays responsive
                 from steering.effects import steer_prompt
                 from steering.feature_steering import add_feature, clamp_feature
 
@@ -147,14 +156,21 @@ with tab_live:
                 else:
                     top = stats.max_act[feat] if stats else 1.0
                     iv = clamp_feature(site, sae, feat, coeff * top)
-                plain, steered = steer_prompt(load_hooked_model(model_name), prompt, [iv], max_new_tokens=64)
-                left, right = st.columns(2)
-                left.markdown("**unsteered**")
-                left.code(plain)
-                right.markdown(f"**steered** (feature {feat}, {mode}, c={coeff:+.2f})")
-                right.code(steered)
+                st.session_state["steer-label"] = f"feature {feat}, {mode}, c={coeff:+.2f}"
+                background.start("steer", steer_prompt, load_hooked_model(model_name), prompt, [iv], max_new_tokens=64,
+                                 lock=model_name)
             except Exception as e:  # noqa: BLE001
                 error_card("steering", f"{type(e).__name__}: {e}")
+
+        def render_steered(texts) -> None:
+            plain, steered = texts
+            left, right = st.columns(2)
+            left.markdown("**unsteered**")
+            left.code(plain)
+            right.markdown(f"**steered** ({st.session_state.get('steer-label', '')})")
+            right.code(steered)
+
+        background.show("steer", "steering", render_steered, on_error=lambda msg: error_card("steering", msg))
     steer_run = run_picker("steer", "steer run (equal-norm baselines)", key="steer-run")
     if steer_run is not None:
         show_figure(steer_run, "steer")
@@ -168,7 +184,8 @@ with tab_rv:
         if "alpha_sweep" in rv.figures():
             show_figure(rv, "alpha_sweep")
             rows = optional_result(rv, "alpha_sweep") or []
-            st.dataframe([{k: r[k] for k in ("group", "alpha", "accuracy")} for r in rows], hide_index=True)
+            table([{k: r[k] for k in ("group", "alpha", "accuracy")} for r in rows], key="steer-alpha-sweep",
+                  name=f"reasoning-vector-{rv.run_id}-alpha-sweep")
         vec = optional_result(rv, "vector")
         if vec:
             st.json(vec, expanded=False)
@@ -184,8 +201,8 @@ with tab_hybrid:
                    if info else "At a disagreement the thinking model picks the token among the steered base model's "
                    "candidates."))
         res = read_result(hy, "hybrid") or {}
-        st.dataframe([{"mode": m, **{k: r.get(k) for k in ("accuracy", "fired_fraction", "changed_fraction", "gap_recovered")}}
-                      for m, r in res.items()], hide_index=True)
+        table([{"mode": m, **{k: r.get(k) for k in ("accuracy", "fired_fraction", "changed_fraction", "gap_recovered")}}
+               for m, r in res.items()], key="steer-hybrid", name=f"hybrid-{hy.run_id}")
         cats = optional_result(hy, "categories")
         if cats:
             st.json(cats.get("examples", {}), expanded=False)

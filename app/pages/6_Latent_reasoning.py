@@ -9,26 +9,62 @@ from pathlib import Path
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+from common import error_card, read_result, run_picker, runs_root, show_figure  # noqa: E402
+from exports import chart, table  # noqa: E402
+
+from thinklens.runs import discover_runs  # noqa: E402
 
 st.set_page_config(page_title="thinklens: latent reasoning", layout="wide")
 st.title("Latent reasoning")
 st.caption("Create the table with `thinklens run latent-eval`; train models with `thinklens run codi` "
            "(or `coconut`, `latent-sft`).")
 
+
+
+def figure_history(hist: list[dict], title: str):
+    """Training curves (every logged number per step) of a latent-train run."""
+    import plotly.graph_objects as go
+
+    keys = [k for k in hist[0] if k not in ("step", "phase")]
+    fig = go.Figure([go.Scatter(x=[h.get("step", i) for i, h in enumerate(hist)], y=[h.get(k) for h in hist], name=k,
+                                mode="lines") for k in keys])
+    fig.update_layout(title=title, xaxis_title="optimizer step", template="plotly_white", height=360)
+    return fig
+
+
+def embedded_latent_rows() -> list[dict]:
+    """One row per embedded latent model: method, steps, training time and held-out accuracy per step count."""
+    import json
+
+    from thinklens.zoo.registry import LATENT_ZOO_NAMES, zoo_dir
+
+    rows = []
+    for name in LATENT_ZOO_NAMES:
+        try:
+            meta = json.loads((zoo_dir() / name / "latent.json").read_text())
+        except (OSError, ValueError):
+            rows.append({"model": name, "method": "-", "note": "not trained (no latent.json)"})
+            continue
+        acc = (meta.get("eval") or {}).get("accuracy") or {}
+        rows.append({"model": name, "method": meta.get("method"), "steps": meta.get("total_steps", meta.get("steps")),
+                     "train s": round(float(meta.get("total_train_wall_s") or meta.get("train_wall_s") or 0)),
+                     **{f"{k} steps %": round(100 * v, 1) for k, v in acc.items() if isinstance(v, (int, float))}})
+    return rows
+
+
 run = run_picker("latent-eval", key="latent-eval-run")
 if run is not None:
     rows = read_result(run, "table")
     if rows:
         st.subheader("Comparison")
-        st.dataframe([{"method": r.get("label"), "problems": r.get("problems"), "accuracy %": round(100 * r.get("accuracy", 0), 1),
-                       "reasoning positions": round(r.get("reasoning_positions", 0), 1),
-                       "compression vs CoT": r.get("compression"), "train s": r.get("train_s"), "n": r.get("n")}
-                      for r in rows], width="stretch", hide_index=True)
-        show_figure(run, "accuracy")
+        table([{"method": r.get("label"), "problems": r.get("problems"), "accuracy %": round(100 * r.get("accuracy", 0), 1),
+                "reasoning positions": round(r.get("reasoning_positions", 0), 1),
+                "compression vs CoT": r.get("compression"), "train s": r.get("train_s"), "n": r.get("n")}
+               for r in rows], key="latent-table", name=f"latent-eval-{run.run_id}")
+        show_figure(run, "accuracy", key="latent-accuracy")
     if "seek_budget" in run.figures():
         st.subheader("LatentSeek")
-        show_figure(run, "seek_budget")
+        show_figure(run, "seek_budget", key="latent-seek")
         seek = read_result(run, "seek")
         if seek:
             s = seek.get("summary", {})
@@ -49,27 +85,31 @@ if run is not None:
                 if not latents:
                     st.caption("no latents (explicit tokens only)")
                     continue
-                st.dataframe([{"latent": j + 1, "top-5 tokens": " ".join(lat.get("tokens", [])),
-                               "probs": " ".join(f"{p:.2f}" for p in lat.get("probs", [])),
-                               **({"entropy": lat["entropy"], "exp(entropy)": lat["exp_entropy"]} if "entropy" in lat else {})}
-                              for j, lat in enumerate(latents)], width="stretch", hide_index=True)
+                table([{"latent": j + 1, "top-5 tokens": " ".join(lat.get("tokens", [])),
+                        "probs": " ".join(f"{p:.2f}" for p in lat.get("probs", [])),
+                        **({"entropy": lat["entropy"], "exp(entropy)": lat["exp_entropy"]} if "entropy" in lat else {})}
+                       for j, lat in enumerate(latents)], key=f"latents-{name}-{pick}", name=f"latents-{name}-{pick}")
                 if "entropy" in latents[0]:
                     try:
                         from latent.figures import figure_entropy
 
-                        st.plotly_chart(figure_entropy(latents, f"{name}: per-step entropy"), width="stretch",
-                                        key=f"entropy-{name}-{pick}")
+                        chart(figure_entropy(latents, f"{name}: per-step entropy"), key=f"entropy-{name}-{pick}")
                     except (KeyError, TypeError, ValueError) as e:
                         error_card(f"entropy of {name}", e)
 
 st.header("Training runs")
-train = run_picker("latent-train", key="latent-train-run")
-if train is not None:
-    metrics = read_result(train, "metrics")
-    if metrics:
-        hist = metrics.get("history", [])
-        st.write(f"{metrics.get('method')}: {metrics.get('steps')} steps in {metrics.get('train_wall_s')} s on "
-                 f"{metrics.get('processes')} process(es); held-out: {metrics.get('eval', {}).get('accuracy')}")
-        if hist:
-            keys = [k for k in hist[0] if k not in ("step", "phase")]
-            st.line_chart({k: [h.get(k) for h in hist] for k in keys})
+train_runs = [r for r in discover_runs(runs_root(), "latent-train")]
+if train_runs:
+    train = run_picker("latent-train", key="latent-train-run")
+    if train is not None:
+        metrics = read_result(train, "metrics")
+        if metrics:
+            hist = metrics.get("history", [])
+            st.write(f"{metrics.get('method')}: {metrics.get('steps')} steps in {metrics.get('train_wall_s')} s on "
+                     f"{metrics.get('processes')} process(es); held-out: {metrics.get('eval', {}).get('accuracy')}")
+            if hist:
+                chart(figure_history(hist, f"{metrics.get('method')} training ({train.run_id})"), key="latent-history",
+                      name=f"latent-train-{train.run_id}")
+st.caption("The embedded latent models (trained with `thinklens run codi`, `thinklens run coconut` and "
+           "`thinklens run latent-sft` from tiny-cot; their own records):")
+table(embedded_latent_rows(), key="latent-embedded", name="embedded-latent-models")

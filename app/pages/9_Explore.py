@@ -1,4 +1,8 @@
-"""Explore: type a prompt, watch the embedded model generate, with per-token entropy and a logit-lens heatmap."""
+"""Explore: one prompt through one or two models side by side, with per-token entropy and a logit-lens heatmap.
+
+Generation runs on a worker thread (``background``): the page shows a spinner until both results
+are in and never blocks other pages.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,19 @@ from pathlib import Path
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import background  # noqa: E402
 from common import error_card  # noqa: E402
+from exports import chart  # noqa: E402
 
 from analyses.explore import explore, figure_entropy, figure_logit_lens  # noqa: E402
-from thinklens.errors import ThinklensError  # noqa: E402
 
 st.set_page_config(page_title="thinklens: explore", layout="wide")
 st.title("Explore")
+st.caption("Type a prompt and watch a model generate it: the entropy of each next-token distribution, and what "
+           "every layer would predict (logit lens). Pick a second model to see the same prompt side by side.")
+
+LOCAL = "(local folder)"
+NONE = "(none)"
 
 
 @st.cache_resource(show_spinner="loading model")
@@ -30,6 +40,7 @@ try:
 except ImportError:
     choices = []
 
+
 def default_prompt(name: str) -> str:
     """A held-out synthetic problem in the chosen model's own prompt format (zoo style or chat template)."""
     try:
@@ -43,17 +54,46 @@ def default_prompt(name: str) -> str:
         return ""
 
 
-model_name = st.selectbox("Model", choices + ["(local folder)"], key="explore-model")
-if model_name == "(local folder)":
-    model_name = st.text_input("Model folder", key="explore-folder")
+def pick_model(label: str, key: str, options: list[str], index: int = 0) -> str:
+    name = st.selectbox(label, options, index=min(index, len(options) - 1), key=key)
+    if name == LOCAL:
+        name = st.text_input(f"{label}: folder", key=f"{key}-folder")
+    return "" if name == NONE else name
+
+
+c = st.columns(2)
+with c[0]:
+    model_name = pick_model("Model", "explore-model", choices + [LOCAL])
+with c[1]:
+    second = pick_model("Side by side with", "explore-model-2", [NONE] + choices + [LOCAL],
+                        index=1 + choices.index("tiny-cot") if "tiny-cot" in choices else 0)
 prompt = st.text_area("Prompt", value=default_prompt(model_name), key=f"explore-prompt-{model_name}")
 max_new = st.slider("Max new tokens", 4, 128, 48, key="explore-max")
-if st.button("Generate", key="explore-go") and model_name and prompt.strip():
-    try:
-        res = explore(get_model(model_name), prompt, max_new_tokens=max_new)
-    except ThinklensError as e:
-        error_card("cannot run", e)
-    else:
-        st.markdown("**Generated:** " + "".join(res.tokens))
-        st.plotly_chart(figure_entropy(res), use_container_width=True)
-        st.plotly_chart(figure_logit_lens(res), use_container_width=True)
+names = [n for n in (model_name, second) if n]
+
+busy = any(background.pending(f"explore-{i}") for i in range(2))
+if st.button("Generate", key="explore-go", disabled=busy) and model_name and prompt.strip():
+    for i in range(2):
+        background.forget(f"explore-{i}")
+    st.session_state["explore-names"] = names
+    for i, name in enumerate(names):
+        try:
+            model = get_model(name)
+        except Exception as e:  # noqa: BLE001 - a bad folder or hub id: say so, keep the page
+            error_card(f"cannot load {name}", f"{type(e).__name__}: {e}")
+            continue
+        background.start(f"explore-{i}", explore, model, prompt, max_new_tokens=max_new, lock=name)
+
+shown = st.session_state.get("explore-names", [])
+cols = st.columns(len(shown)) if len(shown) > 1 else [st.container()]
+for i, (col, name) in enumerate(zip(cols, shown)):
+    with col:
+        st.subheader(name)
+
+        def render(res, i=i, name=name) -> None:
+            st.markdown("**Generated:** " + "".join(res.tokens))
+            chart(figure_entropy(res), key=f"explore-entropy-{i}", name=f"explore-entropy-{name}")
+            chart(figure_logit_lens(res), key=f"explore-lens-{i}", name=f"explore-logit-lens-{name}")
+
+        background.show(f"explore-{i}", f"generating with {name}", render,
+                        on_error=lambda msg, name=name: error_card(f"{name} cannot run this prompt", msg))

@@ -1,0 +1,114 @@
+"""Downloads under every figure (PNG, HTML, JSON) and every table (CSV), with Streamlit's download buttons.
+
+Each file is made only when its button is clicked (a callable ``data``), so a page with many figures
+renders as fast as before. PNG needs kaleido (``pip install kaleido``) and a Chromium browser on the
+machine (kaleido drives it; Debian's ``chromium`` package works offline); without them the PNG button
+is disabled and says why, and HTML (plotly.js inlined, works offline) and JSON are offered.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+_PNG_LOCK = threading.Lock()  # one kaleido server per app process; figures are exported one at a time
+
+
+@functools.cache
+def png_unavailable() -> str | None:
+    """None when figures can be exported as PNG here, else why not (shown on the disabled button)."""
+    if importlib.util.find_spec("kaleido") is None:
+        return ("PNG export needs kaleido (pip install kaleido) and a Chromium browser; "
+                "download HTML (opens offline) or JSON instead")
+    try:
+        from choreographer.browsers.chromium import Chromium
+
+        if Chromium.find_browser(skip_local=False) is None:
+            return "PNG export needs a Chromium browser for kaleido (apt-get install chromium); HTML and JSON work"
+    except Exception as e:  # noqa: BLE001 - an unexpected kaleido layout only disables PNG
+        return f"PNG export is unavailable here ({type(e).__name__}: {e}); HTML and JSON work"
+    return None
+
+
+@st.cache_resource(show_spinner=False)
+def _kaleido_server() -> bool:
+    """Start kaleido's browser once per app process (0.5 s per PNG afterwards instead of ~6 s)."""
+    import kaleido
+
+    kaleido.start_sync_server(silence_warnings=True)
+    return True
+
+
+def figure_png(fig: Any, scale: float = 2.0) -> bytes:
+    """The figure as PNG bytes (kaleido); raises when kaleido or its browser is missing."""
+    with _PNG_LOCK:
+        try:
+            _kaleido_server()
+        except Exception:  # noqa: BLE001 - outside a Streamlit runtime, or the server cannot start: one-shot export
+            pass
+        return fig.to_image(format="png", scale=scale)
+
+
+def figure_html(fig: Any) -> str:
+    """A standalone HTML page of the figure, plotly.js inlined (opens without a network)."""
+    return fig.to_html(include_plotlyjs=True, full_html=True)
+
+
+def file_stem(name: str) -> str:
+    """A safe file name stem: ``'LYNX Pareto: demo'`` -> ``'LYNX-Pareto-demo'``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "figure"
+
+
+def figure_downloads(fig: Any, name: str, key: str) -> None:
+    """A row of PNG / HTML / JSON download buttons for ``fig`` (files made on click)."""
+    stem = file_stem(name)
+    why = png_unavailable()
+    row = st.container(horizontal=True, gap="small", key=f"dl-{key}")
+    row.download_button("PNG", data=(lambda: figure_png(fig)) if why is None else b"", file_name=f"{stem}.png",
+                        mime="image/png", key=f"png-{key}", disabled=why is not None, on_click="ignore",
+                        type="tertiary", icon=":material/image:", help=why or "the figure as a PNG image")
+    row.download_button("HTML", data=lambda: figure_html(fig), file_name=f"{stem}.html", mime="text/html",
+                        key=f"html-{key}", on_click="ignore", type="tertiary", icon=":material/code:",
+                        help="interactive figure, opens offline")
+    row.download_button("JSON", data=lambda: fig.to_json(), file_name=f"{stem}.json", mime="application/json",
+                        key=f"json-{key}", on_click="ignore", type="tertiary", icon=":material/data_object:",
+                        help="plotly JSON (plotly.io.from_json reads it back)")
+
+
+def chart(fig: Any, *, key: str, name: str | None = None, container: Any = None) -> None:
+    """``st.plotly_chart`` plus its downloads (in ``container``, e.g. a column, when given)."""
+    where = container if container is not None else st
+    where.plotly_chart(fig, width="stretch", key=key)
+    with where.container():
+        figure_downloads(fig, name or key, key)
+
+
+def _frame(rows: Any) -> Any:
+    import pandas as pd
+
+    if isinstance(rows, pd.DataFrame):
+        return rows
+    return pd.DataFrame(list(rows))
+
+
+def table_csv(rows: Any) -> str:
+    """A table (rows of dicts or a DataFrame) as CSV text."""
+    return _frame(rows).to_csv(index=False)
+
+
+def table(rows: Sequence[dict] | Any, *, key: str, name: str | None = None, container: Any = None,
+          column_config: dict | None = None, height: Any = "auto") -> None:
+    """``st.dataframe`` plus a CSV download button (file made on click)."""
+    where = container if container is not None else st
+    frame = _frame(rows)
+    where.dataframe(frame, hide_index=True, width="stretch", key=key, column_config=column_config, height=height)
+    csv: Callable[[], str] = lambda: frame.to_csv(index=False)  # noqa: E731 - made on click
+    where.download_button("CSV", data=csv, file_name=f"{file_stem(name or key)}.csv", mime="text/csv",
+                          key=f"csv-{key}", on_click="ignore", type="tertiary", icon=":material/download:",
+                          help="this table as CSV")
