@@ -1,9 +1,9 @@
 """lynx and probe on tiny-r1 (a model that looks like a real reasoning model) with ``--prompt-format chat`` and
 data files in GSM8K's and MATH's formats, through the generic path: every zoo-only helper raises if called.
 
-While tiny-r1 is not trained, the ``r1`` fixture is an untrained model of its shape (same tokenizer pipeline and
-chat template): the jobs then run the generic path up to the point where an untrained model has nothing to
-learn from, and must stop there with their clear errors.
+While tiny-r1 is not trained, the shared ``tiny_r1`` fixture is a barely trained twin of its shape (same
+tokenizer pipeline and chat template, a plain Hugging Face folder): the jobs then run the generic path up to
+the point where such a model has nothing to learn from, and must stop there with their clear errors.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from zoo_fixtures import r1, tiny_r1_trained  # noqa: F401 - fixtures
+import torch
 
 from probes.datasets import rollout_events, token_separator
 from probes.lynx import LynxConfig, lynx_sites
@@ -23,39 +23,38 @@ from thinklens.jobs import run_job
 from thinklens.runs import RunFolder
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.trace import Trace
+from thinklens.zoo.registry import zoo_path
 
 R1_EXIT = "</think>\n\nFinal Answer: \\boxed{"
-#: Zoo-only helpers: the synthetic task's own problem streams, the zoo's prompt renderings and token
-#: budgets, the running-value dataset. A job on a chat model with a data file must call none of them.
-ZOO_ONLY = [
-    ("probes.lynx_splits", "task_problems"),
-    ("probes.jobs.probe", "task_problems"),
-    ("thinklens.tasks.render", "render_prompt"),
-    ("thinklens.tasks.problem", "spaced"),
-    ("thinklens.tasks.protocol", "token_budget"),
-    ("probes.value_dataset", "value_dataset"),
-]
+#: The probes' zoo-only helpers (the synthetic task's own problem streams, the running-value dataset), forbidden
+#: with the core's (tests/conftest.py: the zoo's renderings, styles and token budgets).
+PROBES_ZOO_ONLY = ("probes.lynx_splits.task_problems", "probes.jobs.probe.task_problems",
+                   "probes.value_dataset.value_dataset")
+#: The clear errors of a job whose model has nothing to learn from (no cue words, no or only right answers).
+NOTHING_TO_LEARN = "bad cue events|probe training data|bad deltas|calibration class size|correctness labels"
+
+
+def tiny_r1_trained() -> bool:
+    """Whether the zoo's tiny-r1 is trained (else the ``tiny_r1`` fixture is its barely trained twin)."""
+    return zoo_path("tiny-r1") is not None
+
+
+@pytest.fixture(scope="module")
+def r1(tiny_r1):
+    from thinklens import HookedModel
+
+    return HookedModel.load(tiny_r1, dtype=torch.float32)
 
 
 @pytest.fixture
-def no_zoo_branches(monkeypatch):
-    """Make every zoo-only helper raise, so a job that takes a zoo branch fails the test."""
-    import importlib
+def no_zoo_branches(no_zoo_branch, monkeypatch):
+    """Every zoo-only helper raises, so a job that takes a zoo branch fails the test."""
 
-    def forbid(name):
-        def raiser(*args, **kwargs):
-            raise AssertionError(f"a zoo-only helper ({name}) was called on the generic path")
-        return raiser
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a zoo-only branch of the probes was taken for a model prompted in its chat format")
 
-    for module, name in ZOO_ONLY:
-        monkeypatch.setattr(importlib.import_module(module), name, forbid(f"{module}.{name}"))
-
-
-def _gsm8k(path, problems) -> str:
-    """A GSM8K-format JSONL: ``question``, ``answer`` = worked solution then ``#### N``."""
-    path.write_text("".join(json.dumps({"question": p.question, "answer": f"{p.cot}\n#### {p.answer}"}) + "\n"
-                            for p in problems))
-    return str(path)
+    for target in PROBES_ZOO_ONLY:
+        monkeypatch.setattr(target, forbidden)
 
 
 def _math(path, problems) -> str:
@@ -67,16 +66,16 @@ def _math(path, problems) -> str:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, gsm8k_writer):
     """Disjoint held-out problems: a GSM8K file to train on, a MATH-format file to calibrate on, a GSM8K file to
-    test on, and harder files (2-8 steps, GSM8K and MATH formats) on which tiny-r1 is right about half of the time."""
+    test on, and harder MATH-format files (2-8 steps) on which tiny-r1 is right about half of the time."""
     root = tmp_path_factory.mktemp("data")
     base = HELD_OUT["eval"]
     return {
-        "train": _gsm8k(root / "train.jsonl", problems_by_steps(12, 2, 4, seed=base + 1)),
+        "train": str(gsm8k_writer(root / "train.jsonl", 18, seed=base + 1)),
         "calibration": _math(root / "calibration.jsonl", problems_by_steps(12, 2, 4, seed=base + 2)),
-        "test": _gsm8k(root / "test.jsonl", problems_by_steps(10, 2, 4, seed=base + 3)),
-        "mixed": _gsm8k(root / "mixed.jsonl", problems_by_steps(6, 2, 8, seed=base + 4)),
+        "test": str(gsm8k_writer(root / "test.jsonl", 15, seed=base + 3)),
+        "mixed": _math(root / "mixed.jsonl", problems_by_steps(6, 2, 8, seed=base + 4)),
         "mixed_test": _math(root / "mixed_test.jsonl", problems_by_steps(4, 2, 8, seed=base + 5)),
     }
 
@@ -119,8 +118,8 @@ def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_
                   test_data=files["test"], n_train=36, n_calibration=36, n_test=30, max_new_tokens=150,
                   hidden_layer_sizes=(16,), deltas=(0.2, 0.3), skip_vacuous=True, batch_size=12, runs=tmp_path,
                   run_id="r1", progress=False)
-    if not tiny_r1_trained():  # an untrained model writes no cue words and never answers right
-        with pytest.raises(ThinklensError, match="bad cue events|probe training data"):
+    if not tiny_r1_trained():  # the twin writes cue words but (almost) never answers right
+        with pytest.raises(ThinklensError, match=NOTHING_TO_LEARN):
             run_job("lynx", **fields | dict(n_train=8, n_calibration=8, n_test=8, max_new_tokens=24))
         return
     result = run_job("lynx", **fields)
@@ -155,8 +154,8 @@ def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_
             "correct", "--n-problems", "42", "--folds", "3", "--n-bootstrap", "20", "--max-new-tokens", "250",
             "--sites", "embed,resid_post.*", "--test-data", f"{files['mixed_test']},{files['test']}", "--n-test", "20",
             "--runs", str(tmp_path), "--run-id", "r1", "--no-progress"]
-    if not tiny_r1_trained():  # an untrained model is never right: one outcome only
-        assert main(argv) == 2 and "correctness labels: received '0 correct of 42" in capsys.readouterr().err
+    if not tiny_r1_trained():  # the twin is (almost) never right: too few of one outcome
+        assert main(argv) == 2 and "bad correctness labels" in capsys.readouterr().err
         return
     assert main(argv) == 0
     doc = RunFolder.open(tmp_path / "probe" / "r1").read_result("sweep")
