@@ -21,6 +21,7 @@ from thinklens.errors import ThinklensError
 from thinklens.formats import R1_INSTRUCTION
 from thinklens.jobs import run_job
 from thinklens.runs import RunFolder
+from thinklens.tasks import TaskConfig
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.trace import Trace
 from thinklens.zoo.registry import zoo_path
@@ -68,15 +69,21 @@ def _math(path, problems) -> str:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, gsm8k_writer):
     """Disjoint held-out problems: a GSM8K file to train on, a MATH-format file to calibrate on, a GSM8K file to
-    test on, and harder MATH-format files (2-8 steps) on which tiny-r1 is right about half of the time."""
+    test on, and MATH-format files on which tiny-r1 is right about half of the time (half its usual problems,
+    half with numbers up to 9999, which it never saw)."""
     root = tmp_path_factory.mktemp("data")
     base = HELD_OUT["eval"]
+    hard = TaskConfig(max_value=9999, max_operand=900, max_factor=9)
+
+    def mixed(seed: int) -> list:
+        return problems_by_steps(6, 2, 4, seed=seed) + problems_by_steps(6, 2, 4, seed=seed, config=hard)
+
     return {
         "train": str(gsm8k_writer(root / "train.jsonl", 18, seed=base + 1)),
         "calibration": _math(root / "calibration.jsonl", problems_by_steps(12, 2, 4, seed=base + 2)),
         "test": str(gsm8k_writer(root / "test.jsonl", 15, seed=base + 3)),
-        "mixed": _math(root / "mixed.jsonl", problems_by_steps(6, 2, 8, seed=base + 4)),
-        "mixed_test": _math(root / "mixed_test.jsonl", problems_by_steps(4, 2, 8, seed=base + 5)),
+        "mixed": _math(root / "mixed.jsonl", mixed(base + 4)),
+        "mixed_test": _math(root / "mixed_test.jsonl", mixed(base + 5)),
     }
 
 
@@ -131,7 +138,7 @@ def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_
         f"{files['train']}#train", f"{files['calibration']}#calibration", f"{files['test']}#test"]
     assert s["splits"]["test"]["rollouts"] == 30 and s["splits"]["train"]["cue_events"] > 0
     assert 0 < s["splits"]["train"]["label_base_rate"] < 1  # some forced exits answer right, some wrong
-    assert s["splits"]["test"]["full_accuracy"] >= 0.8
+    assert s["splits"]["test"]["full_accuracy"] >= 0.5  # sampled at T=0.6, graded on the boxed answers
     run = RunFolder.open(tmp_path / "lynx" / "r1")
     labels = json.loads(next((run.path / "cache").glob("labels.test.*.json")).read_text())
     assert all(t.startswith(R1_EXIT) for t in labels["text"])  # every forced exit: the boxed one
@@ -151,7 +158,7 @@ def test_lynx_refuses_overlapping_sources(r1, files, tmp_path):
 
 def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_zoo_branches):
     argv = ["run", "probe", "--model", r1.name, "--prompt-format", "chat", "--data", files["mixed"], "--target",
-            "correct", "--n-problems", "42", "--folds", "3", "--n-bootstrap", "20", "--max-new-tokens", "250",
+            "correct", "--n-problems", "36", "--folds", "3", "--n-bootstrap", "20", "--max-new-tokens", "250",
             "--sites", "embed,resid_post.*", "--test-data", f"{files['mixed_test']},{files['test']}", "--n-test", "20",
             "--runs", str(tmp_path), "--run-id", "r1", "--no-progress"]
     if not tiny_r1_trained():  # the twin is (almost) never right: too few of one outcome
@@ -159,7 +166,7 @@ def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_
         return
     assert main(argv) == 0
     doc = RunFolder.open(tmp_path / "probe" / "r1").read_result("sweep")
-    assert doc["prompt_format"] == "chat" and doc["data"] == f"{files['mixed']}#probe" and doc["n_problems"] == 42
+    assert doc["prompt_format"] == "chat" and doc["data"] == f"{files['mixed']}#probe" and doc["n_problems"] == 36
     assert 0 < doc["model_accuracy"] < 1 and doc["steps_only_auroc"] is None  # no step counts in a data file
     assert doc["sweeps"]["auroc"]["sites"] == ["embed"] + [f"resid_post.{i}" for i in range(r1.n_layers)]
     intention = RunFolder.open(tmp_path / "probe" / "r1").read_result("intention")
