@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from jaxtyping import Float, Int
@@ -134,6 +134,17 @@ class Guided(TokenChoice):
 
 
 # ---- the loop --------------------------------------------------------------------------------------
+@runtime_checkable
+class StateSink(Protocol):
+    """Where :func:`decode` hands captured states while it runs instead of keeping them (e.g.
+    :class:`thinklens.store.TraceStream`, which writes them into an activation store)."""
+
+    def write(self, states: dict[Site, Float[Tensor, "batch n d"]], first: int, tokens: Int[Tensor, "batch n"],
+              lengths: list[int]) -> None:  # pragma: no cover
+        """``states[site][:, j]`` produced token ``first + j`` (``tokens[:, j]``); ``lengths`` are the rows'
+        lengths so far (``max_new_tokens`` for rows still running), so steps at or past a row's end are padding."""
+
+
 @dataclass
 class Decoded:
     """The outcome of :func:`decode` for one batch."""
@@ -145,7 +156,8 @@ class Decoded:
     stop_reasons: list[str]
     """``eos``, ``stop_string`` or ``max_new_tokens`` per row."""
     hidden: dict[Site, Float[Tensor, "batch step d"]] = field(default_factory=dict)
-    """Per captured site, the state that produced each token (row 0: the last prompt position)."""
+    """Per captured site, the state that produced each token (row 0: the last prompt position); empty
+    when the states went to a sink."""
     entropy: Float[Tensor, "batch step"] | None = None
     topk_ids: Int[Tensor, "batch step k"] | None = None
     topk_probs: Float[Tensor, "batch step k"] | None = None
@@ -170,7 +182,8 @@ def mark_stops(tokenizer: Any, nxt: Tensor, tokens: list[Tensor], t: int, eos: s
 @torch.no_grad()
 def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_tokens: int, eos: set[int] | None = None,
            stop: Sequence[str] = (), capture: Sequence[Site | str] = (), interventions: Sequence[Any] = (),
-           top_k_stats: int | None = None, logits: Tensor | None = None) -> Decoded:
+           top_k_stats: int | None = None, logits: Tensor | None = None, sink: StateSink | None = None,
+           sink_every: int = 64) -> Decoded:
     """Decode up to ``max_new_tokens`` tokens per row of ``decoder``'s batch.
 
     Args:
@@ -182,6 +195,8 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
         interventions: applied to the model for the whole loop.
         top_k_stats: unless None, record the entropy and the top-k ids and probabilities of every step.
         logits: the next-token logits of a decoder that already ran its inputs (no prefill then).
+        sink: receives the captured states every ``sink_every`` steps (and at the end), which the decoder
+            then forgets: memory stays flat in the trace length (``hidden`` is then empty).
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ThinklensError.of("max_new_tokens", max_new_tokens, "an integer >= 1", "pass e.g. max_new_tokens=64")
@@ -199,12 +214,26 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
     lengths = [max_new_tokens] * b
     reasons = ["max_new_tokens"] * b
     tail = max((len(s) for s in stop), default=0) + 4  # tokens enough to hold any stop string
+    if sink is not None and (not isinstance(sink_every, int) or sink_every < 1):
+        raise ThinklensError.of("sink_every", sink_every, "an integer >= 1", "pass e.g. sink_every=64")
+    sites = [model.resolve_site(s) for s in capture]
+    first = 0  # the decoder's forward that chose token 0
+    sunk = 0  # tokens whose states went to the sink
+
+    def to_sink(upto: int) -> None:
+        nonlocal sunk
+        if sink is not None and sites and upto > sunk:
+            states = _take_states(decoder, sites, range(first + sunk, first + upto), forget=True)
+            sink.write(states, sunk, torch.stack(tokens[sunk:upto], 1), list(lengths))
+        sunk = upto
+
     with ExitStack() as stack:
         stack.enter_context(model.intervene(interventions))
         stack.enter_context(choice.hooks())
         if logits is None:
             logits = decoder.prefill()
         choice.start(decoder)
+        first = decoder.step_index
         for t in range(max_new_tokens):
             if top_k_stats is not None:
                 logp = torch.log_softmax(logits, -1)  # [batch, vocab]
@@ -216,17 +245,30 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
             nxt = torch.where(done.to(nxt.device), torch.full_like(nxt, pad), nxt)
             tokens.append(nxt.cpu())
             mark_stops(model.tokenizer, tokens[-1], tokens, t, eos, stop, tail, done, lengths, reasons)  # the CPU copy
+            if (t + 1) % sink_every == 0:
+                to_sink(t + 1)
             if bool(done.all()) or t == max_new_tokens - 1:
                 break
             logits = decoder.step(nxt)
             choice.advance(nxt)
-    sites = [model.resolve_site(s) for s in capture]
-    steps = range(decoder.step_index - len(tokens) + 1, decoder.step_index + 1)  # the forwards that chose the tokens
-    if any(k not in decoder.states[s] for s in sites for k in steps):
-        raise ThinklensError.of("capture", [str(s) for s in sites], "sites the decoder watched from its first forward",
-                                "with logits= given, build the decoder with Decoder(model, inputs, capture=[...])")
-    hidden = {s: torch.stack([decoder.states[s][k] for k in steps], 1).cpu() for s in sites}
+    if sink is not None:
+        to_sink(len(tokens))
+        hidden = {}
+    else:
+        hidden = _take_states(decoder, sites, range(first, first + len(tokens)), forget=False)
     out = Decoded(torch.stack(tokens, 1), lengths, reasons, hidden)
     if top_k_stats is not None:
         out.entropy, out.topk_ids, out.topk_probs = (torch.stack(x, 1).cpu() for x in (ent, tk_ids, tk_p))
+    return out
+
+
+def _take_states(decoder: Decoder, sites: list[Site], steps: range, *, forget: bool) -> dict[Site, Tensor]:
+    """``{site: [batch, len(steps), d]}`` (CPU) of the decoder's forwards ``steps``; ``forget`` drops them from the decoder."""
+    if any(k not in decoder.states[s] for s in sites for k in steps):
+        raise ThinklensError.of("capture", [str(s) for s in sites], "sites the decoder watched from its first forward",
+                                "with logits= given, build the decoder with Decoder(model, inputs, capture=[...])")
+    out = {}
+    for s in sites:
+        get = decoder.states[s].pop if forget else decoder.states[s].__getitem__
+        out[s] = torch.stack([get(k) for k in steps], 1).cpu()
     return out

@@ -4,22 +4,34 @@ Greedy decoding gives the same tokens as HF ``generate`` (same left padding, sam
 per step it records the hidden state that produced each token at the requested sites, and the
 entropy and top-k of the next-token distribution.
 
+Two backends give the same :class:`~thinklens.trace.Trace` objects: ``hooks`` (our KV-cached loop with
+forward hooks; interventions) and ``nnsight`` (HF ``generate`` inside an nnsight generation trace,
+:mod:`thinklens.backends.nnsight_backend`), which is how a remote (NDIF) model generates.
+
+Long traces: with ``stream_to`` (an :class:`~thinklens.store.ActivationStore` or one of its writers) the
+per-step states go into the store every ``stream_every`` steps instead of accumulating in memory, and
+each returned trace's ``hidden`` reads them from the store (:class:`~thinklens.store.StoredStates`).
+
 Example:
     >>> # traces = model.generate(["Q: 3+4 ="], max_new_tokens=8, capture=["resid_post.-1"])
     >>> # traces[0].hidden[Site("resid_post", 3)].shape == (len(traces[0]), model.d_model)
+    >>> # long = model.generate(prompts, max_new_tokens=8192, capture=["resid_post.*"], stream_to=ActivationStore("acts"))
 """
 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import Tensor
 from tqdm.auto import tqdm
 
-from thinklens.decode import Decoder, Greedy, Sample, decode
+from thinklens.decode import Decoded, Decoder, Greedy, Sample, decode
 from thinklens.errors import ThinklensError
 from thinklens.interventions import Intervention
 from thinklens.sites import Site
@@ -27,6 +39,9 @@ from thinklens.trace import Trace
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
+    from thinklens.store import ActivationStore, StoredStates, StoreWriter, TraceStream
+
+BACKENDS = ("hooks", "nnsight")
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,8 @@ class GenerateConfig:
     """How many top tokens (ids, probabilities) to record per step."""
     batch_size: int | None = None
     """Prompts per batch (None = all at once)."""
+    stream_every: int = 64
+    """With a store to stream to: steps between two hand-overs of the states to the store."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -59,46 +76,116 @@ class GenerateConfig:
             raise ThinklensError.of("top_p", self.top_p, "a number in (0, 1]", "pass top_p=0.95")
         if self.batch_size is not None and self.batch_size < 1:
             raise ThinklensError.of("batch_size", self.batch_size, "an integer >= 1 or None", "pass batch_size=16")
+        if not isinstance(self.stream_every, int) or self.stream_every < 1:
+            raise ThinklensError.of("stream_every", self.stream_every, "an integer >= 1", "pass stream_every=64")
         if any(not isinstance(s, str) or not s for s in self.stop):
             raise ThinklensError.of("stop strings", self.stop, "non-empty strings", "remove empty stop strings")
 
 
-@torch.no_grad()
-def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
-                    interventions: Sequence[Intervention], gen: torch.Generator | None) -> list[Trace]:
-    dec = Decoder(model, prompts)
-    choice = Sample(gen, cfg.temperature, cfg.top_p) if cfg.do_sample else Greedy()
-    out = decode(dec, choice, max_new_tokens=cfg.max_new_tokens, stop=cfg.stop, capture=sites,
-                 interventions=interventions, top_k_stats=cfg.top_k_stats)
+def traces_of(model: "HookedModel", prompts: list[str], prompt: dict[str, Tensor], out: Decoded, sites: list[Site],
+              stored: "Sequence[StoredStates] | None" = None) -> list[Trace]:
+    """One :class:`Trace` per row of a decoded batch (``prompt``: its left-padded encoding); ``stored``: the
+    rows' states in a store (streamed), else they are cut from ``out.hidden``."""
     traces = []
     for r in range(len(prompts)):
         n = out.lengths[r]
         ids = out.row(r)
-        plen = int(dec.prompt["attention_mask"][r].sum())
+        plen = int(prompt["attention_mask"][r].sum())
         traces.append(Trace(
-            prompt=prompts[r], prompt_ids=dec.prompt["input_ids"][r, -plen:].tolist(), token_ids=ids,
+            prompt=prompts[r], prompt_ids=prompt["input_ids"][r, -plen:].tolist(), token_ids=ids,
             tokens=[model.tokenizer.decode([i]) for i in ids],
             text=model.tokenizer.decode(ids, skip_special_tokens=True), stop_reason=out.stop_reasons[r],
-            hidden={s: out.hidden[s][r, :n].clone() for s in sites}, entropy=out.entropy[r, :n].clone(),
-            topk_ids=out.topk_ids[r, :n].clone(), topk_probs=out.topk_probs[r, :n].clone(),
+            hidden=stored[r] if stored is not None else {s: out.hidden[s][r, :n].clone() for s in sites},
+            entropy=out.entropy[r, :n].clone(), topk_ids=out.topk_ids[r, :n].clone(), topk_probs=out.topk_probs[r, :n].clone(),
         ))
     return traces
 
 
+@torch.no_grad()
+def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
+                    interventions: Sequence[Intervention], gen: torch.Generator | None, backend: str,
+                    stream: "TraceStream | None", first_batch: bool) -> list[Trace]:
+    if backend == "nnsight":
+        from thinklens.backends.nnsight_backend import decode_with_nnsight
+
+        enc = model.tokenize(prompts)
+        # a later batch continues torch's global generator, as the hook loop continues its own
+        out = decode_with_nnsight(model, enc, cfg, sites, remote=model.remote, reseed=first_batch)
+        if stream is not None and sites:
+            stream.write(out.hidden, 0, out.tokens, out.lengths)
+    else:
+        dec = Decoder(model, prompts)
+        enc = dec.prompt
+        choice = Sample(gen, cfg.temperature, cfg.top_p) if cfg.do_sample else Greedy()
+        out = decode(dec, choice, max_new_tokens=cfg.max_new_tokens, stop=cfg.stop, capture=sites,
+                     interventions=interventions, top_k_stats=cfg.top_k_stats, sink=stream, sink_every=cfg.stream_every)
+    stored = None
+    if stream is not None:
+        from thinklens.store import StoredStates
+
+        stream.writer.flush()  # the traces read their states back from the store
+        stored = [StoredStates(stream.writer.store, tid, sites, model.n_layers) for tid in stream.trace_ids]
+    return traces_of(model, prompts, enc, out, sites, stored)
+
+
 def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: GenerateConfig, *, capture: Sequence[Site | str] = (),
-             interventions: Sequence[Intervention] = (), progress: bool = False) -> list[Trace]:
-    """Generate for every prompt; see :class:`GenerateConfig` and :class:`thinklens.trace.Trace`."""
+             interventions: Sequence[Intervention] = (), progress: bool = False,
+             stream_to: "ActivationStore | StoreWriter | None" = None,
+             backend: str | None = None) -> list[Trace]:
+    """Generate for every prompt; see :class:`GenerateConfig` and :class:`thinklens.trace.Trace`.
+
+    Args:
+        stream_to: an activation store (or a writer of one): the captured states are written there while
+            generating (every ``cfg.stream_every`` steps) and each trace's ``hidden`` reads them back
+            (trace ids ``<call id>-<prompt index>`` in the rows' metadata).
+        backend: ``hooks`` (the local decode loop) or ``nnsight`` (HF ``generate`` in an nnsight trace);
+            default: nnsight for a remote model, hooks otherwise. Interventions need ``hooks``.
+    """
     prompts = [prompts] if isinstance(prompts, str) else list(prompts)
     if not prompts:
         raise ThinklensError.of("prompts", prompts, "at least one prompt", "pass a non-empty list")
+    backend = backend or ("nnsight" if model.remote else "hooks")
+    if backend not in BACKENDS:
+        raise ThinklensError.of("backend", backend, f"one of {', '.join(BACKENDS)}", "use hooks (local) or nnsight")
+    if model.remote and backend != "nnsight":
+        raise ThinklensError.of("backend", backend, "nnsight for a remote model (its weights are on NDIF)", "drop backend=")
+    if backend == "nnsight" and interventions:
+        raise ThinklensError.of("interventions", f"{len(interventions)} with the nnsight backend",
+                                "interventions in the local loop (backend='hooks', local weights)",
+                                "load the model locally, or write the intervention in nnsight with model.to_nnsight()")
     sites = model.resolve_sites(capture) if capture else []
     gen = None
-    if cfg.do_sample:
+    if cfg.do_sample and backend == "hooks":
         gen = torch.Generator(device=model.device)
         gen.manual_seed(0 if cfg.seed is None else cfg.seed)
+    writer, own_writer = _stream_writer(stream_to)
+    call = uuid.uuid4().hex[:8]
     bs = cfg.batch_size or len(prompts)
-    chunks = [prompts[i:i + bs] for i in range(0, len(prompts), bs)]
+    starts = range(0, len(prompts), bs)
     out: list[Trace] = []
-    for chunk in tqdm(chunks, desc="generate", disable=not progress or len(chunks) < 2):
-        out.extend(_generate_batch(model, chunk, cfg, sites, interventions, gen))
+    with ExitStack() as stack:
+        if own_writer:
+            stack.enter_context(writer)
+        for start in tqdm(starts, desc="generate", disable=not progress or len(starts) < 2):
+            chunk = prompts[start:start + bs]
+            stream = None
+            if writer is not None and sites:
+                from thinklens.store import TraceStream
+
+                stream = TraceStream(writer, [f"{call}-{start + r}" for r in range(len(chunk))])
+            out.extend(_generate_batch(model, chunk, cfg, sites, interventions, gen, backend, stream, start == 0))
     return out
+
+
+def _stream_writer(stream_to: Any) -> "tuple[StoreWriter | None, bool]":
+    """(writer, whether generate opened it) for ``stream_to``."""
+    from thinklens.store import ActivationStore, StoreWriter
+
+    if stream_to is None:
+        return None, False
+    if isinstance(stream_to, ActivationStore):
+        return stream_to.writer(), True
+    if isinstance(stream_to, StoreWriter):
+        return stream_to, False
+    raise ThinklensError.of("stream_to", type(stream_to).__name__, "an ActivationStore or a StoreWriter",
+                            "pass stream_to=ActivationStore('acts')")

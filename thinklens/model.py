@@ -278,7 +278,7 @@ class HookedModel:
         if ctx is not None and enc["input_ids"].shape[1] > ctx:
             raise ThinklensError.of("prompt length", f"{enc['input_ids'].shape[1]} tokens", f"at most {ctx} tokens (the model's context)",
                                     "shorten the prompt")
-        dev = self.device
+        dev = self.device if not self.remote else torch.device("cpu")  # a remote model's weights are on meta
         return {k: v.to(dev) for k, v in enc.items()}
 
     def _without_template_bos(self, prompts: list[str]) -> list[str]:
@@ -404,20 +404,24 @@ class HookedModel:
     def generate(self, prompts: "str | Sequence[str]", *, max_new_tokens: int = 64, capture: Sequence[Site | str] = (),
                  interventions: Sequence[Intervention] = (), do_sample: bool = False, seed: int | None = None,
                  temperature: float = 1.0, top_p: float = 1.0, stop: Sequence[str] = (), top_k_stats: int = 5,
-                 batch_size: int | None = None, progress: bool = False) -> list[Trace]:
-        """Traced, KV-cached, batched generation; see :func:`thinklens.generate.generate`."""
+                 batch_size: int | None = None, progress: bool = False, stream_to: Any = None, stream_every: int = 64,
+                 backend: str | None = None) -> list[Trace]:
+        """Traced, KV-cached, batched generation; see :func:`thinklens.generate.generate`.
+
+        A remote model generates through nnsight on NDIF (same traces; no interventions). ``stream_to`` (an
+        ActivationStore) writes the states there every ``stream_every`` steps instead of keeping them in memory.
+        """
         from thinklens.generate import GenerateConfig, generate
 
-        if self.remote:
-            self._local_only("generate")
-
         cfg = GenerateConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, seed=seed, temperature=temperature,
-                             top_p=top_p, stop=tuple(stop), top_k_stats=top_k_stats, batch_size=batch_size)
-        return generate(self, prompts, cfg, capture=capture, interventions=interventions, progress=progress)
+                             top_p=top_p, stop=tuple(stop), top_k_stats=top_k_stats, batch_size=batch_size,
+                             stream_every=stream_every)
+        return generate(self, prompts, cfg, capture=capture, interventions=interventions, progress=progress,
+                        stream_to=stream_to, backend=backend)
 
     def _local_only(self, what: str) -> None:
         raise ThinklensError.of(
-            "remote call", what, "capture() on a remote model (NDIF); this call needs local weights",
+            "remote call", what, "capture() or generate() on a remote model (NDIF); this call needs local weights",
             "load the model locally (remote=False, device_map='auto' to shard across GPUs) or use model.to_nnsight() directly",
         )
 

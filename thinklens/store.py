@@ -11,6 +11,11 @@ last, so a killed writer leaves no half shard. Writers need no lock: each has it
 Memory stays bounded: a writer buffers at most ``shard_mb`` before flushing, a reader maps
 shards and slices batches out of them.
 
+Traces: one row per generated token, with metadata ``{"trace", "step", "token"}``. Generation can stream
+its per-step states here while it runs (:class:`TraceStream`, ``model.generate(..., stream_to=store)``);
+:meth:`ActivationStore.trace_states` reads one trace's states back, and :class:`StoredStates` is the
+lazy ``Trace.hidden`` of a streamed trace.
+
 Example:
     >>> import tempfile, torch
     >>> store = ActivationStore(tempfile.mkdtemp())
@@ -25,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +135,7 @@ class ActivationStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self._trace_index: dict[str, dict[str, list[tuple[int, int, int]]]] = {}  # shard name -> runs of each trace
 
     def writer(self, writer_id: str | None = None, *, shard_mb: float = 64, dtype: torch.dtype | None = None) -> StoreWriter:
         """A writer with its own id (pid + random by default), so processes never collide.
@@ -203,9 +209,101 @@ class ActivationStore:
         if have:
             yield self._emit(pending, pending_meta, with_meta)
 
+    def trace_states(self, trace_id: str, sites: Sequence[Site | str] | None = None) -> dict[Site, Tensor]:
+        """``{site: [steps, d]}`` of one trace (rows whose metadata ``trace`` is ``trace_id``), in step order.
+
+        Its rows may be spread over shards (a streamed generation interleaves the traces of a batch);
+        only those rows are read.
+        """
+        want = [Site.parse(s) for s in sites] if sites is not None else self.sites
+        parts: list[tuple[int, dict[Site, Tensor]]] = []  # (first step, {site: [n, d]}) per run of rows
+        for path, meta in self.shards():
+            rows = self._trace_rows(path, meta).get(trace_id)
+            if not rows:
+                continue
+            with safe_open(str(path), framework="pt") as f:
+                for start, stop, step in rows:
+                    parts.append((step, {s: f.get_slice(str(s))[start:stop] for s in want}))
+        if not parts:
+            raise ThinklensError.of("trace", trace_id, f"a trace id stored in {self.path}", "check the id (Trace.hidden.trace_id)")
+        parts.sort(key=lambda p: p[0])
+        return {s: torch.cat([p[1][s] for p in parts]) for s in want}
+
+    def _trace_rows(self, path: Path, meta: dict[str, Any]) -> dict[str, list[tuple[int, int, int]]]:
+        """``{trace: [(start row, stop row, first step), ...]}``: the runs of consecutive steps of each trace in a shard
+        (cached: a finished shard never changes)."""
+        key = path.name
+        if key not in self._trace_index:
+            runs: dict[str, list[list[int]]] = {}
+            for i, m in enumerate(meta["meta"]):
+                tid, step = m.get("trace"), m.get("step")
+                if tid is None or step is None:
+                    continue
+                own = runs.setdefault(str(tid), [])
+                if own and own[-1][1] == i and own[-1][2] + (i - own[-1][0]) == step:
+                    own[-1][1] = i + 1  # the next step of the same run
+                else:
+                    own.append([i, i + 1, int(step)])
+            self._trace_index[key] = {t: [(a, b, c) for a, b, c in rs] for t, rs in runs.items()}
+        return self._trace_index[key]
+
     @staticmethod
     def _emit(pending: dict[Site, list[Tensor]], meta: list[dict[str, Any]], with_meta: bool) -> dict:
         out: dict = {s: torch.cat(v) for s, v in pending.items()}
         if with_meta:
             out["meta"] = meta
         return out
+
+
+class TraceStream:
+    """Writes the per-step states of one batch of traces into a store while they are generated.
+
+    The sink of :func:`thinklens.decode.decode`: every few steps it receives the states of the steps
+    since the last call and adds one row per (trace, step) that belongs to a trace (steps after a row's
+    stop are padding and are skipped), with metadata ``{"trace", "step", "token"}``.
+
+    Args:
+        writer: the store's writer (its ``shard_mb`` bounds the memory held before a shard is written).
+        trace_ids: one id per row of the batch.
+    """
+
+    def __init__(self, writer: StoreWriter, trace_ids: Sequence[str]):
+        self.writer = writer
+        self.trace_ids = [str(t) for t in trace_ids]
+
+    def write(self, states: dict[Site, Tensor], first: int, tokens: Tensor, lengths: list[int]) -> None:
+        for r, tid in enumerate(self.trace_ids):
+            n = min(tokens.shape[1], lengths[r] - first)
+            if n <= 0:
+                continue
+            self.writer.add({s: a[r, :n] for s, a in states.items()},
+                            meta=[{"trace": tid, "step": first + j, "token": int(tokens[r, j])} for j in range(n)])
+
+
+class StoredStates(Mapping):
+    """The ``hidden`` of a trace whose states are in a store: ``states[site]`` reads ``[steps, d]`` from it.
+
+    Nothing is held in memory; each lookup reads that site's rows of the trace.
+
+    Example:
+        >>> # traces = model.generate(prompts, capture=["resid_post.*"], stream_to=ActivationStore("acts"))
+        >>> # traces[0].hidden["resid_post.3"].shape    # read from the store now
+    """
+
+    def __init__(self, store: ActivationStore, trace_id: str, sites: Sequence[Site], n_layers: int | None = None):
+        self.store, self.trace_id, self.sites, self.n_layers = store, str(trace_id), list(sites), n_layers
+
+    def __getitem__(self, site: Site | str) -> Tensor:
+        site = Site.parse(site, self.n_layers)
+        if site not in self.sites:
+            raise KeyError(site)
+        return self.store.trace_states(self.trace_id, [site])[site]
+
+    def __iter__(self) -> Iterator[Site]:
+        return iter(self.sites)
+
+    def __len__(self) -> int:
+        return len(self.sites)
+
+    def __repr__(self) -> str:
+        return f"StoredStates({str(self.store.path)!r}, trace={self.trace_id!r}, sites={[str(s) for s in self.sites]})"

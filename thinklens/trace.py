@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,8 @@ class Trace:
     tokens: list[str]
     text: str
     stop_reason: str
-    hidden: dict[Site, Float[Tensor, "step d"]] = field(default_factory=dict)
+    hidden: Mapping[Site, Float[Tensor, "step d"]] = field(default_factory=dict)
+    """Per site ``[step, d]``: a dict, or a :class:`thinklens.store.StoredStates` reading a store (streamed)."""
     entropy: Float[Tensor, " step"] | None = None
     topk_ids: Int[Tensor, "step k"] | None = None
     topk_probs: Float[Tensor, "step k"] | None = None

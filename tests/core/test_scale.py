@@ -26,7 +26,7 @@ def test_remote_builds_meta_model_and_routes_through_nnsight(tiny_dirs, monkeypa
         m.capture(["w1 w2"], ["resid_post.0"])
     assert calls.get("remote") is True
     with pytest.raises(ThinklensError, match="local weights"):
-        m.generate(["w1"], max_new_tokens=2)
+        m.forward_with(["w1"])  # generate goes through nnsight too (tests/core/test_remote_generate.py)
 
 
 def test_device_map_passes_through(tiny_dirs):

@@ -1,0 +1,92 @@
+"""Traced generation through nnsight (the remote path) equals our hook-based decode loop.
+
+The nnsight backend runs here with nnsight's local execution: the same code that a remote (NDIF) model
+runs, with ``remote=False``. Greedy and seeded sampled tokens are identical; states, entropy and top-k
+probabilities agree to float32 rounding (atol 1e-5); stop reasons (EOS, stop strings, budget) are equal.
+"""
+
+import contextlib
+
+import pytest
+import torch
+
+from thinklens import HookedModel, Site, ThinklensError
+from thinklens.generate import GenerateConfig, generate
+from thinklens.interventions import AddVector
+
+PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7", "w9 w9 w9 w9 w9 w9 w9 w9"]
+SITES = ["embed", "resid_pre.0", "attn_out.0", "mlp_out.1", "resid_post.1", "final_norm", "logits"]
+
+
+def assert_same_traces(ours, theirs):
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a.token_ids == b.token_ids and a.text == b.text and a.stop_reason == b.stop_reason
+        assert a.prompt_ids == b.prompt_ids and set(a.hidden) == set(b.hidden)
+        for s in a.hidden:
+            assert a.hidden[s].dtype == b.hidden[s].dtype == torch.float32
+            torch.testing.assert_close(a.hidden[s], b.hidden[s], atol=1e-5, rtol=0)
+        torch.testing.assert_close(a.entropy, b.entropy, atol=1e-5, rtol=0)
+        torch.testing.assert_close(a.topk_probs, b.topk_probs, atol=1e-5, rtol=0)
+        assert torch.equal(a.topk_ids, b.topk_ids)
+
+
+@pytest.mark.parametrize("fam", ["llama", "gpt2", "gemma"])
+def test_nnsight_greedy_traces_equal_hooks(tiny_models, fam):
+    m = tiny_models[fam]
+    cfg = GenerateConfig(max_new_tokens=10, top_k_stats=3)
+    assert_same_traces(generate(m, PROMPTS, cfg, capture=SITES), generate(m, PROMPTS, cfg, capture=SITES, backend="nnsight"))
+
+
+@pytest.mark.parametrize("kw", [dict(do_sample=True, seed=3, temperature=1.5),
+                                dict(do_sample=True, seed=5, batch_size=3),  # a later batch continues the generator
+                                dict(stop=("w3",)),
+                                dict(batch_size=2)])
+def test_nnsight_sampling_stops_and_batches_equal_hooks(tiny_models, kw):
+    m = tiny_models["llama"]
+    cfg = GenerateConfig(max_new_tokens=10, **kw)
+    ours = generate(m, PROMPTS, cfg, capture=["resid_post.1"])
+    assert_same_traces(ours, generate(m, PROMPTS, cfg, capture=["resid_post.1"], backend="nnsight"))
+    if "stop" in kw:
+        assert "stop_string" in {t.stop_reason for t in ours}
+
+
+def test_nnsight_eos_and_model_generation_config_ignored(tiny_dirs):
+    m = HookedModel.load(str(tiny_dirs["llama"]))
+    free = m.generate(PROMPTS, max_new_tokens=10)
+    m.hf.generation_config.eos_token_id = [free[0].token_ids[2], free[3].token_ids[4]]  # rows 0 and 3 now stop early
+    m.hf.generation_config.repetition_penalty = 5.0  # processors of the model's own config apply to neither path
+    m.hf.generation_config.top_k = 2
+    for kw in (dict(), dict(do_sample=True, seed=1)):
+        cfg = GenerateConfig(max_new_tokens=10, **kw)
+        ours = generate(m, PROMPTS, cfg, capture=["resid_post.0"])
+        assert_same_traces(ours, generate(m, PROMPTS, cfg, capture=["resid_post.0"], backend="nnsight"))
+        if not kw:
+            assert ours[0].stop_reason == ours[3].stop_reason == "eos" and len(ours[0]) <= 3 and len(ours[3]) <= 5
+
+
+def test_remote_generate_goes_through_nnsight_with_remote_true(tiny_dirs, monkeypatch):
+    m = HookedModel.load(str(tiny_dirs["llama"]), remote=True)
+    lm = m.to_nnsight()
+    calls = {}
+
+    @contextlib.contextmanager
+    def fake_generate(*args, **kwargs):
+        calls.update(kwargs)
+        raise ConnectionError("no route to NDIF")
+        yield
+
+    monkeypatch.setattr(type(lm), "generate", lambda self, *a, **k: fake_generate(*a, **k))
+    with pytest.raises(ThinklensError, match="NDIF"):
+        m.generate(["w1 w2"], max_new_tokens=3, capture=["resid_post.1"])
+    assert calls["remote"] is True and calls["generation_config"].max_new_tokens == 3
+    with pytest.raises(ThinklensError, match="nnsight for a remote model"):
+        m.generate(["w1"], max_new_tokens=2, backend="hooks")
+
+
+def test_nnsight_backend_refuses_interventions_and_unknown_backends(tiny_models):
+    m = tiny_models["llama"]
+    with pytest.raises(ThinklensError, match="interventions"):
+        m.generate(["w1"], max_new_tokens=2, backend="nnsight", interventions=[AddVector(Site("resid_post", 0), torch.zeros(m.d_model))])
+    with pytest.raises(ThinklensError, match="did you mean|one of"):
+        m.generate(["w1"], max_new_tokens=2, backend="nnsite")
