@@ -90,3 +90,42 @@ def test_nnsight_backend_refuses_interventions_and_unknown_backends(tiny_models)
         m.generate(["w1"], max_new_tokens=2, backend="nnsight", interventions=[AddVector(Site("resid_post", 0), torch.zeros(m.d_model))])
     with pytest.raises(ThinklensError, match="did you mean|one of"):
         m.generate(["w1"], max_new_tokens=2, backend="nnsite")
+
+
+def test_the_remote_request_ships_without_thinklens_and_runs_where_only_nnsight_is(tiny_dirs, monkeypatch):
+    """What NDIF receives names no thinklens object (the server has torch, transformers and nnsight only), and
+    nnsight's local simulation of a server (the request serialized, then run with the user's modules hidden)
+    gives the states of the hook loop."""
+    from nnsight.intervention.backends.remote import RemoteBackend
+
+    from thinklens.backends.nnsight_backend import capture_with_nnsight, decode_with_nnsight
+    from thinklens.decode import Sample, decode
+    from thinklens.decoder import Decoder
+
+    remote = HookedModel.load(str(tiny_dirs["llama"]), remote=True)
+    payloads = []
+
+    def request(self, request, tracer):
+        payloads.append(self._serialize(tracer))
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(RemoteBackend, "request", request)
+    monkeypatch.setattr(type(remote.to_nnsight()), "_remoteable_model_key", lambda self: "tiny-llama")
+    with pytest.raises(ThinklensError, match="NDIF"):
+        remote.generate(["w1 w2"], max_new_tokens=3, capture=["resid_post.1", "attn_out.0"], do_sample=True, seed=2)
+    with pytest.raises(ThinklensError, match="NDIF"):
+        remote.capture(["w1 w2"], ["resid_post.1", "attn_out.0"])
+    assert len(payloads) == 2 and all(b"thinklens" not in p for p in payloads)
+
+    m = HookedModel.load(str(tiny_dirs["llama"]))
+    sites = m.resolve_sites(["resid_pre.0", "attn_out.0", "resid_post.1"])
+    cfg = GenerateConfig(max_new_tokens=6, do_sample=True, seed=4)
+    sim = decode_with_nnsight(m, m.tokenize(PROMPTS), cfg, sites, remote="local")
+    ours = decode(Decoder(m, PROMPTS), Sample(torch.Generator().manual_seed(4)), max_new_tokens=6, capture=sites, top_k_stats=5)
+    assert torch.equal(sim.tokens, ours.tokens)
+    for s in sites:
+        torch.testing.assert_close(sim.hidden[s], ours.hidden[s], atol=1e-5, rtol=0)
+    torch.testing.assert_close(sim.entropy, ours.entropy, atol=1e-5, rtol=0)
+    caught = capture_with_nnsight(m, m.tokenize(PROMPTS), sites, remote="local")
+    for s in sites:
+        torch.testing.assert_close(caught[s], m.capture(PROMPTS, [s])[s], atol=1e-5, rtol=0)

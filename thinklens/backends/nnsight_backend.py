@@ -39,14 +39,17 @@ def _envoy(root: Any, path: str) -> Any:
     return node
 
 
-def site_envoys(model: "HookedModel", lm: Any, sites: list[Site]) -> list[tuple[Site, Any, bool, bool]]:
-    """``(site, envoy, is_input, first_of_tuple)`` per site, in forward order (nnsight serves requests in that order)."""
+def site_envoys(model: "HookedModel", lm: Any, sites: list[Site]) -> tuple[list[Site], list[tuple[Any, bool, bool]]]:
+    """``sites`` in forward order (nnsight serves requests in that order), and per site ``(envoy, is_input,
+    first_of_tuple)``: plain values only, because a remote trace body ships (pickled) every name it reads, and
+    the server has nnsight and torch but not thinklens."""
     order = {s: i for i, s in enumerate(model.sites)}
-    out = []
-    for site in sorted(sites, key=order.__getitem__):
+    ordered = sorted(sites, key=order.__getitem__)
+    envoys = []
+    for site in ordered:
         path, where = model.adapter.module_path(site)
-        out.append((site, _envoy(lm, path), where == "input", site.kind == "attn_out"))
-    return out
+        envoys.append((_envoy(lm, path), where == "input", site.kind == "attn_out"))
+    return ordered, envoys
 
 
 def _remote_error(model: "HookedModel", e: Exception) -> ThinklensError:
@@ -54,16 +57,17 @@ def _remote_error(model: "HookedModel", e: Exception) -> ThinklensError:
                              f"check your network and NDIF key ({type(e).__name__}: {str(e)[:120]})")
 
 
-def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: list[Site], *, remote: bool = False) -> dict[Site, Tensor]:
-    """Save the activations at ``sites`` inside one ``LanguageModel.trace`` (remote if asked)."""
+def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: list[Site], *,
+                         remote: bool | str = False) -> dict[Site, Tensor]:
+    """Save the activations at ``sites`` inside one ``LanguageModel.trace`` (``remote``: see :func:`decode_with_nnsight`)."""
     lm = model.to_nnsight()
-    envoys = site_envoys(model, lm, sites)
+    sites, envoys = site_envoys(model, lm, sites)
     saved: list[Any] = []  # nnsight 0.8: locals created inside a trace body do not propagate out
     position_ids = model.position_ids(enc["attention_mask"])
     try:
         with lm.trace({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "position_ids": position_ids},
                       remote=remote):
-            for _, env, is_input, first in envoys:
+            for env, is_input, first in envoys:
                 if is_input:
                     saved.append(env.input.save())
                 elif first:
@@ -73,11 +77,11 @@ def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: li
     except ThinklensError:
         raise
     except Exception as e:  # noqa: BLE001 - connection errors surface as many types
-        if remote:
+        if remote is True:
             raise _remote_error(model, e) from None
         raise
     out = {}
-    for (site, *_), val in zip(envoys, saved):
+    for site, val in zip(sites, saved):
         val = getattr(val, "value", val)
         out[site] = (val[0] if isinstance(val, tuple) else val).detach()
     return out
@@ -98,8 +102,11 @@ def generation_config(model: "HookedModel", cfg: "GenerateConfig", eos: list[int
 
 @torch.no_grad()
 def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "GenerateConfig", sites: list[Site], *,
-                        remote: bool = False, reseed: bool = True) -> "Decoded":
+                        remote: bool | str = False, reseed: bool = True) -> "Decoded":
     """One batch decoded by HF ``generate`` inside an nnsight generation trace (on NDIF with ``remote``).
+
+    ``remote``: True runs on NDIF; ``"local"`` is nnsight's simulation of it (the request is serialized, then
+    deserialized with the non-installed modules hidden and run here); False runs the trace here directly.
 
     Returns what :func:`thinklens.decode.decode` returns for the same batch: tokens (padding after each
     row's stop), lengths, stop reasons, per-site states ``[batch, step, d]`` and the per-step entropy and top-k.
@@ -114,7 +121,7 @@ def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "Gene
 
     lm = model.to_nnsight()
     eos = sorted(eos_ids(model))
-    envoys = site_envoys(model, lm, sites)
+    sites, envoys = site_envoys(model, lm, sites)
     b, width = enc["input_ids"].shape
     k = cfg.top_k_stats
     seed = None if not (cfg.do_sample and reseed) else (0 if cfg.seed is None else cfg.seed)
@@ -133,7 +140,7 @@ def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "Gene
                     if seed is not None:
                         torch.manual_seed(seed)
                     for _ in tracer.all():
-                        for j, (_, env, is_input, first) in enumerate(envoys):
+                        for j, (env, is_input, first) in enumerate(envoys):
                             act = env.input if is_input else env.output
                             act = act[0] if first or isinstance(act, tuple) else act
                             states[j].append(act.reshape(b, -1, act.shape[-1])[:, -1])  # [batch, d]
@@ -146,7 +153,7 @@ def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "Gene
     except ThinklensError:
         raise
     except Exception as e:  # noqa: BLE001 - connection errors surface as many types
-        if remote:
+        if remote is True:
             raise _remote_error(model, e) from None
         raise
     ids = result["ids"][:, width:].cpu()  # [batch, steps]; HF pads a row after its EOS
@@ -164,6 +171,6 @@ def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "Gene
             break
     lengths = [min(x, n) for x in lengths]
     out = Decoded(torch.stack(tokens[:n], 1), lengths, reasons,
-                  {site: torch.stack([s.cpu() for s in states[j][:n]], 1) for j, (site, *_) in enumerate(envoys)})
+                  {site: torch.stack([s.cpu() for s in states[j][:n]], 1) for j, site in enumerate(sites)})
     out.entropy, out.topk_ids, out.topk_probs = (torch.stack([st[x].cpu() for st in stats[:n]], 1) for x in range(3))
     return out
