@@ -189,6 +189,11 @@ def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
     return summary
 
 
+def _num(v: float | None) -> str:
+    """A number for the report; '-' where the run had none (NaN is stored as null)."""
+    return "-" if v is None else f"{v:.3f}"
+
+
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
     lines = [f"problems: {summary['n_problems']}; mean tokens: {summary['mean_tokens']:.1f}; "
@@ -198,6 +203,17 @@ def report(summary: dict[str, Any]) -> str:
         lines.append(f"  {key} ({m['style']}): accuracy {m['accuracy']:.3f}, mean MI {m['mean_mi']:.4g}, "
                      f"peak fraction top-k {m['peak_fraction']['top_k']:.3f} / iqr {m['peak_fraction']['iqr']:.3f}, "
                      f"top words {', '.join(m['top_words']) or '-'}")
+        c, ss = m.get("shuffled_control"), m.get("small_scale")
+        if c:
+            lines.append(f"    shuffled answer: mean MI {_num(c['mean_mi_shuffled'])}; peak Jaccard own vs shuffled top-k "
+                         f"{_num(c['peak_jaccard_shuffled'])} (chance {_num(c['peak_jaccard_chance'])}), iqr "
+                         f"{_num(c['iqr_peak_jaccard_shuffled'])} (chance {_num(c['iqr_peak_jaccard_chance'])})")
+        if ss:
+            lines.append(f"    small scale: mean squared coordinate correlation {_num(ss['mean_corr2'])} (shuffled "
+                         f"{_num(ss['mean_corr2_shuffled'])}) vs mean MI {_num(ss['mean_mi'])}; corr over steps "
+                         f"{_num(ss['corr_mi_corr2'])} (scale max|x-mean|/sigma: median {_num(ss['median_scale'])})")
+            lines.append(f"    answers of different problems: rho^2 {_num(ss.get('answer_corr2'))}, nHSIC "
+                         f"{_num(ss.get('answer_nhsic_shuffled'))} (own answer with itself {_num(ss.get('answer_nhsic_self'))})")
     lines += [f"{stage}: {summary[stage]}" for stage in ("suppression", "recycling", "ttts") if stage in summary]
     return "\n".join(lines)
 

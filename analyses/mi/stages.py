@@ -256,6 +256,17 @@ def stage_intervention(stage: str, model: HookedModel, problems: ProblemSet, cfg
             "prompt_format": fmt.kind}
 
 
+def shuffled_control_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The first estimator's shuffled-answer control of one model's index entry: mean MI own vs shuffled, and the
+    peak-set Jaccard own vs shuffled with its chance level, for the top-k and IQR rules."""
+    rows = [r for r in entry.get("controls", []) if r["estimator"] == entry.get("estimator")]
+    if not rows:
+        return None
+    keys = ("mean_mi", "mean_mi_shuffled", "own_beats_shuffled", "peak_jaccard_shuffled", "peak_jaccard_chance",
+            "iqr_peak_jaccard_shuffled", "iqr_peak_jaccard_chance")
+    return {k: rows[0].get(k) for k in keys}
+
+
 def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
     """The run's summary (meta.json): per model accuracy, mean MI, peak fractions, top words; intervention headlines."""
     models = read_index(run.path)["models"]
@@ -268,7 +279,8 @@ def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
             "style": m["style"], "prompt_format": m.get("prompt_format"), "accuracy": m["accuracy"], "mean_tokens": m["mean_tokens"],
             "mean_mi": m["mean_mi"][m["site"]], "peak_fraction": m["peak_fraction"],
             "top_words": [w["word"] for w in words[: cfg.top_words]],
-            "top_tokens": [w["word"] for w in tokens[: cfg.top_words]]}
+            "top_tokens": [w["word"] for w in tokens[: cfg.top_words]],
+            "shuffled_control": shuffled_control_of(m), "small_scale": m.get("small_scale")}
     main = models[0]
     summary: dict[str, Any] = {
         "n_problems": main["n"], "mean_tokens": main["mean_tokens"],

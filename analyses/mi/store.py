@@ -29,7 +29,7 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,11 @@ class TrajectoryRecord:
     """Peak rule -> peak steps (of ``mi[site]``)."""
     thresholds: dict[str, float]
     """Peak rule -> threshold used."""
+    small_scale: dict[str, list[float]] = field(default_factory=dict)
+    """At ``site``, per step (:mod:`analyses.mi.small_scale`): ``corr2`` / ``corr2_shuffled``, the squared correlation
+    of the state's coordinates with the own / shuffled answer vector's; ``approx`` / ``approx_shuffled``, the
+    small-scale nHSIC a_x a_y rho^2 of the first estimator; ``scale``, max |x_i - mean| / sigma. Empty when the first
+    estimator has no fixed bandwidth, and in runs written before it existed."""
 
     def peaks_of(self, rule: str) -> Peaks:
         """The stored peaks of one rule as a :class:`Peaks` value (for figures)."""
@@ -113,14 +118,15 @@ class TrajectoryRecord:
     @classmethod
     def from_json(cls, obj: Any, where: str = "trajectory") -> TrajectoryRecord:
         """Validate and build; a missing field or a curve of the wrong length is a ThinklensError."""
-        names = [f.name for f in fields(cls)]
-        if not isinstance(obj, dict) or any(n not in obj for n in names):
-            missing = [n for n in names if not isinstance(obj, dict) or n not in obj]
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        names = [f.name for f in fields(cls) if isinstance(obj, dict) and f.name in obj]
+        if not isinstance(obj, dict) or any(n not in obj for n in required):
+            missing = [n for n in required if not isinstance(obj, dict) or n not in obj]
             raise ThinklensError.of(where, f"missing fields {missing[:4]}", "a trajectory record of schema 1",
                                     "re-run the job (thinklens run mi-peaks) for this run")
         rec = cls(**{n: tuple(obj[n]) if n in ("tokens", "token_ids") else obj[n] for n in names})
         n = len(rec.tokens)
-        for group in ("mi", "variants", "shuffled"):
+        for group in ("mi", "variants", "shuffled", "small_scale"):
             for name, curve in getattr(rec, group).items():
                 if len(curve) != n:
                     raise ThinklensError.of(f"{where} {group}[{name}]", f"{len(curve)} values",

@@ -35,6 +35,12 @@ def test_cli_job_on_a_random_model_writes_the_format_and_resumes(tiny_dirs, tmp_
     (entry,) = index["models"]
     assert entry["site"] == "resid_post.1" and entry["sites"] == ["resid_post.1", "resid_post.0"]  # -1 == 1: once
     assert entry["prompt_format"] == "plain" and entry["n"] == 3 and len(entry["index"]) == 3
+    ref = next(r for r in entry["controls"] if r["estimator"] == "reference")
+    for rule in ("peak", "iqr_peak"):  # the peak-set Jaccard own vs shuffled answer, with its chance level
+        assert 0 <= ref[f"{rule}_jaccard_chance"] <= 1 and 0 <= ref[f"{rule}_jaccard_shuffled"] <= 1
+    small = entry["small_scale"]  # nHSIC vs its small-scale limit rho^2, and how alike the answer vectors are
+    assert small["estimator"] == "reference" and small["n_steps"] == sum(r["n_tokens"] for r in entry["index"])
+    assert 0 <= small["mean_corr2"] <= 1 and 0 <= small["answer_corr2"] <= 1 and small["answer_nhsic_self"] > 0
     for row in entry["index"]:
         rec = read_trajectory(out, entry["key"], row["i"])
         n = len(rec.tokens)
@@ -43,6 +49,7 @@ def test_cli_job_on_a_random_model_writes_the_format_and_resumes(tiny_dirs, tmp_
         assert rec.variants["reference"] == rec.mi["resid_post.1"] and len(rec.norms) == n
         assert rec.shuffled_answer_of != rec.index
         assert len(rec.peaks["top_k"]) == min(2, n) and set(rec.peaks) == {"top_k", "iqr"}
+        assert set(rec.small_scale) == {"corr2", "corr2_shuffled", "approx", "approx_shuffled", "scale"}
     figures = {p.stem for p in (out / "figures").glob("*.json")}
     assert {"overlay", "overlay-step", "controls", f"sites-{entry['key']}"} <= figures
     # the word tokenizer (w0, w1, ...) has no alphabetic token: the interventions say why they were skipped
