@@ -206,7 +206,7 @@ class LatentSFTConfig(TrainConfig):
 
 
 #: LatentSeek rewards by name (besides ``module:function``).
-REWARDS = ("auto", "psrm", "self")
+REWARDS = ("auto", "psrm", "self", "confidence")
 
 
 @dataclass(frozen=True)
@@ -232,8 +232,9 @@ class LatentSeekConfig(DataOptions):
     """Tokens scored in the loss: argmax (the released code) or sampled (the paper's algorithm)."""
     reward: str = "auto"
     """Reward: psrm (0 if the answer is right else -1: the paper's perfect sparse reward, from the gold answers), self
-    (the paper's self-reward: the model judges its own solution with four weighted verifier prompts), auto (psrm for
-    the zoo's formats, self otherwise) or module:function (a pluggable fn(text, gold) -> float)."""
+    (the paper's self-reward: the model judges its own solution with four weighted verifier prompts), confidence (no
+    gold: the model's least confident token of its chain, p - 1), auto (psrm for the zoo's formats, self otherwise)
+    or module:function (a pluggable fn(text, gold) -> float)."""
     min_steps: int = 6
     """Fewest reasoning steps of the evaluated problems."""
     max_steps: int = 8
@@ -246,10 +247,19 @@ class LatentSeekConfig(DataOptions):
     """Token budget of each (re)generation; 0: 72 for the zoo's formats, 1024 otherwise (the paper's)."""
     verifier_max_new_tokens: int = 4096
     """Token budget of each verifier's answer with --reward self (the paper's code: 4096)."""
+    baseline_temperatures: tuple[float, ...] = (0.5, 1.0)
+    """Oracle best-of-N baseline on the same problems, one per temperature (empty: none): N sampled chains of the same
+    model, correct if any is (what a gold-answer reward buys with the same retry budget)."""
+    baseline_samples: int = 0
+    """Chains per problem of the best-of-N baseline; 0: 1 + max_iters (LatentSeek's budget of checked chains)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_data(self.data, self.data_fields, what="seek")
+        if any(not t > 0 for t in self.baseline_temperatures) or self.baseline_samples < 0:
+            raise ThinklensError.of("baseline", (self.baseline_temperatures, self.baseline_samples),
+                                    "temperatures > 0 and samples >= 0 (0: 1 + max_iters)",
+                                    "pass --baseline-temperatures 0.5,1.0 --baseline-samples 0 (or '' for none)")
         if self.reward not in REWARDS and ":" not in self.reward:
             raise ThinklensError.of("reward", self.reward, f"one of {', '.join(REWARDS)} or module:function",
                                     "pass --reward psrm (gold answers) or --reward self (the model judges itself)")

@@ -201,6 +201,12 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
                      "problems": label, "accuracy": summary["seek_accuracy"], "reasoning_positions": tokens,
                      "latent_steps": 0, "train_s": 0.0, "n": len(results), "compression": 1.0,
                      "mean_iterations": summary["mean_iterations"]})
+        for t, b in summary["baseline"].items():  # the oracle best-of-N that a gold-answer reward implies
+            if b:
+                rows.append({"model": scfg.model, "method": "best_of_n", "label": f"CoT, oracle best-of-{b['samples']} "
+                             f"sampling (T={t})", "problems": label, "accuracy": b["best_of_n"],
+                             "reasoning_positions": tokens, "latent_steps": 0, "train_s": 0.0, "n": b["n"],
+                             "compression": 1.0})
         out["seek"] = {"config": scfg, "summary": summary}
         run.write_result("seek", {"config": scfg, "summary": summary, "problems": [seek_to_json(r) for r in results]})
         run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], scfg.reward))

@@ -106,6 +106,9 @@ class SeekResult:
     n_optimised: int
     final_text: str
     iterations: list[SeekIteration] = field(default_factory=list)
+    baseline: dict[str, list[bool]] = field(default_factory=dict)
+    """The oracle best-of-N baseline on the same prompt (:mod:`latent.best_of_n`): temperature -> each sampled
+    chain's correctness; empty when it was not run."""
 
     @property
     def original_correct(self) -> bool:

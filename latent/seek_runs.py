@@ -63,7 +63,20 @@ def make_reward(spec: str, model: Any, fmt: "PromptFormat", cfg: LatentSeekConfi
         from latent.self_reward import SelfReward
 
         return SelfReward(model, fmt, max_new_tokens=cfg.verifier_max_new_tokens)
+    if name == "confidence":
+        from latent.self_reward import SelfConfidence
+
+        return SelfConfidence(model)
     return load_reward(name)
+
+
+def bind_reward(reward: Any, question: str, prompt: str) -> RewardFn:
+    """The reward of one problem: bound to its prompt text (``for_prompt``) or its question (``for_question``)."""
+    if hasattr(reward, "for_prompt"):
+        return reward.for_prompt(prompt)
+    if hasattr(reward, "for_question"):
+        return reward.for_question(question)
+    return reward
 
 
 def seek_problem_list(cfg: LatentSeekConfig) -> list:
@@ -75,7 +88,10 @@ def seek_problem_list(cfg: LatentSeekConfig) -> list:
 
 def seek_problems(model: Any, problems: list, cfg: LatentSeekConfig, run: RunFolder | None = None,
                   progress: Progress | None = None) -> list[SeekResult]:
-    """LatentSeek on every problem (resumable per problem through the run folder's progress log)."""
+    """LatentSeek on every problem (resumable per problem through the run folder's progress log), and on the same
+    prompt the oracle best-of-N baseline of ``cfg.baseline_temperatures`` (:mod:`latent.best_of_n`)."""
+    from latent.best_of_n import oracle_samples
+
     fmt = seek_format(model, cfg)
     reward = make_reward(cfg.reward, model, fmt, cfg)
     budget = seek_budget(cfg, fmt)
@@ -86,10 +102,13 @@ def seek_problems(model: Any, problems: list, cfg: LatentSeekConfig, run: RunFol
         if key in done:
             results.append(seek_from_json(done[key]))
             continue
-        prompt = model.tokenizer(render_problem(p, fmt, model.tokenizer))["input_ids"]
+        text = render_problem(p, fmt, model.tokenizer)
+        prompt = model.tokenizer(text)["input_ids"]
         gen = torch.Generator().manual_seed(cfg.seed * 100_003 + i)
-        judge = reward.for_question(p.question) if hasattr(reward, "for_question") else reward
-        res = latent_seek(model, prompt, gold_of(p), cfg, judge, generator=gen, max_new_tokens=budget)
+        res = latent_seek(model, prompt, gold_of(p), cfg, bind_reward(reward, p.question, text), generator=gen,
+                          max_new_tokens=budget)
+        if cfg.baseline_temperatures:
+            res.baseline = oracle_samples(model, prompt, gold_of(p), cfg, max_new_tokens=budget, seed=cfg.seed * 100_003 + i)
         results.append(res)
         if run is not None:
             run.mark_done(key, seek_to_json(res))
@@ -107,8 +126,15 @@ def seek_from_json(d: dict) -> SeekResult:
 
 def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
     """Accuracy before/after, by iteration budget, mean iterations / flips / ||z'-z||."""
+    from latent.best_of_n import best_of_n_summary, temperature_key
+
     its = [r.iterations for r in results if r.iterations]
     flat = [it for rs in its for it in rs]
+    baseline = {}
+    for t in cfg.baseline_temperatures:
+        done = [r for r in results if temperature_key(t) in r.baseline]
+        baseline[temperature_key(t)] = best_of_n_summary([r.baseline[temperature_key(t)] for r in done],
+                                                         [r.original_correct for r in done], cfg.max_iters)
     return {
         "n": len(results), "cot_accuracy": sum(r.original_correct for r in results) / len(results),
         "seek_accuracy": sum(r.final_correct for r in results) / len(results),
@@ -118,6 +144,8 @@ def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
         "mean_delta_norm": sum(it.delta_norm for it in flat) / len(flat) if flat else 0.0,
         "mean_optimised": sum(r.n_optimised for r in results) / len(results),
         "mean_tokens": sum(r.n_tokens for r in results) / len(results),
+        "mean_checked_chains": 1 + sum(len(r.iterations) for r in results) / len(results),
+        "baseline": baseline,
     }
 
 

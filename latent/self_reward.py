@@ -13,7 +13,8 @@ Differences from the paper's code, on purpose: verdicts are decoded greedily (de
 used the model's default sampling settings), the four prompts go through the model in one batch, and a
 prompt that does not fit the model's context is a clear error (use ``--reward psrm``) rather than a
 truncation. A tiny model cannot judge anything: the self-reward is meant for real instruction or reasoning
-models (the zoo's formats default to PSRM).
+models (the zoo's formats default to PSRM). :class:`SelfConfidence` is a gold-free reward a tiny model can
+compute: the probability of the least likely token of its own chain.
 
 Example:
     >>> verdict("Let me check. 2 + 2 = 4.\\nFINAL VERIFICATION ANSWER IS: **True**")
@@ -216,3 +217,37 @@ class SelfReward:
     def __call__(self, text: str, gold: Any = None) -> float:
         return self_reward_value(self.judge(text))
 
+
+
+class SelfConfidence:
+    """A gold-free reward a tiny model can compute: its probability of the least likely token of its own chain, minus 1.
+
+    The paper's verifiers need a model that reads English instructions (and, on the zoo, a 665-token prompt in a
+    256-token context); this is the model's own check without them: ``reward = min_t p(x_t | prompt, x_<t) - 1`` in
+    [-1, 0] over the chain's tokens (re-tokenised from its text), so with the default threshold -0.2 LatentSeek stops
+    once every token had probability > 0.8. Bound to a problem by ``for_prompt(prompt_text)``; the gold is ignored.
+    """
+
+    def __init__(self, model: "HookedModel", prompt: str = ""):
+        self.model, self.prompt = model, prompt
+
+    def for_prompt(self, prompt: str) -> "SelfConfidence":
+        """The reward of one problem (the chain is scored after this prompt)."""
+        return SelfConfidence(self.model, prompt)
+
+    def token_probabilities(self, text: str) -> "list[float]":
+        """p(x_t | prompt, x_<t) of each token of ``text`` (teacher forcing, one forward pass)."""
+        import torch
+
+        tok = self.model.tokenizer
+        prompt = tok(self.prompt)["input_ids"]
+        chain = tok(text, add_special_tokens=False)["input_ids"]
+        if not chain:
+            return []
+        logits = self.model.forward_with(torch.tensor([prompt + chain]))[0].float()  # [pos, vocab]
+        logp = torch.log_softmax(logits[len(prompt) - 1: -1], -1)  # the state before each chain token
+        return logp.gather(1, torch.tensor(chain, device=logp.device)[:, None])[:, 0].exp().tolist()
+
+    def __call__(self, text: str, gold: Any = None) -> float:
+        probs = self.token_probabilities(text)
+        return min(probs) - 1.0 if probs else -1.0

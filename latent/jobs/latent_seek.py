@@ -41,9 +41,19 @@ def report(summary: dict[str, Any]) -> str:
     Example:
         >>> print(report({"cot_accuracy": 0.5, "seek_accuracy": 0.75, "n": 4, "accuracy_by_budget": [0.5, 0.75]}))
         CoT 0.500 -> LatentSeek 0.750 on 4 problems; by budget: 0.50 0.75
+        >>> b = {"samples": 2, "best_of_n": 1.0, "sample_accuracy": 0.5, "greedy_or_samples_by_budget": [0.5, 1.0]}
+        >>> print(report({"cot_accuracy": 0.5, "seek_accuracy": 0.5, "n": 2, "accuracy_by_budget": [0.5, 0.5],
+        ...               "baseline": {"0.5": b}}).splitlines()[1])
+        oracle best-of-2 sampling at T=0.5: 1.000 (one sample 0.500; greedy + samples by budget: 0.50 1.00)
     """
-    return (f"CoT {summary['cot_accuracy']:.3f} -> LatentSeek {summary['seek_accuracy']:.3f} on {summary['n']} problems; "
+    line = (f"CoT {summary['cot_accuracy']:.3f} -> LatentSeek {summary['seek_accuracy']:.3f} on {summary['n']} problems; "
             f"by budget: {' '.join(f'{a:.2f}' for a in summary['accuracy_by_budget'])}")
+    for t, b in (summary.get("baseline") or {}).items():
+        if b:
+            line += (f"\noracle best-of-{b['samples']} sampling at T={t}: {b['best_of_n']:.3f} (one sample "
+                     f"{b['sample_accuracy']:.3f}; greedy + samples by budget: "
+                     f"{' '.join(f'{a:.2f}' for a in b['greedy_or_samples_by_budget'])})")
+    return line
 
 
 JOB = Job(
@@ -52,7 +62,10 @@ JOB = Job(
     description="Per problem (held-out synthetic ones, or the first --n of --data), a greedy CoT of the frozen model in "
     "its prompt format, then up to --max-iters Adam steps on the final-layer states of its first tokens guided by a "
     "reward (psrm: the gold answer, graded by the project's answer checker; self: the model judges its own solution "
-    "with the paper's four weighted verifier prompts; auto: psrm for the zoo's formats, self otherwise; or "
-    "module:function), re-decoding after each. Writes results/seek.json (every problem's iterations) and the "
-    "accuracy-vs-budget figure; an interrupted run resumes problem by problem.",
+    "with the paper's four weighted verifier prompts; confidence: no gold, the model's least likely token of its "
+    "chain; auto: psrm for the zoo's formats, self otherwise; or module:function), re-decoding after each. On the "
+    "same prompts, the oracle best-of-N baseline that a gold-answer reward implies (--baseline-temperatures, "
+    "--baseline-samples: N = 1 + --max-iters sampled chains, correct if any is). Writes results/seek.json (every "
+    "problem's iterations and baseline chains) and the accuracy-vs-budget figure; an interrupted run resumes problem "
+    "by problem.",
 )

@@ -62,12 +62,16 @@ def test_latent_seek_and_eval_jobs_end_to_end(zoo_like_dir, tmp_path):
     s = run_job("latent-seek", **seek, runs=tmp_path, run_id="s", progress=False)
     folder = tmp_path / "latent-seek" / "s"
     assert s["n"] == 1 and len(s["accuracy_by_budget"]) == 2
+    assert set(s["baseline"]) == {"0.5", "1.0"}  # the oracle best-of-N on the same problems, N = 1 + max_iters
+    assert all(b["samples"] == 2 and len(b["greedy_or_samples_by_budget"]) == 2 for b in s["baseline"].values())
+    (problem,) = json.loads((tmp_path / "latent-seek" / "s" / "results" / "seek.json").read_text())["problems"]
+    assert {t: len(c) for t, c in problem["baseline"].items()} == {"0.5": 2, "1.0": 2}
     assert (folder / "results" / "seek.json").is_file() and json.loads((folder / "meta.json").read_text())["status"] == "done"
     again = run_job("latent-seek", config_file=folder / "config.json", runs=tmp_path, run_id="s", progress=False)
     assert again == s  # the run folder's config.json reruns (here: resumes) the run
     t = run_job("latent-eval", model=model, models=(), n=1, min_steps=2, max_steps=2, seek_n=1, seek_min_steps=2,
                 seek_max_steps=2, decode_examples=1, runs=tmp_path, run_id="t", progress=False)
-    assert [r["method"] for r in t["rows"]] == ["cot", "cot", "latentseek"]
+    assert [r["method"] for r in t["rows"]] == ["cot", "cot", "latentseek", "best_of_n", "best_of_n"]
     table = tmp_path / "latent-eval" / "t"
     assert {p.stem for p in (table / "results").glob("*.json")} >= {"table", "decoding", "seek"}
     assert {"accuracy", "seek_budget"} <= {p.stem for p in (table / "figures").glob("*.json")}

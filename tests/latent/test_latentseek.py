@@ -54,3 +54,35 @@ def test_psrm_budget_accuracy_and_reward_loading():
                                                            SeekIteration(2, 0.0, 1, 0.2, True, "#### 2")])
     right = SeekResult(2, "#### 2", 0.0, 5, 1, "#### 2")
     assert accuracy_by_budget([fixed, right], 3) == [0.5, 0.5, 1.0, 1.0]
+
+
+def test_best_of_n_baseline_samples_and_its_greedy_limit(model, problems, prompt):
+    from latent.best_of_n import oracle_samples, sample_chains
+
+    eos = model.tokenizer.eos_token_id
+    ids, _ = greedy_with_states(model, prompt, max_new_tokens=10, stop_id=eos)
+    greedy = model.tokenizer.decode(ids, skip_special_tokens=True)
+    cold = sample_chains(model, prompt, n=3, temperature=1e-4, max_new_tokens=10, generator=torch.Generator().manual_seed(0))
+    assert cold == [greedy] * 3  # a near-zero temperature samples the greedy chain
+    cfg = LatentSeekConfig(max_iters=2, baseline_temperatures=(1.0, 1e-4), max_new_tokens=10)
+    first = oracle_samples(model, prompt, problems[0].answer, cfg, max_new_tokens=10, seed=5)
+    assert first == oracle_samples(model, prompt, problems[0].answer, cfg, max_new_tokens=10, seed=5)  # seeded
+    assert {t: len(c) for t, c in first.items()} == {"1.0": 3, "0.0001": 3}  # N = 1 + max_iters
+    with pytest.raises(ThinklensError, match="baseline"):
+        LatentSeekConfig(baseline_temperatures=(0.0,))
+
+
+def test_self_confidence_is_the_least_likely_token_of_the_chain(model, problems):
+    from latent.self_reward import SelfConfidence
+
+    text = render_prompt(problems[0], "cot")
+    prompt = model.tokenizer(text)["input_ids"]
+    ids, _ = greedy_with_states(model, prompt, max_new_tokens=8, stop_id=model.tokenizer.eos_token_id)
+    chain = model.tokenizer.decode(ids, skip_special_tokens=True)
+    reward = SelfConfidence(model).for_prompt(text)
+    logits = model.forward_with(torch.tensor([prompt + ids]))[0]
+    probs = torch.softmax(logits[len(prompt) - 1: -1].float(), -1)  # [chain, vocab]
+    greedy_probs = probs.max(-1).values  # greedy tokens are the argmax
+    assert reward.token_probabilities(chain) == pytest.approx(greedy_probs.tolist(), abs=1e-5)
+    assert reward(chain, "ignored") == pytest.approx(float(greedy_probs.min()) - 1.0, abs=1e-5)
+    assert reward("", None) == -1.0

@@ -116,7 +116,8 @@ def test_latent_eval_and_latent_seek_end_to_end(r1_twin, gsm8k_aug, tmp_path, no
                     max_new_tokens=6, seek_n=1, seek_reward="psrm", decode_examples=2, runs=tmp_path, run_id="t",
                     progress=False)
     rows = table["rows"]
-    assert [r["method"] for r in rows] == ["cot", "codi", "cot", "latentseek"]
+    assert [r["method"] for r in rows] == ["cot", "codi", "cot", "latentseek", "best_of_n", "best_of_n"]
+    assert rows[4]["label"] == "CoT, oracle best-of-11 sampling (T=0.5)"  # 1 + max_iters chains, on the same problems
     assert rows[0]["label"] == "tiny-r1-twin (chat)" and rows[0]["problems"] == "gsm8k_aug.jsonl"
     assert rows[1]["latent_steps"] == 2 and rows[1]["n"] == 3
     decoding = json.loads((tmp_path / "latent-eval" / "t" / "results" / "decoding.json").read_text())
