@@ -31,6 +31,8 @@ class DemoStep:
     """Arguments of `thinklens` ({runs} is filled in; run folders go under $THINKLENS_RUNS)."""
     kind: str | None = None
     """Run kind whose newest summary is printed (None: the step prints its own)."""
+    run_id: str = "demo"
+    """Run id of the step's run folder (a second run of one kind gets its own, for the app's comparisons)."""
 
 
 DEMO_STEPS: tuple[DemoStep, ...] = (
@@ -39,14 +41,30 @@ DEMO_STEPS: tuple[DemoStep, ...] = (
     DemoStep("capture", ("run", "capture", "--model", "tiny-think", "--sites", "resid_post.*", "--prompts", "{runs}/demo-prompts.txt",
                          "--run-id", "demo", "--no-progress"), kind="capture"),
     DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--run-id", "demo", "--no-progress"), kind="mi-peaks"),
-    DemoStep("lynx", ("run", "lynx", "--model", "tiny-think", "--n-train", "150", "--n-calibration", "150", "--n-test", "150",
-                      "--skip-vacuous", "--run-id", "demo"), kind="lynx"),
+    # A second, harder MI run: the app overlays both runs (two data sets) on one chart.
+    DemoStep("mi-peaks-hard", ("run", "mi-peaks", "--model", "tiny-think", "--compare", "tiny-cot", "--n-problems", "30",
+                               "--min-steps", "5", "--max-steps", "6", "--no-suppression", "--no-recycling", "--no-ttts",
+                               "--run-id", "demo-hard", "--no-progress"), kind="mi-peaks", run_id="demo-hard"),
+    # 500 calibration rollouts give each class of cue events >= 99 events: every delta of the sweep,
+    # 0.01 included, has a defined conformal threshold.
+    DemoStep("lynx", ("run", "lynx", "--model", "tiny-think", "--n-train", "150", "--n-calibration", "500", "--n-test", "150",
+                      "--skip-vacuous", "--run-id", "demo", "--no-progress"), kind="lynx"),
+    # A second LYNX run on longer problems: the app draws both Pareto curves on one chart.
+    DemoStep("lynx-long", ("run", "lynx", "--model", "tiny-think", "--min-steps", "3", "--max-steps", "6", "--n-train", "150",
+                           "--n-calibration", "150", "--n-test", "150", "--skip-vacuous", "--run-id", "demo-long",
+                           "--no-progress"), kind="lynx", run_id="demo-long"),
     DemoStep("probe", ("run", "probe", "--model", "tiny-think", "--target", "intermediate", "--n-problems", "120",
                        "--run-id", "demo"), kind="probe"),
+    # A small SAE for the feature browser and live steering (the full-size one is committed in data/saes).
+    DemoStep("sae", ("run", "sae", "--model", "tiny-think", "--d-sae", "512", "--k", "32", "--training-tokens", "300000",
+                     "--train-batch-size-tokens", "1024", "--lr", "0.003", "--n-texts", "1500", "--eval-texts", "100",
+                     "--stats-traces", "60", "--n-batches-in-buffer", "16", "--run-id", "demo", "--no-progress"), kind="sae"),
     DemoStep("steer", ("run", "steer", "--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "30",
                        "--coeffs=-1,0,1", "--run-id", "demo"), kind="steer"),
     DemoStep("reasoning-vector", ("run", "reasoning-vector", "--alphas=-1,0,1", "--n-per-steps", "10", "--run-id", "demo"),
              kind="reasoning-vector"),
+    DemoStep("hybrid", ("run", "hybrid", "--n-train", "60", "--n-eval", "20", "--sae-steps", "150", "--vector-iters", "20",
+                        "--run-id", "demo", "--no-progress"), kind="hybrid"),
     DemoStep("latent-eval", ("run", "latent-eval", "--n", "40", "--seek-n", "8", "--run-id", "demo", "--no-progress"),
              kind="latent-eval"),
 )
@@ -59,8 +77,8 @@ def _write_prompts(path: Path) -> None:
     path.write_text("\n".join(render_prompt(p, "think") for p in probs) + "\n")
 
 
-def _summary(runs: Path, kind: str) -> dict:
-    meta = runs / kind / "demo" / "meta.json"
+def _summary(runs: Path, kind: str, run_id: str = "demo") -> dict:
+    meta = runs / kind / run_id / "meta.json"
     return json.loads(meta.read_text()).get("summary", {}) if meta.is_file() else {}
 
 
@@ -89,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         if rc != 0:
             failures.append(step.name)
         elif step.kind:
-            for key, val in _summary(runs, step.kind).items():
+            for key, val in _summary(runs, step.kind, step.run_id).items():
                 print(f"    {key}: {val}")
     print(f"\ndemo finished in {time.time() - t0:.0f} s; run folders under {runs}")
     print("open the app:  make app   (or: .venv/bin/thinklens app)  then browse http://127.0.0.1:8501")

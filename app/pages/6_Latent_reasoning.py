@@ -71,6 +71,10 @@ if run is not None:
             st.write(f"CoT {100 * s.get('cot_accuracy', 0):.1f}% -> LatentSeek {100 * s.get('seek_accuracy', 0):.1f}%; "
                      f"mean iterations {s.get('mean_iterations', 0):.2f}, tokens flipped per iteration "
                      f"{s.get('mean_flipped', 0):.2f}, ||z'-z|| {s.get('mean_delta_norm', 0):.3f}")
+            for t, b in (s.get("baseline") or {}).items():
+                if b:
+                    st.write(f"Oracle best-of-{b['samples']} sampling at T={t} (the baseline a gold-answer reward "
+                             f"implies): {100 * b['best_of_n']:.1f}%")
     decoding = read_result(run, "decoding")
     if decoding:
         st.subheader("Latent decoding")

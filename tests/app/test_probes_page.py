@@ -45,14 +45,35 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
     assert not at.exception and not at.error
     assert at.selectbox(key="lynx-run").value == 0 and at.selectbox(key="probe-run").value == 0
     deltas = at.selectbox(key="lynx-delta").options
-    assert deltas and len(at.get("plotly_chart")) == 5  # validity, pareto, exits, base rate + layer sweep
-    per_delta, policies, sweep = (d.value for d in at.dataframe)  # dataframes expose no key: in page order
+    assert deltas and len(at.get("plotly_chart")) == 6  # validity, pareto, exits, base rate, runs compared, layer sweep
+    per_delta, policies, compared, sweep = (d.value for d in at.dataframe)  # in page order
+    assert set(compared["run"]) == {"good"} and len(compared) == len(deltas)
     assert per_delta.shape[0] == len(deltas) and "P(S={1}|y=0)" in per_delta.columns
     assert {"lynx", "full", "first_cue", "fraction", "threshold", "oracle"} <= set(policies["policy"])
     assert sweep.shape[0] == 3 and sweep["site"].tolist() == ["embed", "resid_post.0", "resid_post.1"]
     at.selectbox(key="lynx-delta").set_value(at.selectbox(key="lynx-delta").options[0]).run()
     assert not at.exception
     assert any("not a per-trajectory bound" in m.value for m in at.markdown)
+    assert len(at.get("download_button")) >= 4 * 3 + 3  # PNG/HTML/JSON per figure, CSV per table
+
+
+def test_skipped_deltas_are_explained_below_the_results(runs_root, tmp_path, monkeypatch):
+    """A sweep whose smallest deltas need more calibration events: no warning on top, words below the table."""
+    from thinklens.jobs import run_job
+
+    from thinklens.zoo.registry import zoo_path
+
+    if zoo_path("tiny-think") is None:
+        pytest.skip("the zoo is not trained")
+    root = tmp_path / "runs"
+    run_job("lynx", model="tiny-think", n_train=30, n_calibration=30, n_test=30, max_steps=2, hidden_layer_sizes=(16,),
+            deltas=(0.01, 0.2, 0.3), skip_vacuous=True, runs=root, run_id="few", progress=False)
+    at = _page(root, monkeypatch)
+    assert not at.exception and not at.error and not at.warning
+    (words,) = [m.value for m in at.markdown if m.value.startswith("**Not evaluated")]
+    assert "δ 0.01 needs at least 99 events of each class" in words and "--n-calibration" in words
+    order = [m.value for m in at.markdown]
+    assert order.index(words) > next(i for i, m in enumerate(order) if "not a per-trajectory bound" in m)
 
 
 def test_broken_runs_show_error_cards(runs_root, tmp_path, monkeypatch):
@@ -80,5 +101,5 @@ def test_broken_runs_show_error_cards(runs_root, tmp_path, monkeypatch):
     assert any("LYNX run truncated cannot be shown" in e.value for e in at.error)
     options = at.selectbox(key="lynx-run").options
     at.selectbox(key="lynx-run").set_value(next(i for i, o in enumerate(options) if o.startswith("good"))).run()
-    assert not at.exception and len(at.get("plotly_chart")) == 4
+    assert not at.exception and len(at.get("plotly_chart")) == 5  # 4 of the run + the comparison of the readable runs
     json.loads((root / "lynx" / "good" / "results" / "lynx.json").read_text())  # the copy is intact

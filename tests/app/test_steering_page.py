@@ -42,6 +42,17 @@ def runs(tmp_path_factory):
     return root / "runs"
 
 
+def _until(at, done, timeout: float = 120.0):
+    """Rerun the page until ``done(at)``: generation runs on a worker thread, the page polls for it."""
+    import time
+
+    t0 = time.perf_counter()
+    while not done(at) and time.perf_counter() - t0 < timeout:
+        time.sleep(0.1)
+        at.run()
+    return at
+
+
 def _app(runs, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
@@ -60,8 +71,10 @@ def test_feature_browser(runs, monkeypatch):
     at.text_input(key="trace-prompt").set_value("w1 w2 w3")
     at.button(key="trace-btn").click()
     at.run()
+    n = len(at.get("plotly_chart"))
+    _until(at, lambda a: len(a.get("plotly_chart")) > n or a.error)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) >= 2  # the correlation figure and the trace
+    assert len(at.get("plotly_chart")) == n + 1 and at.code  # the trace's text and chart came
 
 
 def test_live_steering_side_by_side(runs, monkeypatch):
@@ -71,6 +84,7 @@ def test_live_steering_side_by_side(runs, monkeypatch):
     at.slider(key="live-coeff").set_value(2.0)
     at.button(key="steer-btn").click()
     at.run()
+    _until(at, lambda a: len(a.code) >= 2 or a.error)
     assert not at.exception and not at.error, [e.value for e in at.error]
     texts = [c.value for c in at.code]
     assert len(texts) >= 2

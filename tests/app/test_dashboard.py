@@ -1,0 +1,136 @@
+"""The home dashboard: headline words per run kind, the fixing command of a broken run (parsed by the real
+CLI parser), the zoo's accuracy as numbers per step count, and the page on a broken + good runs folder."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from thinklens.runs import RunFolder, discover_runs
+
+APP = Path(__file__).resolve().parents[2] / "app"
+sys.path.insert(0, str(APP))
+
+from dashboard import age, data_of, demo_commands, fix_command, headline, model_of, zoo_accuracy_rows  # noqa: E402
+
+SUMMARIES = {
+    "zoo-eval": ({"models": ["tiny-cot", "tiny-think"], "steps": [2, 3]},
+                 {"accuracy": {"tiny-cot": {"2": 0.9, "3": 0.8}, "tiny-think": {"2": 1.0, "3": 1.0}}}),
+    "capture": ({"model": "tiny-think", "prompts": "/x/demo-prompts.txt"},
+                {"n_rows": 455, "sites": ["resid_post.0", "resid_post.1"], "n_prompts": 16, "positions": "all"}),
+    "mi-peaks": ({"model": "tiny-think", "compare": ["tiny-cot"], "min_steps": 2, "max_steps": 5},
+                 {"n_problems": 60, "mean_peak_fraction": 0.107, "top_words": ["so"],
+                  "models": {"tiny-think": {"accuracy": 0.98}, "tiny-cot": {"accuracy": 0.9}}}),
+    "probe": ({"model": "tiny-think"}, {"target": "intermediate", "best_site": "resid_post.2", "best_score": 0.34, "scoring": "r2"}),
+    "reasoning-vector": ({"model": "tiny-think"}, {"norm": 19.47, "alpha0_accuracy": 0.9,
+                                                   "best": {"group": "all", "alpha": 0.0, "accuracy": 0.9}}),
+    "latent-eval": ({}, {"rows": [{"label": "CoT-SFT", "accuracy": 0.938}, {"label": "CODI", "accuracy": 0.975}]}),
+    "sae": ({"model": "tiny-think"}, {"explained_variance": 0.91, "l0": 32.0, "dead_features": 14}),
+    "hybrid": ({"model": "tiny-cot", "thinking": "tiny-think"},
+               {"base": {"accuracy": 0.65}, "thinking": {"accuracy": 0.95}, "hybrid": {"accuracy": 0.7, "fired_fraction": 0.11}}),
+}
+EXPECTED = {
+    "zoo-eval": "tiny-think 100%, tiny-cot 85% (mean over step counts)",
+    "capture": "455 rows at 2 sites from 16 prompts (all positions)",
+    "mi-peaks": "tiny-think 98% right, peaks at 11% of tokens, thinking words 'so'; vs tiny-cot 90% (60 problems)",
+    "probe": "intermediate value read best at resid_post.2 (r2 0.34)",
+    "reasoning-vector": "|v| 19.5, accuracy 90% at α 0, best all at α 0.0 (90%)",
+    "latent-eval": "CODI 98%, CoT-SFT 94% (2 methods)",
+    "sae": "explained variance 0.910, L0 32, 14 dead of ? features at ?",
+    "hybrid": "hybrid 70%, base 65%, thinking 95%; steering fired on 11% of tokens",
+}
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
+    return tmp_path
+
+
+def test_headline_words_per_kind(runs):
+    for kind, (config, summary) in SUMMARIES.items():
+        RunFolder.create(kind, config, root=runs, run_id="a").finish(summary)
+    entries = {e.kind: e for e in discover_runs(runs)}
+    assert {k: headline(entries[k]) for k in SUMMARIES} == EXPECTED
+    assert model_of(entries["hybrid"]) == "tiny-cot, tiny-think"
+    assert data_of(entries["mi-peaks"]) == "synthetic, 2-5 steps" and data_of(entries["capture"]) == "demo-prompts.txt"
+
+
+def test_lynx_headline_names_the_smallest_valid_delta(runs):
+    run = RunFolder.create("lynx", {"model": "tiny-think"}, root=runs, run_id="l")
+    run.write_result("per_delta", [
+        {"delta": 0.02, "saving": 0.01, "accuracy_change": -0.0, "consistent": False},
+        {"delta": 0.05, "saving": 0.046, "accuracy_change": -0.033, "consistent": True},
+        {"delta": 0.1, "saving": 0.09, "accuracy_change": -0.08, "consistent": True}])
+    run.finish({"model": "tiny-think", "test_auroc": 0.89})
+    (entry,) = discover_runs(runs)
+    assert headline(entry) == "4.6% fewer tokens at -3.3 points, δ 0.05, valid; 2/3 δ valid; probe AUROC 0.89"
+
+
+def test_age_and_running_runs(runs):
+    import datetime as dt
+
+    assert age("2026-11-30T11:00:00", now=dt.datetime(2026, 11, 30, 11, 5)) == "5 min ago"
+    assert age("", now=dt.datetime(2026, 11, 30)) == "?"
+    RunFolder.create("probe", {"model": "m"}, root=runs, run_id="r")  # never finished
+    assert headline(discover_runs(runs)[0]).startswith("still running")
+
+
+def test_fix_commands_parse_with_the_cli(runs):
+    from thinklens.cli import build_parser
+    from thinklens.demo import DEMO_STEPS
+
+    readable = RunFolder.create("probe", {"model": "tiny-think"}, root=runs, run_id="half")
+    readable.write_meta(job="probe")
+    bad = runs / "lynx" / "demo"
+    bad.mkdir(parents=True)
+    (bad / "config.json").write_text("{half-written")
+    other = runs / "sae" / "mine"
+    other.mkdir(parents=True)
+    (other / "config.json").write_text("[")
+    demo = demo_commands(runs)
+    assert {f"{s.argv[1]}/{s.run_id}" for s in DEMO_STEPS} <= set(demo)
+    parser = build_parser()
+    fixes = {e.run_id: fix_command(e, demo) for e in discover_runs(runs)}
+    assert fixes["half"].startswith("thinklens run probe --config ") and "--out" in fixes["half"]
+    assert fixes["demo"].startswith(f"rm -r {bad}") and "thinklens run lynx" in fixes["demo"]
+    assert fixes["mine"] == f"rm -r {other} && thinklens run sae --run-id mine"
+    for text in fixes.values():
+        args = shlex.split(text.split("&&")[-1])[1:]
+        parser.parse_args(args)  # exits 2 on anything the CLI does not know
+
+
+def test_zoo_accuracy_is_numbers_per_step_count(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "zoo.json").write_text(json.dumps({"eval": {"accuracy": {"1": 1.0, "3": 0.5}}}))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "latent.json").write_text(json.dumps({"eval": {"accuracy": {"3": 0.25}}}))
+    rows, cols = zoo_accuracy_rows(["a", "b", "missing"], tmp_path, {"a": "model a"})
+    assert cols == ["1 steps", "3 steps"]
+    assert rows[0]["3 steps"] == 50.0 and rows[1]["3 steps"] == 25.0 and "1 steps" not in rows[2]
+
+
+def test_home_is_a_dashboard(runs):
+    for kind, (config, summary) in SUMMARIES.items():
+        RunFolder.create(kind, config, root=runs, run_id="demo").finish(summary)
+    broken = runs / "lynx" / "demo"
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text("{half-written")
+    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()
+    assert not at.exception
+    (card,) = at.error
+    assert "lynx/demo cannot be read" in card.value
+    assert any("thinklens run lynx" in c.value and c.value.startswith("rm -r ") for c in at.code)
+    text = [m.value for m in at.markdown]
+    for words in EXPECTED.values():
+        assert words in text
+    runs_table, models = (d.value for d in at.dataframe)
+    assert len(runs_table) == len(SUMMARIES) and "headline" in runs_table.columns
+    step_cols = [c for c in models.columns if c.endswith(" steps")]
+    assert step_cols and all(str(models[c].dtype).startswith("float") for c in step_cols)
+    assert len(at.get("plotly_chart")) == 1 and len(at.get("download_button")) >= 5
