@@ -209,7 +209,7 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
                              "compression": 1.0})
         out["seek"] = {"config": scfg, "summary": summary}
         run.write_result("seek", {"config": scfg, "summary": summary, "problems": [seek_to_json(r) for r in results]})
-        run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], scfg.reward))
+        run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], scfg.reward, summary["baseline"]))
     run.write_result("table", rows)
     run.write_result("decoding", decoding)
     run.write_figure("accuracy", figures.figure_accuracy(rows))

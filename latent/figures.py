@@ -23,11 +23,18 @@ def figure_accuracy(rows: list[dict[str, Any]]):
     return fig
 
 
-def figure_seek_budget(accuracy: list[float], reward: str = "psrm"):
-    """LatentSeek accuracy against the iteration budget (0 = plain greedy CoT)."""
+def figure_seek_budget(accuracy: list[float], reward: str = "psrm", baseline: dict[str, Any] | None = None):
+    """LatentSeek accuracy against the iteration budget (0 = plain greedy CoT); with ``baseline`` (the summary's
+    oracle best-of-N by temperature), the greedy chain or any of the first b samples, dashed, at the same budget."""
     import plotly.graph_objects as go
 
-    fig = go.Figure(go.Scatter(x=list(range(len(accuracy))), y=[100 * a for a in accuracy], mode="lines+markers"))
+    fig = go.Figure(go.Scatter(x=list(range(len(accuracy))), y=[100 * a for a in accuracy], mode="lines+markers",
+                               name=f"LatentSeek ({reward})"))
+    for t, b in (baseline or {}).items():
+        if b:
+            curve = b["greedy_or_samples_by_budget"]
+            fig.add_trace(go.Scatter(x=list(range(len(curve))), y=[100 * a for a in curve], mode="lines+markers",
+                                     line={"dash": "dash"}, name=f"oracle: greedy or any of b samples (T={t})"))
     fig.update_layout(title=f"LatentSeek ({reward}): accuracy vs iteration budget", xaxis_title="iterations",
                       yaxis_title="accuracy (%)", template="plotly_white")
     return fig

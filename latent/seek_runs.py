@@ -160,6 +160,6 @@ def run_seek(model: Any, cfg: LatentSeekConfig, run: RunFolder, *, progress: Pro
     setting = {"reward": reward, "prompt_format": fmt.kind, "max_new_tokens": seek_budget(cfg, fmt)}
     run.write_result("seek", {"config": cfg, "setting": setting, "summary": summary,
                               "problems": [seek_to_json(r) for r in results]})
-    run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], reward))
+    run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], reward, summary["baseline"]))
     run.finish({"cot_accuracy": summary["cot_accuracy"], "seek_accuracy": summary["seek_accuracy"]})
     return summary
