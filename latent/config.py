@@ -313,8 +313,8 @@ class EvalConfig(DataOptions):
     seek_seed: int = 20_000
     """Seed of the LatentSeek problems (not the one its learning rate was chosen on; 20000 gives the README's rows)."""
     seek_lr: float = 0.5
-    """LatentSeek learning rate: the paper's 0.03-0.05 flips no token of the zoo's d=128 states in 10
-    iterations; 0.5 does (chosen on seed-10000 problems)."""
+    """LatentSeek learning rate: at the paper's 0.03-0.05 the zoo's d=128 states flip ~0.2-0.3 of ~10 optimised tokens
+    per iteration, at 0.5 ~6.7 (chosen on seed-10000 problems)."""
     seek_reward: str = "psrm"
     """Reward of the LatentSeek rows: psrm (the gold answers), self (the model judges itself) or module:function."""
     decode_examples: int = 8

@@ -86,3 +86,8 @@ def test_self_confidence_is_the_least_likely_token_of_the_chain(model, problems)
     assert reward.token_probabilities(chain) == pytest.approx(greedy_probs.tolist(), abs=1e-5)
     assert reward(chain, "ignored") == pytest.approx(float(greedy_probs.min()) - 1.0, abs=1e-5)
     assert reward("", None) == -1.0
+    from latent.seek_runs import bind_reward, make_reward
+    from thinklens.formats import PromptFormat
+
+    by_name = make_reward("confidence", model, PromptFormat("cot"), LatentSeekConfig(reward="confidence"))
+    assert bind_reward(by_name, problems[0].question, text).prompt == text  # bound to the problem's prompt
