@@ -10,7 +10,8 @@ thinking span the generation prompt opened, then the answer::
     Please reason step by step, and put your final answer within \\boxed{}.<|im_end|>
     <|im_start|>assistant
     <think>
-    Okay, Tom starts with 7 apples. First, 7 + 5 = 12. Hmm, then 12 * 3 = 36. So Tom has 36 apples.
+    Okay, Tom has 7 apples. First, Tom buys 5 more, so 7 + 5 = 12. Hmm, then Tom multiplies them by 3,
+    so 12 * 3 = 36. So Tom has 36 apples.
     </think>
 
     The answer is \\boxed{36}.<|im_end|>
@@ -22,10 +23,10 @@ one token per digit, byte-level BPE), trained on these texts, so ``AutoTokenizer
 
 Example:
     >>> from thinklens.tasks import Problem, Step, ThinkStep
-    >>> p = Problem(name="Tom", obj="apples", start=45, steps=(Step("+", 45, 8, 53),),
-    ...             think=(ThinkStep(wrong=43),), conclusion="so")
+    >>> p = Problem(name="Tom", obj="apples", start=45, steps=(Step("+", 45, 8, 53), Step("*", 53, 2, 106)),
+    ...             think=(ThinkStep(wrong=43), ThinkStep(hmm=True)), conclusion="so")
     >>> reasoning_text(p)
-    'Okay, Tom starts with 45 apples. First, 45 + 8 = 43. Wait, 45 + 8 = 53. So Tom has 53 apples.'
+    'Okay, Tom has 45 apples. First, Tom buys 8 more, so 45 + 8 = 43. Wait, 45 + 8 = 53. Hmm, then Tom multiplies them by 2, so 53 * 2 = 106. So Tom has 106 apples.'
     >>> answer_text(53)
     'The answer is \\\\boxed{53}.'
 """
@@ -39,7 +40,8 @@ import numpy as np
 
 from thinklens.errors import ThinklensError
 from thinklens.formats import R1_INSTRUCTION
-from thinklens.tasks import Problem, TaskConfig, generate_problem, generate_problems
+from thinklens.tasks import PHRASES, Problem, TaskConfig, generate_problem, generate_problems
+from thinklens.tasks.generator import START
 
 if TYPE_CHECKING:
     from zoo.recipes import R1Recipe
@@ -64,28 +66,33 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n' }}{%- endif %}"
 )
 
-#: Operator as written in the reasoning.
-_OP_TEXT = {"+": "+", "-": "-", "*": "*", "/": "/"}
-
-
 def _equation(step, result: int) -> str:
-    return f"{step.left} {_OP_TEXT[step.op]} {step.right} = {result}"
+    return f"{step.left} {step.op} {step.right} = {result}"
+
+
+def _clause(p: Problem, i: int) -> str:
+    """The question's sentence of step ``i``, without its full stop (``Tom buys 5 more``)."""
+    variant = p.phrasing[i] if p.phrasing else 0
+    return PHRASES[p.steps[i].op][variant].format(name=p.name, n=p.steps[i].right).rstrip(".")
 
 
 def reasoning_text(p: Problem) -> str:
-    """The reasoning inside the thinking span: one sentence per step, with the problem's hmm / slip /
-    conclusion decorations rendered as "Hmm,", "Wait," and "So" / "Therefore"."""
-    out = [f"Okay, {p.name} starts with {p.start} {p.obj}."]
+    """The reasoning inside the thinking span: the first sentence of the question, then per step its
+    sentence restated and its equation, with the problem's hmm / slip / conclusion decorations rendered
+    as "Hmm,", "Wait," and "So" / "Therefore".
+
+    Restating each sentence (as R1 traces do) makes the operand a copy from a few tokens back: the
+    model learns to continue the question by induction instead of counting sentences."""
+    out = [f"Okay, {START.format(name=p.name, n=p.start, obj=p.obj)}"]
     for i, step in enumerate(p.steps):
         deco = p.think[i] if p.think else None
-        lead = "first" if i == 0 else "then"
-        sentence = f"{'Hmm, ' + lead if deco is not None and deco.hmm else lead.capitalize()}"
-        if i == 0:
-            sentence += ","
+        lead = "first," if i == 0 else "then"
+        lead = f"Hmm, {lead}" if deco is not None and deco.hmm else lead.capitalize()
+        said = f"{lead} {_clause(p, i)}, so"
         if deco is not None and deco.wrong is not None:
-            out.append(f"{sentence} {_equation(step, deco.wrong)}. Wait, {_equation(step, step.result)}.")
+            out.append(f"{said} {_equation(step, deco.wrong)}. Wait, {_equation(step, step.result)}.")
         else:
-            out.append(f"{sentence} {_equation(step, step.result)}.")
+            out.append(f"{said} {_equation(step, step.result)}.")
     if p.conclusion:
         out.append(f"{p.conclusion.capitalize()} {p.name} has {p.answer} {p.obj}.")
     return " ".join(out)
