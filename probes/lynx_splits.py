@@ -32,7 +32,7 @@ from probes.forced import event_features_and_labels
 from probes.lynx import CueEvent
 from probes.rollouts import cached_rollouts
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Progress
+from thinklens.jobs import Progress, Shards
 from thinklens.problemsets import ProblemSet, RealProblem, check_disjoint, load_problems
 from thinklens.stages import StageCache, batch_ranges, batch_seed
 from thinklens.tasks import TaskConfig, generate_problems
@@ -109,24 +109,30 @@ def split_problem_sets(config: LynxJobConfig) -> dict[str, ProblemSet]:
 
 
 def collect_split(model, config: LynxJobConfig, split: str, prompts: list[str], gold: list[str], cache: StageCache,
-                  *, progress: Progress | None = None) -> SplitData:
-    """Rollouts and cue events of one split (rollouts cached as ``rollouts.<split>.<k>``); ``config`` holds
-    the settings resolved for the prompt format (cue words, rollout length)."""
+                  *, progress: Progress | None = None, shards: Shards | None = None) -> SplitData:
+    """Rollouts and cue events of one split (rollouts cached as ``rollouts.<split>.<k>``; each process generates
+    its share of the batches under a multi-process launch); ``config`` holds the settings resolved for the
+    prompt format (cue words, rollout length)."""
     traces = cached_rollouts(model, prompts, cache, name=f"rollouts.{split}", batch_size=config.batch_size,
                              seed=batch_seed(config.seed, SPLITS.index(split)), max_new_tokens=config.max_new_tokens,
-                             do_sample=True, temperature=config.temperature, top_p=config.top_p, progress=progress)
+                             do_sample=True, temperature=config.temperature, top_p=config.top_p, progress=progress,
+                             shards=shards)
     events = rollout_events(traces, model.tokenizer, config, split)
     return SplitData(traces=traces, gold=list(gold), events=events)
 
 
 def split_features_and_labels(model, data: SplitData, sites: tuple[Site, ...], config: LynxJobConfig,
-                              cache: StageCache, split: str, *,
-                              progress: Progress | None = None) -> tuple[np.ndarray, ForcedExits]:
-    """Features and forced-exit labels of a split, one pass per rollout (cached batch by batch)."""
+                              cache: StageCache, split: str, *, progress: Progress | None = None,
+                              shards: Shards | None = None) -> tuple[np.ndarray, ForcedExits]:
+    """Features and forced-exit labels of a split, one pass per rollout (cached batch by batch; each process
+    computes its share of the batches under a multi-process launch, then every process reads them all)."""
     progress = progress or Progress(enabled=False)
+    shards = shards or Shards()
     xs, label, answer, n_tok, text = [], [], [], [], []
     batches = batch_ranges(len(data.traces), config.batch_size)
-    for k, rows in enumerate(progress.iter(batches, desc=f"features+labels {split}", total=len(batches))):
+    mine = shards.shard(range(len(batches)))
+    for k in progress.iter(mine, desc=f"features+labels {split}", total=len(mine)):
+        rows = batches[k]
         f_item, l_item = f"features.{split}.{k:04d}", f"labels.{split}.{k:04d}"
         if not (cache.done(f_item) and cache.done(l_item)):
             X, f = event_features_and_labels(
@@ -136,6 +142,11 @@ def split_features_and_labels(model, data: SplitData, sites: tuple[Site, ...], c
             cache.arrays(f_item, lambda X=X: {"X": X.astype(np.float32)})
             cache.json(l_item, lambda f=f: {"label": f.label, "answer": f.answer, "answer_tokens": f.answer_tokens,
                                              "text": f.text})
+    if shards.size > 1:
+        shards.merge()
+        cache.refresh()
+    for k in range(len(batches)):
+        f_item, l_item = f"features.{split}.{k:04d}", f"labels.{split}.{k:04d}"
         xs.append(cache.arrays(f_item, _vanished)["X"])
         doc = cache.json(l_item, _vanished)
         label += doc["label"]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Progress
+from thinklens.jobs import Progress, Shards
 from thinklens.stages import StageCache, batch_ranges, batch_seed
 from thinklens.trace import Trace, trace_from_json, trace_to_json
 
@@ -66,7 +66,7 @@ def rollout_budget(fmt: PromptFormat, max_steps: int, *, prompts: Sequence[str] 
 
 def cached_rollouts(model, prompts: Sequence[str], cache: StageCache, *, name: str, batch_size: int, seed: int = 0,
                     max_new_tokens: int, do_sample: bool = False, temperature: float = 1.0, top_p: float = 1.0,
-                    progress: Progress | None = None) -> list[Trace]:
+                    progress: Progress | None = None, shards: Shards | None = None) -> list[Trace]:
     """Traces of ``prompts`` (greedy, or sampled with ``temperature`` / ``top_p``), cached batch by batch.
 
     Args:
@@ -74,14 +74,24 @@ def cached_rollouts(model, prompts: Sequence[str], cache: StageCache, *, name: s
         name: the stage's name; batch ``k`` is cached as ``<name>.<k:04d>``.
         seed: the stage's seed; batch ``k`` samples with ``batch_seed(seed, k)``.
         progress: a bar over the batches (none by default).
+        shards: under a multi-process launch, each process generates its share of the batches, then every
+            process reads them all.
     """
     progress = progress or Progress(enabled=False)
-    out: list[Trace] = []
+    shards = shards or Shards()
     batches = batch_ranges(len(prompts), batch_size)
-    for k, rows in enumerate(progress.iter(batches, desc=name, total=len(batches))):
-        def compute(rows: range = rows, k: int = k) -> list[dict[str, Any]]:
+    mine = shards.shard(range(len(batches)))
+    for k in progress.iter(mine, desc=name, total=len(mine)):
+        def compute(rows: range = batches[k], k: int = k) -> list[dict[str, Any]]:
             traces = model.generate([prompts[i] for i in rows], max_new_tokens=max_new_tokens, do_sample=do_sample,
                                     seed=batch_seed(seed, k), temperature=temperature, top_p=top_p, top_k_stats=1)
             return [trace_to_json(t) for t in traces]
-        out.extend(trace_from_json(d) for d in cache.json(f"{name}.{k:04d}", compute))
-    return out
+        cache.json(f"{name}.{k:04d}", compute)
+    if shards.size > 1:
+        shards.merge()
+        cache.refresh()
+    return [trace_from_json(d) for k in range(len(batches)) for d in cache.json(f"{name}.{k:04d}", _not_cached)]
+
+
+def _not_cached():  # pragma: no cover - every batch was cached above, by this process or another
+    raise RuntimeError("a rollout batch is missing from the run folder's cache")

@@ -15,6 +15,13 @@ What the runner does for every job, in order:
    (``Job.load`` for jobs whose models are not plain :class:`~thinklens.model.HookedModel`\\ s);
 4. ``job.run(config, ctx)``; the typed result it returns is handed back; the run is marked done.
 
+Several processes (``accelerate launch --num_processes N`` or ``torchrun``): every process runs the job in
+the same run folder, each recording its finished items in its own progress shard. A job opts in to
+splitting its work through ``ctx.shards`` (:class:`Shards`): ``shard(items)`` is this process's share,
+``merge()`` waits for every share, after which the main process reads them all and writes the results,
+and ``share(value)`` hands the main process's result to the others. A job that does not use it runs whole
+in every process (trainers split their batches through Accelerate instead).
+
 A job module imports nothing heavy at its top (no torch, transformers or scikit-learn): ``thinklens
 run --help`` loads every job's config, and must stay fast.
 
@@ -41,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -63,7 +71,8 @@ class RunOptions:
     """How a job runs, as opposed to what it computes (the config). Common to every job."""
 
     device: str = "cpu"
-    """Device of the models: cpu, cuda, cuda:1, mps."""
+    """Device of the models: cpu, cuda, cuda:1, mps, or auto (device_map="auto": one model over every visible GPU);
+    under a multi-process launch cuda means each process's own GPU."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weight dtype of the models: float32, bfloat16 or float16."""
     threads: int | None = None
@@ -121,6 +130,57 @@ class Progress:
         print(message, file=self.stream or sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class Shards:
+    """This process's place in a multi-process launch, and how a job splits its work over the processes.
+
+    One process (the default): rank 0 of 1, :meth:`shard` returns every item, :meth:`merge` and :meth:`share`
+    return at once, so a job written with them runs unchanged in one process.
+
+    Example:
+        >>> one = Shards()
+        >>> one.shard(["b0", "b1", "b2"]), one.is_main, one.share(7)
+        (['b0', 'b1', 'b2'], True, 7)
+        >>> Shards(rank=1, size=2).shard(["b0", "b1", "b2"])
+        ['b1']
+    """
+
+    rank: int = 0
+    """This process (0 = the main process, which writes the run's results)."""
+    size: int = 1
+    """Processes of the launch."""
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def shard(self, items: Iterable[T]) -> list[T]:
+        """This process's share of ``items``: every ``size``-th one from position ``rank``.
+
+        Shard whole batches (each computed exactly as one process computes it, with its own seed) so that
+        the merged result equals a one-process run.
+        """
+        return list(items)[self.rank::self.size]
+
+    def merge(self) -> None:
+        """Wait until every process has finished its share; then the stage items each recorded in the run
+        folder (cache files, progress shards) are there for all to read."""
+        if self.size > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def share(self, value: T) -> T:
+        """The main process's ``value`` on every process (the others pass anything, e.g. None); waits for the main one."""
+        if self.size == 1:
+            return value
+        import torch.distributed as dist
+
+        box = [value if self.is_main else None]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+
 @dataclass
 class JobContext:
     """What the runner hands a job: its loaded models, its run folder, a progress reporter, the options."""
@@ -131,6 +191,8 @@ class JobContext:
     progress: Progress
     options: RunOptions = field(default_factory=RunOptions)
     loader: Callable[[str], Any] | None = None
+    shards: Shards = field(default_factory=Shards)
+    """This process's share of the work under a multi-process launch (one process: all of it)."""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -325,7 +387,8 @@ def _hooked_loader(options: RunOptions) -> Callable[[str], Any]:
 def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
     """The run folder for ``config`` under ``options`` (created, or reopened to resume).
 
-    Under a multi-process launch (accelerate launch, torchrun) rank 0 opens it and every rank uses that one.
+    Under a multi-process launch (accelerate launch, torchrun) rank 0 opens it and every rank uses that one,
+    recording its finished items in its own progress shard (``RunFolder.shard``).
     """
     from thinklens.runs import RunFolder, default_runs_root
     from thinklens.training import shared_run_folder
@@ -336,15 +399,24 @@ def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
         root = Path(options.runs) if options.runs else default_runs_root()
         return RunFolder.create(job.run_kind, config, root=root, run_id=options.run_id)
 
-    return shared_run_folder(create, cpu=options.device == "cpu")
+    from thinklens.training import launched_rank
+
+    run = shared_run_folder(create, cpu=options.device == "cpu")
+    run.shard = launched_rank()
+    return run
 
 
 def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, Any] | None = None) -> tuple[Any, "RunFolder"]:
     """Run ``job`` with a built config: models loaded, run folder opened, result returned with the folder."""
+    from thinklens.training import launched_rank, launched_world_size
+
     if options.threads:
         import torch
 
         torch.set_num_threads(options.threads)
+    shards = Shards(launched_rank(), launched_world_size())
+    if shards.size > 1 and options.device == "cuda":  # one GPU per process, as accelerate launch assigns them
+        options = dataclasses.replace(options, device=f"cuda:{int(os.environ.get('LOCAL_RANK', shards.rank))}")
     given = dict(models or {})
     load = (lambda n: job.load(n, options)) if job.load else _hooked_loader(options)
     loaded: dict[str, Any] = {}
@@ -354,15 +426,13 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
             loaded[fname] = given[fname]
         elif name:
             loaded[fname] = load(name)
-    from thinklens.training import launched_rank
-
     run = open_run_folder(job, config, options)
-    main_process = launched_rank() == 0  # under a multi-process launch only rank 0 writes the run's meta
+    main_process = shards.is_main  # under a multi-process launch only rank 0 writes the run's meta
     if main_process:
         run.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
                        models={k: str(getattr(config, k)) for k in job.models})
     progress = Progress(options.progress and main_process)
-    ctx = JobContext(models=loaded, run=run, progress=progress, options=options, loader=load)
+    ctx = JobContext(models=loaded, run=run, progress=progress, options=options, loader=load, shards=shards)
     result = job.run(config, ctx)
     if main_process and run.meta().get("status") != "done":
         summary = job.summary(result) if job.summary else (result if isinstance(result, dict) else {})

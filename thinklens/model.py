@@ -133,7 +133,8 @@ class HookedModel:
         ``final_norm`` with HF ``output_hidden_states`` and refuses the model when one differs.
 
         Args:
-            device: where to put the weights (ignored when ``device_map`` is given).
+            device: where to put the weights (ignored when ``device_map`` is given); ``"auto"`` means
+                ``device_map="auto"`` (what ``--device auto`` asks of a job).
             dtype: weight dtype (float32 for exact comparisons, bfloat16 on accelerators).
             device_map: passed to ``from_pretrained`` (``"auto"`` shards across GPUs).
             remote: build the model on the meta device and run traces through nnsight's remote
@@ -143,6 +144,8 @@ class HookedModel:
         from transformers import AutoModelForCausalLM
 
         path = resolve_model_path(name_or_path)
+        if str(device) == "auto" and device_map is None:
+            device_map = "auto"
         if remote:
             return cls._load_remote(path, adapter)
         try:

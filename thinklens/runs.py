@@ -123,8 +123,11 @@ class RunFolder:
     ``results/*.json``, ``figures/*.json`` (plotly JSON) and ``*.html``, ``progress.jsonl``.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, shard: int = 0):
         self.path = Path(path)
+        self.shard = shard
+        """This process's rank under a multi-process launch: rank r > 0 records its finished items in its own
+        ``progress.rank-<r>.jsonl`` (rank 0 in ``progress.jsonl``); :meth:`finished` reads every shard."""
 
     # ---- creation / opening -------------------------------------------------------------
     @classmethod
@@ -224,20 +227,20 @@ class RunFolder:
 
     # ---- resume ----------------------------------------------------------------------------
     def _progress(self) -> Path:
-        return self.path / "progress.jsonl"
+        return self.path / ("progress.jsonl" if not self.shard else f"progress.rank-{self.shard}.jsonl")
 
     def finished(self) -> dict[str, Any]:
-        """Items already done, with their recorded payloads (a torn last line is ignored)."""
+        """Items already done (by any process of the run), with their recorded payloads (a torn last line is ignored)."""
         out: dict[str, Any] = {}
-        p = self._progress()
-        if not p.exists():
-            return out
-        for line in p.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a kill mid-append leaves at most one partial line
-            out[rec["item"]] = rec.get("payload")
+        for p in [self.path / "progress.jsonl", *sorted(self.path.glob("progress.rank-*.jsonl"))]:
+            if not p.exists():
+                continue
+            for line in p.read_text().splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a kill mid-append leaves at most one partial line
+                out[rec["item"]] = rec.get("payload")
         return out
 
     def mark_done(self, item: str, payload: Any = None) -> None:

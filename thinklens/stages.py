@@ -41,6 +41,10 @@ class StageCache:
         self.dir = run.path / "cache"
         self._done = set(run.finished())
 
+    def refresh(self) -> None:
+        """Re-read the finished items (after ``Shards.merge``: those the other processes recorded)."""
+        self._done = set(self.run.finished())
+
     def done(self, item: str) -> bool:
         """Whether ``item`` finished in this or an earlier (interrupted) run."""
         return item in self._done

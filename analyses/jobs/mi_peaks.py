@@ -167,12 +167,17 @@ def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
         raise ThinklensError.of("problems", len(problems), "at least 2 (the shuffled control needs two)",
                                 "pass more problems (--data, --n-problems)")
     keys = stages.model_keys(config)
+    main = ctx.shards.is_main  # several processes split the trajectories; the main one runs the other stages
     for stage in ctx.run.pending(stages.stage_names(config)):
         out: Any = None
         if stage.startswith("trajectories:"):
             j = keys.index(stage.split(":", 1)[1])
             model = ctx.model if j == 0 else ctx.load(config.models[j])
-            stages.stage_trajectories(model, j, problems, config, ctx.run, log)
+            stages.stage_trajectories(model, j, problems, config, ctx.run, log, shards=ctx.shards)
+            if not main:
+                continue
+        elif not main:
+            continue
         elif stage == "enrichment":
             out = stages.stage_enrichment(config, ctx.run)
         elif stage == "comparison":
@@ -184,9 +189,11 @@ def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
         ctx.run.mark_done(stage)
         if log is not None:
             log(f"stage done: {stage}")
+    if not main:
+        return ctx.shards.share(None)
     summary = to_jsonable(stages.summary_of(config, ctx.run))
     ctx.run.finish(summary)
-    return summary
+    return ctx.shards.share(summary)
 
 
 def _num(v: float | None) -> str:

@@ -32,11 +32,12 @@ from analyses.mi.estimator import nhsic_trajectory
 from analyses.mi.figures import mean_curve
 from analyses.mi.peaks import PEAK_RULES, find_peaks
 from analyses.mi.small_scale import kernel_scale, small_scale_nhsic, squared_correlation
-from analyses.mi.store import TrajectoryRecord, write_trajectory
+from analyses.mi.store import TrajectoryRecord, read_trajectory, trajectory_path, write_trajectory
 from analyses.mi.trajectory import golden_answer_vectors
 from thinklens.answers import extract_answer, is_correct
 from thinklens.errors import ThinklensError
 from thinklens.formats import token_separator
+from thinklens.jobs import Shards
 
 if TYPE_CHECKING:
     from analyses.jobs.mi_peaks import MIPeaksJobConfig
@@ -261,31 +262,35 @@ def summarize_model(records: Sequence[TrajectoryRecord], *, key: str, name: str,
 def collect_model(model: HookedModel, *, key: str, name: str, role: str, fmt: PromptFormat,
                   prompts: Sequence[str], solutions: Sequence[str], answers: Sequence[str],
                   cfg: MIPeaksJobConfig, run_path: Any, progress: Callable[[str], None] | None = None,
-                  ) -> dict[str, Any]:
+                  shards: Shards | None = None) -> dict[str, Any] | None:
     """Score one model on every problem; writes its trajectory records, returns its index entry.
 
-    Records hold no hidden states (a few KB each), so they are kept for the summary; the captured
-    states of a batch are dropped as soon as it is scored.
+    Problems go ``batch_size`` at a time and the captured states of a batch are dropped as soon as it is
+    scored; a batch whose records are all on disk (an interrupted run) is not scored again. Under a
+    multi-process launch (``shards``) each process scores its share of the batches; the main process then
+    reads every record and returns the entry, the others None.
     """
+    shards = shards or Shards()
     sites = unique_sites(model, cfg.sites)
     gold = golden_answer_vectors(model, solutions, sites)
     perm = derangement(len(prompts), cfg.seed)
-    alike = answers_alike(gold[sites[0]], perm, cfg.estimators[0])
-    records: list[TrajectoryRecord] = []
-    separator: str | None = None
-    for start in range(0, len(prompts), cfg.batch_size):
-        chunk = list(prompts[start:start + cfg.batch_size])
-        traces = model.generate(chunk, max_new_tokens=cfg.max_new_tokens, capture=sites)
-        for j, tr in enumerate(traces):
-            if separator is None and len(tr.token_ids) >= 2:
-                separator = token_separator(model.tokenizer, tr.token_ids[:16])
-            i = start + j
-            rec = _record(i, key, tr, prompts[i], solutions[i], answers[i], sites, gold, perm, cfg, model.device)
-            write_trajectory(run_path, rec)
-            records.append(rec)
+    for start in shards.shard(range(0, len(prompts), cfg.batch_size)):
+        rows = range(start, min(start + cfg.batch_size, len(prompts)))
+        if all(trajectory_path(run_path, key, i).is_file() for i in rows):
+            continue
+        traces = model.generate([prompts[i] for i in rows], max_new_tokens=cfg.max_new_tokens, capture=sites)
+        for i, tr in zip(rows, traces):
+            write_trajectory(run_path, _record(i, key, tr, prompts[i], solutions[i], answers[i], sites, gold, perm, cfg,
+                                               model.device))
         del traces
         if progress is not None:
-            progress(f"{name}: {min(start + cfg.batch_size, len(prompts))}/{len(prompts)} problems")
+            progress(f"{name}: {rows.stop}/{len(prompts)} problems")
+    shards.merge()
+    if not shards.is_main:
+        return None
+    records = [read_trajectory(run_path, key, i) for i in range(len(prompts))]
+    separator = next((token_separator(model.tokenizer, list(r.token_ids[:16])) for r in records if len(r.token_ids) >= 2), "")
+    alike = answers_alike(gold[sites[0]], perm, cfg.estimators[0])
     return summarize_model(records, key=key, name=name, role=role, style=fmt.kind, fmt=fmt.kind, n_layers=model.n_layers,
                            d_model=model.d_model, cfg=cfg, token_separator=separator or "",
                            thinking_span=fmt.span.family if fmt.span is not None else None, answers_alike=alike)

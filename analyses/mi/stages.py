@@ -37,6 +37,7 @@ from thinklens.runs import to_jsonable
 if TYPE_CHECKING:
     from analyses.jobs.mi_peaks import MIPeaksJobConfig
     from thinklens.formats import PromptFormat
+    from thinklens.jobs import Shards
     from thinklens.model import HookedModel
     from thinklens.problemsets import ProblemSet
     from thinklens.runs import RunFolder
@@ -88,8 +89,9 @@ def _models_so_far(run: RunFolder) -> list[dict[str, Any]]:
 
 
 def stage_trajectories(model: HookedModel, j: int, problems: ProblemSet, cfg: MIPeaksJobConfig,
-                       run: RunFolder, log: Callable[[str], None] | None) -> None:
-    """Generate and score model ``j``'s trajectories; its entry joins the run index."""
+                       run: RunFolder, log: Callable[[str], None] | None, shards: Shards | None = None) -> None:
+    """Generate and score model ``j``'s trajectories (each process its share under a multi-process launch);
+    its entry joins the run index (written by the main process)."""
     from analyses.mi.collect import collect_model
 
     order = model_keys(cfg)
@@ -97,7 +99,9 @@ def stage_trajectories(model: HookedModel, j: int, problems: ProblemSet, cfg: MI
     prompts, solutions, fmt = prompts_for(problems, cfg, j, model)
     entry = collect_model(model, key=key, name=cfg.models[j], role="reasoning" if j == 0 else "baseline",
                           fmt=fmt, prompts=prompts, solutions=solutions, answers=problems.answers, cfg=cfg,
-                          run_path=run.path, progress=log)
+                          run_path=run.path, progress=log, shards=shards)
+    if entry is None:  # not the main process
+        return
     models = {m["key"]: m for m in _models_so_far(run)}
     models[key] = entry
     write_index(run.path, to_jsonable([models[k] for k in order if k in models]), peak_rule=cfg.peak_rule)

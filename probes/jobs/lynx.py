@@ -251,11 +251,15 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     if settings.probe is not None:  # a mismatching probe fails now, not after the rollouts
         load_probe(settings.probe, expect_site=[str(s) for s in sites], expect_d_model=model.d_model)
     cache = StageCache(ctx.run)
-    data = {s: collect_split(model, settings, s, prompts[s], problems[s].answers, cache, progress=ctx.progress)
-            for s in active}
+    # several processes split the rollouts and the labels by batches; the main one fits, calibrates and writes
+    data = {s: collect_split(model, settings, s, prompts[s], problems[s].answers, cache, progress=ctx.progress,
+                             shards=ctx.shards) for s in active}
     check_cues_found(settings, data)
     for split, d in data.items():
-        d.X, d.forced = split_features_and_labels(model, d, sites, settings, cache, split, progress=ctx.progress)
+        d.X, d.forced = split_features_and_labels(model, d, sites, settings, cache, split, progress=ctx.progress,
+                                                  shards=ctx.shards)
+    if not ctx.shards.is_main:
+        return ctx.shards.share(None)
     train, cal, test = data.get("train"), data["calibration"], data["test"]
     probe, validation = _train_or_load_probe(settings, model, ctx, cache, sites, train)
     calibrator = MondrianCalibrator.fit(probe.predict_proba(cal.X)[:, 1], cal.forced.label)
@@ -285,7 +289,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     write_lynx_result(ctx.run, result, events=table, rollouts=rollouts)
     ctx.run.finish({k: summary[k] for k in ("model", "test_auroc")} | {"per_delta": [
         {k: r[k] for k in ("delta", "accuracy", "saving", "rate")} for r in result.per_delta]})
-    return result
+    return ctx.shards.share(result)
 
 
 def _fmt(x, spec: str = ".3f") -> str:
