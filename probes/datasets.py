@@ -37,10 +37,11 @@ from thinklens.trace import Trace
 
 
 def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split: str) -> list[list[CueEvent]]:
-    """Cue events of every trace, capped per rollout as ``split`` ("train", "calibration", "test") says."""
+    """Cue events of every trace, capped per rollout as ``split`` ("train", "calibration", "test") says; a
+    cue-less rollout gets a fallback event in "train" and "calibration" only (:meth:`LynxConfig.fallback`)."""
     cap = config.max_events(split)
     return [find_cue_events(tr.tokens, cue_words=config.cue_words, max_events=cap,
-                            fallback_fraction=config.fallback_fraction,
+                            fallback_fraction=config.fallback(split),
                             separator=token_separator(tokenizer, tr.token_ids))
             for tr in traces]
 
@@ -169,12 +170,16 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
 
 
 def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], gold: Sequence[str | int],
-                forced: ForcedExits, prob: np.ndarray) -> tuple[EventTable, RolloutTable]:
+                forced: ForcedExits, prob: np.ndarray, *, exit_string_tokens: int) -> tuple[EventTable, RolloutTable]:
     """Event and rollout tables for :mod:`probes.exits` (probe probabilities ``prob`` [event]).
 
-    Exit cost = tokens up to and including the cue + forced answer tokens; full cost = the rollout's
-    generated tokens. A full rollout is correct when ``is_correct(trace.text, gold)``.
+    Exit cost (:meth:`CueEvent.tokens_used`, the reference's) = the tokens before the cue + the exit string's
+    ``exit_string_tokens`` + the forced answer's tokens; full cost = the rollout's generated tokens. A full
+    rollout is correct when ``is_correct(trace.text, gold)``.
     """
+    if not isinstance(exit_string_tokens, (int, np.integer)) or exit_string_tokens < 1:
+        raise ThinklensError.of("exit_string_tokens", exit_string_tokens, "the exit string's token count (>= 1)",
+                                "pass len(tokenizer(exit_string, add_special_tokens=False)['input_ids'])")
     check_events(traces, events)
     flat = [(i, ev) for i, evs in enumerate(events) for ev in evs]
     n = len(flat)
@@ -185,7 +190,8 @@ def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], g
         rollout=np.array([i for i, _ in flat], dtype=np.int64),
         position=np.array([ev.token_index for _, ev in flat], dtype=np.int64),
         label=forced.label, prob=np.asarray(prob, dtype=np.float64),
-        exit_tokens=np.array([ev.tokens_used(k) for (_, ev), k in zip(flat, forced.answer_tokens)]),
+        exit_tokens=np.array([ev.tokens_used(k, exit_string_tokens) for (_, ev), k in zip(flat, forced.answer_tokens)],
+                             dtype=np.int64).reshape(n),
         is_cue=np.array([not ev.is_fallback for _, ev in flat], dtype=bool),
     )
     rollouts = RolloutTable(

@@ -8,8 +8,9 @@ rollout without a pick keeps its full answer. Accuracy and mean tokens follow.
 
 Policies: ``lynx`` (first event whose conformal set is exactly {1}), ``first_cue`` (first real cue),
 ``fraction`` (first event at or after a fixed fraction of the rollout; a model-free stand-in for
-forcing an exit at exactly that token), ``threshold`` (first event with uncalibrated p > 0.5),
-``full`` (never exit) and ``oracle`` (first event whose forced exit is correct; an upper bound).
+forcing an exit at exactly that token; a rollout without an event there keeps its full answer),
+``threshold`` (first event with uncalibrated p > 0.5), ``full`` (never exit) and ``oracle`` (first
+event whose forced exit is correct; an upper bound).
 
 Example:
     >>> import numpy as np
@@ -80,9 +81,10 @@ class EventTable:
     prob: np.ndarray
     """Probe probability P(label = 1), [event]."""
     exit_tokens: np.ndarray
-    """Tokens used when exiting here (tokens to the cue end + answer tokens), [event]."""
+    """Tokens used when exiting here (tokens before the cue + exit string + answer tokens), [event]."""
     is_cue: np.ndarray | None = field(default=None)
-    """False for a cue-less rollout's fallback event, [event]; None means all are real cues."""
+    """False for a cue-less rollout's fallback event, [event]; None means all are real cues. A test split has
+    none (LYNX exits at real cues only); tables of older runs may."""
 
     def __post_init__(self) -> None:
         n = np.asarray(self.rollout).shape[0]

@@ -129,9 +129,11 @@ class LynxConfig:
     max_events_calibration: int = 100
     """Cap on events per rollout in the calibration split."""
     max_events_test: int | None = None
-    """Cap on events per rollout when evaluating exits (None: all events)."""
+    """Cap on cue events per test rollout when evaluating exits (None: every cue event, as the reference scans at
+    test time)."""
     fallback_fraction: float = 0.7
-    """A rollout without any cue gets one event at this fraction of its length."""
+    """A training or calibration rollout without any cue gets one event at this fraction of its length (test rollouts
+    never do: exits happen at real cues only)."""
     exit_string: str = "</think>\n\nFinal Answer: \\boxed{"
     """Appended to the text before the cue to force an answer; None: the prompt format's (its span's close
     marker, then the answer cue)."""
@@ -179,6 +181,18 @@ class LynxConfig:
             raise ThinklensError.of("split", split, f"one of {sorted(caps)}", "name the split events are for")
         return caps[split]
 
+    def fallback(self, split: str) -> float | None:
+        """Where a cue-less rollout of ``split`` gets its one fallback event: ``fallback_fraction`` for "train" and
+        "calibration" (the reference builds its probe and calibration data so), None for "test" (the reference
+        scans only real cue events when it exits: a made-up event is not a place a model can be stopped at).
+
+        Example:
+            >>> [LynxConfig().fallback(s) for s in ("train", "calibration", "test")]
+            [0.7, 0.7, None]
+        """
+        self.max_events(split)  # validates the split's name
+        return None if split == "test" else self.fallback_fraction
+
 
 @dataclass(frozen=True)
 class CueEvent:
@@ -198,9 +212,15 @@ class CueEvent:
         """True for the synthetic event of a cue-less rollout."""
         return self.cue is None
 
-    def tokens_used(self, n_answer_tokens: int) -> int:
-        """Cost of exiting here: tokens up to and including the cue, plus the forced answer."""
-        return self.token_index + 1 + int(n_answer_tokens)
+    def tokens_used(self, n_answer_tokens: int, n_exit_tokens: int) -> int:
+        """Cost of exiting here, as the reference charges it: the tokens before the cue (the forced exit keeps
+        them), the exit string's ``n_exit_tokens`` and the forced answer's ``n_answer_tokens``.
+
+        Example:
+            >>> CueEvent(token_index=6, start_index=5, cue="wait").tokens_used(n_answer_tokens=3, n_exit_tokens=2)
+            10
+        """
+        return self.start_index + int(n_exit_tokens) + int(n_answer_tokens)
 
 
 def _cue_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
@@ -211,7 +231,7 @@ def _cue_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT_CUES,
-                    max_events: int | None = None, fallback_fraction: float = 0.7,
+                    max_events: int | None = None, fallback_fraction: float | None = 0.7,
                     separator: str = "") -> list[CueEvent]:
     """Cue events of one rollout, in order.
 
@@ -220,15 +240,18 @@ def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT
         cue_words: words to match, case-insensitively, on word boundaries.
         max_events: keep only the first this many events (LYNX: train 200, calibration 100).
         fallback_fraction: with no cue, one event at token ``max(1, int(f * len)) - 1`` (the
-            reference's 1-based ``max(1, int(0.7 L))``).
+            reference's 1-based ``max(1, int(0.7 L))``); None: no event (a test rollout, see
+            :meth:`LynxConfig.fallback`).
         separator: put between tokens when joining them; ``" "`` for word-level tokenizers (the
             zoo's) whose tokens decode without spaces, so "so" + "wait" is not read as "sowait".
 
-    Returns an empty list only for an empty rollout.
+    Returns an empty list for an empty rollout, and for a cue-less one when ``fallback_fraction`` is None.
 
     Example:
         >>> [e.token_index for e in find_cue_events(["a"] * 10)]  # no cue: fallback at 0.7
         [6]
+        >>> find_cue_events(["a"] * 10, fallback_fraction=None)  # a test rollout: real cues only
+        []
         >>> [e.token_index for e in find_cue_events([" W", "ait", " no", " wait"], max_events=1)]
         [1]
         >>> [e.token_index for e in find_cue_events(["so", "wait", "<<"], separator=" ")]
@@ -237,7 +260,7 @@ def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT
     words = check_cue_words(cue_words)
     if max_events is not None and max_events < 1:
         raise ThinklensError.of("max_events", max_events, "None or an integer >= 1", "use None to keep all")
-    if not 0.0 < fallback_fraction < 1.0:
+    if fallback_fraction is not None and not 0.0 < fallback_fraction < 1.0:
         raise ThinklensError.of("fallback_fraction", fallback_fraction, "a fraction in (0, 1)", "use 0.7")
     if len(tokens) == 0:
         return []
@@ -256,7 +279,7 @@ def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT
         events.append(CueEvent(end_tok, start_tok, m.group(0).lower(), (m.start(), m.end())))
         if max_events is not None and len(events) >= max_events:
             break
-    if not events:
+    if not events and fallback_fraction is not None:
         index = max(1, int(Fraction(repr(fallback_fraction)) * len(tokens))) - 1
         events.append(CueEvent(index, index, None))
     return events

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from thinklens.sites import Site
 
 SPLITS: tuple[str, ...] = ("train", "calibration", "test")
+#: Name of each split's features and labels in the stage cache (``features.<name>.<k>``): the test split's events
+#: are real cues only, so a run folder cached when cue-less test rollouts had a fallback event recomputes them.
+STAGE_NAMES: dict[str, str] = {"train": "train", "calibration": "calibration", "test": "test_cues"}
 
 
 @dataclass
@@ -54,7 +57,8 @@ class SplitData:
     gold: list[str]
     """The gold answers, one per rollout (as the data set writes them; graded by thinklens.answers)."""
     events: list[list[CueEvent]]
-    """Cue events per rollout (capped as the split says)."""
+    """Cue events per rollout (capped as the split says; a cue-less rollout has one fallback event in the train and
+    calibration splits, none in the test split)."""
     X: np.ndarray | None = None
     """Features per event, [event, site * d_model]."""
     forced: ForcedExits | None = None
@@ -69,6 +73,11 @@ class SplitData:
     def n_cues(self) -> int:
         """Real cue events (not fallbacks)."""
         return sum(not ev.is_fallback for evs in self.events for ev in evs)
+
+    @property
+    def is_cue(self) -> np.ndarray:
+        """Bool [event]: a real cue (False for a fallback), events flattened rollout by rollout as X and forced."""
+        return np.array([not ev.is_fallback for evs in self.events for ev in evs], dtype=bool).reshape(-1)
 
 
 def task_problems(config: LynxJobConfig, split: str) -> ProblemSet:
@@ -133,7 +142,7 @@ def split_features_and_labels(model, data: SplitData, sites: tuple[Site, ...], c
     mine = shards.shard(range(len(batches)))
     for k in progress.iter(mine, desc=f"features+labels {split}", total=len(mine)):
         rows = batches[k]
-        f_item, l_item = f"features.{split}.{k:04d}", f"labels.{split}.{k:04d}"
+        f_item, l_item = f"features.{STAGE_NAMES[split]}.{k:04d}", f"labels.{STAGE_NAMES[split]}.{k:04d}"
         if not (cache.done(f_item) and cache.done(l_item)):
             X, f = event_features_and_labels(
                 model, [data.traces[i] for i in rows], [data.events[i] for i in rows], [data.gold[i] for i in rows],
@@ -146,7 +155,7 @@ def split_features_and_labels(model, data: SplitData, sites: tuple[Site, ...], c
         shards.merge()
         cache.refresh()
     for k in range(len(batches)):
-        f_item, l_item = f"features.{split}.{k:04d}", f"labels.{split}.{k:04d}"
+        f_item, l_item = f"features.{STAGE_NAMES[split]}.{k:04d}", f"labels.{STAGE_NAMES[split]}.{k:04d}"
         xs.append(cache.arrays(f_item, _vanished)["X"])
         doc = cache.json(l_item, _vanished)
         label += doc["label"]

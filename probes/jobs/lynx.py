@@ -5,9 +5,12 @@ states at the LYNX sites and forced-exit labels from one pass over each rollout
 (:mod:`probes.lynx_splits`) -> the MLP probe with class-balanced weights (train split) ->
 class-conditional split conformal (calibration split) -> the exit rule at every delta and the
 baselines (first cue, fixed fraction, p > 0.5 uncalibrated), the Pareto front, and the validity
-measurement P(S={1} | y=0) vs delta with binomial 95% bounds (test split). Rollouts, features and
-labels are cached batch by batch in ``<run>/cache``, so an interrupted job re-run with the same config
-resumes. Results: ``results/{lynx,per_delta,probe_validation}.json``, ``arrays/test_*.safetensors``,
+measurement P(S={1} | y=0) vs delta with binomial 95% bounds (test split). As in the reference, a
+cue-less rollout's fallback event (at 0.7 of its length) only builds training and calibration data: the
+test rollouts are scanned at their real cue events (all of them, uncapped, as the reference's evaluation
+does), and an exit costs the tokens before the cue, the exit string and the forced answer. Rollouts,
+features and labels are cached batch by batch in ``<run>/cache``, so an interrupted job re-run with the
+same config resumes. Results: ``results/{lynx,per_delta,probe_validation}.json``, ``arrays/test_*.safetensors``,
 the figures pareto, validity, exit_histogram and base_rate, and the probe in ``probe/``.
 
 Problems: ``--data`` trains the probe; ``--calibration-data`` and ``--test-data`` calibrate and test it
@@ -110,6 +113,9 @@ class LynxJobConfig(DataOptions, LynxConfig):
     """Uncalibrated baseline: exit at the first event with probe p above this."""
     skip_vacuous: bool = False
     """Drop deltas too small for the calibration class sizes instead of stopping with an error."""
+    calibration_fallbacks: bool = True
+    """Calibrate on the calibration split's fallback events too, as the reference does; false: on its real cue events
+    only, like the test events that LYNX exits at (the guarantee assumes the two are exchangeable)."""
     probe: str | None = None
     """Folder of a saved LYNX probe to use instead of training one (must match the sites; no training rollouts then)."""
     batch_size: int = 32
@@ -262,10 +268,17 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
         return ctx.shards.share(None)
     train, cal, test = data.get("train"), data["calibration"], data["test"]
     probe, validation = _train_or_load_probe(settings, model, ctx, cache, sites, train)
-    calibrator = MondrianCalibrator.fit(probe.predict_proba(cal.X)[:, 1], cal.forced.label)
+    keep = np.ones(cal.n_events, dtype=bool) if settings.calibration_fallbacks else cal.is_cue  # [event]
+    calibrator = MondrianCalibrator.fit(probe.predict_proba(cal.X[keep])[:, 1], cal.forced.label[keep])
     deltas, skipped = usable_deltas(settings, calibrator)
+    if test.n_events == 0:
+        raise ThinklensError.of("test cue events", f"none in {len(test.traces)} test rollouts", "test rollouts that "
+                                "contain the cue words (exits happen at real cues only)", "draw more test problems "
+                                "(--n-test) or use cue words the model writes (--cue-words)")
     p_test = probe.predict_proba(test.X)[:, 1]
-    table, rollouts = exit_tables(test.traces, test.events, test.gold, test.forced, p_test)
+    n_exit_string = len(model.tokenizer(settings.exit_string, add_special_tokens=False)["input_ids"])
+    table, rollouts = exit_tables(test.traces, test.events, test.gold, test.forced, p_test,
+                                  exit_string_tokens=n_exit_string)
     report = evaluate_exit_policies(table, rollouts, calibrator, deltas, fractions=settings.fractions,
                                     threshold=settings.threshold)
     y_test = test.forced.label
@@ -273,14 +286,18 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
         "model": settings.model, "sites": [str(s) for s in sites], "skipped_deltas": skipped,
         "prompt_format": fmt.kind, "exit_string": settings.exit_string, "cue_words": list(settings.cue_words),
         "max_answer_tokens": settings.max_answer_tokens, "max_new_tokens": settings.max_new_tokens,
+        "exit_string_tokens": n_exit_string,
         "splits": {s: {"source": problems[s].source, "rollouts": len(d.traces), "events": d.n_events, "cue_events": d.n_cues,
+                       "fallback_events": d.n_events - d.n_cues, "events_cap": settings.max_events(s),
+                       "most_cue_events_per_rollout": max((sum(not e.is_fallback for e in evs) for evs in d.events),
+                                                          default=0),
                        "label_base_rate": float(d.forced.label.mean()) if d.n_events else None,
                        "full_accuracy": float(np.mean([is_correct(t.text, g) for t, g in zip(d.traces, d.gold)])),
                        "mean_rollout_tokens": float(np.mean([len(t) for t in d.traces]))}
                    for s, d in data.items()},
         "probe": validation,
         "test_auroc": auroc_score(y_test, p_test) if 0 < y_test.sum() < len(y_test) else None,
-        "calibration": {"n_pos": calibrator.n_pos, "n_neg": calibrator.n_neg,
+        "calibration": {"n_pos": calibrator.n_pos, "n_neg": calibrator.n_neg, "fallbacks": settings.calibration_fallbacks,
                         "thresholds": {str(d): list(calibrator.thresholds(d)) for d in deltas}},
     }
     result = LynxResult.build(report=report, validity=validity_curve(p_test, y_test, calibrator, deltas),

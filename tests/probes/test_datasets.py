@@ -69,6 +69,10 @@ def test_events_on_word_level_tokens(model, traces):
     ]
     capped = rollout_events(traces, model.tokenizer, LynxConfig(max_events_calibration=1), "calibration")
     assert [len(e) for e in capped] == [1, 1, 1]
+    # test rollouts: real cues only (the cue-less one has no event), uncapped
+    test = rollout_events(traces, model.tokenizer, LynxConfig(), "test")
+    assert [[(e.token_index, e.cue) for e in evs] for evs in test] == [[(0, "hmm"), (8, "wait")], [],
+                                                                     [(0, "wait"), (8, "hmm"), (9, "wait")]]
 
 
 def test_event_features_match_raw_hf_hidden_states(model, traces):
@@ -129,10 +133,15 @@ def test_forced_exit_matches_a_naive_loop(model, traces):
     assert forced.label.tolist() == [int(a is not None and answers_equal(a, g)) for a, g in zip(naive_answers, flat_gold)]
     assert forced.label[0] == (naive_answers[0] is not None)
 
-    table, rollouts = exit_tables(traces, events, gold, forced, prob=np.linspace(0.1, 0.9, 6))
+    with pytest.raises(TypeError):  # the exit string's tokens are part of an exit's cost: no default
+        exit_tables(traces, events, gold, forced, prob=np.linspace(0.1, 0.9, 6))
+    table, rollouts = exit_tables(traces, events, gold, forced, prob=np.linspace(0.1, 0.9, 6),
+                                  exit_string_tokens=len(exit_ids))
     assert rollouts.correct.tolist() == [int(gold[0] == "12"), 1, 1]
-    assert table.exit_tokens.tolist() == [ev.token_index + 1 + k for ev, k in
-                                          zip([e for evs in events for e in evs], forced.answer_tokens)]
+    # tokens before the cue + the exit string + the forced answer (the reference's cost)
+    assert len(exit_ids) == 2 and table.exit_tokens.tolist() == [
+        ev.start_index + 2 + k for ev, k in zip([e for evs in events for e in evs], forced.answer_tokens)]
+    assert table.exit_tokens[0] == 0 + 2 + forced.answer_tokens[0]  # a cue at token 0: nothing before it
     assert table.is_cue.tolist() == [True, True, False, True, True, True]
     cal = MondrianCalibrator.fit(np.r_[np.full(20, 0.95), np.full(20, 0.05)], np.r_[np.ones(20), np.zeros(20)])
     report = evaluate_exit_policies(table, rollouts, cal, deltas=[0.1])

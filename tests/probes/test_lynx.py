@@ -38,7 +38,15 @@ def test_cue_split_across_tokens_sits_at_its_last_token():
     events = find_cue_events(tokens)
     assert [(e.start_index, e.token_index, e.cue) for e in events] == [(1, 2, "wait"), (4, 6, "alternatively")]
     assert events[0].char_span == (4, 8)
-    assert events[0].tokens_used(n_answer_tokens=5) == 2 + 1 + 5
+
+
+def test_exit_cost_is_the_reference_s_before_cue_plus_exit_string_plus_answer():
+    # the reference charges (pos - 1) + len(exit cue) + answer tokens: what the forced exit reads and writes, not the
+    # cue itself (it is cut off) and never without the exit string
+    (ev,) = find_cue_events([" no", " W", "ait", "!"])  # "wait" spans tokens 1-2: the exit keeps token 0 only
+    assert ev.tokens_used(n_answer_tokens=5, n_exit_tokens=4) == 1 + 4 + 5
+    with pytest.raises(TypeError):
+        ev.tokens_used(5)  # the exit string's length cannot be left out
 
 
 def test_cue_inside_a_longer_token_and_glued_words():
@@ -54,6 +62,19 @@ def test_caps_keep_the_first_events():
     assert [e.token_index for e in find_cue_events(tokens, max_events=3)] == [0, 1, 2]
     cfg = LynxConfig()
     assert (cfg.max_events("train"), cfg.max_events("calibration"), cfg.max_events("test")) == (200, 100, None)
+
+
+def test_fallback_events_build_training_and_calibration_data_only():
+    # the reference gives a cue-less rollout an event at 0.7 of its length when it builds probe and calibration
+    # data, and scans real cues only when it exits: a test rollout without a cue has no event (keeps its answer)
+    cfg = LynxConfig()
+    assert (cfg.fallback("train"), cfg.fallback("calibration"), cfg.fallback("test")) == (0.7, 0.7, None)
+    tokens = ["a"] * 10
+    assert [e.token_index for e in find_cue_events(tokens, fallback_fraction=cfg.fallback("train"))] == [6]
+    assert find_cue_events(tokens, fallback_fraction=cfg.fallback("test")) == []
+    assert _positions([" a", " wait"], fallback_fraction=None) == [(1, "wait")]  # real cues are kept
+    with pytest.raises(ThinklensError, match="split"):
+        cfg.fallback("val")
 
 
 def test_custom_cues_and_fallback():

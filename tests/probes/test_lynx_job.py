@@ -71,8 +71,45 @@ def test_end_to_end_writes_a_complete_run(straight, reasoner):
     assert result.report.get("full").accuracy == pytest.approx(s["splits"]["test"]["full_accuracy"])
     probe = load_probe(run.path / "probe", expect_site=s["sites"], expect_d_model=reasoner.d_model)
     X = np.concatenate([safetensors.numpy.load_file(str(p))["X"]
-                        for p in sorted((run.path / "cache").glob("features.test.*.safetensors"))])
+                        for p in sorted((run.path / "cache").glob("features.test_cues.*.safetensors"))])
     np.testing.assert_array_equal(probe.predict_proba(X)[:, 1], events.prob)
+
+
+def test_test_exits_happen_at_real_cues_and_cost_what_the_reference_charges(straight):
+    # the reference's evaluation scans real cue events only (fallbacks build training and calibration data), and
+    # charges an exit the tokens before the cue + the exit string + the forced answer
+    _, run, result, _ = straight
+    s, (events, rollouts) = result.summary, load_test_tables(run)
+    test, cal = s["splits"]["test"], s["splits"]["calibration"]
+    assert events.is_cue.all() and test["fallback_events"] == 0 and test["events"] == test["cue_events"] == events.n
+    assert cal["fallback_events"] == cal["events"] - cal["cue_events"] > 0  # calibration keeps them
+    assert test["events_cap"] is None and cal["events_cap"] == 100 and test["most_cue_events_per_rollout"] >= 1
+    has_cue = np.bincount(events.rollout, minlength=rollouts.n) > 0
+    for o in result.report.outcomes:  # a rollout without a cue never exits, whatever the policy
+        assert (o.exit_event[~has_cue] == -1).all(), o.label
+    labels = [json.loads(p.read_text()) for p in sorted((run.path / "cache").glob("labels.test_cues.*.json"))]
+    answer_tokens = np.concatenate([d["answer_tokens"] for d in labels])
+    assert s["exit_string_tokens"] == 2  # "</think> ####" in the zoo's word-level tokenizer
+    # the zoo's cues are one token each: the tokens before the cue are its position
+    np.testing.assert_array_equal(events.exit_tokens, events.position + 2 + answer_tokens)
+    for o in result.report.outcomes:
+        exited = o.exit_event >= 0
+        tokens = np.where(exited, events.exit_tokens[np.maximum(o.exit_event, 0)], rollouts.tokens)
+        assert o.mean_tokens == pytest.approx(tokens.mean()), o.label
+
+
+def test_calibration_on_real_cues_only(straight, reasoner, tmp_path):
+    # --no-calibration-fallbacks: the conformal thresholds come from the calibration split's cue events alone
+    _, done, result, _ = straight
+    cal = result.summary["calibration"]
+    assert cal["fallbacks"] is True
+    assert cal["n_pos"] + cal["n_neg"] == result.summary["splits"]["calibration"]["events"]
+    # at T = 0.6 tiny-think writes a cue in about one 1-2 step rollout of five: more calibration problems
+    fields = SMALL | dict(n_calibration=200, deltas=(0.2, 0.3), probe=str(done.path / "probe"))
+    cues = run_lynx(reasoner, tmp_path, "cuecal", **fields, calibration_fallbacks=False)
+    c, split = cues.summary["calibration"], cues.summary["splits"]["calibration"]
+    assert c["fallbacks"] is False and c["n_pos"] + c["n_neg"] == split["cue_events"] < split["events"]
+    assert cues.summary["splits"]["test"] == result.summary["splits"]["test"]
 
 
 def test_result_round_trips_through_the_run_folder(straight):
@@ -203,6 +240,8 @@ def test_cli_options_come_from_the_config():
                                               "--deltas", "0.05,0.1", "--skip-vacuous", "--max-events-test", "none"])
     assert (args.cue_words, args.deltas, args.skip_vacuous, args.max_events_test) == (("hmm", "wait"), (0.05, 0.1),
                                                                                       True, None)
+    args = build_parser(["lynx"]).parse_args(["run", "lynx", "--no-calibration-fallbacks"])
+    assert args.calibration_fallbacks is False
 
 
 @pytest.mark.parametrize("extra,needle", [

@@ -140,7 +140,7 @@ def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_
     assert 0 < s["splits"]["train"]["label_base_rate"] < 1  # some forced exits answer right, some wrong
     assert s["splits"]["test"]["full_accuracy"] >= 0.5  # sampled at T=0.6, graded on the boxed answers
     run = RunFolder.open(tmp_path / "lynx" / "r1")
-    labels = json.loads(next((run.path / "cache").glob("labels.test.*.json")).read_text())
+    labels = json.loads(next((run.path / "cache").glob("labels.test_cues.*.json")).read_text())
     assert all(t.startswith(R1_EXIT) for t in labels["text"])  # every forced exit: the boxed one
     assert set(run.figures()) == {"pareto", "validity", "exit_histogram", "base_rate"}
 
