@@ -177,8 +177,15 @@ class ValidityCurve:
 
     @property
     def consistent(self) -> np.ndarray:
-        """Bool [d]: ``rate <= delta + margin``, i.e. the data do not contradict the guarantee."""
-        return self.rate <= self.deltas + self.margin
+        """Bool [d]: ``lower <= delta``, i.e. the data do not contradict the guarantee: the exact interval reaches
+        delta (else ``P(S={1} | y=0) <= delta`` is rejected at level ``(1 - confidence) / 2``, one-sided).
+
+        Example:
+            >>> lo, hi = clopper_pearson(np.array([45]), 319)  # 0.141: its interval [0.105, 0.184] lies above 0.1
+            >>> ValidityCurve(np.array([0.1]), np.array([45 / 319]), lo, hi, 319, np.array([45]), 0.95).consistent.tolist()
+            [False]
+        """
+        return self.lower <= self.deltas
 
     def to_dict(self) -> dict:
         """Plain lists, for a run folder's results json."""

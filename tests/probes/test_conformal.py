@@ -8,6 +8,7 @@ from scipy.stats import binomtest
 
 from probes.conformal import (
     MondrianCalibrator,
+    ValidityCurve,
     class_quantile,
     clopper_pearson,
     conformal_rank,
@@ -120,3 +121,16 @@ def test_validity_curve_on_a_held_out_split():
     assert np.all(curve.consistent) and np.all(curve.lower <= curve.rate) and np.all(curve.rate <= curve.upper)
     assert np.all(np.diff(curve.rate) >= 0)  # larger delta, tighter threshold, more exits
     assert set(curve.to_dict()) >= {"deltas", "rate", "upper", "n_neg"}
+
+
+def test_validity_is_contradicted_when_the_exact_interval_lies_above_delta():
+    # 45 of 319 negatives get {1} at delta = 0.1 (a LYNX run calibrated on fallback events, tested on cues): the
+    # rate 0.141 is below delta + its upper margin (0.1 + 0.043), but the exact interval [0.105, 0.184] excludes 0.1
+    n_exit = np.array([45, 20, 71])
+    deltas = np.array([0.1, 0.05, 0.2])
+    lo, hi = clopper_pearson(n_exit, 319)
+    curve = ValidityCurve(deltas=deltas, rate=n_exit / 319, lower=lo, upper=hi, n_neg=319, n_exit=n_exit,
+                          confidence=0.95)
+    assert curve.rate[0] <= deltas[0] + curve.margin[0]  # the looser check passes
+    assert curve.consistent.tolist() == [False, True, True]
+    assert binomtest(45, 319, 0.1, alternative="greater").pvalue < 0.025  # the one-sided exact test agrees
