@@ -104,7 +104,7 @@ class HookedModel:
         adapter: the model's module paths, overriding discovery (see :func:`thinklens.adapters.adapter_for_model`).
     """
 
-    def __init__(self, hf_model: torch.nn.Module, tokenizer: Any, *, name: str | None = None, remote: bool = False,
+    def __init__(self, hf_model: torch.nn.Module, tokenizer: Any, *, name: str | None = None, remote: bool | str = False,
                  adapter: Adapter | None = None):
         self.hf = hf_model
         self.name = name or getattr(hf_model.config, "_name_or_path", "model")
@@ -123,7 +123,7 @@ class HookedModel:
     @classmethod
     def load(
         cls, name_or_path: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32,
-        device_map: str | dict | None = None, remote: bool = False, adapter: Adapter | None = None,
+        device_map: str | dict | None = None, remote: bool | str = False, adapter: Adapter | None = None,
     ) -> "HookedModel":
         """Load a zoo name, a local ``save_pretrained`` folder or a hub id, and check its sites.
 
@@ -139,6 +139,8 @@ class HookedModel:
             device_map: passed to ``from_pretrained`` (``"auto"`` shards across GPUs).
             remote: build the model on the meta device and run traces through nnsight's remote
                 execution (NDIF); needs the network and an NDIF API key (no self-check: no local weights).
+                ``"local"``: local weights, but every call goes the remote way through nnsight's local
+                simulation of a server (a check that code will run on NDIF, offline).
             adapter: the model's module paths, overriding discovery (when the self-check refuses a model).
         """
         from transformers import AutoModelForCausalLM
@@ -146,7 +148,7 @@ class HookedModel:
         path = resolve_model_path(name_or_path)
         if str(device) == "auto" and device_map is None:
             device_map = "auto"
-        if remote:
+        if remote is True:
             return cls._load_remote(path, adapter)
         try:
             tok = load_tokenizer(path)
@@ -165,6 +167,7 @@ class HookedModel:
         hf.eval()
         model = cls(hf, tok, name=name_or_path, adapter=adapter)
         check_site_parity(model)
+        model.remote = remote
         return model
 
     @classmethod
@@ -212,7 +215,8 @@ class HookedModel:
 
     @property
     def device(self) -> torch.device:
-        return next(self.hf.parameters()).device
+        """Where the weights are; the CPU for a remote model (its weights stay on NDIF, its results arrive here)."""
+        return torch.device("cpu") if self.remote is True else next(self.hf.parameters()).device
 
     @property
     def sites(self) -> list[Site]:
@@ -281,7 +285,7 @@ class HookedModel:
         if ctx is not None and enc["input_ids"].shape[1] > ctx:
             raise ThinklensError.of("prompt length", f"{enc['input_ids'].shape[1]} tokens", f"at most {ctx} tokens (the model's context)",
                                     "shorten the prompt")
-        dev = self.device if not self.remote else torch.device("cpu")  # a remote model's weights are on meta
+        dev = self.device
         return {k: v.to(dev) for k, v in enc.items()}
 
     def _without_template_bos(self, prompts: list[str]) -> list[str]:

@@ -129,3 +129,20 @@ def test_the_remote_request_ships_without_thinklens_and_runs_where_only_nnsight_
     caught = capture_with_nnsight(m, m.tokenize(PROMPTS), sites, remote="local")
     for s in sites:
         torch.testing.assert_close(caught[s], m.capture(PROMPTS, [s])[s], atol=1e-5, rtol=0)
+
+
+def test_a_whole_job_runs_the_remote_way(tiny_dirs, tmp_path):
+    """remote="local": local weights, every call through nnsight's simulation of an NDIF server; mi-peaks writes the
+    files of a local run."""
+    from thinklens.jobs import run_job
+
+    small = dict(n_problems=2, max_new_tokens=4, k=2, ci="wilson", progress=False, threads=1, runs=tmp_path)
+    local = run_job("mi-peaks", model=HookedModel.load(str(tiny_dirs["llama"])), run_id="local", **small)
+    sim = HookedModel.load(str(tiny_dirs["llama"]), remote="local")
+    assert sim.remote == "local" and sim.device.type == "cpu"
+    assert run_job("mi-peaks", model=sim, run_id="sim", **small) == local
+    a, b = tmp_path / "mi-peaks" / "local", tmp_path / "mi-peaks" / "sim"
+    for rel in sorted(p.relative_to(a) for p in a.glob("trajectories/*/*.json")):
+        assert (a / rel).read_bytes() == (b / rel).read_bytes()
+    with pytest.raises(ThinklensError, match="local weights"):
+        sim.forward_with(["w1"])  # as on NDIF
