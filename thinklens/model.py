@@ -104,6 +104,9 @@ class HookedModel:
         adapter: the model's module paths, overriding discovery (see :func:`thinklens.adapters.adapter_for_model`).
     """
 
+    remote: bool | str = False
+    """True: the weights are on NDIF (calls go through nnsight); "local": nnsight's local simulation of that."""
+
     def __init__(self, hf_model: torch.nn.Module, tokenizer: Any, *, name: str | None = None, remote: bool | str = False,
                  adapter: Adapter | None = None):
         self.hf = hf_model
