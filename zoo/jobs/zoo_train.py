@@ -82,7 +82,8 @@ JOB = Job(
     "zoo-train", ZooTrainConfig, run, models=(), report=report, summary=summary,
     help="train one zoo model from its recipe (seeded, resumable) and publish it to data/zoo",
     description="Trains the zoo model named by --model from its recipe (tiny-pre from scratch; tiny-direct, "
-    "tiny-cot, tiny-think and tiny-think-carry fine-tuned from tiny-pre) on the synthetic task. Seeded: batch k "
+    "tiny-cot, tiny-think and tiny-think-carry fine-tuned from tiny-pre; tiny-r1 from scratch with its own BPE "
+    "tokenizer and chat template, its last checkpoint kept for a continuation phase) on the synthetic task. Seeded: batch k "
     "draws from the stream [seed, k], so a run killed and rerun with the same --run-id resumes from its "
     "checkpoint and ends bit-identical to an uninterrupted one. The fp16 weights, tokenizer and zoo.json "
     "(loss curve, held-out accuracy) are published atomically to data/zoo/<model> or --publish.",
