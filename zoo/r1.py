@@ -23,10 +23,10 @@ one token per digit, byte-level BPE), trained on these texts, so ``AutoTokenizer
 
 Example:
     >>> from thinklens.tasks import Problem, Step, ThinkStep
-    >>> p = Problem(name="Tom", obj="apples", start=45, steps=(Step("+", 45, 8, 53), Step("*", 53, 2, 106)),
-    ...             think=(ThinkStep(wrong=43), ThinkStep(hmm=True)), conclusion="so")
+    >>> p = Problem(name="Tom", obj="apples", start=45, steps=(Step("+", 45, 8, 53),),
+    ...             think=(ThinkStep(hmm=True, wrong=43),), conclusion="so")
     >>> reasoning_text(p)
-    'Okay, Tom has 45 apples. First, Tom buys 8 more, so 45 + 8 = 43. Wait, 45 + 8 = 53. Hmm, then Tom multiplies them by 2, so 53 * 2 = 106. So Tom has 106 apples.'
+    'Okay, Tom has 45 apples. Hmm, first, Tom buys 8 more, so 45 + 8 = 43. Wait, 45 + 8 = 53. So Tom has 53 apples.'
     >>> answer_text(53)
     'The answer is \\\\boxed{53}.'
 """
@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from thinklens.errors import ThinklensError
 from thinklens.formats import R1_INSTRUCTION
 from thinklens.tasks import PHRASES, Problem, TaskConfig, generate_problem, generate_problems
 from thinklens.tasks.generator import START
