@@ -114,7 +114,7 @@ def build_tiny_model(family: str, path: str | Path, *, d_model: int = 32, n_laye
 
 
 # ------------------------------------------------------------------------------------ family checks
-# Oracles shared by tests/core/test_families.py and bench/families.py: each raises AssertionError on a mismatch.
+# Oracles shared by tests/core/test_architecture_families.py and bench/families.py: each raises AssertionError on a mismatch.
 
 #: Left-padded prompts; the longest plus 8 new tokens runs past ``SLIDING_WINDOW``.
 CHECK_PROMPTS = ("w1 w2 w3 w4 w5 w6", "w7 w8", "w9 w10 w11 w12")
