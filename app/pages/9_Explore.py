@@ -63,11 +63,13 @@ def pick_model(label: str, key: str, options: list[str], index: int = 0) -> str:
 
 c = st.columns(2)
 with c[0]:
-    model_name = pick_model("Model", "explore-model", choices + [LOCAL])
+    model_name = pick_model("Model", "explore-model", choices + [LOCAL],
+                            index=choices.index("tiny-think") if "tiny-think" in choices else 0)
 with c[1]:
     second = pick_model("Side by side with", "explore-model-2", [NONE] + choices + [LOCAL],
                         index=1 + choices.index("tiny-cot") if "tiny-cot" in choices else 0)
-prompt = st.text_area("Prompt", value=default_prompt(model_name), key=f"explore-prompt-{model_name}")
+prompt = st.text_area("Prompt", value=default_prompt(model_name), key=f"explore-prompt-{model_name}",
+                      help="Both models read this same text (the default is written in the first model's format).")
 max_new = st.slider("Max new tokens", 4, 128, 48, key="explore-max")
 names = [n for n in (model_name, second) if n]
 

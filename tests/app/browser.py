@@ -37,12 +37,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_app(runs: Path):
-    """Start the Streamlit app on 127.0.0.1 with THINKLENS_RUNS=runs; yields its base URL."""
+def running_app(runs: Path, cwd: Path | None = None):
+    """Start the Streamlit app on 127.0.0.1 with THINKLENS_RUNS=runs (in ``cwd``); yields its base URL."""
     port = free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1", "--server.port", str(port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
-    proc = subprocess.Popen(cmd, env={**os.environ, "THINKLENS_RUNS": str(runs)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, env={**os.environ, "THINKLENS_RUNS": str(runs)}, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):

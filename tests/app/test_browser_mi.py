@@ -78,7 +78,7 @@ def test_mi_page_with_1000_trajectories_in_browser(browser, big_run):
     assert (folder / "results" / "mi_models.json").stat().st_size < 1_000_000  # the page reads this, not 1000 files
     with running_app(big_run) as url:
         browser.get(url)
-        wait_for_text(browser, "mi-peaks/big", timeout=90)  # the server is up and has imported the core
+        wait_for_text(browser, "mi-peaks · big", timeout=90)  # the server is up and has imported the core
         # let the home page's script finish before leaving it (no two sessions importing at once)
         wait_for_text(browser, "Any local Hugging Face model folder works too", timeout=60)
         t0 = time.perf_counter()
