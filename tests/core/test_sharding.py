@@ -49,7 +49,7 @@ def _files(run: Path, pattern: str) -> dict[str, bytes]:
     return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.glob(pattern))}
 
 
-@pytest.mark.slow  # two fresh processes import torch and transformers: about 30 s on 2 idle cores
+@pytest.mark.slow  # two fresh processes import torch and transformers: 30-80 s on 2 CPU cores
 @pytest.mark.skipif(zoo_path("tiny-think") is None, reason="tiny-think is not trained")
 def test_two_processes_write_the_run_of_one(tmp_path):
     one = tmp_path / "one"
