@@ -89,6 +89,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = job.make_config(preset=getattr(args, "preset", None), config_file=args.config_file, **given)
     options = RunOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunOptions) if hasattr(args, f.name)})
     result, run = execute(job, config, options)
+    from thinklens.training import launched_rank
+
+    if launched_rank() != 0:  # under a multi-process launch the main process reports
+        return 0
     print(f"run: {run.path}")
     text = job.report(result) if job.report else json.dumps(_jsonable(result), indent=1)
     if text:
