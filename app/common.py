@@ -50,6 +50,12 @@ def error_card(title: str, err: object, fix: str | None = None) -> None:
         st.code(fix, language="bash", wrap_lines=True)
 
 
+def rerun_command(job: str, path: Path) -> str:
+    from dashboard import rerun_command as command
+
+    return command(job, path)
+
+
 def _broken_card(entry: Any) -> None:
     from dashboard import demo_commands, fix_command
 
@@ -98,7 +104,7 @@ def show_figure(run: RunFolder, name: str, key: str | None = None, **kwargs: Any
         fig = run.read_figure(name)
     except (OSError, ValueError, ThinklensError) as e:
         error_card(f"figure {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}",
-                   fix=f"thinklens run {run.meta().get('job', run.kind)} --config {run.path / 'config.json'} --out {run.path}")
+                   fix=rerun_command(run.meta().get("job", run.kind), run.path))
         return False
     chart(fig, key=key or f"fig-{run.kind}-{run.run_id}-{name}", name=f"{run.kind}-{run.run_id}-{name}")
     return True
@@ -110,5 +116,5 @@ def read_result(run: RunFolder, name: str) -> Any | None:
         return run.read_result(name)
     except (OSError, ValueError, ThinklensError) as e:
         error_card(f"result {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}",
-                   fix=f"thinklens run {run.meta().get('job', run.kind)} --config {run.path / 'config.json'} --out {run.path}")
+                   fix=rerun_command(run.meta().get("job", run.kind), run.path))
         return None

@@ -215,6 +215,11 @@ def _job_of(entry: RunEntry) -> str:
         return entry.kind
 
 
+def rerun_command(job: str, path: Path, *extra: str) -> str:
+    """``thinklens run <job> --config <path>/config.json --out <path> ...``: reruns (resumes) a run in its folder."""
+    return shlex.join(["thinklens", "run", job, "--config", str(Path(path) / "config.json"), "--out", str(path), *extra])
+
+
 def fix_command(entry: RunEntry, demo_argv: Mapping[str, list[str]] | None = None) -> str:
     """The command that repairs a broken run: the demo's own step for a demo run, else a rerun of its id.
 
@@ -223,11 +228,12 @@ def fix_command(entry: RunEntry, demo_argv: Mapping[str, list[str]] | None = Non
     """
     job = _job_of(entry)
     demo = (demo_argv or {}).get(f"{entry.kind}/{entry.run_id}")
+    remove = shlex.join(["rm", "-r", str(entry.path)])
     if demo:
-        return f"rm -r {shlex.quote(str(entry.path))} && thinklens {shlex.join(demo)}"
+        return " ".join([remove, "&&", shlex.join(["thinklens", *demo])])
     if entry.config is not None:
-        return f"thinklens run {job} --config {shlex.quote(str(entry.path / 'config.json'))} --out {shlex.quote(str(entry.path))}"
-    return f"rm -r {shlex.quote(str(entry.path))} && thinklens run {job} --run-id {shlex.quote(entry.run_id)}"
+        return rerun_command(job, entry.path)
+    return " ".join([remove, "&&", shlex.join(["thinklens", "run", job, "--run-id", entry.run_id])])
 
 
 def demo_commands(runs: Path) -> dict[str, list[str]]:

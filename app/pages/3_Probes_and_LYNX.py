@@ -6,13 +6,14 @@ the probes package's figure functions; never loads a model or registers a hook.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card, read_result, run_picker, runs_multiselect, show_figure  # noqa: E402
+from common import error_card, read_result, rerun_command, run_picker, runs_multiselect, show_figure  # noqa: E402
 from compare import AXES, figure_pareto_runs  # noqa: E402
 from exports import chart, table  # noqa: E402
 
@@ -57,8 +58,7 @@ def lynx_section() -> None:
     try:
         result = load_lynx_result(run)
     except (ThinklensError, OSError, ValueError) as e:
-        error_card(f"LYNX run {run.run_id} cannot be shown", e,
-                   fix=f"thinklens run lynx --config {run.path / 'config.json'} --out {run.path}")
+        error_card(f"LYNX run {run.run_id} cannot be shown", e, fix=rerun_command("lynx", run.path))
         return
     s = result.summary
     test = s.get("splits", {}).get("test", {})
@@ -73,7 +73,8 @@ def lynx_section() -> None:
     deltas = result.lynx_deltas()
     if not deltas:
         error_card(f"LYNX run {run.run_id} has no δ with a result", "every δ of the sweep was skipped",
-                   fix=f"thinklens run lynx --config {run.path / 'config.json'} --n-calibration 500 --run-id {run.run_id}-more")
+                   fix=shlex.join(["thinklens", "run", "lynx", "--config", str(run.path / "config.json"),
+                                   "--n-calibration", "500", "--run-id", f"{run.run_id}-more"]))
         return
     delta = st.selectbox("δ for the exit histogram", deltas, index=len(deltas) // 2, key="lynx-delta")
     try:
