@@ -28,7 +28,7 @@ from thinklens.errors import ThinklensError
 
 MODULES = ["analyses.mi.problems", "analyses.mi.store", "analyses.mi.figures", "analyses.mi.figures_runs",
            "analyses.jobs.mi_peaks", "analyses.mi.thinking_tokens", "analyses.mi.peaks",
-           "analyses.mi.stages", "analyses.mi.collect", "analyses.mi.ttts",
+           "analyses.mi.stages", "analyses.mi.collect", "analyses.mi.ttts", "analyses.mi.small_scale",
            "analyses.mi.synthetic", "analyses.mi.suppression", "analyses.evaluation", "analyses.jobs.eval"]
 
 

@@ -16,7 +16,7 @@ from thinklens.jobs import get_job, run_job
 MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continuous_thought", "latent.coconut",
            "latent.codi", "latent.latent_sft", "latent.latentseek", "latent.methods", "latent.latent_model",
            "latent.train", "latent.evaluate", "latent.figures", "latent.saved_model", "latent.session",
-           "latent.examples", "latent.seek_runs", "latent.self_reward",
+           "latent.examples", "latent.seek_runs", "latent.self_reward", "latent.best_of_n",
            "latent.jobs.codi", "latent.jobs.coconut", "latent.jobs.latent_sft", "latent.jobs.latent_seek",
            "latent.jobs.latent_eval"]
 JOBS = {"codi": "latent-train", "coconut": "latent-train", "latent-sft": "latent-train", "latent-seek": "latent-seek",
