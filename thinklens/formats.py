@@ -163,13 +163,13 @@ def split_thinking(output: str | Sequence[Any], span: ThinkingSpan | None, *, op
     r0, r1, a0, closed = found
     if is_text:
         return ThinkingSplit(range(r0, r1), range(a0, len(text)), closed)
-    ends = []
+    offsets = []  # (first char, end char) of each token in the joined text
     pos = 0
     for t in output:
-        ends.append((pos, pos + len(t)))
+        offsets.append((pos, pos + len(t)))
         pos += len(t)
-    inside = [i for i, (s, e) in enumerate(ends) if s >= r0 and e <= r1 and e > s]
-    after = [i for i, (s, e) in enumerate(ends) if s >= a0 and e > s]
+    inside = [i for i, (s, e) in enumerate(offsets) if s >= r0 and e <= r1 and e > s]
+    after = [i for i, (s, e) in enumerate(offsets) if s >= a0 and e > s]
     reasoning = range(inside[0], inside[-1] + 1) if inside else range(0)
     answer = range(after[0], n) if after else range(n, n)
     return ThinkingSplit(reasoning, answer, closed)
