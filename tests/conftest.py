@@ -115,8 +115,19 @@ def gsm8k_file(tmp_path):
 def no_zoo_branch(monkeypatch):
     """Make every zoo-only helper raise, so a job that takes a zoo branch for a real-format model fails."""
 
+    import importlib
+    import pkgutil
+
+    from thinklens.jobs import all_jobs
+
     def forbidden(*args, **kwargs):
         raise AssertionError("a zoo-only branch was taken for a model prompted in its chat format")
 
+    # Import every module of the project first: a module imported for the first time while the patch is on
+    # would bind the forbidden function by `from x import y` for the rest of the session.
+    all_jobs()
+    for package in ("thinklens", "analyses", "probes", "steering", "latent", "zoo"):
+        for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+            importlib.import_module(info.name)
     for target in ZOO_ONLY:
         monkeypatch.setattr(target, forbidden)
