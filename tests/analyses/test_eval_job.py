@@ -29,16 +29,17 @@ def test_eval_on_tiny_r1_with_its_chat_template_and_a_gsm8k_file(tiny_r1, gsm8k_
     assert main(argv) == 0
     assert "(chat): accuracy" in capsys.readouterr().out
     summary = json.loads((out / "results" / "eval.json").read_text())
+    n = len(gsm8k_file.read_text().splitlines())
     assert summary["prompt_format"] == "chat" and summary["thinking_span"] == "think" and summary["groups"] == []
-    assert summary["overall"]["n"] == 4 and summary["decoding"] == {"greedy": True}
+    assert summary["overall"]["n"] == n and summary["decoding"] == {"greedy": True}
     rows, texts = _rows(out), _texts(out)
-    assert [r["i"] for r in rows] == [0, 1, 2, 3] and len(texts) == 4
+    assert [r["i"] for r in rows] == list(range(n)) and len(texts) == n
     gold = [json.loads(line)["answer"].rsplit("#### ", 1)[1] for line in gsm8k_file.read_text().splitlines()]
     for r, text in zip(rows, texts):
         assert r["gold"] == gold[r["i"]] and r["correct"] == is_correct(text, r["gold"])
         assert r["n_reasoning_tokens"] + r["n_answer_tokens"] <= r["n_tokens"] <= 48
         assert r["stop_reason"] in ("eos", "max_new_tokens")
-    assert sum(summary["overall"]["stop_reasons"].values()) == 4
+    assert sum(summary["overall"]["stop_reasons"].values()) == n
     assert (out / "figures" / "eval.json").is_file()
     if tiny_r1 == "tiny-r1":  # the trained organism closes its span and boxes right answers
         assert summary["overall"]["accuracy"] >= 0.75 and summary["overall"]["closed_fraction"] == 1.0
