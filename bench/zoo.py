@@ -14,8 +14,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from zoo.evaluate import evaluate_zoo_model
 from thinklens.zoo.registry import zoo_path
+from zoo.evaluate import evaluate_zoo_model
 
 MODELS = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think-carry", "tiny-think")  # headline last
 SEED = 777  # held out: training batches come from [seed, step] streams, zoo.json evals use 10000

@@ -31,7 +31,10 @@ _LAZY = {
     "Site": "thinklens.sites", "parse_sites": "thinklens.sites", "run_job": "thinklens.jobs",
 }
 
-__all__ = sorted([*_LAZY, "ThinklensError"])
+__all__ = [
+    "ActivationBatch", "AddVector", "HookFn", "HookedModel", "InjectEmbeddings", "RepeatBlock", "ReplaceActivation",
+    "Site", "ThinklensError", "Trace", "parse_sites", "run_job",
+]
 __version__ = "0.1.0"
 
 

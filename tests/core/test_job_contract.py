@@ -162,6 +162,7 @@ def test_help_is_fast_and_imports_no_torch():
     code = "import sys, thinklens.cli as c; c.build_parser(c._jobs_to_load(['--help'])); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
-    code = "import sys, thinklens.cli as c; c.build_parser(None); print(sorted(m for m in ('torch', 'transformers', 'sklearn', 'sae_lens') if m in sys.modules))"
+    code = ("import sys, thinklens.cli as c; c.build_parser(None); "
+            "print(sorted(m for m in ('torch', 'transformers', 'sklearn', 'sae_lens') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", f"loading every job config imported {out}"

@@ -11,9 +11,9 @@ import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.tasks import STYLES, TaskConfig, generate_problems, render_example
-from zoo.data import encode_example
 from thinklens.zoo.registry import ZOO_NAMES, check_zoo_name, zoo_path
 from thinklens.zoo.tokenizer import SPECIAL_TOKENS, build_zoo_tokenizer
+from zoo.data import encode_example
 
 RICH = TaskConfig(ops=("+", "-", "*", "/"), distractor_rate=0.5, correction_rate=0.5, hmm_rate=0.5)
 COMMITTED = ["tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry"]
