@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -177,10 +178,14 @@ def check_interventions(model: Any, prompts: Any = CHECK_PROMPTS) -> None:
 
     clean = model.forward_with(ids)
     for layer in range(model.n_layers):  # sliding-window and full-attention blocks alike
-        _check_repeat_block(model, ids, layer, clean)
+        check_repeat_block(model, ids, layer, clean)
 
 
-def _check_repeat_block(model: Any, ids: torch.Tensor, layer: int, clean: torch.Tensor) -> None:
+def check_repeat_block(model: Any, ids: torch.Tensor, layer: int, clean: torch.Tensor,
+                       atol: Callable[[torch.Tensor, torch.dtype | None], float] = lambda ref, dtype: 1e-5) -> None:
+    """RepeatBlock(layer) equals its oracle (the block's output fed back as its input), in one forward and in a
+    KV-cached decoding step whose cache does not grow twice. ``atol(reference, dtype)``: the tolerance (the GPU
+    tier passes one scaled to the weights' dtype; the step logits come back as float32 computed in that dtype)."""
     from thinklens.decoder import Decoder
     from thinklens.interventions import HookFn, RepeatBlock, ReplaceActivation
     from thinklens.sites import Site
@@ -188,7 +193,7 @@ def _check_repeat_block(model: Any, ids: torch.Tensor, layer: int, clean: torch.
     first = model.capture(ids, [Site("resid_post", layer)])[Site("resid_post", layer)]
     repeated = model.forward_with(ids, [RepeatBlock(layer)])
     oracle = model.forward_with(ids, [ReplaceActivation(Site("resid_pre", layer), lambda a, c: first)])
-    torch.testing.assert_close(repeated, oracle, atol=1e-5, rtol=0, msg=lambda m: f"RepeatBlock({layer}) forward: {m}")
+    torch.testing.assert_close(repeated, oracle, atol=atol(oracle, None), rtol=0, msg=lambda m: f"RepeatBlock({layer}) forward: {m}")
     assert not torch.allclose(repeated, clean), f"RepeatBlock({layer}) left the logits unchanged"
 
     with torch.no_grad():  # the same during KV-cached decoding: the repeated block's keys are not appended twice
@@ -207,7 +212,9 @@ def _check_repeat_block(model: Any, ids: torch.Tensor, layer: int, clean: torch.
         with model.intervene([ReplaceActivation(Site("resid_pre", layer), out1["h"][0], positions="last")]):
             step_oracle = dec.step(nxt)
     assert n_rr == n_regular, f"RepeatBlock({layer}) cache length {n_rr} vs {n_regular}"
-    torch.testing.assert_close(rr, step_oracle, atol=1e-5, rtol=0, msg=lambda m: f"RepeatBlock({layer}) decoding: {m}")
+    dtype = next(model.hf.parameters()).dtype
+    torch.testing.assert_close(rr, step_oracle, atol=atol(step_oracle, dtype), rtol=0,
+                               msg=lambda m: f"RepeatBlock({layer}) decoding: {m}")
 
 
 def check_family(family: str, root: str | Path) -> dict[str, str]:

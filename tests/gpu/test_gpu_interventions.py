@@ -10,7 +10,7 @@ import torch
 from gpu_fixtures import DTYPES, GPU, TINY, ZOO, gpu_dirs, load_model, module_hooks, prompts_for, same_dtype_atol  # noqa: F401
 
 from thinklens import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation, Site
-from thinklens.decoder import Decoder
+from thinklens.testing import check_repeat_block
 
 pytestmark = GPU
 CASES = [(name, dtype) for name in TINY for dtype in DTYPES]
@@ -77,35 +77,8 @@ def test_repeat_block_equals_its_oracle(load_model, name, dtype):
     model = load_model(name, DTYPES[dtype])
     ids = model.tokenize(prompts_for(name)[:1])["input_ids"]
     clean = model.forward_with(ids)
-    for layer in range(model.n_layers):
-        first = model.capture(ids, [Site("resid_post", layer)])[Site("resid_post", layer)]
-        repeated = model.forward_with(ids, [RepeatBlock(layer)])
-        oracle = model.forward_with(ids, [ReplaceActivation(Site("resid_pre", layer), lambda a, c: first)])
-        torch.testing.assert_close(repeated, oracle, rtol=0, atol=same_dtype_atol(oracle), msg=lambda m: f"block {layer}: {m}")
-        assert not torch.allclose(repeated, clean), f"RepeatBlock({layer}) left the logits unchanged"
-        _check_repeat_block_step(model, ids, layer)
-
-
-def _check_repeat_block_step(model, ids: torch.Tensor, layer: int) -> None:
-    """In a KV-cached step: the repeated block's keys are not appended twice, and the logits equal the oracle's."""
-    with torch.no_grad():
-        dec = Decoder(model, ids)
-        dec.step(dec.prefill().argmax(-1))
-        nxt = torch.tensor([7])
-        out1: dict[str, torch.Tensor] = {}
-        with model.intervene([HookFn(Site("resid_post", layer), lambda a, c: out1.__setitem__("h", a[:, -1].clone()))]):
-            dec.step(nxt)
-        n_regular = [lay.get_seq_length() for lay in dec.cache.layers]
-        dec.rollback(1)
-        with model.intervene([RepeatBlock(layer, positions="last")]):
-            rr = dec.step(nxt)
-        n_rr = [lay.get_seq_length() for lay in dec.cache.layers]
-        dec.rollback(1)
-        with model.intervene([ReplaceActivation(Site("resid_pre", layer), out1["h"][0], positions="last")]):
-            oracle = dec.step(nxt)
-    assert n_rr == n_regular, f"RepeatBlock({layer}) cache length {n_rr} vs {n_regular}"
-    dtype = next(model.hf.parameters()).dtype  # step logits come back as float32; they were computed in dtype
-    torch.testing.assert_close(rr, oracle, rtol=0, atol=same_dtype_atol(oracle, dtype))
+    for layer in range(model.n_layers):  # forward and KV-cached step, tolerances of the weights' dtype
+        check_repeat_block(model, ids, layer, clean, atol=same_dtype_atol)
 
 
 def test_intervened_generation_equals_the_cpu(load_model):
