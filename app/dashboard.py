@@ -110,7 +110,8 @@ def _lynx(entry: RunEntry, s: Mapping[str, Any]) -> str:
     tail = f"{len(valid)}/{len(rows) + len(skipped)} δ valid" + (f" ({len(skipped)} skipped: calibration too small)" if skipped else "")
     if not valid:
         return f"no δ within its bound; {tail}; {auroc}"
-    best = min(valid, key=lambda r: r["delta"])  # the most conservative valid δ: the guarantee users quote
+    saving = [r for r in valid if (r.get("saving") or 0) > 0] or valid
+    best = min(saving, key=lambda r: r["delta"])  # the most conservative valid δ that saves tokens
     change = best.get("accuracy_change")
     points = "?" if change is None else f"{100 * change:+.1f} points"
     return f"{100 * (best.get('saving') or 0):.1f}% fewer tokens at {points}, δ {best['delta']:g}, valid; {tail}; {auroc}"
@@ -180,7 +181,8 @@ def _hybrid(entry: RunEntry, s: Mapping[str, Any]) -> str:
 def _latent_train(entry: RunEntry, s: Mapping[str, Any]) -> str:
     m = _read(entry, "metrics") or s
     ev = (m.get("eval") or {}).get("mean_accuracy", (m.get("eval") or {}).get("accuracy"))
-    return f"{m.get('method', '?')}: {m.get('steps', '?')} steps in {_num(m.get('train_wall_s'), 0)} s, held-out accuracy {_pct(ev) if not isinstance(ev, dict) else ev}"
+    held_out = ev if isinstance(ev, dict) else _pct(ev)
+    return f"{m.get('method', '?')}: {m.get('steps', '?')} steps in {_num(m.get('train_wall_s'), 0)} s, held-out accuracy {held_out}"
 
 
 HEADLINES: dict[str, Callable[[RunEntry, Mapping[str, Any]], str]] = {

@@ -41,19 +41,20 @@ DEMO_STEPS: tuple[DemoStep, ...] = (
                           "--run-id", "demo", "--no-progress")),
     DemoStep("capture", ("run", "capture", "--model", "tiny-think", "--sites", "resid_post.*", "--prompts", "{runs}/demo-prompts.txt",
                          "--run-id", "demo", "--no-progress"), kind="capture"),
-    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--run-id", "demo", "--no-progress"), kind="mi-peaks"),
-    # A second, harder MI run: the app overlays both runs (two data sets) on one chart.
+    # A second, harder MI run (before the main one, so the app opens the main run first, as the newest):
+    # the app overlays both runs (two data sets) on one chart.
     DemoStep("mi-peaks-hard", ("run", "mi-peaks", "--model", "tiny-think", "--compare", "tiny-cot", "--n-problems", "30",
                                "--min-steps", "5", "--max-steps", "6", "--no-suppression", "--no-recycling", "--no-ttts",
                                "--run-id", "demo-hard", "--no-progress"), kind="mi-peaks", run_id="demo-hard"),
+    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--run-id", "demo", "--no-progress"), kind="mi-peaks"),
+    # A second LYNX run on longer problems (before the main one): the app draws both Pareto curves on one chart.
+    DemoStep("lynx-long", ("run", "lynx", "--model", "tiny-think", "--min-steps", "3", "--max-steps", "6", "--n-train", "150",
+                           "--n-calibration", "150", "--n-test", "150", "--skip-vacuous", "--run-id", "demo-long",
+                           "--no-progress"), kind="lynx", run_id="demo-long"),
     # 500 calibration rollouts give each class of cue events >= 99 events: every delta of the sweep,
     # 0.01 included, has a defined conformal threshold.
     DemoStep("lynx", ("run", "lynx", "--model", "tiny-think", "--n-train", "150", "--n-calibration", "500", "--n-test", "150",
                       "--skip-vacuous", "--run-id", "demo", "--no-progress"), kind="lynx"),
-    # A second LYNX run on longer problems: the app draws both Pareto curves on one chart.
-    DemoStep("lynx-long", ("run", "lynx", "--model", "tiny-think", "--min-steps", "3", "--max-steps", "6", "--n-train", "150",
-                           "--n-calibration", "150", "--n-test", "150", "--skip-vacuous", "--run-id", "demo-long",
-                           "--no-progress"), kind="lynx", run_id="demo-long"),
     DemoStep("probe", ("run", "probe", "--model", "tiny-think", "--target", "intermediate", "--n-problems", "120",
                        "--run-id", "demo"), kind="probe"),
     # A small SAE for the feature browser and live steering (the full-size one is committed in data/saes).

@@ -60,7 +60,6 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
 def test_skipped_deltas_are_explained_below_the_results(runs_root, tmp_path, monkeypatch):
     """A sweep whose smallest deltas need more calibration events: no warning on top, words below the table."""
     from thinklens.jobs import run_job
-
     from thinklens.zoo.registry import zoo_path
 
     if zoo_path("tiny-think") is None:
