@@ -27,18 +27,18 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from probes.mlp import LynxMLPProbe
 from probes.numerics import (
+    ScoreClassifierMixin,
     as_features,
     check_choice,
     check_class_weight,
     class_sample_weights,
     encode_labels,
-    probabilities_from_scores,
     scaling,
 )
 from thinklens.errors import ThinklensError
 
 
-class LinearProbe(ClassifierMixin, BaseEstimator):
+class LinearProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
     """Logistic-regression probe on (optionally standardised) features.
 
     Args:
@@ -84,16 +84,6 @@ class LinearProbe(ClassifierMixin, BaseEstimator):
         X = validate_data(self, as_features(X), dtype=np.float64, reset=False)
         scores = ((X - self.mean_) / self.scale_) @ self.coef_.T + self.intercept_  # [n, 1 or K]
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities ``[n, K]`` in the order of ``classes_``."""
-        return probabilities_from_scores(self.decision_function(X))
-
-    def predict(self, X) -> np.ndarray:
-        """Predicted labels ``[n]``."""
-        scores = self.decision_function(X)
-        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[index]
 
     def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""

@@ -26,17 +26,17 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from probes.numerics import (
+    ScoreClassifierMixin,
     as_features,
     check_class_weight,
     class_sample_weights,
     encode_labels,
-    probabilities_from_scores,
     scaling,
 )
 from thinklens.errors import ThinklensError
 
 
-class LynxMLPProbe(ClassifierMixin, BaseEstimator):
+class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
     """Standardise, then a ReLU MLP trained with Adam and early stopping (the LYNX probe).
 
     Args:
@@ -116,16 +116,6 @@ class LynxMLPProbe(ClassifierMixin, BaseEstimator):
             h = np.maximum(h @ w + b, 0.0)  # [n, hidden]
         out = h @ self.coefs_[-1] + self.intercepts_[-1]  # [n, 1 or K]
         return out.ravel() if out.shape[1] == 1 else out
-
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities ``[n, K]``; column 1 is LYNX's ``p(x) = P(y=1 | x)``."""
-        return probabilities_from_scores(self.decision_function(X))
-
-    def predict(self, X) -> np.ndarray:
-        """Predicted labels ``[n]``."""
-        scores = self.decision_function(X)
-        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[index]
 
     def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""

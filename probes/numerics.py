@@ -138,3 +138,19 @@ def scaling(X: np.ndarray, sw: np.ndarray | None, standardize: bool) -> tuple[np
     if standardize:
         return standardisation(X, sw)
     return np.zeros(X.shape[1]), np.ones(X.shape[1])
+
+
+class ScoreClassifierMixin:
+    """``predict_proba`` and ``predict`` of a probe from its ``decision_function`` (logits ``[n]`` for two classes,
+    positive = ``classes_[1]``, else ``[n, K]``); column 1 of the probabilities is LYNX's ``p(x) = P(y=1 | x)``."""
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities ``[n, K]`` in the order of ``classes_``."""
+        return probabilities_from_scores(self.decision_function(X))  # type: ignore[attr-defined]
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels ``[n]``."""
+        scores = self.decision_function(X)  # type: ignore[attr-defined]
+        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[index]  # type: ignore[attr-defined]
+
