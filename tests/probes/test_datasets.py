@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from threadpoolctl import threadpool_limits
 
 from probes.conformal import MondrianCalibrator
 from probes.datasets import (
@@ -26,13 +25,6 @@ from thinklens.errors import ThinklensError
 from thinklens.testing import build_tiny_model
 from thinklens.trace import Trace
 from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # BLAS thread pools oversubscribe the shared CPUs; these small fits run faster on one thread
-    with threadpool_limits(limits=1):
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from threadpoolctl import threadpool_limits
 
 from probes.estimators import DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # BLAS thread pools oversubscribe the shared CPUs; these small fits run faster on one thread
-    with threadpool_limits(limits=1):
-        yield
 
 
 def _expected_failures(estimator) -> dict[str, str]:

@@ -8,18 +8,10 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
 
 from probes.estimators import PROBES, DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
 from probes.numerics import balanced_weights
 from thinklens.errors import ThinklensError
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # BLAS thread pools oversubscribe the shared CPUs; these small fits run faster on one thread
-    with threadpool_limits(limits=1):
-        yield
 
 
 @pytest.fixture(scope="module")

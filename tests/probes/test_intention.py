@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
-from threadpoolctl import threadpool_limits
 
 from probes.intention import auroc_score, effective_dimensionality, intention_entropy, recoverability
 from thinklens.errors import ThinklensError
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # BLAS thread pools oversubscribe the shared CPUs; these small fits run faster on one thread
-    with threadpool_limits(limits=1):
-        yield
 
 
 def test_entropy_restricted_to_top_k_by_hand():

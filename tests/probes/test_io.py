@@ -6,19 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from probes.estimators import DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
 from probes.io import JSON_NAME, TENSORS_NAME, load_probe, read_probe_meta, save_probe
 from thinklens.errors import ThinklensError
 from thinklens.sites import Site
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # BLAS thread pools oversubscribe the shared CPUs; these small fits run faster on one thread
-    with threadpool_limits(limits=1):
-        yield
 
 
 @pytest.fixture(scope="module")
