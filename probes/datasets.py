@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,6 +53,23 @@ def check_context_length(model, length: int, what: str) -> None:
     if ctx is not None and length > ctx:
         raise ThinklensError.of(what, f"{length} tokens", f"at most {ctx} tokens (the model's context)",
                                 "generate shorter rollouts or lower max_answer_tokens")
+
+
+def check_forced_exit_inputs(tokenizer: Any, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],
+                             gold: Sequence[Any], exit_string: str, max_answer_tokens: int) -> list[int]:
+    """Check the inputs of a forced-exit labelling (events, one gold answer per trace, a positive answer budget,
+    a non-empty exit string) and return the exit string's token ids."""
+    check_events(traces, events)
+    if len(gold) != len(traces):
+        raise ThinklensError.of("gold answers", f"{len(gold)} for {len(traces)} traces", "one answer per trace",
+                                "pass the problems' answers in trace order")
+    if max_answer_tokens < 1:
+        raise ThinklensError.of("max_answer_tokens", max_answer_tokens, "an integer >= 1", "use 64")
+    exit_ids = tokenizer(exit_string, add_special_tokens=False)["input_ids"]
+    if not exit_ids:
+        raise ThinklensError.of("exit string", exit_string, "a non-empty string that closes the thinking",
+                                "use e.g. '</think> ####'")
+    return exit_ids
 
 
 def check_events(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]]) -> None:
@@ -141,13 +159,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
     Works on token ids (prompt ids + rollout ids + the exit string's ids), so the prefix is exactly
     what the model generated; the reference re-tokenizes decoded text instead.
     """
-    check_events(traces, events)
-    if len(gold) != len(traces):
-        raise ThinklensError.of("gold answers", f"{len(gold)} for {len(traces)} traces", "one answer per trace",
-                                "pass the problems' answers in trace order")
-    if max_answer_tokens < 1:
-        raise ThinklensError.of("max_answer_tokens", max_answer_tokens, "an integer >= 1", "use 64")
-    exit_ids = model.tokenizer(exit_string, add_special_tokens=False)["input_ids"]
+    exit_ids = check_forced_exit_inputs(model.tokenizer, traces, events, gold, exit_string, max_answer_tokens)
     items = [(i, ev) for i, evs in enumerate(events) for ev in evs]
     prefixes = [traces[i].prompt_ids + traces[i].token_ids[:ev.start_index] + exit_ids for i, ev in items]
     # batch rows of similar length together: left padding then costs little compute

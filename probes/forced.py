@@ -28,7 +28,7 @@ import torch
 from probes.datasets import (
     ForcedExits,
     check_context_length,
-    check_events,
+    check_forced_exit_inputs,
     event_features,
     forced_exit_labels,
 )
@@ -36,7 +36,6 @@ from probes.lynx import CueEvent
 from thinklens.answers import extract_answer, is_correct
 from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder, eos_ids, left_pad
-from thinklens.errors import ThinklensError
 from thinklens.hooks import site_hooks
 from thinklens.sites import Site
 from thinklens.trace import Trace
@@ -109,16 +108,7 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
 
     Returns ``(X [event, site * d_model] float32 or None, ForcedExits)``, events flattened trace by trace.
     """
-    check_events(traces, events)
-    if len(gold) != len(traces):
-        raise ThinklensError.of("gold answers", f"{len(gold)} for {len(traces)} traces", "one answer per trace",
-                                "pass the problems' answers in trace order")
-    if max_answer_tokens < 1:
-        raise ThinklensError.of("max_answer_tokens", max_answer_tokens, "an integer >= 1", "use 64")
-    exit_ids = model.tokenizer(exit_string, add_special_tokens=False)["input_ids"]
-    if not exit_ids:
-        raise ThinklensError.of("exit string", exit_string, "a non-empty string that closes the thinking",
-                                "use e.g. '</think> ####'")
+    exit_ids = check_forced_exit_inputs(model.tokenizer, traces, events, gold, exit_string, max_answer_tokens)
     site_list = [model.resolve_site(s) for s in sites]
     flat = [(i, ev) for i, evs in enumerate(events) for ev in evs]
     first = np.cumsum([0] + [len(evs) for evs in events])  # flat index of each rollout's first event
