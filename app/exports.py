@@ -12,6 +12,7 @@ import functools
 import importlib.util
 import re
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,7 +53,9 @@ def figure_png(fig: Any, scale: float = 2.0) -> bytes:
             _kaleido_server()
         except Exception:  # noqa: BLE001 - outside a Streamlit runtime, or the server cannot start: one-shot export
             pass
-        return fig.to_image(format="png", scale=scale)
+        with warnings.catch_warnings():  # plotly notes that its kaleido options are ignored by the running server
+            warnings.simplefilter("ignore", UserWarning)
+            return fig.to_image(format="png", scale=scale)
 
 
 def figure_html(fig: Any) -> str:
