@@ -24,8 +24,9 @@ def _texts(out):
 
 def test_eval_on_tiny_r1_with_its_chat_template_and_a_gsm8k_file(tiny_r1, gsm8k_file, tmp_path, capsys, no_zoo_branch):
     out = tmp_path / "eval"
+    budget = 160 if tiny_r1 == "tiny-r1" else 48  # the trained organism's answers take 60-115 tokens
     argv = ["run", "eval", "--model", tiny_r1, "--data", str(gsm8k_file), "--prompt-format", "chat",
-            "--max-new-tokens", "48", "--batch-size", "3", "--out", str(out), "--no-progress"]
+            "--max-new-tokens", str(budget), "--batch-size", "3", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
     assert "(chat): accuracy" in capsys.readouterr().out
     summary = json.loads((out / "results" / "eval.json").read_text())
@@ -37,7 +38,7 @@ def test_eval_on_tiny_r1_with_its_chat_template_and_a_gsm8k_file(tiny_r1, gsm8k_
     gold = [json.loads(line)["answer"].rsplit("#### ", 1)[1] for line in gsm8k_file.read_text().splitlines()]
     for r, text in zip(rows, texts):
         assert r["gold"] == gold[r["i"]] and r["correct"] == is_correct(text, r["gold"])
-        assert r["n_reasoning_tokens"] + r["n_answer_tokens"] <= r["n_tokens"] <= 48
+        assert r["n_reasoning_tokens"] + r["n_answer_tokens"] <= r["n_tokens"] <= budget
         assert r["stop_reason"] in ("eos", "max_new_tokens")
     assert sum(summary["overall"]["stop_reasons"].values()) == n
     assert (out / "figures" / "eval.json").is_file()
