@@ -25,11 +25,15 @@ def write_files(root: Path) -> dict[str, str]:
     from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 
     problems = problems_by_steps(4, 2, 4, seed=HELD_OUT["eval"])
-    gsm8k, aug = root / "gsm8k_test.jsonl", root / "gsm8k_aug.jsonl"
-    with gsm8k.open("w") as g, aug.open("w") as a:
+    others = problems_by_steps(4, 2, 4, seed=HELD_OUT["steer_train"])  # disjoint: hybrid's vector traces
+    gsm8k, aug, vectors = root / "gsm8k_test.jsonl", root / "gsm8k_aug.jsonl", root / "vectors.jsonl"
+    for path, items in ((gsm8k, problems), (vectors, others)):
+        with path.open("w") as g:
+            for p in items:
+                calc = " ".join(f"{s.left} {s.op} {s.right} = <<{s.left}{s.op}{s.right}={s.result}>>{s.result}." for s in p.steps)
+                g.write(json.dumps({"question": p.question, "answer": f"{calc}\n#### {p.answer}"}) + "\n")
+    with aug.open("w") as a:
         for p in problems:
-            calc = " ".join(f"{s.left} {s.op} {s.right} = <<{s.left}{s.op}{s.right}={s.result}>>{s.result}." for s in p.steps)
-            g.write(json.dumps({"question": p.question, "answer": f"{calc}\n#### {p.answer}"}) + "\n")
             a.write(json.dumps({"question": p.question, "cot": " ".join(s.equation for s in p.steps),
                                 "answer": str(p.answer)}) + "\n")
     prompts = root / "prompts.txt"
@@ -37,7 +41,8 @@ def write_files(root: Path) -> dict[str, str]:
     completions = root / "completions.jsonl"
     completions.write_text("".join(json.dumps({"prompt": p.question, "completion": f"So {p.answer}. \\boxed{{{p.answer}}}"})
                                    + "\n" for p in problems[:4]))
-    return {"gsm8k": str(gsm8k), "aug": str(aug), "prompts": str(prompts), "completions": str(completions)}
+    return {"gsm8k": str(gsm8k), "aug": str(aug), "vectors": str(vectors), "prompts": str(prompts),
+            "completions": str(completions)}
 
 
 def commands(f: dict[str, str], runs: str) -> list[tuple[str, list[str]]]:
@@ -55,15 +60,16 @@ def commands(f: dict[str, str], runs: str) -> list[tuple[str, list[str]]]:
         ("lynx", ["run", "lynx", *m, *chat, "--cue-words", "hmm,wait,therefore", "--n-train", "4", "--n-calibration", "4",
                   "--n-test", "4", "--max-new-tokens", "160", "--hidden-layer-sizes", "16", "--deltas", "0.2,0.3",
                   "--skip-vacuous", "--allow-overlap"]),
+        # a budget that cuts the longer answers short, so both outcomes occur for the correctness probe
         ("probe", ["run", "probe", *m, *chat, "--target", "correct", "--n-problems", "12", "--folds", "3",
-                   "--n-bootstrap", "20", "--max-new-tokens", "160", "--sites", "resid_post.*"]),
+                   "--n-bootstrap", "20", "--max-new-tokens", "100", "--sites", "resid_post.*"]),
         ("sae", ["run", "sae", *m, *chat, *sae, "--n-texts", "6", "--eval-texts", "2", "--stats-traces", "4",
                  "--max-new-tokens", "32", "--run-id", "rp"]),
         ("sae-eval", ["run", "sae-eval", *m, *chat, "--sae", sae_run, "--n-texts", "4", "--n-batches", "1"]),
         ("steer", ["run", "steer", *m, *chat, "--sae", sae_run, "--n-prompts", "3", "--stats-traces", "2",
                    "--coeffs=-1,0,1", "--max-new-tokens", "32", "--word", "Wait"]),
         ("hybrid", ["run", "hybrid", *m, "--thinking", "tiny-r1", *chat, "--base-format", "plain", "--vector-data",
-                    f["aug"], "--n-eval", "3", "--n-train", "6", "--max-new-tokens", "32", "--site", "resid_post.0",
+                    f["vectors"], "--n-eval", "3", "--n-train", "6", "--max-new-tokens", "32", "--site", "resid_post.0",
                     "--n-categories", "2", "--k", "1", "--sae-steps", "5", "--vector-iters", "2", "--vector-batch", "4",
                     "--strengths", "0.5,1", "--windows", "1", "--modes", "base,thinking,hybrid"]),
         ("reasoning-vector", ["run", "reasoning-vector", *m, "--a", "tiny-r1", "--b", "tiny-r1", "--base", "none", *chat,
@@ -72,7 +78,8 @@ def commands(f: dict[str, str], runs: str) -> list[tuple[str, list[str]]]:
                   "--n-latents", "2", "--steps", "2", "--batch-size", "2", "--eval-data", f["aug"], "--eval-n", "2"]),
         ("coconut", ["run", "coconut", *m, "--data", f["aug"], "--prompt-format", "plain", "--add-tokens", "--stage-steps",
                      "1", "--final-stage-steps", "1", "--batch-size", "2", "--eval-data", f["aug"], "--eval-n", "2"]),
-        ("latent-sft", ["run", "latent-sft", *m, "--data", f["aug"], "--prompt-format", "plain", "--encoder-steps", "1",
+        ("latent-sft", ["run", "latent-sft", *m, "--data", f["aug"], "--prompt-format", "plain", "--add-tokens",
+                        "--encoder-steps", "1",
                         "--decoder-steps", "1", "--joint-steps", "1", "--stage2-steps", "1", "--batch-size", "2",
                         "--eval-data", f["aug"], "--eval-n", "2"]),
         ("latent-seek", ["run", "latent-seek", *m, "--data", f["gsm8k"], "--prompt-format", "chat", "--n", "2",
