@@ -6,7 +6,7 @@ reasoning vector of Zbeeb et al. (GRPO minus SFT from one init on one dataset).
 
 Per step: ``prompts_per_step`` problems (mixed numbers of steps), ``group_size`` samples each
 (temperature sampling from a local generator through :meth:`HookedModel.generate`); reward 1 when
-:func:`thinklens.answers.parse_answer` of the completion equals the answer, else 0; advantage
+:func:`thinklens.answers.is_correct` says the completion answers right, else 0; advantage
 ``(r - mean_group) / (std_group + eps)``; loss ``-mean over tokens(adv * token_logprob)`` (one on-policy update
 per batch, so PPO's ratio is 1 and its clip never binds) plus ``kl_coef`` times the k3 KL estimate to the
 init; the loss averages over completion tokens of the batch. Groups whose rewards are all equal carry no
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from steering.configs import GRPOConfig
-from thinklens.answers import parse_answer
+from thinklens.answers import is_correct
 from thinklens.runs import replace_dir
 from thinklens.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint
 
@@ -45,7 +45,7 @@ def rewards(texts: list[str], answers: list[int]) -> torch.Tensor:
         >>> rewards(["<< 1 + 1 = 2 >> #### 2", "#### 3", "no answer"], [2, 2, 2]).tolist()
         [1.0, 0.0, 0.0]
     """
-    return torch.tensor([float(parse_answer(t) == a) for t, a in zip(texts, answers)])
+    return torch.tensor([float(is_correct(t, a)) for t, a in zip(texts, answers)])
 
 
 def group_advantages(r: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from thinklens.answers import parse_answer, parse_equations
+from thinklens.answers import is_correct, parse_equations
 from thinklens.errors import ThinklensError
 from thinklens.tasks import REFLECTION_WORDS, TaskConfig, check_style, generate_problems, render_prompt, words
 
@@ -227,7 +227,7 @@ def evaluate_model(
         problems = generate_problems(n_per_steps, seed=(seed * 1000 + n_steps), config=task, n_steps=n_steps)
         prompts = [render_prompt(p, style) for p in problems]
         texts = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size)
-        acc[n_steps] = sum(parse_answer(t) == p.answer for t, p in zip(texts, problems)) / len(problems)
+        acc[n_steps] = sum(is_correct(t, p.answer) for t, p in zip(texts, problems)) / len(problems)
         eqs = [e for t in texts for e in parse_equations(t)]
         eq_acc[n_steps] = sum(e.correct for e in eqs) / len(eqs) if eqs else float("nan")
         samples[n_steps] = texts[:n_samples]
@@ -242,7 +242,7 @@ def evaluate_model(
                                    sample_seed=seed * 1000 + n_steps)
             for t, p in zip(drawn, problems):
                 s_traces += 1
-                s_right += parse_answer(t) == p.answer
+                s_right += is_correct(t, p.answer)
                 s_reflect += any(w in ("hmm", "wait") for w in words(t))
                 c, r = correction_stats(t)
                 s_corr, s_corr_right = s_corr + c, s_corr_right + r
