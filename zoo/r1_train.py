@@ -31,7 +31,7 @@ from thinklens.runs import replace_dir
 from thinklens.tasks import TaskConfig
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint, set_lr, warmup_cosine_lr
-from thinklens.zoo.modeling import n_params
+from thinklens.zoo.modeling import n_params, seeded_init
 from thinklens.zoo.registry import zoo_dir
 from zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, user_message
 from zoo.recipes import R1Recipe, get_recipe
@@ -53,18 +53,7 @@ def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
         attention_dropout=0.0, use_sliding_window=False, bos_token_id=None,
         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END), pad_token_id=tokenizer.pad_token_id, dtype="float32",
     )
-    model = Qwen2ForCausalLM(config)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in sorted(model.named_parameters()):
-            if "norm" in name:
-                p.fill_(1.0)
-            elif p.ndim == 1:
-                p.zero_()
-            else:
-                scale = (2 * shape.n_layers) ** -0.5 if name.endswith(("o_proj.weight", "down_proj.weight")) else 1.0
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.02 * scale)
-    return model
+    return seeded_init(Qwen2ForCausalLM(config), shape.n_layers, seed)  # the zoo's init, from a local generator
 
 
 def save_r1_folder(model, tokenizer, folder: Path, *, meta: dict) -> Path:

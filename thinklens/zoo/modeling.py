@@ -79,10 +79,14 @@ def build_model(cfg: ZooModelConfig, vocab_size: int, *, seed: int):
     """A freshly initialised ``LlamaForCausalLM``; the init draws only from a local ``torch.Generator``."""
     from transformers import LlamaForCausalLM
 
-    model = LlamaForCausalLM(cfg.hf_config(vocab_size))
+    return seeded_init(LlamaForCausalLM(cfg.hf_config(vocab_size)), cfg.n_layers, seed)
+
+
+def seeded_init(model: "torch.nn.Module", n_layers: int, seed: int, std: float = 0.02) -> "torch.nn.Module":
+    """Re-initialise every tensor of a Llama-layout model from a local generator (HF's own init uses the global
+    RNG): norms 1, biases 0, matrices N(0, std), scaled by (2 n_layers)^-1/2 where a layer writes into the residual
+    stream (GPT-2's init keeps its norm flat)."""
     gen = torch.Generator().manual_seed(seed)
-    # Re-initialise every tensor from our generator: HF's own init uses the global RNG.
-    std = 0.02
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             if "norm" in name:
@@ -90,8 +94,7 @@ def build_model(cfg: ZooModelConfig, vocab_size: int, *, seed: int):
             elif p.ndim == 1:
                 p.zero_()
             else:
-                # GPT-2's scaled init for layers writing into the residual stream keeps its norm flat.
-                scale = (2 * cfg.n_layers) ** -0.5 if name.endswith(("o_proj.weight", "down_proj.weight")) else 1.0
+                scale = (2 * n_layers) ** -0.5 if name.endswith(("o_proj.weight", "down_proj.weight")) else 1.0
                 p.copy_(torch.randn(p.shape, generator=gen) * std * scale)
     return model
 
