@@ -43,7 +43,9 @@ class TrainConfig(DataOptions):
     """Settings every trainer shares (model, data, optimiser, checkpoints)."""
 
     model: str = "tiny-cot"
-    """Start model: a zoo name, a local model folder or a hub id (CoT-trained, as in the papers)."""
+    """Start model: a zoo name, a local model folder or a hub id. tiny-cot by default, a CoT-SFT model as Coconut's
+    stage 0 and Latent-SFT start from; CODI's reference starts from the pretrained model instead (GPT-2, Llama) and
+    trains the CoT teacher in the same run (pass --model tiny-pre for that)."""
     data: str = ""
     """Training problems: a GSM8k-Aug style file (question, cot of <<a*b=c>> steps, answer), or any source whose
     solutions hold <<...>> equations (GSM8K's answers do); empty: fresh synthetic problems for every batch."""
@@ -203,6 +205,26 @@ class LatentSFTConfig(TrainConfig):
         for name in ("encoder_steps", "decoder_steps", "joint_steps", "stage2_steps"):
             if getattr(self, name) < 0:
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 0", f"pass --{name.replace('_', '-')} 100")
+
+
+@dataclass(frozen=True)
+class SFTConfig(TrainConfig):
+    """Token-level SFT, the latent table's baselines: CoT-SFT (chain + answer) or No-CoT (answer only) after the prompt."""
+
+    cot: bool = True
+    """Train on the chain and the answer (CoT-SFT); false: on the answer alone (No-CoT)."""
+    steps: int = 1500
+    """Optimizer steps (15000 at batch 32 is the 480k examples tiny-codi saw after tiny-cot)."""
+    lr: float = 2e-3
+    """Peak learning rate (CODI's, so the baselines train on CODI's schedule)."""
+    weight_decay: float = 0.1
+    """AdamW weight decay on matrices (CODI's)."""
+    grad_clip: float = 2.0
+    """Gradient-norm clip (CODI's)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("steps", self.steps, "pass --steps 1500")
 
 
 #: LatentSeek rewards by name (besides ``module:function``).

@@ -8,7 +8,7 @@ module is imported when it is first used.
 
 Example:
     >>> sorted(METHODS)
-    ['coconut', 'codi', 'latent-sft']
+    ['coconut', 'codi', 'latent-sft', 'sft']
     >>> from latent.config import CODIConfig
     >>> method = method_of(CODIConfig(steps=10))
     >>> method.name, [p.name for p in method.module.train_phases(CODIConfig(steps=10))]
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig, TrainConfig
+from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig, SFTConfig, TrainConfig
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.jobs import Job, JobContext
 
@@ -105,6 +105,7 @@ METHODS: dict[str, LatentMethod] = {m.name: m for m in (
     LatentMethod("codi", "CODI", CODIConfig, "latent.codi", continue_fields=("projection", "prj_dim")),
     LatentMethod("latent-sft", "Latent-SFT", LatentSFTConfig, "latent.latent_sft", lora_copies=("encoder",),
                  cannot_continue="a saved Latent-SFT model has no encoder to continue stage 1 or 2 with"),
+    LatentMethod("sft", "SFT", SFTConfig, "latent.sft", continue_fields=("cot",)),
 )}
 
 

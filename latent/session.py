@@ -59,9 +59,10 @@ class LatentSession:
         return self.decoder.append(ids, inputs_embeds=vectors[:, None, :])
 
     @torch.no_grad()
-    def greedy(self, first: Tensor, *, stop_id: int, max_new_tokens: int) -> list[list[int]]:
-        """Feed ``first`` ``[batch, n]`` then decode greedily; each row's ids up to (excluding) ``stop_id``."""
-        logits = self.run_tokens(first).logits[:, -1].float()
+    def greedy(self, first: Tensor, *, stop_id: int, max_new_tokens: int, mask: Tensor | None = None) -> list[list[int]]:
+        """Feed ``first`` ``[batch, n]`` (``mask``: its padding, as :meth:`run_tokens`) then decode greedily; each
+        row's ids up to (excluding) ``stop_id``."""
+        logits = self.run_tokens(first, mask).logits[:, -1].float()
         out = decode(self.decoder, Greedy(), max_new_tokens=max_new_tokens, eos={stop_id}, logits=logits)
         return [out.row(r)[:-1] if out.stop_reasons[r] == "eos" else out.row(r) for r in range(first.shape[0])]
 
