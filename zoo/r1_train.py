@@ -16,25 +16,24 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.runs import replace_dir
 from thinklens.tasks import TaskConfig
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
-from thinklens.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint, set_lr, warmup_cosine_lr
-from thinklens.zoo.modeling import n_params, seeded_init
+from thinklens.training import warmup_cosine_lr
+from thinklens.zoo.modeling import seeded_init
 from thinklens.zoo.registry import zoo_dir
 from zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, user_message
 from zoo.recipes import R1Recipe, get_recipe
+from zoo.train import default_ckpt_dir, publish_folder, train_steps
 
 
 def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
@@ -136,10 +135,6 @@ def train_r1_model(
     recipe (tests: a smaller corpus). The last checkpoint stays, so a continuation phase added to the
     recipe later (``more_steps``) trains on from it.
     """
-    from tqdm.auto import tqdm
-
-    from zoo.train import default_ckpt_dir
-
     recipe = recipe or get_recipe(name)
     if not isinstance(recipe, R1Recipe):
         raise ThinklensError.of("tiny-r1 recipe", type(recipe).__name__, "an R1Recipe", "use zoo.train for other zoo models")
@@ -148,66 +143,22 @@ def train_r1_model(
     tok = _tokenizer_for(recipe, seed, ckpt, tokenizer)
     encoder = R1Encoder(tok)
     model = build_r1_model(recipe, tok, seed=seed).to(device).train()
-    opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
-    identity = _identity(recipe, seed)
-    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
-    saved = checkpoint_state(ckpt) or {}
-    if saved.get("identity") == identity and saved.get("step", 0) <= recipe.total_steps:
-        state = load_checkpoint(ckpt, model, opt)
-    state["identity"] = identity
-    start_step, elapsed0 = state["step"], state["elapsed_s"]
-    t0 = last_ckpt = time.monotonic()
-    total = recipe.total_steps
-    bar = tqdm(total=total, initial=start_step, desc=name, disable=not progress, dynamic_ncols=True)
-    truncated, ema, step = False, state.get("ema"), start_step
-    while step < total:
-        if elapsed0 + time.monotonic() - t0 > max_minutes * 60:
-            truncated = True
-            break
-        batch = encoder.batch(np.random.default_rng([seed, step]), recipe.task, recipe, batch_tokens=recipe.batch_tokens)
-        batch = {k: v.to(device) for k, v in batch.items()}
-        lr = r1_lr(recipe, step)
-        set_lr(opt, lr)
-        loss = model(**batch).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
-        opt.step()
-        step += 1
-        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
-        if step % 10 == 0:
-            state["losses"].append([step, round(ema, 4)])
-        if log_every and step % log_every == 0:
-            print(f"step {step} loss_ema {ema:.4f} lr {lr:.2e} elapsed_s {elapsed0 + time.monotonic() - t0:.0f}", flush=True)
-        bar.update(1)
-        bar.set_postfix(loss=f"{ema:.3f}", lr=f"{lr:.1e}")
-        if time.monotonic() - last_ckpt > ckpt_every_s or step == total:
-            # The last checkpoint is kept: a continuation phase added to the recipe later resumes from it.
-            state.update(step=step, elapsed_s=elapsed0 + time.monotonic() - t0, ema=ema)
-            save_checkpoint(ckpt, model, opt, state)
-            last_ckpt = time.monotonic()
-    bar.close()
-    wall = elapsed0 + time.monotonic() - t0
+    trained = train_steps(
+        model, recipe, seed=seed, total_steps=recipe.total_steps, lr=lambda step: r1_lr(recipe, step),
+        batch=lambda rng: encoder.batch(rng, recipe.task, recipe, batch_tokens=recipe.batch_tokens),
+        ckpt=ckpt, identity=_identity(recipe, seed), max_minutes=max_minutes, ckpt_every_s=ckpt_every_s,
+        keep_last_checkpoint=True, progress=progress, desc=name, device=device, log_every=log_every,
+    )
     model.cpu().eval()
-    meta = {
-        "name": name, "seed": seed, "steps": step, "planned_steps": total, "truncated": truncated,
-        "train_wall_s": round(wall, 1), "torch_threads": torch.get_num_threads(), "n_params": n_params(model),
-        "init": None, "init_note": "fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so it "
-        "cannot share the zoo's tiny-pre initialisation (weight arithmetic with other zoo models is meaningless)",
-        "architecture": "qwen2", "prompt_format": recipe.prompt_format, "vocab_size": len(tok),
-        "recipe": recipe.to_json(), "loss_curve": state["losses"],
-        "final_loss_ema": round(ema, 4) if ema is not None else None, "weights_dtype": "float16",
-        "retrain": f"thinklens run zoo-train --model {name} --seed {seed}",
-    }
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    save_r1_folder(model, tok, tmp, meta=meta)
-    if eval_per_steps > 0:
-        # Evaluate the fp16-rounded weights just written: the numbers describe what is committed.
-        meta["eval"] = evaluate_r1_model(tmp, n_per_steps=eval_per_steps, seed=eval_seed, label=name).to_json()
-        (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    replace_dir(tmp, out)
+    meta = trained.meta(
+        name, seed, model, planned_steps=recipe.total_steps, init=None,
+        init_note="fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so it cannot share the zoo's "
+        "tiny-pre initialisation (weight arithmetic with other zoo models is meaningless)",
+        architecture="qwen2", prompt_format=recipe.prompt_format, vocab_size=len(tok), recipe=recipe.to_json(),
+    )
+    publish_folder(out, meta, lambda folder: save_r1_folder(model, tok, folder, meta=meta),
+                   (lambda folder: evaluate_r1_model(folder, n_per_steps=eval_per_steps, seed=eval_seed, label=name))
+                   if eval_per_steps > 0 else None)
     return meta
 
 

@@ -1,4 +1,5 @@
-"""Train a zoo model: seeded, resumable after a kill, with an atomic final write.
+"""Train a zoo model: seeded, resumable after a kill, with an atomic final write. The loop
+(:func:`train_steps`) and the publishing (:func:`publish_folder`) also train tiny-r1 (:mod:`zoo.r1_train`).
 
 Randomness: the init draws from ``torch.Generator(seed)``; batch ``k`` draws from
 ``numpy.random.default_rng([seed, k])``. So a resumed run needs no RNG state and continues exactly
@@ -16,6 +17,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +72,113 @@ def _init_model(recipe: ZooRecipe, seed: int, out_dir: Path):
     return model, parent
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainedSteps:
+    """What :func:`train_steps` did: the steps reached, whether the time cap cut them, the wall time over all
+    resumed sessions, the loss curve (``[step, ema]`` every 10 steps) and the final loss average."""
+
+    steps: int
+    truncated: bool
+    wall_s: float
+    losses: list
+    ema: float | None
+
+    def meta(self, name: str, seed: int, model: torch.nn.Module, /, *, planned_steps: int, **fields) -> dict:
+        """The zoo.json metadata: this run's numbers around ``fields`` (the trainer's own entries)."""
+        return {
+            "name": name, "seed": seed, "steps": self.steps, "planned_steps": planned_steps, "truncated": self.truncated,
+            "train_wall_s": round(self.wall_s, 1), "torch_threads": torch.get_num_threads(), "n_params": n_params(model),
+            **fields, "loss_curve": self.losses, "final_loss_ema": round(self.ema, 4) if self.ema is not None else None,
+            "weights_dtype": "float16", "retrain": f"thinklens run zoo-train --model {name} --seed {seed}",
+        }
+
+
+def train_steps(
+    model: torch.nn.Module,
+    recipe: ZooRecipe,
+    *,
+    seed: int,
+    total_steps: int,
+    batch: Callable[[np.random.Generator], dict[str, torch.Tensor]],
+    lr: Callable[[int], float],
+    ckpt: Path,
+    identity: dict,
+    max_minutes: float,
+    ckpt_every_s: float,
+    keep_last_checkpoint: bool,
+    progress: bool,
+    desc: str,
+    device: str = "cpu",
+    log_every: int = 0,
+) -> TrainedSteps:
+    """The zoo's training loop: AdamW (decay on matrices only) with ``lr(step)``, gradient clipping, batch ``k``
+    from ``batch(numpy.random.default_rng([seed, k]))``, resumed from the checkpoint in ``ckpt`` when its
+    ``identity`` matches (and it is not past ``total_steps``), checkpointed every ``ckpt_every_s``.
+
+    Args:
+        model: the model to train, on ``device`` (trained in place).
+        recipe: its learning rate, weight decay and gradient clip.
+        keep_last_checkpoint: also checkpoint the last step (a later phase resumes from it); else the last
+            checkpoint is the one before the end (the caller removes it once the model is published).
+        log_every: > 0 also prints the loss every that many steps (a log file when the progress bar is off).
+    """
+    from tqdm.auto import tqdm
+
+    opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
+    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
+    saved = checkpoint_state(ckpt) or {}
+    if saved.get("identity") == identity and saved.get("step", 0) <= total_steps:
+        state = load_checkpoint(ckpt, model, opt)
+    state["identity"] = identity
+    start_step, elapsed0 = state["step"], state["elapsed_s"]
+    t0 = last_ckpt = time.monotonic()
+    bar = tqdm(total=total_steps, initial=start_step, desc=desc, disable=not progress, dynamic_ncols=True)
+    truncated, ema, step = False, state.get("ema"), start_step  # the loss average goes on across a resume
+    while step < total_steps:
+        if elapsed0 + time.monotonic() - t0 > max_minutes * 60:
+            truncated = True
+            break
+        inputs = {k: v.to(device) for k, v in batch(np.random.default_rng([seed, step])).items()}
+        step_lr = lr(step)
+        set_lr(opt, step_lr)
+        loss = model(**inputs).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
+        opt.step()
+        step += 1
+        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        if step % 10 == 0:
+            state["losses"].append([step, round(ema, 4)])
+        if log_every and step % log_every == 0:
+            print(f"step {step} loss_ema {ema:.4f} lr {step_lr:.2e} elapsed_s {elapsed0 + time.monotonic() - t0:.0f}",
+                  flush=True)
+        bar.update(1)
+        bar.set_postfix(loss=f"{ema:.3f}", lr=f"{step_lr:.1e}")
+        due = time.monotonic() - last_ckpt > ckpt_every_s
+        if (due and step < total_steps) or (keep_last_checkpoint and step == total_steps):
+            state.update(step=step, elapsed_s=elapsed0 + time.monotonic() - t0, ema=ema)
+            save_checkpoint(ckpt, model, opt, state)
+            last_ckpt = time.monotonic()
+    bar.close()
+    return TrainedSteps(step, truncated, elapsed0 + time.monotonic() - t0, state["losses"], ema)
+
+
+def publish_folder(out: Path, meta: dict, save: Callable[[Path], object],
+                   evaluate: Callable[[Path], object] | None = None) -> None:
+    """Write a trained model's folder next to ``out`` with ``save(folder)``, add ``evaluate(folder).to_json()`` to
+    its zoo.json as ``meta["eval"]`` (the fp16-rounded weights just written: the numbers describe what is
+    published), then swap it in for ``out`` (a kill never leaves half a folder)."""
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save(tmp)
+    if evaluate is not None:
+        meta["eval"] = evaluate(tmp).to_json()
+        (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    replace_dir(tmp, out)
+
+
 def train_zoo_model(
     name: str,
     *,
@@ -101,8 +210,6 @@ def train_zoo_model(
         eval_seed: seed of the held-out problems (training batches use ``[seed, step]`` streams).
         device: where the model trains (the published weights and the evaluation are on CPU).
     """
-    from tqdm.auto import tqdm
-
     recipe = recipe or get_recipe(name)
     if isinstance(recipe, R1Recipe):  # its own architecture, tokenizer and chat format: zoo.r1_train
         from zoo.r1_train import train_r1_model
@@ -114,65 +221,24 @@ def train_zoo_model(
     ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
     model, parent = _init_model(recipe, seed, out)
     model.to(device).train()
-    # AdamW, weight decay on matrices only (norm gains and biases are not pulled to zero).
-    opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
-    identity = {"recipe": recipe.to_json(), "seed": seed}
-    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
-    if (checkpoint_state(ckpt) or {}).get("identity") == identity:
-        state = load_checkpoint(ckpt, model, opt)
-    state["identity"] = identity
-    start_step, elapsed0 = state["step"], state["elapsed_s"]
-    t0, last_ckpt = time.monotonic(), time.monotonic()
-    bar = tqdm(total=recipe.steps, initial=start_step, desc=name, disable=not progress, dynamic_ncols=True)
-    truncated = False
-    ema = state.get("ema")  # the loss average goes on across a resume as in a straight run
-    step = start_step
-    while step < recipe.steps:
-        if elapsed0 + time.monotonic() - t0 > max_minutes * 60:
-            truncated = True
-            break
-        batch = make_batch(np.random.default_rng([seed, step]), recipe.task, recipe.styles,
-                           batch_tokens=recipe.batch_tokens)
-        batch = {k: v.to(device) for k, v in batch.items()}
-        set_lr(opt, lr_at(recipe, step))
-        loss = model(**batch).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
-        opt.step()
-        step += 1
-        ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
-        if step % 10 == 0:
-            state["losses"].append([step, round(ema, 4)])
-        bar.update(1)
-        bar.set_postfix(loss=f"{ema:.3f}", lr=f"{lr_at(recipe, step - 1):.1e}")
-        if time.monotonic() - last_ckpt > ckpt_every_s and step < recipe.steps:
-            state.update(step=step, elapsed_s=elapsed0 + time.monotonic() - t0, ema=ema)
-            save_checkpoint(ckpt, model, opt, state)
-            last_ckpt = time.monotonic()
-    bar.close()
-    wall = elapsed0 + time.monotonic() - t0
+    trained = train_steps(
+        model, recipe, seed=seed, total_steps=recipe.steps, lr=lambda step: lr_at(recipe, step),
+        batch=lambda rng: make_batch(rng, recipe.task, recipe.styles, batch_tokens=recipe.batch_tokens),
+        ckpt=ckpt, identity={"recipe": recipe.to_json(), "seed": seed}, max_minutes=max_minutes,
+        ckpt_every_s=ckpt_every_s, keep_last_checkpoint=False, progress=progress, desc=name, device=device,
+    )
     model.cpu().eval()
-    meta = {
-        "name": name, "seed": seed, "steps": step, "planned_steps": recipe.steps, "truncated": truncated,
-        "train_wall_s": round(wall, 1), "torch_threads": torch.get_num_threads(), "n_params": n_params(model),
-        "init": recipe.init, "parent_dir": str(parent) if parent else None, "recipe": recipe.to_json(),
-        "model": model_meta(recipe.model) if recipe.init is None else None, "loss_curve": state["losses"],
-        "final_loss_ema": round(ema, 4) if ema is not None else None, "weights_dtype": "float16",
-        "retrain": f"thinklens run zoo-train --model {name} --seed {seed}",
-    }
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    save_zoo_folder(model, tmp, meta=meta)
-    if eval_per_steps > 0:
+    meta = trained.meta(name, seed, model, planned_steps=recipe.steps, init=recipe.init,
+                        parent_dir=str(parent) if parent else None, recipe=recipe.to_json(),
+                        model=model_meta(recipe.model) if recipe.init is None else None)
+
+    def evaluate(folder: Path):
         from zoo.evaluate import evaluate_zoo_model
 
-        # Evaluate the fp16-rounded weights just written: the numbers describe what is committed.
-        result = evaluate_zoo_model(tmp, n_per_steps=eval_per_steps, seed=eval_seed, style=recipe.eval_style)
-        meta["eval"] = result.to_json()
-        (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    replace_dir(tmp, out)
+        return evaluate_zoo_model(folder, n_per_steps=eval_per_steps, seed=eval_seed, style=recipe.eval_style)
+
+    publish_folder(out, meta, lambda folder: save_zoo_folder(model, folder, meta=meta),
+                   evaluate if eval_per_steps > 0 else None)
     shutil.rmtree(ckpt, ignore_errors=True)
     return meta
 
