@@ -1,9 +1,11 @@
 """``thinklens run capture``: activations of a prompt file at chosen sites, into an activation store.
 
-The run folder holds config.json and meta.json as every run's, the :class:`~thinklens.store.ActivationStore`
-under ``<run>/store`` (one shard per batch of prompts; each row's metadata names its prompt and position)
-and ``results/capture.json`` (model, sites, positions, prompts and rows). Re-running the same command
-resumes: batches whose shard is written are skipped, and a prompt file changed since is an error.
+Runs every prompt of a file through the model and stores its activations at the given sites (``kind.*`` is every
+layer): one row per real token (``--positions all``) or per prompt (``last``). The run folder holds config.json
+and meta.json as every run's, the :class:`~thinklens.store.ActivationStore` under ``<run>/store`` (sharded
+safetensors, one shard per batch of prompts, that any number of readers stream back; each row's metadata names its
+prompt and position) and ``results/capture.json`` (model, sites, positions, prompts and rows). Re-running the same
+command resumes: batches whose shard is written are skipped, and a prompt file changed since is an error.
 
 Example:
     >>> JOB.name, JOB.config.__name__, JOB.config().sites
@@ -146,10 +148,4 @@ def report(result: CaptureResult) -> str:
     return f"captured {result.n_rows} rows at {', '.join(result.sites)} -> {result.store}"
 
 
-JOB = Job(
-    "capture", CaptureConfig, run, report=report,
-    help="capture activations of prompts into an activation store",
-    description="Run every prompt of a file through the model and store its activations at the given sites "
-    "(kind.* is every layer): one row per real token (--positions all) or per prompt (last), as sharded "
-    "safetensors under <run>/store that any number of readers stream back. Re-running resumes per batch.",
-)
+JOB = Job("capture", CaptureConfig, run, report=report, help="capture activations of prompts into an activation store")

@@ -386,11 +386,5 @@ def report(result: ImportTracesResult) -> str:
     return f"imported {result.n_traces} traces ({result.n_tokens} tokens) at {', '.join(result.sites) or 'no sites'}{acc}"
 
 
-JOB = Job(
-    "import-traces", ImportTracesConfig, run, report=report,
-    help="import completions generated elsewhere (vLLM, SGLang, an API) as traces with states",
-    description="Read a JSONL file of prompts (or chat messages) and completions, tokenize them as the model "
-    "would see them (token ids in the file are used as they are), and capture per-step states at the given "
-    "sites plus entropy and top-k by one teacher-forced forward per batch. The traces equal those of traced "
-    "generation of the same tokens; the run folder holds them for every analysis.",
-)
+JOB = Job("import-traces", ImportTracesConfig, run, report=report,
+          help="import completions generated elsewhere (vLLM, SGLang, an API) as traces with states")

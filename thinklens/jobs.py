@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -258,8 +259,7 @@ class Job:
         if self.description:
             return self.description
         module = sys.modules.get(getattr(self.run, "__module__", ""))
-        text = (getattr(module, "__doc__", None) or "").split("Example:")[0]
-        return " ".join(text.split()) or self.help
+        return plain_text((getattr(module, "__doc__", None) or "").split("Example:")[0]) or self.help
 
     @property
     def run_kind(self) -> str:
@@ -282,6 +282,17 @@ class Job:
                                     did_you_mean(word, [f.name for f in dataclasses.fields(self.config)]))
         base.update(fields)
         return self.config(**base)
+
+
+def plain_text(rest: str) -> str:
+    """A reST docstring as one plain paragraph for ``--help``: inline code and cross-references as plain words.
+
+    Example:
+        >>> plain_text("Writes ``results/x.json``,\\n graded by :func:`thinklens.answers.is_correct` (:class:`~a.Trace`\\\\ s).")
+        'Writes results/x.json, graded by thinklens.answers.is_correct (Traces).'
+    """
+    text = re.sub(r":[a-z]+:`(~?)([^`]+)`", lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], rest)
+    return " ".join(text.replace("``", "").replace("\\ ", "").split())
 
 
 def _fields_of(config: Any) -> dict[str, Any]:

@@ -1,12 +1,14 @@
 """``thinklens run eval``: accuracy and token counts of any model on any problem set.
 
-Prompts come from the model's prompt format (its chat template, plain text or a zoo style), completions
-are generated greedily or sampled (``--temperature``, ``--top-p``, ``--samples`` per problem) in batches,
-graded by :func:`thinklens.answers.is_correct` against the gold answers, and their tokens counted
-(reasoning vs answer by the format's thinking span; stop reasons). The run folder holds every
-completion (``completions/batch-NNNNN.json``, written per batch: a re-run resumes after the last finished
-batch), ``results/eval_problems.json`` (one row per completion, without the text), ``results/eval.json``
-(the summary overall and by metadata group) and the figure ``eval``.
+Greedy or sampled completions (``--temperature``, ``--top-p``, ``--samples`` per problem) of any model (zoo name,
+folder or hub id) on any problem set (GSM8K, MATH-500, AIME, JSONL, synthetic), generated in batches in the
+model's prompt format (its chat template, plain text or a zoo style), graded by
+:func:`thinklens.answers.is_correct` against the gold answers (boxed or marked answers, math-verify equivalence),
+with total, reasoning and answer token counts (reasoning vs answer by the format's thinking span) and stop
+reasons. The run folder holds every completion (``completions/batch-NNNNN.json``, written per batch: a re-run
+resumes after the last finished batch), ``results/eval_problems.json`` (one row per completion, without the
+text), ``results/eval.json`` (the summary overall and by metadata group: n_steps, level, subject) and the figure
+``eval``.
 
 Example:
     >>> JOB.name, JOB.config.__name__
@@ -136,11 +138,4 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-JOB = Job(
-    "eval", EvalJobConfig, run, report=report,
-    help="accuracy and token counts of a model on a problem set",
-    description="Greedy or sampled completions of any model (zoo name, folder or hub id) on any problem set (GSM8K, "
-    "MATH-500, AIME, JSONL, synthetic), prompted in its format (chat template, plain, zoo style), graded against the "
-    "gold answers (boxed or marked answers, math-verify equivalence), with total, reasoning and answer token counts "
-    "and stop reasons; a summary by metadata group (n_steps, level, subject) and a figure. Resumes per batch.",
-)
+JOB = Job("eval", EvalJobConfig, run, report=report, help="accuracy and token counts of a model on a problem set")

@@ -1,8 +1,12 @@
 """``thinklens run mi-peaks``: MI peaks and thinking tokens (Qian et al. 2025, arXiv 2506.02867).
 
-The job: its config (:class:`MIPeaksJobConfig`, the named presets), ``run`` and the CLI report. The
-stages it runs live in :mod:`analyses.mi.stages`; the run-folder format in :mod:`analyses.mi.store`.
-Re-running with the same config and run folder resumes after the finished stages.
+Greedy trajectories of a reasoning model and its non-reasoning siblings on the synthetic task or any problem set
+(GSM8K, MATH-500, AIME, JSONL), each prompted in its own format (chat template, plain, zoo style); nHSIC with the
+golden answer (the data set's solution) per token at several sites (reference, median-sigma and L2 variants,
+shuffled-answer control); peaks by top-k and IQR; thinking-token enrichment with CIs; optionally the suppression
+test, Representation Recycling (with a layer sweep) and thinking-token test-time scaling. ``--preset demo`` runs
+all of it on the zoo in a few CPU minutes. Re-running with the same config and run folder resumes after the
+finished stages (:mod:`analyses.mi.stages`; the run-folder format: :mod:`analyses.mi.store`).
 
 Example:
     >>> JOB.name, JOB.config.__name__, sorted(JOB.presets)
@@ -226,13 +230,5 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-JOB = Job(
-    "mi-peaks", MIPeaksJobConfig, run, presets=PRESETS, report=report,
-    help="MI peaks and thinking tokens (Qian et al. 2025)",
-    description="Greedy trajectories of a reasoning model and its non-reasoning siblings on the synthetic task or any "
-    "problem set (GSM8K, MATH-500, AIME, JSONL), each prompted in its own format (chat template, plain, zoo style); "
-    "nHSIC with the golden answer (the data set's solution) per token at several sites (reference, median-sigma and L2 "
-    "variants, shuffled-answer control); peaks by top-k and IQR; thinking-token enrichment with CIs; optionally the "
-    "suppression test, Representation Recycling (with a layer sweep) and thinking-token test-time scaling. "
-    "`--preset demo` runs all of it on the zoo in a few CPU minutes.",
-)
+JOB = Job("mi-peaks", MIPeaksJobConfig, run, presets=PRESETS, report=report,
+          help="MI peaks and thinking tokens (Qian et al. 2025)")

@@ -1,5 +1,15 @@
 """``thinklens run latent-seek``: LatentSeek (Li et al. 2025), test-time optimisation of a frozen model's
-latents, on held-out synthetic problems or any ``--data`` source, prompted in the model's format.
+latents (no training), on held-out synthetic problems or any ``--data`` source, prompted in the model's format.
+
+Per problem (held-out synthetic ones, or the first ``--n`` of ``--data``), a greedy CoT of the frozen model in its
+prompt format, then up to ``--max-iters`` Adam steps on the final-layer states of its first tokens guided by a
+reward (psrm: the gold answer, graded by the project's answer checker; self: the model judges its own solution
+with the paper's four weighted verifier prompts; confidence: no gold, the model's least likely token of its
+chain; auto: psrm for the zoo's formats, self otherwise; or module:function), re-decoding after each. On the same
+prompts, the oracle best-of-N baseline that a gold-answer reward implies (``--baseline-temperatures``,
+``--baseline-samples``: N = 1 + ``--max-iters`` sampled chains, correct if any is). Writes ``results/seek.json``
+(every problem's iterations and baseline chains) and the accuracy-vs-budget figure; an interrupted run resumes
+problem by problem.
 
 Example:
     >>> JOB.name, JOB.config.__name__
@@ -56,16 +66,5 @@ def report(summary: dict[str, Any]) -> str:
     return line
 
 
-JOB = Job(
-    "latent-seek", LatentSeekConfig, run, load=load, report=report,
-    help="LatentSeek: test-time optimisation of a CoT model's latents (no training)",
-    description="Per problem (held-out synthetic ones, or the first --n of --data), a greedy CoT of the frozen model in "
-    "its prompt format, then up to --max-iters Adam steps on the final-layer states of its first tokens guided by a "
-    "reward (psrm: the gold answer, graded by the project's answer checker; self: the model judges its own solution "
-    "with the paper's four weighted verifier prompts; confidence: no gold, the model's least likely token of its "
-    "chain; auto: psrm for the zoo's formats, self otherwise; or module:function), re-decoding after each. On the "
-    "same prompts, the oracle best-of-N baseline that a gold-answer reward implies (--baseline-temperatures, "
-    "--baseline-samples: N = 1 + --max-iters sampled chains, correct if any is). Writes results/seek.json (every "
-    "problem's iterations and baseline chains) and the accuracy-vs-budget figure; an interrupted run resumes problem "
-    "by problem.",
-)
+JOB = Job("latent-seek", LatentSeekConfig, run, load=load, report=report,
+          help="LatentSeek: test-time optimisation of a CoT model's latents (no training)")

@@ -330,10 +330,4 @@ def report(result: LynxResult) -> str:
     return "\n".join(lines)
 
 
-JOB = Job(
-    "lynx", LynxJobConfig, run, report=report,
-    help="LYNX: conformal early exit from hidden-state probes",
-    description="LYNX (arXiv 2512.05325): rollouts, cue events, forced-exit labels, probe, class-conditional "
-    "conformal calibration, exits vs baselines, validity P(S={1}|y=0) vs delta. The guarantee is per cue event, "
-    "under exchangeability. Re-running with the same --run-id resumes from the cached stages.",
-)
+JOB = Job("lynx", LynxJobConfig, run, report=report, help="LYNX: conformal early exit from hidden-state probes")

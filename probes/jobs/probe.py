@@ -354,10 +354,5 @@ def report(doc: dict) -> str:
     return "\n".join(lines)
 
 
-JOB = Job(
-    "probe", ProbeJobConfig, run, report=report,
-    help="layer sweep of probes decoding the running value or answer correctness",
-    description="Per-site cross-validated probes: ridge R^2 of the running intermediate value (the synthetic task's "
-    "ground truth), or logistic AUROC/accuracy of whether the model's answer will be right, graded against any data "
-    "set's gold answers (with intention metrics). Saves the best probe (safetensors + JSON).",
-)
+JOB = Job("probe", ProbeJobConfig, run, report=report,
+          help="layer sweep of probes decoding the running value or answer correctness")

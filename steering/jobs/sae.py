@@ -1,12 +1,14 @@
 """``thinklens run sae``: train an SAE with sae-lens at a site, evaluate it held out, scan traces for features.
 
-The run folder holds the SAE in sae-lens's format (``sae/``: ``cfg.json`` + ``sae_weights.safetensors``),
-``results/metrics.json`` (sae-lens's metrics on held-out texts), ``results/feature_stats.json`` (top
-contexts, thinking-word and correctness correlations over generated traces) and the figures
-sae_metrics, feature_density and feature_correlation. ``thinklens run steer --sae <run folder>`` uses
-both the SAE and its statistics.
+Trains an SAE with sae-lens's own training runner at ``--site`` of ``--model`` on local texts (``--data``), saves
+it in sae-lens's format (``sae/``: ``cfg.json`` + ``sae_weights.safetensors``), evaluates it on held-out texts with
+sae-lens's metrics (explained variance, L0, dead features, CE loss recovered: ``results/metrics.json``), then scans
+generated traces for feature statistics (top contexts, correlations with the next thinking word and with
+correctness: ``results/feature_stats.json``); figures sae_metrics, feature_density and feature_correlation.
+``--architecture``: any trainable one in sae-lens's registry (topk, batchtopk, standard, jumprelu, gated, ...).
+``thinklens run steer --sae <run folder>`` uses both the SAE and its statistics.
 
-``--data``: the zoo's rendered problems (``zoo:<style>``), a text file, or any problem set (GSM8K,
+``--data``: the zoo's rendered problems (``zoo:<style>``), a text file (.txt/.jsonl), or any problem set (GSM8K,
 MATH-500, your JSONL, ``synthetic:MIN-MAX``): its problems become their prompt in the model's
 ``--prompt-format`` followed by their worked solution (training texts), and the scanned traces are the
 model's own completions of those prompts, graded by :func:`thinklens.answers.is_correct`, with each
@@ -155,14 +157,5 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-JOB = Job(
-    "sae", SAEJobConfig, run, report=report,
-    help="train an SAE (sae-lens) at a site from local data; held-out metrics and feature statistics",
-    description="Trains an SAE with sae-lens's own training runner at --site of --model on local texts (zoo:<style>, "
-    "a .txt/.jsonl file, or a problem set such as GSM8K: each problem's prompt in --prompt-format and its worked "
-    "solution), saves it in sae-lens's format under <run>/sae, evaluates it on held-out texts with "
-    "sae-lens's metrics (explained variance, L0, dead features, CE loss recovered), then scans generated traces for "
-    "feature statistics (top contexts, correlations with the next thinking word and with correctness, firing inside "
-    "the format's reasoning span). "
-    "--architecture: any trainable one in sae-lens's registry (topk, batchtopk, standard, jumprelu, gated, ...).",
-)
+JOB = Job("sae", SAEJobConfig, run, report=report,
+          help="train an SAE (sae-lens) at a site from local data; held-out metrics and feature statistics")

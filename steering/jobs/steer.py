@@ -1,10 +1,12 @@
 """``thinklens run steer``: steer generation with an SAE feature against equal-norm baselines.
 
-Arms: the feature most correlated with the next ``--word`` (or ``--feature``), a random live feature,
-the most often active feature, a random direction and (optionally) the difference of means of the
-states before ``--word``; every arm adds the same norm at a given coefficient. Results:
-``results/steer.json`` (rows averaged over seeds, rows per seed, the chosen feature) and the figure
-steer.
+Steers ``--model`` with the SAE feature most correlated with the next ``--word`` (or ``--feature``), by adding its
+decoder direction or clamping it, against equal-norm baselines: a random live feature, the most often active
+feature, a random direction and (optionally) the difference of means of the states before ``--word``; every arm
+adds the same norm at a given coefficient, over a sweep of coefficients and seeds. ``--sae`` takes an sae-lens
+folder or an ``sae`` run folder (whose feature statistics are then reused). Results: ``results/steer.json`` (the
+word's frequency, accuracy and length per arm: rows averaged over seeds, rows per seed, the chosen feature) and
+the figure steer.
 
 Example:
     >>> JOB.name, SteerJobConfig().word
@@ -243,12 +245,4 @@ def report(summary: dict[str, Any]) -> str:
     return f"steered feature {summary['feature']} at {summary['site']} (corr with the next word {summary['corr']:.3f})"
 
 
-JOB = Job(
-    "steer", SteerJobConfig, run, report=report,
-    help="steer generation with an SAE feature vs equal-norm baselines",
-    description="Steers --model with the SAE feature most correlated with the next --word (or --feature), by adding "
-    "its decoder direction or clamping it, against equal-norm baselines (random feature, top-activating feature, "
-    "random direction, difference of means) over a sweep of coefficients and seeds; reports the word's frequency, "
-    "accuracy and length per arm. --sae takes an sae-lens folder or an `sae` run folder (whose feature statistics "
-    "are then reused).",
-)
+JOB = Job("steer", SteerJobConfig, run, report=report, help="steer generation with an SAE feature vs equal-norm baselines")
