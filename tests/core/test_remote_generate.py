@@ -146,3 +146,21 @@ def test_a_whole_job_runs_the_remote_way(tiny_dirs, tmp_path):
         assert (a / rel).read_bytes() == (b / rel).read_bytes()
     with pytest.raises(ThinklensError, match="local weights"):
         sim.forward_with(["w1"])  # as on NDIF
+
+
+def test_remote_failures_become_one_clear_error_and_local_ones_pass_unchanged():
+    from types import SimpleNamespace
+
+    from thinklens.backends.nnsight_backend import remote_errors
+
+    model = SimpleNamespace(name="meta-llama/Llama-3.1-70B")
+    with pytest.raises(ThinklensError, match="NDIF key .ConnectionError: refused"):
+        with remote_errors(model, True):
+            raise ConnectionError("refused")
+    for remote in (False, "local"):
+        with pytest.raises(ConnectionError):
+            with remote_errors(model, remote):
+                raise ConnectionError("refused")
+    with pytest.raises(ThinklensError, match="ours"):
+        with remote_errors(model, True):
+            raise ThinklensError("ours")

@@ -18,6 +18,8 @@ Example:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -52,9 +54,19 @@ def site_envoys(model: "HookedModel", lm: Any, sites: list[Site]) -> tuple[list[
     return ordered, envoys
 
 
-def _remote_error(model: "HookedModel", e: Exception) -> ThinklensError:
-    return ThinklensError.of("remote execution", model.name, "a reachable NDIF server and an API key",
-                             f"check your network and NDIF key ({type(e).__name__}: {str(e)[:120]})")
+@contextmanager
+def remote_errors(model: "HookedModel", remote: bool | str) -> Iterator[None]:
+    """Around an nnsight trace: on NDIF (``remote is True``) any failure but our own errors becomes one clear
+    error naming the server and the key (connection errors surface as many types); elsewhere errors pass as they are."""
+    try:
+        yield
+    except ThinklensError:
+        raise
+    except Exception as e:  # noqa: BLE001 - connection errors surface as many types
+        if remote is True:
+            raise ThinklensError.of("remote execution", model.name, "a reachable NDIF server and an API key",
+                                    f"check your network and NDIF key ({type(e).__name__}: {str(e)[:120]})") from None
+        raise
 
 
 def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: list[Site], *,
@@ -64,7 +76,7 @@ def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: li
     sites, envoys = site_envoys(model, lm, sites)
     saved: list[Any] = []  # nnsight 0.8: locals created inside a trace body do not propagate out
     position_ids = model.position_ids(enc["attention_mask"])
-    try:
+    with remote_errors(model, remote):
         with lm.trace({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "position_ids": position_ids},
                       remote=remote):
             for env, is_input, first in envoys:
@@ -74,12 +86,6 @@ def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: li
                     saved.append(env.output[0].save())
                 else:
                     saved.append(env.output.save())
-    except ThinklensError:
-        raise
-    except Exception as e:  # noqa: BLE001 - connection errors surface as many types
-        if remote is True:
-            raise _remote_error(model, e) from None
-        raise
     out = {}
     for site, val in zip(sites, saved):
         val = getattr(val, "value", val)
@@ -129,33 +135,26 @@ def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "Gene
     stats: list[tuple[Tensor, Tensor, Tensor]] = []  # per step (entropy, top-k ids, top-k probs)
     result: dict[str, Tensor] = {}
     inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
-    try:
-        with warnings.catch_warnings():
-            # the open loop over steps ends, by design, on a request for a step after the last one
-            warnings.filterwarnings("ignore", message=".*was never reached")
-            with lm.generate(generation_config=generation_config(model, cfg, eos), remote=remote) as tracer:
-                with tracer.invoke(inputs):
-                    save(states)  # the containers come back filled (from the server, remotely)
-                    save(stats)
-                    if seed is not None:
-                        torch.manual_seed(seed)
-                    for _ in tracer.all():
-                        for j, (env, is_input, first) in enumerate(envoys):
-                            act = env.input if is_input else env.output
-                            act = act[0] if first or isinstance(act, tuple) else act
-                            states[j].append(act.reshape(b, -1, act.shape[-1])[:, -1])  # [batch, d]
-                        logp = lm.output.logits[:, -1].float().log_softmax(-1)  # [batch, vocab]
-                        p, i = logp.exp().topk(min(k, logp.shape[-1]), dim=-1)
-                        stats.append((-(logp.exp() * logp).sum(-1), i, p))
-                with tracer.invoke():
-                    save(result)
-                    result["ids"] = tracer.result
-    except ThinklensError:
-        raise
-    except Exception as e:  # noqa: BLE001 - connection errors surface as many types
-        if remote is True:
-            raise _remote_error(model, e) from None
-        raise
+    with remote_errors(model, remote), warnings.catch_warnings():
+        # the open loop over steps ends, by design, on a request for a step after the last one
+        warnings.filterwarnings("ignore", message=".*was never reached")
+        with lm.generate(generation_config=generation_config(model, cfg, eos), remote=remote) as tracer:
+            with tracer.invoke(inputs):
+                save(states)  # the containers come back filled (from the server, remotely)
+                save(stats)
+                if seed is not None:
+                    torch.manual_seed(seed)
+                for _ in tracer.all():
+                    for j, (env, is_input, first) in enumerate(envoys):
+                        act = env.input if is_input else env.output
+                        act = act[0] if first or isinstance(act, tuple) else act
+                        states[j].append(act.reshape(b, -1, act.shape[-1])[:, -1])  # [batch, d]
+                    logp = lm.output.logits[:, -1].float().log_softmax(-1)  # [batch, vocab]
+                    p, i = logp.exp().topk(min(k, logp.shape[-1]), dim=-1)
+                    stats.append((-(logp.exp() * logp).sum(-1), i, p))
+            with tracer.invoke():
+                save(result)
+                result["ids"] = tracer.result
     ids = result["ids"][:, width:].cpu()  # [batch, steps]; HF pads a row after its EOS
     n = min(ids.shape[1], len(stats))
     tokens = [ids[:, t] for t in range(n)]
