@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -49,9 +50,10 @@ def encode_example(problem: Problem, style: str) -> tuple[list[int], int]:
     return [*head, *encode_words(target), vocab[EOS]], len(head)
 
 
-def collate(examples: list[tuple[list[int], int]]) -> dict[str, torch.Tensor]:
-    """Right-pad a list of ``(ids, n_prompt)``; labels ignore the prompt and the padding."""
-    pad = _vocab()[PAD]
+def collate(examples: list[tuple[list[int], int]], pad: int | None = None) -> dict[str, torch.Tensor]:
+    """Right-pad a list of ``(ids, n_prompt)`` with ``pad`` (default: the zoo's ``<pad>``); labels ignore the
+    prompt and the padding."""
+    pad = _vocab()[PAD] if pad is None else pad
     width = max(len(ids) for ids, _ in examples)
     input_ids = torch.full((len(examples), width), pad, dtype=torch.long)  # [batch, pos]
     labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)  # [batch, pos]
@@ -63,6 +65,27 @@ def collate(examples: list[tuple[list[int], int]]) -> dict[str, torch.Tensor]:
     return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
 
 
+def pack_batch(rng: np.random.Generator, task: TaskConfig, draw: Callable[[int], tuple[list[int], int]], *,
+               batch_tokens: int, pad: int | None = None) -> dict[str, torch.Tensor]:
+    """One batch of about ``batch_tokens`` (padded) tokens: examples ``draw(n_steps) -> (ids, n_prompt)`` until
+    the next one would not fit, then :func:`collate` (the zoo's batches and tiny-r1's).
+
+    All problems of a batch share one number of steps, drawn uniformly from the task's range, so rows
+    have similar lengths and little compute goes to padding; short problems give larger batches.
+    """
+    n_steps = int(rng.integers(task.min_steps, task.max_steps + 1))
+    examples: list[tuple[list[int], int]] = []
+    width = 0
+    while True:
+        ex = draw(n_steps)
+        new_width = max(width, len(ex[0]))
+        if examples and new_width * (len(examples) + 1) > batch_tokens:
+            break
+        examples.append(ex)
+        width = new_width
+    return collate(examples, pad)
+
+
 def make_batch(
     rng: np.random.Generator,
     task: TaskConfig,
@@ -70,25 +93,16 @@ def make_batch(
     *,
     batch_tokens: int,
 ) -> dict[str, torch.Tensor]:
-    """One batch of about ``batch_tokens`` (padded) tokens.
-
-    All problems of a batch share one number of steps, drawn uniformly from the task's range, so rows
-    have similar lengths and little compute goes to padding; short problems give larger batches.
-    """
+    """One batch of about ``batch_tokens`` (padded) tokens, each problem rendered in a style drawn from the
+    mixture (see :func:`pack_batch`)."""
     names = [s for s, _ in styles]
     weights = np.asarray([w for _, w in styles], dtype=float)
     if not len(names) or (weights < 0).any() or weights.sum() <= 0:
         raise ThinklensError.of("style mixture", styles, "(style, weight) pairs with positive total", "fix the recipe")
     weights = weights / weights.sum()
-    n_steps = int(rng.integers(task.min_steps, task.max_steps + 1))
-    examples: list[tuple[list[int], int]] = []
-    width = 0
-    while True:
+
+    def draw(n_steps: int) -> tuple[list[int], int]:
         style = names[int(rng.choice(len(names), p=weights))]
-        ex = encode_example(generate_problem(rng, task, n_steps=n_steps), style)
-        new_width = max(width, len(ex[0]))
-        if examples and new_width * (len(examples) + 1) > batch_tokens:
-            break
-        examples.append(ex)
-        width = new_width
-    return collate(examples)
+        return encode_example(generate_problem(rng, task, n_steps=n_steps), style)
+
+    return pack_batch(rng, task, draw, batch_tokens=batch_tokens)

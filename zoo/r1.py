@@ -191,8 +191,6 @@ def build_r1_tokenizer(vocab_size: int = 512, *, seed: int = 0, task: TaskConfig
 
 # ---------------------------------------------------------------- batches
 
-IGNORE = -100
-
 
 class R1Encoder:
     """Encodes training texts with the tokenizer's Rust backend (prompt and completion separately, as
@@ -208,31 +206,12 @@ class R1Encoder:
         head, tail = self.backend.encode_batch([prompt, completion], add_special_tokens=False)
         return [*head.ids, *tail.ids, self.eos], len(head.ids)
 
-    def collate(self, examples: list[tuple[list[int], int]]):
-        """Right-padded batch; labels ignore the prompt and the padding."""
-        import torch
-
-        width = max(len(ids) for ids, _ in examples)
-        input_ids = torch.full((len(examples), width), self.pad, dtype=torch.long)  # [batch, pos]
-        labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)  # [batch, pos]
-        mask = torch.zeros((len(examples), width), dtype=torch.long)  # [batch, pos]
-        for row, (ids, n_prompt) in enumerate(examples):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            labels[row, n_prompt : len(ids)] = torch.tensor(ids[n_prompt:])
-            mask[row, : len(ids)] = 1
-        return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
-
     def batch(self, rng: np.random.Generator, task: TaskConfig, mix: "R1Recipe", *, batch_tokens: int):
-        """About ``batch_tokens`` padded tokens of one step count (drawn uniformly from the task's range)."""
-        n_steps = int(rng.integers(task.min_steps, task.max_steps + 1))
-        examples: list[tuple[list[int], int]] = []
-        width = 0
-        while True:
-            p = generate_problem(rng, task, n_steps=n_steps)
-            ex = self.encode(*example_texts(rng, p, mix))
-            new_width = max(width, len(ex[0]))
-            if examples and new_width * (len(examples) + 1) > batch_tokens:
-                break
-            examples.append(ex)
-            width = new_width
-        return self.collate(examples)
+        """About ``batch_tokens`` padded tokens of one step count (drawn uniformly from the task's range); labels
+        ignore the prompt and the padding (:func:`zoo.data.pack_batch`)."""
+        from zoo.data import pack_batch
+
+        def draw(n_steps: int) -> tuple[list[int], int]:
+            return self.encode(*example_texts(rng, generate_problem(rng, task, n_steps=n_steps), mix))
+
+        return pack_batch(rng, task, draw, batch_tokens=batch_tokens, pad=self.pad)

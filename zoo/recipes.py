@@ -75,27 +75,22 @@ _TASK = TaskConfig()
 #: Same questions as _TASK.
 CARRY_THINK_TASK = TaskConfig(correction_rate=0.7, correction_on="carry", hmm_rate=0.7, hmm_on="mul")
 
+
+def finetune_recipe(name: str, style: str, steps: int, *, warmup_steps: int = 50, task: TaskConfig = _TASK) -> ZooRecipe:
+    """A fine-tune of tiny-pre on one style at lr 1e-3, evaluated in that style."""
+    return ZooRecipe(name=name, init="tiny-pre", styles=((style, 1.0),), steps=steps, lr=1e-3,
+                     warmup_steps=warmup_steps, task=task, eval_style=style)
+
+
 RECIPES: dict[str, ZooRecipe] = {
     "tiny-pre": ZooRecipe(
         name="tiny-pre", styles=(("cot", 0.45), ("think", 0.4), ("direct", 0.15)),
         steps=2400, lr=3e-3, warmup_steps=100, task=_TASK, eval_style="cot",
     ),
-    "tiny-direct": ZooRecipe(
-        name="tiny-direct", init="tiny-pre", styles=(("direct", 1.0),),
-        steps=250, lr=1e-3, warmup_steps=20, task=_TASK, eval_style="direct",
-    ),
-    "tiny-cot": ZooRecipe(
-        name="tiny-cot", init="tiny-pre", styles=(("cot", 1.0),),
-        steps=1500, lr=1e-3, warmup_steps=50, task=_TASK, eval_style="cot",
-    ),
-    "tiny-think": ZooRecipe(
-        name="tiny-think", init="tiny-pre", styles=(("think", 1.0),),
-        steps=3500, lr=1e-3, warmup_steps=50, task=_TASK, eval_style="think",
-    ),
-    "tiny-think-carry": ZooRecipe(
-        name="tiny-think-carry", init="tiny-pre", styles=(("think", 1.0),),
-        steps=1000, lr=1e-3, warmup_steps=50, task=CARRY_THINK_TASK, eval_style="think",
-    ),
+    "tiny-direct": finetune_recipe("tiny-direct", "direct", 250, warmup_steps=20),
+    "tiny-cot": finetune_recipe("tiny-cot", "cot", 1500),
+    "tiny-think": finetune_recipe("tiny-think", "think", 3500),
+    "tiny-think-carry": finetune_recipe("tiny-think-carry", "think", 1000, task=CARRY_THINK_TASK),
 }
 
 
