@@ -41,38 +41,17 @@ def zoo_model():
 
 
 def main() -> None:
-    from latent.codi import CODI
-    from latent.data import latent_tokens, per_example_ce, right_pad, shifted_labels
+    from bench.latent_steps import codi_and_cot_steps
     from latent.examples import ExampleSource
 
     batch_size = int(sys.argv[1]) if len(sys.argv) > 1 else 32
     torch.set_num_threads(1)
     model, name = zoo_model()
-    tokens = latent_tokens(model.tokenizer)
-    torch.manual_seed(0)
-    codi = CODI(model, tokens, n_latents=6)
-    opt = torch.optim.AdamW(codi.parameters(), lr=1e-4)
     rows = ExampleSource(model.tokenizer, seed=0, min_steps=3, max_steps=3).batch(0, batch_size)
-    codi_batch = codi.collate(rows)
-    seqs = [list(ex.prompt) + ex.cot + list(ex.answer) + [tokens.eos] for ex in rows]
-    ids, mask = right_pad(seqs, tokens.pad)
-    labels = shifted_labels(ids, [len(ex.prompt) for ex in rows], mask)
-
-    def codi_step():
-        codi(codi_batch)["loss"].backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    def cot_step():
-        logits = model.forward({"input_ids": ids, "attention_mask": mask}).logits
-        per_example_ce(logits, labels).mean().backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    t = interleaved({"codi": codi_step, "cot": cot_step}, repeats=7, warmup=2)
+    t = interleaved(codi_and_cot_steps(model, rows, lr=1e-4), repeats=7, warmup=2)
     print(f"latent_bench_model={name}")
     print(f"latent_bench_batch={batch_size}")
-    print(f"cot_tokens_per_row={sum(len(s) for s in seqs) / len(seqs):.1f}")
+    print(f"cot_tokens_per_row={sum(len(ex.prompt) + len(ex.cot) + len(ex.answer) + 1 for ex in rows) / len(rows):.1f}")
     print(f"cot_step_s={t['cot']:.4f}")
     print(f"codi_step_s={t['codi']:.4f}")
     print(f"codi_step_ratio={t['codi'] / t['cot']:.2f}")

@@ -253,36 +253,15 @@ def bench_mi_device_vs_cpu(states: torch.Tensor, answer: torch.Tensor, clock: Cl
 
 def bench_codi(model, sizes: Sizes, clock: Clock) -> None:
     """One CODI step (teacher + student with 6 latents + distillation) against one CoT-SFT step on one batch."""
-    from latent.codi import CODI
-    from latent.data import example_from_problem, latent_tokens, per_example_ce, right_pad, shifted_labels
+    from bench.latent_steps import codi_and_cot_steps
+    from latent.data import example_from_problem
     from thinklens.model import HookedModel
     from thinklens.tasks import generate_problems
     from thinklens.zoo.tokenizer import build_zoo_tokenizer
 
     zoo = HookedModel(model.hf, build_zoo_tokenizer(), name=model.name)  # the zoo's task, the big model's body
-    tokens = latent_tokens(zoo.tokenizer)
-    torch.manual_seed(0)
-    codi = CODI(zoo, tokens, n_latents=6).to(device=zoo.device, dtype=torch.bfloat16)
-    codi.train()
-    opt = torch.optim.AdamW(codi.parameters(), lr=1e-5)
     rows = [example_from_problem(p, zoo.tokenizer) for p in generate_problems(sizes.codi_batch, seed=0, n_steps=3)]
-    batch = codi.collate(rows)
-    seqs = [list(ex.prompt) + ex.cot + list(ex.answer) + [tokens.eos] for ex in rows]
-    ids, mask = right_pad(seqs, tokens.pad)
-    labels = shifted_labels(ids, [len(ex.prompt) for ex in rows], mask).to(zoo.device)
-
-    def codi_step():
-        codi(batch)["loss"].backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    def cot_step():
-        logits = zoo.forward({"input_ids": ids, "attention_mask": mask}).logits
-        per_example_ce(logits, labels).mean().backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    t = clock.best_of({"codi": codi_step, "cot": cot_step}, sizes.repeats)
+    t = clock.best_of(codi_and_cot_steps(zoo, rows, lr=1e-5, dtype=torch.bfloat16), sizes.repeats)
     emit("codi_batch", sizes.codi_batch)
     emit("cot_step_s", t["cot"])
     emit("codi_step_s", t["codi"])
