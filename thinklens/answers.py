@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from thinklens.equivalence import DEFAULT_TIMEOUT, math_equal
 from thinklens.errors import ThinklensError
+from thinklens.problemsources import json_lines
 
 #: Answer markers of :func:`parse_answer`, in no particular order: the LAST occurrence of any of them counts.
 ANSWER_MARKERS: tuple[str, ...] = ("####", "The answer is:", "\\boxed{")
@@ -352,30 +352,21 @@ def load_gsm8k_jsonl(path: str | Path) -> list[GSMRecord]:
     if not p.is_file():
         raise ThinklensError.of("GSM8k file", str(p), "an existing .jsonl file", "check the path")
     records: list[GSMRecord] = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{p}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ThinklensError.of(
-                    "GSM8k line", where, f"one JSON object per line ({exc.msg})", "fix or remove that line"
-                ) from None
-            if not isinstance(row, dict) or not isinstance(row.get("question"), str) or "answer" not in row:
-                raise ThinklensError.of(
-                    "GSM8k line", where, "an object with a string 'question' and an 'answer'", "fix that line"
-                )
-            answer = _answer_of(row["answer"])
-            if answer is None:
-                raise ThinklensError.of(
-                    "GSM8k answer", f"{where}: {str(row['answer'])[-40:]!r}",
-                    "an integer, text ending in '#### N', or '\\boxed{N}'", "fix that line's answer",
-                )
-            solution = row["answer"] if isinstance(row["answer"], str) else ""
-            cot = row.get("cot")
-            if cot is not None and not isinstance(cot, str):
-                raise ThinklensError.of("GSM8k cot", where, "a string", "fix that line's cot")
-            records.append(GSMRecord(row["question"], cot if cot is not None else extract_cot(solution), answer, solution))
+    for lineno, row in json_lines(p):
+        where = f"{p}:{lineno}"
+        if not isinstance(row, dict) or not isinstance(row.get("question"), str) or "answer" not in row:
+            raise ThinklensError.of(
+                "GSM8k line", where, "an object with a string 'question' and an 'answer'", "fix that line"
+            )
+        answer = _answer_of(row["answer"])
+        if answer is None:
+            raise ThinklensError.of(
+                "GSM8k answer", f"{where}: {str(row['answer'])[-40:]!r}",
+                "an integer, text ending in '#### N', or '\\boxed{N}'", "fix that line's answer",
+            )
+        solution = row["answer"] if isinstance(row["answer"], str) else ""
+        cot = row.get("cot")
+        if cot is not None and not isinstance(cot, str):
+            raise ThinklensError.of("GSM8k cot", where, "a string", "fix that line's cot")
+        records.append(GSMRecord(row["question"], cot if cot is not None else extract_cot(solution), answer, solution))
     return records

@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.jobs import Job, JobContext, Progress
+from thinklens.problemsets import parse_mapping
+from thinklens.problemsources import json_lines
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -90,18 +91,8 @@ class ImportTracesConfig:
 
 
 def parse_fields(mapping: Mapping[str, str] | str | None) -> dict[str, str]:
-    """A field mapping from a dict or ``"completion=output,answer=target"``, its keys checked."""
-    if not mapping:
-        return {}
-    if isinstance(mapping, str):
-        pairs = [part.split("=", 1) for part in mapping.split(",") if part.strip()]
-        if any(len(p) != 2 or not p[0].strip() or not p[1].strip() for p in pairs):
-            raise ThinklensError.of("field mapping", mapping, "field=name pairs, comma-separated", "e.g. completion=output")
-        mapping = {k.strip(): v.strip() for k, v in pairs}
-    for key in mapping:
-        if key not in FIELD_NAMES:
-            raise ThinklensError.of("mapped field", key, f"one of {', '.join(FIELD_NAMES)}", did_you_mean(key, list(FIELD_NAMES)))
-    return dict(mapping)
+    """A field mapping from a dict or ``"completion=output,answer=target"``, its keys checked against ours."""
+    return parse_mapping(mapping, FIELD_NAMES, "completion=output")
 
 
 @dataclass(frozen=True)
@@ -174,16 +165,7 @@ def read_records(path: str | Path, fields: Mapping[str, str] | str | None = None
     p = Path(path)
     if not p.is_file():
         raise ThinklensError.of("traces file", str(p), "an existing JSONL file", "check the path (--data)")
-    records = []
-    with p.open(encoding="utf-8") as fh:
-        for line, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ThinklensError.of(f"line {line} of {p}", text[:60], f"one JSON object per line ({e.msg})", "fix that line") from None
-            records.append(read_record(row, line, fields))
+    records = [read_record(row, line, fields) for line, row in json_lines(p)]
     if not records:
         raise ThinklensError.of("traces file", str(p), "at least one JSON line", "write one object per completion")
     return records

@@ -255,8 +255,10 @@ def synthetic_problems(min_steps: int, max_steps: int, per_steps: int, *, seed: 
     return out
 
 
-def parse_mapping(mapping: Mapping[str, str] | str | None) -> dict[str, str]:
-    """A field mapping from a dict or ``"question=prompt,answer=target"``, checked.
+def parse_mapping(mapping: Mapping[str, str] | str | None, fields: Mapping[str, Any] = FIELD_NAMES,
+                  example: str = "question=prompt,answer=target") -> dict[str, str]:
+    """A field mapping from a dict or ``"question=prompt,answer=target"``, its keys checked against ``fields``
+    (ours: a problem's; :mod:`thinklens.import_traces` passes a trace record's).
 
     Example:
         >>> parse_mapping("question=prompt, answer=target")
@@ -267,13 +269,13 @@ def parse_mapping(mapping: Mapping[str, str] | str | None) -> dict[str, str]:
     if isinstance(mapping, str):
         pairs = [part.split("=", 1) for part in mapping.split(",") if part.strip()]
         if any(len(pair) != 2 or not pair[0].strip() or not pair[1].strip() for pair in pairs):
-            raise ThinklensError.of("field mapping", mapping, "field=column pairs, comma-separated", "e.g. question=prompt,answer=target")
+            raise ThinklensError.of("field mapping", mapping, "field=column pairs, comma-separated", f"e.g. {example}")
         mapping = {k.strip(): v.strip() for k, v in pairs}
     if not isinstance(mapping, Mapping):
-        raise ThinklensError.of("field mapping", mapping, "a dict or 'field=column,...'", "e.g. question=prompt,answer=target")
+        raise ThinklensError.of("field mapping", mapping, "a dict or 'field=column,...'", f"e.g. {example}")
     for key in mapping:
-        if key not in FIELD_NAMES:
-            raise ThinklensError.of("mapped field", key, f"one of {', '.join(FIELD_NAMES)}", did_you_mean(key, list(FIELD_NAMES)))
+        if key not in fields:
+            raise ThinklensError.of("mapped field", key, f"one of {', '.join(fields)}", did_you_mean(key, list(fields)))
     return dict(mapping)
 
 

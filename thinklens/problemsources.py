@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def read_file(path: Path) -> list[dict[str, Any]]:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             rows = [dict(row) for row in csv.DictReader(fh)]
     elif kind == "jsonl":
-        rows = _read_jsonl(path)
+        rows = [row for _, row in json_lines(path)]
     else:
         rows = _read_json(path)
     for i, row in enumerate(rows):
@@ -83,18 +84,27 @@ def read_file(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_jsonl(path: Path) -> list[Any]:
-    rows = []
-    with path.open(encoding="utf-8") as fh:
+def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for every non-blank line of a JSON-lines file; a malformed line is an error naming it.
+
+    Example:
+        >>> import os, tempfile
+        >>> f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+        >>> _ = f.write('{"q": 1}\\n\\n[2]\\n'); f.close()
+        >>> list(json_lines(f.name))
+        [(1, {'q': 1}), (3, [2])]
+        >>> os.unlink(f.name)
+    """
+    with Path(path).open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                value = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ThinklensError.of("JSON line", f"{path}:{lineno}", f"one JSON object per line ({exc.msg})",
-                                        "fix or remove that line") from None
-    return rows
+                raise ThinklensError.of(f"line {lineno} of {path}", line.strip()[:60], f"one JSON object per line ({exc.msg})",
+                                        f"fix or remove {path}:{lineno}") from None
+            yield lineno, value
 
 
 def _read_json(path: Path) -> list[Any]:
