@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from thinklens.capture import STORE
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.jobs import Job, JobContext, Progress
 from thinklens.problemsets import parse_mapping
@@ -55,8 +56,6 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "id": ("id",),
 }
 STOP_REASON = "imported"
-STORE = "store"
-"""The store's folder inside the run folder."""
 
 
 @dataclass(frozen=True)
