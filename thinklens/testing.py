@@ -208,13 +208,18 @@ def check_repeat_block(model: Any, ids: torch.Tensor, layer: int, clean: torch.T
         with model.intervene([RepeatBlock(layer, positions="last")]):
             rr = dec.step(nxt)
         n_rr = [lay.get_seq_length() for lay in dec.cache.layers]
+        keys_rr = dec.cache.layers[layer].keys.clone()
         dec.rollback(1)
         with model.intervene([ReplaceActivation(Site("resid_pre", layer), out1["h"][0], positions="last")]):
             step_oracle = dec.step(nxt)
+        keys_oracle = dec.cache.layers[layer].keys.clone()
     assert n_rr == n_regular, f"RepeatBlock({layer}) cache length {n_rr} vs {n_regular}"
     dtype = next(model.hf.parameters()).dtype
     torch.testing.assert_close(rr, step_oracle, atol=atol(step_oracle, dtype), rtol=0,
                                msg=lambda m: f"RepeatBlock({layer}) decoding: {m}")
+    # the cache keeps the block's keys of the repeated pass (its input: the first output), as the oracle's
+    torch.testing.assert_close(keys_rr, keys_oracle, atol=atol(keys_oracle, dtype), rtol=0,
+                               msg=lambda m: f"RepeatBlock({layer}) cached keys: {m}")
 
 
 def check_family(family: str, root: str | Path) -> dict[str, str]:
@@ -237,3 +242,60 @@ def check_family(family: str, root: str | Path) -> dict[str, str]:
         except Exception as e:  # noqa: BLE001 - each check reports its own failure
             report[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
     return report
+
+
+# ---------------------------------------------------------------- kills, resumes and unreachable servers
+
+
+def dies_after(fn: Callable[..., Any], n_calls: int) -> Callable[..., Any]:
+    """``fn`` that is killed (``KeyboardInterrupt``) at its call number ``n_calls + 1``: patched over a trainer's
+    batch function, it stops a run after ``n_calls`` steps, as a kill would.
+
+    Example:
+        >>> f = dies_after(abs, 1)
+        >>> f(-2)
+        2
+        >>> try:
+        ...     f(-2)
+        ... except KeyboardInterrupt:
+        ...     print("killed")
+        killed
+    """
+    calls = 0
+
+    def dying(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > n_calls:
+            raise KeyboardInterrupt
+        return fn(*args, **kwargs)
+
+    return dying
+
+
+def assert_same_weights(a: str | Path, b: str | Path) -> None:
+    """The ``model.safetensors`` of model folders ``a`` and ``b`` hold the same tensors, bit for bit."""
+    from safetensors.torch import load_file
+
+    wa, wb = load_file(str(Path(a) / "model.safetensors")), load_file(str(Path(b) / "model.safetensors"))
+    assert wa.keys() == wb.keys(), f"tensor names differ: {sorted(wa.keys() ^ wb.keys())}"
+    differ = [k for k in wa if not torch.equal(wa[k], wb[k])]
+    assert not differ, f"tensors differ: {differ}"
+
+
+def unreachable_ndif(monkeypatch: Any, lm: Any, method: str) -> dict[str, Any]:
+    """Make ``lm.<method>`` (an nnsight entry such as ``trace`` or ``generate``) fail as an unreachable NDIF server
+    would (``ConnectionError`` on entering its context); returns the keyword arguments it was called with, filled
+    in by the call."""
+    import contextlib
+
+    calls: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def refuse(*args: Any, **kwargs: Any):
+        calls.update(kwargs)
+        raise ConnectionError("no route to NDIF")
+        yield
+
+    monkeypatch.setattr(type(lm), method, lambda self, *a, **k: refuse(*a, **k))
+    return calls

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from thinklens import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation, Site, ThinklensError
-from thinklens.decoder import Decoder
+from thinklens.testing import check_repeat_block
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6"]
 
@@ -80,32 +80,11 @@ def test_clean_after_exception(tiny_models, fam):
 
 
 def test_repeat_block_matches_replace_oracle_and_cache_length(tiny_models):
-    """RepeatBlock at step t == re-running the step with block L's input replaced by its first output."""
+    """RepeatBlock at step t == re-running the step with block L's input replaced by its first output: the same
+    logits and cached keys, and the repeated block does not append its keys twice (and the same in a forward)."""
     m = tiny_models["llama"]
-    L = 1
-    enc = m.tokenize(["w1 w2 w3"])
-    with torch.no_grad():
-        dec = Decoder(m, enc)
-        tok = dec.prefill().argmax(-1)
-        dec.step(tok)
-        nxt = torch.tensor([7])
-        # regular pass, capturing block L's output at the new token
-        out1 = {}
-        with m.intervene([HookFn(Site("resid_post", L), lambda a, c: out1.__setitem__("h", a[:, -1].clone()))]):
-            dec.step(nxt)
-        n_regular = [lay.get_seq_length() for lay in dec.cache.layers]
-        dec.rollback(1)
-        with m.intervene([RepeatBlock(L, positions="last")]):
-            rr = dec.step(nxt)
-        n_rr = [lay.get_seq_length() for lay in dec.cache.layers]
-        k_rr = dec.cache.layers[L].keys.clone()
-        dec.rollback(1)
-        with m.intervene([ReplaceActivation(Site("resid_pre", L), out1["h"][0], positions="last")]):
-            oracle = dec.step(nxt)
-        k_oracle = dec.cache.layers[L].keys.clone()
-    assert n_rr == n_regular  # the repeated block did not append its keys twice
-    torch.testing.assert_close(rr, oracle, atol=1e-5, rtol=0)
-    torch.testing.assert_close(k_rr, k_oracle, atol=1e-6, rtol=0)
+    ids = m.tokenize(["w1 w2 w3"])["input_ids"]
+    check_repeat_block(m, ids, 1, m.forward_with(ids), atol=lambda ref, dtype: 1e-6)
 
 
 def test_bad_interventions(tiny_models):

@@ -5,14 +5,13 @@ runs, with ``remote=False``. Greedy and seeded sampled tokens are identical; sta
 probabilities agree to float32 rounding (atol 1e-5); stop reasons (EOS, stop strings, budget) are equal.
 """
 
-import contextlib
-
 import pytest
 import torch
 
 from thinklens import HookedModel, Site, ThinklensError
 from thinklens.generate import GenerateConfig, generate
 from thinklens.interventions import AddVector
+from thinklens.testing import unreachable_ndif
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7", "w9 w9 w9 w9 w9 w9 w9 w9"]
 SITES = ["embed", "resid_pre.0", "attn_out.0", "mlp_out.1", "resid_post.1", "final_norm", "logits"]
@@ -67,16 +66,7 @@ def test_nnsight_eos_and_model_generation_config_ignored(tiny_dirs):
 
 def test_remote_generate_goes_through_nnsight_with_remote_true(tiny_dirs, monkeypatch):
     m = HookedModel.load(str(tiny_dirs["llama"]), remote=True)
-    lm = m.to_nnsight()
-    calls = {}
-
-    @contextlib.contextmanager
-    def fake_generate(*args, **kwargs):
-        calls.update(kwargs)
-        raise ConnectionError("no route to NDIF")
-        yield
-
-    monkeypatch.setattr(type(lm), "generate", lambda self, *a, **k: fake_generate(*a, **k))
+    calls = unreachable_ndif(monkeypatch, m.to_nnsight(), "generate")
     with pytest.raises(ThinklensError, match="NDIF"):
         m.generate(["w1 w2"], max_new_tokens=3, capture=["resid_post.1"])
     assert calls["remote"] is True and calls["generation_config"].max_new_tokens == 3

@@ -1,27 +1,17 @@
 """Remote execution (NDIF, via nnsight) as far as it can be tested offline, and device_map pass-through."""
 
-import contextlib
-
 import pytest
 import torch
 
 from thinklens import HookedModel, Site, ThinklensError
+from thinklens.testing import unreachable_ndif
 
 
 def test_remote_builds_meta_model_and_routes_through_nnsight(tiny_dirs, monkeypatch):
     m = HookedModel.load(str(tiny_dirs["llama"]), remote=True)
     assert m.remote and next(m.hf.parameters()).device.type == "meta"  # no weights downloaded
     assert m.n_layers == 2 and Site("resid_post", 1) in m.sites
-    calls = {}
-    lm = m.to_nnsight()
-
-    @contextlib.contextmanager
-    def fake_trace(*args, **kwargs):
-        calls.update(kwargs)
-        raise ConnectionError("no route to NDIF")
-        yield
-
-    monkeypatch.setattr(type(lm), "trace", lambda self, *a, **k: fake_trace(*a, **k))
+    calls = unreachable_ndif(monkeypatch, m.to_nnsight(), "trace")
     with pytest.raises(ThinklensError, match="NDIF"):
         m.capture(["w1 w2"], ["resid_post.0"])
     assert calls.get("remote") is True

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
+
+from thinklens.testing import assert_same_weights, dies_after
 
 
 def test_killed_and_resumed_grpo_equals_a_straight_run(tmp_path, monkeypatch):
-    from safetensors.torch import load_file
-
     from steering import grpo
     from steering.configs import GRPOConfig
     from thinklens.zoo.registry import zoo_path
@@ -20,15 +19,8 @@ def test_killed_and_resumed_grpo_equals_a_straight_run(tmp_path, monkeypatch):
     cfg = GRPOConfig(steps=2, prompts_per_step=2, group_size=2, eval_per_steps=0)
     straight = grpo.train_grpo(cfg, out_dir=tmp_path / "a", progress=False, ckpt_dir=tmp_path / "ca", ckpt_every_s=0.0)
 
-    real, calls = grpo.group_advantages, {"n": 0}
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 1:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(grpo, "group_advantages", dying)
+    real = grpo.group_advantages
+    monkeypatch.setattr(grpo, "group_advantages", dies_after(real, 1))
     with pytest.raises(KeyboardInterrupt):
         grpo.train_grpo(cfg, out_dir=tmp_path / "b", progress=False, ckpt_dir=tmp_path / "cb", ckpt_every_s=0.0)
     assert not (tmp_path / "b").exists()
@@ -37,5 +29,4 @@ def test_killed_and_resumed_grpo_equals_a_straight_run(tmp_path, monkeypatch):
     resumed = grpo.train_grpo(cfg, out_dir=tmp_path / "b", progress=False, ckpt_dir=tmp_path / "cb", ckpt_every_s=0.0)
     assert resumed["reward_curve"] == straight["reward_curve"] and resumed["steps"] == 2
     assert not (tmp_path / "cb").exists() and not (tmp_path / "ca").exists()  # removed once published
-    a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(tmp_path / "b" / "model.safetensors"))
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert_same_weights(tmp_path / "a", tmp_path / "b")

@@ -12,6 +12,7 @@ import torch
 from thinklens.answers import is_correct
 from thinklens.formats import SPANS, format_for
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.testing import assert_same_weights, dies_after
 from thinklens.zoo.registry import zoo_path
 
 
@@ -90,12 +91,6 @@ def _small_recipe(steps: int, more_steps: int = 0):
                           model=ZooModelConfig(d_model=16, n_layers=1, n_heads=2, d_ffn=32, max_positions=512))
 
 
-def _weights(folder):
-    from safetensors.torch import load_file
-
-    return load_file(str(folder / "model.safetensors"))
-
-
 def test_training_resumes_exactly_and_a_continuation_phase_trains_on(tmp_path, monkeypatch, small_tokenizer):
     from zoo import r1
     from zoo.r1_train import train_r1_model
@@ -105,15 +100,8 @@ def test_training_resumes_exactly_and_a_continuation_phase_trains_on(tmp_path, m
     assert straight["steps"] == 6 and straight["init"] is None and straight["vocab_size"] == len(small_tokenizer)
 
     # Killed after 3 steps (checkpoints every step), resumed to the end of the first phase ...
-    real, calls = r1.R1Encoder.batch, {"n": 0}
-
-    def dying(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 3:
-            raise KeyboardInterrupt
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(r1.R1Encoder, "batch", dying)
+    real = r1.R1Encoder.batch
+    monkeypatch.setattr(r1.R1Encoder, "batch", dies_after(real, 3))
     with pytest.raises(KeyboardInterrupt):
         train_r1_model(recipe=_small_recipe(4), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", ckpt_every_s=0.0, **kw)
     assert not (tmp_path / "b").exists()
@@ -124,8 +112,7 @@ def test_training_resumes_exactly_and_a_continuation_phase_trains_on(tmp_path, m
     # the straight run of the longer recipe ends.
     more = train_r1_model(recipe=_small_recipe(4, more_steps=2), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", **kw)
     assert more["steps"] == 6 and more["final_loss_ema"] == straight["final_loss_ema"]
-    a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert_same_weights(tmp_path / "a", tmp_path / "b")
     assert (tmp_path / "b" / "tokenizer_config.json").is_file()
     assert "chat_template" in json.loads((tmp_path / "b" / "tokenizer_config.json").read_text())
 

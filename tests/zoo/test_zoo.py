@@ -3,6 +3,7 @@ accuracy of tiny-cot on a fixed held-out sample, and resumable seeded training."
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -11,6 +12,7 @@ import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.tasks import STYLES, TaskConfig, generate_problems, render_example
+from thinklens.testing import assert_same_weights, dies_after
 from thinklens.zoo.registry import ZOO_NAMES, check_zoo_name, zoo_path
 from thinklens.zoo.tokenizer import SPECIAL_TOKENS, build_zoo_tokenizer
 from zoo.data import encode_example
@@ -138,8 +140,6 @@ def _tiny_recipe(tmp_steps: int):
 
 
 def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
-    from safetensors.torch import load_file
-
     from zoo import train
 
     recipe = _tiny_recipe(6)
@@ -149,15 +149,7 @@ def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
 
     # Kill the second run after 4 steps (checkpoints every step), then resume it.
     real = train.make_batch
-    calls = {"n": 0}
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 4:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(train, "make_batch", dying)
+    monkeypatch.setattr(train, "make_batch", dies_after(real, 4))
     with pytest.raises(KeyboardInterrupt):
         train.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb",
                               ckpt_every_s=0.0, **kw)
@@ -167,16 +159,12 @@ def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
     resumed = train.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb", **kw)
     assert resumed["steps"] == 6 and not (tmp_path / "cb").exists()
     assert resumed["final_loss_ema"] == straight["final_loss_ema"]  # the loss average resumes too
-    a = load_file(str(tmp_path / "a" / "tiny-pre" / "model.safetensors"))
-    b = load_file(str(tmp_path / "b" / "tiny-pre" / "model.safetensors"))
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert_same_weights(tmp_path / "a" / "tiny-pre", tmp_path / "b" / "tiny-pre")
     assert not any(p.suffix == ".pt" or p.suffix == ".bin" for p in (tmp_path / "b").rglob("*"))
 
 
 def test_zoo_train_job_resumes_in_its_run_folder_and_publishes(tmp_path, monkeypatch):
     """The job: checkpoint in the run folder, same --run-id resumes, weights published to `publish`."""
-    from safetensors.torch import load_file
-
     from thinklens.jobs import run_job
     from zoo import train
     from zoo.recipes import RECIPES
@@ -188,27 +176,16 @@ def test_zoo_train_job_resumes_in_its_run_folder_and_publishes(tmp_path, monkeyp
     assert json.loads((tmp_path / "run-a" / "results" / "zoo_train.json").read_text())["steps"] == 5
     assert not (tmp_path / "run-a" / "checkpoint").exists()
 
-    real, calls = train.make_batch, {"n": 0}
-
-    def dying(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    import functools
-
+    real = train.make_batch
     monkeypatch.setattr(train, "train_zoo_model", functools.partial(train.train_zoo_model, ckpt_every_s=0.0))
-    monkeypatch.setattr(train, "make_batch", dying)
+    monkeypatch.setattr(train, "make_batch", dies_after(real, 3))
     with pytest.raises(KeyboardInterrupt):
         run_job("zoo-train", publish=str(tmp_path / "b" / "tiny-pre"), out=str(tmp_path / "run-b"), **kw)
     assert json.loads((tmp_path / "run-b" / "checkpoint" / "state.json").read_text())["step"] == 3
     monkeypatch.setattr(train, "make_batch", real)
     resumed = run_job("zoo-train", publish=str(tmp_path / "b" / "tiny-pre"), out=str(tmp_path / "run-b"), **kw)
     assert resumed["steps"] == 5
-    a = load_file(str(tmp_path / "a" / "tiny-pre" / "model.safetensors"))
-    b = load_file(str(tmp_path / "b" / "tiny-pre" / "model.safetensors"))
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert_same_weights(tmp_path / "a" / "tiny-pre", tmp_path / "b" / "tiny-pre")
 
 
 def test_zoo_eval_job_writes_its_table(tmp_path):
