@@ -83,17 +83,21 @@ def test_clamp_scale_one_changes_nothing(load_model, sae, dtype):
     assert torch.equal(model.forward_with(prompts, [clamp_feature(SAE_SITE, sae, 5, 1.0, mode="scale")]), base)
 
 
+def _steered(model, intervention):
+    """``(steered, x, real)``: the site's activations under ``intervention``, what it received (recorded by a hook
+    before it) and the mask of real (not padding) tokens, on the llama prompts."""
+    prompts = prompts_for("llama")
+    seen: dict[str, torch.Tensor] = {}
+    record = HookFn(SAE_SITE, lambda a, c: seen.__setitem__("x", a.clone()))
+    steered = model.capture(prompts, [SAE_SITE], interventions=[record, intervention])[SAE_SITE]
+    return steered, seen["x"], model.tokenize(prompts)["attention_mask"].bool()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_clamp_keeps_the_error_term(load_model, sae, dtype):
     from steering.feature_steering import clamp_feature
 
-    model = load_model("llama", DTYPES[dtype])
-    prompts = prompts_for("llama")
-    real = model.tokenize(prompts)["attention_mask"].bool()
-    seen: dict[str, torch.Tensor] = {}
-    record = HookFn(SAE_SITE, lambda a, c: seen.__setitem__("x", a.clone()))
-    steered = model.capture(prompts, [SAE_SITE], interventions=[record, clamp_feature(SAE_SITE, sae, 7, 3.0)])[SAE_SITE]
-    x = seen["x"]
+    steered, x, real = _steered(load_model("llama", DTYPES[dtype]), clamp_feature(SAE_SITE, sae, 7, 3.0))
     with torch.no_grad():  # the hand-written formula: x + decode(z') - decode(z), z = encode(x), in float32
         z = sae.encode(x.float())
         z2 = z.clone()
@@ -109,11 +113,7 @@ def test_add_feature_is_exact_and_steers_generation(load_model, sae, dtype):
 
     model = load_model("llama", DTYPES[dtype])
     prompts = prompts_for("llama")
-    real = model.tokenize(prompts)["attention_mask"].bool()
-    seen: dict[str, torch.Tensor] = {}
-    record = HookFn(SAE_SITE, lambda a, c: seen.__setitem__("x", a.clone()))
-    steered = model.capture(prompts, [SAE_SITE], interventions=[record, add_feature(SAE_SITE, sae, 11, 2.5)])[SAE_SITE]
-    x = seen["x"]
+    steered, x, real = _steered(model, add_feature(SAE_SITE, sae, 11, 2.5))
     v = sae.W_dec[11].detach().float().cpu().to(x.device, x.dtype)
     assert torch.equal(steered[real], (x + 2.5 * v)[real]) and torch.equal(steered[~real], x[~real])
     plain = [t.token_ids for t in model.generate(prompts, max_new_tokens=6)]
