@@ -309,6 +309,9 @@ class EvalConfig(DataOptions):
     """A model compared before ``models`` (zoo name or folder; empty: ``models`` only)."""
     models: tuple[str, ...] = ("tiny-direct", "tiny-cot", "tiny-coconut", "tiny-codi", "tiny-latent-sft")
     """Models to compare: zoo names or folders (latent models carry latent.json)."""
+    explicit: tuple[str, ...] = ()
+    """Latent models also scored in explicit-CoT mode: their LM prompted and decoded as a token-level model in the format
+    they were trained in, no latents (CODI's teacher; e.g. --explicit tiny-codi)."""
     data: str = ""
     """Problems: any --data source (GSM8K, MATH-500, JSONL, ...; its first --n, the LatentSeek rows on its first
     --seek-n); empty: --n held-out synthetic problems per step count (--min-steps..--max-steps)."""

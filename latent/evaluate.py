@@ -25,7 +25,14 @@ import torch
 
 from latent.config import EvalConfig, LatentSeekConfig
 from latent.examples import gold_of, n_steps_of, problem_record, render_problem
-from latent.latent_model import load_hooked_model, load_latent_model, marker_index, predicted_answer, resolve_model
+from latent.latent_model import (
+    load_hooked_model,
+    load_latent_model,
+    marker_index,
+    predicted_answer,
+    resolve_model,
+    saved_format_kind,
+)
 from latent.methods import METHODS
 from latent.seek_runs import seek_problem_list, seek_problems, seek_summary, seek_to_json
 from thinklens.answers import is_correct
@@ -51,6 +58,30 @@ def _folder_meta(folder: Path) -> dict:
         if (folder / name).is_file():
             return json.loads((folder / name).read_text())
     return {}
+
+
+def lineage_train_s(name: str) -> float | None:
+    """Wall-clock training seconds of a model and of every model it was trained from, back to (not including) the
+    root init they share (tiny-pre for the zoo): what a row's training really cost. A latent model's parent is its
+    ``parent`` (the token-level model its first run started from), else its start model; a zoo model's is its
+    ``init``. None when a time on the chain is unknown.
+
+    Example:
+        >>> lineage_train_s("org/not-a-local-model") is None
+        True
+    """
+    folder = Path(resolve_model(name))
+    meta = _folder_meta(folder) if folder.is_dir() else {}
+    if not meta:
+        return None
+    own = meta.get("total_train_wall_s", meta.get("train_wall_s"))
+    parent = meta.get("init") if "method" not in meta else meta.get("parent") or (meta.get("start_model") or {}).get("name")
+    if own is None:
+        return None
+    if not parent:
+        return 0.0  # the root init: shared by every row, so not counted
+    before = lineage_train_s(parent)
+    return None if before is None else round(own + before, 1)
 
 
 def tokens_before_answer(tokens: list[str]) -> int:
@@ -113,18 +144,26 @@ def eval_text_model(model: Any, problems: list, fmt: "PromptFormat", *, max_new_
 
 
 def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new_tokens: int = 0, device: str = "cpu",
-              dtype: torch.dtype = torch.float32) -> tuple[dict, list[dict]]:
-    """The comparison-table row of one model (latent or token-level) on ``problems``, and its per-problem records."""
+              dtype: torch.dtype = torch.float32, explicit: bool = False) -> tuple[dict, list[dict]]:
+    """The comparison-table row of one model (latent or token-level) on ``problems``, and its per-problem records.
+
+    ``explicit``: a latent model's LM as a token-level model in the format it was trained in (no latents)."""
     from thinklens.formats import format_for
 
     folder = Path(resolve_model(name))
     meta = _folder_meta(folder) if folder.is_dir() else {}
     t0 = time.monotonic()
     latent = METHODS.get(meta.get("method", ""))
-    if latent is not None:
+    if latent is not None and explicit:
+        model = load_hooked_model(name, device=device, dtype=dtype)
+        fmt = format_for(model, saved_format_kind(meta))
+        method, label = "explicit", f"{latent.label} in explicit-CoT mode" + latent.module.label_tags(
+            meta["config"], (meta.get("continued") or {}).get("steps"))
+        records = eval_text_model(model, problems, fmt, max_new_tokens=max_new_tokens)
+    elif latent is not None:
         lm = load_latent_model(str(folder), device=device, dtype=dtype)
         records = lm.infer_problems(problems)
-        method, label, train_s = latent.name, latent.label, meta.get("total_train_wall_s", meta.get("train_wall_s"))
+        method, label = latent.name, latent.label
         label += latent.module.label_tags(meta["config"], (meta.get("continued") or {}).get("steps"))
     else:
         model = load_hooked_model(name, device=device, dtype=dtype)
@@ -133,7 +172,7 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
         method = fmt.kind if fmt.is_zoo else "cot"
         label = LABELS[fmt.kind] if fmt.is_zoo else f"{folder.name} ({fmt.kind})"
         records = eval_text_model(model, problems, fmt, max_new_tokens=max_new_tokens)
-        train_s = meta.get("train_wall_s")
+    train_s = lineage_train_s(name) if meta else None
     n = len(records)
     summary = {"model": name, "method": method, "label": label,
                "accuracy": sum(r["correct"] for r in records) / n,
@@ -168,12 +207,13 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
     rows, decoding = [], []
     by_model: dict[str, list[dict]] = {}
     names = cfg.names()
-    for name in progress.iter(names, desc="models", total=len(names)):
+    todo = [(name, False) for name in names] + [(name, True) for name in cfg.explicit]
+    for name, explicit in progress.iter(todo, desc="models", total=len(todo)):
         summary, records = table_row(name, problems, prompt_format=cfg.prompt_format, max_new_tokens=cfg.max_new_tokens,
-                                     device=device, dtype=dtype)
+                                     device=device, dtype=dtype, explicit=explicit)
         summary["problems"] = where
         rows.append(summary)
-        by_model[name] = records
+        by_model[name + (" (explicit CoT)" if explicit else "")] = records
     add_compression(rows)
     for i, p in enumerate(problems[: cfg.decode_examples]):
         decoding.append({**problem_record(p),

@@ -277,7 +277,9 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
             merge_lora(model.hf)
         meta = {"method": method, "config": method_of(cfg).saved_config(cfg), "prompt_format": builder.format.kind,
                 "train_wall_s": metrics["train_wall_s"],
-                "eval": metrics.get("eval"), "run": str(run.path), "start_model": start_model_id(cfg.model)}
+                "eval": metrics.get("eval"), "run": str(run.path), "start_model": start_model_id(cfg.model),
+                # the token-level model the first run started from (latent-eval adds its training time to this one's)
+                "parent": start_meta.get("parent", start_meta["start_model"]["name"]) if start_meta is not None else cfg.model}
         if start_meta is not None:  # training continued a latent model: keep the totals
             prior_steps = start_meta.get("total_steps", start_meta["config"].get("steps"))
             prior_s = start_meta.get("total_train_wall_s", start_meta["train_wall_s"])

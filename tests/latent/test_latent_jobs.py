@@ -18,9 +18,9 @@ MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continu
            "latent.train", "latent.evaluate", "latent.figures", "latent.saved_model", "latent.session",
            "latent.examples", "latent.seek_runs", "latent.self_reward", "latent.best_of_n",
            "latent.jobs.codi", "latent.jobs.coconut", "latent.jobs.latent_sft", "latent.jobs.latent_seek",
-           "latent.jobs.latent_eval"]
-JOBS = {"codi": "latent-train", "coconut": "latent-train", "latent-sft": "latent-train", "latent-seek": "latent-seek",
-        "latent-eval": "latent-eval"}
+           "latent.jobs.latent_eval", "latent.sft", "latent.jobs.sft"]
+JOBS = {"codi": "latent-train", "coconut": "latent-train", "latent-sft": "latent-train", "sft": "latent-train",
+        "latent-seek": "latent-seek", "latent-eval": "latent-eval"}
 
 
 def _parse(argv):
@@ -75,6 +75,38 @@ def test_latent_seek_and_eval_jobs_end_to_end(zoo_like_dir, tmp_path):
     table = tmp_path / "latent-eval" / "t"
     assert {p.stem for p in (table / "results").glob("*.json")} >= {"table", "decoding", "seek"}
     assert {"accuracy", "seek_budget"} <= {p.stem for p in (table / "figures").glob("*.json")}
+
+
+def _write_meta(folder, name, meta):
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / name).write_text(json.dumps(meta))
+    return str(folder)
+
+
+def test_train_time_adds_every_parent_back_to_the_shared_init(tmp_path):
+    from latent.evaluate import lineage_train_s
+
+    root = _write_meta(tmp_path / "pre", "zoo.json", {"train_wall_s": 900.0})  # the shared init: not counted
+    cot = _write_meta(tmp_path / "cot", "zoo.json", {"init": root, "train_wall_s": 100.0})
+    first = _write_meta(tmp_path / "first", "latent.json", {"method": "codi", "train_wall_s": 50.0,
+                                                           "start_model": {"name": cot}, "parent": cot})
+    # a continued run: its start model (the first run's folder) may be gone; its parent and totals carry the chain
+    cont = _write_meta(tmp_path / "cont", "latent.json", {"method": "codi", "train_wall_s": 20.0, "total_train_wall_s": 70.0,
+                                                         "start_model": {"name": str(tmp_path / "gone")}, "parent": cot})
+    assert [lineage_train_s(m) for m in (root, cot, first, cont)] == [0.0, 100.0, 150.0, 170.0]
+    lost = _write_meta(tmp_path / "lost", "latent.json", {"method": "codi", "train_wall_s": 5.0,
+                                                         "start_model": {"name": str(tmp_path / "gone")}})
+    assert lineage_train_s(lost) is None  # an unknown time on the chain is unknown, not 0
+
+
+def test_explicit_cot_mode_scores_a_latent_models_lm_as_a_token_level_model(tmp_path):
+    t = run_job("latent-eval", models=("tiny-cot",), explicit=("tiny-codi",), n=2, min_steps=3, max_steps=3, seek_n=0,
+                decode_examples=1, runs=tmp_path, run_id="x", progress=False)
+    cot, explicit = t["rows"]
+    assert explicit["method"] == "explicit" and explicit["label"].startswith("CODI in explicit-CoT mode")
+    assert explicit["latent_steps"] == 0 and explicit["reasoning_positions"] > 10  # it writes its chain
+    assert explicit["train_s"] > cot["train_s"] > 0  # tiny-codi's time includes tiny-cot's
 
 
 @pytest.mark.parametrize("bad", [dict(models=()), dict(n=0), dict(min_steps=3, max_steps=2)])
