@@ -1,0 +1,245 @@
+"""Write the committed run summaries that README.md's results blocks quote: ``python results/collect.py NAME ...``.
+
+Each entry of :data:`COLLECTORS` reads the run folder(s) behind one README results block and returns the summary
+``{"command", "date", "source", "config", "values"}``; ``main`` writes it to ``results/NAME.json``. With no NAME,
+every summary is rewritten. ``tests/core/test_readme_results.py`` checks that each number of a block is in the
+summary it names (:mod:`thinklens.readme_results`).
+
+Run folders: ``./runs`` (``$THINKLENS_RUNS``); the LYNX runs under ``$LYNX_RUNS`` (default
+``/work/helpers/lynx_runs``, written with ``--runs`` there); the zoo's training records in ``data/zoo/*/zoo.json``.
+To add a summary: write a function returning that dict and register it with ``@collector("NAME")``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from lynx_summary import before_fix_breakdown, delta_sets, lynx_run_values  # results/ is on sys.path as a script
+
+from thinklens.runs import to_jsonable
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = Path(os.environ.get("THINKLENS_RUNS", ROOT / "runs"))
+LYNX_RUNS = Path(os.environ.get("LYNX_RUNS", "/work/helpers/lynx_runs"))
+OUT = ROOT / "results"
+MAX_BYTES = 50_000
+
+COLLECTORS: dict[str, Callable[[], dict[str, Any]]] = {}
+
+
+def collector(name: str) -> Callable:
+    """Register a function returning one summary under ``name`` (written to results/NAME.json)."""
+    def register(fn: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        COLLECTORS[name] = fn
+        return fn
+    return register
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def run_date(*runs: Path) -> str:
+    """The day the latest of the run folders was created (YYYY-MM-DD, from meta.json)."""
+    return max(read_json(r / "meta.json")["created"][:10] for r in runs)
+
+
+def show(path: Path) -> str:
+    """A path as the summary names it: relative to the repository when inside it."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def summary(command: str, runs: list[Path], config: Any, values: Any, extra_sources: tuple[str, ...] = ()) -> dict:
+    return {"command": command, "date": run_date(*runs), "source": ", ".join([*map(show, runs), *extra_sources]),
+            "config": config, "values": values}
+
+
+def mean(xs: list[float]) -> float:
+    return float(np.mean(xs))
+
+
+# ---------------------------------------------------------------------------------------------- the zoo
+
+
+ZOO_TABLE = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry", "tiny-r1")
+FREE_CORE_MODEL = "tiny-think"  # trained on a free core: its seconds per step estimate the others'
+
+
+def zoo_record(name: str) -> dict[str, Any]:
+    return read_json(ROOT / "data" / "zoo" / name / "zoo.json")
+
+
+def eval_rows(run: Path) -> dict[str, dict[str, Any]]:
+    """zoo-eval's per-model results, without the sample texts and per-step equation accuracies."""
+    drop = ("samples", "equation_accuracy", "wall_s")
+    return {r["model"]: {k: v for k, v in r.items() if k not in drop}
+            for r in read_json(run / "results" / "zoo_eval.json")}
+
+
+@collector("zoo")
+def zoo() -> dict[str, Any]:
+    """The zoo table (50 held-out problems per step count) and the zoo's training records."""
+    run = RUNS / "zoo-eval" / "readme-zoo-50"
+    rows = eval_rows(run)
+    accuracy = {name: {**r["accuracy"], "2-4": mean([r["accuracy"][s] for s in "234"]),
+                       "6-8": mean([r["accuracy"][s] for s in "678"])} for name, r in rows.items()}
+    think = {name: {k: v for k, v in r.items() if k not in ("accuracy", "model", "style", "seed", "n_per_steps")}
+             for name, r in rows.items() if r["style"] == "think"}
+    records = {name: zoo_record(name) for name in ZOO_TABLE if name != "tiny-r1"}
+    free_s = records[FREE_CORE_MODEL]["train_wall_s"] / records[FREE_CORE_MODEL]["steps"]
+    training = {name: {"steps": r["steps"], "train_minutes": r["train_wall_s"] / 60,
+                       "seconds_per_step": r["train_wall_s"] / r["steps"],
+                       "free_core_minutes_estimate": r["steps"] * free_s / 60} for name, r in records.items()}
+    recipes = {name: {"steps": r["recipe"]["steps"], "lr": r["recipe"]["lr"],
+                      **{k: r["recipe"]["task"][k] for k in ("hmm_rate", "hmm_on", "correction_rate", "correction_on")}}
+               for name, r in records.items()}
+    config = {"zoo-eval": read_json(run / "config.json"), "accuracy_target_2to4": 0.95, "recipes": recipes}
+    return summary("thinklens run zoo-eval --n 50 --seed 777 --models tiny-pre,tiny-direct,tiny-cot,tiny-think,"
+                   "tiny-think-carry,tiny-r1 --threads 1 --run-id readme-zoo-50", [run], config,
+                   {"accuracy": accuracy, "think": think, "training": training},
+                   tuple(f"data/zoo/{n}/zoo.json" for n in records))
+
+
+@collector("zoo_tiny_r1")
+def zoo_tiny_r1() -> dict[str, Any]:
+    """tiny-r1 on 100 held-out problems per step count, and its training record."""
+    run = RUNS / "zoo-eval" / "readme-r1-100"
+    row = eval_rows(run)["tiny-r1"]
+    rec = zoo_record("tiny-r1")
+    training = {"steps": rec["steps"], "lr": rec["recipe"]["lr"], "train_minutes": rec["train_wall_s"] / 60,
+                "torch_threads": rec["torch_threads"], "vocab_size": rec["vocab_size"], "n_params": rec["n_params"]}
+    return summary("thinklens run zoo-eval --models tiny-r1 --n 100 --threads 1 --run-id readme-r1-100", [run],
+                   read_json(run / "config.json"), {**row, "training": training}, ("data/zoo/tiny-r1/zoo.json",))
+
+
+# ---------------------------------------------------------------------------------------------- MI peaks
+
+
+def mi_model_values(run: Path, model: dict[str, Any]) -> dict[str, Any]:
+    """One model's figures of an mi-peaks run: means, peak fractions, controls by estimator, small-scale limit,
+    and the state norms at the run's first site (quartiles over every step of every trajectory)."""
+    norms = np.concatenate([read_json(f)["norms"] for f in sorted((run / "trajectories" / model["key"]).glob("*.json"))])
+    controls = {c["estimator"]: {k: v for k, v in c.items() if k != "estimator"} for c in model["controls"]}
+    return {"accuracy": model["accuracy"], "mean_tokens": model["mean_tokens"], "mean_mi": model["mean_mi"],
+            "mean_max_mi": model["mean_max_mi"], "peak_to_median": model["peak_to_median"],
+            "peak_fraction": model["peak_fraction"], "controls": controls, "small_scale": model["small_scale"],
+            "state_norm": {"q25": float(np.percentile(norms, 25)), "median": float(np.median(norms)),
+                           "q75": float(np.percentile(norms, 75))}}
+
+
+def enrichment_top(run: Path, model: str, rule: str = "top_k", n: int = 4) -> dict[str, Any]:
+    """The ``n`` most frequent tokens at ``rule`` peaks of ``model`` (all tokens), with ratio, CI and counts."""
+    table = read_json(run / "results" / "enrichment.json")[model]["all"][rule]
+    keep = ("ratio", "ci_low", "ci_high", "peak_count", "total_count")
+    return {"level": table["level"], "tokens": {w["word"]: {k: w[k] for k in keep} for w in table["words"][:n]}}
+
+
+@collector("mi_peaks")
+def mi_peaks() -> dict[str, Any]:
+    """The MI demo on the zoo: the reasoning model and its siblings at the last block, and after the final norm."""
+    from analyses.mi.config import ESTIMATORS
+
+    main, post = RUNS / "mi-peaks" / "demo-fidelity", RUNS / "mi-peaks" / "demo-final-norm"
+    models = {m["key"]: mi_model_values(main, m) for m in read_json(main / "results" / "mi_models.json")["models"]}
+    final = {m["key"]: mi_model_values(post, m) for m in read_json(post / "results" / "mi_models.json")["models"]}
+    meta = read_json(main / "meta.json")["summary"]
+    interventions = {k: meta[k] for k in ("suppression", "recycling", "ttts")}
+    reference = ESTIMATORS["reference"]
+    config = {"demo-fidelity": read_json(main / "config.json"), "demo-final-norm": read_json(post / "config.json"),
+              "reference_estimator": {"sigma": reference.sigma, "eps": reference.eps}}
+    values = {"models": models, "final_norm": final, "enrichment": {"tiny-think": enrichment_top(main, "tiny-think")},
+              "interventions": interventions}
+    return summary("thinklens run mi-peaks --preset demo --threads 1 --run-id demo-fidelity && thinklens run "
+                   "mi-peaks --preset demo --sites final_norm --no-suppression --no-recycling --no-ttts --threads 1 "
+                   "--run-id demo-final-norm", [main, post], config, values)
+
+
+# ---------------------------------------------------------------------------------------------- probes
+
+
+@collector("probe_sweep")
+def probe_sweep() -> dict[str, Any]:
+    """The probe sweeps on tiny-think: the running value (ridge R^2) and eventual correctness (AUROC)."""
+    inter, corr = RUNS / "probe" / "readme-intermediate", RUNS / "probe" / "readme-correct"
+
+    def by_site(sweep: dict[str, Any]) -> dict[str, Any]:
+        return {site: {"mean": m, "std": s} for site, m, s in zip(sweep["sites"], sweep["mean"], sweep["std"])}
+
+    a, b = read_json(inter / "results" / "sweep.json"), read_json(corr / "results" / "sweep.json")
+    intention = read_json(corr / "results" / "intention.json")["styles"]["think"]
+    values = {"intermediate": {"r2": by_site(a["sweeps"]["r2"]), "best_site": a["best_site"], "n_rows": a["n_rows"]},
+              "correct": {"auroc": by_site(b["sweeps"]["auroc"]), "best_site": b["best_site"],
+                          "model_accuracy": b["model_accuracy"], "steps_only_auroc": b["steps_only_auroc"],
+                          "intention_entropy_bits": intention["entropy_bits_mean"]}}
+    config = {"intermediate": read_json(inter / "config.json"), "correct": read_json(corr / "config.json")}
+    return summary("thinklens run probe --model tiny-think --threads 1 --run-id readme-intermediate && thinklens run "
+                   "probe --model tiny-think --target correct --min-steps 1 --max-steps 8 --threads 1 --run-id "
+                   "readme-correct", [inter, corr], config, values)
+
+
+# ---------------------------------------------------------------------------------------------- LYNX
+
+LYNX_1TO4 = "thinklens run lynx --model tiny-think --n-train 600 --n-calibration 600 --n-test 600 --threads 1"
+BEFORE_NOTE = "the same command at commit 8391f6f, before the fix (fallback events at test time, exit string not counted)"
+
+
+@collector("lynx_1to4")
+def lynx_1to4() -> dict[str, Any]:
+    """LYNX on tiny-think, 1-4 step problems: the run with the reference's calibration, its conformal sets per
+    delta, and the breakdown of the same command's run before the fix."""
+    run, before = LYNX_RUNS / "lynx" / "after-600", LYNX_RUNS / "before" / "lynx" / "before-600"
+    values = {**lynx_run_values(run), "sets": delta_sets(run), "before_fix": before_fix_breakdown(before)}
+    return summary(f"{LYNX_1TO4} --runs {LYNX_RUNS} --run-id after-600 (before: {BEFORE_NOTE}, --run-id before-600)",
+                   [run, before], read_json(run / "config.json"), values)
+
+
+@collector("lynx_cue_calibration")
+def lynx_cue_calibration() -> dict[str, Any]:
+    """LYNX on tiny-think, 1-4 step problems, calibrated on cue events only."""
+    run = LYNX_RUNS / "lynx" / "after-600-cuecal"
+    return summary(f"{LYNX_1TO4} --no-calibration-fallbacks --skip-vacuous --runs {LYNX_RUNS} --run-id "
+                   "after-600-cuecal", [run], read_json(run / "config.json"), lynx_run_values(run))
+
+
+@collector("lynx_4to8")
+def lynx_4to8() -> dict[str, Any]:
+    """LYNX on tiny-think, 4-8 step problems, and the same command's run before the fix."""
+    run, before = LYNX_RUNS / "lynx" / "after-4to8", LYNX_RUNS / "before" / "lynx" / "before-4to8"
+    values = {**lynx_run_values(run), "before_fix": lynx_run_values(before)}
+    return summary("thinklens run lynx --model tiny-think --min-steps 4 --max-steps 8 --n-train 600 --n-calibration "
+                   f"600 --n-test 600 --skip-vacuous --threads 1 --runs {LYNX_RUNS} --run-id after-4to8 (before: "
+                   f"{BEFORE_NOTE}, --run-id before-4to8)", [run, before], read_json(run / "config.json"), values)
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def write(name: str) -> Path:
+    """Collect summary ``name`` and write it to results/NAME.json (refused when over MAX_BYTES)."""
+    text = json.dumps(to_jsonable(COLLECTORS[name]()), indent=1, allow_nan=False) + "\n"
+    if len(text.encode()) > MAX_BYTES:
+        raise SystemExit(f"results/{name}.json would be {len(text.encode())} bytes (limit {MAX_BYTES}): prune it")
+    path = OUT / f"{name}.json"
+    path.write_text(text)
+    return path
+
+
+def main(argv: list[str]) -> None:
+    names = argv or list(COLLECTORS)
+    unknown = [n for n in names if n not in COLLECTORS]
+    if unknown:
+        raise SystemExit(f"unknown summary {', '.join(unknown)}; known: {', '.join(COLLECTORS)}")
+    for name in names:
+        print(f"{write(name)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
