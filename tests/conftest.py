@@ -68,17 +68,16 @@ def tiny_r1(tmp_path_factory) -> str:
         return "tiny-r1"
     from thinklens.zoo.modeling import ZooModelConfig
     from zoo.r1 import build_r1_tokenizer
-    from zoo.r1_train import train_r1_model
     from zoo.recipes import RECIPES
-    from zoo.train import with_overrides
+    from zoo.train import train_zoo_model, with_overrides
 
     # lr 3e-3 (the zoo's): in 150 steps it writes sentences; tiny-r1's own 1e-3 suits its long run, not a twin
     recipe = with_overrides(RECIPES["tiny-r1"], vocab_size=400, steps=150, warmup_steps=10, batch_tokens=1024, lr=3e-3,
                             model=ZooModelConfig(d_model=32, n_layers=2, n_heads=2, d_ffn=64, max_positions=512))
     root = tmp_path_factory.mktemp("r1")
     folder = root / "tiny-r1-twin"
-    train_r1_model("tiny-r1", recipe=recipe, out_dir=folder, ckpt_dir=root / "ckpt", progress=False, eval_per_steps=0,
-                   tokenizer=build_r1_tokenizer(400, n_problems=200))
+    train_zoo_model("tiny-r1", recipe=recipe, out_dir=folder, ckpt_dir=root / "ckpt", progress=False, eval_per_steps=0,
+                    tokenizer=build_r1_tokenizer(400, n_problems=200))
     (folder / "zoo.json").unlink()
     return str(folder)
 

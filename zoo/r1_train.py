@@ -1,5 +1,6 @@
 """Train and evaluate tiny-r1 (recipe :class:`zoo.recipes.R1Recipe`): a Qwen2 model with its own BPE
-tokenizer and chat template, trained from scratch on the synthetic task rendered as R1-style chats.
+tokenizer and chat template, trained from scratch on the synthetic task rendered as R1-style chats by the
+zoo's one trainer (:func:`zoo.train.train_zoo_model`, with :func:`r1_training`).
 
 Seeded and resumable like the rest of the zoo: the init draws from ``torch.Generator(seed)``, batch
 ``k`` from ``numpy.random.default_rng([seed, k])``, the tokenizer is learned from a seeded corpus and
@@ -8,7 +9,8 @@ Evaluation prompts through the tokenizer's chat template and generates greedily 
 ``HookedModel.generate``; the answer is graded by :func:`thinklens.answers.is_correct` (last ``\\boxed{}``).
 
 Example:
-    >>> meta = train_r1_model("tiny-r1", seed=0, out_dir="/tmp/zoo/tiny-r1")  # doctest: +SKIP
+    >>> from zoo.train import train_zoo_model
+    >>> meta = train_zoo_model("tiny-r1", seed=0, out_dir="/tmp/zoo/tiny-r1")  # doctest: +SKIP
     >>> evaluate_r1_model("tiny-r1", n_per_steps=20).accuracy[3] > 0.9  # doctest: +SKIP
     True
 """
@@ -30,10 +32,9 @@ from thinklens.tasks import TaskConfig
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.training import warmup_cosine_lr
 from thinklens.zoo.modeling import seeded_init
-from thinklens.zoo.registry import zoo_dir
 from zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, user_message
 from zoo.recipes import R1Recipe, get_recipe
-from zoo.train import default_ckpt_dir, publish_folder, train_steps
+from zoo.train import ZooTraining
 
 
 def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
@@ -112,54 +113,27 @@ def _tokenizer_for(recipe: R1Recipe, seed: int, ckpt: Path, given: Any = None):
     return tok
 
 
-def train_r1_model(
-    name: str = "tiny-r1",
-    *,
-    seed: int = 0,
-    out_dir: str | Path | None = None,
-    max_minutes: float = 60.0,
-    progress: bool = True,
-    recipe: R1Recipe | None = None,
-    ckpt_dir: str | Path | None = None,
-    ckpt_every_s: float = 60.0,
-    eval_per_steps: int = 25,
-    eval_seed: int = HELD_OUT["eval"],
-    device: str = "cpu",
-    log_every: int = 0,
-    tokenizer: Any = None,
-) -> dict:
-    """Train tiny-r1 and publish its folder atomically; returns the zoo.json metadata.
-
-    Arguments as :func:`zoo.train.train_zoo_model`; ``log_every`` > 0 also prints the loss every that many
-    steps (for a log file when the progress bar is off); ``tokenizer`` replaces the one learned from the
-    recipe (tests: a smaller corpus). The last checkpoint stays, so a continuation phase added to the
-    recipe later (``more_steps``) trains on from it.
-    """
-    recipe = recipe or get_recipe(name)
-    if not isinstance(recipe, R1Recipe):
-        raise ThinklensError.of("tiny-r1 recipe", type(recipe).__name__, "an R1Recipe", "use zoo.train for other zoo models")
-    out = Path(out_dir) if out_dir is not None else zoo_dir() / name
-    ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
+def r1_training(recipe: R1Recipe, *, seed: int, ckpt: Path, label: str, tokenizer: Any = None) -> ZooTraining:
+    """tiny-r1's part of :func:`zoo.train.train_zoo_model`: a fresh Qwen2 sized for this run's tokenizer
+    (:func:`_tokenizer_for`), both phases' schedule, chat-rendered batches, and its last checkpoint kept."""
     tok = _tokenizer_for(recipe, seed, ckpt, tokenizer)
     encoder = R1Encoder(tok)
-    model = build_r1_model(recipe, tok, seed=seed).to(device).train()
-    trained = train_steps(
-        model, recipe, seed=seed, total_steps=recipe.total_steps, lr=lambda step: r1_lr(recipe, step),
+    model = build_r1_model(recipe, tok, seed=seed)
+    return ZooTraining(
+        model=model, total_steps=recipe.total_steps, lr=lambda step: r1_lr(recipe, step),
         batch=lambda rng: encoder.batch(rng, recipe.task, recipe, batch_tokens=recipe.batch_tokens),
-        ckpt=ckpt, identity=_identity(recipe, seed), max_minutes=max_minutes, ckpt_every_s=ckpt_every_s,
-        keep_last_checkpoint=True, progress=progress, desc=name, device=device, log_every=log_every,
+        identity=_identity(recipe, seed),
+        meta_fields={
+            "init": None, "init_note": "fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so it "
+            "cannot share the zoo's tiny-pre initialisation (weight arithmetic with other zoo models is meaningless)",
+            "architecture": "qwen2", "prompt_format": recipe.prompt_format, "vocab_size": len(tok),
+            "recipe": recipe.to_json(),
+        },
+        save=lambda folder, meta: save_r1_folder(model, tok, folder, meta=meta),
+        evaluate=lambda folder, n_per_steps, eval_seed: evaluate_r1_model(folder, n_per_steps=n_per_steps,
+                                                                          seed=eval_seed, label=label),
+        keep_last_checkpoint=True,
     )
-    model.cpu().eval()
-    meta = trained.meta(
-        name, seed, model, planned_steps=recipe.total_steps, init=None,
-        init_note="fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so it cannot share the zoo's "
-        "tiny-pre initialisation (weight arithmetic with other zoo models is meaningless)",
-        architecture="qwen2", prompt_format=recipe.prompt_format, vocab_size=len(tok), recipe=recipe.to_json(),
-    )
-    publish_folder(out, meta, lambda folder: save_r1_folder(model, tok, folder, meta=meta),
-                   (lambda folder: evaluate_r1_model(folder, n_per_steps=eval_per_steps, seed=eval_seed, label=name))
-                   if eval_per_steps > 0 else None)
-    return meta
 
 
 # ---------------------------------------------------------------- evaluation

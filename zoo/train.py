@@ -1,5 +1,5 @@
-"""Train a zoo model: seeded, resumable after a kill, with an atomic final write. The loop
-(:func:`train_steps`) and the publishing (:func:`publish_folder`) also train tiny-r1 (:mod:`zoo.r1_train`).
+"""Train a zoo model: seeded, resumable after a kill, with an atomic final write. One trainer for every
+architecture of the zoo: the Llama models here, tiny-r1's Qwen2 from :func:`zoo.r1_train.r1_training`.
 
 Randomness: the init draws from ``torch.Generator(seed)``; batch ``k`` draws from
 ``numpy.random.default_rng([seed, k])``. So a resumed run needs no RNG state and continues exactly
@@ -19,12 +19,14 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.runs import replace_dir
+from thinklens.tasks.protocol import HELD_OUT
 from thinklens.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint, set_lr, warmup_cosine_lr
 from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_params, save_zoo_folder
 from thinklens.zoo.registry import zoo_dir, zoo_path
@@ -70,6 +72,49 @@ def _init_model(recipe: ZooRecipe, seed: int, out_dir: Path):
     model, _ = load_zoo_model(parent)
     model.train()
     return model, parent
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooTraining:
+    """What one architecture of the zoo brings to :func:`train_zoo_model`: the model to train (fresh or its
+    parent), its schedule and batches, what a checkpoint must match, its zoo.json entries, and how its folder is
+    written and evaluated."""
+
+    model: torch.nn.Module
+    total_steps: int
+    lr: Callable[[int], float]
+    """Learning rate at a step."""
+    batch: Callable[[np.random.Generator], dict[str, torch.Tensor]]
+    """A training batch drawn from the stream of one step."""
+    identity: dict
+    """What a checkpoint must match to be resumed."""
+    meta_fields: dict
+    """The trainer's own zoo.json entries."""
+    save: Callable[[Path, dict], object]
+    """Writes the trained model's folder with its zoo.json: ``save(folder, meta)``."""
+    evaluate: Callable[[Path, int, int], Any]
+    """Held-out accuracy of a written folder: ``evaluate(folder, n_per_steps, seed)``."""
+    keep_last_checkpoint: bool = False
+    """Keep the last checkpoint after publishing (a continuation phase added later resumes from it)."""
+
+
+def llama_training(recipe: ZooRecipe, seed: int, out: Path) -> ZooTraining:
+    """The zoo's Llama models: a fresh init (``recipe.init`` None) or a fine-tune of the parent model."""
+    model, parent = _init_model(recipe, seed, out)
+
+    def evaluate(folder: Path, n_per_steps: int, eval_seed: int):
+        from zoo.evaluate import evaluate_zoo_model
+
+        return evaluate_zoo_model(folder, n_per_steps=n_per_steps, seed=eval_seed, style=recipe.eval_style)
+
+    return ZooTraining(
+        model=model, total_steps=recipe.steps, lr=lambda step: lr_at(recipe, step),
+        batch=lambda rng: make_batch(rng, recipe.task, recipe.styles, batch_tokens=recipe.batch_tokens),
+        identity={"recipe": recipe.to_json(), "seed": seed},
+        meta_fields={"init": recipe.init, "parent_dir": str(parent) if parent else None, "recipe": recipe.to_json(),
+                     "model": model_meta(recipe.model) if recipe.init is None else None},
+        save=lambda folder, meta: save_zoo_folder(model, folder, meta=meta), evaluate=evaluate,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,8 +235,10 @@ def train_zoo_model(
     ckpt_dir: str | Path | None = None,
     ckpt_every_s: float = 60.0,
     eval_per_steps: int = 25,
-    eval_seed: int = 10_000,
+    eval_seed: int = HELD_OUT["eval"],
     device: str = "cpu",
+    log_every: int = 0,
+    tokenizer: Any = None,
 ) -> dict:
     """Train zoo model ``name`` and write its folder atomically; returns the zoo.json metadata.
 
@@ -202,44 +249,43 @@ def train_zoo_model(
         max_minutes: wall-clock cap over all resumed sessions; a capped run is written anyway and its
             zoo.json says ``"truncated": true``.
         progress: show a tqdm bar.
-        recipe: override the registered recipe (experiments, tests).
+        recipe: override the registered recipe (experiments, tests); an :class:`~zoo.recipes.R1Recipe` trains
+            tiny-r1's architecture (:func:`zoo.r1_train.r1_training`), whose last checkpoint stays, so a
+            continuation phase added to the recipe later (``more_steps``) trains on from it.
         ckpt_dir: checkpoint folder (default ``<runs>/zoo-train/<name>-seed<seed>``); a matching checkpoint
             there is resumed.
         ckpt_every_s: seconds between checkpoints.
         eval_per_steps: held-out problems per step count (1..8) for the accuracy in zoo.json; 0 skips.
         eval_seed: seed of the held-out problems (training batches use ``[seed, step]`` streams).
         device: where the model trains (the published weights and the evaluation are on CPU).
+        log_every: > 0 also prints the loss every that many steps (a log file when the progress bar is off).
+        tokenizer: tiny-r1 only: replaces the tokenizer learned from the recipe (tests: a smaller corpus).
     """
     recipe = recipe or get_recipe(name)
-    if isinstance(recipe, R1Recipe):  # its own architecture, tokenizer and chat format: zoo.r1_train
-        from zoo.r1_train import train_r1_model
-
-        return train_r1_model(name, seed=seed, out_dir=out_dir, max_minutes=max_minutes, progress=progress,
-                              recipe=recipe, ckpt_dir=ckpt_dir, ckpt_every_s=ckpt_every_s,
-                              eval_per_steps=eval_per_steps, eval_seed=eval_seed, device=device)
     out = Path(out_dir) if out_dir is not None else zoo_dir() / name
     ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
-    model, parent = _init_model(recipe, seed, out)
-    model.to(device).train()
+    if isinstance(recipe, R1Recipe):  # its own architecture, tokenizer and chat format
+        from zoo.r1_train import r1_training
+
+        setup = r1_training(recipe, seed=seed, ckpt=ckpt, label=name, tokenizer=tokenizer)
+    elif tokenizer is not None:
+        raise ThinklensError.of("tokenizer", type(tokenizer).__name__, "None for a word-level zoo model",
+                                "pass a tokenizer only with a tiny-r1 recipe")
+    else:
+        setup = llama_training(recipe, seed, out)
+    model = setup.model.to(device).train()
     trained = train_steps(
-        model, recipe, seed=seed, total_steps=recipe.steps, lr=lambda step: lr_at(recipe, step),
-        batch=lambda rng: make_batch(rng, recipe.task, recipe.styles, batch_tokens=recipe.batch_tokens),
-        ckpt=ckpt, identity={"recipe": recipe.to_json(), "seed": seed}, max_minutes=max_minutes,
-        ckpt_every_s=ckpt_every_s, keep_last_checkpoint=False, progress=progress, desc=name, device=device,
+        model, recipe, seed=seed, total_steps=setup.total_steps, batch=setup.batch, lr=setup.lr, ckpt=ckpt,
+        identity=setup.identity, max_minutes=max_minutes, ckpt_every_s=ckpt_every_s,
+        keep_last_checkpoint=setup.keep_last_checkpoint, progress=progress, desc=name, device=device,
+        log_every=log_every,
     )
     model.cpu().eval()
-    meta = trained.meta(name, seed, model, planned_steps=recipe.steps, init=recipe.init,
-                        parent_dir=str(parent) if parent else None, recipe=recipe.to_json(),
-                        model=model_meta(recipe.model) if recipe.init is None else None)
-
-    def evaluate(folder: Path):
-        from zoo.evaluate import evaluate_zoo_model
-
-        return evaluate_zoo_model(folder, n_per_steps=eval_per_steps, seed=eval_seed, style=recipe.eval_style)
-
-    publish_folder(out, meta, lambda folder: save_zoo_folder(model, folder, meta=meta),
-                   evaluate if eval_per_steps > 0 else None)
-    shutil.rmtree(ckpt, ignore_errors=True)
+    meta = trained.meta(name, seed, model, planned_steps=setup.total_steps, **setup.meta_fields)
+    publish_folder(out, meta, lambda folder: setup.save(folder, meta),
+                   (lambda folder: setup.evaluate(folder, eval_per_steps, eval_seed)) if eval_per_steps > 0 else None)
+    if not setup.keep_last_checkpoint:
+        shutil.rmtree(ckpt, ignore_errors=True)
     return meta
 
 

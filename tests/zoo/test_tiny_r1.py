@@ -93,24 +93,24 @@ def _small_recipe(steps: int, more_steps: int = 0):
 
 def test_training_resumes_exactly_and_a_continuation_phase_trains_on(tmp_path, monkeypatch, small_tokenizer):
     from zoo import r1
-    from zoo.r1_train import train_r1_model
+    from zoo.train import train_zoo_model
 
     kw = {"seed": 1, "max_minutes": 5, "progress": False, "eval_per_steps": 0, "tokenizer": small_tokenizer}
-    straight = train_r1_model(recipe=_small_recipe(4, more_steps=2), out_dir=tmp_path / "a", ckpt_dir=tmp_path / "ca", **kw)
+    straight = train_zoo_model("tiny-r1", recipe=_small_recipe(4, more_steps=2), out_dir=tmp_path / "a", ckpt_dir=tmp_path / "ca", **kw)
     assert straight["steps"] == 6 and straight["init"] is None and straight["vocab_size"] == len(small_tokenizer)
 
     # Killed after 3 steps (checkpoints every step), resumed to the end of the first phase ...
     real = r1.R1Encoder.batch
     monkeypatch.setattr(r1.R1Encoder, "batch", dies_after(real, 3))
     with pytest.raises(KeyboardInterrupt):
-        train_r1_model(recipe=_small_recipe(4), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", ckpt_every_s=0.0, **kw)
+        train_zoo_model("tiny-r1", recipe=_small_recipe(4), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", ckpt_every_s=0.0, **kw)
     assert not (tmp_path / "b").exists()
     monkeypatch.setattr(r1.R1Encoder, "batch", real)
-    first = train_r1_model(recipe=_small_recipe(4), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", **kw)
+    first = train_zoo_model("tiny-r1", recipe=_small_recipe(4), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", **kw)
     assert first["steps"] == 4 and json.loads((tmp_path / "cb" / "state.json").read_text())["step"] == 4
     # ... then the recipe gains a continuation phase: it trains on from the kept checkpoint, and ends where
     # the straight run of the longer recipe ends.
-    more = train_r1_model(recipe=_small_recipe(4, more_steps=2), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", **kw)
+    more = train_zoo_model("tiny-r1", recipe=_small_recipe(4, more_steps=2), out_dir=tmp_path / "b", ckpt_dir=tmp_path / "cb", **kw)
     assert more["steps"] == 6 and more["final_loss_ema"] == straight["final_loss_ema"]
     assert_same_weights(tmp_path / "a", tmp_path / "b")
     assert (tmp_path / "b" / "tokenizer_config.json").is_file()
