@@ -1,5 +1,9 @@
 """``thinklens run zoo-eval``: held-out accuracy of zoo models by number of steps (and think statistics).
 
+Greedy answers of each zoo model (default: every trained token-level one) to held-out problems of each step
+count, graded by the shared answer parser; for think-style models also how often traces reflect (hmm / wait) and
+how often a correction is right, greedy and sampled at T=1. Results go to ``zoo_eval.json`` in the run folder.
+
 Example:
     >>> JOB.name, ZooEvalConfig().steps
     ('zoo-eval', (1, 2, 3, 4, 5, 6, 7, 8))
@@ -107,11 +111,5 @@ def summary(results: list) -> dict[str, Any]:
     return {"accuracy": {r.model: {str(k): v for k, v in r.accuracy.items()} for r in results}}
 
 
-JOB = Job(
-    "zoo-eval", ZooEvalConfig, run, models=(), report=report, summary=summary,
-    help="held-out accuracy of zoo models by number of steps",
-    description="Greedy answers of each zoo model (default: every trained token-level one) to held-out problems "
-    "of each step count, graded by the shared answer parser; for think-style models also how often traces "
-    "reflect (hmm / wait) and how often a correction is right, greedy and sampled at T=1. Results go to "
-    "zoo_eval.json in the run folder.",
-)
+JOB = Job("zoo-eval", ZooEvalConfig, run, models=(), report=report, summary=summary,
+          help="held-out accuracy of zoo models by number of steps")

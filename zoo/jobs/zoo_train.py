@@ -1,8 +1,12 @@
 """``thinklens run zoo-train``: train one zoo model from its recipe and publish its folder.
 
-The run folder holds the checkpoint (model, AdamW moments, JSON state), so rerunning with the same
-``--run-id`` resumes a killed run exactly; the trained weights are published atomically to
-``data/zoo/<model>`` (or ``publish``) and the checkpoint is then removed.
+Trains the zoo model named by ``--model`` from its recipe (tiny-pre from scratch; tiny-direct, tiny-cot,
+tiny-think and tiny-think-carry fine-tuned from tiny-pre; tiny-r1 from scratch with its own BPE tokenizer and chat
+template, its last checkpoint kept for a continuation phase) on the synthetic task. Seeded: batch k draws from
+the stream [seed, k], so a run killed and rerun with the same ``--run-id`` resumes from the checkpoint in its run
+folder (model, AdamW moments, JSON state) and ends bit-identical to an uninterrupted one. The fp16 weights,
+tokenizer and zoo.json (loss curve, held-out accuracy) are published atomically to ``data/zoo/<model>`` (or
+``--publish``); the checkpoint is then removed (tiny-r1 keeps its last one).
 
 Example:
     >>> JOB.name, JOB.models, ZooTrainConfig(model="tiny-cot").minutes
@@ -78,13 +82,5 @@ def summary(meta: dict[str, Any]) -> dict[str, Any]:
     return {k: meta.get(k) for k in ("name", "steps", "truncated", "train_wall_s", "final_loss_ema", "published_to")}
 
 
-JOB = Job(
-    "zoo-train", ZooTrainConfig, run, models=(), report=report, summary=summary,
-    help="train one zoo model from its recipe (seeded, resumable) and publish it to data/zoo",
-    description="Trains the zoo model named by --model from its recipe (tiny-pre from scratch; tiny-direct, "
-    "tiny-cot, tiny-think and tiny-think-carry fine-tuned from tiny-pre; tiny-r1 from scratch with its own BPE "
-    "tokenizer and chat template, its last checkpoint kept for a continuation phase) on the synthetic task. Seeded: batch k "
-    "draws from the stream [seed, k], so a run killed and rerun with the same --run-id resumes from its "
-    "checkpoint and ends bit-identical to an uninterrupted one. The fp16 weights, tokenizer and zoo.json "
-    "(loss curve, held-out accuracy) are published atomically to data/zoo/<model> or --publish.",
-)
+JOB = Job("zoo-train", ZooTrainConfig, run, models=(), report=report, summary=summary,
+          help="train one zoo model from its recipe (seeded, resumable) and publish it to data/zoo")
