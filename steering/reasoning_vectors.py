@@ -218,6 +218,22 @@ class ReasoningVector:
     def norms(self) -> dict[str, float]:
         return {g: self.norm(g) for g in self.groups()}
 
+    def random_like(self, seed: int) -> "ReasoningVector":
+        """The control: a random direction with every tensor's norm equal to this vector's (seeded, local generator).
+
+        Example:
+            >>> v = ReasoningVector({"w": torch.tensor([[3.0, 4.0]])})
+            >>> r = v.random_like(0)
+            >>> round(r.norm(), 4), bool(torch.equal(r.delta["w"], v.random_like(0).delta["w"]))
+            (5.0, True)
+        """
+        g = torch.Generator().manual_seed(seed)
+        out = {}
+        for n, d in self.delta.items():
+            x = torch.randn(d.shape, generator=g)
+            out[n] = x * (d.norm() / x.norm().clamp_min(1e-12))
+        return ReasoningVector(out, f"random, |.| of {self.label}", self.model_type)
+
 
 def reasoning_vector(a: Any, b: Any, base: Any = None) -> tuple[ReasoningVector, LineageReport]:
     """``theta_a - theta_b`` from models, zoo names or folders, with the lineage checks.

@@ -63,6 +63,9 @@ class ReasoningVectorJobConfig(DataOptions):
     """Step counts of the zoo evaluation."""
     seed: int = HELD_OUT["eval"]
     """Seed of the held-out problems (the zoo evaluator's)."""
+    random_control: bool = True
+    """Also sweep group all with a random direction of v's per-tensor norms (seeded by --seed): what any weight
+    change of that size does."""
     save_alpha: float | None = 1.0
     """Save target + save_alpha * v (group all) in HF format under merged/ (none: do not save)."""
 
@@ -90,6 +93,7 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
         alpha_sweep,
         apply_vector,
         check_lineage_shapes,
+        lineage_report,
         load_weights,
         reasoning_vector,
         save_merged,
@@ -107,7 +111,8 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     stats = vector_stats(v, tw, bw)
     stats["lineage"] = asdict(lineage)
     stats["zoo_lineage"] = zoo_lineage({"a": cfg.a, "b": cfg.b, "target": cfg.model, **({"base": cfg.base} if cfg.base else {})})
-    if bw is not None:
+    if bw is not None:  # the target must be a fine-tune of the same init as b, as a and b are
+        stats["target_lineage"] = asdict(lineage_report(tw, load_weights(cfg.b)[0], bw))
         wb = load_weights(cfg.b)[0]
         stats["norm_delta_a"] = float(torch.cat([(wa[n] - bw[n]).flatten() for n in wa]).norm())
         stats["norm_delta_b"] = float(torch.cat([(wb[n] - bw[n]).flatten() for n in wb]).norm())
@@ -117,14 +122,18 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     if cfg.n_per_steps > 0:
         evaluate = data_evaluator(cfg, ctx.model) if cfg.data else zoo_evaluator(cfg, tok)
         rows = alpha_sweep(target, v, cfg.alphas, evaluate, groups=cfg.groups, progress=log)
+        if cfg.random_control:
+            control = alpha_sweep(target, v.random_like(cfg.seed), cfg.alphas, evaluate, groups=("all",), progress=log)
+            rows += [{**r, "group": "all (random direction)"} for r in control]
         run.write_result("alpha_sweep", rows)
         run.write_figure("alpha_sweep", figures.figure_alpha_sweep(rows))
     if cfg.save_alpha is not None:
         merged = apply_vector(target, v, cfg.save_alpha, "all")
         save_merged(merged, tok, run.path / "merged", meta={"a": cfg.a, "b": cfg.b, "target": cfg.model,
                                                               "alpha": cfg.save_alpha, "group": "all"})
-    best = max(rows, key=lambda r: r["accuracy"]) if rows else None
+    best = max((r for r in rows if r["group"] in cfg.groups), key=lambda r: r["accuracy"]) if rows else None
     return {"norm": stats["norms"]["all"], "related": lineage.related,
+            "target_related": stats["target_lineage"]["related"] if "target_lineage" in stats else None,
             "alpha0_accuracy": next((r["accuracy"] for r in rows if r["alpha"] == 0 and r["group"] == "all"), None),
             "best": {k: best[k] for k in ("group", "alpha", "accuracy")} if best else None}
 

@@ -67,6 +67,8 @@ def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
     assert summary["norm"] == 0.0  # identical checkpoints: no false alarm
     run = RunFolder.open(tmp_path / "rv")
     assert run.read_result("vector")["norms"].keys() == {"all", "attention", "mlp", "no_embeddings"}
+    # the target's lineage is checked by weights too: t is another init than pre, so it is flagged
+    assert summary["target_related"] is False and run.read_result("vector")["target_lineage"]["related"] is False
     merge = json.loads((run.path / "merged" / "merge.json").read_text())
     assert merge["alpha"] == 0.5 and merge["target"] == paths["t"]
     # the merged model is the target's (seed 1), not a's: the runner's model really is the target
@@ -77,6 +79,16 @@ def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
 
     merged, target = HookedModel.load(str(run.path / "merged")), HookedModel.load(paths["t"])
     assert all(torch.equal(p, q) for p, q in zip(merged.hf.parameters(), target.hf.parameters()))
+
+
+def test_reasoning_vector_sweep_has_the_random_direction_control(tmp_path):
+    summary = run_job("reasoning-vector", model="tiny-think", a="tiny-cot", b="tiny-pre", base="tiny-pre", alphas=(0.0, 1.0),
+                      groups=("all",), n_per_steps=2, steps=(1,), save_alpha=None, out=tmp_path / "rv", progress=False)
+    rows = RunFolder.open(tmp_path / "rv").read_result("alpha_sweep")
+    assert [(r["group"], r["alpha"]) for r in rows] == [("all", 0.0), ("all", 1.0), ("all (random direction)", 0.0),
+                                                         ("all (random direction)", 1.0)]
+    assert rows[0]["accuracy"] == rows[2]["accuracy"]  # alpha 0 is the target itself in both sweeps
+    assert summary["best"]["group"] == "all" and summary["target_related"] is True  # tiny-think and tiny-cot share tiny-pre
 
 
 def test_every_steering_job_has_the_common_options():
