@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from thinklens.answers import extract_cot, load_gsm8k_jsonl, parse_answer, parse_equations
+from thinklens.answers import extract_cot, parse_answer, parse_equations
 from thinklens.errors import ThinklensError
 
 
@@ -56,7 +56,9 @@ def _write(tmp_path, rows):
     return path
 
 
-def test_load_gsm8k_jsonl_all_formats(tmp_path):
+def test_gsm8k_files_in_every_answer_format_load_as_problems(tmp_path):
+    from thinklens.problemsets import load_problems
+
     path = _write(
         tmp_path,
         [
@@ -67,31 +69,18 @@ def test_load_gsm8k_jsonl_all_formats(tmp_path):
             "",  # blank lines are skipped
         ],
     )
-    recs = load_gsm8k_jsonl(path)
-    assert [r.answer for r in recs] == [6, 5, 12, 7]
-    assert [r.cot for r in recs] == ["<<2*3=6>>", "<<1+1=2>> <<2+3=5>>", "", ""]
+    recs = list(load_problems(str(path)))
+    assert [r.answer for r in recs] == ["6", "5", "12", "7"]
+    assert [extract_cot(r.solution) for r in recs] == ["<<2*3=6>>", "<<1+1=2>> <<2+3=5>>", "", ""]
     assert recs[0].solution.endswith("#### 6") and recs[0].question == "Q1"
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [
-        "{not json",
-        json.dumps({"answer": "#### 1"}),
-        json.dumps({"question": "Q", "answer": "no number here"}),
-        json.dumps({"question": "Q", "answer": "#### 1", "cot": 5}),
-        json.dumps(["question", "answer"]),
-    ],
-)
-def test_malformed_line_names_file_and_line(tmp_path, bad):
-    path = _write(tmp_path, [{"question": "Q", "answer": "#### 1"}, bad])
+def test_malformed_gsm8k_line_names_file_and_line(tmp_path):
+    from thinklens.problemsets import load_problems
+
+    path = _write(tmp_path, [{"question": "Q", "answer": "#### 1"}, "{not json"])
     with pytest.raises(ThinklensError, match=rf"{path.name}:2"):
-        load_gsm8k_jsonl(path)
-
-
-def test_missing_file(tmp_path):
-    with pytest.raises(ThinklensError, match="existing"):
-        load_gsm8k_jsonl(tmp_path / "nope.jsonl")
+        load_problems(str(path))
 
 
 # --- extraction and grading of real model outputs (MATH-500, GSM8K, AIME formats) ---------------------

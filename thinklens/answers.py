@@ -19,11 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 from thinklens.equivalence import DEFAULT_TIMEOUT, math_equal
 from thinklens.errors import ThinklensError
-from thinklens.problemsources import json_lines
 
 #: Answer markers of :func:`parse_answer`, in no particular order: the LAST occurrence of any of them counts.
 ANSWER_MARKERS: tuple[str, ...] = ("####", "The answer is:", "\\boxed{")
@@ -300,73 +298,3 @@ def extract_cot(text: str) -> str:
         '<<48/2=24>> <<48+24=72>>'
     """
     return " ".join(f"<<{e.lhs}={e.result}>>" for e in parse_equations(text))
-
-
-@dataclass(frozen=True)
-class GSMRecord:
-    """One loaded problem: question, GSM8k-Aug chain (possibly empty) and integer answer."""
-
-    question: str
-    """The question text."""
-    cot: str
-    """The equations, e.g. ``<<48/2=24>> <<48+24=72>>`` (empty when the source has none)."""
-    answer: int
-    """The final answer."""
-    solution: str = ""
-    """The source's full answer text when it had one (GSM8k ``answer`` field), else empty."""
-
-
-def _answer_of(raw: object) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if not isinstance(raw, str):
-        return None
-    parsed = parse_answer(raw)
-    if parsed is not None:
-        return parsed
-    try:
-        return _to_int(raw.strip())
-    except ValueError:
-        return None
-
-
-def load_gsm8k_jsonl(path: str | Path) -> list[GSMRecord]:
-    """Load GSM8k (``answer`` ending in ``#### N``), GSM8k-Aug (``cot`` + plain ``answer``) or
-    ``\\boxed{N}`` style JSON lines.
-
-    The cot comes from a ``cot`` field when present, else from the ``<<...>>`` equations of the
-    answer text. Blank lines are skipped; a malformed line raises :class:`ThinklensError` naming the
-    file and line.
-
-    Example:
-        >>> import tempfile, os
-        >>> f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
-        >>> _ = f.write('{"question": "1+1?", "answer": "1+1=<<1+1=2>>2\\\\n#### 2"}\\n'); f.close()
-        >>> load_gsm8k_jsonl(f.name)[0].cot, load_gsm8k_jsonl(f.name)[0].answer
-        ('<<1+1=2>>', 2)
-        >>> os.unlink(f.name)
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise ThinklensError.of("GSM8k file", str(p), "an existing .jsonl file", "check the path")
-    records: list[GSMRecord] = []
-    for lineno, row in json_lines(p):
-        where = f"{p}:{lineno}"
-        if not isinstance(row, dict) or not isinstance(row.get("question"), str) or "answer" not in row:
-            raise ThinklensError.of(
-                "GSM8k line", where, "an object with a string 'question' and an 'answer'", "fix that line"
-            )
-        answer = _answer_of(row["answer"])
-        if answer is None:
-            raise ThinklensError.of(
-                "GSM8k answer", f"{where}: {str(row['answer'])[-40:]!r}",
-                "an integer, text ending in '#### N', or '\\boxed{N}'", "fix that line's answer",
-            )
-        solution = row["answer"] if isinstance(row["answer"], str) else ""
-        cot = row.get("cot")
-        if cot is not None and not isinstance(cot, str):
-            raise ThinklensError.of("GSM8k cot", where, "a string", "fix that line's cot")
-        records.append(GSMRecord(row["question"], cot if cot is not None else extract_cot(solution), answer, solution))
-    return records

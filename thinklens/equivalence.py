@@ -51,6 +51,9 @@ def serve() -> None:
     from math_verify import parse, verify
 
     gold_cache: dict[str, list] = {}
+    # Warm up before saying ready: the first parse and verify build math-verify's grammars and SymPy's caches
+    # (seconds on a busy machine), which belongs to the start-up limit, not to the first comparison's.
+    verify(parse(_wrap("\\frac{1}{2}"), parsing_timeout=None), parse(_wrap("0.5"), parsing_timeout=None), timeout_seconds=None)
     out = sys.stdout
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()

@@ -2,35 +2,24 @@
 
 import torch
 
+from latent import lsft_layout as layout
 from latent.latent_sft import LatentSFT, entropy, superpose
-from latent.lsft_layout import (
-    ANSWER,
-    LATENT,
-    PROMPT,
-    TEXT,
-    chunks,
-    decoder_layout,
-    decoder_mask,
-    decoder_positions,
-    encoder_layout,
-    encoder_mask,
-    stack_masks,
-)
 from thinklens.interventions import HookFn
 from thinklens.sites import Site
 
 # The spec's example: [P0, P1, <t>, L1, t1, t2, L2, t3, t4, L3, </t>, A1]
-KINDS = [PROMPT, PROMPT, PROMPT, LATENT, TEXT, TEXT, LATENT, TEXT, TEXT, LATENT, ANSWER, ANSWER]
+P, L, T, A = layout.PROMPT, layout.LATENT, layout.TEXT, layout.ANSWER
+KINDS = [P, P, P, L, T, T, L, T, T, L, A, A]
 OWNER = [-1, -1, -1, 0, 0, 0, 1, 1, 1, 2, -1, -1]
 NAMES = ["P0", "P1", "<t>", "L1", "t1", "t2", "L2", "t3", "t4", "L3", "</t>", "A1"]
 
 
 def test_positions_match_the_spec_example():
-    assert decoder_positions(KINDS, OWNER) == [0, 1, 2, 3, 4, 5, 4, 5, 6, 5, 6, 7]
+    assert layout.decoder_positions(KINDS, OWNER) == [0, 1, 2, 3, 4, 5, 4, 5, 6, 5, 6, 7]
 
 
 def test_decoder_mask_against_the_spec_rules():
-    m = decoder_mask(KINDS, OWNER)
+    m = layout.decoder_mask(KINDS, OWNER)
     i = {n: k for k, n in enumerate(NAMES)}
 
     def sees(q):
@@ -48,9 +37,9 @@ def test_decoder_mask_against_the_spec_rules():
 
 
 def test_encoder_mask_hides_earlier_compress_tokens():
-    ids, where = encoder_layout([1, 2], [11, 12, 13, 14, 15], 2, think=4, end_think=5, compress=9)
+    ids, where = layout.encoder_layout([1, 2], [11, 12, 13, 14, 15], 2, think=4, end_think=5, compress=9)
     assert ids == [1, 2, 4, 11, 12, 9, 13, 14, 9, 15, 9, 5] and where == [5, 8, 10]
-    m = encoder_mask(ids, 9)
+    m = layout.encoder_mask(ids, 9)
     assert m[5].tolist() == [True] * 6 + [False] * 6  # C1 sees everything before it and itself
     assert not m[8, 5] and m[8, 8] and m[8, 7]  # C2 does not see C1
     assert not m[11, 5] and not m[11, 8] and not m[11, 10] and m[11, 9]  # </think> sees no C
@@ -59,15 +48,15 @@ def test_encoder_mask_hides_earlier_compress_tokens():
 
 def test_decoder_layout_puts_the_next_chunk_after_each_latent():
     cot = [11, 12, 13, 14, 15, 16]
-    ids, kinds, owner = decoder_layout([1], cot, 2, [40, 41, 2], think=4, end_think=5, latent=8)
-    assert chunks(cot, 2) == [[11, 12], [13, 14], [15, 16]]
+    ids, kinds, owner = layout.decoder_layout([1], cot, 2, [40, 41, 2], think=4, end_think=5, latent=8)
+    assert layout.chunks(cot, 2) == [[11, 12], [13, 14], [15, 16]]
     # S1 is compressed into L1 only; L1 is followed by S2, L2 by S3, L3 by </think>
     assert ids == [1, 4, 8, 13, 14, 8, 15, 16, 8, 5, 40, 41, 2]
-    assert kinds.count(LATENT) == 3 and owner[3:5] == [0, 0] and owner[6:8] == [1, 1]
+    assert kinds.count(layout.LATENT) == 3 and owner[3:5] == [0, 0] and owner[6:8] == [1, 1]
 
 
 def test_stack_masks_is_additive_and_pads():
-    m = stack_masks([torch.tril(torch.ones(2, 2, dtype=torch.bool)), torch.tril(torch.ones(3, 3, dtype=torch.bool))])
+    m = layout.stack_masks([torch.tril(torch.ones(2, 2, dtype=torch.bool)), torch.tril(torch.ones(3, 3, dtype=torch.bool))])
     assert m.shape == (2, 1, 3, 3) and m[0, 0, 0, 1] < -1e30 and m[0, 0, 1, 0] == 0 and m[0, 0, 2, 2] == 0
 
 
