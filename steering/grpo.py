@@ -1,8 +1,8 @@
 """A small GRPO trainer for the zoo: group-relative advantages, a verifiable integer reward.
 
-It makes ``tiny-grpo`` from the same init (``tiny-pre``) and the same task data (cot-style prompts of
-the default :class:`~thinklens.tasks.TaskConfig`) as ``tiny-cot``, so ``theta_grpo - theta_cot`` is the
-reasoning vector of Zbeeb et al. (GRPO minus SFT from one init on one dataset).
+It makes ``tiny-grpo`` from the SFT model ``tiny-cot`` on the same task (cot-style prompts, by default the 6-8
+step problems where tiny-cot still fails often), so ``theta_grpo - theta_cot`` is the reasoning vector of Zbeeb et
+al.: the RL update alone, as in their code where GRPO starts from the SFT checkpoint.
 
 Per step: ``prompts_per_step`` problems (mixed numbers of steps), ``group_size`` samples each
 (temperature sampling from a local generator through :meth:`HookedModel.generate`); reward 1 when

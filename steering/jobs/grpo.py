@@ -1,14 +1,19 @@
-"""``thinklens run grpo``: GRPO from a zoo init on the zoo task; publishes ``tiny-grpo``, the reasoning-vector donor.
+"""``thinklens run grpo``: GRPO from the SFT model (tiny-cot) on the zoo task; publishes ``tiny-grpo``, the
+reasoning-vector donor.
 
-The runner loads ``--model`` (the init, tiny-pre by default: tiny-cot's parent) with ``--device`` and
-``--dtype``; GRPO trains it in place (:mod:`steering.grpo`) and writes a zoo-format folder (fp16
-weights, tokenizer, zoo.json with the reward curve and held-out accuracy) to ``--publish`` (default
-``data/zoo/tiny-grpo``). The run folder keeps the metadata in ``results/grpo.json``.
+Group-relative policy optimisation with a verifiable reward (:func:`thinklens.answers.is_correct`) on tiny-cot's
+prompts, from ``--model`` (tiny-cot: the SFT model, as Zbeeb et al.'s GRPO starts from their SFT checkpoint), so
+tiny-grpo - tiny-cot is the RL update alone: the reasoning vector. The runner loads ``--model`` with ``--device``
+and ``--dtype``; GRPO trains it in place (:mod:`steering.grpo`; sampling from local seeded generators) and writes
+a zoo-format folder (fp16 weights, tokenizer, zoo.json with its parent as ``init``, the reward curve and held-out
+accuracy) to ``--publish`` (default ``data/zoo/tiny-grpo``). ``--max-minutes`` caps the CPU time (the model is
+published anyway, marked truncated); the same ``--run-id`` resumes a killed run. The run folder keeps the
+metadata in ``results/grpo.json``.
 
 Example:
     >>> JOB.name, GRPOJobConfig().model, GRPOJobConfig().steps
-    ('grpo', 'tiny-pre', 200)
-    >>> # thinklens run grpo --steps 200 --max-minutes 10 --seed 0
+    ('grpo', 'tiny-cot', 300)
+    >>> # thinklens run grpo --seed 0
 """
 
 from __future__ import annotations
@@ -59,11 +64,5 @@ def summary(meta: dict[str, Any]) -> dict[str, Any]:
         "accuracy": meta.get("eval", {}).get("accuracy")}
 
 
-JOB = Job(
-    "grpo", GRPOJobConfig, run, report=report, summary=summary,
-    help="GRPO on the zoo task from tiny-pre; publishes tiny-grpo (the reasoning-vector donor)",
-    description="Group-relative policy optimisation with a verifiable integer reward on tiny-cot's prompts, from "
-    "--model (tiny-pre: the init tiny-cot was fine-tuned from), so tiny-grpo - tiny-cot is the reasoning vector of "
-    "Zbeeb et al. Sampling uses local seeded generators; --max-minutes caps the CPU time (the model is published "
-    "anyway, marked truncated). Writes the zoo-format folder to --publish (default data/zoo/tiny-grpo).",
-)
+JOB = Job("grpo", GRPOJobConfig, run, report=report, summary=summary,
+          help="GRPO on the zoo task from tiny-cot; publishes tiny-grpo (the reasoning-vector donor)")

@@ -41,11 +41,11 @@ def test_config_errors():
 def test_grpo_smoke_on_zoo(tmp_path):
     from thinklens.zoo.registry import zoo_path
 
-    if zoo_path("tiny-pre") is None:
-        pytest.skip("tiny-pre not trained")
+    if zoo_path("tiny-cot") is None:
+        pytest.skip("tiny-cot not trained")
     from thinklens.jobs import run_job
 
     meta = run_job("grpo", steps=2, prompts_per_step=2, group_size=4, eval_per_steps=0, publish=str(tmp_path / "g"),
                    out=tmp_path / "run", progress=False)
     assert meta["steps"] == 2 and (tmp_path / "g" / "model.safetensors").stat().st_size < 5 * 2**20
-    assert meta["published_to"] == str(tmp_path / "g") and meta["init"] == "tiny-pre"
+    assert meta["published_to"] == str(tmp_path / "g") and meta["init"] == "tiny-cot"

@@ -14,8 +14,8 @@ def test_killed_and_resumed_grpo_equals_a_straight_run(tmp_path, monkeypatch):
     from steering.configs import GRPOConfig
     from thinklens.zoo.registry import zoo_path
 
-    if zoo_path("tiny-pre") is None:
-        pytest.skip("tiny-pre not trained")
+    if zoo_path("tiny-cot") is None:
+        pytest.skip("tiny-cot not trained")
     cfg = GRPOConfig(steps=2, prompts_per_step=2, group_size=2, eval_per_steps=0)
     straight = grpo.train_grpo(cfg, out_dir=tmp_path / "a", progress=False, ckpt_dir=tmp_path / "ca", ckpt_every_s=0.0)
 
