@@ -30,8 +30,9 @@ test-all: $(STAMP)
 test-gpu: $(STAMP)
 	$(PY) -m pytest -q -m gpu tests/gpu
 
+# every bench/*.py but the shared helpers (bench/_*.py)
 bench: $(STAMP)
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in bench/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 app: $(STAMP)
 	$(VENV)/bin/thinklens app

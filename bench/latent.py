@@ -41,7 +41,7 @@ def zoo_model():
 
 
 def main() -> None:
-    from bench.latent_steps import codi_and_cot_steps
+    from bench._latent_steps import codi_and_cot_steps
     from latent.examples import ExampleSource
 
     batch_size = int(sys.argv[1]) if len(sys.argv) > 1 else 32

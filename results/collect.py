@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 from lynx_summary import before_fix_breakdown, delta_sets, lynx_run_values  # results/ is on sys.path as a script
 
+from thinklens.answers import is_correct
 from thinklens.runs import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,6 +218,59 @@ def lynx_4to8() -> dict[str, Any]:
     return summary("thinklens run lynx --model tiny-think --min-steps 4 --max-steps 8 --n-train 600 --n-calibration "
                    f"600 --n-test 600 --skip-vacuous --threads 1 --runs {LYNX_RUNS} --run-id after-4to8 (before: "
                    f"{BEFORE_NOTE}, --run-id before-4to8)", [run, before], read_json(run / "config.json"), values)
+
+
+# ---------------------------------------------------------------------------------------------- steering
+
+
+SAE_DIR = ROOT / "data" / "saes" / "tiny-think-resid_post.2-topk32"
+
+
+@collector("sae")
+def sae() -> dict[str, Any]:
+    """The committed SAE's held-out metrics (sae-lens's evaluation, written by the sae job beside the weights)."""
+    held = read_json(SAE_DIR / "heldout_metrics.json")
+    cfg = read_json(SAE_DIR / "thinklens_metrics.json")
+    config = {k: cfg[k] for k in ("site", "architecture", "k", "d_sae", "training_tokens", "n_texts")}
+    return {"command": "thinklens run sae --model tiny-think --site resid_post.2 --d-sae 1024 --k 32",
+            "date": "2026-11-29", "source": show(SAE_DIR), "config": config,
+            "values": {k: v for k, v in held.items() if isinstance(v, (int, float))}}
+
+
+# ---------------------------------------------------------------------------------------------- latent
+
+
+SEEK_LRS = ("0.03", "0.05", "0.1", "0.2", "0.5", "2.0")
+
+
+def seek_values(run: Path) -> dict[str, Any]:
+    """A latent-seek run: accuracies, the oracle baselines, and per-problem counts (greedy failures fixed by
+    LatentSeek and by sampling; chains the reward flags, i.e. scores below the stop threshold, by correctness)."""
+    res = read_json(run / "results" / "seek.json")
+    s, problems, threshold = res["summary"], res["problems"], res["config"]["threshold"]
+    wrong = [p for p in problems if not is_correct(p["original_text"], p["answer"])]
+    right_n = len(problems) - len(wrong)
+    out = {"n": s["n"], "cot_accuracy": s["cot_accuracy"], "seek_accuracy": s["seek_accuracy"],
+           "mean_iterations": s["mean_iterations"], "mean_tokens": s["mean_tokens"], "greedy_failures": len(wrong),
+           "greedy_right": right_n, "seek_fixed": sum(is_correct(p["final_text"], p["answer"]) for p in wrong),
+           "flagged_wrong": sum(p["original_reward"] <= threshold for p in wrong),
+           "flagged_right": sum(p["original_reward"] <= threshold for p in problems if p not in wrong)}
+    for t, b in (s.get("baseline") or {}).items():
+        if b:
+            fixed = sum(any(p["baseline"][t]) for p in wrong)  # per problem: whether each sampled chain was right
+            out[f"best_of_n_T{t}"] = {"samples": b["samples"], "accuracy": b["best_of_n"], "fixed": fixed}
+    return out
+
+
+@collector("latent_seek")
+def latent_seek() -> dict[str, Any]:
+    """LatentSeek(PSRM) at six learning rates with the oracle best-of-N baseline, and the gold-free confidence reward."""
+    runs = {f"psrm_lr{lr}": RUNS / "latent-seek" / f"seek-psrm-lr{lr}" for lr in SEEK_LRS}
+    runs |= {f"confidence_lr{lr}": RUNS / "latent-seek" / f"seek-confidence-lr{lr}" for lr in ("0.05", "0.5")}
+    config = read_json(runs["psrm_lr0.5"] / "config.json")
+    return summary("thinklens run latent-seek --n 30 --seed 20000 --lr LR --run-id seek-psrm-lrLR (LR in "
+                   + ", ".join(SEEK_LRS) + "); --reward confidence --lr LR --run-id seek-confidence-lrLR (0.05, 0.5)",
+                   list(runs.values()), config, {k: seek_values(r) for k, r in runs.items()})
 
 
 # ---------------------------------------------------------------------------------------------- main

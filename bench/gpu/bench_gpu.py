@@ -253,7 +253,7 @@ def bench_mi_device_vs_cpu(states: torch.Tensor, answer: torch.Tensor, clock: Cl
 
 def bench_codi(model, sizes: Sizes, clock: Clock) -> None:
     """One CODI step (teacher + student with 6 latents + distillation) against one CoT-SFT step on one batch."""
-    from bench.latent_steps import codi_and_cot_steps
+    from bench._latent_steps import codi_and_cot_steps
     from latent.data import example_from_problem
     from thinklens.model import HookedModel
     from thinklens.tasks import generate_problems
