@@ -47,6 +47,24 @@ def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split
             for tr in traces]
 
 
+def sampled_think_rollouts(model, n: int, *, max_steps: int, max_new_tokens: int, seed: int = 0,
+                           temperature: float = 0.8, top_p: float = 0.95, cue_words: tuple[str, ...] = ("hmm", "wait"),
+                           every: int | None = None) -> tuple[list[Trace], list[list[CueEvent]], list[int]]:
+    """``n`` sampled think rollouts of zoo problems (1..``max_steps`` steps), their test-split cue events and gold
+    answers: the inputs of a forced-exit labelling. With ``every``, events sit at fixed strides instead (one-token
+    cues every ``every`` tokens: a random model writes few cue words)."""
+    from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+
+    problems = generate_problems(n, seed=seed, config=TaskConfig(min_steps=1, max_steps=max_steps))
+    traces = model.generate([render_prompt(p, "think") for p in problems], max_new_tokens=max_new_tokens,
+                            do_sample=True, seed=seed, temperature=temperature, top_p=top_p)
+    if every is None:
+        events = rollout_events(traces, model.tokenizer, LynxConfig(cue_words=cue_words), "test")
+    else:
+        events = [[CueEvent(t, t - (t % 2), "x") for t in range(1, len(tr) - 1, every)] for tr in traces]
+    return traces, events, [p.answer for p in problems]
+
+
 def check_context_length(model, length: int, what: str) -> None:
     """Refuse a sequence of ``length`` tokens longer than the model's context (``what`` names it)."""
     ctx = model.max_context

@@ -72,19 +72,9 @@ def test_codi_training_step_on_the_device(gpu_dirs, dtype):
 # ---------------------------------------------------------------- LYNX labels
 
 def _rollouts(model, n: int, max_steps: int, new: int, seed: int = 0, every: int | None = None):
-    """Sampled think rollouts with their cue events (or, with ``every``, an event every few tokens)."""
-    from probes.datasets import rollout_events
-    from probes.lynx import CueEvent, LynxConfig
-    from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+    from probes.datasets import sampled_think_rollouts
 
-    problems = generate_problems(n, seed=seed, config=TaskConfig(min_steps=1, max_steps=max_steps))
-    traces = model.generate([render_prompt(p, "think") for p in problems], max_new_tokens=new, do_sample=True,
-                            seed=seed, temperature=0.8, top_p=0.95)
-    if every is None:
-        events = rollout_events(traces, model.tokenizer, LynxConfig(cue_words=("hmm", "wait")), "test")
-    else:  # a random model writes few cues: events at fixed strides instead
-        events = [[CueEvent(t, t - (t % 2), "x") for t in range(1, len(tr) - 1, every)] for tr in traces]
-    return traces, events, [p.answer for p in problems]
+    return sampled_think_rollouts(model, n, max_steps=max_steps, max_new_tokens=new, seed=seed, every=every)
 
 
 def _same_labels(a, b):

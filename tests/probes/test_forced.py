@@ -6,23 +6,14 @@ import numpy as np
 import pytest
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
-from probes.datasets import event_features, forced_exit_labels, rollout_events
+from probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
 from probes.forced import event_features_and_labels, forced_exit_labels_shared
-from probes.lynx import CueEvent, LynxConfig, lynx_sites
+from probes.lynx import lynx_sites
 from thinklens.errors import ThinklensError
-from thinklens.tasks import TaskConfig, generate_problems, render_prompt
 
 
 def _sampled(model, n: int, max_steps: int, new: int, seed: int = 0, every: int | None = None):
-    """Sampled think rollouts with their cue events (or, with ``every``, an event every few tokens)."""
-    problems = generate_problems(n, seed=seed, config=TaskConfig(min_steps=1, max_steps=max_steps))
-    traces = model.generate([render_prompt(p, "think") for p in problems], max_new_tokens=new, do_sample=True,
-                            seed=seed, temperature=0.8, top_p=0.95)
-    if every is None:
-        events = rollout_events(traces, model.tokenizer, LynxConfig(cue_words=("hmm", "wait")), "test")
-    else:  # a random model writes few cues: place events (one-token cues) at fixed strides instead
-        events = [[CueEvent(t, t - (t % 2), "x") for t in range(1, len(tr) - 1, every)] for tr in traces]
-    return traces, events, [p.answer for p in problems]
+    return sampled_think_rollouts(model, n, max_steps=max_steps, max_new_tokens=new, seed=seed, every=every)
 
 
 def _same(a, b):
