@@ -164,6 +164,11 @@ class ForcedExits:
     text: list[str]
     """Exit string plus generated answer text, [event]."""
 
+    def same_as(self, other: "ForcedExits") -> bool:
+        """Whether two labellings agree exactly: labels, answers, answer token counts and texts."""
+        return (self.answer == other.answer and self.text == other.text and np.array_equal(self.label, other.label)
+                and np.array_equal(self.answer_tokens, other.answer_tokens))
+
 
 @torch.no_grad()
 def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],

@@ -71,47 +71,37 @@ def test_codi_training_step_on_the_device(gpu_dirs, dtype):
 
 # ---------------------------------------------------------------- LYNX labels
 
-def _rollouts(model, n: int, max_steps: int, new: int, seed: int = 0, every: int | None = None):
-    from probes.datasets import sampled_think_rollouts
-
-    return sampled_think_rollouts(model, n, max_steps=max_steps, max_new_tokens=new, seed=seed, every=every)
-
-
-def _same_labels(a, b):
-    assert a.answer == b.answer and a.text == b.text
-    np.testing.assert_array_equal(a.label, b.label)
-    np.testing.assert_array_equal(a.answer_tokens, b.answer_tokens)
-
-
 @pytest.mark.parametrize("batch_size,max_batch_tokens", [(16, 2048), (3, 60)])
 def test_lynx_one_pass_labels_equal_the_reference_on_the_device(load_model, grader_without_math_verify, batch_size,
                                                                 max_batch_tokens):
     """float32: the two paths run different kernel shapes; a bf16 model's greedy answers could part at near-ties."""
-    from probes.datasets import event_features, forced_exit_labels
+    from probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
     from probes.forced import event_features_and_labels
     from probes.lynx import lynx_sites
 
     model = load_model("zooish")
-    traces, events, gold = _rollouts(model, 10, 2, 20, every=4)
+    traces, events, gold = sampled_think_rollouts(model, 10, max_steps=2, max_new_tokens=20, every=4)
     sites = lynx_sites(model.n_layers)
     kw = dict(exit_string="</think> ####", max_answer_tokens=5)
     ref = forced_exit_labels(model, traces, events, gold, batch_size=4, **kw)
     X, got = event_features_and_labels(model, traces, events, gold, sites, batch_size=batch_size,
                                        max_batch_tokens=max_batch_tokens, **kw)
-    _same_labels(got, ref)
+    assert got.same_as(ref)
     np.testing.assert_allclose(X, event_features(model, traces, events, sites), atol=1e-4)
 
 
 def test_lynx_labels_on_the_device_equal_the_cpu(load_model, grader_without_math_verify):
+    from probes.datasets import sampled_think_rollouts
     from probes.forced import event_features_and_labels
     from probes.lynx import lynx_sites
 
     cpu, dev = load_model(ZOO, torch.float32, "cpu"), load_model(ZOO, torch.float32)
-    traces, events, gold = _rollouts(cpu, 12, 4, 64, seed=1)  # the same rollouts for both devices
+    # the same rollouts for both devices
+    traces, events, gold = sampled_think_rollouts(cpu, 12, max_steps=4, max_new_tokens=64, seed=1)
     assert sum(len(e) for e in events) > 0
     kw = dict(exit_string="</think> ####", max_answer_tokens=8)
     sites = lynx_sites(cpu.n_layers)
     X_c, want = event_features_and_labels(cpu, traces, events, gold, sites, **kw)
     X_d, got = event_features_and_labels(dev, traces, events, gold, sites, **kw)
-    _same_labels(got, want)
+    assert got.same_as(want)
     assert rel_error(torch.from_numpy(X_d), torch.from_numpy(X_c)) <= 1e-4

@@ -12,19 +12,9 @@ from probes.lynx import lynx_sites
 from thinklens.errors import ThinklensError
 
 
-def _sampled(model, n: int, max_steps: int, new: int, seed: int = 0, every: int | None = None):
-    return sampled_think_rollouts(model, n, max_steps=max_steps, max_new_tokens=new, seed=seed, every=every)
-
-
-def _same(a, b):
-    assert a.answer == b.answer and a.text == b.text
-    np.testing.assert_array_equal(a.label, b.label)
-    np.testing.assert_array_equal(a.answer_tokens, b.answer_tokens)
-
-
 @pytest.mark.parametrize("batch_size,max_batch_tokens", [(16, 2048), (3, 60), (1, 1)])
 def test_random_model_matches_reference(zooish, batch_size, max_batch_tokens):
-    traces, events, gold = _sampled(zooish, 10, 2, 20, every=4)
+    traces, events, gold = sampled_think_rollouts(zooish, 10, max_steps=2, max_new_tokens=20, every=4)
     events[3] = []  # a rollout without events is skipped
     assert sum(len(e) for e in events) > len(traces)  # several events per rollout: prefixes are shared
     sites = lynx_sites(zooish.n_layers)
@@ -32,17 +22,17 @@ def test_random_model_matches_reference(zooish, batch_size, max_batch_tokens):
     ref = forced_exit_labels(zooish, traces, events, gold, batch_size=4, **kw)
     X, got = event_features_and_labels(zooish, traces, events, gold, sites, batch_size=batch_size,
                                        max_batch_tokens=max_batch_tokens, **kw)
-    _same(got, ref)
+    assert got.same_as(ref)
     np.testing.assert_allclose(X, event_features(zooish, traces, events, sites), atol=1e-5)
-    _same(forced_exit_labels_shared(zooish, traces, events, gold, batch_size=batch_size, **kw), ref)
+    assert forced_exit_labels_shared(zooish, traces, events, gold, batch_size=batch_size, **kw).same_as(ref)
 
 
 def test_zoo_matches_reference_and_gets_some_right(reasoner):
-    traces, events, gold = _sampled(reasoner, 24, 4, 64, seed=1)
+    traces, events, gold = sampled_think_rollouts(reasoner, 24, max_steps=4, max_new_tokens=64, seed=1)
     kw = dict(exit_string="</think> ####", max_answer_tokens=8)
     ref = forced_exit_labels(reasoner, traces, events, gold, batch_size=1, **kw)
     X, got = event_features_and_labels(reasoner, traces, events, gold, lynx_sites(reasoner.n_layers), **kw)
-    _same(got, ref)
+    assert got.same_as(ref)
     assert 0 < got.label.sum() < len(got.label)
     np.testing.assert_allclose(X, event_features(reasoner, traces, events, lynx_sites(reasoner.n_layers)), atol=1e-4)
 
@@ -52,7 +42,7 @@ def _hooks(model) -> list:
 
 
 def test_bad_arguments(zooish):
-    traces, events, gold = _sampled(zooish, 2, 1, 8, every=3)
+    traces, events, gold = sampled_think_rollouts(zooish, 2, max_steps=1, max_new_tokens=8, every=3)
     before = _hooks(zooish)  # HF's own output-capturing hooks (installed at load) may be there; ours never stay
     with pytest.raises(ThinklensError, match="exit string"):
         forced_exit_labels_shared(zooish, traces, events, gold, exit_string="")
