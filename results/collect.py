@@ -237,6 +237,69 @@ def sae() -> dict[str, Any]:
             "values": {k: v for k, v in held.items() if isinstance(v, (int, float))}}
 
 
+def pruned(obj: Any) -> Any:
+    """A result without its texts (sample completions, contexts): only what a README table can quote."""
+    if isinstance(obj, dict):
+        return {k: pruned(v) for k, v in obj.items() if k not in ("samples", "top_contexts", "texts", "examples")}
+    if isinstance(obj, list):
+        return [pruned(v) for v in obj if not isinstance(v, str) or len(v) < 40]
+    return obj
+
+
+@collector("steer")
+def steer() -> dict[str, Any]:
+    """Feature steering against its equal-norm baselines over 3 seeds (the steer job's table and choices)."""
+    run = RUNS / "steer" / "readme-steer"
+    res = read_json(run / "results" / "steer.json")
+    return summary("thinklens run steer --sae data/saes/tiny-think-resid_post.2-topk32 --n-seeds 3 --run-id readme-steer",
+                   [run], read_json(run / "config.json"),
+                   {"rows": pruned(res["rows"]), "chosen": pruned(res["chosen"]), "max_new_tokens": res["max_new_tokens"]})
+
+
+@collector("hybrid")
+def hybrid() -> dict[str, Any]:
+    """Hybrid steering over 3 seeds: the mean +- std per mode, each seed's accuracies, and the token-choice rule."""
+    run = RUNS / "hybrid" / "readme-hybrid"
+    per_seed = read_json(run / "results" / "hybrid_seeds.json")
+    return summary("thinklens run hybrid --n-seeds 3 --n-eval 200 --run-id readme-hybrid", [run],
+                   read_json(run / "config.json"),
+                   {"summary": read_json(run / "results" / "hybrid_summary.json"), "per_seed": pruned(per_seed),
+                    "base_own_style": pruned(read_json(run / "results" / "hybrid.json")["base_own_style"]),
+                    "info": read_json(run / "results" / "hybrid_info.json")})
+
+
+GRPO_SEEDS = (10000, 30000, 40000)
+
+
+@collector("reasoning_vectors")
+def reasoning_vectors() -> dict[str, Any]:
+    """tiny-grpo against its parent tiny-cot on held-out problems (3 seeds), and v = tiny-grpo - tiny-cot added to
+    tiny-think (alpha sweep per tensor group, random-direction control) and to tiny-cot itself (alpha 1 is tiny-grpo)."""
+    evals = {s: RUNS / "zoo-eval" / f"grpo-heldout-{s}" for s in GRPO_SEEDS}
+    by_seed = {s: {r["model"]: r["accuracy"] for r in read_json(run / "results" / "zoo_eval.json")} for s, run in evals.items()}
+    steps = [str(k) for k in range(1, 9)]
+    pooled = {m: {k: mean([by_seed[s][m][k] for s in GRPO_SEEDS]) for k in steps} for m in ("tiny-cot", "tiny-grpo")}
+    for m in pooled:
+        pooled[m] |= {"1-4": mean([pooled[m][k] for k in "1234"]), "5": pooled[m]["5"],
+                      "6-8": mean([pooled[m][k] for k in "678"]), "1-8": mean([pooled[m][k] for k in steps])}
+    gain = {k: pooled["tiny-grpo"][k] - pooled["tiny-cot"][k] for k in pooled["tiny-cot"]}
+    sweeps = {}
+    for key, rid in (("tiny-think", "rv-think"), ("tiny-cot", "rv-cot")):
+        run = RUNS / "reasoning-vector" / rid
+        rows = read_json(run / "results" / "alpha_sweep.json")
+        sweeps[key] = {"rows": [{k: r[k] for k in ("group", "alpha", "accuracy", "by_steps")} for r in rows],
+                       "vector": read_json(run / "results" / "vector.json"), "config": read_json(run / "config.json")}
+    grpo = zoo_record("tiny-grpo")
+    training = {k: grpo[k] for k in ("init", "steps", "train_cpu_s", "train_wall_s")} | {"grpo": grpo["grpo"]}
+    runs = [*evals.values(), RUNS / "reasoning-vector" / "rv-think", RUNS / "reasoning-vector" / "rv-cot"]
+    command = ("thinklens run grpo; thinklens run zoo-eval --models tiny-cot,tiny-grpo --n 100 --seed S --run-id "
+               "grpo-heldout-S (S = 10000, 30000, 40000); thinklens run reasoning-vector --run-id rv-think; thinklens "
+               "run reasoning-vector --model tiny-cot --groups all --run-id rv-cot")
+    return summary(command, runs, {"seeds": list(GRPO_SEEDS), "n_per_steps": 100},
+                   {"heldout": {"by_seed": by_seed, "pooled": pooled, "gain": gain}, "sweeps": sweeps,
+                    "training": training}, ("data/zoo/tiny-grpo/zoo.json",))
+
+
 # ---------------------------------------------------------------------------------------------- latent
 
 
@@ -271,6 +334,123 @@ def latent_seek() -> dict[str, Any]:
     return summary("thinklens run latent-seek --n 30 --seed 20000 --lr LR --run-id seek-psrm-lrLR (LR in "
                    + ", ".join(SEEK_LRS) + "); --reward confidence --lr LR --run-id seek-confidence-lrLR (0.05, 0.5)",
                    list(runs.values()), config, {k: seek_values(r) for k, r in runs.items()})
+
+
+LATENT_TABLES = {"seed10000": "table-matched", "seed40000": "table-matched-40000"}
+
+
+def latent_rows(run: Path) -> list[dict[str, Any]]:
+    return [{k: r.get(k) for k in ("model", "method", "label", "problems", "accuracy", "reasoning_positions",
+                                   "latent_steps", "compression", "train_s", "n")}
+            for r in read_json(run / "results" / "table.json")]
+
+
+def latent_training(name: str) -> dict[str, Any]:
+    """Steps and seconds of a latent-trainer model folder and of its parent (its own run, then the chain)."""
+    from latent.evaluate import lineage_train_s
+
+    folder = ROOT / name if (ROOT / name).exists() else ROOT / "data" / "zoo" / name
+    meta = read_json(folder / "latent.json")
+    return {"steps": meta.get("total_steps", meta["config"].get("steps")), "lr": meta["config"].get("lr"),
+            "batch_size": meta["config"].get("batch_size"), "own_train_s": meta.get("total_train_wall_s", meta["train_wall_s"]),
+            "with_parents_train_s": lineage_train_s(str(folder)), "parent": meta.get("parent")}
+
+
+@collector("latent_table")
+def latent_table() -> dict[str, Any]:
+    """The latent comparison on 3-4 step problems: 200 held-out problems (seed 10000) and 1000 more (seed 40000),
+    with the CoT-SFT and No-CoT baselines trained on tiny-codi's examples and CODI's explicit-CoT mode; the
+    first problem's latents decoded."""
+    runs = {k: RUNS / "latent-eval" / v for k, v in LATENT_TABLES.items()}
+    decoding = read_json(runs["seed10000"] / "results" / "decoding.json")[0]
+    models = {"sft-cot-matched": "runs/latent-train/sft-cot-12k-plus3k/model",
+              "sft-nocot-matched": "runs/latent-train/sft-nocot-12k-plus3k/model", "tiny-codi": "tiny-codi",
+              "tiny-coconut": "tiny-coconut", "tiny-latent-sft": "tiny-latent-sft"}
+    training = {k: latent_training(v) for k, v in models.items()}
+    for name in ("tiny-cot", "tiny-direct", "tiny-pre"):
+        rec = zoo_record(name)
+        training[name] = {"steps": rec.get("steps"), "own_train_s": rec.get("train_wall_s"), "parent": rec.get("init")}
+    command = ("thinklens run sft --steps 12000 --run-id sft-cot-12k; thinklens run sft --model "
+               "runs/latent-train/sft-cot-12k/model --steps 3000 --lr 5e-4 --seed 1 --run-id sft-cot-12k-plus3k (and "
+               "--cot false for sft-nocot-*); thinklens run latent-eval --models " + ",".join(
+                   r["model"] for r in latent_rows(runs["seed10000"]) if r["method"] != "explicit")
+               + " --explicit tiny-codi --n 100 --seek-n 0 --run-id table-matched; the same with --n 500 --seed 40000 "
+               "--run-id table-matched-40000")
+    return summary(command, list(runs.values()), {k: read_json(r / "config.json") for k, r in runs.items()},
+                   {"tables": {k: latent_rows(r) for k, r in runs.items()}, "training": training,
+                    "decoding_first_problem": decoding})
+
+
+# ---------------------------------------------------------------------------------------------- benchmarks
+
+
+BENCH_LOGS = RUNS / "bench"
+#: The headline targets the README states (name -> bound), checked by eye against the measured values.
+BENCH_TARGETS = {"capture_overhead": 1.15, "generate_overhead": 1.3, "store_peak_mb": 500, "mi_speedup": 20,
+                 "label_speedup": 3, "codi_step_ratio": 3, "steer_overhead": 1.2, "cli_help_s": 1.0}
+
+
+def bench_lines(log: Path) -> dict[str, dict[str, Any]]:
+    """``name=value`` lines of a ``make bench`` log, by bench (``== bench/x.py`` headers); numbers parsed, ``a/b``
+    kept as text with its parts."""
+    out: dict[str, dict[str, Any]] = {}
+    bench = "?"
+    for line in log.read_text().splitlines():
+        if line.startswith("== bench/"):
+            bench = line[3:].strip()
+            out[bench] = {}
+            continue
+        name, eq, value = line.partition("=")
+        if not eq or not name.replace("_", "").isalnum() or name != name.strip():
+            continue
+        try:
+            out[bench][name] = float(value)
+        except ValueError:
+            parts = value.split("/")
+            out[bench][name] = ({"text": value, "ok": float(parts[0]), "of": float(parts[1])}
+                                if len(parts) == 2 and all(x.strip().isdigit() for x in parts) else value)
+    return out
+
+
+@collector("bench")
+def bench() -> dict[str, Any]:
+    """One dated ``make bench`` run (``runs/bench/make-bench.log``), and the spread of the headlines that sit near their
+    target over repeated runs of their bench (``runs/bench/repeat-N.log``, the same format)."""
+    main_log = BENCH_LOGS / "make-bench.log"
+    values = bench_lines(main_log)
+    repeats = [bench_lines(p) for p in sorted(BENCH_LOGS.glob("repeat-*.log"))]
+    spread: dict[str, list[float]] = {}
+    for run in [values, *repeats]:
+        for lines in run.values():
+            for name, v in lines.items():
+                if name in BENCH_TARGETS and isinstance(v, float):
+                    spread.setdefault(name, []).append(v)
+    spread_summary = {k: {"runs": v, "min": min(v), "max": max(v)} for k, v in spread.items() if len(v) > 1}
+    date = (BENCH_LOGS / "date.txt").read_text().strip()
+    return {"command": "make bench 2>&1 | tee runs/bench/make-bench.log; then the benches near a target again: "
+            "for i in 1 2; do for b in capture lynx; do echo \"== bench/$b.py\"; .venv/bin/python bench/$b.py; done; "
+            "done > runs/bench/repeat-$i.log", "date": date, "source": show(BENCH_LOGS),
+            "config": {"targets": BENCH_TARGETS, "machine": "2 cores, no GPU, shared"},
+            "values": {"benches": values, "spread": spread_summary}}
+
+
+# ---------------------------------------------------------------------------------------------- the demo
+
+
+@collector("demo")
+def demo() -> dict[str, Any]:
+    """``make demo``'s step times (its log, ``runs/demo.log``) and the demo SAE's figures (its run folder)."""
+    log = (RUNS / "demo.log").read_text().splitlines()
+    total = next(float(x.split()[3]) for x in log if x.startswith("demo finished in"))
+    steps = {}
+    for item in next(x for x in log if x.startswith("step times: "))[len("step times: "):].split(", "):
+        name, secs, _ = item.rsplit(" ", 2)
+        steps[name] = float(secs)
+    sae_run = RUNS / "sae" / "demo"
+    sae_summary = read_json(sae_run / "meta.json")["summary"]
+    sae_config = read_json(sae_run / "config.json")
+    return summary("make demo 2>&1 | tee runs/demo.log", [sae_run], {"sae": sae_config, "n_steps": len(steps)},
+                   {"total_s": total, "steps_s": steps, "sae": sae_summary}, ("runs/demo.log",))
 
 
 # ---------------------------------------------------------------------------------------------- main
