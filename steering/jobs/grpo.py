@@ -12,7 +12,7 @@ metadata in ``results/grpo.json``.
 
 Example:
     >>> JOB.name, GRPOJobConfig().model, GRPOJobConfig().steps
-    ('grpo', 'tiny-cot', 300)
+    ('grpo', 'tiny-cot', 150)
     >>> # thinklens run grpo --seed 0
 """
 
