@@ -290,7 +290,8 @@ def reasoning_vectors() -> dict[str, Any]:
         sweeps[key] = {"rows": [{k: r[k] for k in ("group", "alpha", "accuracy", "by_steps")} for r in rows],
                        "vector": read_json(run / "results" / "vector.json"), "config": read_json(run / "config.json")}
     grpo = zoo_record("tiny-grpo")
-    training = {k: grpo[k] for k in ("init", "steps", "train_cpu_s", "train_wall_s")} | {"grpo": grpo["grpo"]}
+    training = {k: grpo[k] for k in ("init", "steps", "train_cpu_s", "train_wall_s")} | {
+        "grpo": grpo["grpo"], "train_cpu_minutes": grpo["train_cpu_s"] / 60}
     runs = [*evals.values(), RUNS / "reasoning-vector" / "rv-think", RUNS / "reasoning-vector" / "rv-cot"]
     command = ("thinklens run grpo; thinklens run zoo-eval --models tiny-cot,tiny-grpo --n 100 --seed S --run-id "
                "grpo-heldout-S (S = 10000, 30000, 40000); thinklens run reasoning-vector --run-id rv-think; thinklens "
@@ -330,7 +331,9 @@ def latent_seek() -> dict[str, Any]:
     """LatentSeek(PSRM) at six learning rates with the oracle best-of-N baseline, and the gold-free confidence reward."""
     runs = {f"psrm_lr{lr}": RUNS / "latent-seek" / f"seek-psrm-lr{lr}" for lr in SEEK_LRS}
     runs |= {f"confidence_lr{lr}": RUNS / "latent-seek" / f"seek-confidence-lr{lr}" for lr in ("0.05", "0.5")}
-    config = read_json(runs["psrm_lr0.5"] / "config.json")
+    config = read_json(runs["psrm_lr0.5"] / "config.json") | {
+        "learning_rates": [float(x) for x in SEEK_LRS], "confidence_learning_rates": [0.05, 0.5],
+        "model_context": read_json(ROOT / "data" / "zoo" / "tiny-cot" / "config.json")["max_position_embeddings"]}
     return summary("thinklens run latent-seek --n 30 --seed 20000 --lr LR --run-id seek-psrm-lrLR (LR in "
                    + ", ".join(SEEK_LRS) + "); --reward confidence --lr LR --run-id seek-confidence-lrLR (0.05, 0.5)",
                    list(runs.values()), config, {k: seek_values(r) for k, r in runs.items()})
@@ -376,9 +379,17 @@ def latent_table() -> dict[str, Any]:
                    r["model"] for r in latent_rows(runs["seed10000"]) if r["method"] != "explicit")
                + " --explicit tiny-codi --n 100 --seek-n 0 --run-id table-matched; the same with --n 500 --seed 40000 "
                "--run-id table-matched-40000")
-    return summary(command, list(runs.values()), {k: read_json(r / "config.json") for k, r in runs.items()},
-                   {"tables": {k: latent_rows(r) for k, r in runs.items()}, "training": training,
-                    "decoding_first_problem": decoding})
+    tables = {k: latent_rows(r) for k, r in runs.items()}
+    acc = {r["model"] + (" explicit" if r["method"] == "explicit" else ""): r["accuracy"] for r in tables["seed40000"]}
+    nocot, cot = "runs/latent-train/sft-nocot-12k-plus3k/model", "runs/latent-train/sft-cot-12k-plus3k/model"
+    checks = {"fraction_of_matched_cot": acc["tiny-codi"] / acc[cot], "points_above_matched_nocot":
+              100 * (acc["tiny-codi"] - acc[nocot]), "points_above_tiny_direct": 100 * (acc["tiny-codi"] - acc["tiny-direct"])}
+    for m in decoding["methods"].values():  # the latents' numeric top tokens, as numbers
+        m["latent_numbers"] = [[int(t) for t in lat["tokens"] if t.isdigit()] for lat in m["latents"]]
+    config = {k: read_json(r / "config.json") for k, r in runs.items()} | {
+        "codi_recipe_steps": [12000, 3000], "targets": {"fraction_of_cot": 0.9, "compression": 3, "points_above_nocot": 20}}
+    return summary(command, list(runs.values()), config,
+                   {"tables": tables, "checks": checks, "training": training, "decoding_first_problem": decoding})
 
 
 # ---------------------------------------------------------------------------------------------- benchmarks
