@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# this file (bench/zoo.py) would shadow the zoo package it imports
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-import torch
+import torch  # noqa: E402
 
-from thinklens.zoo.registry import zoo_path
-from zoo.evaluate import evaluate_zoo_model
+from thinklens.zoo.registry import zoo_path  # noqa: E402
+from zoo.evaluate import evaluate_zoo_model  # noqa: E402
 
 MODELS = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think-carry", "tiny-think")  # headline last
 SEED = 777  # held out: training batches come from [seed, step] streams, zoo.json evals use 10000
