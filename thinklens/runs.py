@@ -145,8 +145,12 @@ class RunFolder:
             path = Path(path).resolve()
             validate_id(path.name)
         else:
-            run_id = validate_id(run_id or _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
-            path = Path(root if root is not None else default_runs_root()) / kind / run_id
+            parent = Path(root if root is not None else default_runs_root()) / kind
+            if run_id is None:  # a timestamp id names a new run: two runs started in one second get -2, -3, ...
+                stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+                run_id = next(c for c in (stamp, *(f"{stamp}-{k}" for k in range(2, 10_000)))
+                              if not (parent / c).exists())
+            path = parent / validate_id(run_id)
         cfg = to_jsonable(config)
         if (path / "config.json").exists():
             old = json.loads((path / "config.json").read_text())

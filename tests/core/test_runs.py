@@ -84,3 +84,21 @@ def test_ids_validated_and_listing(tmp_path):
     time.sleep(0.01)
     RunFolder.create("k", {}, root=tmp_path, run_id="two")
     assert [p.name for p in list_runs(tmp_path)][0] == "two"
+
+
+def test_default_ids_of_runs_started_in_the_same_second_differ(tmp_path, monkeypatch):
+    import datetime as dt
+
+    from thinklens import runs
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return dt.datetime(2026, 11, 30, 15, 28, 49)
+
+    monkeypatch.setattr(runs._dt, "datetime", Frozen)
+    a = runs.RunFolder.create("latent-train", {"method": "coconut"}, root=tmp_path)
+    b = runs.RunFolder.create("latent-train", {"method": "latent-sft"}, root=tmp_path)
+    c = runs.RunFolder.create("latent-train", {"method": "latent-sft"}, root=tmp_path)  # a default id never resumes
+    assert [r.run_id for r in (a, b, c)] == ["20261130-152849", "20261130-152849-2", "20261130-152849-3"]
+    assert b.config() == {"method": "latent-sft"} and a.config() == {"method": "coconut"}
