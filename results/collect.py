@@ -163,6 +163,27 @@ def mi_peaks() -> dict[str, Any]:
                    "--run-id demo-final-norm", [main, post], config, values)
 
 
+R1_RUNS = Path(os.environ.get("R1_RUNS", "/tmp/r1res/runs"))
+
+
+@collector("tiny_r1_realpath")
+def tiny_r1_realpath() -> dict[str, Any]:
+    """MI peaks and LYNX on tiny-r1 through the real path (chat template, GSM8K-format files)."""
+    mi, lynx = R1_RUNS / "mi-peaks" / "r1", R1_RUNS / "lynx" / "r1"
+    models = {m["key"]: mi_model_values(mi, m) for m in read_json(mi / "results" / "mi_models.json")["models"]}
+    words = read_json(mi / "results" / "enrichment.json")
+    reflection = {k: {w["word"]: w["ratio"] for w in words[k]["words"]["top_k"]["words"] if w["peak_count"]}
+                  for k in models}  # the thinking words at top-k peaks
+    values = {"mi": {"models": models, "enrichment": {k: enrichment_top(mi, k) for k in models},
+                     "thinking_words": reflection},
+              "lynx": lynx_run_values(lynx)}
+    return summary("thinklens run mi-peaks --model tiny-r1 --data mi.jsonl --prompt-format chat --n-problems 36 "
+                   "--max-new-tokens 160 --k 5 --run-id r1; thinklens run lynx --model tiny-r1 --prompt-format chat "
+                   "--data train.jsonl --calibration-data cal.jsonl --test-data test.jsonl --n-train 120 --n-calibration "
+                   "120 --n-test 120 --max-new-tokens 160 --skip-vacuous --run-id r1 (both with --runs /tmp/r1res/runs)",
+                   [mi, lynx], {"mi-peaks": read_json(mi / "config.json"), "lynx": read_json(lynx / "config.json")}, values)
+
+
 # ---------------------------------------------------------------------------------------------- probes
 
 
