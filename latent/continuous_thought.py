@@ -83,10 +83,15 @@ class ContinuousThought(nn.Module):
         return [{"ids": rows[r], "latents": decoded[r]} for r in range(len(examples))]
 
 
+def answer_room(examples: list[Example]) -> int:
+    """New tokens an answer may take: 8, or the longest answer segment and 4 more (a BPE tokenizer writes a LaTeX
+    answer in many tokens)."""
+    return max(8, max(len(ex.answer) for ex in examples) + 4)
+
+
 def answer_budget(examples: list[Example]) -> int:
-    """New tokens after ``<eot>`` at test time: the longest CoT of the batch plus room for the answer (8, or the
-    longest answer segment and 4 more: a BPE tokenizer writes a LaTeX answer in many tokens)."""
-    return max(len(ex.cot) for ex in examples) + max(8, max(len(ex.answer) for ex in examples) + 4)
+    """New tokens after ``<eot>`` at test time: the longest CoT of the batch plus :func:`answer_room`."""
+    return max(len(ex.cot) for ex in examples) + answer_room(examples)
 
 
 def decode_states(model: "HookedModel", states: Tensor, k: int = 5) -> list[list[dict]]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from latent.continuous_thought import answer_budget, answer_room
 from latent.data import Example, LatentTokens, per_example_ce, right_pad, shifted_labels
 from latent.methods import Phase
 from latent.session import LatentSession
@@ -86,9 +87,8 @@ def build_for_inference(model: "HookedModel", tokens: LatentTokens, saved: dict)
 
 def infer_examples(module: SFT, examples: list[Example], saved: dict) -> list[dict]:
     """Greedy decoding from the prompt: the chain's length plus room for the answer (CoT), or the answer's."""
-    room = max(8, max(len(ex.answer) for ex in examples) + 4)
-    chain = max(len(ex.cot) for ex in examples) if saved["cot"] else 0
-    return module.infer(examples, max_new_tokens=chain + room)
+    budget = answer_budget(examples) if saved["cot"] else answer_room(examples)
+    return module.infer(examples, max_new_tokens=budget)
 
 
 def side_modules(module: SFT, saved: dict) -> dict[str, nn.Module]:
