@@ -4,10 +4,10 @@ per-event reference on the device; the device labels the zoo's rollouts as the C
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from gpu_fixtures import DEVICE, GPU, ZOO, gpu_dirs, grader_without_math_verify, load_model, rel_error  # noqa: F401
+from lynx_checks import one_pass_matches_reference
 
 from thinklens import HookedModel
 
@@ -75,19 +75,7 @@ def test_codi_training_step_on_the_device(gpu_dirs, dtype):
 def test_lynx_one_pass_labels_equal_the_reference_on_the_device(load_model, grader_without_math_verify, batch_size,
                                                                 max_batch_tokens):
     """float32: the two paths run different kernel shapes; a bf16 model's greedy answers could part at near-ties."""
-    from probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
-    from probes.forced import event_features_and_labels
-    from probes.lynx import lynx_sites
-
-    model = load_model("zooish")
-    traces, events, gold = sampled_think_rollouts(model, 10, max_steps=2, max_new_tokens=20, every=4)
-    sites = lynx_sites(model.n_layers)
-    kw = dict(exit_string="</think> ####", max_answer_tokens=5)
-    ref = forced_exit_labels(model, traces, events, gold, batch_size=4, **kw)
-    X, got = event_features_and_labels(model, traces, events, gold, sites, batch_size=batch_size,
-                                       max_batch_tokens=max_batch_tokens, **kw)
-    assert got.same_as(ref)
-    np.testing.assert_allclose(X, event_features(model, traces, events, sites), atol=1e-4)
+    one_pass_matches_reference(load_model("zooish"), batch_size=batch_size, max_batch_tokens=max_batch_tokens, atol=1e-4)
 
 
 def test_lynx_labels_on_the_device_equal_the_cpu(load_model, grader_without_math_verify):

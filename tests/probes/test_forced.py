@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lynx_checks import ZOO_EXIT, one_pass_matches_reference
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
 from probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
@@ -14,17 +15,10 @@ from thinklens.errors import ThinklensError
 
 @pytest.mark.parametrize("batch_size,max_batch_tokens", [(16, 2048), (3, 60), (1, 1)])
 def test_random_model_matches_reference(zooish, batch_size, max_batch_tokens):
-    traces, events, gold = sampled_think_rollouts(zooish, 10, max_steps=2, max_new_tokens=20, every=4)
-    events[3] = []  # a rollout without events is skipped
+    traces, events, gold, ref = one_pass_matches_reference(zooish, batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                                                           atol=1e-5, skip_rollout=3)  # a rollout without events is skipped
     assert sum(len(e) for e in events) > len(traces)  # several events per rollout: prefixes are shared
-    sites = lynx_sites(zooish.n_layers)
-    kw = dict(exit_string="</think> ####", max_answer_tokens=5)
-    ref = forced_exit_labels(zooish, traces, events, gold, batch_size=4, **kw)
-    X, got = event_features_and_labels(zooish, traces, events, gold, sites, batch_size=batch_size,
-                                       max_batch_tokens=max_batch_tokens, **kw)
-    assert got.same_as(ref)
-    np.testing.assert_allclose(X, event_features(zooish, traces, events, sites), atol=1e-5)
-    assert forced_exit_labels_shared(zooish, traces, events, gold, batch_size=batch_size, **kw).same_as(ref)
+    assert forced_exit_labels_shared(zooish, traces, events, gold, batch_size=batch_size, **ZOO_EXIT).same_as(ref)
 
 
 def test_zoo_matches_reference_and_gets_some_right(reasoner):
