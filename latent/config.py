@@ -20,7 +20,9 @@ from typing import Literal
 
 from thinklens.errors import ThinklensError
 from thinklens.problemsets import DataOptions
+from thinklens.tasks import StepRange, check_step_range
 from thinklens.tasks.protocol import HELD_OUT
+from thinklens.training import OptimOptions
 
 
 def _positive(name: str, value: object, fix: str, *, what: str = "an integer >= 1") -> None:
@@ -39,7 +41,7 @@ def _check_data(data: str, data_fields: str, *, what: str) -> None:
 
 
 @dataclass(frozen=True)
-class TrainConfig(DataOptions):
+class TrainConfig(DataOptions, StepRange, OptimOptions):
     """Settings every trainer shares (model, data, optimiser, checkpoints)."""
 
     model: str = "tiny-cot"
@@ -57,19 +59,10 @@ class TrainConfig(DataOptions):
     """Problems the trained model is evaluated on (the first --eval-n; any --data source); empty: --eval-n held-out
     synthetic problems per step count."""
     min_steps: int = 3
-    """Fewest reasoning steps of the synthetic training problems."""
-    max_steps: int = 4
-    """Most reasoning steps of the synthetic training problems."""
     batch_size: int = 32
     """Global batch size (split evenly across processes)."""
-    lr: float = 1e-3
-    """Peak learning rate (AdamW; linear warmup, cosine decay, per phase)."""
-    weight_decay: float = 0.01
-    """AdamW weight decay on matrices."""
     warmup_frac: float = 0.03
-    """Fraction of each phase spent in linear warmup."""
-    grad_clip: float = 1.0
-    """Gradient-norm clip."""
+    """Fraction of each phase spent in linear warmup (then a cosine decay of --lr to a tenth)."""
     seed: int = 0
     """Data and init seed: batch k of a run draws from numpy default_rng([seed, k])."""
     lora_r: int = 0
@@ -88,13 +81,10 @@ class TrainConfig(DataOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_data(self.data, self.data_fields, what="train")
-        if not 1 <= self.min_steps <= self.max_steps <= 64:
-            raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min_steps <= max_steps <= 64",
-                                    "pass --min-steps 3 --max-steps 4")
+        StepRange.__post_init__(self)
+        OptimOptions.__post_init__(self)
         _positive("batch_size", self.batch_size, "pass --batch-size 32")
         _positive("ckpt_every", self.ckpt_every, "pass --ckpt-every 50")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ThinklensError.of("lr", self.lr, "a finite number > 0", "pass --lr 1e-3")
         if not 0 <= self.warmup_frac < 1:
             raise ThinklensError.of("warmup_frac", self.warmup_frac, "a fraction in [0, 1)", "pass --warmup-frac 0.03")
         if self.lora_r < 0:
@@ -132,7 +122,26 @@ class CoconutConfig(TrainConfig):
 
 
 @dataclass(frozen=True)
-class CODIConfig(TrainConfig):
+class CODISchedule(TrainConfig):
+    """CODI's optimiser, the paper's values where they apply: shared by CODI and the token-level SFT baselines,
+    which train on CODI's schedule so that the latent table compares like with like."""
+
+    steps: int = 12000
+    """Optimizer steps."""
+    lr: float = 2e-3
+    """Peak learning rate (3e-3 in the paper for GPT-2 with LoRA; 2e-3 for the zoo's full fine-tuning)."""
+    weight_decay: float = 0.1
+    """AdamW weight decay on matrices (0.1 in the paper)."""
+    grad_clip: float = 2.0
+    """Gradient-norm clip (2.0 in the paper)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("steps", self.steps, "pass --steps 400")
+
+
+@dataclass(frozen=True)
+class CODIConfig(CODISchedule):
     """CODI: self-distillation from the CoT teacher into N continuous thoughts (shared weights)."""
 
     n_latents: int = 6
@@ -151,18 +160,11 @@ class CODIConfig(TrainConfig):
     prj_match_scale: bool = True
     """Initialise the projection's LayerNorm gain to the token embeddings' RMS, so latents start at the
     scale of token embeddings (off = the reference's gain 1, about 10x larger on the zoo models)."""
-    lr: float = 2e-3
-    """Peak learning rate (3e-3 in the paper for GPT-2 with LoRA; 2e-3 for the zoo's full fine-tuning)."""
-    weight_decay: float = 0.1
-    """AdamW weight decay on matrices (0.1 in the paper)."""
-    grad_clip: float = 2.0
-    """Gradient-norm clip (2.0 in the paper)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _positive("n_latents", self.n_latents, "pass --n-latents 6",
                   what="an integer >= 1 (latent steps between <bot> and <eot>)")
-        _positive("steps", self.steps, "pass --steps 400")
         if not (self.w_kd >= 0 and math.isfinite(self.w_kd)):
             raise ThinklensError.of("w_kd", self.w_kd, "a finite number >= 0", "pass --w-kd 1")
         if self.prj_dim < 0 or not 0 <= self.prj_dropout < 1:
@@ -208,23 +210,13 @@ class LatentSFTConfig(TrainConfig):
 
 
 @dataclass(frozen=True)
-class SFTConfig(TrainConfig):
+class SFTConfig(CODISchedule):
     """Token-level SFT, the latent table's baselines: CoT-SFT (chain + answer) or No-CoT (answer only) after the prompt."""
 
     cot: bool = True
     """Train on the chain and the answer (CoT-SFT); false: on the answer alone (No-CoT)."""
     steps: int = 1500
     """Optimizer steps (15000 at batch 32 is the 480k examples tiny-codi saw after tiny-cot)."""
-    lr: float = 2e-3
-    """Peak learning rate (CODI's, so the baselines train on CODI's schedule)."""
-    weight_decay: float = 0.1
-    """AdamW weight decay on matrices (CODI's)."""
-    grad_clip: float = 2.0
-    """Gradient-norm clip (CODI's)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _positive("steps", self.steps, "pass --steps 1500")
 
 
 #: LatentSeek rewards by name (besides ``module:function``).
@@ -232,7 +224,7 @@ REWARDS = ("auto", "psrm", "self", "confidence")
 
 
 @dataclass(frozen=True)
-class LatentSeekConfig(DataOptions):
+class LatentSeekConfig(DataOptions, StepRange):
     """LatentSeek: per-instance test-time optimisation of the first latents of a greedy CoT."""
 
     model: str = "tiny-cot"
@@ -258,9 +250,7 @@ class LatentSeekConfig(DataOptions):
     gold: the model's least confident token of its chain, p - 1), auto (psrm for the zoo's formats, self otherwise)
     or module:function (a pluggable fn(text, gold) -> float)."""
     min_steps: int = 6
-    """Fewest reasoning steps of the evaluated problems."""
     max_steps: int = 8
-    """Most reasoning steps of the evaluated problems."""
     n: int = 30
     """Problems per step count (synthetic), or the first n problems of --data."""
     seed: int = HELD_OUT["eval"]
@@ -292,8 +282,7 @@ class LatentSeekConfig(DataOptions):
                                     "pass --max-latents 300 --max-iters 10")
         if self.variant not in ("argmax", "sample"):
             raise ThinklensError.of("variant", self.variant, "argmax or sample", "pass --variant argmax")
-        if not 1 <= self.min_steps <= self.max_steps:
-            raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min <= max", "pass 6 and 8")
+        StepRange.__post_init__(self)
         _positive("n", self.n, "pass --n 30")
         if self.max_new_tokens < 0:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 0 (0: the format's default)",
@@ -302,7 +291,7 @@ class LatentSeekConfig(DataOptions):
 
 
 @dataclass(frozen=True)
-class EvalConfig(DataOptions):
+class EvalConfig(DataOptions, StepRange):
     """The comparison table: which models, which problems."""
 
     model: str = ""
@@ -319,9 +308,6 @@ class EvalConfig(DataOptions):
     """Format of the token-level models: auto (a zoo model's own style, else the chat template when the tokenizer has
     one, else plain), chat, plain, direct, cot or think. A latent model is prompted in the format it was trained in."""
     min_steps: int = 3
-    """Fewest reasoning steps of the evaluated problems."""
-    max_steps: int = 4
-    """Most reasoning steps of the evaluated problems."""
     n: int = 100
     """Problems per step count (synthetic), or the first n problems of --data."""
     max_new_tokens: int = 0
@@ -356,8 +342,8 @@ class EvalConfig(DataOptions):
                                     "pass --max-new-tokens 1024")
         if not self.names():
             raise ThinklensError.of("models", self.models, "at least one model", "pass --models tiny-cot,tiny-codi")
-        if not 1 <= self.min_steps <= self.max_steps or not 1 <= self.seek_min_steps <= self.seek_max_steps:
-            raise ThinklensError.of("steps range", (self.min_steps, self.max_steps), "1 <= min <= max", "pass 3 and 4")
+        StepRange.__post_init__(self)
+        check_step_range(self.seek_min_steps, self.seek_max_steps, fix="pass --seek-min-steps 6 --seek-max-steps 8")
         _positive("n", self.n, "pass --n 100")
         if self.seek_n < 0 or self.decode_examples < 0:
             raise ThinklensError.of("seek_n/decode_examples", (self.seek_n, self.decode_examples), "integers >= 0", "pass 30")

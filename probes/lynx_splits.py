@@ -124,7 +124,7 @@ def collect_split(model, config: LynxJobConfig, split: str, prompts: list[str], 
     prompt format (cue words, rollout length)."""
     traces = cached_rollouts(model, prompts, cache, name=f"rollouts.{split}", batch_size=config.batch_size,
                              seed=batch_seed(config.seed, SPLITS.index(split)), max_new_tokens=config.max_new_tokens,
-                             do_sample=True, temperature=config.temperature, top_p=config.top_p, progress=progress,
+                             **config.decoding(), progress=progress,
                              shards=shards)
     events = rollout_events(traces, model.tokenizer, config, split)
     return SplitData(traces=traces, gold=list(gold), events=events)

@@ -107,7 +107,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     tok = policy.tokenizer
     hf = policy.hf
     hf.train()
-    opt = adamw(hf.named_parameters(), lr=cfg.lr, weight_decay=0.0, betas=(0.9, 0.99))  # no decay: the delta is the reward's
+    opt = adamw(hf.named_parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.99))
     task = TaskConfig(min_steps=cfg.min_steps, max_steps=cfg.max_steps)
     sampler = HookedModel(hf, tok, name="grpo-policy")
     # The init is the KL reference (copied above); a checkpoint replaces the policy's weights and moments.
@@ -158,7 +158,8 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
                 loss = loss + cfg.kl_coef * kl
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
+            if cfg.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(hf.parameters(), cfg.grad_clip)
             opt.step()
         if progress and (step % 10 == 0 or step == 1):
             recent = np.mean([c[1] for c in curve[-10:]])

@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from thinklens.equivalence import DEFAULT_TIMEOUT, math_equal
@@ -244,6 +244,27 @@ def is_correct(text: str, gold: str | int | float, *, timeout: float = DEFAULT_T
     """
     pred = extract_answer(text)
     return pred is not None and answers_equal(pred, gold, timeout=timeout)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tally:
+    """Right answers out of ``n``, for a result row to inherit; ``accuracy`` is derived (0 when n is 0), so it
+    cannot disagree with the counts.
+
+    Example:
+        >>> Tally(n_correct=3, n=4).accuracy
+        0.75
+    """
+
+    n_correct: int
+    """Answers graded correct."""
+    n: int
+    """Answers graded."""
+    accuracy: float = field(init=False)
+    """n_correct / n."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "accuracy", self.n_correct / self.n if self.n else 0.0)
 
 
 @dataclass(frozen=True)

@@ -31,29 +31,41 @@ STORE = "store"
 
 
 @dataclass(frozen=True)
-class CaptureConfig:
-    """Settings of ``thinklens run capture``."""
+class ReadOptions:
+    """The fields of a job that runs given texts through a model in one deterministic pass and records sites
+    (``capture``, ``import-traces``)."""
 
     model: str = "tiny-think"
-    """Model: zoo name, local model folder or hub id."""
+    """Model that reads the texts: zoo name, local model folder or hub id."""
     seed: int = 0
-    """Unused (capture is deterministic); kept for the job contract."""
+    """Unused (one forward pass over given texts is deterministic); kept for the job contract."""
+    sites: tuple[str, ...] = ("resid_post.*",)
+    """Sites recorded, e.g. resid_post.1,final_norm; kind.* is every layer, negative layers count from the end."""
+    batch_size: int = 16
+    """Texts per forward pass."""
+
+    def __post_init__(self) -> None:
+        if not self.sites:
+            raise ThinklensError.of("sites", self.sites, "at least one site", "pass e.g. --sites resid_post.*")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ThinklensError.of("batch_size", self.batch_size, "an integer >= 1", "pass --batch-size 16")
+
+
+@dataclass(frozen=True)
+class CaptureConfig(ReadOptions):
+    """Settings of ``thinklens run capture``."""
+
     prompts: str = ""
     """Prompt file: .txt (one prompt per line) or .jsonl with a prompt or question field."""
-    sites: tuple[str, ...] = ("resid_post.*",)
-    """Sites, e.g. resid_post.1,final_norm; kind.* is every layer, negative layers count from the end."""
     positions: Literal["all", "last"] = "all"
     """Rows kept: every real token (all) or the last prompt token (last)."""
     batch_size: int = 16
     """Prompts per forward pass (one shard each: a resumed run skips the batches written)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.positions not in POSITIONS:
             raise ThinklensError.of("positions", self.positions, f"one of {', '.join(POSITIONS)}", "use all or last")
-        if not self.sites:
-            raise ThinklensError.of("sites", self.sites, "at least one site", "pass e.g. --sites resid_post.*")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ThinklensError.of("batch_size", self.batch_size, "an integer >= 1", "pass --batch-size 16")
 
 
 @dataclass(frozen=True)

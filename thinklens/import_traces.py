@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from thinklens.capture import STORE
+from thinklens.capture import STORE, ReadOptions
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.jobs import Job, JobContext, Progress
 from thinklens.problemsets import parse_mapping
@@ -59,29 +59,22 @@ STOP_REASON = "imported"
 
 
 @dataclass(frozen=True)
-class ImportTracesConfig:
-    """Settings of ``thinklens run import-traces``."""
+class ImportTracesConfig(ReadOptions):
+    """Settings of ``thinklens run import-traces`` (the sites' per-step states are stored; traces are batched
+    left padded, similar lengths together)."""
 
-    model: str = "tiny-think"
-    """Model that reads the traces: zoo name, local model folder or hub id."""
-    seed: int = 0
-    """Unused (teacher forcing is deterministic); kept for the job contract."""
     data: str = ""
     """JSONL file: prompt (or messages) and completion (or response) per line; optional answer and token ids."""
     fields: str = ""
     """Field mapping, e.g. completion=output,answer=target (keys: prompt, messages, completion, answer, prompt_ids, completion_ids, id)."""
-    sites: tuple[str, ...] = ("resid_post.*",)
-    """Sites whose per-step states are stored, e.g. resid_post.1,final_norm; kind.* is every layer."""
     batch_size: int = 8
-    """Traces per teacher-forced forward (left padded; similar lengths are batched together)."""
     top_k: int = 5
     """How many top tokens (ids, probabilities) to record per step."""
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "top_k"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ThinklensError.of(name, v, "an integer >= 1", f"pass --{name.replace('_', '-')} 8")
+        super().__post_init__()
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
+            raise ThinklensError.of("top_k", self.top_k, "an integer >= 1", "pass --top-k 5")
         self.field_mapping()
 
     def field_mapping(self) -> dict[str, str]:

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Iterator, Mapping
@@ -365,3 +366,35 @@ class DataOptions:
     def load(self, *, limit: int | None = None, seed: int | None = None) -> ProblemSet:
         """The problem set named by ``data`` (``limit`` first problems)."""
         return load_problems(self.data, mapping=self.data_fields or None, limit=limit, seed=seed)
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """How a job decodes its completions: the two fields of every job config that samples. A config redeclares
+    a field only to change its default.
+
+    Example:
+        >>> SamplingOptions(temperature=0.6, top_p=0.95).decoding()
+        {'do_sample': True, 'temperature': 0.6, 'top_p': 0.95}
+        >>> SamplingOptions().decoding()["do_sample"]
+        False
+    """
+
+    temperature: float = 0.0
+    """Sampling temperature; 0: greedy."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (sampled runs only; 1 = off)."""
+
+    def __post_init__(self) -> None:
+        if not (self.temperature >= 0.0 and math.isfinite(self.temperature)) or not 0.0 < self.top_p <= 1.0:
+            raise ThinklensError.of("temperature / top_p", (self.temperature, self.top_p),
+                                    "temperature >= 0 (0: greedy) and top_p in (0, 1]", "e.g. --temperature 0.6 --top-p 0.95")
+
+    @property
+    def sampled(self) -> bool:
+        """Whether completions are sampled (temperature > 0) rather than greedy."""
+        return self.temperature > 0.0
+
+    def decoding(self) -> dict[str, Any]:
+        """The keyword arguments of ``HookedModel.generate`` for this choice (greedy at temperature 0)."""
+        return {"do_sample": self.sampled, "temperature": self.temperature if self.sampled else 1.0, "top_p": self.top_p}

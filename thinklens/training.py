@@ -34,6 +34,7 @@ import math
 import os
 import shutil
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,28 @@ def set_lr(opt: "torch.optim.Optimizer", lr: float) -> None:
 
 
 # ---------------------------------------------------------------- optimizer
+
+
+@dataclass(frozen=True)
+class OptimOptions:
+    """The AdamW settings of a trainer's config (:func:`adamw`, then a gradient-norm clip each step). A config
+    redeclares a field only to change its default; ``OptimOptions.__post_init__(self)`` checks the values."""
+
+    lr: float = 1e-3
+    """Peak learning rate (AdamW)."""
+    weight_decay: float = 0.01
+    """AdamW weight decay on matrices (norm gains and biases never decay)."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip (0 = off)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ThinklensError.of("lr", self.lr, "a finite number > 0", "pass --lr 1e-3")
+        for name in ("weight_decay", "grad_clip"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value >= 0 and math.isfinite(value)):
+                raise ThinklensError.of(name, value, "a finite number >= 0", f"pass --{name.replace('_', '-')} 1")
+
 
 
 def decay_groups(named_params: Iterable[tuple[str, "torch.nn.Parameter"]], weight_decay: float) -> list[dict[str, Any]]:

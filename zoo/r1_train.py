@@ -129,7 +129,7 @@ def r1_training(recipe: R1Recipe, *, seed: int, ckpt: Path, label: str, tokenize
             "architecture": "qwen2", "prompt_format": recipe.prompt_format, "vocab_size": len(tok),
             "recipe": recipe.to_json(),
         },
-        save=lambda folder, meta: save_r1_folder(model, tok, folder, meta=meta),
+        write_folder=lambda folder, meta: save_r1_folder(model, tok, folder, meta=meta),
         evaluate=lambda folder, n_per_steps, eval_seed: evaluate_r1_model(folder, n_per_steps=n_per_steps,
                                                                           seed=eval_seed, label=label),
         keep_last_checkpoint=True,

@@ -90,8 +90,9 @@ class ZooTraining:
     """What a checkpoint must match to be resumed."""
     meta_fields: dict
     """The trainer's own zoo.json entries."""
-    save: Callable[[Path, dict], object]
-    """Writes the trained model's folder with its zoo.json: ``save(folder, meta)``."""
+    write_folder: Callable[[Path, dict], object]
+    """Writes the trained model's folder with its zoo.json: ``write_folder(folder, meta)`` (not named ``save``:
+    importing nnsight mounts ``save`` on every object, which would give such a field a default)."""
     evaluate: Callable[[Path, int, int], Any]
     """Held-out accuracy of a written folder: ``evaluate(folder, n_per_steps, seed)``."""
     keep_last_checkpoint: bool = False
@@ -113,7 +114,7 @@ def llama_training(recipe: ZooRecipe, seed: int, out: Path) -> ZooTraining:
         identity={"recipe": recipe.to_json(), "seed": seed},
         meta_fields={"init": recipe.init, "parent_dir": str(parent) if parent else None, "recipe": recipe.to_json(),
                      "model": model_meta(recipe.model) if recipe.init is None else None},
-        save=lambda folder, meta: save_zoo_folder(model, folder, meta=meta), evaluate=evaluate,
+        write_folder=lambda folder, meta: save_zoo_folder(model, folder, meta=meta), evaluate=evaluate,
     )
 
 
@@ -282,7 +283,7 @@ def train_zoo_model(
     )
     model.cpu().eval()
     meta = trained.meta(name, seed, model, planned_steps=setup.total_steps, **setup.meta_fields)
-    publish_folder(out, meta, lambda folder: setup.save(folder, meta),
+    publish_folder(out, meta, lambda folder: setup.write_folder(folder, meta),
                    (lambda folder: setup.evaluate(folder, eval_per_steps, eval_seed)) if eval_per_steps > 0 else None)
     if not setup.keep_last_checkpoint:
         shutil.rmtree(ckpt, ignore_errors=True)

@@ -26,12 +26,13 @@ from typing import Any
 
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
-from thinklens.problemsets import DataOptions
+from thinklens.problemsets import DataOptions, SamplingOptions
 
 
 @dataclass(frozen=True)
-class EvalJobConfig(DataOptions):
-    """Settings of ``thinklens run eval`` (one option per field)."""
+class EvalJobConfig(DataOptions, SamplingOptions):
+    """Settings of ``thinklens run eval`` (one option per field). Greedy by default; the R1 distills recommend
+    sampling at temperature 0.6 with top-p 0.95."""
 
     model: str = "tiny-r1"
     """The model: zoo name, local model folder or hub id."""
@@ -39,10 +40,6 @@ class EvalJobConfig(DataOptions):
     """Evaluate the first n problems of --data (0: all of them)."""
     max_new_tokens: int = 1024
     """Generation budget per completion (capped by the model's context)."""
-    temperature: float = 0.0
-    """Sampling temperature; 0: greedy (the R1 distills recommend 0.6 with top-p 0.95)."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (sampled runs only)."""
     samples: int = 1
     """Completions per problem (more than one needs --temperature > 0)."""
     seed: int = 0
@@ -60,19 +57,12 @@ class EvalJobConfig(DataOptions):
             raise ThinklensError.of("n_problems / max_new_tokens / batch_size / samples",
                                     (self.n_problems, self.max_new_tokens, self.batch_size, self.samples),
                                     "n_problems >= 0 and the others >= 1", "pass e.g. --max-new-tokens 1024")
-        if not self.temperature >= 0.0 or not 0.0 < self.top_p <= 1.0:
-            raise ThinklensError.of("temperature / top_p", (self.temperature, self.top_p),
-                                    "temperature >= 0 (0: greedy) and top_p in (0, 1]", "e.g. --temperature 0.6 --top-p 0.95")
+        SamplingOptions.__post_init__(self)
         if self.samples > 1 and not self.sampled:
             raise ThinklensError.of("samples", self.samples, "1 for greedy decoding (every sample would be the same)",
                                     "pass --temperature 0.6 to sample, or --samples 1")
         if not self.data:
             raise ThinklensError.of("data", self.data, "a problem source", "e.g. --data gsm8k_test.jsonl or synthetic:2-4")
-
-    @property
-    def sampled(self) -> bool:
-        """Whether completions are sampled (temperature > 0) rather than greedy."""
-        return self.temperature > 0.0
 
 
 def _batches(n_problems: int, samples: int, batch_size: int) -> list[list[tuple[int, int]]]:
@@ -106,8 +96,7 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
         if budget < 1:
             raise ThinklensError.of("prompt length", f"{max(lengths[i] for i, _ in items)} tokens",
                                     f"fewer than the model's context ({model.max_context})", "use shorter problems")
-        traces = model.generate([prompts[i] for i, _ in items], max_new_tokens=budget, do_sample=config.sampled,
-                                temperature=config.temperature if config.sampled else 1.0, top_p=config.top_p,
+        traces = model.generate([prompts[i] for i, _ in items], max_new_tokens=budget, **config.decoding(),
                                 seed=config.seed + b if config.sampled else None, stop=config.stop)
         rows = [completion_row(problems[i], i, s, tr, fmt, budget) for (i, s), tr in zip(items, traces)]
         atomic_write_json(folder / f"{name}.json", to_jsonable(rows))

@@ -29,11 +29,11 @@ from analyses.mi.thinking_tokens import CI_METHODS
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
 from thinklens.problemsets import DataOptions
-from thinklens.tasks import STYLES
+from thinklens.tasks import STYLES, StepRange
 
 
 @dataclass(frozen=True)
-class MIPeaksJobConfig(DataOptions):
+class MIPeaksJobConfig(DataOptions, StepRange):
     """Settings of ``thinklens run mi-peaks`` (one option per field)."""
 
     data: str = ""
@@ -52,9 +52,6 @@ class MIPeaksJobConfig(DataOptions):
     seed: int = 0
     """Seed of the problem stream, the shuffled control, bootstrap and random tokens."""
     min_steps: int = 2
-    """Fewest arithmetic steps per synthetic problem (empty --data)."""
-    max_steps: int = 4
-    """Most arithmetic steps per synthetic problem (empty --data)."""
     sites: tuple[str, ...] = ("resid_post.-1",)
     """Blocks to score (the first drives peaks, variants and controls; -1 = last block, before the final norm)."""
     max_new_tokens: int = 128
@@ -100,6 +97,7 @@ class MIPeaksJobConfig(DataOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        StepRange.__post_init__(self)
         bad = [e for e in self.estimators if e not in ESTIMATORS]
         if bad or not self.estimators:
             raise ThinklensError.of("estimators", self.estimators, f"names among {sorted(ESTIMATORS)}",

@@ -2,7 +2,7 @@
 
 Example:
     >>> from analyses.mi.suppression import SuppressionResult, SuppressionRow
-    >>> res = SuppressionResult(rows=(SuppressionRow("none", 0, 8, 10, 0.8), SuppressionRow("thinking", 4, 3, 10, 0.3)),
+    >>> res = SuppressionResult(rows=(SuppressionRow("none", 0, n_correct=8, n=10), SuppressionRow("thinking", 4, n_correct=3, n=10)),
     ...                         thinking_words=("Wait",), thinking_ids=(1, 2, 3, 4), random_ids=(), seed=0)
     >>> [round(y, 2) for y in figure_suppression(res).data[0].y]
     [0.8, 0.3]

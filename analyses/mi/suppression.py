@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from analyses.mi.vocab import flat_ids, random_token_ids, token_ids_for_words
-from thinklens.answers import is_correct
+from thinklens.answers import Tally, is_correct
 from thinklens.errors import ThinklensError
 from thinklens.hooks import ForwardContext
 from thinklens.interventions import HookFn
@@ -50,16 +50,13 @@ def suppress_tokens(ids: Sequence[int]) -> HookFn:
 
 
 @dataclass(frozen=True)
-class SuppressionRow:
+class SuppressionRow(Tally):
     """Accuracy under one condition."""
 
     condition: str
     """"none", "thinking" or "random_<draw>"."""
     n_ids: int
     """Token ids suppressed."""
-    n_correct: int
-    n: int
-    accuracy: float
 
 
 @dataclass(frozen=True)
@@ -139,7 +136,7 @@ def suppression_test(
     for name, ids in conditions:
         traces = model.generate(list(prompts), max_new_tokens=max_new_tokens, stop=stop, batch_size=batch_size,
                                 interventions=[suppress_tokens(ids)] if ids else [])
-        n_correct, acc = accuracy_of([t.text for t in traces], answers)
-        rows.append(SuppressionRow(condition=name, n_ids=len(ids), n_correct=n_correct, n=len(prompts), accuracy=acc))
+        n_correct, _ = accuracy_of([t.text for t in traces], answers)
+        rows.append(SuppressionRow(condition=name, n_ids=len(ids), n_correct=n_correct, n=len(prompts)))
     return SuppressionResult(rows=tuple(rows), thinking_words=tuple(table), thinking_ids=tuple(think),
                              random_ids=tuple(tuple(d) for d in draws), seed=seed)

@@ -105,8 +105,8 @@ def _fake_interventions(run) -> None:
     from analyses.mi.suppression import SuppressionResult, SuppressionRow
     from analyses.mi.ttts import TTTSResult, TTTSRow
 
-    rows = (SuppressionRow("none", 0, 70, 100, 0.7), SuppressionRow("thinking", 4, 40, 100, 0.4),
-            SuppressionRow("random_0", 4, 69, 100, 0.69))
+    rows = (SuppressionRow("none", 0, n_correct=70, n=100), SuppressionRow("thinking", 4, n_correct=40, n=100),
+            SuppressionRow("random_0", 4, n_correct=69, n=100))
     sup = SuppressionResult(rows=rows, thinking_words=("wait", "so"), thinking_ids=(1, 2), random_ids=((3, 4),), seed=0)
     run.write_figure("suppression", figure_suppression(sup))
     run.write_result("suppression", {"rows": [r.__dict__ for r in rows], "words": ["wait", "so"],
@@ -116,8 +116,8 @@ def _fake_interventions(run) -> None:
     run.write_figure("recycling", figure_rr_sweep(rr))
     run.write_result("recycling", {"rows": rr, "words": ["wait", "so"], "word_source": "synthetic",
                                    "summary": {"layer": 3, "plain": 0.7, "rr": 0.76, "best_layer": 3}})
-    tr = TTTSResult(rows=(TTTSRow("plain", 0, 70, 100, 0.7, 0.0), TTTSRow("plain", 16, 70, 100, 0.7, 1.0),
-                          TTTSRow("ttts:wait", 16, 72, 100, 0.72, 9.0)), answer_prompt=" ####", first_pass_accuracy=0.7)
+    tr = TTTSResult(rows=(TTTSRow("plain", 0, 0.0, n_correct=70, n=100), TTTSRow("plain", 16, 1.0, n_correct=70, n=100),
+                          TTTSRow("ttts:wait", 16, 9.0, n_correct=72, n=100)), answer_prompt=" ####", first_pass_accuracy=0.7)
     run.write_figure("ttts", figure_ttts(tr))
     run.write_result("ttts", {"rows": [r.__dict__ for r in tr.rows], "words": ["wait"], "word_source": "synthetic",
                               "first_pass_accuracy": 0.7, "summary": {"plain@0": 0.7}})

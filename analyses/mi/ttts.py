@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from thinklens.answers import is_correct
+from thinklens.answers import Tally, is_correct
 from thinklens.errors import ThinklensError
 from thinklens.formats import TTTS_CUE, TTTS_TOKENS
 
@@ -28,16 +28,13 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class TTTSRow:
+class TTTSRow(Tally):
     """Accuracy of one method at one budget."""
 
     method: str
     """"plain" (continued generation) or "ttts:<word>"."""
     budget: int
     """Extra tokens allowed after the first answer (the forced answer not counted)."""
-    n_correct: int
-    n: int
-    accuracy: float
     mean_extra_tokens: float
     """Extra tokens actually generated (generation may stop early at EOS)."""
 
@@ -146,5 +143,5 @@ def ttts_eval(
             got = _forced(model, contexts, answer_prompt, answer_tokens, batch_size)
             n_correct = sum(1 for g, a in zip(got, answers) if a is not None and is_correct(g, a))
             rows.append(TTTSRow(method=name, budget=budget, n_correct=n_correct, n=len(prompts),
-                                accuracy=n_correct / len(prompts), mean_extra_tokens=sum(extra) / len(extra)))
+                                mean_extra_tokens=sum(extra) / len(extra)))
     return TTTSResult(rows=tuple(rows), answer_prompt=answer_prompt, first_pass_accuracy=first_correct / len(prompts))

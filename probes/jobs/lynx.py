@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING
 from probes.lynx import LynxConfig, check_cue_words
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
-from thinklens.problemsets import DataOptions
-from thinklens.tasks import TaskConfig
+from thinklens.problemsets import DataOptions, SamplingOptions
+from thinklens.tasks import StepRange
 
 if TYPE_CHECKING:
     from probes.conformal import MondrianCalibrator
@@ -57,9 +57,10 @@ VALIDITY_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
 
 
 @dataclass(frozen=True)
-class LynxJobConfig(DataOptions, LynxConfig):
+class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     """Settings of ``thinklens run lynx``: the LYNX settings, with defaults for the zoo (tiny-think) on a
-    CPU, plus the model, problems, prompt format, sampling and probe of the job."""
+    CPU, plus the model, problems, prompt format, sampling and probe of the job. The rollouts are sampled at the
+    reference's temperature 0.6 and top-p 0.95 by default."""
 
     cue_words: tuple[str, ...] | None = None
     """Cue words marking candidate exits, matched on word boundaries (none: hmm,wait,alternatively as the reference;
@@ -92,16 +93,10 @@ class LynxJobConfig(DataOptions, LynxConfig):
     --calibration-data)."""
     n_test: int = 200
     """Problems whose events evaluate exits and measure validity (the third split; at most all of --test-data)."""
-    min_steps: int = 1
-    """Fewest arithmetic steps per problem (the synthetic task without --data)."""
-    max_steps: int = 4
-    """Most arithmetic steps per problem (the synthetic task without --data; the zoo styles' rollout budget)."""
     seed: int = 0
     """Seed of the problems, the splits and the sampling (each batch derives its own)."""
     temperature: float = 0.6
-    """Sampling temperature of the rollouts (LYNX reference: 0.6)."""
     top_p: float = 0.95
-    """Nucleus mass of the rollouts (LYNX reference: 0.95)."""
     max_new_tokens: int | None = None
     """Rollout length cap; none: the task protocol's budget for a zoo style (from --max-steps), else 4096 (or less
     when the model's context cannot hold the prompt, the rollout and a forced answer)."""
@@ -135,7 +130,8 @@ class LynxJobConfig(DataOptions, LynxConfig):
         for name in ("n_train", "n_calibration", "n_test", "batch_size", "label_batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 1", "use the default")
-        TaskConfig(min_steps=self.min_steps, max_steps=self.max_steps)  # validates the step range
+        StepRange.__post_init__(self)
+        SamplingOptions.__post_init__(self)
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "None or an integer >= 1", "use None")
         if not self.deltas:

@@ -39,7 +39,7 @@ from thinklens.formats import ZOO_KINDS, check_format
 from thinklens.jobs import Job, JobContext, Progress
 from thinklens.problemsets import DataOptions
 from thinklens.sites import Site
-from thinklens.tasks import TaskConfig
+from thinklens.tasks import StepRange, TaskConfig
 
 if TYPE_CHECKING:
     from thinklens.formats import PromptFormat
@@ -49,7 +49,7 @@ Target = Literal["intermediate", "correct"]
 
 
 @dataclass(frozen=True)
-class ProbeJobConfig(DataOptions):
+class ProbeJobConfig(DataOptions, StepRange):
     """Settings of ``thinklens run probe``."""
 
     model: str = "tiny-think"
@@ -71,10 +71,6 @@ class ProbeJobConfig(DataOptions):
     """Problems per test data set (a seeded sample; all when it has fewer)."""
     allow_overlap: bool = False
     """Allow a question of --data in a test data set (refused by default)."""
-    min_steps: int = 1
-    """Fewest arithmetic steps per problem (the synthetic task without --data)."""
-    max_steps: int = 4
-    """Most arithmetic steps per problem (the synthetic task without --data; the zoo styles' answer budget)."""
     seed: int = 0
     """Seed of the problems and of the CV folds."""
     folds: int = 5
@@ -124,7 +120,7 @@ class ProbeJobConfig(DataOptions):
             raise ThinklensError.of("folds", self.folds, f"at most n_problems ({self.n_problems})", "use 5")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "None or an integer >= 1", "use None")
-        TaskConfig(min_steps=self.min_steps, max_steps=self.max_steps)
+        StepRange.__post_init__(self)
         if not (self.alpha > 0 and self.C > 0):
             raise ThinklensError.of("alpha / C", (self.alpha, self.C), "positive numbers", "use 1.0")
 

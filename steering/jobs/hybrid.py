@@ -38,6 +38,7 @@ from steering.configs import HybridConfig
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
 from thinklens.problemsets import DataOptions
+from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class HybridJobConfig(HybridConfig, DataOptions):
+class HybridJobConfig(HybridConfig, DataOptions, StepRange):
     """``thinklens run hybrid``: the hybrid-steering settings, plus the two models, their formats, the problems and the seeds."""
 
     seed: int = 0
@@ -77,9 +78,7 @@ class HybridJobConfig(HybridConfig, DataOptions):
     n_eval: int = 60
     """Held-out problems evaluated per mode."""
     min_steps: int = 2
-    """Fewest steps of the zoo stream's problems."""
     max_steps: int = 5
-    """Most steps of the zoo stream's problems (and the zoo styles' token budget)."""
     modes: tuple[str, ...] = ("base", "thinking", "hybrid", "bias_only", "random_category", "random_firing", "random_vectors")
     """Modes evaluated (base and thinking alone, the hybrid, and the ablations)."""
     n_seeds: int = 1
@@ -94,9 +93,7 @@ class HybridJobConfig(HybridConfig, DataOptions):
             check_format(self.base_format)
         if self.n_seeds < 1:
             raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
-        if not 1 <= self.min_steps <= self.max_steps:
-            raise ThinklensError.of("steps", (self.min_steps, self.max_steps), "1 <= min_steps <= max_steps",
-                                    "pass --min-steps 2 --max-steps 5")
+        StepRange.__post_init__(self)
         if self.n_train < 1 or self.n_eval < 1 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
             raise ThinklensError.of("--n-train / --n-eval / --max-new-tokens", (self.n_train, self.n_eval, self.max_new_tokens),
                                     "integers >= 1", "pass --n-train 150 --n-eval 60")

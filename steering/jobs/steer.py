@@ -23,6 +23,7 @@ from steering.configs import check_finite
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
 from thinklens.problemsets import DataOptions
+from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class SteerJobConfig(DataOptions):
+class SteerJobConfig(DataOptions, StepRange):
     """``thinklens run steer``: steer with an SAE feature against equal-norm baselines."""
 
     model: str = "tiny-think"
@@ -61,9 +62,7 @@ class SteerJobConfig(DataOptions):
     stats_traces: int = 150
     """Traces scanned to pick features when the SAE run has no statistics."""
     min_steps: int = 2
-    """Fewest steps of the zoo problems."""
     max_steps: int = 5
-    """Most steps of the zoo problems."""
     max_new_tokens: int | None = None
     """New tokens per trace; None: the task protocol's budget for a zoo style and max_steps, 1024 for a real model's
     format (capped by its context), 64 for a prompt file."""
@@ -81,6 +80,7 @@ class SteerJobConfig(DataOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()  # the prompt format's name and the field mapping
+        StepRange.__post_init__(self)
         check_finite("coefficient", self.coeffs, "--coeffs=-1,0,1")
         if not self.word.strip():
             raise ThinklensError.of("--word", self.word, "a thinking word", "pass --word wait")

@@ -154,3 +154,18 @@ def test_remote_failures_become_one_clear_error_and_local_ones_pass_unchanged():
     with pytest.raises(ThinklensError, match="ours"):
         with remote_errors(model, True):
             raise ThinklensError("ours")
+
+
+def test_every_module_imports_after_nnsight():
+    """Importing nnsight mounts ``save`` on ``object``: a dataclass field named ``save`` defined afterwards gets that
+    method as its default and the class fails to build. Every project module must import in that order."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, pkgutil, nnsight\n"
+            "assert hasattr(object, 'save')\n"
+            "for package in ('thinklens', 'analyses', 'probes', 'steering', 'latent', 'zoo'):\n"
+            "    for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + '.'):\n"
+            "        importlib.import_module(info.name)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

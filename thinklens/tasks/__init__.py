@@ -8,7 +8,7 @@ Example:
     True
 """
 
-from thinklens.tasks.config import KNOWN_OPS, ZOO_MAX_NUMBER, TaskConfig
+from thinklens.tasks.config import KNOWN_OPS, MAX_STEPS, ZOO_MAX_NUMBER, StepRange, TaskConfig, check_step_range
 from thinklens.tasks.generator import NAMES, OBJECTS, PHRASES, as_rng, generate_problem, generate_problems
 from thinklens.tasks.problem import (
     WORD_PATTERN,
@@ -35,8 +35,8 @@ from thinklens.tasks.render import (
 )
 
 __all__ = [
-    "ANSWER_MARKER", "CUES", "KNOWN_OPS", "NAMES", "OBJECTS", "PHRASES", "REFLECTION_WORDS", "STYLES",
-    "WORD_PATTERN", "ZOO_MAX_NUMBER", "Distractor", "Problem", "Step", "TargetAlignment", "TaskConfig",
-    "ThinkStep", "align_target", "apply_op", "as_rng", "check_style", "generate_problem", "generate_problems",
+    "ANSWER_MARKER", "CUES", "KNOWN_OPS", "MAX_STEPS", "NAMES", "OBJECTS", "PHRASES", "REFLECTION_WORDS", "STYLES",
+    "WORD_PATTERN", "ZOO_MAX_NUMBER", "Distractor", "Problem", "Step", "StepRange", "TargetAlignment", "TaskConfig",
+    "ThinkStep", "align_target", "apply_op", "as_rng", "check_step_range", "check_style", "generate_problem", "generate_problems",
     "reflection_stats", "render_example", "render_prompt", "render_target", "spaced", "words",
 ]

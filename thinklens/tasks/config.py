@@ -23,23 +23,48 @@ HMM_MODES: tuple[str, ...] = ("any", "mul")
 ZOO_MAX_NUMBER = 99
 
 
+#: Longest problem any job draws: a think trace of 64 steps already fills a few thousand tokens.
+MAX_STEPS = 64
+
+
+def check_step_range(min_steps: int, max_steps: int, *, fix: str = "pass --min-steps 2 --max-steps 4",
+                     what: str = "steps range") -> None:
+    """Refuse a step range outside ``1 <= min_steps <= max_steps <= MAX_STEPS`` (with what was received)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (min_steps, max_steps)) \
+            or not 1 <= min_steps <= max_steps <= MAX_STEPS:
+        raise ThinklensError.of(what, (min_steps, max_steps), f"integers, 1 <= min_steps <= max_steps <= {MAX_STEPS}",
+                                fix)
+
+
+@dataclass(frozen=True)
+class StepRange:
+    """The step range of synthetic problems: the two fields of every config that draws them (a job redeclares
+    a field only to change its default). Its ``__post_init__`` checks the range; a config whose own
+    ``__post_init__`` does not reach it through ``super()`` calls ``StepRange.__post_init__(self)``."""
+
+    min_steps: int = 1
+    """Fewest arithmetic steps of a synthetic problem (the task drawn when there is no --data)."""
+    max_steps: int = 4
+    """Most arithmetic steps of a synthetic problem (a zoo style's token budget is sized for it)."""
+
+    def __post_init__(self) -> None:
+        check_step_range(self.min_steps, self.max_steps)
+
+
 def _check_rate(name: str, value: float) -> None:
     if not 0.0 <= value <= 1.0:
         raise ThinklensError.of(f"TaskConfig.{name}", value, "a probability in [0, 1]", f"pass {name}=0.2")
 
 
 @dataclass(frozen=True)
-class TaskConfig:
+class TaskConfig(StepRange):
     """How problems are drawn and how their "thinking" traces are decorated.
 
     All values (start, every intermediate result and the answer) lie in ``0..max_value``, so a
     word-level tokenizer with one token per number up to :data:`ZOO_MAX_NUMBER` covers them.
     """
 
-    min_steps: int = 1
-    """Fewest arithmetic steps in a problem (>= 1)."""
     max_steps: int = 8
-    """Most arithmetic steps in a problem (>= min_steps)."""
     max_value: int = 99
     """Upper bound of every value: start, intermediate results and the answer."""
     max_operand: int = 10
@@ -69,11 +94,7 @@ class TaskConfig:
     """``any``: ``hmm`` before any step; ``mul``: only before multiplication and division steps."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.min_steps <= self.max_steps:
-            raise ThinklensError.of(
-                "TaskConfig steps", (self.min_steps, self.max_steps), "1 <= min_steps <= max_steps",
-                "pass e.g. min_steps=1, max_steps=8",
-            )
+        check_step_range(self.min_steps, self.max_steps, fix="pass e.g. min_steps=1, max_steps=8", what="TaskConfig steps")
         if not 2 <= self.max_value <= 10_000:
             raise ThinklensError.of("TaskConfig.max_value", self.max_value, "2..10000", "pass max_value=99")
         if not 1 <= self.max_operand <= self.max_value:

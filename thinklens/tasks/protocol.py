@@ -78,8 +78,8 @@ def token_budget(style: str, n_steps: int) -> int:
 
 def problems_by_steps(n: int, min_steps: int, max_steps: int, *, seed: int, config=None) -> list:
     """``n`` problems of every step count in ``min_steps..max_steps`` (stream ``seed * 1000 + steps`` each)."""
+    from thinklens.tasks.config import check_step_range
     from thinklens.tasks.generator import generate_problems
 
-    if min_steps < 1 or max_steps < min_steps:
-        raise ThinklensError.of("steps range", (min_steps, max_steps), "1 <= min_steps <= max_steps", "pass e.g. 2 and 4")
+    check_step_range(min_steps, max_steps)
     return [p for s in range(min_steps, max_steps + 1) for p in generate_problems(n, seed=seed * 1000 + s, config=config, n_steps=s)]
