@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from lynx_summary import before_fix_breakdown, delta_sets, lynx_run_values  # results/ is on sys.path as a script
+from latent_summary import latent_rows, latent_training, seek_values  # results/ is on sys.path as a script
+from lynx_summary import before_fix_breakdown, delta_sets, lynx_run_values
 
-from thinklens.answers import is_correct
 from thinklens.runs import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -328,25 +328,6 @@ def reasoning_vectors() -> dict[str, Any]:
 SEEK_LRS = ("0.03", "0.05", "0.1", "0.2", "0.5", "2.0")
 
 
-def seek_values(run: Path) -> dict[str, Any]:
-    """A latent-seek run: accuracies, the oracle baselines, and per-problem counts (greedy failures fixed by
-    LatentSeek and by sampling; chains the reward flags, i.e. scores below the stop threshold, by correctness)."""
-    res = read_json(run / "results" / "seek.json")
-    s, problems, threshold = res["summary"], res["problems"], res["config"]["threshold"]
-    wrong = [p for p in problems if not is_correct(p["original_text"], p["answer"])]
-    right_n = len(problems) - len(wrong)
-    out = {"n": s["n"], "cot_accuracy": s["cot_accuracy"], "seek_accuracy": s["seek_accuracy"],
-           "mean_iterations": s["mean_iterations"], "mean_tokens": s["mean_tokens"], "greedy_failures": len(wrong),
-           "greedy_right": right_n, "seek_fixed": sum(is_correct(p["final_text"], p["answer"]) for p in wrong),
-           "flagged_wrong": sum(p["original_reward"] <= threshold for p in wrong),
-           "flagged_right": sum(p["original_reward"] <= threshold for p in problems if p not in wrong)}
-    for t, b in (s.get("baseline") or {}).items():
-        if b:
-            fixed = sum(any(p["baseline"][t]) for p in wrong)  # per problem: whether each sampled chain was right
-            out[f"best_of_n_T{t}"] = {"samples": b["samples"], "accuracy": b["best_of_n"], "fixed": fixed}
-    return out
-
-
 @collector("latent_seek")
 def latent_seek() -> dict[str, Any]:
     """LatentSeek(PSRM) at six learning rates with the oracle best-of-N baseline, and the gold-free confidence reward."""
@@ -361,23 +342,6 @@ def latent_seek() -> dict[str, Any]:
 
 
 LATENT_TABLES = {"seed10000": "table-matched", "seed40000": "table-matched-40000"}
-
-
-def latent_rows(run: Path) -> list[dict[str, Any]]:
-    return [{k: r.get(k) for k in ("model", "method", "label", "problems", "accuracy", "reasoning_positions",
-                                   "latent_steps", "compression", "train_s", "n")}
-            for r in read_json(run / "results" / "table.json")]
-
-
-def latent_training(name: str) -> dict[str, Any]:
-    """Steps and seconds of a latent-trainer model folder and of its parent (its own run, then the chain)."""
-    from latent.evaluate import lineage_train_s
-
-    folder = ROOT / name if (ROOT / name).exists() else ROOT / "data" / "zoo" / name
-    meta = read_json(folder / "latent.json")
-    return {"steps": meta.get("total_steps", meta["config"].get("steps")), "lr": meta["config"].get("lr"),
-            "batch_size": meta["config"].get("batch_size"), "own_train_s": meta.get("total_train_wall_s", meta["train_wall_s"]),
-            "with_parents_train_s": lineage_train_s(str(folder)), "parent": meta.get("parent")}
 
 
 @collector("latent_table")
