@@ -43,7 +43,7 @@ from thinklens.tasks import PHRASES, Problem, TaskConfig, generate_problem, gene
 from thinklens.tasks.generator import START
 
 if TYPE_CHECKING:
-    from zoo.recipes import R1Recipe
+    from zoo.recipes import R1TextMix
 
 IM_START, IM_END, ENDOFTEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -122,8 +122,8 @@ def chat_prompt(question: str) -> str:
 # ---------------------------------------------------------------- the training texts
 
 
-def example_texts(rng: np.random.Generator, p: Problem, mix: "R1Recipe") -> tuple[str, str]:
-    """``(prompt, completion)`` of one training text (its variant drawn with the recipe's rates); the
+def example_texts(rng: np.random.Generator, p: Problem, mix: "R1TextMix") -> tuple[str, str]:
+    """``(prompt, completion)`` of one training text (its variant drawn with the mix's rates); the
     completion ends before the eos token."""
     plain = rng.random() < mix.plain_rate
     instruction = rng.random() >= mix.no_instruction_rate
@@ -206,7 +206,7 @@ class R1Encoder:
         head, tail = self.backend.encode_batch([prompt, completion], add_special_tokens=False)
         return [*head.ids, *tail.ids, self.eos], len(head.ids)
 
-    def batch(self, rng: np.random.Generator, task: TaskConfig, mix: "R1Recipe", *, batch_tokens: int):
+    def batch(self, rng: np.random.Generator, task: TaskConfig, mix: "R1TextMix", *, batch_tokens: int):
         """About ``batch_tokens`` padded tokens of one step count (drawn uniformly from the task's range); labels
         ignore the prompt and the padding (:func:`zoo.data.pack_batch`)."""
         from zoo.data import pack_batch

@@ -48,7 +48,7 @@ def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
     shape = recipe.model
     config = Qwen2Config(
         vocab_size=len(tokenizer), hidden_size=shape.d_model, intermediate_size=shape.d_ffn,
-        num_hidden_layers=shape.n_layers, num_attention_heads=shape.n_heads, num_key_value_heads=recipe.n_kv_heads,
+        num_hidden_layers=shape.n_layers, num_attention_heads=shape.n_heads, num_key_value_heads=shape.kv_heads,
         max_position_embeddings=shape.max_positions, rope_theta=shape.rope_theta, tie_word_embeddings=True,
         attention_dropout=0.0, use_sliding_window=False, bos_token_id=None,
         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END), pad_token_id=tokenizer.pad_token_id, dtype="float32",
@@ -121,7 +121,7 @@ def r1_training(recipe: R1Recipe, *, seed: int, ckpt: Path, label: str, tokenize
     model = build_r1_model(recipe, tok, seed=seed)
     return ZooTraining(
         model=model, total_steps=recipe.total_steps, lr=lambda step: r1_lr(recipe, step),
-        batch=lambda rng: encoder.batch(rng, recipe.task, recipe, batch_tokens=recipe.batch_tokens),
+        batch=lambda rng: encoder.batch(rng, recipe.task, recipe.mix, batch_tokens=recipe.batch_tokens),
         identity=_identity(recipe, seed),
         meta_fields={
             "init": None, "init_note": "fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so it "

@@ -66,7 +66,8 @@ def r1_twin(tmp_path_factory):
 
     tok = build_r1_tokenizer(300, task=TaskConfig(max_steps=2), n_problems=150)
     recipe = with_overrides(RECIPES["tiny-r1"], vocab_size=300,
-                            model=ZooModelConfig(d_model=32, n_layers=2, n_heads=4, d_ffn=64, max_positions=4096))
+                            model=ZooModelConfig(d_model=32, n_layers=2, n_heads=4, d_ffn=64, max_positions=4096,
+                                                 n_kv_heads=2))
     path = tmp_path_factory.mktemp("r1") / "tiny-r1-twin"
     save_r1_folder(build_r1_model(recipe, tok, seed=0), tok, path,
                    meta={"name": "tiny-r1-twin", "init": None, "prompt_format": "chat"})

@@ -34,6 +34,27 @@ def test_tiny_r1_is_a_small_qwen2_folder_with_its_own_tokenizer(r1):
     assert min(acc[str(s)] for s in (2, 3, 4)) >= 0.9
 
 
+def test_the_recipe_builds_the_committed_shape(small_tokenizer):
+    """tiny-r1's recipe (its model shape, grouped-query attention included) builds a model of the committed
+    model's config; the shape and the text mix refuse what cannot be built or drawn."""
+    from thinklens.errors import ThinklensError
+    from thinklens.zoo.modeling import ZooModelConfig
+    from zoo.r1_train import build_r1_model
+    from zoo.recipes import RECIPES, R1TextMix
+
+    committed = json.loads((zoo_path("tiny-r1") / "config.json").read_text())
+    built = build_r1_model(RECIPES["tiny-r1"], small_tokenizer, seed=0).config
+    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "max_position_embeddings", "tie_word_embeddings"):
+        assert getattr(built, key) == committed[key], key
+    assert committed["num_key_value_heads"] == 2 < committed["num_attention_heads"]
+    assert ZooModelConfig().hf_config(10).num_key_value_heads == ZooModelConfig().n_heads  # the Llama zoo: MHA
+    with pytest.raises(ThinklensError, match="n_kv_heads"):
+        ZooModelConfig(n_heads=4, n_kv_heads=3)
+    with pytest.raises(ThinklensError, match="plain_rate"):
+        R1TextMix(plain_rate=1.5)
+
+
 def test_tokenizer_splits_digits_and_ends_turns_with_im_end(r1):
     tok = r1.tokenizer
     assert tok.tokenize("12345") == ["1", "2", "3", "4", "5"]

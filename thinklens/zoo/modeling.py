@@ -27,7 +27,7 @@ from thinklens.errors import ThinklensError
 
 @dataclass(frozen=True)
 class ZooModelConfig:
-    """Shape of a zoo model (a Llama decoder with tied embeddings)."""
+    """Shape of a zoo model (a Llama decoder with tied embeddings; tiny-r1 uses it for its Qwen2 decoder)."""
 
     d_model: int = 128
     """Residual stream width."""
@@ -41,6 +41,8 @@ class ZooModelConfig:
     """Longest sequence (RoPE; the longest think trace is about 180 tokens)."""
     rope_theta: float = 10_000.0
     """RoPE base."""
+    n_kv_heads: int | None = None
+    """Key/value heads (grouped-query attention when fewer than n_heads, as Qwen2); None: n_heads."""
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_layers", "n_heads", "d_ffn", "max_positions"):
@@ -50,6 +52,14 @@ class ZooModelConfig:
             raise ThinklensError.of(
                 "ZooModelConfig.n_heads", self.n_heads, f"a divisor of d_model={self.d_model}", "pass n_heads=4"
             )
+        if self.n_kv_heads is not None and (self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads):
+            raise ThinklensError.of("ZooModelConfig.n_kv_heads", self.n_kv_heads, f"None or a divisor of n_heads={self.n_heads}",
+                                    "pass n_kv_heads=2")
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads of the built model."""
+        return self.n_kv_heads or self.n_heads
 
     def hf_config(self, vocab_size: int, *, pad_id: int = 0, bos_id: int = 1, eos_id: int = 2):
         """The ``transformers.LlamaConfig`` for this shape."""
@@ -61,7 +71,7 @@ class ZooModelConfig:
             intermediate_size=self.d_ffn,
             num_hidden_layers=self.n_layers,
             num_attention_heads=self.n_heads,
-            num_key_value_heads=self.n_heads,
+            num_key_value_heads=self.kv_heads,
             max_position_embeddings=self.max_positions,
             rope_theta=self.rope_theta,
             tie_word_embeddings=True,
