@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from thinklens.answers import Tally, is_correct
+from analyses.mi.suppression import accuracy_of
+from thinklens.answers import Tally
 from thinklens.errors import ThinklensError
 from thinklens.formats import TTTS_CUE, TTTS_TOKENS
 
@@ -127,7 +128,7 @@ def ttts_eval(
     check_words(model, words)
     first = model.generate(list(prompts), max_new_tokens=max_new_tokens, batch_size=batch_size)
     base = [p + continuation_text(model, t) for p, t in zip(prompts, first)]
-    first_correct = sum(1 for t, a in zip(first, answers) if a is not None and is_correct(t.text, a))
+    first_pass_accuracy = accuracy_of([t.text for t in first], answers)[1]
     rows = []
     methods = [("plain", "")] + [(f"ttts:{w.strip()}", separator + w.strip()) for w in words]
     for budget in sorted(set(budgets)):
@@ -141,7 +142,7 @@ def ttts_eval(
                 contexts = [c + continuation_text(model, t) for c, t in zip(contexts, ext)]
                 extra = [len(t) for t in ext]
             got = _forced(model, contexts, answer_prompt, answer_tokens, batch_size)
-            n_correct = sum(1 for g, a in zip(got, answers) if a is not None and is_correct(g, a))
+            n_correct, _ = accuracy_of(got, answers)
             rows.append(TTTSRow(method=name, budget=budget, n_correct=n_correct, n=len(prompts),
                                 mean_extra_tokens=sum(extra) / len(extra)))
-    return TTTSResult(rows=tuple(rows), answer_prompt=answer_prompt, first_pass_accuracy=first_correct / len(prompts))
+    return TTTSResult(rows=tuple(rows), answer_prompt=answer_prompt, first_pass_accuracy=first_pass_accuracy)
