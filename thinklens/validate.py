@@ -1,0 +1,100 @@
+"""``thinklens run validate``: every method on its planted and null settings (shared/specs/controls.md).
+
+Each registered setting (:mod:`thinklens.controls`; the ``thinklens.validations`` entry points) runs in
+its own folder ``<run>/settings/<method>-<setting>`` (sub-runs, caches), and prints one line::
+
+    validate <method> <planted|null> <statistic>=<value> [<lo>, <hi>] verdict=<recovered|no-effect|failed>
+
+then ``validated=K/N``: K settings whose verdict is the one a working method gives. A setting that raises
+is ``failed`` (its error in ``results/validate.json``), never a crash of the whole job. ``--quick`` runs
+the small version of every setting (seconds to a minute each, what the default test tier runs); the full
+version is what the README's validation table quotes. A finished setting is not run again when the job
+is resumed with the same config.
+
+Example:
+    >>> JOB.name, ValidateConfig(quick=True).quick
+    ('validate', True)
+    >>> # result = thinklens.run_job("validate", quick=True, methods=("sae",), run_id="q")
+    >>> # result["validated"], result["n_settings"]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from thinklens.errors import ThinklensError
+from thinklens.jobs import Job, JobContext
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    """Settings of ``thinklens run validate``."""
+
+    model: str = ""
+    """Unused: each setting names its own organism (kept for the job contract)."""
+    seed: int = 0
+    """Seed of every setting's draws."""
+    quick: bool = False
+    """The small version of every setting (the default test tier's), instead of the full one."""
+    methods: tuple[str, ...] = ()
+    """Methods to validate (comma-separated); empty: all of them."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ThinklensError.of("seed", self.seed, "an integer >= 0", "pass --seed 0")
+
+
+def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
+    from thinklens.controls import SettingContext, failed_check, select_settings, validate_line
+
+    settings = select_settings(config.methods)
+    if not settings:
+        raise ThinklensError.of("validation settings", "none registered", "entry points in thinklens.validations",
+                                "reinstall the package (pip install -e .)")
+    rows: list[dict[str, Any]] = []
+    done = ctx.run.finished()
+    for setting in settings:
+        key = f"{setting.method}-{setting.name}"
+        if key in done:
+            row = done[key]
+        else:
+            sctx = SettingContext(quick=config.quick, seed=config.seed, workdir=ctx.run.path / "settings" / key,
+                                  device=ctx.options.device, dtype=ctx.options.dtype, threads=ctx.options.threads,
+                                  progress=ctx.progress.enabled)
+            t0 = time.perf_counter()
+            try:
+                check = setting.run(sctx)
+            except Exception as e:  # a setting that crashes is a failed validation, reported with its error
+                check = failed_check(e)
+            row = {"method": setting.method, "setting": setting.name, "expected": setting.expected,
+                   **asdict(check), "ci": list(check.ci), "ok": check.verdict == setting.expected,
+                   "seconds": round(time.perf_counter() - t0, 1), "line": validate_line(setting, check),
+                   "help": setting.help}
+            ctx.run.mark_done(key, row)
+        ctx.progress.log(row["line"])
+        rows.append(row)
+    k = sum(r["ok"] for r in rows)
+    doc = {"quick": config.quick, "seed": config.seed, "rows": rows, "validated": k, "n_settings": len(rows),
+           "failed": [f"{r['method']}/{r['setting']}" for r in rows if not r["ok"]]}
+    ctx.run.write_result("validate", doc)
+    summary = {key: doc[key] for key in ("quick", "validated", "n_settings", "failed")}
+    summary["lines"] = [r["line"] for r in rows]
+    ctx.run.finish(summary)
+    return doc
+
+
+def report(doc: dict[str, Any]) -> str:
+    """Every setting's line, then ``validated=K/N`` (the headline)."""
+    lines = [r["line"] for r in doc["rows"]]
+    for r in doc["rows"]:
+        if not r["ok"]:
+            why = r.get("details", {}).get("error") or f"expected {r['expected']}"
+            lines.append(f"  not validated: {r['method']} {r['setting']}: {why}")
+    lines.append(f"validated={doc['validated']}/{doc['n_settings']}")
+    return "\n".join(lines)
+
+
+JOB = Job("validate", ValidateConfig, run, report=report, models=(),
+          help="every method on a planted effect (must recover it) and a null (must report none)")
