@@ -48,6 +48,7 @@ class ValidateConfig:
 
 def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.controls import SettingContext, failed_check, select_settings, validate_line
+    from thinklens.runs import to_jsonable
 
     settings = select_settings(config.methods)
     if not settings:
@@ -68,10 +69,10 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
                 check = setting.run(sctx)
             except Exception as e:  # a setting that crashes is a failed validation, reported with its error
                 check = failed_check(e)
-            row = {"method": setting.method, "setting": setting.name, "expected": setting.expected,
+            row = to_jsonable({"method": setting.method, "setting": setting.name, "expected": setting.expected,
                    **asdict(check), "ci": list(check.ci), "ok": check.verdict == setting.expected,
                    "seconds": round(time.perf_counter() - t0, 1), "line": validate_line(setting, check),
-                   "help": setting.help}
+                   "help": setting.help})  # as a resumed run reads it back (NaN -> None)
             ctx.run.mark_done(key, row)
         ctx.progress.log(row["line"])
         rows.append(row)

@@ -1,0 +1,92 @@
+"""``thinklens run validate``: its lines, its headline, its resume, a crashing setting, bad input.
+
+Each method's own settings are tested next to the method (tests/<package>/test_*validation*.py); the full
+run of every setting is the ``slow`` test here."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from thinklens import controls
+from thinklens.controls import Check, Setting, select_settings
+from thinklens.errors import ThinklensError
+from thinklens.jobs import run_job
+
+LINE = re.compile(r"^validate (\S+) (\S+) (\S+)=(\S+) \[(\S+), (\S+)\] verdict=(recovered|no-effect|failed)$")
+
+
+def _toy_settings(calls):
+    def planted(ctx):
+        calls.append("planted")
+        return Check("gap", 0.5, (0.4, 0.6), "recovered", n=30, target="gap > 0")
+
+    def null(ctx):
+        calls.append("null")
+        return Check("gap", 0.0, (-0.1, 0.1), "recovered", n=30)  # a method that sees an effect on its null
+
+    def crash(ctx):
+        calls.append("crash")
+        raise RuntimeError("boom")
+
+    return [Setting("toy", "planted", "recovered", planted), Setting("toy", "null", "no-effect", null),
+            Setting("toy", "crash", "recovered", crash)]
+
+
+def test_rows_headline_resume_and_failures(tmp_path, monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(controls, "all_settings", lambda: _toy_settings(calls))
+    doc = run_job("validate", methods=("toy",), out=tmp_path / "v", progress=False)
+    assert calls == ["planted", "null", "crash"]
+    assert (doc["validated"], doc["n_settings"]) == (1, 3)
+    assert doc["failed"] == ["toy/null", "toy/crash"]
+    crash = doc["rows"][2]
+    assert crash["verdict"] == "failed" and "RuntimeError: boom" in crash["details"]["error"]
+    for row in doc["rows"]:
+        assert LINE.match(row["line"]), row["line"]
+    from thinklens.validate import report
+
+    assert report(doc).splitlines()[-1] == "validated=1/3"
+    # resumed with the same config: nothing runs again, the same rows come back
+    again = run_job("validate", methods=("toy",), out=tmp_path / "v", progress=False)
+    assert calls == ["planted", "null", "crash"] and again["rows"] == doc["rows"]
+    meta = json.loads((tmp_path / "v" / "meta.json").read_text())
+    assert meta["status"] == "done" and meta["summary"]["validated"] == 1
+
+
+def test_unknown_method_is_a_clear_error():
+    with pytest.raises(ThinklensError, match="did you mean 'findings'"):
+        select_settings(("findngs",))
+
+
+def test_cli_quick_findings_lines_and_exit_codes(tmp_path):
+    cmd = [sys.executable, "-m", "thinklens.cli", "run", "validate", "--quick", "--methods", "findings",
+           "--out", str(tmp_path / "q")]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("validate ")]
+    assert [LINE.match(ln).group(1, 2, 7) for ln in lines] == [("findings", "planted", "recovered"),
+                                                               ("findings", "null", "no-effect")]
+    assert out.stdout.strip().splitlines()[-1] == "validated=2/2"
+    bad = subprocess.run(cmd[:-4] + ["--methods", "nope"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "validate method" in bad.stderr
+
+
+def test_every_registered_setting_has_a_planted_and_a_null():
+    by_method: dict[str, set[str]] = {}
+    for s in select_settings():
+        by_method.setdefault(s.method, set()).add(s.expected)
+    assert by_method, "no settings registered (reinstall: pip install -e .)"
+    for method, expected in by_method.items():
+        assert expected == {"recovered", "no-effect"}, f"{method} lacks a planted or a null setting"
+
+
+@pytest.mark.slow
+def test_full_validation_table(tmp_path):
+    """The README's validation table: every setting, full size, each verdict the expected one."""
+    doc = run_job("validate", out=tmp_path / "full", progress=False, threads=1)
+    assert doc["failed"] == [], doc["failed"]
