@@ -198,11 +198,22 @@ def _generic(summary: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
+def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
+    """The run's first findings in words (thinklens.stats.finding_sentence): what the CLI's closing lines and the
+    page headline say too, so a claim whose verdict is not ``effect`` is never headlined as one."""
+    from thinklens.stats import finding_sentence
+
+    return " · ".join(finding_sentence(f) for f in findings[:limit])
+
+
 def headline(entry: RunEntry) -> str:
-    """Two or three headline numbers of a run, in words (``'-'`` for a run without a summary)."""
+    """The run in a line: its findings when the job reports them (claim, interval, control, verdict), else two or
+    three headline numbers in words (``'-'`` for a run without a summary)."""
     if entry.status == "running":
         return "still running (or stopped before it finished: rerun the same command to resume)"
     s = entry.summary or {}
+    if s.get("findings"):
+        return findings_headline(list(s["findings"]))
     try:
         return HEADLINES.get(entry.kind, lambda e, x: _generic(x))(entry, s) if (s or entry.kind in HEADLINES) else "-"
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError):

@@ -455,3 +455,27 @@ def headline(finding: Finding | dict[str, Any], *, effect: str, otherwise: str) 
     """
     verdict = finding.verdict if isinstance(finding, Finding) else finding["verdict"]
     return effect if verdict == "effect" else f"{otherwise} ({verdict})"
+
+
+def finding_sentence(finding: Finding | dict[str, Any]) -> str:
+    """A finding in words, as the CLI's closing lines, the Home card and the page headlines state it.
+
+    An ``effect`` is stated as a finding; any other verdict says what was not shown and why (the finding's
+    ``extra["otherwise"]`` when the job gave a wording of its own, e.g. "random vectors do as well").
+
+    Example:
+        >>> f = ratio_finding("'so' is enriched at MI peaks", 1.007, (0.33, 1.8), n=40)
+        >>> finding_sentence(f)
+        "not shown (no effect): 'so' is enriched at MI peaks; enrichment 1.007 [0.33, 1.8] against no enrichment 1, n=40"
+        >>> finding_sentence(ratio_finding("'wait' is enriched at MI peaks", 3.2, (2.1, 4.5), n=40))
+        "'wait' is enriched at MI peaks: enrichment 3.2 [2.1, 4.5] against no enrichment 1, n=40"
+    """
+    d = finding.to_dict() if isinstance(finding, Finding) else dict(finding)
+    ci = d.get("ci") or [None, None]
+    against = f" against {d['control']} {_fmt(d.get('control_value'))}" if d.get("control") else ""
+    numbers = f"{d.get('statistic', '?')} {_fmt(d.get('value'))} [{_fmt(ci[0])}, {_fmt(ci[1])}]{against}, n={d.get('n', '?')}"
+    if d.get("verdict") == "effect":
+        return f"{d.get('claim', '?')}: {numbers}"
+    otherwise = (d.get("extra") or {}).get("otherwise")
+    what = otherwise or f"not shown ({d.get('verdict', '?')}): {d.get('claim', '?')}"
+    return f"{what}; {numbers}" if not otherwise else f"{what} ({d.get('verdict', '?')}; {numbers})"

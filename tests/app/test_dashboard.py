@@ -72,6 +72,21 @@ def test_lynx_headline_names_the_smallest_valid_delta(runs):
     assert headline(entry) == "4.6% fewer tokens at -3.3 points, δ 0.05, valid; 2/3 δ valid; probe AUROC 0.89"
 
 
+def test_headline_states_findings_and_never_a_non_effect_as_one(runs):
+    """A summary with findings is headlined by them: an effect as a claim, anything else as what was not shown
+    (mutant killed: a headline that reads the top word / best alpha whatever the verdict)."""
+    from thinklens.stats import findings_doc, paired_finding, ratio_finding
+
+    null = ratio_finding("'so' is enriched at MI peaks", 1.007, (0.33, 1.8), n=40)
+    real = paired_finding("steering the wait feature raises the wait rate", [1.0] * 30, [0.0] * 30,
+                          control="equal-norm random feature", statistic="wait rate")
+    run = RunFolder.create("mi-peaks", {"model": "tiny-think"}, root=runs, run_id="f")
+    run.finish({"top_words": ["so"], "findings": findings_doc([null, real])})
+    text = headline(discover_runs(runs)[0])
+    assert text.startswith("not shown (no effect): 'so' is enriched at MI peaks; enrichment 1.007 [0.33, 1.8]")
+    assert " · steering the wait feature raises the wait rate: wait rate 1 [1, 1] against equal-norm random feature 0, n=30" in text
+
+
 def test_age_and_running_runs(runs):
     import datetime as dt
 
