@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from latent.config import EvalConfig, LatentSeekConfig
+from latent.findings import add_intervals, table_findings
 from latent.examples import gold_of, n_steps_of, problem_record, render_problem
 from latent.latent_model import (
     load_hooked_model,
@@ -250,10 +251,19 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
         out["seek"] = {"config": scfg, "summary": summary}
         run.write_result("seek", {"config": scfg, "summary": summary, "problems": [seek_to_json(r) for r in results]})
         run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], scfg.reward, summary["baseline"]))
+    add_intervals(rows)
+    correct = {r["label"]: [rec["correct"] for rec in recs] for r, recs in zip(rows, by_model.values())}
+    seek_doc = None
+    if "seek" in out:
+        seek_doc = {"original_correct": [r.original_correct for r in results], "final_correct": [r.final_correct for r in results],
+                    "baseline": out["seek"]["summary"]["baseline"]}
+    out["findings"] = table_findings(rows, correct, seek=seek_doc)
     run.write_result("table", rows)
     run.write_result("decoding", decoding)
     run.write_figure("accuracy", figures.figure_accuracy(rows))
-    run.finish({"rows": [{"label": r["label"], "accuracy": round(r["accuracy"], 3)} for r in rows]})
+    run.finish({"rows": [{"label": r["label"], "problems": r["problems"], "accuracy": round(r["accuracy"], 3),
+                          "ci": [round(x, 3) for x in r["ci"]], "n": r["n"]} for r in rows],
+                "findings": out["findings"]})
     return out
 
 
@@ -261,17 +271,22 @@ def format_table(rows: list[dict]) -> str:
     """A markdown table of the comparison rows.
 
     Example:
+    Rows are grouped by problem set (in first-seen order), each accuracy with its Wilson 95% interval.
+
+    Example:
         >>> print(format_table([{"label": "CODI", "problems": "3-4 steps", "accuracy": 0.9, "reasoning_positions": 6.0,
-        ...                      "compression": 4.1, "train_s": 300.0, "n": 200}]))
-        | method | problems | accuracy | reasoning positions | compression vs CoT | train time (s) | n |
+        ...                      "compression": 4.1, "train_s": 300.0, "n": 200, "ci": [0.851, 0.934]}]))
+        | method | problems | accuracy [95% CI] | reasoning positions | compression vs CoT | train time (s) | n |
         |---|---|---|---|---|---|---|
-        | CODI | 3-4 steps | 90.0% | 6.0 | 4.1x | 300 | 200 |
+        | CODI | 3-4 steps | 90.0% [85.1, 93.4] | 6.0 | 4.1x | 300 | 200 |
     """
-    lines = ["| method | problems | accuracy | reasoning positions | compression vs CoT | train time (s) | n |",
+    lines = ["| method | problems | accuracy [95% CI] | reasoning positions | compression vs CoT | train time (s) | n |",
              "|---|---|---|---|---|---|---|"]
-    for r in rows:
+    order = list(dict.fromkeys(r["problems"] for r in rows))
+    for r in sorted(rows, key=lambda r: order.index(r["problems"])):
         comp = f"{r['compression']:.1f}x" if r.get("compression") else "-"
         train = f"{r['train_s']:.0f}" if r.get("train_s") is not None else "-"
-        lines.append(f"| {r['label']} | {r['problems']} | {100 * r['accuracy']:.1f}% | {r['reasoning_positions']:.1f} | "
+        ci = f" [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]" if r.get("ci") else ""
+        lines.append(f"| {r['label']} | {r['problems']} | {100 * r['accuracy']:.1f}%{ci} | {r['reasoning_positions']:.1f} | "
                      f"{comp} | {train} | {r['n']} |")
     return "\n".join(lines)

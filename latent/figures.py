@@ -15,11 +15,18 @@ def figure_accuracy(rows: list[dict[str, Any]]):
     """Accuracy per method (bars), reasoning positions and compression in the hover text."""
     import plotly.graph_objects as go
 
-    labels = [f"{r['label']} ({r['problems']})" for r in rows]
-    text = [f"{r['reasoning_positions']:.1f} pos" + (f", {r['compression']:.1f}x" if r.get("compression") else "") for r in rows]
-    fig = go.Figure(go.Bar(x=labels, y=[100 * r["accuracy"] for r in rows], text=text, textposition="outside"))
-    fig.update_layout(title="Accuracy and reasoning positions", yaxis_title="accuracy (%)", yaxis_range=[0, 110],
-                      template="plotly_white")
+    fig = go.Figure()
+    for problems in dict.fromkeys(r["problems"] for r in rows):  # one group of bars per problem set
+        group = [r for r in rows if r["problems"] == problems]
+        acc = [100 * r["accuracy"] for r in group]
+        ci = [r.get("ci") or [r["accuracy"]] * 2 for r in group]
+        text = [f"n={r['n']}, {r['reasoning_positions']:.1f} pos" + (f", {r['compression']:.1f}x" if r.get("compression") else "")
+                for r in group]
+        fig.add_trace(go.Bar(x=[r["label"] for r in group], y=acc, name=str(problems), text=text, textposition="outside",
+                             error_y={"type": "data", "symmetric": False, "array": [100 * c[1] - a for c, a in zip(ci, acc)],
+                                      "arrayminus": [a - 100 * c[0] for c, a in zip(ci, acc)]}))
+    fig.update_layout(title="Accuracy (95% Wilson interval) and reasoning positions, by problem set", yaxis_title="accuracy (%)",
+                      yaxis_range=[0, 115], template="plotly_white", legend_title_text="problems")
     return fig
 
 

@@ -97,6 +97,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     text = job.report(result) if job.report else json.dumps(_jsonable(result), indent=1)
     if text:
         print(text)
+    findings = (run.meta().get("summary") or {}).get("findings") or []
+    if findings:  # the closing lines: the same verdicts as the summary JSON, the Home card and the page
+        from thinklens.stats import finding_sentence
+
+        print("findings:")
+        for f in findings:
+            print(f"  [{f.get('verdict')}] {finding_sentence(f)}")
     return 0
 
 

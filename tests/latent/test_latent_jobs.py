@@ -18,7 +18,7 @@ MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continu
            "latent.train", "latent.evaluate", "latent.figures", "latent.saved_model", "latent.session",
            "latent.examples", "latent.seek_runs", "latent.self_reward", "latent.best_of_n",
            "latent.jobs.codi", "latent.jobs.coconut", "latent.jobs.latent_sft", "latent.jobs.latent_seek",
-           "latent.jobs.latent_eval", "latent.sft", "latent.jobs.sft"]
+           "latent.jobs.latent_eval", "latent.findings", "latent.sft", "latent.jobs.sft"]
 JOBS = {"codi": "latent-train", "coconut": "latent-train", "latent-sft": "latent-train", "sft": "latent-train",
         "latent-seek": "latent-seek", "latent-eval": "latent-eval"}
 
@@ -107,6 +107,32 @@ def test_explicit_cot_mode_scores_a_latent_models_lm_as_a_token_level_model(tmp_
     assert explicit["method"] == "explicit" and explicit["label"].startswith("CODI in explicit-CoT mode")
     assert explicit["latent_steps"] == 0 and explicit["reasoning_positions"] > 10  # it writes its chain
     assert explicit["train_s"] > cot["train_s"] > 0  # tiny-codi's time includes tiny-cot's
+
+
+def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(tmp_path):
+    """tiny-codi against tiny-direct on the same 12 problems: the finding is McNemar's on the per-problem grades (an
+    oracle recomputed here from decoding-free records), every row has its Wilson interval, and the CLI prints the
+    verdict (mutants killed: an unpaired comparison; findings missing from the summary the Home card reads)."""
+    import subprocess
+    import sys
+
+    from thinklens.stats import mcnemar, wilson
+
+    out = subprocess.run([sys.executable, "-m", "thinklens.cli", "run", "latent-eval", "--models", "tiny-direct,tiny-codi",
+                          "--n", "12", "--min-steps", "3", "--max-steps", "3", "--seek-n", "0", "--decode-examples", "12",
+                          "--threads", "1", "--out", str(tmp_path / "t")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    meta = json.loads((tmp_path / "t" / "meta.json").read_text())
+    (f,) = meta["summary"]["findings"]
+    assert f["control"] == "No-CoT SFT" and f["n"] == 12 and f["extra"]["test"] == "mcnemar"
+    decoding = json.loads((tmp_path / "t" / "results" / "decoding.json").read_text())
+    direct = [d["methods"]["tiny-direct"]["correct"] for d in decoding]
+    codi = [d["methods"]["tiny-codi"]["correct"] for d in decoding]
+    assert f["p"] == pytest.approx(mcnemar(codi, direct), abs=1e-6) and f["value"] == pytest.approx(sum(codi) / 12)
+    for row in json.loads((tmp_path / "t" / "results" / "table.json").read_text()):
+        k = round(row["accuracy"] * row["n"])
+        assert row["ci"] == pytest.approx(list(wilson(k, row["n"])))
+    assert f"  [{f['verdict']}] " in out.stdout and "beats No-CoT SFT on the same 3-3 steps problems" in out.stdout
 
 
 @pytest.mark.parametrize("bad", [dict(models=()), dict(n=0), dict(min_steps=3, max_steps=2)])
