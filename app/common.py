@@ -87,7 +87,23 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
     choice = st.selectbox(label, range(len(good)), index=_wanted_index(kind, [r.run_id for r in good]),
                           format_func=lambda i: labels[i], key=key or f"pick-{kind}")
     r = good[choice]
-    return RunFolder(safe_run_path(r.kind, r.run_id))
+    run = RunFolder(safe_run_path(r.kind, r.run_id))
+    show_findings(run)
+    return run
+
+
+def show_findings(run: RunFolder) -> None:
+    """The run's findings as the page's headline, in the words of the CLI's closing lines and the Home card
+    (thinklens.stats.finding_sentence): an effect as a claim, anything else as what was not shown."""
+    from thinklens.stats import finding_sentence
+
+    findings = (run.meta().get("summary") or {}).get("findings") or []
+    for f in findings:
+        text = f"**{f.get('verdict')}** · {finding_sentence(f)}"
+        if f.get("verdict") == "effect":
+            st.success(text)
+        else:
+            st.warning(text)
 
 
 def runs_multiselect(kind: str, label: str, key: str, default: int = 2) -> list[RunFolder]:

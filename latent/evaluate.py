@@ -171,14 +171,17 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
         fmt = format_for(model, prompt_format)
         # a token-level model outside the zoo's styles is the CoT row its latent siblings compress
         method = fmt.kind if fmt.is_zoo else "cot"
-        label = LABELS[fmt.kind] if fmt.is_zoo else f"{folder.name} ({fmt.kind})"
+        # the model's name in the label: a No-CoT row is only the matched baseline when the reader can see which it is
+        label = f"{LABELS[fmt.kind]} ({folder.name})" if fmt.is_zoo else f"{folder.name} ({fmt.kind})"
         records = eval_text_model(model, problems, fmt, max_new_tokens=max_new_tokens)
     train_s = lineage_train_s(name) if meta else None
+    own = meta.get("total_train_wall_s", meta.get("train_wall_s")) if meta else None
     n = len(records)
     summary = {"model": name, "method": method, "label": label,
                "accuracy": sum(r["correct"] for r in records) / n,
                "reasoning_positions": sum(r["reasoning_positions"] for r in records) / n,
-               "latent_steps": sum(r["latent_steps"] for r in records) / n, "train_s": train_s, "n": n,
+               "latent_steps": sum(r["latent_steps"] for r in records) / n, "train_s": train_s,
+               "own_train_s": None if own is None else round(float(own), 1), "n": n,
                "eval_s": round(time.monotonic() - t0, 1)}
     return summary, records
 
@@ -271,21 +274,26 @@ def format_table(rows: list[dict]) -> str:
     """A markdown table of the comparison rows.
 
     Example:
-    Rows are grouped by problem set (in first-seen order), each accuracy with its Wilson 95% interval.
+    Rows are grouped by problem set (in first-seen order), each accuracy with its Wilson 95% interval. Training
+    time is one source (the models' latent.json / zoo.json wall-clock seconds): the whole lineage, the row's own
+    run first when it has parents (``own + parents``), so a training run's page and the table never disagree.
 
     Example:
         >>> print(format_table([{"label": "CODI", "problems": "3-4 steps", "accuracy": 0.9, "reasoning_positions": 6.0,
-        ...                      "compression": 4.1, "train_s": 300.0, "n": 200, "ci": [0.851, 0.934]}]))
-        | method | problems | accuracy [95% CI] | reasoning positions | compression vs CoT | train time (s) | n |
+        ...                      "compression": 4.1, "train_s": 300.0, "own_train_s": 100.0, "n": 200, "ci": [0.851, 0.934]}]))
+        | method | problems | accuracy [95% CI] | reasoning positions | compression vs CoT | train time (s), own + parents | n |
         |---|---|---|---|---|---|---|
-        | CODI | 3-4 steps | 90.0% [85.1, 93.4] | 6.0 | 4.1x | 300 | 200 |
+        | CODI | 3-4 steps | 90.0% [85.1, 93.4] | 6.0 | 4.1x | 300 (100 + 200) | 200 |
     """
-    lines = ["| method | problems | accuracy [95% CI] | reasoning positions | compression vs CoT | train time (s) | n |",
+    lines = ["| method | problems | accuracy [95% CI] | reasoning positions | compression vs CoT | train time (s), own + parents | n |",
              "|---|---|---|---|---|---|---|"]
     order = list(dict.fromkeys(r["problems"] for r in rows))
     for r in sorted(rows, key=lambda r: order.index(r["problems"])):
         comp = f"{r['compression']:.1f}x" if r.get("compression") else "-"
         train = f"{r['train_s']:.0f}" if r.get("train_s") is not None else "-"
+        own = r.get("own_train_s")
+        if r.get("train_s") is not None and own is not None and r["train_s"] - own > 0.5:
+            train += f" ({own:.0f} + {r['train_s'] - own:.0f})"
         ci = f" [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}]" if r.get("ci") else ""
         lines.append(f"| {r['label']} | {r['problems']} | {100 * r['accuracy']:.1f}%{ci} | {r['reasoning_positions']:.1f} | "
                      f"{comp} | {train} | {r['n']} |")

@@ -47,7 +47,7 @@ def embedded_latent_rows() -> list[dict]:
             continue
         acc = (meta.get("eval") or {}).get("accuracy") or {}
         rows.append({"model": name, "method": meta.get("method"), "steps": meta.get("total_steps", meta.get("steps")),
-                     "train s": round(float(meta.get("total_train_wall_s") or meta.get("train_wall_s") or 0)),
+                     "train s (own)": round(float(meta.get("total_train_wall_s") or meta.get("train_wall_s") or 0)),
                      **{f"{k} steps %": round(100 * v, 1) for k, v in acc.items() if isinstance(v, (int, float))}})
     return rows
 
@@ -57,10 +57,14 @@ if run is not None:
     rows = read_result(run, "table")
     if rows:
         st.subheader("Comparison")
-        table([{"method": r.get("label"), "problems": r.get("problems"), "accuracy %": round(100 * r.get("accuracy", 0), 1),
-                "reasoning positions": round(r.get("reasoning_positions", 0), 1),
-                "compression vs CoT": r.get("compression"), "train s": r.get("train_s"), "n": r.get("n")}
-               for r in rows], key="latent-table", name=f"latent-eval-{run.run_id}")
+        order = list(dict.fromkeys(r.get("problems") for r in rows))  # grouped by problem set
+        table([{"problems": r.get("problems"), "method": r.get("label"), "accuracy %": round(100 * r.get("accuracy", 0), 1),
+                "95% CI %": (f"{100 * r['ci'][0]:.1f}-{100 * r['ci'][1]:.1f}" if r.get("ci") else "-"),
+                "n": r.get("n"), "reasoning positions": round(r.get("reasoning_positions", 0), 1),
+                "compression vs CoT": r.get("compression"), "train s (own)": r.get("own_train_s"),
+                "train s (with parents)": r.get("train_s")}
+               for r in sorted(rows, key=lambda r: order.index(r.get("problems")))], key="latent-table",
+              name=f"latent-eval-{run.run_id}")
         show_figure(run, "accuracy", key="latent-accuracy")
     if "seek_budget" in run.figures():
         st.subheader("LatentSeek")

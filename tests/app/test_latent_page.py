@@ -34,7 +34,11 @@ def runs(tmp_path, monkeypatch):
     run.write_result("seek", {"summary": {"cot_accuracy": 0.5, "seek_accuracy": 0.8, "mean_iterations": 2.0}})
     run.write_figure("accuracy", figures.figure_accuracy(ROWS))
     run.write_figure("seek_budget", figures.figure_seek_budget([0.5, 0.7, 0.8]))
-    run.finish({})
+    from latent.findings import table_findings
+
+    correct = {"CoT-SFT": [True] * 9 + [False], "CODI": [True] * 8 + [False] * 2}
+    run.finish({"findings": table_findings([{**r, "method": "direct" if r["method"] == "cot" else r["method"]} for r in ROWS],
+                                           correct)})
     tr = RunFolder.create("latent-train", {"method": "codi"}, root=tmp_path, run_id="codi-seed0")
     tr.write_result("metrics", {"method": "codi", "steps": 2, "train_wall_s": 1.0, "processes": 1,
                                 "history": [{"step": 0, "phase": "codi", "loss": 3.0}, {"step": 1, "phase": "codi", "loss": 2.0}]})
@@ -48,6 +52,10 @@ def test_latent_page_shows_table_and_decoding(runs):
     assert not at.error
     table = at.dataframe[0].value
     assert list(table["method"]) == ["CoT-SFT", "CODI"]
+    # the page headline: the run's finding with its verdict, not as an effect (CODI does not beat the baseline)
+    (warning,) = [w.value for w in at.warning if "CODI beats" in w.value]
+    assert warning.startswith("**no effect** · not shown (no effect): CODI beats CoT-SFT") and "n=10" in warning
+    assert not [s.value for s in at.success if "CODI beats" in s.value]
     assert len(at.get("plotly_chart")) >= 3  # accuracy, LatentSeek budget, Latent-SFT entropy
     assert any("5" in df.value.to_string() for df in at.dataframe[1:])  # a decoded latent's top tokens
     at.selectbox(key="latent-problem").set_value(0).run()

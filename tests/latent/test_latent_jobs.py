@@ -124,7 +124,7 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     assert out.returncode == 0, out.stderr
     meta = json.loads((tmp_path / "t" / "meta.json").read_text())
     (f,) = meta["summary"]["findings"]
-    assert f["control"] == "No-CoT SFT" and f["n"] == 12 and f["extra"]["test"] == "mcnemar"
+    assert f["control"] == "No-CoT SFT (tiny-direct)" and f["n"] == 12 and f["extra"]["test"] == "mcnemar"
     decoding = json.loads((tmp_path / "t" / "results" / "decoding.json").read_text())
     direct = [d["methods"]["tiny-direct"]["correct"] for d in decoding]
     codi = [d["methods"]["tiny-codi"]["correct"] for d in decoding]
@@ -132,7 +132,7 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     for row in json.loads((tmp_path / "t" / "results" / "table.json").read_text()):
         k = round(row["accuracy"] * row["n"])
         assert row["ci"] == pytest.approx(list(wilson(k, row["n"])))
-    assert f"  [{f['verdict']}] " in out.stdout and "beats No-CoT SFT on the same 3-3 steps problems" in out.stdout
+    assert f"  [{f['verdict']}] " in out.stdout and "beats No-CoT SFT (tiny-direct) on the same 3-3 steps problems" in out.stdout
 
 
 @pytest.mark.parametrize("bad", [dict(models=()), dict(n=0), dict(min_steps=3, max_steps=2)])
