@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy.stats import beta as beta_dist
 
 from thinklens.errors import ThinklensError
 
@@ -165,8 +164,9 @@ class ValidityCurve:
     """Two-sided Clopper-Pearson upper bound of the rate, [d]."""
     n_neg: int
     """Number of test negatives (the binomial trials)."""
-    n_exit: np.ndarray
-    """Test negatives with the set {1}, [d] (the binomial successes)."""
+    n_neg_set_one: np.ndarray
+    """Test negatives (events whose forced exit is wrong) that get the set {1}, [d] (the binomial successes). These
+    are events, not exits: a rollout exits once at most, at its first {1} (:attr:`PolicyOutcome.n_exit` counts those)."""
     confidence: float
     """Confidence level of the bounds."""
 
@@ -177,8 +177,10 @@ class ValidityCurve:
 
     @property
     def consistent(self) -> np.ndarray:
-        """Bool [d]: ``lower <= delta``, i.e. the data do not contradict the guarantee: the exact interval reaches
-        delta (else ``P(S={1} | y=0) <= delta`` is rejected at level ``(1 - confidence) / 2``, one-sided).
+        """Bool [d]: the data do not reject ``P(S={1} | y=0) <= delta`` at this ``n_neg``: the exact (Clopper-Pearson)
+        interval reaches down to delta (``lower <= delta``). Else the bound is rejected at level
+        ``(1 - confidence) / 2``, one-sided. Not rejecting is not proving the bound: with few negatives the
+        interval is wide and almost any rate passes; :meth:`statement` says so with the interval.
 
         Example:
             >>> lo, hi = clopper_pearson(np.array([45]), 319)  # 0.141: its interval [0.105, 0.184] lies above 0.1
@@ -187,10 +189,25 @@ class ValidityCurve:
         """
         return self.lower <= self.deltas
 
+    def statement(self, i: int) -> str:
+        """What the validity measurement at delta ``deltas[i]`` says, in words, with its exact interval.
+
+        Example:
+            >>> lo, hi = clopper_pearson(np.array([2]), 40)
+            >>> ValidityCurve(np.array([0.1]), np.array([0.05]), lo, hi, 40, np.array([2]), 0.95).statement(0)
+            'P(S={1}|y=0) = 2/40 = 0.05, exact 95% interval [0.00611, 0.169]: the data do not reject <= 0.1 at n=40'
+        """
+        d, k, n = float(self.deltas[i]), int(self.n_neg_set_one[i]), self.n_neg
+        if n == 0:
+            return f"P(S={{1}}|y=0) not measured at delta {d:g}: no test event has y=0"
+        verb = "do not reject" if bool(self.consistent[i]) else "reject"
+        return (f"P(S={{1}}|y=0) = {k}/{n} = {k / n:.3g}, exact {self.confidence:.0%} interval "
+                f"[{self.lower[i]:.3g}, {self.upper[i]:.3g}]: the data {verb} <= {d:g} at n={n}")
+
     def to_dict(self) -> dict:
         """Plain lists, for a run folder's results json."""
         return {"deltas": self.deltas.tolist(), "rate": self.rate.tolist(), "lower": self.lower.tolist(),
-                "upper": self.upper.tolist(), "n_neg": self.n_neg, "n_exit": self.n_exit.tolist(),
+                "upper": self.upper.tolist(), "n_neg": self.n_neg, "n_neg_set_one": self.n_neg_set_one.tolist(),
                 "confidence": self.confidence}
 
 
@@ -202,13 +219,12 @@ def clopper_pearson(k: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np
         >>> lo.round(4).tolist(), hi.round(4).tolist()
         ([0.0, 0.1871], [0.3085, 0.8129])
     """
-    k = np.asarray(k, dtype=np.float64)
-    if n <= 0:
-        return np.zeros_like(k), np.ones_like(k)
-    a = (1.0 - confidence) / 2
-    # the Beta quantiles are undefined at k = 0 / k = n, where the bounds are 0 / 1 exactly
-    lower = np.where(k > 0, beta_dist.ppf(a, np.maximum(k, 1), n - k + 1), 0.0)
-    upper = np.where(k < n, beta_dist.ppf(1 - a, k + 1, np.maximum(n - k, 1)), 1.0)
+    from thinklens import stats
+
+    k = np.asarray(k)
+    bounds = [stats.clopper_pearson(int(ki), int(max(n, 0)), level=confidence) for ki in k.ravel()]  # the one exact interval
+    lower = np.array([b[0] for b in bounds], dtype=np.float64).reshape(k.shape)
+    upper = np.array([b[1] for b in bounds], dtype=np.float64).reshape(k.shape)
     return lower, upper
 
 
@@ -235,11 +251,11 @@ def validity_curve(p_test: np.ndarray, y_test: np.ndarray, calibrator: MondrianC
     deltas = np.asarray(deltas, dtype=np.float64).ravel()
     neg = p[y == 0]
     n_neg = int(neg.shape[0])
-    n_exit = np.array([int(calibrator.exit_mask(neg, float(d)).sum()) for d in deltas], dtype=np.int64)
-    rate = n_exit / n_neg if n_neg else np.full(deltas.shape, np.nan)
-    lower, upper = clopper_pearson(n_exit, n_neg, confidence)
+    n_one = np.array([int(calibrator.exit_mask(neg, float(d)).sum()) for d in deltas], dtype=np.int64)
+    rate = n_one / n_neg if n_neg else np.full(deltas.shape, np.nan)
+    lower, upper = clopper_pearson(n_one, n_neg, confidence)
     return ValidityCurve(deltas=deltas, rate=np.asarray(rate, dtype=np.float64), lower=lower, upper=upper,
-                         n_neg=n_neg, n_exit=n_exit, confidence=confidence)
+                         n_neg=n_neg, n_neg_set_one=n_one, confidence=confidence)
 
 
 def _check_probabilities(p: np.ndarray, name: str) -> np.ndarray:

@@ -188,13 +188,19 @@ class PolicyOutcome:
     mean_tokens: float
     """Mean tokens used per rollout."""
     saving: float
-    """1 - mean_tokens / the full rollouts' mean tokens."""
+    """Share of the test rollouts' tokens saved: 1 - (tokens used) / (tokens of the full rollouts), summed over rollouts
+    (:func:`token_saving`)."""
     exit_rate: float
     """Share of rollouts that exited early."""
     exit_event: np.ndarray
     """Chosen event row per rollout, -1 for none, [rollout]."""
     exit_fraction: np.ndarray
     """Relative exit position (position / length) per rollout, nan for none, [rollout]."""
+
+    @property
+    def n_exit(self) -> int:
+        """Test rollouts that exited early (at most one exit each), not events."""
+        return int(np.sum(self.exit_event >= 0))
 
     @property
     def label(self) -> str:
@@ -205,27 +211,60 @@ class PolicyOutcome:
     def summary(self) -> dict:
         """Scalars only, for a results table."""
         return {"policy": self.policy, "param": self.param, "accuracy": self.accuracy,
-                "mean_tokens": self.mean_tokens, "saving": self.saving, "exit_rate": self.exit_rate}
+                "mean_tokens": self.mean_tokens, "saving": self.saving, "exit_rate": self.exit_rate,
+                "n_exit": self.n_exit}
 
 
-def evaluate_policy(policy: str, param: float | None, events: EventTable, rollouts: RolloutTable,
-                    exit_event: np.ndarray) -> PolicyOutcome:
-    """Score per-rollout exit choices ``exit_event`` [rollout] (event row or -1)."""
+def policy_costs(events: EventTable, rollouts: RolloutTable, exit_event: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per rollout, under the exit choices ``exit_event`` [rollout] (event row or -1): ``(correct, tokens)``, both
+    [rollout]: a rollout that exits takes the forced answer's label and the exit's cost, one that does not keeps its
+    full answer and its full cost.
+
+    Example:
+        >>> ev = EventTable(rollout=[0], position=[4], label=[0], prob=[0.9], exit_tokens=[6])
+        >>> correct, tokens = policy_costs(ev, RolloutTable([10, 10], [1, 1], [12, 12]), np.array([0, -1]))
+        >>> correct.tolist(), tokens.tolist()
+        ([0.0, 1.0], [6.0, 12.0])
+    """
     exit_event = np.asarray(exit_event, dtype=np.int64)
+    if exit_event.shape != (rollouts.n,):
+        raise ThinklensError.of("exit choices", exit_event.shape, f"shape ({rollouts.n},): one event row or -1 per "
+                                "rollout", "pass the output of first_exits")
     exited = exit_event >= 0
     rows = exit_event[exited]
     correct = rollouts.correct.astype(np.float64).copy()
     tokens = rollouts.tokens.copy()
     correct[exited] = events.label[rows]
     tokens[exited] = events.exit_tokens[rows]
+    return correct, tokens
+
+
+def token_saving(tokens: np.ndarray, full_tokens: np.ndarray) -> float:
+    """Share of the full rollouts' tokens saved: ``1 - sum(tokens) / sum(full_tokens)`` over the same rollouts
+    (the ratio of the totals, so a long rollout weighs by its length; 0 when there is nothing to save).
+
+    Example:
+        >>> token_saving(np.array([50.0, 100.0]), np.array([100.0, 100.0]))
+        0.25
+    """
+    total = float(np.sum(full_tokens))
+    return 1.0 - float(np.sum(tokens)) / total if total > 0 else 0.0
+
+
+def evaluate_policy(policy: str, param: float | None, events: EventTable, rollouts: RolloutTable,
+                    exit_event: np.ndarray) -> PolicyOutcome:
+    """Score per-rollout exit choices ``exit_event`` [rollout] (event row or -1)."""
+    exit_event = np.asarray(exit_event, dtype=np.int64)
+    correct, tokens = policy_costs(events, rollouts, exit_event)
+    exited = exit_event >= 0
+    rows = exit_event[exited]
     fraction = np.full(rollouts.n, np.nan)
     fraction[exited] = events.position[rows] / np.maximum(rollouts.length[exited], 1)
-    full_tokens = float(rollouts.tokens.mean()) if rollouts.n else float("nan")
-    mean_tokens = float(tokens.mean()) if rollouts.n else float("nan")
     return PolicyOutcome(
         policy=policy, param=None if param is None else float(param),
-        accuracy=float(correct.mean()) if rollouts.n else float("nan"), mean_tokens=mean_tokens,
-        saving=1.0 - mean_tokens / full_tokens if full_tokens > 0 else 0.0,
+        accuracy=float(correct.mean()) if rollouts.n else float("nan"),
+        mean_tokens=float(tokens.mean()) if rollouts.n else float("nan"),
+        saving=token_saving(tokens, rollouts.tokens),
         exit_rate=float(exited.mean()) if rollouts.n else float("nan"),
         exit_event=exit_event, exit_fraction=fraction,
     )

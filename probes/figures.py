@@ -5,7 +5,7 @@ Example:
     >>> from probes.conformal import ValidityCurve
     >>> curve = ValidityCurve(deltas=np.array([0.05, 0.1]), rate=np.array([0.04, 0.08]),
     ...                       lower=np.array([0.02, 0.05]), upper=np.array([0.07, 0.12]),
-    ...                       n_neg=200, n_exit=np.array([8, 16]), confidence=0.95)
+    ...                       n_neg=200, n_neg_set_one=np.array([8, 16]), confidence=0.95)
     >>> [t.name for t in figure_validity(curve).data]
     ['bound δ', 'P(S={1} | y=0)']
 """
@@ -70,7 +70,7 @@ def figure_validity(curve: ValidityCurve) -> go.Figure:
         x=d, y=curve.rate, name="P(S={1} | y=0)", mode="lines+markers",
         error_y={"type": "data", "symmetric": False, "array": curve.upper - curve.rate,
                  "arrayminus": curve.rate - curve.lower},
-        customdata=np.column_stack([curve.n_exit, np.full(d.shape, curve.n_neg)]),
+        customdata=np.column_stack([curve.n_neg_set_one, np.full(d.shape, curve.n_neg)]),
         hovertemplate="δ=%{x}: %{y:.3f} (%{customdata[0]} of %{customdata[1]} negatives)<extra></extra>",
     ))
     fig.update_layout(title=f"Conformal validity on held-out events ({curve.confidence:.0%} Clopper-Pearson)",

@@ -144,7 +144,8 @@ class LynxConfig:
     layers: tuple[int, ...] | None = None
     """HF hidden-state indices whose states are concatenated; None: :func:`lynx_layers` of the depth."""
     val_fraction: float = 0.2
-    """Stratified share of the training events held out to report probe accuracy/AUROC."""
+    """Share of the training rollouts (all their events) held out to report probe accuracy/AUROC, stratified by label
+    as far as the rollouts allow."""
     probe_seed: int = 42
     """Seed of the probe's validation split and initialisation (reference: 42)."""
 
@@ -339,27 +340,68 @@ class ProbeValidation:
     """Validation events."""
     n_pos_train: int
     """Training events with y = 1."""
+    n_val_rollouts: int = 0
+    """Rollouts whose events form the validation share (none of them in the training share)."""
+
+
+def validation_split(y: np.ndarray, groups: np.ndarray, val_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train and validation event indices, grouped by rollout: every rollout's events on one side only (events of
+    one rollout share its prompt and most of its states, so a split through a rollout reports memorised neighbours
+    as generalisation). Stratified by label as far as the groups allow (scikit-learn's StratifiedGroupKFold with
+    ``round(1 / val_fraction)`` folds, shuffled with ``seed``; the first fold whose two sides both hold both classes
+    is the validation share); with fewer rollouts than folds, a seeded GroupShuffleSplit.
+
+    Args:
+        y: [event] 0/1 labels; groups: [event] rollout ids.
+
+    Example:
+        >>> y = np.array([0, 1] * 50); groups = np.repeat(np.arange(20), 5)
+        >>> tr, va = validation_split(y, groups, 0.2, 42)
+        >>> len(va), set(groups[tr]) & set(groups[va])
+        (20, set())
+    """
+    from sklearn.model_selection import GroupShuffleSplit, StratifiedGroupKFold
+
+    y, groups = np.asarray(y), np.asarray(groups)
+    if groups.shape != y.shape:
+        raise ThinklensError.of("event groups", groups.shape, f"one rollout id per event, shape {y.shape}",
+                                "pass the rollout index of every event")
+    n_splits = max(2, round(1.0 / val_fraction))
+    if np.unique(groups).size >= n_splits:
+        folds = list(StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed).split(y, y, groups))
+    else:
+        folds = list(GroupShuffleSplit(n_splits=10, test_size=val_fraction, random_state=seed).split(y, y, groups))
+    for tr, va in folds:  # a side with one class cannot train (or score) the probe
+        if np.unique(y[tr]).size == 2 and np.unique(y[va]).size == 2:
+            return np.sort(tr), np.sort(va)
+    for tr, va in folds:
+        if np.unique(y[tr]).size == 2:
+            return np.sort(tr), np.sort(va)
+    raise ThinklensError.of("probe validation split", f"{np.unique(groups).size} rollouts", "rollouts whose events "
+                            "leave both labels in the training share", "label more rollouts (--n-train)")
 
 
 def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConfig(),
-                     probe: LynxMLPProbe | None = None) -> tuple[LynxMLPProbe, ProbeValidation]:
-    """Train the LYNX probe on a stratified ``1 - val_fraction`` share of the events (seed
-    ``config.probe_seed``), report accuracy and AUROC on the rest, and return the probe fitted on the
-    training share (as the reference does).
+                     probe: LynxMLPProbe | None = None, *, groups: np.ndarray | None = None,
+                     ) -> tuple[LynxMLPProbe, ProbeValidation]:
+    """Train the LYNX probe on a ``1 - val_fraction`` share of the events, report accuracy and AUROC on the rest,
+    and return the probe fitted on the training share (as the reference does). The split is grouped by rollout
+    (:func:`validation_split`, seed ``config.probe_seed``): the reference's stratified event-level split puts events
+    of one rollout on both sides.
 
     Args:
         X: [event, feature] event features; y: [event] forced-exit labels (0/1).
         probe: an unfitted probe to use instead of ``LynxMLPProbe(random_state=config.probe_seed)``.
+        groups: [event] rollout id of every event; None: every event its own rollout (only for events that are
+            independent).
 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> X = rng.normal(size=(300, 4)); y = (X[:, 0] > 0).astype(int)
-        >>> _, val = train_lynx_probe(X, y)
+        >>> _, val = train_lynx_probe(X, y, groups=np.repeat(np.arange(60), 5))
         >>> (val.n_train, val.n_val), val.auroc > 0.9
         ((240, 60), True)
     """
-    from sklearn.model_selection import train_test_split
-
     from probes.intention import auroc_score
     from probes.mlp import LynxMLPProbe
 
@@ -369,8 +411,9 @@ def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConf
         raise ThinklensError.of("probe training data", f"X {X.shape}, y {y.shape}, class counts {counts.tolist()}",
                                 "X [event, feature] and 0/1 labels with at least 2 events of each class",
                                 "label more rollouts; with no correct (or no wrong) forced exit there is nothing to learn")
-    X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=config.val_fraction, random_state=config.probe_seed,
-                                                stratify=y)
+    groups = np.arange(y.shape[0]) if groups is None else np.asarray(groups)
+    tr, va = validation_split(y, groups, config.val_fraction, config.probe_seed)
+    X_tr, X_val, y_tr, y_val = X[tr], X[va], y[tr], y[va]
     probe = LynxMLPProbe(random_state=config.probe_seed) if probe is None else probe
     probe.fit(X_tr, y_tr)
     p = probe.predict_proba(X_val)[:, 1]
@@ -379,4 +422,5 @@ def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConf
         accuracy=float(np.mean((p >= 0.5).astype(int) == y_val)),
         auroc=auroc_score(y_val, p) if both else float("nan"),
         n_train=len(y_tr), n_val=len(y_val), n_pos_train=int(y_tr.sum()),
+        n_val_rollouts=int(np.unique(groups[va]).size),
     )

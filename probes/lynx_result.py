@@ -41,7 +41,10 @@ class LynxResult:
     base_rate: BaseRateCurve
     """Label base rate by relative event position (test split)."""
     per_delta: list[dict]
-    """One row per delta: thresholds, accuracy, accuracy change, tokens, saving, exit rate, validity."""
+    """One row per delta: thresholds, accuracy, accuracy change, tokens, saving, the test rollouts that exited
+    (``n_exit`` of ``n_rollouts``), and validity: the test events with y=0 that got the set {1} (``n_neg_set_one`` of
+    ``n_neg``), their rate with its exact interval, and whether the data reject the bound (``consistent``: not
+    rejected; ``validity``: the same in words)."""
     summary: dict
     """Counts, label base rates, probe quality, calibration sizes."""
 
@@ -57,10 +60,11 @@ class LynxResult:
             rows.append({
                 "delta": d, "q_pos": q_pos, "q_neg": q_neg, "accuracy": o.accuracy,
                 "accuracy_change": o.accuracy - full.accuracy, "mean_tokens": o.mean_tokens, "saving": o.saving,
-                "exit_rate": o.exit_rate, "rate": float(validity.rate[i]), "lower": float(validity.lower[i]),
+                "exit_rate": o.exit_rate, "n_exit": o.n_exit, "n_rollouts": int(o.exit_event.shape[0]),
+                "rate": float(validity.rate[i]), "lower": float(validity.lower[i]),
                 "upper": float(validity.upper[i]), "margin": float(validity.margin[i]),
-                "n_exit": int(validity.n_exit[i]), "n_neg": validity.n_neg,
-                "consistent": bool(validity.consistent[i]),
+                "n_neg_set_one": int(validity.n_neg_set_one[i]), "n_neg": validity.n_neg,
+                "consistent": bool(validity.consistent[i]), "validity": validity.statement(i),
             })
         return cls(report=report, validity=validity, base_rate=base_rate, per_delta=rows, summary=summary)
 
@@ -87,7 +91,9 @@ class LynxResult:
         v, b = doc["validity"], doc["base_rate"]
         validity = ValidityCurve(deltas=_floats(v["deltas"]), rate=_floats(v["rate"]), lower=_floats(v["lower"]),
                                  upper=_floats(v["upper"]), n_neg=int(v["n_neg"]),
-                                 n_exit=np.asarray(v["n_exit"], dtype=np.int64), confidence=float(v["confidence"]))
+                                 # runs before issue 27 named the count of y=0 events with the set {1} "n_exit"
+                                 n_neg_set_one=np.asarray(v["n_neg_set_one"] if "n_neg_set_one" in v else v["n_exit"],
+                                                          dtype=np.int64), confidence=float(v["confidence"]))
         base = BaseRateCurve(edges=_floats(b["edges"]), rate=_floats(b["rate"]),
                              count=np.asarray(b["count"], dtype=np.int64), lower=_floats(b["lower"]),
                              upper=_floats(b["upper"]))

@@ -204,6 +204,8 @@ def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tupl
 def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, sites, train):
     """The probe and its validation record: the given one, the one this run saved, or a new one trained on the
     train split's events (``train``: its SplitData; None with a given probe)."""
+    import numpy as np
+
     from probes.io import load_probe, save_probe
     from probes.lynx import train_lynx_probe
     from probes.mlp import LynxMLPProbe
@@ -214,11 +216,13 @@ def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, s
     folder = ctx.run.path / "probe"
     if cache.done("probe") and (folder / "probe.json").is_file():
         return load_probe(folder, expect_site=site_names), ctx.run.read_result("probe_validation")
+    groups = np.repeat(np.arange(len(train.events)), [len(evs) for evs in train.events])  # [event] its rollout
     probe, val = train_lynx_probe(train.X, train.forced.label, config, LynxMLPProbe(hidden_layer_sizes=tuple(config.hidden_layer_sizes),
-                                                             random_state=config.probe_seed))
+                                                             random_state=config.probe_seed), groups=groups)
     save_probe(probe, folder, site=site_names, model_name=config.model)
     info = {"source": "trained", "accuracy": val.accuracy, "auroc": val.auroc, "n_train": val.n_train,
-            "n_val": val.n_val, "n_pos_train": val.n_pos_train, "n_iter": probe.n_iter_}
+            "n_val": val.n_val, "n_val_rollouts": val.n_val_rollouts, "split": "grouped by rollout",
+            "n_pos_train": val.n_pos_train, "n_iter": probe.n_iter_}
     ctx.run.write_result("probe_validation", info)  # auroc is nan (null) when the validation share has one class
     cache.finish("probe")
     return load_probe(folder, expect_site=site_names), info  # the saved one: identical on resume
@@ -234,12 +238,14 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     from probes.intention import auroc_score
     from probes.io import load_probe
     from probes.lynx import check_cue_vocabulary, lynx_sites
+    from probes.lynx_findings import lynx_findings
     from probes.lynx_result import LynxResult, write_lynx_result
     from probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels, split_problem_sets
     from probes.rollouts import problem_prompts
     from thinklens.answers import is_correct
     from thinklens.formats import format_for
     from thinklens.stages import StageCache
+    from thinklens.stats import findings_doc
 
     model = ctx.model
     fmt = format_for(model, config.prompt_format)
@@ -275,11 +281,15 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     n_exit_string = len(model.tokenizer(settings.exit_string, add_special_tokens=False)["input_ids"])
     table, rollouts = exit_tables(test.traces, test.events, test.gold, test.forced, p_test,
                                   exit_string_tokens=n_exit_string)
-    report = evaluate_exit_policies(table, rollouts, calibrator, deltas, fractions=settings.fractions,
-                                    threshold=settings.threshold)
+    # the usable deltas were checked above; skipping here again lists the same skipped ones in the report, so the
+    # result's skipped_deltas and the summary's are one list
+    report = evaluate_exit_policies(table, rollouts, calibrator, settings.deltas, fractions=settings.fractions,
+                                    threshold=settings.threshold, skip_vacuous=True)
     y_test = test.forced.label
+    validity = validity_curve(p_test, y_test, calibrator, deltas)
+    findings = lynx_findings(report, validity, table, rollouts, seed=settings.seed)
     summary = {
-        "model": settings.model, "sites": [str(s) for s in sites], "skipped_deltas": skipped,
+        "model": settings.model, "sites": [str(s) for s in sites], "skipped_deltas": list(report.skipped_deltas),
         "prompt_format": fmt.kind, "exit_string": settings.exit_string, "cue_words": list(settings.cue_words),
         "max_answer_tokens": settings.max_answer_tokens, "max_new_tokens": settings.max_new_tokens,
         "exit_string_tokens": n_exit_string,
@@ -295,13 +305,17 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
         "test_auroc": auroc_score(y_test, p_test) if 0 < y_test.sum() < len(y_test) else None,
         "calibration": {"n_pos": calibrator.n_pos, "n_neg": calibrator.n_neg, "fallbacks": settings.calibration_fallbacks,
                         "thresholds": {str(d): list(calibrator.thresholds(d)) for d in deltas}},
+        "findings": findings_doc(findings),
     }
-    result = LynxResult.build(report=report, validity=validity_curve(p_test, y_test, calibrator, deltas),
+    if list(report.skipped_deltas) != skipped:  # pragma: no cover - one rule decides both
+        raise RuntimeError(f"skipped deltas disagree: report {report.skipped_deltas}, calibration {skipped}")
+    result = LynxResult.build(report=report, validity=validity,
                               base_rate=base_rate_by_position(table, rollouts), summary=summary,
                               thresholds={d: calibrator.thresholds(d) for d in deltas})
     write_lynx_result(ctx.run, result, events=table, rollouts=rollouts)
-    ctx.run.finish({k: summary[k] for k in ("model", "test_auroc")} | {"per_delta": [
-        {k: r[k] for k in ("delta", "accuracy", "saving", "rate")} for r in result.per_delta]})
+    ctx.run.finish({k: summary[k] for k in ("model", "test_auroc", "skipped_deltas", "findings")} | {"per_delta": [
+        {k: r[k] for k in ("delta", "accuracy", "saving", "n_exit", "n_rollouts", "rate", "consistent")}
+        for r in result.per_delta]})
     return ctx.shards.share(result)
 
 
@@ -314,15 +328,21 @@ def report(result: LynxResult) -> str:
     s = result.summary
     lines = [f"label base rate (test): {_fmt(s['splits']['test']['label_base_rate'])}; probe test AUROC: "
              f"{_fmt(s['test_auroc'])}; calibration events: {s['calibration']['n_pos']} pos / {s['calibration']['n_neg']} neg",
-             f"{'policy':<18}{'accuracy':>9}{'Δacc':>8}{'tokens':>8}{'saving':>8}{'exit':>7}  P(S={{1}}|y=0) [95% upper]"]
+             f"{'policy':<18}{'accuracy':>9}{'Δacc':>8}{'tokens':>8}{'saving':>8}{'exit':>7}  P(S={{1}}|y=0) [exact 95%]"]
     full = result.report.get("full").accuracy
     rows = {r["delta"]: r for r in result.per_delta}
     for o in result.report.outcomes:
-        tail = f"  {_fmt(rows[o.param]['rate'])} [{_fmt(rows[o.param]['upper'])}]" if o.policy == "lynx" else ""
+        r = rows.get(o.param) if o.policy == "lynx" else None
+        tail = (f"  {_fmt(r['rate'])} [{_fmt(r['lower'])}, {_fmt(r['upper'])}] "
+                f"{'not rejected' if r['consistent'] else 'REJECTED'} at δ" if r else "")
         lines.append(f"{o.label:<18}{o.accuracy:>9.3f}{o.accuracy - full:>+8.3f}{o.mean_tokens:>8.1f}{o.saving:>8.1%}"
                      f"{o.exit_rate:>7.1%}{tail}")
     if s.get("skipped_deltas"):
         lines.append(f"skipped deltas (calibration too small): {s['skipped_deltas']}")
+    if s.get("findings"):
+        from probes.lynx_findings import headline_lines
+
+        lines += headline_lines(s["findings"])
     return "\n".join(lines)
 
 

@@ -129,8 +129,34 @@ def test_validity_is_contradicted_when_the_exact_interval_lies_above_delta():
     n_exit = np.array([45, 20, 71])
     deltas = np.array([0.1, 0.05, 0.2])
     lo, hi = clopper_pearson(n_exit, 319)
-    curve = ValidityCurve(deltas=deltas, rate=n_exit / 319, lower=lo, upper=hi, n_neg=319, n_exit=n_exit,
+    curve = ValidityCurve(deltas=deltas, rate=n_exit / 319, lower=lo, upper=hi, n_neg=319, n_neg_set_one=n_exit,
                           confidence=0.95)
     assert curve.rate[0] <= deltas[0] + curve.margin[0]  # the looser check passes
     assert curve.consistent.tolist() == [False, True, True]
     assert binomtest(45, 319, 0.1, alternative="greater").pvalue < 0.025  # the one-sided exact test agrees
+
+
+@pytest.mark.parametrize(("n", "delta"), [(30, 0.1), (10, 0.3), (50, 0.05), (99, 0.01), (7, 0.2)])
+def test_conformal_quantile_is_the_k_th_smallest_not_a_neighbour(n, delta):
+    # kills the off-by-one conformal quantile mutants: k - 1 / k + 1 (index), and ceil(n (1 - delta)) for
+    # ceil((n + 1)(1 - delta)) (they differ at n = 30, delta = 0.1: 28 vs 27). k from integers, not floats:
+    num, den = round(delta * 1000), 1000
+    k = -(-(n + 1) * (den - num) // den)  # ceil((n+1)(1-delta)) in integer arithmetic
+    scores = np.random.default_rng(n).permutation(np.arange(1, n + 1) / (n + 1))  # distinct, the i-th smallest i/(n+1)
+    assert conformal_rank(n, delta) == k
+    assert class_quantile(scores, delta) == pytest.approx(k / (n + 1))
+    # the consequence a mutant breaks: with exchangeable scores the exact miscoverage is 1 - k/(n+1) <= delta, and
+    # one rank lower (k - 1) would exceed delta for the cases where k is the smallest valid rank
+    assert 1 - k / (n + 1) <= delta + 1e-12
+    assert 1 - (k - 1) / (n + 1) > delta
+
+
+def test_validity_statement_names_the_exact_interval_and_does_not_claim_proof():
+    from thinklens.stats import clopper_pearson as exact
+
+    lo, hi = clopper_pearson(np.array([3, 30]), 100)
+    assert (lo[0], hi[0]) == exact(3, 100) and (lo[1], hi[1]) == exact(30, 100)  # thinklens.stats' interval
+    curve = ValidityCurve(np.array([0.05, 0.1]), np.array([0.03, 0.3]), lo, hi, 100, np.array([3, 30]), 0.95)
+    assert curve.statement(0).endswith("the data do not reject <= 0.05 at n=100")
+    assert "exact 95% interval" in curve.statement(0)
+    assert curve.statement(1).endswith("the data reject <= 0.1 at n=100")

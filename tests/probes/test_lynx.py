@@ -153,3 +153,55 @@ def test_train_lynx_probe_split_and_errors():
     assert val.n_pos_train == round(y.mean() * 160) or abs(val.n_pos_train / 160 - y.mean()) < 0.01
     with pytest.raises(ThinklensError, match="at least 2 events of each class"):
         train_lynx_probe(X, np.zeros(200, int))
+
+
+def _leaky_rollouts(n_rollouts=250, per=4, dim=10, seed=0):
+    """Events of one rollout are near-copies of its state and share its label, drawn at random per rollout: nothing
+    generalises across rollouts, so a held-out accuracy above chance can only come from a rollout on both sides."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_rollouts, dim))  # [rollout, dim]
+    labels = rng.permutation(np.arange(n_rollouts) % 2)  # [rollout]
+    groups = np.repeat(np.arange(n_rollouts), per)  # [event]
+    X = centres[groups] + 0.01 * rng.normal(size=(groups.size, dim))  # [event, dim]
+    return X, labels[groups], groups
+
+
+def test_probe_validation_split_is_grouped_by_rollout():
+    # kills the ungrouped split mutant (train_test_split over events, the reference's): events of one rollout on both
+    # sides report memorised neighbours as a held-out accuracy near 1
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    from probes.lynx import LynxConfig, train_lynx_probe, validation_split
+    from probes.mlp import LynxMLPProbe
+
+    X, y, groups = _leaky_rollouts()
+    tr, va = validation_split(y, groups, 0.2, 42)
+    assert not set(groups[tr]) & set(groups[va]) and len(tr) + len(va) == len(y)
+    assert set(np.unique(y[va])) == {0, 1} and set(np.unique(y[tr])) == {0, 1}
+    assert 0.1 <= len(va) / len(y) <= 0.3
+
+    def mlp():
+        return LynxMLPProbe(hidden_layer_sizes=(64,), early_stopping=False, max_iter=300, random_state=42)
+
+    _, val = train_lynx_probe(X, y, LynxConfig(), mlp(), groups=groups)
+    assert val.n_val_rollouts == len(set(groups[va])) and val.n_val + val.n_train == len(y)
+    assert val.accuracy < 0.7  # chance, up to the noise of ~50 held-out rollouts
+    # the same probe on the ungrouped split: the leak this data has (what the mutant would report)
+    X_tr, X_va, y_tr, y_va = train_test_split(X, y, test_size=0.2, random_state=42, stratify=y)
+    leaked = float(np.mean(mlp().fit(X_tr, y_tr).predict(X_va) == y_va))
+    assert leaked > 0.8
+
+
+def test_probe_validation_split_with_few_rollouts_and_errors():
+    import numpy as np
+
+    from probes.lynx import validation_split
+
+    y = np.array([0, 1, 0, 1, 0, 1, 1, 0]); groups = np.array([0, 0, 1, 1, 2, 2, 3, 3])  # 4 rollouts < 5 folds
+    tr, va = validation_split(y, groups, 0.2, 0)
+    assert not set(groups[tr]) & set(groups[va]) and len(va) > 0
+    with pytest.raises(ThinklensError, match="one rollout id per event"):
+        validation_split(y, groups[:3], 0.2, 0)

@@ -286,3 +286,20 @@ def test_cli_on_the_zoo_and_its_config_json_reruns_it(capsys, reasoner, tmp_path
     # the folder's config.json reproduces the run (every stage is read back from the cache)
     assert main(["run", "lynx", "--config", str(out_dir / "config.json"), "--out", str(out_dir), "--no-progress"]) == 0
     assert capsys.readouterr().out == out
+
+
+def test_skipped_deltas_exits_and_findings_agree_across_the_result(reasoner, tmp_path):
+    # issue 27: the result's skipped_deltas were always () while the summary listed the skipped ones; n_exit counted
+    # y=0 events with the set {1}; the summary had no findings. delta 0.01 needs 99 calibration events per class.
+    fields = SMALL | dict(deltas=(0.01, 0.3))
+    result = run_lynx(reasoner, tmp_path, "skips", **fields)
+    doc = json.loads((tmp_path / "lynx" / "skips" / "results" / "lynx.json").read_text())
+    assert doc["summary"]["skipped_deltas"] == [0.01] == doc["skipped_deltas"] == list(result.report.skipped_deltas)
+    assert RunFolder.open(tmp_path / "lynx" / "skips").meta()["summary"]["skipped_deltas"] == [0.01]
+    (row,) = result.per_delta
+    o = result.report.get("lynx", 0.3)
+    assert row["n_exit"] == int((o.exit_event >= 0).sum()) and row["n_rollouts"] == 40
+    assert row["n_neg_set_one"] == int(result.validity.n_neg_set_one[0]) and "exact 95% interval" in row["validity"]
+    # findings: only deltas in 0.05-0.1, so none here; the probe's validation split is grouped by rollout
+    assert result.summary["findings"] == []
+    assert result.summary["probe"]["split"] == "grouped by rollout" and result.summary["probe"]["n_val_rollouts"] > 0

@@ -1,0 +1,135 @@
+"""The findings of a LYNX run (shared/specs/controls.md), built with :mod:`thinklens.stats`.
+
+Per delta in :data:`FINDING_DELTAS` (0.05 to 0.1, both ends included) three findings, each with its n, interval,
+control and verdict:
+
+- ``saving``: the share of the test rollouts' tokens LYNX saves (:func:`probes.exits.token_saving`), with a
+  percentile bootstrap interval over test rollouts, against no exit (0): ``effect`` only when the interval lies
+  above 0, so a 0% saving is never an effect. ``extra`` holds the oracle's saving (first event whose forced exit is
+  right: an upper bound) with its interval, and LYNX minus oracle paired over the same resampled rollouts.
+- ``accuracy``: LYNX's accuracy against the full rollouts' on the same problems (McNemar): ``effect`` means a
+  significant loss (``higher_is_effect=False``).
+- ``P(S={1}|y=0)``: the rate at which test events whose forced exit is wrong get the set {1}, with its exact
+  (Clopper-Pearson) interval, against delta: ``effect`` means the per-event bound is rejected (the interval lies
+  above delta); ``no effect`` means the data do not reject it at this n.
+
+Example:
+    >>> import numpy as np
+    >>> from probes.conformal import MondrianCalibrator, validity_curve
+    >>> from probes.exits import EventTable, RolloutTable, evaluate_exit_policies
+    >>> ro = RolloutTable(length=[100] * 40, correct=[1] * 40, tokens=[100] * 40)
+    >>> ev = EventTable(rollout=np.repeat(np.arange(40), 2), position=[30, 60] * 40, label=[0, 1] * 40,
+    ...                 prob=np.tile([0.1, 0.9], 40), exit_tokens=[33, 63] * 40)
+    >>> cal = MondrianCalibrator.fit(np.r_[np.full(30, 0.1), np.full(30, 0.9)], np.r_[np.zeros(30), np.ones(30)])
+    >>> report = evaluate_exit_policies(ev, ro, cal, (0.05, 0.1))
+    >>> fs = lynx_findings(report, validity_curve(ev.prob, ev.label, cal, (0.05, 0.1)), ev, ro)
+    >>> [(f.statistic, f.verdict) for f in fs[:3]]
+    [('saving', 'effect'), ('accuracy', 'no effect'), ('P(S={1}|y=0)', 'no effect')]
+    >>> round(fs[0].value, 2), fs[0].extra["oracle_saving"]
+    (0.37, 0.37)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from probes.conformal import ValidityCurve
+from probes.exits import EventTable, ExitReport, RolloutTable, policy_costs
+from thinklens.stats import Finding, bootstrap_ci, headline, paired_finding, verdict_from_interval
+
+#: The deltas whose findings a LYNX run reports (lowest, highest; both included).
+FINDING_DELTAS: tuple[float, float] = (0.05, 0.1)
+SAVING, ACCURACY, VALIDITY = "saving", "accuracy", "P(S={1}|y=0)"
+
+
+def saving_interval(tokens: np.ndarray, full_tokens: np.ndarray, *, baseline_tokens: np.ndarray | None = None,
+                    seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval, over rollouts, of the token saving ``1 - sum(tokens) / sum(full_tokens)``;
+    with ``baseline_tokens``, of the saving minus the baseline's saving on the same resampled rollouts.
+
+    Example:
+        >>> saving_interval(np.full(20, 50.0), np.full(20, 100.0))
+        (0.5, 0.5)
+    """
+    t, f = np.asarray(tokens, dtype=np.float64), np.asarray(full_tokens, dtype=np.float64)
+    b = None if baseline_tokens is None else np.asarray(baseline_tokens, dtype=np.float64)
+
+    def stat(idx: np.ndarray, axis: int) -> np.ndarray:  # idx: [n_boot, n] resampled rollout ids
+        rows = idx.astype(np.int64)
+        full = np.maximum(f[rows].sum(axis=axis), 1e-12)  # [n_boot]
+        saving = 1.0 - t[rows].sum(axis=axis) / full
+        return saving if b is None else saving - (1.0 - b[rows].sum(axis=axis) / full)
+
+    return bootstrap_ci(np.arange(t.shape[0], dtype=np.float64), stat=stat, seed=seed)
+
+
+def in_range(delta: float, deltas: tuple[float, float] = FINDING_DELTAS) -> bool:
+    """Whether ``delta`` lies in the closed range ``deltas`` (up to float rounding)."""
+    return deltas[0] - 1e-9 <= float(delta) <= deltas[1] + 1e-9
+
+
+def lynx_findings(report: ExitReport, validity: ValidityCurve, events: EventTable, rollouts: RolloutTable, *,
+                  deltas: tuple[float, float] = FINDING_DELTAS, seed: int = 0) -> list[Finding]:
+    """The saving, accuracy and validity findings of every LYNX delta of ``report`` inside ``deltas`` (module doc)."""
+    full_correct, full_tokens = policy_costs(events, rollouts, report.get("full").exit_event)
+    oracle = report.get("oracle")
+    _, oracle_tokens = policy_costs(events, rollouts, oracle.exit_event)
+    oracle_ci = saving_interval(oracle_tokens, full_tokens, seed=seed)
+    out: list[Finding] = []
+    for i, d in enumerate(validity.deltas.tolist()):
+        if not in_range(d, deltas):
+            continue
+        o = report.get("lynx", d)
+        correct, tokens = policy_costs(events, rollouts, o.exit_event)
+        ci = saving_interval(tokens, full_tokens, seed=seed)
+        vs_oracle = saving_interval(tokens, full_tokens, baseline_tokens=oracle_tokens, seed=seed)
+        out.append(Finding(
+            f"LYNX at delta {d:g} saves reasoning tokens", SAVING, o.saving, ci, rollouts.n, "no exit (full rollouts)",
+            0.0, verdict_from_interval(ci, 0.0, n=rollouts.n),
+            extra={"delta": d, "n_exit": o.n_exit, "interval": "bootstrap over test rollouts",
+                   "oracle_saving": oracle.saving, "oracle_ci": list(oracle_ci), "minus_oracle": o.saving - oracle.saving,
+                   "minus_oracle_ci": list(vs_oracle)}))
+        acc = paired_finding(f"LYNX at delta {d:g} loses accuracy against the full rollouts", correct, full_correct,
+                             control="full rollouts", statistic=ACCURACY, binary=True, higher_is_effect=False, seed=seed)
+        out.append(dataclasses.replace(acc, extra={**acc.extra, "delta": d}))
+        lo, hi = float(validity.lower[i]), float(validity.upper[i])
+        out.append(Finding(
+            f"P(S={{1}}|y=0) exceeds delta {d:g} (the per-event bound is rejected)", VALIDITY, float(validity.rate[i]),
+            (lo, hi), validity.n_neg, "delta", float(d), verdict_from_interval((lo, hi), float(d), n=validity.n_neg),
+            extra={"delta": d, "interval": "clopper-pearson", "n_neg_set_one": int(validity.n_neg_set_one[i]),
+                   "statement": validity.statement(i)}))
+    return out
+
+
+def find(findings: Sequence[Finding | dict], statistic: str, delta: float) -> Finding | dict:
+    """The finding of ``statistic`` at ``delta`` (a Finding or its dict form, as a summary holds it)."""
+    for f in findings:
+        extra = f.extra if isinstance(f, Finding) else f.get("extra", {})
+        stat = f.statistic if isinstance(f, Finding) else f["statistic"]
+        if stat == statistic and abs(float(extra.get("delta", -1)) - float(delta)) < 1e-9:
+            return f
+    raise KeyError(f"no {statistic} finding at delta {delta}")
+
+
+def headline_lines(findings: Sequence[Finding | dict]) -> list[str]:
+    """One headline per delta (:func:`thinklens.stats.headline`: a saving whose verdict is not ``effect`` is never
+    stated as one), then every finding's own line."""
+    doc = [f.to_dict() if isinstance(f, Finding) else f for f in findings]
+    lines = []
+    for f in doc:
+        if f["statistic"] != SAVING:
+            continue
+        d, ci, x = f["extra"]["delta"], f["ci"], f["extra"]
+        acc = find(doc, ACCURACY, d)
+        val = find(doc, VALIDITY, d)
+        said = (f"{f['value']:.1%} [{ci[0]:.1%}, {ci[1]:.1%}] of tokens, n={f['n']} rollouts, oracle "
+                f"{x['oracle_saving']:.1%}")
+        lines.append(f"LYNX δ={d:g}: " + headline(f, effect=f"saves {said}", otherwise=f"no token saving shown ({said})")
+                     + f"; accuracy {acc['value']:.3f} vs full {acc['control_value']:.3f}: "
+                     + headline(acc, effect="a significant loss", otherwise="no significant loss")
+                     + "; " + headline(val, effect=f"the bound P(S={{1}}|y=0) <= {d:g} is rejected",
+                                       otherwise=f"the data do not reject P(S={{1}}|y=0) <= {d:g}"))
+    return lines
