@@ -10,7 +10,8 @@ What the runner does for every job, in order:
 1. the config: the job's defaults, then a named preset, then a JSON ``--config`` file (a run folder's
    own config.json reproduces the run), then the options given (CLI) or keywords (Python);
 2. the run folder: exactly ``out``, else ``<runs>/<job>/<run_id or a timestamp>``; the same id with the
-   same config resumes, another config is an error;
+   same config resumes, another config is an error, and so is code changed since the run started (unless
+   ``allow_stale``); meta.json records the code version, device, dtype and seed;
 3. the models: each config field named in ``Job.models`` is loaded once with the device and dtype
    (``Job.load`` for jobs whose models are not plain :class:`~thinklens.model.HookedModel`\\ s);
 4. ``job.run(config, ctx)``; the typed result it returns is handed back; the run is marked done.
@@ -86,6 +87,8 @@ class RunOptions:
     """This run's folder, exactly (overrides --runs and --run-id)."""
     progress: bool = True
     """Show progress bars."""
+    allow_stale: bool = False
+    """Resume a run even though the code changed since it started (its cached work is reused; meta.json records it)."""
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -406,9 +409,10 @@ def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
 
     def create() -> "RunFolder":
         if options.out:
-            return RunFolder.create(job.run_kind, config, path=Path(options.out).expanduser())
+            return RunFolder.create(job.run_kind, config, path=Path(options.out).expanduser(),
+                                    allow_stale=options.allow_stale)
         root = Path(options.runs) if options.runs else default_runs_root()
-        return RunFolder.create(job.run_kind, config, root=root, run_id=options.run_id)
+        return RunFolder.create(job.run_kind, config, root=root, run_id=options.run_id, allow_stale=options.allow_stale)
 
     from thinklens.training import launched_rank
 
@@ -441,7 +445,8 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
     main_process = shards.is_main  # under a multi-process launch only rank 0 writes the run's meta
     if main_process:
         run.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
-                       models={k: str(getattr(config, k)) for k in job.models})
+                       models={k: str(getattr(config, k)) for k in job.models},
+                       device=options.device, dtype=options.dtype, seed=getattr(config, "seed", None))
     progress = Progress(options.progress and main_process)
     ctx = JobContext(models=loaded, run=run, progress=progress, options=options, loader=load, shards=shards)
     result = job.run(config, ctx)
@@ -453,12 +458,14 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
 
 def run_job(name: str | Job, *, config: Any = None, preset: str | None = None, config_file: str | Path | None = None,
             device: str = "cpu", dtype: str = "float32", threads: int | None = None, runs: str | Path | None = None,
-            run_id: str | None = None, out: str | Path | None = None, progress: bool = True, **fields: Any) -> Any:
+            run_id: str | None = None, out: str | Path | None = None, progress: bool = True, allow_stale: bool = False,
+            **fields: Any) -> Any:
     """Run a job from Python and return its typed result.
 
     Args:
         name: a registered job name (``"lynx"``) or a :class:`Job`.
         config: a ready config object (then ``fields`` replace some of its values).
+        allow_stale: resume a run whose code changed since it started (see :class:`RunOptions`).
         fields: config fields. A model field may hold a loaded ``HookedModel`` instead of a name: it is
             used as it is and its name is recorded in the config.
 
@@ -480,6 +487,7 @@ def run_job(name: str | Job, *, config: Any = None, preset: str | None = None, c
     else:
         cfg = job.make_config(preset=preset, config_file=config_file, **fields)
     options = RunOptions(device=str(device), dtype=dtype, threads=threads, runs=None if runs is None else str(runs),
-                         run_id=run_id, out=None if out is None else str(out), progress=progress)
+                         run_id=run_id, out=None if out is None else str(out), progress=progress,
+                         allow_stale=allow_stale)
     result, _ = execute(job, cfg, options, models=given_models)
     return result

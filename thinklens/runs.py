@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from thinklens.errors import ThinklensError
+from thinklens.provenance import check_resume, code_version
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -119,8 +120,8 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 class RunFolder:
     """One run: ``<root>/<kind>/<id>/``.
 
-    Files: ``config.json`` (what was asked), ``meta.json`` (kind, id, created, status),
-    ``results/*.json``, ``figures/*.json`` (plotly JSON) and ``*.html``, ``progress.jsonl``.
+    Files: ``config.json`` (what was asked), ``meta.json`` (kind, id, created, status, the code version;
+    the job runner adds device, dtype and seed), ``results/*.json``, ``figures/*.json`` (plotly JSON) and ``*.html``, ``progress.jsonl``.
     """
 
     def __init__(self, path: Path, *, shard: int = 0):
@@ -133,12 +134,15 @@ class RunFolder:
     @classmethod
     def create(
         cls, kind: str, config: Any, *, root: Path | str | None = None, run_id: str | None = None,
-        resume: bool = True, path: Path | str | None = None,
+        resume: bool = True, path: Path | str | None = None, allow_stale: bool = False,
     ) -> "RunFolder":
         """Create ``root/kind/run_id`` (a timestamp id by default), or exactly ``path``, and write its config.
 
+        A new folder's meta.json records the code version (``code``: :func:`thinklens.provenance.code_version`).
         With ``resume`` and an existing folder whose config is equal, the folder is reused so
-        :meth:`pending` skips finished items; a different config is an error (never overwritten).
+        :meth:`pending` skips finished items; a different config is an error (never overwritten), and so is
+        code whose source changed since the run started, unless ``allow_stale`` (then meta.json's
+        ``stale_resumes`` records what changed).
         """
         validate_id(kind, "run kind")
         if path is not None:
@@ -159,12 +163,23 @@ class RunFolder:
                     "run folder", str(path), "a new run id, or the same config to resume",
                     "pass another --run-id, or delete the folder to start over",
                 )
-            return cls(path)
+            run = cls(path)
+            run.check_code(allow_stale=allow_stale)
+            return run
         path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path / "config.json", cfg)
         run = cls(path)
-        run.write_meta(status="running", kind=kind)
+        run.write_meta(status="running", kind=kind, code=code_version())
         return run
+
+    def check_code(self, *, allow_stale: bool = False) -> None:
+        """Refuse to resume with code whose source differs from the code the run started with (see
+        :func:`thinklens.provenance.check_resume`); with ``allow_stale`` record the stale resume instead."""
+        meta = self.meta()
+        stale = check_resume(meta.get("code"), code_version(), where=str(self.path), allow_stale=allow_stale)
+        if stale is not None:
+            stale["at"] = _dt.datetime.now().isoformat(timespec="seconds")
+            self.write_meta(stale_resumes=[*meta.get("stale_resumes", []), stale])
 
     @classmethod
     def open(cls, path: Path | str) -> "RunFolder":

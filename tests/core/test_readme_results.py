@@ -1,8 +1,9 @@
-"""Every number in a README results block equals the committed summary (results/NAME.json) the block names.
+"""Every README results block is its template rendered from the committed summary it names, every quoted number
+a named field of that summary; no measured number sits outside the blocks.
 
-A block starts with a line ``<!-- results: results/NAME.json -->`` and ends with ``<!-- /results -->``; the
-summaries are written by ``python results/collect.py NAME`` from the run folders (see
-:mod:`thinklens.readme_results` for the matching rules).
+A block starts with ``<!-- results: results/NAME.json template: results/readme/ID.md -->`` and ends with
+``<!-- /results -->``; the summaries are written by ``python results/collect.py NAME`` from the run folders (see
+:mod:`thinklens.readme_results` for the template holes).
 """
 
 from __future__ import annotations
@@ -10,49 +11,107 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from thinklens.readme_results import blocks, problems, unmatched
+import pytest
+
+from thinklens.readme_results import (TemplateError, blocks, field, fields_of, find_blocks, mutation_sweep,
+                                      outside_numbers, problems, render, write)
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 
-def test_readme_has_results_blocks():
-    assert blocks(README), "README.md has no `<!-- results: results/NAME.json -->` block"
+def test_readme_has_results_blocks_each_with_a_template():
+    found = find_blocks(README)
+    assert found, "README.md has no `<!-- results: results/NAME.json template: ... -->` block"
+    assert all(b.template for b in found)
 
 
-def test_every_readme_number_is_in_its_summary():
+def test_every_readme_block_is_its_template_rendered_from_its_summary():
     found = problems(README, ROOT)
     assert not found, "\n".join(found)
+
+
+def test_changing_any_digit_of_any_block_number_is_flagged():
+    """The mutation sweep: the last digit of every number (every run of digits) of every block, +-1, one at a time."""
+    flagged, total, survivors = mutation_sweep(README, ROOT)
+    assert total > 1500, total  # every block's numbers, tables, prose, inline name=value, 4.1x and +- forms
+    assert flagged == total, "\n".join(survivors[:20])
+
+
+def test_quoted_numbers_name_their_fields():
+    """Inline name=value, ratios (4.1x), percentages and +- spreads are template fields, not literal text."""
+    templates = {b.template: (ROOT / b.template).read_text() for b in find_blocks(README)}
+    bench = templates["results/readme/bench.md"]
+    assert '`label_speedup={{values.benches["bench/lynx.py"].label_speedup|.2f}}`' in bench
+    assert '`capture_overhead={{values.benches["bench/capture.py"].capture_overhead' in bench
+    latent = templates["results/readme/latent_table.md"]
+    assert "{{values.tables.seed40000[5].accuracy|pct|.1f}}%" in latent  # CODI on 1000 problems
+    assert "|.1f}}x" in latent  # compression 4.1x
+    assert "+- {{" in templates["results/readme/steer.md"]
+    holes = sum(len(fields_of(t)) for t in templates.values())
+    assert holes > 800
+
+
+def test_no_measured_number_outside_the_blocks():
+    found = outside_numbers(README)
+    assert not found, "move these into a results block tied to a summary, or name their paper:\n" + "\n".join(found)
+
+
+def test_write_regenerates_the_readme_unchanged():
+    assert write(README, ROOT) == README
+
+
+def _summary_dir(tmp_path, values, template):
+    (tmp_path / "results" / "readme").mkdir(parents=True)
+    summary = {"command": "thinklens run x", "date": "2026-11-30", "source": "runs/x/1", "config": {"n": 60},
+               "values": values}
+    (tmp_path / "results" / "s.json").write_text(json.dumps(summary))
+    (tmp_path / "results" / "readme" / "s.md").write_text(template)
+    return summary
+
+
+def test_a_drifted_number_is_reported_with_the_line(tmp_path):
+    _summary_dir(tmp_path, {"acc": {"1": 0.98333}, "share": 0.127},
+                 '{{config.n}} problems: {{values.acc["1"]|.3f}}, {{values.share|pct|.1f}}% (`--k 3`)\n')
+    ok = "<!-- results: results/s.json template: results/readme/s.md -->\n60 problems: 0.983, 12.7% (`--k 3`)\n<!-- /results -->\n"
+    assert problems(ok, tmp_path) == []
+    drifted = ok.replace("0.983", "0.985")
+    (msg,) = problems(drifted, tmp_path)
+    assert "line 1 reads '60 problems: 0.985, 12.7% (`--k 3`)' where the template renders '60 problems: 0.983" in msg
+    # a number equal to another field of the summary is still flagged: each number is tied to its own field
+    assert problems(ok.replace("12.7%", "98.3%"), tmp_path)
+    assert write(drifted, tmp_path) == ok
+
+
+def test_fields_filters_and_bad_holes():
+    s = {"values": {"t": [{"acc": -0.0275}], "b": {"bench/x.py": {"r": 4.13}}, "z": None}}
+    assert render('{{values.t[0].acc|pct|+.1f}} / {{values.t[0].acc|abs|pct|.1f}} / {{values.b["bench/x.py"].r|.1f}}x', s) \
+        == "-2.8 / 2.8 / 4.1x"
+    assert field(s, 'values.b["bench/x.py"].r') == 4.13
+    with pytest.raises(TemplateError, match="no item 3"):
+        render("{{values.t[3].acc|.1f}}", s)
+    with pytest.raises(TemplateError, match="format spec must come last"):
+        render("{{values.t[0].acc|percent|.1f}}", s)
+    with pytest.raises(TemplateError, match="format '.1q' does not apply"):
+        render("{{values.t[0].acc|.1q}}", s)
+    with pytest.raises(TemplateError, match="null"):
+        render("{{values.z|.1f}}", s)
+
+
+def test_missing_summary_template_and_unclosed_block_are_reported(tmp_path):
+    text = "intro 3\n<!-- results: results/gone.json -->\n| m | 0.5 |\n<!-- /results -->\n"
+    assert problems(text, tmp_path) == ["results block 1 names results/gone.json, which does not exist: "
+                                        "write it with `python results/collect.py gone`"]
+    _summary_dir(tmp_path, {"a": 1}, "{{values.a}}\n")
+    untemplated = "<!-- results: results/s.json -->\n1\n<!-- /results -->\n<!-- results: results/t.json -->\n2\n"
+    found = problems(untemplated, tmp_path)
+    assert "2 results blocks open but 1 are closed" in found[0] and "names no template" in found[1]
+    (tmp_path / "results" / "u.json").write_text(json.dumps({"command": "x", "date": "2026-11-30", "values": {}}))
+    found = problems("<!-- results: results/u.json template: results/readme/s.md -->\n1\n<!-- /results -->\n", tmp_path)
+    assert "lacks a non-empty source, config, values" in found[0]
 
 
 def test_summaries_are_small():
     for name, _ in blocks(README):
         size = (ROOT / name).stat().st_size
         assert size < 50_000, f"{name} is {size} bytes: prune per-item arrays in results/collect.py"
-
-
-def test_missing_summary_is_a_clear_failure(tmp_path):
-    text = "intro 3\n<!-- results: results/gone.json -->\n| m | 0.5 |\n<!-- /results -->\n"
-    assert problems(text, tmp_path) == ["results block 1 names results/gone.json, which does not exist: "
-                                        "write it with `python results/collect.py gone`"]
-
-
-def test_a_drifted_number_is_reported(tmp_path):
-    (tmp_path / "results").mkdir()
-    summary = {"command": "thinklens run x", "date": "2026-11-30", "source": "runs/x/1", "config": {"n": 60},
-               "values": {"acc": {"1": 0.9833}, "share": 0.127}}
-    (tmp_path / "results" / "s.json").write_text(json.dumps(summary))
-    ok = "<!-- results: results/s.json -->\n60 problems, 1 step: 0.983, 12.7% (`--k 3`)\n<!-- /results -->\n"
-    assert problems(ok, tmp_path) == []
-    drifted = ok.replace("0.983", "0.985")
-    assert unmatched(blocks(drifted)[0][1], summary) == ["0.985"]
-    assert "0.985 not in its summary" in problems(drifted, tmp_path)[0]
-
-
-def test_incomplete_summary_and_unclosed_block_are_reported(tmp_path):
-    (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "s.json").write_text(json.dumps({"command": "x", "date": "2026-11-30", "values": {}}))
-    text = "<!-- results: results/s.json -->\n1\n<!-- /results -->\n<!-- results: results/t.json -->\n2\n"
-    found = problems(text, tmp_path)
-    assert "2 results blocks open but 1 are closed" in found[0]
-    assert "lacks a non-empty source, config, values" in found[1]
