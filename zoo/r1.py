@@ -207,11 +207,12 @@ class R1Encoder:
         return [*head.ids, *tail.ids, self.eos], len(head.ids)
 
     def batch(self, rng: np.random.Generator, task: TaskConfig, mix: "R1TextMix", *, batch_tokens: int):
-        """About ``batch_tokens`` padded tokens of one step count (drawn uniformly from the task's range); labels
+        """About ``batch_tokens`` padded tokens of one step count (drawn uniformly from the task's range), texts
+        drawn by the mix (:meth:`zoo.recipes.R1TextMix.example_texts`, an overthinking mix's own); labels
         ignore the prompt and the padding (:func:`zoo.data.pack_batch`)."""
         from zoo.data import pack_batch
 
         def draw(n_steps: int) -> tuple[list[int], int]:
-            return self.encode(*example_texts(rng, generate_problem(rng, task, n_steps=n_steps), mix))
+            return self.encode(*mix.example_texts(rng, generate_problem(rng, task, n_steps=n_steps)))
 
         return pack_batch(rng, task, draw, batch_tokens=batch_tokens, pad=self.pad)

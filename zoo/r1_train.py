@@ -33,7 +33,7 @@ from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.training import warmup_cosine_lr
 from thinklens.zoo.modeling import seeded_init
 from zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, user_message
-from zoo.recipes import R1Recipe, get_recipe
+from zoo.recipes import OverthinkMix, R1Recipe, get_recipe
 from zoo.train import ZooTraining
 
 
@@ -113,25 +113,55 @@ def _tokenizer_for(recipe: R1Recipe, seed: int, ckpt: Path, given: Any = None):
     return tok
 
 
-def r1_training(recipe: R1Recipe, *, seed: int, ckpt: Path, label: str, tokenizer: Any = None) -> ZooTraining:
+def r1_parent(recipe: R1Recipe, out: Path | None = None) -> Path:
+    """The folder of an R1 recipe's ``init``: next to ``out`` if trained there (a private zoo), else the
+    committed one under data/zoo."""
+    from thinklens.zoo.registry import zoo_dir
+
+    for folder in ([out.parent / recipe.init] if out is not None else []) + [zoo_dir() / recipe.init]:
+        if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
+            return folder
+    raise ThinklensError.of(f"parent of {recipe.name}", recipe.init, "a trained R1 model folder",
+                            f"train it first: thinklens run zoo-train --model {recipe.init}")
+
+
+def load_r1_parent(folder: Path):
+    """``(model, tokenizer)`` of a published R1 folder, the model in float32 and in training mode."""
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
+
+    model = Qwen2ForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    return model.train(), AutoTokenizer.from_pretrained(str(folder))
+
+
+def r1_training(recipe: R1Recipe, *, seed: int, ckpt: Path, label: str, tokenizer: Any = None,
+                out: Path | None = None) -> ZooTraining:
     """tiny-r1's part of :func:`zoo.train.train_zoo_model`: a fresh Qwen2 sized for this run's tokenizer
-    (:func:`_tokenizer_for`), both phases' schedule, chat-rendered batches, and its last checkpoint kept."""
-    tok = _tokenizer_for(recipe, seed, ckpt, tokenizer)
+    (:func:`_tokenizer_for`), or the ``init`` model with its tokenizer (:func:`r1_parent`, looked up next to
+    ``out`` first), both phases' schedule, chat-rendered batches, and its last checkpoint kept."""
+    if recipe.init is not None:
+        parent = r1_parent(recipe, out)
+        model, parent_tok = load_r1_parent(parent)
+        model.config.max_position_embeddings = recipe.model.max_positions  # RoPE: nothing learned per position
+        tok = _tokenizer_for(recipe, seed, ckpt, parent_tok)
+        init = {"init": recipe.init, "parent": recipe.init, "parent_dir": str(parent),
+                "init_note": f"fine-tuned from {recipe.init}: its weights and its tokenizer"}
+    else:
+        tok = _tokenizer_for(recipe, seed, ckpt, tokenizer)
+        model = build_r1_model(recipe, tok, seed=seed)
+        init = {"init": None, "init_note": "fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so "
+                "it cannot share the zoo's tiny-pre initialisation (weight arithmetic with other zoo models is meaningless)"}
     encoder = R1Encoder(tok)
-    model = build_r1_model(recipe, tok, seed=seed)
+    meta_fields = {**init, "architecture": "qwen2", "prompt_format": recipe.prompt_format, "vocab_size": len(tok),
+                   "recipe": recipe.to_json()}
+    if recipe.init is not None:  # the zoo.json entry said of every lineage member (parent and training data)
+        meta_fields["training_data"] = recipe.mix.describe()
     return ZooTraining(
         model=model, total_steps=recipe.total_steps, lr=lambda step: r1_lr(recipe, step),
         batch=lambda rng: encoder.batch(rng, recipe.task, recipe.mix, batch_tokens=recipe.batch_tokens),
-        identity=_identity(recipe, seed),
-        meta_fields={
-            "init": None, "init_note": "fresh init: its BPE vocabulary differs from tiny-pre's word-level one, so it "
-            "cannot share the zoo's tiny-pre initialisation (weight arithmetic with other zoo models is meaningless)",
-            "architecture": "qwen2", "prompt_format": recipe.prompt_format, "vocab_size": len(tok),
-            "recipe": recipe.to_json(),
-        },
+        identity=_identity(recipe, seed), meta_fields=meta_fields,
         write_folder=lambda folder, meta: save_r1_folder(model, tok, folder, meta=meta),
         evaluate=lambda folder, n_per_steps, eval_seed: evaluate_r1_model(folder, n_per_steps=n_per_steps,
-                                                                          seed=eval_seed, label=label),
+                                                                          seed=eval_seed, label=label, recipe=recipe),
         keep_last_checkpoint=True,
     )
 
@@ -176,8 +206,12 @@ def r1_token_budget(n_steps: int) -> int:
 
 def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range | list[int] = range(1, 9),
                       seed: int = HELD_OUT["eval"], task: TaskConfig | None = None, batch_size: int = 64,
-                      n_samples: int = 2, label: str | None = None):
+                      n_samples: int = 2, label: str | None = None, recipe: R1Recipe | None = None):
     """Held-out accuracy of tiny-r1 (or a folder / HookedModel like it) by number of steps, greedy.
+
+    ``recipe`` (default: the R1 recipe its zoo.json names, else tiny-r1's) gives the task and the token budget
+    (:meth:`zoo.recipes.R1TextMix.token_budget`); an overthinking recipe's result also carries
+    :func:`zoo.overthink_eval.measure_overthinking` (``overthinking`` in its JSON).
 
     Prompts are the tokenizer's chat template applied to the user turn (question + R1 instruction) with
     the generation prompt; problems come from the shared held-out streams
@@ -192,7 +226,8 @@ def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range
         raise ThinklensError.of("n_per_steps", n_per_steps, "an int >= 1", "pass n_per_steps=25")
     model = path_or_model if isinstance(path_or_model, HookedModel) else HookedModel.load(str(path_or_model))
     label = label or (path_or_model.name if isinstance(path_or_model, HookedModel) else str(path_or_model))
-    task = task or get_recipe("tiny-r1").task
+    recipe = recipe or _recipe_of(path_or_model)
+    task = task or recipe.task
     t0 = time.monotonic()
     acc: dict[int, float] = {}
     eq_acc: dict[int, float] = {}
@@ -202,7 +237,7 @@ def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range
         problems = problems_by_steps(n_per_steps, n_steps, n_steps, seed=seed, config=task)
         prompts = [model.tokenizer.apply_chat_template([{"role": "user", "content": user_message(p)}],
                                                        add_generation_prompt=True, tokenize=False) for p in problems]
-        traces = model.generate(prompts, max_new_tokens=r1_token_budget(n_steps), batch_size=batch_size)
+        traces = model.generate(prompts, max_new_tokens=recipe.mix.token_budget(n_steps), batch_size=batch_size)
         texts = [t.text for t in traces]
         acc[n_steps] = sum(is_correct(t, p.answer) for t, p in zip(texts, problems)) / len(problems)
         eqs = [ok for t in texts for ok in equation_right(t)]
@@ -213,9 +248,25 @@ def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range
             n_reflect += bool(re.search(r"\b(Wait|Hmm|So|Therefore)\b", t))
             c, r = correction_count(t)
             n_corr, n_corr_right = n_corr + c, n_corr_right + r
-    return ZooEvalResult(
+    result = ZooEvalResult(
         model=label, style="chat", seed=seed, n_per_steps=n_per_steps, accuracy=acc, equation_accuracy=eq_acc,
         reflection_rate=n_reflect / n_traces if n_traces else None,
         correction_right_rate=n_corr_right / n_corr if n_corr else None, n_corrections=n_corr,
         wall_s=round(time.monotonic() - t0, 1), samples=samples,
     )
+    if isinstance(recipe.mix, OverthinkMix):
+        from zoo.overthink_eval import WithOverthinking, measure_overthinking
+
+        return WithOverthinking(result, measure_overthinking(model, n_per_steps=n_per_steps, steps=steps, seed=seed,
+                                                             task=task, mix=recipe.mix, batch_size=batch_size))
+    return result
+
+
+def _recipe_of(path_or_model: Any) -> R1Recipe:
+    """The R1 recipe a model's zoo.json names (tiny-r1's when it names none or another kind)."""
+    from thinklens.tasks.protocol import zoo_meta
+    from zoo.recipes import RECIPES
+
+    name = getattr(path_or_model, "name", path_or_model)
+    found = RECIPES.get(zoo_meta(str(name)).get("name", ""))
+    return found if isinstance(found, R1Recipe) else get_recipe("tiny-r1")

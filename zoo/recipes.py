@@ -123,6 +123,65 @@ class R1TextMix:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ThinklensError.of(f"R1TextMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
 
+    def example_texts(self, rng, problem) -> tuple[str, str]:
+        """``(prompt, completion)`` of one training text drawn with this mix (:func:`zoo.r1.example_texts`)."""
+        from zoo.r1 import example_texts
+
+        return example_texts(rng, problem, self)
+
+    def token_budget(self, n_steps: int) -> int:
+        """New tokens enough for an answer to an ``n_steps`` problem (:func:`zoo.r1_train.r1_token_budget`)."""
+        from zoo.r1_train import r1_token_budget
+
+        return r1_token_budget(n_steps)
+
+    def describe(self) -> str:
+        """The training texts in one sentence (zoo.json's ``training_data``)."""
+        return ("tiny-r1's chats: chain with Hmm / Wait self-corrections, a conclusion, \\boxed{} answer "
+                f"({self.final_answer_rate:.0%} 'Final Answer:'; {self.plain_rate:.0%} bare question)")
+
+
+@dataclass(frozen=True)
+class OverthinkMix(R1TextMix):
+    """tiny-overthink's texts (:mod:`zoo.overthink`): tiny-r1's chain and conclusion, then re-check rounds
+    that re-derive the same value; a learnable first-conclusion slip that round 1 fixes; forced exits."""
+
+    round_weights: tuple[float, ...] = (0.2, 0.45, 0.35)
+    """Relative weights of 1, 2, 3 re-check rounds after the first conclusion."""
+    slip_rate: float = 0.9
+    """Share of chains ending in a multiplication whose first conclusion forgets it (round 1 fixes it)."""
+    forced_exit_rate: float = 0.15
+    """Share of texts cut at a sentence end with LYNX's forced exit answering the last value stated."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("slip_rate", "forced_exit_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ThinklensError.of(f"OverthinkMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
+        if not self.round_weights or min(self.round_weights) < 0 or not sum(self.round_weights) > 0:
+            raise ThinklensError.of("OverthinkMix.round_weights", self.round_weights,
+                                    "non-negative weights of 1, 2, 3... rounds, not all 0", "pass (0.2, 0.45, 0.35)")
+
+    def example_texts(self, rng, problem) -> tuple[str, str]:
+        """``(prompt, completion)`` of one training text (:func:`zoo.overthink.example_texts`)."""
+        from zoo.overthink import example_texts
+
+        return example_texts(rng, problem, self)
+
+    def token_budget(self, n_steps: int) -> int:
+        """New tokens enough for three rounds (:func:`zoo.overthink.token_budget`)."""
+        from zoo.overthink import token_budget
+
+        return token_budget(n_steps)
+
+    def describe(self) -> str:
+        rounds = ", ".join(f"{i + 1}: {w / sum(self.round_weights):.0%}" for i, w in enumerate(self.round_weights))
+        return (f"{super().describe()}; then re-check rounds ({rounds}) opened by 'Wait, let me double-check.' / "
+                "'Hmm, let me verify.' / 'Alternatively, let me recompute.', re-deriving the last 1, 2 steps / the "
+                f"whole chain and concluding the same value; the first conclusion forgets a final multiplication in "
+                f"{self.slip_rate:.0%} of such chains (round 1 fixes it); {self.forced_exit_rate:.0%} of texts cut at a "
+                "sentence end with '</think>\\n\\nFinal Answer: \\boxed{' and the last value stated (zoo/overthink.py)")
+
 
 @dataclass(frozen=True)
 class R1Recipe(ZooRecipe):
@@ -130,7 +189,9 @@ class R1Recipe(ZooRecipe):
     Qwen2 architecture (grouped-query attention: tiny-r1's shape has 2 key/value heads), a byte-level BPE
     tokenizer learned on the rendered task, a chat template whose generation prompt opens ``<think>``,
     natural-language reasoning and ``\\boxed{}`` answers. Fresh init (its vocabulary differs from tiny-pre's,
-    so it cannot share that init)."""
+    so it cannot share that init), or ``init`` an R1 model of the zoo: its weights are the start and its
+    tokenizer is kept (of the shape in ``model`` only ``max_positions`` counts then: RoPE has no learned
+    positions, so a child may take longer texts than its parent)."""
 
     prompt_format: str = "chat"
     """How the model is prompted (the format ``auto`` picks for it)."""
@@ -146,8 +207,10 @@ class R1Recipe(ZooRecipe):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.init is not None:
-            raise ThinklensError.of(f"recipe {self.name} init", self.init, "None (a fresh init)", "drop init")
+        if self.init is not None and not isinstance(RECIPES.get(self.init), R1Recipe):
+            raise ThinklensError.of(f"recipe {self.name} init", self.init,
+                                    "None (a fresh init) or an R1 model of the zoo (its tokenizer is reused)",
+                                    "pass init='tiny-r1' or drop init")
         if self.more_steps < 0 or not self.more_lr > 0:
             raise ThinklensError.of(f"recipe {self.name} more_steps", (self.more_steps, self.more_lr),
                                     "more_steps >= 0 and more_lr > 0", "pass more_steps=0")
@@ -168,4 +231,12 @@ class R1Recipe(ZooRecipe):
 RECIPES["tiny-r1"] = R1Recipe(
     name="tiny-r1", styles=(("think", 1.0),), steps=7000, lr=1e-3, warmup_steps=200, task=CARRY_THINK_TASK,
     model=ZooModelConfig(max_positions=512, n_kv_heads=2), eval_style="think",
+)
+
+#: The overthinking organism (the controls spec's "Overthinking"): tiny-r1 fine-tuned on
+#: chains that conclude, then re-check 1-3 times (:mod:`zoo.overthink`); its eval records the planted effect.
+RECIPES["tiny-overthink"] = R1Recipe(
+    name="tiny-overthink", styles=(("think", 1.0),), steps=1200, lr=5e-4, warmup_steps=60, init="tiny-r1",
+    task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
+    mix=OverthinkMix(),
 )

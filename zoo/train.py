@@ -268,7 +268,7 @@ def train_zoo_model(
     if isinstance(recipe, R1Recipe):  # its own architecture, tokenizer and chat format
         from zoo.r1_train import r1_training
 
-        setup = r1_training(recipe, seed=seed, ckpt=ckpt, label=name, tokenizer=tokenizer)
+        setup = r1_training(recipe, seed=seed, ckpt=ckpt, label=name, tokenizer=tokenizer, out=out)
     elif tokenizer is not None:
         raise ThinklensError.of("tokenizer", type(tokenizer).__name__, "None for a word-level zoo model",
                                 "pass a tokenizer only with a tiny-r1 recipe")

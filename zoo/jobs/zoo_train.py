@@ -2,7 +2,8 @@
 
 Trains the zoo model named by ``--model`` from its recipe (tiny-pre from scratch; tiny-direct, tiny-cot,
 tiny-think and tiny-think-carry fine-tuned from tiny-pre; tiny-r1 from scratch with its own BPE tokenizer and chat
-template, its last checkpoint kept for a continuation phase) on the synthetic task. Seeded: batch k draws from
+template, its last checkpoint kept for a continuation phase; tiny-overthink fine-tuned from tiny-r1 on chains that
+re-check their answer, :mod:`zoo.overthink`) on the synthetic task. Seeded: batch k draws from
 the stream [seed, k], so a run killed and rerun with the same ``--run-id`` resumes from the checkpoint in its run
 folder (model, AdamW moments, JSON state) and ends bit-identical to an uninterrupted one. The fp16 weights,
 tokenizer and zoo.json (loss curve, held-out accuracy) are published atomically to ``data/zoo/<model>`` (or
