@@ -6,7 +6,8 @@ and ends with a line ``<!-- /results -->``. The summary (written by ``python res
 quoted number written as a field of that summary: ``{{values.acc|pct|.1f}}%`` renders ``values["acc"]`` times
 100 with one decimal. A field is a dotted path with ``[i]`` for list items and ``["key"]`` for keys that are not
 plain names (``values.benches["bench/lynx.py"].label_speedup``). Filters, applied left to right before the format
-spec: ``pct`` (times 100), ``abs``, ``nolead`` (``0.96`` written ``.96``). The last part is a Python format spec
+spec: ``len`` (the number of items of a list or keys of a mapping: ``{{config.seeds|len|.0f}}`` for "3 seeds"),
+``pct`` (times 100), ``abs``, ``nolead`` (``0.96`` written ``.96``). The last part is a Python format spec
 (``.3f``, ``+.3f``, ``,.0f``); without one a value is written as ``str`` (for text values such as ``19/19``).
 
 The README block must equal its rendered template exactly, so a number edited by hand, or a summary that
@@ -40,7 +41,7 @@ _PART = re.compile(r"""\.?([A-Za-z_][\w-]*)|\[(\d+)\]|\["([^"]*)"\]""")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DIGITS = re.compile(r"\d+")
 REQUIRED = ("command", "date", "source", "config", "values")
-FILTERS = ("pct", "abs", "nolead")
+FILTERS = ("len", "pct", "abs", "nolead")
 
 
 class TemplateError(ValueError):
@@ -105,10 +106,17 @@ def format_value(value: Any, filters: list[str], spec: str) -> str:
     Example:
         >>> format_value(-0.0275, ["pct"], "+.1f"), format_value(0.9612, ["nolead"], ".2f"), format_value(-0.337, ["abs", "pct"], ".1f")
         ('-2.8', '.96', '33.7')
+        >>> format_value([10000, 30000, 40000], ["len"], ".0f")
+        '3'
     """
     for f in filters:
         if f not in FILTERS:
             raise TemplateError(f"filter {f!r}: expected one of {', '.join(FILTERS)}")
+        if f == "len":
+            if not isinstance(value, (list, dict)):
+                raise TemplateError(f"filter len applied to {value!r}, which is not a list or mapping")
+            value = len(value)
+            continue
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise TemplateError(f"filter {f} applied to {value!r}, which is not a number")
         if f == "pct":
