@@ -96,6 +96,26 @@ def test_fields_filters_and_bad_holes():
         render("{{values.t[0].acc|.1q}}", s)
     with pytest.raises(TemplateError, match="null"):
         render("{{values.z|.1f}}", s)
+    # len counts the items of a list or the keys of a mapping ("3 seeds" from the configured seeds)
+    assert render("{{values.t|len|.0f}} / {{values.b|len}}", s) == "1 / 1"
+    with pytest.raises(TemplateError, match="not a list or mapping"):
+        render("{{values.t[0].acc|len|.0f}}", s)
+
+
+def test_holes_name_the_fields_they_mean():
+    """A number is tied to the field that means it, not to another field that happens to share its value."""
+    templates = {b.template: (ROOT / b.template).read_text() for b in find_blocks(README)}
+    demo = templates["results/readme/demo.md"]
+    assert demo.startswith("all {{config.n_steps|.0f}} steps")  # not the steer step's 12 seconds
+    zoo = templates["results/readme/zoo.md"]
+    assert '| {{values.accuracy.tiny-r1["2-4"]|nolead|.2f}} |' in zoo  # the table cell, not the 0.95 target
+    assert "meet the {{config.accuracy_target_2to4|pct|.0f}}% target" in zoo
+    steer = templates["results/readme/steer.md"]
+    assert "{{values.rows[3].wait|.2f}} ({{values.rows[3].accuracy|.2f}})" in steer  # feature arm at c = 0
+    rv = templates["results/readme/reasoning_vectors.md"]
+    assert "{{config.seeds|len|.0f}} held-out seeds" in rv
+    bench = templates["results/readme/bench.md"]
+    assert "({{values.spread.label_speedup.min|.2f}} to {{values.spread.label_speedup.max|.2f}} here)" in bench
 
 
 def test_missing_summary_template_and_unclosed_block_are_reported(tmp_path):
