@@ -204,15 +204,38 @@ def _num(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _finding_line(f: dict[str, Any]) -> str:
+    """One finding of the summary as the CLI prints it (thinklens.stats.Finding.line on the JSON form)."""
+    from thinklens.stats import Finding
+
+    keep = {k: f.get(k) for k in ("claim", "statistic", "value", "n", "control", "control_value", "verdict", "p")}
+    nan = float("nan")
+    ci = tuple(nan if v is None else v for v in f.get("ci", (None, None)))
+    line = Finding(**{**keep, "value": nan if keep["value"] is None else keep["value"], "ci": ci}).line()
+    flag = f.get("extra", {}).get("flag")
+    return f"{line} [{flag}]" if flag else line
+
+
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
+    from analyses.mi.findings import mi_headline, words_headline
+
+    findings = summary.get("findings") or []
+    main = findings[0]["claim"].split(":", 1)[0] if findings else None
+    mine = [f for f in findings if f["claim"].startswith(f"{main}:")]
+    mi = [f for f in mine if f["statistic"] == "mean MI"]
+    words = [f for f in mine if f["statistic"] == "enrichment"]
     lines = [f"problems: {summary['n_problems']}; mean tokens: {summary['mean_tokens']:.1f}; "
-             f"peak fraction: {summary['mean_peak_fraction']:.3f}",
-             f"top thinking words: {', '.join(summary['top_words']) or '-'}"]
+             f"peak fraction: {summary['mean_peak_fraction']:.3f}"]
+    if findings:
+        lines += [mi_headline(mi[-1]), words_headline(words)]
+        lines += [f"  finding: {_finding_line(f)}" for f in findings]
+    else:
+        lines.append(f"top words at peaks (no findings in this run): {', '.join(summary['top_words']) or '-'}")
     for key, m in summary.get("models", {}).items():
         lines.append(f"  {key} ({m['style']}): accuracy {m['accuracy']:.3f}, mean MI {m['mean_mi']:.4g}, "
                      f"peak fraction top-k {m['peak_fraction']['top_k']:.3f} / iqr {m['peak_fraction']['iqr']:.3f}, "
-                     f"top words {', '.join(m['top_words']) or '-'}")
+                     f"most frequent words at peaks {', '.join(m['top_words']) or '-'}")
         c, ss = m.get("shuffled_control"), m.get("small_scale")
         if c:
             lines.append(f"    shuffled answer: mean MI {_num(c['mean_mi_shuffled'])}; peak Jaccard own vs shuffled top-k "

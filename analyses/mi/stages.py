@@ -294,4 +294,27 @@ def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
     for stage in INTERVENTIONS:
         if getattr(cfg, stage):
             summary[stage] = run.read_result(stage).get("summary")
+    summary["findings"] = findings_of(cfg, run, models, enrichment)
     return summary
+
+
+def findings_of(cfg: MIPeaksJobConfig, run: RunFolder, models: Sequence[Mapping[str, Any]],
+                enrichment: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The run's ``findings`` (:mod:`analyses.mi.findings`): per model, MI against the shuffled answer paired over
+    trajectories (all steps, and where the answer is first written), the peak fraction, the thinking words; then
+    the interventions on the reasoning model against their controls."""
+    from analyses.mi import findings as fnd
+    from thinklens.stats import findings_doc
+
+    out = []
+    for m in models:
+        records = [read_trajectory(run.path, m["key"], r["i"]) for r in m["index"]]
+        out += fnd.model_findings(m["key"], records, word_rows=enrichment[m["key"]]["words"][cfg.peak_rule]["words"],
+                                  rule=cfg.peak_rule, top=cfg.top_words, seed=cfg.seed)
+    builders = {"suppression": fnd.suppression_findings, "recycling": fnd.recycling_findings, "ttts": fnd.ttts_findings}
+    for stage in INTERVENTIONS:
+        if getattr(cfg, stage):
+            rows = run.read_result(stage).get("rows")
+            if rows:
+                out += builders[stage](rows)
+    return findings_doc(out)

@@ -1,0 +1,119 @@
+"""Where a trajectory's answer information is known to be, and how an MI curve is scored against it.
+
+A trajectory writes its final value at a known place: the result of the equation that first states it
+(``... so 33 * 2 = 66.`` in tiny-r1's chains; ``So Tom has 66 apples.`` in tiny-overthink's). From that
+token on, the state of every later position carries the value in its input. The *planted steps* are the
+steps whose state sits at the tokens of that first statement: step ``t + 1`` for each token ``g[t]`` of it,
+because ``rep[t + 1]`` is the state at the position of ``g[t]`` (spec: rep[t] produces g[t], rep[0] is the
+last prompt token).
+
+Scores against the planted steps, per trajectory (paired statistics over trajectories live in
+:mod:`analyses.mi.findings` and the validation settings):
+
+* the MI with the own answer and with the shuffled answer at the planted steps (their difference is the
+  answer-specific MI, ``mi_gap``), and the own MI elsewhere (does MI *rise* at the planted steps);
+* precision and recall of a peak set against the planted steps, and their chance levels: the same number
+  of peaks placed uniformly at random (precision |planted| / n, recall |peaks| / n).
+
+Example:
+    >>> tokens = ["So", " 6", " *", " 2", " =", " 1", "2", ".", " So", " 1", "2", "."]
+    >>> answer_steps(tokens, "12")  # the tokens " 1", "2" of "= 12" sit at steps 6 and 7
+    [6, 7]
+    >>> s = score_trajectory([0.1] * 12, [0.1] * 12, tokens, "12", peaks=[6, 9])
+    >>> s.precision, s.recall, round(s.chance_precision, 3), round(s.chance_recall, 3)
+    (0.5, 0.5, 0.167, 0.167)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from thinklens.errors import ThinklensError
+
+
+def answer_span(text: str, answer: str) -> tuple[int, int] | None:
+    """Character span of the first statement of ``answer`` in ``text``: the first ``= <answer>`` (an equation's
+    result), else the first ``<answer>`` standing as a whole number; None when the text never writes it.
+
+    Example:
+        >>> answer_span("so 3 + 4 = 7. So 7 apples", "7"), answer_span("Tom has 17 then 7", "7"), answer_span("x", "7")
+        ((11, 12), (16, 17), None)
+    """
+    if not answer:
+        return None
+    value = re.escape(answer.strip())
+    m = re.search(rf"=\s*({value})(?![\d.]\d)(?!\d)", text)
+    if m is None:
+        m = re.search(rf"(?<![\d.])({value})(?!\d)(?![.]\d)", text)
+    return None if m is None else (m.start(1), m.end(1))
+
+
+def answer_steps(tokens: Sequence[str], answer: str) -> list[int]:
+    """Planted steps of one trajectory: ``t + 1`` for every generated token ``g[t]`` that overlaps the first
+    statement of ``answer`` (:func:`answer_span` on the concatenated tokens), kept below ``len(tokens)``.
+
+    ``tokens[t]`` is decoded from one generated id, so the concatenation is the generated text."""
+    text = "".join(tokens)
+    span = answer_span(text, answer)
+    if span is None:
+        return []
+    a0, a1 = span
+    out, pos = [], 0
+    for t, tok in enumerate(tokens):
+        start, pos = pos, pos + len(tok)
+        if start < a1 and pos > a0 and t + 1 < len(tokens):
+            out.append(t + 1)
+    return out
+
+
+@dataclass(frozen=True)
+class PlantedScore:
+    """One trajectory's curves scored at its planted steps."""
+
+    n_steps: int
+    steps: tuple[int, ...]
+    """Planted steps (empty when the trajectory never writes its answer)."""
+    own: float
+    """Mean MI with the own answer at the planted steps."""
+    shuffled: float
+    """Mean MI with the shuffled answer at the planted steps."""
+    own_elsewhere: float
+    """Mean MI with the own answer at every other step."""
+    precision: float
+    """Share of peaks on a planted step (NaN without peaks)."""
+    recall: float
+    """Share of planted steps that are peaks."""
+    chance_precision: float
+    """Expected precision of as many peaks placed at random: |planted| / n."""
+    chance_recall: float
+    """Expected recall of as many peaks placed at random: |peaks| / n."""
+
+    @property
+    def gap(self) -> float:
+        """own - shuffled at the planted steps: the answer-specific MI."""
+        return self.own - self.shuffled
+
+
+def score_trajectory(own: Sequence[float] | np.ndarray, shuffled: Sequence[float] | np.ndarray, tokens: Sequence[str],
+                     answer: str, *, peaks: Sequence[int] = (), steps: Sequence[int] | None = None) -> PlantedScore | None:
+    """Score one trajectory's own and shuffled MI curves at its planted steps (``steps``, default
+    :func:`answer_steps`); None when it has none (the answer is never written, or fills the whole trajectory)."""
+    o, s = np.asarray(own, dtype=np.float64), np.asarray(shuffled, dtype=np.float64)
+    n = len(tokens)
+    if o.shape != (n,) or s.shape != (n,):
+        raise ThinklensError.of("MI curves", (o.shape, s.shape), f"two curves of {n} steps (one per token)",
+                                "pass the own and the shuffled curve of the same trajectory")
+    planted = sorted(set(answer_steps(tokens, answer) if steps is None else steps))
+    if not planted or len(planted) >= n:
+        return None
+    mask = np.zeros(n, dtype=bool)
+    mask[planted] = True
+    hits = sum(1 for p in set(peaks) if mask[p])
+    return PlantedScore(n_steps=n, steps=tuple(planted), own=float(o[mask].mean()), shuffled=float(s[mask].mean()),
+                        own_elsewhere=float(o[~mask].mean()),
+                        precision=hits / len(set(peaks)) if peaks else float("nan"), recall=hits / len(planted),
+                        chance_precision=len(planted) / n, chance_recall=len(set(peaks)) / n)

@@ -1,0 +1,164 @@
+"""Planted and null settings of mi-peaks (``thinklens run validate --methods mi-peaks``).
+
+Both run the mi-peaks job itself (``ctx.run_job("mi-peaks", ...)``) on the same organism and the same
+questions; they differ only in which solution text gives each trajectory its answer vector h_gt.
+
+- ``mi-peaks planted``: each question with its own solution (``<<a+b=c>> ... #### N``). The answer is
+  written at a known place in every trajectory: the first statement of the final value (tiny-r1: the last
+  equation's result), located from the task's ground truth (:mod:`analyses.mi.planted`). Recovered when the
+  MI with the own answer at those steps beats the shuffled-answer control (another problem's h_gt, the
+  same states), paired over trajectories (sign-flip, p < 0.01), and rises there above the trajectory's
+  other steps (paired, p < 0.01). Statistic ``mi_gap``: the mean over trajectories of own - shuffled MI at
+  the planted steps, with its bootstrap interval. Details: precision and recall of the job's peaks
+  against the planted steps, next to their chance levels (as many peaks placed at random).
+- ``mi-peaks null``: each question paired with the solution of an independently drawn problem, so the
+  "own" answer is as unrelated to the chain as the shuffled one. The same test must not fire (no-effect).
+
+Organism: ``tiny-overthink`` once it is in the zoo (it writes "So Tom has X apples." and re-checks), else
+``tiny-r1`` (chat format). Site: block 1 of tiny-r1's 4 (``resid_post.1``): the state at the token that
+writes the value carries it there; at the last block (the paper's site) the state is dominated by the next
+token's prediction and the answer-specific part is small (own 0.058 vs shuffled 0.044 at the planted steps,
+p = 0.035 over 48 trajectories, where block 1 gives 0.221 vs 0.097, p = 1e-4).
+
+Example:
+    >>> [s.key for s in SETTINGS]
+    ['mi-peaks/planted', 'mi-peaks/null']
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from thinklens.controls import Check, Setting, SettingContext
+from thinklens.errors import ThinklensError
+from thinklens.stats import bootstrap_ci, paired_bootstrap, sign_flip_test
+
+ALPHA = 0.01
+ORGANISMS = ("tiny-overthink", "tiny-r1")
+"""Preferred organism first; the first one in the zoo is used."""
+SITE = "resid_post.1"
+STEPS = (2, 4)
+"""Chain lengths of the problems (min, max)."""
+
+
+def organism() -> str:
+    """The first of :data:`ORGANISMS` that the zoo has."""
+    from thinklens.zoo.registry import zoo_path
+
+    for name in ORGANISMS:
+        try:
+            if zoo_path(name) is not None:
+                return name
+        except ThinklensError:  # a name the zoo does not know yet (its recipe has not landed)
+            continue
+    return ORGANISMS[-1]
+
+
+def write_problems(path: Path, n: int, *, seed: int, independent: bool) -> list[str]:
+    """A GSM8K-format file of ``n`` held-out problems; returns each chain's true answer.
+
+    ``independent``: every question is paired with the solution (and answer) of a problem drawn from another
+    seeded stream, so the answer the job scores against is independent of the chain the model writes."""
+    from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+
+    per = -(-n // (STEPS[1] - STEPS[0] + 1))
+    chains = problems_by_steps(per, *STEPS, seed=HELD_OUT["eval"] + seed)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(chains))[:n]  # mix the step counts
+    chains = [chains[i] for i in order]
+    sols = chains
+    if independent:
+        other = problems_by_steps(per, *STEPS, seed=HELD_OUT["eval"] + seed + 7919)
+        sols = [other[i] for i in rng.permutation(len(other))[:n]]
+
+    def solution(p: Any) -> str:
+        steps = " ".join(f"<<{s.left}{s.op}{s.right}={s.result}>>" for s in p.steps)
+        return f"{steps}\n#### {p.answer}"
+
+    lines = [json.dumps({"question": c.question, "answer": solution(s)}) for c, s in zip(chains, sols)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return [str(c.answer) for c in chains]
+
+
+def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, Any]:
+    """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps."""
+    from analyses.mi.planted import score_trajectory
+    from analyses.mi.store import read_index, read_trajectory
+
+    n = 16 if ctx.quick else 64
+    if ctx.workdir is None:
+        import tempfile
+
+        ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
+    data = Path(ctx.workdir) / f"{sub}.jsonl"
+    truth = write_problems(data, n, seed=ctx.seed, independent=independent)
+    model = organism()
+    ctx.run_job("mi-peaks", sub, model=model, data=str(data), prompt_format="chat", n_problems=n, sites=(SITE,),
+                estimators=("reference",), k=3, max_new_tokens=160, batch_size=16, seed=ctx.seed)
+    run = Path(ctx.workdir) / sub
+    entry = read_index(run)["models"][0]
+    scores = []
+    for row in entry["index"]:
+        rec = read_trajectory(run, entry["key"], row["i"])
+        s = score_trajectory(rec.variants[rec.estimator], rec.shuffled[rec.estimator], rec.tokens, truth[rec.index],
+                             peaks=rec.peaks["top_k"])
+        if s is not None:
+            scores.append(s)
+    return {"model": model, "n_problems": n, "scores": scores, "run": str(run)}
+
+
+def gap_check(m: dict[str, Any], *, seed: int, planted: bool) -> Check:
+    """The ``mi_gap`` check of one measured setting (module docstring)."""
+    scores = m["scores"]
+    own = np.asarray([s.own for s in scores])
+    shuf = np.asarray([s.shuffled for s in scores])
+    rest = np.asarray([s.own_elsewhere for s in scores])
+    gap = paired_bootstrap(own, shuf, seed=seed)
+    p_gap = sign_flip_test(own - shuf, seed=seed, alternative="greater") if scores else 1.0
+    p_rise = sign_flip_test(own - rest, seed=seed, alternative="greater") if scores else 1.0
+    with_peaks = [s for s in scores if not np.isnan(s.precision)]
+    prec = np.asarray([s.precision for s in with_peaks])
+    rec = np.asarray([s.recall for s in scores])
+    details = {
+        "model": m["model"], "site": SITE, "n_problems": m["n_problems"], "n_with_answer": len(scores), "run": m["run"],
+        "p_gap": p_gap, "p_rise": p_rise, "mi_own": float(own.mean()) if scores else None,
+        "mi_shuffled": float(shuf.mean()) if scores else None, "mi_elsewhere": float(rest.mean()) if scores else None,
+        "peak_precision": float(prec.mean()) if prec.size else None,
+        "peak_precision_ci": list(bootstrap_ci(prec, seed=seed)) if prec.size else None,
+        "peak_precision_chance": float(np.mean([s.chance_precision for s in with_peaks])) if with_peaks else None,
+        "peak_recall": float(rec.mean()) if rec.size else None,
+        "peak_recall_ci": list(bootstrap_ci(rec, seed=seed)) if rec.size else None,
+        "peak_recall_chance": float(np.mean([s.chance_recall for s in scores])) if scores else None,
+    }
+    effect = len(scores) >= 10 and p_gap < ALPHA and gap.diff > 0
+    if planted:
+        peaks_found = (prec.size > 0 and details["peak_precision_ci"][0] > details["peak_precision_chance"]
+                       and details["peak_recall_ci"][0] > details["peak_recall_chance"])
+        verdict = "recovered" if effect and p_rise < ALPHA and peaks_found else "failed"
+        target = (f"own > shuffled MI at the planted steps (paired sign-flip p < {ALPHA}), own MI higher there than "
+                  f"elsewhere (p < {ALPHA}), peak precision and recall above chance (interval above it)")
+    else:
+        verdict = "no-effect" if not effect else "failed"
+        target = f"own vs shuffled MI at the answer steps not different (paired sign-flip p >= {ALPHA})"
+    return Check("mi_gap", gap.diff, gap.ci, verdict, n=len(scores), target=target, details=details)
+
+
+def _planted(ctx: SettingContext) -> Check:
+    return gap_check(measure(ctx, independent=False, sub="planted"), seed=ctx.seed, planted=True)
+
+
+def _null(ctx: SettingContext) -> Check:
+    return gap_check(measure(ctx, independent=True, sub="null"), seed=ctx.seed, planted=False)
+
+
+SETTINGS = [
+    Setting("mi-peaks", "planted", "recovered", _planted,
+            help="the answer first written at a known step: own-answer MI beats the shuffled answer there (paired)"),
+    Setting("mi-peaks", "null", "no-effect", _null,
+            help="answers independent of the chain: own and shuffled answers score alike"),
+]

@@ -1,0 +1,218 @@
+"""mi-peaks validation: the planted and null settings on tiny-r1 (quick), and oracles for what they rest on:
+the planted steps, the shuffled-answer control of a record, the mi_gap verdicts, and the job's findings.
+
+Mutants each test kills are named in its docstring."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from analyses.mi.findings import (
+    NO_ANSWER_MI,
+    NO_WORD,
+    mi_headline,
+    mi_vs_shuffled_finding,
+    peak_fraction_finding,
+    recycling_findings,
+    suppression_findings,
+    ttts_findings,
+    word_findings,
+    words_headline,
+)
+from analyses.mi.planted import PlantedScore, answer_span, answer_steps, score_trajectory
+from analyses.mi.validation import SETTINGS, gap_check, write_problems
+from thinklens.controls import SettingContext
+
+
+def _zoo_has(name: str) -> bool:
+    from thinklens.zoo.registry import zoo_path
+
+    try:
+        return zoo_path(name) is not None
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------- the settings themselves (default tier, quick)
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=[s.key for s in SETTINGS])
+def test_quick_setting_gives_its_expected_verdict(setting, tmp_path) -> None:
+    if not _zoo_has("tiny-r1"):
+        pytest.skip("tiny-r1 is not trained")
+    torch.set_num_threads(1)
+    check = setting.run(SettingContext(quick=True, seed=0, workdir=tmp_path, threads=1, progress=False))
+    assert check.verdict == setting.expected, check
+    assert check.statistic == "mi_gap" and check.n >= 12  # nearly every trajectory writes its answer
+    d = check.details
+    if setting.name == "planted":
+        assert check.ci[0] > 0 and d["p_gap"] < 0.01 and d["mi_own"] > d["mi_elsewhere"]
+        assert d["peak_precision"] > 3 * d["peak_precision_chance"] and d["peak_recall"] > 3 * d["peak_recall_chance"]
+    else:
+        assert check.ci[0] <= 0 <= check.ci[1] and d["p_gap"] >= 0.01
+
+
+# ---------------------------------------------------------------- planted steps
+
+
+def test_answer_steps_are_the_states_at_the_first_written_value() -> None:
+    """Kills: planted steps off by one (t instead of t + 1: the state that *produces* the value, which does not
+    have it in its input); the last statement of the value used instead of the first; a digit inside another
+    number (7 in 17) taken for the value."""
+    tokens = ["Okay", ",", " 1", "7", " -", " 1", "0", " =", " 7", ".", " So", " 7", "."]
+    assert answer_steps(tokens, "7") == [9]  # " 7" is g[8]; rep[9] is the state at its position
+    tokens = ["so", " 3", "3", " *", " 2", " =", " 6", "6", ".", " T", " 6", "6"]
+    assert answer_steps(tokens, "66") == [7, 8]
+    assert answer_steps(tokens, "5") == []
+    assert answer_span("Tom has 17 then 7", "7") == (16, 17)
+    assert answer_span("x = 7.5 then = 7", "7") == (15, 16)
+
+
+def test_score_trajectory_precision_recall_and_chance_by_hand() -> None:
+    """Kills: precision over planted steps instead of over peaks; chance levels swapped; the own MI elsewhere
+    counting the planted steps."""
+    tokens = ["a", " =", " 4", "2", ".", "b", "c", "d", "e", "f"]  # "= 42": tokens 2, 3 -> steps 3, 4
+    own = [0.0, 0.0, 0.0, 1.0, 0.8, 0.0, 0.1, 0.1, 0.0, 0.0]
+    shuf = [0.0, 0.0, 0.0, 0.2, 0.2, 0.0, 0.1, 0.1, 0.0, 0.0]
+    s = score_trajectory(own, shuf, tokens, "42", peaks=[3, 6, 7])
+    assert s.steps == (3, 4)
+    assert s.own == pytest.approx(0.9) and s.shuffled == pytest.approx(0.2) and s.gap == pytest.approx(0.7)
+    assert s.own_elsewhere == pytest.approx(0.2 / 8)
+    assert s.precision == pytest.approx(1 / 3) and s.recall == pytest.approx(1 / 2)
+    assert s.chance_precision == pytest.approx(2 / 10) and s.chance_recall == pytest.approx(3 / 10)
+    assert math.isnan(score_trajectory(own, shuf, tokens, "42").precision)
+    assert score_trajectory(own, shuf, tokens, "99") is None
+
+
+def test_null_problems_pair_each_chain_with_an_independent_answer(tmp_path) -> None:
+    """Kills: a null whose 'own' answer is still the chain's (the file would be the planted one)."""
+    import json
+
+    truth = write_problems(tmp_path / "p.jsonl", 12, seed=0, independent=False)
+    truth_null = write_problems(tmp_path / "n.jsonl", 12, seed=0, independent=True)
+    planted = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    null = [json.loads(x) for x in (tmp_path / "n.jsonl").read_text().splitlines()]
+    assert truth == truth_null and [p["question"] for p in planted] == [p["question"] for p in null]
+    assert all(p["answer"].endswith(f"#### {t}") for p, t in zip(planted, truth))
+    assert sum(p["answer"].endswith(f"#### {t}") for p, t in zip(null, truth)) <= 2  # chance coincidences only
+
+
+# ---------------------------------------------------------------- the shuffled control of a record
+
+
+def test_record_scores_the_shuffled_control_against_another_problems_answer_on_the_same_states() -> None:
+    """Kills: the control computed on unshuffled answers (gold[i] instead of gold[perm[i]]); the control scored
+    on other states than the trajectory's own."""
+    from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from analyses.mi.collect import _record
+    from analyses.mi.estimator import nhsic_trajectory
+    from thinklens.sites import Site
+
+    site = Site.parse("resid_post.1")
+    g = torch.Generator().manual_seed(0)
+    gold = {site: torch.randn(3, 16, generator=g) * 20}
+    states = gold[site][0] + torch.randn(6, 16, generator=g) * 5  # the trajectory of problem 0: near its answer
+    tr = SimpleNamespace(hidden={site: states}, text="a b c d e f", tokens=list("abcdef"), token_ids=list(range(6)),
+                         stop_reason="eos")
+    cfg = MIPeaksJobConfig(estimators=("reference",), k=2)
+    rec = _record(0, "m", tr, "p", "s", "1", [site], gold, [2, 0, 1], cfg, torch.device("cpu"))
+    own = nhsic_trajectory(states, gold[site][0]).mi.tolist()
+    other = nhsic_trajectory(states, gold[site][2]).mi.tolist()
+    assert rec.shuffled_answer_of == 2
+    assert rec.variants["reference"] == pytest.approx(own) and rec.shuffled["reference"] == pytest.approx(other)
+    assert sum(own) > sum(other)  # the planted pairing shows on these states
+
+
+# ---------------------------------------------------------------- mi_gap verdicts
+
+
+def _scores(gaps: list[float], *, elsewhere: float = 0.0) -> list[PlantedScore]:
+    return [PlantedScore(n_steps=50, steps=(10, 11), own=0.3 + d, shuffled=0.3, own_elsewhere=elsewhere, precision=0.5,
+                         recall=0.5, chance_precision=0.04, chance_recall=0.06) for d in gaps]
+
+
+def _measured(scores: list[PlantedScore]) -> dict:
+    return {"model": "m", "n_problems": len(scores), "scores": scores, "run": "-"}
+
+
+def test_gap_check_verdicts_follow_the_paired_test() -> None:
+    """Kills: a verdict from the pooled means instead of the paired test (a few large gaps and many negative
+    ones); a null that says no-effect whatever the data; a planted verdict that ignores the rise."""
+    planted = gap_check(_measured(_scores([0.05 + 0.01 * (i % 3) for i in range(16)])), seed=0, planted=True)
+    assert planted.verdict == "recovered" and planted.value == pytest.approx(0.06, abs=0.01) and planted.ci[0] > 0
+    mixed = [1.0, 1.0] + [-0.05] * 14  # the mean is positive, most trajectories are not
+    assert gap_check(_measured(_scores(mixed)), seed=0, planted=True).verdict == "failed"
+    assert gap_check(_measured(_scores([0.0] * 16)), seed=0, planted=False).verdict == "no-effect"
+    assert gap_check(_measured(_scores([0.05] * 16)), seed=0, planted=False).verdict == "failed"
+    no_rise = _scores([0.05] * 16, elsewhere=0.9)
+    assert gap_check(_measured(no_rise), seed=0, planted=True).verdict == "failed"
+    assert gap_check(_measured(_scores([0.05] * 5)), seed=0, planted=True).verdict == "failed"  # too few
+
+
+# ---------------------------------------------------------------- findings and headlines
+
+
+def test_findings_never_state_a_non_effect_as_an_effect() -> None:
+    """Kills: MI headline read from the pooled means (own 0.2764 vs shuffled 0.2732 on issue 22's run); a
+    thinking word headlined whose enrichment interval holds 1 ('so' x1.007 [0.33, 1.80]); the peak-fraction
+    flag missing on the hard run's 600 of 1312 tokens."""
+    f = mi_vs_shuffled_finding("m", [0.2764 + 0.01 * (-1) ** i for i in range(20)],
+                               [0.2732 + 0.01 * (-1) ** (i + 1) for i in range(20)])
+    assert f.verdict == "no effect" and mi_headline(f).startswith(NO_ANSWER_MI)
+    strong = mi_vs_shuffled_finding("m", [0.3] * 20, [0.2] * 20)
+    assert strong.verdict == "effect" and mi_headline(strong.to_dict()).startswith("answer-specific MI")
+    rows = [{"word": "so", "peak_count": 9, "total_count": 40, "ratio": 1.007, "ci_low": 0.33, "ci_high": 1.80},
+            {"word": "zero", "peak_count": 0, "total_count": 5, "ratio": 0.0, "ci_low": 0.0, "ci_high": 0.0}]
+    words = word_findings("m", rows, n=40, top=5)
+    assert [w.claim for w in words] == ["m: 'so' is enriched at peaks"] and words[0].verdict == "no effect"
+    assert words_headline(words).startswith(NO_WORD)
+    rows[0].update(ratio=3.0, ci_low=2.1, ci_high=4.0)
+    assert words_headline(word_findings("m", rows, n=40, top=5)).startswith("thinking words enriched at peaks: 'so' x3.00")
+    hard = peak_fraction_finding("m", 600, 1312, n=40)
+    assert hard.verdict == "no effect" and "46%" in hard.extra["flag"]
+    sparse = peak_fraction_finding("m", 30, 1312, n=40)
+    assert sparse.verdict == "effect" and "flag" not in sparse.extra
+
+
+def test_intervention_findings_have_n_wilson_and_headroom() -> None:
+    """Kills: a recycling 'gain' reported when greedy is already at 1.0 (no headroom); a suppression drop
+    called an effect when it is within noise."""
+    (rr,) = recycling_findings([{"layer": 2, "n": 20, "accuracy_plain": 1.0, "accuracy_rr": 1.0}])
+    assert rr.verdict == "at ceiling" and rr.extra["headroom"] == 0.0 and rr.n == 20 and rr.extra["interval"] == "wilson"
+    sup = suppression_findings([{"condition": "none", "n_correct": 20, "n": 20}, {"condition": "thinking", "n_correct": 19, "n": 20},
+                                {"condition": "random_0", "n_correct": 20, "n": 20}])
+    assert [s.verdict for s in sup] == ["no effect", "no effect"]
+    big = suppression_findings([{"condition": "none", "n_correct": 40, "n": 40}, {"condition": "thinking", "n_correct": 5, "n": 40}])
+    assert big[0].verdict == "effect" and big[0].ci[1] < 0.3
+    tt = ttts_findings([{"method": "plain", "budget": 8, "n_correct": 10, "n": 10},
+                        {"method": "ttts:Wait", "budget": 8, "n_correct": 10, "n": 10}])
+    assert tt[0].verdict == "at ceiling"
+
+
+def test_job_summary_holds_findings_and_the_report_uses_headlines(tiny_dirs, tmp_path, capsys) -> None:
+    """Kills: findings missing from the job summary; the report printing top words as a finding."""
+    import json
+
+    from thinklens.cli import main
+
+    out = tmp_path / "mi"
+    argv = ["run", "mi-peaks", "--model", str(tiny_dirs["llama"]), "--n-problems", "4", "--max-new-tokens", "6",
+            "--k", "2", "--ci", "wilson", "--estimators", "reference", "--recycling", "--out", str(out), "--no-progress",
+            "--threads", "1"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "meta.json").read_text())["summary"]
+    findings = summary["findings"]
+    stats = [f["statistic"] for f in findings]
+    assert stats[0] == "mean MI" and "peak_fraction" in stats
+    assert all(set(f) >= {"claim", "statistic", "value", "ci", "n", "control", "control_value", "verdict"} for f in findings)
+    mi = findings[0]
+    assert mi["control"] == "shuffled answer" and mi["n"] == 4 and mi["verdict"] == "too few samples"
+    assert "no answer-specific MI: the shuffled control matches (too few samples)" in printed
+    assert "no thinking word is enriched" in printed and "top thinking words" not in printed
+    frac = next(f for f in findings if f["statistic"] == "peak_fraction")  # k = 2 of <= 6 tokens: a third or more
+    assert frac["value"] > 0.2 and "not sparse" in frac["extra"]["flag"] and "not sparse" in printed
