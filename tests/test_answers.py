@@ -252,3 +252,101 @@ def test_is_correct_agrees_with_parse_answer_on_zoo_renderings():
             for text in (render_target(p, style), spaced(render_target(p, style))):
                 assert parse_answer(text) == p.answer and is_correct(text, p.answer)
                 assert not is_correct(text, p.answer + 1)
+
+
+# --- issue 26: several boxes, pairs, sentences after "Final Answer:", decimal commas, units ----------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (r"\boxed{-2} and \boxed{1}", "-2, 1"),  # a connector: one answer, a list
+        (r"$\boxed{1}\boxed{2}$", "1, 2"),
+        (r"\boxed{1} papers and \boxed{2} bins", "1, 2"),
+        (r"\[ \boxed{-2} \quad \text{and} \quad \boxed{1}. \]", "-2, 1"),
+        (r"\boxed{(1, 2)}, \boxed{(2, 1)}", "(1, 2), (2, 1)"),
+        (r"\boxed{1} no no no no no \boxed{2}", "2"),  # no connector: the last box
+        (r"\boxed{1}. Then \boxed{2}", "2"),  # a new sentence
+        ("maybe \\boxed{5}, or... Wait, no.\n</think>\n\n\\boxed{6}", "6"),  # a revision and the end of thinking
+        (r"\boxed{5} and \boxed{5}", "5"),  # a repeated box counts once
+        (r"\boxed{32, 349}", "32, 349"),
+        ("Final Answer: The largest $n$ is 34.", "34"),
+        ("Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120"),
+        ("Final Answer: Jane started growing Sphere 3 hours ago. I hope it is correct.", "3"),
+        (r"$= \boxed{200}$ ... Final Answer: The final answer is $10,455$. I hope it is correct.", "10,455"),  # later marker
+        ("\\boxed{7}\n\nFinal Answer: I hope it is correct", "7"),  # words after a marker never beat a box
+        (r"The answer is $\boxed{9}$", "9"),  # a marker before its own box
+        ("The answer is: 2,74", "2,74"),
+        ("Final Answer: 2x+3", "2x+3"),  # a number glued to more is an expression, not the number
+        ("The answer is 2 + 3 = 5", None),
+        (r"The answer is 3\sqrt{2}", None),
+        ("The answer is 12\\% of them", "12"),
+    ],
+)
+def test_extract_answer_issue_26(text, expected):
+    assert extract_answer(text) == expected
+
+
+def test_boxes_last_keeps_the_old_policy_and_a_bad_policy_is_refused():
+    assert extract_answer(r"\boxed{-2} and \boxed{1}", boxes="last") == "1"
+    assert is_correct(r"\boxed{5} and \boxed{1}", 1, boxes="last") is True  # why "group" is the default
+    with pytest.raises((ThinklensError, TypeError), match="boxes"):  # the runtime type checker may answer first
+        extract_answer(r"\boxed{1}", boxes="first")
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "expected"),
+    [
+        (r"\[ \boxed{-2} \quad \text{and} \quad \boxed{1}. \]", "1,-2", True),
+        (r"\boxed{-2} and \boxed{1}", r"so $n = \boxed{1,-2}.$", True),
+        (r"\boxed{5} and \boxed{1}", "1", False),  # a hedge is not the answer
+        (r"$\boxed{1,2}$", r"$\boxed{1}\boxed{2}$", True),  # a gold with two boxes
+        (r"$\boxed{1,2}$", r"\boxed{1} no no no no no \boxed{2}", False),
+        (r"is $\boxed{32, 349}$", r"So the answer is: \[ \boxed{32349} \]", False),  # a pair, not thousands
+        ("#### 32, 349", 32349, False),
+        (r"\boxed{32,349}", 32349, True),  # thousands
+        ("Final Answer: The largest $n$ is 34.", "$34$", True),
+        (r"$= \boxed{200}$ ... Final Answer: The final answer is $10,455$. I hope it is correct.", "10455", True),
+        (r"$= \boxed{10455}$ ... Final Answer: The final answer is $200$.", "10455", False),
+        (r"\boxed{2,74}", "2.74", True),  # decimal commas
+        (r"\boxed{1000,99}", "1000.99", True),
+        (r"\boxed{0,111}", "0.111", True),
+        (r"\boxed{1,024}", "1.024", False),  # a comma before three digits is a thousands separator
+        (r"\boxed{18 \text{ dollars}}", 18, True),  # GSM8K units, the fast path
+        (r"\boxed{18 \text{ dollars}}", 19, False),
+        (r"\boxed{\$1,250}", "1250", True),
+        (r"\boxed{18 dollars}", "18", True),
+        (r"\boxed{\text{18 apples}}", 18, True),
+        (r"\boxed{18\,\mathrm{cm}}", 18, True),
+        (r"\boxed{2.5 \text{ km per hour}}", "2.5", True),
+        (r"\boxed{5 \text{ and } 6}", 5, False),  # a list, not a unit
+        (r"\boxed{5 million}", 5, False),  # a word that changes the value
+        (r"\boxed{3 x}", 3, False),  # a one-letter word may be a variable
+        ("Final Answer: 2x+3", 2, False),
+    ],
+)
+def test_is_correct_issue_26(text, gold, expected):
+    assert is_correct(text, gold, timeout=10.0) is expected
+
+
+def test_decimal_comma_option():
+    assert answers_equal("2,74", "2.74") and not answers_equal("2,74", "2.74", decimal_comma=False)
+    assert answers_equal("1,024", 1024, decimal_comma=False) and answers_equal("1,024", 1024)
+
+
+def test_unit_answers_never_reach_math_verify(monkeypatch):
+    def slow(*args, **kwargs):
+        raise AssertionError("math-verify called on a unit answer")
+
+    monkeypatch.setattr("thinklens.answers.math_equal", slow)
+    forms = [r"\boxed{{{n} \text{{ dollars}}}}", r"\boxed{{\${n}}}", r"\boxed{{{n} dollars}}", r"\boxed{{\text{{{n} cookies}}}}"]
+    for form in forms:
+        for n in (7, 1250, 18):
+            assert is_correct(form.format(n=n), n) and not is_correct(form.format(n=n + 1), n)
+
+
+@pytest.mark.parametrize("n", [7, 1250])
+def test_unit_fast_path_agrees_with_math_verify(n):
+    # naive vs fast: where math-verify reads the unit (\text{}), the fast path says what it says
+    for pred in (rf"{n} \text{{ dollars}}", rf"{n + 1} \text{{ dollars}}", rf"\${n}"):
+        assert answers_equal(pred, n) is math_equal(str(n), pred, timeout=10.0)
