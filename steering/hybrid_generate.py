@@ -35,7 +35,7 @@ import torch
 from torch import Tensor
 
 from steering.hybrid import HybridConfig, HybridVectors, categorise, normalise, segment_sentences
-from steering.problems import accuracy as graded_accuracy
+from steering.problems import graded
 from thinklens.decode import DecodeState, Greedy, Guided, decode
 from thinklens.decoder import Decoder, eos_ids
 from thinklens.errors import ThinklensError
@@ -233,8 +233,9 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
                     answers: Sequence[str | int], cfg: HybridConfig, *, modes: Sequence[str] = MODES, max_new_tokens: int = 64,
                     log: Any = None, done: dict[str, dict[str, Any]] | None = None,
                     on_mode: Any = None, thinking_prompts: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Accuracy (:func:`thinklens.answers.is_correct` against ``answers``), the fractions of tokens where
-    steering fired and where the token changed, and the fraction of the base->thinking gap recovered per mode.
+    """Accuracy (:func:`thinklens.answers.is_correct` against ``answers``) with every problem's outcome
+    (``correct``, for the paired tests), the fractions of tokens where steering fired and where the token changed,
+    and the fraction of the base->thinking gap recovered per mode.
 
     ``done``: results of modes already evaluated (a resumed run), not recomputed; ``on_mode(mode, row)``
     is called after each new mode (to record it). ``hv`` may be a zero-argument callable returning the
@@ -253,8 +254,10 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
             hv = hv()
         r = hybrid_generate(base, thinking, None if callable(hv) else hv, prompts, cfg, mode=m,
                             max_new_tokens=max_new_tokens, fire_rate=rate, thinking_prompts=thinking_prompts)
-        out[m] = {"accuracy": graded_accuracy(r.texts, answers), "tokens": r.n_tokens, "fired_fraction": r.fired / max(1, r.n_tokens),
-                  "changed_fraction": r.changed / max(1, r.n_tokens), "samples": r.texts[:3]}
+        correct = [bool(x) for x in graded(r.texts, answers)]  # per problem: the unit of the paired tests
+        out[m] = {"accuracy": sum(correct) / max(1, len(correct)), "tokens": r.n_tokens,
+                  "fired_fraction": r.fired / max(1, r.n_tokens), "changed_fraction": r.changed / max(1, r.n_tokens),
+                  "samples": r.texts[:3], "correct": correct}
         if on_mode:
             on_mode(m, out[m])
         if log:
@@ -265,3 +268,96 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
         for row in out.values():
             row["gap_recovered"] = (row["accuracy"] - out["base"]["accuracy"]) / gap if gap > 0 else None
     return out
+
+
+#: What each ablation's finding says when the hybrid does not beat it.
+CONTROL_WORDS: dict[str, str] = {
+    "bias_only": "the bias vector alone does as well",
+    "random_category": "a random category does as well",
+    "random_firing": "steering at random tokens does as well",
+    "random_vectors": "random vectors do as well",
+}
+
+
+def _gap_codes(method: Sequence[bool], base: Sequence[bool], thinking: Sequence[bool]) -> Any:
+    """One code per problem, ``method + 2 base + 4 thinking``, so a bootstrap over problems resamples the three
+    outcomes of a problem together (:func:`gap_recovered_of`)."""
+    import numpy as np
+
+    return (np.asarray(method, dtype=int) + 2 * np.asarray(base, dtype=int) + 4 * np.asarray(thinking, dtype=int)).astype(float)
+
+
+def gap_recovered_of(codes: Any, axis: int = -1) -> Any:
+    """Gap recovered ``(acc_method - acc_base) / (acc_thinking - acc_base)`` of coded problems (:func:`_gap_codes`),
+    along ``axis``; 0 where a resample has no gap (the thinking model no better than the base).
+
+    Example:
+        >>> import numpy as np
+        >>> float(gap_recovered_of(_gap_codes([1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0])))
+        0.5
+    """
+    import numpy as np
+
+    c = np.asarray(codes, dtype=int)
+    m, b, t = (c % 2).mean(axis), ((c // 2) % 2).mean(axis), ((c // 4) % 2).mean(axis)
+    gap = t - b
+    return np.where(gap > 0, (m - b) / np.where(gap > 0, gap, 1.0), 0.0)
+
+
+def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0) -> list[Any]:
+    """Findings of one seed's modes (each row with its per-problem ``correct``), on the same problems:
+
+    - the thinking model beats the base (the gap exists; McNemar);
+    - the hybrid raises accuracy over the base (McNemar), and the gap it recovers, with its bootstrap interval over
+      problems (an effect when the interval excludes 0);
+    - the hybrid beats every ablation (``bias_only``, ``random_category``, ``random_firing``, ``random_vectors``;
+      McNemar on the same problems), each with both gaps recovered and their intervals in ``extra``.
+
+    Example:
+        >>> r = {"base": {"correct": [0] * 30}, "thinking": {"correct": [1] * 30}, "hybrid": {"correct": [1] * 20 + [0] * 10}}
+        >>> [f.verdict for f in hybrid_findings(r)]
+        ['effect', 'effect', 'effect']
+    """
+    import numpy as np
+
+    from thinklens.stats import Finding, bootstrap_ci, paired_finding, verdict_from_interval
+
+    have = {m: np.asarray(r["correct"], dtype=float) for m, r in rows.items() if r.get("correct") is not None}
+    if "base" not in have or "thinking" not in have:
+        return []
+    base, thinking = have["base"], have["thinking"]
+    findings = [with_extra(paired_finding("the thinking model beats the base model (there is a gap to recover)",
+                                                 thinking, base, control="base model", statistic="accuracy", binary=True,
+                                                 seed=seed), otherwise="the thinking model is no better than the base")]
+
+    def gap(mode: str) -> tuple[float, tuple[float, float]]:
+        codes = _gap_codes(have[mode], base, thinking)
+        return float(gap_recovered_of(codes)), bootstrap_ci(codes, stat=gap_recovered_of, seed=seed)
+
+    if "hybrid" not in have:
+        return findings
+    hybrid = have["hybrid"]
+    acc = paired_finding("the hybrid raises accuracy over the base model", hybrid, base, control="base model",
+                         statistic="accuracy", binary=True, seed=seed)
+    findings.append(with_extra(acc, otherwise="the hybrid is no more accurate than the base model"))
+    g, gci = gap("hybrid")
+    findings.append(Finding("the hybrid recovers part of the base-to-thinking gap", "gap recovered", g, gci, int(hybrid.size),
+                            "no recovery", 0.0, verdict_from_interval(gci, 0.0, n=int(hybrid.size)),
+                            extra={"interval": "bootstrap over problems", "fired_fraction": rows["hybrid"].get("fired_fraction"),
+                                   "otherwise": "the hybrid recovers none of the gap"}))
+    for mode, words in CONTROL_WORDS.items():
+        if mode not in have:
+            continue
+        f = paired_finding(f"the hybrid beats its ablation {mode}", hybrid, have[mode], control=mode, statistic="accuracy",
+                           binary=True, seed=seed)
+        cg, cgci = gap(mode)
+        findings.append(with_extra(f, otherwise=words, gap_recovered=g, gap_recovered_ci=list(gci),
+                                          control_gap_recovered=cg, control_gap_recovered_ci=list(cgci)))
+    return findings
+
+
+def with_extra(f: Any, **extra: Any) -> Any:
+    """``f`` (a frozen :class:`thinklens.stats.Finding`) with ``extra`` added to its ``extra``."""
+    import dataclasses
+
+    return dataclasses.replace(f, extra={**f.extra, **extra})

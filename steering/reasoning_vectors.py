@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -354,3 +355,114 @@ def save_merged(model: torch.nn.Module, tokenizer: Any, out_dir: str | Path, met
     if meta is not None:
         (out / "merge.json").write_text(json.dumps(meta, indent=2))
     return out
+
+
+# ---------------------------------------------------------------- findings: alpha chosen on one split, reported on another
+
+
+def zoo_scorer(tokenizer: Any, problems: Sequence[Any], style: str, batch_size: int = 64) -> Callable[[Any], dict[str, Any]]:
+    """``score(model) -> {accuracy, by_steps, correct}``: greedy per-problem correctness on zoo ``problems`` in ``style``.
+
+    Problems are generated per step count with the zoo evaluator's token budget (:func:`thinklens.tasks.protocol.token_budget`),
+    so ``correct[i]`` is problem ``i``'s outcome, the unit of the paired tests."""
+    from thinklens.answers import is_correct
+    from thinklens.model import HookedModel
+    from thinklens.tasks import render_prompt
+    from thinklens.tasks.protocol import token_budget
+    from zoo.evaluate import generate_texts
+
+    by_steps: dict[int, list[int]] = {}
+    for i, p in enumerate(problems):
+        by_steps.setdefault(int(p.n_steps), []).append(i)
+
+    def score(model: Any) -> dict[str, Any]:
+        hooked = HookedModel(model, tokenizer)
+        correct = [False] * len(problems)
+        for s, idx in sorted(by_steps.items()):
+            texts = generate_texts(hooked, [render_prompt(problems[i], style) for i in idx],
+                                   max_new_tokens=token_budget(style, s), batch_size=batch_size)
+            for i, t in zip(idx, texts):
+                correct[i] = bool(is_correct(t, problems[i].answer))
+        return {"accuracy": sum(correct) / max(1, len(correct)),
+                "by_steps": {str(s): sum(correct[i] for i in idx) / len(idx) for s, idx in sorted(by_steps.items())},
+                "correct": correct}
+
+    return score
+
+
+def choose_alpha(correct_by_alpha: Mapping[float, Sequence[bool]], select: Sequence[int]) -> float:
+    """The alpha whose accuracy on the ``select`` problems is highest (ties: the smallest ``|alpha|``, so alpha 0
+    wins a tie and a sweep that changes nothing chooses nothing).
+
+    Example:
+        >>> choose_alpha({0.0: [1, 0, 0, 1], 1.0: [1, 1, 0, 0], 2.0: [1, 1, 1, 0]}, [0, 1])
+        1.0
+    """
+    sel = list(select)
+    if not sel:
+        raise ThinklensError.of("selection split", "no problems", "at least one problem to choose alpha on", "score more problems")
+    return max(correct_by_alpha, key=lambda a: (sum(bool(correct_by_alpha[a][i]) for i in sel), -abs(a), -a))
+
+
+def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str, Mapping[float, Sequence[bool]]] | None = None,
+                   *, label: str = "v", seed: int = 0, fraction: float = 0.5, min_gain: float = 0.0) -> tuple[list[Any], dict[str, Any]]:
+    """Findings of an alpha sweep: alpha chosen on one split of the problems, the gain reported on the other.
+
+    ``method`` maps alpha -> per-problem correctness (the same problems at every alpha; alpha 0 is the target
+    itself); ``controls`` maps a control's name (``"norm-matched random direction"``, ``"continued-SFT delta"``) to
+    its own sweep over the same problems and alphas. The problems are split by :func:`thinklens.stats.split_indices`
+    (``seed``); on the selection split the best alpha of the method and of every control is chosen
+    (:func:`choose_alpha`); on the reporting split, paired McNemar tests: the method at its alpha against alpha 0,
+    and against every control at the control's own chosen alpha. ``min_gain``: an effect against alpha 0 must also
+    gain at least this much accuracy on the reporting split.
+
+    Returns ``(findings, choice)``: :class:`thinklens.stats.Finding` s and ``{alpha, select, report, select_accuracy,
+    control_alphas}``.
+
+    Example:
+        >>> noise = {a: [(i * 7 + int(a * 10)) % 3 == 0 for i in range(40)] for a in (0.0, 1.0)}
+        >>> fs, choice = sweep_findings(noise, seed=0)
+        >>> fs[0].verdict, len(set(choice["select"]) & set(choice["report"]))
+        ('no effect', 0)
+    """
+    import numpy as np
+
+    from thinklens.stats import paired_finding, split_indices
+
+    if 0.0 not in method:
+        raise ThinklensError.of("alpha sweep", sorted(method), "a sweep that includes alpha 0 (the target itself)",
+                                "pass --alphas=-1,0,1")
+    n = len(method[0.0])
+    for name, sweep in {"v": method, **(controls or {})}.items():
+        for a, c in sweep.items():
+            if len(c) != n:
+                raise ThinklensError.of(f"{name} at alpha {a}", f"{len(c)} outcomes", f"{n}, one per problem of alpha 0",
+                                        "score every alpha on the same problems")
+    select, report = split_indices(n, fraction=fraction, seed=seed)
+    alpha = choose_alpha(method, select)
+
+    def on(sweep: Mapping[float, Sequence[bool]], a: float, idx: Any) -> Any:
+        return np.asarray(sweep[a], dtype=float)[idx]
+
+    ceiling = dict(ceiling=1.0, ceiling_margin=0.02)
+    gain = paired_finding(f"{label} at alpha {alpha:+g} (chosen on {len(select)} other problems) raises accuracy over alpha 0",
+                          on(method, alpha, report), on(method, 0.0, report), control="alpha 0", statistic="accuracy",
+                          binary=True, seed=seed, **ceiling)
+    extra = {**gain.extra, "alpha": alpha, "select_accuracy": float(on(method, alpha, select).mean()),
+             "otherwise": f"{label} does not raise accuracy over alpha 0 on held-out problems"}
+    verdict = gain.verdict
+    if verdict == "effect" and (extra["diff"] or 0.0) < min_gain:
+        verdict = "no effect"
+        extra["min_gain"] = min_gain
+    findings = [dataclasses.replace(gain, verdict=verdict, extra=extra)]
+    control_alphas: dict[str, float] = {}
+    for name, sweep in (controls or {}).items():
+        ca = control_alphas[name] = choose_alpha(sweep, select)
+        f = paired_finding(f"{label} at alpha {alpha:+g} beats the {name} (its alpha {ca:+g}, chosen on the same split)",
+                           on(method, alpha, report), on(sweep, ca, report), control=f"{name} at alpha {ca:+g}",
+                           statistic="accuracy", binary=True, seed=seed)
+        otherwise = "random vectors do as well" if "random" in name else f"the {name} does as well"
+        findings.append(dataclasses.replace(f, extra={**f.extra, "control_alpha": ca, "otherwise": otherwise}))
+    choice = {"alpha": alpha, "select": [int(i) for i in select], "report": [int(i) for i in report],
+              "select_accuracy": extra["select_accuracy"], "control_alphas": control_alphas}
+    return findings, choice

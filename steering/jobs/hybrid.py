@@ -75,8 +75,8 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
     model's format (capped by the contexts)."""
     n_train: int = 150
     """Thinking-model traces whose sentences train the categories and vectors."""
-    n_eval: int = 60
-    """Held-out problems evaluated per mode."""
+    n_eval: int = 120
+    """Held-out problems evaluated per mode (the unit of the paired tests and of the gap's bootstrap interval)."""
     min_steps: int = 2
     max_steps: int = 5
     modes: tuple[str, ...] = ("base", "thinking", "hybrid", "bias_only", "random_category", "random_firing", "random_vectors")
@@ -143,9 +143,10 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     from steering import figures
     from steering.hybrid import check_tokenizers, train_hybrid_vectors
-    from steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid
+    from steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings
     from steering.problems import accuracy, data_format, max_steps_of, new_token_budget, render
     from thinklens.formats import format_for
+    from thinklens.stats import findings_doc
 
     job, run, log = config, ctx.run, ctx.progress.log
     base, thinking = ctx.models["model"], ctx.models["thinking"]
@@ -225,20 +226,37 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
         "data": job.data or "zoo stream", "vector_data": job.vector_data or (job.data and "rest of --data") or "zoo stream",
         "n_evaluated": len(evaluated), "n_vector_problems": len(vector), "max_new_tokens": max_new})
     run.write_figure("hybrid", figures.figure_hybrid(res))
-    return {m: {k: r.get(k) for k in ("accuracy", "accuracy_std", "fired_fraction", "changed_fraction", "gap_recovered",
-                                       "gap_recovered_std")}
-            for m, r in summary_rows.items()}
+    # findings on the first seed's problems (every mode graded on the same ones): paired tests and the gap's interval
+    findings = findings_doc(hybrid_findings(per_seed[str(job.seeds[0])], seed=job.seeds[0]))
+    run.write_result("findings", {"seed": job.seeds[0], "n_evaluated": len(evaluated), "findings": findings})
+    out: dict[str, Any] = {m: {k: r.get(k) for k in ("accuracy", "accuracy_std", "fired_fraction", "changed_fraction",
+                                                     "gap_recovered", "gap_recovered_std")}
+                           for m, r in summary_rows.items()}
+    out["findings"] = findings
+    return out
 
 
 def report(summary: dict[str, Any]) -> str:
+    """Each mode's line, then the headline: the gap recovered, or what was not shown (the CLI prints every finding after it)."""
+    from thinklens.stats import headline
+
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
 
+    modes = {m: r for m, r in summary.items() if m != "findings"}
     lines = [f"{m}: accuracy {num(r['accuracy'])} +- {num(r['accuracy_std'])}, models disagree (fired) "
              f"{num(r['fired_fraction'])}, tokens changed {num(r.get('changed_fraction'))}, gap recovered "
-             f"{num(r['gap_recovered'])}" for m, r in summary.items()]
+             f"{num(r['gap_recovered'])}" for m, r in modes.items()]
     lines.append("at a disagreement the thinking model picks the token among the steered base model's candidates "
                  "(results/hybrid_info.json)")
+    findings = summary.get("findings") or []
+    gap = next((f for f in findings if f.get("statistic") == "gap recovered"), None)
+    if gap is not None:
+        beaten = [f for f in findings if f.get("claim", "").startswith("the hybrid beats")]
+        lines.append(headline(gap, effect=f"the hybrid recovers {num(gap['value'])} [{num(gap['ci'][0])}, {num(gap['ci'][1])}] "
+                              f"of the gap on {gap['n']} problems", otherwise="the hybrid recovers no gap shown"))
+        if beaten and not all(f["verdict"] == "effect" for f in beaten):
+            lines.append("not every ablation is beaten: " + ", ".join(f["control"] for f in beaten if f["verdict"] != "effect"))
     return "\n".join(lines)
 
 

@@ -64,8 +64,15 @@ class ReasoningVectorJobConfig(DataOptions):
     seed: int = HELD_OUT["eval"]
     """Seed of the held-out problems (the zoo evaluator's)."""
     random_control: bool = True
-    """Also sweep group all with a random direction of v's per-tensor norms (seeded by --seed): what any weight
-    change of that size does."""
+    """Also sweep every group with a random direction of v's per-tensor norms (seeded by --seed): what any weight
+    change of that size does (the control every finding is compared with)."""
+    null_a: str | None = None
+    """A structured null, swept like v: the delta null_a - null_b (e.g. b trained further by SFT on its own data,
+    minus b), rescaled to |v|; none: no structured null."""
+    null_b: str | None = None
+    """The checkpoint subtracted from null_a."""
+    select_fraction: float = 0.5
+    """Share of the problems on which each group's alpha is chosen; the findings are reported on the rest."""
     save_alpha: float | None = 1.0
     """Save target + save_alpha * v (group all) in HF format under merged/ (none: do not save)."""
 
@@ -80,6 +87,11 @@ class ReasoningVectorJobConfig(DataOptions):
                      "--alphas=-1,0,0.5,1")
         for g in self.groups:
             check_group(g)
+        if (self.null_a is None) != (self.null_b is None):
+            raise ThinklensError.of("--null-a / --null-b", (self.null_a, self.null_b), "both or neither",
+                                    "pass --null-a <continued-SFT model> --null-b <its parent>")
+        if not 0.0 < self.select_fraction < 1.0:
+            raise ThinklensError.of("--select-fraction", self.select_fraction, "a number in (0, 1)", "pass 0.5")
 
 
 def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
@@ -97,9 +109,11 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
         load_weights,
         reasoning_vector,
         save_merged,
+        sweep_findings,
         vector_stats,
         zoo_lineage,
     )
+    from thinklens.stats import findings_doc
 
     cfg, run, log = config, ctx.run, ctx.progress.log
     v, lineage = reasoning_vector(cfg.a, cfg.b, base=cfg.base)
@@ -119,39 +133,73 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     run.write_result("vector", stats)
     log(f"|v|={stats['norms']['all']:.3f} ({stats['relative_norm']:.3%} of |target|); lineage {asdict(lineage)}")
     rows: list[dict[str, Any]] = []
+    findings_by_group: dict[str, tuple[list[Any], dict[str, Any]]] = {}
     if cfg.n_per_steps > 0:
         evaluate = data_evaluator(cfg, ctx.model) if cfg.data else zoo_evaluator(cfg, tok)
         rows = alpha_sweep(target, v, cfg.alphas, evaluate, groups=cfg.groups, progress=log)
+        controls: dict[str, Any] = {}
         if cfg.random_control:
-            control = alpha_sweep(target, v.random_like(cfg.seed), cfg.alphas, evaluate, groups=("all",), progress=log)
-            rows += [{**r, "group": "all (random direction)"} for r in control]
+            controls["norm-matched random direction"] = v.random_like(cfg.seed)
+        if cfg.null_a is not None:
+            controls["structured null"] = structured_null(cfg, v)
+        for name, cv in controls.items():
+            sweep = alpha_sweep(target, cv, cfg.alphas, evaluate, groups=cfg.groups, progress=log)
+            suffix = "random direction" if name.endswith("random direction") else name
+            rows += [{**r, "group": f"{r['group']} ({suffix})"} for r in sweep]
+        for g in cfg.groups:
+            def sweep_of(group: str) -> dict[float, list[bool]]:
+                return {r["alpha"]: r["correct"] for r in rows if r["group"] == group}
+
+            ctrl = {name: sweep_of(f"{g} ({'random direction' if name.endswith('random direction') else name})")
+                    for name in controls}
+            findings_by_group[g] = sweep_findings(sweep_of(g), ctrl, label=f"v ({g})", seed=cfg.seed,
+                                                  fraction=cfg.select_fraction)
         run.write_result("alpha_sweep", rows)
         run.write_figure("alpha_sweep", figures.figure_alpha_sweep(rows))
     if cfg.save_alpha is not None:
         merged = apply_vector(target, v, cfg.save_alpha, "all")
         save_merged(merged, tok, run.path / "merged", meta={"a": cfg.a, "b": cfg.b, "target": cfg.model,
                                                               "alpha": cfg.save_alpha, "group": "all"})
-    best = max((r for r in rows if r["group"] in cfg.groups), key=lambda r: r["accuracy"]) if rows else None
+    # the group is chosen like the alpha: on the selection split; its findings lead, the other groups' gains follow
+    best_group = max(findings_by_group, key=lambda g: (findings_by_group[g][1]["select_accuracy"], g == "all"), default=None)
+    findings: list[Any] = []
+    best = None
+    if best_group is not None:
+        fs, choice = findings_by_group[best_group]
+        findings = list(fs) + [findings_by_group[g][0][0] for g in cfg.groups if g != best_group]
+        best = {"group": best_group, "alpha": choice["alpha"], "accuracy": fs[0].value,
+                "select_accuracy": choice["select_accuracy"], "n_select": len(choice["select"]), "n_report": len(choice["report"]),
+                "chosen_on": "selection split; accuracy on the reporting split"}
+        run.write_result("findings", {"findings": findings_doc(findings), "best_group": best_group,
+                                      "choices": {g: c for g, (_, c) in findings_by_group.items()},
+                                      "by_group": {g: findings_doc(f) for g, (f, _) in findings_by_group.items()}})
     return {"norm": stats["norms"]["all"], "related": lineage.related,
             "target_related": stats["target_lineage"]["related"] if "target_lineage" in stats else None,
             "alpha0_accuracy": next((r["accuracy"] for r in rows if r["alpha"] == 0 and r["group"] == "all"), None),
-            "best": {k: best[k] for k in ("group", "alpha", "accuracy")} if best else None}
+            "best": best, "findings": findings_doc(findings)}
+
+
+def structured_null(cfg: ReasoningVectorJobConfig, v: Any) -> Any:
+    """The delta null_a - null_b rescaled to |v| (a weight change of v's size that should carry no skill)."""
+    from steering.reasoning_vectors import ReasoningVector, check_lineage_shapes, load_weights
+
+    (wa, ca), (wb, cb) = load_weights(cfg.null_a), load_weights(cfg.null_b)
+    check_lineage_shapes(wa, wb, ca, cb, what="structured null")
+    null = ReasoningVector.between(wa, wb, label=f"{cfg.null_a} - {cfg.null_b}", model_type=getattr(ca, "model_type", None))
+    scale = v.norm() / max(null.norm(), 1e-12)
+    return ReasoningVector({n: d * scale for n, d in null.delta.items()}, f"({null.label}) x {scale:.3g}", null.model_type)
 
 
 def zoo_evaluator(cfg: ReasoningVectorJobConfig, tok: Any) -> Callable[[Any], dict[str, Any]]:
     """Accuracy of a merged model on held-out zoo problems (the zoo's evaluator, its style)."""
-    from thinklens.model import HookedModel
+    from steering.reasoning_vectors import zoo_scorer
+    from thinklens.tasks.generator import generate_problems
     from thinklens.tasks.protocol import model_style
-    from zoo.evaluate import evaluate_model
 
     style = cfg.style or model_style(cfg.model)
-
-    def evaluate(model) -> dict[str, Any]:
-        r = evaluate_model(HookedModel(model, tok), label="merged", style=style, n_per_steps=cfg.n_per_steps,
-                           steps=list(cfg.steps), seed=cfg.seed)
-        return {"accuracy": r.mean_accuracy(list(cfg.steps)), "by_steps": {str(k): x for k, x in r.accuracy.items()}}
-
-    return evaluate
+    # the zoo evaluator's problems: one stream per step count (seed * 1000 + steps)
+    problems = [p for s in cfg.steps for p in generate_problems(cfg.n_per_steps, seed=cfg.seed * 1000 + s, n_steps=s)]
+    return zoo_scorer(tok, problems, style)
 
 
 def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any], dict[str, Any]]:
@@ -173,17 +221,26 @@ def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any]
             if s is not None:
                 by_steps.setdefault(str(s), []).append(ok)
         return {"accuracy": sum(right) / len(right), "by_steps": {k: sum(v) / len(v) for k, v in sorted(by_steps.items())},
-                "n": len(right)}
+                "n": len(right), "correct": [bool(x) for x in right]}
 
     return evaluate
 
 
 def report(summary: dict[str, Any]) -> str:
+    """The lineage line and the headlines (the CLI prints every finding in words after it)."""
+    from thinklens.stats import headline
+
     line = f"|v| = {summary['norm']:.4g}; lineage {'ok' if summary['related'] else 'SUSPICIOUS (see results/vector.json)'}"
-    if summary["best"]:
-        b = summary["best"]
-        line += f"; accuracy at alpha 0: {summary['alpha0_accuracy']:.3f}, best {b['accuracy']:.3f} ({b['group']}, alpha {b['alpha']:+g})"
-    return line
+    lines = [line]
+    b, fs = summary.get("best"), summary.get("findings") or []
+    if b and fs:
+        lines.append(headline(fs[0], effect=f"v raises accuracy: {b['group']} at alpha {b['alpha']:+g}, {b['accuracy']:.3f} on "
+                              f"{b['n_report']} held-out problems against {fs[0]['control_value']:.3f} at alpha 0",
+                              otherwise=f"v does not raise accuracy on held-out problems ({b['group']} at alpha "
+                              f"{b['alpha']:+g} chosen on {b['n_select']} others)"))
+        if len(fs) > 1 and fs[1].get("control", "").startswith("norm-matched random"):
+            lines.append(headline(fs[1], effect="v beats the norm-matched random direction", otherwise="random vectors do as well"))
+    return "\n".join(lines)
 
 
 JOB = Job(

@@ -1,0 +1,183 @@
+"""Planted and null settings of reasoning vectors (shared/specs/controls.md, "Headroom lineage").
+
+The lineage (every model committed under data/zoo/, its parent recorded in its zoo.json):
+
+- base ``tiny-pre``; sibling SFT fine-tunes of it on tiny-cot's data mix, each 300 steps (a short SFT, weak on
+  long chains): A = ``tiny-cot-short`` (seed 1) and B = ``tiny-cot-short2`` (seed 2);
+- ``tiny-grpo-short``: GRPO from A on 6-8 step problems (``thinklens run grpo --model data/zoo/tiny-cot-short``).
+
+The skill is answering 6-8 step problems in cot style: B lacks it (the headroom, GRPO's accuracy minus B's on
+the same problems, is measured in every run and must be >= 20 points).
+
+- ``reasoning-vector planted``: ``v = theta_GRPO - theta_A`` (A checked to be GRPO's recorded parent) added to
+  B at several alphas; the alpha is chosen on one split of the problems and the gain reported on the other
+  (:func:`steering.reasoning_vectors.sweep_findings`): recovered when v at its alpha beats alpha 0 by >= 5
+  points (McNemar) and beats the norm-matched random direction (McNemar, the control's alpha chosen on the
+  same split), with the headroom there.
+- ``reasoning-vector null``: the vector under test is a random direction with v's per-tensor norms (a weight
+  change of v's size that carries no skill), swept and judged the same way: the method must say no effect.
+
+Quick versions score few problems and alphas (the default test tier); the full ones enough problems for a
+5-point gain to show.
+
+Example:
+    >>> [s.key for s in SETTINGS]
+    ['reasoning-vector/planted', 'reasoning-vector/null']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from thinklens.controls import Check, Setting, SettingContext
+from thinklens.errors import ThinklensError
+
+#: The headroom lineage: role -> zoo model (data/zoo/<name>).
+LINEAGE: dict[str, str] = {"base": "tiny-pre", "a": "tiny-cot-short", "grpo": "tiny-grpo-short", "b": "tiny-cot-short2"}
+#: The skill B lacks: problems of these step counts, prompted in this zoo style.
+SKILL: dict[str, Any] = {"min_steps": 6, "max_steps": 8, "style": "cot"}
+MIN_HEADROOM = 0.20
+MIN_GAIN = 0.05
+#: Held-out problems of the settings: far from the training streams (seeds 0..) and the other held-out seeds.
+PROBLEM_SEED = 70_000
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much a setting scores."""
+
+    n_per_steps: int
+    """Problems per step count of the skill (split in half: alpha chosen on one half, reported on the other)."""
+    alphas: tuple[float, ...]
+    """Scales of v swept (0 included: B itself)."""
+
+
+QUICK = Plan(n_per_steps=24, alphas=(0.0, 1.0, 2.0))
+FULL = Plan(n_per_steps=150, alphas=(-1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
+
+
+def zoo_folder(name: str) -> str:
+    """The committed folder of zoo model ``name`` (a clear error when it is missing)."""
+    from thinklens.zoo.registry import repo_root
+
+    path = repo_root() / "data" / "zoo" / name
+    if not (path / "config.json").is_file():
+        raise ThinklensError.of("zoo model", name, f"a committed model under {path.parent}",
+                                "git pull the zoo (data/zoo/) or retrain it with the command in its zoo.json")
+    return str(path)
+
+
+def lineage_vector(lineage: dict[str, str] | None = None) -> Any:
+    """``v = theta_GRPO - theta_A``, refusing an A that is not the GRPO model's recorded parent (zoo.json ``init``)."""
+    from steering.reasoning_vectors import reasoning_vector
+    from thinklens.tasks.protocol import zoo_meta
+
+    lin = lineage or LINEAGE
+    parent = zoo_meta(zoo_folder(lin["grpo"])).get("init")
+    if parent is None or Path(str(parent)).name != lin["a"]:  # a zoo name or its folder (data/zoo/<name>)
+        raise ThinklensError.of("reasoning vector parent", f"{lin['grpo']} - {lin['a']}",
+                                f"{lin['grpo']} minus its recorded parent {parent!r}",
+                                "subtract the checkpoint the GRPO run started from")
+    v, report = reasoning_vector(zoo_folder(lin["grpo"]), zoo_folder(lin["a"]), base=zoo_folder(lin["base"]))
+    if not report.related:
+        raise ThinklensError.of("lineage", report, "fine-tunes of one init", "use checkpoints of one lineage")
+    return v
+
+
+@lru_cache(maxsize=4)
+def _problems(n_per_steps: int, seed: int) -> tuple:
+    from thinklens.tasks.protocol import problems_by_steps
+
+    return tuple(problems_by_steps(n_per_steps, SKILL["min_steps"], SKILL["max_steps"], seed=PROBLEM_SEED + seed))
+
+
+def _scorer(plan: Plan, seed: int):
+    from transformers import AutoTokenizer
+
+    from steering.reasoning_vectors import load_causal_lm, zoo_scorer
+
+    tok = AutoTokenizer.from_pretrained(zoo_folder(LINEAGE["b"]))
+    target = load_causal_lm(zoo_folder(LINEAGE["b"]))
+    return target, zoo_scorer(tok, list(_problems(plan.n_per_steps, seed)), SKILL["style"])
+
+
+@lru_cache(maxsize=4)
+def _alpha0(n_per_steps: int, seed: int) -> dict[str, Any]:
+    """B's own outcomes on the setting's problems (shared by the planted and the null run of one process)."""
+    target, score = _scorer(Plan(n_per_steps, (0.0,)), seed)
+    return score(target)
+
+
+def sweep(v: Any, controls: dict[str, Any], plan: Plan, seed: int) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    """``v`` and each control added to B over ``plan.alphas``; returns ``(findings, choice, accuracies)``."""
+    from steering.reasoning_vectors import alpha_sweep, sweep_findings
+
+    target, score = _scorer(plan, seed)
+    at_zero = _alpha0(plan.n_per_steps, seed)
+
+    def evaluate(model: Any) -> dict[str, Any]:
+        return at_zero if model_equals(model, target) else score(model)
+
+    sweeps = {name: {r["alpha"]: r["correct"] for r in alpha_sweep(target, vec, plan.alphas, evaluate)}
+              for name, vec in {"v": v, **controls}.items()}
+    method = sweeps.pop("v")
+    findings, choice = sweep_findings(method, sweeps, label="v", seed=seed, min_gain=MIN_GAIN)
+    acc = {name: {str(a): sum(c) / len(c) for a, c in s.items()} for name, s in {"v": method, **sweeps}.items()}
+    return findings, choice, acc
+
+
+def model_equals(model: Any, target: Any) -> bool:
+    """Whether ``model`` has exactly ``target``'s weights (alpha 0: the scored target is reused, not re-scored)."""
+    import torch
+
+    return all(torch.equal(p, q) for p, q in zip(model.parameters(), target.parameters()))
+
+
+def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any], verdict: str, target: str) -> Check:
+    from thinklens.stats import findings_doc
+
+    gain = findings[0]
+    lo, hi = gain.extra["diff_ci"]
+    return Check("gain_over_alpha0", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,
+                 details={**details, "alpha": choice["alpha"], "control_alphas": choice["control_alphas"],
+                          "n_select": len(choice["select"]), "findings": findings_doc(findings)})
+
+
+def _planted(ctx: SettingContext) -> Check:
+    from steering.reasoning_vectors import load_causal_lm
+
+    plan = QUICK if ctx.quick else FULL
+    _, score = _scorer(plan, ctx.seed)
+    grpo = score(load_causal_lm(zoo_folder(LINEAGE["grpo"])))["accuracy"]
+    b0 = _alpha0(plan.n_per_steps, ctx.seed)["accuracy"]
+    v = lineage_vector()
+    findings, choice, acc = sweep(v, {"norm-matched random direction": v.random_like(ctx.seed)}, plan, ctx.seed)
+    beats_zero, beats_random = findings[0].is_effect, findings[1].is_effect
+    headroom = grpo - b0
+    verdict = "recovered" if headroom >= MIN_HEADROOM and beats_zero and beats_random else "failed"
+    return _check(findings, choice, {"headroom": headroom, "grpo_accuracy": grpo, "b_accuracy": b0, "accuracy": acc,
+                                     "lineage": LINEAGE, "norm_v": v.norm()}, verdict,
+                  f"headroom >= {MIN_HEADROOM}; v beats alpha 0 by >= {MIN_GAIN} (McNemar, alpha chosen on the other "
+                  "split) and beats the norm-matched random direction")
+
+
+def _null(ctx: SettingContext) -> Check:
+    plan = QUICK if ctx.quick else FULL
+    v = lineage_vector()
+    null = v.random_like(ctx.seed + 101)  # the vector under test: v's per-tensor norms, no skill
+    findings, choice, acc = sweep(null, {"norm-matched random direction": v.random_like(ctx.seed + 202)}, plan, ctx.seed)
+    verdict = "no-effect" if not findings[0].is_effect else "failed"
+    return _check(findings, choice, {"accuracy": acc, "norm_v": v.norm()}, verdict,
+                  "a random delta of v's per-tensor norms: no gain over alpha 0 on held-out problems")
+
+
+SETTINGS = [
+    Setting("reasoning-vector", "planted", "recovered", _planted,
+            help="v = tiny-grpo-short - tiny-cot-short on its sibling tiny-cot-short2 (lacks 6-8 step chains): >= 5 points "
+            "over alpha 0 and beats the norm-matched random direction"),
+    Setting("reasoning-vector", "null", "no-effect", _null,
+            help="a random delta of v's per-tensor norms added to tiny-cot-short2: no effect"),
+]

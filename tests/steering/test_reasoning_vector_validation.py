@@ -1,0 +1,59 @@
+"""The reasoning-vector settings of ``thinklens run validate`` (quick versions: the default tier), and the
+mutants they kill; the full versions are `slow`."""
+
+from __future__ import annotations
+
+import pytest
+
+from steering import vector_validation as vv
+from thinklens import ThinklensError
+from thinklens.controls import SettingContext, validate_line
+from thinklens.zoo.registry import repo_root
+
+pytestmark = pytest.mark.skipif(not all((repo_root() / "data" / "zoo" / m / "config.json").is_file() for m in vv.LINEAGE.values()),
+                                reason="needs the committed headroom lineage (data/zoo/)")
+SETTINGS = {s.name: s for s in vv.SETTINGS}
+
+
+def _ctx(tmp_path, quick: bool = True) -> SettingContext:
+    return SettingContext(quick=quick, seed=0, workdir=tmp_path, threads=1)
+
+
+def test_planted_quick_is_recovered(tmp_path):
+    s = SETTINGS["planted"]
+    check = s.run(_ctx(tmp_path))
+    assert check.verdict == s.expected, (validate_line(s, check), check.details)
+    assert check.details["headroom"] >= vv.MIN_HEADROOM and check.value >= vv.MIN_GAIN
+    assert check.details["alpha"] != 0.0 and check.n == check.details["n_select"]  # chosen on the other half
+    assert [f["verdict"] for f in check.details["findings"]] == ["effect", "effect"]
+
+
+def test_null_quick_is_no_effect(tmp_path):
+    s = SETTINGS["null"]
+    check = s.run(_ctx(tmp_path))
+    assert check.verdict == s.expected, (validate_line(s, check), check.details)
+
+
+def test_mutant_control_equal_to_v_is_killed(tmp_path, monkeypatch):
+    # Mutant: the "norm-matched random" control is v itself; v can never beat it, so the planted setting fails.
+    from steering.reasoning_vectors import ReasoningVector
+
+    monkeypatch.setattr(ReasoningVector, "random_like", lambda self, seed: self)
+    check = SETTINGS["planted"].run(_ctx(tmp_path))
+    assert check.verdict == "failed" and check.details["findings"][1]["verdict"] == "no effect"
+
+
+def test_mutant_v_against_the_wrong_model_is_killed(tmp_path, monkeypatch):
+    # Mutant: v taken against B (or the base) instead of the GRPO model's parent A: refused before any scoring.
+    for wrong in (vv.LINEAGE["b"], vv.LINEAGE["base"]):
+        monkeypatch.setitem(vv.LINEAGE, "a", wrong)
+        with pytest.raises(ThinklensError, match="recorded parent"):
+            SETTINGS["planted"].run(_ctx(tmp_path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["planted", "null"])
+def test_full_settings(tmp_path, name):
+    s = SETTINGS[name]
+    check = s.run(_ctx(tmp_path, quick=False))
+    assert check.verdict == s.expected, (validate_line(s, check), check.details)
