@@ -17,8 +17,16 @@ questions; they differ only in which solution text gives each trajectory its ans
 Organism: ``tiny-overthink`` once it is in the zoo (it writes "So Tom has X apples." and re-checks), else
 ``tiny-r1`` (chat format). Site: block 1 of tiny-r1's 4 (``resid_post.1``): the state at the token that
 writes the value carries it there; at the last block (the paper's site) the state is dominated by the next
-token's prediction and the answer-specific part is small (own 0.058 vs shuffled 0.044 at the planted steps,
-p = 0.035 over 48 trajectories, where block 1 gives 0.221 vs 0.097, p = 1e-4).
+token's prediction and the answer-specific part is small (tiny-r1, 48 trajectories, at the planted steps:
+own 0.058 vs shuffled 0.044, p = 0.035, where block 1 gives 0.221 vs 0.097, p = 1e-4; tiny-think, 60: last
+block gap 0.009 [-0.020, 0.037], block 1 gap 0.050 [0.012, 0.090]).
+
+What only the paired gap shows: in the null the own-answer MI still rises at the answer steps (p = 1e-4 over
+64 trajectories) and the peaks still land there above the uniform chance (precision 0.11 vs 0.02; planted
+0.28), because at this scale nHSIC is close to the squared correlation of the two coordinate profiles
+(:mod:`analyses.mi.small_scale`) and a state at a number token resembles any answer vector (the last-token
+state of ``... #### N``). So a rise or peak at the answer is no evidence by itself; only own against
+shuffled, on the same states, is.
 
 Example:
     >>> [s.key for s in SETTINGS]

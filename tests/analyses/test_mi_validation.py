@@ -56,6 +56,17 @@ def test_quick_setting_gives_its_expected_verdict(setting, tmp_path) -> None:
         assert check.ci[0] <= 0 <= check.ci[1] and d["p_gap"] >= 0.01
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", SETTINGS, ids=[s.key for s in SETTINGS])
+def test_full_setting_gives_its_expected_verdict(setting, tmp_path) -> None:
+    if not _zoo_has("tiny-r1"):
+        pytest.skip("tiny-r1 is not trained")
+    torch.set_num_threads(1)
+    check = setting.run(SettingContext(quick=False, seed=0, workdir=tmp_path, threads=1, progress=False))
+    assert check.verdict == setting.expected, check
+    assert check.n >= 48
+
+
 # ---------------------------------------------------------------- planted steps
 
 
