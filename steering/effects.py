@@ -49,6 +49,17 @@ def reflection_counts(texts: Sequence[str], extra: Sequence[str] = ()) -> dict[s
     return out
 
 
+def traces_with(texts: Sequence[str], word: str) -> int:
+    """How many of ``texts`` say ``word`` at least once (the count behind a word rate's Wilson interval).
+
+    Example:
+        >>> traces_with(["Wait, 2.", "so 3", "wait wait"], "wait")
+        2
+    """
+    pattern = word_pattern(word)
+    return sum(1 for t in texts if pattern.search(t))
+
+
 @torch.no_grad()
 def mean_norm(acts: Sequence[Tensor]) -> float:
     """Mean L2 norm of activation rows (the unit of steering coefficients)."""
@@ -96,7 +107,7 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
                                      do_sample=do_sample, seed=seed, temperature=1.0)
                 texts = [t.text for t in trs]
                 res: dict[str, Any] = {**reflection_counts(texts, (word,)), "mean_tokens": sum(len(t) for t in trs) / len(trs),
-                                       "sample": texts[0]}
+                                       "sample": texts[0], "traces_with_word": traces_with(texts, word), "n_traces": len(texts)}
                 if answers is not None:
                     res["accuracy"] = sum(graded(texts, answers)) / len(answers)
                 cache[key] = res

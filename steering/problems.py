@@ -179,3 +179,28 @@ def problem_texts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer:
         sep = " " if fmt.is_zoo else ("" if prompt.endswith(("\n", " ")) else "\n")
         out.append(f"{prompt}{sep}{body}")
     return out
+
+
+def held_out_prompts(model: HookedModel, data: str, n: int, *, prompt_format: str = "auto", data_fields: str = "",
+                     min_steps: int = 2, max_steps: int = 6, max_new_tokens: int | None = None, offset: int = 0) -> PromptSet:
+    """Prompts an SAE was not trained on, whose completions the ``sae`` and ``sae-eval`` jobs generate (to score
+    fidelity on the generated tokens and to scan for feature statistics): the held-out zoo stream for
+    ``zoo:<style>``, the lines of a text file (used as prompts as they are), else ``n`` problems of a problem
+    set from ``offset`` (those after the training ones; the first ``n`` when none is left).
+
+    Example:
+        >>> # held_out_prompts(model, "zoo:think", 64).prompts[:1]
+    """
+    from steering.data import is_text_file, read_texts
+    from thinklens.tasks.protocol import HELD_OUT
+
+    if data.startswith("zoo:"):
+        problems = zoo_stream(n, seed=HELD_OUT["sampling"], min_steps=min_steps, max_steps=max_steps)
+        return prompt_set(model, data_format(model, prompt_format, data), problems, max_new_tokens=max_new_tokens,
+                          max_steps=max_steps)
+    if is_text_file(data):
+        return PromptSet(read_texts(data)[:n], None, max_new_tokens or 64, None)
+    every = list(load_data(data, data_fields))
+    problems = every[offset: offset + n] or every[:n]
+    return prompt_set(model, data_format(model, prompt_format), problems, max_new_tokens=max_new_tokens,
+                      max_steps=max_steps_of(problems, max_steps))

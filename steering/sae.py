@@ -5,7 +5,9 @@ Training goes through sae-lens's own ``LanguageModelSAETrainingRunner`` with its
 override dataset (:func:`steering.data.token_rows`), W&B off, small buffers. The folder it writes is
 sae-lens's format (``cfg.json`` + ``sae_weights.safetensors``), loadable by
 ``sae_lens.SAE.load_from_disk``; we add ``metadata.thinklens_site`` and a ``thinklens_metrics.json``.
-Metrics are sae-lens's ``run_evals``: explained variance, L0, dead features, CE loss recovered.
+Metrics are sae-lens's ``run_evals``: explained variance, L0, dead features. CE loss recovered and KL are
+not taken from it (it scores every position of right-padded rows, prompt and padding included, and gave
+values above 1): :mod:`steering.sae_fidelity` scores them on generated tokens only.
 
 Example:
     >>> from thinklens.testing import build_tiny_model
@@ -182,7 +184,6 @@ def _flatten_metrics(all_metrics: dict[str, Any], feature_metrics: dict[str, Any
         dens = torch.as_tensor(dens)
         flat["dead_features"] = int((dens == 0).sum())
         flat["dead_fraction"] = float((dens == 0).float().mean())
-    flat["ce_loss_recovered"] = flat.get("ce_loss_score")
     flat["d_sae"] = d_sae
     return flat
 
@@ -192,7 +193,7 @@ def _evals(sae: "SAE", proxy, store, n_batches: int, exclude: list[int]) -> dict
     from sae_lens.training.activation_scaler import ActivationScaler
 
     ec = EvalConfig(n_eval_reconstruction_batches=n_batches, n_eval_sparsity_variance_batches=n_batches,
-                    compute_ce_loss=True, compute_kl=True, compute_l2_norms=True, compute_sparsity_metrics=True,
+                    compute_ce_loss=False, compute_kl=False, compute_l2_norms=True, compute_sparsity_metrics=True,
                     compute_variance_metrics=True, compute_featurewise_density_statistics=True)
     was_training = sae.training
     sae.eval()
@@ -261,8 +262,8 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
 
 def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site: Site | str | None = None,
                  n_batches: int = 8, batch_prompts: int = 32, context_size: int | None = None) -> dict[str, Any]:
-    """sae-lens's metrics for any SAE on ``model`` over local ``texts`` (explained variance, L0,
-    dead features, CE loss recovered, KL)."""
+    """sae-lens's metrics for any SAE on ``model`` over local ``texts`` (explained variance, L0, dead features);
+    CE loss recovered and KL come from :func:`steering.sae_fidelity.sae_fidelity` on generated tokens."""
     from sae_lens.training.activations_store import ActivationsStore
 
     s = check_sae(model, sae, site)
@@ -287,3 +288,124 @@ def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site
             return _evals(sae, proxy, store, n_batches, exclude) | {"site": str(s), "hook_name": name}
     finally:
         sae.cfg.metadata.hook_name = old
+
+
+# ---------------------------------------------------------------- SAEs from stored activation rows
+
+def read_activation_rows(path: str | Path, site: Site | str | None = None) -> torch.Tensor:
+    """Activation rows ``[rows, d]`` (float32) from a safetensors file or an ActivationStore folder.
+
+    A safetensors file holds one 2-d tensor, or several of which ``site`` (its name, e.g. ``resid_post.2``)
+    or ``activations`` is taken. A store folder (:class:`thinklens.store.ActivationStore`) gives its rows at
+    ``site``, or at its only site. Rows are read into memory.
+
+    Example:
+        >>> import tempfile, torch
+        >>> from safetensors.torch import save_file
+        >>> f = tempfile.mkdtemp() + "/acts.safetensors"
+        >>> save_file({"activations": torch.ones(5, 3)}, f)
+        >>> read_activation_rows(f).shape
+        torch.Size([5, 3])
+    """
+    p = Path(path)
+    want = None if site is None else str(site)
+    if p.is_file() and p.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        tensors = load_file(str(p))
+        names = sorted(tensors)
+        key = want if want in tensors else ("activations" if "activations" in tensors else None)
+        if key is None and len(names) == 1:
+            key = names[0]
+        if key is None:
+            raise ThinklensError.of("activations file", f"{p} with tensors {names}", "one tensor, or one named "
+                                    f"{want or 'activations'}", "pass --site <name> or save one [rows, d] tensor")
+        rows = tensors[key]
+    elif p.is_dir() and any(p.glob("shard-*.json")):
+        from thinklens.store import ActivationStore
+
+        store = ActivationStore(p)
+        sites = [str(s) for s in store.sites]
+        key = want if want is not None else (sites[0] if len(sites) == 1 else None)
+        if key not in sites:
+            raise ThinklensError.of("activation store site", want, f"one of {', '.join(sites)}", "pass --site <one of them>")
+        rows = torch.cat([b[Site.parse(key)] for b in store.iter_batches(65536, [key])])
+    else:
+        raise ThinklensError.of("--activations", str(p), "a .safetensors file of [rows, d] activations or an "
+                                "ActivationStore folder (shard-*.safetensors + shard-*.json)", "check the path")
+    if rows.ndim != 2 or rows.shape[0] < 2:
+        raise ThinklensError.of("activation rows", f"a tensor of shape {tuple(rows.shape)}", "[rows, d] with rows >= 2",
+                                "save one activation vector per row")
+    rows = rows.float()
+    if not torch.isfinite(rows).all():
+        raise ThinklensError.of("activation rows", "non-finite values", "finite activations", "drop the NaN/inf rows")
+    return rows
+
+
+class _RowBatches:
+    """An endless iterator of random ``[batch, d]`` batches of ``rows`` (a local generator: reproducible)."""
+
+    def __init__(self, rows: torch.Tensor, batch: int, seed: int):
+        self.rows, self.batch = rows, batch
+        self.g = torch.Generator().manual_seed(seed)
+
+    def __iter__(self) -> "_RowBatches":
+        return self
+
+    def __next__(self) -> torch.Tensor:
+        return self.rows[torch.randint(len(self.rows), (self.batch,), generator=self.g)]
+
+
+@torch.no_grad()
+def row_metrics(sae: "SAE", rows: torch.Tensor) -> dict[str, Any]:
+    """Explained variance, mean L0 (active features per row), MSE and dead features of ``sae`` on ``rows``
+    (sae-lens's definitions: variance explained summed over dimensions; dead = never active on these rows)."""
+    dev = next(sae.parameters()).device
+    x = rows.to(dev, torch.float32)  # [rows, d]
+    z = sae.encode(x)  # [rows, feature]
+    x_hat = sae.decode(z)  # [rows, d]
+    resid = (x - x_hat).pow(2).sum(-1)  # [rows]
+    total = (x - x.mean(0)).pow(2).sum(-1)  # [rows]
+    active = (z > 0).float()
+    return {"explained_variance": float(1 - resid.sum() / total.sum().clamp_min(1e-12)), "l0": float(active.sum(-1).mean()),
+            "mse": float(resid.mean() / x.shape[-1]), "dead_features": int((active.sum(0) == 0).sum()),
+            "dead_fraction": float((active.sum(0) == 0).float().mean()), "d_sae": int(sae.cfg.d_sae), "n_rows": int(len(x))}
+
+
+def train_sae_on_rows(rows: torch.Tensor, cfg: SAETrainConfig, *, out_dir: str | Path, held_out: torch.Tensor | None = None,
+                      source: str = "") -> tuple["SAE", dict[str, Any]]:
+    """Train an SAE with sae-lens's own trainer on stored activation rows ``[rows, d]``; save and evaluate it.
+
+    The model-free path of ``thinklens run sae --activations``: the same training config and architectures as
+    :func:`train_sae`, batches of ``cfg.train_batch_size_tokens`` rows drawn at random (seeded) for
+    ``cfg.training_tokens`` rows in all. The folder is sae-lens's format (``metadata.thinklens_site`` is
+    ``cfg.site``, the site the rows were read at); metrics (:func:`row_metrics`) are on ``held_out`` rows
+    (default: the training rows).
+    """
+    from sae_lens import LoggingConfig
+    from sae_lens.config import SAETrainerConfig
+    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY
+    from sae_lens.training.sae_trainer import SAETrainer
+
+    device = "cpu"
+    sae_cfg = training_sae_config(cfg, int(rows.shape[1]), device)
+    steps = max(1, cfg.training_tokens // cfg.train_batch_size_tokens)
+    trainer_cfg = SAETrainerConfig(
+        total_training_samples=steps * cfg.train_batch_size_tokens, train_batch_size_samples=cfg.train_batch_size_tokens,
+        lr=cfg.lr, lr_end=cfg.lr, lr_warm_up_steps=min(cfg.lr_warm_up_steps, steps // 2), device=device,
+        dead_feature_window=max(50, steps // 4), feature_sampling_window=max(100, steps // 2),
+        logger=LoggingConfig(log_to_wandb=False), n_batches_for_norm_estimate=8)
+    out = Path(out_dir)
+    with quiet_training(cfg.seed):
+        sae = SAE_TRAINING_CLASS_REGISTRY[cfg.architecture][0](sae_cfg)
+        sae.cfg.metadata.thinklens_site = cfg.site
+        sae.cfg.metadata.hook_name = cfg.site
+        sae.cfg.metadata.dataset_path = source or f"{len(rows)} activation rows"
+        trained = SAETrainer(trainer_cfg, sae, _RowBatches(rows.to(device), cfg.train_batch_size_tokens, cfg.seed)).fit()
+        trained.save_inference_model(out)
+    loaded = load_sae(out)
+    metrics = row_metrics(loaded, rows if held_out is None else held_out)
+    metrics.update(site=cfg.site, architecture=cfg.architecture, k=cfg.k, training_tokens=steps * cfg.train_batch_size_tokens,
+                   n_rows=int(len(rows)), source=source)
+    (out / METRICS_FILE).write_text(json.dumps(metrics, indent=2))
+    return loaded, metrics

@@ -8,6 +8,11 @@ correctness: ``results/feature_stats.json``); figures sae_metrics, feature_densi
 ``--architecture``: any trainable one in sae-lens's registry (topk, batchtopk, standard, jumprelu, gated, ...).
 ``thinklens run steer --sae <run folder>`` uses both the SAE and its statistics.
 
+``--activations``: train on stored activation rows instead of running a model (a ``.safetensors`` file of one
+``[rows, d]`` tensor, or an ActivationStore folder, at ``--site``): ``eval_texts`` rows drawn at random are held
+out for the metrics (explained variance, L0, dead features; no CE without a model), and no traces are scanned.
+Pass ``--model ''`` so that no model is loaded.
+
 ``--data``: the zoo's rendered problems (``zoo:<style>``), a text file (.txt/.jsonl), or any problem set (GSM8K,
 MATH-500, your JSONL, ``synthetic:MIN-MAX``): its problems become their prompt in the model's
 ``--prompt-format`` followed by their worked solution (training texts), and the scanned traces are the
@@ -19,6 +24,7 @@ Example:
     ('sae', 'resid_post.2', 'tiny-think')
     >>> # thinklens run sae --model tiny-think --site resid_post.2 --d-sae 1024 --k 32 --run-id think-rp2-k32
     >>> # thinklens run sae --model tiny-r1 --data gsm8k_train.jsonl --prompt-format chat --site resid_post.2
+    >>> # thinklens run sae --model '' --activations acts.safetensors --site resid_post.2 --d-sae 128 --k 4
 """
 
 from __future__ import annotations
@@ -49,6 +55,9 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
     each problem's prompt in --prompt-format followed by its worked solution."""
     n_texts: int = 6000
     """Training texts drawn (zoo), read (file) or made (the first problems of a problem set)."""
+    activations: str = ""
+    """Stored activation rows to train on instead of a model's texts: a .safetensors file of one [rows, d] tensor
+    (or one named after --site), or an ActivationStore folder read at --site; empty: run the model on --data."""
     eval_texts: int = 400
     """Held-out texts for the metrics (zoo: other problems; a problem set: the problems after the training ones when
     it has more; a text file: its first texts)."""
@@ -61,6 +70,9 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
     stats_sample: bool = True
     """Sample the scanned traces (temperature 1, seeded) rather than decode greedily: greedy zoo traces never
     say wait or hmm (each is drawn with p < 0.5 in training), so only sampled traces show their features."""
+    fidelity_traces: int = 64
+    """Held-out traces generated from held-out prompts whose generated tokens score CE loss recovered and KL
+    (prompt and padding positions are never scored); the scanned traces are the first stats_traces of the same."""
     max_new_tokens: int | None = None
     """New tokens of each scanned trace; None: the task protocol's budget for a zoo style, 1024 for a real model's
     format (capped by its context), 64 for a text file."""
@@ -68,7 +80,7 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
     def __post_init__(self) -> None:
         SAETrainConfig.__post_init__(self)
         DataOptions.__post_init__(self)
-        if self.n_texts < 1 or self.eval_texts < 1 or self.stats_traces < 0:
+        if self.n_texts < 1 or self.eval_texts < 1 or self.stats_traces < 0 or self.fidelity_traces < 1:
             raise ThinklensError.of("text counts", (self.n_texts, self.eval_texts, self.stats_traces),
                                     "n_texts >= 1, eval_texts >= 1, stats_traces >= 0", "pass --n-texts 6000 --eval-texts 400")
         if not 1 <= self.stats_min_steps <= self.stats_max_steps:
@@ -81,7 +93,10 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     from steering import figures
     from steering.data import corpus
     from steering.sae import evaluate_sae, train_sae
+    from steering.sae_fidelity import sae_fidelity, trace_rows
 
+    if config.activations:
+        return run_on_rows(config, ctx)
     model, run, log = ctx.model, ctx.run, ctx.progress.log
     source = dict(model=model, prompt_format=config.prompt_format, data_fields=config.data_fields)
     texts = corpus(config.data, config.n_texts, seed=config.seed, **source)
@@ -89,16 +104,72 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     sae, train_metrics = train_sae(model, texts, config, out_dir=run.path / "sae")
     held = held_out_texts(config, texts, source)
     metrics = evaluate_sae(model, sae, held, n_batches=max(1, min(16, len(held) // 32)), batch_prompts=32)
-    metrics["train_split"] = {k: train_metrics.get(k) for k in ("explained_variance", "l0", "ce_loss_recovered", "dead_features")}
+    metrics["train_split"] = {k: train_metrics.get(k) for k in ("explained_variance", "l0", "dead_features")}
+    ps, trs = held_out_traces(model, config)
+    metrics.update(sae_fidelity(model, sae, trace_rows(trs[: config.fidelity_traces])))
     run.write_result("metrics", metrics)
     run.write_figure("sae_metrics", figures.figure_sae_metrics(metrics))
-    summary = {k: metrics.get(k) for k in ("explained_variance", "l0", "dead_features", "ce_loss_recovered")}
-    log("held-out metrics: " + " ".join(f"{k}={v:.4g}" for k, v in summary.items() if isinstance(v, (int, float))))
+    summary = {k: metrics.get(k) for k in SUMMARY_KEYS}
+    log("held-out metrics: " + metric_line(summary))
     if config.stats_traces > 0:
-        stats = write_feature_stats(model, sae, config, run)
+        stats = write_feature_stats(model, sae, config, run, ps, trs[: config.stats_traces])
         summary["stats_accuracy"] = stats.accuracy
         summary["stats_word_counts"] = stats.word_counts
     summary["sae"] = str(run.path / "sae")
+    return summary
+
+
+SUMMARY_KEYS = ("explained_variance", "l0", "dead_features", "ce_loss_recovered", "kl_div_score", "fidelity_tokens")
+
+
+def metric_line(m: dict[str, Any]) -> str:
+    """The held-out metrics in one line: L0 as a mean (one decimal), CE/KL scores with the tokens they rest on."""
+    parts = []
+    if isinstance(m.get("explained_variance"), (int, float)):
+        parts.append(f"explained variance {m['explained_variance']:.3f}")
+    if isinstance(m.get("l0"), (int, float)):
+        parts.append(f"L0 {m['l0']:.1f} (mean active features per token)")
+    if isinstance(m.get("dead_features"), (int, float)):
+        parts.append(f"dead features {int(m['dead_features'])}")
+    if isinstance(m.get("ce_loss_recovered"), (int, float)):
+        parts.append(f"CE loss recovered {m['ce_loss_recovered']:.3f}, KL score {m.get('kl_div_score', float('nan')):.3f} "
+                     f"(on {m.get('fidelity_tokens')} generated tokens)")
+    return "; ".join(parts)
+
+
+def held_out_traces(model: "HookedModel", config: SAEJobConfig):
+    """``(prompt set, traces)``: completions of held-out prompts (captured at the site), for fidelity and statistics."""
+    from steering.problems import held_out_prompts
+
+    n = max(config.stats_traces, config.fidelity_traces)
+    ps = held_out_prompts(model, config.data, n, prompt_format=config.prompt_format, data_fields=config.data_fields,
+                          min_steps=config.stats_min_steps, max_steps=config.stats_max_steps,
+                          max_new_tokens=config.max_new_tokens, offset=config.n_texts)
+    site = model.resolve_site(config.site)
+    trs = model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, capture=[site], batch_size=64,
+                         do_sample=config.stats_sample, seed=HELD_OUT["sampling"], temperature=1.0)
+    return ps, trs
+
+
+def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
+    """``--activations``: train on stored rows with a held-out random part for the metrics; returns the summary."""
+    import torch
+
+    from steering import figures
+    from steering.sae import read_activation_rows, train_sae_on_rows
+
+    rows = read_activation_rows(config.activations, config.site)
+    n_held = min(config.eval_texts, len(rows) // 5)
+    perm = torch.randperm(len(rows), generator=torch.Generator().manual_seed(config.seed))
+    held, train = rows[perm[:n_held]], rows[perm[n_held:]]
+    ctx.progress.log(f"training {config.architecture} SAE ({config.d_sae} features, k={config.k}) on {len(train)} stored "
+                     f"rows of width {rows.shape[1]} from {config.activations} ({n_held} held out)")
+    sae, metrics = train_sae_on_rows(train, config, out_dir=ctx.run.path / "sae", held_out=held if n_held else None,
+                                     source=str(config.activations))
+    ctx.run.write_result("metrics", metrics)
+    ctx.run.write_figure("sae_metrics", figures.figure_sae_metrics(metrics))
+    summary = {k: metrics.get(k) for k in ("explained_variance", "l0", "dead_features")}
+    summary.update(sae=str(ctx.run.path / "sae"), n_rows=len(train), held_out_rows=n_held)
     return summary
 
 
@@ -117,27 +188,15 @@ def held_out_texts(config: SAEJobConfig, texts: list[str], source: dict[str, Any
     return texts[: config.eval_texts]
 
 
-def write_feature_stats(model: "HookedModel", sae: Any, config: SAEJobConfig, run: "RunFolder"):
-    """Generate ``config.stats_traces`` traces, compute :class:`FeatureStats`, write them and their figures."""
-    from steering import figures
-    from steering.data import is_text_file, read_texts
-    from steering.features import feature_stats
-    from steering.problems import PromptSet, data_format, load_data, max_steps_of, prompt_set, zoo_stream
+def write_feature_stats(model: "HookedModel", sae: Any, config: SAEJobConfig, run: "RunFolder", ps, trs):
+    """Compute :class:`FeatureStats` over the held-out traces ``trs`` (of prompt set ``ps``), write them and their figures."""
+    import dataclasses
 
-    seed = HELD_OUT["sampling"]
-    if config.data.startswith("zoo:"):
-        problems = zoo_stream(config.stats_traces, seed=seed, min_steps=config.stats_min_steps, max_steps=config.stats_max_steps)
-        ps = prompt_set(model, data_format(model, config.prompt_format, config.data), problems,
-                        max_new_tokens=config.max_new_tokens, max_steps=config.stats_max_steps)
-    elif is_text_file(config.data):
-        ps = PromptSet(read_texts(config.data)[: config.stats_traces], None, config.max_new_tokens or 64, None)
-    else:
-        problems = list(load_data(config.data, config.data_fields))[: config.stats_traces]
-        ps = prompt_set(model, data_format(model, config.prompt_format), problems, max_new_tokens=config.max_new_tokens,
-                        max_steps=max_steps_of(problems, config.stats_max_steps))
+    from steering import figures
+    from steering.features import feature_stats
+
     site = model.resolve_site(config.site)
-    trs = model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, capture=[site], batch_size=64,
-                         do_sample=config.stats_sample, seed=seed, temperature=1.0)
+    ps = dataclasses.replace(ps, prompts=ps.prompts[: len(trs)], golds=None if ps.golds is None else ps.golds[: len(trs)])
     fmt = ps.fmt
     reasoning = [fmt.split_trace(t).reasoning for t in trs] if fmt is not None and fmt.span is not None else None
     stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=ps.correct([t.text for t in trs]),
@@ -149,9 +208,7 @@ def write_feature_stats(model: "HookedModel", sae: Any, config: SAEJobConfig, ru
 
 
 def report(summary: dict[str, Any]) -> str:
-    lines = [f"SAE (sae-lens format): {summary['sae']}",
-             "held-out: " + " ".join(f"{k}={summary[k]:.4g}" for k in ("explained_variance", "l0", "dead_features",
-                                                                        "ce_loss_recovered") if isinstance(summary.get(k), (int, float)))]
+    lines = [f"SAE (sae-lens format): {summary['sae']}", "held-out: " + metric_line(summary)]
     if "stats_accuracy" in summary:
         lines.append(f"scanned traces: accuracy {summary['stats_accuracy']}, thinking words {summary['stats_word_counts']}")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """``thinklens run sae-eval``: sae-lens's metrics of any sae-lens SAE folder (or ``sae`` run) on a model.
 
-Writes ``results/metrics.json`` (explained variance, L0, dead features, CE loss recovered, KL) and
-prints it.
+Writes ``results/metrics.json`` and prints it: sae-lens's explained variance, L0 and dead features over the
+texts, and CE loss recovered and KL score on the tokens the model generates from held-out prompts of the same
+data (:mod:`steering.sae_fidelity`: never prompt or padding positions).
 
 Example:
     >>> JOB.name, SAEEvalConfig().n_batches
@@ -36,12 +37,17 @@ class SAEEvalConfig(DataOptions):
     """Texts evaluated."""
     n_batches: int = 8
     """Batches of 32 texts."""
+    fidelity_traces: int = 64
+    """Completions generated (sampled, seeded) from held-out prompts of --data; CE loss recovered and KL are scored on
+    their generated tokens only."""
+    max_new_tokens: int | None = None
+    """New tokens per completion; None: the task protocol's budget for a zoo style, 64 for a text file."""
     seed: int = 1
     """Seed of the zoo texts (SAE training draws seed 0 by default)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.n_texts < 1 or self.n_batches < 1:
+        if self.n_texts < 1 or self.n_batches < 1 or self.fidelity_traces < 1:
             raise ThinklensError.of("sizes", (self.n_texts, self.n_batches), "n_texts >= 1 and n_batches >= 1",
                                     "pass --n-texts 400 --n-batches 8")
 
@@ -49,23 +55,39 @@ class SAEEvalConfig(DataOptions):
 def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     """Load the SAE on the model's device and compute sae-lens's metrics over the texts."""
     from steering.data import corpus
+    from steering.problems import held_out_prompts
     from steering.sae import evaluate_sae, load_sae, sae_folder
+    from steering.sae_fidelity import sae_fidelity, trace_rows
+    from thinklens.tasks.protocol import HELD_OUT
 
     sae = load_sae(sae_folder(config.sae)[0], device=str(ctx.model.device))
     texts = corpus(config.data, config.n_texts, seed=config.seed, model=ctx.model, prompt_format=config.prompt_format,
                    data_fields=config.data_fields)
     metrics = evaluate_sae(ctx.model, sae, texts, site=config.site, n_batches=config.n_batches)
+    ps = held_out_prompts(ctx.model, config.data, config.fidelity_traces, prompt_format=config.prompt_format,
+                          data_fields=config.data_fields, max_new_tokens=config.max_new_tokens, offset=config.n_texts)
+    trs = ctx.model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, batch_size=64, do_sample=True,
+                             seed=HELD_OUT["sampling"], temperature=1.0)
+    metrics.update(sae_fidelity(ctx.model, sae, trace_rows(trs), site=config.site))
     ctx.run.write_result("metrics", metrics)
     return metrics
 
 
 def summary(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {k: metrics.get(k) for k in ("site", "explained_variance", "l0", "dead_features", "ce_loss_recovered")}
+    return {k: metrics.get(k) for k in ("site", "explained_variance", "l0", "dead_features", "ce_loss_recovered",
+                                        "kl_div_score", "fidelity_tokens")}
+
+
+def report(metrics: dict[str, Any]) -> str:
+    from steering.jobs.sae import metric_line
+
+    return f"SAE at {metrics.get('site')}: " + metric_line(metrics)
 
 
 JOB = Job(
-    "sae-eval", SAEEvalConfig, run, summary=summary,
+    "sae-eval", SAEEvalConfig, run, summary=summary, report=report,
     help="sae-lens metrics of any sae-lens SAE folder on a model",
-    description="Evaluates an SAE folder in sae-lens's format (or an `sae` run folder) at its site of --model on "
-    "local texts with sae-lens's run_evals: explained variance, L0, dead features, CE loss recovered and KL.",
+    description="Evaluates an SAE folder in sae-lens's format (or an `sae` run folder) at its site of --model: "
+    "sae-lens's run_evals on local texts (explained variance, L0, dead features), and CE loss recovered and KL on "
+    "the tokens the model generates from held-out prompts (never prompt or padding positions).",
 )

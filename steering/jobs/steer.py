@@ -27,7 +27,9 @@ from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
+    from steering.features import FeatureStats
     from steering.problems import PromptSet
+    from thinklens.stats import Finding
     from thinklens.model import HookedModel
     from thinklens.sites import Site
 
@@ -131,6 +133,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     from steering.feature_steering import equal_norm_arms
     from steering.features import FeatureStats, feature_stats
     from steering.sae import check_feature, check_sae, load_sae, sae_folder
+    from thinklens.stats import findings_doc
 
     model, log, cfg = ctx.model, ctx.progress.log, config
     sae_dir, sae_run = sae_folder(cfg.sae)
@@ -160,6 +163,8 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     if word is None:
         raise ThinklensError.of("--word", cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
                                 "pass one of those, or --feature N")
+    if cfg.feature is None:
+        check_word_seen(stats, word, cfg.word)
     feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(word)
     top = stats.top_activating(exclude=[feature])
     alive = torch.tensor(stats.freq) > 0
@@ -191,7 +196,72 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
                                    "data": cfg.data or cfg.prompts, "prompt_format": fmt.kind if fmt else None,
                                    "max_new_tokens": max_new})
     ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
-    return {"feature": feature, "corr": chosen["corr"], "site": str(site)}
+    found = steer_findings(per_seed, cfg.word, feature)
+    summary = {"feature": feature, "corr": chosen["corr"], "site": str(site), "findings": findings_doc(found),
+               "rates": word_rates(per_seed, cfg.word)}
+    summary["headlines"] = headlines(found, cfg.word, feature)
+    ctx.run.finish(summary)
+    return summary
+
+
+def check_word_seen(stats: "FeatureStats", word: str, asked: str) -> None:
+    """Refuse to pick a feature for a word the model never wrote in the scanned traces (every feature's
+    correlation with it is 0, so "the best" would be feature 0 by accident), or that no feature predicts."""
+    seen = [f"{w} ({n})" for w, n in stats.word_counts.items() if n > 0]
+    if stats.word_counts.get(word, 0) == 0:
+        raise ThinklensError.of("--word", asked, f"a word the model writes: it starts none of the {stats.n_tokens} generated "
+                                f"tokens of the {stats.n_traces} scanned traces, so no feature correlates with it",
+                                f"pick a word it writes{' (' + ', '.join(seen) + ')' if seen else ''}, or pass --feature N")
+    if max(stats.corr_words[word]) <= 0:
+        raise ThinklensError.of("--word", asked, f"a word some feature predicts: no feature's activation correlates "
+                                f"positively with the next token being {word!r}", "pass --feature N, or train the SAE on "
+                                "texts where the model writes the word")
+
+
+def word_rates(rows: list[dict[str, Any]], word: str) -> dict[str, dict[str, list[float]]]:
+    """``{arm: {coeff: [traces saying word, traces]}}`` summed over seeds (coefficient 0: the unsteered runs)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        cell = out.setdefault(r["arm"], {}).setdefault(f"{r['coeff']:g}", [0, 0])
+        cell[0] += int(r["traces_with_word"])
+        cell[1] += int(r["n_traces"])
+    return out
+
+
+def steer_findings(rows: list[dict[str, Any]], word: str, feature: int) -> list["Finding"]:
+    """One finding per non-zero coefficient: the share of traces that say ``word`` when steering ``feature`` against
+    the equal-norm random feature at the same coefficient (Wilson intervals apart, in the coefficient's direction),
+    pooled over seeds."""
+    from thinklens.stats import accuracy_finding
+
+    rates = word_rates(rows, word)
+    steered, control = rates.get("feature", {}), rates.get("random_feature", {})
+    out = []
+    for c in sorted((k for k in steered if float(k) != 0 and k in control), key=float):
+        (k, n), (kc, nc) = steered[c], control[c]
+        way = "raises" if float(c) > 0 else "lowers"
+        f = accuracy_finding(f"steering feature {feature} at c={c} {way} the share of traces that say {word!r}", int(k), int(n),
+                             control="random feature (equal norm)", control_k=int(kc), control_n=int(nc),
+                             statistic=f"{word}_rate", higher_is_effect=float(c) > 0)
+        f.extra["coeff"] = float(c)
+        out.append(f)
+    return out
+
+
+def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
+    """The report's lines: each finding's headline ("random feature does as well" unless its verdict is effect)."""
+    from thinklens.stats import headline
+
+    lines = []
+    for f in found:
+        c = f"c={f.extra['coeff']:g}"
+        ci = f"[{f.ci[0]:.2f}, {f.ci[1]:.2f}]"
+        lo, hi = f.extra["control_ci"]
+        ctrl = f"random feature {f.control_value:.2f} [{lo:.2f}, {hi:.2f}]"
+        lines.append(headline(f, effect=f"{c}: feature {feature} moves the {word!r} rate to {f.value:.2f} {ci} vs {ctrl} "
+                                        f"(n={f.n}; effect)",
+                              otherwise=f"{c}: random feature does as well: {word!r} rate {f.value:.2f} {ci} vs {ctrl} (n={f.n})"))
+    return lines
 
 
 def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", traces, prompts, max_new: int, log):
@@ -242,7 +312,8 @@ def aggregate_seeds(rows: list[dict[str, Any]], word: str) -> list[dict[str, Any
 
 
 def report(summary: dict[str, Any]) -> str:
-    return f"steered feature {summary['feature']} at {summary['site']} (corr with the next word {summary['corr']:.3f})"
+    lines = [f"steered feature {summary['feature']} at {summary['site']} (corr with the next word {summary['corr']:.3f})"]
+    return "\n".join(lines + list(summary.get("headlines", [])))
 
 
 JOB = Job("steer", SteerJobConfig, run, report=report, help="steer generation with an SAE feature vs equal-norm baselines")

@@ -1,0 +1,296 @@
+"""Planted and null settings of the SAE and of feature steering (shared/specs/controls.md), run by
+``thinklens run validate --methods sae,steer``.
+
+- ``sae planted``: activation rows built from a known dictionary (unit directions, more features than
+  dimensions, each firing independently with a known probability and a magnitude drawn from a known range),
+  saved as a safetensors file and trained on by the real ``sae`` job (``--activations``). Statistic: for each
+  true feature the best cosine among the SAE's decoder rows (:func:`best_cosines`), averaged, with a bootstrap
+  interval over features. Recovered iff the mean is >= 0.9 and >= 80% of the features reach 0.9.
+- ``sae null``: dictionary-free Gaussian rows, same job and settings; the same statistic against a random
+  reference dictionary must miss the target (no-effect).
+- ``steer null-word``: ``steer --word <w>`` for a word the model never writes must refuse (a ThinklensError
+  naming the word) or report no effect, never steer "the best" of features that all correlate 0.
+- ``steer planted``: on the overthinking organism (``tiny-overthink``: "Wait, let me double-check." rounds),
+  the feature the steer job picks for "wait" must move the share of traces that say wait monotonically with
+  the coefficient, and its Wilson interval at the largest coefficient must lie apart from the equal-norm
+  random feature's (the job's own finding says ``effect``).
+
+Example:
+    >>> [s.key for s in SETTINGS]
+    ['sae/planted', 'sae/null', 'steer/null-word', 'steer/planted']
+    >>> import torch
+    >>> best_cosines(torch.eye(3), torch.eye(3)[[0, 0, 1]]).tolist()
+    [1.0, 1.0, 0.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from thinklens.controls import Check, Setting, SettingContext
+from thinklens.errors import ThinklensError
+from thinklens.stats import bootstrap_ci, wilson
+
+RECOVERY_COSINE = 0.9
+"""A true feature counts as recovered when some decoder row reaches this cosine with it."""
+RECOVERY_SHARE = 0.8
+"""Share of true features that must be recovered (besides a mean best cosine >= RECOVERY_COSINE)."""
+STEER_ORGANISM = "tiny-overthink"
+"""The organism of ``steer planted`` (zoo recipe of the overthinking organism)."""
+
+
+# ---------------------------------------------------------------- SAE: a planted dictionary
+
+
+@dataclass(frozen=True)
+class PlantedDictionary:
+    """Sizes of a synthetic sparse-dictionary data set (the ``sae planted`` setting)."""
+
+    d: int = 32
+    """Width of the activation rows."""
+    n_features: int = 64
+    """True features (unit directions); more than ``d``."""
+    p_fire: float = 0.05
+    """Probability that a feature is active in a row (independent across features)."""
+    magnitude: tuple[float, float] = (1.0, 2.0)
+    """An active feature's coefficient is uniform in this range."""
+    n_rows: int = 20_000
+    """Rows generated."""
+
+
+def planted_rows(spec: PlantedDictionary, seed: int) -> tuple[Tensor, Tensor]:
+    """``(dictionary [n_features, d] of unit rows, rows [n_rows, d])``: each row is sum_f a_f * dictionary[f]
+    over its active features (a local generator: a function of ``seed``)."""
+    g = torch.Generator().manual_seed(seed)
+    dictionary = torch.randn(spec.n_features, spec.d, generator=g)
+    dictionary = dictionary / dictionary.norm(dim=1, keepdim=True)  # [feature, d]
+    fire = torch.rand(spec.n_rows, spec.n_features, generator=g) < spec.p_fire  # [rows, feature]
+    lo, hi = spec.magnitude
+    mags = lo + (hi - lo) * torch.rand(spec.n_rows, spec.n_features, generator=g)  # [rows, feature]
+    return dictionary, (fire * mags) @ dictionary  # [rows, d]
+
+
+def gaussian_rows(spec: PlantedDictionary, seed: int) -> Tensor:
+    """Dictionary-free rows ``[n_rows, d]``: isotropic Gaussian with the planted rows' mean squared norm."""
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = spec.magnitude
+    mean_sq = spec.n_features * spec.p_fire * (lo * lo + lo * hi + hi * hi) / 3.0  # E|x|^2 of the planted rows
+    return torch.randn(spec.n_rows, spec.d, generator=g) * (mean_sq / spec.d) ** 0.5
+
+
+def best_cosines(dictionary: Tensor, decoder: Tensor) -> Tensor:
+    """For each true feature (row of ``dictionary [n_true, d]``), the best cosine among the decoder rows
+    ``[d_sae, d]``: ``[n_true]``. (Per true feature: one SAE feature matching many true ones does not count
+    for all of them.)"""
+    t = dictionary.float() / dictionary.float().norm(dim=1, keepdim=True).clamp_min(1e-12)  # [n_true, d]
+    w = decoder.float() / decoder.float().norm(dim=1, keepdim=True).clamp_min(1e-12)  # [d_sae, d]
+    return (t @ w.T).max(dim=1).values  # [n_true]
+
+
+def recovery_check(best: Tensor, *, seed: int, planted: bool, details: dict[str, Any]) -> Check:
+    """The check of a recovery statistic: mean best cosine with its bootstrap interval over features."""
+    values = best.double().numpy()
+    mean, share = float(values.mean()), float((values >= RECOVERY_COSINE).mean())
+    met = mean >= RECOVERY_COSINE and share >= RECOVERY_SHARE
+    verdict = ("recovered" if met else "failed") if planted else ("failed" if met else "no-effect")
+    target = (f"mean best cosine >= {RECOVERY_COSINE} and >= {RECOVERY_SHARE:.0%} of true features at cosine >= "
+              f"{RECOVERY_COSINE}" + ("" if planted else " (must NOT be met against a random reference dictionary)"))
+    return Check("mean_best_cosine", mean, bootstrap_ci(values, seed=seed), verdict, n=int(values.size), target=target,
+                 details={"share_recovered": share, **details})
+
+
+def _sae_sizes(ctx: SettingContext) -> tuple[PlantedDictionary, dict[str, Any]]:
+    if ctx.quick:
+        spec = PlantedDictionary(d=32, n_features=64, p_fire=0.05, n_rows=20_000)
+        train = dict(d_sae=128, k=4, training_tokens=200_000)
+    else:
+        spec = PlantedDictionary(d=64, n_features=256, p_fire=0.016, n_rows=200_000)
+        train = dict(d_sae=512, k=6, training_tokens=3_000_000)
+    return spec, dict(train, train_batch_size_tokens=1024, lr=3e-3, lr_warm_up_steps=20, architecture="topk",
+                      eval_texts=2000, stats_traces=0, site="resid_post.0", seed=ctx.seed)
+
+
+def _train_on_rows(ctx: SettingContext, rows: Tensor, name: str, train: dict[str, Any]):
+    """Save ``rows`` as a safetensors file and train the ``sae`` job on it (``--activations``); the SAE."""
+    from safetensors.torch import save_file
+
+    from steering.sae import load_sae, sae_folder
+
+    if ctx.workdir is None:
+        import tempfile
+
+        ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
+    ctx.workdir.mkdir(parents=True, exist_ok=True)
+    path = ctx.workdir / f"{name}.safetensors"
+    save_file({"activations": rows.contiguous()}, str(path))
+    summary = ctx.run_job("sae", name, model="", activations=str(path), **train)
+    return load_sae(sae_folder(summary["sae"])[0]), summary
+
+
+def _sae_planted(ctx: SettingContext) -> Check:
+    spec, train = _sae_sizes(ctx)
+    dictionary, rows = planted_rows(spec, ctx.seed)
+    sae, summary = _train_on_rows(ctx, rows, "planted", train)
+    best = best_cosines(dictionary, sae.W_dec.detach())
+    return recovery_check(best, seed=ctx.seed, planted=True,
+                          details={"spec": spec.__dict__, "sae_metrics": summary, "d_sae": train["d_sae"]})
+
+
+def _sae_null(ctx: SettingContext) -> Check:
+    spec, train = _sae_sizes(ctx)
+    rows = gaussian_rows(spec, ctx.seed + 1)
+    reference, _ = planted_rows(spec, ctx.seed + 2)  # a random dictionary of the planted shape, never in the data
+    sae, summary = _train_on_rows(ctx, rows, "null", train)
+    best = best_cosines(reference, sae.W_dec.detach())
+    return recovery_check(best, seed=ctx.seed, planted=False, details={"spec": spec.__dict__, "sae_metrics": summary})
+
+
+# ---------------------------------------------------------------- feature steering
+
+
+def _workdir(ctx: SettingContext) -> Path:
+    if ctx.workdir is None:
+        import tempfile
+
+        ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
+    ctx.workdir.mkdir(parents=True, exist_ok=True)
+    return ctx.workdir
+
+
+def organism(name: str):
+    """The zoo organism ``name`` loaded (float32, CPU), or a clear error while it is not trained yet."""
+    from thinklens.model import HookedModel
+    from thinklens.zoo.registry import zoo_dir
+
+    if not (zoo_dir() / name / "zoo.json").is_file():
+        raise ThinklensError.of("steering organism", f"{name} (no {zoo_dir() / name / 'zoo.json'})",
+                                f"the trained zoo model {name}", f"train it: `thinklens run zoo-train --model {name}`")
+    return HookedModel.load(name)
+
+
+def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max_steps: int = 5) -> Path:
+    """Write ``n`` of the model's own sampled traces (prompt and completion, one per line) to ``path``: the SAE of a
+    steering setting is trained on the text the model writes, re-check rounds included."""
+    from steering.problems import data_format, prompt_set, zoo_stream
+
+    ps = prompt_set(model, data_format(model, "auto", "zoo:think"), zoo_stream(n, seed=seed, min_steps=min_steps,
+                                                                               max_steps=max_steps),
+                    max_new_tokens=None, max_steps=max_steps)
+    trs = model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, batch_size=64, do_sample=True, seed=seed,
+                         temperature=1.0)
+    path.write_text("\n".join((t.prompt + t.text).replace("\n", " ") for t in trs) + "\n", encoding="utf-8")
+    return path
+
+
+def _steer_sizes(ctx: SettingContext) -> dict[str, Any]:
+    if ctx.quick:
+        return dict(n_texts=96, d_sae=256, k=8, training_tokens=120_000, n_prompts=40, stats_traces=48,
+                    coeffs=(-1.0, 0.0, 1.0), max_steps=3, max_new_tokens=128)
+    return dict(n_texts=600, d_sae=512, k=16, training_tokens=1_500_000, n_prompts=200, stats_traces=200,
+                coeffs=(-1.0, -0.5, 0.0, 0.5, 1.0), max_steps=5, max_new_tokens=256)
+
+
+def _steer_sae(ctx: SettingContext, model, sizes: dict[str, Any], site: str) -> dict[str, Any]:
+    """Train the setting's SAE with the ``sae`` job on the model's own traces; its summary."""
+    texts = model_texts(model, sizes["n_texts"], _workdir(ctx) / "traces.txt", seed=ctx.seed + 7, max_steps=sizes["max_steps"])
+    return ctx.run_job("sae", "sae", model=model, data=str(texts), n_texts=sizes["n_texts"], eval_texts=32, site=site,
+                       d_sae=sizes["d_sae"], k=sizes["k"], training_tokens=sizes["training_tokens"],
+                       train_batch_size_tokens=1024, lr=1e-3, stats_traces=0, seed=ctx.seed)
+
+
+def monotone(rates: list[tuple[float, int, int]]) -> bool:
+    """Whether the word rate never falls as the coefficient grows: no step down whose Wilson intervals lie apart.
+
+    ``rates``: ``(coeff, k, n)`` in any order.
+
+    Example:
+        >>> monotone([(-1, 2, 50), (0, 10, 50), (1, 30, 50)]), monotone([(-1, 40, 50), (0, 10, 50), (1, 30, 50)])
+        (True, False)
+    """
+    ordered = sorted(rates)
+    for (_, k0, n0), (_, k1, n1) in zip(ordered, ordered[1:]):
+        if wilson(k1, n1)[1] < wilson(k0, n0)[0]:
+            return False
+    return True
+
+
+def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid_post.1", word: str = "wait") -> Check:
+    """The ``steer planted`` check on ``model_name`` (the organism; other models for development)."""
+    model = organism(model_name)
+    sizes = _steer_sizes(ctx)
+    sae = _steer_sae(ctx, model, sizes, site)
+    summary = ctx.run_job("steer", "steer", model=model, sae=str(Path(sae["sae"]).parent), word=word, coeffs=sizes["coeffs"],
+                          n_prompts=sizes["n_prompts"], stats_traces=sizes["stats_traces"], diff_of_means=False,
+                          sample=True, seed=ctx.seed, min_steps=2, max_steps=sizes["max_steps"],
+                          max_new_tokens=sizes["max_new_tokens"])
+    steered = summary["rates"]["feature"]
+    rates = [(float(c), int(k), int(n)) for c, (k, n) in steered.items()]
+    top = max(summary["findings"], key=lambda f: f["extra"]["coeff"])
+    c_top = f"{top['extra']['coeff']:g}"
+    k, n = steered[c_top]
+    ok = monotone(rates) and top["verdict"] == "effect" and top["extra"]["coeff"] > 0
+    return Check(f"{word}_rate", k / n, wilson(k, n), "recovered" if ok else "failed", n=n,
+                 target=f"the {word!r}-feature's trace rate rises monotonically with the coefficient and its Wilson interval "
+                        f"at c={c_top} lies above the equal-norm random feature's",
+                 details={"model": model_name, "feature": summary["feature"], "corr": summary["corr"], "rates": summary["rates"],
+                          "monotone": monotone(rates), "findings": summary["findings"], "headlines": summary["headlines"]})
+
+
+def _steer_planted(ctx: SettingContext) -> Check:
+    return steer_planted_on(ctx, STEER_ORGANISM)
+
+
+NULL_WORD = "alternatively"
+"""A thinking word the zoo models never write (their vocabulary of reasoning words is wait, hmm, so, therefore)."""
+NULL_WORD_MODEL = "tiny-r1"
+"""The model of ``steer null-word`` (any model works: the word must be one it never writes)."""
+
+
+def steer_null_word_on(ctx: SettingContext, model_name: str, *, word: str = NULL_WORD, site: str = "resid_post.1") -> Check:
+    """The ``steer null-word`` check: the word's rate in the model's own traces (0 by choice of the word) and
+    whether the steer job refused (or found no effect) instead of steering a feature chosen among zeros."""
+    from steering.effects import traces_with
+
+    model = organism(model_name)
+    sizes = {**_steer_sizes(ctx), "training_tokens": 30_000, "n_texts": 32} if ctx.quick else _steer_sizes(ctx)
+    sae = _steer_sae(ctx, model, sizes, site)
+    texts = (_workdir(ctx) / "traces.txt").read_text(encoding="utf-8").splitlines()
+    k, n = traces_with(texts, word), len(texts)
+    details: dict[str, Any] = {"model": model_name, "word": word, "traces_with_word": k}
+    try:
+        summary = ctx.run_job("steer", "steer", model=model, sae=str(Path(sae["sae"]).parent), word=word, coeffs=(0.0, 0.5),
+                              n_prompts=16, stats_traces=sizes["stats_traces"], diff_of_means=False, seed=ctx.seed,
+                              max_steps=sizes["max_steps"])
+    except ThinklensError as e:
+        refused = word in str(e)
+        details["refusal"] = str(e)
+        verdict = "no-effect" if refused else "failed"
+    else:
+        verdicts = [f["verdict"] for f in summary["findings"]]
+        details.update(findings=summary["findings"], feature=summary["feature"], corr=summary["corr"])
+        verdict = "no-effect" if verdicts and "effect" not in verdicts else "failed"
+    return Check(f"{word}_rate", k / n, wilson(k, n), verdict, n=n,
+                 target=f"steer --word {word} refuses (the model never writes it) or reports no effect; it must not steer "
+                        "a feature picked among zero correlations", details=details)
+
+
+def _steer_null_word(ctx: SettingContext) -> Check:
+    return steer_null_word_on(ctx, NULL_WORD_MODEL)
+
+
+SETTINGS = [
+    Setting("sae", "planted", "recovered", _sae_planted,
+            help="rows from a known sparse dictionary (2-4x more unit features than dimensions): the sae job recovers it"),
+    Setting("sae", "null", "no-effect", _sae_null,
+            help="dictionary-free Gaussian rows: no random reference dictionary is 'recovered'"),
+    Setting("steer", "null-word", "no-effect", _steer_null_word,
+            help=f"steer --word {NULL_WORD} on {NULL_WORD_MODEL}, which never writes it: refused, not steered"),
+    Setting("steer", "planted", "recovered", _steer_planted,
+            help=f"{STEER_ORGANISM}'s 'wait' feature moves the wait rate monotonically, beyond an equal-norm random feature"),
+]

@@ -1,0 +1,123 @@
+"""The SAE and steering settings of `thinklens run validate` (steering/validation.py), quick versions, and the
+mutants their statistics kill."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from steering import validation as v
+from thinklens.controls import SettingContext
+from thinklens.errors import ThinklensError
+
+SETTINGS = {s.key: s for s in v.SETTINGS}
+
+
+def _ctx(tmp_path) -> SettingContext:
+    torch.set_num_threads(1)
+    return SettingContext(quick=True, seed=0, workdir=tmp_path, threads=1, progress=False)
+
+
+def test_sae_planted_quick(tmp_path):
+    """The sae job (--activations) recovers a planted 2x-overcomplete dictionary: mean best cosine >= 0.9."""
+    setting = SETTINGS["sae/planted"]
+    check = setting.run(_ctx(tmp_path))
+    assert check.verdict == setting.expected, check
+    assert check.value >= 0.9 and check.ci[0] <= check.value <= check.ci[1] and check.n == 64
+    assert check.details["share_recovered"] >= 0.8
+
+
+def test_sae_null_quick(tmp_path):
+    """Gaussian rows: the statistic is far below the target against a random reference dictionary."""
+    setting = SETTINGS["sae/null"]
+    check = setting.run(_ctx(tmp_path))
+    assert check.verdict == setting.expected, check
+    assert check.value < 0.7
+
+
+def test_best_cosine_is_per_true_feature():
+    """Mutant killed: the best cosine taken per SAE feature (max over true features) instead of per true feature. A
+    decoder made of copies of one true feature matches that feature perfectly and no other: per true feature the
+    mean is low (failed), per SAE feature it would be 1.0 (recovered)."""
+    g = torch.Generator().manual_seed(0)
+    true = torch.nn.functional.normalize(torch.randn(16, 8, generator=g), dim=1)
+    decoder = true[[0] * 32] * 3.0  # unnormalised copies: cosines, not dot products
+    best = v.best_cosines(true, decoder)
+    assert best[0] == pytest.approx(1.0) and float(best.mean()) < 0.9
+    mutant = (torch.nn.functional.normalize(decoder, dim=1) @ true.T).max(dim=1).values  # per SAE feature
+    assert float(mutant.mean()) == pytest.approx(1.0)
+    assert v.recovery_check(best, seed=0, planted=True, details={}).verdict == "failed"
+    assert v.recovery_check(best, seed=0, planted=False, details={}).verdict == "no-effect"
+    full = v.best_cosines(true, torch.cat([true * 2.0, decoder]))
+    assert v.recovery_check(full, seed=0, planted=True, details={}).verdict == "recovered"
+    assert v.recovery_check(full, seed=0, planted=False, details={}).verdict == "failed"  # a null that "recovers" is a bug
+
+
+def test_planted_rows_follow_the_spec():
+    """The planted rows are sums of unit dictionary rows with the stated firing rate (the setting's ground truth)."""
+    spec = v.PlantedDictionary(d=16, n_features=48, p_fire=0.1, n_rows=4000)
+    dictionary, rows = v.planted_rows(spec, seed=1)
+    assert dictionary.shape == (48, 16) and rows.shape == (4000, 16)
+    assert torch.allclose(dictionary.norm(dim=1), torch.ones(48))
+    mean_sq = float(rows.pow(2).sum(1).mean())
+    null = v.gaussian_rows(spec, seed=2)
+    assert float(null.pow(2).sum(1).mean()) == pytest.approx(mean_sq, rel=0.15)  # same scale, no dictionary
+
+
+def test_sae_job_trains_on_an_activation_store(tmp_path):
+    """The sae job's --activations input path reads an ActivationStore folder (no model loaded) and writes an
+    sae-lens folder whose metrics are on held-out rows."""
+    from thinklens.jobs import run_job
+    from thinklens.sites import Site
+    from thinklens.store import ActivationStore
+
+    torch.set_num_threads(1)
+    _, rows = v.planted_rows(v.PlantedDictionary(d=16, n_features=32, p_fire=0.1, n_rows=3000), seed=0)
+    store = ActivationStore(tmp_path / "store")
+    with store.writer() as w:
+        w.add({Site("resid_post", 1): rows}, meta=[{} for _ in range(len(rows))])
+    summary = run_job("sae", model="", activations=str(tmp_path / "store"), site="resid_post.1", d_sae=64, k=4,
+                      training_tokens=100_000, train_batch_size_tokens=512, lr=3e-3, eval_texts=300, stats_traces=0,
+                      out=tmp_path / "run", progress=False, threads=1)
+    from steering.sae import load_sae
+
+    sae = load_sae(summary["sae"])
+    assert sae.cfg.d_in == 16 and sae.cfg.metadata.thinklens_site == "resid_post.1"
+    assert summary["held_out_rows"] == 300 and summary["n_rows"] == 2700 and 0.5 < summary["explained_variance"] <= 1
+    with pytest.raises(ThinklensError, match="sites stored here|one of resid_post.1"):
+        run_job("sae", model="", activations=str(tmp_path / "store"), site="resid_post.3", out=tmp_path / "bad",
+                progress=False)
+
+
+def test_monotone():
+    """A step down whose Wilson intervals are apart breaks monotonicity; noise inside the intervals does not."""
+    assert v.monotone([(1.0, 30, 50), (-1.0, 2, 50), (0.0, 10, 50)])
+    assert v.monotone([(-1.0, 12, 50), (0.0, 10, 50), (1.0, 30, 50)])
+    assert not v.monotone([(-1.0, 45, 50), (0.0, 10, 50), (1.0, 30, 50)])
+
+
+def test_steer_null_word_quick(tmp_path):
+    """steer --word alternatively on tiny-r1 (which never writes it) refuses: no feature is chosen among zeros."""
+    setting = SETTINGS["steer/null-word"]
+    check = setting.run(_ctx(tmp_path))
+    assert check.verdict == setting.expected, check
+    assert check.value == 0.0 and "refusal" in check.details and v.NULL_WORD in check.details["refusal"]
+
+
+def test_steer_planted_quick(tmp_path):
+    """On the overthinking organism, the 'wait' feature moves the wait rate monotonically and beyond the equal-norm
+    random feature (Wilson intervals apart at the largest coefficient)."""
+    from thinklens.zoo.registry import zoo_dir
+
+    if not (zoo_dir() / v.STEER_ORGANISM / "zoo.json").is_file():
+        pytest.skip(f"{v.STEER_ORGANISM} is not trained yet (thinklens run zoo-train --model {v.STEER_ORGANISM})")
+    setting = SETTINGS["steer/planted"]
+    check = setting.run(_ctx(tmp_path))
+    assert check.verdict == setting.expected, check
+    assert check.details["monotone"] and check.ci[0] > 0
+
+
+def test_steer_planted_says_what_is_missing(monkeypatch):
+    """While the organism is not trained, the setting fails with what is missing and the command that trains it."""
+    with pytest.raises(ThinklensError, match="zoo-train --model tiny-nonexistent"):
+        v.organism("tiny-nonexistent")
