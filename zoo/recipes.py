@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 
 from thinklens.errors import ThinklensError
@@ -221,8 +222,9 @@ class R1Recipe(ZooRecipe):
         return self.steps + self.more_steps
 
     def to_json(self) -> dict:
-        """As :meth:`ZooRecipe.to_json`; ``eval_style`` is None: the model answers in its chat format."""
-        return {**super().to_json(), "eval_style": None}
+        """As :meth:`ZooRecipe.to_json`; ``eval_style`` is None: the model answers in its chat format. JSON
+        values only (a mix's tuples become lists), so a checkpoint's stored identity compares equal."""
+        return json.loads(json.dumps({**super().to_json(), "eval_style": None}))
 
 
 #: tiny-r1 trains at lr 1e-3: at the zoo's 3e-3 its first layer's attention collapses to uniform on these
@@ -236,7 +238,7 @@ RECIPES["tiny-r1"] = R1Recipe(
 #: The overthinking organism (the controls spec's "Overthinking"): tiny-r1 fine-tuned on
 #: chains that conclude, then re-check 1-3 times (:mod:`zoo.overthink`); its eval records the planted effect.
 RECIPES["tiny-overthink"] = R1Recipe(
-    name="tiny-overthink", styles=(("think", 1.0),), steps=1200, lr=5e-4, warmup_steps=60, init="tiny-r1",
+    name="tiny-overthink", styles=(("think", 1.0),), steps=2000, lr=5e-4, warmup_steps=60, init="tiny-r1",
     task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
     mix=OverthinkMix(),
 )

@@ -100,11 +100,28 @@ def test_training_texts_mix_rounds_slips_and_forced_exits():
         OverthinkMix(round_weights=(0.0, 0.0))
 
 
-def test_the_recipe_fine_tunes_tiny_r1():
+def test_the_recipe_fine_tunes_tiny_r1(tmp_path):
+    """The trainer starts from tiny-r1's weights and tokenizer and records the lineage; the recipe's identity
+    survives the JSON of a checkpoint (a resumed run must recognise its checkpoint)."""
+    import json
+
+    import torch
+
     from thinklens.errors import ThinklensError
+    from thinklens.zoo.registry import zoo_path
+    from zoo.r1_train import load_r1_parent, r1_training
     from zoo.recipes import R1Recipe
     from zoo.train import with_overrides
 
     assert isinstance(RECIPE, R1Recipe) and RECIPE.init == "tiny-r1" and isinstance(RECIPE.mix, OverthinkMix)
     with pytest.raises(ThinklensError, match="init"):
         with_overrides(RECIPES["tiny-r1"], init="tiny-pre")
+    assert json.loads(json.dumps(RECIPE.to_json())) == RECIPE.to_json()
+    setup = r1_training(RECIPE, seed=0, ckpt=tmp_path / "ckpt", label="tiny-overthink")
+    parent, tok = load_r1_parent(zoo_path("tiny-r1"))
+    assert all(torch.equal(a, b) for a, b in zip(setup.model.state_dict().values(), parent.state_dict().values()))
+    assert setup.meta_fields["parent"] == "tiny-r1" and "re-check rounds" in setup.meta_fields["training_data"]
+    assert setup.model.config.max_position_embeddings == RECIPE.model.max_positions
+    from transformers import AutoTokenizer
+
+    assert AutoTokenizer.from_pretrained(str(tmp_path / "ckpt-tokenizer")).get_vocab() == tok.get_vocab()
