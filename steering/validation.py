@@ -12,8 +12,11 @@
   naming the word) or report no effect, never steer "the best" of features that all correlate 0.
 - ``steer planted``: on the overthinking organism (``tiny-overthink``: "Wait, let me double-check." rounds),
   the feature the steer job picks for "wait" must move the share of traces that say wait monotonically with
-  the coefficient, and its Wilson interval at the largest coefficient must lie apart from the equal-norm
-  random feature's (the job's own finding says ``effect``).
+  the coefficient (statistic: the rate at the largest coefficient minus the rate at the smallest, with
+  Newcombe's interval, above 0), and at one end of the sweep its Wilson interval must lie beyond the
+  equal-norm random feature's in the coefficient's direction (the job's own finding says ``effect``). The
+  organism re-checks in nearly every sampled trace, so its unsteered rate is near 1: the effect shows as
+  steering down.
 
 Example:
     >>> [s.key for s in SETTINGS]
@@ -171,7 +174,7 @@ def organism(name: str):
     if not (zoo_dir() / name / "zoo.json").is_file():
         raise ThinklensError.of("steering organism", f"{name} (no {zoo_dir() / name / 'zoo.json'})",
                                 f"the trained zoo model {name}", f"train it: `thinklens run zoo-train --model {name}`")
-    return HookedModel.load(name)
+    return HookedModel.load(str(zoo_dir() / name))  # by folder: an organism not yet in the registry loads too
 
 
 def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max_steps: int = 5) -> Path:
@@ -231,23 +234,42 @@ def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid
                           max_new_tokens=sizes["max_new_tokens"])
     steered = summary["rates"]["feature"]
     rates = [(float(c), int(k), int(n)) for c, (k, n) in steered.items()]
-    top = max(summary["findings"], key=lambda f: f["extra"]["coeff"])
-    c_top = f"{top['extra']['coeff']:g}"
-    k, n = steered[c_top]
-    ok = monotone(rates) and top["verdict"] == "effect" and top["extra"]["coeff"] > 0
-    return Check(f"{word}_rate", k / n, wilson(k, n), "recovered" if ok else "failed", n=n,
-                 target=f"the {word!r}-feature's trace rate rises monotonically with the coefficient and its Wilson interval "
-                        f"at c={c_top} lies above the equal-norm random feature's",
+    (c_lo, k_lo, n_lo), (c_hi, k_hi, n_hi) = min(rates), max(rates)
+    swing, ci = rate_difference(k_hi, n_hi, k_lo, n_lo)
+    ends = [f for f in summary["findings"] if f["extra"]["coeff"] in (c_lo, c_hi)]
+    beyond = [f"c={f['extra']['coeff']:g}" for f in ends if f["verdict"] == "effect"]
+    ok = monotone(rates) and ci[0] > 0 and bool(beyond)
+    return Check(f"{word}_rate_swing", swing, ci, "recovered" if ok else "failed", n=n_lo + n_hi,
+                 target=f"the {word!r}-feature's trace rate never falls as the coefficient grows, rises from c={c_lo:g} to "
+                        f"c={c_hi:g} (Newcombe interval of the difference above 0), and at c={c_lo:g} or c={c_hi:g} its Wilson "
+                        "interval lies beyond the equal-norm random feature's in the coefficient's direction",
                  details={"model": model_name, "feature": summary["feature"], "corr": summary["corr"], "rates": summary["rates"],
-                          "monotone": monotone(rates), "findings": summary["findings"], "headlines": summary["headlines"]})
+                          "monotone": monotone(rates), "beyond_random_at": beyond, "findings": summary["findings"],
+                          "headlines": summary["headlines"]})
+
+
+def rate_difference(k1: int, n1: int, k2: int, n2: int) -> tuple[float, tuple[float, float]]:
+    """``k1/n1 - k2/n2`` of two independent proportions with Newcombe's hybrid score interval (from the two
+    Wilson intervals; Newcombe 1998, method 10).
+
+    Example:
+        >>> d, (lo, hi) = rate_difference(30, 40, 10, 40)
+        >>> d, round(lo, 3), round(hi, 3)
+        (0.5, 0.285, 0.653)
+    """
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = wilson(k1, n1), wilson(k2, n2)
+    d = p1 - p2
+    return d, (d - ((p1 - l1) ** 2 + (u2 - p2) ** 2) ** 0.5, d + ((u1 - p1) ** 2 + (p2 - l2) ** 2) ** 0.5)
 
 
 def _steer_planted(ctx: SettingContext) -> Check:
     return steer_planted_on(ctx, STEER_ORGANISM)
 
 
-NULL_WORD = "alternatively"
-"""A thinking word the zoo models never write (their vocabulary of reasoning words is wait, hmm, so, therefore)."""
+NULL_WORD = "actually"
+"""A thinking word tiny-r1 never writes (its reasoning words are wait, hmm and therefore; tiny-overthink adds
+alternatively, so the null word is not that one)."""
 NULL_WORD_MODEL = "tiny-r1"
 """The model of ``steer null-word`` (any model works: the word must be one it never writes)."""
 
