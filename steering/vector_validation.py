@@ -2,12 +2,14 @@
 
 The lineage (every model committed under data/zoo/, its parent recorded in its zoo.json):
 
-- base ``tiny-pre``; sibling SFT fine-tunes of it on tiny-cot's data mix, each 300 steps (a short SFT, weak on
-  long chains): A = ``tiny-cot-short`` (seed 1) and B = ``tiny-cot-short2`` (seed 2);
-- ``tiny-grpo-short``: GRPO from A on 6-8 step problems (``thinklens run grpo --model data/zoo/tiny-cot-short``).
+- base ``tiny-pre``; sibling SFT fine-tunes of it on the cot mix: A = ``tiny-cot`` (1500 steps, seed 0) and
+  B = ``tiny-cot-short`` (300 steps, seed 1: weak on long chains);
+- ``tiny-grpo``: GRPO from A on 6-8 step problems (``thinklens run grpo``), which lifted A on 8-step problems
+  (results/reasoning_vectors.json: 0.63 -> 0.76 over 300 held-out problems) and not on 6-7.
 
-The skill is answering 6-8 step problems in cot style: B lacks it (the headroom, GRPO's accuracy minus B's on
-the same problems, is measured in every run and must be >= 20 points).
+The skill is answering 8-step problems in cot style: B lacks it. Every run measures the headroom (GRPO's
+accuracy minus B's on the same problems; must be >= 20 points) and, as the positive control of the vector
+itself, v's gain on its own parent A (A + v is the GRPO model).
 
 - ``reasoning-vector planted``: ``v = theta_GRPO - theta_A`` (A checked to be GRPO's recorded parent) added to
   B at several alphas; the alpha is chosen on one split of the problems and the gain reported on the other
@@ -36,9 +38,9 @@ from thinklens.controls import Check, Setting, SettingContext
 from thinklens.errors import ThinklensError
 
 #: The headroom lineage: role -> zoo model (data/zoo/<name>).
-LINEAGE: dict[str, str] = {"base": "tiny-pre", "a": "tiny-cot-short", "grpo": "tiny-grpo-short", "b": "tiny-cot-short2"}
+LINEAGE: dict[str, str] = {"base": "tiny-pre", "a": "tiny-cot", "grpo": "tiny-grpo", "b": "tiny-cot-short"}
 #: The skill B lacks: problems of these step counts, prompted in this zoo style.
-SKILL: dict[str, Any] = {"min_steps": 6, "max_steps": 8, "style": "cot"}
+SKILL: dict[str, Any] = {"min_steps": 8, "max_steps": 8, "style": "cot"}
 MIN_HEADROOM = 0.20
 MIN_GAIN = 0.05
 #: Held-out problems of the settings: far from the training streams (seeds 0..) and the other held-out seeds.
@@ -55,8 +57,8 @@ class Plan:
     """Scales of v swept (0 included: B itself)."""
 
 
-QUICK = Plan(n_per_steps=24, alphas=(0.0, 1.0, 2.0))
-FULL = Plan(n_per_steps=150, alphas=(-1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
+QUICK = Plan(n_per_steps=120, alphas=(0.0, 1.0, 2.0))
+FULL = Plan(n_per_steps=400, alphas=(-1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
 
 
 def zoo_folder(name: str) -> str:
@@ -147,19 +149,25 @@ def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any],
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from steering.reasoning_vectors import load_causal_lm
+    from steering.reasoning_vectors import apply_vector, load_causal_lm
+    from thinklens.stats import findings_doc, paired_finding
 
     plan = QUICK if ctx.quick else FULL
-    _, score = _scorer(plan, ctx.seed)
-    grpo = score(load_causal_lm(zoo_folder(LINEAGE["grpo"])))["accuracy"]
-    b0 = _alpha0(plan.n_per_steps, ctx.seed)["accuracy"]
     v = lineage_vector()
+    _, score = _scorer(plan, ctx.seed)
+    a_model = load_causal_lm(zoo_folder(LINEAGE["a"]))
+    on_a, on_grpo = score(a_model), score(apply_vector(a_model, v, 1.0))  # A + v is the GRPO model, exactly
+    b0 = _alpha0(plan.n_per_steps, ctx.seed)["accuracy"]
+    # the positive control of the vector itself: does v carry the skill on the model it was taken from?
+    parent = paired_finding("v lifts its own parent A (A + v = the GRPO model)", on_grpo["correct"], on_a["correct"],
+                            control="A", statistic="accuracy", binary=True, seed=ctx.seed)
     findings, choice, acc = sweep(v, {"norm-matched random direction": v.random_like(ctx.seed)}, plan, ctx.seed)
     beats_zero, beats_random = findings[0].is_effect, findings[1].is_effect
-    headroom = grpo - b0
+    headroom = on_grpo["accuracy"] - b0
     verdict = "recovered" if headroom >= MIN_HEADROOM and beats_zero and beats_random else "failed"
-    return _check(findings, choice, {"headroom": headroom, "grpo_accuracy": grpo, "b_accuracy": b0, "accuracy": acc,
-                                     "lineage": LINEAGE, "norm_v": v.norm()}, verdict,
+    return _check(findings, choice, {"headroom": headroom, "grpo_accuracy": on_grpo["accuracy"], "a_accuracy": on_a["accuracy"],
+                                     "b_accuracy": b0, "gain_on_parent": findings_doc([parent])[0], "accuracy": acc,
+                                     "lineage": LINEAGE, "skill": SKILL, "norm_v": v.norm()}, verdict,
                   f"headroom >= {MIN_HEADROOM}; v beats alpha 0 by >= {MIN_GAIN} (McNemar, alpha chosen on the other "
                   "split) and beats the norm-matched random direction")
 
@@ -176,8 +184,8 @@ def _null(ctx: SettingContext) -> Check:
 
 SETTINGS = [
     Setting("reasoning-vector", "planted", "recovered", _planted,
-            help="v = tiny-grpo-short - tiny-cot-short on its sibling tiny-cot-short2 (lacks 6-8 step chains): >= 5 points "
-            "over alpha 0 and beats the norm-matched random direction"),
+            help="v = tiny-grpo - tiny-cot on the sibling tiny-cot-short (lacks 8-step chains): >= 5 points over alpha 0 "
+            "and beats the norm-matched random direction"),
     Setting("reasoning-vector", "null", "no-effect", _null,
-            help="a random delta of v's per-tensor norms added to tiny-cot-short2: no effect"),
+            help="a random delta of v's per-tensor norms added to tiny-cot-short: no effect"),
 ]

@@ -7,8 +7,15 @@ at several scales and scored, greedily, on ``--data`` (any problem set, prompted
 problems by the zoo's evaluator. Any three Hugging Face checkpoints of one architecture work: the
 config shapes of a, b, the target and the base must match (a clear error otherwise), the weights must
 look like one lineage (a warning otherwise), and zoo models' recorded inits must share a root. Results:
-``results/vector.json`` (norms per group, cosines, lineage checks), ``results/alpha_sweep.json`` and
-the figure alpha_sweep; the target plus ``save_alpha * v`` in HF format under ``merged/``.
+``results/vector.json`` (norms per group, cosines, lineage checks), ``results/alpha_sweep.json`` (every
+problem's outcome per group and alpha) and the figure alpha_sweep; the target plus ``save_alpha * v`` in HF
+format under ``merged/``.
+
+Findings (``results/findings.json`` and the summary's ``findings``): the problems are split in two
+(:func:`thinklens.stats.split_indices`, ``--select-fraction``); each group's alpha (and the group itself) is
+chosen on the first part, and on the second v at that alpha is paired (McNemar) against alpha 0, against the
+norm-matched random direction at its own chosen alpha ("random vectors do as well" when it is not beaten) and,
+with ``--null-a/--null-b``, against a structured null (e.g. a continued-SFT delta rescaled to |v|).
 
 Example:
     >>> JOB.name, ReasoningVectorJobConfig().model, ReasoningVectorJobConfig().seed
