@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Sequence
@@ -415,7 +416,10 @@ def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConf
     tr, va = validation_split(y, groups, config.val_fraction, config.probe_seed)
     X_tr, X_val, y_tr, y_val = X[tr], X[va], y[tr], y[va]
     probe = LynxMLPProbe(random_state=config.probe_seed) if probe is None else probe
-    probe.fit(X_tr, y_tr)
+    if "groups" in inspect.signature(probe.fit).parameters:  # its own early-stopping split, grouped too
+        probe.fit(X_tr, y_tr, groups=groups[tr])
+    else:
+        probe.fit(X_tr, y_tr)
     p = probe.predict_proba(X_val)[:, 1]
     both = 0 < int(y_val.sum()) < len(y_val)
     return probe, ProbeValidation(

@@ -53,12 +53,17 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
         random_state: seed of weight init, shuffling and the early-stopping split.
 
     Learned: ``classes_``, ``mean_``/``scale_`` [feature], ``coefs_`` (list of [in, out]),
-    ``intercepts_`` (list of [out]), ``n_iter_``, ``loss_curve_``, ``early_stopping_used_``,
+    ``intercepts_`` (list of [out]), ``n_iter_``, ``loss_curve_``, ``early_stopping_used_``, ``early_stopping_grouped_``,
     ``best_validation_score_`` (None without early stopping).
 
     Early stopping needs a stratified validation split with some samples of every class; when a
     class has fewer than ``ceil(2 / validation_fraction)`` samples (10 at the default 0.2) the probe
-    trains on all data without it and records ``early_stopping_used_ = False``.
+    trains on all data without it and records ``early_stopping_used_ = False``. With ``groups`` (the rollout
+    of every event) the early-stopping split is grouped (:func:`probes.lynx.validation_split`): scikit-learn's
+    own split is by sample, so events of one rollout would sit on both sides and the validation score that
+    stops training would reward memorised neighbours. The epochs are then driven here (``partial_fit``, Adam
+    state kept) with scikit-learn's rule: stop after ``n_iter_no_change`` epochs without a validation
+    accuracy gain of ``tol``, and keep the best epoch's weights.
     """
 
     def __init__(self, hidden_layer_sizes: tuple[int, ...] = (256, 64), *, alpha: float = 1e-4,
@@ -75,8 +80,9 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
         self.class_weight = class_weight
         self.random_state = random_state
 
-    def fit(self, X, y, sample_weight=None) -> LynxMLPProbe:
-        """Fit on ``X`` [n, feature] and labels ``y`` [n]; returns self."""
+    def fit(self, X, y, sample_weight=None, groups=None) -> LynxMLPProbe:
+        """Fit on ``X`` [n, feature] and labels ``y`` [n] (``groups`` [n]: the rollout of every sample, for a
+        grouped early-stopping split); returns self."""
         check_class_weight(self.class_weight)
         if not 0.0 < float(self.validation_fraction) < 1.0:
             raise ThinklensError.of("validation_fraction", self.validation_fraction, "a number in (0, 1)",
@@ -98,14 +104,53 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
             early_stopping=self.early_stopping_used_, validation_fraction=self.validation_fraction,
             n_iter_no_change=self.n_iter_no_change, random_state=self.random_state,
         )
-        mlp.fit((X - self.mean_) / self.scale_, y_index, sample_weight=sw)
+        Z = (X - self.mean_) / self.scale_  # [n, feature]
+        self.early_stopping_grouped_ = bool(self.early_stopping_used_ and groups is not None)
+        if self.early_stopping_grouped_:
+            score = self._fit_grouped(mlp, Z, y_index, sw, groups)
+        else:
+            mlp.fit(Z, y_index, sample_weight=sw)
+            score = getattr(mlp, "best_validation_score_", None) if self.early_stopping_used_ else None
         self.coefs_ = [w.copy() for w in mlp.coefs_]
         self.intercepts_ = [b.copy() for b in mlp.intercepts_]
-        self.n_iter_ = int(mlp.n_iter_)
+        # partial_fit leaves n_iter_ at 1 whatever the epochs; the loss curve has one entry per epoch
+        self.n_iter_ = len(mlp.loss_curve_) if self.early_stopping_grouped_ else int(mlp.n_iter_)
         self.loss_curve_ = np.asarray(mlp.loss_curve_, dtype=np.float64)
-        score = getattr(mlp, "best_validation_score_", None) if self.early_stopping_used_ else None
         self.best_validation_score_ = None if score is None else float(score)
         return self
+
+    def _fit_grouped(self, mlp: MLPClassifier, Z: np.ndarray, y_index: np.ndarray, sw: np.ndarray | None,
+                     groups) -> float:
+        """Epochs of ``mlp`` on a grouped training share until the grouped validation accuracy stalls; leaves the
+        best epoch's weights in ``mlp`` and returns its score."""
+        import warnings
+
+        from sklearn.metrics import accuracy_score
+
+        from probes.lynx import validation_split
+
+        groups = np.asarray(groups)
+        if groups.shape != y_index.shape:
+            raise ThinklensError.of("groups", groups.shape, f"one group (rollout) id per sample, shape {y_index.shape}",
+                                    "pass the rollout index of every event")
+        tr, va = validation_split(y_index, groups, float(self.validation_fraction),
+                                  0 if self.random_state is None else int(self.random_state))
+        w_tr, w_va = (None, None) if sw is None else (sw[tr], sw[va])
+        mlp.set_params(early_stopping=False)
+        classes = np.arange(len(self.classes_))
+        best, best_state, stale = -np.inf, None, 0
+        for _ in range(int(self.max_iter)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mlp.partial_fit(Z[tr], y_index[tr], sample_weight=w_tr, classes=classes)
+            score = float(accuracy_score(y_index[va], mlp.predict(Z[va]), sample_weight=w_va))
+            stale = stale + 1 if score < best + mlp.tol else 0
+            if score > best:
+                best, best_state = score, ([w.copy() for w in mlp.coefs_], [b.copy() for b in mlp.intercepts_])
+            if stale > self.n_iter_no_change:
+                break
+        mlp.coefs_, mlp.intercepts_ = best_state
+        return best
 
     def decision_function(self, X) -> np.ndarray:
         """Output-layer logits: ``[n]`` for two classes (positive = ``classes_[1]``), else ``[n, K]``."""
@@ -124,6 +169,7 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
             arrays[f"coef_{i}"], arrays[f"intercept_{i}"] = w, b
         meta = {"n_layers": len(self.coefs_), "n_iter": self.n_iter_,
                 "early_stopping_used": self.early_stopping_used_,
+                "early_stopping_grouped": self.early_stopping_grouped_,
                 "best_validation_score": self.best_validation_score_}
         return arrays, meta
 
@@ -135,5 +181,6 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
         self.mean_, self.scale_, self.loss_curve_ = arrays["mean"], arrays["scale"], arrays["loss_curve"]
         self.n_iter_ = int(meta["n_iter"])
         self.early_stopping_used_ = bool(meta["early_stopping_used"])
+        self.early_stopping_grouped_ = bool(meta.get("early_stopping_grouped", False))  # probes saved before it
         score = meta["best_validation_score"]
         self.best_validation_score_ = None if score is None else float(score)

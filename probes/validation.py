@@ -52,23 +52,20 @@ class Size:
     """Problems the exits are evaluated on."""
     max_steps: int
     """Most arithmetic steps of a problem (short problems, short rollouts)."""
-    hidden: tuple[int, ...]
-    """Probe MLP widths."""
 
     def fields(self, model: str, seed: int) -> dict[str, Any]:
-        """The lynx job's fields for ``model``."""
+        """The lynx job's fields for ``model`` (the probe is the reference's MLP 256, 64: the job's default)."""
         n = self.n_train + self.n_calibration + self.n_test
         return dict(model=model, prompt_format="chat", data=f"synthetic:1-{self.max_steps}:{n}", n_train=self.n_train,
-                    n_calibration=self.n_calibration, n_test=self.n_test, deltas=DELTAS, skip_vacuous=True,
-                    hidden_layer_sizes=self.hidden, seed=seed)
+                    n_calibration=self.n_calibration, n_test=self.n_test, deltas=DELTAS, skip_vacuous=True, seed=seed)
 
 
 #: The quick planted run: tiny-overthink's rollouts are long (up to three re-check rounds), so fewer and shorter ones.
-QUICK_PLANTED = Size(n_train=40, n_calibration=40, n_test=40, max_steps=2, hidden=(32,))
+QUICK_PLANTED = Size(n_train=40, n_calibration=40, n_test=40, max_steps=2)
 #: The quick null run: tiny-r1's forced exits are almost never right, so it takes 60 calibration rollouts (their
 #: fallback events) to hold the 19 positives that delta 0.05 needs.
-QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=60, max_steps=3, hidden=(32,))
-FULL = Size(n_train=300, n_calibration=300, n_test=400, max_steps=4, hidden=(256, 64))
+QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=60, max_steps=3)
+FULL = Size(n_train=300, n_calibration=300, n_test=400, max_steps=4)
 
 
 def row(delta: float, saving: float, accuracy: float, full_accuracy: float, not_rejected: bool, *,

@@ -205,3 +205,18 @@ def test_probe_validation_split_with_few_rollouts_and_errors():
     assert not set(groups[tr]) & set(groups[va]) and len(va) > 0
     with pytest.raises(ThinklensError, match="one rollout id per event"):
         validation_split(y, groups[:3], 0.2, 0)
+
+
+def test_mlp_early_stopping_split_is_grouped_by_rollout():
+    # kills the mutant that ignores groups in LynxMLPProbe.fit (scikit-learn's own split is by event): on rollouts
+    # whose events are near-copies with a random label per rollout, the score that stops training is a leak
+    from probes.mlp import LynxMLPProbe
+
+    X, y, groups = _leaky_rollouts(n_rollouts=100, per=10, dim=20)
+    grouped = LynxMLPProbe(hidden_layer_sizes=(64,), random_state=0).fit(X, y, groups=groups)
+    by_event = LynxMLPProbe(hidden_layer_sizes=(64,), random_state=0).fit(X, y)
+    assert grouped.early_stopping_grouped_ and not by_event.early_stopping_grouped_
+    assert grouped.best_validation_score_ < 0.75 < by_event.best_validation_score_
+    assert grouped.n_iter_ == len(grouped.loss_curve_)
+    with pytest.raises(ThinklensError, match="one group"):
+        LynxMLPProbe(hidden_layer_sizes=(8,)).fit(X, y, groups=groups[:5])
