@@ -449,6 +449,45 @@ def demo() -> dict[str, Any]:
                    {"total_s": total, "steps_s": steps, "sae": sae_summary}, ("runs/demo.log",))
 
 
+# ---------------------------------------------------------------------------------------------- records
+
+RECORDS = OUT / "records"
+#: What a committed run record keeps of a run folder: its config, meta and JSON results (no tensors, caches or figures).
+RECORD_FILES = ("config.json", "meta.json", "results/*.json")
+
+
+def keep_record(run: Path, name: str) -> Path:
+    """Copy the pruned run folder ``run`` (and its sub-runs' pruned folders) to ``results/records/NAME``: the record a
+    summary is rebuilt from in a fresh clone. ``python results/collect.py --record RUN NAME``."""
+    import shutil
+
+    dest = RECORDS / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    for sub in [run, *sorted(p.parent for p in run.glob("**/config.json") if p.parent != run)]:
+        for pattern in RECORD_FILES:
+            for f in sub.glob(pattern):
+                target = dest / f.relative_to(run)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, target)
+    return dest
+
+
+# ---------------------------------------------------------------------------------------------- validation
+
+
+@collector("validation")
+def validation() -> dict[str, Any]:
+    """The validation table: every method on its planted and null settings (``thinklens run validate``, full size),
+    from its committed record ``results/records/validate``."""
+    run = RECORDS / "validate"
+    doc = read_json(run / "results" / "validate.json")
+    rows = [{k: r[k] for k in ("method", "setting", "expected", "statistic", "value", "ci", "verdict", "ok", "n", "target",
+                               "seconds")} for r in doc["rows"]]
+    return summary("thinklens run validate --threads 1 --out results/records/validate", [run], read_json(run / "config.json"),
+                   {"rows": rows, "validated": doc["validated"], "n_settings": doc["n_settings"], "failed": doc["failed"]})
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -463,6 +502,11 @@ def write(name: str) -> Path:
 
 
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--record"]:
+        if len(argv) != 3:
+            raise SystemExit("usage: python results/collect.py --record RUN_FOLDER NAME")
+        print(keep_record(Path(argv[1]), argv[2]))
+        return
     names = argv or list(COLLECTORS)
     unknown = [n for n in names if n not in COLLECTORS]
     if unknown:
