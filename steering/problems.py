@@ -186,7 +186,7 @@ def held_out_prompts(model: HookedModel, data: str, n: int, *, prompt_format: st
     """Prompts an SAE was not trained on, whose completions the ``sae`` and ``sae-eval`` jobs generate (to score
     fidelity on the generated tokens and to scan for feature statistics): the held-out zoo stream for
     ``zoo:<style>``, the lines of a text file (used as prompts as they are), else ``n`` problems of a problem
-    set from ``offset`` (those after the training ones; the first ``n`` when none is left).
+    set from ``offset`` (those after the training ones), filled up from its start when fewer are left.
 
     Example:
         >>> # held_out_prompts(model, "zoo:think", 64).prompts[:1]
@@ -201,6 +201,6 @@ def held_out_prompts(model: HookedModel, data: str, n: int, *, prompt_format: st
     if is_text_file(data):
         return PromptSet(read_texts(data)[:n], None, max_new_tokens or 64, None)
     every = list(load_data(data, data_fields))
-    problems = every[offset: offset + n] or every[:n]
+    problems = (every[offset:] + every[:offset])[:n]  # the held-out ones first; training ones only to fill up
     return prompt_set(model, data_format(model, prompt_format), problems, max_new_tokens=max_new_tokens,
                       max_steps=max_steps_of(problems, max_steps))

@@ -38,8 +38,12 @@ def test_sae_sae_eval_and_steer_on_tiny_r1_with_a_gsm8k_file(tiny_r1, gsm8k_file
                  "--run-id", "ev"]) == 0
 
     budget = 160 if tiny_r1 == "tiny-r1" else 12  # the trained organism's answers take 60-115 tokens
-    assert main(["run", "steer", *common, "--sae", str(sae_run.path), "--n-prompts", "3", "--stats-traces", "2",
-                 "--coeffs=-1,0,1", "--max-new-tokens", str(budget), "--word", "Wait", "--run-id", "st"]) == 0
+    steer = ["run", "steer", *common, "--sae", str(sae_run.path), "--n-prompts", "3", "--stats-traces", "2",
+             "--coeffs=-1,0,1", "--max-new-tokens", str(budget), "--word", "Wait"]
+    if stats["word_counts"]["wait"] == 0:  # 4 scanned traces of 12 tokens seldom say it: no feature is picked among zeros
+        assert main([*steer, "--run-id", "refused"]) == 2
+        steer += ["--feature", "0"]
+    assert main([*steer, "--run-id", "st"]) == 0
     res = RunFolder.open(tmp_path / "runs" / "steer" / "st").read_result("steer")
     assert res["prompt_format"] == "chat" and res["data"] == str(gsm8k_file) and res["max_new_tokens"] == budget
     base = [r for r in res["rows"] if r["coeff"] == 0.0]
