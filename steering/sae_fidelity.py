@@ -61,8 +61,9 @@ def _sums(clean: Tensor, other: Tensor, targets: Tensor, mask: Tensor) -> tuple[
 def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence[int], Sequence[int]]], *,
                  site: Site | str | None = None, batch_size: int = 16) -> dict[str, Any]:
     """CE loss recovered and KL score of ``sae`` on ``rows`` of ``(prompt ids, generated ids)``, scored on the
-    generated tokens only (see the module docstring). Returns the three CEs, the two KLs, both scores and
-    ``fidelity_tokens`` (positions scored)."""
+    generated tokens only (see the module docstring). Returns the three CEs, the two KLs, both scores (None where
+    undefined: zero-ablation no worse than the clean model, as in an untrained one) and ``fidelity_tokens``
+    (positions scored)."""
     from steering.sae import check_sae
 
     s = check_sae(model, sae, site)
@@ -100,9 +101,9 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
     m = {k: v / n_tok for k, v in tot.items()}
     gap = m["ce_zero"] - m["ce_clean"]
     return {"ce_loss_without_sae": m["ce_clean"], "ce_loss_with_sae": m["ce_sae"], "ce_loss_with_ablation": m["ce_zero"],
-            "ce_loss_recovered": (m["ce_zero"] - m["ce_sae"]) / gap if gap > 0 else float("nan"),
+            "ce_loss_recovered": (m["ce_zero"] - m["ce_sae"]) / gap if gap > 0 else None,
             "kl_div_with_sae": m["kl_sae"], "kl_div_with_ablation": m["kl_zero"],
-            "kl_div_score": (m["kl_zero"] - m["kl_sae"]) / m["kl_zero"] if m["kl_zero"] > 0 else float("nan"),
+            "kl_div_score": (m["kl_zero"] - m["kl_sae"]) / m["kl_zero"] if m["kl_zero"] > 0 else None,
             "fidelity_tokens": n_tok, "fidelity_rows": len(rows), "fidelity_scored_on": "generated tokens"}
 
 

@@ -56,6 +56,10 @@ def test_sae_eval_job(tiny_llama, trained_sae, word_texts, tmp_path):
                       out=tmp_path / "ev", progress=False)
     assert metrics["site"] == "resid_post.0" and 0 < metrics["l0"] <= 4 + 1e-6
     assert RunFolder.open(tmp_path / "ev").read_result("metrics")["l0"] == metrics["l0"]
+    # CE/KL fidelity on generated tokens of held-out prompts only (a text file's lines are the prompts; 64 new tokens
+    # at most each), never the 32 texts' own or padding positions
+    assert metrics["fidelity_scored_on"] == "generated tokens" and 0 < metrics["fidelity_tokens"] <= 32 * 64
+    assert metrics["fidelity_rows"] == 32 and metrics["ce_loss_with_sae"] > 0
 
 
 def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
