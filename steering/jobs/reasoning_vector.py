@@ -144,21 +144,21 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     if cfg.n_per_steps > 0:
         evaluate = data_evaluator(cfg, ctx.model) if cfg.data else zoo_evaluator(cfg, tok)
         rows = alpha_sweep(target, v, cfg.alphas, evaluate, groups=cfg.groups, progress=log)
-        controls: dict[str, Any] = {}
+        controls: dict[str, tuple[str, Any]] = {}  # the findings' name -> (the rows' group suffix, the vector)
         if cfg.random_control:
-            controls["norm-matched random direction"] = v.random_like(cfg.seed)
+            controls["norm-matched random direction"] = ("random direction", v.random_like(cfg.seed))
         if cfg.null_a is not None:
-            controls["structured null"] = structured_null(cfg, v)
-        for name, cv in controls.items():
-            sweep = alpha_sweep(target, cv, cfg.alphas, evaluate, groups=cfg.groups, progress=log)
-            suffix = "random direction" if name.endswith("random direction") else name
+            controls["structured null"] = ("structured null", structured_null(cfg, v))
+        for suffix, cv in controls.values():
+            sweep = alpha_sweep(target, cv, cfg.alphas, evaluate, groups=cfg.groups,
+                                progress=lambda m, s=suffix: log(f"[{s}] {m}"))
             rows += [{**r, "group": f"{r['group']} ({suffix})"} for r in sweep]
-        for g in cfg.groups:
-            def sweep_of(group: str) -> dict[float, list[bool]]:
-                return {r["alpha"]: r["correct"] for r in rows if r["group"] == group}
 
-            ctrl = {name: sweep_of(f"{g} ({'random direction' if name.endswith('random direction') else name})")
-                    for name in controls}
+        def sweep_of(group: str) -> dict[float, list[bool]]:
+            return {r["alpha"]: r["correct"] for r in rows if r["group"] == group}
+
+        for g in cfg.groups:
+            ctrl = {name: sweep_of(f"{g} ({suffix})") for name, (suffix, _) in controls.items()}
             findings_by_group[g] = sweep_findings(sweep_of(g), ctrl, label=f"v ({g})", seed=cfg.seed,
                                                   fraction=cfg.select_fraction)
         run.write_result("alpha_sweep", rows)

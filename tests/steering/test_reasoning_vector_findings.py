@@ -108,3 +108,27 @@ def test_v_is_the_grpo_update_of_its_recorded_parent():
         lineage_vector({**LINEAGE, "a": "tiny-pre"})
     with pytest.raises(ThinklensError, match="recorded parent"):
         lineage_vector({**LINEAGE, "a": LINEAGE["b"]})
+
+
+def test_the_job_reports_findings_on_held_out_problems(tmp_path):
+    from thinklens.jobs import run_job
+    from thinklens.runs import RunFolder
+    from thinklens.zoo.registry import zoo_path
+
+    if zoo_path("tiny-cot") is None or zoo_path("tiny-think") is None:
+        pytest.skip("needs the committed zoo")
+    summary = run_job("reasoning-vector", model="tiny-pre", a="data/zoo/tiny-grpo", b="tiny-cot", base="tiny-pre",
+                      alphas=(0.0, 1.0), groups=("all",), n_per_steps=12, steps=(8,), null_a="tiny-think", null_b="tiny-pre",
+                      save_alpha=None, out=tmp_path / "rv", progress=False)
+    run = RunFolder.open(tmp_path / "rv")
+    doc = run.read_result("findings")
+    choice = doc["choices"]["all"]
+    assert not set(choice["select"]) & set(choice["report"]) and len(choice["select"]) + len(choice["report"]) == 12
+    controls = [f["control"].split(" at alpha")[0] for f in summary["findings"]]
+    assert controls == ["alpha 0", "norm-matched random direction", "structured null"]
+    assert all(f["n"] == len(choice["report"]) for f in summary["findings"])
+    assert summary["best"]["n_report"] == len(choice["report"]) and summary["best"]["alpha"] == choice["alpha"]
+    groups = {r["group"] for r in run.read_result("alpha_sweep")}
+    assert groups == {"all", "all (random direction)", "all (structured null)"}
+    with pytest.raises(ThinklensError, match="both or neither"):
+        run_job("reasoning-vector", null_a="tiny-think", out=tmp_path / "bad", progress=False)
