@@ -125,12 +125,7 @@ def _train_on_rows(ctx: SettingContext, rows: Tensor, name: str, train: dict[str
 
     from steering.sae import load_sae, sae_folder
 
-    if ctx.workdir is None:
-        import tempfile
-
-        ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
-    ctx.workdir.mkdir(parents=True, exist_ok=True)
-    path = ctx.workdir / f"{name}.safetensors"
+    path = _workdir(ctx) / f"{name}.safetensors"
     save_file({"activations": rows.contiguous()}, str(path))
     summary = ctx.run_job("sae", name, model="", activations=str(path), **train)
     return load_sae(sae_folder(summary["sae"])[0]), summary
@@ -178,8 +173,11 @@ def organism(name: str):
 
 
 def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max_steps: int = 5) -> Path:
-    """Write ``n`` of the model's own sampled traces (prompt and completion, one per line) to ``path``: the SAE of a
-    steering setting is trained on the text the model writes, re-check rounds included."""
+    """Write ``n`` of the model's own sampled traces (prompt and completion) to ``path``, a .jsonl file of ``text``
+    rows (newlines kept): the SAE of a steering setting is trained on the text the model writes, re-check rounds
+    included."""
+    import json
+
     from steering.problems import data_format, prompt_set, zoo_stream
 
     ps = prompt_set(model, data_format(model, "auto", "zoo:think"), zoo_stream(n, seed=seed, min_steps=min_steps,
@@ -187,7 +185,7 @@ def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max
                     max_new_tokens=None, max_steps=max_steps)
     trs = model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, batch_size=64, do_sample=True, seed=seed,
                          temperature=1.0)
-    path.write_text("\n".join((t.prompt + t.text).replace("\n", " ") for t in trs) + "\n", encoding="utf-8")
+    path.write_text("".join(json.dumps({"text": t.prompt + t.text}) + "\n" for t in trs), encoding="utf-8")
     return path
 
 
@@ -201,7 +199,7 @@ def _steer_sizes(ctx: SettingContext) -> dict[str, Any]:
 
 def _steer_sae(ctx: SettingContext, model, sizes: dict[str, Any], site: str) -> dict[str, Any]:
     """Train the setting's SAE with the ``sae`` job on the model's own traces; its summary."""
-    texts = model_texts(model, sizes["n_texts"], _workdir(ctx) / "traces.txt", seed=ctx.seed + 7, max_steps=sizes["max_steps"])
+    texts = model_texts(model, sizes["n_texts"], _workdir(ctx) / "traces.jsonl", seed=ctx.seed + 7, max_steps=sizes["max_steps"])
     return ctx.run_job("sae", "sae", model=model, data=str(texts), n_texts=sizes["n_texts"], eval_texts=32, site=site,
                        d_sae=sizes["d_sae"], k=sizes["k"], training_tokens=sizes["training_tokens"],
                        train_batch_size_tokens=1024, lr=1e-3, stats_traces=0, seed=ctx.seed)
@@ -277,12 +275,13 @@ NULL_WORD_MODEL = "tiny-r1"
 def steer_null_word_on(ctx: SettingContext, model_name: str, *, word: str = NULL_WORD, site: str = "resid_post.1") -> Check:
     """The ``steer null-word`` check: the word's rate in the model's own traces (0 by choice of the word) and
     whether the steer job refused (or found no effect) instead of steering a feature chosen among zeros."""
+    from steering.data import read_texts
     from steering.effects import traces_with
 
     model = organism(model_name)
     sizes = {**_steer_sizes(ctx), "training_tokens": 30_000, "n_texts": 32} if ctx.quick else _steer_sizes(ctx)
     sae = _steer_sae(ctx, model, sizes, site)
-    texts = (_workdir(ctx) / "traces.txt").read_text(encoding="utf-8").splitlines()
+    texts = read_texts(_workdir(ctx) / "traces.jsonl")
     k, n = traces_with(texts, word), len(texts)
     details: dict[str, Any] = {"model": model_name, "word": word, "traces_with_word": k}
     try:
