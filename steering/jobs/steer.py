@@ -29,9 +29,9 @@ from thinklens.tasks.protocol import HELD_OUT
 if TYPE_CHECKING:
     from steering.features import FeatureStats
     from steering.problems import PromptSet
-    from thinklens.stats import Finding
     from thinklens.model import HookedModel
     from thinklens.sites import Site
+    from thinklens.stats import Finding
 
 
 @dataclass(frozen=True)
