@@ -235,8 +235,12 @@ RECIPES["tiny-r1"] = R1Recipe(
     model=ZooModelConfig(max_positions=512, n_kv_heads=2), eval_style="think",
 )
 
-#: The overthinking organism (the controls spec's "Overthinking"): tiny-r1 fine-tuned on
-#: chains that conclude, then re-check 1-3 times (:mod:`zoo.overthink`); its eval records the planted effect.
+#: The overthinking organism (the controls spec's "Overthinking"): tiny-r1 fine-tuned on chains that conclude,
+#: then re-check 1-3 times (:mod:`zoo.overthink`); its zoo.json's eval holds the planted effect
+#: (:func:`zoo.overthink_eval.measure_overthinking`). 2000 steps took 21 min at 1 thread on the shared machine
+#: (1200 steps: greedy accuracy 0.75). Measured (n=50 per step count): the answer is written in 99.5% of greedy
+#: traces and a forced exit there answers it 398/398, yet the whole-chain round 3 still miscopies the start of
+#: 5-8 step chains, so their final answers (0.5-0.78) are below tiny-r1's: re-checking hurts those.
 RECIPES["tiny-overthink"] = R1Recipe(
     name="tiny-overthink", styles=(("think", 1.0),), steps=2000, lr=5e-4, warmup_steps=60, init="tiny-r1",
     task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
