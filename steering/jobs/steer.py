@@ -131,7 +131,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     from steering import figures
     from steering.effects import mean_norm, steer_sweep
     from steering.feature_steering import equal_norm_arms
-    from steering.features import FeatureStats, feature_stats
+    from steering.features import THINKING_WORDS, FeatureStats, feature_stats
     from steering.sae import check_feature, check_sae, load_sae, sae_folder
     from thinklens.stats import findings_doc
 
@@ -157,7 +157,8 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         fmt = stats_set.fmt
         reasoning = [fmt.split_trace(t).reasoning for t in trs] if fmt is not None and fmt.span is not None else None
         stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=stats_set.correct([t.text for t in trs]),
-                              words=(cfg.word,), reasoning=reasoning, span=fmt.span.family if reasoning else None)
+                              words=(cfg.word, *(w for w in THINKING_WORDS if w != cfg.word.lower())), reasoning=reasoning,
+                              span=fmt.span.family if reasoning else None)
     # words match case-insensitively: the statistics' own spelling of --word
     word = next((w for w in stats.corr_words if w.lower() == cfg.word.lower()), None)
     if word is None:

@@ -60,8 +60,9 @@ def test_steer_job_refuses_a_word_never_written(tiny_llama, trained_sae, tmp_pat
     prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
     common = dict(model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=6, coeffs=(0.0, 1.0),
                   diff_of_means=False, runs=tmp_path / "runs", progress=False)
-    with pytest.raises(ThinklensError, match=r"(?s)--word.*zebra.*--feature"):
+    with pytest.raises(ThinklensError, match=r"(?s)--word.*zebra.*--feature") as refused:
         run_job("steer", word="zebra", run_id="no", **common)
+    assert "scanned traces" in str(refused.value)  # with the counts of the thinking words it does write, if any
     summary = run_job("steer", word="zebra", feature=3, run_id="yes", **common)
     assert summary["feature"] == 3 and [f["extra"]["coeff"] for f in summary["findings"]] == [1.0]
     f = summary["findings"][0]
