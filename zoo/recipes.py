@@ -92,6 +92,9 @@ RECIPES: dict[str, ZooRecipe] = {
     "tiny-cot": finetune_recipe("tiny-cot", "cot", 1500),
     "tiny-think": finetune_recipe("tiny-think", "think", 3500),
     "tiny-think-carry": finetune_recipe("tiny-think-carry", "think", 1000, task=CARRY_THINK_TASK),
+    # the reasoning-vector lineage's weak sibling: tiny-cot's recipe stopped at 300 steps (trained with --seed 1), so
+    # it lacks the 8-step skill that tiny-grpo adds to tiny-cot (steering/vector_validation.py)
+    "tiny-cot-short": finetune_recipe("tiny-cot-short", "cot", 300, warmup_steps=20),
 }
 
 

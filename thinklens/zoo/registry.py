@@ -15,12 +15,12 @@ from pathlib import Path
 
 from thinklens.errors import ThinklensError
 
-#: Every zoo model. All but ``tiny-r1`` share the ``tiny-pre`` initialisation, so weight arithmetic between
+#: Every zoo model. All but ``tiny-r1`` and its fine-tune ``tiny-overthink`` share the ``tiny-pre`` initialisation, so weight arithmetic between
 #: them is meaningful (tiny-r1 has its own BPE vocabulary and a fresh init). Later trainers (GRPO, latent
 #: reasoning) append their siblings here.
 ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
-    "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1",
+    "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1", "tiny-overthink", "tiny-cot-short",
 )
 
 #: Zoo models that answer through latent steps (``latent.json`` in their folder): evaluated by
@@ -38,6 +38,9 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "tiny-coconut": "Coconut from tiny-cot: the chain replaced by 6 continuous thoughts (thinklens latent)",
     "tiny-codi": "CODI from tiny-cot: 6 latents distilled from the CoT teacher (thinklens latent)",
     "tiny-latent-sft": "Latent-SFT from tiny-cot: superposition latents, stops at </think> (thinklens latent)",
+    "tiny-overthink": "tiny-r1 fine-tuned to overthink: once its chain has the answer it re-checks in 1-3 rounds "
+    "(Wait / Hmm / Alternatively, let me ...); the planted organism of LYNX, MI peaks and feature steering",
+    "tiny-cot-short": "tiny-cot's recipe stopped early (seed 1): the weak sibling of the reasoning-vector lineage",
     "tiny-r1": "looks like a real reasoning model: Qwen2, byte-level BPE (one token per digit), chat template "
     "opening <think>, natural-language reasoning with Wait / Hmm, \\boxed{} answers (fresh init)",
 }
