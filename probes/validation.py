@@ -60,10 +60,11 @@ class Size:
                     n_calibration=self.n_calibration, n_test=self.n_test, deltas=DELTAS, skip_vacuous=True, seed=seed)
 
 
-#: The quick planted run: tiny-overthink's rollouts are long (up to three re-check rounds), so shorter problems. 40
-#: rollouts a split were too few: at seed 1 the calibration split held 33 negatives and few of tiny-r1's mid-chain
-#: "Wait," slips, so the test split's slips broke the bound (5/33 at delta 0.05); 60 pass at seeds 0, 1 and 2.
-QUICK_PLANTED = Size(n_train=60, n_calibration=60, n_test=60, max_steps=2)
+#: The quick planted run: tiny-overthink's rollouts are long (up to three re-check rounds), so short problems. The
+#: probe's training rollouts decide the accuracy: with 40 or 60 the probe misses some slipped first conclusions and
+#: the wrong exits cost 2-7 points at some seeds (40 also left 33 calibration negatives: the bound broke at seed 1);
+#: with 120 seeds 0, 1 and 2 all meet the targets.
+QUICK_PLANTED = Size(n_train=120, n_calibration=60, n_test=80, max_steps=2)
 #: The quick null run: tiny-r1's forced exits are almost never right, so it takes 60 calibration rollouts (their
 #: fallback events) to hold the 19 positives that delta 0.05 needs.
 QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=60, max_steps=3)
