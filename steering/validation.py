@@ -12,7 +12,9 @@
   naming the word) or report no effect, never steer "the best" of features that all correlate 0.
 - ``steer planted``: on the overthinking organism (``tiny-overthink``: "Wait, let me double-check." rounds),
   the feature the steer job picks for "wait" must move the share of traces that say wait monotonically with
-  the coefficient (statistic: the rate at the largest coefficient minus the rate at the smallest, with
+  the coefficient, in excess of the equal-norm random feature at each coefficient (any added norm disrupts the
+  re-check rounds; the control pays the same disruption), and rise over the sweep (statistic: the rate at the
+  largest coefficient minus the rate at the smallest, with
   Newcombe's interval, above 0), and at one end of the sweep its Wilson interval must lie beyond the
   equal-norm random feature's in the coefficient's direction (the job's own finding says ``effect``). The
   organism re-checks in nearly every sampled trace, so its unsteered rate is near 1: the effect shows as
@@ -204,20 +206,27 @@ def _steer_sae(ctx: SettingContext, model, sizes: dict[str, Any], site: str) -> 
                        train_batch_size_tokens=1024, lr=1e-3, stats_traces=0, seed=ctx.seed)
 
 
-def monotone(rates: list[tuple[float, int, int]]) -> bool:
-    """Whether the word rate never falls as the coefficient grows: no step down whose Wilson intervals lie apart.
+def monotone(rates: list[tuple[float, int, int]], control: list[tuple[float, int, int]] | None = None) -> bool:
+    """Whether the word rate never falls as the coefficient grows: no step down whose intervals lie apart.
 
-    ``rates``: ``(coeff, k, n)`` in any order.
+    ``rates``: ``(coeff, k, n)`` in any order. With ``control`` (the equal-norm random feature's ``(coeff, k, n)``
+    at the same coefficients), the sequence is the excess over the control (Newcombe intervals): any added norm
+    disrupts the model, so the unsteered run (c=0, nothing added) is compared with steered ones only through
+    the control, which pays the same disruption.
 
     Example:
         >>> monotone([(-1, 2, 50), (0, 10, 50), (1, 30, 50)]), monotone([(-1, 40, 50), (0, 10, 50), (1, 30, 50)])
         (True, False)
+        >>> monotone([(-1, 5, 50), (0, 48, 50), (1, 49, 50), (0.5, 30, 50)],
+        ...          [(-1, 45, 50), (0, 48, 50), (1, 0, 50), (0.5, 30, 50)])
+        True
     """
-    ordered = sorted(rates)
-    for (_, k0, n0), (_, k1, n1) in zip(ordered, ordered[1:]):
-        if wilson(k1, n1)[1] < wilson(k0, n0)[0]:
-            return False
-    return True
+    if control is None:
+        steps = [(k / n, wilson(k, n)) for _, k, n in sorted(rates)]
+    else:
+        ctrl = {c: (k, n) for c, k, n in control}
+        steps = [rate_difference(k, n, *ctrl[c]) for c, k, n in sorted(rates)]
+    return all(hi1 >= lo0 for (_, (lo0, _)), (_, (_, hi1)) in zip(steps, steps[1:]))
 
 
 def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid_post.1", word: str = "wait") -> Check:
@@ -229,19 +238,22 @@ def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid
                           n_prompts=sizes["n_prompts"], stats_traces=sizes["stats_traces"], diff_of_means=False,
                           sample=True, seed=ctx.seed, min_steps=2, max_steps=sizes["max_steps"],
                           max_new_tokens=sizes["max_new_tokens"])
-    steered = summary["rates"]["feature"]
+    steered, random = summary["rates"]["feature"], summary["rates"]["random_feature"]
     rates = [(float(c), int(k), int(n)) for c, (k, n) in steered.items()]
+    control = [(float(c), int(k), int(n)) for c, (k, n) in random.items()]
     (c_lo, k_lo, n_lo), (c_hi, k_hi, n_hi) = min(rates), max(rates)
     swing, ci = rate_difference(k_hi, n_hi, k_lo, n_lo)
     ends = [f for f in summary["findings"] if f["extra"]["coeff"] in (c_lo, c_hi)]
     beyond = [f"c={f['extra']['coeff']:g}" for f in ends if f["verdict"] == "effect"]
-    ok = monotone(rates) and ci[0] > 0 and bool(beyond)
+    ok = monotone(rates, control) and ci[0] > 0 and bool(beyond)
     return Check(f"{word}_rate_swing", swing, ci, "recovered" if ok else "failed", n=n_lo + n_hi,
-                 target=f"the {word!r}-feature's trace rate never falls as the coefficient grows, rises from c={c_lo:g} to "
+                 target=f"the {word!r}-feature's trace rate, in excess of the equal-norm random feature's, never falls as the "
+                        f"coefficient grows; its rate rises from c={c_lo:g} to "
                         f"c={c_hi:g} (Newcombe interval of the difference above 0), and at c={c_lo:g} or c={c_hi:g} its Wilson "
                         "interval lies beyond the equal-norm random feature's in the coefficient's direction",
                  details={"model": model_name, "feature": summary["feature"], "corr": summary["corr"], "rates": summary["rates"],
-                          "monotone": monotone(rates), "beyond_random_at": beyond, "findings": summary["findings"],
+                          "monotone": monotone(rates, control), "monotone_alone": monotone(rates), "beyond_random_at": beyond,
+                          "findings": summary["findings"],
                           "headlines": summary["headlines"]})
 
 

@@ -94,6 +94,13 @@ def test_monotone():
     assert v.monotone([(1.0, 30, 50), (-1.0, 2, 50), (0.0, 10, 50)])
     assert v.monotone([(-1.0, 12, 50), (0.0, 10, 50), (1.0, 30, 50)])
     assert not v.monotone([(-1.0, 45, 50), (0.0, 10, 50), (1.0, 30, 50)])
+    # tiny-overthink's full sweep: unsteered at the ceiling, any added norm (c=0.5) disrupts the re-check rounds for the
+    # feature and the random feature alike; the excess over the random feature is still monotone
+    feature = [(-1.0, 113, 200), (-0.5, 136, 200), (0.0, 189, 200), (0.5, 151, 200), (1.0, 198, 200)]
+    random = [(-1.0, 180, 200), (-0.5, 179, 200), (0.0, 189, 200), (0.5, 150, 200), (1.0, 0, 200)]
+    assert not v.monotone(feature) and v.monotone(feature, random)
+    # mutant killed: a feature that does no more than the random feature at the top is not monotone in excess
+    assert not v.monotone(feature[:4] + [(1.0, 60, 200)], random[:4] + [(1.0, 190, 200)])
 
 
 def test_steer_null_word_quick(tmp_path):
