@@ -52,20 +52,31 @@ def answer_span(text: str, answer: str) -> tuple[int, int] | None:
     return None if m is None else (m.start(1), m.end(1))
 
 
-def answer_steps(tokens: Sequence[str], answer: str) -> list[int]:
+def answer_steps(tokens: Sequence[str], answer: str, *, every: bool = False) -> list[int]:
     """Planted steps of one trajectory: ``t + 1`` for every generated token ``g[t]`` that overlaps the first
     statement of ``answer`` (:func:`answer_span` on the concatenated tokens), kept below ``len(tokens)``.
 
-    ``tokens[t]`` is decoded from one generated id, so the concatenation is the generated text."""
+    ``every``: every statement of the value from the first one on (the first, and each restatement: an organism
+    that re-checks writes it again in every round, where the value is as known as at its first statement).
+    ``tokens[t]`` is decoded from one generated id, so the concatenation is the generated text.
+
+    Example:
+        >>> answer_steps(["=", " 1", "2", ". So", " 1", "2", "."], "12", every=True)
+        [2, 3, 5, 6]
+    """
     text = "".join(tokens)
     span = answer_span(text, answer)
     if span is None:
         return []
-    a0, a1 = span
+    spans = [span]
+    if every:
+        value = re.escape(answer.strip())
+        spans += [(m.start(1), m.end(1)) for m in re.finditer(rf"(?<![\d.])({value})(?!\d)(?![.]\d)", text)
+                  if m.start(1) > span[0]]
     out, pos = [], 0
     for t, tok in enumerate(tokens):
         start, pos = pos, pos + len(tok)
-        if start < a1 and pos > a0 and t + 1 < len(tokens):
+        if any(start < a1 and pos > a0 for a0, a1 in spans) and t + 1 < len(tokens):
             out.append(t + 1)
     return out
 

@@ -10,7 +10,8 @@ questions; they differ only in which solution text gives each trajectory its ans
   same states), paired over trajectories (sign-flip, p < 0.01), and rises there above the trajectory's
   other steps (paired, p < 0.01). Statistic ``mi_gap``: the mean over trajectories of own - shuffled MI at
   the planted steps, with its bootstrap interval. Details: precision and recall of the job's peaks
-  against the planted steps, next to their chance levels (as many peaks placed at random).
+  against every statement of the value (the first and, on tiny-overthink, its restatement in each re-check
+  round), next to their chance levels (as many peaks placed at random).
 - ``mi-peaks null``: each question paired with the solution of an independently drawn problem, so the
   "own" answer is as unrelated to the chain as the shuffled one. The same test must not fire (no-effect).
 
@@ -38,6 +39,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import json
 from pathlib import Path
@@ -99,7 +102,7 @@ def write_problems(path: Path, n: int, *, seed: int, independent: bool) -> list[
 
 def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, Any]:
     """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps."""
-    from analyses.mi.planted import score_trajectory
+    from analyses.mi.planted import answer_steps, score_trajectory
     from analyses.mi.store import read_index, read_trajectory
 
     n = 16 if ctx.quick else 64
@@ -117,10 +120,16 @@ def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, An
     scores = []
     for row in entry["index"]:
         rec = read_trajectory(run, entry["key"], row["i"])
-        s = score_trajectory(rec.variants[rec.estimator], rec.shuffled[rec.estimator], rec.tokens, truth[rec.index],
-                             peaks=rec.peaks["top_k"])
-        if s is not None:
-            scores.append(s)
+        own, shuffled = rec.variants[rec.estimator], rec.shuffled[rec.estimator]
+        s = score_trajectory(own, shuffled, rec.tokens, truth[rec.index], peaks=rec.peaks["top_k"])
+        if s is None:
+            continue
+        # peaks are scored against every statement of the value: the organism writes it again in each re-check
+        # round, where it is as known as at its first statement (the gap and the rise stay at the first one)
+        every = score_trajectory(own, shuffled, rec.tokens, truth[rec.index], peaks=rec.peaks["top_k"],
+                                 steps=answer_steps(rec.tokens, truth[rec.index], every=True))
+        scores.append(dataclasses.replace(s, precision=every.precision, recall=every.recall,
+                                          chance_precision=every.chance_precision, chance_recall=every.chance_recall))
     return {"model": model, "n_problems": n, "scores": scores, "run": str(run)}
 
 
@@ -153,7 +162,7 @@ def gap_check(m: dict[str, Any], *, seed: int, planted: bool) -> Check:
                        and details["peak_recall_ci"][0] > details["peak_recall_chance"])
         verdict = "recovered" if effect and p_rise < ALPHA and peaks_found else "failed"
         target = (f"own > shuffled MI at the planted steps (paired sign-flip p < {ALPHA}), own MI higher there than "
-                  f"elsewhere (p < {ALPHA}), peak precision and recall above chance (interval above it)")
+                  f"elsewhere (p < {ALPHA}), peak precision and recall against every statement of the value above chance (interval above it)")
     else:
         verdict = "no-effect" if not effect else "failed"
         target = f"own vs shuffled MI at the answer steps not different (paired sign-flip p >= {ALPHA})"
@@ -174,7 +183,7 @@ def synthetic_scores(n: int, *, strength: float, seed: int, n_steps: int = 60, d
     from analyses.mi.controls import derangement
     from analyses.mi.estimator import nhsic_trajectory
     from analyses.mi.peaks import top_k_peaks
-    from analyses.mi.planted import score_trajectory
+    from analyses.mi.planted import answer_steps, score_trajectory
 
     g = torch.Generator().manual_seed(seed)
     mu = torch.randn(d_model, generator=g) * 3.0  # [d_model] the shared profile
