@@ -476,16 +476,51 @@ def keep_record(run: Path, name: str) -> Path:
 # ---------------------------------------------------------------------------------------------- validation
 
 
+#: The full validation table's records: two ``thinklens run validate`` runs that ran side by side (one per core).
+VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector"}
+VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "findings")
+
+
 @collector("validation")
 def validation() -> dict[str, Any]:
     """The validation table: every method on its planted and null settings (``thinklens run validate``, full size),
-    from its committed record ``results/records/validate``."""
-    run = RECORDS / "validate"
-    doc = read_json(run / "results" / "validate.json")
-    rows = [{k: r[k] for k in ("method", "setting", "expected", "statistic", "value", "ci", "verdict", "ok", "n", "target",
-                               "seconds")} for r in doc["rows"]]
-    return summary("thinklens run validate --threads 1 --out results/records/validate", [run], read_json(run / "config.json"),
-                   {"rows": rows, "validated": doc["validated"], "n_settings": doc["n_settings"], "failed": doc["failed"]})
+    from its committed records ``results/records/validate-*``."""
+    runs = [RECORDS / name for name in VALIDATION_RECORDS]
+    rows = []
+    for run in runs:
+        for r in read_json(run / "results" / "validate.json")["rows"]:
+            rows.append({k: r[k] for k in ("method", "setting", "expected", "statistic", "value", "ci", "verdict", "ok", "n",
+                                           "target", "seconds")})
+    rows.sort(key=lambda r: VALIDATION_ORDER.index(r["method"]) if r["method"] in VALIDATION_ORDER else len(VALIDATION_ORDER))
+    commands = [f"thinklens run validate --methods {m} --threads 1 --out RUN; python results/collect.py --record RUN {name}"
+                for name, m in VALIDATION_RECORDS.items()]
+    return summary(" & ".join(commands), runs, {name: read_json(RECORDS / name / "config.json") for name in VALIDATION_RECORDS},
+                   {"rows": rows, "validated": sum(r["ok"] for r in rows), "n_settings": len(rows),
+                    "failed": [f"{r['method']}/{r['setting']}" for r in rows if not r["ok"]],
+                    "minutes": round(sum(r["seconds"] for r in rows) / 60, 1)})
+
+
+@collector("organisms")
+def organisms() -> dict[str, Any]:
+    """The organisms of the planted settings, from their committed zoo.json files: tiny-overthink (LYNX, MI peaks,
+    feature steering) and the reasoning-vector lineage (tiny-cot -> tiny-grpo, sibling tiny-cot-short)."""
+    over = zoo_record("tiny-overthink")
+    ot = over["eval"]["overthinking"]
+    lineage = {name: {"accuracy": zoo_record(name)["eval"]["accuracy"], "n_per_steps": zoo_record(name)["eval"]["n_per_steps"],
+                      "init": zoo_record(name).get("init")} for name in ("tiny-cot", "tiny-grpo", "tiny-cot-short")}
+    values = {"tiny-overthink": {"accuracy": over["eval"]["accuracy"], "n_per_steps": over["eval"]["n_per_steps"],
+                                 "by_steps": ot["by_steps"], "with_rounds": ot["with_rounds"], "mean_rounds": ot["mean_rounds"],
+                                 "oracle_saving": ot["oracle_saving"], "forced_at_known": ot["forced_at_known"],
+                                 "forced_pre_answer_cues": ot["forced_pre_answer_cues"],
+                                 "forced_post_answer_cues": ot["forced_post_answer_cues"],
+                                 "first_conclusion_slips": ot["first_conclusion_slips"], "n": ot["n"],
+                                 "steps": over["steps"], "train_minutes": round(over["train_wall_s"] / 60, 1),
+                                 "parent": over.get("parent")},
+              "lineage": lineage}
+    return {"command": "thinklens run zoo-train --model tiny-overthink --threads 1 (its eval is in data/zoo/tiny-overthink/zoo.json)",
+            "date": "2026-12-01", "source": "data/zoo/{tiny-overthink,tiny-cot,tiny-grpo,tiny-cot-short}/zoo.json",
+            "config": {"recipe": over["recipe"]["name"] if isinstance(over.get("recipe"), dict) else "tiny-overthink"},
+            "values": values}
 
 
 # ---------------------------------------------------------------------------------------------- main

@@ -287,7 +287,7 @@ _MEASURED = re.compile(
     r"|\b[a-z][a-z0-9]*_[a-z0-9_]*=\d+(?:\.\d+)?(?:/\d+)?")
 _PAPER = re.compile(r"\bpaper\b|\bet al\b|\breference\b|\bpaper's\b", re.I)
 # a bound a test or target sets ("must render in under 3 s", "<= 1.15") is a requirement, not a measurement
-_BOUND = re.compile(r"(?:\bunder|\bbelow|\bat most|\bwithin|<=|<|>=|>)\s*$")
+_BOUND = re.compile(r"(?:\bunder|\bbelow|\bat most|\bat least|\bwithin|<=|<|>=|>)\s*$")
 
 
 def outside_numbers(readme_text: str) -> list[str]:
