@@ -500,6 +500,31 @@ def validation() -> dict[str, Any]:
                     "minutes": round(sum(r["seconds"] for r in rows) / 60, 1)})
 
 
+@collector("demo_findings")
+def demo_findings() -> dict[str, Any]:
+    """Every finding of every ``make demo`` run (its summary's ``findings``), with its verdict: what the CLI, the Home
+    card and the pages state. Read from the runs' meta.json under ``runs/`` (``make demo`` writes them)."""
+    from thinklens.demo import DEMO_STEPS
+
+    rows, runs = [], []
+    for step in DEMO_STEPS:
+        if step.kind is None:
+            continue
+        run = RUNS / step.kind / step.run_id
+        if not (run / "meta.json").is_file():
+            continue
+        runs.append(run)
+        for f in read_json(run / "meta.json").get("summary", {}).get("findings") or []:
+            rows.append({"run": f"{step.kind}/{step.run_id}", "claim": f["claim"], "statistic": f["statistic"],
+                         "value": f["value"], "ci": f["ci"], "n": f["n"], "control": f["control"],
+                         "control_value": f["control_value"], "verdict": f["verdict"]})
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("effect", "no effect", "at ceiling", "too few samples")}
+    return summary("make demo", runs, {"steps": [s.name for s in DEMO_STEPS]},
+                   {"rows": rows, "n_findings": len(rows), "verdicts": counts,
+                    "runs_without_findings": sorted({f"{s.kind}/{s.run_id}" for s in DEMO_STEPS if s.kind} -
+                                                    {r["run"] for r in rows})})
+
+
 @collector("organisms")
 def organisms() -> dict[str, Any]:
     """The organisms of the planted settings, from their committed zoo.json files: tiny-overthink (LYNX, MI peaks,

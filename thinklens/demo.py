@@ -66,7 +66,7 @@ DEMO_STEPS: tuple[DemoStep, ...] = (
                        "--coeffs=-1,0,1", "--run-id", "demo"), kind="steer"),
     DemoStep("reasoning-vector", ("run", "reasoning-vector", "--alphas=-1,0,1", "--n-per-steps", "10", "--run-id", "demo"),
              kind="reasoning-vector"),
-    DemoStep("hybrid", ("run", "hybrid", "--n-train", "60", "--n-eval", "20", "--sae-steps", "150", "--vector-iters", "20",
+    DemoStep("hybrid", ("run", "hybrid", "--n-train", "60", "--n-eval", "100", "--sae-steps", "150", "--vector-iters", "20",
                         "--run-id", "demo", "--no-progress"), kind="hybrid"),
     DemoStep("latent-eval", ("run", "latent-eval", "--n", "40", "--seek-n", "8", "--run-id", "demo", "--no-progress"),
              kind="latent-eval"),
@@ -114,7 +114,8 @@ def run_demo(runs: Path, overrides: Mapping[str, Sequence[str]] | None = None) -
         print(f"[{k}/{len(steps)}] {step.name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {time.time() - t:.0f} s")
         if rc == 0 and step.kind:
             for key, val in _summary(runs, step.kind, step.run_id).items():
-                print(f"    {key}: {val}")
+                if key != "findings":  # the CLI printed them above, as sentences with their verdicts
+                    print(f"    {key}: {val}")
     return out
 
 
@@ -125,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     failures = [name for name, (rc, _) in results.items() if rc != 0]
     print(f"\ndemo finished in {time.time() - t0:.0f} s; run folders under {runs}")
     print("step times: " + ", ".join(f"{name} {s:.0f} s" for name, (_, s) in results.items()))
+    verdicts = [f.get("verdict") for step in DEMO_STEPS if step.kind
+                for f in _summary(runs, step.kind, step.run_id).get("findings") or []]
+    print("findings: " + ", ".join(f"{verdicts.count(v)} {v}" for v in ("effect", "no effect", "at ceiling", "too few samples"))
+          + " (each run's lines above; `python results/collect.py demo_findings` tabulates them)")
     print("open the app:  make app   (or: .venv/bin/thinklens app)  then browse http://127.0.0.1:8501")
     if failures:
         print(f"failed steps: {', '.join(failures)}", file=sys.stderr)

@@ -15,7 +15,8 @@ computes an interval or a verdict its own way:
 Verdicts (:data:`VERDICTS`): ``effect`` (the interval excludes the control, or the paired test is
 significant, in the claimed direction), ``no effect`` (the control lies inside the interval, or the test is
 not significant), ``at ceiling`` (the control itself is within ``ceiling_margin`` of the best possible
-value, so no effect could show), ``too few samples`` (fewer units than ``min_n``).
+value, so no effect could show; for accuracies: even fixing every problem the control misses could not reach
+significance, :func:`no_headroom`), ``too few samples`` (fewer units than ``min_n``).
 
 Example:
     >>> lo, hi = wilson(45, 50)
@@ -362,6 +363,19 @@ def verdict_from_test(p: float, diff: float, *, n: int, alpha: float = 0.05, hig
     return "effect" if p < alpha and right_way else "no effect"
 
 
+def no_headroom(control_k: int, control_n: int, *, higher_is_effect: bool = True, alpha: float = 0.05) -> bool:
+    """Whether a control at ``control_k / control_n`` leaves no room for an effect to show: even a method that fixed
+    every problem the control gets wrong (or broke every one it gets right, when lower is the effect) and changed
+    nothing else would not reach ``p < alpha`` in an exact McNemar test (``2 * 0.5 ** room``).
+
+    Example:
+        >>> no_headroom(59, 60), no_headroom(54, 60), no_headroom(59, 60, higher_is_effect=False)
+        (True, False, False)
+    """
+    room = control_n - control_k if higher_is_effect else control_k
+    return min(1.0, 2.0 * 0.5 ** room) >= alpha
+
+
 def accuracy_finding(claim: str, k: int, n: int, *, control: str = "", control_k: int | None = None,
                      control_n: int | None = None, control_value: float | None = None, statistic: str = "accuracy",
                      ceiling_margin: float = 0.0, min_n: int = MIN_N, higher_is_effect: bool = True) -> Finding:
@@ -386,6 +400,8 @@ def accuracy_finding(claim: str, k: int, n: int, *, control: str = "", control_k
                                         ceiling_margin=ceiling_margin, higher_is_effect=higher_is_effect)
         if verdict == "effect" and (ci[0] <= cci[1] if higher_is_effect else ci[1] >= cci[0]):
             verdict = "no effect"
+        if verdict == "no effect" and no_headroom(control_k, control_n, higher_is_effect=higher_is_effect):
+            verdict = "at ceiling"
     elif control_value is not None:
         verdict = verdict_from_interval(ci, control_value, n=n, min_n=min_n, ceiling=1.0 if higher_is_effect else 0.0,
                                         ceiling_margin=ceiling_margin, higher_is_effect=higher_is_effect)
@@ -421,6 +437,9 @@ def paired_finding(claim: str, values: Sequence[float] | np.ndarray, control_val
     if verdict == "effect" and ceiling is not None and abs(ceiling - control_value) <= ceiling_margin:
         verdict = "at ceiling"
     elif verdict == "no effect" and ceiling is not None and abs(ceiling - control_value) <= ceiling_margin:
+        verdict = "at ceiling"
+    if verdict == "no effect" and binary and no_headroom(int(b.sum()), int(b.size), higher_is_effect=higher_is_effect,
+                                                          alpha=alpha):
         verdict = "at ceiling"
     value = float(a.mean()) if a.size else float("nan")
     extra = {"diff": _num(pr.diff), "diff_ci": [_num(pr.ci[0]), _num(pr.ci[1])],

@@ -175,3 +175,17 @@ def test_finding_json_and_headline():
     assert "-> no effect" in f.line()
     with pytest.raises((ThinklensError, TypeError)):  # the runtime type check under pytest, else our own
         Finding("c", "s", 1.0, (0, 1), 10, "", None, "maybe")  # type: ignore[arg-type]
+
+
+def test_no_headroom_is_at_ceiling_for_accuracies():
+    """59/60 right leaves one problem to fix: no method could reach p < 0.05 (mutant killed: a ceiling only at exactly
+    1.0, which let recycling and TTTS at 0.983 read "no effect" as if they had been tested)."""
+    from thinklens.stats import no_headroom
+
+    assert no_headroom(59, 60) and not no_headroom(54, 60) and not no_headroom(59, 60, higher_is_effect=False)
+    assert accuracy_finding("recycling raises accuracy", 59, 60, control="greedy", control_k=59, control_n=60).verdict \
+        == "at ceiling"
+    same = np.r_[np.ones(59), 0.0]
+    assert paired_finding("rr", same, same, control="greedy", statistic="accuracy", binary=True).verdict == "at ceiling"
+    assert paired_finding("suppression lowers accuracy", same, same, control="none", statistic="accuracy", binary=True,
+                          higher_is_effect=False).verdict == "no effect"
