@@ -199,7 +199,7 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, n_perm: int = 10000, 
     return float(min(1.0, (hits + extra) / (null.size + extra)))
 
 
-def mcnemar(a: Sequence[bool] | np.ndarray, b: Sequence[bool] | np.ndarray) -> float:
+def mcnemar(a: Sequence[bool] | Sequence[int] | np.ndarray, b: Sequence[bool] | Sequence[int] | np.ndarray) -> float:
     """Exact McNemar test (two-sided) of paired 0/1 outcomes: a binomial test on the discordant pairs.
 
     Example:

@@ -130,7 +130,7 @@ def test_reasoning_vector_on_tiny_r1_scores_the_gsm8k_file(tiny_r1, gsm8k_file, 
     assert main(argv) == 0
     run = RunFolder.open(tmp_path / "rv")
     rows = run.read_result("alpha_sweep")
-    groups = ("all", "mlp", "all (random direction)")  # the control sweep comes last
+    groups = ("all", "mlp", "all (random direction)", "mlp (random direction)")  # each group's control sweep comes last
     assert [(r["group"], r["alpha"]) for r in rows] == [(g, a) for g in groups for a in (-1.0, 0.0, 1.0)]
     # alpha 0 is the target itself: its accuracy is the greedy chat-format answers graded by is_correct
     fresh = HookedModel.load(tiny_r1)
