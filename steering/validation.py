@@ -39,7 +39,7 @@ from torch import Tensor
 
 from thinklens.controls import Check, Setting, SettingContext
 from thinklens.errors import ThinklensError
-from thinklens.stats import bootstrap_ci, wilson
+from thinklens.stats import bootstrap_ci, rate_difference, wilson
 
 RECOVERY_COSINE = 0.9
 """A true feature counts as recovered when some decoder row reaches this cosine with it."""
@@ -255,21 +255,6 @@ def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid
                           "monotone": monotone(rates, control), "monotone_alone": monotone(rates), "beyond_random_at": beyond,
                           "findings": summary["findings"],
                           "headlines": summary["headlines"]})
-
-
-def rate_difference(k1: int, n1: int, k2: int, n2: int) -> tuple[float, tuple[float, float]]:
-    """``k1/n1 - k2/n2`` of two independent proportions with Newcombe's hybrid score interval (from the two
-    Wilson intervals; Newcombe 1998, method 10).
-
-    Example:
-        >>> d, (lo, hi) = rate_difference(30, 40, 10, 40)
-        >>> d, round(lo, 3), round(hi, 3)
-        (0.5, 0.285, 0.653)
-    """
-    p1, p2 = k1 / n1, k2 / n2
-    (l1, u1), (l2, u2) = wilson(k1, n1), wilson(k2, n2)
-    d = p1 - p2
-    return d, (d - ((p1 - l1) ** 2 + (u2 - p2) ** 2) ** 0.5, d + ((u1 - p1) ** 2 + (p2 - l2) ** 2) ** 0.5)
 
 
 def _steer_planted(ctx: SettingContext) -> Check:

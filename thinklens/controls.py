@@ -20,13 +20,13 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.stats import _fmt
 
 ENTRY_POINT_GROUP = "thinklens.validations"
 CheckVerdict = Literal["recovered", "no-effect", "failed"]
@@ -109,10 +109,6 @@ class Setting:
     def key(self) -> str:
         """``method/name``."""
         return f"{self.method}/{self.name}"
-
-
-def _fmt(x: float) -> str:
-    return "nan" if isinstance(x, float) and math.isnan(x) else f"{x:.4g}"
 
 
 def validate_line(setting: Setting, check: Check) -> str:

@@ -6,6 +6,7 @@ computes an interval or a verdict its own way:
 
 - accuracies: :func:`wilson` (default) or :func:`clopper_pearson` (exact; used for bounds a guarantee
   must not overstate);
+- two independent proportions: :func:`rate_difference` (Newcombe's interval of their difference);
 - a statistic over problems or trajectories: :func:`bootstrap_ci` (percentile bootstrap over the units);
 - a comparison on the same units: :func:`paired_bootstrap` (difference of means with its interval and a
   two-sided p value), :func:`sign_flip_test` (paired permutation), :func:`mcnemar` (exact, paired 0/1);
@@ -124,6 +125,21 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, stat=np.mean, n_boot: 
     boots = np.asarray(stat(arr[idx], axis=1), dtype=np.float64)  # [n_boot]
     a = (1.0 - level) / 2.0
     return float(np.quantile(boots, a)), float(np.quantile(boots, 1.0 - a))
+
+
+def rate_difference(k1: int, n1: int, k2: int, n2: int) -> tuple[float, tuple[float, float]]:
+    """``k1/n1 - k2/n2`` of two independent proportions with Newcombe's hybrid score interval (from the two
+    Wilson intervals; Newcombe 1998, method 10).
+
+    Example:
+        >>> d, (lo, hi) = rate_difference(30, 40, 10, 40)
+        >>> d, round(lo, 3), round(hi, 3)
+        (0.5, 0.285, 0.653)
+    """
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = wilson(k1, n1), wilson(k2, n2)
+    d = p1 - p2
+    return d, (d - ((p1 - l1) ** 2 + (u2 - p2) ** 2) ** 0.5, d + ((u1 - p1) ** 2 + (p2 - l2) ** 2) ** 0.5)
 
 
 # ---------------------------------------------------------------- paired comparisons

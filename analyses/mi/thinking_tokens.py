@@ -34,7 +34,6 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -203,14 +202,9 @@ UNITS = {"words": lambda t, lowercase: token_words(t.tokens, t.separator, lowerc
 
 
 def _wilson(successes: int, n: int, level: float) -> tuple[float, float]:
-    if n == 0:
-        return math.nan, math.nan
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    from thinklens.stats import wilson
+
+    return (math.nan, math.nan) if n == 0 else wilson(int(successes), int(n), level)
 
 
 def _bootstrap(peak_w: np.ndarray, all_w: np.ndarray, n_peaks: np.ndarray, n_all: np.ndarray, level: float,
