@@ -102,8 +102,9 @@ class CoconutConfig(TrainConfig):
     max_stage: int = 3
     """Stages 1..max_stage replace the first s steps; max_stage*c latents at test."""
     stage_steps: int = 400
-    """Optimizer steps per stage (the paper: 3 epochs); the optimizer is reset at every stage (400 + 800
-    final: the committed tiny-coconut, 33% on 3-4 steps, 12 min on one core; 100 per stage gives ~8%)."""
+    """Optimizer steps per stage (the paper: 3 epochs); the optimizer is reset at every stage (400 + 800 final
+    trained the committed tiny-coconut: its accuracy and training time are in README.md "Latent reasoning",
+    results/latent_table.json)."""
     final_stage_steps: int = 800
     """Steps of a last stage removing ALL steps with max_stage*c latents (the reference's
     pad_latent_to_max); 0 skips it."""
@@ -147,8 +148,8 @@ class CODIConfig(CODISchedule):
     n_latents: int = 6
     """Latent steps between <bot> and <eot> (N in the paper)."""
     steps: int = 12000
-    """Optimizer steps (12000: 88% on 3-4 steps, 94 min on one core; the committed tiny-codi continues that
-    model for 3000 steps at lr 5e-4, 94-97%; 4800 gives ~61%, 1600 ~30%, 400 stays near No-CoT)."""
+    """Optimizer steps (the committed tiny-codi: 12000, then 3000 more at lr 5e-4; its accuracy and training
+    time, and what fewer steps give, are in README.md "Latent reasoning", results/latent_table.json)."""
     w_kd: float = 1.0
     """Weight of the distillation loss (1 for GPT-2, 20 for Llama-1B in the paper); 0 = ablation."""
     projection: bool = True
@@ -159,7 +160,7 @@ class CODIConfig(CODISchedule):
     """Dropout of the projection (the reference's default is 0)."""
     prj_match_scale: bool = True
     """Initialise the projection's LayerNorm gain to the token embeddings' RMS, so latents start at the
-    scale of token embeddings (off = the reference's gain 1, about 10x larger on the zoo models)."""
+    scale of token embeddings (off = the reference's gain 1, much larger on the zoo models)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -182,8 +183,8 @@ class LatentSFTConfig(TrainConfig):
     top_k: int = 10
     """Vocabulary entries in each latent superposition (K)."""
     encoder_steps: int = 200
-    """Stage-1 run 1: steps training the encoder only (200/200/200 + 800: the committed tiny-latent-sft, 23% on
-    3-4 steps, 11 min on one core; 80/80/80 + 200 gives ~4%)."""
+    """Stage-1 run 1: steps training the encoder only (200/200/200 + 800 trained the committed tiny-latent-sft:
+    its accuracy and training time are in README.md "Latent reasoning", results/latent_table.json)."""
     decoder_steps: int = 200
     """Stage-1 run 2: steps training the decoder only."""
     joint_steps: int = 200

@@ -129,7 +129,8 @@ class GRPOConfig(StepRange, OptimOptions):
     style: str = "cot"
     """Prompt style (tiny-cot's data)."""
     steps: int = 150
-    """Optimizer steps (150 took 15 CPU minutes for the committed tiny-grpo)."""
+    """Optimizer steps (150 trained the committed tiny-grpo: its training time is in README.md "Steering",
+    results/reasoning_vectors.json values.training)."""
     prompts_per_step: int = 32
     """Distinct problems per step (8 at lr 1e-4 did not lift greedy accuracy in 180 steps: too noisy; 32 did)."""
     group_size: int = 8
