@@ -5,9 +5,13 @@ Each entry of :data:`COLLECTORS` reads the run folder(s) behind one README resul
 every summary is rewritten. ``tests/core/test_readme_results.py`` checks that each number of a block is in the
 summary it names (:mod:`thinklens.readme_results`).
 
-Run folders: ``./runs`` (``$THINKLENS_RUNS``); the LYNX runs under ``$LYNX_RUNS`` (default
-``/work/helpers/lynx_runs``, written with ``--runs`` there); the zoo's training records in ``data/zoo/*/zoo.json``.
-To add a summary: write a function returning that dict and register it with ``@collector("NAME")``.
+Inputs: the committed run records ``results/records/`` (``--record RUN NAME``, ``--record-demo``), the zoo's training
+records ``data/zoo/*/zoo.json`` and the committed SAE's metrics; run folders not kept as records are read from
+``./runs`` (``$THINKLENS_RUNS``; the LYNX runs under ``$LYNX_RUNS``, tiny-r1's real-path runs under ``$R1_RUNS``, both
+``./runs`` by default). ``python results/collect.py --check`` rebuilds every summary from a copy of the repository's
+tracked files only and says, per file, whether it is byte-identical, differs, or has no committed record (with the
+command that rebuilds it). To add a summary: write a function returning that dict and register it with
+``@collector("NAME")``.
 """
 
 from __future__ import annotations
@@ -26,8 +30,12 @@ from thinklens.runs import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = Path(os.environ.get("THINKLENS_RUNS", ROOT / "runs"))
-LYNX_RUNS = Path(os.environ.get("LYNX_RUNS", "/work/helpers/lynx_runs"))
+LYNX_RUNS = Path(os.environ.get("LYNX_RUNS", RUNS))
 OUT = ROOT / "results"
+RECORDS = OUT / "records"
+#: The committed record of the last ``make demo``: its log and each step's config.json and meta.json.
+DEMO_RECORD = RECORDS / "demo"
+DEMO_COMMAND = "make demo 2>&1 | tee runs/demo.log; python results/collect.py --record-demo"
 MAX_BYTES = 50_000
 
 COLLECTORS: dict[str, Callable[[], dict[str, Any]]] = {}
@@ -163,7 +171,7 @@ def mi_peaks() -> dict[str, Any]:
                    "--run-id demo-final-norm", [main, post], config, values)
 
 
-R1_RUNS = Path(os.environ.get("R1_RUNS", "/tmp/r1res/runs"))
+R1_RUNS = Path(os.environ.get("R1_RUNS", RUNS))
 
 
 @collector("tiny_r1_realpath")
@@ -180,7 +188,7 @@ def tiny_r1_realpath() -> dict[str, Any]:
     return summary("thinklens run mi-peaks --model tiny-r1 --data mi.jsonl --prompt-format chat --n-problems 36 "
                    "--max-new-tokens 160 --k 5 --run-id r1; thinklens run lynx --model tiny-r1 --prompt-format chat "
                    "--data train.jsonl --calibration-data cal.jsonl --test-data test.jsonl --n-train 120 --n-calibration "
-                   "120 --n-test 120 --max-new-tokens 160 --skip-vacuous --run-id r1 (both with --runs /tmp/r1res/runs)",
+                   f"120 --n-test 120 --max-new-tokens 160 --skip-vacuous --run-id r1 (both with --runs {show(R1_RUNS)})",
                    [mi, lynx], {"mi-peaks": read_json(mi / "config.json"), "lynx": read_json(lynx / "config.json")}, values)
 
 
@@ -219,7 +227,7 @@ def lynx_1to4() -> dict[str, Any]:
     delta, and the breakdown of the same command's run before the fix."""
     run, before = LYNX_RUNS / "lynx" / "after-600", LYNX_RUNS / "before" / "lynx" / "before-600"
     values = {**lynx_run_values(run), "sets": delta_sets(run), "before_fix": before_fix_breakdown(before)}
-    return summary(f"{LYNX_1TO4} --runs {LYNX_RUNS} --run-id after-600 (before: {BEFORE_NOTE}, --run-id before-600)",
+    return summary(f"{LYNX_1TO4} --runs {show(LYNX_RUNS)} --run-id after-600 (before: {BEFORE_NOTE}, --run-id before-600)",
                    [run, before], read_json(run / "config.json"), values)
 
 
@@ -227,7 +235,7 @@ def lynx_1to4() -> dict[str, Any]:
 def lynx_cue_calibration() -> dict[str, Any]:
     """LYNX on tiny-think, 1-4 step problems, calibrated on cue events only."""
     run = LYNX_RUNS / "lynx" / "after-600-cuecal"
-    return summary(f"{LYNX_1TO4} --no-calibration-fallbacks --skip-vacuous --runs {LYNX_RUNS} --run-id "
+    return summary(f"{LYNX_1TO4} --no-calibration-fallbacks --skip-vacuous --runs {show(LYNX_RUNS)} --run-id "
                    "after-600-cuecal", [run], read_json(run / "config.json"), lynx_run_values(run))
 
 
@@ -237,7 +245,7 @@ def lynx_4to8() -> dict[str, Any]:
     run, before = LYNX_RUNS / "lynx" / "after-4to8", LYNX_RUNS / "before" / "lynx" / "before-4to8"
     values = {**lynx_run_values(run), "before_fix": lynx_run_values(before)}
     return summary("thinklens run lynx --model tiny-think --min-steps 4 --max-steps 8 --n-train 600 --n-calibration "
-                   f"600 --n-test 600 --skip-vacuous --threads 1 --runs {LYNX_RUNS} --run-id after-4to8 (before: "
+                   f"600 --n-test 600 --skip-vacuous --threads 1 --runs {show(LYNX_RUNS)} --run-id after-4to8 (before: "
                    f"{BEFORE_NOTE}, --run-id before-4to8)", [run, before], read_json(run / "config.json"), values)
 
 
@@ -435,23 +443,23 @@ def bench() -> dict[str, Any]:
 
 @collector("demo")
 def demo() -> dict[str, Any]:
-    """``make demo``'s step times (its log, ``runs/demo.log``) and the demo SAE's figures (its run folder)."""
-    log = (RUNS / "demo.log").read_text().splitlines()
+    """``make demo``'s step times (its log) and the demo SAE's figures (its run folder), from the committed demo record
+    ``results/records/demo`` (``python results/collect.py --record-demo`` after ``make demo 2>&1 | tee runs/demo.log``)."""
+    log = (DEMO_RECORD / "demo.log").read_text().splitlines()
     total = next(float(x.split()[3]) for x in log if x.startswith("demo finished in"))
     steps = {}
     for item in next(x for x in log if x.startswith("step times: "))[len("step times: "):].split(", "):
         name, secs, _ = item.rsplit(" ", 2)
         steps[name] = float(secs)
-    sae_run = RUNS / "sae" / "demo"
+    sae_run = DEMO_RECORD / "sae" / "demo"
     sae_summary = read_json(sae_run / "meta.json")["summary"]
     sae_config = read_json(sae_run / "config.json")
-    return summary("make demo 2>&1 | tee runs/demo.log", [sae_run], {"sae": sae_config, "n_steps": len(steps)},
-                   {"total_s": total, "steps_s": steps, "sae": sae_summary}, ("runs/demo.log",))
+    return summary(DEMO_COMMAND, [sae_run], {"sae": sae_config, "n_steps": len(steps)},
+                   {"total_s": total, "steps_s": steps, "sae": sae_summary}, (show(DEMO_RECORD / "demo.log"),))
 
 
 # ---------------------------------------------------------------------------------------------- records
 
-RECORDS = OUT / "records"
 #: What a committed run record keeps of a run folder: its config, meta and JSON results (no tensors, caches or figures).
 RECORD_FILES = ("config.json", "meta.json", "results/*.json")
 
@@ -471,6 +479,28 @@ def keep_record(run: Path, name: str) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, target)
     return dest
+
+
+def keep_demo_record(runs: Path = RUNS) -> Path:
+    """Copy what the demo summaries read of the last ``make demo`` (its log ``runs/demo.log``, and each step's run
+    folder's config.json and meta.json, which holds its findings) to ``results/records/demo``."""
+    import shutil
+
+    from thinklens.demo import DEMO_STEPS
+
+    if DEMO_RECORD.exists():
+        shutil.rmtree(DEMO_RECORD)
+    DEMO_RECORD.mkdir(parents=True)
+    shutil.copyfile(runs / "demo.log", DEMO_RECORD / "demo.log")
+    for step in DEMO_STEPS:
+        if step.kind is None:
+            continue
+        for f in ("config.json", "meta.json"):
+            src = runs / step.kind / step.run_id / f
+            if src.is_file():
+                (DEMO_RECORD / step.kind / step.run_id).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, DEMO_RECORD / step.kind / step.run_id / f)
+    return DEMO_RECORD
 
 
 # ---------------------------------------------------------------------------------------------- validation
@@ -503,14 +533,14 @@ def validation() -> dict[str, Any]:
 @collector("demo_findings")
 def demo_findings() -> dict[str, Any]:
     """Every finding of every ``make demo`` run (its summary's ``findings``), with its verdict: what the CLI, the Home
-    card and the pages state. Read from the runs' meta.json under ``runs/`` (``make demo`` writes them)."""
+    card and the pages state. Read from the runs' meta.json in the committed demo record ``results/records/demo``."""
     from thinklens.demo import DEMO_STEPS
 
     rows, runs = [], []
     for step in DEMO_STEPS:
         if step.kind is None:
             continue
-        run = RUNS / step.kind / step.run_id
+        run = DEMO_RECORD / step.kind / step.run_id
         if not (run / "meta.json").is_file():
             continue
         runs.append(run)
@@ -518,8 +548,10 @@ def demo_findings() -> dict[str, Any]:
             rows.append({"run": f"{step.kind}/{step.run_id}", "claim": f["claim"], "statistic": f["statistic"],
                          "value": f["value"], "ci": f["ci"], "n": f["n"], "control": f["control"],
                          "control_value": f["control_value"], "verdict": f["verdict"]})
+    if not runs:
+        raise FileNotFoundError(2, "no demo run recorded", str(DEMO_RECORD))
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("effect", "no effect", "at ceiling", "too few samples")}
-    return summary("make demo", runs, {"steps": [s.name for s in DEMO_STEPS]},
+    return summary(DEMO_COMMAND, runs, {"steps": [s.name for s in DEMO_STEPS]},
                    {"rows": rows, "n_findings": len(rows), "verdicts": counts,
                     "runs_without_findings": sorted({f"{s.kind}/{s.run_id}" for s in DEMO_STEPS if s.kind} -
                                                     {r["run"] for r in rows})})
@@ -551,29 +583,149 @@ def organisms() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- main
 
 
-def write(name: str) -> Path:
-    """Collect summary ``name`` and write it to results/NAME.json (refused when over MAX_BYTES)."""
+def summary_text(name: str) -> str:
+    """Summary ``name`` as results/NAME.json holds it (refused when over MAX_BYTES)."""
     text = json.dumps(to_jsonable(COLLECTORS[name]()), indent=1, allow_nan=False) + "\n"
     if len(text.encode()) > MAX_BYTES:
         raise SystemExit(f"results/{name}.json would be {len(text.encode())} bytes (limit {MAX_BYTES}): prune it")
+    return text
+
+
+def write(name: str) -> Path:
+    """Collect summary ``name`` and write it to results/NAME.json."""
     path = OUT / f"{name}.json"
-    path.write_text(text)
+    path.write_text(summary_text(name))
     return path
 
 
-def main(argv: list[str]) -> None:
+# ---------------------------------------------------------------------------------------------- --check
+
+#: What ``--check`` copies of the tracked files: the folders a collector may read, and the kinds of file it reads.
+CHECK_FOLDERS = ("results", "data")
+CHECK_SUFFIXES = (".json", ".jsonl", ".md", ".log", ".txt", ".py")
+#: Environment variables naming run folders outside the copy; ``--check`` runs without them.
+RUN_ENV = ("THINKLENS_RUNS", "LYNX_RUNS", "R1_RUNS")
+#: Reads that are not inputs: code, the interpreter's own files, the kernel's.
+_CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".pyi", ".typed")
+
+
+def tracked_copy(dest: Path) -> int:
+    """Copy the repository's tracked inputs (``git ls-files`` under :data:`CHECK_FOLDERS`, no weights) to ``dest``, as a
+    fresh clone has them; how many files."""
+    import shutil
+    import subprocess
+
+    names = subprocess.run(["git", "ls-files", "-z", "--", *CHECK_FOLDERS], cwd=ROOT, check=True, capture_output=True,
+                           text=True).stdout.split("\0")
+    n = 0
+    for name in names:
+        if name.endswith(CHECK_SUFFIXES) and (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / name, dest / name)
+            n += 1
+    return n
+
+
+def _watch_reads(root: Path) -> list[str]:
+    """Record every file opened, and every folder listed, outside ``root`` that is not code or the interpreter's
+    (an audit hook: this process only)."""
+    outside: list[str] = []
+    allowed = tuple({sys.prefix, sys.base_prefix, "/proc", "/sys", "/dev", "/usr", "/etc"})
+    here = str(root)
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in ("open", "os.scandir", "os.listdir") or not args or not isinstance(args[0], (str, os.PathLike)):
+            return
+        path = os.path.abspath(os.fspath(args[0]))
+        if path.startswith(here) or path.startswith(allowed) or path.endswith(_CODE_SUFFIXES):
+            return
+        if event == "open" and (len(args) < 2 or not isinstance(args[1], str) or "r" not in args[1]):
+            return  # a write (a cache), not an input
+        if event != "open" and os.path.isdir(os.path.join(path, "__pycache__")):
+            return  # a package folder listed by the import system
+        outside.append(path)
+
+    sys.addaudithook(hook)
+    return outside
+
+
+def check_here() -> tuple[list[str], bool]:
+    """Rebuild every summary from this tree and compare it with the file: one line per summary, and whether none
+    differs or read outside the tree. A summary whose inputs are not here is reported as having no record, with the
+    command that rebuilds it (from its committed ``command``)."""
+    outside = _watch_reads(ROOT)
+    lines, same, ok = [], 0, True
+    for name in COLLECTORS:
+        path = OUT / f"{name}.json"
+        committed = path.read_text() if path.is_file() else None
+        before = len(outside)
+        try:
+            text = summary_text(name)
+        except FileNotFoundError as e:
+            command = json.loads(committed)["command"] if committed else "?"
+            lines.append(f"no record: results/{name}.json (rebuild: {command}; python results/collect.py {name}) "
+                         f"[missing {show(Path(e.filename)) if e.filename else e}]")
+            continue
+        except Exception as e:  # noqa: BLE001 - one summary's failure is reported, the others still checked
+            ok = False
+            lines.append(f"failed: results/{name}.json ({type(e).__name__}: {e})")
+            continue
+        if len(outside) > before:
+            ok = False
+            lines.append(f"read outside the repository: results/{name}.json read {', '.join(sorted(set(outside[before:])))}")
+        elif text == committed:
+            same += 1
+            lines.append(f"identical: results/{name}.json")
+        else:
+            ok = False
+            old = (committed or "").splitlines()
+            i = next((i for i, (a, b) in enumerate(zip(old, text.splitlines())) if a != b), min(len(old), len(text.splitlines())))
+            lines.append(f"differs: results/{name}.json at line {i + 1} (write it with `python results/collect.py {name}`)")
+    lines.append(f"summaries_identical={same}/{len(COLLECTORS)}")
+    return lines, ok
+
+
+def check() -> int:
+    """``--check``: in a git checkout, rebuild the summaries in a copy of the tracked inputs (so that untracked run
+    folders and ``$THINKLENS_RUNS`` cannot stand in for a missing record); elsewhere (an unpacked archive), here."""
+    import subprocess
+    import tempfile
+
+    if not (ROOT / ".git").exists():
+        lines, ok = check_here()
+        print("\n".join(lines))
+        return 0 if ok else 1
+    with tempfile.TemporaryDirectory(prefix="thinklens-check-") as tmp:
+        n = tracked_copy(Path(tmp))
+        env = {k: v for k, v in os.environ.items() if k not in RUN_ENV}
+        print(f"copied {n} tracked files under {', '.join(CHECK_FOLDERS)}/ (no weights)", flush=True)
+        return subprocess.call([sys.executable, str(Path(tmp) / "results" / "collect.py"), "--check-here"], cwd=tmp, env=env)
+
+
+def main(argv: list[str]) -> int:
     if argv[:1] == ["--record"]:
         if len(argv) != 3:
             raise SystemExit("usage: python results/collect.py --record RUN_FOLDER NAME")
         print(keep_record(Path(argv[1]), argv[2]))
-        return
+        return 0
+    if argv == ["--record-demo"]:
+        print(keep_demo_record())
+        return 0
+    if argv == ["--check"]:
+        return check()
+    if argv == ["--check-here"]:
+        lines, ok = check_here()
+        print("\n".join(lines))
+        return 0 if ok else 1
     names = argv or list(COLLECTORS)
     unknown = [n for n in names if n not in COLLECTORS]
     if unknown:
-        raise SystemExit(f"unknown summary {', '.join(unknown)}; known: {', '.join(COLLECTORS)}")
+        raise SystemExit(f"unknown summary {', '.join(unknown)}; known: {', '.join(COLLECTORS)} (or --check, "
+                         "--record RUN NAME, --record-demo)")
     for name in names:
         print(f"{write(name)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
