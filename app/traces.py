@@ -405,6 +405,8 @@ class Lens:
     """[position][layer] -> k (token, probability); position t: the state that produced token t."""
     entropy: list[float]
     """Next-token entropy (nats) of the final distribution per position."""
+    p_token: list[list[float]]
+    """[position][layer] the probability each layer gives to the token actually generated there."""
 
 
 def prompt_ids_of(model: "HookedModel", trace: TraceData) -> list[int]:
@@ -435,16 +437,20 @@ def logit_lens(model: "HookedModel", prompt_ids: list[int], token_ids: list[int]
     with torch.no_grad():
         batch = model.capture([list(prompt_ids) + list(token_ids)], sites)
         top: list[list[list[tuple[str, float]]]] = [[] for _ in range(T)]
+        p_token: list[list[float]] = [[] for _ in range(T)]
         entropy: list[float] = []
+        ids = torch.tensor(list(token_ids))
         for li, s in enumerate(sites):
             h = batch[s][0, P - 1:P - 1 + T]  # [T, d]
             logp = torch.log_softmax(model.unembed(h).float(), -1)  # [T, vocab]
             p, idx = logp.exp().topk(min(k, logp.shape[-1]), -1)
+            p_gen = logp[torch.arange(T), ids].exp().tolist()  # [T]
             for t in range(T):
                 top[t].append([(model.tokenizer.decode([int(j)]), float(v)) for j, v in zip(idx[t], p[t])])
+                p_token[t].append(p_gen[t])
             if li == len(sites) - 1:
                 entropy = (-(logp.exp() * logp).sum(-1)).tolist()
-    return Lens(layers=layers, top=top, entropy=entropy)
+    return Lens(layers=layers, top=top, entropy=entropy, p_token=p_token)
 
 
 def sae_activations(model: "HookedModel", sae: Any, prompt_ids: list[int], token_ids: list[int]) -> Any:
@@ -474,3 +480,50 @@ def saes_for(root: Path, model: str | None, run: str | None = None) -> list[tupl
         if e.error is None and e.status == "done" and (e.config or {}).get("model") == model:
             out.append((f"sae run {e.run_id} ({(e.config or {}).get('site')})", str(e.path)))
     return out
+
+
+# ----------------------------------------------------------------------------------------------- the token strip
+
+MARK_STYLES: dict[str, str] = {"peak": "border-bottom:3px solid #2ca02c", "cue event": "border-bottom:3px solid #9467bd",
+                               "exit": "box-shadow:inset 0 -3px 0 #d62728", "latent thought": "font-style:italic"}
+"""How each kind of mark draws (a mark name starts with one of these)."""
+_ESCAPES = str.maketrans({"*": "&#42;", "_": "&#95;", "`": "&#96;", "$": "&#36;", "#": "&#35;", "[": "&#91;",
+                          "]": "&#93;", "~": "&#126;", "\\": "&#92;", "|": "&#124;", "<": "&lt;", ">": "&gt;",
+                          "&": "&amp;", '"': "&quot;", "'": "&#39;", "\n": "↵", "\r": ""})
+
+
+def token_text(tok: str) -> str:
+    """A token as HTML that Markdown leaves alone (no emphasis, headers, maths or tables); newlines as ↵.
+
+    >>> token_text("#### <b>*x*</b>'")
+    '&#35;&#35;&#35;&#35; &lt;b&gt;&#42;x&#42;&lt;/b&gt;&#39;'
+    """
+    return tok.translate(_ESCAPES)
+
+
+def tokens_html(trace: TraceData, values: list[float | None], *, quantity: str, selected: int | None = None,
+                highlight: str | None = None, marks: tuple[str, ...] | None = None) -> str:
+    """The trace's tokens as one HTML block: background = ``values`` (white to blue), an outline on ``selected``,
+    an orange frame on the ``highlight`` word, a line under marked positions; each token links to this view with
+    ``token=<position>`` (the link convention of :func:`trace_link`)."""
+    lo, hi = value_range(values)
+    lit = highlighted(trace.tokens, highlight, trace.separator)
+    chosen = [m for m in trace.marks if marks is None or m in marks]
+    out = []
+    for t, tok in enumerate(trace.tokens):
+        v = values[t] if t < len(values) else None
+        style = [f"background:{colour(v, lo, hi)}", "padding:1px 2px", "margin:1px", "border-radius:3px",
+                 "color:inherit", "text-decoration:none", "display:inline-block"]
+        for m in chosen:
+            if t in trace.marks[m]:
+                style += [s for k, s in MARK_STYLES.items() if m.startswith(k)]
+        if t in lit:
+            style.append("outline:2px solid #ff7f0e")
+        if t == selected:
+            style.append("outline:3px solid #111")
+        href = trace_link(trace.run, trace.trace_id, quantity, token=t, highlight=highlight or None)
+        title = f"position {t}" + ("" if v is None else f" · {quantity} = {v:.4g}")
+        title += "".join(f" · {m}" for m in chosen if t in trace.marks[m])
+        out.append(f'<a href="?{href.split("?", 1)[1]}" target="_self" class="tl-tok" data-pos="{t}" '
+                   f'title="{token_text(title)}" style="{";".join(style)}">{token_text(tok) or "&nbsp;"}</a>')
+    return '<div class="tl-trace" style="line-height:2.0;font-family:monospace;font-size:0.95rem">' + "".join(out) + "</div>"

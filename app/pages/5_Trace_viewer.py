@@ -1,0 +1,281 @@
+"""Trace viewer: one trace's tokens coloured by a per-token quantity (MI with the answer, entropy, LYNX probe score
+per cue, an SAE feature's activation, steered vs unsteered difference); click a token for its logit lens per layer
+and its top SAE features.
+
+Reads run folders (``app/traces.py`` knows their formats). The logit lens, the entropy and SAE activations need the
+model: it is loaded once per app process and each trace is run through it once (cached), never at page load.
+Links: ``?run=<kind>/<run id>&trace=<id>&quantity=<name>[&token=<position>][&highlight=<word>]`` (``traces.trace_link``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import traces as tr  # noqa: E402
+from common import display_path, error_card, runs_root, show_findings  # noqa: E402
+from exports import chart, table  # noqa: E402
+
+from thinklens.errors import ThinklensError  # noqa: E402
+from thinklens.runs import RunFolder, discover_runs  # noqa: E402
+
+st.set_page_config(page_title="thinklens: trace viewer", layout="wide")
+st.title("Trace viewer")
+st.caption("One trace, token by token, coloured by a quantity the run measured. Click a token for what every layer "
+           "predicts there (logit lens) and its most active SAE features. Position t is generated token t; its values "
+           "are those of the state that produced it.")
+
+FEATURE = "SAE feature activation"
+LENS_K = 5
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_traces(root: str, run: str, mtime: float) -> list[tuple[str, str]]:
+    return tr.list_traces(Path(root), run)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_trace(root: str, run: str, trace: str, mtime: float) -> tr.TraceData:
+    return tr.load_trace(Path(root), run, trace)
+
+
+@st.cache_resource(show_spinner="loading the model")
+def get_model(name: str):
+    from thinklens import HookedModel
+
+    return HookedModel.load(name)
+
+
+@st.cache_resource(show_spinner="loading the SAE")
+def get_sae(folder: str):
+    from steering.sae import load_sae, sae_folder
+
+    return load_sae(sae_folder(folder)[0])
+
+
+@st.cache_data(max_entries=32, show_spinner="running the trace through the model (logit lens)")
+def cached_lens(model: str, prompt_ids: tuple[int, ...], token_ids: tuple[int, ...]) -> dict[str, Any]:
+    lens = tr.logit_lens(get_model(model), list(prompt_ids), list(token_ids), k=LENS_K)
+    return {"layers": lens.layers, "top": lens.top, "entropy": lens.entropy, "p_token": lens.p_token}
+
+
+@st.cache_data(max_entries=32, show_spinner="running the trace through the SAE")
+def cached_sae_acts(model: str, sae: str, prompt_ids: tuple[int, ...], token_ids: tuple[int, ...]) -> list[list[float]]:
+    return tr.sae_activations(get_model(model), get_sae(sae), list(prompt_ids), list(token_ids)).tolist()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_prompt_ids(model: str, prompt: str) -> tuple[int, ...]:
+    return tuple(get_model(model).tokenize(prompt)["input_ids"][0].tolist())
+
+
+def _index(options: list[str], want: str | None) -> int:
+    return options.index(want) if want in options else 0
+
+
+def _int(v: str | None) -> int | None:
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+def quantity_figure(t: tr.TraceData, values: list[float | None], quantity: str, selected: int | None):
+    import plotly.graph_objects as go
+
+    x = list(range(len(t.tokens)))
+    y = [None if v is None else float(v) for v in values]
+    colours = ["#111" if i == selected else "#1f77b4" for i in x]
+    fig = go.Figure(go.Bar(x=x, y=y, marker_color=colours, hovertext=t.tokens,
+                           hovertemplate="position %{x}: %{hovertext}<br>%{y:.4g}<extra></extra>"))
+    fig.update_layout(title=f"{quantity} per token", xaxis_title="position (generated token)", yaxis_title=quantity,
+                      template="plotly_white", height=260, margin={"t": 40, "b": 40, "l": 60, "r": 20})
+    return fig
+
+
+def lens_figure(lens: dict[str, Any], pos: int, token: str):
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Bar(x=[f"layer {li}" for li in lens["layers"]], y=lens["p_token"][pos],
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig.update_layout(title=f"Probability of the generated token {token!r} by layer", xaxis_title="layer (block output)",
+                      yaxis_title="probability", yaxis_range=[0, 1], template="plotly_white", height=260,
+                      margin={"t": 40, "b": 40, "l": 60, "r": 20})
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ pick the trace
+root = runs_root()
+qp = st.query_params
+runs = [f"{e.kind}/{e.run_id}" for kind in tr.KINDS for e in discover_runs(root, kind) if e.error is None]
+if not runs:
+    st.info(f"No runs with traces under `{display_path(root)}` yet (kinds: {', '.join(tr.KINDS)}). `make demo` makes "
+            "one of each.")
+    st.stop()
+c = st.columns([2, 3, 3])
+run = c[0].selectbox("Run", runs, index=_index(runs, qp.get("run")))
+try:
+    listed = cached_traces(str(root), run, _mtime(root / run / "results"))
+except ThinklensError as e:
+    error_card(f"the traces of {run} cannot be listed", e)
+    st.stop()
+if not listed:
+    st.info(f"{run} holds no traces.")
+    st.stop()
+ids, labels = [i for i, _ in listed], dict(listed)
+same_trace = qp.get("run") == run and qp.get("trace") in ids
+trace_id = c[1].selectbox(f"Trace ({len(ids)})", ids, index=_index(ids, qp.get("trace")), format_func=labels.get)
+try:
+    t = cached_trace(str(root), run, trace_id, _mtime(root / run / "results"))
+except ThinklensError as e:
+    error_card(f"trace {trace_id} of {run} cannot be shown", e)
+    st.stop()
+show_findings(RunFolder(root / run))
+
+saes = tr.saes_for(root, t.model, run) if t.token_ids and t.model else []
+options = list(t.quantities) + (list(tr.COMPUTED) if t.token_ids and t.model else []) + ([FEATURE] if saes else [])
+want = qp.get("quantity") or t.default_quantity
+parsed = tr.parse_feature_quantity(want) if want.startswith("feature:") else None
+quantity = c[2].selectbox("Colour by", options, index=_index(options, FEATURE if parsed else want))
+feature, sae = None, None
+if quantity == FEATURE:
+    f = st.columns([3, 1])
+    sae_folders = [s for _, s in saes]
+    if parsed and parsed[1] and parsed[1] not in sae_folders:
+        saes.append((parsed[1], parsed[1]))
+        sae_folders.append(parsed[1])
+    sae = f[0].selectbox("SAE", sae_folders, index=_index(sae_folders, parsed[1] if parsed else None),
+                         format_func=dict((s, lbl) for lbl, s in saes).get)
+    feature = int(f[1].number_input("Feature", min_value=0, value=parsed[0] if parsed else 0, step=1))
+    quantity_name = tr.feature_quantity(feature, None if sae == sae_folders[0] else sae)
+else:
+    quantity_name = quantity
+highlight = st.text_input("Highlight a word", value=qp.get("highlight", ""),
+                          help="Its occurrences get an orange frame (case and leading spaces ignored).").strip() or None
+token = _int(qp.get("token")) if same_trace else None
+if token is not None and not 0 <= token < len(t.tokens):
+    st.warning(f"Position {token} is outside this trace (0..{len(t.tokens) - 1}); nothing is opened.")
+    token = None
+new_qp = {"run": run, "trace": trace_id, "quantity": quantity_name}
+if token is not None:
+    new_qp["token"] = str(token)
+if highlight:
+    new_qp["highlight"] = highlight
+if dict(qp) != new_qp:
+    st.query_params.from_dict(new_qp)
+
+# ------------------------------------------------------------------------------------------------ the facts
+facts = {k: v for k, v in t.facts.items() if v is not None and v != ""}
+st.markdown(" · ".join(f"**{k}**: {v}" for k, v in facts.items()))
+if t.prompt:
+    with st.expander("Prompt", expanded=False):
+        st.code(t.prompt, language=None, wrap_lines=True)
+
+# ------------------------------------------------------------------------------------------------ the values
+lens: dict[str, Any] | None = None
+ids_ok = bool(t.token_ids and t.model and not t.no_lens)
+
+
+def prompt_ids() -> tuple[int, ...]:
+    return tuple(t.prompt_ids) if t.prompt_ids else cached_prompt_ids(t.model, t.prompt)
+
+
+values: list[float | None]
+try:
+    if quantity == "entropy":
+        lens = cached_lens(t.model, prompt_ids(), tuple(t.token_ids))
+        values = list(lens["entropy"])
+        quantity_label = "entropy (nats)"
+    elif quantity == FEATURE:
+        acts = cached_sae_acts(t.model, sae, prompt_ids(), tuple(t.token_ids))
+        if not 0 <= feature < len(acts[0]):
+            raise ThinklensError.of("feature", feature, f"0..{len(acts[0]) - 1} (this SAE's features)",
+                                    "pick a feature of the SAE shown")
+        values = [row[feature] for row in acts]
+        quantity_label = f"feature {feature} activation"
+    else:
+        values = list(t.quantities[quantity])
+        quantity_label = quantity
+except (ThinklensError, OSError, ValueError, RuntimeError) as e:
+    error_card(f"{quantity} of this trace cannot be computed", f"{type(e).__name__}: {e}")
+    values, quantity_label = [None] * len(t.tokens), quantity
+
+mark_names = list(t.marks)
+default_marks = [m for m in mark_names if not m.startswith("exit") and "(iqr)" not in m]
+exits = [m for m in mark_names if m.startswith("exit")]
+if exits:
+    default_marks.append(exits[len(exits) // 2])
+shown = st.multiselect("Marks", mark_names, default=default_marks, key=f"tv-marks-{run}") if mark_names else []
+st.markdown(tr.tokens_html(t, values, quantity=quantity_name, selected=token, highlight=highlight, marks=tuple(shown)),
+            unsafe_allow_html=True)
+lo, hi = tr.value_range(values)
+legend = [f"background: {quantity_label} from {lo:.3g} (white) to {hi:.3g} (blue)"]
+legend += [f"{m}: {'green' if m.startswith('peak') else 'purple' if m.startswith('cue') else 'red' if m.startswith('exit') else 'italic'} line"
+           for m in shown]
+if highlight:
+    legend.append(f"orange frame: {highlight!r} ({len(tr.highlighted(t.tokens, highlight, t.separator))} found)")
+st.caption("; ".join(legend) + ". Click a token to open it.")
+if any(v is not None for v in values):
+    chart(quantity_figure(t, values, quantity_label, token), key="tv-quantity", name=f"trace-{trace_id}-{quantity}")
+
+for name, rows in t.tables.items():
+    if rows:
+        st.markdown(f"**{name[0].upper() + name[1:]}**")
+        table(rows, key=f"tv-table-{name}", name=f"trace-{trace_id}-{name}")
+
+# ------------------------------------------------------------------------------------------------ one token
+if token is None:
+    st.info("Click a token above to see its logit lens per layer and its top SAE features.")
+    st.stop()
+st.subheader(f"Token {token}: `{t.tokens[token]}`")
+v = values[token]
+st.markdown(f"{quantity_label}: **{'-' if v is None else f'{v:.4g}'}**" +
+            "".join(f" · {m}" for m in t.marks if token in t.marks[m]))
+if token in t.details:
+    st.markdown("**Decoded latent thought** (the LM head's top tokens for this continuous state)")
+    table([{"rank": r + 1, "token": tok, "probability": p} for r, (tok, p) in enumerate(t.details[token])],
+          key="tv-latent-topk", name=f"trace-{trace_id}-latent-{token}")
+if not ids_ok:
+    st.caption(f"No logit lens for this trace: {t.no_lens or 'the trace has no token ids or no model'}.")
+    st.stop()
+try:
+    lens = lens or cached_lens(t.model, prompt_ids(), tuple(t.token_ids))
+except (ThinklensError, OSError, ValueError, RuntimeError) as e:
+    error_card(f"the logit lens of {t.model} cannot run on this trace", f"{type(e).__name__}: {e}")
+    st.stop()
+left, right = st.columns([3, 2])
+with left:
+    st.markdown(f"**Logit lens** (top {LENS_K} next tokens of each block's output, read through the final norm and the "
+                f"LM head; the model generated `{t.tokens[token]}` here; entropy {lens['entropy'][token]:.3f} nats)")
+    table([{"layer": li, **{f"top {r + 1}": f"{tok!r} {p:.3f}" for r, (tok, p) in enumerate(lens["top"][token][j])},
+            f"p({t.tokens[token]!r})": lens["p_token"][token][j]} for j, li in enumerate(lens["layers"])],
+          key="tv-lens", name=f"trace-{trace_id}-lens-{token}")
+with right:
+    chart(lens_figure(lens, token, t.tokens[token]), key="tv-lens-fig", name=f"trace-{trace_id}-lens-{token}")
+if saes:
+    sae_use = sae or saes[0][1]
+    try:
+        acts = cached_sae_acts(t.model, sae_use, prompt_ids(), tuple(t.token_ids))
+    except (ThinklensError, OSError, ValueError, RuntimeError) as e:
+        error_card(f"the SAE {sae_use} cannot run on this trace", f"{type(e).__name__}: {e}")
+        st.stop()
+    row = acts[token]
+    top = sorted(range(len(row)), key=lambda i: -row[i])[:10]
+    st.markdown(f"**Top SAE features** at this token ({dict((s, lbl) for lbl, s in saes).get(sae_use, sae_use)}); "
+                "a feature's link colours the trace by it")
+    table([{"feature": i, "activation": row[i],
+            "colour the trace by it": tr.trace_link(run, trace_id, tr.feature_quantity(i, None if sae_use == saes[0][1] else sae_use),
+                                                    token=token, highlight=highlight)}
+           for i in top if row[i] > 0], key="tv-sae", name=f"trace-{trace_id}-sae-{token}",
+          column_config={"colour the trace by it": st.column_config.LinkColumn(display_text="colour by it")})
