@@ -18,6 +18,10 @@ also computes the intention metrics per prompt format:
 intention entropy (bits, top 100), effective dimensionality (90% variance) and recoverability (CV
 AUROC with a bootstrap CI) at the last ``min(5, n_layers)`` hidden states.
 
+Findings (the summary's ``findings``, :mod:`probes.probe_findings`): the site is chosen on half of the problems and
+its score reported on the other half, with a bootstrap interval over problems, against the shuffled-label probe
+(or chance / predicting the mean), the majority class and, on synthetic problems, the steps-only control.
+
 The probe at the best site is refitted on all rows and saved with :mod:`probes.io`. Results:
 ``results/sweep.json`` (and ``results/intention.json``), the figure ``layer_sweep``, ``probe/``.
 
@@ -273,9 +277,11 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     from probes.estimators import LinearProbe, RidgeProbe
     from probes.figures import figure_layer_sweep
     from probes.io import save_probe
+    from probes.probe_findings import probe_findings
     from thinklens.formats import format_for
     from thinklens.sites import parse_sites
     from thinklens.stages import StageCache
+    from thinklens.stats import findings_doc
 
     model, run_folder = ctx.model, ctx.run
     fmt = format_for(model, config.prompt_format)
@@ -295,6 +301,8 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         extra = {"n_rows": int(len(y)), "target_std": float(y.std()),
                  "kinds": {k: ds["kind"].count(k) for k in sorted(set(ds["kind"]))}}
         best = sweeps["r2"].best
+        found = probe_findings(X, y, target="intermediate", probe=RidgeProbe(alpha=config.alpha), folds=config.folds,
+                               seed=config.seed, groups=groups)
         final = RidgeProbe(alpha=config.alpha).fit(X[best], y)
         title = f"Decoding the running value ({fmt.kind} text, ridge R², grouped {config.folds}-fold CV)"
     else:
@@ -312,6 +320,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
                                           scoring="accuracy", seed=config.seed)}
         extra = {"n_rows": int(len(y)), "model_accuracy": float(y.mean()),
                  "majority_accuracy": float(max(y.mean(), 1 - y.mean())), "steps_only_auroc": None}
+        steps = None
         if problems.is_synthetic:
             # control: how much of "will it be right" is just "how many steps does the problem have"
             steps = np.eye(config.max_steps + 1)[[p.ground_truth.n_steps for p in problems]]  # one-hot [problem, steps]
@@ -319,13 +328,16 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
                                   folds=config.folds, scoring="roc_auc", seed=config.seed)
             extra["steps_only_auroc"] = float(control.mean[0])
         best = sweeps["auroc"].best
+        found = probe_findings(X, y, target="correct", probe=LinearProbe(C=config.C), folds=config.folds,
+                               seed=config.seed, steps=steps)
         final = LinearProbe(C=config.C).fit(X[best], y)
         if tests:
             extra["transfer"] = transfer_scores(model, config, fmt, X, y, sites, tests, cache, progress=ctx.progress)
         title = f"Predicting answer correctness from the last prompt token ({fmt.kind}, {config.folds}-fold CV)"
     save_probe(final, run_folder.path / "probe", site=best, model_name=config.model)
     doc = {"target": config.target, "best_site": best, "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
-           "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.kind, **extra}
+           "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.kind, **extra,
+           "findings": findings_doc(found)}
     run_folder.write_result("sweep", doc)
     run_folder.write_figure("layer_sweep", figure_layer_sweep(sweeps, title=title))
     if config.target == "correct" and config.intention:
@@ -333,7 +345,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
                                                                progress=ctx.progress))
     primary = next(iter(sweeps.values()))
     run_folder.finish({"target": config.target, "best_site": best, "best_score": float(primary.mean.max()),
-                       "scoring": primary.scoring})
+                       "scoring": primary.scoring, "findings": doc["findings"]})
     return doc
 
 
