@@ -180,13 +180,16 @@ def mark_stops(tokenizer: Any, nxt: Tensor, tokens: list[Tensor], t: int, eos: s
 
 
 @torch.no_grad()
-def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_tokens: int, eos: set[int] | None = None,
+def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_tokens: "int | Sequence[int]",
+           eos: set[int] | None = None,
            stop: Sequence[str] = (), capture: Sequence[Site | str] = (), interventions: Sequence[Any] = (),
            top_k_stats: int | None = None, logits: Tensor | None = None, sink: StateSink | None = None,
            sink_every: int = 64) -> Decoded:
     """Decode up to ``max_new_tokens`` tokens per row of ``decoder``'s batch.
 
     Args:
+        max_new_tokens: one budget for every row, or one per row (:func:`thinklens.budgets.prompt_budgets`);
+            a row past its own budget is fed masked padding, so its positions never pass its budget.
         choice: how each step's tokens are picked (default :class:`Greedy`).
         eos: ids that end a row (default :func:`eos_ids`); the EOS token is kept in the row.
         stop: strings that end a row once its decoded tail contains one.
@@ -198,8 +201,6 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
         sink: receives the captured states every ``sink_every`` steps (and at the end), which the decoder
             then forgets: memory stays flat in the trace length (``hidden`` is then empty).
     """
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ThinklensError.of("max_new_tokens", max_new_tokens, "an integer >= 1", "pass e.g. max_new_tokens=64")
     model = decoder.model
     choice = choice or Greedy()
     eos = eos_ids(model) if eos is None else set(eos)
@@ -211,7 +212,9 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
     tk_p: list[Tensor] = []
     b = decoder.prompt["input_ids"].shape[0] if logits is None else logits.shape[0]
     done = torch.zeros(b, dtype=torch.bool)
-    lengths = [max_new_tokens] * b
+    budgets = row_budgets(max_new_tokens, b)
+    max_new_tokens = max(budgets)
+    lengths = list(budgets)
     reasons = ["max_new_tokens"] * b
     tail = max((len(s) for s in stop), default=0) + 4  # tokens enough to hold any stop string
     if sink is not None and (not isinstance(sink_every, int) or sink_every < 1):
@@ -245,11 +248,13 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
             nxt = torch.where(done.to(nxt.device), torch.full_like(nxt, pad), nxt)
             tokens.append(nxt.cpu())
             mark_stops(model.tokenizer, tokens[-1], tokens, t, eos, stop, tail, done, lengths, reasons)  # the CPU copy
+            spent = torch.tensor([t + 1 >= n for n in budgets])  # [batch] rows at their own budget
+            done |= spent
             if (t + 1) % sink_every == 0:
                 to_sink(t + 1)
             if bool(done.all()) or t == max_new_tokens - 1:
                 break
-            logits = decoder.step(nxt)
+            logits = decoder.step(nxt, mask=(~spent).long()[:, None] if bool(spent.any()) else None)
             choice.advance(nxt)
     if sink is not None:
         to_sink(len(tokens))
@@ -260,6 +265,15 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
     if top_k_stats is not None:
         out.entropy, out.topk_ids, out.topk_probs = (torch.stack(x, 1).cpu() for x in (ent, tk_ids, tk_p))
     return out
+
+
+def row_budgets(max_new_tokens: "int | Sequence[int]", b: int) -> list[int]:
+    """``max_new_tokens`` as one budget per row of a ``b``-row batch (checked)."""
+    budgets = [max_new_tokens] * b if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    if len(budgets) != b or not budgets or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in budgets):
+        raise ThinklensError.of("max_new_tokens", max_new_tokens if isinstance(max_new_tokens, int) else budgets[:8],
+                                f"an integer >= 1, or one such integer per row ({b} rows)", "pass e.g. max_new_tokens=64")
+    return budgets
 
 
 def _take_states(decoder: Decoder, sites: list[Site], steps: range, *, forget: bool) -> dict[Site, Tensor]:

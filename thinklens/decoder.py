@@ -237,11 +237,13 @@ class Decoder:
         self.step_index = -1
         return self.append(self.prompt["input_ids"], self.prompt["attention_mask"], last_logits_only=True).logits[:, -1].float()
 
-    def step(self, tokens: Int[Tensor, " batch"] | None, inputs_embeds: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
-        """Append ``tokens`` (or ``inputs_embeds`` ``[batch, 1, d]``) and return the next logits."""
+    def step(self, tokens: Int[Tensor, " batch"] | None, inputs_embeds: Tensor | None = None,
+             mask: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
+        """Append ``tokens`` (or ``inputs_embeds`` ``[batch, 1, d]``) and return the next logits; ``mask``
+        ``[batch, 1]`` (default ones): 0 appends masked padding to a finished row (its position does not move)."""
         self._started("step()")
         ids = None if tokens is None else tokens.reshape(-1, 1)
-        return self.append(ids, inputs_embeds=inputs_embeds, last_logits_only=True).logits[:, -1].float()
+        return self.append(ids, mask, inputs_embeds=inputs_embeds, last_logits_only=True).logits[:, -1].float()
 
     def extend(self, tokens: Int[Tensor, "batch k"], mask: Tensor | None = None) -> Float[Tensor, "batch vocab"]:
         """Append ``k`` tokens to every row in ONE forward (e.g. a fixed exit string); returns the next logits.

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from thinklens.decode import Decoded, Decoder, Greedy, Sample, decode
+from thinklens.decode import Decoded, Decoder, Greedy, Sample, decode, row_budgets
 from thinklens.errors import ThinklensError
 from thinklens.interventions import Intervention
 from thinklens.sites import Site
@@ -48,8 +48,9 @@ BACKENDS = ("hooks", "nnsight")
 class GenerateConfig:
     """Decoding settings."""
 
-    max_new_tokens: int = 64
-    """Upper bound on generated tokens per prompt."""
+    max_new_tokens: int | tuple[int, ...] = 64
+    """Upper bound on generated tokens per prompt: one for all, or one per prompt
+    (:func:`thinklens.budgets.budgets_for` gives them inside the context)."""
     do_sample: bool = False
     """Sample (True) or greedy argmax (False)."""
     seed: int | None = None
@@ -68,7 +69,9 @@ class GenerateConfig:
     """With a store to stream to: steps between two hand-overs of the states to the store."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+        if not isinstance(self.max_new_tokens, int):
+            row_budgets(self.max_new_tokens, len(self.max_new_tokens))
+        elif self.max_new_tokens < 1:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 1", "pass e.g. max_new_tokens=64")
         if not (self.temperature > 0 and math.isfinite(self.temperature)):
             raise ThinklensError.of("temperature", self.temperature, "a finite number > 0", "use do_sample=False for greedy")
@@ -104,20 +107,23 @@ def traces_of(model: "HookedModel", prompts: list[str], prompt: dict[str, Tensor
 @torch.no_grad()
 def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
                     interventions: Sequence[Intervention], gen: torch.Generator | None, backend: str,
-                    stream: "TraceStream | None", first_batch: bool) -> list[Trace]:
-    if backend == "nnsight":
+                    stream: "TraceStream | None", first_batch: bool, budgets: list[int]) -> list[Trace]:
+    if backend == "nnsight":  # HF generate: one budget per call (generate splits a batch by budget)
+        from dataclasses import replace
+
         from thinklens.backends.nnsight_backend import decode_with_nnsight
 
         enc = model.tokenize(prompts)
         # a later batch continues torch's global generator, as the hook loop continues its own
-        out = decode_with_nnsight(model, enc, cfg, sites, remote=model.remote, reseed=first_batch)
+        out = decode_with_nnsight(model, enc, replace(cfg, max_new_tokens=max(budgets)), sites, remote=model.remote,
+                                  reseed=first_batch)
         if stream is not None and sites:
             stream.write(out.hidden, 0, out.tokens, out.lengths)
     else:
         dec = Decoder(model, prompts)
         enc = dec.prompt
         choice = Sample(gen, cfg.temperature, cfg.top_p) if cfg.do_sample else Greedy()
-        out = decode(dec, choice, max_new_tokens=cfg.max_new_tokens, stop=cfg.stop, capture=sites,
+        out = decode(dec, choice, max_new_tokens=budgets, stop=cfg.stop, capture=sites,
                      interventions=interventions, top_k_stats=cfg.top_k_stats, sink=stream, sink_every=cfg.stream_every)
     stored = None
     if stream is not None:
@@ -160,6 +166,7 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
         gen.manual_seed(0 if cfg.seed is None else cfg.seed)
     writer, own_writer = _stream_writer(stream_to)
     call = uuid.uuid4().hex[:8]
+    budgets = row_budgets(cfg.max_new_tokens, len(prompts))
     bs = cfg.batch_size or len(prompts)
     starts = range(0, len(prompts), bs)
     out: list[Trace] = []
@@ -167,13 +174,21 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
         if own_writer:
             stack.enter_context(writer)
         for start in tqdm(starts, desc="generate", disable=not progress or len(starts) < 2):
-            chunk = prompts[start:start + bs]
-            stream = None
-            if writer is not None and sites:
-                from thinklens.store import TraceStream
+            rows = list(range(start, min(start + bs, len(prompts))))
+            # the hook loop gives each row its own budget; HF generate (nnsight) one per call: runs of equal budget
+            parts = [rows] if backend == "hooks" else [[r for r in rows if budgets[r] == n]
+                                                       for n in dict.fromkeys(budgets[r] for r in rows)]
+            got: dict[int, Trace] = {}
+            for part in parts:
+                stream = None
+                if writer is not None and sites:
+                    from thinklens.store import TraceStream
 
-                stream = TraceStream(writer, [f"{call}-{start + r}" for r in range(len(chunk))])
-            out.extend(_generate_batch(model, chunk, cfg, sites, interventions, gen, backend, stream, start == 0))
+                    stream = TraceStream(writer, [f"{call}-{r}" for r in part])
+                traces = _generate_batch(model, [prompts[r] for r in part], cfg, sites, interventions, gen, backend,
+                                         stream, start == 0 and part is parts[0], [budgets[r] for r in part])
+                got.update(zip(part, traces))
+            out.extend(got[r] for r in rows)
     return out
 
 

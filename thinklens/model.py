@@ -153,6 +153,12 @@ class HookedModel:
             device_map = "auto"
         if remote is True:
             return cls._load_remote(path, adapter)
+        if Path(path).is_dir():
+            from thinklens.load_errors import folder_problem
+
+            problem = folder_problem(path)  # the real cause (broken config, encoder-decoder, no weights) in the headline
+            if problem is not None:
+                raise problem
         try:
             tok = load_tokenizer(path)
             kw: dict[str, Any] = {"dtype": dtype}
@@ -210,11 +216,10 @@ class HookedModel:
 
     @property
     def max_context(self) -> int | None:
-        for key in ("max_position_embeddings", "n_positions"):
-            v = getattr(self.config, key, None)
-            if v:
-                return int(v)
-        return None
+        """The model's context in tokens (:func:`thinklens.budgets.context_length`), None when unknown."""
+        from thinklens.budgets import context_length
+
+        return context_length(self.config, self.tokenizer)
 
     @property
     def device(self) -> torch.device:
@@ -411,7 +416,7 @@ class HookedModel:
         return ActivationBatch(enc["input_ids"], enc["attention_mask"], acts, kept, n_layers=self.n_layers)
 
     # ---- generation ------------------------------------------------------------------------
-    def generate(self, prompts: "str | Sequence[str]", *, max_new_tokens: int = 64, capture: Sequence[Site | str] = (),
+    def generate(self, prompts: "str | Sequence[str]", *, max_new_tokens: "int | Sequence[int]" = 64, capture: Sequence[Site | str] = (),
                  interventions: Sequence[Intervention] = (), do_sample: bool = False, seed: int | None = None,
                  temperature: float = 1.0, top_p: float = 1.0, stop: Sequence[str] = (), top_k_stats: int = 5,
                  batch_size: int | None = None, progress: bool = False, stream_to: Any = None, stream_every: int = 64,
@@ -423,7 +428,8 @@ class HookedModel:
         """
         from thinklens.generate import GenerateConfig, generate
 
-        cfg = GenerateConfig(max_new_tokens=max_new_tokens, do_sample=do_sample, seed=seed, temperature=temperature,
+        budget = max_new_tokens if isinstance(max_new_tokens, int) else tuple(max_new_tokens)  # one, or one per prompt
+        cfg = GenerateConfig(max_new_tokens=budget, do_sample=do_sample, seed=seed, temperature=temperature,
                              top_p=top_p, stop=tuple(stop), top_k_stats=top_k_stats, batch_size=batch_size,
                              stream_every=stream_every)
         return generate(self, prompts, cfg, capture=capture, interventions=interventions, progress=progress,

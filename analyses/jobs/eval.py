@@ -74,6 +74,7 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Generate and grade every batch not yet done; returns the summary (also ``results/eval.json``)."""
     from analyses.evaluation import completion_row, figure_eval, group_fields, summarize_eval
     from analyses.mi.problems import prompt_of
+    from thinklens.budgets import budgets_for
     from thinklens.formats import format_for
     from thinklens.runs import atomic_write_json, to_jsonable
 
@@ -82,7 +83,7 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     groups = group_fields(problems, config.group_by)
     fmt = format_for(model, config.prompt_format)
     prompts = [prompt_of(p, fmt, model.tokenizer) for p in problems]
-    lengths = [len(model.tokenizer(p)["input_ids"]) for p in prompts]
+    budgets = budgets_for(model, prompts, config.max_new_tokens)  # each prompt its own, inside the context
     batches = _batches(len(problems), config.samples, config.batch_size)
     folder = ctx.run.path / "completions"
     names = [f"batch-{b:05d}" for b in range(len(batches))]
@@ -90,21 +91,15 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     for name in ctx.progress.iter(todo, desc="eval batches", total=len(todo)):
         b = names.index(name)
         items = batches[b]
-        budget = config.max_new_tokens
-        if model.max_context is not None:
-            budget = min(budget, model.max_context - max(lengths[i] for i, _ in items))
-        if budget < 1:
-            raise ThinklensError.of("prompt length", f"{max(lengths[i] for i, _ in items)} tokens",
-                                    f"fewer than the model's context ({model.max_context})", "use shorter problems")
-        traces = model.generate([prompts[i] for i, _ in items], max_new_tokens=budget, **config.decoding(),
-                                seed=config.seed + b if config.sampled else None, stop=config.stop)
-        rows = [completion_row(problems[i], i, s, tr, fmt, budget) for (i, s), tr in zip(items, traces)]
+        traces = model.generate([prompts[i] for i, _ in items], max_new_tokens=[budgets.per_prompt[i] for i, _ in items],
+                                **config.decoding(), seed=config.seed + b if config.sampled else None, stop=config.stop)
+        rows = [completion_row(problems[i], i, s, tr, fmt, budgets.per_prompt[i]) for (i, s), tr in zip(items, traces)]
         atomic_write_json(folder / f"{name}.json", to_jsonable(rows))
         ctx.run.mark_done(name)
     rows = [r for name in names for r in json.loads((folder / f"{name}.json").read_text())]
     summary = summarize_eval(rows, groups)
     summary = {**summary, "model": config.model, "data": config.data, "prompt_format": fmt.kind,
-               "thinking_span": fmt.span.family if fmt.span is not None else None,
+               "thinking_span": fmt.span.family if fmt.span is not None else None, "budgets": budgets.summary(),
                "decoding": {"temperature": config.temperature, "top_p": config.top_p, "samples": config.samples}
                if config.sampled else {"greedy": True}}
     ctx.run.write_result("eval", to_jsonable(summary))
@@ -115,12 +110,16 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
 
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
+    from thinklens.budgets import budget_note
+
     o = summary["overall"]
     stops = ", ".join(f"{k} {v}" for k, v in sorted(o["stop_reasons"].items()))
     lines = [f"{summary['model']} on {summary['data']} ({summary['prompt_format']}): accuracy {o['accuracy']:.3f} "
              f"({o['n_correct']}/{o['n']})",
              f"tokens: mean {o['mean_tokens']:.1f} (reasoning {o['mean_reasoning_tokens']:.1f}, answer "
              f"{o['mean_answer_tokens']:.1f}); thinking span closed {o['closed_fraction']:.2f}; stops: {stops}"]
+    if budget_note(summary.get("budgets", {})):
+        lines.append(budget_note(summary["budgets"]))
     for g in summary["groups"]:
         cells = ", ".join(f"{v}: {s['accuracy']:.2f}" for v, s in summary["by"][g].items())
         lines.append(f"  by {g}: {cells}")

@@ -219,6 +219,7 @@ def _finding_line(f: dict[str, Any]) -> str:
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
     from analyses.mi.findings import mi_headline, words_headline
+    from thinklens.budgets import budget_note
 
     findings = summary.get("findings") or []
     main = findings[0]["claim"].split(":", 1)[0] if findings else None
@@ -236,6 +237,8 @@ def report(summary: dict[str, Any]) -> str:
         lines.append(f"  {key} ({m['style']}): accuracy {m['accuracy']:.3f}, mean MI {m['mean_mi']:.4g}, "
                      f"peak fraction top-k {m['peak_fraction']['top_k']:.3f} / iqr {m['peak_fraction']['iqr']:.3f}, "
                      f"most frequent words at peaks {', '.join(m['top_words']) or '-'}")
+        if budget_note(m.get("budgets") or {}):
+            lines.append(f"    {budget_note(m['budgets'])}")
         c, ss = m.get("shuffled_control"), m.get("small_scale")
         if c:
             lines.append(f"    shuffled answer: mean MI {_num(c['mean_mi_shuffled'])}; peak Jaccard own vs shuffled top-k "

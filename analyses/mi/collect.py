@@ -35,6 +35,7 @@ from analyses.mi.small_scale import kernel_scale, small_scale_nhsic, squared_cor
 from analyses.mi.store import TrajectoryRecord, read_trajectory, trajectory_path, write_trajectory
 from analyses.mi.trajectory import golden_answer_vectors
 from thinklens.answers import extract_answer, is_correct
+from thinklens.budgets import budgets_for
 from thinklens.errors import ThinklensError
 from thinklens.formats import token_separator
 from thinklens.jobs import Shards
@@ -274,11 +275,13 @@ def collect_model(model: HookedModel, *, key: str, name: str, role: str, fmt: Pr
     sites = unique_sites(model, cfg.sites)
     gold = golden_answer_vectors(model, solutions, sites)
     perm = derangement(len(prompts), cfg.seed)
+    budgets = budgets_for(model, prompts, cfg.max_new_tokens)  # each prompt its own, inside the context
     for start in shards.shard(range(0, len(prompts), cfg.batch_size)):
         rows = range(start, min(start + cfg.batch_size, len(prompts)))
         if all(trajectory_path(run_path, key, i).is_file() for i in rows):
             continue
-        traces = model.generate([prompts[i] for i in rows], max_new_tokens=cfg.max_new_tokens, capture=sites)
+        traces = model.generate([prompts[i] for i in rows], max_new_tokens=[budgets.per_prompt[i] for i in rows],
+                                capture=sites)
         for i, tr in zip(rows, traces):
             write_trajectory(run_path, _record(i, key, tr, prompts[i], solutions[i], answers[i], sites, gold, perm, cfg,
                                                model.device))
@@ -291,6 +294,7 @@ def collect_model(model: HookedModel, *, key: str, name: str, role: str, fmt: Pr
     records = [read_trajectory(run_path, key, i) for i in range(len(prompts))]
     separator = next((token_separator(model.tokenizer, list(r.token_ids[:16])) for r in records if len(r.token_ids) >= 2), "")
     alike = answers_alike(gold[sites[0]], perm, cfg.estimators[0])
-    return summarize_model(records, key=key, name=name, role=role, style=fmt.kind, fmt=fmt.kind, n_layers=model.n_layers,
+    return {**summarize_model(records, key=key, name=name, role=role, style=fmt.kind, fmt=fmt.kind, n_layers=model.n_layers,
                            d_model=model.d_model, cfg=cfg, token_separator=separator or "",
-                           thinking_span=fmt.span.family if fmt.span is not None else None, answers_alike=alike)
+                           thinking_span=fmt.span.family if fmt.span is not None else None, answers_alike=alike),
+            "budgets": budgets.summary()}

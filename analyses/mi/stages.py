@@ -284,7 +284,7 @@ def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
             "mean_mi": m["mean_mi"][m["site"]], "peak_fraction": m["peak_fraction"],
             "top_words": [w["word"] for w in words[: cfg.top_words]],
             "top_tokens": [w["word"] for w in tokens[: cfg.top_words]],
-            "shuffled_control": shuffled_control_of(m), "small_scale": m.get("small_scale")}
+            "shuffled_control": shuffled_control_of(m), "small_scale": m.get("small_scale"), "budgets": m.get("budgets")}
     main = models[0]
     summary: dict[str, Any] = {
         "n_problems": main["n"], "mean_tokens": main["mean_tokens"],
