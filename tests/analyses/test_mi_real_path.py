@@ -5,6 +5,7 @@ set's solution as the golden text, is_correct grading, the boxed TTTS cue, words
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from analyses.mi.store import read_index, read_trajectory
 from thinklens.answers import is_correct
@@ -40,7 +41,8 @@ def test_mi_peaks_on_tiny_r1_with_its_chat_template_and_a_gsm8k_file(tiny_r1, gs
     words = json.loads((out / "results" / "enrichment.json").read_text())[entry["key"]]["words"]["top_k"]["words"]
     assert all(w["word"].isalpha() and w["word"] != "think" for w in words)
     if tiny_r1 == "tiny-r1":  # the trained organism reasons with thinking words and answers in a box
-        assert entry["accuracy"] >= 0.5
+        readme = json.loads((Path(__file__).resolve().parents[2] / "results" / "tiny_r1_realpath.json").read_text())
+        assert entry["accuracy"] >= readme["values"]["mi"]["models"]["tiny-r1"]["accuracy"] - 0.05  # the README's run
 
 
 def test_paper_preset_is_the_reference_on_plain_prompts() -> None:

@@ -138,7 +138,9 @@ def test_lynx_runs_the_generic_path_on_a_chat_model(r1, files, tmp_path, no_zoo_
         f"{files['train']}#train", f"{files['calibration']}#calibration", f"{files['test']}#test"]
     assert s["splits"]["test"]["rollouts"] == 30 and s["splits"]["train"]["cue_events"] > 0
     assert 0 < s["splits"]["train"]["label_base_rate"] < 1  # some forced exits answer right, some wrong
-    assert s["splits"]["test"]["full_accuracy"] >= 0.5  # sampled at T=0.6, graded on the boxed answers
+    # sampled at T=0.6, graded on the boxed answers: within 5 points of the README's run (results/tiny_r1_realpath.json)
+    readme = json.loads((Path(__file__).resolve().parents[2] / "results" / "tiny_r1_realpath.json").read_text())
+    assert s["splits"]["test"]["full_accuracy"] >= readme["values"]["lynx"]["splits"]["test"]["full_accuracy"] - 0.05
     run = RunFolder.open(tmp_path / "lynx" / "r1")
     labels = json.loads(next((run.path / "cache").glob("labels.test_cues.*.json")).read_text())
     assert all(t.startswith(R1_EXIT) for t in labels["text"])  # every forced exit: the boxed one

@@ -59,8 +59,12 @@ def test_vectors_lower_the_loss(pair):
 
     res = evaluate_hybrid(base, think, hv, ["w1 w2", "w3 w4 w5", "w6"], [1, 2, 3], CFG, max_new_tokens=5)
     assert set(res) == set(MODES)
-    for row in res.values():
-        assert 0 <= row["fired_fraction"] <= 1 and 0 <= row["changed_fraction"] <= row["fired_fraction"] + 1e-9
+    for row in res.values():  # fractions of counted tokens; accuracy the mean of the graded outcomes
+        assert round(row["fired_fraction"] * row["tokens"], 6) == round(row["fired_fraction"] * row["tokens"])
+        assert 0 <= row["changed_fraction"] <= row["fired_fraction"] + 1e-9
+        assert row["accuracy"] == sum(row["correct"]) / len(row["correct"]) and len(row["correct"]) == 3
+    direct = hybrid_generate(base, think, hv, ["w1 w2", "w3 w4 w5", "w6"], CFG, mode="hybrid", max_new_tokens=5)
+    assert res["hybrid"]["fired_fraction"] == direct.fired / direct.n_tokens and res["hybrid"]["tokens"] == direct.n_tokens
     assert res["base"]["fired_fraction"] == 0 and res["thinking"]["fired_fraction"] == 0
     assert res["hybrid"]["fired_fraction"] > 0
     think_only = hybrid_generate(base, think, None, ["w1 w2"], CFG, mode="thinking", max_new_tokens=6)

@@ -31,7 +31,8 @@ def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
     summary = run_job("hybrid", **models, **CONFIG, out=tmp_path / "a", progress=False)
     ref = RunFolder.open(tmp_path / "a")
     seeds = ref.read_result("hybrid_seeds")
-    assert set(seeds) == {"0", "1"} and summary["hybrid"]["accuracy"] is not None
+    assert set(seeds) == {"0", "1"}
+    assert summary["hybrid"]["accuracy"] == pytest.approx((seeds["0"]["hybrid"]["accuracy"] + seeds["1"]["hybrid"]["accuracy"]) / 2)
     # base and thinking do not depend on the seed: evaluated once, shared
     assert seeds["0"]["base"] == seeds["1"]["base"]
     items = list(ref.finished())

@@ -5,6 +5,7 @@ all through the generic path (HookedModel.load, apply_chat_template, the chat fo
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -31,7 +32,10 @@ def test_tiny_r1_is_a_small_qwen2_folder_with_its_own_tokenizer(r1):
     meta = json.loads((folder / "zoo.json").read_text())
     assert meta["init"] is None and meta["prompt_format"] == "chat" and meta["retrain"].startswith("thinklens run zoo-train")
     acc = meta["eval"]["accuracy"]
-    assert min(acc[str(s)] for s in (2, 3, 4)) >= 0.9
+    # its own eval (25 a step) within 5 points of the README's (results/zoo_tiny_r1.json, 100 a step) at every step
+    readme = json.loads((Path(__file__).resolve().parents[2] / "results" / "zoo_tiny_r1.json").read_text())["values"]["accuracy"]
+    assert all(abs(acc[s] - readme[s]) <= 0.05 for s in readme), (acc, readme)
+    assert min(acc[str(s)] for s in (2, 3, 4)) >= min(readme[str(s)] for s in (2, 3, 4)) - 0.05
 
 
 def test_the_recipe_builds_the_committed_shape(small_tokenizer):
