@@ -88,7 +88,8 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
                           format_func=lambda i: labels[i], key=key or f"pick-{kind}")
     r = good[choice]
     run = RunFolder(safe_run_path(r.kind, r.run_id))
-    show_findings(run)
+    if not results_missing(run):  # a half-written run: its card and command instead of its stale findings
+        show_findings(run)
     return run
 
 
@@ -133,4 +134,58 @@ def read_result(run: RunFolder, name: str) -> Any | None:
     except (OSError, ValueError, ThinklensError) as e:
         error_card(f"result {name!r} of {run.kind}/{run.run_id}", f"{type(e).__name__}: {e}",
                    fix=rerun_command(run.meta().get("job", run.kind), run.path))
+        return None
+
+
+def missing_results(path: Path, needed: tuple[str, ...] = ()) -> list[str]:
+    """What a run that says it is done lacks: ``results/<name>.json`` of ``needed`` (any result when empty).
+
+    A run whose meta.json is not ``done`` lacks nothing yet (it is running or was stopped); a finished run
+    whose ``results/`` was removed or never fully written is half-written.
+
+    Example:
+        >>> import tempfile
+        >>> from thinklens.runs import RunFolder
+        >>> run = RunFolder.create("demo", {}, root=tempfile.mkdtemp(), run_id="a")
+        >>> run.finish({}); missing_results(run.path)
+        ['results/']
+        >>> _ = run.write_result("table", []); missing_results(run.path, ("table", "seek"))
+        ['results/seek.json']
+    """
+    import json
+
+    try:
+        status = json.loads((Path(path) / "meta.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if status != "done":
+        return []
+    results = Path(path) / "results"
+    if not needed:
+        return [] if results.is_dir() and any(results.glob("*.json")) else ["results/"]
+    return [f"results/{n}.json" for n in needed if not (results / f"{n}.json").is_file()]
+
+
+def results_missing(run: RunFolder, needed: tuple[str, ...] = ()) -> bool:
+    """True, with a "results missing" card and the command that finishes the run, when ``run`` says it is done
+    but lacks its results (:func:`missing_results`); False otherwise. Any page calls it before reading results."""
+    lacking = missing_results(run.path, needed)
+    if not lacking:
+        return False
+    from dashboard import demo_commands, fix_command
+
+    from thinklens.runs import RunEntry
+
+    entry = RunEntry(path=run.path, kind=run.kind, run_id=run.run_id, status="done", config=_config_or_none(run))
+    st.warning(f"**results missing** · run `{run.kind}/{run.run_id}` says it is done but lacks "
+               f"{', '.join(f'`{x}`' for x in lacking)} (removed, or the run was cut off while writing). "
+               "Its headline is stale until it is finished. To finish it, run:")
+    st.code(fix_command(entry, demo_commands(runs_root())), language="bash", wrap_lines=True)
+    return True
+
+
+def _config_or_none(run: RunFolder) -> dict | None:
+    try:
+        return run.config()
+    except (OSError, ValueError):
         return None

@@ -84,9 +84,40 @@ def figure_downloads(fig: Any, name: str, key: str) -> None:
                         help="plotly JSON (plotly.io.from_json reads it back)")
 
 
+def legend_lines(fig: Any, width: int = 900) -> int:
+    """About how many rows a horizontal legend of ``fig``'s named traces takes at ``width`` pixels."""
+    names = [str(t.name) for t in fig.data if t.name and t.showlegend is not False]
+    if len(names) < 2 and not any(t.showlegend for t in fig.data):
+        return 0
+    rows, used = 1, 0
+    for n in names:
+        w = 7 * len(n) + 45  # symbol, gap and text at plotly's default 12 px font
+        if used and used + w > width:
+            rows, used = rows + 1, 0
+        used += w
+    return rows
+
+
+def clear_legend(fig: Any) -> Any:
+    """A horizontal legend left where plotly puts it (just under the plot, over the x axis title) moves to the
+    bottom of the figure, with the bottom margin grown to hold tick labels, the axis title and the legend."""
+    lg = fig.layout.legend
+    if lg.orientation != "h" or lg.y is not None:
+        return fig
+    lines = legend_lines(fig)
+    if not lines:
+        return fig
+    bottom = fig.layout.margin.b
+    fig.update_layout(legend={"yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
+                      margin={"b": max(bottom or 0, 80 + 22 * lines)})
+    return fig
+
+
 def chart(fig: Any, *, key: str, name: str | None = None, container: Any = None) -> None:
-    """``st.plotly_chart`` plus its downloads (in ``container``, e.g. a column, when given)."""
+    """``st.plotly_chart`` plus its downloads (in ``container``, e.g. a column, when given); a horizontal
+    legend is moved clear of the x axis title (:func:`clear_legend`)."""
     where = container if container is not None else st
+    clear_legend(fig)
     where.plotly_chart(fig, width="stretch", key=key)
     with where.container():
         figure_downloads(fig, name or key, key)

@@ -1,8 +1,11 @@
-"""Steering: SAE feature browser, live steering of a prompt, reasoning-vector sweeps, hybrid steering.
+"""Steering: an SAE's features and live steering with the browsed feature (with a small coefficient sweep),
+a steer run's equal-norm comparison, reasoning-vector sweeps, hybrid steering, and every kind compared
+across runs.
 
-The page reads run folders (`thinklens run sae`, `thinklens run steer|reasoning-vector|hybrid`) and calls
-steering functions (``trace_prompt``, ``steer_prompt`` with ``add_feature``/``clamp_feature``); it never
-registers hooks itself.
+The SAE is an ``sae`` run's own or the one a ``steer`` run steered with, so a steer run's feature indexes
+the SAE shown. The feature browsed on the Features page (or named by ``?kind=&run=&feature=``) is the one
+steered here. The page reads run folders and calls steering functions (``trace_prompt``, ``add_feature``,
+``clamp_feature``); it never registers hooks itself.
 """
 
 from __future__ import annotations
@@ -14,26 +17,26 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import background  # noqa: E402
-from common import error_card, read_result, run_picker, show_figure  # noqa: E402
+from common import error_card, missing_results, read_result, run_picker, show_figure  # noqa: E402
+from compare import show_comparison  # noqa: E402
 from exports import chart, table  # noqa: E402
+from feature_views import (  # noqa: E402
+    feature_input,
+    figure_sweep,
+    load_hooked_model,
+    load_sae_cached,
+    metrics_row,
+    page_link,
+    sae_picker,
+)
+from features import diff_counts, diff_html, stored_contexts, sweep_rows, word_diff  # noqa: E402
+from traces import steer_trace_id, trace_link  # noqa: E402
 
 st.set_page_config(page_title="thinklens · steering", layout="wide")
 st.title("Steering")
 st.caption("SAE features (sae-lens), feature steering with equal-norm baselines, reasoning vectors, hybrid steering.")
 
-
-@st.cache_resource(show_spinner="loading model")
-def load_hooked_model(name: str):
-    from thinklens.model import HookedModel
-
-    return HookedModel.load(name)
-
-
-@st.cache_resource(show_spinner="loading SAE")
-def load_sae_cached(path: str):
-    from steering.sae import load_sae
-
-    return load_sae(path)
+WORDS = ("wait", "hmm", "so", "therefore")
 
 
 def default_prompt(model_name: str) -> str:
@@ -56,131 +59,299 @@ def optional_result(run, name: str):
     return read_result(run, name) if (run.path / "results" / f"{name}.json").is_file() else None
 
 
-def sae_context():
-    """The chosen SAE run: (run, model name, site, metrics, stats) or None."""
-    run = run_picker("sae", "SAE run", key="steer-sae-run")
-    if run is None:
-        return None
-    cfg = run.config()
-    nested = {**cfg.get("job", {}), **cfg.get("sae", {})}  # runs made before the one-config `sae` job nested them
-    model_name, site = cfg.get("model", nested.get("model")), cfg.get("site", nested.get("site"))
-    metrics = optional_result(run, "metrics") or {}
-    stats = None
-    if (run.path / "results" / "feature_stats.json").is_file():
-        from steering.features import FeatureStats
+@st.cache_resource(show_spinner=False)
+def load_stats(path: str):
+    import json
 
-        raw = read_result(run, "feature_stats")
-        stats = FeatureStats.from_json(raw) if raw else None
-    return run, model_name, site, metrics, stats
+    from steering.features import FeatureStats
+
+    return FeatureStats.from_json(json.loads(Path(path).read_text()))
 
 
-tab_browse, tab_live, tab_rv, tab_hybrid = st.tabs(["Feature browser", "Live steering", "Reasoning vectors", "Hybrid"])
-ctx = None
-with tab_browse:
-    ctx = sae_context()
-    if ctx is not None:
-        run, model_name, site, metrics, stats = ctx
-        cols = st.columns(5)
-        for col, (label, key) in zip(cols, [("explained variance", "explained_variance"), ("L0", "l0"),
-                                            ("dead features", "dead_features"), ("CE loss recovered", "ce_loss_recovered"),
-                                            ("features", "d_sae")]):
-            v = metrics.get(key)
-            col.metric(label, "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)))
-        st.caption(f"model `{model_name}`, site `{site}`, SAE folder `{run.path / 'sae'}` (sae-lens format)")
-        if stats is None:
-            st.info("This run has no feature statistics (trained with --stats-traces 0).")
-        else:
-            orders = [f"correlation with next {w!r}" for w in stats.corr_words] + ["correlation with correctness", "firing frequency"]
-            order = st.selectbox("order features by", orders, key="order")
-            if order.startswith("correlation with next"):
-                score = stats.corr_words[order.split("'")[1]]
-            elif order == "correlation with correctness" and stats.corr_correct is not None:
-                score = stats.corr_correct
-            else:
-                score = stats.freq
-            ranked = sorted(range(len(score)), key=lambda i: -score[i])
-            table([{"feature": i, "score": round(score[i], 4), "freq": round(stats.freq[i], 4),
-                    "max act": round(stats.max_act[i], 3)} for i in ranked[:15]], key="steer-features", name="sae-features")
-            feature = int(st.number_input("feature", 0, len(stats.freq) - 1, value=int(ranked[0]), key="feature"))
-            st.subheader(f"Top contexts of feature {feature}")
-            rows = stats.top_contexts.get(feature, [])
-            if rows:
-                table([{"act": r["act"], "context": r["context"], "next token": r["token"]} for r in rows],
-                      key="steer-contexts", name=f"feature-{feature}-contexts")
-            else:
-                st.write("never active on the scanned traces")
-            show_figure(run, "feature_correlation")
-            st.subheader("Activation along a trace")
-            prompt = st.text_input("prompt", value=default_prompt(model_name), key="trace-prompt")
-            if st.button("generate and trace", key="trace-btn", disabled=background.pending("trace")) and prompt:
-                try:  # generation runs on a worker thread: the page (and every other page) stays responsive
-                    from steering.features import trace_prompt
-
-                    background.start("trace", trace_prompt, load_hooked_model(model_name),
-                                     load_sae_cached(str(run.path / "sae")), prompt, [feature], site=site,
-                                     max_new_tokens=64, lock=model_name)
-                except Exception as e:  # noqa: BLE001 - show the error, keep the page alive
-                    error_card("trace", f"{type(e).__name__}: {e}")
-
-            def render_trace(ft) -> None:
-                from steering.figures import figure_feature_trace
-
-                st.code(ft.text)
-                chart(figure_feature_trace(ft), key="steer-trace", name="feature-trace")
-
-            background.show("trace", "generating and tracing", render_trace,
-                            on_error=lambda msg: error_card("trace", msg))
-
-with tab_live:
-    if ctx is None:
-        st.info("Pick an SAE run in the feature browser first.")
+def stats_of(run, source):
+    """The SAE's stored feature statistics, or None with the true reason they are absent."""
+    if source.stats_file is not None:
+        try:
+            return load_stats(str(source.stats_file))
+        except (OSError, ValueError, TypeError) as e:
+            error_card(f"feature statistics of {source.label}", f"{type(e).__name__}: {e}")
+            return None
+    if source.kind == "sae":
+        n = run.config().get("stats_traces")
+        why = ("it was trained with --stats-traces 0" if n == 0 else
+               f"its config asks for {n} traces but results/feature_stats.json is not there (rerun it to write them)")
     else:
-        run, model_name, site, metrics, stats = ctx
-        unit = float(metrics.get("l2_norm_in") or 1.0)
-        c1, c2, c3 = st.columns(3)
-        n_feat = int(metrics.get("d_sae") or (len(stats.freq) if stats else 1))
-        feat = int(c1.number_input("feature", 0, max(0, n_feat - 1), value=int(st.session_state.get("feature", 0)), key="live-feature"))
-        mode = c2.radio("mode", ["add", "clamp"], horizontal=True, key="live-mode")
-        coeff = float(c3.slider("coefficient", -2.0, 2.0, 0.5, 0.05, key="live-coeff"))
-        st.caption(f"add: x + c·{unit:.2f}·unit(W_dec[f]) (c in units of the mean activation norm); "
-                   "clamp: feature set to c·(its max activation), SAE error term kept")
-        prompt = st.text_input("prompt", value=default_prompt(model_name), key="live-prompt")
-        if st.button("steer", key="steer-btn", disabled=background.pending("steer")) and prompt:
-            try:  # generation runs on a worker thread: the page (and every other page) stays responsive
-                from steering.effects import steer_prompt
-                from steering.feature_steering import add_feature, clamp_feature
+        why = (f"the SAE it steered with (`{source.sae_dir}`) is an sae-lens folder, not an `sae` run; the run picked "
+               f"feature {source.feature} from its own scan")
+    st.info(f"No stored feature statistics: {why}. The Features page scans any SAE for its histogram and contexts.")
+    return None
 
-                sae = load_sae_cached(str(run.path / "sae"))
-                if mode == "add":
-                    iv = add_feature(site, sae, feat, coeff * unit, unit=True)
-                else:
-                    top = stats.max_act[feat] if stats else 1.0
-                    iv = clamp_feature(site, sae, feat, coeff * top)
-                st.session_state["steer-label"] = f"feature {feat}, {mode}, c={coeff:+.2f}"
-                background.start("steer", steer_prompt, load_hooked_model(model_name), prompt, [iv], max_new_tokens=64,
-                                 lock=model_name)
-            except Exception as e:  # noqa: BLE001
-                error_card("steering", f"{type(e).__name__}: {e}")
 
-        def render_steered(texts) -> None:
-            plain, steered = texts
-            left, right = st.columns(2)
-            left.markdown("**unsteered**")
-            left.code(plain)
-            right.markdown(f"**steered** ({st.session_state.get('steer-label', '')})")
-            right.code(steered)
+def feature_table(stats) -> None:
+    orders = [f"correlation with next {w!r}" for w in stats.corr_words] + ["correlation with correctness", "firing frequency"]
+    order = st.selectbox("order features by", orders, key="order")
+    if order.startswith("correlation with next"):
+        score = stats.corr_words[order.split("'")[1]]
+    elif order == "correlation with correctness" and stats.corr_correct is not None:
+        score = stats.corr_correct
+    else:
+        score = stats.freq
+    ranked = sorted(range(len(score)), key=lambda i: -score[i])
+    table([{"feature": i, "score": round(score[i], 4), "firing frequency": round(stats.freq[i], 4),
+            "max activation": round(stats.max_act[i], 3)} for i in ranked[:15]], key="steer-features", name="sae-features")
 
-        background.show("steer", "steering", render_steered, on_error=lambda msg: error_card("steering", msg))
-    steer_run = run_picker("steer", "steer run (equal-norm baselines)", key="steer-run")
-    if steer_run is not None:
-        show_figure(steer_run, "steer")
-        res = optional_result(steer_run, "steer")
-        if res:
-            st.json(res.get("chosen", {}), expanded=False)
+
+def text_block(text: str) -> str:
+    """Generated text, whole and wrapped (never cut off, no code colouring), escaped."""
+    import html
+
+    return ('<div style="font-family:monospace;white-space:pre-wrap;word-break:break-word;border:1px solid #ddd;'
+            f'border-radius:6px;padding:8px">{html.escape(text) or "&nbsp;"}</div>')
+
+
+def show_diff(plain: str, steered: str, label: str) -> None:
+    ops = word_diff(plain, steered)
+    n = diff_counts(ops)
+    st.markdown(f"**steered vs unsteered** ({label}): {n['same']} words kept, "
+                f":red[{n['removed']} removed], :green[{n['added']} added]")
+    st.markdown(diff_html(ops), unsafe_allow_html=True)
+    with st.expander("both texts in full"):
+        left, right = st.columns(2)
+        left.markdown("**unsteered**")
+        left.markdown(text_block(plain), unsafe_allow_html=True)
+        right.markdown(f"**steered** ({label})")
+        right.markdown(text_block(steered), unsafe_allow_html=True)
+
+
+def steer_live(model, sae, site, feature: int, mode: str, unit: float, top: float, prompt: str, coeff: float,
+               sweep: list[float], max_new_tokens: int = 64) -> dict:
+    """Unsteered, steered at ``coeff`` and at each sweep coefficient (greedy, same prompt)."""
+    from features import coefficient_sweep
+
+    from steering.feature_steering import add_feature, clamp_feature
+
+    def make(c: float):
+        return add_feature(site, sae, feature, c * unit, unit=True) if mode == "add" else clamp_feature(site, sae, feature, c * top)
+
+    plain = model.generate([prompt], max_new_tokens=max_new_tokens)[0].text
+    texts = coefficient_sweep(model, prompt, make, sorted({float(coeff), *map(float, sweep)}), max_new_tokens=max_new_tokens)
+    return {"plain": plain, "steered": texts[float(coeff)], "sweep": texts}
+
+
+def live_steering(run, source, stats, feature: int) -> None:
+    st.subheader(f"Live steering with feature {feature}")
+    unit = float(source.metrics.get("l2_norm_in") or 1.0)
+    c1, c2, c3 = st.columns(3)
+    mode = c1.radio("mode", ["add", "clamp"], horizontal=True, key="live-mode")
+    coeff = float(c2.slider("coefficient", -2.0, 2.0, 0.5, 0.05, key="live-coeff"))
+    sweep = c3.multiselect("sweep coefficients", [-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0], default=[-1.0, 0.0, 1.0],
+                           key="live-sweep", help="the same prompt steered at each; counts of thinking words beside the output")
+    st.caption(f"add: x + c·{unit:.2f}·unit(W_dec[f]) (c in units of the mean activation norm); "
+               "clamp: feature set to c·(its max activation), SAE error term kept")
+    prompt = st.text_input("prompt", value=default_prompt(source.model), key="live-prompt")
+    if st.button("steer", key="steer-btn", disabled=background.pending("steer")) and prompt:
+        try:  # generation runs on a worker thread: the page (and every other page) stays responsive
+            sae = load_sae_cached(str(source.sae_dir))
+            top = stats.max_act[feature] if stats else 1.0
+            st.session_state["steer-label"] = f"feature {feature}, {mode}, c={coeff:+.2f}"
+            background.start("steer", steer_live, load_hooked_model(source.model), sae, source.site, feature, mode, unit,
+                             top, prompt, coeff, sweep, lock=source.model)
+        except Exception as e:  # noqa: BLE001
+            error_card("steering", f"{type(e).__name__}: {e}")
+
+    def render(out: dict) -> None:
+        left, right = st.columns([3, 2])
+        with left:
+            show_diff(out["plain"], out["steered"], st.session_state.get("steer-label", ""))
+        with right:
+            rows = sweep_rows(out["sweep"], WORDS)
+            chart(figure_sweep(rows, WORDS), key="steer-sweep-fig", name="live-coefficient-sweep")
+            table(rows, key="steer-sweep", name="live-coefficient-sweep",
+                  column_config={"text": st.column_config.TextColumn("text", width="large")})
+
+    background.show("steer", "steering", render, on_error=lambda msg: error_card("steering", msg))
+
+
+def feature_section() -> None:
+    picked = sae_picker("steer-sae-run")
+    if picked is None:
+        return
+    run, source = picked
+    metrics_row(source)
+    st.caption(f"model `{source.model}`, site `{source.site}`, SAE folder `{source.sae_dir}` (sae-lens format)")
+    stats = stats_of(run, source)
+    if stats is not None:
+        feature_table(stats)
+    feature = feature_input(source, "feature", "feature", stats)
+    st.markdown(f"[Open feature {feature} on the Features page (histogram, contexts, logits) →]"
+                f"({page_link('Features', source, feature)})")
+    st.subheader(f"Top contexts of feature {feature}")
+    rows = (stats.top_contexts.get(feature, []) if stats is not None else []) or (
+        steer_chosen(run).get("top_contexts", []) if source.kind == "steer" and feature == source.feature else [])
+    if rows:
+        table(stored_contexts(rows), key="steer-contexts", name=f"feature-{feature}-contexts")
+    else:
+        st.write("No stored contexts for this feature: the Features page scans traces for them.")
+    if source.kind == "sae" and "feature_correlation" in run.figures():
+        show_figure(run, "feature_correlation")
+    trace_section(source, feature)
+    live_steering(run, source, stats, feature)
+    if source.kind == "steer":
+        steer_results(run, source)
+
+
+def trace_section(source, feature: int) -> None:
+    st.subheader("Activation along a trace")
+    prompt = st.text_input("prompt", value=default_prompt(source.model), key="trace-prompt")
+    if st.button("generate and trace", key="trace-btn", disabled=background.pending("trace")) and prompt:
+        try:  # generation runs on a worker thread: the page (and every other page) stays responsive
+            from steering.features import trace_prompt
+
+            background.start("trace", trace_prompt, load_hooked_model(source.model), load_sae_cached(str(source.sae_dir)),
+                             prompt, [feature], site=source.site, max_new_tokens=64, lock=source.model)
+        except Exception as e:  # noqa: BLE001 - show the error, keep the page alive
+            error_card("trace", f"{type(e).__name__}: {e}")
+
+    def render_trace(ft) -> None:
+        from steering.figures import figure_feature_trace
+
+        st.markdown(text_block(ft.text), unsafe_allow_html=True)
+        chart(figure_feature_trace(ft), key="steer-trace", name="feature-trace")
+
+    background.show("trace", "generating and tracing", render_trace, on_error=lambda msg: error_card("trace", msg))
+
+
+def steer_chosen(run) -> dict:
+    res = optional_result(run, "steer") or {}
+    return res.get("chosen") or {}
+
+
+CHOSEN_FIELDS = (
+    ("feature", "steered feature"), ("word", "thinking word"), ("corr", "correlation with the next word"),
+    ("top_activating", "control: most active other feature"), ("random_feature", "control: random live feature"),
+    ("unit_norm", "added norm at c = 1 (mean activation norm)"),
+    ("diff_of_means_cos_feature", "cosine of the diff-of-means direction with the feature"),
+)
+
+
+def steer_results(run, source) -> None:
+    """The steer run's sweep: its figure, what it chose, each arm and coefficient, and each sample as a diff
+    against the unsteered sample (with a link to the trace viewer)."""
+    st.subheader(f"Steer run {run.run_id}: feature {source.feature} against equal-norm controls")
+    res = optional_result(run, "steer") or {}
+    chosen = res.get("chosen") or {}
+    try:  # the stored figure names its panels in subplot titles: the y axes get their titles here
+        fig = run.read_figure("steer")
+        fig.update_layout(yaxis_title=f"{chosen.get('word', 'wait')} per trace")
+        if "yaxis2" in fig.layout:
+            fig.update_layout(yaxis2_title="accuracy")
+        chart(fig, key=f"fig-steer-{run.run_id}", name=f"steer-{run.run_id}-steer")
+    except (OSError, ValueError):  # an error card with the command that repairs it
+        show_figure(run, "steer")
+    table([{"what": label, "value": str(round(chosen[k], 4) if isinstance(chosen[k], float) else chosen[k])}
+           for k, label in CHOSEN_FIELDS if k in chosen], key="steer-chosen", name=f"steer-{run.run_id}-chosen")
+    rows = res.get("rows") or []
+    if not rows:
+        return
+    word = chosen.get("word", "wait")
+    table([{"arm": r["arm"], "feature": r.get("feature"), "coefficient": r["coeff"],
+            "added norm": None if r.get("added_norm") is None else round(r["added_norm"], 2),
+            f"{word} per trace": round(r.get(word, 0.0), 3), f"traces saying {word}": r.get("traces_with_word"),
+            "traces": r.get("n_traces"), "accuracy": r.get("accuracy"), "mean tokens": round(r.get("mean_tokens", 0), 1),
+            "trace viewer": trace_link(f"steer/{run.run_id}", steer_trace_id(r), "diff")} for r in rows],
+          key="steer-rows", name=f"steer-{run.run_id}-rows",
+          column_config={"trace viewer": st.column_config.LinkColumn("trace viewer", display_text="open")})
+    base = next((r for r in rows if float(r["coeff"]) == 0.0), None)
+    pick = st.selectbox("sample", range(len(rows)), key="steer-sample",
+                        index=next((i for i, r in enumerate(rows) if r["arm"] == "feature" and r["coeff"] > 0), 0),
+                        format_func=lambda i: f"{rows[i]['arm']} (feature {rows[i].get('feature')}), c={rows[i]['coeff']:+g}")
+    r = rows[pick]
+    if base is not None and r.get("sample") is not None:
+        show_diff(base.get("sample", ""), r["sample"], f"{r['arm']}, c={r['coeff']:+g}, first prompt")
+        st.markdown(f"[Open this sample in the trace viewer →]({trace_link(f'steer/{run.run_id}', steer_trace_id(r), 'diff')})")
+
+
+def vector_rows(vec: dict) -> list[dict]:
+    """The reasoning vector's facts as labelled rows (norms and cosines per tensor group, lineage checks)."""
+    rows = [{"what": "vector", "group": "-", "value": vec.get("label")}]
+    for g, v in (vec.get("norms") or {}).items():
+        rows.append({"what": "norm of the vector", "group": g, "value": round(v, 4)})
+    for g, v in (vec.get("cos_with_target_delta") or {}).items():
+        rows.append({"what": "cosine with the target's own fine-tuning delta", "group": g, "value": round(v, 4)})
+    for k, label in (("target_norm", "norm of the target's weights"), ("relative_norm", "vector norm / target norm"),
+                     ("norm_delta_a", "norm of a - base"), ("norm_delta_b", "norm of b - base")):
+        if k in vec:
+            rows.append({"what": label, "group": "all", "value": round(vec[k], 4)})
+    for name, label in (("lineage", "a and b"), ("target_lineage", "target and b")):
+        lin = vec.get(name) or {}
+        for k, v in lin.items():
+            rows.append({"what": f"lineage of {label}: {k.replace('_', ' ')}", "group": "-",
+                         "value": round(v, 4) if isinstance(v, float) else str(v)})
+    chains = (vec.get("zoo_lineage") or {}).get("chains") or {}
+    for k, chain in chains.items():
+        rows.append({"what": f"zoo lineage of {k}", "group": "-", "value": " -> ".join(chain)})
+    return [{**r, "value": str(r["value"])} for r in rows]
+
+
+def hybrid_rows(res: dict) -> list[dict]:
+    from thinklens.stats import wilson
+
+    out = []
+    for mode, r in res.items():
+        correct = r.get("correct") or []
+        k, n = sum(bool(c) for c in correct), len(correct)
+        lo, hi = wilson(k, n) if n else (None, None)
+        out.append({"mode": mode, "what it is": MODE_TEXT.get(mode, ""), "accuracy": r.get("accuracy"), "n": n or None,
+                    "95% interval (Wilson)": f"{lo:.2f}-{hi:.2f}" if n else "-",
+                    "steering fired (fraction of tokens)": r.get("fired_fraction"),
+                    "tokens changed (fraction)": r.get("changed_fraction"), "gap recovered": r.get("gap_recovered")})
+    return out
+
+
+MODE_TEXT = {
+    "base": "the base model alone", "thinking": "the thinking model alone",
+    "hybrid": "base model, steered where the two models disagree",
+    "bias_only": "ablation: the bias vector for every category", "random_category": "ablation: a random category",
+    "random_firing": "ablation: steering at random tokens at the hybrid's rate",
+    "random_vectors": "ablation: random vectors of the trained norms",
+    "base_own_style": "the base model in its own prompt format",
+}
+
+
+def category_rows(cats: dict) -> list[dict]:
+    """One row per category of the hybrid's clustering SAE, labelled by its commonest example."""
+    from collections import Counter
+
+    counts, norms, losses = cats.get("counts") or [], cats.get("vector_norms") or [], cats.get("losses") or {}
+    examples = {int(k): v for k, v in (cats.get("examples") or {}).items()}
+    out = []
+    for c in range(max(len(counts), len(examples))):
+        ex = examples.get(c, [])
+        common = Counter(ex).most_common(1)
+        loss = losses.get(f"cat{c}")
+        out.append({"category": f"{c}: " + (repr(common[0][0]) if common else "empty"),
+                    "training sentences": counts[c] if c < len(counts) else None,
+                    "vector norm": round(norms[c], 2) if c < len(norms) else None,
+                    "NLL before -> after training": f"{loss[0]:.3f} -> {loss[-1]:.3f}" if loss else "-",
+                    "example sentences": " | ".join(dict.fromkeys(ex)) or "(no sentence landed here; no vector)"})
+    return out
+
+
+def hybrid_figure(run):
+    """The stored hybrid figure with a sane right axis (percent, from 0) and the legend clear of the titles."""
+    fig = run.read_figure("hybrid")
+    fig.update_layout(yaxis2={"tickmode": "auto", "tickformat": ".0%", "rangemode": "tozero", "showgrid": False})
+    return fig
+
+
+tab_feat, tab_rv, tab_hybrid, tab_compare = st.tabs(["Features and live steering", "Reasoning vectors", "Hybrid",
+                                                     "Compare runs"])
+with tab_feat:
+    feature_section()
 
 with tab_rv:
     rv = run_picker("reasoning-vector", "reasoning-vector run", key="rv-run")
-    if rv is not None:
+    if rv is not None and not missing_results(rv.path):
         if "alpha_sweep" in rv.figures():
             show_figure(rv, "alpha_sweep")
             rows = optional_result(rv, "alpha_sweep") or []
@@ -188,12 +359,16 @@ with tab_rv:
                   name=f"reasoning-vector-{rv.run_id}-alpha-sweep")
         vec = optional_result(rv, "vector")
         if vec:
-            st.json(vec, expanded=False)
+            st.subheader("The vector")
+            table(vector_rows(vec), key="steer-vector", name=f"reasoning-vector-{rv.run_id}-vector")
 
 with tab_hybrid:
     hy = run_picker("hybrid", "hybrid run", key="hybrid-run")
-    if hy is not None:
-        show_figure(hy, "hybrid")
+    if hy is not None and not missing_results(hy.path):
+        try:
+            chart(hybrid_figure(hy), key=f"fig-hybrid-{hy.run_id}", name=f"hybrid-{hy.run_id}-hybrid")
+        except (OSError, ValueError):  # an error card with the command that repairs it
+            show_figure(hy, "hybrid")
         info = optional_result(hy, "hybrid_info")
         st.caption("fired_fraction: tokens where the two models disagree and steering is tried; changed_fraction: tokens "
                    "actually changed. " + (info["token_choice"] + f" Formats: thinking `{info['thinking_format']}`, base "
@@ -201,8 +376,12 @@ with tab_hybrid:
                    if info else "At a disagreement the thinking model picks the token among the steered base model's "
                    "candidates."))
         res = read_result(hy, "hybrid") or {}
-        table([{"mode": m, **{k: r.get(k) for k in ("accuracy", "fired_fraction", "changed_fraction", "gap_recovered")}}
-               for m, r in res.items()], key="steer-hybrid", name=f"hybrid-{hy.run_id}")
+        table(hybrid_rows(res), key="steer-hybrid", name=f"hybrid-{hy.run_id}")
         cats = optional_result(hy, "categories")
         if cats:
-            st.json(cats.get("examples", {}), expanded=False)
+            st.subheader("Categories of the thinking model's sentences")
+            table(category_rows(cats), key="steer-hybrid-categories", name=f"hybrid-{hy.run_id}-categories")
+
+with tab_compare:
+    for kind in ("sae", "steer", "reasoning-vector", "hybrid"):
+        show_comparison(kind)

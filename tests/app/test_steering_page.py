@@ -63,32 +63,39 @@ def _app(runs, monkeypatch):
     return at
 
 
+FEATURE = "feature::sae/tiny"  # the feature input's key carries its SAE
+
+
 def test_feature_browser(runs, monkeypatch):
     at = _app(runs, monkeypatch)
     assert any("explained variance" == m.label for m in at.metric)
-    assert at.number_input(key="feature").value >= 0
-    at.number_input(key="feature").set_value(3)
+    assert at.number_input(key=FEATURE).value >= 0
+    assert at.number_input(key=FEATURE).max == 31  # the SAE's d_sae = 32
+    at.number_input(key=FEATURE).set_value(3)
     at.text_input(key="trace-prompt").set_value("w1 w2 w3")
     at.button(key="trace-btn").click()
     at.run()
     n = len(at.get("plotly_chart"))
     _until(at, lambda a: len(a.get("plotly_chart")) > n or a.error)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) == n + 1 and at.code  # the trace's text and chart came
+    assert len(at.get("plotly_chart")) == n + 1  # the trace's chart came
+    assert not at.code and not at.get("json")  # text as wrapped text, not a code block
 
 
 def test_live_steering_side_by_side(runs, monkeypatch):
     at = _app(runs, monkeypatch)
     at.text_input(key="live-prompt").set_value("w5 w6 w7")
-    at.number_input(key="live-feature").set_value(2)
+    at.number_input(key=FEATURE).set_value(2)
     at.slider(key="live-coeff").set_value(2.0)
     at.button(key="steer-btn").click()
     at.run()
-    _until(at, lambda a: len(a.code) >= 2 or a.error)
+    _until(at, lambda a: any(md.value.startswith("**steered vs unsteered**") for md in a.markdown) or a.error)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    texts = [c.value for c in at.code]
-    assert len(texts) >= 2
-    assert any(md.value.startswith("**steered**") for md in at.markdown)
+    assert any(md.value.startswith("**steered vs unsteered** (feature 2, add, c=+2.00)") for md in at.markdown)
+    assert any(md.value.startswith("**steered** (feature 2") for md in at.markdown)  # both texts in full
+    sweep = next(df.value for df in at.dataframe if "coefficient" in df.value.columns)
+    assert sweep["coefficient"].tolist() == [-1.0, 0.0, 1.0, 2.0]  # the sweep and the chosen coefficient
+    assert not at.code  # a diff, not code blocks
 
 
 def test_sweep_and_hybrid_tabs(runs, monkeypatch):
@@ -96,3 +103,8 @@ def test_sweep_and_hybrid_tabs(runs, monkeypatch):
     assert not at.error
     frames = at.dataframe
     assert len(frames) >= 3  # features, alpha sweep, hybrid modes
+    assert not at.get("json")  # no raw JSON: the vector and the hybrid's categories are tables
+    vector = next(df.value for df in frames if list(df.value.columns) == ["what", "group", "value"])
+    assert vector.values.tolist()[1] == ["norm of the vector", "all", "1.0"]
+    modes = next(df.value for df in frames if "mode" in df.value.columns)
+    assert modes["mode"].tolist() == ["base", "thinking", "hybrid"]

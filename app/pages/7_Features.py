@@ -1,0 +1,84 @@
+"""Features: one SAE feature in the manner of Neuronpedia: its activation histogram and density, its top
+contexts with the activating token marked, the logits its decoder row promotes and suppresses, and a link
+that steers with it on the Steering page.
+
+The SAE is an ``sae`` run's own or the one a ``steer`` run steered with (``?kind=steer&run=ID&feature=N``
+opens that run's SAE at that feature). Activations come from held-out traces of the SAE's data, generated
+once per SAE and cached; the page never registers hooks itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import error_card  # noqa: E402
+from exports import chart, table  # noqa: E402
+from feature_views import (  # noqa: E402
+    feature_input,
+    figure_histogram,
+    figure_logits,
+    load_hooked_model,
+    load_sae_cached,
+    metrics_row,
+    page_link,
+    sae_picker,
+    scan,
+)
+from features import activation_histogram, context_html, feature_activations, feature_logits, top_contexts  # noqa: E402
+
+st.set_page_config(page_title="thinklens · features", layout="wide")
+st.title("Features")
+st.caption("One SAE feature: how often and how strongly it fires, where, and what its decoder row writes to the "
+           "logits. Pick the feature, then steer with it.")
+
+picked = sae_picker("features-sae")
+if picked is not None:
+    run, source = picked
+    metrics_row(source)
+    st.caption(f"model `{source.model}`, site `{source.site}`, SAE folder `{source.sae_dir}` (sae-lens format), "
+               f"{source.d_sae} features" + (f"; the run steered feature {source.feature}" if source.feature is not None
+                                             else ""))
+    c1, c2 = st.columns([1, 1])
+    feature = feature_input(source, "feature", "features-feature", container=c1)
+    n_traces = int(c2.number_input("held-out traces to scan", 4, 256, 32, step=4, key="features-n-traces",
+                                   help="generated once per SAE and cached; the histogram and contexts come from them"))
+    st.markdown(f"[Steer with feature {feature} →]({page_link('Steering', source, feature)})")
+    try:
+        sae = load_sae_cached(str(source.sae_dir))
+        model = load_hooked_model(source.model)
+        sc = scan(source, n_traces)
+        acts = feature_activations(sae, sc.hidden, feature)
+        promoted, suppressed = feature_logits(model, sae, feature, k=10)
+    except Exception as e:  # noqa: BLE001 - show the error, keep the page alive
+        error_card(f"scanning {source.label}'s SAE", f"{type(e).__name__}: {e}")
+    else:
+        hist = activation_histogram(acts)
+        m = st.columns(4)
+        m[0].metric("density", f"{hist.density:.2%}", help="fraction of scanned tokens where the feature is > 0")
+        m[1].metric("active tokens", f"{hist.n_active} / {hist.n_tokens}")
+        m[2].metric("max activation", f"{hist.max_act:.3f}")
+        m[3].metric("traces scanned", str(len(sc.tokens)))
+        left, right = st.columns(2)
+        with left:
+            if hist.n_active:
+                chart(figure_histogram(hist, feature), key="features-hist", name=f"{source.label}-feature-{feature}-histogram")
+            else:
+                st.info(f"Feature {feature} never fired on the {hist.n_tokens} scanned tokens (a dead or rare feature).")
+        with right:
+            chart(figure_logits(promoted, suppressed, feature), key="features-logits",
+                  name=f"{source.label}-feature-{feature}-logits")
+        st.subheader(f"Top contexts of feature {feature}")
+        st.caption("The marked token is the position where the feature fires; the underlined one is the token that "
+                   "position produced next (the state at a position predicts the next token).")
+        ctxs = top_contexts(sc, acts, n=12)
+        if ctxs:
+            st.markdown("<br>".join(context_html(c, sc.separator) for c in ctxs), unsafe_allow_html=True)
+            table([{"activation": round(c.act, 3), "trace": c.trace, "step": c.step, "token": c.token,
+                    "produced next": c.next_token, "context": sc.separator.join(c.before)} for c in ctxs],
+                  key="features-contexts", name=f"{source.label}-feature-{feature}-contexts")
+        else:
+            st.write("never active on the scanned traces")
