@@ -48,13 +48,16 @@ def generated_targets(prompts: Sequence[Sequence[int]], generated: Sequence[Sequ
     return mask
 
 
-def _sums(clean: Tensor, other: Tensor, targets: Tensor, mask: Tensor) -> tuple[float, float]:
-    """Summed CE of ``other`` on the targets, and summed KL(clean || other), over the masked positions."""
+def _sums(clean: Tensor, other: Tensor, targets: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Per-row summed CE of ``other`` on the targets, and summed KL(clean || other), over the masked positions:
+    two ``[batch]`` float64 tensors."""
     lp_clean = torch.log_softmax(clean.float(), dim=-1)[mask]  # [n, vocab]
     lp = torch.log_softmax(other.float(), dim=-1)[mask]  # [n, vocab]
-    ce = -lp.gather(-1, targets[mask][:, None]).sum()
-    kl = (lp_clean.exp() * (lp_clean - lp)).sum()
-    return float(ce), float(kl)
+    row = mask.nonzero()[:, 0]  # [n]: the row of each masked position
+    ce = -lp.gather(-1, targets[mask][:, None])[:, 0]  # [n]
+    kl = (lp_clean.exp() * (lp_clean - lp)).sum(-1)  # [n]
+    zeros = torch.zeros(mask.shape[0], dtype=torch.float64)
+    return zeros.index_add(0, row, ce.double()), zeros.index_add(0, row, kl.double())
 
 
 @torch.no_grad()
@@ -62,8 +65,10 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
                  site: Site | str | None = None, batch_size: int = 16) -> dict[str, Any]:
     """CE loss recovered and KL score of ``sae`` on ``rows`` of ``(prompt ids, generated ids)``, scored on the
     generated tokens only (see the module docstring). Returns the three CEs, the two KLs, both scores (None where
-    undefined: zero-ablation no worse than the clean model, as in an untrained one) and ``fidelity_tokens``
-    (positions scored)."""
+    undefined: zero-ablation no worse than the clean model, as in an untrained one), ``fidelity_tokens``
+    (positions scored) and ``per_row``: each row's summed CEs and KLs, its scored positions, and the SAE's squared
+    reconstruction error and the activations' squared deviation from their pooled mean at those positions
+    (``res_ss``, ``tot_ss``), from which :mod:`steering.sae_findings` bootstraps intervals over rows."""
     from steering.sae import check_sae
 
     s = check_sae(model, sae, site)
@@ -73,14 +78,18 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
                                 "generate traces from held-out prompts first")
     dev = next(sae.parameters()).device
 
+    seen: dict[str, Tensor] = {}
+
     def spliced(act: Tensor, ctx) -> Tensor:
-        return sae(act.to(dev, torch.float32)).to(act.device, act.dtype)  # decode(encode(x)) in place of x
+        out = sae(act.to(dev, torch.float32)).to(act.device, act.dtype)  # decode(encode(x)) in place of x
+        seen["x"], seen["xhat"] = act.detach(), out.detach()
+        return out
 
     def ablated(act: Tensor, ctx) -> Tensor:
         return torch.zeros_like(act)
 
-    tot = {"ce_clean": 0.0, "ce_sae": 0.0, "ce_zero": 0.0, "kl_sae": 0.0, "kl_zero": 0.0}
-    n_tok = 0
+    per: dict[str, list[Tensor]] = {k: [] for k in ("ce_clean", "ce_sae", "ce_zero", "kl_sae", "kl_zero", "tokens",
+                                                    "res_ss", "sq", "sum_x")}
     for start in range(0, len(rows), batch_size):
         chunk = rows[start: start + batch_size]
         ids = [p + g for p, g in chunk]
@@ -95,16 +104,27 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
         ce_clean, _ = _sums(clean, clean, targets, mask)
         ce_sae, kl_sae = _sums(clean, with_sae, targets, mask)
         ce_zero, kl_zero = _sums(clean, zero, targets, mask)
-        for k, v in (("ce_clean", ce_clean), ("ce_sae", ce_sae), ("ce_zero", ce_zero), ("kl_sae", kl_sae), ("kl_zero", kl_zero)):
-            tot[k] += v
-        n_tok += int(mask.sum())
-    m = {k: v / n_tok for k, v in tot.items()}
+        m3 = mask[..., None].double()  # [batch, width, 1]
+        x, xhat = seen["x"].cpu().double() * m3, seen["xhat"].cpu().double() * m3  # [batch, width, d]
+        for k, v in (("ce_clean", ce_clean), ("ce_sae", ce_sae), ("ce_zero", ce_zero), ("kl_sae", kl_sae),
+                     ("kl_zero", kl_zero), ("tokens", mask.sum(1).double()), ("res_ss", ((x - xhat) ** 2).sum((1, 2))),
+                     ("sq", (x ** 2).sum((1, 2))), ("sum_x", x.sum(1))):
+            per[k].append(v)
+    cat = {k: torch.cat(v) for k, v in per.items()}
+    n_tok = int(cat["tokens"].sum())
+    mean_x = cat["sum_x"].sum(0) / n_tok  # [d]: the pooled mean activation at the scored positions
+    # sum over a row's positions of |x - mean|^2 = sum |x|^2 - 2 mean . sum x + n |mean|^2
+    tot_ss = cat["sq"] - 2 * cat["sum_x"] @ mean_x + cat["tokens"] * (mean_x @ mean_x)
+    per_row = {k: cat[k].tolist() for k in ("ce_clean", "ce_sae", "ce_zero", "kl_sae", "kl_zero", "res_ss")}
+    per_row |= {"tokens": [int(t) for t in cat["tokens"].tolist()], "tot_ss": tot_ss.tolist()}
+    m = {k: float(cat[k].sum()) / n_tok for k in ("ce_clean", "ce_sae", "ce_zero", "kl_sae", "kl_zero")}
     gap = m["ce_zero"] - m["ce_clean"]
     return {"ce_loss_without_sae": m["ce_clean"], "ce_loss_with_sae": m["ce_sae"], "ce_loss_with_ablation": m["ce_zero"],
             "ce_loss_recovered": (m["ce_zero"] - m["ce_sae"]) / gap if gap > 0 else None,
             "kl_div_with_sae": m["kl_sae"], "kl_div_with_ablation": m["kl_zero"],
             "kl_div_score": (m["kl_zero"] - m["kl_sae"]) / m["kl_zero"] if m["kl_zero"] > 0 else None,
-            "fidelity_tokens": n_tok, "fidelity_rows": len(rows), "fidelity_scored_on": "generated tokens"}
+            "fidelity_tokens": n_tok, "fidelity_rows": len(rows), "fidelity_scored_on": "generated tokens",
+            "per_row": per_row}
 
 
 def trace_rows(traces: Sequence["Trace"]) -> list[tuple[list[int], list[int]]]:

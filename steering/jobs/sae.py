@@ -2,7 +2,9 @@
 
 Trains an SAE with sae-lens's own training runner at ``--site`` of ``--model`` on local texts (``--data``), saves
 it in sae-lens's format (``sae/``: ``cfg.json`` + ``sae_weights.safetensors``), evaluates it on held-out texts with
-sae-lens's metrics (explained variance, L0, dead features, CE loss recovered: ``results/metrics.json``), then scans
+sae-lens's metrics (explained variance, L0, dead features, CE loss recovered: ``results/metrics.json``; the summary's
+``findings``, :mod:`steering.sae_findings`: CE and KL recovered against zero ablation and explained variance, scored
+on generated tokens with bootstrap intervals over the generated texts), then scans
 generated traces for feature statistics (top contexts, correlations with the next thinking word and with
 correctness: ``results/feature_stats.json``); figures sae_metrics, feature_density and feature_correlation.
 ``--architecture``: any trainable one in sae-lens's registry (topk, batchtopk, standard, jumprelu, gated, ...).
@@ -94,6 +96,8 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     from steering.data import corpus
     from steering.sae import evaluate_sae, train_sae
     from steering.sae_fidelity import sae_fidelity, trace_rows
+    from steering.sae_findings import sae_findings
+    from thinklens.stats import findings_doc
 
     if config.activations:
         return run_on_rows(config, ctx)
@@ -107,6 +111,7 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     metrics["train_split"] = {k: train_metrics.get(k) for k in ("explained_variance", "l0", "dead_features")}
     ps, trs = held_out_traces(model, config)
     metrics.update(sae_fidelity(model, sae, trace_rows(trs[: config.fidelity_traces])))
+    metrics["findings"] = findings_doc(sae_findings(metrics, seed=config.seed))
     run.write_result("metrics", metrics)
     run.write_figure("sae_metrics", figures.figure_sae_metrics(metrics))
     summary = {k: metrics.get(k) for k in SUMMARY_KEYS}
@@ -119,16 +124,20 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     return summary
 
 
-SUMMARY_KEYS = ("explained_variance", "l0", "dead_features", "ce_loss_recovered", "kl_div_score", "fidelity_tokens")
+SUMMARY_KEYS = ("explained_variance", "l0", "dead_features", "ce_loss_recovered", "kl_div_score", "fidelity_tokens",
+                "findings")
 
 
 def metric_line(m: dict[str, Any]) -> str:
-    """The held-out metrics in one line: L0 as a mean (one decimal), CE/KL scores with the tokens they rest on."""
+    """The held-out metrics in one line: L0 as a mean (a whole number when it is one), CE/KL scores with the tokens
+    they rest on (their intervals and verdicts are the findings)."""
+    from steering.sae_findings import format_l0
+
     parts = []
     if isinstance(m.get("explained_variance"), (int, float)):
         parts.append(f"explained variance {m['explained_variance']:.3f}")
     if isinstance(m.get("l0"), (int, float)):
-        parts.append(f"L0 {m['l0']:.1f} (mean active features per token)")
+        parts.append(f"L0 {format_l0(m['l0'])} (mean active features per token)")
     if isinstance(m.get("dead_features"), (int, float)):
         parts.append(f"dead features {int(m['dead_features'])}")
     if isinstance(m.get("ce_loss_recovered"), (int, float)):
@@ -157,6 +166,8 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     from steering import figures
     from steering.sae import read_activation_rows, train_sae_on_rows
+    from steering.sae_findings import rows_variance_finding
+    from thinklens.stats import findings_doc
 
     rows = read_activation_rows(config.activations, config.site)
     n_held = min(config.eval_texts, len(rows) // 5)
@@ -166,9 +177,12 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
                      f"rows of width {rows.shape[1]} from {config.activations} ({n_held} held out)")
     sae, metrics = train_sae_on_rows(train, config, out_dir=ctx.run.path / "sae", held_out=held if n_held else None,
                                      source=str(config.activations))
+    if n_held:
+        metrics["findings"] = findings_doc([rows_variance_finding(sae, held, site=config.site, l0=metrics.get("l0"),
+                                                                  seed=config.seed)])
     ctx.run.write_result("metrics", metrics)
     ctx.run.write_figure("sae_metrics", figures.figure_sae_metrics(metrics))
-    summary = {k: metrics.get(k) for k in ("explained_variance", "l0", "dead_features")}
+    summary = {k: metrics.get(k) for k in ("explained_variance", "l0", "dead_features", "findings") if k in metrics}
     summary.update(sae=str(ctx.run.path / "sae"), n_rows=len(train), held_out_rows=n_held)
     return summary
 

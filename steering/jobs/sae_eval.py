@@ -2,7 +2,9 @@
 
 Writes ``results/metrics.json`` and prints it: sae-lens's explained variance, L0 and dead features over the
 texts, and CE loss recovered and KL score on the tokens the model generates from held-out prompts of the same
-data (:mod:`steering.sae_fidelity`: never prompt or padding positions).
+data (:mod:`steering.sae_fidelity`: never prompt or padding positions). The summary's ``findings``
+(:mod:`steering.sae_findings`): CE and KL recovered against zero ablation and explained variance at the generated
+tokens, each with a bootstrap interval over the generated texts and a verdict.
 
 Example:
     >>> JOB.name, SAEEvalConfig().n_batches
@@ -58,6 +60,8 @@ def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     from steering.problems import held_out_prompts
     from steering.sae import evaluate_sae, load_sae, sae_folder
     from steering.sae_fidelity import sae_fidelity, trace_rows
+    from steering.sae_findings import sae_findings
+    from thinklens.stats import findings_doc
     from thinklens.tasks.protocol import HELD_OUT
 
     sae = load_sae(sae_folder(config.sae)[0], device=str(ctx.model.device))
@@ -69,13 +73,14 @@ def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     trs = ctx.model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, batch_size=64, do_sample=True,
                              seed=HELD_OUT["sampling"], temperature=1.0)
     metrics.update(sae_fidelity(ctx.model, sae, trace_rows(trs), site=config.site))
+    metrics["findings"] = findings_doc(sae_findings(metrics, seed=config.seed))
     ctx.run.write_result("metrics", metrics)
     return metrics
 
 
 def summary(metrics: dict[str, Any]) -> dict[str, Any]:
     return {k: metrics.get(k) for k in ("site", "explained_variance", "l0", "dead_features", "ce_loss_recovered",
-                                        "kl_div_score", "fidelity_tokens")}
+                                        "kl_div_score", "fidelity_tokens", "findings")}
 
 
 def report(metrics: dict[str, Any]) -> str:
