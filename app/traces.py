@@ -527,3 +527,39 @@ def tokens_html(trace: TraceData, values: list[float | None], *, quantity: str, 
         out.append(f'<a href="?{href.split("?", 1)[1]}" target="_self" class="tl-tok" data-pos="{t}" '
                    f'title="{token_text(title)}" style="{";".join(style)}">{token_text(tok) or "&nbsp;"}</a>')
     return '<div class="tl-trace" style="line-height:2.0;font-family:monospace;font-size:0.95rem">' + "".join(out) + "</div>"
+
+
+def link_html(label: str, url: str) -> str:
+    """An HTML link to ``url`` that opens in the same tab (for ``st.markdown(..., unsafe_allow_html=True)``).
+
+    >>> link_html("#3 at 7", trace_link("mi-peaks/d", "m/3", "mi", token=7))
+    '<a href="/Trace_viewer?run=mi-peaks/d&amp;trace=m/3&amp;quantity=mi&amp;token=7" target="_self" class="tl-link">&#35;3 at 7</a>'
+    """
+    import html
+
+    return f'<a href="{html.escape(url, quote=True)}" target="_self" class="tl-link">{token_text(label)}</a>'
+
+
+def lynx_rollout_rows(path: Path, run: str, delta: float) -> list[dict[str, Any]]:
+    """One row per test rollout of a LYNX run at ``delta``: its cue events, where LYNX exits (position, cue), whether
+    the full rollout and the exit are correct, and its trace-viewer link (coloured by the probe score, the exit opened)."""
+    import safetensors.numpy
+
+    ev = safetensors.numpy.load_file(str(Path(path) / "arrays" / "test_events.safetensors"))
+    ro = _lynx_rollouts(Path(path))
+    exits = lynx_exits(Path(path))
+    if float(delta) not in exits:
+        raise ThinklensError.of("δ", delta, f"one of {sorted(exits)}", "pick a δ LYNX was evaluated at")
+    per = exits[float(delta)]
+    n_events = [0] * len(ro["length"])
+    for r in ev["rollout"].tolist():
+        n_events[r] += 1
+    rows = []
+    for i, row in enumerate(per):
+        pos = int(ev["position"][row]) if row >= 0 else None
+        rows.append({"rollout": i, "cue events": n_events[i], "exit position": pos,
+                     "exit score": None if row < 0 else float(ev["prob"][row]),
+                     "full rollout correct": bool(ro["correct"][i]),
+                     "exit correct": None if row < 0 else bool(ev["label"][row]), "length": int(ro["length"][i]),
+                     "trace": trace_link(run, str(i), "probe", token=pos)})
+    return rows

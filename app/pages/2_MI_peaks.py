@@ -19,6 +19,7 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import error_card, read_result, run_picker, runs_multiselect, show_figure  # noqa: E402
 from exports import chart, table  # noqa: E402
+from traces import link_html, peak_occurrences, trace_link  # noqa: E402
 
 from analyses.mi.figures_runs import (  # noqa: E402
     CURVE_CHOICES,
@@ -99,6 +100,9 @@ def trajectory_section(run_path: Path, models: list[dict[str, Any]]) -> None:
     st.markdown("**Prompt:**")
     st.code(rec.prompt, language=None, wrap_lines=True)
     st.markdown("**Generated** (peaks highlighted): " + _tokens_html(rec, peaks), unsafe_allow_html=True)
+    st.markdown(link_html("Open this trajectory in the trace viewer (logit lens per token)",
+                          trace_link(f"mi-peaks/{run_path.name}", f"{entry['key']}/{rows[j]['i']}", "mi")),
+                unsafe_allow_html=True)
 
 
 def enrichment_section(run, models: list[dict[str, Any]]) -> None:
@@ -127,6 +131,30 @@ def enrichment_section(run, models: list[dict[str, Any]]) -> None:
     table([{"token": w["word"], "at peaks": w["peak_count"], "anywhere": w["total_count"],
             "ratio": w["ratio"], "CI low": w["ci_low"], "CI high": w["ci_high"]} for w in block["words"]],
           key="mi-enr-table", name=f"enrichment-{key}-{rule}-{unit}")
+    peak_links(run, key, rule, unit, [w["word"] for w in block["words"]])
+
+
+@st.cache_data(max_entries=64, show_spinner="finding the peaks")
+def _occurrences(root: str, run: str, key: str, rule: str, word: str, unit: str, lowercase: bool,
+                 mtime: float) -> list[tuple[int, int]]:
+    return peak_occurrences(Path(root), run, key, rule, word, unit=unit, lowercase=lowercase)
+
+
+def peak_links(run, key: str, rule: str, unit: str, words: list[str]) -> None:
+    """Links to the trajectories where a token of the table sits at a peak, that token opened and highlighted."""
+    word = st.selectbox("Trajectories where this token sits at a peak", words, key="mi-enr-word")
+    rel = f"mi-peaks/{run.run_id}"
+    try:
+        occ = _occurrences(str(run.path.parent.parent), rel, key, rule, word, unit, bool(run.config().get("lowercase")),
+                           _mtime(run.path / "results" / f"{INDEX}.json"))
+    except (ThinklensError, KeyError, StopIteration) as e:
+        error_card(f"the peaks of {word!r} cannot be listed", f"{type(e).__name__}: {e}")
+        return
+    shown = occ[:60]
+    st.markdown(f"{len(occ)} peak(s) in {len({i for i, _ in occ})} trajectories"
+                + (f" (the first {len(shown)} linked)" if len(occ) > len(shown) else "") + ": "
+                + " · ".join(link_html(f"#{i} token {p}", trace_link(rel, f"{key}/{i}", "mi", token=p, highlight=word))
+                             for i, p in shown), unsafe_allow_html=True)
 
 
 def interventions_section(run) -> None:

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import error_card, read_result, rerun_command, run_picker, runs_multiselect, show_figure  # noqa: E402
 from compare import AXES, figure_pareto_runs  # noqa: E402
 from exports import chart, table  # noqa: E402
+from traces import lynx_rollout_rows  # noqa: E402
 
 from probes.lynx_result import load_lynx_result  # noqa: E402
 from thinklens.errors import ThinklensError  # noqa: E402
@@ -92,12 +93,38 @@ def lynx_section() -> None:
         "P(S={1}|y=0)": r["rate"], "95% upper": r["upper"], "margin": r["margin"],
         "within bound": r["consistent"], "q_pos": r["q_pos"], "q_neg": r["q_neg"],
     } for r in result.per_delta], key="lynx-per-delta", name=f"lynx-{run.run_id}-per-delta")
+    rollouts_section(run, deltas)
     skipped = list(s.get("skipped_deltas") or result.report.skipped_deltas)
     if skipped:
         st.markdown(skipped_words(skipped, cal.get("n_pos", "?"), cal.get("n_neg", "?")))
     st.subheader("All policies (test split)")
     table([{k: v for k, v in row.items() if k != "param"} for row in result.report.table()],
           key="lynx-policies", name=f"lynx-{run.run_id}-policies")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _rollout_rows(path: str, run: str, delta: float, mtime: float) -> list[dict]:
+    return lynx_rollout_rows(Path(path), run, delta)
+
+
+def rollouts_section(run, deltas: list[float]) -> None:
+    """The test rollouts behind one δ row: per rollout its cue events, where LYNX exits, and a link to the trace
+    (coloured by the probe score per cue, the exit token opened)."""
+    st.subheader("Rollouts behind a δ")
+    delta = st.selectbox("δ", deltas, index=len(deltas) // 2, key="lynx-rollouts-delta")
+    try:
+        rows = _rollout_rows(str(run.path), f"lynx/{run.run_id}", float(delta),
+                             (run.path / "results" / "lynx.json").stat().st_mtime)
+    except (ThinklensError, OSError, KeyError, ValueError) as e:
+        error_card(f"the test rollouts of {run.run_id}", f"{type(e).__name__}: {e}", fix=rerun_command("lynx", run.path))
+        return
+    n_exit = sum(r["exit position"] is not None for r in rows)
+    only = st.toggle("only rollouts that exit early", value=n_exit > 0, key="lynx-rollouts-exited")
+    shown = [r for r in rows if r["exit position"] is not None] if only else rows
+    st.caption(f"{n_exit} of {len(rows)} test rollouts exit at δ {delta:g}; a link opens the rollout in the trace viewer "
+               "with the probe score per cue and the exit token opened.")
+    table(shown, key="lynx-rollouts", name=f"lynx-{run.run_id}-rollouts-{delta:g}",
+          column_config={"trace": st.column_config.LinkColumn("trace", display_text="open")})
 
 
 def lynx_compare_section() -> None:

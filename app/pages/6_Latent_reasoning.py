@@ -11,6 +11,7 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import error_card, read_result, run_picker, runs_root, show_figure  # noqa: E402
 from exports import chart, table  # noqa: E402
+from traces import link_html, trace_link  # noqa: E402
 
 from thinklens.runs import discover_runs  # noqa: E402
 
@@ -93,8 +94,12 @@ if run is not None:
                 if not latents:
                     st.caption("no latents (explicit tokens only)")
                     continue
-                table([{"latent": j + 1, "top-5 tokens": " ".join(lat.get("tokens", [])),
-                        "probs": " ".join(f"{p:.2f}" for p in lat.get("probs", [])),
+                st.markdown(link_html("Open these latents in the trace viewer", trace_link(
+                    f"latent-eval/{run.run_id}", f"{pick}/{name}", "latent top-1 probability", token=0)),
+                    unsafe_allow_html=True)
+                table([{"latent": j + 1,
+                        **{f"top {r + 1}": f"{tok} ({p:.2f})" for r, (tok, p) in
+                           enumerate(zip(lat.get("tokens", []), lat.get("probs", [])))},
                         **({"entropy": lat["entropy"], "exp(entropy)": lat["exp_entropy"]} if "entropy" in lat else {})}
                        for j, lat in enumerate(latents)], key=f"latents-{name}-{pick}", name=f"latents-{name}-{pick}")
                 if "entropy" in latents[0]:

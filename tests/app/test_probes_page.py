@@ -46,10 +46,25 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
     assert at.selectbox(key="lynx-run").value == 0 and at.selectbox(key="probe-run").value == 0
     deltas = at.selectbox(key="lynx-delta").options
     assert deltas and len(at.get("plotly_chart")) == 6  # validity, pareto, exits, base rate, runs compared, layer sweep
-    per_delta, policies, compared, sweep = (d.value for d in at.dataframe)  # in page order
+    per_delta, rollouts, policies, compared, sweep = (d.value for d in at.dataframe)  # in page order
     assert set(compared["run"]) == {"good"} and len(compared) == len(deltas)
     assert per_delta.shape[0] == len(deltas) and "P(S={1}|y=0)" in per_delta.columns
     assert {"lynx", "full", "first_cue", "fraction", "threshold", "oracle"} <= set(policies["policy"])
+    # the rollouts behind a δ row: each exit is the first event at or above LYNX's threshold's set {1}, and its link
+    # opens that rollout in the trace viewer coloured by the probe score with the exit token opened
+    import sys
+
+    sys.path.insert(0, str(PAGE.parents[1]))
+    from traces import trace_link
+
+    from probes.lynx_result import load_lynx_result
+
+    delta = at.selectbox(key="lynx-rollouts-delta").value
+    exit_event = load_lynx_result(RunFolder(runs_root / "lynx" / "good")).report.get("lynx", delta).exit_event
+    assert len(rollouts) == int((exit_event >= 0).sum()) or not at.toggle(key="lynx-rollouts-exited").value
+    for _, r in rollouts.iterrows():
+        pos = None if r["exit position"] is None or r["exit position"] != r["exit position"] else int(r["exit position"])
+        assert r["trace"] == trace_link("lynx/good", str(int(r["rollout"])), "probe", token=pos)
     assert sweep.shape[0] == 3 and sweep["site"].tolist() == ["embed", "resid_post.0", "resid_post.1"]
     at.selectbox(key="lynx-delta").set_value(at.selectbox(key="lynx-delta").options[0]).run()
     assert not at.exception
