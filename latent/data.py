@@ -26,6 +26,7 @@ import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.tasks import ANSWER_MARKER, Problem, render_prompt, spaced
+from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -112,7 +113,7 @@ class Example:
     """One problem as token segments: prompt (with bos and cue), CoT steps, answer (marker + number)."""
 
     prompt: tuple[int, ...]
-    """Prompt ids, as the tokenizer encodes the prompt (bos included when it adds one)."""
+    """Prompt ids as generation reads the prompt (:func:`thinklens.tokenization.prompt_ids`: one BOS)."""
     steps: tuple[tuple[int, ...], ...]
     """One id tuple per CoT step (``<< a + b = c >>`` in the zoo's words, ``<<a+b=c>>`` for other tokenizers)."""
     answer: tuple[int, ...]
@@ -153,7 +154,7 @@ def make_example(tokenizer: Any, prompt: str, steps: list[str], gold: int | str,
     """Tokenise a prompt, its CoT steps and the answer (``marker`` then ``gold``) into an :class:`Example`."""
     marker_ids = _ids(tokenizer, marker)
     answer = _ids(tokenizer, f"{marker} {gold}")
-    return Example(tuple(tokenizer(prompt)["input_ids"]), tuple(_ids(tokenizer, s) for s in steps), answer,
+    return Example(tuple(prompt_ids(tokenizer, prompt)), tuple(_ids(tokenizer, s) for s in steps), answer,
                    marker_length(tokenizer, marker_ids, answer), str(gold))
 
 

@@ -23,6 +23,7 @@ from latent.latentseek import RewardFn, SeekIteration, SeekResult, accuracy_by_b
 from thinklens.jobs import Progress
 from thinklens.runs import RunFolder
 from thinklens.tasks.protocol import problems_by_steps
+from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
     from thinklens.formats import PromptFormat
@@ -103,7 +104,7 @@ def seek_problems(model: Any, problems: list, cfg: LatentSeekConfig, run: RunFol
             results.append(seek_from_json(done[key]))
             continue
         text = render_problem(p, fmt, model.tokenizer)
-        prompt = model.tokenizer(text)["input_ids"]
+        prompt = prompt_ids(model.tokenizer, text)  # as generate reads it: one BOS
         gen = torch.Generator().manual_seed(cfg.seed * 100_003 + i)
         res = latent_seek(model, prompt, gold_of(p), cfg, bind_reward(reward, p.question, text), generator=gen,
                           max_new_tokens=budget)

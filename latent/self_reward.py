@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from thinklens.errors import ThinklensError
+from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
     from thinklens.formats import PromptFormat
@@ -206,7 +207,7 @@ class SelfReward:
         budget = self.max_new_tokens
         ctx = self.model.max_context
         if ctx is not None:
-            longest = max(len(self.model.tokenizer(p)["input_ids"]) for p in prompts)
+            longest = max(len(ids) for ids in prompt_ids(self.model.tokenizer, prompts))  # as generate reads them
             budget = min(budget, ctx - longest)
             if budget < 1:
                 raise ThinklensError.of("self-reward prompt", f"{longest} tokens", f"fewer than the model's context ({ctx})",
@@ -240,7 +241,7 @@ class SelfConfidence:
         import torch
 
         tok = self.model.tokenizer
-        prompt = tok(self.prompt)["input_ids"]
+        prompt = prompt_ids(tok, self.prompt)  # as generate reads it: one BOS
         chain = tok(text, add_special_tokens=False)["input_ids"]
         if not chain:
             return []

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from thinklens.errors import ThinklensError
+from thinklens.tokenization import prompt_ids
 
 
 def zoo_problems(n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8):
@@ -147,8 +148,9 @@ def special_ids(tokenizer) -> list[int]:
 
 
 def encode(tokenizer, texts: Sequence[str], *, add_eos: bool = True) -> list[list[int]]:
-    """Token ids per text (the tokenizer's own bos handling), eos appended when it has one."""
-    enc = tokenizer(list(texts), add_special_tokens=True)["input_ids"]
+    """Token ids per text as generation reads them (:func:`thinklens.tokenization.prompt_ids`: one BOS even when a
+    chat template wrote one), eos appended when it has one."""
+    enc = prompt_ids(tokenizer, list(texts))
     eos = tokenizer.eos_token_id
     return [ids + [eos] if add_eos and eos is not None else list(ids) for ids in enc]
 

@@ -42,6 +42,7 @@ from thinklens.errors import ThinklensError
 from thinklens.hooks import ForwardContext
 from thinklens.interventions import HookFn
 from thinklens.sites import Site
+from thinklens.tokenization import prompt_ids as tokenized
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -187,8 +188,7 @@ def _generate_chunk(base, thinking, hv, prompts, thinking_prompts, cfg: HybridCo
                     seed) -> HybridResult:
     tok = base.tokenizer
     eos = eos_ids(base) | eos_ids(thinking)  # a row ends where either model would end it
-    prompt_ids = [list(ids) for ids in tok(prompts)["input_ids"]]
-    thinking_ids = [list(ids) for ids in thinking.tokenizer(thinking_prompts)["input_ids"]]
+    prompt_ids, thinking_ids = tokenized(tok, prompts), tokenized(thinking.tokenizer, thinking_prompts)  # one BOS each
     fired = changed = 0
     if mode in ("base", "thinking"):
         out = decode(Decoder(base, prompt_ids) if mode == "base" else Decoder(thinking, thinking_ids), Greedy(),

@@ -39,6 +39,7 @@ from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.jobs import Job, JobContext, Progress
 from thinklens.problemsets import parse_mapping
 from thinklens.problemsources import json_lines
+from thinklens.tokenization import prompt_ids as tokenized_prompt
 
 if TYPE_CHECKING:
     from thinklens.model import HookedModel
@@ -173,7 +174,7 @@ def tokenize_record(model: "HookedModel", rec: ImportRecord) -> tuple[str, list[
             raise ThinklensError.of(f"messages on line {rec.line}", f"{model.name}: a tokenizer without a chat template",
                                     "a model whose tokenizer has one", "give the rendered prompt in a prompt field")
         prompt = tok.apply_chat_template(list(rec.messages), add_generation_prompt=True, tokenize=False)
-    prompt_ids = list(rec.prompt_ids) if rec.prompt_ids is not None else tok(prompt)["input_ids"]
+    prompt_ids = list(rec.prompt_ids) if rec.prompt_ids is not None else tokenized_prompt(tok, prompt)  # one BOS
     if prompt is None:
         prompt = tok.decode(prompt_ids)
     ids = list(rec.completion_ids) if rec.completion_ids is not None else tok(rec.completion, add_special_tokens=False)["input_ids"]

@@ -298,16 +298,16 @@ class HookedModel:
 
     def _without_template_bos(self, prompts: list[str]) -> list[str]:
         """Prompts whose text already starts with the BOS token (a chat template's output, as Llama 3 and the
-        R1 distills write it) lose that leading text when the tokenizer adds a BOS itself: one BOS, never two."""
+        R1 distills write it) lose that leading text when the tokenizer adds a BOS itself: one BOS, never two
+        (:func:`thinklens.tokenization.without_template_bos`, the one rule of every path)."""
+        from thinklens.tokenization import adds_bos, without_template_bos
+
         bos = getattr(self.tokenizer, "bos_token", None)
         if not bos or not any(p.startswith(bos) for p in prompts):
             return prompts
         if self._adds_bos is None:
-            ids = self.tokenizer("a")["input_ids"]
-            self._adds_bos = bool(ids) and ids[0] == self.tokenizer.bos_token_id
-        if not self._adds_bos:
-            return prompts
-        return [p[len(bos):] if p.startswith(bos) else p for p in prompts]
+            self._adds_bos = adds_bos(self.tokenizer)
+        return without_template_bos(self.tokenizer, prompts, tokenizer_adds_bos=self._adds_bos)
 
     @staticmethod
     def position_ids(attention_mask: Tensor) -> Tensor:

@@ -40,6 +40,7 @@ from thinklens.jobs import Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
+from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
     from thinklens.formats import PromptFormat
@@ -168,7 +169,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
             if not traces:
                 traces.extend(thinking.generate(tp, max_new_tokens=max_new, batch_size=64))
             reasoning = None if t_fmt.is_zoo or t_fmt.span is None else [t_fmt.split_trace(t).reasoning for t in traces]
-            base_ids = base.tokenizer(render(b_fmt, vector, base.tokenizer))["input_ids"]
+            base_ids = prompt_ids(base.tokenizer, render(b_fmt, vector, base.tokenizer))  # as generate reads them
             log(f"seed {seed}: training the categories and vectors")
             hv = train_hybrid_vectors(base, thinking, traces, scfg, log=log, base_prompts=base_ids, reasoning=reasoning)
             if seed == job.seeds[0]:
