@@ -5,8 +5,10 @@
   test). The mean over all steps dilutes a local effect, so the same is reported at the steps after the
   trajectory first writes its answer when the run knows its answers (:mod:`analyses.mi.planted`).
 * The peak fraction: the share of tokens that count as peaks, with its Wilson interval; above
-  :data:`SPARSE` it is flagged (peaks that mark almost half of the tokens cap every enrichment near 2).
-* Thinking words: each top word's enrichment with its interval, an effect only when it excludes 1.
+  :data:`SPARSE` it is flagged (peaks that mark almost half of the tokens cap every enrichment near 2), in the
+  finding's ``extra["flag"]`` and its sentence (``extra["otherwise"]``, which the CLI's closing lines print).
+* Thinking words: each top word's enrichment with its interval, an effect only when it excludes 1; at a run whose
+  peak fraction is flagged, every word's claim and ``extra["flag"]`` carry the flag and the cap it puts on enrichment.
 * Suppression, Representation Recycling and TTTS: accuracies with n and Wilson intervals against their
   controls, with the headroom the control leaves (``at ceiling`` when the control is at 1.0).
 
@@ -46,28 +48,56 @@ def mi_vs_shuffled_finding(model: str, own: Sequence[float], shuffled: Sequence[
                           control="shuffled answer", statistic="mean MI", alpha=alpha, seed=seed)
 
 
+def peak_flag(peak_fraction: float | None) -> str | None:
+    """The flag of a peak fraction above :data:`SPARSE` (None at or below it).
+
+    Example:
+        >>> peak_flag(600 / 1312), peak_flag(0.05)
+        ('peaks are 46% of tokens (above 20%): not sparse', None)
+    """
+    if peak_fraction is None or not peak_fraction > SPARSE:
+        return None
+    return f"peaks are {peak_fraction:.0%} of tokens (above {SPARSE:.0%}): not sparse"
+
+
 def peak_fraction_finding(model: str, n_peaks: int, n_tokens: int, *, n: int, rule: str = "top_k") -> Finding:
-    """The share of tokens that are peaks, against :data:`SPARSE`; ``extra["flag"]`` says when it is above."""
+    """The share of tokens that are peaks, against :data:`SPARSE`; ``extra["flag"]`` says when it is above, and
+    ``extra["otherwise"]`` puts the flag in the finding's sentence (the CLI's closing lines, the Home card)."""
     value = n_peaks / n_tokens if n_tokens else float("nan")
     ci = wilson(int(n_peaks), int(n_tokens))
     verdict = verdict_from_interval(ci, SPARSE, n=n, higher_is_effect=False)
     extra: dict[str, Any] = {"rule": rule, "n_peaks": int(n_peaks), "n_tokens": int(n_tokens), "interval": "wilson"}
-    if n_tokens and value > SPARSE:
-        extra["flag"] = f"peaks are {value:.0%} of tokens (above {SPARSE:.0%}): not sparse"
+    flag = peak_flag(value) if n_tokens else None
+    if flag:
+        extra["flag"] = flag
+        extra["otherwise"] = f"{model}: {flag}"
     return Finding(f"{model}: {rule} peaks are sparse", "peak_fraction", value, ci, n, f"at most {SPARSE:.0%}",
                    SPARSE, verdict, extra=extra)
 
 
-def word_findings(model: str, rows: Sequence[Mapping[str, Any]], *, n: int, top: int) -> list[Finding]:
-    """The enrichment of the ``top`` words seen at peaks; effect only where the interval excludes 1."""
+def word_findings(model: str, rows: Sequence[Mapping[str, Any]], *, n: int, top: int,
+                  peak_fraction: float | None = None) -> list[Finding]:
+    """The enrichment of the ``top`` words seen at peaks; effect only where the interval excludes 1.
+
+    With a ``peak_fraction`` above :data:`SPARSE` every word's claim and ``extra["flag"]`` say so, with the cap it puts
+    on any enrichment (``1 / peak_fraction``: a word that is a peak every time it occurs), so that a word's enrichment
+    is never read without knowing that the peaks are not sparse.
+    """
+    flag = peak_flag(peak_fraction)
+    if flag:
+        flag = f"{flag}, so no enrichment can exceed {1.0 / float(peak_fraction):.2f}"
     out = []
     for r in [r for r in rows if r.get("peak_count", 0) > 0][:top]:
         lo, hi = r.get("ci_low"), r.get("ci_high")
         ratio = r.get("ratio")
         if ratio is None or lo is None or hi is None:
             continue
-        f = ratio_finding(f"{model}: '{r['word']}' is enriched at peaks", float(ratio), (float(lo), float(hi)), n=n)
-        out.append(replace(f, extra={"peak_count": r.get("peak_count"), "total_count": r.get("total_count")}))
+        claim = f"{model}: '{r['word']}' is enriched at peaks" + (f" [{flag}]" if flag else "")
+        f = ratio_finding(claim, float(ratio), (float(lo), float(hi)), n=n)
+        extra: dict[str, Any] = {"peak_count": r.get("peak_count"), "total_count": r.get("total_count")}
+        if flag:
+            extra |= {"flag": flag, "peak_fraction": round(float(peak_fraction), 6)}
+        out.append(replace(f, extra=extra))
     return out
 
 
@@ -170,5 +200,6 @@ def model_findings(name: str, records: Sequence[TrajectoryRecord], *, word_rows:
     n_peaks = sum(len(r.peaks.get(rule, ())) for r in records)
     n_tokens = sum(len(r.tokens) for r in records)
     out.append(peak_fraction_finding(name, n_peaks, n_tokens, n=len(records), rule=rule))
-    out += word_findings(name, word_rows, n=len(records), top=top)
+    out += word_findings(name, word_rows, n=len(records), top=top,
+                         peak_fraction=n_peaks / n_tokens if n_tokens else None)
     return out
