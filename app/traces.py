@@ -503,9 +503,9 @@ def token_text(tok: str) -> str:
 
 def tokens_html(trace: TraceData, values: list[float | None], *, quantity: str, selected: int | None = None,
                 highlight: str | None = None, marks: tuple[str, ...] | None = None) -> str:
-    """The trace's tokens as one HTML block: background = ``values`` (white to blue), an outline on ``selected``,
-    an orange frame on the ``highlight`` word, a line under marked positions; each token links to this view with
-    ``token=<position>`` (the link convention of :func:`trace_link`)."""
+    """The trace's tokens as one HTML block: background = ``values`` (white to blue), a black ring on ``selected``
+    (``data-selected``), an orange frame on the ``highlight`` word (``data-highlight``), a line under marked
+    positions; each token (``data-pos``) links to this view with ``token=<position>`` (:func:`trace_link`)."""
     lo, hi = value_range(values)
     lit = highlighted(trace.tokens, highlight, trace.separator)
     chosen = [m for m in trace.marks if marks is None or m in marks]
@@ -514,17 +514,25 @@ def tokens_html(trace: TraceData, values: list[float | None], *, quantity: str, 
         v = values[t] if t < len(values) else None
         style = [f"background:{colour(v, lo, hi)}", "padding:1px 2px", "margin:1px", "border-radius:3px",
                  "color:inherit", "text-decoration:none", "display:inline-block"]
+        shadows = []
         for m in chosen:
             if t in trace.marks[m]:
-                style += [s for k, s in MARK_STYLES.items() if m.startswith(k)]
+                for k, s in MARK_STYLES.items():
+                    if m.startswith(k):
+                        (shadows.append(s.split(":", 1)[1]) if s.startswith("box-shadow") else style.append(s))
+        attrs = f'data-pos="{t}"'
         if t in lit:
             style.append("outline:2px solid #ff7f0e")
+            attrs += ' data-highlight="1"'
         if t == selected:
-            style.append("outline:3px solid #111")
+            shadows.append("0 0 0 3px #111")
+            attrs += ' data-selected="1"'
+        if shadows:
+            style.append("box-shadow:" + ",".join(shadows))
         href = trace_link(trace.run, trace.trace_id, quantity, token=t, highlight=highlight or None)
         title = f"position {t}" + ("" if v is None else f" · {quantity} = {v:.4g}")
         title += "".join(f" · {m}" for m in chosen if t in trace.marks[m])
-        out.append(f'<a href="?{href.split("?", 1)[1]}" target="_self" class="tl-tok" data-pos="{t}" '
+        out.append(f'<a href="?{token_text(href.split("?", 1)[1])}" target="_self" class="tl-tok" {attrs} '
                    f'title="{token_text(title)}" style="{";".join(style)}">{token_text(tok) or "&nbsp;"}</a>')
     return '<div class="tl-trace" style="line-height:2.0;font-family:monospace;font-size:0.95rem">' + "".join(out) + "</div>"
 

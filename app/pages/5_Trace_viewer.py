@@ -221,8 +221,8 @@ st.markdown(tr.tokens_html(t, values, quantity=quantity_name, selected=token, hi
             unsafe_allow_html=True)
 lo, hi = tr.value_range(values)
 legend = [f"background: {quantity_label} from {lo:.3g} (white) to {hi:.3g} (blue)"]
-legend += [f"{m}: {'green' if m.startswith('peak') else 'purple' if m.startswith('cue') else 'red' if m.startswith('exit') else 'italic'} line"
-           for m in shown]
+LOOKS = {"peak": "green line", "cue": "purple line", "exit": "red line", "latent": "italic"}
+legend += [f"{m}: {next((v for k, v in LOOKS.items() if m.startswith(k)), 'marked')}" for m in shown]
 if highlight:
     legend.append(f"orange frame: {highlight!r} ({len(tr.highlighted(t.tokens, highlight, t.separator))} found)")
 st.caption("; ".join(legend) + ". Click a token to open it.")

@@ -1,0 +1,216 @@
+"""The trace viewer (app/traces.py, app/pages/5_Trace_viewer.py): links, traces, per-token quantities, the logit lens.
+
+Oracles: the logit lens's last layer against the model's own forward logits; the peaks linked from an enrichment
+word against the enrichment's own peak count; the token diff against a hand-made edit; every token link parsed back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[2] / "app"
+sys.path.insert(0, str(APP))
+import traces as tr  # noqa: E402
+
+VIEWER = APP / "pages" / "5_Trace_viewer.py"
+MI_PAGE = APP / "pages" / "2_MI_peaks.py"
+
+
+def _params(url: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+
+
+def test_trace_link_round_trips_every_parameter():
+    url = tr.trace_link("mi-peaks/run 1", "tiny-think/3", "feature:5@data/saes/x", token=7, highlight=" so&wait")
+    assert urlsplit(url).path == "/Trace_viewer"
+    assert _params(url) == {"run": "mi-peaks/run 1", "trace": "tiny-think/3", "quantity": "feature:5@data/saes/x",
+                            "token": "7", "highlight": " so&wait"}
+    assert "token" not in _params(tr.trace_link("lynx/a", "0", "probe"))
+    assert tr.parse_feature_quantity(tr.feature_quantity(633)) == (633, None)
+    with pytest.raises(tr.ThinklensError, match="feature:<index>"):
+        tr.parse_feature_quantity("feature:x")
+
+
+def test_run_kind_refuses_paths_outside_the_known_kinds():
+    assert tr.run_kind("lynx/demo") == "lynx"
+    for bad in ("../etc", "probe/demo", "mi-peaks/a/b", "mi-peaks"):
+        with pytest.raises(tr.ThinklensError, match="kind"):
+            tr.run_kind(bad)
+
+
+def test_token_diff_marks_exactly_the_inserted_and_replaced_tokens():
+    before = "<< 3 + 4 = 7 >> #### 7".split()
+    after = "<< 3 + 4 = 7 >> wait << 3 + 4 = 8 >> #### 8".split()
+    changed, ops = tr.token_diff(before, after)
+    # hand-made: the first 7 tokens are kept, the rest is new except what the matcher aligns with "#### 7"
+    assert changed[:7] == [0.0] * 7 and changed[7] == 1.0
+    kept = [a for a, c in zip(after, changed) if c == 0.0]
+    assert len(kept) == sum(b.size for b in __import__("difflib").SequenceMatcher(a=before, b=after).get_matching_blocks())
+    assert all(o["change"] in ("insert", "replace", "delete") for o in ops)
+
+
+def test_tokens_html_links_every_token_and_marks_highlight_and_selection():
+    t = tr.TraceData(run="mi-peaks/r", kind="mi-peaks", trace_id="m/2", model=None, prompt="",
+                     tokens=["so", "<<", "*", "So", "#"], quantities={"mi": [0.1, None, 0.5, 0.9, 0.0]},
+                     marks={"peak (top_k)": [3]}, separator=" ")
+    html = tr.tokens_html(t, t.quantities["mi"], quantity="mi", selected=2, highlight="so")
+    links = re.findall(r'<a href="\?([^"]+)"[^>]*data-pos="(\d+)"([^>]*)>', html)
+    assert [int(p) for _, p, _ in links] == list(range(5))
+    for q, p, _ in links:
+        assert _params("?" + q.replace("&amp;", "&")) == {"run": "mi-peaks/r", "trace": "m/2", "quantity": "mi",
+                                                          "token": p, "highlight": "so"}
+    assert [p for _, p, a in links if "data-highlight" in a] == ["0", "3"]
+    assert [p for _, p, a in links if "data-selected" in a] == ["2"]
+    assert "&#42;" in html and "&#35;" in html and "<<" not in html  # markdown and HTML specials escaped
+    assert tr.colour(None, 0, 1) == "transparent" and tr.colour(0.9, 0.1, 0.9).endswith("0.85)")
+
+
+# ---------------------------------------------------------------------------------------------- the logit lens
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from thinklens import HookedModel
+    from thinklens.testing import build_tiny_model
+
+    torch.manual_seed(0)
+    return HookedModel.load(str(build_tiny_model("llama", tmp_path_factory.mktemp("tiny"), vocab_size=64)))
+
+
+def test_logit_lens_last_layer_is_the_models_own_next_token_distribution(tiny_model):
+    prompt, gen = [1, 5, 9, 12], [7, 3, 22, 40, 2]
+    lens = tr.logit_lens(tiny_model, prompt, gen, k=3)
+    with torch.no_grad():
+        logits = tiny_model.hf(torch.tensor([prompt + gen])).logits[0].float()  # [pos, vocab], the HF forward
+    probs = torch.softmax(logits, -1)
+    assert lens.layers == list(range(tiny_model.n_layers)) and len(lens.top) == len(gen)
+    for t in range(len(gen)):
+        row = probs[len(prompt) - 1 + t]  # the state that produced generated token t
+        top = row.topk(3)
+        got = lens.top[t][-1]
+        assert [tok for tok, _ in got] == [tiny_model.tokenizer.decode([int(i)]) for i in top.indices]
+        assert [p for _, p in got] == pytest.approx(top.values.tolist(), abs=1e-5)
+        assert lens.p_token[t][-1] == pytest.approx(float(row[gen[t]]), abs=1e-5)
+        assert lens.entropy[t] == pytest.approx(float(-(row * row.clamp_min(1e-30).log()).sum()), abs=1e-4)
+        assert all(len(layer) == 3 and sum(p for _, p in layer) <= 1 + 1e-6 for layer in lens.top[t])
+
+
+def test_logit_lens_refuses_an_empty_trace(tiny_model):
+    with pytest.raises(tr.ThinklensError, match="at least one generated token"):
+        tr.logit_lens(tiny_model, [1, 2], [])
+
+
+# ---------------------------------------------------------------------------------------------- the pages
+
+@pytest.fixture(scope="module")
+def mi_root(tmp_path_factory):
+    from analyses.mi.synthetic import build_synthetic_run
+
+    root = tmp_path_factory.mktemp("runs")
+    build_synthetic_run(root, n=24, models=("tiny-think", "tiny-cot"), run_id="syn", interventions=False)
+    return root
+
+
+def _enrichment(root: Path) -> dict:
+    return json.loads((root / "mi-peaks" / "syn" / "results" / "enrichment.json").read_text())
+
+
+def test_peak_occurrences_count_what_the_enrichment_counted(mi_root):
+    enr = _enrichment(mi_root)
+    checked = 0
+    for key, units in enr.items():
+        for unit, rules in units.items():
+            for rule, block in rules.items():
+                for w in block["words"][:3]:
+                    occ = tr.peak_occurrences(mi_root, "mi-peaks/syn", key, rule, w["word"], unit=unit)
+                    assert len(occ) == w["peak_count"], (key, unit, rule, w["word"])
+                    for i, p in occ:
+                        rec = tr.load_trace(mi_root, "mi-peaks/syn", f"{key}/{i}")
+                        assert p in rec.marks[f"peak ({rule})"]
+                        assert p in tr.highlighted(rec.tokens, w["word"], rec.separator)
+                    checked += 1
+    assert checked >= 4
+
+
+def _viewer(root: Path, monkeypatch, **params) -> AppTest:
+    monkeypatch.setenv("THINKLENS_RUNS", str(root))
+    at = AppTest.from_file(str(VIEWER), default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = str(v)
+    return at.run()
+
+
+def _axis_titles(at: AppTest) -> list[tuple[str, str, str]]:
+    """(title, x axis title, y axis title) of every plotly chart on the page."""
+    out = []
+    for c in at.get("plotly_chart"):
+        fig = json.loads(c.proto.spec)
+        lay = fig.get("layout", {})
+        t = lambda a: ((lay.get(a) or {}).get("title") or {}).get("text", "")  # noqa: E731
+        out.append(((lay.get("title") or {}).get("text", ""), t("xaxis"), t("yaxis")))
+    return out
+
+
+def test_viewer_shows_a_linked_token_highlighted_and_its_logit_lens(mi_root, monkeypatch):
+    from thinklens.zoo.registry import zoo_path
+
+    enr = _enrichment(mi_root)["tiny-think"]["words"]["top_k"]["words"]
+    word = enr[0]["word"]
+    i, p = tr.peak_occurrences(mi_root, "mi-peaks/syn", "tiny-think", "top_k", word)[0]
+    at = _viewer(mi_root, monkeypatch, **_params(tr.trace_link("mi-peaks/syn", f"tiny-think/{i}", "mi", token=p,
+                                                                  highlight=word)))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not at.get("json")  # no JSON viewer element
+    strip = next(m.value for m in at.markdown if "tl-trace" in m.value)
+    assert re.search(rf'data-pos="{p}" data-highlight="1" data-selected="1"', strip)
+    assert any(f"orange frame: {word!r}" in c.value for c in at.caption)
+    assert at.subheader[0].value.startswith(f"Token {p}:")
+    if zoo_path("tiny-think") is None:
+        pytest.skip("the zoo is not trained: no model for the logit lens")
+    lens = next(d.value for d in at.dataframe if "layer" in d.value.columns)
+    assert lens["layer"].tolist() == [0, 1, 2, 3] and "top 1" in lens.columns
+    for title, x, y in _axis_titles(at):
+        assert x and y, f"chart {title!r} lacks an axis title"
+    assert len(_axis_titles(at)) == 2  # the quantity per token and the lens per layer
+
+
+def test_viewer_computes_entropy_and_survives_bad_links(mi_root, monkeypatch):
+    from thinklens.zoo.registry import zoo_path
+
+    at = _viewer(mi_root, monkeypatch, run="mi-peaks/syn", trace="tiny-think/0", quantity="mi", token=999)
+    assert not at.exception and any("outside this trace" in w.value for w in at.warning)
+    at = _viewer(mi_root, monkeypatch, run="../../etc", trace="x", quantity="nope")
+    assert not at.exception and not at.error  # an unknown run falls back to the first run, an unknown quantity to mi
+    assert at.query_params["run"] == "mi-peaks/syn" and at.query_params["quantity"] == "mi"
+    if zoo_path("tiny-think") is None:
+        pytest.skip("the zoo is not trained")
+    at = _viewer(mi_root, monkeypatch, run="mi-peaks/syn", trace="tiny-think/0", quantity="entropy")
+    assert not at.exception and not at.error
+    values = [float(v) for v in re.findall(r"· entropy = ([0-9.e+-]+)", next(
+        m.value for m in at.markdown if "tl-trace" in m.value))]
+    assert values and all(0 <= v <= math.log(200) for v in values)
+
+
+def test_enrichment_word_links_open_its_peaks(mi_root, monkeypatch):
+    monkeypatch.setenv("THINKLENS_RUNS", str(mi_root))
+    at = AppTest.from_file(str(MI_PAGE), default_timeout=120).run()
+    at.radio(key="mi-view").set_value("Thinking tokens").run()
+    assert not at.exception
+    key = at.selectbox(key="mi-enr-model")
+    words = at.selectbox(key="mi-enr-word").options
+    word = words[0]
+    block = _enrichment(mi_root)["tiny-think"]["words"]["top_k"]
+    assert words == [w["word"] for w in block["words"]] and key.value == 0
+    md = next(m.value for m in at.markdown if "tl-link" in m.value and "peak(s)" in m.value)
+    hrefs = [h.replace("&amp;", "&") for h in re.findall(r'href="([^"]+)"', md)]
+    want = [tr.trace_link("mi-peaks/syn", f"tiny-think/{i}", "mi", token=p, highlight=word)
+            for i, p in tr.peak_occurrences(mi_root, "mi-peaks/syn", "tiny-think", "top_k", word)]
+    assert hrefs == want[:60] and len(want) == block["words"][0]["peak_count"]
