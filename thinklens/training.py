@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -221,6 +222,19 @@ def launched_world_size() -> int:
         return 1
 
 
+def close_process_group() -> None:
+    """Leave the launch's process group while the interpreter is still whole.
+
+    Gloo's worker threads that outlive the interpreter's finalization abort the process (SIGABRT) now and
+    then, after its work is done and its results are written; a relaunch then reads as a crash. Runs at
+    exit of every process that joined a group through :func:`shared_run_folder`; a no-op when none is open.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def shared_run_folder(create: Callable[[], "RunFolder"], *, cpu: bool = True) -> "RunFolder":
     """The one run folder of a multi-process launch: rank 0 runs ``create`` (the resume check, config.json),
     the other ranks open the folder it made. One process: ``create()``.
@@ -240,6 +254,8 @@ def shared_run_folder(create: Callable[[], "RunFolder"], *, cpu: bool = True) ->
     from thinklens.runs import RunFolder
 
     state = PartialState(cpu=cpu)  # joins the launch's process group (the trainer's Accelerator reuses it)
+    atexit.unregister(close_process_group)  # one registration however many jobs this process runs
+    atexit.register(close_process_group)
     box: list[Any] = [None]
     error: BaseException | None = None
     if state.is_main_process:
