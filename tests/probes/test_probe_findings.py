@@ -119,7 +119,7 @@ def _check_summary(summary: dict) -> None:
 
 def test_intermediate_job_summary_carries_findings(zooish, tmp_path):
     run_job("probe", model=zooish, n_problems=24, max_steps=2, folds=2, sites=("embed", "resid_post.0"),
-            prompt_format="think", runs=tmp_path, run_id="p", progress=False)
+            prompt_format="think", runs=tmp_path, run_id="p", progress=False, threads=1)
     summary = RunFolder.open(tmp_path / "probe" / "p").meta()["summary"]
     _check_summary(summary)
     (f,) = summary["findings"]
@@ -128,7 +128,7 @@ def test_intermediate_job_summary_carries_findings(zooish, tmp_path):
 
 def test_correct_job_summary_carries_findings(reasoner, tmp_path):
     run_job("probe", model=reasoner, target="correct", n_problems=40, min_steps=5, max_steps=8, folds=2,
-            sites=("resid_post.0",), intention=False, runs=tmp_path, run_id="c", progress=False)
+            sites=("resid_post.0",), intention=False, runs=tmp_path, run_id="c", progress=False, threads=1)
     summary = RunFolder.open(tmp_path / "probe" / "c").meta()["summary"]
     _check_summary(summary)
     assert {f["statistic"] for f in summary["findings"]} <= {"auroc", "accuracy"}
