@@ -10,6 +10,7 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import error_card, read_result, run_picker, runs_root, show_figure  # noqa: E402
+from compare import show_comparison  # noqa: E402
 from exports import chart, table  # noqa: E402
 from traces import link_html, trace_link  # noqa: E402
 
@@ -109,6 +110,9 @@ if run is not None:
                         chart(figure_entropy(latents, f"{name}: per-step entropy"), key=f"entropy-{name}-{pick}")
                     except (KeyError, TypeError, ValueError) as e:
                         error_card(f"entropy of {name}", e)
+
+st.header("Compare latent-eval runs")
+show_comparison("latent-eval")
 
 st.header("Training runs")
 train_runs = [r for r in discover_runs(runs_root(), "latent-train")]
