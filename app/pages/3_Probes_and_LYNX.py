@@ -91,7 +91,7 @@ def lynx_section() -> None:
         "δ": r["delta"], "accuracy": r["accuracy"], "Δ accuracy vs full": r["accuracy_change"],
         "mean tokens": r["mean_tokens"], "token saving": r["saving"], "exit rate": r["exit_rate"],
         "P(S={1}|y=0)": r["rate"], "95% upper": r["upper"], "margin": r["margin"],
-        "within bound": r["consistent"], "q_pos": r["q_pos"], "q_neg": r["q_neg"],
+        "bound not rejected": r["consistent"], "q_pos": r["q_pos"], "q_neg": r["q_neg"],
     } for r in result.per_delta], key="lynx-per-delta", name=f"lynx-{run.run_id}-per-delta")
     rollouts_section(run, deltas)
     skipped = list(s.get("skipped_deltas") or result.report.skipped_deltas)
@@ -144,7 +144,7 @@ def lynx_compare_section() -> None:
         test = res.summary.get("splits", {}).get("test", {})
         rows += [{"run": r.run_id, "model": res.summary.get("model"), "δ": row["delta"], "accuracy": row["accuracy"],
                   "Δ accuracy vs full": row["accuracy_change"], "token saving": row["saving"],
-                  "within bound": row["consistent"], "test rollouts": test.get("rollouts")} for row in res.per_delta]
+                  "bound not rejected": row["consistent"], "test rollouts": test.get("rollouts")} for row in res.per_delta]
     if results:
         chart(figure_pareto_runs(results, x=x), key="lynx-compare", name="lynx-pareto-runs")
         table(rows, key="lynx-compare-table", name="lynx-runs-per-delta")
