@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -649,10 +650,10 @@ def _watch_reads(root: Path) -> list[str]:
     return outside
 
 
-def check_here() -> tuple[list[str], bool]:
-    """Rebuild every summary from this tree and compare it with the file: one line per summary, and whether none
-    differs or read outside the tree. A summary whose inputs are not here is reported as having no record, with the
-    command that rebuilds it (from its committed ``command``)."""
+def check_here() -> tuple[list[str], bool, list[dict[str, str]]]:
+    """Rebuild every summary from this tree and compare it with the file: one line per summary, whether none
+    differs or read outside the tree, and each summary's status. A summary whose inputs are not here is reported as
+    having no record, with the command that rebuilds it (from its committed ``command``)."""
     outside = _watch_reads(ROOT)
     lines, same, ok = [], 0, True
     for name in COLLECTORS:
@@ -681,25 +682,61 @@ def check_here() -> tuple[list[str], bool]:
             old = (committed or "").splitlines()
             i = next((i for i, (a, b) in enumerate(zip(old, text.splitlines())) if a != b), min(len(old), len(text.splitlines())))
             lines.append(f"differs: results/{name}.json at line {i + 1} (write it with `python results/collect.py {name}`)")
+    statuses = [{"summary": m.group(2), "status": m.group(1), "missing": m.group(3) or ""} for m in
+                (re.match(r"([a-z ]+): (results/\w+\.json)(?:.*\[missing (.*)\])?", x) for x in lines) if m]
     lines.append(f"summaries_identical={same}/{len(COLLECTORS)}")
-    return lines, ok
+    return lines, ok, statuses
 
 
-def check() -> int:
+#: The README block listing which summaries rebuild from committed records (``--check --write``).
+RECORDS_SUMMARY, RECORDS_TEMPLATE = OUT / "records.json", OUT / "readme" / "records.md"
+
+
+def records_template(n: int) -> str:
+    rows = "".join(f"| `{{{{values.summaries[{i}].summary}}}}` | {{{{values.summaries[{i}].status}}}} |\n" for i in range(n))
+    return ("Which summaries a fresh clone rebuilds (`python results/collect.py --check`: every collector run on a copy "
+            "of the\ntracked files alone, its output compared byte for byte; \"no record\": the run folders are not "
+            "in the repository,\nthe summary's `command` rebuilds them):\n\n| summary | rebuilt from committed files "
+            "|\n|---|---|\n" + rows + "\n`summaries_identical={{values.identical}}/{{values.total}}`\n")
+
+
+def write_records_summary(statuses: list[dict[str, str]]) -> None:
+    """results/records.json and its README template from a check's statuses."""
+    import datetime
+
+    identical = sum(s["status"] == "identical" for s in statuses)
+    summary = {"command": "python results/collect.py --check --write", "date": datetime.date.today().isoformat(),
+               "source": "results/collect.py --check (a copy of the tracked files under results/ and data/)",
+               "config": {"folders": list(CHECK_FOLDERS), "suffixes": list(CHECK_SUFFIXES)},
+               "values": {"summaries": statuses, "identical": identical, "total": len(statuses),
+                          "no_record": [s["summary"] for s in statuses if s["status"] == "no record"]}}
+    RECORDS_SUMMARY.write_text(json.dumps(summary, indent=1) + "\n")
+    RECORDS_TEMPLATE.write_text(records_template(len(statuses)))
+
+
+def check(write: bool = False) -> int:
     """``--check``: in a git checkout, rebuild the summaries in a copy of the tracked inputs (so that untracked run
-    folders and ``$THINKLENS_RUNS`` cannot stand in for a missing record); elsewhere (an unpacked archive), here."""
+    folders and ``$THINKLENS_RUNS`` cannot stand in for a missing record); elsewhere (an unpacked archive), here.
+    ``write``: also write results/records.json (each summary's status) and its README template."""
     import subprocess
     import tempfile
 
     if not (ROOT / ".git").exists():
-        lines, ok = check_here()
+        lines, ok, statuses = check_here()
         print("\n".join(lines))
+        if write:
+            write_records_summary(statuses)
         return 0 if ok else 1
     with tempfile.TemporaryDirectory(prefix="thinklens-check-") as tmp:
         n = tracked_copy(Path(tmp))
         env = {k: v for k, v in os.environ.items() if k not in RUN_ENV}
         print(f"copied {n} tracked files under {', '.join(CHECK_FOLDERS)}/ (no weights)", flush=True)
-        return subprocess.call([sys.executable, str(Path(tmp) / "results" / "collect.py"), "--check-here"], cwd=tmp, env=env)
+        status = Path(tmp) / "check-status.json"
+        rc = subprocess.call([sys.executable, str(Path(tmp) / "results" / "collect.py"), "--check-here", str(status)],
+                             cwd=tmp, env=env)
+        if write and status.is_file():
+            write_records_summary(json.loads(status.read_text()))
+        return rc
 
 
 def main(argv: list[str]) -> int:
@@ -711,16 +748,18 @@ def main(argv: list[str]) -> int:
     if argv == ["--record-demo"]:
         print(keep_demo_record())
         return 0
-    if argv == ["--check"]:
-        return check()
-    if argv == ["--check-here"]:
-        lines, ok = check_here()
+    if argv[:1] == ["--check"] and argv[1:] in ([], ["--write"]):
+        return check(write=argv[1:] == ["--write"])
+    if argv[:1] == ["--check-here"] and len(argv) <= 2:
+        lines, ok, statuses = check_here()
         print("\n".join(lines))
+        if len(argv) == 2:  # where the statuses go (--check reads them)
+            Path(argv[1]).write_text(json.dumps(statuses))
         return 0 if ok else 1
     names = argv or list(COLLECTORS)
     unknown = [n for n in names if n not in COLLECTORS]
     if unknown:
-        raise SystemExit(f"unknown summary {', '.join(unknown)}; known: {', '.join(COLLECTORS)} (or --check, "
+        raise SystemExit(f"unknown summary {', '.join(unknown)}; known: {', '.join(COLLECTORS)} (or --check [--write], "
                          "--record RUN NAME, --record-demo)")
     for name in names:
         print(f"{write(name)}")

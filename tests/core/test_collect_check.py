@@ -3,6 +3,7 @@ tracked files alone, the others are named with the command that rebuilds them, a
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -37,6 +38,10 @@ def test_check_rebuilds_every_committed_summary_and_names_the_others():
             assert "(rebuild: " in line and "python results/collect.py " in line, line
     identical = sum(s == "identical" for s in status.values())
     assert lines[-1] == f"summaries_identical={identical}/{len(names)}"
+    # the README's records block (results/records.json, `--check --write`) says what the check says
+    committed = json.loads((ROOT / "results" / "records.json").read_text())["values"]
+    assert {Path(s["summary"]).stem: s["status"] for s in committed["summaries"]} == status
+    assert committed["identical"] == identical
 
 
 def test_a_hand_edit_to_a_summary_is_noticed(tmp_path):
