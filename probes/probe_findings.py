@@ -18,7 +18,8 @@ full-data best score (the summary's ``best_score``) is optimistic by the winner'
   (positions of a problem resampled together), against the shuffled-label probe (values permuted over the report
   rows, scored against the permuted values) or predicting the mean (0).
 
-Verdicts: ``effect`` when the interval lies above the control; ``too few samples`` below
+Verdicts: ``effect`` when the interval lies above the control; ``at ceiling`` when the control leaves no room (the
+majority class, or a steps-only probe that ranks every problem right); ``too few samples`` below
 :data:`thinklens.stats.MIN_N` report problems, or when a half cannot be cross-validated.
 
 Example:
@@ -225,8 +226,11 @@ def correct_findings(features: Mapping[str, np.ndarray], y: np.ndarray, *, probe
         c = choice.pred["control"]
         ctrl = float(auroc_rows(c, yr, np.arange(n)[None])[0])
         diff_ci = _boot(n, lambda idx: auroc_rows(p, yr, idx) - auroc_rows(c, yr, idx), seed)
+        verdict = verdict_from_interval(diff_ci, 0.0, n=n)
+        if verdict == "no effect" and ctrl >= 1.0:  # difficulty alone ranks every problem: no AUROC could beat it
+            verdict = "at ceiling"
         out.append(Finding(f"the probe at {choice.site} knows more than the problem's number of steps", "auroc", auc, ci,
-                           n, "steps-only probe (same problems)", ctrl, verdict_from_interval(diff_ci, 0.0, n=n),
+                           n, "steps-only probe (same problems)", ctrl, verdict,
                            extra={"diff": round(auc - ctrl, 6), "diff_ci": [round(diff_ci[0], 6), round(diff_ci[1], 6)],
                                   "test": "paired bootstrap of the AUROC difference over problems", "site": choice.site}))
     return out

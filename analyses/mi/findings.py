@@ -156,7 +156,7 @@ def mi_headline(f: Finding | Mapping[str, Any]) -> str:
 
 
 def words_headline(findings: Sequence[Finding | Mapping[str, Any]]) -> str:
-    """The enriched thinking words, or that none is."""
+    """The enriched thinking words, or that none is; with the run's peak-fraction flag when the words carry it."""
     def get(f: Finding | Mapping[str, Any], k: str) -> Any:
         return getattr(f, k) if isinstance(f, Finding) else f[k]
 
@@ -165,8 +165,10 @@ def words_headline(findings: Sequence[Finding | Mapping[str, Any]]) -> str:
         verdicts = sorted({get(f, "verdict") for f in findings}) or ["no words at peaks"]
         return f"{NO_WORD} ({', '.join(verdicts)})"
     words = [get(f, "claim").split("'")[1] for f in enriched]
+    flags = sorted({(get(f, "extra") or {}).get("flag") for f in enriched} - {None})
     return "thinking words enriched at peaks: " + ", ".join(
-        f"'{w}' x{get(f, 'value'):.2f} [{get(f, 'ci')[0]:.2f}, {get(f, 'ci')[1]:.2f}]" for w, f in zip(words, enriched))
+        f"'{w}' x{get(f, 'value'):.2f} [{get(f, 'ci')[0]:.2f}, {get(f, 'ci')[1]:.2f}]" for w, f in zip(words, enriched)) + (
+        f" ({'; '.join(flags)})" if flags else "")
 
 
 def per_trajectory_means(curves: Sequence[Sequence[float]]) -> np.ndarray:

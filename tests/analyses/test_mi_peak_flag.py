@@ -32,7 +32,9 @@ def test_dense_peaks_are_flagged_everywhere():
         assert "no enrichment can exceed 2.00" in w.extra["flag"] and w.extra["flag"] in w.claim
         assert w.extra["flag"] in finding_sentence(w.to_dict()) and w.extra["peak_fraction"] == 0.5
     assert (wait.verdict, so.verdict) == ("effect", "no effect")  # wait's interval [1.5, 2.0] excludes 1; so's holds it
-    assert words_headline([wait, so]).startswith("thinking words enriched at peaks: 'wait' x1.90")
+    head = words_headline([wait, so])
+    assert head.startswith("thinking words enriched at peaks: 'wait' x1.90") and head.endswith(f"({wait.extra['flag']})")
+    assert words_headline([w.to_dict() for w in (wait, so)]) == head
 
 
 def test_sparse_peaks_are_an_effect_and_carry_no_flag():

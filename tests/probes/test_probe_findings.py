@@ -47,14 +47,20 @@ def test_planted_running_value_is_an_effect_and_noise_is_not():
 
 def test_steps_control_explains_everything_then_the_probe_is_no_effect():
     rng = np.random.default_rng(3)
-    n_steps = rng.integers(1, 5, size=120)
-    y = (n_steps <= 2).astype(int)  # correctness is the difficulty, nothing else
+    n_steps = rng.integers(1, 5, size=160)
     steps = np.eye(5)[n_steps]
-    feats = {"resid_post.0": np.c_[steps + 0.05 * rng.normal(size=(120, 5)), rng.normal(size=(120, 2))]}
-    found = probe_findings(feats, y, target="correct", folds=3, steps=steps)
-    beats_chance, _, beats_steps = found
+    y = (rng.random(160) < np.where(n_steps <= 2, 0.85, 0.15)).astype(int)  # correctness is the difficulty, and noise
+    feats = {"resid_post.0": np.c_[steps + 0.05 * rng.normal(size=(160, 5)), rng.normal(size=(160, 2))]}
+    beats_chance, _, beats_steps = probe_findings(feats, y, target="correct", folds=3, steps=steps)
     assert beats_chance.verdict == "effect" and beats_steps.control == "steps-only probe (same problems)"
     assert beats_steps.verdict == "no effect" and beats_steps.extra["diff_ci"][0] <= 0 <= beats_steps.extra["diff_ci"][1]
+    h = rng.normal(size=160)  # what the model knows beyond the difficulty
+    more = ((n_steps <= 2) + 1.5 * h > 0.5).astype(int)
+    *_, planted = probe_findings({"resid_post.0": np.c_[steps, h]}, more, target="correct", folds=3, steps=steps)
+    assert planted.verdict == "effect" and planted.extra["diff_ci"][0] > 0
+    exact = (n_steps <= 2).astype(int)  # difficulty ranks every problem: no probe can beat it
+    *_, perfect = probe_findings(feats, exact, target="correct", folds=3, steps=steps)
+    assert perfect.control_value == 1.0 and perfect.verdict == "at ceiling"
 
 
 def test_the_site_is_chosen_without_the_report_half():
