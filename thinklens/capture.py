@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 POSITIONS = ("all", "last")
 STORE = "store"
+#: The summary keys of a data job (capture, import-traces): it claims nothing, so its findings are empty, and the
+#: CLI's closing lines say why.
+NO_FINDINGS: dict[str, Any] = {"findings": [], "findings_note": "data job: no findings"}
 """The store's folder inside the run folder."""
 
 
@@ -149,7 +152,7 @@ def run(config: CaptureConfig, ctx: JobContext) -> CaptureResult:
     result = CaptureResult(store=str(store.path.resolve()), model=config.model, sites=[str(s) for s in sites],
                            positions=config.positions, prompts=config.prompts, n_prompts=len(prompts),
                            n_rows=len(store))
-    written = {**asdict(result), "store": STORE}  # relative: the run folder may move
+    written = {**asdict(result), "store": STORE, **NO_FINDINGS}  # relative: the run folder may move
     ctx.run.write_result("capture", written)
     ctx.run.finish(written)
     return result

@@ -104,6 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("findings:")
         for f in findings:
             print(f"  [{f.get('verdict')}] {finding_sentence(f)}")
+    elif (run.meta().get("summary") or {}).get("findings_note"):  # a job that claims nothing says why
+        print(f"findings: none ({run.meta()['summary']['findings_note']})")
     return 0
 
 

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from thinklens.capture import STORE, ReadOptions
+from thinklens.capture import NO_FINDINGS, STORE, ReadOptions
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.jobs import Job, JobContext, Progress
 from thinklens.problemsets import parse_mapping
@@ -349,7 +349,8 @@ def run(config: ImportTracesConfig, ctx: JobContext) -> ImportTracesResult:
     result = ImportTracesResult(run=str(ctx.run.path.resolve()), model=config.model, sites=[str(s) for s in sites],
                                 data=config.data, n_traces=len(traces), n_tokens=sum(len(t) for t in traces),
                                 n_graded=len(graded), accuracy=sum(graded) / len(graded) if graded else None)
-    written = {**{k: v for k, v in asdict(result).items() if k != "run"}, "store": STORE if sites else None}  # the folder may move
+    written = {**{k: v for k, v in asdict(result).items() if k != "run"}, "store": STORE if sites else None,
+               **NO_FINDINGS}  # the folder may move; a data job claims nothing
     ctx.run.write_result("import", written)
     ctx.run.finish(written)
     return result

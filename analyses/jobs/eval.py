@@ -72,6 +72,7 @@ def _batches(n_problems: int, samples: int, batch_size: int) -> list[list[tuple[
 
 def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Generate and grade every batch not yet done; returns the summary (also ``results/eval.json``)."""
+    from analyses.eval_findings import eval_findings
     from analyses.evaluation import completion_row, figure_eval, group_fields, summarize_eval
     from analyses.mi.problems import prompt_of
     from thinklens.budgets import budgets_for
@@ -102,6 +103,7 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
                "thinking_span": fmt.span.family if fmt.span is not None else None, "budgets": budgets.summary(),
                "decoding": {"temperature": config.temperature, "top_p": config.top_p, "samples": config.samples}
                if config.sampled else {"greedy": True}}
+    summary["findings"] = eval_findings(rows, model=config.model, data=config.data)  # vs the majority guess
     ctx.run.write_result("eval", to_jsonable(summary))
     ctx.run.write_result("eval_problems", to_jsonable([{k: v for k, v in r.items() if k != "text"} for r in rows]))
     ctx.run.write_figure("eval", figure_eval(summary, title=f"{config.model} on {config.data}"))

@@ -35,14 +35,39 @@ def load(name: str, options: RunOptions) -> Any:
 
 
 def run(config: LatentSeekConfig, ctx: JobContext) -> dict[str, Any]:
-    """LatentSeek on every problem not yet done (resumable); the summary (accuracy before/after, by budget)."""
+    """LatentSeek on every problem not yet done (resumable); the summary (accuracy before/after, by budget, and the
+    findings: after against before and against oracle best-of-N, McNemar on the same problems)."""
     import torch
 
     from latent.seek_runs import run_seek
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
-    return run_seek(ctx.model, config, ctx.run, progress=ctx.progress)
+    summary = run_seek(ctx.model, config, ctx.run, progress=ctx.progress)
+    summary["findings"] = findings(ctx.run.read_result("seek")["problems"], summary)
+    ctx.run.finish({**(ctx.run.meta().get("summary") or {}), "findings": summary["findings"]})
+    return summary
+
+
+def findings(problems: list[dict[str, Any]], summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """LatentSeek after optimisation against its greedy CoT chain and against oracle best-of-N of each temperature,
+    paired on the same problems (:func:`latent.findings.seek_findings`), from ``results/seek.json``'s problems.
+
+    Example:
+        >>> p = lambda i: {"answer": 4, "original_text": "#### 5", "original_reward": 0.0, "n_tokens": 3, "n_optimised": 1,
+        ...                "final_text": "#### 4" if i < 12 else "#### 5", "iterations": [], "baseline": {"1.0": [i < 3, False]}}
+        >>> b = {"1.0": {"samples": 2, "best_of_n": 0.15, "n": 20}}
+        >>> [f["verdict"] for f in findings([p(i) for i in range(20)], {"baseline": b})]
+        ['effect', 'effect']
+    """
+    from latent.findings import seek_findings
+    from latent.seek_runs import seek_from_json
+    from thinklens.stats import findings_doc
+
+    results = [seek_from_json(p) for p in problems]
+    oracle = {t: [any(r.baseline[t]) if t in r.baseline else None for r in results] for t in (summary.get("baseline") or {})}
+    return findings_doc(seek_findings([r.original_correct for r in results], [r.final_correct for r in results],
+                                      baseline=summary.get("baseline"), oracle_correct=oracle))
 
 
 def report(summary: dict[str, Any]) -> str:

@@ -107,8 +107,65 @@ def report(results: list) -> str:
     return "\n".join(lines)
 
 
+def _counts(r: Any) -> tuple[int, int, int]:
+    """``(right, problems, right by the majority guess per step count)`` of one result, all step counts pooled."""
+    from analyses.eval_findings import majority_correct
+    from thinklens.tasks.protocol import problems_by_steps
+
+    steps = sorted(r.accuracy)
+    golds, groups = [], []
+    for s in steps:  # the held-out problems evaluate_zoo_model graded (the protocol's stream per step count)
+        golds += [p.answer for p in problems_by_steps(r.n_per_steps, s, s, seed=r.seed)]
+        groups += [s] * r.n_per_steps
+    right = sum(round(r.accuracy[s] * r.n_per_steps) for s in steps)
+    return right, r.n_per_steps * len(steps), sum(majority_correct(golds, groups))
+
+
+def zoo_findings(results: list) -> list[dict[str, Any]]:
+    """Per model, its pooled held-out accuracy against the majority guess per step count; every model after the
+    first against the first (the same problems, but per-problem outcomes are not kept: an unpaired Wilson
+    comparison, conservative).
+
+    Example:
+        >>> from zoo.evaluate import ZooEvalResult
+        >>> a = ZooEvalResult("a", "cot", 10_000, 20, {1: 1.0, 2: 0.95}, {})
+        >>> b = ZooEvalResult("b", "cot", 10_000, 20, {1: 0.1, 2: 0.05}, {})
+        >>> [(f["claim"], f["verdict"]) for f in zoo_findings([a, b])][1:]
+        [('b beats a majority guess per step count on held-out problems (1-2 steps)', 'no effect'), ('b falls below a', 'effect')]
+    """
+    from analyses.eval_findings import MAJORITY
+    from thinklens.stats import accuracy_finding, findings_doc
+
+    found, first = [], None
+    for r in results:
+        right, n, guess = _counts(r)
+        span = f"{min(r.accuracy)}-{max(r.accuracy)}" if len(r.accuracy) > 1 else f"{min(r.accuracy)}"
+        f = accuracy_finding(f"{r.model} beats a majority guess per step count on held-out problems ({span} steps)",
+                             right, n, control=f"{MAJORITY} per step count", control_k=guess, control_n=n)
+        f.extra.update(model=r.model, otherwise=f"{r.model} not shown to beat guessing each step count's most "
+                       "frequent answer")
+        found.append(f)
+        if first is None:
+            first = (r.model, right, n)
+            continue
+        higher = right / n >= first[1] / first[2]
+        f = accuracy_finding(f"{r.model} {'beats' if higher else 'falls below'} {first[0]}", right, n,
+                             control=f"{first[0]} (same problems, unpaired)", control_k=first[1], control_n=first[2],
+                             higher_is_effect=higher)
+        f.extra.update(model=r.model, otherwise=f"no difference between {r.model} and {first[0]} shown")
+        found.append(f)
+    return findings_doc(found)
+
+
 def summary(results: list) -> dict[str, Any]:
-    return {"accuracy": {r.model: {str(k): v for k, v in r.accuracy.items()} for r in results}}
+    """Accuracy by step count with its Wilson interval (``accuracy_ci``), and the findings (:func:`zoo_findings`)."""
+    from thinklens.stats import wilson
+
+    return {"accuracy": {r.model: {str(k): v for k, v in r.accuracy.items()} for r in results},
+            "accuracy_ci": {r.model: {str(k): list(wilson(round(v * r.n_per_steps), r.n_per_steps))
+                                      for k, v in r.accuracy.items()} for r in results},
+            "n_per_steps": {r.model: r.n_per_steps for r in results},
+            "findings": zoo_findings(results)}
 
 
 JOB = Job("zoo-eval", ZooEvalConfig, run, models=(), report=report, summary=summary,
