@@ -7,8 +7,9 @@ model's prompt format (its chat template, plain text or a zoo style), graded by
 with total, reasoning and answer token counts (reasoning vs answer by the format's thinking span) and stop
 reasons. The run folder holds every completion (``completions/batch-NNNNN.json``, written per batch: a re-run
 resumes after the last finished batch), ``results/eval_problems.json`` (one row per completion, without the
-text), ``results/eval.json`` (the summary overall and by metadata group: n_steps, level, subject) and the figure
-``eval``.
+text), ``results/eval.json`` (the summary overall and by metadata group: n_steps, level, subject, and its findings:
+the accuracy against the majority-answer guess on the same problems, reasoning against answer tokens;
+:mod:`analyses.eval_findings`) and the figure ``eval``.
 
 Example:
     >>> JOB.name, JOB.config.__name__

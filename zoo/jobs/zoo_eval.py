@@ -2,7 +2,8 @@
 
 Greedy answers of each zoo model (default: every trained token-level one) to held-out problems of each step
 count, graded by the shared answer parser; for think-style models also how often traces reflect (hmm / wait) and
-how often a correction is right, greedy and sampled at T=1. Results go to ``zoo_eval.json`` in the run folder.
+how often a correction is right, greedy and sampled at T=1. Results go to ``zoo_eval.json`` in the run folder; the
+summary holds each accuracy's Wilson interval and the findings (:func:`zoo_findings`).
 
 Example:
     >>> JOB.name, ZooEvalConfig().steps
