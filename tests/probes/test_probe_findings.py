@@ -104,6 +104,13 @@ def test_too_few_problems_say_so():
     assert f.verdict == "too few samples" and "half" in f.extra["why"]
 
 
+def test_bad_target_is_refused():
+    from thinklens.errors import ThinklensError
+
+    with pytest.raises(ThinklensError, match="correct or intermediate"):
+        probe_findings({"a": np.zeros((20, 2))}, np.zeros(20), target="values")
+
+
 def _probe():
     from probes.estimators import LinearProbe
 

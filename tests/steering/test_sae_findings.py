@@ -72,6 +72,18 @@ def test_interval_is_a_bootstrap_of_the_pooled_ratio():
     assert ev.value == pytest.approx(1 - s.sum() / z.sum())
 
 
+def test_bad_metrics_are_refused():
+    from thinklens.errors import ThinklensError
+
+    with pytest.raises(ThinklensError, match="per_row"):
+        sae_findings({"site": "s", "ce_loss_recovered": 0.9})
+    row = _per_row(5, sae_ce=np.ones(5))
+    with pytest.raises(ThinklensError, match="the keys"):
+        sae_findings({"per_row": {k: v for k, v in row.items() if k != "tot_ss"}})
+    with pytest.raises(ThinklensError, match="one value per row"):
+        sae_findings({"per_row": {**row, "res_ss": [1.0]}})
+
+
 def test_format_l0():
     assert (format_l0(32.0), format_l0(32.0004), format_l0(7.26)) == ("32", "32", "7.3")
 
