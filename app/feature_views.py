@@ -144,7 +144,8 @@ def metrics_row(source: SaeSource) -> None:
                                         ("dead features", "dead_features"), ("CE loss recovered", "ce_loss_recovered"),
                                         ("features", "d_sae")]):
         v = m.get(key, source.d_sae if key == "d_sae" else None)
-        col.metric(label, "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)))
+        text = f"{v:.1f}" if key == "l0" and isinstance(v, (int, float)) else (f"{v:.3f}" if isinstance(v, float) else str(v))
+        col.metric(label, "-" if v is None else text)
 
 
 def figure_histogram(h: Histogram, feature: int) -> go.Figure:

@@ -301,7 +301,8 @@ def hybrid_rows(res: dict) -> list[dict]:
         correct = r.get("correct") or []
         k, n = sum(bool(c) for c in correct), len(correct)
         lo, hi = wilson(k, n) if n else (None, None)
-        out.append({"mode": mode, "what it is": MODE_TEXT.get(mode, ""), "accuracy": r.get("accuracy"), "n": n or None,
+        what = MODE_TEXT.get(mode, "") + (f" ({r['style']})" if r.get("style") else "")
+        out.append({"mode": mode, "what it is": what, "accuracy": r.get("accuracy"), "n": str(n) if n else "-",
                     "95% interval (Wilson)": f"{lo:.2f}-{hi:.2f}" if n else "-",
                     "steering fired (fraction of tokens)": r.get("fired_fraction"),
                     "tokens changed (fraction)": r.get("changed_fraction"), "gap recovered": r.get("gap_recovered")})
