@@ -26,7 +26,7 @@ def figure_accuracy(rows: list[dict[str, Any]]):
                              error_y={"type": "data", "symmetric": False, "array": [100 * c[1] - a for c, a in zip(ci, acc)],
                                       "arrayminus": [a - 100 * c[0] for c, a in zip(ci, acc)]}))
     fig.update_layout(title="Accuracy (95% Wilson interval) and reasoning positions, by problem set", yaxis_title="accuracy (%)",
-                      yaxis_range=[0, 115], template="plotly_white", legend_title_text="problems")
+                      xaxis_title="method", yaxis_range=[0, 115], template="plotly_white", legend_title_text="problems")
     return fig
 
 

@@ -109,8 +109,8 @@ def lens_figure(lens: dict[str, Any], pos: int, token: str):
 
     fig = go.Figure(go.Bar(x=[f"layer {li}" for li in lens["layers"]], y=lens["p_token"][pos],
                            hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-    fig.update_layout(title=f"Probability of the generated token {token!r} by layer", xaxis_title="layer (block output)",
-                      yaxis_title="probability", yaxis_range=[0, 1], template="plotly_white", height=260,
+    fig.update_layout(title="Logit lens by layer", xaxis_title="layer (block output)",
+                      yaxis_title=f"p({token!r})", yaxis_range=[0, 1], template="plotly_white", height=260,
                       margin={"t": 40, "b": 40, "l": 60, "r": 20})
     return fig
 
@@ -141,7 +141,13 @@ try:
 except ThinklensError as e:
     error_card(f"trace {trace_id} of {run} cannot be shown", e)
     st.stop()
-show_findings(RunFolder(root / run))
+findings = (RunFolder(root / run).meta().get("summary") or {}).get("findings") or []
+if findings:  # the run's findings, in the words of its page, folded: this page is about one trace
+    counts = {}
+    for f_ in findings:
+        counts[f_.get("verdict")] = counts.get(f_.get("verdict"), 0) + 1
+    with st.expander("The run's findings: " + ", ".join(f"{n} {v}" for v, n in counts.items()), expanded=False):
+        show_findings(RunFolder(root / run))
 
 saes = tr.saes_for(root, t.model, run) if t.token_ids and t.model else []
 options = list(t.quantities) + (list(tr.COMPUTED) if t.token_ids and t.model else []) + ([FEATURE] if saes else [])

@@ -14,6 +14,7 @@ from compare import show_comparison  # noqa: E402
 from exports import chart, table  # noqa: E402
 from traces import link_html, trace_link  # noqa: E402
 
+from thinklens.errors import ThinklensError  # noqa: E402
 from thinklens.runs import discover_runs  # noqa: E402
 
 st.set_page_config(page_title="thinklens: latent reasoning", layout="wide")
@@ -67,7 +68,13 @@ if run is not None:
                 "train s (with parents)": r.get("train_s")}
                for r in sorted(rows, key=lambda r: order.index(r.get("problems")))], key="latent-table",
               name=f"latent-eval-{run.run_id}")
-        show_figure(run, "accuracy", key="latent-accuracy")
+        try:
+            fig = run.read_figure("accuracy")
+            if not fig.layout.xaxis.title.text:  # runs written before the figure named its x axis
+                fig.update_xaxes(title_text="method")
+            chart(fig, key="latent-accuracy", name=f"latent-eval-{run.run_id}-accuracy")
+        except (OSError, ValueError, ThinklensError):
+            show_figure(run, "accuracy", key="latent-accuracy")  # its error card and the repairing command
     if "seek_budget" in run.figures():
         st.subheader("LatentSeek")
         show_figure(run, "seek_budget", key="latent-seek")

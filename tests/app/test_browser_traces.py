@@ -82,10 +82,11 @@ def _el(drv, css: str, timeout: float = 60.0):
 
 
 def _idle(drv, timeout: float = 120.0) -> None:
-    """Wait until the script has finished (no running indicator)."""
+    """Wait until the script has finished (no running indicator, no spinner)."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout:
-        if not drv.execute_script("return document.querySelectorAll('[data-testid=\"stStatusWidget\"]').length"):
+        if not drv.execute_script("return document.querySelectorAll("
+                                  "'[data-testid=\"stStatusWidget\"], [data-testid=\"stSpinner\"]').length"):
             return
         time.sleep(0.1)
 
@@ -99,6 +100,14 @@ def _check(drv) -> None:
     assert not bad, f"{drv.current_url}: charts without axis titles: {bad}"
 
 
+def _shot(drv, name: str) -> None:
+    """A screenshot with the token strip at the top of the window."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    drv.execute_script("var s = document.querySelector('div.tl-trace'); if (s) { s.scrollIntoView({block: 'center'}); }")
+    time.sleep(0.3)
+    drv.save_screenshot(str(SHOTS / name))
+
+
 def _viewer_open(drv, token: int | None, t0: float, name: str) -> float:
     """Seconds from ``t0`` until the token strip (and, with ``token``, its logit lens) is drawn; a screenshot."""
     _el(drv, "div.tl-trace a.tl-tok", timeout=120)
@@ -108,8 +117,7 @@ def _viewer_open(drv, token: int | None, t0: float, name: str) -> float:
     took = time.perf_counter() - t0
     TIMES[name] = took
     _check(drv)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    drv.save_screenshot(str(SHOTS / f"trace_viewer_{name}.png"))
+    _shot(drv, f"trace_viewer_{name}.png")
     print(f"trace viewer from {name}: {took:.2f} s")
     return took
 
@@ -180,5 +188,5 @@ def test_latent_problem_link_opens_its_latents(app, runs, browser):
     wait_for_text(browser, "Decoded latent thought", timeout=60)
     TIMES["latent_problem"] = time.perf_counter() - t0
     _check(browser)
-    browser.save_screenshot(str(SHOTS / "trace_viewer_latent_problem.png"))
+    _shot(browser, "trace_viewer_latent_problem.png")
     print(f"trace viewer from latent_problem: {TIMES['latent_problem']:.2f} s")
