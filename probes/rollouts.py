@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from thinklens.errors import ThinklensError
 from thinklens.jobs import Progress, Shards
 from thinklens.stages import StageCache, batch_ranges, batch_seed
 from thinklens.trace import Trace, trace_from_json, trace_to_json
@@ -53,15 +52,13 @@ def rollout_budget(fmt: PromptFormat, max_steps: int, *, prompts: Sequence[str] 
         from thinklens.tasks.protocol import token_budget
 
         return token_budget(fmt.kind, max_steps)
-    room = REAL_ROLLOUT_TOKENS
-    if max_context is not None and prompts:
-        longest = max(len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts)
-        room = min(room, max_context - longest - reserve)
-        if room < 1:
-            raise ThinklensError.of("rollout length", f"no room: a {longest}-token prompt in a {max_context}-token "
-                                    "context", "prompts shorter than the model's context",
-                                    "use shorter problems or a model with a longer context")
-    return room
+    if max_context is None or not prompts:
+        return REAL_ROLLOUT_TOKENS
+    from thinklens.budgets import prompt_budgets
+    from thinklens.tokenization import prompt_ids
+
+    lengths = [len(ids) for ids in prompt_ids(tokenizer, list(prompts))]  # as generate reads them (BOS included)
+    return min(prompt_budgets(lengths, REAL_ROLLOUT_TOKENS, max_context, reserve=reserve).per_prompt)
 
 
 def cached_rollouts(model, prompts: Sequence[str], cache: StageCache, *, name: str, batch_size: int, seed: int = 0,

@@ -105,8 +105,42 @@ def is_text_file(spec: str) -> bool:
     return isinstance(row, dict) and "text" in row
 
 
+CORPORA = ("auto", "generated", "reference")
+"""What an SAE trains on: the model's own completions, the data set's reference texts, or auto (see :func:`corpus_kind`)."""
+
+
+def corpus_kind(kind: str, spec: str, fmt=None) -> str:
+    """``kind`` with ``auto`` resolved: ``generated`` (the model's own completions of the problems' prompts: the states
+    steering reads) for a problem set in a real model's format; ``reference`` for the zoo's styles (their rendered
+    texts are the zoo models' training distribution) and for text files (no prompt to complete).
+
+    Example:
+        >>> corpus_kind("auto", "gsm8k_train.jsonl"), corpus_kind("auto", "zoo:think"), corpus_kind("reference", "x")
+        ('generated', 'reference', 'reference')
+    """
+    if kind not in CORPORA:
+        from thinklens.errors import did_you_mean
+
+        raise ThinklensError.of("corpus", kind, f"one of {', '.join(CORPORA)}", did_you_mean(kind, CORPORA))
+    if kind != "auto":
+        return kind
+    if is_text_file(spec) or (fmt is not None and fmt.is_zoo) or (fmt is None and spec.startswith("zoo:")):
+        return "reference"
+    return "generated"
+
+
+def generated_rows(model, prompts: Sequence[str], *, max_new_tokens: int, seed: int, sample: bool = True,
+                   batch_size: int = 64) -> list[list[int]]:
+    """The model's own completions of ``prompts`` as token-id rows (prompt ids + generated ids, exactly as generated;
+    sampled at temperature 1 from ``seed``, or greedy): an SAE corpus of the states the model writes."""
+    trs = model.generate(list(prompts), max_new_tokens=max_new_tokens, batch_size=batch_size, do_sample=sample,
+                         seed=seed, temperature=1.0)
+    return [list(t.prompt_ids) + list(t.token_ids) for t in trs]
+
+
 def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "auto", data_fields: str = "",
-           offset: int = 0) -> list[str]:
+           offset: int = 0, kind: str = "reference", max_new_tokens: int | None = None,
+           sample: bool = True) -> "list[str] | list[list[int]]":
     """Texts from a spec: ``zoo:<style>`` (direct, cot, think: rendered zoo problems), a .txt/.jsonl file of
     texts, or any problem source of :mod:`thinklens.problemsets` (GSM8K, MATH-500, your JSONL,
     ``synthetic:MIN-MAX``), whose problems ``offset .. offset + n`` become their prompt in the ``model``'s
@@ -115,14 +149,22 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
     a model; ``prompt_format`` when it names one), else in the model's own format
     (:func:`steering.problems.data_format`).
 
+    ``kind`` (:data:`CORPORA`, ``auto`` resolved by :func:`corpus_kind`): ``generated`` replaces each solution by the
+    model's own completion of the prompt (token-id rows from :func:`generated_rows`, ``max_new_tokens`` as
+    :func:`steering.problems.new_token_budget` gives it, sampled from ``seed`` unless ``sample`` is False).
+
     Example:
         >>> len(corpus("zoo:think", 4, seed=0))
         4
     """
-    from steering.problems import data_format, load_data, problem_texts, zoo_stream
+    from steering.problems import data_format, load_data, max_steps_of, problem_texts, prompt_set, zoo_stream
 
     fmt = data_format(model, prompt_format, spec) if model is not None else None
-    if spec.startswith("zoo:") and (fmt is None or fmt.is_zoo):
+    kind = corpus_kind(kind, spec, fmt)
+    if kind == "generated" and (model is None or is_text_file(spec)):
+        raise ThinklensError.of("generated corpus", spec, "a problem set and a model to complete its prompts",
+                                "pass --corpus reference for a text file")
+    if kind == "reference" and spec.startswith("zoo:") and (fmt is None or fmt.is_zoo):
         from thinklens.tasks import check_style
 
         return zoo_texts(fmt.kind if fmt is not None else check_style(spec[4:]), n, seed=seed)
@@ -138,6 +180,9 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
     if not problems:
         raise ThinklensError.of("texts", f"none left in {spec} after {offset} problems", "at least one problem",
                                 "pass fewer texts or more data")
+    if kind == "generated":
+        ps = prompt_set(model, fmt, problems, max_new_tokens=max_new_tokens, max_steps=max_steps_of(problems, 8))
+        return generated_rows(model, ps.prompts, max_new_tokens=ps.max_new_tokens, seed=seed, sample=sample)
     return problem_texts(fmt, problems, model.tokenizer)
 
 
@@ -147,12 +192,12 @@ def special_ids(tokenizer) -> list[int]:
     return sorted(i for i in ids if i is not None)
 
 
-def encode(tokenizer, texts: Sequence[str], *, add_eos: bool = True) -> list[list[int]]:
+def encode(tokenizer, texts: "Sequence[str] | Sequence[Sequence[int]]", *, add_eos: bool = True) -> list[list[int]]:
     """Token ids per text as generation reads them (:func:`thinklens.tokenization.prompt_ids`: one BOS even when a
-    chat template wrote one), eos appended when it has one."""
-    enc = prompt_ids(tokenizer, list(texts))
-    eos = tokenizer.eos_token_id
-    return [ids + [eos] if add_eos and eos is not None else list(ids) for ids in enc]
+    chat template wrote one), eos appended when it has one. A row of ids (a generated sequence) is kept as it is."""
+    enc = iter(prompt_ids(tokenizer, [t for t in texts if isinstance(t, str)]))
+    eos = [tokenizer.eos_token_id] if add_eos and tokenizer.eos_token_id is not None else []
+    return [next(enc) + eos if isinstance(t, str) else list(t) for t in texts]
 
 
 def token_rows(tokenizer, texts: Sequence[str], context_size: int | None = None):

@@ -125,14 +125,11 @@ def new_token_budget(fmt: PromptFormat, requested: int | None, *, model: HookedM
 
         return token_budget(fmt.kind, max_steps)
     budget = requested or REAL_NEW_TOKENS
-    ctx = model.max_context
-    if ctx is not None and prompts:
-        longest = max(len(ids) for ids in model.tokenizer(list(prompts))["input_ids"])
-        if ctx - longest < 1:
-            raise ThinklensError.of("prompt length", f"{longest} tokens", f"fewer than the model's context ({ctx})",
-                                    "use shorter problems or a model with a longer context")
-        budget = min(budget, ctx - longest)
-    return budget
+    if not prompts:
+        return budget
+    from thinklens.budgets import budgets_for
+
+    return min(budgets_for(model, prompts, budget).per_prompt)  # one budget for the set, inside the context
 
 
 def prompt_set(model: HookedModel, fmt: PromptFormat, problems: Sequence[RealProblem], *, max_new_tokens: int | None,

@@ -123,6 +123,7 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
             "ce_loss_recovered": (m["ce_zero"] - m["ce_sae"]) / gap if gap > 0 else None,
             "kl_div_with_sae": m["kl_sae"], "kl_div_with_ablation": m["kl_zero"],
             "kl_div_score": (m["kl_zero"] - m["kl_sae"]) / m["kl_zero"] if m["kl_zero"] > 0 else None,
+            "generated_explained_variance": 1.0 - float(cat["res_ss"].sum() / tot_ss.sum()) if tot_ss.sum() > 0 else None,
             "fidelity_tokens": n_tok, "fidelity_rows": len(rows), "fidelity_scored_on": "generated tokens",
             "per_row": per_row}
 

@@ -17,8 +17,10 @@ Pass ``--model ''`` so that no model is loaded.
 
 ``--data``: the zoo's rendered problems (``zoo:<style>``), a text file (.txt/.jsonl), or any problem set (GSM8K,
 MATH-500, your JSONL, ``synthetic:MIN-MAX``): its problems become their prompt in the model's
-``--prompt-format`` followed by their worked solution (training texts), and the scanned traces are the
-model's own completions of those prompts, graded by :func:`thinklens.answers.is_correct`, with each
+``--prompt-format`` followed by the model's own completion (``--corpus generated``, the default for a problem set in
+a real model's format: the SAE learns the states steering reads) or by their worked solution (``--corpus
+reference``, the default for the zoo's styles and text files), and the scanned traces are the
+model's own completions of held-out prompts, graded by :func:`thinklens.answers.is_correct`, with each
 feature's firing frequency inside the reasoning span of the format (``<think>`` ... ``</think>``).
 
 Example:
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from steering.configs import SAETrainConfig
+from steering.data import corpus_kind
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
 from thinklens.problemsets import DataOptions
@@ -78,6 +81,11 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
     max_new_tokens: int | None = None
     """New tokens of each scanned trace; None: the task protocol's budget for a zoo style, 1024 for a real model's
     format (capped by its context), 64 for a text file."""
+    corpus: str = "auto"
+    """What the SAE trains on: generated (the model's own completions of the --data prompts, sampled as the scanned
+    traces are: the states steering reads), reference (each prompt followed by the data set's worked solution), or
+    auto: generated for a problem set in a real model's format, reference for the zoo's styles (their training
+    texts) and text files. With generated, the held-out metrics are also on generated sequences."""
 
     def __post_init__(self) -> None:
         SAETrainConfig.__post_init__(self)
@@ -85,6 +93,7 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
         if self.n_texts < 1 or self.eval_texts < 1 or self.stats_traces < 0 or self.fidelity_traces < 1:
             raise ThinklensError.of("text counts", (self.n_texts, self.eval_texts, self.stats_traces),
                                     "n_texts >= 1, eval_texts >= 1, stats_traces >= 0", "pass --n-texts 6000 --eval-texts 400")
+        corpus_kind(self.corpus, self.data)  # a typo fails here, before a model loads
         if not 1 <= self.stats_min_steps <= self.stats_max_steps:
             raise ThinklensError.of("stats steps", (self.stats_min_steps, self.stats_max_steps),
                                     "1 <= stats_min_steps <= stats_max_steps", "pass --stats-min-steps 2 --stats-max-steps 6")
@@ -94,6 +103,7 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Train, evaluate (held out), scan traces for feature statistics, write figures; returns the summary."""
     from steering import figures
     from steering.data import corpus
+    from steering.problems import data_format
     from steering.sae import evaluate_sae, train_sae
     from steering.sae_fidelity import sae_fidelity, trace_rows
     from steering.sae_findings import sae_findings
@@ -103,13 +113,18 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
         return run_on_rows(config, ctx)
     model, run, log = ctx.model, ctx.run, ctx.progress.log
     source = dict(model=model, prompt_format=config.prompt_format, data_fields=config.data_fields)
-    texts = corpus(config.data, config.n_texts, seed=config.seed, **source)
-    log(f"training {config.architecture} SAE ({config.d_sae} features, k={config.k}) at {config.site} on {len(texts)} texts")
+    kind = corpus_kind(config.corpus, config.data, data_format(model, config.prompt_format, config.data))
+    texts = corpus(config.data, config.n_texts, seed=config.seed, kind=kind, max_new_tokens=config.max_new_tokens,
+                   sample=config.stats_sample, **source)
+    log(f"training {config.architecture} SAE ({config.d_sae} features, k={config.k}) at {config.site} on {len(texts)} "
+        f"{'generated sequences' if kind == 'generated' else 'texts'}")
     sae, train_metrics = train_sae(model, texts, config, out_dir=run.path / "sae")
-    held = held_out_texts(config, texts, source)
-    metrics = evaluate_sae(model, sae, held, n_batches=max(1, min(16, len(held) // 32)), batch_prompts=32)
-    metrics["train_split"] = {k: train_metrics.get(k) for k in ("explained_variance", "l0", "dead_features")}
     ps, trs = held_out_traces(model, config)
+    # held out as trained: the model's own held-out completions, or reference texts
+    held = trace_rows_ids(trs[: config.eval_texts]) if kind == "generated" else held_out_texts(config, texts, source)
+    metrics = evaluate_sae(model, sae, held, n_batches=max(1, min(16, len(held) // 32)), batch_prompts=32)
+    metrics["corpus"] = kind
+    metrics["train_split"] = {k: train_metrics.get(k) for k in ("explained_variance", "l0", "dead_features")}
     metrics.update(sae_fidelity(model, sae, trace_rows(trs[: config.fidelity_traces])))
     metrics["findings"] = findings_doc(sae_findings(metrics, seed=config.seed))
     run.write_result("metrics", metrics)
@@ -124,8 +139,13 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     return summary
 
 
-SUMMARY_KEYS = ("explained_variance", "l0", "dead_features", "ce_loss_recovered", "kl_div_score", "fidelity_tokens",
-                "findings")
+SUMMARY_KEYS = ("corpus", "explained_variance", "l0", "dead_features", "generated_explained_variance",
+                "ce_loss_recovered", "kl_div_score", "fidelity_tokens", "findings")
+
+
+def trace_rows_ids(traces) -> list[list[int]]:
+    """Each trace as one token-id row, prompt then generated ids (a generated sequence for sae-lens's metrics)."""
+    return [list(t.prompt_ids) + list(t.token_ids) for t in traces]
 
 
 def metric_line(m: dict[str, Any]) -> str:
@@ -140,6 +160,8 @@ def metric_line(m: dict[str, Any]) -> str:
         parts.append(f"L0 {format_l0(m['l0'])} (mean active features per token)")
     if isinstance(m.get("dead_features"), (int, float)):
         parts.append(f"dead features {int(m['dead_features'])}")
+    if isinstance(m.get("generated_explained_variance"), (int, float)):
+        parts.append(f"explained variance at generated tokens {m['generated_explained_variance']:.3f}")
     if isinstance(m.get("ce_loss_recovered"), (int, float)):
         parts.append(f"CE loss recovered {m['ce_loss_recovered']:.3f}, KL score {m.get('kl_div_score', float('nan')):.3f} "
                      f"(on {m.get('fidelity_tokens')} generated tokens)")

@@ -79,8 +79,9 @@ def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
 
 
 def summary(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {k: metrics.get(k) for k in ("site", "explained_variance", "l0", "dead_features", "ce_loss_recovered",
-                                        "kl_div_score", "fidelity_tokens", "findings")}
+    return {k: metrics.get(k) for k in ("site", "explained_variance", "l0", "dead_features",
+                                        "generated_explained_variance", "ce_loss_recovered", "kl_div_score",
+                                        "fidelity_tokens", "findings")}
 
 
 def report(metrics: dict[str, Any]) -> str:

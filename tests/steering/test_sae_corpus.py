@@ -1,0 +1,39 @@
+"""The SAE corpus: the model's own generations by default for a problem set in a real format (token-id rows exactly
+as generated), reference texts for the zoo's styles and text files, and id rows kept as they are by the encoder."""
+
+from __future__ import annotations
+
+import pytest
+
+from steering.data import corpus, corpus_kind, encode, token_rows
+from thinklens.errors import ThinklensError
+
+
+def test_generated_corpus_is_the_models_own_sampled_completions(tiny_r1, gsm8k_file):
+    from steering.problems import data_format, load_data, render
+    from thinklens.model import HookedModel
+
+    model = HookedModel.load(tiny_r1)
+    rows = corpus(str(gsm8k_file), 3, seed=5, model=model, prompt_format="chat", kind="auto", max_new_tokens=8)
+    prompts = render(data_format(model, "chat"), list(load_data(str(gsm8k_file)))[:3], model.tokenizer)
+    ref = model.generate(prompts, max_new_tokens=8, do_sample=True, seed=5, temperature=1.0)  # the oracle
+    assert rows == [list(t.prompt_ids) + list(t.token_ids) for t in ref]
+    texts = corpus(str(gsm8k_file), 3, seed=5, model=model, prompt_format="chat", kind="reference")
+    assert all(isinstance(t, str) and t.startswith(p) for t, p in zip(texts, prompts))
+    assert encode(model.tokenizer, [rows[0], "a"], add_eos=False)[0] == rows[0]  # an id row is kept as it is
+    ds = token_rows(model.tokenizer, rows)
+    assert [list(r)[: len(g)] for r, g in zip(ds["input_ids"], rows)] == rows
+
+
+def test_corpus_kinds_and_bad_input(tmp_path):
+    text_file = tmp_path / "t.txt"
+    text_file.write_text("a b\n")
+    assert corpus_kind("auto", str(text_file)) == "reference" and corpus_kind("generated", str(text_file)) == "generated"
+    with pytest.raises(ThinklensError, match="did you mean 'generated'"):
+        corpus_kind("generatd", "zoo:think")
+    with pytest.raises(ThinklensError, match="pass --corpus reference"):
+        corpus(str(text_file), 1, seed=0, kind="generated")
+    from steering.jobs.sae import SAEJobConfig
+
+    with pytest.raises(ThinklensError, match="corpus"):
+        SAEJobConfig(corpus="refrence")
