@@ -14,7 +14,7 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import background  # noqa: E402
 from common import error_card  # noqa: E402
-from exports import chart  # noqa: E402
+from exports import chart, table  # noqa: E402
 
 from analyses.explore import explore, figure_entropy, figure_logit_lens  # noqa: E402
 
@@ -86,6 +86,15 @@ if st.button("Generate", key="explore-go", disabled=busy) and model_name and pro
             continue
         background.start(f"explore-{i}", explore, model, prompt, max_new_tokens=max_new, lock=name)
 
+def token_detail(res, pos: int, i: int, name: str) -> None:
+    """One generated token: its entropy and, per layer, the logit lens's top token and the probability it gives the
+    token finally generated (the columns of the heatmap below, as numbers)."""
+    tok = res.tokens[pos]
+    st.markdown(f"**Token {pos}:** `{tok}` · next-token entropy {res.entropy[pos]:.3f} nats")
+    table([{"layer": layer, "layer's top token": res.top_token[j][pos], f"p({tok!r})": res.p_token[j][pos]}
+           for j, layer in enumerate(res.layers)], key=f"explore-token-lens-{i}", name=f"explore-{name}-token-{pos}")
+
+
 shown = st.session_state.get("explore-names", [])
 cols = st.columns(len(shown)) if len(shown) > 1 else [st.container()]
 for i, (col, name) in enumerate(zip(cols, shown)):
@@ -94,6 +103,10 @@ for i, (col, name) in enumerate(zip(cols, shown)):
 
         def render(res, i=i, name=name) -> None:
             st.markdown("**Generated:** " + "".join(res.tokens))
+            pos = st.pills("Click a token for what every layer predicts there", list(range(len(res.tokens))),
+                           format_func=lambda t: (res.tokens[t].replace("\n", "↵") or "␣"), key=f"explore-token-{i}")
+            if pos is not None:
+                token_detail(res, pos, i, name)
             chart(figure_entropy(res), key=f"explore-entropy-{i}", name=f"explore-entropy-{name}")
             chart(figure_logit_lens(res), key=f"explore-lens-{i}", name=f"explore-logit-lens-{name}")
 

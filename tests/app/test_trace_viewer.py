@@ -214,3 +214,44 @@ def test_enrichment_word_links_open_its_peaks(mi_root, monkeypatch):
     want = [tr.trace_link("mi-peaks/syn", f"tiny-think/{i}", "mi", token=p, highlight=word)
             for i, p in tr.peak_occurrences(mi_root, "mi-peaks/syn", "tiny-think", "top_k", word)]
     assert hrefs == want[:60] and len(want) == block["words"][0]["peak_count"]
+
+
+def test_explore_token_click_opens_its_logit_lens(tiny_model, tmp_path, monkeypatch):
+    """Explore: clicking a generated token (a pill) shows, per layer, the lens's top token and p(token); the last
+    layer's p(token) is the model's own probability of the token it generated (HF forward, the oracle)."""
+    import time as _time
+
+    model_dir = Path(tiny_model.hf.config._name_or_path)
+    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
+    at = AppTest.from_file(str(APP / "pages" / "9_Explore.py"), default_timeout=120).run()
+    at.selectbox(key="explore-model").set_value("(local folder)").run()
+    at.text_input(key="explore-model-folder").set_value(str(model_dir)).run()
+    at.selectbox(key="explore-model-2").set_value("(none)").run()
+    at.text_area[0].set_value("w1 w2 w3").run()
+    at.slider(key="explore-max").set_value(6).run()
+    at.button(key="explore-go").click().run()
+    for _ in range(600):
+        if at.get("plotly_chart"):
+            break
+        _time.sleep(0.1)
+        at.run()
+    assert not at.exception and not at.error
+    pills = at.pills(key="explore-token-0")
+    assert pills.options and pills.value is None
+    pills.set_value(2).run()
+    assert not at.exception
+    lens = next(d.value for d in at.dataframe if "layer" in d.value.columns)
+    assert lens["layer"].tolist() == list(range(tiny_model.n_layers))
+    from thinklens import HookedModel
+
+    m = HookedModel.load(str(model_dir))
+    from analyses.explore import explore
+
+    res = explore(m, "w1 w2 w3", max_new_tokens=6)
+    p_col = next(c for c in lens.columns if c.startswith("p("))
+    ids = m.tokenize("w1 w2 w3")["input_ids"][0].tolist()
+    gen = list(m.generate(["w1 w2 w3"], max_new_tokens=6)[0].token_ids)  # the same greedy generation, as ids
+    assert lens[p_col].tolist() == pytest.approx([res.p_token[j][2] for j in range(len(res.layers))], abs=1e-6)
+    with torch.no_grad():
+        probs = torch.softmax(m.hf(torch.tensor([ids + gen])).logits[0].float(), -1)
+    assert lens[p_col].tolist()[-1] == pytest.approx(float(probs[len(ids) - 1 + 2, gen[2]]), abs=1e-4)
