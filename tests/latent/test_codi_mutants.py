@@ -29,8 +29,10 @@ def _spy(monkeypatch, codi, model):
 
 
 def test_kd_is_the_mean_over_every_layer_of_smooth_l1_over_the_teachers_std(model, tokens, examples, monkeypatch):
-    with torch.no_grad():  # states far from unit scale, so that dividing by their std matters
-        model.hf.get_input_embeddings().weight.mul_(40)
+    with torch.no_grad():  # blocks that write far more than unit scale: dividing by the states' std matters
+        for name, w in model.hf.named_parameters():
+            if name.endswith(("o_proj.weight", "down_proj.weight")):
+                w.mul_(30)
     codi = CODI(model, tokens, n_latents=2)
     batch = codi.collate(examples[:4])
     seen = _spy(monkeypatch, codi, model)
@@ -47,10 +49,11 @@ def test_kd_is_the_mean_over_every_layer_of_smooth_l1_over_the_teachers_std(mode
         raw.append(smooth_l1)
         per_layer.append(smooth_l1 / t.std(-1))
     expect = torch.stack(per_layer).mean(0).mean()
-    torch.testing.assert_close(got.double(), expect, rtol=1e-5, atol=1e-7)
+    assert expect > 1e-3  # a distillation term big enough that a relative tolerance means something
+    torch.testing.assert_close(got.double(), expect, rtol=1e-4, atol=0)
     # the layers and the scales differ enough that the last layer alone, or no /std, could not pass
-    assert not torch.isclose(per_layer[-1].mean(), expect, rtol=1e-3)
-    assert not torch.isclose(torch.stack(raw).mean(), expect, rtol=1e-3)
+    assert not torch.isclose(per_layer[-1].mean(), expect, rtol=1e-2, atol=0)
+    assert not torch.isclose(torch.stack(raw).mean(), expect, rtol=1e-2, atol=0)
 
 
 def test_the_distillation_sends_no_gradient_into_the_teacher(model, tokens, examples, monkeypatch):
