@@ -340,22 +340,32 @@ def colour(value: float | None, lo: float, hi: float) -> str:
     """A white-to-blue background for ``value`` on ``[lo, hi]`` (negative-to-positive ranges: red-white-blue);
     transparent for None or nan.
 
-    >>> colour(None, 0, 1), colour(1.0, 0, 1), colour(0.0, 0, 1)
-    ('transparent', 'rgba(31,119,180,0.85)', 'rgba(31,119,180,0.00)')
+    >>> colour(None, 0, 1), colour(1.0, 0, 1), colour(0.0, 0, 1), colour(0.3, 0.3, 0.3)
+    ('transparent', 'rgba(31,119,180,0.85)', 'rgba(31,119,180,0.00)', 'rgba(31,119,180,0.85)')
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "transparent"
     if lo < 0 < hi:  # diverging
         a = min(abs(value) / max(abs(lo), abs(hi)), 1.0) * 0.85
         return f"rgba(31,119,180,{a:.2f})" if value >= 0 else f"rgba(214,39,40,{a:.2f})"
-    a = 0.0 if hi <= lo else min(max((value - lo) / (hi - lo), 0.0), 1.0) * 0.85
+    a = 0.85 if hi <= lo else min(max((value - lo) / (hi - lo), 0.0), 1.0) * 0.85  # one value: full colour
     return f"rgba(31,119,180,{a:.2f})"
 
 
-def value_range(values: list[float | None]) -> tuple[float, float]:
-    """``(min, max)`` of the defined values (``(0, 1)`` when none)."""
+PROBABILITIES: tuple[str, ...] = ("probe", "diff", "latent top-1 probability")
+"""Quantities in [0, 1] by definition: coloured on that scale, so one trace compares with another."""
+
+
+def value_range(values: list[float | None], quantity: str = "") -> tuple[float, float]:
+    """``(min, max)`` of the defined values (``(0, 1)`` when none, and for the quantities in ``PROBABILITIES``).
+
+    >>> value_range([0.2, None, 0.5]), value_range([0.7], "probe")
+    ((0.2, 0.5), (0.0, 1.0))
+    """
     xs = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return (min(xs), max(xs)) if xs else (0.0, 1.0)
+    if quantity in PROBABILITIES or not xs:
+        return 0.0, 1.0
+    return min(xs), max(xs)
 
 
 def highlighted(tokens: list[str], word: str | None, separator: str = "") -> set[int]:
@@ -506,7 +516,7 @@ def tokens_html(trace: TraceData, values: list[float | None], *, quantity: str, 
     """The trace's tokens as one HTML block: background = ``values`` (white to blue), a black ring on ``selected``
     (``data-selected``), an orange frame on the ``highlight`` word (``data-highlight``), a line under marked
     positions; each token (``data-pos``) links to this view with ``token=<position>`` (:func:`trace_link`)."""
-    lo, hi = value_range(values)
+    lo, hi = value_range(values, quantity)
     lit = highlighted(trace.tokens, highlight, trace.separator)
     chosen = [m for m in trace.marks if marks is None or m in marks]
     out = []

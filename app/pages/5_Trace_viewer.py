@@ -17,7 +17,7 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import traces as tr  # noqa: E402
-from common import display_path, error_card, runs_root, show_findings  # noqa: E402
+from common import display_path, error_card, results_missing, runs_root, show_findings  # noqa: E402
 from exports import chart, table  # noqa: E402
 
 from thinklens.errors import ThinklensError  # noqa: E402
@@ -125,6 +125,8 @@ if not runs:
     st.stop()
 c = st.columns([2, 3, 3])
 run = c[0].selectbox("Run", runs, index=_index(runs, qp.get("run")))
+if results_missing(RunFolder(root / run)):  # a half-written run: the card says how to finish it
+    st.stop()
 try:
     listed = cached_traces(str(root), run, _mtime(root / run / "results"))
 except ThinklensError as e:
@@ -220,12 +222,12 @@ except (ThinklensError, OSError, ValueError, RuntimeError) as e:
 mark_names = list(t.marks)
 default_marks = [m for m in mark_names if not m.startswith("exit") and "(iqr)" not in m]
 exits = [m for m in mark_names if m.startswith("exit")]
-if exits:
-    default_marks.append(exits[len(exits) // 2])
+at_token = [m for m in exits if token in t.marks[m]]  # a link that opened an exit shows the δs exiting there
+default_marks += at_token or exits[len(exits) // 2:len(exits) // 2 + 1]
 shown = st.multiselect("Marks", mark_names, default=default_marks, key=f"tv-marks-{run}") if mark_names else []
 st.markdown(tr.tokens_html(t, values, quantity=quantity_name, selected=token, highlight=highlight, marks=tuple(shown)),
             unsafe_allow_html=True)
-lo, hi = tr.value_range(values)
+lo, hi = tr.value_range(values, quantity_name)
 legend = [f"background: {quantity_label} from {lo:.3g} (white) to {hi:.3g} (blue)"]
 LOOKS = {"peak": "green line", "cue": "purple line", "exit": "red line", "latent": "italic"}
 legend += [f"{m}: {next((v for k, v in LOOKS.items() if m.startswith(k)), 'marked')}" for m in shown]

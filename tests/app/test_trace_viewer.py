@@ -255,3 +255,62 @@ def test_explore_token_click_opens_its_logit_lens(tiny_model, tmp_path, monkeypa
     with torch.no_grad():
         probs = torch.softmax(m.hf(torch.tensor([ids + gen])).logits[0].float(), -1)
     assert lens[p_col].tolist()[-1] == pytest.approx(float(probs[len(ids) - 1 + 2, gen[2]]), abs=1e-4)
+
+
+@pytest.fixture
+def lynx_root(tmp_path):
+    """A LYNX run folder in the job's file format (``probes.lynx_result.write_lynx_result``'s arrays and outcomes),
+    written by hand: two test rollouts, three cue events, LYNX exits at two δs."""
+    import numpy as np
+    import safetensors.numpy
+
+    from thinklens.runs import RunFolder
+
+    run = RunFolder.create("lynx", {"model": "tiny-think"}, root=tmp_path, run_id="hand")
+    rollouts = [{"prompt": "Q ? <think>", "prompt_ids": [1, 5, 6], "tokens": ["<<", "wait", "1", "hmm", "####", "2"],
+                 "token_ids": [10, 11, 12, 13, 14, 15], "text": "<< wait 1 hmm #### 2", "stop_reason": "eos"},
+                {"prompt": "R ? <think>", "prompt_ids": [1, 7, 6], "tokens": ["so", "####", "3"],
+                 "token_ids": [16, 14, 17], "text": "so #### 3", "stop_reason": "eos"}]
+    (run.path / "cache").mkdir()
+    (run.path / "cache" / "rollouts.test.0000.json").write_text(json.dumps(rollouts))
+    (run.path / "arrays").mkdir()
+    events = {"rollout": np.array([0, 0, 1]), "position": np.array([1, 3, 0]), "label": np.array([0, 1, 1]),
+              "prob": np.array([0.2, 0.9, 0.6]), "exit_tokens": np.array([3.0, 5.0, 2.0]), "is_cue": np.array([1, 1, 1], np.int8)}
+    safetensors.numpy.save_file(events, str(run.path / "arrays" / "test_events.safetensors"))
+    safetensors.numpy.save_file({"length": np.array([6, 3]), "correct": np.array([1, 0]), "tokens": np.array([6.0, 3.0])},
+                                str(run.path / "arrays" / "test_rollouts.safetensors"))
+    outcomes = [{"policy": "lynx", "param": 0.1, "exit_event": [1, -1]}, {"policy": "lynx", "param": 0.3, "exit_event": [0, 2]},
+                {"policy": "full", "param": None, "exit_event": [-1, -1]}]
+    run.write_result("lynx", {"summary": {"model": "tiny-think"}, "outcomes": outcomes})
+    run.finish({})
+    return tmp_path
+
+
+def test_lynx_trace_puts_each_probe_score_on_its_cue_and_each_exit_on_its_event(lynx_root):
+    t = tr.load_trace(lynx_root, "lynx/hand", "0")
+    assert t.quantities["probe"] == [None, 0.2, None, 0.9, None, None]  # events at positions 1 and 3
+    assert t.marks["cue event"] == [1, 3] and t.marks["exit at δ 0.1"] == [3] and t.marks["exit at δ 0.3"] == [1]
+    assert t.prompt_ids == [1, 5, 6] and t.token_ids == [10, 11, 12, 13, 14, 15] and t.separator == " "
+    exits = {r["δ"]: r["exit position"] for r in t.tables["LYNX exit per δ"]}
+    assert exits == {0.1: 3, 0.3: 1}
+    t1 = tr.load_trace(lynx_root, "lynx/hand", "1")
+    assert t1.quantities["probe"] == [0.6, None, None] and "exit at δ 0.1" not in t1.marks
+    assert {r["δ"]: r["exit position"] for r in t1.tables["LYNX exit per δ"]}[0.1] == "no exit (full rollout)"
+    rows = tr.lynx_rollout_rows(lynx_root / "lynx" / "hand", "lynx/hand", 0.3)
+    assert [(r["exit position"], r["exit correct"], r["cue events"]) for r in rows] == [(1, False, 2), (0, True, 1)]
+    assert rows[1]["trace"] == tr.trace_link("lynx/hand", "1", "probe", token=0)
+    with pytest.raises(tr.ThinklensError, match="δ"):
+        tr.lynx_rollout_rows(lynx_root / "lynx" / "hand", "lynx/hand", 0.2)
+    with pytest.raises(tr.ThinklensError, match="trace id"):
+        tr.load_trace(lynx_root, "lynx/hand", "7")
+
+
+def test_viewer_opens_a_lynx_exit_with_its_tables(lynx_root, monkeypatch):
+    at = _viewer(lynx_root, monkeypatch, **_params(tr.trace_link("lynx/hand", "0", "probe", token=3)))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect[0].value == ["cue event", "exit at δ 0.1"]  # the δ whose exit the link opened
+    strip = next(m.value for m in at.markdown if "tl-trace" in m.value)
+    assert re.search(r'data-pos="3" data-selected="1"', strip)
+    assert "rgba(31,119,180,0.77)" in strip  # 0.9 on the probability scale [0, 1]: 0.9 * 0.85
+    tables = [d.value for d in at.dataframe]
+    assert tables[0]["probe score"].tolist() == [0.2, 0.9]
