@@ -111,19 +111,20 @@ def reasoning_tokens(trace: "Trace", fmt: "PromptFormat") -> int:
     return tokens_before_answer(list(trace.tokens))
 
 
-def generation_budget(model: Any, fmt: "PromptFormat", problems: list, prompts: list[str], max_new_tokens: int) -> int:
-    """New tokens for a batch: ``max_new_tokens``, else the task protocol's budget for the zoo's formats (by the
-    batch's most steps), else :data:`GENERIC_TOKENS`; capped by the model's context."""
+def generation_budget(model: Any, fmt: "PromptFormat", problems: list, prompts: list[str],
+                      max_new_tokens: int) -> list[int]:
+    """New tokens of each prompt of a batch: ``max_new_tokens``, else the task protocol's budget for the zoo's formats
+    (by the batch's most steps), else :data:`GENERIC_TOKENS`; each capped by the model's context for its own prompt
+    (:func:`thinklens.budgets.budgets_for`: a long prompt does not cut its batch-mates)."""
+    from thinklens.budgets import budgets_for
+
     if max_new_tokens:
         budget = max_new_tokens
     elif fmt.is_zoo:
         budget = token_budget(fmt.kind, max(n_steps_of(p) for p in problems))
     else:
         budget = GENERIC_TOKENS
-    ctx = model.max_context
-    if ctx is not None:
-        budget = min(budget, ctx - max(len(model.tokenizer(p)["input_ids"]) for p in prompts))
-    return max(budget, 1)
+    return list(budgets_for(model, prompts, budget).per_prompt)
 
 
 @torch.no_grad()
