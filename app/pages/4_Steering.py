@@ -339,9 +339,10 @@ def category_rows(cats: dict) -> list[dict]:
 
 
 def hybrid_figure(run):
-    """The stored hybrid figure with a sane right axis (percent, from 0) and the legend clear of the titles."""
+    """The stored hybrid figure with a sane right axis (percent, from 0) and an x axis title."""
     fig = run.read_figure("hybrid")
-    fig.update_layout(yaxis2={"tickmode": "auto", "tickformat": ".0%", "rangemode": "tozero", "showgrid": False})
+    fig.update_layout(yaxis2={"tickmode": "auto", "tickformat": ".0%", "rangemode": "tozero", "showgrid": False},
+                      xaxis_title="mode (the table below says what each is)")
     return fig
 
 

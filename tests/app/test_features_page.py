@@ -271,5 +271,47 @@ def test_features_page_in_a_browser(demo):
             assert plots >= 2 and all(x >= 1 and y >= 1 for x, y in titles), titles
             assert (json_viewers, errors, exceptions) == (0, 0, 0)
             assert marks >= 1
+            _steering_legends_clear(drv, url)
     finally:
         drv.quit()
+
+
+_LAYOUT = """
+function box(e) { var r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }
+var plots = Array.from(document.querySelectorAll('.js-plotly-plot')).filter(g => g._fullLayout && g.offsetParent !== null);
+return plots.map(g => ({
+  title: g._fullLayout.title && g._fullLayout.title.text,
+  legend: Array.from(g.querySelectorAll('.legend')).map(box),
+  axes: Array.from(g.querySelectorAll('.xtitle, .ytitle, .x2title, .y2title')).map(box),
+  xtitles: g.querySelectorAll('.xtitle').length, ytitles: g.querySelectorAll('.ytitle').length}));
+"""
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _steering_legends_clear(drv, url: str) -> None:
+    """The Steering page on the steer run and its Compare tab: no JSON viewer, every drawn chart has x and y axis
+    titles, and no legend box overlaps an axis title."""
+    import time
+
+    from browser import wait_for_text
+    from selenium.webdriver.common.by import By
+
+    drv.get(url + "/Steering?kind=steer&run=demo")
+    wait_for_text(drv, "equal-norm controls", timeout=240)
+    for tab in (None, "Compare runs"):
+        if tab:
+            drv.find_element(By.XPATH, f"//*[@role='tab'][contains(., '{tab}')]").click()
+            wait_for_text(drv, "runs side by side", timeout=60)
+        plots = []
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 60 and not plots:
+            time.sleep(1.0)
+            plots = drv.execute_script(_LAYOUT)
+        assert plots, tab
+        assert not drv.find_elements(By.CSS_SELECTOR, '[data-testid="stJson"]')
+        for p in plots:
+            assert p["xtitles"] >= 1 and p["ytitles"] >= 1, p["title"]
+            assert not [(lg, ax) for lg in p["legend"] for ax in p["axes"] if _overlap(lg, ax)], p

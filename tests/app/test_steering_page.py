@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,7 @@ def test_sweep_and_hybrid_tabs(runs, monkeypatch):
     assert vector.values.tolist()[1] == ["norm of the vector", "all", "1.0"]
     modes = next(df.value for df in frames if "mode" in df.value.columns)
     assert modes["mode"].tolist() == ["base", "thinking", "hybrid"]
+    from test_features_page import untitled_axes
+
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(specs) >= 4 and not [a for s in specs for a in untitled_axes(s)]  # every chart names its axes
