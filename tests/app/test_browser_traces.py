@@ -100,6 +100,18 @@ def _check(drv) -> None:
     assert not bad, f"{drv.current_url}: charts without axis titles: {bad}"
 
 
+def _click_label(drv, text: str, timeout: float = 60.0) -> None:
+    """Click the widget label that reads ``text`` (a radio option), once the page has drawn it."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        if drv.execute_script("var want = arguments[0]; var l = Array.from(document.querySelectorAll('label'))"
+                              ".find(function (e) { return e.innerText.trim() === want; });"
+                              " if (l) { l.click(); return true; } return false;", text):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no label {text!r} on {drv.current_url}")
+
+
 def _shot(drv, name: str) -> None:
     """A screenshot with the token strip at the top of the window."""
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -142,7 +154,7 @@ def test_enrichment_word_reaches_its_peak_with_the_token_highlighted(app, runs, 
     browser.get(f"{app}/MI_peaks?run={run}&kind=mi-peaks")
     wait_for_text(browser, "Trajectory (", timeout=120)
     _check(browser)
-    next(e for e in browser.find_elements(By.CSS_SELECTOR, "label") if e.text.strip() == "Thinking tokens").click()
+    _click_label(browser, "Thinking tokens")
     wait_for_text(browser, "sits at a peak", timeout=60)
     link = _el(browser, "a.tl-link[href*='highlight=']")
     params = dict(p.split("=", 1) for p in link.get_attribute("href").split("?", 1)[1].split("&"))
