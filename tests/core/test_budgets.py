@@ -125,3 +125,13 @@ def test_mi_peaks_caps_each_trajectory_at_the_context_and_counts_it(tiny_r1, gsm
     assert entry["budgets"] == {"max_new_tokens": 100, "context": 512, "capped_prompts": 1,
                                 "min_budget": 512 - lengths[1]}
     assert "budgets: 1 prompt cut below 100 new tokens" in capsys.readouterr().out
+
+
+def test_the_nnsight_backend_gives_each_prompt_its_budget_as_the_hook_loop_does(gpt2):
+    prompts = ["a b c", "d e", "f g h i", "j"]
+    budgets = [2, 5, 2, 3]
+    hooks = gpt2.generate(prompts, max_new_tokens=budgets, backend="hooks")
+    nn = gpt2.generate(prompts, max_new_tokens=budgets, backend="nnsight")
+    assert [t.token_ids for t in nn] == [t.token_ids for t in hooks]
+    assert [t.stop_reason for t in nn] == [t.stop_reason for t in hooks]
+    assert all(len(t.token_ids) <= n for t, n in zip(hooks, budgets))
