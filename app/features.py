@@ -414,9 +414,10 @@ def sweep_rows(texts: dict[float, str], words: Sequence[str] = ("wait", "hmm", "
 
 def coefficient_sweep(model: "HookedModel", prompt: str, make_intervention, coeffs: Sequence[float], *,
                       max_new_tokens: int = 64) -> dict[float, str]:
-    """Greedy continuation of ``prompt`` at each coefficient (``make_intervention(c)``; 0 is unsteered)."""
+    """Greedy continuation of ``prompt`` under ``make_intervention(c)`` at each coefficient (every one is applied:
+    clamping to 0 ablates the feature, it is not the unsteered text, which the caller generates apart)."""
     out: dict[float, str] = {}
     for c in coeffs:
-        ivs = [] if float(c) == 0 else [make_intervention(float(c))]
+        ivs = [make_intervention(float(c))]
         out[float(c)] = model.generate([prompt], max_new_tokens=max_new_tokens, interventions=ivs)[0].text
     return out

@@ -114,6 +114,23 @@ def test_sweep_rows_count_words_on_word_boundaries():
     assert (rows[1]["wait"], rows[1]["so"], rows[0]["so"], rows[1]["words"]) == (2, 0, 2, 4)
 
 
+def test_coefficient_sweep_steers_each_coefficient_once():
+    from types import SimpleNamespace
+
+    from features import coefficient_sweep
+
+    calls = []
+
+    class Model:
+        def generate(self, prompts, max_new_tokens, interventions):
+            calls.append((tuple(prompts), max_new_tokens, tuple(interventions)))
+            return [SimpleNamespace(text=f"steered by {list(interventions)}")]
+
+    out = coefficient_sweep(Model(), "p", lambda c: f"add {c}", [1, -0.5, 0], max_new_tokens=7)
+    assert out == {1.0: "steered by ['add 1.0']", -0.5: "steered by ['add -0.5']", 0.0: "steered by ['add 0.0']"}
+    assert calls == [(("p",), 7, ("add 1.0",)), (("p",), 7, ("add -0.5",)), (("p",), 7, ("add 0.0",))]
+
+
 # ---------------------------------------------------------------- the demo's sae and steer runs
 
 @pytest.fixture(scope="module")
@@ -154,6 +171,22 @@ def test_sae_source_of_each_run(demo):
     assert check_feature_index(steer, 1023) == 1023
     with pytest.raises(ThinklensError, match="0..63"):
         check_feature_index(sae, 64)
+
+
+def test_feature_logits_are_the_decoder_row_through_the_lm_head(demo):
+    from features import feature_logits
+
+    from steering.sae import load_sae
+    from thinklens.model import HookedModel
+
+    source = sae_source(RunFolder(demo / "steer" / "demo"))
+    model, sae = HookedModel.load(source.model), load_sae(source.sae_dir)
+    head = model.hf.get_output_embeddings().weight.detach().double()  # [vocab, d]
+    logits = head @ sae.W_dec[source.feature].detach().double()  # [vocab]
+    promoted, suppressed = feature_logits(model, sae, source.feature, k=5)
+    assert [v for _, v in promoted] == pytest.approx(logits.topk(5).values.tolist(), rel=1e-4)
+    assert [v for _, v in suppressed] == pytest.approx((-logits).topk(5).values.neg().tolist(), rel=1e-4)
+    assert [t for t, _ in promoted] == [model.tokenizer.decode([i]) for i in logits.topk(5).indices.tolist()]
 
 
 def _spec(el) -> dict:
