@@ -31,7 +31,8 @@ def figure_history(hist: list[dict], title: str):
     keys = [k for k in hist[0] if k not in ("step", "phase")]
     fig = go.Figure([go.Scatter(x=[h.get("step", i) for i, h in enumerate(hist)], y=[h.get(k) for h in hist], name=k,
                                 mode="lines") for k in keys])
-    fig.update_layout(title=title, xaxis_title="optimizer step", template="plotly_white", height=360)
+    fig.update_layout(title=title, xaxis_title="optimizer step", yaxis_title="value (loss, accuracy, ...)",
+                      template="plotly_white", height=360)
     return fig
 
 

@@ -31,10 +31,12 @@ SHOTS = Path(os.environ.get("THINKLENS_SCREENSHOTS", Path(__file__).resolve().pa
 TIMES: dict[str, float] = {}
 
 # [charts without an x or y axis title, JSON viewer elements, exceptions shown, error cards]
-_CHECK = """
+_CHECK = r"""
 var bad = Array.from(document.querySelectorAll('.js-plotly-plot')).filter(function (g) {
-  var l = g.layout || {}; var t = function (a) { return ((l[a] || {}).title || {}).text || ''; };
-  return !(t('xaxis') && t('yaxis')); }).map(function (g) { return ((g.layout || {}).title || {}).text || '?'; });
+  var l = g.layout || {};
+  var axes = Object.keys(g._fullLayout || {}).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
+  return axes.length < 2 || axes.some(function (a) { return !(((l[a] || {}).title || {}).text); });
+}).map(function (g) { return ((g.layout || {}).title || {}).text || '?'; });
 return [bad, document.querySelectorAll('[data-testid="stJson"]').length,
         document.querySelectorAll('[data-testid="stException"]').length,
         Array.from(document.querySelectorAll('[data-testid="stAlertContentError"]')).map(function (e) { return e.innerText; })];

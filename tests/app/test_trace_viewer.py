@@ -149,14 +149,29 @@ def _viewer(root: Path, monkeypatch, **params) -> AppTest:
 
 
 def _axis_titles(at: AppTest) -> list[tuple[str, str, str]]:
-    """(title, x axis title, y axis title) of every plotly chart on the page."""
+    """(title, x axis title, y axis title) of every plotly chart on the page; a subplot's axes (``xaxis2``, ...)
+    count too: the title of an untitled one comes back as ""."""
     out = []
     for c in at.get("plotly_chart"):
-        fig = json.loads(c.proto.spec)
-        lay = fig.get("layout", {})
+        lay = json.loads(c.proto.spec).get("layout", {})
         t = lambda a: ((lay.get(a) or {}).get("title") or {}).get("text", "")  # noqa: E731
-        out.append(((lay.get("title") or {}).get("text", ""), t("xaxis"), t("yaxis")))
+        xs = [t(k) for k in lay if re.fullmatch(r"xaxis\d*", k)] or [""]
+        ys = [t(k) for k in lay if re.fullmatch(r"yaxis\d*", k)] or [""]
+        out.append(((lay.get("title") or {}).get("text", ""), min(xs, key=len), min(ys, key=len)))
     return out
+
+
+def test_every_chart_of_the_mi_page_has_axis_titles_and_no_json_viewer(mi_root, monkeypatch):
+    monkeypatch.setenv("THINKLENS_RUNS", str(mi_root))
+    at = AppTest.from_file(str(MI_PAGE), default_timeout=120).run()
+    seen = 0
+    for view in at.radio(key="mi-view").options:
+        at.radio(key="mi-view").set_value(view).run()
+        assert not at.exception and not at.get("json"), view
+        for title, x, y in _axis_titles(at):
+            assert x and y, f"{view}: chart {title!r} lacks an axis title"
+            seen += 1
+    assert seen >= 5
 
 
 def test_viewer_shows_a_linked_token_highlighted_and_its_logit_lens(mi_root, monkeypatch):
