@@ -320,6 +320,28 @@ def stored_contexts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
              "token produced next": r.get("token", ""), "trace": r.get("trace"), "step": r.get("step")} for r in rows]
 
 
+def stat_rows(stats: Any, feature: int) -> list[dict[str, Any]]:
+    """One feature's stored statistics (``steering.features.FeatureStats``) as labelled rows, each with the
+    feature's rank among all features (1 = highest) so a number says what it is against."""
+    def rank(values: Sequence[float]) -> str:
+        v = values[feature]
+        return f"{1 + sum(1 for x in values if x > v)} of {len(values)}"
+
+    rows = [{"statistic": f"firing frequency ({stats.n_tokens} tokens of {stats.n_traces} traces)",
+             "value": round(stats.freq[feature], 4), "rank": rank(stats.freq)},
+            {"statistic": "max activation", "value": round(stats.max_act[feature], 3), "rank": rank(stats.max_act)}]
+    for w, corr in stats.corr_words.items():
+        rows.append({"statistic": f"correlation with the next token being {w!r} ({stats.word_counts.get(w, 0)} times)",
+                     "value": round(corr[feature], 4), "rank": rank(corr)})
+    if stats.corr_correct is not None:
+        rows.append({"statistic": "correlation of the trace's mean activation with the trace being correct",
+                     "value": round(stats.corr_correct[feature], 4), "rank": rank(stats.corr_correct)})
+    if stats.freq_reasoning is not None:
+        rows.append({"statistic": f"firing frequency inside the reasoning ({stats.n_reasoning_tokens} tokens)",
+                     "value": round(stats.freq_reasoning[feature], 4), "rank": rank(stats.freq_reasoning)})
+    return rows
+
+
 # ---------------------------------------------------------------- logits
 
 def rank_logits(logits: Float[Tensor, " vocab"], vocab: Sequence[str], k: int = 10

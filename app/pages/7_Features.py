@@ -9,6 +9,7 @@ once per SAE and cached; the page never registers hooks itself.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -28,7 +29,14 @@ from feature_views import (  # noqa: E402
     sae_picker,
     scan,
 )
-from features import activation_histogram, context_html, feature_activations, feature_logits, top_contexts  # noqa: E402
+from features import (  # noqa: E402
+    activation_histogram,
+    context_html,
+    feature_activations,
+    feature_logits,
+    stat_rows,
+    top_contexts,
+)
 
 st.set_page_config(page_title="thinklens · features", layout="wide")
 st.title("Features")
@@ -71,6 +79,16 @@ if picked is not None:
         with right:
             chart(figure_logits(promoted, suppressed, feature), key="features-logits",
                   name=f"{source.label}-feature-{feature}-logits")
+        if source.stats_file is not None:
+            from steering.features import FeatureStats
+
+            try:
+                stats = FeatureStats.from_json(json.loads(source.stats_file.read_text()))
+            except (OSError, ValueError, TypeError) as e:
+                error_card(f"feature statistics of {source.label}", f"{type(e).__name__}: {e}")
+            else:
+                st.subheader(f"Feature {feature} in the run's statistics")
+                table(stat_rows(stats, feature), key="features-stats", name=f"{source.label}-feature-{feature}-stats")
         st.subheader(f"Top contexts of feature {feature}")
         st.caption("The marked token is the position where the feature fires; the underlined one is the token that "
                    "position produced next (the state at a position predicts the next token).")

@@ -26,6 +26,7 @@ from features import (  # noqa: E402
     diff_counts,
     logit_effects,
     sae_source,
+    stat_rows,
     sweep_rows,
     top_contexts,
     word_diff,
@@ -112,6 +113,17 @@ def test_sweep_rows_count_words_on_word_boundaries():
     rows = sweep_rows({1.0: "wait, Wait hmm awaiting", -1.0: "so so"}, ("wait", "so"))
     assert [r["coefficient"] for r in rows] == [-1.0, 1.0]
     assert (rows[1]["wait"], rows[1]["so"], rows[0]["so"], rows[1]["words"]) == (2, 0, 2, 4)
+
+
+def test_stat_rows_rank_the_feature_among_all():
+    from steering.features import FeatureStats
+
+    stats = FeatureStats(site="resid_post.0", n_traces=2, n_tokens=10, freq=[0.1, 0.5, 0.3], mean_act=[0.0] * 3,
+                         max_act=[4.0, 1.0, 2.0], corr_words={"wait": [0.2, -0.1, 0.9]}, word_counts={"wait": 3},
+                         corr_correct=None, accuracy=None)
+    rows = {r["statistic"].split(" (")[0]: (r["value"], r["rank"]) for r in stat_rows(stats, 2)}
+    assert rows == {"firing frequency": (0.3, "2 of 3"), "max activation": (2.0, "2 of 3"),
+                    "correlation with the next token being 'wait'": (0.9, "1 of 3")}
 
 
 def test_coefficient_sweep_steers_each_coefficient_once():
@@ -219,7 +231,10 @@ def test_feature_page_renders_the_demo_sae(demo, monkeypatch):
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.number_input(key="features-feature::sae/demo").value == 3
     assert at.number_input(key="features-feature::sae/demo").max == 63
-    assert [s.value for s in at.subheader] == ["Top contexts of feature 3"]
+    assert [s.value for s in at.subheader] == ["Feature 3 in the run's statistics", "Top contexts of feature 3"]
+    stats = json.loads((demo / "sae" / "demo" / "results" / "feature_stats.json").read_text())
+    shown = next(df.value for df in at.dataframe if "statistic" in df.value.columns)
+    assert shown["value"].tolist()[0] == round(stats["freq"][3], 4)
     # density against the SAE's own encoder on the page's (cached) scan
     from feature_views import load_sae_cached, scan
 
