@@ -97,6 +97,9 @@ def trajectory_section(run_path: Path, models: list[dict[str, Any]]) -> None:
         return
     chart(fig, key="mi-curve", name=f"mi-{entry['name']}-{rows[j]['i']}")
     peaks = set(rec.peaks_of(rule).indices) if site == rec.site else set()
+    if site != rec.site:
+        st.caption(f"Peaks, estimator variants and the shuffled-answer control are computed at the main site "
+                   f"{rec.site} only; pick it to see them.")
     st.markdown("**Prompt:**")
     st.code(rec.prompt, language=None, wrap_lines=True)
     st.markdown("**Generated** (peaks highlighted): " + _tokens_html(rec, peaks), unsafe_allow_html=True)
