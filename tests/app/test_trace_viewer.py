@@ -329,3 +329,25 @@ def test_viewer_opens_a_lynx_exit_with_its_tables(lynx_root, monkeypatch):
     assert "rgba(31,119,180,0.77)" in strip  # 0.9 on the probability scale [0, 1]: 0.9 * 0.85
     tables = [d.value for d in at.dataframe]
     assert tables[0]["probe score"].tolist() == [0.2, 0.9]
+
+
+def test_sae_activations_read_the_state_that_produced_each_token():
+    """Row t is the SAE code of the HF hidden state at sequence index P - 1 + t of the SAE's block (the oracle:
+    ``output_hidden_states``, whose entry L + 1 is block L's output)."""
+    from thinklens.zoo.registry import zoo_path
+
+    folder = Path(__file__).resolve().parents[2] / "data" / "saes" / "tiny-think-resid_post.2-topk32"
+    if zoo_path("tiny-think") is None or not (folder / "cfg.json").is_file():
+        pytest.skip("needs the zoo's tiny-think and its SAE under data/saes")
+    from steering.sae import load_sae
+    from thinklens import HookedModel
+
+    model, sae = HookedModel.load("tiny-think"), load_sae(folder)
+    prompt = model.tokenize("Tom has 3 pears . How many pears does Tom have ? <think>")["input_ids"][0].tolist()
+    gen = model.generate(["Tom has 3 pears . How many pears does Tom have ? <think>"], max_new_tokens=6)[0].token_ids
+    acts = tr.sae_activations(model, sae, prompt, list(gen))
+    with torch.no_grad():
+        hidden = model.hf(torch.tensor([prompt + list(gen)]), output_hidden_states=True).hidden_states[3][0]  # block 2
+        want = sae.encode(hidden[len(prompt) - 1:len(prompt) - 1 + len(gen)].float())
+    assert acts.shape == (len(gen), sae.cfg.d_sae)
+    torch.testing.assert_close(acts, want.float(), atol=1e-4, rtol=1e-4)
