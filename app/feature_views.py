@@ -116,8 +116,9 @@ def default_feature(source: SaeSource, stats: Any = None) -> int:
         return int(browsed["feature"])
     if source.feature is not None and 0 <= source.feature < n:
         return source.feature
-    if stats is not None and stats.freq:
-        return max(range(len(stats.freq)), key=lambda i: stats.freq[i])
+    if stats is not None and stats.freq:  # the top row of the feature table: most correlated with the first word
+        score = next(iter(stats.corr_words.values()), None) or stats.freq
+        return max(range(len(score)), key=lambda i: score[i])
     return 0
 
 

@@ -50,8 +50,16 @@ if picked is not None:
     st.caption(f"model `{source.model}`, site `{source.site}`, SAE folder `{source.sae_dir}` (sae-lens format), "
                f"{source.d_sae} features" + (f"; the run steered feature {source.feature}" if source.feature is not None
                                              else ""))
+    stats = None
+    if source.stats_file is not None:
+        from steering.features import FeatureStats
+
+        try:
+            stats = FeatureStats.from_json(json.loads(source.stats_file.read_text()))
+        except (OSError, ValueError, TypeError) as e:
+            error_card(f"feature statistics of {source.label}", f"{type(e).__name__}: {e}")
     c1, c2 = st.columns([1, 1])
-    feature = feature_input(source, "feature", "features-feature", container=c1)
+    feature = feature_input(source, "feature", "features-feature", stats, container=c1)
     n_traces = int(c2.number_input("held-out traces to scan", 4, 256, 32, step=4, key="features-n-traces",
                                    help="generated once per SAE and cached; the histogram and contexts come from them"))
     st.markdown(f"[Steer with feature {feature} →]({page_link('Steering', source, feature)})")
@@ -79,16 +87,9 @@ if picked is not None:
         with right:
             chart(figure_logits(promoted, suppressed, feature), key="features-logits",
                   name=f"{source.label}-feature-{feature}-logits")
-        if source.stats_file is not None:
-            from steering.features import FeatureStats
-
-            try:
-                stats = FeatureStats.from_json(json.loads(source.stats_file.read_text()))
-            except (OSError, ValueError, TypeError) as e:
-                error_card(f"feature statistics of {source.label}", f"{type(e).__name__}: {e}")
-            else:
-                st.subheader(f"Feature {feature} in the run's statistics")
-                table(stat_rows(stats, feature), key="features-stats", name=f"{source.label}-feature-{feature}-stats")
+        if stats is not None:
+            st.subheader(f"Feature {feature} in the run's statistics")
+            table(stat_rows(stats, feature), key="features-stats", name=f"{source.label}-feature-{feature}-stats")
         st.subheader(f"Top contexts of feature {feature}")
         st.caption("The marked token is the position where the feature fires; the underlined one is the token that "
                    "position produced next (the state at a position predicts the next token).")

@@ -226,6 +226,15 @@ def _page(path: str, runs: Path, monkeypatch, **query):
     return at
 
 
+def test_an_sae_run_opens_on_its_wait_feature(demo, monkeypatch):
+    stats = json.loads((demo / "sae" / "demo" / "results" / "feature_stats.json").read_text())
+    corr = stats["corr_words"]["wait"]
+    for path, key in ((FEATURES, "features-feature::sae/demo"), (STEERING, "feature::sae/demo")):
+        at = _page(path, demo, monkeypatch, kind="sae", run="demo").run()
+        assert not at.exception
+        assert at.number_input(key=key).value == max(range(len(corr)), key=corr.__getitem__), path
+
+
 def test_feature_page_renders_the_demo_sae(demo, monkeypatch):
     at = _page(FEATURES, demo, monkeypatch, kind="sae", run="demo", feature="3").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
