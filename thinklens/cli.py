@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     print(f"run: {run.path}")
     text = job.report(result) if job.report else json.dumps(_jsonable(result), indent=1)
-    if text:
-        print(text)
+    lines = text.splitlines() if text else []
+    # a report that ends in a headline (``validated=14/14``) keeps it last, after the findings
+    last = lines.pop() if lines and re.fullmatch(r"[A-Za-z_][\w.-]*=\S+", lines[-1]) else None
+    if lines:
+        print("\n".join(lines))
     findings = (run.meta().get("summary") or {}).get("findings") or []
     if findings:  # the closing lines: the same verdicts as the summary JSON, the Home card and the page
         from thinklens.stats import finding_sentence
@@ -106,6 +110,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  [{f.get('verdict')}] {finding_sentence(f)}")
     elif (run.meta().get("summary") or {}).get("findings_note"):  # a job that claims nothing says why
         print(f"findings: none ({run.meta()['summary']['findings_note']})")
+    if last is not None:
+        print(last)
     return 0
 
 

@@ -507,7 +507,8 @@ def finding_sentence(finding: Finding | dict[str, Any]) -> str:
     """
     d = finding.to_dict() if isinstance(finding, Finding) else dict(finding)
     ci = d.get("ci") or [None, None]
-    against = f" against {d['control']} {_fmt(d.get('control_value'))}" if d.get("control") else ""
+    value = "" if d.get("control_value") is None else f" {_fmt(d.get('control_value'))}"
+    against = f" against {d['control']}{value}" if d.get("control") else ""
     numbers = f"{d.get('statistic', '?')} {_fmt(d.get('value'))} [{_fmt(ci[0])}, {_fmt(ci[1])}]{against}, n={d.get('n', '?')}"
     if d.get("verdict") == "effect":
         return f"{d.get('claim', '?')}: {numbers}"

@@ -82,8 +82,41 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
     ctx.run.write_result("validate", doc)
     summary = {key: doc[key] for key in ("quick", "validated", "n_settings", "failed")}
     summary["lines"] = [r["line"] for r in rows]
+    summary["findings"] = validation_findings(rows)
     ctx.run.finish(summary)
     return doc
+
+
+def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One finding per setting, in the findings' terms: on a planted setting the claim is that the method
+    recovers the effect (``effect`` when its verdict is ``recovered``), on a null that the method finds an
+    effect where none was planted (``no effect`` is the expected outcome); a setting that crashed is not shown
+    either way and says so.
+
+    Example:
+        >>> row = dict(method="sae", setting="null", expected="no-effect", statistic="mean_best_cosine", value=0.37,
+        ...            ci=[0.36, 0.38], n=256, verdict="no-effect", target="mean best cosine >= 0.9", details={})
+        >>> (f,) = validation_findings([row])
+        >>> f["claim"], f["verdict"], f["control"]
+        ('sae finds an effect on its null setting (null)', 'no effect', 'mean best cosine >= 0.9')
+    """
+    from thinklens.stats import Finding, findings_doc
+
+    found = []
+    for r in rows:
+        planted = r["expected"] == "recovered"
+        claim = (f"{r['method']} recovers its planted effect ({r['setting']})" if planted
+                 else f"{r['method']} finds an effect on its null setting ({r['setting']})")
+        ci = tuple(float("nan") if v is None else v for v in (r.get("ci") or [None, None]))
+        extra: dict[str, Any] = {"method": r["method"], "setting": r["setting"], "expected": r["expected"],
+                                 "as_expected": r["verdict"] == r["expected"]}
+        if r["verdict"] == "failed":
+            error = (r.get("details") or {}).get("error", "")
+            extra["otherwise"] = f"{r['method']} {r['setting']} failed to run: {error}"
+        found.append(Finding(claim=claim, statistic=r["statistic"], value=float("nan") if r["value"] is None else r["value"],
+                             ci=ci, n=int(r.get("n") or 0), control=r.get("target", ""), control_value=None,
+                             verdict="effect" if r["verdict"] == "recovered" else "no effect", extra=extra))
+    return findings_doc(found)
 
 
 def report(doc: dict[str, Any]) -> str:

@@ -71,7 +71,11 @@ def test_cli_quick_findings_lines_and_exit_codes(tmp_path):
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("validate ")]
     assert [LINE.match(ln).group(1, 2, 7) for ln in lines] == [("findings", "planted", "recovered"),
                                                                ("findings", "null", "no-effect")]
-    assert out.stdout.strip().splitlines()[-1] == "validated=2/2"
+    assert out.stdout.strip().splitlines()[-1] == "validated=2/2"  # the headline stays last, after the findings
+    findings = out.stdout.split("findings:\n")[1].splitlines()[:-1]  # one per setting, the same verdicts
+    assert findings[0].startswith("  [effect] findings recovers its planted effect (planted): power ")
+    assert findings[1].startswith("  [no effect] not shown (no effect): findings finds an effect on its null setting")
+    assert len(findings) == 2 and " nan" not in out.stdout
     bad = subprocess.run(cmd[:-4] + ["--methods", "nope"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "validate method" in bad.stderr
 

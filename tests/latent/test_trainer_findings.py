@@ -175,9 +175,12 @@ FINDINGS_OF = {
     "grpo": "steering.jobs.grpo:findings", "lynx": "probes.lynx_findings:lynx_findings",
     "mi-peaks": "analyses.mi.stages:findings_of", "steer": "steering.jobs.steer:steer_findings",
     "reasoning-vector": "steering.reasoning_vectors:sweep_findings", "hybrid": "steering.hybrid_generate:hybrid_findings",
+    "probe": "probes.probe_findings:probe_findings", "sae": "steering.sae_findings:sae_findings",
+    "sae-eval": "steering.sae_findings:sae_findings", "zoo-train": "zoo.jobs.zoo_train:findings",
+    "validate": "thinklens.validate:validation_findings",
 }
 #: Jobs whose findings another change adds (issue #27's other parts); listed so a new job cannot be forgotten.
-NOT_YET = {"probe", "sae", "sae-eval", "validate", "zoo-train"}
+NOT_YET: set[str] = set()
 
 
 def test_every_registered_job_names_where_its_findings_come_from():
@@ -187,3 +190,24 @@ def test_every_registered_job_names_where_its_findings_come_from():
     for job, where in FINDINGS_OF.items():
         module, name = where.split(":")
         assert hasattr(importlib.import_module(module), name), (job, where)
+
+
+def test_zoo_train_findings_read_the_published_evaluation():
+    """zoo-train's findings come from the evaluation stored in zoo.json: tiny-cot beats the majority guess (its
+    Wilson interval recomputed here), tiny-direct is not shown to; no evaluation, no findings."""
+    from thinklens.stats import wilson
+    from thinklens.zoo.registry import zoo_path
+    from zoo.jobs.zoo_train import findings, summary
+
+    got = {}
+    for name in ("tiny-cot", "tiny-direct"):
+        meta = json.loads((zoo_path(name) / "zoo.json").read_text())
+        (f,) = findings(meta)
+        acc, n = meta["eval"]["accuracy"], meta["eval"]["n_per_steps"]
+        right = sum(round(v * n) for v in acc.values())
+        assert f["n"] == n * len(acc) and f["value"] == pytest.approx(right / f["n"])
+        assert f["ci"] == pytest.approx(list(wilson(right, f["n"])), abs=1e-5) and name in f["claim"]
+        got[name] = f["verdict"]
+        assert summary(meta)["findings"] == [f]
+    assert got == {"tiny-cot": "effect", "tiny-direct": "no effect"}
+    assert findings({"name": "x", "eval": {}}) == []

@@ -79,8 +79,25 @@ def report(meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The published model's held-out accuracy against the majority guess per step count
+    (:func:`zoo.jobs.zoo_eval.zoo_findings` on the evaluation stored in zoo.json); none when ``--eval-n 0``."""
+    from zoo.evaluate import ZooEvalResult
+    from zoo.jobs.zoo_eval import zoo_findings
+
+    ev = meta.get("eval")
+    if not ev or not ev.get("accuracy"):
+        return []
+    keys = ("accuracy", "equation_accuracy", "samples")
+    fields = {k: v for k, v in ev.items() if k in ZooEvalResult.__dataclass_fields__ and k not in keys}
+    fields["model"] = meta.get("name", fields.get("model"))  # eval ran on the temporary publish folder
+    result = ZooEvalResult(**fields, **{k: {int(s): v for s, v in (ev.get(k) or {}).items()} for k in keys})
+    return zoo_findings([result])
+
+
 def summary(meta: dict[str, Any]) -> dict[str, Any]:
-    return {k: meta.get(k) for k in ("name", "steps", "truncated", "train_wall_s", "final_loss_ema", "published_to")}
+    keys = ("name", "steps", "truncated", "train_wall_s", "final_loss_ema", "published_to")
+    return {k: meta.get(k) for k in keys} | {"findings": findings(meta)}
 
 
 JOB = Job("zoo-train", ZooTrainConfig, run, models=(), report=report, summary=summary,
