@@ -5,8 +5,12 @@ embedding, block list, final norm, unembedding, attention and MLP modules of abo
 then structural discovery on the loaded modules (the ``ModuleList`` of ``num_hidden_layers`` blocks,
 ``get_input_embeddings`` / ``get_output_embeddings``, the norm registered after the blocks, the attention
 and MLP children of a block by name and type). MoE routers come from the model's own declaration of its
-router outputs (HF's ``_can_record_outputs["router_logits"]``). ``HookedModel.load`` checks whatever was
-found against HF ``output_hidden_states``.
+router outputs (HF's ``_can_record_outputs["router_logits"]``). Hybrid and recurrent models (Jamba,
+Qwen3-Next, Nemotron-H, LFM2, Mamba, ...) get, per block, its token mixer (attention, or a non-attention
+mixer: Mamba / SSM, gated linear attention, short convolution, RG-LRU) and its MLP where it has one
+(:func:`with_block_parts`). Parts thinklens cannot run (a cache that is not a transformers ``Cache``, fused
+modules, a multi-stream residual whose blocks a hook cannot see) are refused at load with one line
+(:func:`refuse_unsupported`). ``HookedModel.load`` checks whatever was found against HF ``output_hidden_states``.
 
 Example:
     >>> from transformers import GPT2Config, GPT2LMHeadModel
@@ -33,6 +37,12 @@ _ATTN_NAME = re.compile(r"(^|_)(self_?)?attn$|attention$", re.IGNORECASE)
 _MLP_NAMES = ("mlp", "feed_forward", "ffn", "block_sparse_moe", "moe", "mixer_mlp")
 _MLP_CLASS = re.compile(r"MLP|MoE|Moe|FeedForward|Experts|SparseMoe", re.IGNORECASE)
 _NORM = re.compile(r"norm|^ln_?f$|^ln_final$", re.IGNORECASE)
+# Non-attention token mixers by class name (Jamba/Mamba/Bamba/Nemotron-H mixers, Gated DeltaNet, Kimi's delta
+# attention, MiniMax's lightning attention, LFM's short convolution, RecurrentGemma's RG-LRU block, RWKV's time mix).
+_MIXER_CLASS = re.compile(r"(Mixer|GatedDeltaNet|DeltaAttention|LightningAttention|LinearAttention|ShortConv|"
+                          r"RecurrentBlock|MambaLayer|Mamba\d?)$|^Rwkv\w*Attention$")
+_ATTN_CLASS = re.compile(r"(Attention|Attn)$")
+_PART_MLP_CLASS = re.compile(r"(MLP|Mlp|MoE|Moe|MoeBlock|FeedForward|Experts)$")
 
 
 def _transformer_lens():
@@ -186,12 +196,19 @@ def _structure_names(hf: nn.Module) -> dict[str, str | None]:
     after = children[[name for name, _ in children].index(list_name) + 1:]  # the final norm follows the blocks
     norm = next((name for name, mod in after + children
                  if _NORM.search(name) or "norm" in type(mod).__name__.lower()), None)
+    if norm is None:  # no norm: the module that closes the residual after the blocks (Qwen4-Exp's hyper-connection
+        # mixer); the parity self-check confirms it is HF's last hidden state
+        norm = next((name for name, mod in reversed(after) if list(mod.parameters())
+                     and not re.search(r"rotary|emb", name, re.IGNORECASE)), None)
     if norm is None:
         raise _refuse(hf, "final norm (a norm module next to the block list)")
     pos = next((name for name, mod in children if isinstance(mod, nn.Embedding) and mod is not hf.get_input_embeddings()
                 and ("pos" in name or name == "wpe")), None)
     prefix = f"{parent_path}." if parent_path else ""
     block = blocks[0]
+    if _hybrid_parts(blocks) is not None:  # blocks differ or their mixer is not attention: per-block parts
+        return {"layers": layers, "embed": embed, "final_norm": prefix + norm, "lm_head": head, "attn": "", "mlp": "",
+                "pos_embed": prefix + pos if pos else None}
     attn = next((name for name, mod in block.named_children()
                  if _ATTN_NAME.search(name) or type(mod).__name__.endswith("Attention")), None)
     mlp = next((name for name, _ in block.named_children() if name in _MLP_NAMES), None)
@@ -206,6 +223,95 @@ def _structure_names(hf: nn.Module) -> dict[str, str | None]:
         raise _refuse(hf, "attention and MLP modules inside a block")
     return {"layers": layers, "embed": embed, "final_norm": prefix + norm, "lm_head": head, "attn": attn, "mlp": mlp,
             "pos_embed": prefix + pos if pos else None}
+
+
+def _part_of(name: str, module: nn.Module) -> str | None:
+    """The part kind of a block's child (``attn_out``, ``mixer_out``, ``mlp_out``), None for anything else."""
+    cls = type(module).__name__
+    if isinstance(module, (nn.Linear, nn.Embedding, nn.Dropout)) or "norm" in name.lower() or "Norm" in cls:
+        return None
+    if _MIXER_CLASS.search(cls):
+        return "mixer_out"
+    if _ATTN_CLASS.search(cls) or (_ATTN_NAME.search(name) and not name.startswith("linear")):
+        return "attn_out"
+    if _PART_MLP_CLASS.search(cls) or name in _MLP_NAMES:
+        return "mlp_out"
+    return None
+
+
+def _hybrid_parts(blocks: nn.ModuleList) -> tuple[tuple[tuple[str, str], ...], ...] | None:
+    """Per block, its ``(part kind, child name)`` pairs, when the model is hybrid or recurrent (some block's
+    token mixer is not attention, or the blocks' attention children differ); None for ordinary models.
+
+    A block with two MLP-like children (a routed MoE beside a shared MLP, as Granite-MoE-hybrid) has no
+    ``mlp_out`` (no single module's output is what the block adds); a block with two token mixers of one
+    kind has neither.
+    """
+    per_block = []
+    for block in blocks:
+        found: dict[str, list[str]] = {}
+        for name, mod in block.named_children():
+            kind = _part_of(name, mod)
+            if kind is not None:
+                found.setdefault(kind, []).append(name)
+        per_block.append({k: v[0] for k, v in found.items() if len(v) == 1})
+    mixers = any("mixer_out" in parts for parts in per_block)
+    attn_paths = {parts.get("attn_out") for parts in per_block}
+    if not mixers and len(attn_paths) == 1 and None not in attn_paths:
+        return None
+    from thinklens.sites import PART_KINDS
+
+    return tuple(tuple((k, parts[k]) for k in PART_KINDS if k in parts) for parts in per_block)
+
+
+def with_block_parts(hf: nn.Module, adapter: Adapter) -> Adapter:
+    """``adapter`` with per-block parts when the model is hybrid or recurrent (:func:`_hybrid_parts`); the
+    attention and MLP paths of the first block that has them stay as ``attn`` / ``mlp`` for display."""
+    text = hf.config.get_text_config() if hasattr(hf.config, "get_text_config") else hf.config
+    streams = getattr(text, "hc_mult", None)  # hyper-connections: the residual is [batch, pos, streams, d]
+    if isinstance(streams, int) and streams > 1:
+        adapter = replace(adapter, residual_streams=streams)
+    flat = getattr(text, "hc_count", None)  # Qwen4-Exp: the streams side by side, [batch, pos, streams * d]
+    if isinstance(flat, int) and flat > 1:
+        adapter = replace(adapter, residual_streams=flat, residual_layout="flat")
+    blocks = hf.get_submodule(adapter.layers)
+    if getattr(text, "model_type", None) in OUTPUT_HIDDEN_STATES:
+        adapter = replace(adapter, hidden_states="outputs")
+    if any(hasattr(mod, "recurrent_states") or hasattr(mod, "_setup_cache") for mod in blocks.modules()):
+        adapter = replace(adapter, module_state=True)
+    parts = _hybrid_parts(blocks)
+    if parts is None:
+        if not adapter.attn or not adapter.mlp:
+            raise _refuse(hf, "attention and MLP modules inside a block")
+        return adapter
+    if not any(p for p in parts):
+        raise _refuse(hf, "token mixer (attention, SSM, linear attention) and MLP modules inside a block")
+    attn = next((dict(p)["attn_out"] for p in parts if "attn_out" in dict(p)), "")
+    mlp = next((dict(p)["mlp_out"] for p in parts if "mlp_out" in dict(p)), "")
+    return replace(adapter, attn=attn, mlp=mlp, block_parts=parts, router=None if adapter.router is None else adapter.router)
+
+
+#: Model types whose HF ``output_hidden_states`` are the blocks' outputs (no embedding entry) and the final norm's.
+OUTPUT_HIDDEN_STATES = frozenset({"mamba", "mamba2", "falcon_mamba"})
+
+#: Model types refused at load, with the part thinklens cannot run (checked before any module path is looked for).
+UNSUPPORTED: dict[str, str] = {
+    "rwkv": "RWKV's recurrent state (a list of tensors passed as `state`, not a transformers Cache)",
+    "xlstm": "xLSTM's own recurrent cache (`rnn_state`, not a transformers Cache)",
+    "longcat_flash": "LongCat-Flash's blocks of two attention and two MLP sublayers beside a shortcut MoE "
+                     "(num_hidden_layers counts the sublayers, not the blocks of model.layers)",
+}
+
+
+def refuse_unsupported(hf: nn.Module) -> None:
+    """A one-line ThinklensError when ``hf`` holds a part thinklens cannot run (see :data:`UNSUPPORTED`)."""
+    model_type = getattr(hf.config, "model_type", None)
+    reason = UNSUPPORTED.get(model_type)
+    if reason is not None:
+        raise ThinklensError.of("architecture", model_type, "a model whose blocks thinklens can hook and whose cache it "
+                                f"can drive (not supported: {reason})",
+                                "use the model through transformers directly, or pass HookedModel.load(..., adapter=...) "
+                                "if your version of the model differs")
 
 
 def adapter_from_structure(hf: nn.Module) -> Adapter:

@@ -1,7 +1,9 @@
 """Architecture adapters: where each :class:`Site` lives in a loaded model (one place knows module paths).
 
 An :class:`Adapter` names a model's token embedding, block list, final norm, LM head, and the attention,
-MLP and (MoE) router modules of a block. :func:`adapter_for_model` finds it for any decoder-only HF causal
+MLP and (MoE) router modules of a block; in hybrid and recurrent models, per block, which token mixer it has
+(attention, or a non-attention mixer such as a Mamba / linear-attention / convolution layer) and whether it
+has an MLP (:attr:`Adapter.block_parts`). :func:`adapter_for_model` finds it for any decoder-only HF causal
 LM, in this order: an override passed by the caller; the table below (a few families, checked in the tests
 against TransformerLens's own adapters, so the common families load without importing TransformerLens);
 TransformerLens's bridge architecture adapter for the model's architecture (thinklens/adapter_discovery.py
@@ -56,9 +58,39 @@ class Adapter:
     """The blocks that hold a router (MoE models may keep some blocks dense)."""
     source: str = "table"
     """Where the paths came from: ``table``, ``override``, ``transformer_lens`` or ``structure``."""
+    block_parts: tuple[tuple[tuple[str, str], ...], ...] = ()
+    """Per block, ``(part kind, path inside the block)`` pairs (kinds: ``attn_out``, ``mixer_out``, ``mlp_out``)
+    where blocks differ (hybrid and recurrent models); empty: every block has ``attn`` and ``mlp``."""
+    hidden_states: str = "inputs"
+    """What HF ``output_hidden_states[i]`` is for ``i < n_layers``: ``inputs`` (block ``i``'s input, most families)
+    or ``outputs`` (block ``i``'s output: Mamba, Mamba-2 and Falcon-Mamba return no embedding entry)."""
+    module_state: bool = False
+    """Blocks keep their recurrent state in their own modules, not in the cache object (RecurrentGemma): a cached
+    step cannot be rolled back or repeated."""
+    residual_layout: str = "stacked"
+    """With ``residual_streams > 1``: ``stacked`` (``[batch, pos, streams, d]``, DeepSeek-V4) or ``flat``
+    (``[batch, pos, streams * d]``, Qwen4-Exp)."""
+    residual_streams: int = 1
+    """Parallel residual streams a block reads and writes (DeepSeek-V4's hyper-connections keep 4:
+    ``resid_*`` are ``[batch, pos, streams, d]`` there); 1 for ordinary models."""
 
     def layer_path(self, i: int) -> str:
         return f"{self.layers}.{i}"
+
+    def parts(self, i: int) -> dict[str, str]:
+        """``{part kind: path inside the block}`` of block ``i`` (``attn_out`` / ``mixer_out`` / ``mlp_out``)."""
+        if not self.block_parts:
+            return {"attn_out": self.attn, "mlp_out": self.mlp}
+        return dict(self.block_parts[i]) if 0 <= i < len(self.block_parts) else {}
+
+    def part_kinds(self, n_layers: int) -> list[tuple[str, ...]] | None:
+        """Per block, the part kinds it has (None: every block has attention and an MLP)."""
+        return None if not self.block_parts else [tuple(self.parts(i)) for i in range(n_layers)]
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Some block's token mixer is not attention (hybrid or recurrent model)."""
+        return any(k == "mixer_out" for parts in self.block_parts for k, _ in parts)
 
     @property
     def is_moe(self) -> bool:
@@ -77,15 +109,22 @@ class Adapter:
             return block, "input"
         if site.kind == "resid_post":
             return block, "output"
-        if site.kind == "attn_out":
-            return f"{block}.{self.attn}", "output"
+        if site.kind in ("attn_out", "mixer_out", "mlp_out"):
+            part = self.parts(site.layer).get(site.kind)  # type: ignore[arg-type]
+            if part is None:
+                have = [f"{k}.{site.layer}" for k in self.parts(site.layer)]  # type: ignore[arg-type]
+                raise ThinklensError.of(
+                    "site", str(site), f"a part that block {site.layer} has ({', '.join(have) or 'only resid_pre/resid_post'})",
+                    f"use {site.kind}.* for the blocks that have one, token_mixer.* for every block's attention or "
+                    "mixer, or list the model's sites with `thinklens info MODEL`")
+            return f"{block}.{part}", "output"
         if site.kind == "router_logits":
             if self.router is None or site.layer not in self.router_layers:
                 raise ThinklensError.of("site", str(site), "router_logits at an MoE block "
                                         f"({', '.join(map(str, self.router_layers)) or 'this model has none'})",
                                         "list the model's sites with `thinklens info MODEL`")
             return f"{block}.{self.router}", "output"
-        return f"{block}.{self.mlp}", "output"
+        raise ThinklensError.of("site", str(site), "a site kind this adapter maps", "list the model's sites with `thinklens info MODEL`")
 
     def output_path(self, site: Site) -> str | None:
         """The module whose *output* is ``site``'s tensor (``resid_pre.i`` is block ``i - 1``'s output),
@@ -105,7 +144,7 @@ class Adapter:
 
     def site_of_output(self, path: str, n_layers: int) -> Site | None:
         """The site whose tensor is the output of module ``path`` (inverse of :meth:`output_path`), or None."""
-        for site in all_sites(n_layers):
+        for site in all_sites(n_layers, (), self.part_kinds(n_layers)):
             if site.kind != "resid_pre" and self.module_path(site) == (path, "output"):
                 return site
         return None
@@ -113,15 +152,16 @@ class Adapter:
     def parameter_group(self, name: str) -> "ParameterGroup":
         """The group of parameter ``name`` (a path relative to the ``*ForCausalLM`` module).
 
-        Inside block ``i``: ``attention`` (the attention sub-module), ``mlp``, else ``norm`` (the
-        block's norms); outside blocks: ``embedding`` (token and position embeddings, LM head), ``norm``
+        Inside block ``i``: ``attention`` (the attention sub-module), ``mixer`` (a non-attention token
+        mixer: SSM, linear attention, convolution), ``mlp``, else ``norm`` (the block's norms); outside blocks: ``embedding`` (token and position embeddings, LM head), ``norm``
         (the final norm), else ``other``.
         """
         prefix = self.layers + "."
         if name.startswith(prefix):
             index, _, rest = name[len(prefix):].partition(".")
             if index.isdigit():
-                kind = "attention" if rest.startswith(self.attn + ".") else "mlp" if rest.startswith(self.mlp + ".") else "norm"
+                names = {"attn_out": "attention", "mixer_out": "mixer", "mlp_out": "mlp"}
+                kind = next((names[k] for k, p in self.parts(int(index)).items() if p and rest.startswith(p + ".")), "norm")
                 return ParameterGroup(kind, int(index))
         if any(name.startswith(p + ".") for p in (self.embed, self.lm_head, self.pos_embed) if p):
             return ParameterGroup("embedding")
@@ -131,7 +171,7 @@ class Adapter:
 
 
 #: Kinds of parameter groups (:meth:`Adapter.parameter_group`).
-PARAMETER_KINDS: tuple[str, ...] = ("embedding", "attention", "mlp", "norm", "other")
+PARAMETER_KINDS: tuple[str, ...] = ("embedding", "attention", "mixer", "mlp", "norm", "other")
 
 
 @dataclass(frozen=True)
@@ -203,7 +243,8 @@ def adapter_for_model(hf: nn.Module, override: Adapter | None = None) -> Adapter
 
     Every path is checked to exist on ``hf``; a clear error names the one that does not.
     """
-    from thinklens.adapter_discovery import adapter_from_structure, adapter_from_transformer_lens, with_router
+    from thinklens.adapter_discovery import (adapter_from_structure, adapter_from_transformer_lens, refuse_unsupported,
+                                             with_block_parts, with_router)
 
     model_type = getattr(getattr(hf, "config", None), "model_type", None)
     if override is not None:
@@ -213,7 +254,9 @@ def adapter_for_model(hf: nn.Module, override: Adapter | None = None) -> Adapter
     elif model_type in MODEL_TYPES:
         found = ADAPTERS[MODEL_TYPES[model_type]]
     else:
+        refuse_unsupported(hf)  # one line naming the part (module or cache) thinklens cannot run
         found = adapter_from_transformer_lens(hf) or adapter_from_structure(hf)
+        found = with_block_parts(hf, found)  # hybrid / recurrent blocks: which token mixer each block has
     found = with_router(hf, found)
     check_paths(hf, found)
     return found
@@ -224,7 +267,7 @@ def check_paths(hf: nn.Module, adapter: Adapter) -> None:
     paths = [adapter.layers, adapter.embed, adapter.final_norm, adapter.lm_head, adapter.pos_embed]
     n = len(get_module(hf, adapter.layers, adapter))
     for i in range(n):
-        paths += [f"{adapter.layer_path(i)}.{adapter.attn}", f"{adapter.layer_path(i)}.{adapter.mlp}"]
+        paths += [f"{adapter.layer_path(i)}.{p}" for p in adapter.parts(i).values()]
     paths += [f"{adapter.layer_path(i)}.{adapter.router}" for i in adapter.router_layers]
     for p in paths:
         if p is not None:

@@ -93,9 +93,34 @@ def new_cache(model: "HookedModel") -> Any:
     attention still sees only the window; memory as a full-attention layer)."""
     from transformers import DynamicCache
 
+    own = own_cache_class(model.hf)
+    if own is not None:  # a family whose forward takes its own cache class only (MiniMax)
+        return own()
     cache = DynamicCache(config=model.config)
     cache.activate_past_recording()
     return cache
+
+
+#: Model types whose HF ``generate`` passes the attention mask at the prefill only (Mamba's mixers multiply their
+#: input by the mask, which must then be the new tokens' own).
+MASK_AT_PREFILL_ONLY = frozenset({"mamba", "mamba2", "falcon_mamba"})
+
+#: Model types whose forward accepts only the cache class of their own modeling module.
+OWN_CACHE_TYPES = frozenset({"minimax"})
+
+
+def own_cache_class(hf: torch.nn.Module) -> Any:
+    """The cache class defined in ``hf``'s modeling module for :data:`OWN_CACHE_TYPES`, else None."""
+    import sys
+
+    from transformers.cache_utils import Cache
+
+    if getattr(hf.config, "model_type", None) not in OWN_CACHE_TYPES:
+        return None
+    module = sys.modules.get(type(hf).__module__)
+    found = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Cache)
+             and c.__module__ == module.__name__] if module is not None else []
+    return found[0] if len(found) == 1 else None
 
 
 class Decoder:
@@ -214,6 +239,8 @@ class Decoder:
         ctx = ForwardContext(position_ids=position_ids, token_mask=new_mask.bool(), step=self.step_index, cache=self.cache)
         kw: dict[str, Any] = {"attention_mask": self.mask, "position_ids": position_ids, "use_cache": True,
                               cache_kwarg(m.hf): self.cache}
+        if self.step_index > 0 and getattr(m.config, "model_type", None) in MASK_AT_PREFILL_ONLY:
+            kw["attention_mask"] = None  # as their generate: the mask zeroes the prompt's padding, steps take none
         if self.output_hidden_states:
             kw["output_hidden_states"] = True
         if last_logits_only and takes_logits_to_keep(m.hf):
@@ -266,6 +293,20 @@ class Decoder:
         """
         if not 1 <= n <= self.length:
             raise ThinklensError.of("rollback", n, f"1..{self.length} positions", "roll back only decoded positions")
+        recurrent = [i for i, lay in enumerate(getattr(self.cache, "layers", ()))
+                     if any(getattr(lay, "is_recurrent_states_initialized", {}).values())]
+        own = sorted({type(lay).__name__ for lay in getattr(self.cache, "layers", ())
+                      if not type(lay).__module__.startswith("transformers.cache_utils")})
+        if own:  # a family's own cache layers (DeepSeek-V4's compressed attention): their crop is not exact
+            raise ThinklensError.of("rollback", f"{n} positions of a cache with {', '.join(own)} layers",
+                                    "a cache of transformers' own attention or convolution layers",
+                                    "re-run from the prompt with a fresh Decoder")
+        if recurrent or self.model.adapter.module_state or getattr(type(self.cache), "is_croppable", True) is False:
+            # transformers' crop leaves a recurrent (SSM / linear-attention) state advanced: refuse
+            where = f"layers {recurrent}" if recurrent else f"{type(self.cache).__name__} of {self.model.family}"
+            raise ThinklensError.of("rollback", f"{n} positions of a cache with recurrent states ({where})",
+                                    "a cache of attention or convolution layers only",
+                                    "re-run from the prompt with a fresh Decoder (a recurrent state cannot be rolled back)")
         self.cache.crop(-n)
         self.ids, self.mask, self.positions = self.ids[:, :-n], self.mask[:, :-n], self.positions[:, :-n]
         empty = torch.full_like(self._last_pos, -1)

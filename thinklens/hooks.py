@@ -135,7 +135,7 @@ def _register(module: torch.nn.Module, where: str, fn: SiteFn, holder: ContextHo
 
 
 #: Sites at a module inside a block, whose output may hold the block's tokens flattened.
-_INSIDE_BLOCK = frozenset({"attn_out", "mlp_out", "router_logits"})
+_INSIDE_BLOCK = frozenset({"attn_out", "mixer_out", "mlp_out", "router_logits"})
 
 
 def _register_inside_block(block: torch.nn.Module, module: torch.nn.Module, fn: SiteFn, holder: ContextHolder,

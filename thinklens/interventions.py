@@ -4,6 +4,9 @@
 them on exit, also when the body raises. :meth:`HookedModel.generate` and
 :meth:`HookedModel.forward_with` take the same objects.
 
+On a multi-stream residual (``[batch, pos, streams, d]``, DeepSeek-V4 / HY-V4 hyper-connections) a ``[d]``
+vector edits every stream alike; any other activation shape is refused with the site and its shape.
+
 Positions are logical token positions (0 = the first real token of a row; left padding is never
 touched), ``"last"`` (the last input position of every forward call: the last prompt token in a
 plain forward, every new token during generation) or ``None`` (every real token).
@@ -49,6 +52,44 @@ def position_mask(positions: Positions, ctx: ForwardContext) -> Tensor:
         return mask & ctx.token_mask
     want = torch.as_tensor(list(positions), device=ctx.position_ids.device, dtype=ctx.position_ids.dtype)
     return torch.isin(ctx.position_ids, want) & ctx.token_mask
+
+
+def _streams(mask: Tensor, act: Tensor, site: Site) -> Tensor:
+    """``mask`` ``[batch, pos]`` as ``[batch, pos, 1, ...]`` for ``act``: ``[batch, pos, d]``, or a multi-stream
+    residual ``[batch, pos, streams, d]`` (DeepSeek-V4's hyper-connections: the edit applies to every stream).
+    Any other shape is refused naming the site and the shape."""
+    if act.ndim not in (3, 4) or tuple(act.shape[:2]) != tuple(mask.shape):
+        raise ThinklensError.of("activation shape", f"{tuple(act.shape)} at {site}",
+                                f"[batch, pos, d] or [batch, pos, streams, d] with [batch, pos] = {tuple(mask.shape)}",
+                                "intervene at a site of [batch, pos, d] (attn_out, mixer_out, mlp_out) or use HookFn "
+                                "with your own function of this shape")
+    return mask.reshape(*mask.shape, *([1] * (act.ndim - 2)))
+
+
+def _rows(v: Tensor, act: Tensor) -> Tensor:
+    """A ``[d]`` vector, or ``[batch, d]`` rows, broadcastable over ``act``'s positions (and streams)."""
+    if v.ndim == 1:
+        return v
+    return v.reshape(v.shape[0], *([1] * (act.ndim - 2)), v.shape[-1])
+
+
+def _stream_view(fn: SiteFn, model: "HookedModel", site: Site, width: int) -> SiteFn:
+    """``fn`` (written for ``[..., width]`` activations) applied per stream on a flat multi-stream residual
+    ``[batch, pos, streams * width]`` (Qwen4-Exp's hyper-connections), the result flattened back; an activation of
+    any other width is refused naming the site and its shape."""
+
+    def wrapped(act: Tensor, ctx: ForwardContext) -> Tensor | None:
+        if act.shape[-1] == width:
+            return fn(act, ctx)
+        streams = model.adapter.residual_streams
+        if streams > 1 and act.ndim == 3 and act.shape[-1] == streams * width:
+            out = fn(act.unflatten(-1, (streams, width)), ctx)
+            return None if out is None else out.flatten(-2)
+        raise ThinklensError.of("activation shape", f"{tuple(act.shape)} at {site}",
+                                f"[batch, pos, {width}] (or [batch, pos, streams, {width}], or [batch, pos, streams * {width}] "
+                                "on a multi-stream residual)", "use HookFn with your own function of this shape")
+
+    return wrapped
 
 
 class Intervention:
@@ -100,12 +141,11 @@ class AddVector(Intervention):
         vec = self.vector
 
         def fn(act: Tensor, ctx: ForwardContext) -> Tensor:
-            v = vec.to(act.device, act.dtype)
-            v = v[:, None, :] if v.ndim == 2 else v  # [batch, 1, d] or [d]
-            mask = position_mask(self.positions, ctx)[..., None]  # [batch, pos, 1]
+            v = _rows(vec.to(act.device, act.dtype), act)  # [batch, 1, (1,) d] or [d]
+            mask = _streams(position_mask(self.positions, ctx), act, site)  # [batch, pos, (1,) 1]
             return torch.where(mask, act + self.scale * v, act)
 
-        return [(site, fn)]
+        return [(site, _stream_view(fn, model, site, self.vector.shape[-1]))]
 
 
 @dataclass(frozen=True)
@@ -130,17 +170,17 @@ class ReplaceActivation(Intervention):
                 new = values(act, ctx)
                 if new is None:
                     return None
-                return torch.where(position_mask(pos, ctx)[..., None], new, act)
+                return torch.where(_streams(position_mask(pos, ctx), act, site), new, act)
 
             return [(site, call_fn)]
         _check_width(model, site, values.shape[-1], "replacement")
         if values.ndim == 1:
 
             def fill(act: Tensor, ctx: ForwardContext) -> Tensor:
-                mask = position_mask(self.positions, ctx)[..., None]
+                mask = _streams(position_mask(self.positions, ctx), act, site)
                 return torch.where(mask, values.to(act.device, act.dtype), act)
 
-            return [(site, fill)]
+            return [(site, _stream_view(fill, model, site, values.shape[-1]))]
         if self.positions is None or isinstance(self.positions, str) or len(self.positions) != values.shape[-2]:
             raise ThinklensError.of("positions", self.positions, f"a list of {values.shape[-2]} positions, one per row of values",
                                     "pass positions=[p0, p1, ...] matching values")
@@ -149,13 +189,12 @@ class ReplaceActivation(Intervention):
         def scatter(act: Tensor, ctx: ForwardContext) -> Tensor:
             vals = values.to(act.device, act.dtype)
             for j, p in enumerate(plist):
-                row = vals[..., j, :]  # [d] or [batch, d]
-                row = row[:, None, :] if row.ndim == 2 else row
-                mask = ((ctx.position_ids == p) & ctx.token_mask)[..., None]
+                row = _rows(vals[..., j, :], act)  # [d] or [batch, 1, (1,) d]
+                mask = _streams((ctx.position_ids == p) & ctx.token_mask, act, site)
                 act = torch.where(mask, row, act)
             return act
 
-        return [(site, scatter)]
+        return [(site, _stream_view(scatter, model, site, values.shape[-1]))]
 
 
 @dataclass(frozen=True)
@@ -194,7 +233,10 @@ class RepeatBlock(Intervention):
 
     The second pass takes the block's own output as input at the selected positions; the blocks
     above see the recycled output. The KV cache of that block keeps only the second pass's
-    keys and values (the first pass's are cropped first), so its length stays right.
+    keys and values (the first pass's are cropped first), so its length stays right. A recurrent or
+    linear-attention block (Mamba, Gated DeltaNet, short convolution: a transformers linear-attention cache
+    layer) has its conv and recurrent states put back as they were before the first pass, so the cache
+    again holds the second pass's state only. A cache thinklens cannot put back is refused in one line.
 
     Args:
         layer: block index (negative counts from the end).
@@ -231,11 +273,22 @@ class RepeatBlock(Intervention):
                 return None
             # the block's cache, by keyword or by position (GPT-2 passes it positionally)
             cache = next((a for a in (*args, *kwargs.values()) if isinstance(a, Cache)), None)
-            if cache is not None:
+            if cache is None:
+                _refuse_foreign_cache(model, args, kwargs, layer)
+            if cache is not None and "saved" in state:  # a linear-attention / SSM layer: its state as before the first pass
+                _restore_linear_state(cache.layers[layer], state.pop("saved"), h_in.shape[1])
+            elif cache is not None and "saved_linear" in state:
+                n_before, before = state.pop("saved_linear")
+                if before is None:  # the prefill: no state yet
+                    cache.linear_cache = cache.linear_cache[:n_before]
+                else:
+                    cache.set_linear_cache(layer, before)
+            elif cache is not None:
                 # the first pass appended this call's keys/values (attention updates any cache it is given;
                 # Gemma 2/3 and OLMo 3 pass no use_cache to their blocks); the second pass appends them again
                 cache.layers[layer].crop(-h_in.shape[1])
-            new_in = torch.where(mask[..., None], h_out, h_in)
+            site = Site("resid_pre", layer)
+            new_in = torch.where(_streams(mask, h_in, site), h_out, h_in)
             rest = {k: v for k, v in kwargs.items() if k != "hidden_states"}
             state["inside"] = True
             try:
@@ -243,11 +296,84 @@ class RepeatBlock(Intervention):
             finally:
                 state["inside"] = False
             h2 = out2[0] if isinstance(out2, tuple) else out2
-            h2 = torch.where(mask[..., None], h2, h_out)
+            h2 = torch.where(_streams(mask, h2, site), h2, h_out)
             return (h2, *out[1:]) if isinstance(out, tuple) else h2
 
-        handle = block.register_forward_hook(hook, with_kwargs=True, prepend=True)
+        def pre_hook(mod, args, kwargs):
+            state.pop("saved", None)
+            state.pop("saved_linear", None)
+            if state["inside"]:
+                return None
+            cache = next((a for a in (*args, *kwargs.values()) if isinstance(a, Cache)), None)
+            if cache is not None and model.adapter.module_state:
+                raise ThinklensError.of("RepeatBlock", f"block {layer} of {model.family} during cached decoding",
+                                        "a model whose recurrent state is in its cache (this family keeps it in its modules: "
+                                        "running the block twice would advance it twice)",
+                                        "use RepeatBlock in a plain forward (forward_with / capture), or "
+                                        "ReplaceActivation at resid_pre")
+            own = cache is not None and layer < len(getattr(cache, "layers", ())) and \
+                not type(cache.layers[layer]).__module__.startswith("transformers.cache_utils")
+            if own:  # a family's own cache layer (DeepSeek-V4's compressed attention): its crop is not exact
+                raise ThinklensError.of("RepeatBlock", f"block {layer} of {model.family} with a "
+                                        f"{type(cache.layers[layer]).__name__} cache layer during cached decoding",
+                                        "a block whose cache layer is one of transformers' own (attention, sliding "
+                                        "window, linear attention)",
+                                        "use RepeatBlock in a plain forward (forward_with / capture), or "
+                                        "ReplaceActivation at resid_pre")
+            if cache is not None and _is_linear_layer(cache, layer):
+                state["saved"] = _save_linear_state(cache.layers[layer])
+            elif cache is not None and hasattr(cache, "get_linear_cache") and "mixer_out" in model.adapter.parts(layer):
+                before = cache.get_linear_cache(layer)  # MiniMax's own cache: one state tensor per linear layer
+                state["saved_linear"] = (len(cache.linear_cache), None if before is None else before.clone())
+            return None
+
+        handles = [block.register_forward_pre_hook(pre_hook, with_kwargs=True),
+                   block.register_forward_hook(hook, with_kwargs=True, prepend=True)]
         try:
             yield
         finally:
-            handle.remove()
+            for h in handles:
+                h.remove()
+
+
+def _is_linear_layer(cache, layer: int) -> bool:
+    from transformers.cache_utils import LinearAttentionCacheLayerMixin
+
+    layers = getattr(cache, "layers", None)
+    return layers is not None and layer < len(layers) and isinstance(layers[layer], LinearAttentionCacheLayerMixin)
+
+
+_LINEAR_FIELDS = ("conv_states", "recurrent_states", "is_conv_states_initialized", "is_recurrent_states_initialized",
+                  "has_previous_state", "conv_kernel_size")
+
+
+def _save_linear_state(cache_layer) -> dict:
+    """A copy of a linear-attention cache layer's conv / recurrent states (recurrent states are updated in place)."""
+    saved = {f: dict(getattr(cache_layer, f)) for f in _LINEAR_FIELDS}
+    for f in ("conv_states", "recurrent_states"):
+        saved[f] = {k: None if v is None else v.clone() for k, v in saved[f].items()}
+    return saved
+
+
+def _restore_linear_state(cache_layer, saved: dict, n_new: int) -> None:
+    """Put a linear-attention cache layer back as :func:`_save_linear_state` saw it; a layer that also keeps
+    attention keys (transformers' hybrid layers) drops the ``n_new`` keys of the first pass."""
+    from transformers.cache_utils import CacheLayerMixin, LinearAttentionCacheLayerMixin
+
+    for f in _LINEAR_FIELDS:
+        setattr(cache_layer, f, dict(saved[f]))
+    if isinstance(cache_layer, CacheLayerMixin) and getattr(cache_layer, "keys", None) is not None:
+        # the attention half's own crop (full or sliding window), not the linear half's
+        kv = next(c for c in type(cache_layer).__mro__ if issubclass(c, CacheLayerMixin) and "crop" in c.__dict__
+                  and not issubclass(c, LinearAttentionCacheLayerMixin))
+        kv.crop(cache_layer, -n_new)
+
+
+def _refuse_foreign_cache(model: "HookedModel", args, kwargs, layer: int) -> None:
+    """A block given a state object that is not a transformers ``Cache`` (a family's own cache class): running it
+    twice would advance that state twice, so RepeatBlock refuses in one line instead of decoding wrongly."""
+    for a in (*args, *kwargs.values()):
+        if a is not None and type(a).__name__.endswith(("Cache", "State", "Params")) and not isinstance(a, Tensor):
+            raise ThinklensError.of("RepeatBlock", f"block {layer} of {model.family} with a {type(a).__name__}",
+                                    "a block whose cache is a transformers Cache (attention or linear-attention layers)",
+                                    "use RepeatBlock in a plain forward (no cache), or ReplaceActivation at resid_pre")

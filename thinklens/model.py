@@ -228,14 +228,15 @@ class HookedModel:
 
     @property
     def sites(self) -> list[Site]:
-        """Every site of this model in forward order (``router_logits`` only on the MoE blocks of MoE models)."""
-        return all_sites(self.n_layers, self.adapter.router_layers)
+        """Every site of this model in forward order (``router_logits`` only on the MoE blocks of MoE models;
+        in hybrid models each block's own parts: ``attn_out`` or ``mixer_out``, ``mlp_out`` where it has one)."""
+        return all_sites(self.n_layers, self.adapter.router_layers, self.adapter.part_kinds(self.n_layers))
 
     def resolve_site(self, site: Site | str) -> Site:
         """Parse and range-check a site for this model (negative layers count from the end)."""
         site = Site.parse(site, self.n_layers)
-        if site.kind == "router_logits":
-            self.adapter.module_path(site)  # a clear error on a dense model or a dense block
+        if site.kind in ("router_logits", "attn_out", "mixer_out", "mlp_out"):
+            self.adapter.module_path(site)  # a clear error on a dense model or block, or a block without that part
         return site
 
     def resolve_sites(self, sites: "Sequence[Site | str] | Site | str") -> list[Site]:
@@ -250,8 +251,29 @@ class HookedModel:
             items = [sites] if isinstance(sites, Site) else list(sites)
         # router_logits.* means the MoE blocks only (dense blocks of an MoE model have no router)
         routers = [f"router_logits.{i}" for i in self.adapter.router_layers]
-        items = [x for s in items for x in (routers if s == "router_logits.*" else [s])]
+        items = [x for s in items for x in (routers if s == "router_logits.*" else self._part_pattern(s))]
         return [self.resolve_site(s) for s in parse_sites(items, n_layers=self.n_layers)]
+
+    def _part_pattern(self, item: "Site | str") -> "list[Site | str]":
+        """``attn_out.*`` / ``mixer_out.*`` / ``mlp_out.*`` -> the blocks that have that part; ``token_mixer.*`` ->
+        each block's token mixer (``attn_out.i`` or ``mixer_out.i``); anything else unchanged."""
+        from thinklens.sites import TOKEN_MIXER_PATTERN
+
+        kinds = {"attn_out.*": ("attn_out",), "mixer_out.*": ("mixer_out",), "mlp_out.*": ("mlp_out",),
+                 TOKEN_MIXER_PATTERN: ("attn_out", "mixer_out")}.get(item) if isinstance(item, str) else None
+        if kinds is None or (not self.adapter.block_parts and item != TOKEN_MIXER_PATTERN):
+            return [item]
+        return [f"{k}.{i}" for i in range(self.n_layers) for k in kinds if k in self.adapter.parts(i)]
+
+    def site_shape(self, site: Site | str) -> tuple[int, ...]:
+        """The trailing shape of ``site``'s activation after ``[batch, pos]``: ``(width,)``, or ``(streams, d)``
+        for the residual sites of a multi-stream residual (DeepSeek-V4's hyper-connections; ``(streams * d,)``
+        where the streams lie side by side, Qwen4-Exp)."""
+        site = self.resolve_site(site)
+        streams = self.adapter.residual_streams
+        if streams > 1 and site.kind in ("resid_pre", "resid_post"):
+            return (streams * self.d_model,) if self.adapter.residual_layout == "flat" else (streams, self.d_model)
+        return (self.site_width(site),)
 
     def site_width(self, site: Site) -> int:
         if site.kind == "router_logits":
@@ -411,7 +433,7 @@ class HookedModel:
             if not bool((counts == counts[0]).all()) or int(counts[0]) == 0:
                 raise ThinklensError.of("positions", positions, "positions present in every prompt",
                                         "use positions inside the shortest prompt")
-            acts = {s: a[sel].view(a.shape[0], int(counts[0]), a.shape[-1]) for s, a in acts.items()}
+            acts = {s: a[sel].view(a.shape[0], int(counts[0]), *a.shape[2:]) for s, a in acts.items()}
         kept = positions if positions is None or isinstance(positions, str) else list(positions)
         return ActivationBatch(enc["input_ids"], enc["attention_mask"], acts, kept, n_layers=self.n_layers)
 

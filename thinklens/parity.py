@@ -47,6 +47,8 @@ def check_site_parity(model: "HookedModel", n_tokens: int = 5) -> None:
     vocab = model.vocab_size
     ids = torch.tensor([[(3 + 7 * i) % vocab for i in range(n_tokens)]])  # [1, pos] a few ordinary tokens
     pairs = [(hidden_state_site(i, n), i) for i in range(n + 1)]
+    if model.adapter.hidden_states == "outputs":  # Mamba: hidden_states[i] is block i's output, the last the final norm's
+        pairs = [(Site("resid_post", i), i) for i in range(n)] + [(Site("final_norm"), n)]
     store: dict[Site, Tensor] = {}
 
     def saver(site: Site):

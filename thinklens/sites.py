@@ -11,6 +11,15 @@ Conventions (checked against HF ``output_hidden_states`` in the tests):
 - ``resid_pre.i``: input of block ``i`` (``hidden_states[i]`` of HF).
 - ``resid_post.i``: output of block ``i``, before the final norm (``hidden_states[i + 1]`` of HF
   for ``i < n_layers - 1``; HF's last entry has the final norm applied).
+- ``mixer_out.i``: the output of block ``i``'s token mixer when that mixer is not attention (a Mamba / SSM
+  layer, gated linear attention such as Gated DeltaNet, a short convolution, an RG-LRU recurrence): hybrid
+  models (Jamba, Qwen3-Next, Nemotron-H, LFM2, ...) have ``attn_out.i`` on their attention blocks and
+  ``mixer_out.i`` on the others; pure recurrent models (Mamba) only ``mixer_out``. ``attn_out.*`` and
+  ``mixer_out.*`` expand to the blocks that have one, ``token_mixer.*`` to each block's token mixer of either
+  kind (``attn_out.i`` or ``mixer_out.i``), and ``mlp_out.*`` to the blocks that have an MLP.
+- Multi-stream residuals (DeepSeek-V4 / HY-V4 hyper-connections): ``resid_pre`` / ``resid_post`` are
+  ``[batch, pos, streams, d]`` (``HookedModel.site_shape`` says so); AddVector / ReplaceActivation with a ``[d]``
+  vector edit every stream alike, any other shape is refused naming the site and the shape.
 - ``attn_out.i`` / ``mlp_out.i``: the output of the attention / MLP module of block ``i`` (TransformerLens's
   ``hook_attn_out`` / ``hook_mlp_out``): what it adds to the residual stream in pre-norm families (Gemma 2/3
   and OLMo 2/3 add a post-norm of it, Granite a scaled copy). On MoE blocks ``mlp_out`` is the sparse
@@ -32,15 +41,21 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Literal, get_args
 
 from thinklens.errors import ThinklensError, did_you_mean
 
-SiteKind = Literal["embed", "resid_pre", "resid_post", "attn_out", "mlp_out", "final_norm", "logits", "router_logits"]
+SiteKind = Literal["embed", "resid_pre", "resid_post", "attn_out", "mixer_out", "mlp_out", "final_norm", "logits",
+                   "router_logits"]
 SITE_KINDS: tuple[str, ...] = get_args(SiteKind)
-LAYER_KINDS: frozenset[str] = frozenset({"resid_pre", "resid_post", "attn_out", "mlp_out", "router_logits"})
+LAYER_KINDS: frozenset[str] = frozenset({"resid_pre", "resid_post", "attn_out", "mixer_out", "mlp_out", "router_logits"})
+#: The kinds of a block's parts (the modules inside it), in forward order; a block has some of them.
+PART_KINDS: tuple[str, ...] = ("attn_out", "mixer_out", "mlp_out")
+#: The pattern that expands to each block's token mixer, whichever kind it is (``attn_out.i`` or ``mixer_out.i``).
+TOKEN_MIXER_PATTERN = "token_mixer.*"
 #: Kinds that exist only on some models (MoE blocks), listed in ``HookedModel.sites`` only there.
 MOE_KINDS: frozenset[str] = frozenset({"router_logits"})
 
@@ -118,20 +133,27 @@ def parse_sites(texts: "str | Site | list[str | Site] | tuple[str | Site, ...]",
     return list(dict.fromkeys(out))
 
 
-def all_sites(n_layers: int, router_layers: "tuple[int, ...] | list[int]" = ()) -> list[Site]:
+def all_sites(n_layers: int, router_layers: "tuple[int, ...] | list[int]" = (),
+              block_parts: "Sequence[Sequence[str]] | None" = None) -> list[Site]:
     """Every site of a model with ``n_layers`` blocks, in forward order; ``router_layers`` are the MoE
-    blocks (their ``router_logits`` come before the block's ``mlp_out``).
+    blocks (their ``router_logits`` come before the block's ``mlp_out``); ``block_parts``: per block, the
+    part kinds it has (``PART_KINDS``; default ``attn_out`` and ``mlp_out`` in every block).
 
     Example:
         >>> [str(s) for s in all_sites(1, router_layers=[0])]
         ['embed', 'resid_pre.0', 'attn_out.0', 'router_logits.0', 'mlp_out.0', 'resid_post.0', 'final_norm', 'logits']
+        >>> [str(s) for s in all_sites(2, block_parts=[("mixer_out", "mlp_out"), ("attn_out",)])][1:7]
+        ['resid_pre.0', 'mixer_out.0', 'mlp_out.0', 'resid_post.0', 'resid_pre.1', 'attn_out.1']
     """
     routers = set(router_layers)
     sites = [Site("embed")]
     for i in range(n_layers):
-        sites += [Site("resid_pre", i), Site("attn_out", i)]
+        parts = ("attn_out", "mlp_out") if block_parts is None else tuple(block_parts[i])
+        sites.append(Site("resid_pre", i))
+        sites += [Site(k, i) for k in PART_KINDS if k in parts and k != "mlp_out"]
         sites += [Site("router_logits", i)] if i in routers else []
-        sites += [Site("mlp_out", i), Site("resid_post", i)]
+        sites += [Site("mlp_out", i)] if "mlp_out" in parts else []
+        sites.append(Site("resid_post", i))
     return sites + [Site("final_norm"), Site("logits")]
 
 

@@ -25,14 +25,15 @@ class ActivationBatch:
     Attributes:
         input_ids: ``[batch, pos]`` token ids (left padded).
         attention_mask: ``[batch, pos]`` 1 for real tokens.
-        acts: site -> ``[batch, pos, d]`` (or ``[batch, n, d]`` when positions were chosen).
+        acts: site -> ``[batch, pos, d]`` (or ``[batch, n, d]`` when positions were chosen; ``[batch, pos, streams, d]``
+            at the residual sites of a multi-stream residual, DeepSeek-V4).
         positions: the logical positions kept (None = every position of the padded batch).
         n_layers: the model's number of blocks, so that ``batch["resid_post.-1"]`` finds the last one.
     """
 
     input_ids: Int[Tensor, "batch pos"]
     attention_mask: Int[Tensor, "batch pos"]
-    acts: dict[Site, Float[Tensor, "batch n d"]]
+    acts: dict[Site, Float[Tensor, "batch n *d"]]
     positions: list[int] | str | None = None
     n_layers: int | None = None
 
