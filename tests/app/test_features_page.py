@@ -183,6 +183,14 @@ def test_sae_source_of_each_run(demo):
     assert check_feature_index(steer, 1023) == 1023
     with pytest.raises(ThinklensError, match="0..63"):
         check_feature_index(sae, 64)
+    # a steer run given an `sae` run folder browses that run's SAE and statistics
+    other = RunFolder.create("steer", {"model": "tiny-think", "sae": str(demo / "sae" / "demo")},
+                             root=demo.parent / "other-runs", run_id="on-run")
+    other.finish({"feature": 7, "site": "resid_post.2"})
+    on_run = sae_source(other)
+    assert (on_run.sae_dir, on_run.stats_file, on_run.d_sae, on_run.feature) == (sae.sae_dir, sae.stats_file, 64, 7)
+    with pytest.raises(ThinklensError, match="run kind"):
+        sae_source(RunFolder.create("hybrid", {}, root=demo.parent / "other-runs", run_id="h"))
 
 
 def test_feature_logits_are_the_decoder_row_through_the_lm_head(demo):
