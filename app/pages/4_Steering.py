@@ -254,7 +254,7 @@ def steer_results(run, source) -> None:
     if not rows:
         return
     word = chosen.get("word", "wait")
-    table([{"arm": r["arm"], "feature": r.get("feature"), "coefficient": r["coeff"],
+    table([{"arm": r["arm"], "feature": "-" if r.get("feature") is None else str(r["feature"]), "coefficient": r["coeff"],
             "added norm": None if r.get("added_norm") is None else round(r["added_norm"], 2),
             f"{word} per trace": round(r.get(word, 0.0), 3), f"traces saying {word}": r.get("traces_with_word"),
             "traces": r.get("n_traces"), "accuracy": r.get("accuracy"), "mean tokens": round(r.get("mean_tokens", 0), 1),
@@ -264,7 +264,8 @@ def steer_results(run, source) -> None:
     base = next((r for r in rows if float(r["coeff"]) == 0.0), None)
     pick = st.selectbox("sample", range(len(rows)), key="steer-sample",
                         index=next((i for i, r in enumerate(rows) if r["arm"] == "feature" and r["coeff"] > 0), 0),
-                        format_func=lambda i: f"{rows[i]['arm']} (feature {rows[i].get('feature')}), c={rows[i]['coeff']:+g}")
+                        format_func=lambda i: f"{rows[i]['arm']}" + (f" (feature {rows[i]['feature']})" if rows[i].get(
+                            "feature") is not None else "") + f", c={rows[i]['coeff']:+g}")
     r = rows[pick]
     if base is not None and r.get("sample") is not None:
         show_diff(base.get("sample", ""), r["sample"], f"{r['arm']}, c={r['coeff']:+g}, first prompt")
