@@ -53,12 +53,14 @@ class Plan:
     """Adam learning rate on the latents."""
     max_iters: int = 10
     """Iterations per problem (best-of-N draws 1 + max_iters chains)."""
+    steps: tuple[int, int] = (MIN_STEPS, MAX_STEPS)
+    """Step counts of the problems (min, max)."""
     paired: bool = True
     """Judge the gain by the paired test (McNemar); False (the quick version: too few problems for the test to
     reach p < 0.05 in seconds): by its direction, some problem fixed and none broken."""
 
 
-QUICK = Plan(n_per_steps=8, max_iters=6, paired=False)
+QUICK = Plan(n_per_steps=8, steps=(6, 7), paired=False)
 FULL = Plan(n_per_steps=50)
 
 
@@ -77,7 +79,7 @@ def _seek(ctx: SettingContext, plan: Plan, reward: str, sub: str) -> dict[str, A
     from thinklens.runs import RunFolder
 
     ctx.run_job("latent-seek", sub, model=ORGANISM, reward=reward, lr=plan.lr, max_iters=plan.max_iters,
-                n=plan.n_per_steps, min_steps=MIN_STEPS, max_steps=MAX_STEPS, seed=PROBLEM_SEED + ctx.seed,
+                n=plan.n_per_steps, min_steps=plan.steps[0], max_steps=plan.steps[1], seed=PROBLEM_SEED + ctx.seed,
                 baseline_temperatures=(TEMPERATURE,), baseline_samples=0)
     assert ctx.workdir is not None
     return RunFolder.open(ctx.workdir / sub).read_result("seek")
@@ -138,7 +140,7 @@ def error_places(doc: dict[str, Any], plan: Plan, seed: int) -> dict[str, Any]:
     from thinklens.zoo.registry import zoo_path
 
     tok = AutoTokenizer.from_pretrained(str(zoo_path(ORGANISM)))
-    problems = problems_by_steps(plan.n_per_steps, MIN_STEPS, MAX_STEPS, seed=PROBLEM_SEED + seed)
+    problems = problems_by_steps(plan.n_per_steps, *plan.steps, seed=PROBLEM_SEED + seed)
     inside = outside = fixed_inside = fixed_outside = 0
     for prob, p in zip(problems, doc["problems"]):
         if is_correct(p["original_text"], p["answer"]):
@@ -189,7 +191,7 @@ def _planted(ctx: SettingContext) -> Check:
     verdict = "recovered" if headroom >= MIN_HEADROOM and shown else "failed"
     s = doc["summary"]
     details = {
-        "organism": ORGANISM, "steps": [MIN_STEPS, MAX_STEPS], "lr": plan.lr, "max_iters": plan.max_iters,
+        "organism": ORGANISM, "steps": list(plan.steps), "lr": plan.lr, "max_iters": plan.max_iters,
         "headroom": headroom, "headroom_ci": list(wilson(room, n)),
         "start_accuracy": sum(o["start"]) / n, "seek_accuracy": sum(o["seek"]) / n,
         "fixed": fixed, "broken": broken, "paired_test": plan.paired,

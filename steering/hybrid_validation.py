@@ -62,6 +62,18 @@ def _hybrid(ctx: SettingContext, plan: Plan, base: str, thinking: str, sub: str)
     return RunFolder.open(ctx.workdir / sub).read_result("hybrid_seeds")[str(ctx.seed)]
 
 
+def vector_diagnostics(ctx: SettingContext, sub: str) -> dict[str, Any]:
+    """What the trained vectors do for the base (the run's categories.json): each vector's training loss (the base
+    model's mean NLL per token of its category's sentences) before and after, and the vectors' norms. A vector
+    that barely lowers the NLL carries little of the thinking model's behaviour beyond a random direction."""
+    from thinklens.runs import RunFolder
+
+    assert ctx.workdir is not None
+    cats = RunFolder.open(ctx.workdir / sub).read_result("categories")
+    return {"nll_before_after": {k: [round(float(x), 4) for x in (v[0], v[-1])] for k, v in cats["losses"].items()},
+            "bias_norm": cats["bias_norm"], "vector_norms": cats["vector_norms"], "sentences": cats["counts"]}
+
+
 def _acc(rows: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
     from thinklens.stats import wilson
 
@@ -92,7 +104,8 @@ def _planted(ctx: SettingContext) -> Check:
     details = {"pair": PAIR, "steps": [MIN_STEPS, MAX_STEPS], "accuracy": {m: _acc(rows, m) for m in MODES},
                "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
                "gap_recovered": recovered.value, "gap_recovered_ci": list(recovered.ci),
-               "beats_random_p": beats.p, "paired_test": plan.paired, "findings": findings_doc([*findings, beats])}
+               "beats_random_p": beats.p, "paired_test": plan.paired, "vectors": vector_diagnostics(ctx, "pair"),
+               "findings": findings_doc([*findings, beats])}
     return _check(beats, "recovered" if ok else "failed",
                   "a gap (thinking beats base, McNemar); the hybrid beats its random-vector control (McNemar) and "
                   "recovers part of the gap (bootstrap interval above 0)", details)

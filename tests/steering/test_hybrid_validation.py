@@ -30,6 +30,7 @@ def test_planted_verdict_needs_the_hybrid_beyond_its_random_control(tmp_path, mo
     base, thinking, hybrid = [1] * 20 + [0] * 40, [1] * 50 + [0] * 10, [1] * 40 + [0] * 20
     random = [1] * 20 + [1] * random_right + [0] * (40 - random_right)
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, thinking, hybrid, random))
+    monkeypatch.setattr(hv, "vector_diagnostics", lambda ctx, sub: {})
     check = SETTINGS["planted"].run(_ctx(tmp_path, quick=quick))
     assert check.verdict == verdict and check.details["paired_test"] is not quick
     assert check.value == pytest.approx((20 - random_right) / 60)
@@ -40,6 +41,7 @@ def test_planted_needs_a_gap(tmp_path, monkeypatch):
     # mutant pair: no gap (thinking no better than base), so beating the random control is not a validation
     same = [1] * 20 + [0] * 40
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(same, same, [1] * 40 + [0] * 20, same))
+    monkeypatch.setattr(hv, "vector_diagnostics", lambda ctx, sub: {})
     assert SETTINGS["planted"].run(_ctx(tmp_path)).verdict == "failed"
 
 
