@@ -40,7 +40,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from thinklens.errors import ThinklensError
-from thinklens.stats import Finding, accuracy_finding, bootstrap_ci, no_headroom, split_indices, verdict_from_interval
+from thinklens.stats import Finding, accuracy_finding, bootstrap_units, no_headroom, split_indices, verdict_from_interval
 
 #: Label permutations of the shuffled-label control (its score is their mean: one permutation is noisy).
 N_SHUFFLES = 5
@@ -79,10 +79,6 @@ def r2_rows(pred: np.ndarray, y: np.ndarray, groups: np.ndarray, idx: np.ndarray
     with np.errstate(invalid="ignore", divide="ignore"):
         return 1.0 - e / (ss - s * s / n)
 
-
-def _boot(n: int, stat, seed: int) -> tuple[float, float]:
-    """Percentile bootstrap of ``stat(idx [n_boot, n])`` over ``n`` units (thinklens.stats.bootstrap_ci)."""
-    return bootstrap_ci(np.arange(n), stat=lambda v, axis: stat(v.astype(np.int64)), seed=seed)
 
 
 # ---------------------------------------------------------------- the held-out choice
@@ -209,7 +205,7 @@ def correct_findings(features: Mapping[str, np.ndarray], y: np.ndarray, *, probe
                         "one outcome: no held-out layer choice")]
     yr, p, n = y[choice.report], choice.pred["site"], len(choice.report)
     auc = float(auroc_rows(p, yr, np.arange(n)[None])[0])
-    ci = _boot(n, lambda idx: auroc_rows(p, yr, idx), seed)
+    ci = bootstrap_units(n, lambda idx: auroc_rows(p, yr, idx), seed=seed)
     shuffled = float(np.mean([auroc_rows(q, perm, np.arange(n)[None])[0] for perm, q in choice.shuffled]))
     control_value = max(CHANCE_AUROC, shuffled)
     extra = {**_choice_extra(choice), "interval": "percentile bootstrap over problems", "chance": CHANCE_AUROC,
@@ -226,7 +222,7 @@ def correct_findings(features: Mapping[str, np.ndarray], y: np.ndarray, *, probe
     if "control" in choice.pred:
         c = choice.pred["control"]
         ctrl = float(auroc_rows(c, yr, np.arange(n)[None])[0])
-        diff_ci = _boot(n, lambda idx: auroc_rows(p, yr, idx) - auroc_rows(c, yr, idx), seed)
+        diff_ci = bootstrap_units(n, lambda idx: auroc_rows(p, yr, idx) - auroc_rows(c, yr, idx), seed=seed)
         verdict = verdict_from_interval(diff_ci, 0.0, n=n)
         if verdict == "no effect" and ctrl >= 1.0:  # difficulty alone ranks every problem: no AUROC could beat it
             verdict = "at ceiling"
@@ -250,7 +246,7 @@ def intermediate_findings(features: Mapping[str, np.ndarray], y: np.ndarray, gro
     units = len(np.unique(gr))
     p = choice.pred["site"]
     r2 = float(r2_rows(p, yr, gr, np.arange(units)[None])[0])
-    ci = _boot(units, lambda idx: r2_rows(p, yr, gr, idx), seed)
+    ci = bootstrap_units(units, lambda idx: r2_rows(p, yr, gr, idx), seed=seed)
     shuffled = float(np.mean([r2_rows(q, perm, gr, np.arange(units)[None])[0] for perm, q in choice.shuffled]))
     control_value = max(0.0, shuffled)
     extra = {**_choice_extra(choice), "interval": "percentile bootstrap over problems (positions resampled together)",

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from thinklens.errors import ThinklensError
-from thinklens.stats import Finding, bootstrap_ci, verdict_from_interval
+from thinklens.stats import Finding, bootstrap_units, verdict_from_interval
 
 ZERO_ABLATION = "zero ablation"
 MEAN = "predicting the mean activation"
@@ -59,10 +59,6 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
 
-
-def _boot(n: int, stat, seed: int) -> tuple[float, float]:
-    """Percentile bootstrap over ``n`` rows of ``stat(idx [n_boot, n])`` (thinklens.stats.bootstrap_ci)."""
-    return bootstrap_ci(np.arange(n), stat=lambda v, axis: stat(v.astype(np.int64)), seed=seed)
 
 
 def _columns(per_row: Mapping[str, Sequence[float]], keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -105,7 +101,7 @@ def recovered_finding(claim: str, statistic: str, zero: np.ndarray, sae: np.ndar
         extra["otherwise"] = f"zero-ablating the site costs no {what_costs} here: nothing to recover"
         return Finding(claim, statistic, nan, (nan, nan), n, ZERO_ABLATION, 0.0, "at ceiling", extra=extra)
     value = float(zero.sum() - sae.sum()) / gap
-    ci = _boot(n, lambda idx: _ratio(zero[idx].sum(1) - sae[idx].sum(1), zero[idx].sum(1) - base[idx].sum(1)), seed)
+    ci = bootstrap_units(n, lambda idx: _ratio(zero[idx].sum(1) - sae[idx].sum(1), zero[idx].sum(1) - base[idx].sum(1)), seed=seed)
     comment = _range_comment(value, statistic)
     if comment:
         claim, extra["flag"] = f"{claim} [{comment}]", comment
@@ -140,7 +136,7 @@ def variance_finding(res_ss: np.ndarray, tot_ss: np.ndarray, *, site: str, l0: f
     res_ss, tot_ss = np.asarray(res_ss, dtype=np.float64), np.asarray(tot_ss, dtype=np.float64)
     n = int(res_ss.size)
     value = 1.0 - float(res_ss.sum()) / float(tot_ss.sum()) if tot_ss.sum() > 0 else float("nan")
-    ci = _boot(n, lambda idx: 1.0 - _ratio(res_ss[idx].sum(1), tot_ss[idx].sum(1)), seed)
+    ci = bootstrap_units(n, lambda idx: 1.0 - _ratio(res_ss[idx].sum(1), tot_ss[idx].sum(1)), seed=seed)
     claim = f"the SAE at {site} (L0 {format_l0(l0)}: active features per token) explains the activations {where}"
     extra: dict[str, Any] = {"interval": "percentile bootstrap over units", "l0": format_l0(l0)}
     if value < 0:

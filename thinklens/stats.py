@@ -127,6 +127,20 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, stat=np.mean, n_boot: 
     return float(np.quantile(boots, a)), float(np.quantile(boots, 1.0 - a))
 
 
+def bootstrap_units(n: int, stat, *, n_boot: int = 2000, seed: int = 0, level: float = LEVEL) -> tuple[float, float]:
+    """Percentile bootstrap interval of a statistic of resampled units, when it needs more than one value per
+    unit (a ratio of sums, an AUROC): ``stat(idx)`` maps integer unit ids ``[n_boot, n]`` to ``[n_boot]``.
+
+    Example:
+        >>> num, den = np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 2.0])
+        >>> lo, hi = bootstrap_units(3, lambda idx: num[idx].sum(1) / den[idx].sum(1))
+        >>> 0.5 <= lo < 1.0 < hi <= 1.5
+        True
+    """
+    return bootstrap_ci(np.arange(n), stat=lambda v, axis: stat(v.astype(np.int64)), n_boot=n_boot, seed=seed,
+                        level=level)
+
+
 def rate_difference(k1: int, n1: int, k2: int, n2: int) -> tuple[float, tuple[float, float]]:
     """``k1/n1 - k2/n2`` of two independent proportions with Newcombe's hybrid score interval (from the two
     Wilson intervals; Newcombe 1998, method 10).
