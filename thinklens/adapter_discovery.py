@@ -155,12 +155,20 @@ def adapter_from_model_type(model_type: str) -> Adapter | None:
 
 
 def _n_layers(config: Any) -> int | None:
+    counts = _layer_counts(config)
+    return counts[0] if counts else None
+
+
+def _layer_counts(config: Any) -> list[int]:
+    """The config's block counts, most usual key first (LongCat-Flash's ``num_hidden_layers`` counts sublayers,
+    its ``num_layers`` the blocks)."""
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    out = []
     for key in ("num_hidden_layers", "n_layer", "num_layers"):
         v = getattr(text, key, None)
-        if isinstance(v, int) and v > 0:
-            return v
-    return None
+        if isinstance(v, int) and v > 0 and v not in out:
+            out.append(v)
+    return out
 
 
 def _path_of(hf: nn.Module, target: nn.Module | None) -> str | None:
@@ -180,9 +188,11 @@ def _refuse(hf: nn.Module, what: str) -> ThinklensError:
 
 
 def _structure_names(hf: nn.Module) -> dict[str, str | None]:
+    lists: list = []
+    for n in _layer_counts(hf.config):
+        lists = lists or [(name, mod) for name, mod in hf.named_modules()
+                          if isinstance(mod, nn.ModuleList) and len(mod) == n and name]
     n = _n_layers(hf.config)
-    lists = [(name, mod) for name, mod in hf.named_modules()
-             if isinstance(mod, nn.ModuleList) and len(mod) == n and name]
     if not lists:
         raise _refuse(hf, f"block list (a ModuleList of num_hidden_layers={n} modules)")
     layers, blocks = min(lists, key=lambda item: item[0].count("."))  # the outermost list of that length
@@ -250,6 +260,10 @@ def _hybrid_parts(blocks: nn.ModuleList) -> tuple[tuple[tuple[str, str], ...], .
     per_block = []
     for block in blocks:
         found: dict[str, list[str]] = {}
+        if any(isinstance(mod, nn.ModuleList) and (_ATTN_NAME.search(name) or name in _MLP_NAMES or name.rstrip("s") in
+                                                   _MLP_NAMES) for name, mod in block.named_children()):
+            per_block.append({})  # sublayers in lists (LongCat-Flash: two attentions, two MLPs): no single part
+            continue
         for name, mod in block.named_children():
             kind = _part_of(name, mod)
             if kind is not None:
@@ -284,8 +298,6 @@ def with_block_parts(hf: nn.Module, adapter: Adapter) -> Adapter:
         if not adapter.attn or not adapter.mlp:
             raise _refuse(hf, "attention and MLP modules inside a block")
         return adapter
-    if not any(p for p in parts):
-        raise _refuse(hf, "token mixer (attention, SSM, linear attention) and MLP modules inside a block")
     attn = next((dict(p)["attn_out"] for p in parts if "attn_out" in dict(p)), "")
     mlp = next((dict(p)["mlp_out"] for p in parts if "mlp_out" in dict(p)), "")
     return replace(adapter, attn=attn, mlp=mlp, block_parts=parts, router=None if adapter.router is None else adapter.router)
@@ -298,8 +310,6 @@ OUTPUT_HIDDEN_STATES = frozenset({"mamba", "mamba2", "falcon_mamba"})
 UNSUPPORTED: dict[str, str] = {
     "rwkv": "RWKV's recurrent state (a list of tensors passed as `state`, not a transformers Cache)",
     "xlstm": "xLSTM's own recurrent cache (`rnn_state`, not a transformers Cache)",
-    "longcat_flash": "LongCat-Flash's blocks of two attention and two MLP sublayers beside a shortcut MoE "
-                     "(num_hidden_layers counts the sublayers, not the blocks of model.layers)",
 }
 
 

@@ -153,8 +153,8 @@ class Adapter:
         """The group of parameter ``name`` (a path relative to the ``*ForCausalLM`` module).
 
         Inside block ``i``: ``attention`` (the attention sub-module), ``mixer`` (a non-attention token
-        mixer: SSM, linear attention, convolution), ``mlp``, else ``norm`` (the block's norms); outside blocks: ``embedding`` (token and position embeddings, LM head), ``norm``
-        (the final norm), else ``other``.
+        mixer: SSM, linear attention, convolution), ``mlp``, else ``norm`` (the block's norms); outside
+        blocks: ``embedding`` (token and position embeddings, LM head), ``norm`` (the final norm), else ``other``.
         """
         prefix = self.layers + "."
         if name.startswith(prefix):
@@ -243,8 +243,13 @@ def adapter_for_model(hf: nn.Module, override: Adapter | None = None) -> Adapter
 
     Every path is checked to exist on ``hf``; a clear error names the one that does not.
     """
-    from thinklens.adapter_discovery import (adapter_from_structure, adapter_from_transformer_lens, refuse_unsupported,
-                                             with_block_parts, with_router)
+    from thinklens.adapter_discovery import (
+        adapter_from_structure,
+        adapter_from_transformer_lens,
+        refuse_unsupported,
+        with_block_parts,
+        with_router,
+    )
 
     model_type = getattr(getattr(hf, "config", None), "model_type", None)
     if override is not None:

@@ -311,6 +311,11 @@ class RepeatBlock(Intervention):
                                         "running the block twice would advance it twice)",
                                         "use RepeatBlock in a plain forward (forward_with / capture), or "
                                         "ReplaceActivation at resid_pre")
+            if cache is not None and len(getattr(cache, "layers", ())) > model.n_layers:
+                raise ThinklensError.of("RepeatBlock", f"block {layer} of {model.family} during cached decoding",
+                                        f"a cache of one layer per block (this one has {len(cache.layers)} for "
+                                        f"{model.n_layers} blocks)", "use RepeatBlock in a plain forward "
+                                        "(forward_with / capture), or ReplaceActivation at resid_pre")
             own = cache is not None and layer < len(getattr(cache, "layers", ())) and \
                 not type(cache.layers[layer]).__module__.startswith("transformers.cache_utils")
             if own:  # a family's own cache layer (DeepSeek-V4's compressed attention): its crop is not exact

@@ -27,8 +27,11 @@ Conventions (checked against HF ``output_hidden_states`` in the tests):
 - ``router_logits.i``: the router's logits over experts (``[batch, pos, n_experts]``) of an MoE block;
   listed only for MoE models and their sparse layers; read-only (routing is decided inside the router).
 - ``final_norm``: output of the final norm (``hidden_states[-1]`` of HF, the LM-head input).
-- ``logits``: output of the LM head (before a family's own final soft-capping or scaling, as in
-  Gemma 2 or Granite).
+- ``logits``: output of the LM head, before a family's own final scaling or soft-capping, which HF applies
+  after the head: Cohere / Cohere 2 multiply by ``config.logit_scale``, Granite divides by
+  ``config.logits_scaling``, and the soft-capped families (Gemma 2/3/3n/4, VaultGemma, nanochat,
+  Mistral-Large-4, ...) apply ``cap * tanh(logits / cap)`` with ``config.final_logit_softcapping``; the
+  returned logits (and generation) are HF's own, after that step.
 
 Example:
     >>> Site.parse("resid_post.3")

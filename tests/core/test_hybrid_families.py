@@ -124,3 +124,11 @@ def test_every_hybrid_family_passes_or_is_refused_in_one_line(tmp_path, family):
         assert report["load"].startswith("ThinklensError") and "\n" not in report["load"], report
         return
     assert all(report[c] == "ok" for c in ("capture", "generate", "interventions")), report
+
+
+def test_a_part_thinklens_cannot_run_is_refused_at_load_in_one_line(tmp_path):
+    path = build_tiny_model("rwkv", tmp_path / "rwkv")
+    with pytest.raises(ThinklensError) as refused:
+        HookedModel.load(str(path))
+    message = str(refused.value)
+    assert "rwkv" in message and "RWKV's recurrent state" in message and "\n" not in message
