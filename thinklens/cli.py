@@ -1,4 +1,4 @@
-"""The ``thinklens`` command line: ``info``, ``run <job>`` and ``app``.
+"""The ``thinklens`` command line: ``info``, ``run <job>``, ``runs`` (list, ``show``) and ``app``.
 
 ``thinklens run <job>`` is generated from the job contract (:mod:`thinklens.jobs`): the job's config
 fields are its options (help = the field docstrings), followed by the options every job shares
@@ -58,6 +58,18 @@ def cmd_app(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host, "--server.port", str(args.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     return subprocess.call(cmd, env={**os.environ, "THINKLENS_RUNS": str(Path(args.runs).resolve())})
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """``thinklens runs``: the runs under the runs root; ``thinklens runs show REF``: one run in full."""
+    from thinklens.runs_command import run_table, show_lines
+
+    root = getattr(args, "show_runs", None) or args.runs
+    if getattr(args, "runs_command", None) == "show":
+        print("\n".join(show_lines(args.ref, root)))
+    else:
+        print("\n".join(run_table(root, args.kind)))
+    return 0
 
 
 def add_job_parser(jobs: Any, job: Any) -> argparse.ArgumentParser:
@@ -140,6 +152,14 @@ def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
             add_job_parser(run_sub, get_job(name))
         else:  # not loaded: only the name is known (a job's options load when it is named)
             run_sub.add_parser(name)
+    runs = sub.add_parser("runs", help="list the runs (kind, id, status, headline); `runs show KIND/ID` prints one")
+    runs.add_argument("--runs", default=None, metavar="DIR", help="the runs root (default: $THINKLENS_RUNS or ./runs)")
+    runs.add_argument("--kind", default=None, metavar="JOB", help="only the runs of this kind")
+    runs_sub = runs.add_subparsers(dest="runs_command", parser_class=_Parser, metavar="show")
+    show = runs_sub.add_parser("show", help="one run: config, status, findings")
+    show.add_argument("ref", metavar="RUN", help="KIND/ID, a run id, or a run folder's path")
+    show.add_argument("--runs", dest="show_runs", default=None, metavar="DIR", help="the runs root")
+    runs.set_defaults(func=cmd_runs)
     app = sub.add_parser("app", help="start the Streamlit app (127.0.0.1 by default)")
     app.add_argument("--host", default="127.0.0.1")
     app.add_argument("--port", type=int, default=8501)

@@ -112,6 +112,33 @@ def replace_dir(tmp: Path, dest: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def config_differences(old: Any, new: Any, prefix: str = "", limit: int = 8) -> str:
+    """The keys whose values differ between two JSON configs, as ``key (old -> new)``, nested keys dotted.
+
+    Example:
+        >>> config_differences({"n": 2, "opt": {"lr": 0.1}, "seed": 0}, {"n": 3, "opt": {"lr": 0.2}, "seed": 0})
+        'n (2 -> 3), opt.lr (0.1 -> 0.2)'
+        >>> config_differences({"n": 2}, {"n": 2, "extra": True})
+        'extra (absent -> true)'
+    """
+    def short(v: Any) -> str:
+        text = "absent" if v is _ABSENT else json.dumps(v)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def walk(a: Any, b: Any, key: str) -> Iterator[str]:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) | set(b), key=str):
+                yield from walk(a.get(k, _ABSENT), b.get(k, _ABSENT), f"{key}.{k}" if key else str(k))
+        elif a != b:
+            yield f"{key or '(whole config)'} ({short(a)} -> {short(b)})"
+
+    diffs = list(walk(old, new, prefix))
+    return ", ".join(diffs[:limit]) + (f", and {len(diffs) - limit} more" if len(diffs) > limit else "")
+
+
+_ABSENT = object()
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     """JSON-encode (dataclasses, numpy and torch values included) and write atomically."""
     atomic_write_bytes(Path(path), json.dumps(to_jsonable(obj), indent=2, allow_nan=False).encode())
@@ -159,8 +186,11 @@ class RunFolder:
         if (path / "config.json").exists():
             old = json.loads((path / "config.json").read_text())
             if not resume or old != cfg:
+                differs = config_differences(old, cfg)
+                why = (f"its config differs in {differs}" if differs
+                       else "the same config, but resuming is off")
                 raise ThinklensError.of(
-                    "run folder", str(path), "a new run id, or the same config to resume",
+                    "run folder", str(path), f"a new run id, or the same config to resume ({why})",
                     "pass another --run-id, or delete the folder to start over",
                 )
             run = cls(path)
