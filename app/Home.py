@@ -11,8 +11,8 @@ from pathlib import Path
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import display_path, runs_root  # noqa: E402
-from dashboard import PAGES, age, data_of, demo_commands, fix_command, headline, model_of, zoo_accuracy_rows  # noqa: E402
+from common import display_path, missing_results, runs_root  # noqa: E402
+from dashboard import PAGES, age, data_of, demo_commands, fix_command, model_of, run_rows, run_state, zoo_accuracy_rows, zoo_table_rows  # noqa: E402
 from exports import chart, table  # noqa: E402
 
 from thinklens.runs import discover_runs  # noqa: E402
@@ -24,13 +24,16 @@ st.caption("See how language models reason from the inside, and act on it.")
 # Pipeline order: models and data first, then analyses, probes, steering, latent reasoning.
 ORDER = ("zoo-eval", "capture", "mi-peaks", "lynx", "probe", "sae", "steer", "reasoning-vector", "hybrid",
          "latent-eval", "latent-train")
-STATUS = {"done": ":green-badge[done]", "running": ":orange-badge[running]"}
+STATUS = {"done": ":green-badge[done]", "running": ":orange-badge[running]",
+          "results missing": ":red-badge[results missing]"}
 
 root = runs_root()
 runs = discover_runs(root)
 runs.sort(key=lambda r: ORDER.index(r.kind) if r.kind in ORDER else len(ORDER))
 good = [r for r in runs if r.error is None]
 broken = [r for r in runs if r.error is not None]
+lacking = {f"{r.kind}/{r.run_id}": missing_results(r.path) for r in good}
+lacking = {k: v for k, v in lacking.items() if v}  # half-written: meta.json says done, results/ is gone or empty
 
 st.header("Runs")
 if not runs:
@@ -39,9 +42,11 @@ if not runs:
 else:
     kinds = sorted({r.kind for r in good})
     st.caption(f"{len(good)} run(s) of {len(kinds)} kind(s) under `{display_path(root)}`"
-               + (f"; {len(broken)} cannot be read (below)" if broken else "") + ". Each card links to the page that shows it.")
+               + (f"; {len(broken)} cannot be read (below)" if broken else "")
+               + (f"; {len(lacking)} say done but have no results (flagged :red-badge[results missing])" if lacking else "")
+               + ". Each card links to the page that shows it.")
 
-demo_argv = demo_commands(root) if broken else {}
+demo_argv = demo_commands(root) if broken or lacking else {}
 for r in broken:
     st.error(f"**run {r.kind}/{r.run_id} cannot be read**\n\n{r.error}\n\nTo fix it, run:")
     st.code(fix_command(r, demo_argv), language="bash", wrap_lines=True)
@@ -51,9 +56,13 @@ for i in range(0, len(good), COLS):
     cols = st.columns(COLS)
     for col, r in zip(cols, good[i:i + COLS]):
         with col.container(border=True, key=f"run-card-{r.kind}-{r.run_id}"):
-            st.markdown(f"**{r.kind}** · `{r.run_id}` {STATUS.get(r.status, f':gray-badge[{r.status}]')}")
+            status, line = run_state(r, lacking.get(f"{r.kind}/{r.run_id}"))
+            st.markdown(f"**{r.kind}** · `{r.run_id}` {STATUS.get(status, f':gray-badge[{status}]')}")
             st.caption(f"model {model_of(r)} · data {data_of(r)} · {age(r.created)}")
-            st.write(headline(r))
+            st.write(line)
+            if status == "results missing":
+                st.caption("To finish it, run:")
+                st.code(fix_command(r, demo_argv), language="bash", wrap_lines=True)
             page = PAGES.get(r.kind)
             if page:
                 st.page_link(page[0], label=f"open in {page[1]}", icon=":material/arrow_forward:",
@@ -63,19 +72,25 @@ for i in range(0, len(good), COLS):
 
 if good:
     with st.expander("All runs as a table"):
-        table([{"kind": r.kind, "id": r.run_id, "status": r.status, "model": model_of(r), "data": data_of(r),
-                "age": age(r.created), "headline": headline(r), "folder": display_path(r.path)} for r in good],
-              key="home-runs", name="runs")
+        table(run_rows(good, lacking), key="home-runs", name="runs",
+              column_config={"kind": st.column_config.TextColumn(width=110), "id": st.column_config.TextColumn(width=120),
+                             "status": st.column_config.TextColumn(width=110),
+                             "model": st.column_config.TextColumn(width=150), "data": st.column_config.TextColumn(width=150),
+                             "age": st.column_config.TextColumn(width=80),
+                             "headline": st.column_config.TextColumn(width=500, help="hover a cell for the whole line")})
 
 st.header("Models")
 try:
     from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir
 
     rows, step_cols = zoo_accuracy_rows(list(ZOO_NAMES), zoo_dir(), ZOO_DESCRIPTIONS)
-    config = {c: st.column_config.NumberColumn(c, format="%.0f%%", help="held-out accuracy at this step count")
+    config = {c: st.column_config.TextColumn(c.split()[0], width=56, help=f"held-out accuracy at {c} ('–': not evaluated)")
               for c in step_cols}
-    st.caption("The embedded zoo: held-out accuracy (%) per number of arithmetic steps, from each model's own evaluation.")
-    table(rows, key="home-models", name="zoo-models", column_config=config)
+    config |= {"model": st.column_config.TextColumn(width=130), "size": st.column_config.TextColumn(width=90),
+               "description": st.column_config.TextColumn(width=420, help="hover a cell for the whole text")}
+    st.caption("The embedded zoo: held-out accuracy per number of arithmetic steps (columns 1, 2, ...), from each "
+               "model's own evaluation; '–' where a model was not evaluated at that step count.")
+    table(zoo_table_rows(rows, step_cols), key="home-models", name="zoo-models", column_config=config)
     curves = [r for r in rows if any(c in r for c in step_cols)]
     if curves:
         import plotly.graph_objects as go

@@ -29,7 +29,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "mi-peaks": ("pages/2_MI_peaks.py", "MI peaks"),
     "lynx": ("pages/3_Probes_and_LYNX.py", "Probes and LYNX"),
     "probe": ("pages/3_Probes_and_LYNX.py", "Probes and LYNX"),
-    "sae": ("pages/4_Steering.py", "Steering"),
+    "sae": ("pages/7_Features.py", "Features"),
     "steer": ("pages/4_Steering.py", "Steering"),
     "reasoning-vector": ("pages/4_Steering.py", "Steering"),
     "hybrid": ("pages/4_Steering.py", "Steering"),
@@ -218,6 +218,58 @@ def headline(entry: RunEntry) -> str:
         return HEADLINES.get(entry.kind, lambda e, x: _generic(x))(entry, s) if (s or entry.kind in HEADLINES) else "-"
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError):
         return _generic(s)
+
+
+NONE = "–"
+"""What a table cell shows for a value a run or a model does not have (never ``None``)."""
+
+
+def run_state(entry: RunEntry, lacking: list[str] | None = None) -> tuple[str, str]:
+    """A run's status and headline as the home page shows them: a half-written run (``lacking``: what
+    ``common.missing_results`` says its done run lacks) is ``'results missing'``, never ``'done'`` with a stale headline.
+
+    Example:
+        >>> from thinklens.runs import RunEntry
+        >>> e = RunEntry(path=Path("runs/probe/a"), kind="probe", run_id="a", status="done", summary={"best_score": 0.3})
+        >>> run_state(e, ["results/"])
+        ('results missing', 'results missing: it says done but lacks results/ (its old headline is stale)')
+    """
+    if lacking:
+        return "results missing", f"results missing: it says done but lacks {', '.join(lacking)} (its old headline is stale)"
+    return entry.status or NONE, headline(entry) or NONE
+
+
+def run_rows(entries: list[RunEntry], lacking: Mapping[str, list[str]] | None = None,
+             now: dt.datetime | None = None) -> list[dict[str, str]]:
+    """The home page's table of runs, one row of strings per run (``lacking``: ``'kind/run_id'`` -> what a
+    half-written run lacks); an unknown value is ``'–'``, never None."""
+    rows = []
+    for e in entries:
+        status, line = run_state(e, (lacking or {}).get(f"{e.kind}/{e.run_id}"))
+        row = {"kind": e.kind, "id": e.run_id, "status": status, "model": model_of(e), "data": data_of(e),
+               "age": age(e.created, now), "headline": line}
+        rows.append({k: NONE if v in (None, "", "-", "?") else str(v) for k, v in row.items()})
+    return rows
+
+
+def zoo_table_rows(rows: list[dict], step_cols: list[str]) -> list[dict[str, str]]:
+    """``zoo_accuracy_rows``'s rows for display: size (or ``'not trained'``), accuracy per step count as
+    ``'92%'`` and ``'–'`` where the model was not evaluated at that step count, the description last.
+
+    Example:
+        >>> zoo_table_rows([{"model": "m", "trained": True, "MB": 2.05, "description": "d", "2 steps": 92.0}],
+        ...                ["2 steps", "3 steps"])
+        [{'model': 'm', 'size': '2.05 MB', '2 steps': '92%', '3 steps': '–', 'description': 'd'}]
+    """
+    out = []
+    for r in rows:
+        row = {"model": r["model"], "size": f"{r['MB']:g} MB" if r.get("trained") else "not trained"}
+        for c in step_cols:
+            v = r.get(c)
+            row[c] = f"{v:.0f}%" if isinstance(v, (int, float)) else NONE
+        row["description"] = r.get("description") or NONE
+        out.append(row)
+    return out
 
 
 def _job_of(entry: RunEntry) -> str:

@@ -44,6 +44,8 @@ PAGES = (
     ("/MI_peaks", "mi_peaks.png", "Trajectory ("),
     ("/Probes_and_LYNX", "lynx.png", "What δ guarantees"),
     ("/Steering", "steering.png", "Top contexts of feature"),
+    ("/Trace_viewer", "trace_viewer.png", "Click a token"),
+    ("/Features", "features.png", "Top contexts of feature"),
     ("/Latent_reasoning", "latent.png", "Latent decoding"),
     ("/Explore", "explore.png", "Side by side with"),
 )

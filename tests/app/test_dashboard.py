@@ -132,7 +132,9 @@ def test_zoo_accuracy_is_numbers_per_step_count(tmp_path):
 
 def test_home_is_a_dashboard(runs):
     for kind, (config, summary) in SUMMARIES.items():
-        RunFolder.create(kind, config, root=runs, run_id="demo").finish(summary)
+        run = RunFolder.create(kind, config, root=runs, run_id="demo")
+        run.write_result("x", {})  # a finished run has results (one without is half-written: test below)
+        run.finish(summary)
     broken = runs / "lynx" / "demo"
     broken.mkdir(parents=True)
     (broken / "config.json").write_text("{half-written")
@@ -147,5 +149,79 @@ def test_home_is_a_dashboard(runs):
     runs_table, models = (d.value for d in at.dataframe)
     assert len(runs_table) == len(SUMMARIES) and "headline" in runs_table.columns
     step_cols = [c for c in models.columns if c.endswith(" steps")]
-    assert step_cols and all(str(models[c].dtype).startswith("float") for c in step_cols)
+    assert step_cols and all(v == "–" or (v.endswith("%") and 0 <= float(v[:-1]) <= 100)
+                             for c in step_cols for v in models[c])
     assert len(at.get("plotly_chart")) == 1 and len(at.get("download_button")) >= 5
+    assert not any("results missing" in m.value for m in at.markdown)  # every run here has its results
+
+
+def _cells(frame) -> list:
+    return [v for col in frame.columns for v in frame[col]]
+
+
+def test_home_flags_a_half_written_run_with_the_command_that_finishes_it(runs):
+    """meta.json says done but results/ was removed: the card says 'results missing' (not 'done' and the old
+    headline), carries the rerun command (parsed by the real CLI), and the table row says so too."""
+    import shutil
+
+    from thinklens.cli import build_parser
+
+    whole = RunFolder.create("probe", {"model": "tiny-think"}, root=runs, run_id="whole")
+    whole.write_result("probe", {})
+    whole.finish(SUMMARIES["probe"][1])
+    half = RunFolder.create("probe", {"model": "tiny-think"}, root=runs, run_id="half")
+    half.write_meta(job="probe")
+    half.write_result("probe", {})
+    half.finish(SUMMARIES["probe"][1])
+    shutil.rmtree(half.path / "results")
+    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()
+    assert not at.exception and not at.error
+    text = [m.value for m in at.markdown]
+    assert any("`half`" in t and "results missing" in t for t in text)
+    assert any("`whole`" in t and ":green-badge[done]" in t for t in text)
+    assert any("results missing: it says done but lacks results/" in t for t in text)
+    assert text.count(EXPECTED["probe"]) == 1  # the stale headline is shown for the whole run only
+    (fix,) = [c.value for c in at.code]
+    assert fix == f"thinklens run probe --config {half.path / 'config.json'} --out {half.path}"
+    build_parser().parse_args(shlex.split(fix)[1:])
+    table = at.dataframe[0].value
+    status = dict(zip(table["id"], table["status"]))
+    assert status == {"whole": "done", "half": "results missing"}, status
+    assert any("1 say done but have no results" in c.value for c in at.caption)
+
+
+def test_home_tables_have_no_none_cells(runs):
+    """A run without a model, data or summary and a zoo model not evaluated at every step count show '–'."""
+    bare = RunFolder.create("demo", {}, root=runs, run_id="bare")
+    bare.write_result("x", {})
+    bare.finish({})
+    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()
+    assert not at.exception
+    runs_table, models = (d.value for d in at.dataframe)
+    for frame in (runs_table, models):
+        cells = _cells(frame)
+        assert cells and not any(v is None or (isinstance(v, float) and v != v) or str(v) in ("None", "nan", "?")
+                                 for v in cells), frame
+    assert dict(runs_table.iloc[0])["model"] == "–" and dict(runs_table.iloc[0])["headline"] == "–"
+    assert "folder" not in runs_table.columns and list(models.columns)[-1] == "description"
+
+
+def test_run_rows_and_zoo_rows_oracle():
+    """The pure helpers against hand-written rows: '–' for what is missing, a half-written run's status."""
+    import datetime as dt
+
+    from dashboard import run_rows, zoo_table_rows
+
+    from thinklens.runs import RunEntry
+
+    e = RunEntry(path=Path("runs/probe/a"), kind="probe", run_id="a", status="done", created="2026-11-30T10:00:00",
+                 summary=SUMMARIES["probe"][1], config={"model": "tiny-think"})
+    now = dt.datetime(2026, 11, 30, 10, 30)
+    assert run_rows([e], now=now) == [{"kind": "probe", "id": "a", "status": "done", "model": "tiny-think", "data": "–",
+                                       "age": "30 min ago", "headline": EXPECTED["probe"]}]
+    (row,) = run_rows([e], {"probe/a": ["results/"]}, now=now)
+    assert row["status"] == "results missing" and "lacks results/" in row["headline"]
+    got = zoo_table_rows([{"model": "a", "trained": True, "MB": 2.0, "description": "", "1 steps": 99.6},
+                          {"model": "b", "trained": False, "MB": 0, "description": "x"}], ["1 steps", "3 steps"])
+    assert got == [{"model": "a", "size": "2 MB", "1 steps": "100%", "3 steps": "–", "description": "–"},
+                   {"model": "b", "size": "not trained", "1 steps": "–", "3 steps": "–", "description": "x"}]
