@@ -22,3 +22,36 @@ Example:
     >>> SteeringVector("resid_post.2", torch.zeros(4), 1, 1, "last").norm
     0.0
 """
+
+from thinklens.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "train_sae": "steering.sae", "load_sae": "steering.sae", "evaluate_sae": "steering.sae",
+    "read_metrics": "steering.sae",
+    "THINKING_WORDS": "steering.features", "FeatureStats": "steering.features", "feature_stats": "steering.features",
+    "FeatureTrace": "steering.features", "feature_trace": "steering.features",
+    "add_feature": "steering.feature_steering", "ClampFeature": "steering.feature_steering",
+    "clamp_feature": "steering.feature_steering", "feature_direction": "steering.feature_steering",
+    "random_feature": "steering.feature_steering",
+    "SteeringVector": "steering.vectors", "diff_of_means": "steering.vectors", "mean_activation": "steering.vectors",
+    "from_traces": "steering.vectors",
+    "ReasoningVector": "steering.reasoning_vectors", "reasoning_vector": "steering.reasoning_vectors",
+    "apply_vector": "steering.reasoning_vectors", "alpha_sweep": "steering.reasoning_vectors",
+    "lineage_report": "steering.reasoning_vectors",
+    "HybridVectors": "steering.hybrid", "train_hybrid_vectors": "steering.hybrid",
+    "HybridResult": "steering.hybrid_generate",
+    "evaluate_hybrid": "steering.hybrid_generate",
+    "SAETrainConfig": "steering.configs", "HybridConfig": "steering.configs", "GRPOConfig": "steering.configs",
+    "steer_sweep": "steering.effects", "steer_prompt": "steering.effects",
+    "train_grpo": "steering.grpo",
+    "SAEJobConfig": "steering.jobs.sae",
+    "SAEEvalConfig": "steering.jobs.sae_eval",
+    "SteerJobConfig": "steering.jobs.steer",
+    "ReasoningVectorJobConfig": "steering.jobs.reasoning_vector",
+    "HybridJobConfig": "steering.jobs.hybrid",
+    "GRPOJobConfig": "steering.jobs.grpo",
+}
+"""Public name -> defining module, imported on first use (PEP 562): ``import steering`` loads none of them,
+``from steering import X`` loads X's module only, and ``dir(steering)`` lists them all (tab completion)."""
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

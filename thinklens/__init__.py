@@ -44,3 +44,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'thinklens' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The lazy names too, so ``dir(thinklens)`` and tab completion (Jupyter, IPython) list them before use."""
+    return sorted(set(globals()) | set(_LAZY))

@@ -42,7 +42,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=2))
     else:
         for k, v in info.items():
-            if k != "sites":
+            if k == "family" and info["model_type"] != v:  # the adapter family, and the model's own type beside it
+                print(f"family: {v} (model_type {info['model_type']})")
+            elif k != "sites":
                 print(f"{k}: {v}")
         per_layer = sorted({s.kind for s in m.sites if s.layer is not None})
         print(f"sites: embed, {', '.join(k + '.0..' + str(m.n_layers - 1) for k in per_layer)}, final_norm, logits")

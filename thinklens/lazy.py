@@ -1,0 +1,44 @@
+"""Lazy package exports (PEP 562): ``from probes import LinearProbe`` imports ``probes.estimators`` only then.
+
+A capability package lists its public names and their modules; the package's ``__getattr__`` imports a
+module on first use of one of its names, and ``__dir__`` lists every name, so ``dir()`` and tab completion
+in Jupyter show them before any is imported.
+
+Example:
+    >>> import sys, types
+    >>> pkg = types.ModuleType("demo_pkg"); sys.modules["demo_pkg"] = pkg
+    >>> pkg.__getattr__, pkg.__dir__, pkg.__all__ = lazy_exports("demo_pkg", {"sqrt": "math"})
+    >>> "sqrt" in dir(pkg), pkg.sqrt(9.0), "sqrt" in vars(pkg)
+    (True, 3.0, True)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """``(__getattr__, __dir__, __all__)`` for ``package`` from ``exports`` (public name -> defining module).
+
+    A name is imported from its module on first access and cached in the package (the next access is a
+    plain attribute lookup). A name whose target is ``<package>.<name>`` is that submodule (``"mi": "analyses.mi"``):
+    a function named like its own module (``analyses.explore.explore``) is not exported, since importing the
+    submodule would rebind the package attribute to the module.
+    """
+    table = dict(exports)
+
+    def __getattr__(name: str) -> object:
+        if name not in table:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        target = table[name]
+        module = importlib.import_module(target)
+        value = module if target == f"{package}.{name}" else getattr(module, name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(table))
+
+    return __getattr__, __dir__, sorted(table)
