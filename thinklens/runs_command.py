@@ -84,6 +84,8 @@ def run_table(root: Path | str | None = None, kind: str | None = None) -> list[s
             raise ThinklensError.of("--kind", kind, f"a run kind under {root} ({', '.join(kinds) or 'none yet'})",
                                     did_you_mean(kind, kinds) if kinds else "run a job first: thinklens run JOB")
     entries = discover_runs(root, kind)
+    if not entries:
+        return [f"no runs under {root} yet (start one: thinklens run JOB; `thinklens run --help` lists the jobs)"]
     rows = [(e.kind, e.run_id, "broken" if e.error else e.status, run_headline(e)) for e in entries]
     header = ("kind", "id", "status", "headline")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]

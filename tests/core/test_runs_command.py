@@ -73,6 +73,8 @@ def test_bad_run_names_exit_2_with_one_line(root, capsys, argv, needle):
 
 
 def test_missing_runs_root_and_ambiguous_id_exit_2(tmp_path, capsys):
+    assert main(["runs", "--runs", str(tmp_path)]) == 0  # an empty root: one line saying so, exit 0
+    assert capsys.readouterr().out.startswith(f"no runs under {tmp_path} yet")
     assert main(["runs", "--runs", str(tmp_path / "none")]) == 2
     assert "bad runs folder" in capsys.readouterr().err
     RunFolder.create("a", {"n": 1}, root=tmp_path, run_id="same")
