@@ -113,12 +113,46 @@ def clear_legend(fig: Any) -> Any:
     return fig
 
 
+_GREY, _INK, _GRID = "#808495", "#2F2D2B", "#e6eaf1"
+_FONT = '"Source Sans", sans-serif'
+LOOK: dict[str, Any] = {
+    "font": {"color": _GREY, "family": _FONT, "size": 12, "weight": 400},
+    "title": {"x": 0, "xanchor": "left", "pad": {"l": 4}, "font": {"family": _FONT, "size": 16, "color": _INK, "weight": 700}},
+    "paper_bgcolor": "#FFFFFF", "plot_bgcolor": "#FFFFFF",
+    "hoverlabel": {"bgcolor": "#FFFFFF", "bordercolor": "#DCD8D4", "font": {"color": _GREY, "family": _FONT, "size": 12}},
+    "legend": {"title": {"font": {"size": 12, "color": _GREY}, "side": "top"}, "valign": "top", "borderwidth": 0,
+               "font": {"size": 12, "color": "#262730"}},
+    "xaxis": {"automargin": True, "gridcolor": _GRID, "zerolinecolor": _GRID, "showgrid": False, "zeroline": False,
+              "tickcolor": _GRID, "tickfont": {"color": _GREY, "size": 12},
+              "title": {"standoff": 20, "font": {"color": _GREY, "size": 14}}},
+    "yaxis": {"automargin": True, "gridcolor": _GRID, "zerolinecolor": _GRID, "ticklabelposition": "outside",
+              "tickcolor": _GRID, "tickfont": {"color": _GREY, "size": 12},
+              "title": {"standoff": 24, "font": {"color": _GREY, "size": 14}}},
+    "margin": {"pad": 8, "r": 0, "l": 0},
+}
+"""Streamlit's plotly theme (1.67, light), as the defaults it merges into a figure's template, with the title bold
+by its font weight. Streamlit's own theme wraps ``layout.title.text`` in ``<b>...</b>`` each time it is applied
+and its chart applies it twice once the page config arrives (``<b><b>title</b></b>`` in the page), so charts are
+drawn with ``theme=None`` and this look instead: the title text reaches the browser exactly as the figure has it."""
+
+
+def display_figure(fig: Any) -> Any:
+    """A copy of ``fig`` in :data:`LOOK` (merged into its template: what the figure sets itself still wins);
+    ``fig`` itself, and so every download, is left as it is."""
+    import plotly.graph_objects as go
+
+    out = go.Figure(fig)
+    out.layout.template.layout.update(LOOK)
+    return out
+
+
 def chart(fig: Any, *, key: str, name: str | None = None, container: Any = None) -> None:
     """``st.plotly_chart`` plus its downloads (in ``container``, e.g. a column, when given); a horizontal
-    legend is moved clear of the x axis title (:func:`clear_legend`)."""
+    legend is moved clear of the x axis title (:func:`clear_legend`); drawn in :data:`LOOK` with the title bold once
+    (:func:`display_figure`)."""
     where = container if container is not None else st
     clear_legend(fig)
-    where.plotly_chart(fig, width="stretch", key=key)
+    where.plotly_chart(display_figure(fig), width="stretch", key=key, theme=None)
     with where.container():
         figure_downloads(fig, name or key, key)
 

@@ -58,7 +58,8 @@ var tables = Array.from(document.querySelectorAll('[data-testid="stDataFrame"]')
 var running = document.querySelectorAll('[data-testid="stStatusWidget"]').length;
 return [drawn, tables, running,
         document.querySelectorAll('[data-testid="stException"]').length,
-        Array.from(document.querySelectorAll('[data-testid="stAlertContentError"]')).map(function (e) { return e.innerText; })];
+        Array.from(document.querySelectorAll('[data-testid="stAlertContentError"]')).map(function (e) { return e.innerText; }),
+        Array.from(document.querySelectorAll('.gtitle')).map(function (e) { return e.getAttribute('data-unformatted'); })];
 """
 
 
@@ -96,7 +97,8 @@ def browser():
 
 
 def _settle(drv, timeout: float = 60.0) -> tuple[int, int, list[str]]:
-    """Wait until the script has finished (no running indicator) and the page holds a drawn chart or a table."""
+    """Wait until the script has finished (no running indicator) and the page holds a drawn chart or a table;
+    no chart title reaches the page wrapped in Streamlit's ``<b>`` (doubled to ``<b><b>`` by its theme)."""
     t0 = time.perf_counter()
     state = None
     while time.perf_counter() - t0 < timeout:
@@ -112,8 +114,9 @@ def _settle(drv, timeout: float = 60.0) -> tuple[int, int, list[str]]:
             break
         time.sleep(0.2)
     assert state is not None, "the page never rendered"
-    drawn, tables, _, exceptions, errors = state
+    drawn, tables, _, exceptions, errors, titles = state
     assert not exceptions, f"{drv.current_url}: an exception is shown"
+    assert not [t for t in titles if (t or "").startswith("<b>")], f"{drv.current_url}: titles {titles}"
     return drawn, tables, errors
 
 
