@@ -155,7 +155,7 @@ class Decoded:
     """Tokens per row, the stop token (EOS or the one completing a stop string) included."""
     stop_reasons: list[str]
     """``eos``, ``stop_string`` or ``max_new_tokens`` per row."""
-    hidden: dict[Site, Float[Tensor, "batch step d"]] = field(default_factory=dict)
+    hidden: dict[Site, Float[Tensor, "batch step *d"]] = field(default_factory=dict)
     """Per captured site, the state that produced each token (row 0: the last prompt position); empty
     when the states went to a sink."""
     entropy: Float[Tensor, "batch step"] | None = None

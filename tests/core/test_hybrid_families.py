@@ -107,6 +107,10 @@ def test_multi_stream_residual_is_edited_per_stream(hybrid_model):
     per_row = torch.randn(len(CHECK_PROMPTS), m.d_model, generator=torch.Generator().manual_seed(1))
     rows = m.capture(CHECK_PROMPTS, [site], interventions=[AddVector(site, per_row)])[site]
     torch.testing.assert_close(rows, torch.where(real[..., None, None], orig + per_row[:, None, None, :], orig), atol=0, rtol=0)
+    # generation records the per-stream state that produced each token: the first is the prompt's last position
+    for r, trace in enumerate(m.generate(list(CHECK_PROMPTS), max_new_tokens=3, capture=[site])):
+        assert trace.hidden[site].shape == (len(trace.token_ids), streams, m.d_model)
+        torch.testing.assert_close(trace.hidden[site][0], orig[r, -1], atol=1e-5, rtol=0)
 
 
 def test_an_activation_of_another_shape_is_refused_with_site_and_shape():
