@@ -1,0 +1,271 @@
+"""Named mutants of the methods' core computations, each run against the default-tier tests that must kill it:
+``python bench/mutants.py`` (``--only "NAME[;NAME]"`` for some, ``--list`` to list them).
+
+Each mutant is one exact source edit (the text it replaces must occur exactly once, so a refactor that moves it
+is noticed). It is applied to a copy of the repository's tracked files (the shared checkout is never touched;
+``data/`` is linked, not copied), and the mutant's test files are run there with ``pytest -x``: a failing test kills
+it. The unmutated copy is run on the same tests first; a mutant whose tests do not pass unmutated is reported as
+such and not counted. Writes ``results/mutants.json`` (the README's mutant table is rendered from it) and prints
+``mutant.NAME=killed|survived`` lines, then ``mutants_killed=K/N`` last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "results" / "mutants.json"
+#: The README block's template, one row per mutant (written with the summary; ``python -m thinklens.readme_results
+#: --write`` renders it into README.md).
+TEMPLATE = ROOT / "results" / "readme" / "mutants.md"
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    name: str
+    """What the mutant does wrong, as a reviewer would name it."""
+    method: str
+    """The method whose core it breaks."""
+    path: str
+    """The file edited, relative to the repository root."""
+    old: str
+    """The exact text replaced (must occur once in ``path``)."""
+    new: str
+    """What replaces it."""
+    tests: tuple[str, ...]
+    """The pytest arguments (files, ``-k``) that must kill it: the relevant default-tier tests only."""
+
+
+CODI_TESTS = ("tests/latent/test_codi.py", "tests/latent/test_codi_mutants.py")
+CONFORMAL_TESTS = ("tests/probes/test_conformal.py", "tests/probes/test_conformal_mutants.py")
+STATS_TESTS = ("tests/core/test_stats.py", "tests/core/test_stats_mutants.py")
+MI_TESTS = ("tests/analyses/test_mi_estimator.py",)
+LYNX_TESTS = ("tests/probes/test_lynx.py", "tests/probes/test_datasets.py")
+SAE_STEER_TESTS = ("tests/steering/test_feature_steering.py",)
+SEEK_TESTS = ("tests/latent/test_latentseek.py",)
+ANSWER_TESTS = ("tests/test_answers.py",)
+RV_TESTS = ("tests/steering/test_reasoning_vectors.py", "tests/steering/test_reasoning_vector_mutants.py")
+
+MUTANTS: tuple[Mutant, ...] = (
+    # ---- CODI: the distillation loss (latent/codi.py)
+    Mutant("no teacher detach", "CODI", "latent/codi.py",
+           "t_sel = ht[rows, kt].float().detach()", "t_sel = ht[rows, kt].float()", CODI_TESTS),
+    Mutant("distillation on the last layer only", "CODI", "latent/codi.py",
+           "for hs, ht in zip(out.hidden_states, teacher.hidden_states):",
+           "for hs, ht in zip(out.hidden_states[-1:], teacher.hidden_states[-1:]):", CODI_TESTS),
+    Mutant("no /std", "CODI", "latent/codi.py",
+           '.mean(-1) / t_sel.std(-1).clamp_min(1e-6)', '.mean(-1)', CODI_TESTS),
+    Mutant("student state one token early", "CODI", "latent/codi.py",
+           "s_sel = hs[rows, ks].float()", "s_sel = hs[rows, (ks - 1).clamp_min(0)].float()", CODI_TESTS),
+    Mutant("distillation at the answer number, not the token before it", "CODI", "latent/codi.py",
+           "out.append(at + ex.marker_len - 1)", "out.append(at + ex.marker_len)", CODI_TESTS),
+    Mutant("teacher sees the last step too", "CODI", "latent/codi.py",
+           "return [t for s in ex.steps[:-1] for t in s]", "return [t for s in ex.steps for t in s]", CODI_TESTS),
+    # ---- LYNX: the conformal quantile (probes/conformal.py)
+    Mutant("off-by-one quantile (the (k+1)-th smallest)", "LYNX conformal", "probes/conformal.py",
+           "return float(scores[conformal_rank(scores.shape[0], delta) - 1])",
+           "return float(scores[min(conformal_rank(scores.shape[0], delta), scores.shape[0] - 1)])", CONFORMAL_TESTS),
+    Mutant("rank ceil(n(1-delta)) without the +1", "LYNX conformal", "probes/conformal.py",
+           "k = max(1, math.ceil((n + 1) * (1 - d)))", "k = max(1, math.ceil(n * (1 - d)))", CONFORMAL_TESTS),
+    Mutant("rank in floating point (ceil(150 * 0.82) = 124, not 123)", "LYNX conformal", "probes/conformal.py",
+           "k = max(1, math.ceil((n + 1) * (1 - d)))", "k = max(1, math.ceil((n + 1) * (1 - float(d))))",
+           CONFORMAL_TESTS),
+    Mutant("classes swapped in the prediction set", "LYNX conformal", "probes/conformal.py",
+           "return np.column_stack([p <= q_neg, 1.0 - p <= q_pos])",
+           "return np.column_stack([p <= q_pos, 1.0 - p <= q_neg])", CONFORMAL_TESTS),
+    Mutant("exit when 1 is in the set (not when the set is {1})", "LYNX conformal", "probes/conformal.py",
+           "return sets[:, 1] & ~sets[:, 0]", "return sets[:, 1]", CONFORMAL_TESTS),
+    Mutant("exit cost without the exit string", "LYNX", "probes/lynx.py",
+           "return self.start_index + int(n_exit_tokens) + int(n_answer_tokens)",
+           "return self.start_index + int(n_answer_tokens)", LYNX_TESTS),
+    # ---- statistics (thinklens/stats.py)
+    Mutant("wilson: the exact interval instead", "stats", "thinklens/stats.py",
+           'proportion_ci(confidence_level=level, method="wilson")',
+           'proportion_ci(confidence_level=level, method="exact")', STATS_TESTS),
+    Mutant("wilson: level ignored (always 95%)", "stats", "thinklens/stats.py",
+           'proportion_ci(confidence_level=level, method="wilson")',
+           'proportion_ci(confidence_level=0.95, method="wilson")', STATS_TESTS),
+    Mutant("mcnemar: concordant successes counted as discordant", "stats", "thinklens/stats.py",
+           "only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr))",
+           "only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr)) + int(np.sum(a_arr & b_arr))",
+           STATS_TESTS),
+    Mutant("mcnemar: one-sided", "stats", "thinklens/stats.py",
+           "return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)",
+           'return float(binomtest(only_a, only_a + only_b, 0.5, alternative="greater").pvalue)', STATS_TESTS),
+    Mutant("mcnemar: binomial over every pair", "stats", "thinklens/stats.py",
+           "return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)",
+           "return float(binomtest(only_a, len(a_arr), 0.5).pvalue)", STATS_TESTS),
+    # ---- MI peaks: the nHSIC estimator and its controls (analyses/mi/)
+    Mutant("kernel width sigma instead of sqrt(2) sigma", "MI estimator", "analyses/mi/solvers.py",
+           "a = v * (0.5**0.5 / sigma)[:, None]", "a = v * (1.0 / sigma)[:, None]", MI_TESTS),
+    Mutant("median sigma counts the zero diagonal", "MI estimator", "analyses/mi/solvers.py",
+           "med = torch.kthvalue(d, m + 2 * ((n + 1) // 2), dim=1).values",
+           "med = torch.kthvalue(d, 2 * ((n + 1) // 2), dim=1).values", MI_TESTS),
+    Mutant("kernel not centred", "MI estimator", "analyses/mi/solvers.py",
+           "return e.sub_(row).sub_(row.mT).add_(row.mean(1, keepdim=True))", "return e", MI_TESTS),
+    Mutant("shuffled control scores the true answer", "MI estimator", "analyses/mi/controls.py",
+           "curves = tuple(nhsic_trajectory(t, answers[j], config, **kwargs)  # type: ignore[arg-type]\n"
+           "                   for t, j in zip(trajectories, perm))",
+           "curves = tuple(nhsic_trajectory(t, answers[i], config, **kwargs)  # type: ignore[arg-type]\n"
+           "                   for i, (t, j) in enumerate(zip(trajectories, perm)))", MI_TESTS),
+    Mutant("permuted-coordinates control not permuted", "MI estimator", "analyses/mi/controls.py",
+           "return nhsic_trajectory(states, answer[perm], config, **kwargs)",
+           "return nhsic_trajectory(states, answer, config, **kwargs)", MI_TESTS),
+    # ---- reasoning vectors: the random-direction control (steering/reasoning_vectors.py)
+    Mutant("control equal to v", "reasoning vectors", "steering/reasoning_vectors.py",
+           "out[n] = x * (d.norm() / x.norm().clamp_min(1e-12))", "out[n] = d.clone()", RV_TESTS),
+    Mutant("control not norm-matched", "reasoning vectors", "steering/reasoning_vectors.py",
+           "out[n] = x * (d.norm() / x.norm().clamp_min(1e-12))", "out[n] = x", RV_TESTS),
+    Mutant("control ignores its seed", "reasoning vectors", "steering/reasoning_vectors.py",
+           "g = torch.Generator().manual_seed(seed)\n        out = {}",
+           "g = torch.Generator().manual_seed(0)\n        out = {}", RV_TESTS),
+    # ---- SAE feature steering (steering/feature_steering.py)
+    Mutant("decoder column instead of row", "SAE steering", "steering/feature_steering.py",
+           "v = sae.W_dec[f].detach().float().cpu().clone()", "v = sae.W_dec[:, f].detach().float().cpu().clone()",
+           SAE_STEER_TESTS),
+    Mutant("clamp without the error term", "SAE steering", "steering/feature_steering.py",
+           "return act + delta.to(act.device, act.dtype)", "return sae.decode(z2).to(act.device, act.dtype)",
+           SAE_STEER_TESTS),
+    # ---- LatentSeek: the policy-gradient step and the reward (latent/latentseek.py)
+    Mutant("gradient sign flipped", "LatentSeek", "latent/latentseek.py",
+           "loss = -r * logp.gather(1, x[:, None]).sum()", "loss = r * logp.gather(1, x[:, None]).sum()", SEEK_TESTS),
+    Mutant("reward ignoring the answer", "LatentSeek", "latent/latentseek.py",
+           "return 0.0 if is_correct(text, answer) else -1.0", "return 0.0 if text.strip() else -1.0", SEEK_TESTS),
+    # ---- answers: the stated answer (thinklens/answers.py)
+    Mutant("last number instead of the last box", "answers", "thinklens/answers.py",
+           "boxed = _box_answer(text, boxes)\n", "boxed = None\n", ANSWER_TESTS),
+)
+
+
+def tracked_copy(dest: Path) -> None:
+    """The tracked files of the checkout, as they are now, under ``dest``; ``data/`` as a link (read only)."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    for name in names.split("\0"):
+        if not name or name.startswith("data/") or not (ROOT / name).is_file():
+            continue
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, dest / name)
+    (dest / "data").symlink_to(ROOT / "data")
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], timeout: int) -> tuple[str, str]:
+    """(outcome, detail): outcome ``pass``, ``fail`` (a test failed: detail names it), ``error`` or ``timeout``."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", *tests], cwd=copy,
+                           env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", f"over {timeout} s"
+    if p.returncode == 0:
+        return "pass", ""
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", p.stdout, flags=re.M)
+    if p.returncode == 1 and failed:
+        return "fail", failed[0]
+    return "error", (p.stdout + p.stderr).strip().splitlines()[-1][:200] if (p.stdout + p.stderr).strip() else f"rc {p.returncode}"
+
+
+def check_imports_from(copy: Path) -> None:
+    """The copy's packages are the ones imported there (not the checkout's, through the editable install)."""
+    out = subprocess.run([sys.executable, "-c", "import thinklens, latent; print(thinklens.__file__, latent.__file__)"],
+                         cwd=copy, capture_output=True, text=True, check=True).stdout.split()
+    if not all(Path(f).resolve().is_relative_to(copy.resolve()) for f in out):
+        raise SystemExit(f"the copy imports {out}, not its own packages: mutants would not be tested")
+
+
+def template(n: int) -> str:
+    """The README block: one row per mutant of the summary, and the headline."""
+    rows = "".join(f"| {{{{values.mutants[{i}].method}}}} | {{{{values.mutants[{i}].name}}}} | "
+                   f"{{{{values.mutants[{i}].result}}}} | `{{{{values.mutants[{i}].killed_by}}}}` |\n" for i in range(n))
+    return ("Named mutants of the methods' cores (`python bench/mutants.py`): each is one source edit, applied to a copy "
+            "of the\ntracked files, whose default-tier tests (`pytest -x`) must then fail; the first failing test is "
+            "named.\n\n| method | mutant | result | first failing test |\n|---|---|---|---|\n" + rows
+            + "\n`mutants_killed={{values.killed}}/{{values.total}}`\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="mutant names separated by ';' (the rest keep their recorded outcome)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and their tests")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per test run")
+    args = ap.parse_args(argv)
+    if args.list:
+        for m in MUTANTS:
+            print(f"{m.method}: {m.name} ({m.path}; {' '.join(m.tests)})")
+        return 0
+    only = {s.strip() for s in args.only.split(";") if s.strip()}
+    unknown = only - {m.name for m in MUTANTS}
+    if unknown:
+        raise SystemExit(f"unknown mutant {', '.join(sorted(unknown))}: see --list")
+    chosen = [m for m in MUTANTS if not only or m.name in only]
+    previous = {r["name"]: r for r in json.loads(OUT.read_text())["values"]["mutants"]} if OUT.is_file() and only else {}
+    for m in chosen:
+        if (ROOT / m.path).read_text().count(m.old) != 1:
+            raise SystemExit(f"mutant {m.name!r}: its text occurs {(ROOT / m.path).read_text().count(m.old)} times in "
+                             f"{m.path}, expected once (update the mutant to the code)")
+    rows: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="thinklens-mutants-") as tmp:
+        copy = Path(tmp)
+        tracked_copy(copy)
+        check_imports_from(copy)
+        baseline: dict[tuple[str, ...], tuple[str, str]] = {}
+        for m in chosen:
+            if m.tests not in baseline:
+                baseline[m.tests] = run_tests(copy, m.tests, args.timeout)
+                print(f"# unmutated {' '.join(m.tests)}: {baseline[m.tests][0]} {baseline[m.tests][1]}", flush=True)
+            target = copy / m.path
+            original = target.read_text()
+            t0 = time.time()
+            if baseline[m.tests][0] != "pass":
+                outcome, detail = "not run", f"the unmutated tests do not pass ({baseline[m.tests][1]})"
+            else:
+                target.write_text(original.replace(m.old, m.new))
+                try:
+                    outcome, detail = run_tests(copy, m.tests, args.timeout)
+                finally:
+                    target.write_text(original)
+            killed = outcome in ("fail", "error", "timeout")
+            rows[m.name] = {"name": m.name, "method": m.method, "file": m.path, "tests": list(m.tests),
+                            "killed": killed, "outcome": outcome, "killed_by": detail if killed else "none",
+                            "result": "killed" if killed else "survived" if outcome == "pass" else outcome,
+                            "seconds": round(time.time() - t0, 1)}
+            print(f"mutant.{re.sub(r'[^a-z0-9]+', '_', m.name.lower()).strip('_')}="
+                  f"{'killed' if killed else 'survived' if outcome == 'pass' else outcome}", flush=True)
+    table = [rows.get(m.name) or previous.get(m.name) for m in MUTANTS]
+    table = [r for r in table if r is not None]
+    for r in table:  # rows recorded before these fields existed
+        r.setdefault("result", "killed" if r["killed"] else "survived" if r["outcome"] == "pass" else r["outcome"])
+        r["killed_by"] = r["killed_by"] or "none"
+    counted = [r for r in table if r["outcome"] != "not run"]
+    killed = sum(r["killed"] for r in counted)
+    by_method: dict[str, dict[str, int]] = {}
+    for r in counted:
+        b = by_method.setdefault(r["method"], {"killed": 0, "total": 0})
+        b["killed"] += r["killed"]
+        b["total"] += 1
+    summary = {"command": "python bench/mutants.py", "date": datetime.date.today().isoformat(),
+               "source": "bench/mutants.py (each mutant applied to a copy of the tracked files, its tests run there)",
+               "config": {"pytest": "-x -q, default tier", "n_defined": len(MUTANTS)},
+               "values": {"mutants": table, "killed": killed, "total": len(counted), "by_method": by_method,
+                          "survivors": [r["name"] for r in counted if not r["killed"]],
+                          "not_run": [r["name"] for r in table if r["outcome"] == "not run"]}}
+    OUT.write_text(json.dumps(summary, indent=1) + "\n")
+    TEMPLATE.write_text(template(len(table)))
+    for name, b in by_method.items():
+        print(f"mutants_killed.{re.sub(r'[^a-z0-9]+', '_', name.lower()).strip('_')}={b['killed']}/{b['total']}")
+    print(f"mutants_killed={killed}/{len(counted)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
