@@ -715,25 +715,23 @@ def write_records_summary(statuses: list[dict[str, str]]) -> None:
 
 
 def check(write: bool = False) -> int:
-    """``--check``: in a git checkout, rebuild the summaries in a copy of the tracked inputs (so that untracked run
-    folders and ``$THINKLENS_RUNS`` cannot stand in for a missing record); elsewhere (an unpacked archive), here.
-    ``write``: also write results/records.json (each summary's status) and its README template."""
+    """``--check``: rebuild the summaries in a child process without ``$THINKLENS_RUNS``, ``$LYNX_RUNS`` and ``$R1_RUNS``;
+    in a git checkout, in a copy of the tracked inputs (so that untracked run folders cannot stand in for a missing
+    record), elsewhere (an unpacked archive) here. ``write``: also write results/records.json (each summary's status)
+    and its README template."""
     import subprocess
     import tempfile
 
-    if not (ROOT / ".git").exists():
-        lines, ok, statuses = check_here()
-        print("\n".join(lines))
-        if write:
-            write_records_summary(statuses)
-        return 0 if ok else 1
+    env = {k: v for k, v in os.environ.items() if k not in RUN_ENV}
     with tempfile.TemporaryDirectory(prefix="thinklens-check-") as tmp:
-        n = tracked_copy(Path(tmp))
-        env = {k: v for k, v in os.environ.items() if k not in RUN_ENV}
-        print(f"copied {n} tracked files under {', '.join(CHECK_FOLDERS)}/ (no weights)", flush=True)
+        tree = ROOT
+        if (ROOT / ".git").exists():
+            tree = Path(tmp) / "tree"
+            n = tracked_copy(tree)
+            print(f"copied {n} tracked files under {', '.join(CHECK_FOLDERS)}/ (no weights)", flush=True)
         status = Path(tmp) / "check-status.json"
-        rc = subprocess.call([sys.executable, str(Path(tmp) / "results" / "collect.py"), "--check-here", str(status)],
-                             cwd=tmp, env=env)
+        rc = subprocess.call([sys.executable, str(tree / "results" / "collect.py"), "--check-here", str(status)],
+                             cwd=tree, env=env)
         if write and status.is_file():
             write_records_summary(json.loads(status.read_text()))
         return rc
