@@ -616,8 +616,11 @@ def tracked_copy(dest: Path) -> int:
     import shutil
     import subprocess
 
-    names = subprocess.run(["git", "ls-files", "-z", "--", *CHECK_FOLDERS], cwd=ROOT, check=True, capture_output=True,
-                           text=True).stdout.split("\0")
+    if (ROOT / ".git").exists():
+        names = subprocess.run(["git", "ls-files", "-z", "--", *CHECK_FOLDERS], cwd=ROOT, check=True, capture_output=True,
+                               text=True).stdout.split("\0")
+    else:  # an unpacked archive: every file there is committed
+        names = [str(f.relative_to(ROOT)) for folder in CHECK_FOLDERS for f in sorted((ROOT / folder).rglob("*"))]
     n = 0
     for name in names:
         if name.endswith(CHECK_SUFFIXES) and (ROOT / name).is_file():
