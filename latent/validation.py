@@ -165,8 +165,9 @@ def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Che
     from thinklens.stats import findings_doc
 
     lo, hi = gain.extra["diff_ci"]
+    more = details.pop("more", [])
     return Check("gain_over_start", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,
-                 details={**details, "findings": findings_doc([gain, *details.pop("more", [])])})
+                 details={**details, "findings": findings_doc([gain, *more])})
 
 
 def _planted(ctx: SettingContext) -> Check:
@@ -178,10 +179,10 @@ def _planted(ctx: SettingContext) -> Check:
     n = len(o["start"])
     room = sum(s and not g for s, g in zip(o["sample"], o["start"]))
     gain = _gain(o, ctx.seed)
-    vs = paired_finding("LatentSeek matches oracle best-of-N at equal compute (as many chains per problem)",
+    vs = paired_finding("LatentSeek beats oracle best-of-N at equal compute (as many chains per problem)",
                         o["seek"], o["matched"], control="oracle best-of-N, equal chains", statistic="accuracy",
                         binary=True, seed=ctx.seed)
-    vs_full = paired_finding(f"LatentSeek matches oracle best-of-{1 + plan.max_iters} (its most chains)", o["seek"],
+    vs_full = paired_finding(f"LatentSeek beats oracle best-of-{1 + plan.max_iters} (its most chains)", o["seek"],
                              o["full"], control=f"oracle best-of-{1 + plan.max_iters}", statistic="accuracy",
                              binary=True, seed=ctx.seed)
     headroom = room / n

@@ -55,6 +55,8 @@ def test_planted_verdict_needs_a_paired_gain(tmp_path, monkeypatch, fixed, verdi
     assert check.value == pytest.approx(fixed / 60) and check.details["broken"] == 0
     # equal chains: the problems LatentSeek fixed in 3 iterations had a right sample among their first 3
     assert check.details["best_of_n_equal_chains"] == 1.0
+    assert [f["control"] for f in check.details["findings"]] == ["greedy chain", "oracle best-of-N, equal chains",
+                                                                 "oracle best-of-11"] and "more" not in check.details
 
 
 @needs_zoo
