@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from latent.config import EvalConfig, LatentSeekConfig
-from latent.findings import add_intervals, table_findings
 from latent.examples import gold_of, n_steps_of, problem_record, render_problem
+from latent.findings import add_intervals, table_findings
 from latent.latent_model import (
     load_hooked_model,
     load_latent_model,

@@ -159,7 +159,8 @@ def _run(ctx: SettingContext, model: str, sub: str, quick: Size):
     details: dict[str, Any] = {
         "model": model, "run": str(ctx.workdir / sub) if ctx.workdir else sub, "size": fields, "per_delta": rows,
         "missing_deltas": missing, "oracle_saving": result.report.get("oracle").saving,
-        "oracle_accuracy": result.report.get("oracle").accuracy, "full_accuracy": result.report.get("full").accuracy, "test_auroc": s.get("test_auroc"),
+        "oracle_accuracy": result.report.get("oracle").accuracy, "full_accuracy": result.report.get("full").accuracy,
+        "test_auroc": s.get("test_auroc"),
         "label_base_rate_test": s["splits"]["test"]["label_base_rate"], "calibration": {
             k: s["calibration"][k] for k in ("n_pos", "n_neg")}, "findings": s["findings"]}
     return rows, missing, details

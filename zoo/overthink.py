@@ -20,8 +20,8 @@ forced exit after a cue is right exactly when the last value stated before the c
 
 Ground truth (:func:`ground_truth`) is read from the text against the problem, so it applies to the model's
 own generations: ``answer_known_at`` is the end of the first sentence that writes the final value as the
-last step's right equation (after the earlier steps' right equations) or as a conclusion; each LYNX cue (hmm / wait / alternatively) gets where a
-forced exit cuts, the value a forced answer gives there and whether it is right.
+last step's right equation (after the earlier steps' right equations) or as a conclusion; each LYNX cue
+(hmm / wait / alternatively) gets where a forced exit cuts, the value a forced answer gives there and whether it is right.
 
 Example:
     >>> from thinklens.tasks import Problem, Step

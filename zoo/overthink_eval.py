@@ -147,7 +147,7 @@ def measure_overthinking(model: Any, *, n_per_steps: int = 10, steps: Sequence[i
         rows += [(n_steps, p, t, trace_truth(t.tokens, p)) for p, t in zip(problems, traces)]
     # every forced exit: (row, token cut, ground-truth value, kind)
     exits = []
-    for i, (_, p, t, truth) in enumerate(rows):
+    for i, (_, p, _t, truth) in enumerate(rows):
         if truth.answer_known_at is not None:
             exits.append((i, truth.answer_known_at, p.answer, "known"))
         for cue in truth.cues:

@@ -41,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-
 import json
 from pathlib import Path
 from typing import Any
@@ -162,7 +161,8 @@ def gap_check(m: dict[str, Any], *, seed: int, planted: bool) -> Check:
                        and details["peak_recall_ci"][0] > details["peak_recall_chance"])
         verdict = "recovered" if effect and p_rise < ALPHA and peaks_found else "failed"
         target = (f"own > shuffled MI at the planted steps (paired sign-flip p < {ALPHA}), own MI higher there than "
-                  f"elsewhere (p < {ALPHA}), peak precision and recall against every statement of the value above chance (interval above it)")
+                  f"elsewhere (p < {ALPHA}), peak precision and recall against every statement of the value above chance "
+                  "(interval above it)")
     else:
         verdict = "no-effect" if not effect else "failed"
         target = f"own vs shuffled MI at the answer steps not different (paired sign-flip p >= {ALPHA})"
@@ -183,7 +183,7 @@ def synthetic_scores(n: int, *, strength: float, seed: int, n_steps: int = 60, d
     from analyses.mi.controls import derangement
     from analyses.mi.estimator import nhsic_trajectory
     from analyses.mi.peaks import top_k_peaks
-    from analyses.mi.planted import answer_steps, score_trajectory
+    from analyses.mi.planted import score_trajectory
 
     g = torch.Generator().manual_seed(seed)
     mu = torch.randn(d_model, generator=g) * 3.0  # [d_model] the shared profile

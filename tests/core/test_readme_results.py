@@ -13,8 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from thinklens.readme_results import (TemplateError, blocks, field, fields_of, find_blocks, mutation_sweep,
-                                      outside_numbers, problems, render, write)
+from thinklens.readme_results import (
+    TemplateError,
+    blocks,
+    field,
+    fields_of,
+    find_blocks,
+    mutation_sweep,
+    outside_numbers,
+    problems,
+    render,
+    write,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

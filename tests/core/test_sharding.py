@@ -129,7 +129,9 @@ def _squares_worker(rank, world, port, root, launch, crash_at):
 
 
 def test_a_relaunch_resumes_each_shard(tmp_path):
-    with pytest.raises(Exception):  # the peer of a killed process may be the one reported (connection reset)
+    from torch.multiprocessing.spawn import ProcessException
+
+    with pytest.raises(ProcessException):  # the peer of a killed process may be the one reported (connection reset)
         _launch(_squares_worker, str(tmp_path), 1, 5)  # rank 1 (items 1, 3, 5) dies at item 5
     assert [p.name for p in tmp_path.glob("killed-*")] == ["killed-1-1"]
     run = tmp_path / "squares" / "r"

@@ -200,7 +200,8 @@ def test_probe_validation_split_with_few_rollouts_and_errors():
 
     from probes.lynx import validation_split
 
-    y = np.array([0, 1, 0, 1, 0, 1, 1, 0]); groups = np.array([0, 0, 1, 1, 2, 2, 3, 3])  # 4 rollouts < 5 folds
+    y = np.array([0, 1, 0, 1, 0, 1, 1, 0])
+    groups = np.array([0, 0, 1, 1, 2, 2, 3, 3])  # 4 rollouts < 5 folds
     tr, va = validation_split(y, groups, 0.2, 0)
     assert not set(groups[tr]) & set(groups[va]) and len(va) > 0
     with pytest.raises(ThinklensError, match="one rollout id per event"):

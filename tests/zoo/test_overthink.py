@@ -7,8 +7,19 @@ import numpy as np
 import pytest
 
 from thinklens.tasks import Problem, Step, ThinkStep, generate_problem
-from zoo.overthink import (EXIT_STRING, ROUND_CUES, answer_known_at, construction_truth, draw_reasoning,
-                           example_texts, ground_truth, overthink_reasoning, slips, stated_value, trace_truth)
+from zoo.overthink import (
+    EXIT_STRING,
+    ROUND_CUES,
+    answer_known_at,
+    construction_truth,
+    draw_reasoning,
+    example_texts,
+    ground_truth,
+    overthink_reasoning,
+    slips,
+    stated_value,
+    trace_truth,
+)
 from zoo.recipes import RECIPES, OverthinkMix
 
 RECIPE = RECIPES["tiny-overthink"]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from thinklens.errors import ThinklensError
 
-#: Every zoo model. All but ``tiny-r1`` and its fine-tune ``tiny-overthink`` share the ``tiny-pre`` initialisation, so weight arithmetic between
-#: them is meaningful (tiny-r1 has its own BPE vocabulary and a fresh init). Later trainers (GRPO, latent
-#: reasoning) append their siblings here.
+#: Every zoo model. All but ``tiny-r1`` and its fine-tune ``tiny-overthink`` share the ``tiny-pre``
+#: initialisation, so weight arithmetic between them is meaningful (tiny-r1 has its own BPE vocabulary and a
+#: fresh init). Later trainers (GRPO, latent reasoning) append their siblings here.
 ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
     "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1", "tiny-overthink", "tiny-cot-short",
