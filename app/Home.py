@@ -73,21 +73,22 @@ for i in range(0, len(good), COLS):
 if good:
     with st.expander("All runs as a table"):
         table(run_rows(good, lacking), key="home-runs", name="runs",
-              column_config={"kind": st.column_config.TextColumn(width=110), "id": st.column_config.TextColumn(width=120),
-                             "status": st.column_config.TextColumn(width=110),
-                             "model": st.column_config.TextColumn(width=150), "data": st.column_config.TextColumn(width=150),
-                             "age": st.column_config.TextColumn(width=80),
-                             "headline": st.column_config.TextColumn(width=500, help="hover a cell for the whole line")})
+              # fits the page (about 880 px at a 1400 px window): model and data are on the cards and in the CSV
+              column_config={"kind": st.column_config.TextColumn(width=115), "id": st.column_config.TextColumn(width=95),
+                             "status": st.column_config.TextColumn(width=105), "model": None, "data": None,
+                             "age": st.column_config.TextColumn(width=70),
+                             "headline": st.column_config.TextColumn(width=480, help="the card above has the whole line")})
 
 st.header("Models")
 try:
     from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir
 
     rows, step_cols = zoo_accuracy_rows(list(ZOO_NAMES), zoo_dir(), ZOO_DESCRIPTIONS)
-    config = {c: st.column_config.TextColumn(c.split()[0], width=56, help=f"held-out accuracy at {c} ('–': not evaluated)")
+    config = {c: st.column_config.TextColumn(c.split()[0], width=46, help=f"held-out accuracy at {c} ('–': not evaluated)")
               for c in step_cols}
-    config |= {"model": st.column_config.TextColumn(width=130), "size": st.column_config.TextColumn(width=90),
-               "description": st.column_config.TextColumn(width=420, help="hover a cell for the whole text")}
+    config |= {"model": st.column_config.TextColumn(width=125), "size": st.column_config.TextColumn(width=80),
+               "description": st.column_config.TextColumn(width=max(200, 660 - 46 * len(step_cols)),
+                                                          help="the whole text is in the CSV")}
     st.caption("The embedded zoo: held-out accuracy per number of arithmetic steps (columns 1, 2, ...), from each "
                "model's own evaluation; '–' where a model was not evaluated at that step count.")
     table(zoo_table_rows(rows, step_cols), key="home-models", name="zoo-models", column_config=config)

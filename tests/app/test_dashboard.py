@@ -204,6 +204,13 @@ def test_home_tables_have_no_none_cells(runs):
                                  for v in cells), frame
     assert dict(runs_table.iloc[0])["model"] == "–" and dict(runs_table.iloc[0])["headline"] == "–"
     assert "folder" not in runs_table.columns and list(models.columns)[-1] == "description"
+    # no table runs off the right: every shown column has a width and they sum to what a 1400 px window holds
+    for el in at.dataframe:
+        config = json.loads(el.proto.columns)
+        frame = el.value
+        shown = [c for c in frame.columns if not (config.get(c) or {}).get("hidden")]
+        assert all((config.get(c) or {}).get("width") for c in shown), (shown, config)
+        assert sum(config[c]["width"] for c in shown) <= 880, {c: config[c]["width"] for c in shown}
 
 
 def test_run_rows_and_zoo_rows_oracle():
