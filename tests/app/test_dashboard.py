@@ -232,3 +232,12 @@ def test_run_rows_and_zoo_rows_oracle():
                           {"model": "b", "trained": False, "MB": 0, "description": "x"}], ["1 steps", "3 steps"])
     assert got == [{"model": "a", "size": "2 MB", "1 steps": "100%", "3 steps": "–", "description": "–"},
                    {"model": "b", "size": "not trained", "1 steps": "–", "3 steps": "–", "description": "x"}]
+
+
+def test_pages_point_at_the_page_that_shows_each_kind():
+    from dashboard import PAGES
+
+    assert PAGES["sae"] == ("pages/7_Features.py", "Features")  # the feature browser, not Steering
+    assert PAGES["steer"][0] == "pages/4_Steering.py"
+    for kind, (page, _) in PAGES.items():
+        assert (APP / page).is_file(), (kind, page)
