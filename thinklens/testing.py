@@ -32,7 +32,7 @@ SLIDING_WINDOW = 8
 HYBRID_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "olmo_hybrid", "jamba", "bamba", "nemotron_h",
                    "granitemoehybrid", "lfm2", "lfm2_moe", "lfm3", "falcon_h1", "kimi_linear", "minimax", "bailing_hybrid",
                    "mamba", "mamba2", "falcon_mamba", "recurrent_gemma", "zamba", "zamba2", "dbrx", "deepseek_v4", "hy_v4",
-                   "qwen4_exp_text", "longcat_flash", "rwkv", "xlstm")
+                   "qwen4_exp_text", "longcat_flash", "lara_mini", "rwkv", "xlstm")
 #: Config fields shrunk for a tiny hybrid model (each only where the family's config has it).
 _HYBRID_SHRINK: dict[str, Any] = dict(
     intermediate_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=128,
