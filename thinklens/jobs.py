@@ -449,7 +449,12 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
                        device=options.device, dtype=options.dtype, seed=getattr(config, "seed", None))
     progress = Progress(options.progress and main_process)
     ctx = JobContext(models=loaded, run=run, progress=progress, options=options, loader=load, shards=shards)
-    result = job.run(config, ctx)
+    try:
+        result = job.run(config, ctx)
+    except ThinklensError as e:  # a refusal (exit 2 in the CLI): the run says so, and a rerun with the fix may reuse its id
+        if main_process:
+            run.write_meta(status="failed", error=str(e))
+        raise
     if main_process and run.meta().get("status") != "done":
         summary = job.summary(result) if job.summary else (result if isinstance(result, dict) else {})
         run.finish(summary)

@@ -185,6 +185,11 @@ class RunFolder:
         cfg = to_jsonable(config)
         if (path / "config.json").exists():
             old = json.loads((path / "config.json").read_text())
+            if resume and old != cfg and cls(path).restartable():  # a refused run, rerun with the fix
+                atomic_write_json(path / "config.json", cfg)
+                run = cls(path)
+                run.write_meta(status="running", kind=kind, code=code_version(), restarted_from=old, error=None)
+                return run
             if not resume or old != cfg:
                 differs = config_differences(old, cfg)
                 why = (f"its config differs in {differs}" if differs
@@ -201,6 +206,21 @@ class RunFolder:
         run = cls(path)
         run.write_meta(status="running", kind=kind, code=code_version())
         return run
+
+    def restartable(self) -> bool:
+        """Whether a new config may take this folder over: the run failed (a refusal, exit 2) before it finished
+        any item, so there is no work a changed config would mix with.
+
+        Example:
+            >>> import tempfile
+            >>> run = RunFolder.create("demo", {"n": 1}, root=tempfile.mkdtemp(), run_id="r")
+            >>> run.restartable(), run.write_meta(status="failed") or run.restartable()
+            (False, True)
+            >>> again = RunFolder.create("demo", {"n": 2}, root=run.path.parents[1], run_id="r")
+            >>> again.config(), again.meta()["status"], again.meta()["restarted_from"]
+            ({'n': 2}, 'running', {'n': 1})
+        """
+        return self.meta().get("status") == "failed" and not self.finished()
 
     def check_code(self, *, allow_stale: bool = False) -> None:
         """Refuse to resume with code whose source differs from the code the run started with (see

@@ -6,10 +6,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import pytest
 
 from thinklens.errors import ThinklensError
+from thinklens.jobs import Job, run_job
 from thinklens.runs import RunFolder, atomic_write_json, list_runs, validate_id
 
 JOB = """
@@ -102,3 +104,42 @@ def test_default_ids_of_runs_started_in_the_same_second_differ(tmp_path, monkeyp
     c = runs.RunFolder.create("latent-train", {"method": "latent-sft"}, root=tmp_path)  # a default id never resumes
     assert [r.run_id for r in (a, b, c)] == ["20261130-152849", "20261130-152849-2", "20261130-152849-3"]
     assert b.config() == {"method": "latent-sft"} and a.config() == {"method": "coconut"}
+
+
+# ---------------------------------------------------------------- a refused run, rerun with the fix under its id
+
+
+@dataclass(frozen=True)
+class _PickyConfig:
+    model: str = ""
+    seed: int = 0
+    n: int = 1
+    """Refused inside the job when above 3, after ``done`` items were recorded."""
+    done: int = 0
+
+
+def _picky(config, ctx):
+    for k in range(config.done):
+        ctx.run.mark_done(f"item.{k}")
+    if config.n > 3:
+        raise ThinklensError.of("n", config.n, "at most 3", "pass --n 3")
+    return {"n": config.n}
+
+
+PICKY = Job("picky", _PickyConfig, _picky, help="refuses n > 3", models=())
+
+
+def test_a_refused_run_is_marked_failed_and_its_id_takes_the_fix(tmp_path):
+    with pytest.raises(ThinklensError, match="at most 3"):
+        run_job(PICKY, n=5, runs=tmp_path, run_id="r", progress=False)
+    meta = json.loads((tmp_path / "picky" / "r" / "meta.json").read_text())
+    assert meta["status"] == "failed" and "at most 3" in meta["error"]
+    assert run_job(PICKY, n=2, runs=tmp_path, run_id="r", progress=False) == {"n": 2}  # the suggested fix, same id
+    meta = json.loads((tmp_path / "picky" / "r" / "meta.json").read_text())
+    assert meta["status"] == "done" and meta["restarted_from"]["n"] == 5
+    assert json.loads((tmp_path / "picky" / "r" / "config.json").read_text())["n"] == 2
+    # a run that recorded work before it was refused keeps its config: a changed one would mix with that work
+    with pytest.raises(ThinklensError):
+        run_job(PICKY, n=5, done=1, runs=tmp_path, run_id="s", progress=False)
+    with pytest.raises(ThinklensError, match=r"differs in n \(5 -> 2\)"):
+        run_job(PICKY, n=2, done=1, runs=tmp_path, run_id="s", progress=False)
