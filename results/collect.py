@@ -508,8 +508,9 @@ def keep_demo_record(runs: Path = RUNS) -> Path:
 
 
 #: The full validation table's records: two ``thinklens run validate`` runs that ran side by side (one per core).
-VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector"}
-VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "findings")
+VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
+                      "validate-latent-hybrid": "latent-seek,hybrid"}
+VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "findings")
 
 
 @collector("validation")
