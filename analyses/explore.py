@@ -32,6 +32,13 @@ class ExploreResult:
     """[layer][step] probability the layer's logit lens gives to the token finally generated."""
     top_token: list[list[str]]
     """[layer][step] the layer's own top token."""
+    stop_reason: str = ""
+    """Why generation ended: ``eos``, a stop string, or ``max_new_tokens`` (cut at the limit: the text is unfinished)."""
+
+    @property
+    def truncated(self) -> bool:
+        """Generation stopped at the token limit, not at an end of its own."""
+        return self.stop_reason == "max_new_tokens"
 
 
 @torch.no_grad()
@@ -46,7 +53,7 @@ def explore(model: HookedModel, prompt: str, *, max_new_tokens: int = 32, stop: 
         probs = torch.softmax(model.unembed(tr.hidden[s].to(model.device)).float(), -1).cpu()  # [step, vocab]
         p_tok.append(probs[torch.arange(len(ids)), ids].tolist())
         top.append([model.tokenizer.decode([int(i)]) for i in probs.argmax(-1)])
-    return ExploreResult(prompt, tr.tokens, tr.entropy.tolist(), layers, p_tok, top)
+    return ExploreResult(prompt, tr.tokens, tr.entropy.tolist(), layers, p_tok, top, stop_reason=tr.stop_reason)
 
 
 def figure_entropy(res: ExploreResult) -> go.Figure:

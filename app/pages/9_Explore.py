@@ -54,6 +54,14 @@ def default_prompt(name: str) -> str:
         return ""
 
 
+def prompt_for(name: str, prompt: str, default: str) -> str:
+    """What model ``name`` reads: the default problem in its own format while the prompt is unedited (a zoo
+    CoT model is not fed a chat model's ``<think>`` prompt), else exactly the text typed."""
+    if prompt != default:
+        return prompt
+    return default_prompt(name) or prompt
+
+
 def pick_model(label: str, key: str, options: list[str], index: int = 0) -> str:
     name = st.selectbox(label, options, index=min(index, len(options) - 1), key=key)
     if name == LOCAL:
@@ -68,8 +76,9 @@ with c[0]:
 with c[1]:
     second = pick_model("Side by side with", "explore-model-2", [NONE] + choices + [LOCAL],
                         index=1 + choices.index("tiny-cot") if "tiny-cot" in choices else 0)
-prompt = st.text_area("Prompt", value=default_prompt(model_name), key=f"explore-prompt-{model_name}",
-                      help="Both models read this same text (the default is written in the first model's format).")
+default = default_prompt(model_name)
+prompt = st.text_area("Prompt", value=default, key=f"explore-prompt-{model_name}",
+                      help="Unedited, each model reads the problem in its own prompt format; edited, both read this text.")
 max_new = st.slider("Max new tokens", 4, 128, 48, key="explore-max")
 names = [n for n in (model_name, second) if n]
 
@@ -84,7 +93,8 @@ if st.button("Generate", key="explore-go", disabled=busy) and model_name and pro
         except Exception as e:  # noqa: BLE001 - a bad folder or hub id: say so, keep the page
             error_card(f"cannot load {name}", f"{type(e).__name__}: {e}")
             continue
-        background.start(f"explore-{i}", explore, model, prompt, max_new_tokens=max_new, lock=name)
+        text = prompt_for(name, prompt, default)
+        background.start(f"explore-{i}", explore, model, text, max_new_tokens=max_new, lock=name)
 
 def token_detail(res, pos: int, i: int, name: str) -> None:
     """One generated token: its entropy and, per layer, the logit lens's top token and the probability it gives the
@@ -102,7 +112,13 @@ for i, (col, name) in enumerate(zip(cols, shown)):
         st.subheader(name)
 
         def render(res, i=i, name=name) -> None:
+            if res.prompt.strip() != prompt.strip():
+                st.caption("Read the problem in its own prompt format:")
+                st.code(res.prompt, language=None, wrap_lines=True)
             st.markdown("**Generated:** " + "".join(res.tokens))
+            if res.truncated:
+                st.warning(f"cut at the limit of {len(res.tokens)} new tokens: the text is unfinished "
+                           "(raise 'Max new tokens')", icon="✂️")
             pos = st.pills("Click a token for what every layer predicts there", list(range(len(res.tokens))),
                            format_func=lambda t: (res.tokens[t].replace("\n", "↵") or "␣"), key=f"explore-token-{i}")
             if pos is not None:

@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from thinklens.errors import ThinklensError
 from thinklens.runs import RunFolder
+from thinklens.zoo.registry import zoo_path
 
 APP = Path(__file__).resolve().parents[2] / "app"
 
@@ -63,6 +64,28 @@ def test_explore_page_generates(runs, tiny_dirs):
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert len(at.get("plotly_chart")) == 4  # entropy + logit lens of each of the two models, side by side
     assert [s.value for s in at.subheader] == [str(tiny_dirs["llama"])] * 2
+    # a random tiny model runs to the limit: both generations are flagged as cut there
+    assert sum("cut at the limit of 48 new tokens" in w.value for w in at.warning) == 2
+
+
+@pytest.mark.skipif(zoo_path("tiny-cot") is None or zoo_path("tiny-think") is None, reason="needs the zoo")
+def test_explore_gives_each_model_its_own_format(runs):
+    """Unedited, the default problem reaches each model in its own format (tiny-cot is not fed tiny-think's
+    '<think>'); edited, both read exactly the text typed."""
+    at = AppTest.from_file(str(APP / "pages" / "9_Explore.py"), default_timeout=120).run()
+    at.selectbox(key="explore-model").set_value("tiny-think").run()
+    at.selectbox(key="explore-model-2").set_value("tiny-cot").run()
+    assert at.text_area[0].value.endswith("<think>")
+    at.slider(key="explore-max").set_value(8).run()
+    at.button(key="explore-go").click().run()
+    for _ in range(600):
+        if len(at.get("plotly_chart")) == 4:
+            break
+        time.sleep(0.1)
+        at.run()
+    assert not at.exception and not at.error
+    shown = [c.value for c in at.code]  # only a model reading another text than the box shows it
+    assert len(shown) == 1 and shown[0].endswith("steps :") and "<think>" not in shown[0]
 
 
 def test_explore_click_returns_before_generation_ends(runs, tiny_dirs, monkeypatch):
