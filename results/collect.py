@@ -120,13 +120,15 @@ def zoo() -> dict[str, Any]:
 
 @collector("zoo_tiny_r1")
 def zoo_tiny_r1() -> dict[str, Any]:
-    """tiny-r1 on 100 held-out problems per step count, and its training record."""
-    run = RUNS / "zoo-eval" / "readme-r1-100"
+    """tiny-r1 on 100 held-out problems per step count (its committed record ``results/records/zoo-eval-readme-r1-100``),
+    and its training record."""
+    run = RECORDS / "zoo-eval-readme-r1-100"
     row = eval_rows(run)["tiny-r1"]
     rec = zoo_record("tiny-r1")
     training = {"steps": rec["steps"], "lr": rec["recipe"]["lr"], "train_minutes": rec["train_wall_s"] / 60,
                 "torch_threads": rec["torch_threads"], "vocab_size": rec["vocab_size"], "n_params": rec["n_params"]}
-    return summary("thinklens run zoo-eval --models tiny-r1 --n 100 --threads 1 --run-id readme-r1-100", [run],
+    return summary("thinklens run zoo-eval --models tiny-r1 --n 100 --threads 1 --run-id readme-r1-100; python "
+                   "results/collect.py --record runs/zoo-eval/readme-r1-100 zoo-eval-readme-r1-100", [run],
                    read_json(run / "config.json"), {**row, "training": training}, ("data/zoo/tiny-r1/zoo.json",))
 
 
