@@ -96,8 +96,9 @@ def eval_rows(run: Path) -> dict[str, dict[str, Any]]:
 
 @collector("zoo")
 def zoo() -> dict[str, Any]:
-    """The zoo table (50 held-out problems per step count) and the zoo's training records."""
-    run = RUNS / "zoo-eval" / "readme-zoo-50"
+    """The zoo table (50 held-out problems per step count; its committed record ``results/records/zoo-eval-readme-zoo-50``)
+    and the zoo's training records."""
+    run = RECORDS / "zoo-eval-readme-zoo-50"
     rows = eval_rows(run)
     accuracy = {name: {**r["accuracy"], "2-4": mean([r["accuracy"][s] for s in "234"]),
                        "6-8": mean([r["accuracy"][s] for s in "678"])} for name, r in rows.items()}
@@ -113,7 +114,8 @@ def zoo() -> dict[str, Any]:
                for name, r in records.items()}
     config = {"zoo-eval": read_json(run / "config.json"), "accuracy_target_2to4": 0.95, "recipes": recipes}
     return summary("thinklens run zoo-eval --n 50 --seed 777 --models tiny-pre,tiny-direct,tiny-cot,tiny-think,"
-                   "tiny-think-carry,tiny-r1 --threads 1 --run-id readme-zoo-50", [run], config,
+                   "tiny-think-carry,tiny-r1 --threads 1 --run-id readme-zoo-50; python results/collect.py --record "
+                   "runs/zoo-eval/readme-zoo-50 zoo-eval-readme-zoo-50", [run], config,
                    {"accuracy": accuracy, "think": think, "training": training},
                    tuple(f"data/zoo/{n}/zoo.json" for n in records))
 
