@@ -55,6 +55,7 @@ LYNX_TESTS = ("tests/probes/test_lynx.py", "tests/probes/test_datasets.py")
 SAE_STEER_TESTS = ("tests/steering/test_feature_steering.py",)
 SEEK_TESTS = ("tests/latent/test_latentseek.py",)
 ANSWER_TESTS = ("tests/test_answers.py",)
+HYBRID_TESTS = ("tests/steering/test_hybrid.py",)
 RV_TESTS = ("tests/steering/test_reasoning_vectors.py", "tests/steering/test_reasoning_vector_mutants.py")
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -130,6 +131,12 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("control ignores its seed", "reasoning vectors", "steering/reasoning_vectors.py",
            "g = torch.Generator().manual_seed(seed)\n        out = {}",
            "g = torch.Generator().manual_seed(0)\n        out = {}", RV_TESTS),
+    Mutant("v taken against the wrong model (b - a)", "reasoning vectors", "steering/reasoning_vectors.py",
+           "return ReasoningVector.between(wa, wb, label=", "return ReasoningVector.between(wb, wa, label=", RV_TESTS),
+    # ---- hybrid steering: the thinking state that picks a sentence's category (steering/hybrid_generate.py)
+    Mutant("category from the wrong position (one token early)", "hybrid", "steering/hybrid_generate.py",
+           "steps = [t] if st is None else list(range(st + 1, t + 1))",
+           "steps = [t] if st is None else list(range(st, t))", HYBRID_TESTS),
     # ---- SAE feature steering (steering/feature_steering.py)
     Mutant("decoder column instead of row", "SAE steering", "steering/feature_steering.py",
            "v = sae.W_dec[f].detach().float().cpu().clone()", "v = sae.W_dec[:, f].detach().float().cpu().clone()",

@@ -79,3 +79,25 @@ def test_bad_inputs(pair):
         hybrid_generate(base, think, None, ["w1"], CFG, mode="hybrid")
     with pytest.raises(ThinklensError, match="n_categories"):
         HybridConfig(n_categories=1)
+
+
+def test_category_reads_the_open_sentence_at_its_own_positions():
+    """The state that picks a category at step t is the mean thinking state over the open sentence's tokens, each
+    read where it is the input (``states[k]`` is the input whose next token is ``generated[k]``), as
+    training averages a sentence's positions. States numbered by step make the positions visible: the open
+    sentence ``<< 3 +`` (generated[2:5]) at t=5 is read at steps 3, 4, 5 (mean 4); one position early reads
+    2, 3, 4 (mean 3, the mutant 'category from the wrong position'); a closed sentence reads step t alone."""
+    from types import SimpleNamespace
+
+    from steering.hybrid_generate import HybridChoice
+
+    words = ["a", ".", "<<", "3", "+"]
+    tok = SimpleNamespace(decode=lambda ids: words[ids[0]])
+    site = "resid_post.1"
+    states = {k: torch.full((2, 3), float(k)) for k in range(8)}  # [batch, d] per step
+    fake = SimpleNamespace(base=SimpleNamespace(model=SimpleNamespace(tokenizer=tok)), site=site,
+                           guide=SimpleNamespace(states={site: states}))
+    got = HybridChoice._sentence_state(fake, 1, list(range(5)), 5)
+    assert torch.equal(got, torch.full((3,), 4.0))
+    words[:] = ["a", ".", "<<", "3", "."]  # the last token closes the sentence: the current position alone
+    assert torch.equal(HybridChoice._sentence_state(fake, 0, list(range(5)), 5), torch.full((3,), 5.0))
