@@ -137,10 +137,23 @@ def zoo_tiny_r1() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- MI peaks
 
 
+#: What a committed record keeps of an mi-peaks run's trajectories: each trajectory's state norms, by model, in file order.
+TRAJECTORY_NORMS = "trajectory_norms.json"
+
+
+def trajectory_norms(run: Path) -> dict[str, list[list[float]]]:
+    """Each model's trajectories' state norms (``trajectories/MODEL/*.json``, sorted by file name) of an mi-peaks run."""
+    return {d.name: [read_json(f)["norms"] for f in sorted(d.glob("*.json"))]
+            for d in sorted((run / "trajectories").iterdir()) if d.is_dir()}
+
+
 def mi_model_values(run: Path, model: dict[str, Any]) -> dict[str, Any]:
     """One model's figures of an mi-peaks run: means, peak fractions, controls by estimator, small-scale limit,
-    and the state norms at the run's first site (quartiles over every step of every trajectory)."""
-    norms = np.concatenate([read_json(f)["norms"] for f in sorted((run / "trajectories" / model["key"]).glob("*.json"))])
+    and the state norms at the run's first site (quartiles over every step of every trajectory; from the trajectories,
+    or in a committed record from its :data:`TRAJECTORY_NORMS`)."""
+    kept = run / TRAJECTORY_NORMS
+    by_model = read_json(kept) if kept.is_file() else trajectory_norms(run)
+    norms = np.concatenate(by_model[model["key"]])
     controls = {c["estimator"]: {k: v for k, v in c.items() if k != "estimator"} for c in model["controls"]}
     return {"accuracy": model["accuracy"], "mean_tokens": model["mean_tokens"], "mean_mi": model["mean_mi"],
             "mean_max_mi": model["mean_max_mi"], "peak_to_median": model["peak_to_median"],
@@ -158,10 +171,11 @@ def enrichment_top(run: Path, model: str, rule: str = "top_k", n: int = 4) -> di
 
 @collector("mi_peaks")
 def mi_peaks() -> dict[str, Any]:
-    """The MI demo on the zoo: the reasoning model and its siblings at the last block, and after the final norm."""
+    """The MI demo on the zoo: the reasoning model and its siblings at the last block, and after the final norm, from
+    their committed records ``results/records/mi-peaks-demo-fidelity`` and ``results/records/mi-peaks-demo-final-norm``."""
     from analyses.mi.config import ESTIMATORS
 
-    main, post = RUNS / "mi-peaks" / "demo-fidelity", RUNS / "mi-peaks" / "demo-final-norm"
+    main, post = RECORDS / "mi-peaks-demo-fidelity", RECORDS / "mi-peaks-demo-final-norm"
     models = {m["key"]: mi_model_values(main, m) for m in read_json(main / "results" / "mi_models.json")["models"]}
     final = {m["key"]: mi_model_values(post, m) for m in read_json(post / "results" / "mi_models.json")["models"]}
     meta = read_json(main / "meta.json")["summary"]
@@ -173,7 +187,9 @@ def mi_peaks() -> dict[str, Any]:
               "interventions": interventions}
     return summary("thinklens run mi-peaks --preset demo --threads 1 --run-id demo-fidelity && thinklens run "
                    "mi-peaks --preset demo --sites final_norm --no-suppression --no-recycling --no-ttts --threads 1 "
-                   "--run-id demo-final-norm", [main, post], config, values)
+                   "--run-id demo-final-norm; python results/collect.py --record runs/mi-peaks/demo-fidelity "
+                   "mi-peaks-demo-fidelity; python results/collect.py --record runs/mi-peaks/demo-final-norm "
+                   "mi-peaks-demo-final-norm", [main, post], config, values)
 
 
 R1_RUNS = Path(os.environ.get("R1_RUNS", RUNS))
@@ -202,8 +218,9 @@ def tiny_r1_realpath() -> dict[str, Any]:
 
 @collector("probe_sweep")
 def probe_sweep() -> dict[str, Any]:
-    """The probe sweeps on tiny-think: the running value (ridge R^2) and eventual correctness (AUROC)."""
-    inter, corr = RUNS / "probe" / "readme-intermediate", RUNS / "probe" / "readme-correct"
+    """The probe sweeps on tiny-think: the running value (ridge R^2) and eventual correctness (AUROC), from their committed
+    records ``results/records/probe-readme-intermediate`` and ``results/records/probe-readme-correct``."""
+    inter, corr = RECORDS / "probe-readme-intermediate", RECORDS / "probe-readme-correct"
 
     def by_site(sweep: dict[str, Any]) -> dict[str, Any]:
         return {site: {"mean": m, "std": s} for site, m, s in zip(sweep["sites"], sweep["mean"], sweep["std"])}
@@ -217,7 +234,9 @@ def probe_sweep() -> dict[str, Any]:
     config = {"intermediate": read_json(inter / "config.json"), "correct": read_json(corr / "config.json")}
     return summary("thinklens run probe --model tiny-think --threads 1 --run-id readme-intermediate && thinklens run "
                    "probe --model tiny-think --target correct --min-steps 1 --max-steps 8 --threads 1 --run-id "
-                   "readme-correct", [inter, corr], config, values)
+                   "readme-correct; python results/collect.py --record runs/probe/readme-intermediate "
+                   "probe-readme-intermediate; python results/collect.py --record runs/probe/readme-correct probe-readme-correct",
+                   [inter, corr], config, values)
 
 
 # ---------------------------------------------------------------------------------------------- LYNX
@@ -483,6 +502,8 @@ def keep_record(run: Path, name: str) -> Path:
                 target = dest / f.relative_to(run)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, target)
+    if (run / "trajectories").is_dir():  # an mi-peaks run: its state norms, not the trajectories (MBs of tokens)
+        (dest / TRAJECTORY_NORMS).write_text(json.dumps(trajectory_norms(run)) + "\n")
     return dest
 
 
