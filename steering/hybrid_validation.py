@@ -27,7 +27,7 @@ category vector cannot carry which operand to copy.
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['hybrid/planted', 'hybrid/null']
+    ['hybrid/planted', 'hybrid/null', 'hybrid/planted-behaviour']
 """
 
 from __future__ import annotations
@@ -147,3 +147,183 @@ SETTINGS = [
     Setting("hybrid", "null", "no-effect", _null,
             help="tiny-cot-short as both base and thinking model (no gap): no gain over the base"),
 ]
+
+
+# ---------------------------------------------------------------- planted-behaviour: a gap that is a behaviour
+
+BEHAVIOUR_PAIR: dict[str, str] = {"base": "tiny-r1", "thinking": "tiny-overthink"}
+"""The behaviour pair: tiny-overthink is tiny-r1 fine-tuned to re-check an answer it already has (re-check rounds
+opened by "Wait, let me double-check." / "Hmm, let me verify."); same tokenizer and chat format."""
+BEHAVIOUR_STEPS = (2, 4)
+BEHAVIOUR_MODES = ("base", "thinking", "hybrid", "random_vectors")
+QUICK_BEHAVIOUR = Plan(n_eval=8, n_train=6, sae_steps=20, vector_iters=2, paired=False)
+FULL_BEHAVIOUR = Plan(n_eval=100, n_train=100, sae_steps=600, vector_iters=50)
+#: Hybrid settings of this setting beyond the plan (HybridConfig fields; empty: the job's defaults).
+BEHAVIOUR_OVERRIDES: dict[str, Any] = {}
+
+
+def rechecks(texts: list[str]) -> list[bool]:
+    """Per text: whether it holds at least one re-check round (:func:`zoo.overthink.ground_truth`'s ``rounds``,
+    read from its reasoning).
+
+    Example:
+        >>> rechecks(["Okay, 3 + 4 = 7. So Ann has 7 cards. Wait, let me double-check. 3 + 4 = 7.", "Okay. Wait, 7."])
+        [True, False]
+    """
+    from thinklens.tasks import Problem, Step
+    from zoo.overthink import ground_truth
+
+    dummy = Problem(name="x", obj="y", start=0, steps=(Step("+", 0, 0, 0),))  # rounds do not depend on the problem
+    return [ground_truth(t, dummy).rounds >= 1 for t in texts]
+
+
+def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> dict[str, dict[str, Any]]:
+    """Run the pair as the ``hybrid`` job does (its formats, problems of :data:`BEHAVIOUR_STEPS` steps, vectors,
+    :func:`steering.hybrid_generate.hybrid_generate` per mode), keeping every generated text: per mode ``texts``,
+    ``recheck`` (per problem), ``correct`` and the fractions. Problems: the job's zoo streams offset by
+    ``100 * ctx.seed`` (seed 0: the test problems; settings were chosen on seed 1). Written to
+    ``<workdir>/<sub>/behaviour.json`` and read back from there when present."""
+    import dataclasses
+    import json
+    import tempfile
+    from pathlib import Path
+
+    import torch
+
+    from steering.hybrid import train_hybrid_vectors
+    from steering.hybrid_generate import hybrid_generate
+    from steering.jobs.hybrid import HybridJobConfig, base_format
+    from steering.problems import data_format, graded, new_token_budget, render, zoo_stream
+    from thinklens.model import HookedModel
+    from thinklens.tasks.protocol import HELD_OUT
+    from thinklens.tokenization import prompt_ids
+
+    if ctx.workdir is None:
+        ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
+    out_path = Path(ctx.workdir) / sub / "behaviour.json"
+    if out_path.exists():
+        return json.loads(out_path.read_text())["modes"]
+    if ctx.threads:
+        torch.set_num_threads(ctx.threads)
+    lo, hi = BEHAVIOUR_STEPS
+    job = HybridJobConfig(model=BEHAVIOUR_PAIR["base"], thinking=BEHAVIOUR_PAIR["thinking"], min_steps=lo, max_steps=hi,
+                          n_eval=plan.n_eval, n_train=plan.n_train, sae_steps=plan.sae_steps,
+                          vector_iters=plan.vector_iters, seed=ctx.seed, **BEHAVIOUR_OVERRIDES)
+    dtype = getattr(torch, ctx.dtype)
+    base = HookedModel.load(job.model, device=ctx.device, dtype=dtype)
+    thinking = HookedModel.load(job.thinking, device=ctx.device, dtype=dtype)
+    t_fmt = data_format(thinking, job.prompt_format)
+    b_fmt = base_format(job, base, t_fmt)
+    evaluated = zoo_stream(plan.n_eval, seed=HELD_OUT["steer_eval"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
+    vector = zoo_stream(plan.n_train, seed=HELD_OUT["steer_train"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
+    ep, bp = render(t_fmt, evaluated, thinking.tokenizer), render(b_fmt, evaluated, base.tokenizer)
+    max_new = min(new_token_budget(t_fmt, None, model=thinking, prompts=ep, max_steps=hi),
+                  new_token_budget(b_fmt, None, model=base, prompts=bp, max_steps=hi))
+    tp = render(t_fmt, vector, thinking.tokenizer)
+    traces = thinking.generate(tp, max_new_tokens=max_new, batch_size=64)
+    reasoning = None if t_fmt.is_zoo or t_fmt.span is None else [t_fmt.split_trace(t).reasoning for t in traces]
+    hv = train_hybrid_vectors(base, thinking, traces, dataclasses.replace(job), base_prompts=prompt_ids(
+        base.tokenizer, render(b_fmt, vector, base.tokenizer)), reasoning=reasoning)
+    answers = [p.answer for p in evaluated]
+    rows: dict[str, dict[str, Any]] = {}
+    for m in BEHAVIOUR_MODES:
+        r = hybrid_generate(base, thinking, hv if m not in ("base", "thinking") else None, bp, job, mode=m,
+                            max_new_tokens=max_new, thinking_prompts=ep)
+        rows[m] = {"texts": r.texts, "recheck": rechecks(r.texts), "correct": graded(r.texts, answers),
+                   "fired_fraction": r.fired / max(1, r.n_tokens), "changed_fraction": r.changed / max(1, r.n_tokens)}
+    vectors = {"counts": hv.counts, "examples": {str(k): v for k, v in hv.examples.items()},
+               "nll_before_after": {str(k): [round(float(x), 4) for x in (v[0], v[-1])] for k, v in hv.losses.items()},
+               "bias_norm": float(hv.bias.norm()), "vector_norms": hv.vectors.norm(dim=-1).tolist(), "site": job.site}
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps({"pair": BEHAVIOUR_PAIR, "steps": [lo, hi], "max_new_tokens": max_new,
+                                    "vectors": vectors, "modes": rows}))
+    return rows
+
+
+def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_base_prob: float) -> dict[str, Any]:
+    """Where the thinking model opens a re-check round and the base does not: at the end of each hybrid text's
+    reasoning (just before ``</think>``, where tiny-overthink writes its round cue), both models' next-token
+    distributions on the same prefix. Reports how often the models disagree there, the thinking model's token, the
+    unsteered base model's probability of it (the guardrail keeps only tokens with probability >= ``min_base_prob``
+    under the unsteered base, so a cue below it can never be emitted, whatever the vectors) and the base's own
+    probability of any cue word."""
+    import statistics
+
+    import torch
+
+    from steering.jobs.hybrid import HybridJobConfig, base_format
+    from steering.problems import data_format, render, zoo_stream
+    from thinklens.model import HookedModel
+    from thinklens.tasks.protocol import HELD_OUT
+    from zoo.r1 import THINK_CLOSE
+
+    lo, hi = BEHAVIOUR_STEPS
+    dtype = getattr(torch, ctx.dtype)
+    base = HookedModel.load(BEHAVIOUR_PAIR["base"], device=ctx.device, dtype=dtype)
+    thinking = HookedModel.load(BEHAVIOUR_PAIR["thinking"], device=ctx.device, dtype=dtype)
+    t_fmt = data_format(thinking, "auto")
+    b_fmt = base_format(HybridJobConfig(), base, t_fmt)
+    n = len(rows["hybrid"]["texts"])
+    problems = zoo_stream(n, seed=HELD_OUT["steer_eval"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
+    bp, tp = render(b_fmt, problems, base.tokenizer), render(t_fmt, problems, thinking.tokenizer)
+    tok = base.tokenizer
+    cue_ids = {w: tok(f" {w}", add_special_tokens=False)["input_ids"][0] for w in ("Wait", "Hmm", "Alternatively")}
+    p_think_tok, p_cue_base, disagree, think_tokens = [], [], 0, {}
+    with torch.no_grad():
+        for text, b_prompt, t_prompt in zip(rows["hybrid"]["texts"], bp, tp):
+            cut = text.find(THINK_CLOSE)
+            prefix = text[:cut].rstrip() if cut >= 0 else text
+            ids = [tok(p + prefix, add_special_tokens=False, return_tensors="pt")["input_ids"] for p in (b_prompt, t_prompt)]
+            pb = base.forward({"input_ids": ids[0]}).logits[0, -1].softmax(-1)
+            pt = thinking.forward({"input_ids": ids[1]}).logits[0, -1].softmax(-1)
+            t_top, b_top = int(pt.argmax()), int(pb.argmax())
+            disagree += t_top != b_top
+            word = tok.decode([t_top])
+            think_tokens[word] = think_tokens.get(word, 0) + 1
+            p_think_tok.append(float(pb[t_top]))
+            p_cue_base.append(max(float(pb[i]) for i in cue_ids.values()))
+    return {"n": n, "disagree_at_reasoning_end": disagree / n, "thinking_token_there": think_tokens,
+            "base_prob_of_thinking_token_median": statistics.median(p_think_tok),
+            "base_prob_of_thinking_token_max": max(p_think_tok),
+            "passes_guardrail": sum(p >= min_base_prob for p in p_think_tok) / n,
+            "base_prob_of_any_cue_median": statistics.median(p_cue_base), "min_base_prob": min_base_prob}
+
+
+def _planted_behaviour(ctx: SettingContext) -> Check:
+    from steering.configs import HybridConfig
+    from thinklens.stats import findings_doc, paired_finding, wilson
+
+    plan = QUICK_BEHAVIOUR if ctx.quick else FULL_BEHAVIOUR
+    rows = behaviour_rows(ctx, plan)
+    gap = paired_finding("the thinking model re-checks more often than the base", rows["thinking"]["recheck"],
+                         rows["base"]["recheck"], control="base model", statistic="recheck_rate_gap", binary=True,
+                         seed=ctx.seed)
+    beats = paired_finding("the hybrid re-checks more often than its random-vector control", rows["hybrid"]["recheck"],
+                           rows["random_vectors"]["recheck"], control="random_vectors", statistic="recheck_vs_random",
+                           binary=True, seed=ctx.seed)
+    gap_diff, diff = float(gap.extra["diff"]), float(beats.extra["diff"])
+    ok = gap.is_effect and beats.is_effect if plan.paired else gap_diff > 0 and diff > 0
+    rates = {m: {"recheck_rate": sum(r["recheck"]) / len(r["recheck"]),
+                 "ci": list(wilson(sum(r["recheck"]), len(r["recheck"]))), "n": len(r["recheck"]),
+                 "accuracy": sum(r["correct"]) / len(r["correct"]), "fired_fraction": r["fired_fraction"],
+                 "changed_fraction": r["changed_fraction"]} for m, r in rows.items()}
+    details: dict[str, Any] = {"pair": BEHAVIOUR_PAIR, "steps": list(BEHAVIOUR_STEPS), "rates": rates,
+                               "gap": gap_diff, "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
+                               "beats_random_p": beats.p, "paired_test": plan.paired, "overrides": BEHAVIOUR_OVERRIDES,
+                               "samples": {m: r["texts"][:2] for m, r in rows.items()},
+                               "findings": findings_doc([gap, beats])}
+    if not ok:  # why not: where the thinking model would open a round, can the guardrail let it through?
+        min_p = BEHAVIOUR_OVERRIDES.get("min_base_prob", HybridConfig.min_base_prob)
+        try:
+            details["cue_diagnostics"] = cue_diagnostics(ctx, rows, min_p)
+        except Exception as e:  # diagnostics never change the verdict
+            details["cue_diagnostics"] = {"error": f"{type(e).__name__}: {e}"}
+    return _check(beats, "recovered" if ok else "failed",
+                  "a behaviour gap (thinking re-checks more often than base, McNemar); the hybrid re-checks more often "
+                  "than its random-vector control (McNemar, paired over problems)", details)
+
+
+SETTINGS.append(Setting(
+    "hybrid", "planted-behaviour", "recovered", _planted_behaviour,
+    help="base tiny-r1, thinking tiny-overthink (gap: re-check rounds after the answer): the hybrid's traces re-check "
+    "more often than its random-vector control's"))

@@ -73,3 +73,76 @@ def test_full_settings(tmp_path, name):
     s = SETTINGS[name]
     check = s.run(_ctx(tmp_path, quick=False))
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
+
+
+# ---------------------------------------------------------------- planted-behaviour (tiny-r1 / tiny-overthink)
+
+needs_behaviour_zoo = pytest.mark.skipif(any(zoo_path(m) is None for m in hv.BEHAVIOUR_PAIR.values()),
+                                         reason="needs the committed zoo")
+
+
+def _brows(base: list[int], thinking: list[int], hybrid: list[int], random: list[int]) -> dict:
+    return {m: {"recheck": [bool(x) for x in c], "correct": [True] * len(c), "texts": ["t"] * len(c),
+                "fired_fraction": 0.1, "changed_fraction": 0.01}
+            for m, c in zip(hv.BEHAVIOUR_MODES, (base, thinking, hybrid, random))}
+
+
+def test_rechecks_reads_rounds_from_text():
+    # oracle: zoo.overthink's renderer writes exactly `rounds` re-check rounds; tiny-r1's own "Wait," / "Hmm,"
+    # corrections (cue words without a round) are not re-checks
+    from thinklens.tasks import Problem, Step
+    from zoo.overthink import overthink_reasoning
+
+    p = Problem(name="Ann", obj="cards", start=3, steps=(Step("+", 3, 4, 7), Step("*", 7, 2, 14)))
+    texts = [overthink_reasoning(p, rounds=r) for r in range(4)]
+    r1 = "Okay, Ann has 3 cards. First, so 3 + 4 = 8. Wait, 3 + 4 = 7. Hmm, then 7 * 2 = 14. So Ann has 14 cards."
+    assert hv.rechecks([*texts, r1 + "\n</think>\n\nWait, let me double-check."]) == [False, True, True, True, False]
+
+
+@pytest.mark.parametrize("quick", [True, False])
+@pytest.mark.parametrize("random_on, verdict", [(0, "recovered"), (30, "failed")])
+def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tmp_path, monkeypatch, random_on,
+                                                                               verdict, quick):
+    # 60 problems: base never re-checks, thinking on 50, the hybrid on 30; mutant: a random-vector control that
+    # re-checks as often as the hybrid leaves the setting failed
+    base, thinking, hybrid = [0] * 60, [1] * 50 + [0] * 10, [1] * 30 + [0] * 30
+    random = [1] * random_on + [0] * (60 - random_on)
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan: _brows(base, thinking, hybrid, random))
+    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p: {"stub": p})
+    check = SETTINGS["planted-behaviour"].run(_ctx(tmp_path, quick=quick))
+    assert check.verdict == verdict and check.details["paired_test"] is not quick
+    assert check.value == pytest.approx((30 - random_on) / 60)
+    assert check.details["gap"] == pytest.approx(50 / 60)
+    assert check.details["rates"]["hybrid"]["recheck_rate"] == pytest.approx(0.5)
+    assert ("cue_diagnostics" in check.details) is (verdict == "failed")
+
+
+def test_planted_behaviour_needs_a_gap(tmp_path, monkeypatch):
+    # mutant pair: the thinking model re-checks no more than the base, so beating the random control validates nothing
+    none = [0] * 60
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan: _brows(none, none, [1] * 30 + [0] * 30, none))
+    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p: {})
+    assert SETTINGS["planted-behaviour"].run(_ctx(tmp_path)).verdict == "failed"
+
+
+@pytest.fixture(scope="module")
+def quick_behaviour(tmp_path_factory):
+    s = SETTINGS["planted-behaviour"]
+    return s, s.run(_ctx(tmp_path_factory.mktemp("behaviour")))
+
+
+@needs_behaviour_zoo
+def test_quick_planted_behaviour_gap(quick_behaviour):
+    # the planted gap itself: tiny-overthink re-checks on (almost) every problem, tiny-r1 on (almost) none
+    s, check = quick_behaviour
+    rates = check.details["rates"]
+    assert rates["thinking"]["recheck_rate"] >= 0.75 and rates["base"]["recheck_rate"] <= 0.25, validate_line(s, check)
+
+
+@needs_behaviour_zoo
+@pytest.mark.xfail(strict=True, reason="the guardrail keeps only tokens the unsteered base finds plausible (>= 1e-3); "
+                   "where tiny-overthink opens a round (' Wait') tiny-r1 gives it ~1e-5, so no vector can emit it "
+                   "(details['cue_diagnostics'])")
+def test_quick_planted_behaviour(quick_behaviour):
+    s, check = quick_behaviour
+    assert check.verdict == s.expected, (validate_line(s, check), check.details)
