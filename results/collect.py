@@ -301,10 +301,12 @@ def pruned(obj: Any) -> Any:
 
 @collector("steer")
 def steer() -> dict[str, Any]:
-    """Feature steering against its equal-norm baselines over 3 seeds (the steer job's table and choices)."""
-    run = RUNS / "steer" / "readme-steer"
+    """Feature steering against its equal-norm baselines over 3 seeds (the steer job's table and choices), from its
+    committed record ``results/records/steer-readme-steer``."""
+    run = RECORDS / "steer-readme-steer"
     res = read_json(run / "results" / "steer.json")
-    return summary("thinklens run steer --sae data/saes/tiny-think-resid_post.2-topk32 --n-seeds 3 --run-id readme-steer",
+    return summary("thinklens run steer --sae data/saes/tiny-think-resid_post.2-topk32 --n-seeds 3 --threads 1 --run-id "
+                   "readme-steer; python results/collect.py --record runs/steer/readme-steer steer-readme-steer",
                    [run], read_json(run / "config.json"),
                    {"rows": pruned(res["rows"]), "chosen": pruned(res["chosen"]), "max_new_tokens": res["max_new_tokens"]})
 
@@ -671,8 +673,9 @@ def _watch_reads(root: Path) -> list[str]:
             return
         if event == "open" and (len(args) < 2 or not isinstance(args[1], str) or "r" not in args[1]):
             return  # a write (a cache), not an input
-        if event != "open" and os.path.isdir(os.path.join(path, "__pycache__")):
-            return  # a package folder listed by the import system
+        if event != "open" and (os.path.isdir(os.path.join(path, "__pycache__"))
+                                or os.path.isfile(os.path.join(path, "__init__.py"))):
+            return  # a package folder listed by the import system (in a fresh clone, before its first __pycache__)
         outside.append(path)
 
     sys.addaudithook(hook)

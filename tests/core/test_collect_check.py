@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 COLLECT = ROOT / "results" / "collect.py"
 #: Summaries whose records are committed (results/records/, data/zoo/*/zoo.json, data/saes/): each must rebuild.
-COMMITTED = ("validation", "demo_findings", "organisms", "demo", "sae")
+COMMITTED = ("validation", "demo_findings", "organisms", "demo", "sae", "zoo", "zoo_tiny_r1", "probe_sweep", "mi_peaks")
 
 
 def run_check(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -77,3 +77,46 @@ def test_a_read_outside_the_tree_is_caught(tmp_path):
 def test_collect_names_no_path_of_a_development_machine():
     text = COLLECT.read_text()
     assert not re.findall(r"[\"'](?:/work|/tmp|/home|/Users|/root)\b", text)
+
+
+def test_a_record_of_an_mi_peaks_run_keeps_its_state_norms_and_gives_the_same_quartiles(tmp_path, monkeypatch):
+    """keep_record drops the trajectories (MBs of tokens) but keeps each one's state norms, and mi_model_values reads
+    the same quartiles from the record as from the run folder (numpy over the flattened norms as oracle)."""
+    sys.path.insert(0, str(ROOT / "results"))
+    try:
+        import collect
+    finally:
+        sys.path.remove(str(ROOT / "results"))
+    run = tmp_path / "runs" / "mi-peaks" / "x"
+    norms = {"tiny-a": [[1.0, 2.0, 9.0], [4.0]], "tiny-b": [[0.5, 0.25]]}
+    for model, trajs in norms.items():
+        (run / "trajectories" / model).mkdir(parents=True)
+        for i, n in enumerate(trajs):
+            (run / "trajectories" / model / f"{i:05d}.json").write_text(json.dumps({"norms": n, "tokens": ["t"] * len(n)}))
+    (run / "results").mkdir()
+    (run / "config.json").write_text("{}")
+    (run / "results" / "mi_models.json").write_text("{}")
+    monkeypatch.setattr(collect, "RECORDS", tmp_path / "records")
+    dest = collect.keep_record(run, "mi-x")
+    assert not (dest / "trajectories").exists()
+    assert json.loads((dest / collect.TRAJECTORY_NORMS).read_text()) == norms
+    model = {"key": "tiny-a", "accuracy": 1, "mean_tokens": 2, "mean_mi": 0, "mean_max_mi": 0, "peak_to_median": 1,
+             "peak_fraction": 0, "controls": [], "small_scale": {}}
+    import numpy as np
+    flat = [1.0, 2.0, 9.0, 4.0]
+    want = {"q25": float(np.percentile(flat, 25)), "median": 3.0, "q75": float(np.percentile(flat, 75))}
+    assert collect.mi_model_values(run, model)["state_norm"] == want
+    assert collect.mi_model_values(dest, model)["state_norm"] == want
+
+
+def test_a_package_folder_listed_by_import_is_not_an_input_but_a_plain_folder_is(tmp_path):
+    """In a fresh clone a package has no __pycache__ yet when the import system lists it: its __init__.py marks it."""
+    code = ("import os, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import collect; "
+            "seen = collect._watch_reads(Path(sys.argv[2])); os.listdir(sys.argv[3]); os.listdir(sys.argv[4]); print(seen)")
+    package, plain = tmp_path / "outside" / "pkg", tmp_path / "outside" / "plain"
+    package.mkdir(parents=True)
+    plain.mkdir()
+    (package / "__init__.py").write_text("")
+    out = run_check("-c", code, str(ROOT / "results"), str(tmp_path / "tree"), str(package), str(plain))
+    assert out.returncode == 0, out.stderr
+    assert str(plain) in out.stdout and str(package) + "'" not in out.stdout
