@@ -145,3 +145,15 @@ def test_summaries_are_small():
     for name, _ in blocks(README):
         size = (ROOT / name).stat().st_size
         assert size < 50_000, f"{name} is {size} bytes: prune per-item arrays in results/collect.py"
+
+
+@pytest.mark.parametrize("name", ["validation", "demo_findings"])
+def test_table_templates_quote_every_row(name):
+    """A table block names its rows one by one: a summary that grows (a new setting, a job with new findings)
+    must not lose its last rows from the README silently."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    rows = json.loads((root / "results" / f"{name}.json").read_text())["values"]["rows"]
+    quoted = set(map(int, re.findall(r"values\.rows\[(\d+)\]", (root / "results" / "readme" / f"{name}.md").read_text())))
+    assert quoted == set(range(len(rows))), f"results/readme/{name}.md quotes rows {sorted(quoted)[-3:]}..., the summary has {len(rows)}"
