@@ -131,3 +131,21 @@ def no_zoo_branch(monkeypatch):
             importlib.import_module(info.name)
     for target in ZOO_ONLY:
         monkeypatch.setattr(target, forbidden)
+
+
+@pytest.fixture(scope="module")
+def family_model(tmp_path_factory):
+    """``family_model(model_type)``: the loaded tiny random model of that architecture family
+    (thinklens.testing.build_tiny_model), built once per test module."""
+    from thinklens import HookedModel
+    from thinklens.testing import build_tiny_model
+
+    root = tmp_path_factory.mktemp("families")
+    loaded: dict[str, HookedModel] = {}
+
+    def get(family: str) -> HookedModel:
+        if family not in loaded:
+            loaded[family] = HookedModel.load(str(build_tiny_model(family, root / family)))
+        return loaded[family]
+
+    return get

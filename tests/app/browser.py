@@ -76,6 +76,18 @@ def make_driver(chrome: str, driver: str):
     return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
 
 
+def browser_session(size: tuple[int, int] | None = (1400, 1100)):
+    """A headless Chromium driver for a module's tests (``yield from browser_session()`` in a fixture)."""
+    chrome, driver = ensure_chromium()
+    drv = make_driver(chrome, driver)
+    if size is not None:
+        drv.set_window_size(*size)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
 def wait_for_text(drv, text: str, timeout: float = 30.0) -> float:
     """Seconds until ``text`` appears in the page body (streamlit renders after load)."""
     from selenium.webdriver.common.by import By

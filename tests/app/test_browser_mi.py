@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import ensure_chromium, make_driver, running_app, wait_for_text
+from browser import browser_session, running_app, wait_for_text
 
 SHOTS = Path(os.environ.get("THINKLENS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "runs" / "screenshots"))
 N_TRAJECTORIES = 1000
@@ -38,10 +38,7 @@ return (g && g.querySelectorAll('.scatterlayer .trace').length > 0) ? String(g.l
 
 @pytest.fixture(scope="module")
 def browser():
-    chrome, driver = ensure_chromium()
-    drv = make_driver(chrome, driver)
-    yield drv
-    drv.quit()
+    yield from browser_session(size=None)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import ensure_chromium, make_driver, running_app, wait_for_text
+from browser import browser_session, running_app, wait_for_text
 
 SHOTS = Path(os.environ.get("THINKLENS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "runs" / "screenshots"))
 
@@ -89,11 +89,7 @@ def demo_runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    chrome, driver = ensure_chromium()
-    drv = make_driver(chrome, driver)
-    drv.set_window_size(1400, 1100)
-    yield drv
-    drv.quit()
+    yield from browser_session()
 
 
 def _settle(drv, timeout: float = 60.0) -> tuple[int, int, list[str]]:

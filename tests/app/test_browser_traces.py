@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import ensure_chromium, make_driver, running_app, wait_for_text
+from browser import browser_session, running_app, wait_for_text
 
 APP = Path(__file__).resolve().parents[2] / "app"
 sys.path.insert(0, str(APP))
@@ -64,11 +64,7 @@ def app(runs):
 
 @pytest.fixture(scope="module")
 def browser():
-    chrome, driver = ensure_chromium()
-    drv = make_driver(chrome, driver)
-    drv.set_window_size(1400, 1100)
-    yield drv
-    drv.quit()
+    yield from browser_session()
 
 
 def _el(drv, css: str, timeout: float = 60.0):

@@ -21,7 +21,6 @@ from thinklens.parity import check_site_parity
 from thinklens.testing import (
     CHECK_PROMPTS,
     TINY_FAMILIES,
-    build_tiny_model,
     check_capture,
     check_generate,
     check_interventions,
@@ -32,20 +31,6 @@ MOE = ("qwen3_moe", "gpt_oss", "deepseek_v3")
 POST_NORM = ("gemma2", "gemma3_text", "olmo2", "olmo3")
 SCALED = ("granite",)
 PATHS = ("layers", "embed", "final_norm", "lm_head", "attn", "mlp", "pos_embed")
-
-
-@pytest.fixture(scope="module")
-def family_model(tmp_path_factory):
-    """``family_model(model_type)``: the loaded tiny model of that family (built once per module)."""
-    root = tmp_path_factory.mktemp("families")
-    loaded: dict[str, HookedModel] = {}
-
-    def get(family: str) -> HookedModel:
-        if family not in loaded:
-            loaded[family] = HookedModel.load(str(build_tiny_model(family, root / family)))
-        return loaded[family]
-
-    return get
 
 
 @pytest.mark.parametrize("fam", TINY_FAMILIES)

@@ -25,19 +25,6 @@ torch.set_num_threads(1)
 REPRESENTATIVE = ("qwen3_5_text", "jamba", "mamba")
 
 
-@pytest.fixture(scope="module")
-def hybrid_model(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hybrid")
-    loaded: dict[str, HookedModel] = {}
-
-    def get(family: str) -> HookedModel:
-        if family not in loaded:
-            loaded[family] = HookedModel.load(str(build_tiny_model(family, root / family)))
-        return loaded[family]
-
-    return get
-
-
 def _mixer_kind(block: torch.nn.Module) -> str:
     """The oracle: an attention block has a ``self_attn`` child (Jamba, Qwen3.5), the others a Mamba / DeltaNet one."""
     return "attn_out" if hasattr(block, "self_attn") else "mixer_out"
@@ -51,8 +38,8 @@ def test_family_passes_every_check(tmp_path, family):
 
 
 @pytest.mark.parametrize("family", ["jamba", "qwen3_5_text"])
-def test_sites_follow_each_blocks_token_mixer(hybrid_model, family):
-    m = hybrid_model(family)
+def test_sites_follow_each_blocks_token_mixer(family_model, family):
+    m = family_model(family)
     blocks = m.hf.model.layers
     kinds = [_mixer_kind(b) for b in blocks]
     assert set(kinds) == {"attn_out", "mixer_out"}  # both kinds occur in the tiny model
@@ -69,9 +56,9 @@ def test_sites_follow_each_blocks_token_mixer(hybrid_model, family):
         m.capture(CHECK_PROMPTS, [f"attn_out.{wrong}"])
 
 
-def test_mixer_plus_mlp_is_the_block_update(hybrid_model):
+def test_mixer_plus_mlp_is_the_block_update(family_model):
     """Jamba's blocks are pre-norm: resid_post = resid_pre + mixer (or attention) + MLP (or MoE), each added once."""
-    m = hybrid_model("jamba")
+    m = family_model("jamba")
     sites = m.resolve_sites(["resid_pre.*", "resid_post.*", "token_mixer.*", "mlp_out.*"])
     batch = m.capture(CHECK_PROMPTS, sites)
     real = batch.attention_mask.bool()
@@ -83,16 +70,16 @@ def test_mixer_plus_mlp_is_the_block_update(hybrid_model):
     assert all(Site("router_logits", i) in m.sites for i in m.adapter.router_layers)
 
 
-def test_recurrent_state_is_never_rolled_back_silently(hybrid_model):
-    m = hybrid_model("jamba")
+def test_recurrent_state_is_never_rolled_back_silently(family_model):
+    m = family_model("jamba")
     dec = Decoder(m, list(CHECK_PROMPTS))
     dec.step(dec.prefill().argmax(-1))
     with pytest.raises(ThinklensError, match="recurrent states"):
         dec.rollback(1)
 
 
-def test_multi_stream_residual_is_edited_per_stream(hybrid_model):
-    m = hybrid_model("deepseek_v4")
+def test_multi_stream_residual_is_edited_per_stream(family_model):
+    m = family_model("deepseek_v4")
     streams = m.adapter.residual_streams
     assert streams > 1 and m.site_shape("resid_post.0") == (streams, m.d_model)
     assert m.site_shape("mlp_out.0") == (m.d_model,)
