@@ -329,8 +329,9 @@ GRPO_SEEDS = (10000, 30000, 40000)
 @collector("reasoning_vectors")
 def reasoning_vectors() -> dict[str, Any]:
     """tiny-grpo against its parent tiny-cot on held-out problems (3 seeds), and v = tiny-grpo - tiny-cot added to
-    tiny-think (alpha sweep per tensor group, random-direction control) and to tiny-cot itself (alpha 1 is tiny-grpo)."""
-    evals = {s: RUNS / "zoo-eval" / f"grpo-heldout-{s}" for s in GRPO_SEEDS}
+    tiny-think (alpha sweep per tensor group, random-direction control) and to tiny-cot itself (alpha 1 is tiny-grpo); from
+    the committed records ``results/records/zoo-eval-grpo-heldout-*`` and ``results/records/reasoning-vector-rv-*``."""
+    evals = {s: RECORDS / f"zoo-eval-grpo-heldout-{s}" for s in GRPO_SEEDS}
     by_seed = {s: {r["model"]: r["accuracy"] for r in read_json(run / "results" / "zoo_eval.json")} for s, run in evals.items()}
     steps = [str(k) for k in range(1, 9)]
     pooled = {m: {k: mean([by_seed[s][m][k] for s in GRPO_SEEDS]) for k in steps} for m in ("tiny-cot", "tiny-grpo")}
@@ -340,17 +341,18 @@ def reasoning_vectors() -> dict[str, Any]:
     gain = {k: pooled["tiny-grpo"][k] - pooled["tiny-cot"][k] for k in pooled["tiny-cot"]}
     sweeps = {}
     for key, rid in (("tiny-think", "rv-think"), ("tiny-cot", "rv-cot")):
-        run = RUNS / "reasoning-vector" / rid
+        run = RECORDS / f"reasoning-vector-{rid}"
         rows = read_json(run / "results" / "alpha_sweep.json")
         sweeps[key] = {"rows": [{k: r[k] for k in ("group", "alpha", "accuracy", "by_steps")} for r in rows],
                        "vector": read_json(run / "results" / "vector.json"), "config": read_json(run / "config.json")}
     grpo = zoo_record("tiny-grpo")
     training = {k: grpo[k] for k in ("init", "steps", "train_cpu_s", "train_wall_s")} | {
         "grpo": grpo["grpo"], "train_cpu_minutes": grpo["train_cpu_s"] / 60}
-    runs = [*evals.values(), RUNS / "reasoning-vector" / "rv-think", RUNS / "reasoning-vector" / "rv-cot"]
-    command = ("thinklens run grpo; thinklens run zoo-eval --models tiny-cot,tiny-grpo --n 100 --seed S --run-id "
-               "grpo-heldout-S (S = 10000, 30000, 40000); thinklens run reasoning-vector --run-id rv-think; thinklens "
-               "run reasoning-vector --model tiny-cot --groups all --run-id rv-cot")
+    runs = [*evals.values(), RECORDS / "reasoning-vector-rv-think", RECORDS / "reasoning-vector-rv-cot"]
+    command = ("thinklens run grpo; thinklens run zoo-eval --models tiny-cot,tiny-grpo --n 100 --seed S --threads 1 --run-id "
+               "grpo-heldout-S (S = 10000, 30000, 40000); thinklens run reasoning-vector --threads 1 --run-id rv-think; "
+               "thinklens run reasoning-vector --model tiny-cot --groups all --threads 1 --run-id rv-cot; python "
+               "results/collect.py --record runs/KIND/ID KIND-ID for each of the five runs")
     return summary(command, runs, {"seeds": list(GRPO_SEEDS), "n_per_steps": 100},
                    {"heldout": {"by_seed": by_seed, "pooled": pooled, "gain": gain}, "sweeps": sweeps,
                     "training": training}, ("data/zoo/tiny-grpo/zoo.json",))
