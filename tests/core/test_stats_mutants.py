@@ -22,3 +22,15 @@ def test_wilson_follows_its_level(k, n, level):
     assert lo == pytest.approx(centre - half, abs=1e-9) and hi == pytest.approx(centre + half, abs=1e-9)
     lo95, hi95 = wilson(k, n)
     assert (hi - lo < hi95 - lo95) == (level < 0.95)
+
+
+def test_mcnemar_without_discordant_pairs_and_holm_capped_at_one():
+    """mutmut survivors on thinklens/stats.py: McNemar on outcomes with no discordant pair is p = 1 exactly (no
+    evidence either way, never above 1), and Holm's adjusted p values never exceed 1 (statsmodels' rule:
+    min(1, (m - rank) p), running maximum)."""
+    from thinklens.stats import holm, mcnemar
+
+    same = [True, False, True, True]
+    assert mcnemar(same, same) == 1.0
+    assert holm([0.01, 0.6, 0.9]) == [0.03, 1.0, 1.0]
+    assert holm([0.04, 0.03]) == [0.06, 0.06]
