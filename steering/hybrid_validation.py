@@ -25,6 +25,21 @@ the hybrid and its control both gain (0.54 and 0.52, 22 problems against 18): wh
 pair comes from the thinking model choosing among perturbed candidates, not from the vectors' direction; a
 category vector cannot carry which operand to copy.
 
+- ``hybrid planted-behaviour``: a gap that is a behaviour. Base ``tiny-r1``, thinking ``tiny-overthink`` (tiny-r1
+  fine-tuned to re-check an answer it already has: "Wait, let me double-check." / "Hmm, let me verify." rounds), 2-4
+  step problems. Statistic: the share of traces with at least one re-check round (:func:`rechecks`, read by
+  :func:`zoo.overthink.ground_truth`) under the hybrid minus under its random-vector control, paired over problems
+  (McNemar); the gap is thinking's rate minus base's. Recovered when the gap is an effect and the hybrid beats its
+  control. Measured (full, n=100, results/records/validate-hybrid-behaviour): base 0/100, thinking 100/100 (gap
+  1.0, p=1.6e-30), hybrid 0/100, random 0/100: failed. Why (``cue_diagnostics``): at the end of the hybrid's
+  reasoning the thinking model's next token is " Wait" on 100/100 and the models disagree on 98; the unsteered
+  base gives it median 2.7e-5 (11% pass the guardrail ``min_base_prob`` 1e-3), and a steered candidate is only
+  ever the steered base's argmax: on seed 1 (n=8, vectors from 24 traces, 25 iterations), bias + category vector at
+  strength up to 16 (the job's go to 1) raises p(" Wait") to at most 1.3e-3, random vectors of the same norm to
+  1.8e-2, never to the top. The category SAE does isolate the round cue (one category is "let me" /
+  "double-check" sentences), but a vector trained on those sentences' tokens does not move the decision to open
+  one: the hybrid can only choose among tokens the steered base would itself emit.
+
 Example:
     >>> [s.key for s in SETTINGS]
     ['hybrid/planted', 'hybrid/null', 'hybrid/planted-behaviour']

@@ -146,3 +146,14 @@ def test_quick_planted_behaviour_gap(quick_behaviour):
 def test_quick_planted_behaviour(quick_behaviour):
     s, check = quick_behaviour
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
+
+
+@pytest.mark.slow
+@needs_behaviour_zoo
+@pytest.mark.xfail(strict=True, reason="full run (results/records/validate-hybrid-behaviour): hybrid 0/100 re-checks, "
+                   "random 0/100; the steered base never proposes ' Wait' (module docstring)")
+def test_full_planted_behaviour(tmp_path):
+    s = SETTINGS["planted-behaviour"]
+    check = s.run(_ctx(tmp_path, quick=False))
+    assert check.details["rates"]["thinking"]["recheck_rate"] >= 0.9 and check.details["gap_p"] < 0.05
+    assert check.verdict == s.expected, (validate_line(s, check), check.details)
