@@ -313,12 +313,16 @@ def steer() -> dict[str, Any]:
 
 @collector("hybrid")
 def hybrid() -> dict[str, Any]:
-    """Hybrid steering over 3 seeds: the mean +- std per mode, each seed's accuracies, and the token-choice rule."""
-    run = RUNS / "hybrid" / "readme-hybrid"
+    """Hybrid steering over 3 seeds: the mean +- std per mode, each seed's accuracies, and the token-choice rule, from
+    its committed record ``results/records/hybrid-readme-hybrid``."""
+    run = RECORDS / "hybrid-readme-hybrid"
     per_seed = read_json(run / "results" / "hybrid_seeds.json")
-    return summary("thinklens run hybrid --n-seeds 3 --n-eval 200 --run-id readme-hybrid", [run],
+    return summary("thinklens run hybrid --n-seeds 3 --n-eval 200 --threads 1 --run-id readme-hybrid; python "
+                   "results/collect.py --record runs/hybrid/readme-hybrid hybrid-readme-hybrid", [run],
                    read_json(run / "config.json"),
-                   {"summary": read_json(run / "results" / "hybrid_summary.json"), "per_seed": pruned(per_seed),
+                   {"summary": read_json(run / "results" / "hybrid_summary.json"),
+                    "per_seed": {seed: {mode: {k: v for k, v in r.items() if k != "correct"} if isinstance(r, dict) else r
+                                        for mode, r in pruned(modes).items()} for seed, modes in per_seed.items()},
                     "base_own_style": pruned(read_json(run / "results" / "hybrid.json")["base_own_style"]),
                     "info": read_json(run / "results" / "hybrid_info.json")})
 
