@@ -542,7 +542,7 @@ def keep_demo_record(runs: Path = RUNS) -> Path:
 
 #: The full validation table's records: two ``thinklens run validate`` runs that ran side by side (one per core).
 VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
-                      "validate-latent-hybrid": "latent-seek,hybrid"}
+                      "validate-latent-hybrid": "latent-seek,hybrid", "validate-hybrid-behaviour": "hybrid"}
 VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "findings")
 
 
@@ -551,9 +551,12 @@ def validation() -> dict[str, Any]:
     """The validation table: every method on its planted and null settings (``thinklens run validate``, full size),
     from its committed records ``results/records/validate-*``."""
     runs = [RECORDS / name for name in VALIDATION_RECORDS]
-    rows = []
+    rows, seen = [], set()
     for run in runs:
         for r in read_json(run / "results" / "validate.json")["rows"]:
+            if (r["method"], r["setting"]) in seen:  # a later run that resumed an earlier one's settings
+                continue
+            seen.add((r["method"], r["setting"]))
             rows.append({k: r[k] for k in ("method", "setting", "expected", "statistic", "value", "ci", "verdict", "ok", "n",
                                            "target", "seconds")})
     rows.sort(key=lambda r: VALIDATION_ORDER.index(r["method"]) if r["method"] in VALIDATION_ORDER else len(VALIDATION_ORDER))
