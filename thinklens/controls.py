@@ -138,12 +138,21 @@ def all_settings() -> list[Setting]:
 
 
 def select_settings(methods: tuple[str, ...] = ()) -> list[Setting]:
-    """The settings of ``methods`` (all when empty); an unknown method is an error with a did-you-mean."""
+    """The settings of ``methods`` (all when empty): a method name selects all its settings, ``method/setting``
+    one of them (``hybrid/planted-behaviour``); an unknown name is an error with a did-you-mean.
+
+    Example:
+        >>> [f"{s.method}/{s.name}" for s in select_settings(("findings/null",))]
+        ['findings/null']
+    """
     settings = all_settings()
     if not methods:
         return settings
     known = sorted({s.method for s in settings})
+    one = sorted(f"{s.method}/{s.name}" for s in settings)
     for m in methods:
-        if m not in known:
+        if "/" in m and m not in one:
+            raise ThinklensError.of("validate setting", m, f"one of {', '.join(one)}", did_you_mean(m, one))
+        if "/" not in m and m not in known:
             raise ThinklensError.of("validate method", m, f"one of {', '.join(known)}", did_you_mean(m, known))
-    return [s for s in settings if s.method in methods]
+    return [s for s in settings if s.method in methods or f"{s.method}/{s.name}" in methods]

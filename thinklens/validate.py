@@ -39,7 +39,7 @@ class ValidateConfig:
     quick: bool = False
     """The small version of every setting (the default test tier's), instead of the full one."""
     methods: tuple[str, ...] = ()
-    """Methods to validate (comma-separated); empty: all of them."""
+    """Methods to validate (comma-separated), or single settings as method/setting; empty: all of them."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:

@@ -61,6 +61,14 @@ def test_rows_headline_resume_and_failures(tmp_path, monkeypatch):
 def test_unknown_method_is_a_clear_error():
     with pytest.raises(ThinklensError, match="did you mean 'findings'"):
         select_settings(("findngs",))
+    with pytest.raises(ThinklensError, match="did you mean 'findings/null'"):
+        select_settings(("findings/nul",))
+
+
+def test_one_setting_by_method_and_name():
+    picked = select_settings(("findings/planted", "lynx"))
+    assert {(s.method, s.name) for s in picked} == {("findings", "planted")} | {
+        ("lynx", s.name) for s in select_settings(("lynx",))}
 
 
 def test_cli_quick_findings_lines_and_exit_codes(tmp_path):
