@@ -145,7 +145,7 @@ def metrics_row(source: SaeSource) -> None:
                                         ("dead features", "dead_features"), ("CE loss recovered", "ce_loss_recovered"),
                                         ("features", "d_sae")]):
         v = m.get(key, source.d_sae if key == "d_sae" else None)
-        text = f"{v:.1f}" if key == "l0" and isinstance(v, (int, float)) else (f"{v:.3f}" if isinstance(v, float) else str(v))
+        text = f"{v:.4g}" if key == "l0" and isinstance(v, (int, float)) else (f"{v:.3f}" if isinstance(v, float) else str(v))
         col.metric(label, "-" if v is None else text)
 
 

@@ -260,6 +260,8 @@ def test_feature_page_renders_the_demo_sae(demo, monkeypatch):
     acts = load_sae_cached(str(source.sae_dir)).encode(sc.hidden)[:, 3]
     density = next(m.value for m in at.metric if m.label == "density")
     assert density == f"{float((acts > 0).float().mean()):.2%}"
+    l0 = source.metrics.get("l0")  # a top-k SAE's L0 is k: shown as 32, not 32.0 or 32.000
+    assert l0 is None or next(m.value for m in at.metric if m.label == "L0") == f"{l0:.4g}" != f"{l0:.1f}"
     charts = at.get("plotly_chart")
     titles = [_spec(c)["layout"]["title"]["text"] for c in charts]
     assert len(charts) == 2 if (acts > 0).any() else 1
