@@ -1,6 +1,7 @@
 """Shared fixtures; jaxtyping shape checks (beartype) are active for the core under pytest only."""
 
 import os
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -149,3 +150,14 @@ def family_model(tmp_path_factory):
         return loaded[family]
 
     return get
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module():
+    """Put ``sys.modules['__main__']`` back after every test: Streamlit's script runner (AppTest of a page) can
+    leave a page script there, and every later spawn-started process (a Pool worker, a launcher's rank) would
+    then run that page as its main module and die at start, which a Pool answers by respawning forever."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
