@@ -271,9 +271,12 @@ class PromptFormat:
     def render(self, problem: Any, tokenizer: Any = None) -> str:
         """The prompt for one problem: a :class:`~thinklens.tasks.Problem` or a question string.
 
-        ``tokenizer`` is needed for ``chat`` (its ``apply_chat_template``).
+        ``tokenizer`` is needed for ``chat`` (its ``apply_chat_template``); a format from :func:`format_for`
+        holds its model's tokenizer, so ``format_for(model).render(q)`` needs none.
         """
         from thinklens.tasks import Problem
+
+        tokenizer = tokenizer if tokenizer is not None else getattr(self, "_tokenizer", None)
 
         question = problem.question if isinstance(problem, Problem) else problem
         if not isinstance(question, str) or not question.strip():
@@ -358,7 +361,12 @@ def format_for(model: Any, kind: str = "auto", *, tokenizer: Any = None, **field
         span = ZOO_THINK_SPAN if kind == "think" else ZOO_COT_SPAN if kind == "cot" else None
     else:
         span = detect_span(tok) if tok is not None else None
-    return PromptFormat(kind, span=fields.pop("span", span), **fields)
+    fmt = PromptFormat(kind, span=fields.pop("span", span), **fields)
+    object.__setattr__(fmt, "_tokenizer", tok)  # frozen: bound once here, never a field
+    return fmt
+    The format keeps the tokenizer (outside its fields: not compared, not written to a config, dropped by
+    ``dataclasses.replace``), so ``format_for(model).render(q)`` is the model's own chat template.
+
 
 
 def token_separator(tokenizer: Any, ids: Sequence[int]) -> str:

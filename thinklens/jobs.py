@@ -41,8 +41,9 @@ Example:
     ...     return {"word": config.word, "seed": config.seed}
     >>> job = Job("echo", EchoConfig, echo, help="write a word", models=())
     >>> import tempfile
-    >>> run_job(job, word="ho", seed=3, runs=tempfile.mkdtemp(), run_id="r", progress=False)
-    {'word': 'ho', 'seed': 3}
+    >>> result = run_job(job, word="ho", seed=3, runs=tempfile.mkdtemp(), run_id="r", progress=False)
+    >>> result["word"], result.value, result.run_dir.name, result.findings
+    ('ho', {'word': 'ho', 'seed': 3}, 'r', [])
 """
 
 from __future__ import annotations
@@ -464,8 +465,9 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
 def run_job(name: str | Job, *, config: Any = None, preset: str | None = None, config_file: str | Path | None = None,
             device: str = "cpu", dtype: str = "float32", threads: int | None = None, runs: str | Path | None = None,
             run_id: str | None = None, out: str | Path | None = None, progress: bool = True, allow_stale: bool = False,
-            **fields: Any) -> Any:
-    """Run a job from Python and return its typed result.
+            **fields: Any) -> JobResult:
+    """Run a job from Python and return its typed result (:class:`JobResult`: run folder, summary, findings,
+    headline, and the job's own result as ``.value``).
 
     Args:
         name: a registered job name (``"lynx"``) or a :class:`Job`.
@@ -494,5 +496,97 @@ def run_job(name: str | Job, *, config: Any = None, preset: str | None = None, c
     options = RunOptions(device=str(device), dtype=dtype, threads=threads, runs=None if runs is None else str(runs),
                          run_id=run_id, out=None if out is None else str(out), progress=progress,
                          allow_stale=allow_stale)
-    result, _ = execute(job, cfg, options, models=given_models)
-    return result
+    result, run = execute(job, cfg, options, models=given_models)
+    return JobResult.of(job.name, run, result)
+@dataclass(frozen=True, repr=False)
+class JobResult:
+    """What :func:`run_job` returns: the run folder, its summary, findings and headline, and the job's own result.
+
+    The job's result stays reachable as before: ``result["key"]`` (and ``get``, ``keys``, ``in``, ``len``)
+    index it when it is a mapping (else the summary), and an attribute the record lacks is read from it
+    (a LYNX run's ``result.report``), so code written against the bare result keeps working.
+
+    Example:
+        >>> r = JobResult("echo", Path("runs/echo/a"), {"n": 2, "findings": []}, [], "-", {"n": 2})
+        >>> r["n"], "n" in r, dict(r), r.get("x", 0), r.run_dir.name
+        (2, True, {'n': 2}, 0, 'a')
+    """
+
+    job: str
+    """The job's name (``lynx``)."""
+    run_dir: Path
+    """The run folder (config.json, meta.json, results/, figures/)."""
+    summary: dict[str, Any]
+    """The summary meta.json records (what ``thinklens runs`` and the app read), with the keys of the job
+    result's own ``summary`` dict when it has one (LYNX's splits and calibration)."""
+    findings: list[dict[str, Any]]
+    """The summary's findings (claim, estimate, interval, verdict; :mod:`thinklens.stats`), ``[]`` for none."""
+    headline: str
+    """The run in one line, as ``thinklens runs`` shows it."""
+    value: Any = None
+    """The job's own typed result (a dict, a ``LynxResult``, ...)."""
+
+    def _mapping(self) -> Mapping[str, Any]:
+        return self.value if isinstance(self.value, Mapping) else self.summary
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._mapping()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+    def keys(self) -> Iterable[str]:
+        return self._mapping().keys()
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return self._mapping().items()
+
+    def values(self) -> Iterable[Any]:
+        return self._mapping().values()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._mapping().get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another record with equal fields, or to what the job returned (``run_job(...) == {...}``)."""
+        if isinstance(other, JobResult):
+            return (self.job, self.run_dir, self.summary, self.findings, self.headline, self.value) == (
+                other.job, other.run_dir, other.summary, other.findings, other.headline, other.value)
+        return bool(self.value == other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> Any:  # only names the record lacks reach here
+        if name.startswith("__") or name == "value":
+            raise AttributeError(name)
+        try:
+            return getattr(self.value, name)
+        except AttributeError:
+            raise AttributeError(f"JobResult of job {self.job!r} has no attribute {name!r} "
+                                 f"(nor has its result, a {type(self.value).__name__})") from None
+
+    def __repr__(self) -> str:
+        return f"JobResult(job={self.job!r}, run_dir={str(self.run_dir)!r}, headline={self.headline!r})"
+
+    @classmethod
+    def of(cls, job: str, run: "RunFolder", value: Any) -> "JobResult":
+        """The record of a finished ``run`` whose job returned ``value``."""
+        from thinklens.runs import RunEntry
+        from thinklens.runs_command import run_headline
+
+        meta = run.meta()
+        summary = dict(meta.get("summary") or {})
+        own = getattr(value, "summary", None)
+        if isinstance(own, Mapping):
+            summary.update({k: v for k, v in own.items() if k not in summary})
+        entry = RunEntry(path=run.path, kind=job, run_id=run.run_id, status=meta.get("status", "unknown"),
+                         created=meta.get("created", ""), summary=meta.get("summary"), config=run.config())
+        return cls(job, run.path, summary, list(summary.get("findings") or []), run_headline(entry), value)
+
+

@@ -1,7 +1,8 @@
-"""README results blocks: each is rendered from a template whose every measured number names its summary field.
+"""Results blocks of README.md and docs/*.md: each is rendered from a template whose every measured number names
+its summary field.
 
-A results block of README.md starts with a line ``<!-- results: results/NAME.json template: results/readme/ID.md -->``
-and ends with a line ``<!-- /results -->``. The summary (written by ``python results/collect.py NAME``) holds
+The checked pages are README.md and every ``docs/*.md`` (:func:`checked_files`). A results block starts with a
+line ``<!-- results: results/NAME.json template: results/readme/ID.md -->`` and ends with a line ``<!-- /results -->``. The summary (written by ``python results/collect.py NAME``) holds
 ``command``, ``date``, ``source``, ``config`` and ``values``. The template is the block's markdown with each
 quoted number written as a field of that summary: ``{{values.acc|pct|.1f}}%`` renders ``values["acc"]`` times
 100 with one decimal. A field is a dotted path with ``[i]`` for list items and ``["key"]`` for keys that are not
@@ -10,8 +11,8 @@ spec: ``len`` (the number of items of a list or keys of a mapping: ``{{config.se
 ``pct`` (times 100), ``abs``, ``nolead`` (``0.96`` written ``.96``). The last part is a Python format spec
 (``.3f``, ``+.3f``, ``,.0f``); without one a value is written as ``str`` (for text values such as ``19/19``).
 
-The README block must equal its rendered template exactly, so a number edited by hand, or a summary that
-changed without the README being regenerated (``python -m thinklens.readme_results --write``), is reported.
+A block must equal its rendered template exactly, so a number edited by hand, or a summary that changed without
+the page being regenerated (``python -m thinklens.readme_results --write``), is reported.
 
 Example:
     >>> summary = {"values": {"acc": 0.93612, "n": 1812, "ratio": "19/19"}, "config": {"k": 3}}
@@ -50,7 +51,7 @@ class TemplateError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Block:
-    """One results block of the README."""
+    """One results block of a checked page (README.md or docs/*.md)."""
 
     summary: str
     """The summary file it quotes, relative to the repository root (``results/NAME.json``)."""
@@ -59,7 +60,7 @@ class Block:
     text: str
     """The markdown between the markers, as written."""
     start: int
-    """Offset of ``text`` in the README."""
+    """Offset of ``text`` in its page."""
 
 
 def find_blocks(readme_text: str) -> list[Block]:
@@ -101,7 +102,7 @@ def field(summary: Any, path: str) -> Any:
 
 
 def format_value(value: Any, filters: list[str], spec: str) -> str:
-    """A value through its filters and format spec, as the README writes it.
+    """A value through its filters and format spec, as a page writes it.
 
     Example:
         >>> format_value(-0.0275, ["pct"], "+.1f"), format_value(0.9612, ["nolead"], ".2f"), format_value(-0.337, ["abs", "pct"], ".1f")
@@ -212,7 +213,7 @@ def block_problems(block: Block, root: Path, number: int, *, _cache: dict | None
 
 
 def problems(readme_text: str, root: Path) -> list[str]:
-    """Everything wrong with the README's results blocks, one clear sentence each (empty: all good).
+    """Everything wrong with one page's results blocks, one clear sentence each (empty: all good).
 
     Checks: every opening marker is closed; each named summary exists under ``root`` and is JSON with
     non-empty command, date (YYYY-MM-DD), source, config and values; each block names a template whose every
@@ -234,7 +235,7 @@ def problems(readme_text: str, root: Path) -> list[str]:
 
 
 def write(readme_text: str, root: Path) -> str:
-    """The README with every templated block replaced by its template rendered from its summary."""
+    """The page with every templated block replaced by its template rendered from its summary."""
     parts, last = [], 0
     for b in find_blocks(readme_text):
         if b.template is None:
@@ -243,6 +244,60 @@ def write(readme_text: str, root: Path) -> str:
         parts += [readme_text[last:b.start], render((root / b.template).read_text(), summary)]
         last = b.start + len(b.text)
     return "".join(parts) + readme_text[last:]
+
+
+# ---------------------------------------------------------------- every checked page
+
+#: The folder of the pages checked beside README.md (every ``*.md`` directly in it).
+DOCS = "docs"
+
+
+def checked_files(root: Path) -> list[Path]:
+    """README.md and every ``docs/*.md`` under ``root`` that exist, README first, the docs sorted by name."""
+    docs = sorted((root / DOCS).glob("*.md")) if (root / DOCS).is_dir() else []
+    return [p for p in [root / "README.md", *docs] if p.is_file()]
+
+
+def _named(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def all_blocks(root: Path, files: list[Path] | None = None) -> list[tuple[str, Block]]:
+    """(page, block) of every results block of every checked page, in page order (``page`` relative to ``root``)."""
+    return [(_named(f, root), b) for f in (checked_files(root) if files is None else files)
+            for b in find_blocks(f.read_text(encoding="utf-8"))]
+
+
+def check_files(root: Path, files: list[Path] | None = None) -> list[str]:
+    """:func:`problems` of every checked page, each line starting with its page (``docs/lynx.md: results block 2 ...``).
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()); (root / "docs").mkdir()
+        >>> _ = (root / "README.md").write_text("no blocks here\\n")
+        >>> _ = (root / "docs" / "a.md").write_text("<!-- results: results/no.json -->\\nx 1\\n<!-- /results -->\\n")
+        >>> check_files(root)
+        ['docs/a.md: results block 1 names results/no.json, which does not exist: write it with `python results/collect.py no`']
+    """
+    out = []
+    for f in checked_files(root) if files is None else files:
+        out += [f"{_named(f, root)}: {line}" for line in problems(f.read_text(encoding="utf-8"), root)]
+    return out
+
+
+def write_files(root: Path, files: list[Path] | None = None) -> list[str]:
+    """Rewrite every templated block of every checked page from its template and summary; the pages changed."""
+    changed = []
+    for f in checked_files(root) if files is None else files:
+        text = f.read_text(encoding="utf-8")
+        new = write(text, root)
+        if new != text:
+            f.write_text(new, encoding="utf-8")
+            changed.append(_named(f, root))
+    return changed
 
 
 # ---------------------------------------------------------------- the mutation sweep
@@ -278,6 +333,16 @@ def mutation_sweep(readme_text: str, root: Path) -> tuple[int, int, list[str]]:
     return flagged, total, survivors
 
 
+def sweep_files(root: Path, files: list[Path] | None = None) -> tuple[int, int, list[str]]:
+    """:func:`mutation_sweep` over every checked page: (flagged, total, survivors), each survivor named by its page."""
+    flagged, total, survivors = 0, 0, []
+    for f in checked_files(root) if files is None else files:
+        k, n, left = mutation_sweep(f.read_text(encoding="utf-8"), root)
+        flagged, total = flagged + k, total + n
+        survivors += [f"{_named(f, root)}: {s}" for s in left]
+    return flagged, total, survivors
+
+
 # ---------------------------------------------------------------- measured numbers outside the blocks
 
 # a number with a unit that marks a measurement: %, s, min, x (a ratio) or a +-/± spread; or name=value
@@ -291,7 +356,7 @@ _BOUND = re.compile(r"(?:\bunder|\bbelow|\bat most|\bat least|\bwithin|<=|<|>=|>
 
 
 def outside_numbers(readme_text: str) -> list[str]:
-    """Measured-looking numbers of the README outside its results blocks and fenced code, with their sentence.
+    """Measured-looking numbers of a page outside its results blocks and fenced code, with their sentence.
 
     A number with %, s, min, x or a +-/± spread, or a ``metric_name=value``, is measured-looking; one whose
     sentence names the paper it quotes (``the paper``, ``et al.``, ``the reference``), and a bound (``under 3 s``,
@@ -316,25 +381,29 @@ def outside_numbers(readme_text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m thinklens.readme_results",
-                                description="check README.md's results blocks against their templates and summaries")
-    p.add_argument("--readme", default="README.md")
+                                description="check the results blocks of README.md and docs/*.md against their "
+                                            "templates and summaries")
+    p.add_argument("files", nargs="*", help="pages to check (default: README.md and docs/*.md of --root)")
+    p.add_argument("--root", default=".", help="the repository root the summaries and templates are under")
     p.add_argument("--write", action="store_true", help="rewrite every templated block from its template and summary")
     p.add_argument("--sweep", action="store_true", help="run the mutation sweep and print flagged/total")
     args = p.parse_args(argv)
-    readme = Path(args.readme)
-    root = readme.resolve().parent
-    text = readme.read_text()
+    root = Path(args.root).resolve()
+    files = [Path(f) for f in args.files] or checked_files(root)
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing or not files:
+        print(f"no such page: {', '.join(missing) or 'README.md'} (expected README.md or docs/*.md under "
+              f"{root}; pass --root, the repository root)", file=sys.stderr)
+        return 2
     if args.write:
-        new = write(text, root)
-        if new != text:
-            readme.write_text(new)
-            print(f"rewrote {readme}")
-        text = new
-    found = problems(text, root)
+        for page in write_files(root, files):
+            print(f"rewrote {page}")
+    found = check_files(root, files)
     for line in found:
         print(line, file=sys.stderr)
+    print(f"results_blocks={len(all_blocks(root, files))} in {len(files)} pages")
     if args.sweep:
-        flagged, total, survivors = mutation_sweep(text, root)
+        flagged, total, survivors = sweep_files(root, files)
         print(f"readme_mutations_flagged={flagged}/{total}")
         for s in survivors:
             print(f"  survived: {s}")

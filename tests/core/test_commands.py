@@ -1,6 +1,6 @@
-"""Every `thinklens ...` command the README and the app suggest parses with the real CLI parser.
+"""Every `thinklens ...` command the README, the docs and the app suggest parses with the real CLI parser.
 
-Commands are taken from code blocks and inline code of README.md and from the string literals of
+Commands are taken from code blocks and inline code of README.md and docs/*.md and from the string literals of
 app/**/*.py (inline code in them, or a literal that is a command). They are parsed, never run, by
 ``thinklens.cli.build_parser()`` with every registered job loaded.
 
@@ -84,8 +84,9 @@ def extract_commands(text: str) -> list[list[str]]:
 
 
 def _sources() -> list[tuple[str, str]]:
-    """(where, text): README.md, then every string literal of the app (f-strings with ``{...}`` holes)."""
-    out = [("README.md", (ROOT / "README.md").read_text(encoding="utf-8"))]
+    """(where, text): README.md and docs/*.md, then every string literal of the app (f-strings with ``{...}`` holes)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    out = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in pages]
     for path in sorted((ROOT / "app").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -97,7 +98,7 @@ def _sources() -> list[tuple[str, str]]:
 
 
 def suggested_commands() -> list[tuple[str, list[str]]]:
-    """(where, args) of every command suggested by the README and the app, each once."""
+    """(where, args) of every command suggested by the README, the docs and the app, each once."""
     seen: dict[tuple[str, ...], str] = {}
     for where, text in _sources():
         if "thinklens" in text:
@@ -123,6 +124,7 @@ def test_extraction_finds_the_suggested_commands() -> None:
     assert len(commands) >= 10, commands
     assert any(args[:2] == ["run", "mi-peaks"] for _, args in commands)
     assert any(where.startswith("app/") for where, _ in commands)
+    assert any(where.startswith("docs/") for where, _ in commands)  # the reference moved to docs/
 
 
 def test_every_suggested_command_parses() -> None:

@@ -1,5 +1,5 @@
-"""Every README results block is its template rendered from the committed summary it names, every quoted number
-a named field of that summary; no measured number sits outside the blocks.
+"""Every results block of README.md and docs/*.md is its template rendered from the committed summary it names,
+every quoted number a named field of that summary; no measured number sits outside the blocks.
 
 A block starts with ``<!-- results: results/NAME.json template: results/readme/ID.md -->`` and ends with
 ``<!-- /results -->``; the summaries are written by ``python results/collect.py NAME`` from the run folders (see
@@ -15,42 +15,67 @@ import pytest
 
 from thinklens.readme_results import (
     TemplateError,
-    blocks,
+    all_blocks,
+    check_files,
+    checked_files,
     field,
     fields_of,
-    find_blocks,
     mutation_sweep,
     outside_numbers,
     problems,
     render,
+    sweep_files,
     write,
+    write_files,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+PAGES = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in checked_files(ROOT)}
+#: Every template of every page's blocks (the moved blocks live in docs/results.md).
+TEMPLATES = {b.template: (ROOT / b.template).read_text() for _, b in all_blocks(ROOT)}
 
 
-def test_readme_has_results_blocks_each_with_a_template():
-    found = find_blocks(README)
-    assert found, "README.md has no `<!-- results: results/NAME.json template: ... -->` block"
-    assert all(b.template for b in found)
+def test_the_pages_have_results_blocks_each_with_a_template():
+    assert "README.md" in PAGES and "docs/results.md" in PAGES, sorted(PAGES)
+    found = all_blocks(ROOT)
+    assert len(found) >= 25, "the docs lost results blocks: " + ", ".join(f"{page}: {b.template}" for page, b in found)
+    assert all(b.template for _, b in found)
+    # every template of results/readme/ is quoted by some page (a block was not dropped in the move)
+    unused = {str(p.relative_to(ROOT)) for p in (ROOT / "results" / "readme").glob("*.md")} - set(TEMPLATES)
+    assert not unused, f"templates no page quotes: {sorted(unused)}"
 
 
-def test_every_readme_block_is_its_template_rendered_from_its_summary():
-    found = problems(README, ROOT)
+def test_every_block_is_its_template_rendered_from_its_summary():
+    found = check_files(ROOT)
     assert not found, "\n".join(found)
 
 
 def test_changing_any_digit_of_any_block_number_is_flagged():
-    """The mutation sweep: the last digit of every number (every run of digits) of every block, +-1, one at a time."""
-    flagged, total, survivors = mutation_sweep(README, ROOT)
+    """The mutation sweep over README.md and docs/*.md: the last digit of every number (every run of digits) of every
+    block, +-1, one at a time."""
+    flagged, total, survivors = sweep_files(ROOT)
     assert total > 1500, total  # every block's numbers, tables, prose, inline name=value, 4.1x and +- forms
     assert flagged == total, "\n".join(survivors[:20])
+    # the sweep covers every page: its total is the sum of the pages' own sweeps
+    assert total == sum(mutation_sweep(text, ROOT)[1] for text in PAGES.values())
+
+
+def test_a_drifted_number_in_a_docs_page_is_reported_with_its_page(tmp_path):
+    _summary_dir(tmp_path, {"acc": 0.5}, "acc {{values.acc|.2f}}\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("# x\n")
+    block = "<!-- results: results/s.json template: results/readme/s.md -->\nacc 0.50\n<!-- /results -->\n"
+    (tmp_path / "docs" / "results.md").write_text(block)
+    assert check_files(tmp_path) == [] and sweep_files(tmp_path) == (2, 2, [])  # the runs of digits "0" and "50"
+    (tmp_path / "docs" / "results.md").write_text(block.replace("0.50", "0.51"))
+    (msg,) = check_files(tmp_path)
+    assert msg.startswith("docs/results.md: results block 1 (results/s.json) differs")
+    assert write_files(tmp_path) == ["docs/results.md"] and check_files(tmp_path) == []
 
 
 def test_quoted_numbers_name_their_fields():
     """Inline name=value, ratios (4.1x), percentages and +- spreads are template fields, not literal text."""
-    templates = {b.template: (ROOT / b.template).read_text() for b in find_blocks(README)}
+    templates = TEMPLATES
     bench = templates["results/readme/bench.md"]
     assert '`label_speedup={{values.benches["bench/lynx.py"].label_speedup|.2f}}`' in bench
     assert '`capture_overhead={{values.benches["bench/capture.py"].capture_overhead' in bench
@@ -62,13 +87,15 @@ def test_quoted_numbers_name_their_fields():
     assert holes > 800
 
 
-def test_no_measured_number_outside_the_blocks():
-    found = outside_numbers(README)
-    assert not found, "move these into a results block tied to a summary, or name their paper:\n" + "\n".join(found)
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_no_measured_number_outside_the_blocks(page):
+    found = outside_numbers(PAGES[page])
+    assert not found, f"{page}: move these into a results block tied to a summary, or name their paper:\n" + "\n".join(found)
 
 
-def test_write_regenerates_the_readme_unchanged():
-    assert write(README, ROOT) == README
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_write_regenerates_every_page_unchanged(page):
+    assert write(PAGES[page], ROOT) == PAGES[page]
 
 
 def _summary_dir(tmp_path, values, template):
@@ -114,7 +141,7 @@ def test_fields_filters_and_bad_holes():
 
 def test_holes_name_the_fields_they_mean():
     """A number is tied to the field that means it, not to another field that happens to share its value."""
-    templates = {b.template: (ROOT / b.template).read_text() for b in find_blocks(README)}
+    templates = TEMPLATES
     demo = templates["results/readme/demo.md"]
     assert demo.startswith("all {{config.n_steps|.0f}} steps")  # not the steer step's 12 seconds
     zoo = templates["results/readme/zoo.md"]
@@ -142,7 +169,7 @@ def test_missing_summary_template_and_unclosed_block_are_reported(tmp_path):
 
 
 def test_summaries_are_small():
-    for name, _ in blocks(README):
+    for name in {b.summary for _, b in all_blocks(ROOT)}:
         size = (ROOT / name).stat().st_size
         assert size < 50_000, f"{name} is {size} bytes: prune per-item arrays in results/collect.py"
 
@@ -150,7 +177,7 @@ def test_summaries_are_small():
 @pytest.mark.parametrize("name", ["validation", "demo_findings"])
 def test_table_templates_quote_every_row(name):
     """A table block names its rows one by one: a summary that grows (a new setting, a job with new findings)
-    must not lose its last rows from the README silently."""
+    must not lose its last rows from the docs silently."""
     import re
 
     root = Path(__file__).resolve().parents[2]
