@@ -12,6 +12,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import build, interleaved, n_params, random_prompts  # noqa: E402
+from _targets import print_target  # bench/ is on sys.path as a script
 
 from thinklens import Site  # noqa: E402
 
@@ -47,6 +48,7 @@ def main() -> None:
         print(f"capture_tl_s_{size}={t['tl']:.4f}")
         print(f"capture_tl_ratio_{size}={t['tl'] / t['plain']:.3f}")
         print(f"capture_overhead_{size}={ratio:.3f}")
+    print_target("capture_overhead")
     print(f"capture_overhead={worst:.3f}")
 
 

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from _targets import print_target  # bench/ is on sys.path as a script
+
 EXE = str(Path(sys.executable).with_name("thinklens"))
 
 
@@ -28,6 +30,7 @@ def main() -> None:
     top = cold(["--help"])
     print(f"cli_run_help_s={run_help:.3f}")
     print(f"cli_job_help_s={job_help:.3f}")
+    print_target("cli_help_s")
     print(f"cli_help_s={top:.3f}")
 
 

@@ -19,6 +19,7 @@ import torch
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 from _common import interleaved  # noqa: E402
+from _targets import print_target  # noqa: E402 - bench/ is on sys.path as a script
 
 # This file is named like the `latent` package: drop bench/ from the path so `import latent` finds the package.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
@@ -54,6 +55,7 @@ def main() -> None:
     print(f"cot_tokens_per_row={sum(len(ex.prompt) + len(ex.cot) + len(ex.answer) + 1 for ex in rows) / len(rows):.1f}")
     print(f"cot_step_s={t['cot']:.4f}")
     print(f"codi_step_s={t['codi']:.4f}")
+    print_target("codi_step_ratio")
     print(f"codi_step_ratio={t['codi'] / t['cot']:.2f}")
 
 

@@ -25,6 +25,7 @@ from analyses.mi.reference import plain_trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import interleaved
+from _targets import print_target  # bench/ is on sys.path as a script
 
 
 def make_inputs(d: int, steps: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> None:
     print(f"mi_checked_steps={check_steps}")
     print(f"mi_value_range={float(mi_plain.min()):.4g}..{float(mi_plain.max()):.4g}")
     print(f"mi_max_rel_diff={float(rel.max()):.2e}")
+    print_target("mi_speedup")
     print(f"mi_speedup={plain_s / fast_s:.1f}")
 
 

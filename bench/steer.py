@@ -22,6 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import build, n_params, random_prompts  # noqa: E402
+from _targets import print_target  # bench/ is on sys.path as a script
 
 
 def cpu_min(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, float]:
@@ -80,6 +81,7 @@ def main() -> None:
         print(f"steer_clamp_s_{size}={t['clamped']:.4f}")
         print(f"steer_clamp_overhead_{size}={ratio_clamp:.3f}")
         print(f"steer_overhead_{size}={ratio:.3f}")
+    print_target("steer_overhead")
     print(f"steer_overhead={worst:.3f}")
 
 

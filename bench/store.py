@@ -11,6 +11,7 @@ import tempfile
 import time
 
 import torch
+from _targets import print_target  # bench/ is on sys.path as a script
 
 from thinklens.sites import Site
 from thinklens.store import ActivationStore
@@ -47,6 +48,7 @@ def main(total_gb: float = 2.0) -> None:
         print(f"store_read_gb_per_s={written_gb / read_s:.2f}")
         print(f"store_rows_streamed={rows}")
         print(f"store_baseline_rss_mb={base:.0f}")
+        print_target("store_peak_mb")
         print(f"store_peak_mb={peak_write:.0f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
