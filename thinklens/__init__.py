@@ -18,7 +18,7 @@ from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
     from thinklens.interventions import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation
-    from thinklens.jobs import run_job
+    from thinklens.jobs import JobResult, run_job
     from thinklens.model import HookedModel
     from thinklens.sites import Site, parse_sites
     from thinklens.trace import ActivationBatch, Trace
@@ -29,10 +29,12 @@ _LAZY = {
     "InjectEmbeddings": "thinklens.interventions", "RepeatBlock": "thinklens.interventions",
     "ReplaceActivation": "thinklens.interventions", "HookedModel": "thinklens.model",
     "Site": "thinklens.sites", "parse_sites": "thinklens.sites", "run_job": "thinklens.jobs",
+    "JobResult": "thinklens.jobs",
 }
 
 __all__ = [
-    "ActivationBatch", "AddVector", "HookFn", "HookedModel", "InjectEmbeddings", "RepeatBlock", "ReplaceActivation",
+    "ActivationBatch", "AddVector", "HookFn", "HookedModel", "InjectEmbeddings", "JobResult", "RepeatBlock",
+    "ReplaceActivation",
     "Site", "ThinklensError", "Trace", "parse_sites", "run_job",
 ]
 __version__ = "0.1.0"

@@ -75,7 +75,8 @@ class SettingContext:
     progress: bool = False
 
     def run_job(self, name: str, sub: str, **fields: Any) -> Any:
-        """Run another job into ``<workdir>/<sub>`` (resumed when it is already there) and return its result."""
+        """Run another job into ``<workdir>/<sub>`` (resumed when it is already there) and return its own result
+        (:attr:`~thinklens.jobs.JobResult.value`: what a setting records stays plain data)."""
         from thinklens.jobs import run_job
 
         if self.workdir is None:
@@ -83,7 +84,7 @@ class SettingContext:
 
             self.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
         return run_job(name, out=self.workdir / sub, device=self.device, dtype=self.dtype, threads=self.threads,
-                       progress=self.progress, **fields)
+                       progress=self.progress, **fields).value
 
 
 @dataclass(frozen=True)

@@ -342,6 +342,9 @@ def format_for(model: Any, kind: str = "auto", *, tokenizer: Any = None, **field
     """The prompt format of a model: ``kind`` (auto, chat, plain, direct, cot, think) resolved with its
     tokenizer, the span detected from it.
 
+    The format keeps the tokenizer (outside its fields: not compared, not written to a config, dropped by
+    ``dataclasses.replace``), so ``format_for(model).render(q)`` is the model's own chat template.
+
     Args:
         model: a :class:`~thinklens.model.HookedModel` (its ``name`` and ``tokenizer``), or a model name
             or folder with ``tokenizer`` given.
@@ -364,9 +367,6 @@ def format_for(model: Any, kind: str = "auto", *, tokenizer: Any = None, **field
     fmt = PromptFormat(kind, span=fields.pop("span", span), **fields)
     object.__setattr__(fmt, "_tokenizer", tok)  # frozen: bound once here, never a field
     return fmt
-    The format keeps the tokenizer (outside its fields: not compared, not written to a config, dropped by
-    ``dataclasses.replace``), so ``format_for(model).render(q)`` is the model's own chat template.
-
 
 
 def token_separator(tokenizer: Any, ids: Sequence[int]) -> str:

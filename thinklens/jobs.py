@@ -462,42 +462,6 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
     return result, run
 
 
-def run_job(name: str | Job, *, config: Any = None, preset: str | None = None, config_file: str | Path | None = None,
-            device: str = "cpu", dtype: str = "float32", threads: int | None = None, runs: str | Path | None = None,
-            run_id: str | None = None, out: str | Path | None = None, progress: bool = True, allow_stale: bool = False,
-            **fields: Any) -> JobResult:
-    """Run a job from Python and return its typed result (:class:`JobResult`: run folder, summary, findings,
-    headline, and the job's own result as ``.value``).
-
-    Args:
-        name: a registered job name (``"lynx"``) or a :class:`Job`.
-        config: a ready config object (then ``fields`` replace some of its values).
-        allow_stale: resume a run whose code changed since it started (see :class:`RunOptions`).
-        fields: config fields. A model field may hold a loaded ``HookedModel`` instead of a name: it is
-            used as it is and its name is recorded in the config.
-
-    Example:
-        >>> # result = thinklens.run_job("lynx", model="tiny-think", n_train=50, runs="runs")
-    """
-    job = get_job(name)
-    given_models = {}
-    for fname in job.models:
-        v = fields.get(fname)
-        if v is not None and not isinstance(v, str):
-            given_models[fname] = v
-            fields[fname] = str(getattr(v, "name", fname))
-    if config is not None:
-        if not isinstance(config, job.config):
-            raise ThinklensError.of(f"config of job {job.name}", type(config).__name__, job.config.__name__,
-                                    f"build it with {job.config.__name__}(...)")
-        cfg = dataclasses.replace(config, **fields)
-    else:
-        cfg = job.make_config(preset=preset, config_file=config_file, **fields)
-    options = RunOptions(device=str(device), dtype=dtype, threads=threads, runs=None if runs is None else str(runs),
-                         run_id=run_id, out=None if out is None else str(out), progress=progress,
-                         allow_stale=allow_stale)
-    result, run = execute(job, cfg, options, models=given_models)
-    return JobResult.of(job.name, run, result)
 @dataclass(frozen=True, repr=False)
 class JobResult:
     """What :func:`run_job` returns: the run folder, its summary, findings and headline, and the job's own result.
@@ -590,3 +554,39 @@ class JobResult:
         return cls(job, run.path, summary, list(summary.get("findings") or []), run_headline(entry), value)
 
 
+def run_job(name: str | Job, *, config: Any = None, preset: str | None = None, config_file: str | Path | None = None,
+            device: str = "cpu", dtype: str = "float32", threads: int | None = None, runs: str | Path | None = None,
+            run_id: str | None = None, out: str | Path | None = None, progress: bool = True, allow_stale: bool = False,
+            **fields: Any) -> JobResult:
+    """Run a job from Python and return its typed result (:class:`JobResult`: run folder, summary, findings,
+    headline, and the job's own result as ``.value``).
+
+    Args:
+        name: a registered job name (``"lynx"``) or a :class:`Job`.
+        config: a ready config object (then ``fields`` replace some of its values).
+        allow_stale: resume a run whose code changed since it started (see :class:`RunOptions`).
+        fields: config fields. A model field may hold a loaded ``HookedModel`` instead of a name: it is
+            used as it is and its name is recorded in the config.
+
+    Example:
+        >>> # result = thinklens.run_job("lynx", model="tiny-think", n_train=50, runs="runs")
+    """
+    job = get_job(name)
+    given_models = {}
+    for fname in job.models:
+        v = fields.get(fname)
+        if v is not None and not isinstance(v, str):
+            given_models[fname] = v
+            fields[fname] = str(getattr(v, "name", fname))
+    if config is not None:
+        if not isinstance(config, job.config):
+            raise ThinklensError.of(f"config of job {job.name}", type(config).__name__, job.config.__name__,
+                                    f"build it with {job.config.__name__}(...)")
+        cfg = dataclasses.replace(config, **fields)
+    else:
+        cfg = job.make_config(preset=preset, config_file=config_file, **fields)
+    options = RunOptions(device=str(device), dtype=dtype, threads=threads, runs=None if runs is None else str(runs),
+                         run_id=run_id, out=None if out is None else str(out), progress=progress,
+                         allow_stale=allow_stale)
+    result, run = execute(job, cfg, options, models=given_models)
+    return JobResult.of(job.name, run, result)

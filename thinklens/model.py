@@ -200,7 +200,13 @@ class HookedModel:
     # ---- structure -------------------------------------------------------------------------
     @property
     def family(self) -> str:
+        """The adapter family (llama for every llama-shaped model: Qwen2/3, Mistral, ...); see :attr:`model_type`."""
         return self.adapter.family
+
+    @property
+    def model_type(self) -> str:
+        """The model's own type from its config (``qwen3``), which :attr:`family` may share with others."""
+        return str(getattr(self.config, "model_type", "") or self.family)
 
     @property
     def n_layers(self) -> int:
@@ -282,7 +288,8 @@ class HookedModel:
         return self.vocab_size if site.kind == "logits" else self.d_model
 
     def __repr__(self) -> str:
-        return f"HookedModel({self.name!r}, family={self.family}, n_layers={self.n_layers}, d_model={self.d_model})"
+        family = self.family if self.model_type == self.family else f"{self.family} (model_type {self.model_type})"
+        return f"HookedModel({self.name!r}, family={family}, n_layers={self.n_layers}, d_model={self.d_model})"
 
     # ---- inputs ----------------------------------------------------------------------------
     def tokenize(self, inputs: Any) -> dict[str, Tensor]:

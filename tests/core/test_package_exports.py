@@ -104,3 +104,86 @@ def test_info_shows_the_model_type_beside_the_family(tmp_path, capsys):
     assert main(["info", str(qwen3), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert (info["family"], info["model_type"]) == ("llama", "qwen3")
+    from thinklens.model import HookedModel
+
+    model = HookedModel.load(str(qwen3))  # in Python (a notebook cell's repr) too
+    assert model.model_type == json.loads((qwen3 / "config.json").read_text())["model_type"] == "qwen3"
+    assert "family=llama (model_type qwen3)" in repr(model) and model.family == "llama"
+    assert "family=gpt2," in repr(HookedModel.load(str(gpt2)))
+
+
+def test_format_for_renders_with_the_models_own_chat_template():
+    """``format_for(model).render(q)`` is the model's own ``apply_chat_template`` (tiny-r1 ships one): no
+    tokenizer passed, the same text as the template applied by hand, and the format still compares and
+    serialises as plain data."""
+    import dataclasses
+
+    from thinklens.formats import R1_INSTRUCTION, PromptFormat, format_for
+    from thinklens.model import HookedModel
+    from thinklens.runs import to_jsonable
+
+    model = HookedModel.load("data/zoo/tiny-r1")
+    assert model.tokenizer.chat_template
+    fmt = format_for(model)
+    q = "What is 7 + 5 ?"
+    expected = model.tokenizer.apply_chat_template([{"role": "user", "content": f"{q}\n{R1_INSTRUCTION}"}],
+                                                   add_generation_prompt=True, tokenize=False)
+    assert fmt.kind == "chat" and fmt.render(q) == expected and fmt.render_all([q, q]) == [expected, expected]
+    assert expected.startswith("<|im_start|>user\n") and q in expected  # the template applied, not the bare question
+    assert fmt.render(q, model.tokenizer) == expected
+    assert fmt == PromptFormat("chat", span=fmt.span) and "tokenizer" not in json.dumps(to_jsonable(fmt))
+    with pytest.raises(Exception, match="chat template"):  # a copy built from the fields alone has no tokenizer
+        dataclasses.replace(fmt, instruction="").render(q)
+
+
+def test_run_job_returns_a_typed_result(tmp_path):
+    """run_job's JobResult: the run folder, the summary meta.json records, its findings and the headline
+    ``thinklens runs`` prints for it, and the job's own result, still indexable and comparable as before."""
+    from dataclasses import dataclass
+
+    import thinklens
+    from thinklens.jobs import Job, JobResult, run_job
+    from thinklens.runs_command import run_table
+    from thinklens.stats import accuracy_finding, findings_doc
+
+    @dataclass(frozen=True)
+    class CountConfig:
+        model: str = ""
+        """Unused."""
+        seed: int = 0
+        """Seed."""
+        k: int = 45
+        """Correct answers out of 50."""
+
+    @dataclass
+    class Own:
+        summary: dict
+        extra: int = 7
+
+    def run(config, ctx):
+        finding = accuracy_finding("the model beats chance", config.k, 50, control="chance", control_value=0.5)
+        ctx.run.finish({"k": config.k, "findings": findings_doc([finding])})
+        return Own(summary={"k": config.k, "only_here": 1})
+
+    def run_dict(config, ctx):
+        return {"k": config.k, "findings": []}
+
+    result = run_job(Job("count", CountConfig, run, help="count", models=()), runs=tmp_path, run_id="a", progress=False)
+    assert isinstance(result, thinklens.JobResult) and thinklens.JobResult is JobResult
+    assert result.run_dir == tmp_path / "count" / "a" and result.job == "count"
+    meta = json.loads((tmp_path / "count" / "a" / "meta.json").read_text())
+    assert meta["status"] == "done"
+    assert result.summary == meta["summary"] | {"only_here": 1}  # meta.json's summary, plus the result's own keys
+    assert result.findings == meta["summary"]["findings"] and result.findings[0]["verdict"] == "effect"
+    row = next(line for line in run_table(tmp_path) if line.split()[:2] == ["count", "a"])
+    assert result.headline and row.rstrip().endswith(result.headline)  # the same line as `thinklens runs`
+    assert result.extra == 7 and isinstance(result.value, Own)  # the job's own result, attributes included
+    assert result["k"] == 45 and "only_here" in result  # no mapping result: the summary is indexed
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        result.nope  # noqa: B018
+
+    plain = run_job(Job("plain", CountConfig, run_dict, help="plain", models=()), runs=tmp_path, run_id="b", progress=False, k=3)
+    assert plain == {"k": 3, "findings": []} and dict(plain) == plain.value and plain["k"] == 3
+    assert plain.get("missing", "x") == "x" and sorted(plain) == ["findings", "k"] and len(plain) == 2
+    assert plain.findings == [] and plain.summary == {"k": 3, "findings": []}
+    assert plain != {"k": 4, "findings": []} and plain.headline != result.headline
