@@ -12,7 +12,20 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import display_path, missing_results, runs_root  # noqa: E402
-from dashboard import PAGES, age, data_of, demo_commands, fix_command, model_of, run_rows, run_state, zoo_accuracy_rows, zoo_table_rows  # noqa: E402
+from dashboard import (  # noqa: E402
+    age,
+    data_of,
+    demo_commands,
+    fix_command,
+    jobs_of_kinds,
+    model_of,
+    page_title,
+    run_order,
+    run_rows,
+    run_state,
+    zoo_accuracy_rows,
+    zoo_table_rows,
+)
 from exports import chart, table  # noqa: E402
 
 from thinklens.runs import discover_runs  # noqa: E402
@@ -21,15 +34,14 @@ st.set_page_config(page_title="thinklens", layout="wide")
 st.title("thinklens")
 st.caption("See how language models reason from the inside, and act on it.")
 
-# Pipeline order: models and data first, then analyses, probes, steering, latent reasoning.
-ORDER = ("zoo-eval", "capture", "mi-peaks", "lynx", "probe", "sae", "steer", "reasoning-vector", "hybrid",
-         "latent-eval", "latent-train")
 STATUS = {"done": ":green-badge[done]", "running": ":orange-badge[running]",
           "results missing": ":red-badge[results missing]"}
 
 root = runs_root()
 runs = discover_runs(root)
-runs.sort(key=lambda r: ORDER.index(r.kind) if r.kind in ORDER else len(ORDER))
+job_errors: list[str] = []
+jobs = jobs_of_kinds(job_errors)  # run kind -> its job: page, headline words and pipeline order (Job.page, .order)
+runs.sort(key=lambda r: run_order(r.kind, jobs))  # models and data first, then analyses, probes, steering, latent
 good = [r for r in runs if r.error is None]
 broken = [r for r in runs if r.error is not None]
 lacking = {f"{r.kind}/{r.run_id}": missing_results(r.path) for r in good}
@@ -46,6 +58,9 @@ else:
                + (f"; {len(lacking)} say done but have no results (flagged :red-badge[results missing])" if lacking else "")
                + ". Each card links to the page that shows it.")
 
+if job_errors:  # a job module that fails to import: its runs show with plain words, and the reason is here
+    st.warning("Some jobs cannot be loaded (their runs show without their own headline or page):\n\n"
+               + "\n".join(f"- {e}" for e in job_errors))
 demo_argv = demo_commands(root) if broken or lacking else {}
 for r in broken:
     st.error(f"**run {r.kind}/{r.run_id} cannot be read**\n\n{r.error}\n\nTo fix it, run:")
@@ -63,9 +78,9 @@ for i in range(0, len(good), COLS):
             if status == "results missing":
                 st.caption("To finish it, run:")
                 st.code(fix_command(r, demo_argv), language="bash", wrap_lines=True)
-            page = PAGES.get(r.kind)
+            page = getattr(jobs.get(r.kind), "page", None)
             if page:
-                st.page_link(page[0], label=f"open in {page[1]}", icon=":material/arrow_forward:",
+                st.page_link(page, label=f"open in {page_title(page)}", icon=":material/arrow_forward:",
                              query_params={"run": r.run_id, "kind": r.kind})
             else:
                 st.caption("shown here (no page of its own)")

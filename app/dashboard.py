@@ -18,33 +18,45 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from thinklens.runs import RunEntry
 
-PAGES: dict[str, tuple[str, str]] = {
-    "mi-peaks": ("pages/2_MI_peaks.py", "MI peaks"),
-    "lynx": ("pages/3_Probes_and_LYNX.py", "Probes and LYNX"),
-    "probe": ("pages/3_Probes_and_LYNX.py", "Probes and LYNX"),
-    "sae": ("pages/7_Features.py", "Features"),
-    "steer": ("pages/4_Steering.py", "Steering"),
-    "reasoning-vector": ("pages/4_Steering.py", "Steering"),
-    "hybrid": ("pages/4_Steering.py", "Steering"),
-    "latent-eval": ("pages/6_Latent_reasoning.py", "Latent reasoning"),
-    "latent-train": ("pages/6_Latent_reasoning.py", "Latent reasoning"),
-}
-"""Run kind -> (page file, page title) of the page that shows its runs."""
+
+def jobs_of_kinds(errors: list[str] | None = None) -> dict[str, Any]:
+    """Run kind -> the registered job whose runs it holds (``thinklens.jobs.jobs_by_kind``; a job whose module
+    fails to import is left out, its error appended to ``errors``)."""
+    from thinklens.jobs import jobs_by_kind
+
+    return jobs_by_kind(errors)
 
 
-def _pct(x: Any) -> str:
-    return "?" if not isinstance(x, (int, float)) else f"{100 * x:.0f}%"
+def page_title(page: str) -> str:
+    """A page file's title as Streamlit shows it in the sidebar.
+
+    Example:
+        >>> page_title("pages/3_Probes_and_LYNX.py")
+        'Probes and LYNX'
+    """
+    stem = Path(page).stem
+    return stem.split("_", 1)[1].replace("_", " ") if re.match(r"\d+_", stem) else stem.replace("_", " ")
 
 
-def _num(x: Any, digits: int = 2) -> str:
-    return "?" if not isinstance(x, (int, float)) else f"{x:.{digits}f}"
+def pages() -> dict[str, tuple[str, str]]:
+    """Run kind -> (page file, page title) of the page that shows its runs: each job's ``page``."""
+    return {kind: (job.page, page_title(job.page)) for kind, job in jobs_of_kinds().items() if job.page}
+
+
+def run_order(kind: str, jobs: Mapping[str, Any] | None = None) -> tuple[int, int]:
+    """Where a kind's runs go on Home: its job's pipeline ``order`` (models and data first, latent reasoning last);
+    a kind without one after them."""
+    job = (jobs if jobs is not None else jobs_of_kinds()).get(kind)
+    order = getattr(job, "order", None)
+    return (1, 0) if order is None else (0, order)
 
 
 def age(created: str, now: dt.datetime | None = None) -> str:
@@ -95,109 +107,6 @@ def data_of(entry: RunEntry) -> str:
     return "-"
 
 
-def _read(entry: RunEntry, name: str) -> Any:
-    try:
-        return json.loads((entry.path / "results" / f"{name}.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _lynx(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    rows = _read(entry, "per_delta") or []
-    skipped = (s.get("skipped_deltas") or ((_read(entry, "lynx") or {}).get("summary") or {}).get("skipped_deltas") or [])
-    valid = [r for r in rows if r.get("consistent")]
-    auroc = f"probe AUROC {_num(s.get('test_auroc'))}"
-    tail = f"{len(valid)}/{len(rows) + len(skipped)} δ valid" + (f" ({len(skipped)} skipped: calibration too small)" if skipped else "")
-    if not valid:
-        return f"no δ within its bound; {tail}; {auroc}"
-    saving = [r for r in valid if (r.get("saving") or 0) > 0] or valid
-    best = min(saving, key=lambda r: r["delta"])  # the most conservative valid δ that saves tokens
-    change = best.get("accuracy_change")
-    points = "?" if change is None else f"{100 * change:+.1f} points"
-    return f"{100 * (best.get('saving') or 0):.1f}% fewer tokens at {points}, δ {best['delta']:g}, valid; {tail}; {auroc}"
-
-
-def _mi(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    models = s.get("models") or {}
-    main = next(iter(models.values()), {})
-    words = ", ".join(repr(w) for w in (s.get("top_words") or [])[:2]) or "none"
-    rest = [f"{k} {_pct(v.get('accuracy'))}" for k, v in list(models.items())[1:3]]
-    others = f"; vs {', '.join(rest)}" if rest else ""
-    return (f"{next(iter(models), '?')} {_pct(main.get('accuracy'))} right, peaks at {_pct(s.get('mean_peak_fraction'))} "
-            f"of tokens, thinking words {words}{others} ({s.get('n_problems', '?')} problems)")
-
-
-def _probe(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    return f"{s.get('target', '?')} value read best at {s.get('best_site', '?')} ({s.get('scoring', 'score')} {_num(s.get('best_score'))})"
-
-
-def _steer(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    res = _read(entry, "steer") or {}
-    word = (res.get("chosen") or {}).get("word")
-    return (f"feature {s.get('feature', '?')} at {s.get('site', '?')}: correlation {_num(s.get('corr'))} with the next "
-            f"{word!r}" if word else f"feature {s.get('feature', '?')} at {s.get('site', '?')}, correlation {_num(s.get('corr'))}")
-
-
-def _vector(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    best = s.get("best") or {}
-    return (f"|v| {_num(s.get('norm'), 1)}, accuracy {_pct(s.get('alpha0_accuracy'))} at α 0, best {best.get('group', '?')} "
-            f"at α {best.get('alpha', '?')} ({_pct(best.get('accuracy'))})")
-
-
-def _latent_eval(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    rows = [r for r in (s.get("rows") or []) if isinstance(r.get("accuracy"), (int, float))]
-    if not rows:
-        return "no methods evaluated"
-    top = sorted(rows, key=lambda r: -r["accuracy"])[:3]
-    return ", ".join(f"{r['label']} {_pct(r['accuracy'])}" for r in top) + f" ({len(rows)} methods)"
-
-
-def _zoo_eval(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    acc = s.get("accuracy") or {}
-    means = {m: sum(v.values()) / len(v) for m, v in acc.items() if v}
-    return ", ".join(f"{m} {_pct(a)}" for m, a in sorted(means.items(), key=lambda kv: -kv[1])) + " (mean over step counts)"
-
-
-def _capture(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    sites = s.get("sites") or []
-    return f"{s.get('n_rows', '?')} rows at {len(sites)} sites from {s.get('n_prompts', '?')} prompts ({s.get('positions', '?')} positions)"
-
-
-def _sae(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    m = {**s, **(_read(entry, "metrics") or {})}
-    dead = m.get("dead_features")
-    return (f"explained variance {_num(m.get('explained_variance'), 3)}, L0 {_num(m.get('l0'), 0)}, "
-            f"{dead if dead is not None else '?'} dead of {m.get('d_sae', '?')} features at {m.get('site', '?')}")
-
-
-def _hybrid(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    res = s if "hybrid" in s and isinstance(s.get("hybrid"), Mapping) else (_read(entry, "hybrid") or {})
-    acc = {m: r.get("accuracy") for m, r in res.items() if isinstance(r, Mapping)}
-    parts = [f"{m} {_pct(acc[m])}" for m in ("hybrid", "base", "thinking") if m in acc]
-    fired = (res.get("hybrid") or {}).get("fired_fraction") if isinstance(res.get("hybrid"), Mapping) else None
-    return ", ".join(parts) + (f"; steering fired on {_pct(fired)} of tokens" if fired is not None else "")
-
-
-def _latent_train(entry: RunEntry, s: Mapping[str, Any]) -> str:
-    m = _read(entry, "metrics") or s
-    ev = (m.get("eval") or {}).get("mean_accuracy", (m.get("eval") or {}).get("accuracy"))
-    held_out = ev if isinstance(ev, dict) else _pct(ev)
-    return f"{m.get('method', '?')}: {m.get('steps', '?')} steps in {_num(m.get('train_wall_s'), 0)} s, held-out accuracy {held_out}"
-
-
-HEADLINES: dict[str, Callable[[RunEntry, Mapping[str, Any]], str]] = {
-    "lynx": _lynx, "mi-peaks": _mi, "probe": _probe, "steer": _steer, "reasoning-vector": _vector,
-    "latent-eval": _latent_eval, "zoo-eval": _zoo_eval, "capture": _capture, "sae": _sae, "hybrid": _hybrid,
-    "latent-train": _latent_train,
-}
-
-
-def _generic(summary: Mapping[str, Any]) -> str:
-    parts = [f"{k} {_num(v, 3) if isinstance(v, float) else v}" for k, v in summary.items()
-             if isinstance(v, (int, float, str)) and not isinstance(v, bool)][:3]
-    return ", ".join(parts) or "-"
-
-
 def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
     """The run's first findings in words (thinklens.stats.finding_sentence): what the CLI's closing lines and the
     page headline say too, so a claim whose verdict is not ``effect`` is never headlined as one."""
@@ -211,13 +120,16 @@ def headline(entry: RunEntry) -> str:
     three headline numbers in words (``'-'`` for a run without a summary)."""
     if entry.status == "running":
         return "still running (or stopped before it finished: rerun the same command to resume)"
+    from thinklens.headlines import generic
+
     s = entry.summary or {}
     if s.get("findings"):
         return findings_headline(list(s["findings"]))
+    words = getattr(jobs_of_kinds().get(entry.kind), "headline", None)  # the job's own (Job.headline)
     try:
-        return HEADLINES.get(entry.kind, lambda e, x: _generic(x))(entry, s) if (s or entry.kind in HEADLINES) else "-"
+        return words(s, entry.path) if words is not None else (generic(s) if s else "-")
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError):
-        return _generic(s)
+        return generic(s)
 
 
 NONE = "–"
@@ -273,11 +185,12 @@ def zoo_table_rows(rows: list[dict], step_cols: list[str]) -> list[dict[str, str
 
 
 def _job_of(entry: RunEntry) -> str:
-    """The job that made a run (meta.json's ``job``; the kind for older runs)."""
+    """The job that made a run (meta.json's ``job``; for older runs the job of its kind, else the kind)."""
     try:
-        return str(json.loads((entry.path / "meta.json").read_text()).get("job") or entry.kind)
+        job = json.loads((entry.path / "meta.json").read_text()).get("job")
     except (OSError, ValueError, AttributeError):
-        return entry.kind
+        job = None
+    return str(job or getattr(jobs_of_kinds().get(entry.kind), "name", None) or entry.kind)
 
 
 def rerun_command(job: str, path: Path, *extra: str) -> str:

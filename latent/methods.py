@@ -155,8 +155,24 @@ def report_training(metrics: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def training_headline(summary: dict[str, Any], folder: Any) -> str:
+    """A training run in a line (Home, ``thinklens runs``): method, steps, time and held-out accuracy.
+
+    Example:
+        >>> training_headline({"method": "codi", "steps": 10, "train_wall_s": 3.0, "eval": {"accuracy": 0.5}}, "/none")
+        'codi: 10 steps in 3 s, held-out accuracy 50%'
+    """
+    from thinklens.headlines import num, pct, result_json
+
+    m = result_json(folder, "metrics") or summary
+    ev = (m.get("eval") or {}).get("mean_accuracy", (m.get("eval") or {}).get("accuracy"))
+    held_out = ev if isinstance(ev, dict) else pct(ev)
+    return f"{m.get('method', '?')}: {m.get('steps', '?')} steps in {num(m.get('train_wall_s'), 0)} s, held-out accuracy {held_out}"
+
+
 def training_job(name: str) -> Job:
-    """The job training method ``name`` (run folders of kind ``latent-train``, as the app reads them)."""
+    """The job training method ``name``: run folders ``runs/<name>/<id>`` (older runs, ``runs/latent-train/<id>``,
+    are still this job's, as the app and ``thinklens runs`` read them)."""
     method = METHODS[name]
     doc = " ".join((method.config.__doc__ or "").split())
     return Job(name, method.config, run_training, help=doc or name,
@@ -164,4 +180,5 @@ def training_job(name: str) -> Job:
                "model is written to <run folder>/model and, with --publish, to a model folder. Re-running the same "
                "--run-id resumes from the last checkpoint; `accelerate launch -m thinklens.cli run ...` trains on "
                "several processes.",
-               models=(), kind="latent-train", report=report_training)
+               models=(), report=report_training, headline=training_headline, order=110,
+               page="pages/6_Latent_reasoning.py", former_kinds=("latent-train",))

@@ -17,10 +17,11 @@ Example:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 
 if TYPE_CHECKING:
     from thinklens.store import ActivationStore
@@ -163,4 +164,15 @@ def report(result: CaptureResult) -> str:
     return f"captured {result.n_rows} rows at {', '.join(result.sites)} -> {result.store}"
 
 
-JOB = Job("capture", CaptureConfig, run, report=report, help="capture activations of prompts into an activation store")
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): rows, sites and prompts captured."""
+    sites = summary.get("sites") or []
+    return (f"{summary.get('n_rows', '?')} rows at {len(sites)} sites from {summary.get('n_prompts', '?')} prompts "
+            f"({summary.get('positions', '?')} positions)")
+
+
+DEMO = (DemoRun(("--model", "tiny-think", "--sites", "resid_post.*", "--prompts", "{runs}/demo-prompts.txt")),)
+
+
+JOB = Job("capture", CaptureConfig, run, order=20, demo=DEMO, headline=headline,
+          report=report, help="capture activations of prompts into an activation store")

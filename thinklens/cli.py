@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, cli_terms, did_you_mean
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,6 +93,17 @@ def add_job_parser(jobs: Any, job: Any) -> argparse.ArgumentParser:
     return p
 
 
+def _unknown_options(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Options no parser knew: the job's own parser says so, with the closest of its options and its ``--help``."""
+    job_parser = getattr(parser, "job_parsers", {}).get(getattr(args, "job", None))
+    if job_parser is None:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    flags = sorted({o for a in job_parser._actions for o in a.option_strings if o.startswith("--")})
+    word = next((a.split("=")[0] for a in extra if a.startswith("-")), extra[0])
+    hint = did_you_mean(word, flags) if word.startswith("-") else f"options start with --, e.g. {flags[0]}"
+    job_parser.error(f"unrecognized arguments: {' '.join(extra)}; {hint}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the job named by ``args.job`` through the contract; print its folder and report."""
     import dataclasses
@@ -149,9 +160,10 @@ def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
     names = job_names()
     run = sub.add_parser("run", help=f"run a job into a run folder ({', '.join(names)})")
     run_sub = run.add_subparsers(dest="job_name", required=True, parser_class=_Parser, metavar="JOB")
+    p.job_parsers = {}  # type: ignore[attr-defined]
     for name in names:
         if jobs is None or name in jobs:
-            add_job_parser(run_sub, get_job(name))
+            p.job_parsers[name] = add_job_parser(run_sub, get_job(name))  # type: ignore[attr-defined]
         else:  # not loaded: only the name is known (a job's options load when it is named)
             run_sub.add_parser(name)
     runs = sub.add_parser("runs", help="list the runs (kind, id, status, headline); `runs show KIND/ID` prints one")
@@ -196,10 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     except ThinklensError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _unknown_options(parser, args, extra)
     _quiet_libraries()
     try:
-        return int(args.func(args) or 0)
+        with cli_terms():  # the fixes of errors name flags (--allow-overlap), not keywords (allow_overlap=)
+            return int(args.func(args) or 0)
     except ThinklensError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2

@@ -1,12 +1,14 @@
 """The main job (`make demo`): every analysis on the embedded zoo, each into its own run folder.
 
-Each step is a `thinklens` CLI call with demo-sized settings, so the demo exercises exactly what a
-user scripts. A step whose package is absent is skipped with a note; a failing step is reported
+The demo's plan is the job registry's: each job declares its demo-sized runs (``Job.demo``, a tuple of
+:class:`thinklens.jobs.DemoRun`) and its place in the pipeline (``Job.order``), so a new job joins the demo
+by declaring them, with no edit here. Each step is a `thinklens` CLI call, so the demo exercises exactly
+what a user scripts. A step whose package is absent is skipped with a note; a failing step is reported
 and the demo goes on, exiting non-zero at the end.
 
 Example:
-    >>> [s.name for s in DEMO_STEPS][:2]
-    ['zoo-eval', 'capture']
+    >>> [s.name for s in demo_steps()][:4]
+    ['zoo-eval', 'capture', 'mi-peaks-hard', 'mi-peaks']
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from thinklens.errors import ThinklensError
 
@@ -36,41 +39,21 @@ class DemoStep:
     """Run id of the step's run folder (a second run of one kind gets its own, for the app's comparisons)."""
 
 
-DEMO_STEPS: tuple[DemoStep, ...] = (
-    DemoStep("zoo-eval", ("run", "zoo-eval", "--models", "tiny-direct,tiny-cot,tiny-think", "--n", "20", "--steps", "2,3,4,5,6",
-                          "--run-id", "demo", "--no-progress")),
-    DemoStep("capture", ("run", "capture", "--model", "tiny-think", "--sites", "resid_post.*", "--prompts", "{runs}/demo-prompts.txt",
-                         "--run-id", "demo", "--no-progress"), kind="capture"),
-    # A second, harder MI run (before the main one, so the app opens the main run first, as the newest):
-    # the app overlays both runs (two data sets) on one chart.
-    DemoStep("mi-peaks-hard", ("run", "mi-peaks", "--model", "tiny-think", "--compare", "tiny-cot", "--n-problems", "30",
-                               "--min-steps", "5", "--max-steps", "6", "--no-suppression", "--no-recycling", "--no-ttts",
-                               "--run-id", "demo-hard", "--no-progress"), kind="mi-peaks", run_id="demo-hard"),
-    DemoStep("mi-peaks", ("run", "mi-peaks", "--preset", "demo", "--run-id", "demo", "--no-progress"), kind="mi-peaks"),
-    # A second LYNX run on longer problems (before the main one): the app draws both Pareto curves on one chart.
-    DemoStep("lynx-long", ("run", "lynx", "--model", "tiny-think", "--min-steps", "3", "--max-steps", "6", "--n-train", "150",
-                           "--n-calibration", "150", "--n-test", "150", "--skip-vacuous", "--run-id", "demo-long",
-                           "--no-progress"), kind="lynx", run_id="demo-long"),
-    # 500 calibration rollouts give each class of cue events >= 99 events: every delta of the sweep,
-    # 0.01 included, has a defined conformal threshold.
-    DemoStep("lynx", ("run", "lynx", "--model", "tiny-think", "--n-train", "150", "--n-calibration", "500", "--n-test", "150",
-                      "--skip-vacuous", "--run-id", "demo", "--no-progress"), kind="lynx"),
-    DemoStep("probe", ("run", "probe", "--model", "tiny-think", "--target", "intermediate", "--n-problems", "120",
-                       "--run-id", "demo"), kind="probe"),
-    # A small SAE for the feature browser and live steering (the full-size one is committed in data/saes).
-    # 150k activations in steps of 1024 at lr 3e-3: explained variance ~0.99 in about a CPU minute.
-    DemoStep("sae", ("run", "sae", "--model", "tiny-think", "--d-sae", "512", "--k", "32", "--training-tokens", "150000",
-                     "--train-batch-size-tokens", "1024", "--lr", "0.003", "--n-texts", "1000", "--eval-texts", "100",
-                     "--stats-traces", "40", "--n-batches-in-buffer", "16", "--run-id", "demo", "--no-progress"), kind="sae"),
-    DemoStep("steer", ("run", "steer", "--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "30",
-                       "--coeffs=-1,0,1", "--run-id", "demo"), kind="steer"),
-    DemoStep("reasoning-vector", ("run", "reasoning-vector", "--alphas=-1,0,1", "--n-per-steps", "10", "--run-id", "demo"),
-             kind="reasoning-vector"),
-    DemoStep("hybrid", ("run", "hybrid", "--n-train", "60", "--n-eval", "100", "--sae-steps", "150", "--vector-iters", "20",
-                        "--run-id", "demo", "--no-progress"), kind="hybrid"),
-    DemoStep("latent-eval", ("run", "latent-eval", "--n", "40", "--seek-n", "8", "--run-id", "demo", "--no-progress"),
-             kind="latent-eval"),
-)
+def demo_steps(errors: list[str] | None = None) -> tuple[DemoStep, ...]:
+    """The demo's steps: every registered job's ``demo`` runs, jobs in pipeline order (``Job.order``).
+
+    A job whose module fails to import is left out (its error is appended to ``errors``).
+    """
+    from thinklens.jobs import pipeline_jobs
+
+    return tuple(DemoStep(run.name(job.name), run.argv(job.name), job.run_kind if run.print_summary else None, run.run_id)
+                 for job in pipeline_jobs(errors) for run in job.demo)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DEMO_STEPS":  # read from the registry each time (a job registered since is in it)
+        return demo_steps()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _write_prompts(path: Path) -> None:
@@ -97,7 +80,10 @@ def run_demo(runs: Path, overrides: Mapping[str, Sequence[str]] | None = None) -
     runs.mkdir(parents=True, exist_ok=True)
     os.environ["THINKLENS_RUNS"] = str(runs)
     _write_prompts(runs / "demo-prompts.txt")  # a fixed path: the capture run's config (and so its resume) stays the same
-    steps = list(DEMO_STEPS)
+    errors: list[str] = []
+    steps = list(demo_steps(errors))
+    for e in errors:  # a job that cannot load is reported, the rest of the demo runs
+        print(f"skipped (cannot load): {e}", file=sys.stderr)
     out: dict[str, tuple[int, float]] = {}
     for k, step in enumerate(steps, 1):
         args = [a.format(runs=runs) for a in step.argv] + list((overrides or {}).get(step.name, ()))
@@ -126,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = [name for name, (rc, _) in results.items() if rc != 0]
     print(f"\ndemo finished in {time.time() - t0:.0f} s; run folders under {runs}")
     print("step times: " + ", ".join(f"{name} {s:.0f} s" for name, (_, s) in results.items()))
-    verdicts = [f.get("verdict") for step in DEMO_STEPS if step.kind
+    verdicts = [f.get("verdict") for step in demo_steps() if step.kind
                 for f in _summary(runs, step.kind, step.run_id).get("findings") or []]
     print("findings: " + ", ".join(f"{verdicts.count(v)} {v}" for v in ("effect", "no effect", "at ceiling", "too few samples"))
           + " (each run's lines above; `python results/collect.py demo_findings` tabulates them)")

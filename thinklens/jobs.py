@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, in_cli, opt, opt_name
 
 if TYPE_CHECKING:
     from thinklens.runs import RunFolder
@@ -93,9 +93,9 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
-            raise ThinklensError.of("dtype", self.dtype, f"one of {', '.join(DTYPES)}", did_you_mean(self.dtype, DTYPES))
+            raise ThinklensError.of(opt_name("dtype"), self.dtype, f"one of {', '.join(DTYPES)}", did_you_mean(self.dtype, DTYPES))
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ThinklensError.of("threads", self.threads, "an integer >= 1 or None", "pass --threads 1")
+            raise ThinklensError.of(opt_name("threads"), self.threads, "an integer >= 1 or None", f"pass {opt('threads', 1)}")
 
     @property
     def torch_dtype(self) -> Any:
@@ -218,6 +218,37 @@ class JobContext:
 
 
 @dataclass(frozen=True)
+class DemoRun:
+    """One run of a job in ``make demo``: ``thinklens run <job> <args> --run-id <run_id>``.
+
+    Example:
+        >>> DemoRun(("--n", "20"), print_summary=False).argv("zoo-eval")
+        ('run', 'zoo-eval', '--n', '20', '--run-id', 'demo', '--no-progress')
+    """
+
+    args: tuple[str, ...] = ()
+    """The job's options, demo-sized (``{runs}`` is the demo's runs root)."""
+    run_id: str = "demo"
+    """Run id of its folder (a second run of one job gets its own, for the app's comparisons)."""
+    label: str = ""
+    """The demo step's name (default: the job's name, then ``-<suffix>`` of a second run id ``demo-<suffix>``)."""
+    print_summary: bool = True
+    """Print the run's summary after the step (False: the job's report says it all)."""
+    progress: bool = False
+    """Keep the progress bars (the demo hides them by default)."""
+
+    def argv(self, job: str) -> tuple[str, ...]:
+        """The ``thinklens`` arguments of this run."""
+        return ("run", job, *self.args, "--run-id", self.run_id, *(() if self.progress else ("--no-progress",)))
+
+    def name(self, job: str) -> str:
+        """The step's label."""
+        if self.label:
+            return self.label
+        return job if self.run_id == "demo" else f"{job}-{self.run_id.removeprefix('demo-')}"
+
+
+@dataclass(frozen=True)
 class Job:
     """A registered job: ``thinklens run <name>`` and ``run_job(<name>, ...)``."""
 
@@ -243,6 +274,18 @@ class Job:
     """The run's summary for meta.json when the job did not call ``run.finish`` itself."""
     kind: str | None = None
     """Run-folder kind (default: ``name``)."""
+    page: str | None = None
+    """The app page that shows this job's runs (``pages/4_Steering.py``, relative to app/); None: Home only."""
+    headline: Callable[[Mapping[str, Any], Path], str] | None = None
+    """A run in words, ``headline(summary, run_folder)`` (Home's cards, ``thinklens runs``); default: the
+    summary's findings, else its first numbers."""
+    order: int | None = None
+    """Place in the pipeline (Home's cards, the demo): data 10s, analyses 30s, probes 40s, steering 60-90,
+    latent reasoning 100s; None: after those, by name."""
+    demo: tuple["DemoRun", ...] = ()
+    """The runs ``make demo`` makes of this job, in order (none: the demo skips it)."""
+    former_kinds: tuple[str, ...] = ()
+    """Run-folder kinds older versions of this job wrote (still shown, as this job's runs)."""
 
     def __post_init__(self) -> None:
         if not (dataclasses.is_dataclass(self.config) and self.config.__dataclass_params__.frozen):  # type: ignore[attr-defined]
@@ -282,8 +325,9 @@ class Job:
         unknown = set(fields) - {f.name for f in dataclasses.fields(self.config)}
         if unknown:
             word = sorted(unknown)[0]
+            names = [f.name for f in dataclasses.fields(self.config)]
             raise ThinklensError.of(f"option of job {self.name}", word, "a field of " + self.config.__name__,
-                                    did_you_mean(word, [f.name for f in dataclasses.fields(self.config)]))
+                                    f"{did_you_mean(word, names)} (`thinklens run {self.name} --help` lists the options)")
         base.update(fields)
         return self.config(**base)
 
@@ -338,11 +382,13 @@ def read_config_file(cls: type, path: str | Path) -> dict[str, Any]:
     """The fields of a JSON config file (e.g. a run folder's config.json)."""
     p = Path(path)
     if not p.is_file():
-        raise ThinklensError.of("--config file", str(p), "an existing JSON file", "pass a run folder's config.json")
+        raise ThinklensError.of(f"{opt_name('config' if in_cli() else 'config_file')} file", str(p), "an existing JSON file",
+                                "pass a run folder's config.json")
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ThinklensError.of("--config file", str(p), "valid JSON", f"fix the file ({e})") from None
+        raise ThinklensError.of(f"{opt_name('config' if in_cli() else 'config_file')} file", str(p), "valid JSON",
+                                f"fix the file ({e})") from None
     return config_from_dict(cls, data, source=str(p))
 
 
@@ -353,12 +399,30 @@ _ENTRY: dict[str, Any] | None = None
 
 
 def _entry_points() -> dict[str, Any]:
+    """Job name -> its entry point (loaded when the job is first asked for), or the :class:`Job` itself.
+
+    An entry point whose object is named ``JOBS`` (``latent-trainers = "latent.jobs:JOBS"``) holds a list of
+    jobs, one per row of a method table: it is loaded here, since only its list names its jobs.
+    """
     global _ENTRY
     if _ENTRY is None:
         from importlib.metadata import entry_points
 
-        _ENTRY = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        out: dict[str, Any] = {}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if ep.attr is not None and ep.attr.endswith("JOBS"):
+                out.update({job.name: job for job in _job_list(ep)})
+            else:
+                out[ep.name] = ep
+        _ENTRY = out
     return _ENTRY
+
+
+def _job_list(ep: Any) -> list[Job]:
+    jobs = ep.load()
+    if not isinstance(jobs, (list, tuple)) or not all(isinstance(j, Job) for j in jobs):
+        raise TypeError(f"entry point {ep.name} = {ep.value} is not a list of Jobs")
+    return list(jobs)
 
 
 def job_names() -> list[str]:
@@ -376,9 +440,12 @@ def get_job(name: str | Job) -> Job:
         eps = _entry_points()
         if name not in eps:
             raise ThinklensError.of("job", name, f"one of {', '.join(sorted(eps))}", did_you_mean(name, sorted(eps)))
-        job = eps[name].load()
+        entry = eps[name]
+        job = entry if isinstance(entry, Job) else entry.load()
+        if isinstance(job, (list, tuple)):  # an entry point returning a list of jobs: the one named here
+            job = next((j for j in job if isinstance(j, Job) and j.name == name), None)
         if not isinstance(job, Job) or job.name != name:
-            raise TypeError(f"entry point {name} = {eps[name].value} is not a Job named {name!r}")
+            raise TypeError(f"entry point {name} = {getattr(entry, 'value', entry)} is not a Job named {name!r}")
         _JOBS[name] = job
     return _JOBS[name]
 
@@ -386,6 +453,40 @@ def get_job(name: str | Job) -> Job:
 def all_jobs() -> list[Job]:
     """Every registered job, loaded."""
     return [get_job(n) for n in job_names()]
+
+
+def pipeline_jobs(errors: list[str] | None = None) -> list[Job]:
+    """Every registered job that loads, in pipeline order (``Job.order``, then by name; no order last).
+
+    A job whose module fails to import is left out (a reader such as the app must still show the rest);
+    its error is appended to ``errors``.
+    """
+    jobs = []
+    for name in job_names():
+        try:
+            jobs.append(get_job(name))
+        except Exception as e:  # noqa: BLE001 - one broken job module never hides the others
+            if errors is not None:
+                errors.append(f"job {name}: {type(e).__name__}: {e}")
+    return sorted(jobs, key=lambda j: (j.order is None, j.order or 0, j.name))
+
+
+def jobs_by_kind(errors: list[str] | None = None) -> dict[str, Job]:
+    """Run-folder kind -> the job whose runs it holds (former kinds included; the first job in pipeline order wins).
+
+    Example:
+        >>> kinds = jobs_by_kind()
+        >>> kinds["mi-peaks"].name, kinds["latent-train"].run_kind == kinds["latent-train"].name
+        ('mi-peaks', True)
+    """
+    out: dict[str, Job] = {}
+    jobs = pipeline_jobs(errors)
+    for job in jobs:
+        out.setdefault(job.run_kind, job)
+    for job in jobs:
+        for kind in job.former_kinds:
+            out.setdefault(kind, job)
+    return out
 
 
 # ---------------------------------------------------------------- running

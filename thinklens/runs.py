@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, in_cli, opt
 from thinklens.provenance import check_resume, code_version
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -192,11 +192,13 @@ class RunFolder:
                 return run
             if not resume or old != cfg:
                 differs = config_differences(old, cfg)
-                why = (f"its config differs in {differs}" if differs
+                why = (f"its config differs in {differs} (old -> new)" if differs
                        else "the same config, but resuming is off")
+                own = opt("config_file" if not in_cli() else "config", str(path / "config.json"))
                 raise ThinklensError.of(
                     "run folder", str(path), f"a new run id, or the same config to resume ({why})",
-                    "pass another --run-id, or delete the folder to start over",
+                    f"pass a new {opt('run_id')} for this config, or resume with the run's own config ({own}); "
+                    "or delete the folder to start over",
                 )
             run = cls(path)
             run.check_code(allow_stale=allow_stale)

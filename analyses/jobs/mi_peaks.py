@@ -21,13 +21,14 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from analyses.mi.config import ESTIMATORS
 from analyses.mi.peaks import PEAK_RULES
 from analyses.mi.thinking_tokens import CI_METHODS
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import STYLES, StepRange
 
@@ -254,5 +255,28 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-JOB = Job("mi-peaks", MIPeaksJobConfig, run, presets=PRESETS, report=report,
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): accuracy, where the peaks fall, the top thinking words."""
+    from thinklens.headlines import pct
+
+    models = summary.get("models") or {}
+    main = next(iter(models.values()), {})
+    words = ", ".join(repr(w) for w in (summary.get("top_words") or [])[:2]) or "none"
+    rest = [f"{k} {pct(v.get('accuracy'))}" for k, v in list(models.items())[1:3]]
+    others = f"; vs {', '.join(rest)}" if rest else ""
+    return (f"{next(iter(models), '?')} {pct(main.get('accuracy'))} right, peaks at {pct(summary.get('mean_peak_fraction'))} "
+            f"of tokens, thinking words {words}{others} ({summary.get('n_problems', '?')} problems)")
+
+
+DEMO = (
+    # A second, harder run (before the main one, so the app opens the main run first, as the newest):
+    # the app overlays both runs (two data sets) on one chart.
+    DemoRun(("--model", "tiny-think", "--compare", "tiny-cot", "--n-problems", "30", "--min-steps", "5", "--max-steps", "6",
+             "--no-suppression", "--no-recycling", "--no-ttts"), run_id="demo-hard"),
+    DemoRun(("--preset", "demo")),
+)
+
+
+JOB = Job("mi-peaks", MIPeaksJobConfig, run, order=30, page="pages/2_MI_peaks.py", demo=DEMO, headline=headline,
+          presets=PRESETS, report=report,
           help="MI peaks and thinking tokens (Qian et al. 2025)")

@@ -123,9 +123,18 @@ st.header("Compare latent-eval runs")
 show_comparison("latent-eval")
 
 st.header("Training runs")
-train_runs = [r for r in discover_runs(runs_root(), "latent-train")]
+# every trainer's runs (runs/<job>/<id>; older ones under runs/latent-train/): the kinds whose job trains a method
+from thinklens.jobs import jobs_by_kind  # noqa: E402
+
+trainer_of = jobs_by_kind()
+train_kinds = sorted({r.kind for r in discover_runs(runs_root())
+                      if r.kind == "latent-train" or "latent-train" in getattr(trainer_of.get(r.kind), "former_kinds", ())})
+train_runs = bool(train_kinds)
 if train_runs:
-    train = run_picker("latent-train", key="latent-train-run")
+    wanted = st.query_params.get("kind")
+    train_kind = st.selectbox("Trainer", train_kinds, index=train_kinds.index(wanted) if wanted in train_kinds else 0,
+                              key="latent-train-kind") if len(train_kinds) > 1 else train_kinds[0]
+    train = run_picker(train_kind, key="latent-train-run")
     if train is not None:
         metrics = read_result(train, "metrics")
         if metrics:

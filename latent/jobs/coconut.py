@@ -1,4 +1,4 @@
-"""``thinklens run coconut``: train Coconut (Hao et al. 2024) from a CoT model into a ``latent-train`` run folder.
+"""``thinklens run coconut``: train Coconut (Hao et al. 2024) from a CoT model into a ``runs/<job>/<id>`` run folder.
 
 The job comes from the method table (:func:`latent.methods.training_job`), as every latent trainer's; its summary's
 findings (:func:`latent.findings.training_findings`): the held-out accuracy against the majority guess and the
@@ -6,7 +6,7 @@ training-loss change of the last phase.
 
 Example:
     >>> JOB.name, JOB.config.__name__, JOB.run_kind
-    ('coconut', 'CoconutConfig', 'latent-train')
+    ('coconut', 'CoconutConfig', 'coconut')
     >>> # thinklens run coconut --stage-steps 100 --final-stage-steps 100 --run-id coconut-short
 """
 

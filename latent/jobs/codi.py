@@ -1,4 +1,4 @@
-"""``thinklens run codi``: train CODI (Shen et al. 2025) from a CoT model into a ``latent-train`` run folder.
+"""``thinklens run codi``: train CODI (Shen et al. 2025) from a CoT model into a ``runs/<job>/<id>`` run folder.
 
 The job comes from the method table (:func:`latent.methods.training_job`), as every latent trainer's; its summary's
 findings (:func:`latent.findings.training_findings`): the held-out accuracy against the majority guess and the
@@ -6,7 +6,7 @@ training-loss change of the last phase.
 
 Example:
     >>> JOB.name, JOB.config.__name__, JOB.run_kind
-    ('codi', 'CODIConfig', 'latent-train')
+    ('codi', 'CODIConfig', 'codi')
     >>> # thinklens run codi --steps 400 --run-id codi-400 --publish data/zoo/tiny-codi
 """
 

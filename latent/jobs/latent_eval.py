@@ -5,15 +5,16 @@ Example:
     >>> JOB.name, JOB.config.__name__
     ('latent-eval', 'EvalConfig')
     >>> # thinklens run latent-eval --models tiny-cot,tiny-codi --n 100 --seek-n 0
-    >>> # thinklens run latent-eval --models gpt2-cot,runs/latent-train/codi-gpt2/model --data gsm8k_test.jsonl --n 1319
+    >>> # thinklens run latent-eval --models gpt2-cot,runs/codi/codi-gpt2/model --data gsm8k_test.jsonl --n 1319
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from latent.config import EvalConfig
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 
 
 def run(config: EvalConfig, ctx: JobContext) -> dict[str, Any]:
@@ -34,8 +35,23 @@ def report(result: dict[str, Any]) -> str:
     return format_table(result["rows"])
 
 
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): the three most accurate methods."""
+    from thinklens.headlines import pct
+
+    rows = [r for r in (summary.get("rows") or []) if isinstance(r.get("accuracy"), (int, float))]
+    if not rows:
+        return "no methods evaluated"
+    top = sorted(rows, key=lambda r: -r["accuracy"])[:3]
+    return ", ".join(f"{r['label']} {pct(r['accuracy'])}" for r in top) + f" ({len(rows)} methods)"
+
+
+DEMO = (DemoRun(("--n", "40", "--seek-n", "8")),)
+
+
 JOB = Job(
-    "latent-eval", EvalConfig, run, models=(), report=report,
+    "latent-eval", EvalConfig, run, order=100, page="pages/6_Latent_reasoning.py", demo=DEMO, headline=headline,
+    models=(), report=report,
     help="the latent-reasoning comparison table: accuracy, reasoning positions, compression, train time",
     description="Each model (token-level models in --prompt-format: a zoo model's own style, else its chat template; "
     "latent models, with latent.json, through their method in the format they were trained in) answers the same "

@@ -7,7 +7,7 @@ training-loss change of the last phase.
 
 Example:
     >>> JOB.name, JOB.config.__name__, JOB.run_kind
-    ('sft', 'SFTConfig', 'latent-train')
+    ('sft', 'SFTConfig', 'sft')
     >>> # thinklens run sft --cot false --steps 15000 --run-id nocot-15k
 """
 

@@ -40,11 +40,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probes.lynx import LynxConfig, check_cue_words
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions, SamplingOptions
 from thinklens.tasks import StepRange
 
@@ -346,4 +347,34 @@ def report(result: LynxResult) -> str:
     return "\n".join(lines)
 
 
-JOB = Job("lynx", LynxJobConfig, run, report=report, help="LYNX: conformal early exit from hidden-state probes")
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): the most conservative valid δ that saves tokens, and the probe."""
+    from thinklens.headlines import num, result_json
+
+    rows = result_json(folder, "per_delta") or []
+    skipped = (summary.get("skipped_deltas") or ((result_json(folder, "lynx") or {}).get("summary") or {}).get("skipped_deltas")
+               or [])
+    valid = [r for r in rows if r.get("consistent")]
+    auroc = f"probe AUROC {num(summary.get('test_auroc'))}"
+    tail = f"{len(valid)}/{len(rows) + len(skipped)} δ valid" + (f" ({len(skipped)} skipped: calibration too small)" if skipped else "")
+    if not valid:
+        return f"no δ within its bound; {tail}; {auroc}"
+    saving = [r for r in valid if (r.get("saving") or 0) > 0] or valid
+    best = min(saving, key=lambda r: r["delta"])
+    change = best.get("accuracy_change")
+    points = "?" if change is None else f"{100 * change:+.1f} points"
+    return f"{100 * (best.get('saving') or 0):.1f}% fewer tokens at {points}, δ {best['delta']:g}, valid; {tail}; {auroc}"
+
+
+DEMO = (
+    # A second run on longer problems (before the main one): the app draws both Pareto curves on one chart.
+    DemoRun(("--model", "tiny-think", "--min-steps", "3", "--max-steps", "6", "--n-train", "150", "--n-calibration", "150",
+             "--n-test", "150", "--skip-vacuous"), run_id="demo-long"),
+    # 500 calibration rollouts give each class of cue events >= 99 events: every delta of the sweep,
+    # 0.01 included, has a defined conformal threshold.
+    DemoRun(("--model", "tiny-think", "--n-train", "150", "--n-calibration", "500", "--n-test", "150", "--skip-vacuous")),
+)
+
+
+JOB = Job("lynx", LynxJobConfig, run, order=40, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
+          report=report, help="LYNX: conformal early exit from hidden-state probes")

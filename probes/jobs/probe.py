@@ -36,11 +36,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from thinklens.errors import ThinklensError
 from thinklens.formats import ZOO_KINDS, check_format
-from thinklens.jobs import Job, JobContext, Progress
+from thinklens.jobs import DemoRun, Job, JobContext, Progress
 from thinklens.problemsets import DataOptions
 from thinklens.sites import Site
 from thinklens.tasks import StepRange, TaskConfig
@@ -362,5 +363,17 @@ def report(doc: dict) -> str:
     return "\n".join(lines)
 
 
-JOB = Job("probe", ProbeJobConfig, run, report=report,
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): where the target is read best, and how well."""
+    from thinklens.headlines import num
+
+    return (f"{summary.get('target', '?')} value read best at {summary.get('best_site', '?')} "
+            f"({summary.get('scoring', 'score')} {num(summary.get('best_score'))})")
+
+
+DEMO = (DemoRun(("--model", "tiny-think", "--target", "intermediate", "--n-problems", "120"), progress=True),)
+
+
+JOB = Job("probe", ProbeJobConfig, run, order=50, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
+          report=report,
           help="layer sweep of probes decoding the running value or answer correctness")

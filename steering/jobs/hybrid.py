@@ -32,11 +32,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from steering.configs import HybridConfig
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
@@ -259,10 +260,27 @@ def report(summary: dict[str, Any]) -> str:
         if beaten and not all(f["verdict"] == "effect" for f in beaten):
             lines.append("not every ablation is beaten: " + ", ".join(f["control"] for f in beaten if f["verdict"] != "effect"))
     return "\n".join(lines)
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): hybrid, base and thinking accuracy, and how often steering fired."""
+    from collections.abc import Mapping
+
+    from thinklens.headlines import pct, result_json
+
+    res = summary if isinstance(summary.get("hybrid"), Mapping) else (result_json(folder, "hybrid") or {})
+    acc = {m: r.get("accuracy") for m, r in res.items() if isinstance(r, Mapping)}
+    parts = [f"{m} {pct(acc[m])}" for m in ("hybrid", "base", "thinking") if m in acc]
+    fired = (res.get("hybrid") or {}).get("fired_fraction") if isinstance(res.get("hybrid"), Mapping) else None
+    return ", ".join(parts) + (f"; steering fired on {pct(fired)} of tokens" if fired is not None else "")
+
+
+DEMO = (DemoRun(("--n-train", "60", "--n-eval", "100", "--sae-steps", "150", "--vector-iters", "20")),)
+
+
 
 
 JOB = Job(
-    "hybrid", HybridJobConfig, run, models=("model", "thinking"), report=report,
+    "hybrid", HybridJobConfig, run, order=90, page="pages/4_Steering.py", demo=DEMO, headline=headline,
+    models=("model", "thinking"), report=report,
     help="hybrid base/thinking steering (Venhoff et al.) with ablations",
     description="Sentences of the thinking model's traces are clustered into behaviours by a top-k SAE; one steering "
     "vector per behaviour (plus a bias vector) is trained to raise the base model's likelihood of those sentences. "

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from steering.configs import check_finite
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
 
@@ -249,9 +250,22 @@ def report(summary: dict[str, Any]) -> str:
             lines.append(headline(fs[1], effect="v beats the norm-matched random direction", otherwise="random vectors do as well"))
     return "\n".join(lines)
 
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): the vector's norm, accuracy at α 0 and the best (group, α)."""
+    from thinklens.headlines import num, pct
+
+    best = summary.get("best") or {}
+    return (f"|v| {num(summary.get('norm'), 1)}, accuracy {pct(summary.get('alpha0_accuracy'))} at α 0, best "
+            f"{best.get('group', '?')} at α {best.get('alpha', '?')} ({pct(best.get('accuracy'))})")
+
+
+DEMO = (DemoRun(("--alphas=-1,0,1", "--n-per-steps", "10"), progress=True),)
+
+
 
 JOB = Job(
-    "reasoning-vector", ReasoningVectorJobConfig, run, report=report,
+    "reasoning-vector", ReasoningVectorJobConfig, run, order=80, page="pages/4_Steering.py", demo=DEMO, headline=headline,
+    report=report,
     help="weight-space reasoning vector a - b added to a target model; alpha sweep",
     description="Computes v = theta_a - theta_b between two checkpoints of one lineage (lineage checks against "
     "--base), adds alpha * v to --model in each tensor group (all, attention, mlp, no_embeddings; from the model "

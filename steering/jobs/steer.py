@@ -17,11 +17,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from steering.configs import check_finite
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
@@ -317,4 +318,18 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines + list(summary.get("headlines", [])))
 
 
-JOB = Job("steer", SteerJobConfig, run, report=report, help="steer generation with an SAE feature vs equal-norm baselines")
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): the steered feature and its correlation with the next word."""
+    from thinklens.headlines import num, result_json
+
+    word = ((result_json(folder, "steer") or {}).get("chosen") or {}).get("word")
+    where = f"feature {summary.get('feature', '?')} at {summary.get('site', '?')}"
+    return (f"{where}: correlation {num(summary.get('corr'))} with the next {word!r}" if word
+            else f"{where}, correlation {num(summary.get('corr'))}")
+
+
+DEMO = (DemoRun(("--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "30", "--coeffs=-1,0,1"), progress=True),)
+
+
+JOB = Job("steer", SteerJobConfig, run, order=70, page="pages/4_Steering.py", demo=DEMO, headline=headline,
+          report=report, help="steer generation with an SAE feature vs equal-norm baselines")

@@ -235,9 +235,83 @@ def test_run_rows_and_zoo_rows_oracle():
 
 
 def test_pages_point_at_the_page_that_shows_each_kind():
-    from dashboard import PAGES
+    from dashboard import pages
 
+    PAGES = pages()  # each job's Job.page, from the registry
     assert PAGES["sae"] == ("pages/7_Features.py", "Features")  # the feature browser, not Steering
     assert PAGES["steer"][0] == "pages/4_Steering.py"
+    assert PAGES["lynx"] == PAGES["probe"] == ("pages/3_Probes_and_LYNX.py", "Probes and LYNX")
+    # every latent trainer has its own kind, and runs of the former shared kind still have their page
+    assert PAGES["codi"] == PAGES["sft"] == PAGES["latent-train"] == ("pages/6_Latent_reasoning.py", "Latent reasoning")
     for kind, (page, _) in PAGES.items():
         assert (APP / page).is_file(), (kind, page)
+
+
+# ---------------------------------------------------------------- a new job is its registration, nothing else
+
+
+@pytest.fixture
+def tally_job(monkeypatch):
+    """A job no file of the app or the demo names, registered through the registry only (as an entry point would)."""
+    from dataclasses import dataclass
+
+    from thinklens import jobs
+
+    @dataclass(frozen=True)
+    class TallyConfig:
+        model: str = ""
+        """Unused."""
+        seed: int = 0
+        """Unused."""
+        n: int = 3
+        """How many to count."""
+
+    def run(config, ctx):
+        ctx.run.write_result("tally", {"n": config.n})
+        return {"n": config.n, "twice": 2 * config.n}
+
+    job = jobs.Job("tally", TallyConfig, run, help="count to n", models=(), order=45, page="pages/9_Explore.py",
+                   headline=lambda summary, folder: f"counted to {summary['n']} ({(folder / 'results').name} written)",
+                   demo=(jobs.DemoRun(("--n", "5")),))
+    monkeypatch.setitem(jobs._entry_points(), "tally", job)
+    monkeypatch.setattr(jobs, "_JOBS", dict(jobs._JOBS or {}))
+    return job
+
+
+def test_a_registered_job_is_in_the_demo_plan_in_its_pipeline_place(tally_job):
+    from thinklens.cli import build_parser
+    from thinklens.demo import DEMO_STEPS
+
+    steps = {s.name: s for s in DEMO_STEPS}
+    assert steps["tally"].argv == ("run", "tally", "--n", "5", "--run-id", "demo", "--no-progress")
+    assert steps["tally"].kind == "tally" and steps["tally"].run_id == "demo"
+    names = [s.name for s in DEMO_STEPS]
+    assert names.index("lynx") < names.index("tally") < names.index("probe")  # order 45: between LYNX (40) and probes (50)
+    args = build_parser().parse_args(list(steps["tally"].argv))
+    assert (args.job, args.n, args.run_id) == ("tally", 5, "demo")
+
+
+def test_a_registered_job_shows_on_home_with_its_headline_page_and_order(tally_job, runs):
+    """The job's demo step runs through the real CLI; Home shows its card between LYNX and probe runs, in the job's
+    own headline words, linked to the job's page; the dashboard helpers say the same."""
+    from dashboard import headline, pages
+
+    from thinklens.cli import main
+    from thinklens.demo import DEMO_STEPS
+
+    (step,) = [s for s in DEMO_STEPS if s.name == "tally"]
+    assert main(list(step.argv)) == 0
+    for kind in ("probe", "lynx"):
+        run = RunFolder.create(kind, SUMMARIES.get(kind, ({}, {}))[0], root=runs, run_id="demo")
+        run.write_result("x", {})
+        run.finish(SUMMARIES.get(kind, ({}, {"test_auroc": 0.9}))[1])
+    entry = {e.kind: e for e in discover_runs(runs)}["tally"]
+    assert headline(entry) == "counted to 5 (results written)"
+    assert pages()["tally"] == ("pages/9_Explore.py", "Explore")
+    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()
+    assert not at.exception and not at.error
+    titles = [m.value.split("**")[1] for m in at.markdown if m.value.startswith("**")]
+    assert titles == ["lynx", "tally", "probe"], titles
+    assert "counted to 5 (results written)" in [m.value for m in at.markdown]
+    links = {p.proto.label: p.proto.query_string for p in at.get("page_link")}
+    assert links["open in Explore"] == "run=demo&kind=tally"

@@ -89,7 +89,8 @@ def test_refused_resume_names_the_differing_keys(tmp_path):
         RunFolder.create("eval", {"model": "tiny-cot", "n": 3, "opt": {"lr": 0.1, "steps": 6}, "seed": 1},
                          root=tmp_path, run_id="r")
     msg = str(e.value)
-    assert "same config to resume" in msg and "pass another --run-id" in msg
+    assert "same config to resume" in msg and "pass a new run_id= for this config" in msg  # Python's terms, not --run-id
+    assert f"config_file='{tmp_path / 'eval' / 'r' / 'config.json'}'" in msg  # resuming: the run's own config
     assert "n (2 -> 3)" in msg and "opt.steps (5 -> 6)" in msg and "seed (absent -> 1)" in msg
     assert "model" not in msg.split("differs in")[1] and "lr" not in msg  # equal keys are not named
     # the same config but resume off: no keys differ, and the message says why it was refused

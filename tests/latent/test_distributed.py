@@ -39,5 +39,5 @@ def test_two_processes_match_one(zoo_like_dir, tmp_path):
     assert two["processes"] == 2
     assert two["loss"] == pytest.approx([h["loss"] for h in one["history"]], abs=1e-4)
     assert one["history"][0]["loss"] > one["history"][-1]["loss"]  # it trains at all
-    assert sorted(p.name for p in (root / "latent-train").iterdir()) == ["r"]  # every process in the same folder
-    assert json.loads((root / "latent-train" / "r" / "meta.json").read_text())["status"] == "done"
+    assert sorted(p.name for p in (root / "codi").iterdir()) == ["r"]  # every process in the same folder
+    assert json.loads((root / "codi" / "r" / "meta.json").read_text())["status"] == "done"

@@ -19,7 +19,7 @@ MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continu
            "latent.examples", "latent.seek_runs", "latent.self_reward", "latent.best_of_n",
            "latent.jobs.codi", "latent.jobs.coconut", "latent.jobs.latent_sft", "latent.jobs.latent_seek",
            "latent.jobs.latent_eval", "latent.findings", "latent.sft", "latent.jobs.sft"]
-JOBS = {"codi": "latent-train", "coconut": "latent-train", "latent-sft": "latent-train", "sft": "latent-train",
+JOBS = {"codi": "codi", "coconut": "coconut", "latent-sft": "latent-sft", "sft": "sft",  # runs/<job>/<id>, as every job
         "latent-seek": "latent-seek", "latent-eval": "latent-eval"}
 
 

@@ -151,4 +151,4 @@ def test_continuing_with_another_method_or_projection_is_a_clear_error(zoo_like_
         train(CoconutConfig(model=str(tmp_path / "m1"), max_stage=1, stage_steps=1, final_stage_steps=0), tmp_path, "c")
     with pytest.raises(ThinklensError, match="projection"):
         train(CODIConfig(model=str(tmp_path / "m1"), steps=1, projection=False), tmp_path, "p")
-    assert not (tmp_path / "latent-train" / "c" / "checkpoint").exists()  # refused before any training
+    assert not (tmp_path / "coconut" / "c" / "checkpoint").exists()  # refused before any training

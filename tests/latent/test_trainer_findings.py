@@ -78,7 +78,7 @@ def test_sft_job_summary_holds_its_findings(zoo_like_dir, tmp_path):
     accuracy and loss findings (both 'too few samples' at this size) beside the trainer's own keys."""
     metrics = run_job("sft", model=str(zoo_like_dir), steps=4, batch_size=4, eval_n=2, min_steps=3, max_steps=3,
                       runs=tmp_path, run_id="s", progress=False, threads=1)
-    summary = json.loads((tmp_path / "latent-train" / "s" / "meta.json").read_text())["summary"]
+    summary = json.loads((tmp_path / "sft" / "s" / "meta.json").read_text())["summary"]
     assert "train_wall_s" in summary and "mean_accuracy" in summary
     acc, loss = summary["findings"]
     assert (acc["statistic"], acc["n"], acc["verdict"]) == ("accuracy", 2, "too few samples")

@@ -13,10 +13,11 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, JobContext
+from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.tasks.protocol import HELD_OUT
 from thinklens.tasks.render import check_style
 from thinklens.zoo.registry import LATENT_ZOO_NAMES
@@ -169,5 +170,18 @@ def summary(results: list) -> dict[str, Any]:
             "findings": zoo_findings(results)}
 
 
-JOB = Job("zoo-eval", ZooEvalConfig, run, models=(), report=report, summary=summary,
+def headline(summary: dict, folder: Path) -> str:
+    """The run in a line (Home, ``thinklens runs``): each model's mean held-out accuracy, best first."""
+    from thinklens.headlines import pct
+
+    acc = summary.get("accuracy") or {}
+    means = {m: sum(v.values()) / len(v) for m, v in acc.items() if v}
+    return ", ".join(f"{m} {pct(a)}" for m, a in sorted(means.items(), key=lambda kv: -kv[1])) + " (mean over step counts)"
+
+
+DEMO = (DemoRun(("--models", "tiny-direct,tiny-cot,tiny-think", "--n", "20", "--steps", "2,3,4,5,6"), print_summary=False),)
+
+
+JOB = Job("zoo-eval", ZooEvalConfig, run, order=10, demo=DEMO, headline=headline,
+          models=(), report=report, summary=summary,
           help="held-out accuracy of zoo models by number of steps")
