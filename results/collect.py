@@ -7,8 +7,7 @@ summary it names (:mod:`thinklens.readme_results`).
 
 Inputs: the committed run records ``results/records/`` (``--record RUN NAME``, ``--record-demo``), the zoo's training
 records ``data/zoo/*/zoo.json`` and the committed SAE's metrics; run folders not kept as records are read from
-``./runs`` (``$THINKLENS_RUNS``; the LYNX runs under ``$LYNX_RUNS``, tiny-r1's real-path runs under ``$R1_RUNS``, both
-``./runs`` by default). ``python results/collect.py --check`` rebuilds every summary from a copy of the repository's
+``./runs`` (``$THINKLENS_RUNS``). ``python results/collect.py --check`` rebuilds every summary from a copy of the repository's
 tracked files only and says, per file, whether it is byte-identical, differs, or has no committed record (with the
 command that rebuilds it). To add a summary: write a function returning that dict and register it with
 ``@collector("NAME")``.
@@ -25,13 +24,12 @@ from typing import Any, Callable
 
 import numpy as np
 from latent_summary import latent_rows, latent_training, seek_values  # results/ is on sys.path as a script
-from lynx_summary import before_fix_breakdown, delta_sets, lynx_run_values
+from lynx_summary import DELTA_SETS, delta_sets, lynx_run_values
 
 from thinklens.runs import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = Path(os.environ.get("THINKLENS_RUNS", ROOT / "runs"))
-LYNX_RUNS = Path(os.environ.get("LYNX_RUNS", RUNS))
 OUT = ROOT / "results"
 RECORDS = OUT / "records"
 #: The committed record of the last ``make demo``: its log and each step's config.json and meta.json.
@@ -192,13 +190,15 @@ def mi_peaks() -> dict[str, Any]:
                    "mi-peaks-demo-final-norm", [main, post], config, values)
 
 
-R1_RUNS = Path(os.environ.get("R1_RUNS", RUNS))
+#: tiny-r1's real-path records: the mi-peaks and the LYNX run on GSM8K-format files (``results/realpath_files.py``).
+R1_RECORDS = {"mi-peaks": "tiny-r1-mi-peaks", "lynx": "tiny-r1-lynx"}
 
 
 @collector("tiny_r1_realpath")
 def tiny_r1_realpath() -> dict[str, Any]:
-    """MI peaks and LYNX on tiny-r1 through the real path (chat template, GSM8K-format files)."""
-    mi, lynx = R1_RUNS / "mi-peaks" / "r1", R1_RUNS / "lynx" / "r1"
+    """MI peaks and LYNX on tiny-r1 through the real path (chat template, GSM8K-format files), from their committed
+    records ``results/records/tiny-r1-mi-peaks`` and ``results/records/tiny-r1-lynx``."""
+    mi, lynx = (RECORDS / R1_RECORDS[k] for k in ("mi-peaks", "lynx"))
     models = {m["key"]: mi_model_values(mi, m) for m in read_json(mi / "results" / "mi_models.json")["models"]}
     words = read_json(mi / "results" / "enrichment.json")
     reflection = {k: {w["word"]: w["ratio"] for w in words[k]["words"]["top_k"]["words"] if w["peak_count"]}
@@ -206,10 +206,12 @@ def tiny_r1_realpath() -> dict[str, Any]:
     values = {"mi": {"models": models, "enrichment": {k: enrichment_top(mi, k) for k in models},
                      "thinking_words": reflection},
               "lynx": lynx_run_values(lynx)}
-    return summary("thinklens run mi-peaks --model tiny-r1 --data mi.jsonl --prompt-format chat --n-problems 36 "
-                   "--max-new-tokens 160 --k 5 --run-id r1; thinklens run lynx --model tiny-r1 --prompt-format chat "
-                   "--data train.jsonl --calibration-data cal.jsonl --test-data test.jsonl --n-train 120 --n-calibration "
-                   f"120 --n-test 120 --max-new-tokens 160 --skip-vacuous --run-id r1 (both with --runs {show(R1_RUNS)})",
+    return summary("python results/realpath_files.py DIR; cd DIR; thinklens run mi-peaks --model tiny-r1 --data "
+                   "mi.jsonl --prompt-format chat --n-problems 36 --max-new-tokens 160 --k 5 --threads 1 --run-id r1; "
+                   "thinklens run lynx --model tiny-r1 --prompt-format chat --data train.jsonl --calibration-data "
+                   "cal.jsonl --test-data test.jsonl --n-train 120 --n-calibration 120 --n-test 120 --max-new-tokens 160 "
+                   "--skip-vacuous --threads 1 --run-id r1; python results/collect.py --record runs/mi-peaks/r1 "
+                   "tiny-r1-mi-peaks; python results/collect.py --record runs/lynx/r1 tiny-r1-lynx",
                    [mi, lynx], {"mi-peaks": read_json(mi / "config.json"), "lynx": read_json(lynx / "config.json")}, values)
 
 
@@ -241,36 +243,41 @@ def probe_sweep() -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- LYNX
 
-LYNX_1TO4 = "thinklens run lynx --model tiny-think --n-train 600 --n-calibration 600 --n-test 600 --threads 1"
-BEFORE_NOTE = "the same command at commit 8391f6f, before the fix (fallback events at test time, exit string not counted)"
+#: The LYNX records: name -> the command's options after ``thinklens run lynx --model tiny-think``.
+LYNX_RECORDS = {
+    "lynx-1to4": "--n-train 600 --n-calibration 600 --n-test 600 --threads 1 --run-id after-600",
+    "lynx-cue-calibration": "--n-train 600 --n-calibration 600 --n-test 600 --threads 1 --no-calibration-fallbacks "
+                            "--skip-vacuous --run-id after-600-cuecal",
+    "lynx-4to8": "--min-steps 4 --max-steps 8 --n-train 600 --n-calibration 600 --n-test 600 --skip-vacuous --threads 1 "
+                 "--run-id after-4to8",
+}
+
+
+def lynx_summary(name: str, values: dict[str, Any]) -> dict[str, Any]:
+    run, options = RECORDS / name, LYNX_RECORDS[name]
+    run_id = options.rsplit(" ", 1)[-1]
+    return summary(f"thinklens run lynx --model tiny-think {options}; python results/collect.py --record "
+                   f"runs/lynx/{run_id} {name}", [run], read_json(run / "config.json"), values)
 
 
 @collector("lynx_1to4")
 def lynx_1to4() -> dict[str, Any]:
-    """LYNX on tiny-think, 1-4 step problems: the run with the reference's calibration, its conformal sets per
-    delta, and the breakdown of the same command's run before the fix."""
-    run, before = LYNX_RUNS / "lynx" / "after-600", LYNX_RUNS / "before" / "lynx" / "before-600"
-    values = {**lynx_run_values(run), "sets": delta_sets(run), "before_fix": before_fix_breakdown(before)}
-    return summary(f"{LYNX_1TO4} --runs {show(LYNX_RUNS)} --run-id after-600 (before: {BEFORE_NOTE}, --run-id before-600)",
-                   [run, before], read_json(run / "config.json"), values)
+    """LYNX on tiny-think, 1-4 step problems: the run with the reference's calibration and its conformal sets per
+    delta, from its committed record ``results/records/lynx-1to4``."""
+    run = RECORDS / "lynx-1to4"
+    return lynx_summary("lynx-1to4", {**lynx_run_values(run), "sets": delta_sets(run)})
 
 
 @collector("lynx_cue_calibration")
 def lynx_cue_calibration() -> dict[str, Any]:
-    """LYNX on tiny-think, 1-4 step problems, calibrated on cue events only."""
-    run = LYNX_RUNS / "lynx" / "after-600-cuecal"
-    return summary(f"{LYNX_1TO4} --no-calibration-fallbacks --skip-vacuous --runs {show(LYNX_RUNS)} --run-id "
-                   "after-600-cuecal", [run], read_json(run / "config.json"), lynx_run_values(run))
+    """LYNX on tiny-think, 1-4 step problems, calibrated on cue events only (``results/records/lynx-cue-calibration``)."""
+    return lynx_summary("lynx-cue-calibration", lynx_run_values(RECORDS / "lynx-cue-calibration"))
 
 
 @collector("lynx_4to8")
 def lynx_4to8() -> dict[str, Any]:
-    """LYNX on tiny-think, 4-8 step problems, and the same command's run before the fix."""
-    run, before = LYNX_RUNS / "lynx" / "after-4to8", LYNX_RUNS / "before" / "lynx" / "before-4to8"
-    values = {**lynx_run_values(run), "before_fix": lynx_run_values(before)}
-    return summary("thinklens run lynx --model tiny-think --min-steps 4 --max-steps 8 --n-train 600 --n-calibration "
-                   f"600 --n-test 600 --skip-vacuous --threads 1 --runs {show(LYNX_RUNS)} --run-id after-4to8 (before: "
-                   f"{BEFORE_NOTE}, --run-id before-4to8)", [run, before], read_json(run / "config.json"), values)
+    """LYNX on tiny-think, 4-8 step problems (``results/records/lynx-4to8``)."""
+    return lynx_summary("lynx-4to8", lynx_run_values(RECORDS / "lynx-4to8"))
 
 
 # ---------------------------------------------------------------------------------------------- steering
@@ -366,18 +373,22 @@ def reasoning_vectors() -> dict[str, Any]:
 
 
 SEEK_LRS = ("0.03", "0.05", "0.1", "0.2", "0.5", "2.0")
+#: The committed record of the latent-seek runs (one sub-folder per run id).
+SEEK_RECORD = RECORDS / "latent-seek"
 
 
 @collector("latent_seek")
 def latent_seek() -> dict[str, Any]:
-    """LatentSeek(PSRM) at six learning rates with the oracle best-of-N baseline, and the gold-free confidence reward."""
-    runs = {f"psrm_lr{lr}": RUNS / "latent-seek" / f"seek-psrm-lr{lr}" for lr in SEEK_LRS}
-    runs |= {f"confidence_lr{lr}": RUNS / "latent-seek" / f"seek-confidence-lr{lr}" for lr in ("0.05", "0.5")}
+    """LatentSeek(PSRM) at six learning rates with the oracle best-of-N baseline, and the gold-free confidence reward,
+    from the committed record ``results/records/latent-seek``."""
+    runs = {f"psrm_lr{lr}": SEEK_RECORD / f"seek-psrm-lr{lr}" for lr in SEEK_LRS}
+    runs |= {f"confidence_lr{lr}": SEEK_RECORD / f"seek-confidence-lr{lr}" for lr in ("0.05", "0.5")}
     config = read_json(runs["psrm_lr0.5"] / "config.json") | {
         "learning_rates": [float(x) for x in SEEK_LRS], "confidence_learning_rates": [0.05, 0.5],
         "model_context": read_json(ROOT / "data" / "zoo" / "tiny-cot" / "config.json")["max_position_embeddings"]}
-    return summary("thinklens run latent-seek --n 30 --seed 20000 --lr LR --run-id seek-psrm-lrLR (LR in "
-                   + ", ".join(SEEK_LRS) + "); --reward confidence --lr LR --run-id seek-confidence-lrLR (0.05, 0.5)",
+    return summary("thinklens run latent-seek --n 30 --seed 20000 --lr LR --threads 1 --run-id seek-psrm-lrLR (LR in "
+                   + ", ".join(SEEK_LRS) + "); --reward confidence --lr LR --run-id seek-confidence-lrLR (0.05, 0.5); "
+                   "python results/collect.py --record runs/latent-seek latent-seek",
                    list(runs.values()), config, {k: seek_values(r) for k, r in runs.items()})
 
 
@@ -420,10 +431,12 @@ def latent_table() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- benchmarks
 
 
-BENCH_LOGS = RUNS / "bench"
-#: The headline targets the README states (name -> bound), checked by eye against the measured values.
-BENCH_TARGETS = {"capture_overhead": 1.15, "generate_overhead": 1.3, "store_peak_mb": 500, "mi_speedup": 20,
-                 "label_speedup": 3, "codi_step_ratio": 3, "steer_overhead": 1.2, "cli_help_s": 1.0}
+#: The committed record of one dated ``make bench`` (its logs and the date it ran; ``BENCH_COMMAND``).
+BENCH_RECORD = RECORDS / "bench"
+BENCH_COMMAND = ("mkdir -p runs/bench; date -I > runs/bench/date.txt; make bench > runs/bench/make-bench.log 2>&1; "
+                 "for i in 1 2; do for b in capture generate lynx; do echo \"== bench/$b.py\"; .venv/bin/python "
+                 "bench/$b.py; done > runs/bench/repeat-$i.log 2>&1; done; mkdir -p results/records/bench; "
+                 "cp runs/bench/*.log runs/bench/date.txt results/records/bench/")
 
 
 def bench_lines(log: Path) -> dict[str, dict[str, Any]]:
@@ -450,23 +463,22 @@ def bench_lines(log: Path) -> dict[str, dict[str, Any]]:
 
 @collector("bench")
 def bench() -> dict[str, Any]:
-    """One dated ``make bench`` run (``runs/bench/make-bench.log``), and the spread of the headlines that sit near their
-    target over repeated runs of their bench (``runs/bench/repeat-N.log``, the same format)."""
-    main_log = BENCH_LOGS / "make-bench.log"
-    values = bench_lines(main_log)
-    repeats = [bench_lines(p) for p in sorted(BENCH_LOGS.glob("repeat-*.log"))]
+    """One dated ``make bench`` run, and the spread of the headlines that sit near their target over repeated runs of
+    their bench, from the committed record ``results/records/bench``. Each bench prints its headline's target
+    (``NAME_target=BOUND``, bench/_targets.py) before the headline, so the targets come from the log too."""
+    values = bench_lines(BENCH_RECORD / "make-bench.log")
+    targets = {name[: -len("_target")]: v for lines in values.values() for name, v in lines.items()
+               if name.endswith("_target")}
+    repeats = [bench_lines(p) for p in sorted(BENCH_RECORD.glob("repeat-*.log"))]
     spread: dict[str, list[float]] = {}
     for run in [values, *repeats]:
         for lines in run.values():
             for name, v in lines.items():
-                if name in BENCH_TARGETS and isinstance(v, float):
+                if name in targets and isinstance(v, float):
                     spread.setdefault(name, []).append(v)
     spread_summary = {k: {"runs": v, "min": min(v), "max": max(v)} for k, v in spread.items() if len(v) > 1}
-    date = (BENCH_LOGS / "date.txt").read_text().strip()
-    return {"command": "make bench > runs/bench/make-bench.log 2>&1; for i in 1 2; do for b in capture generate lynx; "
-            "do echo \"== bench/$b.py\"; .venv/bin/python bench/$b.py; done > runs/bench/repeat-$i.log 2>&1; done",
-            "date": date, "source": show(BENCH_LOGS),
-            "config": {"targets": BENCH_TARGETS, "machine": "2 cores, no GPU, shared"},
+    return {"command": BENCH_COMMAND, "date": (BENCH_RECORD / "date.txt").read_text().strip(),
+            "source": show(BENCH_RECORD), "config": {"targets": targets, "machine": "2 cores, no GPU, shared"},
             "values": {"benches": values, "spread": spread_summary}}
 
 
@@ -512,6 +524,8 @@ def keep_record(run: Path, name: str) -> Path:
                 shutil.copyfile(f, target)
     if (run / "trajectories").is_dir():  # an mi-peaks run: its state norms, not the trajectories (MBs of tokens)
         (dest / TRAJECTORY_NORMS).write_text(json.dumps(trajectory_norms(run)) + "\n")
+    if (run / "arrays" / "test_events.safetensors").is_file():  # a LYNX run: its prediction sets, not its arrays
+        (dest / DELTA_SETS).write_text(json.dumps(delta_sets(run)) + "\n")
     return dest
 
 
@@ -642,7 +656,7 @@ def write(name: str) -> Path:
 CHECK_FOLDERS = ("results", "data")
 CHECK_SUFFIXES = (".json", ".jsonl", ".md", ".log", ".txt", ".py")
 #: Environment variables naming run folders outside the copy; ``--check`` runs without them.
-RUN_ENV = ("THINKLENS_RUNS", "LYNX_RUNS", "R1_RUNS")
+RUN_ENV = ("THINKLENS_RUNS",)
 #: Reads that are not inputs: code, the interpreter's own files, the kernel's.
 _CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".pyi", ".typed")
 
@@ -756,7 +770,7 @@ def write_records_summary(statuses: list[dict[str, str]]) -> None:
 
 
 def check(write: bool = False) -> int:
-    """``--check``: rebuild the summaries in a child process without ``$THINKLENS_RUNS``, ``$LYNX_RUNS`` and ``$R1_RUNS``;
+    """``--check``: rebuild the summaries in a child process without ``$THINKLENS_RUNS``;
     in a git checkout, in a copy of the tracked inputs (so that untracked run folders cannot stand in for a missing
     record), elsewhere (an unpacked archive) here. ``write``: also write results/records.json (each summary's status)
     and its README template."""
