@@ -1,7 +1,7 @@
 """Frozen configs of the latent-reasoning trainers; each field's docstring is its CLI help.
 
-Validation lives in ``__post_init__`` (no side effects), so the CLI and the Python API reject the
-same inputs with the same message.
+Each class validates its own fields in ``check`` (no side effects); :class:`~thinklens.configcli.ConfigGroup` runs
+every group's check, so the CLI and the Python API reject the same inputs with the same message.
 
 Example:
     >>> CODIConfig(n_latents=6).n_latents
@@ -78,11 +78,8 @@ class TrainConfig(DataOptions, StepRange, OptimOptions):
     publish: str | None = None
     """Also write the trained model folder here, e.g. data/zoo/tiny-codi (it is always in <run folder>/model)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         _check_data(self.data, self.data_fields, what="train")
-        StepRange.__post_init__(self)
-        OptimOptions.__post_init__(self)
         _positive("batch_size", self.batch_size, "pass --batch-size 32")
         _positive("ckpt_every", self.ckpt_every, "pass --ckpt-every 50")
         if not 0 <= self.warmup_frac < 1:
@@ -109,8 +106,7 @@ class CoconutConfig(TrainConfig):
     """Steps of a last stage removing ALL steps with max_stage*c latents (the reference's
     pad_latent_to_max); 0 skips it."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         _positive("c", self.c, "pass --c 2")
         _positive("max_stage", self.max_stage, "pass --max-stage 3")
         _positive("stage_steps", self.stage_steps, "pass --stage-steps 150")
@@ -136,8 +132,7 @@ class CODISchedule(TrainConfig):
     grad_clip: float = 2.0
     """Gradient-norm clip (2.0 in the paper)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         _positive("steps", self.steps, "pass --steps 400")
 
 
@@ -162,8 +157,7 @@ class CODIConfig(CODISchedule):
     """Initialise the projection's LayerNorm gain to the token embeddings' RMS, so latents start at the
     scale of token embeddings (off = the reference's gain 1, much larger on the zoo models)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         _positive("n_latents", self.n_latents, "pass --n-latents 6",
                   what="an integer >= 1 (latent steps between <bot> and <eot>)")
         if not (self.w_kd >= 0 and math.isfinite(self.w_kd)):
@@ -200,8 +194,7 @@ class LatentSFTConfig(TrainConfig):
     max_latent_steps: int = 48
     """Inference cap on latent steps when </think> never wins."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         _positive("c", self.c, "pass --c 2")
         _positive("top_k", self.top_k, "pass --top-k 10")
         _positive("max_latent_steps", self.max_latent_steps, "pass --max-latent-steps 48")
@@ -266,8 +259,7 @@ class LatentSeekConfig(DataOptions, StepRange):
     baseline_samples: int = 0
     """Chains per problem of the best-of-N baseline; 0: 1 + max_iters (LatentSeek's budget of checked chains)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         _check_data(self.data, self.data_fields, what="seek")
         if any(not t > 0 for t in self.baseline_temperatures) or self.baseline_samples < 0:
             raise ThinklensError.of("baseline", (self.baseline_temperatures, self.baseline_samples),
@@ -283,7 +275,6 @@ class LatentSeekConfig(DataOptions, StepRange):
                                     "pass --max-latents 300 --max-iters 10")
         if self.variant not in ("argmax", "sample"):
             raise ThinklensError.of("variant", self.variant, "argmax or sample", "pass --variant argmax")
-        StepRange.__post_init__(self)
         _positive("n", self.n, "pass --n 30")
         if self.max_new_tokens < 0:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 0 (0: the format's default)",
@@ -332,8 +323,7 @@ class EvalConfig(DataOptions, StepRange):
     decode_examples: int = 8
     """Problems whose latents are decoded (top-5) in the result."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         _check_data(self.data, self.data_fields, what="eval")
         if self.seek_reward not in REWARDS and ":" not in self.seek_reward:
             raise ThinklensError.of("seek_reward", self.seek_reward, f"one of {', '.join(REWARDS)} or module:function",
@@ -343,7 +333,6 @@ class EvalConfig(DataOptions, StepRange):
                                     "pass --max-new-tokens 1024")
         if not self.names():
             raise ThinklensError.of("models", self.models, "at least one model", "pass --models tiny-cot,tiny-codi")
-        StepRange.__post_init__(self)
         check_step_range(self.seek_min_steps, self.seek_max_steps, fix="pass --seek-min-steps 6 --seek-max-steps 8")
         _positive("n", self.n, "pass --n 100")
         if self.seek_n < 0 or self.decode_examples < 0:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 from thinklens.sites import Site, hidden_state_site
 
@@ -119,7 +120,7 @@ def format_settings(fmt: PromptFormat) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class LynxConfig:
+class LynxConfig(ConfigGroup):
     """Settings of a LYNX run; defaults are the reference's."""
 
     cue_words: tuple[str, ...] = DEFAULT_CUES
@@ -150,7 +151,7 @@ class LynxConfig:
     probe_seed: int = 42
     """Seed of the probe's validation split and initialisation (reference: 42)."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         # None (cue words, exit string, answer tokens): the job fills them in from the prompt format
         if self.cue_words is not None:
             object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))
@@ -168,9 +169,12 @@ class LynxConfig:
         for name in ("fallback_fraction", "val_fraction"):
             if not 0.0 < float(getattr(self, name)) < 1.0:
                 raise ThinklensError.of(name, getattr(self, name), "a fraction in (0, 1)", "use the default")
-        if not self.deltas or not all(0.0 < float(d) < 1.0 for d in self.deltas):
+        if not self.deltas:
             raise ThinklensError.of("deltas", self.deltas, "a non-empty tuple of levels in (0, 1)",
                                     f"use {DEFAULT_DELTAS}")
+        for d in self.deltas:
+            if not 0.0 < float(d) < 1.0:
+                raise ThinklensError.of("delta", d, "every level of deltas strictly between 0 and 1", f"use {DEFAULT_DELTAS}")
         if self.layers is not None and (not self.layers or min(self.layers) < 0):
             raise ThinklensError.of("layers", self.layers, "None or non-negative hidden-state indices",
                                     "use None for the depth's default")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 from thinklens.tasks import StepRange
 from thinklens.training import OptimOptions
@@ -35,7 +36,7 @@ def check_finite(what: str, values, fix: str) -> None:
 
 
 @dataclass(frozen=True)
-class SAETrainConfig:
+class SAETrainConfig(ConfigGroup):
     """How to train one SAE with sae-lens (tiny CPU-friendly defaults). The SAE lives on the model's device."""
 
     site: str = "resid_post.2"
@@ -70,7 +71,7 @@ class SAETrainConfig:
     seed: int = 0
     """Seed of the SAE init and of the buffer shuffling (a forked RNG; global state untouched)."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         for name in ("d_sae", "k", "training_tokens", "train_batch_size_tokens", "store_batch_size_prompts",
                      "n_batches_in_buffer", "n_eval_batches"):
             v = getattr(self, name)
@@ -83,7 +84,7 @@ class SAETrainConfig:
 
 
 @dataclass(frozen=True)
-class HybridConfig:
+class HybridConfig(ConfigGroup):
     """Settings of hybrid steering (paper values where they apply; sizes for the CPU zoo)."""
 
     site: str = "resid_post.2"
@@ -110,7 +111,7 @@ class HybridConfig:
     seed: int = 0
     """Seed of every random choice (local generators)."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if not 2 <= self.n_categories <= 64 or not 1 <= self.k <= self.n_categories:
             raise ThinklensError.of("HybridConfig", (self.n_categories, self.k), "2 <= n_categories <= 64, 1 <= k <= n_categories",
                                     "pass n_categories=6, k=3")
@@ -153,9 +154,7 @@ class GRPOConfig(StepRange, OptimOptions):
     eval_per_steps: int = 25
     """Held-out problems per step count (1..8) for the final accuracy; 0 skips."""
 
-    def __post_init__(self) -> None:
-        StepRange.__post_init__(self)
-        OptimOptions.__post_init__(self)
+    def check(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size"):
             if getattr(self, name) < 1:
                 raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {name}=8")

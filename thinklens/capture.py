@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 from thinklens.jobs import DemoRun, Job, JobContext
 
@@ -35,7 +36,7 @@ NO_FINDINGS: dict[str, Any] = {"findings": [], "findings_note": "data job: no fi
 
 
 @dataclass(frozen=True)
-class ReadOptions:
+class ReadOptions(ConfigGroup):
     """The fields of a job that runs given texts through a model in one deterministic pass and records sites
     (``capture``, ``import-traces``)."""
 
@@ -48,7 +49,7 @@ class ReadOptions:
     batch_size: int = 16
     """Texts per forward pass."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if not self.sites:
             raise ThinklensError.of("sites", self.sites, "at least one site", "pass e.g. --sites resid_post.*")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
@@ -66,8 +67,7 @@ class CaptureConfig(ReadOptions):
     batch_size: int = 16
     """Prompts per forward pass (one shard each: a resumed run skips the batches written)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         if self.positions not in POSITIONS:
             raise ThinklensError.of("positions", self.positions, f"one of {', '.join(POSITIONS)}", "use all or last")
 

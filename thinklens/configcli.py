@@ -3,7 +3,7 @@ help the field's docstring (read from the source, inherited fields included), it
 
 Values are parsed by the field's annotation (``int``, ``float``, ``str``, ``Literal`` choices, tuples as
 comma-separated lists, ``X | None`` accepting ``none``). Booleans take every usual form: ``--flag``,
-``--no-flag`` and ``--flag true|false``. The config's own ``__post_init__`` then validates the values, so
+``--no-flag`` and ``--flag true|false``. The config's checks (:class:`ConfigGroup`) then validate the values, so
 the CLI and the Python API reject the same inputs with the same message. Options not given are absent
 from the namespace, so the config keeps its default (or the preset's, or the ``--config`` file's). Used by
 ``thinklens run <job>`` (:mod:`thinklens.cli`) for every job's config and the common options.
@@ -38,6 +38,56 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any
+
+
+class ConfigGroup:
+    """Base of every config field group: validation is each class's own ``check(self)``, run along the MRO.
+
+    A config is composed of field groups (:class:`~thinklens.problemsets.DataOptions`,
+    :class:`~thinklens.tasks.StepRange`, :class:`~thinklens.training.OptimOptions`, ...) and its own fields. Each
+    class that defines ``check`` validates the fields it declares; ``__post_init__`` (here, and only here) calls
+    every class's own ``check`` once, base groups first (reversed MRO), so a group can never be left unchecked by a
+    config that forgets to chain to it. A subclass defining ``__post_init__`` is refused at class creation.
+    ``check`` has no side effects besides normalising its own fields (``object.__setattr__`` on a frozen config).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class Sizes(ConfigGroup):
+        ...     n: int = 1
+        ...     def check(self):
+        ...         if self.n < 1:
+        ...             raise ValueError(f"n={self.n}")
+        >>> @dataclass(frozen=True)
+        ... class Job(Sizes):
+        ...     word: str = "hi"
+        ...     def check(self):
+        ...         if not self.word:
+        ...             raise ValueError("word")
+        >>> Job(n=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: n=0
+        >>> group_checks(Job)
+        ['Sizes', 'Job']
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__post_init__" in cls.__dict__:
+            raise TypeError(f"{cls.__qualname__}: a ConfigGroup validates in check(self), not __post_init__ "
+                            "(ConfigGroup.__post_init__ runs every group's check along the MRO)")
+
+    def __post_init__(self) -> None:
+        for klass in reversed(type(self).__mro__):
+            check = klass.__dict__.get("check")
+            if check is not None:
+                check(self)
+
+
+def group_checks(cls: type) -> list[str]:
+    """The classes whose ``check`` a ``cls(...)`` runs, in order (base groups first)."""
+    return [k.__name__ for k in reversed(cls.__mro__) if "check" in k.__dict__]
 
 
 def field_docs(cls: type) -> dict[str, str]:

@@ -72,8 +72,7 @@ class ImportTracesConfig(ReadOptions):
     top_k: int = 5
     """How many top tokens (ids, probabilities) to record per step."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
             raise ThinklensError.of("top_k", self.top_k, "an integer >= 1", "pass --top-k 5")
         self.field_mapping()

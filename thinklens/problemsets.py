@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from thinklens.answers import extract_answer, is_correct, parse_answer
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError, did_you_mean
 
 #: Our fields and the source columns that fill them when no mapping says otherwise (first match wins).
@@ -340,7 +341,7 @@ def problems_from_rows(rows: list[Mapping[str, Any]], source: str, fields: Mappi
 
 
 @dataclass(frozen=True)
-class DataOptions:
+class DataOptions(ConfigGroup):
     """The problems a job runs on and how they become prompts: fields every data-taking job config inherits.
 
     Example:
@@ -357,7 +358,7 @@ class DataOptions:
     """auto (a zoo model's own style, else the chat template when the tokenizer has one, else plain), chat, plain,
     direct, cot or think."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         from thinklens.formats import check_format
 
         check_format(self.prompt_format)
@@ -369,7 +370,7 @@ class DataOptions:
 
 
 @dataclass(frozen=True)
-class SamplingOptions:
+class SamplingOptions(ConfigGroup):
     """How a job decodes its completions: the two fields of every job config that samples. A config redeclares
     a field only to change its default.
 
@@ -385,7 +386,7 @@ class SamplingOptions:
     top_p: float = 1.0
     """Nucleus sampling mass (sampled runs only; 1 = off)."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if not (self.temperature >= 0.0 and math.isfinite(self.temperature)) or not 0.0 < self.top_p <= 1.0:
             raise ThinklensError.of("temperature / top_p", (self.temperature, self.top_p),
                                     "temperature >= 0 (0: greedy) and top_p in (0, 1]", "e.g. --temperature 0.6 --top-p 0.95")

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
@@ -81,9 +82,9 @@ def set_lr(opt: "torch.optim.Optimizer", lr: float) -> None:
 
 
 @dataclass(frozen=True)
-class OptimOptions:
+class OptimOptions(ConfigGroup):
     """The AdamW settings of a trainer's config (:func:`adamw`, then a gradient-norm clip each step). A config
-    redeclares a field only to change its default; ``OptimOptions.__post_init__(self)`` checks the values."""
+    redeclares a field only to change its default; ``check`` validates the values for every config that has them."""
 
     lr: float = 1e-3
     """Peak learning rate (AdamW)."""
@@ -92,7 +93,7 @@ class OptimOptions:
     grad_clip: float = 1.0
     """Gradient-norm clip (0 = off)."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not (self.lr > 0 and math.isfinite(self.lr)):
             raise ThinklensError.of("lr", self.lr, "a finite number > 0", "pass --lr 1e-3")
         for name in ("weight_decay", "grad_clip"):

@@ -24,12 +24,13 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
 
 
 @dataclass(frozen=True)
-class ValidateConfig:
+class ValidateConfig(ConfigGroup):
     """Settings of ``thinklens run validate``."""
 
     model: str = ""
@@ -41,7 +42,7 @@ class ValidateConfig:
     methods: tuple[str, ...] = ()
     """Methods to validate (comma-separated), or single settings as method/setting; empty: all of them."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise ThinklensError.of("seed", self.seed, "an integer >= 0", "pass --seed 0")
 

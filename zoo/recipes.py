@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 from thinklens.tasks import STYLES, TaskConfig
 from thinklens.zoo.modeling import ZooModelConfig
 
 
 @dataclass(frozen=True)
-class ZooRecipe:
+class ZooRecipe(ConfigGroup):
     """How one zoo model is trained; training length is fixed in steps, so a run is reproducible."""
 
     name: str
@@ -46,7 +47,7 @@ class ZooRecipe:
     eval_style: str = "cot"
     """Style the model is evaluated in."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if self.steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.steps:
             raise ThinklensError.of(
                 f"recipe {self.name} steps", (self.steps, self.warmup_steps), "0 <= warmup_steps <= steps",
@@ -111,7 +112,7 @@ def get_recipe(name: str) -> ZooRecipe:
 
 
 @dataclass(frozen=True)
-class R1TextMix:
+class R1TextMix(ConfigGroup):
     """The variants of tiny-r1's training texts, each drawn per text with its rate (what
     :func:`zoo.r1.example_texts` reads), so that the chat path and its near misses are all seen."""
 
@@ -122,7 +123,7 @@ class R1TextMix:
     final_answer_rate: float = 0.2
     """Share of answers written ``Final Answer: \\boxed{N}`` instead of ``The answer is \\boxed{N}.``."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         for name in ("plain_rate", "no_instruction_rate", "final_answer_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ThinklensError.of(f"R1TextMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
@@ -157,8 +158,7 @@ class OverthinkMix(R1TextMix):
     forced_exit_rate: float = 0.15
     """Share of texts cut at a sentence end with LYNX's forced exit answering the last value stated."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         for name in ("slip_rate", "forced_exit_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ThinklensError.of(f"OverthinkMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
@@ -209,8 +209,7 @@ class R1Recipe(ZooRecipe):
     more_lr: float = 1e-3
     """Peak learning rate of the continuation phase."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         if self.init is not None and not isinstance(RECIPES.get(self.init), R1Recipe):
             raise ThinklensError.of(f"recipe {self.name} init", self.init,
                                     "None (a fresh init) or an R1 model of the zoo (its tokenizer is reused)",

@@ -52,13 +52,11 @@ class EvalJobConfig(DataOptions, SamplingOptions):
     group_by: tuple[str, ...] = ()
     """Metadata fields to summarize by (default: every field with 2-30 values: n_steps, level, subject)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         if self.n_problems < 0 or self.max_new_tokens < 1 or self.batch_size < 1 or self.samples < 1:
             raise ThinklensError.of("n_problems / max_new_tokens / batch_size / samples",
                                     (self.n_problems, self.max_new_tokens, self.batch_size, self.samples),
                                     "n_problems >= 0 and the others >= 1", "pass e.g. --max-new-tokens 1024")
-        SamplingOptions.__post_init__(self)
         if self.samples > 1 and not self.sampled:
             raise ThinklensError.of("samples", self.samples, "1 for greedy decoding (every sample would be the same)",
                                     "pass --temperature 0.6 to sample, or --samples 1")

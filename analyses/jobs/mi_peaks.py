@@ -96,9 +96,7 @@ class MIPeaksJobConfig(DataOptions, StepRange):
     ttts_budgets: tuple[int, ...] = (0, 16, 32)
     """Extra-token budgets of TTTS."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        StepRange.__post_init__(self)
+    def check(self) -> None:
         bad = [e for e in self.estimators if e not in ESTIMATORS]
         if bad or not self.estimators:
             raise ThinklensError.of("estimators", self.estimators, f"names among {sorted(ESTIMATORS)}",

@@ -119,10 +119,9 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     label_batch_size: int = 64
     """Forced exits decoded together."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         from probes.conformal import min_calibration_events
 
-        DataOptions.__post_init__(self)  # the prompt format's name and the field mapping
         if self.cue_words is not None:
             object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))  # lower-cased, de-duplicated
         if self.data_fields and not self.data:
@@ -131,8 +130,6 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
         for name in ("n_train", "n_calibration", "n_test", "batch_size", "label_batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 1", "use the default")
-        StepRange.__post_init__(self)
-        SamplingOptions.__post_init__(self)
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "None or an integer >= 1", "use None")
         if not self.deltas:
@@ -151,7 +148,6 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
             raise ThinklensError.of("threshold", self.threshold, "a probability in (0, 1)", "use 0.5")
         if not self.hidden_layer_sizes or min(self.hidden_layer_sizes) < 1:
             raise ThinklensError.of("hidden_layer_sizes", self.hidden_layer_sizes, "positive widths", "use 256,64")
-        LynxConfig.__post_init__(self)  # the LYNX fields (caps, fractions, layers)
 
     def n_problems(self, split: str) -> int:
         """Problems of ``split``."""

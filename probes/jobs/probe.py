@@ -99,8 +99,7 @@ class ProbeJobConfig(DataOptions, StepRange):
     batch_size: int = 32
     """Texts per forward pass / generation batch (and per cached batch of answers)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()  # the prompt format's name and the field mapping
+    def check(self) -> None:
         if self.target not in ("intermediate", "correct"):
             raise ThinklensError.of("target", self.target, "intermediate or correct", "pick one of the two")
         for name in self.intention_formats:
@@ -125,7 +124,6 @@ class ProbeJobConfig(DataOptions, StepRange):
             raise ThinklensError.of("folds", self.folds, f"at most n_problems ({self.n_problems})", "use 5")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "None or an integer >= 1", "use None")
-        StepRange.__post_init__(self)
         if not (self.alpha > 0 and self.C > 0):
             raise ThinklensError.of("alpha / C", (self.alpha, self.C), "positive numbers", "use 1.0")
 

@@ -86,16 +86,13 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
     n_seeds: int = 1
     """Seeds run (seed, seed+1, ...)."""
 
-    def __post_init__(self) -> None:
-        HybridConfig.__post_init__(self)
-        DataOptions.__post_init__(self)
+    def check(self) -> None:
         from thinklens.formats import check_format
 
         if self.base_format != "same":
             check_format(self.base_format)
         if self.n_seeds < 1:
             raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
-        StepRange.__post_init__(self)
         if self.n_train < 1 or self.n_eval < 1 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
             raise ThinklensError.of("--n-train / --n-eval / --max-new-tokens", (self.n_train, self.n_eval, self.max_new_tokens),
                                     "integers >= 1", "pass --n-train 150 --n-eval 60")

@@ -84,10 +84,9 @@ class ReasoningVectorJobConfig(DataOptions):
     save_alpha: float | None = 1.0
     """Save target + save_alpha * v (group all) in HF format under merged/ (none: do not save)."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         from steering.reasoning_vectors import check_group
 
-        super().__post_init__()
         if self.n_problems < 0 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
             raise ThinklensError.of("--n-problems / --max-new-tokens", (self.n_problems, self.max_new_tokens),
                                     "n_problems >= 0 and max_new_tokens >= 1", "pass --n-problems 500")

@@ -88,9 +88,7 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
     auto: generated for a problem set in a real model's format, reference for the zoo's styles (their training
     texts) and text files. With generated, the held-out metrics are also on generated sequences."""
 
-    def __post_init__(self) -> None:
-        SAETrainConfig.__post_init__(self)
-        DataOptions.__post_init__(self)
+    def check(self) -> None:
         if self.n_texts < 1 or self.eval_texts < 1 or self.stats_traces < 0 or self.fidelity_traces < 1:
             raise ThinklensError.of("text counts", (self.n_texts, self.eval_texts, self.stats_traces),
                                     "n_texts >= 1, eval_texts >= 1, stats_traces >= 0", "pass --n-texts 6000 --eval-texts 400")

@@ -47,8 +47,7 @@ class SAEEvalConfig(DataOptions):
     seed: int = 1
     """Seed of the zoo texts (SAE training draws seed 0 by default)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check(self) -> None:
         if self.n_texts < 1 or self.n_batches < 1 or self.fidelity_traces < 1:
             raise ThinklensError.of("sizes", (self.n_texts, self.n_batches), "n_texts >= 1 and n_batches >= 1",
                                     "pass --n-texts 400 --n-batches 8")

@@ -81,9 +81,7 @@ class SteerJobConfig(DataOptions, StepRange):
     """Add a difference-of-means arm: mean state before --word minus mean state before any other token
     (from sampled traces), at the same norm as the other arms."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()  # the prompt format's name and the field mapping
-        StepRange.__post_init__(self)
+    def check(self) -> None:
         check_finite("coefficient", self.coeffs, "--coeffs=-1,0,1")
         if not self.word.strip():
             raise ThinklensError.of("--word", self.word, "a thinking word", "pass --word wait")

@@ -9,7 +9,9 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 
 #: Operators the generator knows. ``/`` is exact integer division (the dividend is a multiple).
@@ -37,18 +39,20 @@ def check_step_range(min_steps: int, max_steps: int, *, fix: str = "pass --min-s
 
 
 @dataclass(frozen=True)
-class StepRange:
+class StepRange(ConfigGroup):
     """The step range of synthetic problems: the two fields of every config that draws them (a job redeclares
-    a field only to change its default). Its ``__post_init__`` checks the range; a config whose own
-    ``__post_init__`` does not reach it through ``super()`` calls ``StepRange.__post_init__(self)``."""
+    a field only to change its default). Its ``check`` runs for every config that has it (:class:`ConfigGroup`)."""
+
+    step_range_fix: ClassVar[str] = "pass --min-steps 2 --max-steps 4"
+    step_range_what: ClassVar[str] = "steps range"
 
     min_steps: int = 1
     """Fewest arithmetic steps of a synthetic problem (the task drawn when there is no --data)."""
     max_steps: int = 4
     """Most arithmetic steps of a synthetic problem (a zoo style's token budget is sized for it)."""
 
-    def __post_init__(self) -> None:
-        check_step_range(self.min_steps, self.max_steps)
+    def check(self) -> None:
+        check_step_range(self.min_steps, self.max_steps, fix=self.step_range_fix, what=self.step_range_what)
 
 
 def _check_rate(name: str, value: float) -> None:
@@ -93,8 +97,10 @@ class TaskConfig(StepRange):
     hmm_on: str = "any"
     """``any``: ``hmm`` before any step; ``mul``: only before multiplication and division steps."""
 
-    def __post_init__(self) -> None:
-        check_step_range(self.min_steps, self.max_steps, fix="pass e.g. min_steps=1, max_steps=8", what="TaskConfig steps")
+    step_range_fix: ClassVar[str] = "pass e.g. min_steps=1, max_steps=8"
+    step_range_what: ClassVar[str] = "TaskConfig steps"
+
+    def check(self) -> None:
         if not 2 <= self.max_value <= 10_000:
             raise ThinklensError.of("TaskConfig.max_value", self.max_value, "2..10000", "pass max_value=99")
         if not 1 <= self.max_operand <= self.max_value:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.tasks.protocol import HELD_OUT
@@ -24,7 +25,7 @@ from thinklens.zoo.registry import LATENT_ZOO_NAMES
 
 
 @dataclass(frozen=True)
-class ZooEvalConfig:
+class ZooEvalConfig(ConfigGroup):
     """What ``zoo-eval`` evaluates."""
 
     model: str = ""
@@ -40,7 +41,7 @@ class ZooEvalConfig:
     style: str | None = None
     """Prompt style for every model: direct, cot or think (default: each model's own)."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if self.n < 1:
             raise ThinklensError.of("n", self.n, "an integer >= 1", "pass --n 50")
         if not self.steps or min(self.steps) < 1:

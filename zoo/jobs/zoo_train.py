@@ -19,13 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Job, JobContext
 from thinklens.zoo.registry import check_zoo_name
 
 
 @dataclass(frozen=True)
-class ZooTrainConfig:
+class ZooTrainConfig(ConfigGroup):
     """What ``zoo-train`` trains."""
 
     model: str = "tiny-pre"
@@ -39,7 +40,7 @@ class ZooTrainConfig:
     eval_n: int = 25
     """Held-out problems per step count (1..8) for the accuracy stored in zoo.json; 0 skips."""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         check_zoo_name(self.model)
         if not self.minutes > 0:
             raise ThinklensError.of("minutes", self.minutes, "a positive number", "pass --minutes 30")
