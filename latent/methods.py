@@ -1,9 +1,9 @@
 """The table of latent-reasoning methods: one entry per method names its config class, its module and what
 the trainer, the evaluator and the loader must know about it; the module holds the functions they call.
 
-A new method is one :class:`LatentMethod` entry in :data:`METHODS` plus one module implementing
-:class:`MethodModule` (then a job file ``latent/jobs/<name>.py`` holding ``JOB = training_job("<name>")``,
-registered in pyproject.toml, gives it ``thinklens run <name>``). The table imports no torch: a method's
+A new method is its config, one module implementing :class:`MethodModule` and one :class:`LatentMethod` row in
+:data:`METHODS`: the row is its job ``thinklens run <name>`` (``latent/jobs/trainers.py`` makes one job per row, a
+list registered once in pyproject.toml). The table imports no torch: a method's
 module is imported when it is first used.
 
 Example:

@@ -11,7 +11,7 @@ Each method comes from the method table (:mod:`latent.methods`): its phases, its
 continued run must keep, its side modules; this loop knows no method by name.
 
 Example:
-    >>> # thinklens run codi --steps 400 --publish data/zoo/tiny-codi          (the job: latent/jobs/codi.py)
+    >>> # thinklens run codi --steps 400 --publish data/zoo/tiny-codi          (the job: latent/jobs/trainers.py)
     >>> # metrics = thinklens.run_job("codi", steps=400, run_id="codi-400")   (the same from Python)
     >>> # accelerate launch --cpu --num_processes 2 -m thinklens.cli run codi --steps 400 --run-id codi-2p
 """

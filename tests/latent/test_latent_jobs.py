@@ -17,8 +17,8 @@ MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continu
            "latent.codi", "latent.latent_sft", "latent.latentseek", "latent.methods", "latent.latent_model",
            "latent.train", "latent.evaluate", "latent.figures", "latent.saved_model", "latent.session",
            "latent.examples", "latent.seek_runs", "latent.self_reward", "latent.best_of_n",
-           "latent.jobs.codi", "latent.jobs.coconut", "latent.jobs.latent_sft", "latent.jobs.latent_seek",
-           "latent.jobs.latent_eval", "latent.findings", "latent.sft", "latent.jobs.sft"]
+           "latent.jobs.trainers", "latent.jobs.latent_seek",
+           "latent.jobs.latent_eval", "latent.findings", "latent.sft"]
 JOBS = {"codi": "codi", "coconut": "coconut", "latent-sft": "latent-sft", "sft": "sft",  # runs/<job>/<id>, as every job
         "latent-seek": "latent-seek", "latent-eval": "latent-eval"}
 
