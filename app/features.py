@@ -424,7 +424,7 @@ def diff_counts(ops: Sequence[tuple[str, str]]) -> dict[str, int]:
 def sweep_rows(texts: dict[float, str], words: Sequence[str] = ("wait", "hmm", "so", "therefore")) -> list[dict[str, Any]]:
     """One row per coefficient of a sweep: words generated and the thinking words counted (decoded text, word
     boundaries, as the steer job counts them)."""
-    from steering.effects import word_pattern
+    from thinklens.words import word_pattern
 
     rows = []
     for c in sorted(texts):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from latent.config import EvalConfig, LatentSeekConfig
-from latent.examples import gold_of, n_steps_of, problem_record, render_problem
+from latent.examples import gold_of, n_steps_of, problem_record
 from latent.findings import add_intervals, table_findings
 from latent.latent_model import (
     load_hooked_model,
@@ -37,10 +37,11 @@ from latent.latent_model import (
 from latent.methods import METHODS
 from latent.seek_runs import seek_problem_list, seek_problems, seek_summary, seek_to_json
 from thinklens.answers import is_correct
+from thinklens.budgets import budgets_for, new_token_budget
 from thinklens.jobs import Progress
 from thinklens.runs import RunFolder
 from thinklens.tasks import ANSWER_MARKER
-from thinklens.tasks.protocol import problems_by_steps, token_budget
+from thinklens.tasks.protocol import problems_by_steps
 
 if TYPE_CHECKING:
     from thinklens.formats import PromptFormat
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 
 #: Display names of the token-level rows in the zoo's styles (the latent methods' come from the method table).
 LABELS = {"direct": "No-CoT SFT", "cot": "CoT-SFT", "think": "Think-SFT"}
-#: New tokens of a token-level model outside the zoo's formats when ``max_new_tokens`` is 0.
-GENERIC_TOKENS = 1024
 # Where an answer starts in an output without a thinking span (the markers extract_answer reads).
 _ANSWER_START = re.compile(r"####|\\boxed|\bfinal answer\b|\bthe answer is\b", re.IGNORECASE)
 
@@ -111,22 +110,6 @@ def reasoning_tokens(trace: "Trace", fmt: "PromptFormat") -> int:
     return tokens_before_answer(list(trace.tokens))
 
 
-def generation_budget(model: Any, fmt: "PromptFormat", problems: list, prompts: list[str],
-                      max_new_tokens: int) -> list[int]:
-    """New tokens of each prompt of a batch: ``max_new_tokens``, else the task protocol's budget for the zoo's formats
-    (by the batch's most steps), else :data:`GENERIC_TOKENS`; each capped by the model's context for its own prompt
-    (:func:`thinklens.budgets.budgets_for`: a long prompt does not cut its batch-mates)."""
-    from thinklens.budgets import budgets_for
-
-    if max_new_tokens:
-        budget = max_new_tokens
-    elif fmt.is_zoo:
-        budget = token_budget(fmt.kind, max(n_steps_of(p) for p in problems))
-    else:
-        budget = GENERIC_TOKENS
-    return list(budgets_for(model, prompts, budget).per_prompt)
-
-
 @torch.no_grad()
 def eval_text_model(model: Any, problems: list, fmt: "PromptFormat", *, max_new_tokens: int = 0,
                     batch_size: int = 64) -> list[dict]:
@@ -135,8 +118,10 @@ def eval_text_model(model: Any, problems: list, fmt: "PromptFormat", *, max_new_
     out = []
     for i in range(0, len(problems), batch_size):
         chunk = problems[i:i + batch_size]
-        prompts = [render_problem(p, fmt, model.tokenizer) for p in chunk]
-        budget = generation_budget(model, fmt, chunk, prompts, max_new_tokens)
+        prompts = fmt.render_problems(chunk, model.tokenizer)
+        # each prompt its own budget inside the context (a long prompt does not cut its batch-mates)
+        budget = list(budgets_for(model, prompts, new_token_budget(
+            fmt, max_new_tokens or None, max_steps=max(n_steps_of(p) for p in chunk))).per_prompt)
         traces = model.generate(prompts, max_new_tokens=budget, batch_size=batch_size)
         for p, tr in zip(chunk, traces):
             explicit = marker_index(tr.token_ids, marker) if fmt.is_zoo else reasoning_tokens(tr, fmt)

@@ -71,14 +71,6 @@ def n_steps_of(problem: "Problem | RealProblem") -> int:
     return max(len(equations_of(problem)), 1)
 
 
-def render_problem(problem: "Problem | RealProblem", fmt: "PromptFormat", tokenizer: Any = None) -> str:
-    """The prompt of one problem in ``fmt``: a synthetic problem renders itself (the zoo's styles need its
-    ground truth), a problem from a data set its question (``tokenizer`` for chat templates)."""
-    if isinstance(problem, Problem):
-        return fmt.render(problem, tokenizer)
-    return fmt.render(problem.ground_truth if problem.ground_truth is not None else problem.question, tokenizer)
-
-
 def problem_record(problem: "Problem | RealProblem") -> dict[str, Any]:
     """What a result shows of a problem: question, gold answer, chain of thought, steps."""
     cot = problem.cot if isinstance(problem, Problem) else problem.solution
@@ -88,7 +80,7 @@ def problem_record(problem: "Problem | RealProblem") -> dict[str, Any]:
 def zoo_example(problem: "Problem | RealProblem", tokenizer: Any, fmt: "PromptFormat") -> Example:
     """The zoo's form: the zoo prompt of ``fmt``'s style, spaced equations and ``#### N``."""
     gold = problem.answer if isinstance(problem, Problem) or problem.integer_answer is None else problem.integer_answer
-    return make_example(tokenizer, render_problem(problem, fmt), [spaced(e) for e in equations_of(problem)], gold)
+    return make_example(tokenizer, fmt.render_problems([problem])[0], [spaced(e) for e in equations_of(problem)], gold)
 
 
 def generic_example(problem: "Problem | RealProblem", tokenizer: Any, fmt: "PromptFormat") -> Example:

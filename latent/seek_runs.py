@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from latent.config import LatentSeekConfig
-from latent.examples import gold_of, render_problem
+from latent.examples import gold_of
 from latent.latentseek import RewardFn, SeekIteration, SeekResult, accuracy_by_budget, latent_seek, load_reward
 from thinklens.jobs import Progress
 from thinklens.runs import RunFolder
@@ -103,7 +103,7 @@ def seek_problems(model: Any, problems: list, cfg: LatentSeekConfig, run: RunFol
         if key in done:
             results.append(seek_from_json(done[key]))
             continue
-        text = render_problem(p, fmt, model.tokenizer)
+        text = fmt.render_problems([p], model.tokenizer)[0]
         prompt = prompt_ids(model.tokenizer, text)  # as generate reads it: one BOS
         gen = torch.Generator().manual_seed(cfg.seed * 100_003 + i)
         res = latent_seek(model, prompt, gold_of(p), cfg, bind_reward(reward, p.question, text), generator=gen,

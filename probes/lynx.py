@@ -229,13 +229,6 @@ class CueEvent:
         return self.start_index + int(n_exit_tokens) + int(n_answer_tokens)
 
 
-def _cue_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
-    # longest first, so "wait a moment" wins over "wait" at the same start
-    alternatives = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True))
-    # (?<!\w) / (?!\w) instead of \b: also correct when a cue starts or ends with a non-word char
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
-
-
 def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT_CUES,
                     max_events: int | None = None, fallback_fraction: float | None = 0.7,
                     separator: str = "") -> list[CueEvent]:
@@ -270,21 +263,10 @@ def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT
         raise ThinklensError.of("fallback_fraction", fallback_fraction, "a fraction in (0, 1)", "use 0.7")
     if len(tokens) == 0:
         return []
-    # [token] char offset where each token ends; a separator counts to the token before it
-    ends = np.cumsum([len(t) + len(separator) for t in tokens]) - len(separator)
-    text = separator.join(tokens)
-    events: list[CueEvent] = []
-    seen: set[int] = set()
-    for m in _cue_pattern(words).finditer(text):
-        # the token containing the cue's last char: first token whose end offset reaches m.end()
-        end_tok = int(np.searchsorted(ends, m.end(), side="left"))
-        if end_tok in seen:
-            continue
-        seen.add(end_tok)
-        start_tok = int(np.searchsorted(ends, m.start(), side="right"))
-        events.append(CueEvent(end_tok, start_tok, m.group(0).lower(), (m.start(), m.end())))
-        if max_events is not None and len(events) >= max_events:
-            break
+    from thinklens.words import find_words
+
+    events = [CueEvent(h.end_index, h.start_index, h.word, h.char_span) for h in find_words(tokens, words, separator=separator)]
+    events = events[:max_events] if max_events is not None else events
     if not events and fallback_fraction is not None:
         index = max(1, int(Fraction(repr(fallback_fraction)) * len(tokens))) - 1
         events.append(CueEvent(index, index, None))

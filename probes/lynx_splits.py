@@ -10,12 +10,12 @@ Where the problems come from (:func:`split_problem_sets`): as the paper reuses o
 across benchmarks, each split may have its own source: ``--data`` trains, ``--calibration-data`` and
 ``--test-data`` calibrate and test, each defaulting to a seeded split of ``--data`` disjoint from the
 others; a question in two splits is an error unless ``--allow-overlap``. With no ``--data`` the splits
-are the synthetic task's seeded streams (:func:`task_problems`, the zoo's default).
+are the synthetic task's seeded streams (:meth:`thinklens.problemsets.ProblemSet.synthetic`, one per split).
 
 Example:
     >>> # cache = StageCache(run)
     >>> # sets = split_problem_sets(config)
-    >>> # prompts = problem_prompts(fmt, sets["train"], model.tokenizer)
+    >>> # prompts = fmt.render_problems(sets["train"], model.tokenizer)
     >>> # data = collect_split(model, config, "train", prompts, sets["train"].answers, cache)
     >>> # data.X, data.forced = split_features_and_labels(model, data, sites, config, cache, "train")
 """
@@ -33,9 +33,8 @@ from probes.lynx import CueEvent
 from probes.rollouts import cached_rollouts
 from thinklens.errors import ThinklensError
 from thinklens.jobs import Progress, Shards
-from thinklens.problemsets import ProblemSet, RealProblem, check_disjoint, load_problems
+from thinklens.problemsets import ProblemSet, check_disjoint, load_problems
 from thinklens.stages import StageCache, batch_ranges, batch_seed
-from thinklens.tasks import TaskConfig, generate_problems
 from thinklens.trace import Trace
 
 if TYPE_CHECKING:
@@ -80,16 +79,6 @@ class SplitData:
         return np.array([not ev.is_fallback for evs in self.events for ev in evs], dtype=bool).reshape(-1)
 
 
-def task_problems(config: LynxJobConfig, split: str) -> ProblemSet:
-    """The synthetic task's problems of one split (no ``--data``): independent seeded streams, one per split."""
-    rng = np.random.default_rng([config.seed, SPLITS.index(split)])
-    drawn = generate_problems(config.n_problems(split), seed=rng,
-                              config=TaskConfig(min_steps=config.min_steps, max_steps=config.max_steps))
-    return ProblemSet(f"task#{split}", tuple(
-        RealProblem(f"task-{config.seed}-{split}-{i}", p.question, str(p.answer), p.cot, {"n_steps": p.n_steps},
-                    ground_truth=p) for i, p in enumerate(drawn)))
-
-
 def split_problem_sets(config: LynxJobConfig) -> dict[str, ProblemSet]:
     """The problems of each split, from its source (see the module docstring), checked disjoint.
 
@@ -109,7 +98,10 @@ def split_problem_sets(config: LynxJobConfig) -> dict[str, ProblemSet]:
         sets.update(problems.split(sizes, seed=config.seed))
     for split in SPLITS:
         if not sources[split]:
-            sets[split] = task_problems(config, split)
+            # the synthetic task's own streams: independent seeded draws, one per split
+            sets[split] = ProblemSet.synthetic(config.n_problems(split), seed=(config.seed, SPLITS.index(split)),
+                                               min_steps=config.min_steps, max_steps=config.max_steps,
+                                               source=f"task#{split}", id_prefix=f"task-{config.seed}-{split}")
     for i, a in enumerate(SPLITS):  # the task's own streams are independent draws, as they always were
         for b in SPLITS[i + 1:]:
             if sources[a] or sources[b]:

@@ -1,5 +1,6 @@
-"""Rollouts of the probe jobs: their prompts in a model's format, their length cap, and the rollouts
-themselves, generated one cached batch at a time (resumable, reproducible).
+"""Rollouts of the probe jobs, generated one cached batch at a time (resumable, reproducible); their prompts
+come from :meth:`thinklens.formats.PromptFormat.render_problems` and their length cap from
+:func:`thinklens.budgets.new_token_budget` (default :data:`thinklens.budgets.ROLLOUT_TOKENS`).
 
 Batch ``k`` of a stage named ``name`` is the stage item ``<name>.<k:04d>`` of a
 :class:`~thinklens.stages.StageCache`, and samples with ``batch_seed(seed, k)``: a resumed job gets
@@ -14,51 +15,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from thinklens.jobs import Progress, Shards
 from thinklens.stages import StageCache, batch_ranges, batch_seed
 from thinklens.trace import Trace, trace_from_json, trace_to_json
-
-if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.problemsets import RealProblem
-
-#: Rollout cap in a real model's format when the job is not told one (R1 distills on MATH often think
-#: longer: raise it); the model's context caps it further.
-REAL_ROLLOUT_TOKENS = 4096
-
-
-def problem_prompts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer) -> list[str]:
-    """The prompts of ``problems`` in the format ``fmt``: a zoo style renders a synthetic problem's own zoo
-    prompt (from its ground truth); any other format renders the question (a chat format adds the
-    instruction and the template)."""
-    items = [p.ground_truth if fmt.is_zoo and p.ground_truth is not None else p.question for p in problems]
-    return fmt.render_all(items, tokenizer)
-
-
-def rollout_budget(fmt: PromptFormat, max_steps: int, *, prompts: Sequence[str] = (), tokenizer=None,
-                   max_context: int | None = None, reserve: int = 0) -> int:
-    """New tokens for a rollout when the job is not told: the task protocol's budget for a zoo style
-    (``max_steps`` steps); else :data:`REAL_ROLLOUT_TOKENS`, cut so that the longest prompt, the rollout
-    and ``reserve`` more tokens (a forced answer) fit in ``max_context``.
-
-    Example:
-        >>> from thinklens.formats import PromptFormat
-        >>> rollout_budget(PromptFormat("think"), 4), rollout_budget(PromptFormat("plain"), 4)
-        (72, 4096)
-    """
-    if fmt.is_zoo:
-        from thinklens.tasks.protocol import token_budget
-
-        return token_budget(fmt.kind, max_steps)
-    if max_context is None or not prompts:
-        return REAL_ROLLOUT_TOKENS
-    from thinklens.budgets import prompt_budgets
-    from thinklens.tokenization import prompt_ids
-
-    lengths = [len(ids) for ids in prompt_ids(tokenizer, list(prompts))]  # as generate reads them (BOS included)
-    return min(prompt_budgets(lengths, REAL_ROLLOUT_TOKENS, max_context, reserve=reserve).per_prompt)
 
 
 def cached_rollouts(model, prompts: Sequence[str], cache: StageCache, *, name: str, batch_size: int, seed: int = 0,

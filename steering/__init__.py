@@ -10,10 +10,10 @@ Modules (one concept each):
   term kept), equal-norm baselines; :mod:`steering.effects` measures what steering does.
 - :mod:`steering.vectors`: difference-of-means steering vectors.
 - :mod:`steering.reasoning_vectors`: weight-space task vectors between checkpoints of one lineage
-  (parameter groups from the core adapters); :mod:`steering.grpo` makes the GRPO donor ``tiny-grpo``.
+  (parameter groups from the core adapters); the GRPO donor ``tiny-grpo`` is the zoo's (:mod:`zoo.grpo`).
 - :mod:`steering.hybrid` / :mod:`steering.hybrid_generate`: hybrid base/thinking steering (Venhoff et al.).
 - :mod:`steering.configs`: the algorithms' settings (SAE training, hybrid steering, GRPO), light to import.
-- :mod:`steering.jobs`: one file per job (``thinklens run sae|sae-eval|steer|reasoning-vector|hybrid|grpo``);
+- :mod:`steering.jobs`: one file per job (``thinklens run sae|sae-eval|steer|reasoning-vector|hybrid``);
   :mod:`steering.figures`: plotly figures.
 
 Example:
@@ -44,13 +44,11 @@ _EXPORTS: dict[str, str] = {
     "evaluate_hybrid": "steering.hybrid_generate",
     "SAETrainConfig": "steering.configs", "HybridConfig": "steering.configs", "GRPOConfig": "steering.configs",
     "steer_sweep": "steering.effects", "steer_prompt": "steering.effects",
-    "train_grpo": "steering.grpo",
     "SAEJobConfig": "steering.jobs.sae",
     "SAEEvalConfig": "steering.jobs.sae_eval",
     "SteerJobConfig": "steering.jobs.steer",
     "ReasoningVectorJobConfig": "steering.jobs.reasoning_vector",
     "HybridJobConfig": "steering.jobs.hybrid",
-    "GRPOJobConfig": "steering.jobs.grpo",
 }
 """Public name -> defining module, imported on first use (PEP 562): ``import steering`` loads none of them,
 ``from steering import X`` loads X's module only, and ``dir(steering)`` lists them all (tab completion)."""

@@ -151,13 +151,14 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
 
     ``kind`` (:data:`CORPORA`, ``auto`` resolved by :func:`corpus_kind`): ``generated`` replaces each solution by the
     model's own completion of the prompt (token-id rows from :func:`generated_rows`, ``max_new_tokens`` as
-    :func:`steering.problems.new_token_budget` gives it, sampled from ``seed`` unless ``sample`` is False).
+    :func:`steering.problems.prompt_set` gives it, sampled from ``seed`` unless ``sample`` is False).
 
     Example:
         >>> len(corpus("zoo:think", 4, seed=0))
         4
     """
-    from steering.problems import data_format, load_data, max_steps_of, problem_texts, prompt_set, zoo_stream
+    from steering.problems import data_format, max_steps_of, problem_texts, prompt_set
+    from thinklens.problemsets import ProblemSet, load_problems
 
     fmt = data_format(model, prompt_format, spec) if model is not None else None
     kind = corpus_kind(kind, spec, fmt)
@@ -174,9 +175,9 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
         raise ThinklensError.of("texts of a problem set", spec, "a model to render its prompts with",
                                 "pass model= (the jobs pass theirs)")
     if spec.startswith("zoo:"):
-        problems = zoo_stream(n, seed=seed, min_steps=1, max_steps=8)
+        problems = list(ProblemSet.synthetic(n, seed=seed, min_steps=1, max_steps=8))
     else:
-        problems = list(load_data(spec, data_fields))[offset: offset + n]
+        problems = list(load_problems(spec, mapping=data_fields or None))[offset: offset + n]
     if not problems:
         raise ThinklensError.of("texts", f"none left in {spec} after {offset} problems", "at least one problem",
                                 "pass fewer texts or more data")

@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,17 +24,12 @@ from thinklens.errors import ThinklensError
 from thinklens.interventions import AddVector, Intervention, Positions
 from thinklens.sites import Site
 from thinklens.tasks import REFLECTION_WORDS
+from thinklens.words import word_pattern
 
 if TYPE_CHECKING:
     from sae_lens import SAE
 
     from thinklens.model import HookedModel
-
-
-def word_pattern(word: str) -> re.Pattern[str]:
-    """A word or phrase on the decoded text: case-insensitive, on word boundaries, any whitespace inside."""
-    body = r"\s+".join(re.escape(part) for part in word.split())
-    return re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE)
 
 
 def reflection_counts(texts: Sequence[str], extra: Sequence[str] = ()) -> dict[str, float]:

@@ -127,14 +127,13 @@ class FeatureStats:
 def word_starts(tokens: Sequence[str], words: Sequence[str], *, separator: str = "") -> dict[str, list[bool]]:
     """For each word, whether an occurrence of it starts in each token (case-insensitive, word boundaries,
     on the tokens joined by ``separator``: ``" "`` for word-level tokenizers such as the zoo's)."""
-    from probes.lynx import find_cue_events
+    from thinklens.words import find_words
 
     out = {}
     for w in words:
         hits = [False] * len(tokens)
-        for e in find_cue_events(tokens, cue_words=(w,), separator=separator):
-            if e.cue is not None:
-                hits[e.start_index] = True
+        for h in find_words(tokens, (w.strip().lower(),), separator=separator):
+            hits[h.start_index] = True
         out[w] = hits
     return out
 

@@ -178,18 +178,17 @@ BEHAVIOUR_OVERRIDES: dict[str, Any] = {}
 
 
 def rechecks(texts: list[str]) -> list[bool]:
-    """Per text: whether it holds at least one re-check round (:func:`zoo.overthink.ground_truth`'s ``rounds``,
-    read from its reasoning).
+    """Per text: whether its reasoning (before ``</think>``) holds at least one re-check round
+    (:data:`thinklens.words.RECHECK`, the rounds :func:`zoo.overthink.ground_truth` counts).
 
     Example:
         >>> rechecks(["Okay, 3 + 4 = 7. So Ann has 7 cards. Wait, let me double-check. 3 + 4 = 7.", "Okay. Wait, 7."])
         [True, False]
     """
-    from thinklens.tasks import Problem, Step
-    from zoo.overthink import ground_truth
+    from thinklens.formats import SPANS
+    from thinklens.words import RECHECK
 
-    dummy = Problem(name="x", obj="y", start=0, steps=(Step("+", 0, 0, 0),))  # rounds do not depend on the problem
-    return [ground_truth(t, dummy).rounds >= 1 for t in texts]
+    return [RECHECK.search(t.split(SPANS["think"].close, 1)[0]) is not None for t in texts]
 
 
 def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> dict[str, dict[str, Any]]:
@@ -208,8 +207,10 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> d
     from steering.hybrid import train_hybrid_vectors
     from steering.hybrid_generate import hybrid_generate
     from steering.jobs.hybrid import HybridJobConfig, base_format
-    from steering.problems import data_format, graded, new_token_budget, render, zoo_stream
+    from steering.problems import data_format, graded
+    from thinklens.budgets import budgets_for, new_token_budget
     from thinklens.model import HookedModel
+    from thinklens.problemsets import ProblemSet
     from thinklens.tasks.protocol import HELD_OUT
     from thinklens.tokenization import prompt_ids
 
@@ -229,16 +230,16 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> d
     thinking = HookedModel.load(job.thinking, device=ctx.device, dtype=dtype)
     t_fmt = data_format(thinking, job.prompt_format)
     b_fmt = base_format(job, base, t_fmt)
-    evaluated = zoo_stream(plan.n_eval, seed=HELD_OUT["steer_eval"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
-    vector = zoo_stream(plan.n_train, seed=HELD_OUT["steer_train"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
-    ep, bp = render(t_fmt, evaluated, thinking.tokenizer), render(b_fmt, evaluated, base.tokenizer)
-    max_new = min(new_token_budget(t_fmt, None, model=thinking, prompts=ep, max_steps=hi),
-                  new_token_budget(b_fmt, None, model=base, prompts=bp, max_steps=hi))
-    tp = render(t_fmt, vector, thinking.tokenizer)
+    evaluated = ProblemSet.synthetic(plan.n_eval, seed=HELD_OUT["steer_eval"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
+    vector = ProblemSet.synthetic(plan.n_train, seed=HELD_OUT["steer_train"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
+    ep, bp = t_fmt.render_problems(evaluated, thinking.tokenizer), b_fmt.render_problems(evaluated, base.tokenizer)
+    max_new = min(budgets_for(thinking, ep, new_token_budget(t_fmt, None, max_steps=hi)).shared,
+                  budgets_for(base, bp, new_token_budget(b_fmt, None, max_steps=hi)).shared)
+    tp = t_fmt.render_problems(vector, thinking.tokenizer)
     traces = thinking.generate(tp, max_new_tokens=max_new, batch_size=64)
     reasoning = None if t_fmt.is_zoo or t_fmt.span is None else [t_fmt.split_trace(t).reasoning for t in traces]
     hv = train_hybrid_vectors(base, thinking, traces, dataclasses.replace(job), base_prompts=prompt_ids(
-        base.tokenizer, render(b_fmt, vector, base.tokenizer)), reasoning=reasoning)
+        base.tokenizer, b_fmt.render_problems(vector, base.tokenizer)), reasoning=reasoning)
     answers = [p.answer for p in evaluated]
     rows: dict[str, dict[str, Any]] = {}
     for m in BEHAVIOUR_MODES:
@@ -267,10 +268,13 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
     import torch
 
     from steering.jobs.hybrid import HybridJobConfig, base_format
-    from steering.problems import data_format, render, zoo_stream
+    from steering.problems import data_format
+    from thinklens.formats import SPANS
     from thinklens.model import HookedModel
+    from thinklens.problemsets import ProblemSet
     from thinklens.tasks.protocol import HELD_OUT
-    from zoo.r1 import THINK_CLOSE
+
+    THINK_CLOSE = SPANS["think"].close
 
     lo, hi = BEHAVIOUR_STEPS
     dtype = getattr(torch, ctx.dtype)
@@ -279,8 +283,8 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
     t_fmt = data_format(thinking, "auto")
     b_fmt = base_format(HybridJobConfig(), base, t_fmt)
     n = len(rows["hybrid"]["texts"])
-    problems = zoo_stream(n, seed=HELD_OUT["steer_eval"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
-    bp, tp = render(b_fmt, problems, base.tokenizer), render(t_fmt, problems, thinking.tokenizer)
+    problems = ProblemSet.synthetic(n, seed=HELD_OUT["steer_eval"] + 100 * ctx.seed, min_steps=lo, max_steps=hi)
+    bp, tp = b_fmt.render_problems(problems, base.tokenizer), t_fmt.render_problems(problems, thinking.tokenizer)
     tok = base.tokenizer
     cue_ids = {w: tok(f" {w}", add_special_tokens=False)["input_ids"][0] for w in ("Wait", "Hmm", "Alternatively")}
     p_think_tok, p_cue_base, disagree, think_tokens = [], [], 0, {}

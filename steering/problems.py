@@ -3,15 +3,14 @@ answers they are graded against and the new-token budget.
 
 ``--data`` takes any source of :mod:`thinklens.problemsets` (GSM8K, MATH-500, AIME, your JSONL, a saved
 HF dataset, ``synthetic:MIN-MAX``); prompts are rendered in the model's prompt format
-(:func:`thinklens.formats.format_for`: its chat template with the thinking span, plain text, or a zoo
-style) and outputs graded by :func:`thinklens.answers.is_correct`. Without ``--data`` a job draws the
-synthetic task's seeded zoo stream it always drew (:func:`zoo_stream`: ``min_steps..max_steps`` steps, one
-held-out seed base per purpose), so the zoo's results stay what they were.
+(:func:`thinklens.formats.format_for` and :meth:`~thinklens.formats.PromptFormat.render_problems`: its chat
+template with the thinking span, plain text, or a zoo style), the budget is the core's
+(:func:`thinklens.budgets.new_token_budget`) and outputs are graded by :func:`thinklens.answers.is_correct`.
+Without ``--data`` a job draws the synthetic task's seeded stream it always drew
+(:meth:`thinklens.problemsets.ProblemSet.synthetic`: ``min_steps..max_steps`` steps, one held-out seed base
+per purpose), so the zoo's results stay what they were.
 
 Example:
-    >>> ps = zoo_stream(2, seed=30_000, min_steps=2, max_steps=3)
-    >>> [p.ground_truth is not None and p.answer == str(p.ground_truth.answer) for p in ps]
-    [True, True]
     >>> from thinklens.problemsets import load_problems
     >>> parts = draw(load_problems("synthetic:2-2:5"), {"steer": 3, "stats": 4}, seed=0)
     >>> [len(v) for v in parts.values()]
@@ -25,16 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from thinklens.answers import is_correct
-from thinklens.errors import ThinklensError
 from thinklens.problemsets import ProblemSet, RealProblem
 
 if TYPE_CHECKING:
     from thinklens.formats import PromptFormat
     from thinklens.model import HookedModel
-
-#: New tokens per completion in a real model's format when the job is not told (--max-new-tokens); the
-#: model's context caps it. R1 distills often think longer on MATH: raise it there.
-REAL_NEW_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -73,22 +67,6 @@ def accuracy(texts: Sequence[str], golds: Sequence[Any]) -> float:
     return sum(graded(texts, golds)) / max(1, len(golds))
 
 
-def zoo_stream(n: int, *, seed: int, min_steps: int, max_steps: int) -> list[RealProblem]:
-    """``n`` problems of the synthetic task's zoo stream (:func:`steering.data.zoo_problems`, seeded), as
-    problems of a problem set that keep their ground truth."""
-    from steering.data import zoo_problems
-
-    return [RealProblem(f"zoo-{seed}-{i}", p.question, str(p.answer), p.cot, {"n_steps": p.n_steps}, ground_truth=p)
-            for i, p in enumerate(zoo_problems(n, seed=seed, min_steps=min_steps, max_steps=max_steps))]
-
-
-def load_data(data: str, data_fields: str = "") -> ProblemSet:
-    """The problem set named by a ``--data`` string (``--data-fields`` maps its columns)."""
-    from thinklens.problemsets import load_problems
-
-    return load_problems(data, mapping=data_fields or None)
-
-
 def draw(problems: ProblemSet, sizes: Mapping[str, int], *, seed: int) -> dict[str, list[RealProblem]]:
     """Seeded, disjoint parts of a problem set, each of at most its size (earlier parts are filled first;
     a part gets fewer problems, or none, when the set runs out)."""
@@ -106,37 +84,14 @@ def max_steps_of(problems: Sequence[RealProblem], default: int) -> int:
     return max(steps) if steps else default
 
 
-def render(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer: Any) -> list[str]:
-    """The prompts of ``problems`` in ``fmt`` (a zoo style renders a synthetic problem's own zoo prompt)."""
-    from probes.rollouts import problem_prompts
-
-    if not problems:
-        raise ThinklensError.of("problems", 0, "at least one problem", "pass more data or a larger count")
-    return problem_prompts(fmt, problems, tokenizer)
-
-
-def new_token_budget(fmt: PromptFormat, requested: int | None, *, model: HookedModel, prompts: Sequence[str],
-                     max_steps: int) -> int:
-    """New tokens per completion: ``requested``, else the task protocol's budget for a zoo style and
-    ``max_steps`` steps, else :data:`REAL_NEW_TOKENS`; cut so the longest prompt and its completion fit the
-    model's context."""
-    if requested is None and fmt.is_zoo:
-        from thinklens.tasks.protocol import token_budget
-
-        return token_budget(fmt.kind, max_steps)
-    budget = requested or REAL_NEW_TOKENS
-    if not prompts:
-        return budget
-    from thinklens.budgets import budgets_for
-
-    return min(budgets_for(model, prompts, budget).per_prompt)  # one budget for the set, inside the context
-
-
 def prompt_set(model: HookedModel, fmt: PromptFormat, problems: Sequence[RealProblem], *, max_new_tokens: int | None,
                max_steps: int) -> PromptSet:
-    """The :class:`PromptSet` of ``problems`` for ``model`` in ``fmt`` (``max_steps``: a zoo style's budget)."""
-    prompts = render(fmt, problems, model.tokenizer)
-    budget = new_token_budget(fmt, max_new_tokens, model=model, prompts=prompts, max_steps=max_steps)
+    """The :class:`PromptSet` of ``problems`` for ``model`` in ``fmt`` (``max_steps``: a zoo style's budget; one
+    budget for the set, inside the model's context)."""
+    from thinklens.budgets import budgets_for, new_token_budget
+
+    prompts = fmt.render_problems(problems, model.tokenizer)
+    budget = budgets_for(model, prompts, new_token_budget(fmt, max_new_tokens, max_steps=max_steps)).shared
     return PromptSet(prompts, [p.answer for p in problems], budget, fmt)
 
 
@@ -165,7 +120,7 @@ def problem_texts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer:
     """
     from thinklens.tasks import render_example
 
-    prompts = render(fmt, problems, tokenizer)
+    prompts = fmt.render_problems(problems, tokenizer)
     out = []
     for prompt, p in zip(prompts, problems):
         if fmt.is_zoo and p.ground_truth is not None:
@@ -189,15 +144,16 @@ def held_out_prompts(model: HookedModel, data: str, n: int, *, prompt_format: st
         >>> # held_out_prompts(model, "zoo:think", 64).prompts[:1]
     """
     from steering.data import is_text_file, read_texts
+    from thinklens.problemsets import load_problems
     from thinklens.tasks.protocol import HELD_OUT
 
     if data.startswith("zoo:"):
-        problems = zoo_stream(n, seed=HELD_OUT["sampling"], min_steps=min_steps, max_steps=max_steps)
+        problems = ProblemSet.synthetic(n, seed=HELD_OUT["sampling"], min_steps=min_steps, max_steps=max_steps)
         return prompt_set(model, data_format(model, prompt_format, data), problems, max_new_tokens=max_new_tokens,
                           max_steps=max_steps)
     if is_text_file(data):
         return PromptSet(read_texts(data)[:n], None, max_new_tokens or 64, None)
-    every = list(load_data(data, data_fields))
+    every = list(load_problems(data, mapping=data_fields or None))
     problems = (every[offset:] + every[:offset])[:n]  # the held-out ones first; training ones only to fill up
     return prompt_set(model, data_format(model, prompt_format), problems, max_new_tokens=max_new_tokens,
                       max_steps=max_steps_of(problems, max_steps))

@@ -366,10 +366,10 @@ def zoo_scorer(tokenizer: Any, problems: Sequence[Any], style: str, batch_size: 
     Problems are generated per step count with the zoo evaluator's token budget (:func:`thinklens.tasks.protocol.token_budget`),
     so ``correct[i]`` is problem ``i``'s outcome, the unit of the paired tests."""
     from thinklens.answers import is_correct
+    from thinklens.decode import generate_texts
     from thinklens.model import HookedModel
     from thinklens.tasks import render_prompt
     from thinklens.tasks.protocol import token_budget
-    from zoo.evaluate import generate_texts
 
     by_steps: dict[int, list[int]] = {}
     for i, p in enumerate(problems):

@@ -179,10 +179,11 @@ def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max
     included."""
     import json
 
-    from steering.problems import data_format, prompt_set, zoo_stream
+    from steering.problems import data_format, prompt_set
+    from thinklens.problemsets import ProblemSet
 
-    ps = prompt_set(model, data_format(model, "auto", "zoo:think"), zoo_stream(n, seed=seed, min_steps=min_steps,
-                                                                               max_steps=max_steps),
+    problems = ProblemSet.synthetic(n, seed=seed, min_steps=min_steps, max_steps=max_steps)
+    ps = prompt_set(model, data_format(model, "auto", "zoo:think"), problems,
                     max_new_tokens=None, max_steps=max_steps)
     trs = model.generate(ps.prompts, max_new_tokens=ps.max_new_tokens, batch_size=64, do_sample=True, seed=seed,
                          temperature=1.0)

@@ -52,8 +52,7 @@ ZOO_ONLY = (
     "thinklens.tasks.render_target", "thinklens.tasks.render.render_example", "thinklens.tasks.render_example",
     "thinklens.tasks.spaced", "thinklens.tasks.problem.spaced", "thinklens.tasks.protocol.model_style",
     "thinklens.tasks.protocol.token_budget", "steering.data.zoo_problems", "steering.data.zoo_prompts",
-    "steering.data.zoo_texts", "steering.problems.zoo_stream", "zoo.evaluate.evaluate_model",
-    "analyses.mi.problems.stream_problems",
+    "steering.data.zoo_texts", "zoo.evaluate.evaluate_model",
 )
 
 
@@ -132,6 +131,18 @@ def no_zoo_branch(monkeypatch):
             importlib.import_module(info.name)
     for target in ZOO_ONLY:
         monkeypatch.setattr(target, forbidden)
+    from thinklens.problemsets import ProblemSet
+
+    draw = ProblemSet.synthetic.__func__
+
+    def data_source_only(cls, *args, per_steps: bool = False, **kwargs):
+        """The synthetic task as a data source (``--data synthetic:MIN-MAX``) is the user's choice; its own stream
+        (a job without --data) is the zoo's branch."""
+        if not per_steps:
+            forbidden()
+        return draw(cls, *args, per_steps=per_steps, **kwargs)
+
+    monkeypatch.setattr(ProblemSet, "synthetic", classmethod(data_source_only))
 
 
 @pytest.fixture(scope="module")

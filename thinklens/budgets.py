@@ -1,7 +1,8 @@
 """Generation budgets: one per prompt, inside the model's context.
 
 Every job that generates asks here how many new tokens each prompt may take: the requested
-``max_new_tokens``, cut so that the prompt, its completion and ``reserve`` more tokens (a forced answer)
+``max_new_tokens`` (:func:`new_token_budget`: else the task protocol's budget for a zoo style, else a real
+model's default), cut so that the prompt, its completion and ``reserve`` more tokens (a forced answer)
 fit in the model's context. A batch never shares one budget (a long prompt does not cut its batch-mates),
 so results do not depend on the batch size, and the number of prompts that were cut is reported.
 
@@ -19,12 +20,44 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
 """Config fields that hold a model's context length, in the order they are trusted."""
 NO_LENGTH = 10**7
 """A tokenizer's ``model_max_length`` at or above this is HF's "not set" sentinel, not a context."""
+ANSWER_TOKENS = 1024
+"""New tokens of a completion in a real model's format when a job is not told (--max-new-tokens): steering,
+latent-eval. R1 distills often think longer on MATH: raise it there."""
+ROLLOUT_TOKENS = 4096
+"""New tokens of a rollout that must reach the end of the thinking when a job is not told (the probes' answers,
+LYNX's rollouts, whose cue events and forced exits need the whole trace)."""
+
+
+def new_token_budget(fmt: Any, requested: int | None, *, max_steps: int | None = None, default: int = ANSWER_TOKENS) -> int:
+    """New tokens per completion before the context cuts it (:func:`budgets_for`, :func:`prompt_budgets`):
+    ``requested``, else the task protocol's budget of a zoo style (``fmt``, a
+    :class:`~thinklens.formats.PromptFormat`) for ``max_steps`` steps, else ``default``.
+
+    Example:
+        >>> from thinklens.formats import PromptFormat
+        >>> [new_token_budget(PromptFormat(k), None, max_steps=4) for k in ("think", "cot", "plain")]
+        [72, 34, 1024]
+        >>> new_token_budget(PromptFormat("think"), 50), new_token_budget(PromptFormat("chat"), None, default=ROLLOUT_TOKENS)
+        (50, 4096)
+    """
+    if requested is not None:
+        if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
+            raise ThinklensError.of("max_new_tokens", requested, "None or an integer >= 1", f"pass e.g. {opt('max_new_tokens', 256)}")
+        return requested
+    if not fmt.is_zoo:
+        return default
+    if max_steps is None:
+        raise ThinklensError.of(f"budget of the {fmt.kind} style", "no max_steps", "the most steps of the problems "
+                                "(a zoo style's budget is sized by steps)", "pass max_steps, or max_new_tokens")
+    from thinklens.tasks.protocol import token_budget
+
+    return token_budget(fmt.kind, max_steps)
 
 
 def context_length(config: Any, tokenizer: Any = None) -> int | None:
@@ -63,6 +96,12 @@ class Budgets:
     """What was asked for every prompt."""
     context: int | None
     """The model's context (None: unknown, nothing cut)."""
+
+    @property
+    def shared(self) -> int:
+        """One budget for every prompt (the smallest; ``max_new_tokens`` without prompts): for a job whose prompts
+        share one setting (a config's ``max_new_tokens``)."""
+        return min(self.per_prompt, default=self.max_new_tokens)
 
     @property
     def n_capped(self) -> int:

@@ -286,3 +286,27 @@ def _take_states(decoder: Decoder, sites: list[Site], steps: range, *, forget: b
         get = decoder.states[s].pop if forget else decoder.states[s].__getitem__
         out[s] = torch.stack([get(k) for k in steps], 1).cpu()
     return out
+
+
+def generate_texts(model: Any, prompts: list[str], *, max_new_tokens: int, batch_size: int = 64,
+                   sample_seed: int | None = None) -> list[str]:
+    """Greedy continuations of ``prompts`` (the core decode loop, batched, left padded); text up to
+    ``<eos>``, specials kept.
+
+    ``sample_seed``: sample at temperature 1 instead, from a local generator seeded once per call (the
+    same call gives the same texts; HF ``generate`` with that global seed gives them too).
+    """
+    tok = model.tokenizer
+    choice = Greedy()
+    if sample_seed is not None:
+        choice = Sample(torch.Generator(device=model.device).manual_seed(sample_seed))
+    out: list[str] = []
+    for i in range(0, len(prompts), batch_size):
+        res = decode(Decoder(model, prompts[i : i + batch_size]), choice, max_new_tokens=max_new_tokens,
+                     eos={tok.eos_token_id})
+        for r in range(len(res.lengths)):
+            row = res.row(r)
+            if tok.eos_token_id in row:
+                row = row[: row.index(tok.eos_token_id)]
+            out.append(tok.decode([t for t in row if t != tok.pad_token_id], skip_special_tokens=False))
+    return out

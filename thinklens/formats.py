@@ -32,7 +32,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -300,6 +300,27 @@ class PromptFormat:
     def render_all(self, problems: Sequence[Any], tokenizer: Any = None) -> list[str]:
         """:meth:`render` for each problem."""
         return [self.render(p, tokenizer) for p in problems]
+
+    def render_problems(self, problems: Iterable[Any], tokenizer: Any = None) -> list[str]:
+        """The prompts of problems of a problem set (:class:`~thinklens.problemsets.RealProblem`, or the synthetic
+        task's :class:`~thinklens.tasks.Problem`): a zoo style renders a synthetic problem's own zoo prompt (from
+        its ground truth, whose values the zoo's renderings align to); any other format renders the question (a
+        chat format adds the instruction and the template).
+
+        Example:
+            >>> from thinklens.problemsets import ProblemSet, RealProblem
+            >>> ps = [*ProblemSet.synthetic(1, seed=0, min_steps=2, max_steps=2), RealProblem("r", "What is 2+2?", "4")]
+            >>> [p.endswith("<think>") for p in PromptFormat("think").render_problems(ps)]
+            [True, True]
+            >>> PromptFormat("plain").render_problems(ps)[1]
+            'What is 2+2?'
+        """
+        problems = list(problems)  # a ProblemSet, a list of problems, a split's part
+        if not problems:
+            raise ThinklensError.of("problems", 0, "at least one problem", "pass more data or a larger count")
+        items = [p if not hasattr(p, "ground_truth") else p.ground_truth if self.is_zoo and p.ground_truth is not None
+                 else p.question for p in problems]
+        return self.render_all(items, tokenizer)
 
     def opens_span(self, prompt: str) -> bool:
         """Whether outputs to ``prompt`` start inside the thinking span."""

@@ -30,14 +30,14 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from thinklens.answers import extract_answer, is_correct, parse_answer
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, opt
 
 #: Our fields and the source columns that fill them when no mapping says otherwise (first match wins).
 FIELD_NAMES: dict[str, tuple[str, ...]] = {
@@ -120,6 +120,50 @@ class ProblemSet:
     def is_synthetic(self) -> bool:
         """Whether every problem carries the synthetic task's ground truth."""
         return bool(self.problems) and all(p.ground_truth is not None for p in self.problems)
+
+    @classmethod
+    def synthetic(cls, n: int, *, seed: int | Sequence[int], min_steps: int, max_steps: int, per_steps: bool = False,
+                  source: str | None = None, id_prefix: str | None = None) -> ProblemSet:
+        """``n`` problems of the synthetic task (the zoo's multi-step arithmetic), each keeping its ground truth.
+
+        One seeded stream of mixed step counts in ``min_steps..max_steps`` (``seed``: an int, or a sequence of
+        ints that numpy's ``default_rng`` takes, so a job can keep independent streams per purpose), or with
+        ``per_steps`` ``n`` problems of every step count, ``s`` steps from the stream ``seed * 1000 + s``
+        (:func:`thinklens.tasks.protocol.problems_by_steps`). Problem ``i`` is ``<id_prefix>-<i>`` (per step
+        count: ``<id_prefix>-<s>-<i>``); ``id_prefix`` defaults to ``synthetic-<seed>``.
+
+        Example:
+            >>> ps = ProblemSet.synthetic(3, seed=0, min_steps=2, max_steps=3)
+            >>> [p.id for p in ps], all(p.answer == str(p.ground_truth.answer) for p in ps)
+            (['synthetic-0-0', 'synthetic-0-1', 'synthetic-0-2'], True)
+            >>> [p.metadata["n_steps"] for p in ProblemSet.synthetic(1, seed=5, min_steps=2, max_steps=3, per_steps=True)]
+            [2, 3]
+        """
+        from thinklens.tasks.config import TaskConfig, check_step_range
+        from thinklens.tasks.generator import generate_problems
+        from thinklens.tasks.protocol import problems_by_steps
+
+        if isinstance(n, bool) or not isinstance(n, int) or n < (1 if per_steps else 0):
+            raise ThinklensError.of("number of synthetic problems", n, f"an integer >= {1 if per_steps else 0}",
+                                    "pass e.g. n=100")
+        check_step_range(min_steps, max_steps)
+        key = seed if isinstance(seed, int) else "-".join(str(s) for s in seed)
+        prefix = f"synthetic-{key}" if id_prefix is None else id_prefix
+        if per_steps:
+            if not isinstance(seed, int):
+                raise ThinklensError.of("seed of per-step streams", seed, "an int (stream seed * 1000 + steps)", "pass seed=0")
+            drawn = problems_by_steps(n, min_steps, max_steps, seed=seed)
+            ids = [f"{prefix}-{p.n_steps}-{i % n}" for i, p in enumerate(drawn)]
+        else:
+            import numpy as np
+
+            rng = seed if isinstance(seed, int) else np.random.default_rng(list(seed))
+            drawn = generate_problems(n, seed=rng, config=TaskConfig(min_steps=min_steps, max_steps=max_steps))
+            ids = [f"{prefix}-{i}" for i in range(len(drawn))]
+        problems = tuple(RealProblem(pid, p.question, str(p.answer), p.cot, {"n_steps": p.n_steps}, ground_truth=p)
+                         for pid, p in zip(ids, drawn))
+        name = f"synthetic stream (seed {key}, {min_steps}-{max_steps} steps)" if source is None else source
+        return cls(name, problems)
 
     def take(self, n: int) -> ProblemSet:
         """The first ``n`` problems (all when fewer)."""
@@ -245,16 +289,12 @@ def load_problems(
 
 def synthetic_problems(min_steps: int, max_steps: int, per_steps: int, *, seed: int | None = None) -> list[RealProblem]:
     """``per_steps`` synthetic problems of every step count, from the held-out ``eval`` seeds unless ``seed``."""
-    from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+    from thinklens.tasks.protocol import HELD_OUT
 
     base = HELD_OUT["eval"] if seed is None else seed
-    if per_steps < 1:
+    if isinstance(per_steps, bool) or not isinstance(per_steps, int) or per_steps < 1:
         raise ThinklensError.of("problems per step count", per_steps, "an integer >= 1", "e.g. synthetic:2-4:50")
-    out = []
-    for i, p in enumerate(problems_by_steps(per_steps, min_steps, max_steps, seed=base)):
-        pid = f"synthetic-{base}-{p.n_steps}-{i % per_steps}"
-        out.append(RealProblem(pid, p.question, str(p.answer), p.cot, {"n_steps": p.n_steps}, ground_truth=p))
-    return out
+    return list(ProblemSet.synthetic(per_steps, seed=base, min_steps=min_steps, max_steps=max_steps, per_steps=True))
 
 
 def parse_mapping(mapping: Mapping[str, str] | str | None, fields: Mapping[str, Any] = FIELD_NAMES,
@@ -367,6 +407,36 @@ class DataOptions(ConfigGroup):
     def load(self, *, limit: int | None = None, seed: int | None = None) -> ProblemSet:
         """The problem set named by ``data`` (``limit`` first problems)."""
         return load_problems(self.data, mapping=self.data_fields or None, limit=limit, seed=seed)
+
+    def problems(self, n: int, *, seed: int | Sequence[int], sample_seed: int | None = None, part: str = "sample",
+                 source: str | None = None, id_prefix: str | None = None) -> ProblemSet:
+        """The job's ``n`` problems: without ``data``, ``n`` of the synthetic task's stream ``seed``
+        (:meth:`ProblemSet.synthetic`, in the config's ``min_steps..max_steps``; ``source`` and ``id_prefix``
+        name it); with ``data``, its first ``n``, or with ``sample_seed`` a seeded sample of ``n`` (all of it
+        when it has fewer), named ``<data>#<part>``.
+
+        Example:
+            >>> from thinklens.tasks.config import StepRange
+            >>> @dataclass(frozen=True)
+            ... class Job(DataOptions, StepRange):
+            ...     pass
+            >>> [p.id for p in Job(data="", min_steps=2, max_steps=3).problems(2, seed=4)]
+            ['synthetic-4-0', 'synthetic-4-1']
+            >>> len(Job(data="synthetic:2-2:10").problems(3, seed=0, sample_seed=1))
+            3
+        """
+        if not self.data:
+            steps = (getattr(self, "min_steps", None), getattr(self, "max_steps", None))
+            if None in steps:
+                raise ThinklensError.of(f"{type(self).__name__} without --data", "no min_steps/max_steps fields",
+                                        "a config with a step range (thinklens.tasks.config.StepRange) for synthetic "
+                                        "problems", f"pass {opt('data')}, or inherit StepRange")
+            return ProblemSet.synthetic(n, seed=seed, min_steps=steps[0], max_steps=steps[1], source=source,
+                                        id_prefix=id_prefix)
+        if sample_seed is None:
+            return self.load(limit=n)
+        loaded = self.load()
+        return loaded.split({part: min(n, len(loaded))}, seed=sample_seed)[part]
 
 
 @dataclass(frozen=True)

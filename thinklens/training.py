@@ -2,7 +2,7 @@
 and the Accelerate set-up (one process, several CPU processes or GPUs).
 
 Used by the zoo trainer (``zoo/train.py``), the latent trainers (``latent/train.py``) and GRPO
-(``steering/grpo.py``). Checkpoints are safetensors plus a JSON state, never pickle: a folder with
+(``zoo/grpo.py``). Checkpoints are safetensors plus a JSON state, never pickle: a folder with
 ``model.safetensors`` (the module's weights; tied copies once), ``optimizer.safetensors`` (the AdamW
 moments and step counts keyed by parameter name, so they survive re-building the module) and
 ``state.json`` (the trainer's step, loss history, elapsed time, ...). It is written to a temporary folder

@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
-
 from thinklens.answers import is_correct, parse_equations
+from thinklens.decode import generate_texts  # the zoo evaluator's decoding, in the core (steering scores with it too)
 from thinklens.errors import ThinklensError
 from thinklens.tasks import REFLECTION_WORDS, TaskConfig, check_style, generate_problems, render_prompt, words
 
@@ -110,33 +109,6 @@ def _style_for(path_or_name: str | Path, style: str | None) -> str:
 def _max_new_tokens(style: str, n_steps: int) -> int:
     # An equation is 7 tokens; a think step can add hmm + a wrong equation + wait (9 more).
     return {"direct": 4, "cot": 7 * n_steps + 6, "think": 16 * n_steps + 8}[style]
-
-
-def generate_texts(model: "HookedModel", prompts: list[str], *, max_new_tokens: int, batch_size: int = 64,
-                   sample_seed: int | None = None) -> list[str]:
-    """Greedy continuations of ``prompts`` (the core decode loop, batched, left padded); text up to
-    ``<eos>``, specials kept.
-
-    ``sample_seed``: sample at temperature 1 instead, from a local generator seeded once per call (the
-    same call gives the same texts; HF ``generate`` with that global seed gives them too).
-    """
-    from thinklens.decode import Greedy, Sample, decode
-    from thinklens.decoder import Decoder
-
-    tok = model.tokenizer
-    choice = Greedy()
-    if sample_seed is not None:
-        choice = Sample(torch.Generator(device=model.device).manual_seed(sample_seed))
-    out: list[str] = []
-    for i in range(0, len(prompts), batch_size):
-        res = decode(Decoder(model, prompts[i : i + batch_size]), choice, max_new_tokens=max_new_tokens,
-                     eos={tok.eos_token_id})
-        for r in range(len(res.lengths)):
-            row = res.row(r)
-            if tok.eos_token_id in row:
-                row = row[: row.index(tok.eos_token_id)]
-            out.append(tok.decode([t for t in row if t != tok.pad_token_id], skip_special_tokens=False))
-    return out
 
 
 def correction_stats(text: str) -> tuple[int, int]:

@@ -44,6 +44,7 @@ import numpy as np
 
 from thinklens.formats import SPANS, PromptFormat
 from thinklens.tasks import Problem
+from thinklens.words import RECHECK, word_pattern
 from zoo.r1 import THINK_CLOSE, _equation, answer_text, chat_prompt, reasoning_text, user_message
 
 if TYPE_CHECKING:
@@ -56,8 +57,8 @@ CUE_WORDS: tuple[str, ...] = ("hmm", "wait", "alternatively")
 #: What a forced exit appends after the cut (the chat format's LYNX exit: ``</think>\n\nFinal Answer: \boxed{``).
 EXIT_STRING: str = PromptFormat("chat", span=SPANS["think"]).lynx_exit
 
-_CUE_RE = re.compile(r"(?<!\w)(?:alternatively|hmm|wait)(?!\w)", re.IGNORECASE)
-_ROUND_RE = re.compile(r"let me (?:double-check|verify|recompute)")
+_CUE_RE = word_pattern(CUE_WORDS)
+_ROUND_RE = RECHECK
 _VALUE_RE = re.compile(r"(?:= |has )(\d+)")
 _EQUATION_RE = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)")
 _CONCLUSION_RE = re.compile(r"\bhas (\d+)\b")

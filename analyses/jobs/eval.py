@@ -73,7 +73,6 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Generate and grade every batch not yet done; returns the summary (also ``results/eval.json``)."""
     from analyses.eval_findings import eval_findings
     from analyses.evaluation import completion_row, figure_eval, group_fields, summarize_eval
-    from analyses.mi.problems import prompt_of
     from thinklens.budgets import budgets_for
     from thinklens.formats import format_for
     from thinklens.runs import atomic_write_json, to_jsonable
@@ -82,7 +81,7 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     problems = config.load(limit=config.n_problems or None)
     groups = group_fields(problems, config.group_by)
     fmt = format_for(model, config.prompt_format)
-    prompts = [prompt_of(p, fmt, model.tokenizer) for p in problems]
+    prompts = fmt.render_problems(problems, model.tokenizer)
     budgets = budgets_for(model, prompts, config.max_new_tokens)  # each prompt its own, inside the context
     batches = _batches(len(problems), config.samples, config.batch_size)
     folder = ctx.run.path / "completions"

@@ -160,11 +160,10 @@ PRESETS: dict[str, MIPeaksJobConfig] = {
 def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Every stage not yet done (see :mod:`analyses.mi.stages`); returns the summary written to meta.json."""
     from analyses.mi import stages
-    from analyses.mi.problems import job_problems
     from thinklens.runs import to_jsonable
 
     log = ctx.progress.log if ctx.progress.enabled else None
-    problems = job_problems(config)
+    problems = config.problems(config.n_problems, seed=config.seed)  # the synthetic stream without --data
     if len(problems) < 2:
         raise ThinklensError.of("problems", len(problems), "at least 2 (the shuffled control needs two)",
                                 "pass more problems (--data, --n-problems)")

@@ -29,7 +29,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from analyses.mi.peaks import PEAK_RULES
-from analyses.mi.problems import gold_text, prompt_of
+from analyses.mi.problems import gold_text
 from analyses.mi.store import model_key, read_index, read_trajectory, write_index
 from thinklens.errors import ThinklensError
 from thinklens.runs import to_jsonable
@@ -77,7 +77,7 @@ def prompts_for(problems: ProblemSet, cfg: MIPeaksJobConfig, j: int, model: Hook
                 ) -> tuple[list[str], list[str], PromptFormat]:
     """(prompts, golden solution texts, prompt format) of model ``j``."""
     fmt = format_of(model, cfg, j)
-    return ([prompt_of(p, fmt, model.tokenizer) for p in problems], [gold_text(p, fmt, cfg.gold_style) for p in problems],
+    return (fmt.render_problems(problems, model.tokenizer), [gold_text(p, fmt, cfg.gold_style) for p in problems],
             fmt)
 
 

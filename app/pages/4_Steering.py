@@ -45,13 +45,12 @@ def default_prompt(model_name: str) -> str:
 
     if not zoo_meta(str(model_name)):
         return ""
-    from steering.problems import zoo_stream
     from thinklens.formats import format_for
+    from thinklens.problemsets import ProblemSet
 
     model = load_hooked_model(model_name)
     fmt = format_for(model, "auto")
-    problem = zoo_stream(1, seed=7, min_steps=3, max_steps=3)[0]
-    return fmt.render(problem.ground_truth if fmt.is_zoo else problem.question, model.tokenizer)
+    return fmt.render_problems(ProblemSet.synthetic(1, seed=7, min_steps=3, max_steps=3), model.tokenizer)[0]
 
 
 def optional_result(run, name: str):

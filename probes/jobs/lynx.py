@@ -157,10 +157,12 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
 def resolve_settings(config: LynxJobConfig, fmt: PromptFormat, *, prompts: Sequence[str] = (), tokenizer=None,
                      max_context: int | None = None) -> LynxJobConfig:
     """``config`` with what it leaves to the prompt format filled in: cue words, exit string, forced-answer
-    tokens (:func:`probes.lynx.format_settings`) and the rollout cap (:func:`probes.rollouts.rollout_budget`:
-    the longest of ``prompts``, the rollout, the exit and the forced answer fit in ``max_context``)."""
+    tokens (:func:`probes.lynx.format_settings`) and the rollout cap (:func:`thinklens.budgets.new_token_budget`,
+    one for every rollout: the longest of ``prompts``, the rollout, the exit and the forced answer fit in
+    ``max_context``)."""
     from probes.lynx import format_settings
-    from probes.rollouts import rollout_budget
+    from thinklens.budgets import ROLLOUT_TOKENS, new_token_budget, prompt_budgets
+    from thinklens.tokenization import prompt_ids
 
     fill = {k: v for k, v in format_settings(fmt).items() if getattr(config, k) is None}
     if config.max_new_tokens is None:
@@ -168,8 +170,9 @@ def resolve_settings(config: LynxJobConfig, fmt: PromptFormat, *, prompts: Seque
         # a character per token bounds the exit string's length without a tokenizer
         exit_tokens = len(exit_string) if tokenizer is None else len(tokenizer(exit_string, add_special_tokens=False)["input_ids"])
         reserve = fill.get("max_answer_tokens", config.max_answer_tokens) + exit_tokens
-        fill["max_new_tokens"] = rollout_budget(fmt, config.max_steps, prompts=prompts, tokenizer=tokenizer,
-                                                max_context=max_context, reserve=reserve)
+        lengths = [len(ids) for ids in prompt_ids(tokenizer, list(prompts))] if prompts and tokenizer is not None else []
+        budget = new_token_budget(fmt, None, max_steps=config.max_steps, default=ROLLOUT_TOKENS)
+        fill["max_new_tokens"] = prompt_budgets(lengths, budget, max_context, reserve=reserve).shared
     return dataclasses.replace(config, **fill) if fill else config
 
 
@@ -238,7 +241,6 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     from probes.lynx_findings import lynx_findings
     from probes.lynx_result import LynxResult, write_lynx_result
     from probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels, split_problem_sets
-    from probes.rollouts import problem_prompts
     from thinklens.answers import is_correct
     from thinklens.formats import format_for
     from thinklens.stages import StageCache
@@ -248,7 +250,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     fmt = format_for(model, config.prompt_format)
     problems = split_problem_sets(config)
     active = SPLITS if config.probe is None else SPLITS[1:]  # a given probe needs no training rollouts
-    prompts = {s: problem_prompts(fmt, problems[s], model.tokenizer) for s in active}
+    prompts = {s: fmt.render_problems(problems[s], model.tokenizer) for s in active}
     settings = resolve_settings(config, fmt, prompts=[p for s in active for p in prompts[s]], tokenizer=model.tokenizer,
                                 max_context=model.max_context)
     check_cue_vocabulary(model.tokenizer, settings.cue_words)

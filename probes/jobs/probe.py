@@ -44,7 +44,7 @@ from thinklens.formats import ZOO_KINDS, check_format
 from thinklens.jobs import DemoRun, Job, JobContext, Progress
 from thinklens.problemsets import DataOptions
 from thinklens.sites import Site
-from thinklens.tasks import StepRange, TaskConfig
+from thinklens.tasks import StepRange
 
 if TYPE_CHECKING:
     from thinklens.formats import PromptFormat
@@ -130,12 +130,8 @@ class ProbeJobConfig(DataOptions, StepRange):
     def problems(self) -> ProblemSet:
         """The job's problems: the synthetic task's own seeded stream without --data, else a seeded sample of
         --data."""
-        if not self.data:
-            return task_problems(self)
-        from thinklens.problemsets import load_problems
-
-        loaded = load_problems(self.data, mapping=self.data_fields or None)
-        return loaded.split({"probe": min(self.n_problems, len(loaded))}, seed=self.seed)["probe"]
+        return DataOptions.problems(self, self.n_problems, seed=(self.seed, 101), sample_seed=self.seed, part="probe",
+                                    source="task", id_prefix=f"task-{self.seed}")
 
     def test_sets(self, problems: ProblemSet) -> list[ProblemSet]:
         """The test data sets (a seeded sample of ``n_test`` each), checked disjoint from ``problems``."""
@@ -147,19 +143,6 @@ class ProbeJobConfig(DataOptions, StepRange):
             out.append(loaded.split({"test": min(self.n_test, len(loaded))}, seed=self.seed)["test"])
             check_disjoint({"data": problems, source: out[-1]}, allow_overlap=self.allow_overlap)
         return out
-
-
-def task_problems(config: ProbeJobConfig) -> ProblemSet:
-    """The synthetic task's problems without --data (a seeded stream of the job's own), with their ground truth."""
-    import numpy as np
-
-    from thinklens.problemsets import ProblemSet, RealProblem
-    from thinklens.tasks import generate_problems
-
-    drawn = generate_problems(config.n_problems, seed=np.random.default_rng([config.seed, 101]),
-                              config=TaskConfig(min_steps=config.min_steps, max_steps=config.max_steps))
-    return ProblemSet("task", tuple(RealProblem(f"task-{config.seed}-{i}", p.question, str(p.answer), p.cot,
-                                                {"n_steps": p.n_steps}, ground_truth=p) for i, p in enumerate(drawn)))
 
 
 def check_intermediate(config: ProbeJobConfig, fmt: PromptFormat, problems: ProblemSet) -> None:
@@ -199,12 +182,12 @@ def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: P
     answers are cached as ``<name>.<format>.<k>``."""
     import numpy as np
 
-    from probes.rollouts import problem_prompts, rollout_budget
     from thinklens.answers import is_correct
+    from thinklens.budgets import ROLLOUT_TOKENS, budgets_for, new_token_budget
 
-    prompts = problem_prompts(fmt, problems, model.tokenizer)
-    budget = config.max_new_tokens or rollout_budget(fmt, config.max_steps, prompts=prompts, tokenizer=model.tokenizer,
-                                                     max_context=model.max_context)
+    prompts = fmt.render_problems(problems, model.tokenizer)
+    budget = budgets_for(model, prompts, new_token_budget(fmt, config.max_new_tokens, max_steps=config.max_steps,
+                                                          default=ROLLOUT_TOKENS)).shared
     texts = greedy_answers(model, prompts, cache, name=f"{name}.{fmt.kind}", batch_size=config.batch_size,
                            max_new_tokens=budget, progress=progress)
     return prompts, np.array([int(is_correct(t, p.answer)) for t, p in zip(texts, problems)])

@@ -104,21 +104,21 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
 
 def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["RealProblem"]]:
     """``(evaluated, vector)`` problems: from --data / --vector-data (seeded, disjoint), else the zoo stream."""
-    from steering.problems import draw, load_data, zoo_stream
-    from thinklens.problemsets import ProblemSet, check_disjoint
+    from steering.problems import draw
+    from thinklens.problemsets import ProblemSet, check_disjoint, load_problems
 
     steps = dict(min_steps=job.min_steps, max_steps=job.max_steps)
     if job.data and not job.vector_data:
-        parts = draw(load_data(job.data, job.data_fields), {"eval": job.n_eval, "train": job.n_train}, seed=job.seed)
+        parts = draw(job.load(), {"eval": job.n_eval, "train": job.n_train}, seed=job.seed)
         if not parts["train"]:
             raise ThinklensError.of("--data", f"{job.data}: no problems left for the vectors after {len(parts['eval'])} "
                                     "evaluated", "more problems than --n-eval, or --vector-data",
                                     "pass --vector-data <other problems> or a smaller --n-eval")
         return parts["eval"], parts["train"]
-    evaluated = (draw(load_data(job.data, job.data_fields), {"eval": job.n_eval}, seed=job.seed)["eval"] if job.data
-                 else zoo_stream(job.n_eval, seed=HELD_OUT["steer_eval"], **steps))
-    vector = (draw(load_data(job.vector_data), {"train": job.n_train}, seed=job.seed)["train"] if job.vector_data
-              else zoo_stream(job.n_train, seed=HELD_OUT["steer_train"], **steps))
+    evaluated = (draw(job.load(), {"eval": job.n_eval}, seed=job.seed)["eval"] if job.data
+                 else list(ProblemSet.synthetic(job.n_eval, seed=HELD_OUT["steer_eval"], **steps)))
+    vector = (draw(load_problems(job.vector_data), {"train": job.n_train}, seed=job.seed)["train"] if job.vector_data
+              else list(ProblemSet.synthetic(job.n_train, seed=HELD_OUT["steer_train"], **steps)))
     if job.vector_data:
         check_disjoint({"--data (evaluated)": ProblemSet(job.data or "zoo", tuple(evaluated)),
                         "--vector-data": ProblemSet(job.vector_data, tuple(vector))})
@@ -143,7 +143,8 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     from steering import figures
     from steering.hybrid import check_tokenizers, train_hybrid_vectors
     from steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings
-    from steering.problems import accuracy, data_format, max_steps_of, new_token_budget, render
+    from steering.problems import accuracy, data_format, max_steps_of
+    from thinklens.budgets import budgets_for, new_token_budget
     from thinklens.formats import format_for
     from thinklens.stats import findings_doc
 
@@ -154,20 +155,20 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     b_fmt = base_format(job, base, t_fmt)
     evaluated, vector = hybrid_problems(job)
     steps = max_steps_of(evaluated, job.max_steps) if job.data else job.max_steps
-    ep, bp = render(t_fmt, evaluated, thinking.tokenizer), render(b_fmt, evaluated, base.tokenizer)
+    ep, bp = t_fmt.render_problems(evaluated, thinking.tokenizer), b_fmt.render_problems(evaluated, base.tokenizer)
     ea = [p.answer for p in evaluated]
-    max_new = min(new_token_budget(t_fmt, job.max_new_tokens, model=thinking, prompts=ep, max_steps=steps),
-                  new_token_budget(t_fmt, job.max_new_tokens, model=base, prompts=bp, max_steps=steps))
+    wanted = new_token_budget(t_fmt, job.max_new_tokens, max_steps=steps)
+    max_new = min(budgets_for(thinking, ep, wanted).shared, budgets_for(base, bp, wanted).shared)
     done = run.finished()
     traces: list = []
 
     def vectors_for(seed: int, scfg: HybridJobConfig):
         def train():
-            tp = render(t_fmt, vector, thinking.tokenizer)
+            tp = t_fmt.render_problems(vector, thinking.tokenizer)
             if not traces:
                 traces.extend(thinking.generate(tp, max_new_tokens=max_new, batch_size=64))
             reasoning = None if t_fmt.is_zoo or t_fmt.span is None else [t_fmt.split_trace(t).reasoning for t in traces]
-            base_ids = prompt_ids(base.tokenizer, render(b_fmt, vector, base.tokenizer))  # as generate reads them
+            base_ids = prompt_ids(base.tokenizer, b_fmt.render_problems(vector, base.tokenizer))  # as generate reads them
             log(f"seed {seed}: training the categories and vectors")
             hv = train_hybrid_vectors(base, thinking, traces, scfg, log=log, base_prompts=base_ids, reasoning=reasoning)
             if seed == job.seeds[0]:
@@ -197,8 +198,8 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     # context: the base model on its own prompt format for the same problems (not part of the gap)
     own = format_for(base, "auto")
     if "own_style" not in done:
-        op = render(own, evaluated, base.tokenizer)
-        budget = new_token_budget(own, job.max_new_tokens, model=base, prompts=op, max_steps=steps)
+        op = own.render_problems(evaluated, base.tokenizer)
+        budget = budgets_for(base, op, new_token_budget(own, job.max_new_tokens, max_steps=steps)).shared
         texts = [t.text for t in base.generate(op, max_new_tokens=budget, batch_size=64)]
         row = {"style": own.kind, "accuracy": accuracy(texts, ea), "tokens": 0, "fired_fraction": 0.0,
                "changed_fraction": 0.0, "samples": texts[:3]}

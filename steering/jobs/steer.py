@@ -93,11 +93,12 @@ class SteerJobConfig(DataOptions, StepRange):
 
 def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["PromptSet", "PromptSet"]:
     """``(stats, steered)``: the prompts whose traces pick the feature and the prompts steered and scored."""
-    from steering.problems import PromptSet, data_format, draw, load_data, max_steps_of, prompt_set, zoo_stream
+    from steering.problems import PromptSet, data_format, draw, max_steps_of, prompt_set
+    from thinklens.problemsets import ProblemSet
 
     if cfg.data:
         fmt = data_format(model, cfg.prompt_format)
-        parts = draw(load_data(cfg.data, cfg.data_fields), {"steer": cfg.n_prompts, "stats": cfg.stats_traces},
+        parts = draw(cfg.load(), {"steer": cfg.n_prompts, "stats": cfg.stats_traces},
                      seed=cfg.seed)
         if not parts["stats"]:
             log(f"{cfg.data} has no problems left for the feature statistics: they use the steered problems")
@@ -107,8 +108,8 @@ def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["Prompt
         return sets[0], sets[1]
     if cfg.prompts.startswith("zoo:"):
         fmt = data_format(model, cfg.prompt_format, cfg.prompts)
-        return tuple(prompt_set(model, fmt, zoo_stream(n, seed=HELD_OUT[purpose], min_steps=cfg.min_steps,
-                                                       max_steps=cfg.max_steps),
+        return tuple(prompt_set(model, fmt, ProblemSet.synthetic(n, seed=HELD_OUT[purpose], min_steps=cfg.min_steps,
+                                                                 max_steps=cfg.max_steps),
                                 max_new_tokens=cfg.max_new_tokens, max_steps=cfg.max_steps)
                      for n, purpose in ((cfg.stats_traces, "sampling"), (cfg.n_prompts, "steer")))
     from thinklens.prompts import read_prompts

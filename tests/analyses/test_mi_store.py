@@ -20,11 +20,12 @@ from analyses.mi.figures_runs import (
     figure_trajectory,
     models_table,
 )
-from analyses.mi.problems import gold_text, prompt_of, stream_problems
+from analyses.mi.problems import gold_text
 from analyses.mi.stages import choose_thinking_words
 from analyses.mi.store import TrajectoryRecord, model_key, read_index, read_trajectory, write_index, write_trajectory
 from analyses.mi.synthetic import build_synthetic_run, synthetic_record
 from thinklens.errors import ThinklensError
+from thinklens.problemsets import ProblemSet
 
 MODULES = ["analyses.mi.problems", "analyses.mi.store", "analyses.mi.figures", "analyses.mi.figures_runs",
            "analyses.jobs.mi_peaks", "analyses.mi.thinking_tokens", "analyses.mi.peaks",
@@ -104,9 +105,9 @@ def test_problem_rendering(tmp_path) -> None:
     from thinklens.formats import PromptFormat
     from thinklens.problemsets import load_problems
 
-    (p,) = stream_problems(1, seed=3, min_steps=2, max_steps=2)
-    assert prompt_of(p, PromptFormat("direct")).endswith("answer :")
-    assert prompt_of(p, PromptFormat("plain")) == p.question
+    (p,) = ProblemSet.synthetic(1, seed=3, min_steps=2, max_steps=2)
+    assert PromptFormat("direct").render_problems([p])[0].endswith("answer :")
+    assert PromptFormat("plain").render_problems([p]) == [p.question]
     assert gold_text(p, PromptFormat("think"), "think").startswith(("hmm", "<<"))
     assert gold_text(p, PromptFormat("plain"), "cot") == f"{p.solution} #### {p.answer}" and p.solution.startswith("<<")
     f = tmp_path / "p.jsonl"

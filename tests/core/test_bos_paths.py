@@ -120,7 +120,7 @@ def test_latent_seek_the_self_confidence_reward_and_the_latent_data(bos_model, m
     problems = sr.seek_problem_list(cfg)
     with pytest.raises(Stop) as e:
         sr.seek_problems(bos_model, problems, cfg)
-    text = sr.render_problem(problems[0], sr.seek_format(bos_model, cfg), bos_model.tokenizer)
+    text = sr.seek_format(bos_model, cfg).render_problems([problems[0]], bos_model.tokenizer)[0]
     assert list(e.value.args[0]) == _generated_ids(bos_model, text)
 
     prompt = _chat(bos_model)

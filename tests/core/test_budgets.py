@@ -87,12 +87,11 @@ def test_eval_completions_do_not_depend_on_the_batch_size_and_a_long_prompt_is_c
         runs[bs] = (rows, json.loads((out / "results" / "eval.json").read_text()))
     assert [r["text"] for r in runs[1][0]] == [r["text"] for r in runs[16][0]]
     assert [r["budget"] for r in runs[1][0]] == [r["budget"] for r in runs[16][0]]
-    from analyses.mi.problems import prompt_of
     from thinklens.formats import format_for
     from thinklens.problemsets import load_problems
 
     fmt = format_for(model, "chat")
-    prompts = [prompt_of(p, fmt, model.tokenizer) for p in load_problems(str(data))]
+    prompts = fmt.render_problems(load_problems(str(data)), model.tokenizer)
     n_long = int(model.tokenize([prompts[1]])["input_ids"].shape[1])  # as generation reads it
     budgets = [r["budget"] for r in runs[16][0]]
     assert budgets[1] == 512 - n_long < 120 and budgets[0] == budgets[2] == budgets[3] == 120  # batch-mates keep 120

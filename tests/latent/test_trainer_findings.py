@@ -126,7 +126,7 @@ def test_latent_seek_job_summary_holds_its_findings(zoo_like_dir, tmp_path):
 
 
 def test_grpo_findings_against_its_start_and_the_reward_curve():
-    from steering.jobs.grpo import findings
+    from zoo.jobs.grpo import findings
 
     ev = lambda a: {"n_per_steps": 25, "accuracy": {str(s): a for s in range(1, 9)}}  # noqa: E731
     rng = np.random.default_rng(1)
@@ -172,7 +172,7 @@ FINDINGS_OF = {
     "sft": "latent.findings:training_findings", "codi": "latent.findings:training_findings",
     "coconut": "latent.findings:training_findings", "latent-sft": "latent.findings:training_findings",
     "latent-seek": "latent.findings:seek_findings", "latent-eval": "latent.findings:table_findings",
-    "grpo": "steering.jobs.grpo:findings", "lynx": "probes.lynx_findings:lynx_findings",
+    "grpo": "zoo.jobs.grpo:findings", "lynx": "probes.lynx_findings:lynx_findings",
     "mi-peaks": "analyses.mi.stages:findings_of", "steer": "steering.jobs.steer:steer_findings",
     "reasoning-vector": "steering.reasoning_vectors:sweep_findings", "hybrid": "steering.hybrid_generate:hybrid_findings",
     "probe": "probes.probe_findings:probe_findings", "sae": "steering.sae_findings:sae_findings",

@@ -29,8 +29,7 @@ from thinklens.zoo.registry import zoo_path
 R1_EXIT = "</think>\n\nFinal Answer: \\boxed{"
 #: The probes' zoo-only helpers (the synthetic task's own problem streams, the running-value dataset), forbidden
 #: with the core's (tests/conftest.py: the zoo's renderings, styles and token budgets).
-PROBES_ZOO_ONLY = ("probes.lynx_splits.task_problems", "probes.jobs.probe.task_problems",
-                   "probes.value_dataset.value_dataset")
+PROBES_ZOO_ONLY = ("probes.value_dataset.value_dataset",)  # the task's own streams: tests/conftest.py
 #: The clear errors of a job whose model has nothing to learn from (no cue words, no or only right answers).
 NOTHING_TO_LEARN = "bad cue events|probe training data|bad deltas|calibration class size|correctness labels"
 
@@ -182,7 +181,7 @@ def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_
 
 
 def test_probe_refuses_test_data_it_cannot_use(r1, files, tmp_path):
-    with pytest.raises(ThinklensError, match="test_data.*--target correct"):
+    with pytest.raises(ThinklensError, match="test_data.*target='correct'"):  # Python's terms (the CLI says --target correct)
         run_job("probe", model=r1, prompt_format="chat", data=files["train"], test_data=(files["test"],),
                 runs=tmp_path, run_id="t", progress=False)
     copy = tmp_path / "copy.jsonl"
@@ -193,10 +192,10 @@ def test_probe_refuses_test_data_it_cannot_use(r1, files, tmp_path):
 
 
 def test_probe_refuses_ground_truth_targets_without_ground_truth(r1, files, tmp_path):
-    with pytest.raises(ThinklensError, match="target intermediate.*no value at every step.*--target correct"):
+    with pytest.raises(ThinklensError, match="target intermediate.*no value at every step.*target='correct'"):  # Python's terms (the CLI says --target correct)
         run_job("probe", model=r1, prompt_format="chat", data=files["train"], runs=tmp_path, run_id="gt",
                 progress=False)
-    with pytest.raises(ThinklensError, match="target intermediate: received 'prompt format chat'.*--target correct"):
+    with pytest.raises(ThinklensError, match="target intermediate: received 'prompt format chat'.*target='correct'"):  # Python's terms (the CLI says --target correct)
         run_job("probe", model=r1, prompt_format="chat", data="synthetic:2-3:10", runs=tmp_path, run_id="fmt",
                 progress=False)
 

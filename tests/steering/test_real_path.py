@@ -54,8 +54,9 @@ def test_sae_sae_eval_and_steer_on_tiny_r1_with_a_gsm8k_file(tiny_r1, gsm8k_file
 
 def test_texts_and_prompts_of_a_problem_set_use_the_chat_format(tiny_r1, gsm8k_file, no_zoo_branch):
     from steering.data import corpus
-    from steering.problems import data_format, load_data, prompt_set
+    from steering.problems import data_format, prompt_set
     from thinklens import HookedModel
+    from thinklens.problemsets import load_problems
 
     model = HookedModel.load(tiny_r1)
     texts = corpus(str(gsm8k_file), 3, seed=0, model=model, prompt_format="chat")
@@ -63,7 +64,7 @@ def test_texts_and_prompts_of_a_problem_set_use_the_chat_format(tiny_r1, gsm8k_f
     assert [t.endswith(r["answer"]) and _chat(t[: -len(r["answer"])]) for t, r in zip(texts, rows)] == [True] * 3
     held = corpus(str(gsm8k_file), 2, seed=0, model=model, prompt_format="chat", offset=6)
     assert held[0].endswith(rows[6]["answer"])
-    problems = list(load_data(str(gsm8k_file)))
+    problems = list(load_problems(str(gsm8k_file)))
     ps = prompt_set(model, data_format(model, "chat"), problems, max_new_tokens=None, max_steps=3)
     assert all(_chat(p) for p in ps.prompts) and ps.max_new_tokens == min(1024, model.max_context - max(
         len(ids) for ids in model.tokenizer(ps.prompts)["input_ids"]))

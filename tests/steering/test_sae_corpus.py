@@ -10,12 +10,13 @@ from thinklens.errors import ThinklensError
 
 
 def test_generated_corpus_is_the_models_own_sampled_completions(tiny_r1, gsm8k_file):
-    from steering.problems import data_format, load_data, render
+    from steering.problems import data_format
     from thinklens.model import HookedModel
+    from thinklens.problemsets import load_problems
 
     model = HookedModel.load(tiny_r1)
     rows = corpus(str(gsm8k_file), 3, seed=5, model=model, prompt_format="chat", kind="auto", max_new_tokens=8)
-    prompts = render(data_format(model, "chat"), list(load_data(str(gsm8k_file)))[:3], model.tokenizer)
+    prompts = data_format(model, "chat").render_problems(list(load_problems(str(gsm8k_file)))[:3], model.tokenizer)
     ref = model.generate(prompts, max_new_tokens=8, do_sample=True, seed=5, temperature=1.0)  # the oracle
     assert rows == [list(t.prompt_ids) + list(t.token_ids) for t in ref]
     texts = corpus(str(gsm8k_file), 3, seed=5, model=model, prompt_format="chat", kind="reference")
@@ -31,7 +32,7 @@ def test_corpus_kinds_and_bad_input(tmp_path):
     assert corpus_kind("auto", str(text_file)) == "reference" and corpus_kind("generated", str(text_file)) == "generated"
     with pytest.raises(ThinklensError, match="did you mean 'generated'"):
         corpus_kind("generatd", "zoo:think")
-    with pytest.raises(ThinklensError, match="pass --corpus reference"):
+    with pytest.raises(ThinklensError, match="pass corpus='reference'"):
         corpus(str(text_file), 1, seed=0, kind="generated")
     from steering.jobs.sae import SAEJobConfig
 

@@ -172,7 +172,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     hf.eval()
     wall, cpu = time.monotonic() - t0, time.process_time() - c0
     meta: dict[str, Any] = {
-        "name": "tiny-grpo", "init": cfg.model, "trainer": "steering.grpo", "grpo": asdict(cfg), "steps": step,
+        "name": "tiny-grpo", "init": cfg.model, "trainer": "zoo.grpo", "grpo": asdict(cfg), "steps": step,
         "truncated": truncated, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1), "reward_curve": curve,
         "weights_dtype": "float16",
         "recipe": {"eval_style": cfg.style}, "torch_threads": torch.get_num_threads(),

@@ -4,7 +4,7 @@ reasoning-vector donor.
 Group-relative policy optimisation with a verifiable reward (:func:`thinklens.answers.is_correct`) on tiny-cot's
 prompts, from ``--model`` (tiny-cot: the SFT model, as Zbeeb et al.'s GRPO starts from their SFT checkpoint), so
 tiny-grpo - tiny-cot is the RL update alone: the reasoning vector. The runner loads ``--model`` with ``--device``
-and ``--dtype``; GRPO trains it in place (:mod:`steering.grpo`; sampling from local seeded generators) and writes
+and ``--dtype``; GRPO trains it in place (:mod:`zoo.grpo`; sampling from local seeded generators) and writes
 a zoo-format folder (fp16 weights, tokenizer, zoo.json with its parent as ``init``, the reward curve and held-out
 accuracy) to ``--publish`` (default ``data/zoo/tiny-grpo``). ``--max-minutes`` caps the CPU time (the model is
 published anyway, marked truncated); the same ``--run-id`` resumes a killed run. The run folder keeps the
@@ -40,8 +40,8 @@ def run(config: GRPOJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     import torch
 
-    from steering.grpo import train_grpo
     from thinklens.zoo.registry import zoo_dir
+    from zoo.grpo import train_grpo
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # one thread by default, as the zoo trainer: shared CPUs stall 2-thread barriers
