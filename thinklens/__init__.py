@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
+    from thinklens.formats import PromptFormat, format_for
     from thinklens.interventions import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation
     from thinklens.jobs import JobResult, run_job
     from thinklens.model import HookedModel
@@ -29,13 +30,13 @@ _LAZY = {
     "InjectEmbeddings": "thinklens.interventions", "RepeatBlock": "thinklens.interventions",
     "ReplaceActivation": "thinklens.interventions", "HookedModel": "thinklens.model",
     "Site": "thinklens.sites", "parse_sites": "thinklens.sites", "run_job": "thinklens.jobs",
-    "JobResult": "thinklens.jobs",
+    "JobResult": "thinklens.jobs", "format_for": "thinklens.formats", "PromptFormat": "thinklens.formats",
 }
 
 __all__ = [
-    "ActivationBatch", "AddVector", "HookFn", "HookedModel", "InjectEmbeddings", "JobResult", "RepeatBlock",
-    "ReplaceActivation",
-    "Site", "ThinklensError", "Trace", "parse_sites", "run_job",
+    "ActivationBatch", "AddVector", "HookFn", "HookedModel", "InjectEmbeddings", "JobResult", "PromptFormat",
+    "RepeatBlock", "ReplaceActivation",
+    "Site", "ThinklensError", "Trace", "format_for", "parse_sites", "run_job",
 ]
 __version__ = "0.1.0"
 

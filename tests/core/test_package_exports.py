@@ -60,7 +60,7 @@ def test_readme_names_import_from_the_packages():
     assert (CODIConfig.__module__, LatentModel.__module__, train_latent.__module__) == (
         "latent.config", "latent.latent_model", "latent.train")
     assert isinstance(mi, types.ModuleType) and mi.nhsic.__module__ == "analyses.mi.estimator"
-    assert ExploreResult.__module__ == "analyses.explore" and MIPeaksJobConfig.__module__ == "analyses.jobs.mi_peaks"
+    assert ExploreResult.__module__ == "analyses.explore" and MIPeaksJobConfig.__module__ == "analyses.mi.config"
 
 
 def test_thinklens_dir_lists_the_lazy_names():
@@ -69,6 +69,9 @@ def test_thinklens_dir_lists_the_lazy_names():
     names = dir(thinklens)
     for name in thinklens._LAZY:
         assert name in names
+    assert sorted(thinklens.__all__) == sorted([*thinklens._LAZY, "ThinklensError"])  # `from thinklens import *` too
+    for name, module in thinklens._LAZY.items():  # oracle: the defining module's own attribute
+        assert getattr(thinklens, name) is getattr(importlib.import_module(module), name), name
     assert {"ThinklensError", "__version__", "run_job", "HookedModel", "Site"} <= set(names)
 
 
