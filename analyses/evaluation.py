@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from thinklens.answers import extract_answer, is_correct
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, opt
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -76,7 +76,7 @@ def group_fields(problems: ProblemSet, requested: Sequence[str] = ()) -> list[st
         bad = [g for g in requested if g not in keys]
         if bad:
             raise ThinklensError.of("group field", bad[0], f"a metadata field of the data: {', '.join(keys) or 'none'}",
-                                    did_you_mean(bad[0], keys) or "drop --group-by to group by every small field")
+                                    did_you_mean(bad[0], keys) or f"drop {opt('group_by')} to group by every small field")
         return list(requested)
     out = []
     for k in keys:

@@ -9,7 +9,7 @@ Example:
     >>> CODIConfig(n_latents=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    thinklens.errors.ThinklensError: bad n_latents: received 0; expected an integer >= 1 ...; fix: pass --n-latents 6
+    thinklens.errors.ThinklensError: bad n_latents: received 0; expected an integer >= 1 ...; fix: pass n_latents=6
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange, check_step_range
 from thinklens.tasks.protocol import HELD_OUT
@@ -33,7 +33,7 @@ def _positive(name: str, value: object, fix: str, *, what: str = "an integer >= 
 def _check_data(data: str, data_fields: str, *, what: str) -> None:
     """``--data-fields`` needs ``--data``; a trainer's ``--data`` is never the held-out ``synthetic:`` source."""
     if data_fields and not data:
-        raise ThinklensError.of("data_fields", data_fields, "a mapping for a --data source", "pass --data too")
+        raise ThinklensError.of("data_fields", data_fields, f"a mapping for a {opt('data')} source", f"pass {opt('data')} too")
     if what == "train" and data.strip().startswith("synthetic"):
         raise ThinklensError.of("data", data, "a file or data set with GSM8k-Aug chains (synthetic:... holds the "
                                 "held-out evaluation problems)", "leave --data empty to train on fresh synthetic problems "
@@ -80,14 +80,14 @@ class TrainConfig(DataOptions, StepRange, OptimOptions):
 
     def check(self) -> None:
         _check_data(self.data, self.data_fields, what="train")
-        _positive("batch_size", self.batch_size, "pass --batch-size 32")
-        _positive("ckpt_every", self.ckpt_every, "pass --ckpt-every 50")
+        _positive("batch_size", self.batch_size, f"pass {opt('batch_size', 32)}")
+        _positive("ckpt_every", self.ckpt_every, f"pass {opt('ckpt_every', 50)}")
         if not 0 <= self.warmup_frac < 1:
-            raise ThinklensError.of("warmup_frac", self.warmup_frac, "a fraction in [0, 1)", "pass --warmup-frac 0.03")
+            raise ThinklensError.of("warmup_frac", self.warmup_frac, "a fraction in [0, 1)", f"pass {opt('warmup_frac', 0.03)}")
         if self.lora_r < 0:
-            raise ThinklensError.of("lora_r", self.lora_r, "0 (full fine-tuning) or a rank >= 1", "pass --lora-r 0")
+            raise ThinklensError.of("lora_r", self.lora_r, "0 (full fine-tuning) or a rank >= 1", f"pass {opt('lora_r', 0)}")
         if self.eval_n < 0:
-            raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", "pass --eval-n 50")
+            raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", f"pass {opt('eval_n', 50)}")
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,8 @@ class CoconutConfig(TrainConfig):
 
     def check(self) -> None:
         _positive("c", self.c, "pass --c 2")
-        _positive("max_stage", self.max_stage, "pass --max-stage 3")
-        _positive("stage_steps", self.stage_steps, "pass --stage-steps 150")
+        _positive("max_stage", self.max_stage, f"pass {opt('max_stage', 3)}")
+        _positive("stage_steps", self.stage_steps, f"pass {opt('stage_steps', 150)}")
         if self.final_stage_steps < 0:
             raise ThinklensError.of("final_stage_steps", self.final_stage_steps, "an integer >= 0", "pass 150")
 
@@ -133,7 +133,7 @@ class CODISchedule(TrainConfig):
     """Gradient-norm clip (2.0 in the paper)."""
 
     def check(self) -> None:
-        _positive("steps", self.steps, "pass --steps 400")
+        _positive("steps", self.steps, f"pass {opt('steps', 400)}")
 
 
 @dataclass(frozen=True)
@@ -158,13 +158,13 @@ class CODIConfig(CODISchedule):
     scale of token embeddings (off = the reference's gain 1, much larger on the zoo models)."""
 
     def check(self) -> None:
-        _positive("n_latents", self.n_latents, "pass --n-latents 6",
+        _positive("n_latents", self.n_latents, f"pass {opt('n_latents', 6)}",
                   what="an integer >= 1 (latent steps between <bot> and <eot>)")
         if not (self.w_kd >= 0 and math.isfinite(self.w_kd)):
-            raise ThinklensError.of("w_kd", self.w_kd, "a finite number >= 0", "pass --w-kd 1")
+            raise ThinklensError.of("w_kd", self.w_kd, "a finite number >= 0", f"pass {opt('w_kd', 1)}")
         if self.prj_dim < 0 or not 0 <= self.prj_dropout < 1:
             raise ThinklensError.of("projection", (self.prj_dim, self.prj_dropout), "prj_dim >= 0, 0 <= dropout < 1",
-                                    "pass --prj-dim 0 --prj-dropout 0")
+                                    f"pass {opt('prj_dim', 0)} {opt('prj_dropout', 0)}")
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,8 @@ class LatentSFTConfig(TrainConfig):
 
     def check(self) -> None:
         _positive("c", self.c, "pass --c 2")
-        _positive("top_k", self.top_k, "pass --top-k 10")
-        _positive("max_latent_steps", self.max_latent_steps, "pass --max-latent-steps 48")
+        _positive("top_k", self.top_k, f"pass {opt('top_k', 10)}")
+        _positive("max_latent_steps", self.max_latent_steps, f"pass {opt('max_latent_steps', 48)}")
         for name in ("encoder_steps", "decoder_steps", "joint_steps", "stage2_steps"):
             if getattr(self, name) < 0:
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 0", f"pass --{name.replace('_', '-')} 100")
@@ -264,22 +264,22 @@ class LatentSeekConfig(DataOptions, StepRange):
         if any(not t > 0 for t in self.baseline_temperatures) or self.baseline_samples < 0:
             raise ThinklensError.of("baseline", (self.baseline_temperatures, self.baseline_samples),
                                     "temperatures > 0 and samples >= 0 (0: 1 + max_iters)",
-                                    "pass --baseline-temperatures 0.5,1.0 --baseline-samples 0 (or '' for none)")
+                                    f"pass {opt('baseline_temperatures', (0.5, 1.0))} {opt('baseline_samples', 0)} (or '' for none)")
         if self.reward not in REWARDS and ":" not in self.reward:
             raise ThinklensError.of("reward", self.reward, f"one of {', '.join(REWARDS)} or module:function",
-                                    "pass --reward psrm (gold answers) or --reward self (the model judges itself)")
+                                    f"pass {opt('reward', 'psrm')} (gold answers) or {opt('reward', 'self')} (the model judges itself)")
         if not 0 <= self.rho <= 1:
-            raise ThinklensError.of("rho", self.rho, "a fraction in [0, 1]", "pass --rho 0.2")
+            raise ThinklensError.of("rho", self.rho, "a fraction in [0, 1]", f"pass {opt('rho', 0.2)}")
         if self.max_latents < 0 or self.max_iters < 0:
             raise ThinklensError.of("max_latents/max_iters", (self.max_latents, self.max_iters), "integers >= 0",
-                                    "pass --max-latents 300 --max-iters 10")
+                                    f"pass {opt('max_latents', 300)} {opt('max_iters', 10)}")
         if self.variant not in ("argmax", "sample"):
-            raise ThinklensError.of("variant", self.variant, "argmax or sample", "pass --variant argmax")
+            raise ThinklensError.of("variant", self.variant, "argmax or sample", f"pass {opt('variant', 'argmax')}")
         _positive("n", self.n, "pass --n 30")
         if self.max_new_tokens < 0:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 0 (0: the format's default)",
-                                    "pass --max-new-tokens 1024")
-        _positive("verifier_max_new_tokens", self.verifier_max_new_tokens, "pass --verifier-max-new-tokens 4096")
+                                    f"pass {opt('max_new_tokens', 1024)}")
+        _positive("verifier_max_new_tokens", self.verifier_max_new_tokens, f"pass {opt('verifier_max_new_tokens', 4096)}")
 
 
 @dataclass(frozen=True)
@@ -327,13 +327,13 @@ class EvalConfig(DataOptions, StepRange):
         _check_data(self.data, self.data_fields, what="eval")
         if self.seek_reward not in REWARDS and ":" not in self.seek_reward:
             raise ThinklensError.of("seek_reward", self.seek_reward, f"one of {', '.join(REWARDS)} or module:function",
-                                    "pass --seek-reward psrm")
+                                    f"pass {opt('seek_reward', 'psrm')}")
         if self.max_new_tokens < 0:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 0 (0: the format's default)",
-                                    "pass --max-new-tokens 1024")
+                                    f"pass {opt('max_new_tokens', 1024)}")
         if not self.names():
-            raise ThinklensError.of("models", self.models, "at least one model", "pass --models tiny-cot,tiny-codi")
-        check_step_range(self.seek_min_steps, self.seek_max_steps, fix="pass --seek-min-steps 6 --seek-max-steps 8")
+            raise ThinklensError.of("models", self.models, "at least one model", f"pass {opt('models', ('tiny-cot', 'tiny-codi'))}")
+        check_step_range(self.seek_min_steps, self.seek_max_steps, fix=f"pass {opt('seek_min_steps', 6)} {opt('seek_max_steps', 8)}")
         _positive("n", self.n, "pass --n 100")
         if self.seek_n < 0 or self.decode_examples < 0:
             raise ThinklensError.of("seek_n/decode_examples", (self.seek_n, self.decode_examples), "integers >= 0", "pass 30")

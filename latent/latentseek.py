@@ -34,7 +34,7 @@ from latent.config import LatentSeekConfig
 from thinklens.answers import is_correct
 from thinklens.decode import Greedy, decode
 from thinklens.decoder import Decoder
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.sites import Site
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def load_reward(spec: str) -> RewardFn:
     if spec == "psrm":
         return psrm
     if ":" not in spec:
-        raise ThinklensError.of("reward", spec, "psrm, self or module:function", "pass --reward psrm")
+        raise ThinklensError.of("reward", spec, "psrm, self or module:function", f"pass {opt('reward', 'psrm')}")
     mod, fn = spec.split(":", 1)
     try:
         return getattr(importlib.import_module(mod), fn)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ class SelfReward:
             budget = min(budget, ctx - longest)
             if budget < 1:
                 raise ThinklensError.of("self-reward prompt", f"{longest} tokens", f"fewer than the model's context ({ctx})",
-                                        "pass --reward psrm (the gold answers), or use a model with a longer context")
+                                        f"pass {opt('reward', 'psrm')} (the gold answers), or use a model with a longer context")
         traces = self.model.generate(prompts, max_new_tokens=budget)
         return {name: verdict(tr.text) for name, tr in zip(VERIFIER_WEIGHTS, traces)}
 

@@ -33,7 +33,7 @@ from latent.examples import ExampleBuilder, ExampleSource
 from latent.latent_model import load_hooked_model, load_side_state, resolve_model, saved_format_kind
 from latent.methods import Phase, method_of
 from latent.saved_model import merge_lora, read_latent_meta, save_latent_model
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs import RunFolder
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.training import (
@@ -67,7 +67,7 @@ def add_lora(hf: nn.Module, cfg: TrainConfig) -> None:
     try:
         from peft import LoraConfig, inject_adapter_in_model
     except ImportError:
-        raise ThinklensError.of("lora_r", cfg.lora_r, "peft installed for LoRA", "pip install peft, or pass --lora-r 0") from None
+        raise ThinklensError.of("lora_r", cfg.lora_r, "peft installed for LoRA", f"pip install peft, or pass {opt('lora_r', 0)}") from None
     lcfg = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear")
     inject_adapter_in_model(lcfg, hf)
 
@@ -92,7 +92,7 @@ def continued_from(cfg: TrainConfig) -> dict | None:
         return None
     meta = read_latent_meta(folder)
     method = method_of(cfg)
-    fix = "start from a CoT model (e.g. --model tiny-cot), or continue with the start model's own method"
+    fix = f"start from a CoT model (e.g. {opt('model', 'tiny-cot')}), or continue with the start model's own method"
     if meta["method"] != method.name:
         raise ThinklensError.of("start model", f"{folder} (a {meta['method']} model)", f"a CoT model or a {method.name} model", fix)
     if method.cannot_continue:
@@ -207,7 +207,8 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
     acc = accelerator or make_accelerator(device)
     rank, world = acc.process_index, acc.num_processes
     if cfg.batch_size % world:
-        raise ThinklensError.of("batch_size", cfg.batch_size, f"a multiple of the {world} processes", "pass a divisible --batch-size")
+        raise ThinklensError.of("batch_size", cfg.batch_size, f"a multiple of the {world} processes",
+                                f"pass a divisible {opt_name('batch_size')}")
     method = method_of(cfg).name
     start_meta = continued_from(cfg)  # before any checkpoint: a bad start model is refused first
     problems = None

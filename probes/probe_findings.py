@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.stats import Finding, accuracy_finding, bootstrap_units, no_headroom, split_indices, verdict_from_interval
 
 #: Label permutations of the shuffled-label control (its score is their mean: one permutation is noisy).
@@ -262,7 +262,7 @@ def probe_findings(features: Mapping[str, np.ndarray], y: np.ndarray, *, target:
     from probes.estimators import LinearProbe, RidgeProbe
 
     if target not in ("correct", "intermediate"):
-        raise ThinklensError.of("probe target", target, "correct or intermediate", "pass the probe job's --target")
+        raise ThinklensError.of("probe target", target, "correct or intermediate", f"pass the probe job's {opt('target')}")
     if target == "correct":
         return correct_findings(features, y, probe=probe or LinearProbe(), folds=folds, seed=seed, steps=steps)
     if groups is None:

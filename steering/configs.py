@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.tasks import StepRange
 from thinklens.training import OptimOptions
 
@@ -80,7 +80,7 @@ class SAETrainConfig(ConfigGroup):
         if self.k > self.d_sae:
             raise ThinklensError.of("SAETrainConfig.k", self.k, f"at most d_sae={self.d_sae}", "lower k or raise d_sae")
         if not self.lr > 0:
-            raise ThinklensError.of("SAETrainConfig.lr", self.lr, "a positive number", "pass lr=1e-3")
+            raise ThinklensError.of("SAETrainConfig.lr", self.lr, "a positive number", f"pass {opt('lr', 0.001)}")
 
 
 @dataclass(frozen=True)
@@ -114,10 +114,10 @@ class HybridConfig(ConfigGroup):
     def check(self) -> None:
         if not 2 <= self.n_categories <= 64 or not 1 <= self.k <= self.n_categories:
             raise ThinklensError.of("HybridConfig", (self.n_categories, self.k), "2 <= n_categories <= 64, 1 <= k <= n_categories",
-                                    "pass n_categories=6, k=3")
+                                    f"pass {opt('n_categories', 6)} {opt('k', 3)}")
         if not self.strengths or not self.windows or min(self.windows) < 1:
             raise ThinklensError.of("HybridConfig candidates", (self.strengths, self.windows),
-                                    "non-empty strengths and windows >= 1", "pass strengths=(0.5, 1.0), windows=(1,)")
+                                    "non-empty strengths and windows >= 1", f"pass {opt('strengths', (0.5, 1.0))} {opt('windows', (1,))}")
 
 
 @dataclass(frozen=True)
@@ -157,10 +157,10 @@ class GRPOConfig(StepRange, OptimOptions):
     def check(self) -> None:
         for name in ("steps", "prompts_per_step", "group_size"):
             if getattr(self, name) < 1:
-                raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {name}=8")
+                raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {opt(name, 8)}")
         if self.group_size < 2:
             raise ThinklensError.of("GRPOConfig.group_size", self.group_size, ">= 2 (advantages are relative to the group)",
-                                    "pass group_size=8")
+                                    f"pass {opt('group_size', 8)}")
         if not (self.temperature > 0) or self.kl_coef < 0:
             raise ThinklensError.of("GRPOConfig", (self.temperature, self.kl_coef), "temperature > 0, kl_coef >= 0",
                                     "fix the config")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.tokenization import prompt_ids
 
 
@@ -164,7 +164,7 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
     kind = corpus_kind(kind, spec, fmt)
     if kind == "generated" and (model is None or is_text_file(spec)):
         raise ThinklensError.of("generated corpus", spec, "a problem set and a model to complete its prompts",
-                                "pass --corpus reference for a text file")
+                                f"pass {opt('corpus', 'reference')} for a text file")
     if kind == "reference" and spec.startswith("zoo:") and (fmt is None or fmt.is_zoo):
         from thinklens.tasks import check_style
 
@@ -216,7 +216,7 @@ def token_rows(tokenizer, texts: Sequence[str], context_size: int | None = None)
     from datasets import Dataset
 
     if not texts:
-        raise ThinklensError.of("corpus", 0, "at least one text", "pass more texts or a larger --n-texts")
+        raise ThinklensError.of("corpus", 0, "at least one text", f"pass more texts or a larger {opt('n_texts')}")
     ids = encode(tokenizer, texts)
     width = context_size or max(len(r) for r in ids)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from steering.feature_steering import ClampFeature
 from steering.problems import graded
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.interventions import AddVector, Intervention, Positions
 from thinklens.sites import Site
 from thinklens.tasks import REFLECTION_WORDS
@@ -77,9 +77,9 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     """
     s = model.resolve_site(site)
     if mode not in ("add", "clamp"):
-        raise ThinklensError.of("steering mode", mode, "'add' or 'clamp'", "pass --mode add")
+        raise ThinklensError.of("steering mode", mode, "'add' or 'clamp'", f"pass {opt('mode', 'add')}")
     if mode == "clamp" and (sae is None or max_acts is None):
-        raise ThinklensError.of("clamp steering", "no SAE", "an SAE and per-feature max activations", "pass --sae")
+        raise ThinklensError.of("clamp steering", "no SAE", "an SAE and per-feature max activations", f"pass {opt('sae')}")
     rows: list[dict[str, Any]] = []
     cache: dict[tuple, dict[str, Any]] = {}
     for arm, (direction, feature) in arms.items():

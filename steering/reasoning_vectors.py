@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from thinklens.adapters import PARAMETER_KINDS, Adapter, adapter_for
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, opt
 
 #: Tensor groups a vector can be applied to (CLI choices derive from this registry).
 GROUPS: dict[str, str] = {
@@ -289,7 +289,7 @@ def zoo_lineage(models: Mapping[str, str]) -> dict[str, Any]:
 
 def _check_alpha(alpha: float) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
-        raise ThinklensError.of("alpha", alpha, "a finite number", "pass e.g. --alphas -1,0,0.5,1")
+        raise ThinklensError.of("alpha", alpha, "a finite number", f"pass e.g. {opt('alphas', (-1, 0, 0.5, 1))}")
     return float(alpha)
 
 
@@ -431,7 +431,7 @@ def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str
 
     if 0.0 not in method:
         raise ThinklensError.of("alpha sweep", sorted(method), "a sweep that includes alpha 0 (the target itself)",
-                                "pass --alphas=-1,0,1")
+                                f"pass {opt('alphas', (-1, 0, 1))}")
     n = len(method[0.0])
     for name, sweep in {"v": method, **(controls or {})}.items():
         for a, c in sweep.items():

@@ -34,7 +34,7 @@ import torch
 
 from steering.configs import SAETrainConfig
 from steering.data import special_ids, token_rows
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.sites import Site
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def sae_site(sae: "SAE", model: "HookedModel") -> Site:
     if site is not None:
         return model.resolve_site(site)
     raise ThinklensError.of("SAE hook name", name or None, "an HF module path of this model or a TransformerLens hook "
-                            "name (blocks.<i>.hook_<kind>)", "pass the site explicitly (--site resid_post.2)")
+                            "name (blocks.<i>.hook_<kind>)", f"pass the site explicitly ({opt('site', 'resid_post.2')})")
 
 
 def check_sae(model: "HookedModel", sae: "SAE", site: Site | str | None = None) -> Site:
@@ -114,12 +114,12 @@ def sae_folder(path: str | Path) -> tuple[Path, Path | None]:
     """``(sae-lens folder, run folder or None)`` of an SAE folder or of an ``sae`` run folder (its ``sae/``)."""
     p = Path(path)
     if not str(path):
-        raise ThinklensError.of("--sae", "nothing", "an SAE folder or an `sae` run folder", "pass --sae runs/sae/<id>")
+        raise ThinklensError.of(opt_name("sae"), "nothing", "an SAE folder or an `sae` run folder", "pass --sae runs/sae/<id>")
     if (p / "sae" / "cfg.json").is_file():
         return p / "sae", p
     if (p / "cfg.json").is_file():
         return p, None
-    raise ThinklensError.of("--sae", str(path), "an sae-lens SAE folder or an `sae` run folder", "train one: `thinklens run sae`")
+    raise ThinklensError.of(opt_name("sae"), str(path), "an sae-lens SAE folder or an `sae` run folder", "train one: `thinklens run sae`")
 
 
 def load_sae(path: str | Path, device: str = "cpu") -> "SAE":
@@ -331,7 +331,7 @@ def read_activation_rows(path: str | Path, site: Site | str | None = None) -> to
             raise ThinklensError.of("activation store site", want, f"one of {', '.join(sites)}", "pass --site <one of them>")
         rows = torch.cat([b[Site.parse(key)] for b in store.iter_batches(65536, [key])])
     else:
-        raise ThinklensError.of("--activations", str(p), "a .safetensors file of [rows, d] activations or an "
+        raise ThinklensError.of(opt_name("activations"), str(p), "a .safetensors file of [rows, d] activations or an "
                                 "ActivationStore folder (shard-*.safetensors + shard-*.json)", "check the path")
     if rows.ndim != 2 or rows.shape[0] < 2:
         raise ThinklensError.of("activation rows", f"a tensor of shape {tuple(rows.shape)}", "[rows, d] with rows >= 2",

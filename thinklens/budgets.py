@@ -142,7 +142,7 @@ def prompt_budgets(prompt_lengths: Sequence[int], max_new_tokens: int, context: 
         ThinklensError: a prompt that leaves no room for one new token.
     """
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ThinklensError.of("max_new_tokens", max_new_tokens, "an integer >= 1", "pass e.g. --max-new-tokens 256")
+        raise ThinklensError.of("max_new_tokens", max_new_tokens, "an integer >= 1", f"pass e.g. {opt('max_new_tokens', 256)}")
     if reserve < 0:
         raise ThinklensError.of("reserve", reserve, "an integer >= 0", "pass reserve=0")
     out = []

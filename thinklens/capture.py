@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import DemoRun, Job, JobContext
 
 if TYPE_CHECKING:
@@ -51,9 +51,9 @@ class ReadOptions(ConfigGroup):
 
     def check(self) -> None:
         if not self.sites:
-            raise ThinklensError.of("sites", self.sites, "at least one site", "pass e.g. --sites resid_post.*")
+            raise ThinklensError.of("sites", self.sites, "at least one site", f"pass e.g. {opt('sites', 'resid_post.*')}")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ThinklensError.of("batch_size", self.batch_size, "an integer >= 1", "pass --batch-size 16")
+            raise ThinklensError.of("batch_size", self.batch_size, "an integer >= 1", f"pass {opt('batch_size', 16)}")
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _check_same_prompts(ctx: JobContext, prompts: list[str], path: str) -> None:
         ctx.run.mark_done("prompts", {"sha256": digest, "n": len(prompts)})
     elif seen.get("sha256") != digest:
         raise ThinklensError.of("prompt file", path, "the prompts this run started with (some batches are written)",
-                                "pass another --run-id, or restore the file")
+                                f"pass another {opt('run_id')}, or restore the file")
 
 
 def run(config: CaptureConfig, ctx: JobContext) -> CaptureResult:
@@ -126,7 +126,7 @@ def run(config: CaptureConfig, ctx: JobContext) -> CaptureResult:
     from thinklens.store import ActivationStore
 
     if not config.prompts:
-        raise ThinklensError.of("prompts", "nothing", "a prompt file", "pass --prompts prompts.txt")
+        raise ThinklensError.of("prompts", "nothing", "a prompt file", f"pass {opt('prompts', 'prompts.txt')}")
     prompts = read_prompts(config.prompts)
     model = ctx.model
     sites = model.resolve_sites(config.sites)

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, opt
 
 #: The user-message instruction the R1 distills and LYNX recommend (after the problem, on its own line).
 R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -291,7 +291,7 @@ class PromptFormat:
             return question
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):
             raise ThinklensError.of("chat format", "a tokenizer without a chat template", "a tokenizer with one",
-                                    "pass --prompt-format plain, or a model whose tokenizer ships a chat template")
+                                    f"pass {opt('prompt_format', 'plain')}, or a model whose tokenizer ships a chat template")
         messages = ([{"role": "system", "content": self.system}] if self.system else [])
         messages.append({"role": "user", "content": self.user_message(question)})
         return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
@@ -343,7 +343,7 @@ def check_format(name: str) -> str:
     """``name`` if it is a format kind, else a did-you-mean :class:`ThinklensError`."""
     if name not in FORMAT_KINDS:
         raise ThinklensError.of("prompt format", name, f"one of {', '.join(FORMAT_KINDS)}",
-                                did_you_mean(name, FORMAT_KINDS) or "pass --prompt-format auto")
+                                did_you_mean(name, FORMAT_KINDS) or f"pass {opt('prompt_format', 'auto')}")
     return name
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from thinklens.capture import NO_FINDINGS, STORE, ReadOptions
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, opt
 from thinklens.jobs import Job, JobContext, Progress
 from thinklens.problemsets import parse_mapping
 from thinklens.problemsources import json_lines
@@ -74,7 +74,7 @@ class ImportTracesConfig(ReadOptions):
 
     def check(self) -> None:
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
-            raise ThinklensError.of("top_k", self.top_k, "an integer >= 1", "pass --top-k 5")
+            raise ThinklensError.of("top_k", self.top_k, "an integer >= 1", f"pass {opt('top_k', 5)}")
         self.field_mapping()
 
     def field_mapping(self) -> dict[str, str]:
@@ -156,7 +156,7 @@ def read_records(path: str | Path, fields: Mapping[str, str] | str | None = None
     """Every non-blank line of a JSONL file as an :class:`ImportRecord`."""
     p = Path(path)
     if not p.is_file():
-        raise ThinklensError.of("traces file", str(p), "an existing JSONL file", "check the path (--data)")
+        raise ThinklensError.of("traces file", str(p), "an existing JSONL file", f"check the path ({opt('data')})")
     records = [read_record(row, line, fields) for line, row in json_lines(p)]
     if not records:
         raise ThinklensError.of("traces file", str(p), "at least one JSON line", "write one object per completion")
@@ -331,7 +331,7 @@ def run(config: ImportTracesConfig, ctx: JobContext) -> ImportTracesResult:
     from thinklens.trace import trace_to_json
 
     if not config.data:
-        raise ThinklensError.of("data", "nothing", "a JSONL file of prompts and completions", "pass --data completions.jsonl")
+        raise ThinklensError.of("data", "nothing", "a JSONL file of prompts and completions", f"pass {opt('data', 'completions.jsonl')}")
     records = read_records(config.data, config.field_mapping())
     model = ctx.model
     sites = model.resolve_sites(config.sites) if config.sites else []

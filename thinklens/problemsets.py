@@ -242,7 +242,7 @@ def check_disjoint(sets: Mapping[str, ProblemSet], *, allow_overlap: bool = Fals
             other = owner[normalized_question(shared[0])]
             raise ThinklensError.of(
                 "splits", f"{len(shared)} questions in both {other} and {name}, e.g. {shared[0][:60]}",
-                "disjoint splits (no question in two of them)", "use disjoint data, or pass allow_overlap=True to allow it",
+                "disjoint splits (no question in two of them)", f"use disjoint data, or pass {opt('allow_overlap', True)} to allow it",
             )
         for p in problems:
             owner.setdefault(normalized_question(p.question), name)

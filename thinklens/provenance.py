@@ -27,7 +27,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 
 PACKAGES = ("thinklens", "analyses", "probes", "steering", "latent", "zoo")
 """The packages whose ``.py`` files make up the source hash."""
@@ -152,7 +152,7 @@ def check_resume(recorded: dict[str, Any] | None, current: dict[str, Any], *, wh
         >>> check_resume(old, new, where="runs/x/r")
         Traceback (most recent call last):
         ...
-        thinklens.errors.ThinklensError: bad resume of runs/x/r: received code whose source changed since the run started (packages changed: zoo; source hash aaaaaaaaaaaa -> bbbbbbbbbbbb; git commit c1 -> c1); expected the code the cached work was computed with; fix: pass --allow-stale to reuse the cached work anyway, or a new --run-id to start over
+        thinklens.errors.ThinklensError: bad resume of runs/x/r: received code whose source changed since the run started (packages changed: zoo; source hash aaaaaaaaaaaa -> bbbbbbbbbbbb; git commit c1 -> c1); expected the code the cached work was computed with; fix: pass allow_stale=True to reuse the cached work anyway, or a new run_id= to start over
     """
     old = (recorded or {}).get("source_hash")
     new = current.get("source_hash")
@@ -165,7 +165,7 @@ def check_resume(recorded: dict[str, Any] | None, current: dict[str, Any], *, wh
         raise ThinklensError(
             f"bad resume of {where}: received code whose source changed since the run started ({what}); "
             "expected the code the cached work was computed with; "
-            "fix: pass --allow-stale to reuse the cached work anyway, or a new --run-id to start over")
+            f"fix: pass {opt('allow_stale', True)} to reuse the cached work anyway, or a new {opt('run_id')} to start over")
     return {"changed": changed, "from_source_hash": old, "to_source_hash": new,
             "from_git_commit": (recorded or {}).get("git_commit", UNKNOWN),
             "to_git_commit": current.get("git_commit", UNKNOWN)}

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, opt_name
 from thinklens.runs import RunEntry, default_runs_root, discover_runs
 
 _DASHBOARD = Path(__file__).resolve().parent.parent / "app" / "dashboard.py"
@@ -81,7 +81,7 @@ def run_table(root: Path | str | None = None, kind: str | None = None) -> list[s
     if kind is not None:
         kinds = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
         if kind not in kinds:
-            raise ThinklensError.of("--kind", kind, f"a run kind under {root} ({', '.join(kinds) or 'none yet'})",
+            raise ThinklensError.of(opt_name("kind"), kind, f"a run kind under {root} ({', '.join(kinds) or 'none yet'})",
                                     did_you_mean(kind, kinds) if kinds else "run a job first: thinklens run JOB")
     entries = discover_runs(root, kind)
     if not entries:

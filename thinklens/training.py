@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 
 if TYPE_CHECKING:
     import torch
@@ -95,7 +95,7 @@ class OptimOptions(ConfigGroup):
 
     def check(self) -> None:
         if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ThinklensError.of("lr", self.lr, "a finite number > 0", "pass --lr 1e-3")
+            raise ThinklensError.of("lr", self.lr, "a finite number > 0", f"pass {opt('lr', 0.001)}")
         for name in ("weight_decay", "grad_clip"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value >= 0 and math.isfinite(value)):

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import Job, JobContext
 
 
@@ -44,7 +44,7 @@ class ValidateConfig(ConfigGroup):
 
     def check(self) -> None:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise ThinklensError.of("seed", self.seed, "an integer >= 0", "pass --seed 0")
+            raise ThinklensError.of("seed", self.seed, "an integer >= 0", f"pass {opt('seed', 0)}")
 
 
 def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import Job, JobContext
 from thinklens.problemsets import DataOptions, SamplingOptions
 
@@ -56,12 +56,12 @@ class EvalJobConfig(DataOptions, SamplingOptions):
         if self.n_problems < 0 or self.max_new_tokens < 1 or self.batch_size < 1 or self.samples < 1:
             raise ThinklensError.of("n_problems / max_new_tokens / batch_size / samples",
                                     (self.n_problems, self.max_new_tokens, self.batch_size, self.samples),
-                                    "n_problems >= 0 and the others >= 1", "pass e.g. --max-new-tokens 1024")
+                                    "n_problems >= 0 and the others >= 1", f"pass e.g. {opt('max_new_tokens', 1024)}")
         if self.samples > 1 and not self.sampled:
             raise ThinklensError.of("samples", self.samples, "1 for greedy decoding (every sample would be the same)",
-                                    "pass --temperature 0.6 to sample, or --samples 1")
+                                    f"pass {opt('temperature', 0.6)} to sample, or {opt('samples', 1)}")
         if not self.data:
-            raise ThinklensError.of("data", self.data, "a problem source", "e.g. --data gsm8k_test.jsonl or synthetic:2-4")
+            raise ThinklensError.of("data", self.data, "a problem source", f"e.g. {opt('data', 'gsm8k_test.jsonl')} or synthetic:2-4")
 
 
 def _batches(n_problems: int, samples: int, batch_size: int) -> list[list[tuple[int, int]]]:

@@ -27,7 +27,7 @@ from typing import Any
 from analyses.mi.config import ESTIMATORS
 from analyses.mi.peaks import PEAK_RULES
 from analyses.mi.thinking_tokens import CI_METHODS
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import STYLES, StepRange
@@ -166,7 +166,7 @@ def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
     problems = config.problems(config.n_problems, seed=config.seed)  # the synthetic stream without --data
     if len(problems) < 2:
         raise ThinklensError.of("problems", len(problems), "at least 2 (the shuffled control needs two)",
-                                "pass more problems (--data, --n-problems)")
+                                f"pass more problems ({opt('data')}, {opt('n_problems')})")
     keys = stages.model_keys(config)
     main = ctx.shards.is_main  # several processes split the trajectories; the main one runs the other stages
     for stage in ctx.run.pending(stages.stage_names(config)):

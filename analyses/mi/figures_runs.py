@@ -26,7 +26,7 @@ from plotly.subplots import make_subplots
 from analyses.mi.figures import figure_mean_curves
 from analyses.mi.peaks import find_peaks
 from analyses.mi.store import TrajectoryRecord
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 
 CURVE_CHOICES = ("estimator variants", "shuffled-answer control")
 """Optional curves of the trajectory figure (app menu)."""
@@ -172,7 +172,7 @@ def figure_controls(models: Sequence[Mapping[str, Any]]) -> go.Figure:
 def figure_rr_sweep(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """RR accuracy per recycled block against plain greedy (a dashed line)."""
     if not rows:
-        raise ThinklensError.of("RR rows", "none", "one row per recycled layer", "run with --recycling")
+        raise ThinklensError.of("RR rows", "none", "one row per recycled layer", f"run with {opt('recycling', True)}")
     rows = sorted(rows, key=lambda r: r["layer"])
     fig = go.Figure(go.Scatter(
         x=[r["layer"] for r in rows], y=[r["accuracy_rr"] for r in rows], mode="lines+markers", name="RR",

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probes.lynx import LynxConfig, check_cue_words
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions, SamplingOptions
 from thinklens.tasks import StepRange
@@ -192,7 +192,7 @@ def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tupl
                     "calibration class size", f"{calibrator.n_pos} positive and {calibrator.n_neg} negative "
                     f"calibration events at delta={d}", f"at least {min_calibration_events(d)} events of each class "
                     "(ceil((n+1)(1-delta)) <= n)", "add calibration problems (--n-calibration), raise the "
-                    "smallest delta, or pass --skip-vacuous to drop it") from None
+                    f"smallest delta, or pass {opt('skip_vacuous', True)} to drop it") from None
             skipped.append(float(d))
     if not usable:
         raise ThinklensError.of("deltas", config.deltas, f"at least one delta usable with {calibrator.n_pos} "

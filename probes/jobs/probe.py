@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.formats import ZOO_KINDS, check_format
 from thinklens.jobs import DemoRun, Job, JobContext, Progress
 from thinklens.problemsets import DataOptions
@@ -107,11 +107,11 @@ class ProbeJobConfig(DataOptions, StepRange):
                 raise ThinklensError.of("intention format", name, "chat, plain, direct, cot or think",
                                         "name the formats to compare")
         if self.test_data and self.target != "correct":
-            raise ThinklensError.of("test_data", ",".join(self.test_data), "test data sets with --target correct",
-                                    "pass --target correct, or drop --test-data")
+            raise ThinklensError.of("test_data", ",".join(self.test_data), f"test data sets with {opt('target', 'correct')}",
+                                    f"pass {opt('target', 'correct')}, or drop {opt('test_data')}")
         if self.data_fields and not self.data:
-            raise ThinklensError.of("data_fields", self.data_fields, "a field mapping for --data",
-                                    "pass --data too, or drop --data-fields")
+            raise ThinklensError.of("data_fields", self.data_fields, f"a field mapping for {opt('data')}",
+                                    f"pass {opt('data')} too, or drop {opt('data_fields')}")
         if not self.sites:
             raise ThinklensError.of("sites", self.sites, "at least one site", "use e.g. resid_post.*")
         for s in self.sites:
@@ -152,13 +152,13 @@ def check_intermediate(config: ProbeJobConfig, fmt: PromptFormat, problems: Prob
         raise ThinklensError.of(
             "target intermediate", f"data {config.data!r} (gold answers only, no value at every step)",
             "the synthetic task's problems (no --data, or --data synthetic:MIN-MAX), whose running value is known "
-            "at every word", "use --target correct: it probes whether the model's answer will be right, graded "
+            "at every word", f"use {opt('target', 'correct')}: it probes whether the model's answer will be right, graded "
             "against the gold answers")
     if not fmt.is_zoo:
         raise ThinklensError.of(
             "target intermediate", f"prompt format {fmt.kind}", f"a zoo style ({', '.join(ZOO_KINDS)}): the running "
-            "value is aligned to the words of the zoo's renderings", "pass --prompt-format think (or cot), or use "
-            "--target correct")
+            "value is aligned to the words of the zoo's renderings", f"pass {opt('prompt_format', 'think')} (or cot), or use "
+            f"{opt('target', 'correct')}")
 
 
 def _sweep_doc(sweep) -> dict:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from steering.configs import HybridConfig
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt_name
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange
@@ -111,7 +111,7 @@ def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["Re
     if job.data and not job.vector_data:
         parts = draw(job.load(), {"eval": job.n_eval, "train": job.n_train}, seed=job.seed)
         if not parts["train"]:
-            raise ThinklensError.of("--data", f"{job.data}: no problems left for the vectors after {len(parts['eval'])} "
+            raise ThinklensError.of(opt_name("data"), f"{job.data}: no problems left for the vectors after {len(parts['eval'])} "
                                     "evaluated", "more problems than --n-eval, or --vector-data",
                                     "pass --vector-data <other problems> or a smaller --n-eval")
         return parts["eval"], parts["train"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from steering.configs import check_finite
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
@@ -88,17 +88,17 @@ class ReasoningVectorJobConfig(DataOptions):
         from steering.reasoning_vectors import check_group
 
         if self.n_problems < 0 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
-            raise ThinklensError.of("--n-problems / --max-new-tokens", (self.n_problems, self.max_new_tokens),
-                                    "n_problems >= 0 and max_new_tokens >= 1", "pass --n-problems 500")
+            raise ThinklensError.of(f"{opt_name('n_problems')} / {opt_name('max_new_tokens')}", (self.n_problems, self.max_new_tokens),
+                                    "n_problems >= 0 and max_new_tokens >= 1", f"pass {opt('n_problems', 500)}")
         check_finite("alpha", [*self.alphas, *([self.save_alpha] if self.save_alpha is not None else [])],
                      "--alphas=-1,0,0.5,1")
         for g in self.groups:
             check_group(g)
         if (self.null_a is None) != (self.null_b is None):
-            raise ThinklensError.of("--null-a / --null-b", (self.null_a, self.null_b), "both or neither",
+            raise ThinklensError.of(f"{opt_name('null_a')} / {opt_name('null_b')}", (self.null_a, self.null_b), "both or neither",
                                     "pass --null-a <continued-SFT model> --null-b <its parent>")
         if not 0.0 < self.select_fraction < 1.0:
-            raise ThinklensError.of("--select-fraction", self.select_fraction, "a number in (0, 1)", "pass 0.5")
+            raise ThinklensError.of(opt_name("select_fraction"), self.select_fraction, "a number in (0, 1)", "pass 0.5")
 
 
 def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:

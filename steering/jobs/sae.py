@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from steering.configs import SAETrainConfig
 from steering.data import corpus_kind
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks.protocol import HELD_OUT
@@ -91,11 +91,13 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
     def check(self) -> None:
         if self.n_texts < 1 or self.eval_texts < 1 or self.stats_traces < 0 or self.fidelity_traces < 1:
             raise ThinklensError.of("text counts", (self.n_texts, self.eval_texts, self.stats_traces),
-                                    "n_texts >= 1, eval_texts >= 1, stats_traces >= 0", "pass --n-texts 6000 --eval-texts 400")
+                                    "n_texts >= 1, eval_texts >= 1, stats_traces >= 0",
+                                    f"pass {opt('n_texts', 6000)} {opt('eval_texts', 400)}")
         corpus_kind(self.corpus, self.data)  # a typo fails here, before a model loads
         if not 1 <= self.stats_min_steps <= self.stats_max_steps:
             raise ThinklensError.of("stats steps", (self.stats_min_steps, self.stats_max_steps),
-                                    "1 <= stats_min_steps <= stats_max_steps", "pass --stats-min-steps 2 --stats-max-steps 6")
+                                    "1 <= stats_min_steps <= stats_max_steps",
+                                    f"pass {opt('stats_min_steps', 2)} {opt('stats_max_steps', 6)}")
 
 
 def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import Job, JobContext
 from thinklens.problemsets import DataOptions
 
@@ -50,7 +50,7 @@ class SAEEvalConfig(DataOptions):
     def check(self) -> None:
         if self.n_texts < 1 or self.n_batches < 1 or self.fidelity_traces < 1:
             raise ThinklensError.of("sizes", (self.n_texts, self.n_batches), "n_texts >= 1 and n_batches >= 1",
-                                    "pass --n-texts 400 --n-batches 8")
+                                    f"pass {opt('n_texts', 400)} {opt('n_batches', 8)}")
 
 
 def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:

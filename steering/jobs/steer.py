@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from steering.configs import check_finite
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange
@@ -82,13 +82,14 @@ class SteerJobConfig(DataOptions, StepRange):
     (from sampled traces), at the same norm as the other arms."""
 
     def check(self) -> None:
-        check_finite("coefficient", self.coeffs, "--coeffs=-1,0,1")
+        check_finite("coefficient", self.coeffs, opt("coeffs", (-1, 0, 1)))
         if not self.word.strip():
-            raise ThinklensError.of("--word", self.word, "a thinking word", "pass --word wait")
+            raise ThinklensError.of(opt_name("word"), self.word, "a thinking word", f"pass {opt('word', 'wait')}")
         if self.n_seeds < 1:
-            raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
+            raise ThinklensError.of(opt_name("n_seeds"), self.n_seeds, "an integer >= 1", f"pass {opt('n_seeds', 3)}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
-            raise ThinklensError.of("--max-new-tokens", self.max_new_tokens, "an integer >= 1 or none", "pass --max-new-tokens 88")
+            raise ThinklensError.of(opt_name("max_new_tokens"), self.max_new_tokens, "an integer >= 1 or none",
+                                    f"pass {opt('max_new_tokens', 88)}")
 
 
 def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["PromptSet", "PromptSet"]:
@@ -115,7 +116,7 @@ def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["Prompt
     from thinklens.prompts import read_prompts
 
     if cfg.prompt_format != "auto":
-        raise ThinklensError.of("--prompt-format", cfg.prompt_format, "auto with a prompt file (its prompts are used as "
+        raise ThinklensError.of(opt_name("prompt_format"), cfg.prompt_format, "auto with a prompt file (its prompts are used as "
                                 "they are)", "pass --data <problems> to render them in a format, or drop --prompt-format")
     prompts = read_prompts(cfg.prompts)
     return (PromptSet(prompts[: cfg.stats_traces], None, cfg.max_new_tokens or 64, None),
@@ -162,7 +163,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     # words match case-insensitively: the statistics' own spelling of --word
     word = next((w for w in stats.corr_words if w.lower() == cfg.word.lower()), None)
     if word is None:
-        raise ThinklensError.of("--word", cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
+        raise ThinklensError.of(opt_name("word"), cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
                                 "pass one of those, or --feature N")
     if cfg.feature is None:
         check_word_seen(stats, word, cfg.word)
@@ -210,11 +211,11 @@ def check_word_seen(stats: "FeatureStats", word: str, asked: str) -> None:
     correlation with it is 0, so "the best" would be feature 0 by accident), or that no feature predicts."""
     seen = [f"{w} ({n})" for w, n in stats.word_counts.items() if n > 0]
     if stats.word_counts.get(word, 0) == 0:
-        raise ThinklensError.of("--word", asked, f"a word the model writes: it starts none of the {stats.n_tokens} generated "
+        raise ThinklensError.of(opt_name("word"), asked, f"a word the model writes: it starts none of the {stats.n_tokens} generated "
                                 f"tokens of the {stats.n_traces} scanned traces, so no feature correlates with it",
                                 f"pick a word it writes{' (' + ', '.join(seen) + ')' if seen else ''}, or pass --feature N")
     if max(stats.corr_words[word]) <= 0:
-        raise ThinklensError.of("--word", asked, f"a word some feature predicts: no feature's activation correlates "
+        raise ThinklensError.of(opt_name("word"), asked, f"a word some feature predicts: no feature's activation correlates "
                                 f"positively with the next token being {word!r}", "pass --feature N, or train the SAE on "
                                 "texts where the model writes the word")
 

@@ -171,7 +171,7 @@ def test_self_reward_asks_four_weighted_verifiers_in_the_chat_template(r1):
 
 def test_self_reward_refuses_a_model_whose_context_is_too_short(r1):
     short = _JudgeModel(r1.tokenizer, [True] * 4, max_context=512)
-    with pytest.raises(ThinklensError, match="--reward psrm"):
+    with pytest.raises(ThinklensError, match="reward='psrm'"):
         SelfReward(short, format_for(r1)).for_question("q")("solution")
 
 

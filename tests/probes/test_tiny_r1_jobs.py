@@ -181,7 +181,7 @@ def test_probe_correct_target_from_gold_answers(r1, files, tmp_path, capsys, no_
 
 
 def test_probe_refuses_test_data_it_cannot_use(r1, files, tmp_path):
-    with pytest.raises(ThinklensError, match="test_data.*target='correct'"):  # Python's terms (the CLI says --target correct)
+    with pytest.raises(ThinklensError, match="test_data.*target='correct'"):
         run_job("probe", model=r1, prompt_format="chat", data=files["train"], test_data=(files["test"],),
                 runs=tmp_path, run_id="t", progress=False)
     copy = tmp_path / "copy.jsonl"
@@ -192,10 +192,10 @@ def test_probe_refuses_test_data_it_cannot_use(r1, files, tmp_path):
 
 
 def test_probe_refuses_ground_truth_targets_without_ground_truth(r1, files, tmp_path):
-    with pytest.raises(ThinklensError, match="target intermediate.*no value at every step.*target='correct'"):  # Python's terms (the CLI says --target correct)
+    with pytest.raises(ThinklensError, match="target intermediate.*no value at every step.*target='correct'"):
         run_job("probe", model=r1, prompt_format="chat", data=files["train"], runs=tmp_path, run_id="gt",
                 progress=False)
-    with pytest.raises(ThinklensError, match="target intermediate: received 'prompt format chat'.*target='correct'"):  # Python's terms (the CLI says --target correct)
+    with pytest.raises(ThinklensError, match="target intermediate: received 'prompt format chat'.*target='correct'"):
         run_job("probe", model=r1, prompt_format="chat", data="synthetic:2-3:10", runs=tmp_path, run_id="fmt",
                 progress=False)
 

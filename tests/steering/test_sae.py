@@ -65,7 +65,7 @@ def test_site_mapping(tiny_llama, random_sae):
         random_sae.cfg.metadata.hook_name = name
         assert str(sae_site(random_sae, tiny_llama)) == want
     random_sae.cfg.metadata.hook_name = "encoder.whatever"
-    with pytest.raises(ThinklensError, match="--site"):
+    with pytest.raises(ThinklensError, match="site='resid_post.2'"):  # from Python: the keyword
         sae_site(random_sae, tiny_llama)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import DemoRun, Job, JobContext
 from thinklens.tasks.protocol import HELD_OUT
 from thinklens.tasks.render import check_style
@@ -45,7 +45,7 @@ class ZooEvalConfig(ConfigGroup):
         if self.n < 1:
             raise ThinklensError.of("n", self.n, "an integer >= 1", "pass --n 50")
         if not self.steps or min(self.steps) < 1:
-            raise ThinklensError.of("steps", self.steps, "step counts >= 1, e.g. 1,2,3", "pass --steps 1,2,3,4")
+            raise ThinklensError.of("steps", self.steps, "step counts >= 1, e.g. 1,2,3", f"pass {opt('steps', (1, 2, 3, 4))}")
         if self.style is not None:
             check_style(self.style)
         for name in self.names():

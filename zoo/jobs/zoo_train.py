@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import Job, JobContext
 from thinklens.zoo.registry import check_zoo_name
 
@@ -43,9 +43,9 @@ class ZooTrainConfig(ConfigGroup):
     def check(self) -> None:
         check_zoo_name(self.model)
         if not self.minutes > 0:
-            raise ThinklensError.of("minutes", self.minutes, "a positive number", "pass --minutes 30")
+            raise ThinklensError.of("minutes", self.minutes, "a positive number", f"pass {opt('minutes', 30)}")
         if self.eval_n < 0:
-            raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", "pass --eval-n 25 (0 skips)")
+            raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", f"pass {opt('eval_n', 25)} (0 skips)")
 
 
 def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:

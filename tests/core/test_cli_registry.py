@@ -1,0 +1,68 @@
+"""The registry behind `thinklens run`: an entry point may hold a list of jobs (the latent trainers, one per row of
+the method table), and `thinklens runs` lists every trainer's runs, in their own kinds and in the former shared one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+
+from thinklens import jobs
+from thinklens.cli import main
+from thinklens.runs import RunFolder
+
+
+@dataclass(frozen=True)
+class _Config:
+    model: str = ""
+    """Unused."""
+    seed: int = 0
+    """Unused."""
+
+
+def _job(name: str) -> jobs.Job:
+    return jobs.Job(name, _Config, lambda config, ctx: {"job": name}, help=name, models=())
+
+
+def test_an_entry_point_named_JOBS_registers_each_job_of_its_list(monkeypatch):
+    listed = [_job("alpha-method"), _job("beta-method")]
+    eps = [SimpleNamespace(name="one", attr="JOB", value="pkg.one:JOB", load=lambda: _job("one")),
+           SimpleNamespace(name="methods", attr="JOBS", value="pkg.methods:JOBS", load=lambda: listed)]
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: eps if group == jobs.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(jobs, "_ENTRY", None)
+    monkeypatch.setattr(jobs, "_JOBS", {})
+    assert jobs.job_names() == ["alpha-method", "beta-method", "one"]  # the list's jobs by name, not the entry point's
+    assert jobs.get_job("beta-method") is listed[1] and jobs.get_job("one").name == "one"
+    bad = SimpleNamespace(name="broken", attr="JOBS", value="pkg.broken:JOBS", load=lambda: ["not a job"])
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [bad])
+    monkeypatch.setattr(jobs, "_ENTRY", None)
+    with pytest.raises(TypeError, match="pkg.broken:JOBS is not a list of Jobs"):
+        jobs.job_names()
+
+
+def test_the_latent_trainers_come_from_one_list_with_their_own_kinds():
+    from latent.methods import METHODS
+
+    trainers = [jobs.get_job(name) for name in METHODS]
+    assert [j.run_kind for j in trainers] == list(METHODS)  # runs/<job>/<id>, as every job
+    assert all(j.former_kinds == ("latent-train",) and j.page == "pages/6_Latent_reasoning.py" for j in trainers)
+    kinds = jobs.jobs_by_kind()
+    assert kinds["latent-train"].name in METHODS and all(kinds[m].name == m for m in METHODS)
+
+
+def test_runs_lists_every_latent_trainer_old_and_new(tmp_path, capsys):
+    metrics = {"method": "codi", "steps": 10, "train_wall_s": 3.0, "eval": {"accuracy": 0.5}}
+    new = RunFolder.create("codi", {"method": "codi"}, root=tmp_path, run_id="codi-new")
+    new.write_result("metrics", metrics)
+    new.finish(metrics)
+    old = RunFolder.create("latent-train", {"method": "sft"}, root=tmp_path, run_id="sft-old")  # before runs/<job>/<id>
+    old.write_result("metrics", {**metrics, "method": "sft", "steps": 20})
+    old.finish({})
+    assert main(["runs", "--runs", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {tuple(line.split()[:3]): line for line in lines[1:]}
+    assert rows[("codi", "codi-new", "done")].endswith("codi: 10 steps in 3 s, held-out accuracy 50%")
+    assert rows[("latent-train", "sft-old", "done")].endswith("sft: 20 steps in 3 s, held-out accuracy 50%")
+    assert main(["runs", "show", "latent-train/sft-old", "--runs", str(tmp_path)]) == 0
+    assert "headline: sft: 20 steps in 3 s" in capsys.readouterr().out
