@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange, check_step_range
 from thinklens.tasks.protocol import HELD_OUT
@@ -37,7 +37,7 @@ def _check_data(data: str, data_fields: str, *, what: str) -> None:
     if what == "train" and data.strip().startswith("synthetic"):
         raise ThinklensError.of("data", data, "a file or data set with GSM8k-Aug chains (synthetic:... holds the "
                                 "held-out evaluation problems)", "leave --data empty to train on fresh synthetic problems "
-                                "(--min-steps/--max-steps)")
+                                f"({opt_name('min_steps')}/{opt_name('max_steps')})")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from latent.data import Example, make_example
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.tasks import ANSWER_MARKER, Problem, TaskConfig, generate_problem, spaced
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def check_chains(problems: Any, source: str) -> None:
             raise ThinklensError.of(
                 "dataset", f"{source}: problem {i} ({p.id}) has no chain of thought", "a cot field or <<a+b=c>> equations "
                 "in every solution (GSM8k-Aug format)", "add a GSM8k-Aug cot (e.g. '<<16-3-4=9>> <<9*2=18>>'), or map the "
-                "field that holds it with --data-fields solution=<field>",
+                f"field that holds it with {opt('data_fields', 'solution=<field>')}",
             )
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt_name
 from thinklens.sites import Site, hidden_state_site
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def check_cue_vocabulary(tokenizer, cue_words: Sequence[str]) -> None:
         variants = {word, word.capitalize(), word.title(), word.upper()}
         if all(unk in tokenizer(v, add_special_tokens=False)["input_ids"] for v in variants):
             raise ThinklensError.of("cue word", word, f"a word in the model's vocabulary (it tokenizes to "
-                                    f"{tokenizer.unk_token!r})", f"drop it from --cue-words (the zoo's cues are "
+                                    f"{tokenizer.unk_token!r})", f"drop it from {opt_name('cue_words')} (the zoo's cues are "
                                     f"{', '.join(ZOO_CUES)})")
 
 
@@ -365,7 +365,7 @@ def validation_split(y: np.ndarray, groups: np.ndarray, val_fraction: float, see
         if np.unique(y[tr]).size == 2:
             return np.sort(tr), np.sort(va)
     raise ThinklensError.of("probe validation split", f"{np.unique(groups).size} rollouts", "rollouts whose events "
-                            "leave both labels in the training share", "label more rollouts (--n-train)")
+                            "leave both labels in the training share", f"label more rollouts ({opt_name('n_train')})")
 
 
 def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConfig(),

@@ -31,7 +31,7 @@ from probes.datasets import ForcedExits, rollout_events
 from probes.forced import event_features_and_labels
 from probes.lynx import CueEvent
 from probes.rollouts import cached_rollouts
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.jobs import Progress, Shards
 from thinklens.problemsets import ProblemSet, check_disjoint, load_problems
 from thinklens.stages import StageCache, batch_ranges, batch_seed
@@ -172,4 +172,4 @@ def check_cues_found(config: LynxJobConfig, data: dict[str, SplitData]) -> None:
         raise ThinklensError.of(
             "cue events", f"no {'/'.join(config.cue_words)} in {n} rollouts (e.g. {sample!r})",
             "rollouts containing the cue words", f"use a reasoning model in its own format ({opt('prompt_format', 'auto')}, or "
-            "think for the zoo), or cue words that the model writes (--cue-words)")
+            f"think for the zoo), or cue words that the model writes ({opt_name('cue_words')})")

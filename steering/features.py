@@ -32,7 +32,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from steering.sae import check_feature, check_sae
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt_name
 from thinklens.sites import Site
 from thinklens.trace import Trace
 
@@ -110,7 +110,7 @@ class FeatureStats:
         """The feature most positively correlated with ``word`` being generated next."""
         if word not in self.corr_words:
             raise ThinklensError.of("thinking word", word, f"one of {', '.join(self.corr_words)}",
-                                    "recompute the stats with this word in --words")
+                                    f"recompute the stats with this word in {opt_name('words')}")
         c = torch.tensor(self.corr_words[word])
         if exclude:
             c[list(exclude)] = -float("inf")

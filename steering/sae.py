@@ -114,7 +114,7 @@ def sae_folder(path: str | Path) -> tuple[Path, Path | None]:
     """``(sae-lens folder, run folder or None)`` of an SAE folder or of an ``sae`` run folder (its ``sae/``)."""
     p = Path(path)
     if not str(path):
-        raise ThinklensError.of(opt_name("sae"), "nothing", "an SAE folder or an `sae` run folder", "pass --sae runs/sae/<id>")
+        raise ThinklensError.of(opt_name("sae"), "nothing", "an SAE folder or an `sae` run folder", f"pass {opt('sae', 'runs/sae/<id>')}")
     if (p / "sae" / "cfg.json").is_file():
         return p / "sae", p
     if (p / "cfg.json").is_file():
@@ -319,7 +319,7 @@ def read_activation_rows(path: str | Path, site: Site | str | None = None) -> to
             key = names[0]
         if key is None:
             raise ThinklensError.of("activations file", f"{p} with tensors {names}", "one tensor, or one named "
-                                    f"{want or 'activations'}", "pass --site <name> or save one [rows, d] tensor")
+                                    f"{want or 'activations'}", f"pass {opt('site', '<name>')} or save one [rows, d] tensor")
         rows = tensors[key]
     elif p.is_dir() and any(p.glob("shard-*.json")):
         from thinklens.store import ActivationStore

@@ -64,7 +64,8 @@ def _cli_value(value: object) -> str:
 def opt(name: str, value: object = _NO_VALUE) -> str:
     """An option as the caller writes it: the flag under the CLI, the keyword argument from Python.
 
-    ``name`` is the config field (``allow_overlap``); with ``value`` the option is written with it.
+    ``name`` is the config field (``allow_overlap``); with ``value`` the option is written with it. A value in angle
+    brackets is a placeholder, written as it is in both terms (``--feature <N>``, ``feature=<N>``).
 
     Example:
         >>> opt("prompt_format"), opt("prompt_format", "plain"), opt("steps", (2, 3)), opt("skip_vacuous", False)
@@ -72,11 +73,14 @@ def opt(name: str, value: object = _NO_VALUE) -> str:
         >>> with cli_terms():
         ...     opt("prompt_format"), opt("prompt_format", "plain"), opt("steps", (2, 3)), opt("skip_vacuous", False)
         ('--prompt-format', '--prompt-format plain', '--steps 2,3', '--no-skip-vacuous')
+        >>> opt("feature", "<N>"), opt_name("n_train")
+        ('feature=<N>', 'n_train')
     """
     name = name.lstrip("-")
+    placeholder = isinstance(value, str) and value.startswith("<") and value.endswith(">")
     if not in_cli():
         key = name.replace("-", "_")
-        return f"{key}=" if value is _NO_VALUE else f"{key}={value!r}"
+        return f"{key}=" if value is _NO_VALUE else f"{key}={value if placeholder else repr(value)}"
     flag = "--" + name.replace("_", "-")
     if value is _NO_VALUE or value is True:
         return flag

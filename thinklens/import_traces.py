@@ -140,10 +140,10 @@ def read_record(row: Mapping[str, Any], line: int, fields: Mapping[str, str] | s
         messages = tuple(dict(m) for m in messages)
     if got["prompt"] is None and not messages and got["prompt_ids"] is None:
         raise _bad(line, "prompt", row, "nothing", "a prompt, messages or prompt_ids field",
-                   "map yours, e.g. --fields prompt=question")
+                   f"map yours, e.g. {opt('fields', 'prompt=question')}")
     if completion is None and got["completion_ids"] is None:
         raise _bad(line, "completion", row, "nothing", "a completion, response or completion_ids field",
-                   "map yours, e.g. --fields completion=output")
+                   f"map yours, e.g. {opt('fields', 'completion=output')}")
     answer = got["answer"]
     return ImportRecord(
         line=line, prompt=got["prompt"], messages=messages or None, completion=completion,

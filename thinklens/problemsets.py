@@ -37,7 +37,7 @@ from typing import Any
 
 from thinklens.answers import extract_answer, is_correct, parse_answer
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError, did_you_mean, opt
+from thinklens.errors import ThinklensError, did_you_mean, opt, opt_name
 
 #: Our fields and the source columns that fill them when no mapping says otherwise (first match wins).
 FIELD_NAMES: dict[str, tuple[str, ...]] = {
@@ -428,7 +428,7 @@ class DataOptions(ConfigGroup):
         if not self.data:
             steps = (getattr(self, "min_steps", None), getattr(self, "max_steps", None))
             if None in steps:
-                raise ThinklensError.of(f"{type(self).__name__} without --data", "no min_steps/max_steps fields",
+                raise ThinklensError.of(f"{type(self).__name__} without {opt_name('data')}", "no min_steps/max_steps fields",
                                         "a config with a step range (thinklens.tasks.config.StepRange) for synthetic "
                                         "problems", f"pass {opt('data')}, or inherit StepRange")
             return ProblemSet.synthetic(n, seed=seed, min_steps=steps[0], max_steps=steps[1], source=source,
@@ -459,7 +459,8 @@ class SamplingOptions(ConfigGroup):
     def check(self) -> None:
         if not (self.temperature >= 0.0 and math.isfinite(self.temperature)) or not 0.0 < self.top_p <= 1.0:
             raise ThinklensError.of("temperature / top_p", (self.temperature, self.top_p),
-                                    "temperature >= 0 (0: greedy) and top_p in (0, 1]", "e.g. --temperature 0.6 --top-p 0.95")
+                                    "temperature >= 0 (0: greedy) and top_p in (0, 1]",
+                                    f"e.g. {opt('temperature', 0.6)} {opt('top_p', 0.95)}")
 
     @property
     def sampled(self) -> bool:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.formats import ZOO_KINDS, check_format
 from thinklens.jobs import DemoRun, Job, JobContext, Progress
 from thinklens.problemsets import DataOptions
@@ -151,7 +151,7 @@ def check_intermediate(config: ProbeJobConfig, fmt: PromptFormat, problems: Prob
     if not problems.is_synthetic:
         raise ThinklensError.of(
             "target intermediate", f"data {config.data!r} (gold answers only, no value at every step)",
-            "the synthetic task's problems (no --data, or --data synthetic:MIN-MAX), whose running value is known "
+            f"the synthetic task's problems (no {opt_name('data')}, or {opt('data', 'synthetic:MIN-MAX')}), whose running value is known "
             "at every word", f"use {opt('target', 'correct')}: it probes whether the model's answer will be right, graded "
             "against the gold answers")
     if not fmt.is_zoo:
@@ -293,7 +293,8 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         if n_min < config.folds:
             raise ThinklensError.of("correctness labels", f"{int(y.sum())} correct of {len(y)} answers",
                                     f"at least {config.folds} of each outcome for {config.folds}-fold CV",
-                                    "draw more problems (--n-problems), or harder/easier ones (--max-steps, --data)")
+                                    f"draw more problems ({opt_name('n_problems')}), or harder/easier ones "
+                                    f"({opt_name('max_steps')}, {opt_name('data')})")
         X = prompt_states(model, prompts, sites, batch_size=config.batch_size)
         probe = LinearProbe(C=config.C)
         sweeps = {"auroc": layer_sweep(X, y, task="classification", probe=probe, folds=config.folds,

@@ -96,7 +96,7 @@ class ReasoningVectorJobConfig(DataOptions):
             check_group(g)
         if (self.null_a is None) != (self.null_b is None):
             raise ThinklensError.of(f"{opt_name('null_a')} / {opt_name('null_b')}", (self.null_a, self.null_b), "both or neither",
-                                    "pass --null-a <continued-SFT model> --null-b <its parent>")
+                                    f"pass {opt('null_a', '<continued-SFT model>')} {opt('null_b', '<its parent>')}")
         if not 0.0 < self.select_fraction < 1.0:
             raise ThinklensError.of(opt_name("select_fraction"), self.select_fraction, "a number in (0, 1)", "pass 0.5")
 

@@ -117,7 +117,8 @@ def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["Prompt
 
     if cfg.prompt_format != "auto":
         raise ThinklensError.of(opt_name("prompt_format"), cfg.prompt_format, "auto with a prompt file (its prompts are used as "
-                                "they are)", "pass --data <problems> to render them in a format, or drop --prompt-format")
+                                "they are)",
+                                f"pass {opt('data', '<problems>')} to render them in a format, or drop {opt_name('prompt_format')}")
     prompts = read_prompts(cfg.prompts)
     return (PromptSet(prompts[: cfg.stats_traces], None, cfg.max_new_tokens or 64, None),
             PromptSet(prompts[: cfg.n_prompts], None, cfg.max_new_tokens or 64, None))
@@ -164,7 +165,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     word = next((w for w in stats.corr_words if w.lower() == cfg.word.lower()), None)
     if word is None:
         raise ThinklensError.of(opt_name("word"), cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
-                                "pass one of those, or --feature N")
+                                f"pass one of those, or {opt('feature', '<N>')}")
     if cfg.feature is None:
         check_word_seen(stats, word, cfg.word)
     feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(word)
@@ -213,10 +214,10 @@ def check_word_seen(stats: "FeatureStats", word: str, asked: str) -> None:
     if stats.word_counts.get(word, 0) == 0:
         raise ThinklensError.of(opt_name("word"), asked, f"a word the model writes: it starts none of the {stats.n_tokens} generated "
                                 f"tokens of the {stats.n_traces} scanned traces, so no feature correlates with it",
-                                f"pick a word it writes{' (' + ', '.join(seen) + ')' if seen else ''}, or pass --feature N")
+                                f"pick a word it writes{' (' + ', '.join(seen) + ')' if seen else ''}, or pass {opt('feature', '<N>')}")
     if max(stats.corr_words[word]) <= 0:
         raise ThinklensError.of(opt_name("word"), asked, f"a word some feature predicts: no feature's activation correlates "
-                                f"positively with the next token being {word!r}", "pass --feature N, or train the SAE on "
+                                f"positively with the next token being {word!r}", f"pass {opt('feature', '<N>')}, or train the SAE on "
                                 "texts where the model writes the word")
 
 

@@ -137,7 +137,7 @@ def test_messages_use_the_chat_template(think):
 
 def test_errors_name_the_line_and_the_fields(think, tmp_path):
     m, prompts, _ = think
-    with pytest.raises(ThinklensError, match=r"completion on line 3 \(fields present: prompt, output\).*--fields completion="):
+    with pytest.raises(ThinklensError, match=r"completion on line 3 \(fields present: prompt, output\).*fields='completion=output'"):
         read_record({"prompt": "p", "output": "c"}, 3)
     with pytest.raises(ThinklensError, match="did you mean 'completion'"):
         read_record({"prompt": "p"}, 1, "complettion=output")

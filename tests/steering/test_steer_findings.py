@@ -46,7 +46,7 @@ def test_check_word_seen():
 
     stats = SimpleNamespace(word_counts={"wait": 0, "so": 12}, corr_words={"wait": [0.0, 0.0], "so": [-0.1, -0.2]},
                             n_tokens=300, n_traces=10)
-    with pytest.raises(ThinklensError, match=r"(?si)bad word: .*wait.*300 generated tokens.*so \(12\).*--feature"):
+    with pytest.raises(ThinklensError, match=r"(?si)bad word: .*wait.*300 generated tokens.*so \(12\).*feature=<N>"):
         check_word_seen(stats, "wait", "Wait")
     with pytest.raises(ThinklensError, match="correlates positively"):
         check_word_seen(stats, "so", "so")
@@ -60,7 +60,7 @@ def test_steer_job_refuses_a_word_never_written(tiny_llama, trained_sae, tmp_pat
     prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
     common = dict(model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=6, coeffs=(0.0, 1.0),
                   diff_of_means=False, runs=tmp_path / "runs", progress=False)
-    with pytest.raises(ThinklensError, match=r"(?s)bad word: .*zebra.*--feature") as refused:
+    with pytest.raises(ThinklensError, match=r"(?s)bad word: .*zebra.*feature=<N>") as refused:
         run_job("steer", word="zebra", run_id="no", **common)
     assert "scanned traces" in str(refused.value)  # with the counts of the thinking words it does write, if any
     summary = run_job("steer", word="zebra", feature=3, run_id="yes", **common)
