@@ -10,7 +10,7 @@ _EXPORTS: dict[str, str] = {
     "ExploreResult": "analyses.explore",
     "summarize_eval": "analyses.evaluation",
     "EvalJobConfig": "analyses.jobs.eval",
-    "MIPeaksJobConfig": "analyses.jobs.mi_peaks",
+    "MIPeaksJobConfig": "analyses.mi.config",
     "mi": "analyses.mi",
 }
 """Public name -> defining module, imported on first use (PEP 562): ``import analyses`` loads none of them,

@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "intention_entropy": "probes.intention", "effective_dimensionality": "probes.intention",
     "recoverability": "probes.intention", "Recoverability": "probes.intention",
     "ProbeJobConfig": "probes.jobs.probe",
-    "LynxJobConfig": "probes.jobs.lynx",
+    "LynxJobConfig": "probes.config",
 }
 """Public name -> defining module, imported on first use (PEP 562): ``import probes`` loads none of them,
 ``from probes import X`` loads X's module only, and ``dir(probes)`` lists them all (tab completion)."""

@@ -38,7 +38,7 @@ from thinklens.stages import StageCache, batch_ranges, batch_seed
 from thinklens.trace import Trace
 
 if TYPE_CHECKING:
-    from probes.jobs.lynx import LynxJobConfig
+    from probes.config import LynxJobConfig
     from thinklens.sites import Site
 
 SPLITS: tuple[str, ...] = ("train", "calibration", "test")

@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     "SAEEvalConfig": "steering.jobs.sae_eval",
     "SteerJobConfig": "steering.jobs.steer",
     "ReasoningVectorJobConfig": "steering.jobs.reasoning_vector",
-    "HybridJobConfig": "steering.jobs.hybrid",
+    "HybridJobConfig": "steering.configs",
 }
 """Public name -> defining module, imported on first use (PEP 562): ``import steering`` loads none of them,
 ``from steering import X`` loads X's module only, and ``dir(steering)`` lists them all (tab completion)."""

@@ -204,9 +204,9 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> d
 
     import torch
 
+    from steering.configs import HybridJobConfig, base_format
     from steering.hybrid import train_hybrid_vectors
     from steering.hybrid_generate import hybrid_generate
-    from steering.jobs.hybrid import HybridJobConfig, base_format
     from steering.problems import data_format, graded
     from thinklens.budgets import budgets_for, new_token_budget
     from thinklens.model import HookedModel
@@ -267,7 +267,7 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
 
     import torch
 
-    from steering.jobs.hybrid import HybridJobConfig, base_format
+    from steering.configs import HybridJobConfig, base_format
     from steering.problems import data_format
     from thinklens.formats import SPANS
     from thinklens.model import HookedModel

@@ -20,121 +20,12 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyses.mi.config import ESTIMATORS
-from analyses.mi.peaks import PEAK_RULES
-from analyses.mi.thinking_tokens import CI_METHODS
+from analyses.mi.config import MIPeaksJobConfig
 from thinklens.errors import ThinklensError, opt
 from thinklens.jobs import DemoRun, Job, JobContext
-from thinklens.problemsets import DataOptions
-from thinklens.tasks import STYLES, StepRange
-
-
-@dataclass(frozen=True)
-class MIPeaksJobConfig(DataOptions, StepRange):
-    """Settings of ``thinklens run mi-peaks`` (one option per field)."""
-
-    data: str = ""
-    """Problems: a .jsonl/.json/.parquet/.csv file (GSM8K, MATH-500, AIME fields), a saved HF datasets folder, a cached
-    hub id, synthetic:MIN-MAX[:N]; empty: n synthetic problems drawn with --seed between --min-steps and --max-steps."""
-    model: str = "tiny-think"
-    """The reasoning model under test: zoo name, local model folder or hub id."""
-    compare: tuple[str, ...] = ()
-    """Non-reasoning siblings scored on the same problems, e.g. tiny-cot,tiny-direct."""
-    styles: tuple[str, ...] = ()
-    """Zoo prompt style per model (model, then compare) where its format is a zoo style; empty: each model's own."""
-    gold_style: str = "cot"
-    """Zoo style of a synthetic problem's solution text whose last state is the answer vector h_gt (zoo formats)."""
-    n_problems: int = 32
-    """Problems (the first n of --data, or n synthetic problems)."""
-    seed: int = 0
-    """Seed of the problem stream, the shuffled control, bootstrap and random tokens."""
-    min_steps: int = 2
-    sites: tuple[str, ...] = ("resid_post.-1",)
-    """Blocks to score (the first drives peaks, variants and controls; -1 = last block, before the final norm)."""
-    max_new_tokens: int = 128
-    """Generation budget per problem (512 in the paper)."""
-    batch_size: int = 32
-    """Problems generated and scored at once (bounds the memory held by captured states)."""
-    estimators: tuple[str, ...] = ("reference", "median_sigma", "l2")
-    """Estimator variants scored side by side (the first drives peaks)."""
-    peak_rule: str = "top_k"
-    """Rule whose peaks choose the thinking words (top_k or iqr; both are always stored)."""
-    k: int = 20
-    """Peaks per trajectory for top_k (shorter trajectories keep all their steps)."""
-    whisker: float = 1.5
-    """IQR multiple for the iqr rule."""
-    lowercase: bool = False
-    """Merge the case of words in the enrichment."""
-    ci: str = "bootstrap"
-    """Enrichment interval: bootstrap (over trajectories) or wilson."""
-    top_words: int = 5
-    """Thinking words (most frequent at peaks) used by the suppression test, RR and TTTS."""
-    thinking_words: tuple[str, ...] = ()
-    """Use these thinking words instead of the enrichment's top words."""
-    suppression: bool = False
-    """Run the suppression test on the reasoning model."""
-    n_random: int = 3
-    """Random-token draws of the suppression test."""
-    random_pool: str = "words"
-    """Where random tokens are drawn from: words (alphabetic tokens, the paper) or any token."""
-    recycling: bool = False
-    """Run Representation Recycling vs greedy on the reasoning model."""
-    rr_layer: int | None = None
-    """Recycled block (default about 0.72 of the depth)."""
-    rr_layers: tuple[int, ...] = ()
-    """More blocks to sweep RR over (besides rr_layer)."""
-    rr_probability: float = 0.5
-    """Chance to recycle at a thinking token (seeded)."""
-    ttts: bool = False
-    """Run thinking-token test-time scaling vs plain continuation on the reasoning model."""
-    ttts_words: tuple[str, ...] = ()
-    """Words appended by TTTS; empty: the two top thinking words."""
-    ttts_budgets: tuple[int, ...] = (0, 16, 32)
-    """Extra-token budgets of TTTS."""
-
-    def check(self) -> None:
-        bad = [e for e in self.estimators if e not in ESTIMATORS]
-        if bad or not self.estimators:
-            raise ThinklensError.of("estimators", self.estimators, f"names among {sorted(ESTIMATORS)}",
-                                    "e.g. --estimators reference,median_sigma")
-        if self.peak_rule not in PEAK_RULES:
-            raise ThinklensError.of("peak rule", self.peak_rule, f"one of {sorted(PEAK_RULES)}", "use top_k")
-        if self.ci not in CI_METHODS:
-            raise ThinklensError.of("ci", self.ci, f"one of {CI_METHODS}", "use bootstrap")
-        if self.n_problems < 2:
-            raise ThinklensError.of("n_problems", self.n_problems, "at least 2 (the shuffled control needs two)",
-                                    "pass --n-problems 8")
-        if not self.sites:
-            raise ThinklensError.of("sites", self.sites, "at least one site", "use resid_post.-1")
-        if self.styles and len(self.styles) != len(self.models):
-            raise ThinklensError.of("styles", self.styles, f"{len(self.models)} styles (model, then compare) or none",
-                                    "e.g. --styles think,cot,direct, or leave it empty")
-        bad_styles = [s for s in (*self.styles, self.gold_style) if s not in STYLES]
-        if bad_styles:
-            raise ThinklensError.of("style", bad_styles[0], f"one of {STYLES}", "use think, cot or direct")
-        if self.random_pool not in ("words", "any"):
-            raise ThinklensError.of("random_pool", self.random_pool, "'words' or 'any'", "use words")
-        if self.k < 1 or self.batch_size < 1 or self.max_new_tokens < 1 or self.top_words < 1:
-            raise ThinklensError.of("k / batch_size / max_new_tokens / top_words",
-                                    (self.k, self.batch_size, self.max_new_tokens, self.top_words),
-                                    "ints >= 1", "pass positive values")
-        if not 0.0 <= self.rr_probability <= 1.0:
-            raise ThinklensError.of("rr_probability", self.rr_probability, "a number in [0, 1]", "use 0.5")
-        if any(b < 0 for b in self.ttts_budgets) or not self.ttts_budgets:
-            raise ThinklensError.of("ttts_budgets", self.ttts_budgets, "non-negative ints", "e.g. 0,16,32")
-        if len(set(self.models)) != len(self.models):
-            raise ThinklensError.of("compare", self.compare, "models other than --model, each once",
-                                    "drop the duplicate")
-
-    @property
-    def models(self) -> tuple[str, ...]:
-        """The reasoning model first, then its siblings."""
-        return (self.model, *self.compare)
-
 
 PRESETS: dict[str, MIPeaksJobConfig] = {
     "default": MIPeaksJobConfig(),

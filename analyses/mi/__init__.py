@@ -19,7 +19,7 @@ _EXPORTS: dict[str, str] = {
     "EnrichmentResult": "analyses.mi.thinking_tokens",
     "METHODS": "analyses.mi.estimator",
     "MICurve": "analyses.mi.estimator",
-    "MIPeaksJobConfig": "analyses.jobs.mi_peaks",
+    "MIPeaksJobConfig": "analyses.mi.config",
     "MITrajectory": "analyses.mi.trajectory",
     "NHSICConfig": "analyses.mi.config",
     "PEAK_RULES": "analyses.mi.peaks",

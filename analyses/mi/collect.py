@@ -41,7 +41,7 @@ from thinklens.formats import token_separator
 from thinklens.jobs import Shards
 
 if TYPE_CHECKING:
-    from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from analyses.mi.config import MIPeaksJobConfig
     from thinklens.formats import PromptFormat
     from thinklens.model import HookedModel
     from thinklens.sites import Site

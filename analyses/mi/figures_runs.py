@@ -68,7 +68,7 @@ def figure_trajectory(record: TrajectoryRecord, *, site: str | None = None, rule
 
     Example:
         >>> from analyses.mi.synthetic import synthetic_record
-        >>> from analyses.jobs.mi_peaks import MIPeaksJobConfig
+        >>> from analyses.mi.config import MIPeaksJobConfig
         >>> import numpy as np
         >>> rec = synthetic_record(0, "m", "think", 2, MIPeaksJobConfig(k=2), np.random.default_rng(0))
         >>> [t.name for t in figure_trajectory(rec, variants=False).data][1:]

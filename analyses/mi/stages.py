@@ -15,7 +15,7 @@ peak token is a word at all -- the paper's thinking words that exist in the mode
 source is recorded with the results.
 
 Example:
-    >>> from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    >>> from analyses.mi.config import MIPeaksJobConfig
     >>> stage_names(MIPeaksJobConfig(compare=("tiny-cot",), ttts=True))
     ['trajectories:tiny-think', 'trajectories:tiny-cot', 'enrichment', 'comparison', 'ttts']
     >>> choose_thinking_words([{"word": "wait", "peak_count": 4}, {"word": "so", "peak_count": 2}], (), 1)
@@ -35,7 +35,7 @@ from thinklens.errors import ThinklensError
 from thinklens.runs import to_jsonable
 
 if TYPE_CHECKING:
-    from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from analyses.mi.config import MIPeaksJobConfig
     from thinklens.formats import PromptFormat
     from thinklens.jobs import Shards
     from thinklens.model import HookedModel

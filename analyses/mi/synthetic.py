@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analyses.jobs.mi_peaks import MIPeaksJobConfig
 from analyses.mi.collect import peak_options, summarize_model
+from analyses.mi.config import MIPeaksJobConfig
 from analyses.mi.peaks import PEAK_RULES, find_peaks
 from analyses.mi.store import TrajectoryRecord, write_index, write_trajectory
 from thinklens.tasks.protocol import model_style

@@ -31,75 +31,17 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from steering.configs import HybridConfig
+from steering.configs import HybridJobConfig, base_format
 from thinklens.errors import ThinklensError, opt_name
 from thinklens.jobs import DemoRun, Job, JobContext
-from thinklens.problemsets import DataOptions
-from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
 from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.model import HookedModel
     from thinklens.problemsets import RealProblem
-
-
-@dataclass(frozen=True)
-class HybridJobConfig(HybridConfig, DataOptions, StepRange):
-    """``thinklens run hybrid``: the hybrid-steering settings, plus the two models, their formats, the problems and the seeds."""
-
-    seed: int = 0
-    """First seed of the clustering SAE, the vector training and the ablations' random choices (one full
-    train + evaluation per seed: seed, seed+1, ...; mean and standard deviation reported)."""
-    model: str = "tiny-cot"
-    """The base model (steered)."""
-    thinking: str = "tiny-think"
-    """The thinking model (decides when and which behaviour)."""
-    data: str = ""
-    """Problems evaluated (paper: GSM8K, MATH-500): a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a
-    cached hub id or synthetic:MIN-MAX[:N]; empty: the synthetic task's zoo stream (held-out seeds)."""
-    vector_data: str = ""
-    """Problems whose thinking-model traces build the categories and vectors (paper: MMLU-Pro); empty: problems of
-    --data not evaluated (the zoo stream's own seeds without --data). Must not share questions with --data."""
-    prompt_format: str = "auto"
-    """The thinking model's prompt format: auto (a zoo model's own style, else its chat template when it has one, else
-    plain), chat, plain, direct, cot or think."""
-    base_format: str = "same"
-    """The base model's prompt format: same (the thinking model's kind, rendered with the base's tokenizer), auto,
-    chat, plain, direct, cot or think."""
-    max_new_tokens: int | None = None
-    """New tokens per completion; None: the task protocol's budget for a zoo style and max_steps, 1024 for a real
-    model's format (capped by the contexts)."""
-    n_train: int = 150
-    """Thinking-model traces whose sentences train the categories and vectors."""
-    n_eval: int = 120
-    """Held-out problems evaluated per mode (the unit of the paired tests and of the gap's bootstrap interval)."""
-    min_steps: int = 2
-    max_steps: int = 5
-    modes: tuple[str, ...] = ("base", "thinking", "hybrid", "bias_only", "random_category", "random_firing", "random_vectors")
-    """Modes evaluated (base and thinking alone, the hybrid, and the ablations)."""
-    n_seeds: int = 1
-    """Seeds run (seed, seed+1, ...)."""
-
-    def check(self) -> None:
-        from thinklens.formats import check_format
-
-        if self.base_format != "same":
-            check_format(self.base_format)
-        if self.n_seeds < 1:
-            raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
-        if self.n_train < 1 or self.n_eval < 1 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
-            raise ThinklensError.of("--n-train / --n-eval / --max-new-tokens", (self.n_train, self.n_eval, self.max_new_tokens),
-                                    "integers >= 1", "pass --n-train 150 --n-eval 60")
-
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return tuple(range(self.seed, self.seed + self.n_seeds))
 
 
 def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["RealProblem"]]:
@@ -123,13 +65,6 @@ def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["Re
         check_disjoint({"--data (evaluated)": ProblemSet(job.data or "zoo", tuple(evaluated)),
                         "--vector-data": ProblemSet(job.vector_data, tuple(vector))})
     return evaluated, vector
-
-
-def base_format(job: HybridJobConfig, base: "HookedModel", thinking_fmt: "PromptFormat") -> "PromptFormat":
-    """The base model's prompt format (``same``: the thinking format's kind, resolved with the base's tokenizer)."""
-    from thinklens.formats import format_for
-
-    return format_for(base, thinking_fmt.kind if job.base_format == "same" else job.base_format)
 
 
 def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:

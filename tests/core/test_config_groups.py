@@ -167,3 +167,45 @@ def test_checks_run_once_each_base_groups_first():
 
     D()
     assert calls == ["A", "B", "D"]  # A once although two paths lead to it; C has no check of its own
+# ---------------------------------------------------------------- library code never imports a job module
+
+
+def _package_modules() -> list[Path]:
+    out = []
+    for pkg in ("thinklens", "analyses", "probes", "steering", "latent", "zoo"):
+        out += sorted((ROOT / pkg).rglob("*.py"))
+    return out
+
+
+def _imported(path: Path) -> list[str]:
+    """Every module name an ``import``/``from`` statement of ``path`` names (TYPE_CHECKING and function bodies too)."""
+    tree = ast.parse(path.read_text(), str(path))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+def is_job_module(name: str) -> bool:
+    """``<package>.jobs`` and everything under it (``thinklens.jobs``, the job contract, is a module, not a package)."""
+    parts = name.split(".")
+    return "jobs" in parts[1:] and (ROOT / "/".join(parts[:parts.index("jobs", 1) + 1])).is_dir()
+
+
+def test_is_job_module():
+    assert is_job_module("probes.jobs.lynx") and is_job_module("analyses.jobs")
+    assert not is_job_module("thinklens.jobs") and not is_job_module("probes.lynx_splits")
+
+
+def test_no_library_module_imports_a_job_module():
+    offenders = []
+    for path in _package_modules():
+        rel = path.relative_to(ROOT)
+        if "jobs" in rel.parts[:-1] or rel.as_posix() in ("thinklens/cli.py",):
+            continue
+        offenders += [f"{rel}: {name}" for name in _imported(path) if is_job_module(name)]
+    assert not offenders, offenders
