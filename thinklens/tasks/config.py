@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 
 #: Operators the generator knows. ``/`` is exact integer division (the dividend is a multiple).
 KNOWN_OPS: tuple[str, ...] = ("+", "-", "*", "/")
@@ -29,13 +29,13 @@ ZOO_MAX_NUMBER = 99
 MAX_STEPS = 64
 
 
-def check_step_range(min_steps: int, max_steps: int, *, fix: str = "pass --min-steps 2 --max-steps 4",
-                     what: str = "steps range") -> None:
-    """Refuse a step range outside ``1 <= min_steps <= max_steps <= MAX_STEPS`` (with what was received)."""
+def check_step_range(min_steps: int, max_steps: int, *, fix: str | None = None, what: str = "steps range") -> None:
+    """Refuse a step range outside ``1 <= min_steps <= max_steps <= MAX_STEPS`` (with what was received; the default
+    fix names the options in the caller's terms, :func:`thinklens.errors.opt`)."""
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (min_steps, max_steps)) \
             or not 1 <= min_steps <= max_steps <= MAX_STEPS:
         raise ThinklensError.of(what, (min_steps, max_steps), f"integers, 1 <= min_steps <= max_steps <= {MAX_STEPS}",
-                                fix)
+                                fix or f"pass {opt('min_steps', 2)} {opt('max_steps', 4)}")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class StepRange(ConfigGroup):
     """The step range of synthetic problems: the two fields of every config that draws them (a job redeclares
     a field only to change its default). Its ``check`` runs for every config that has it (:class:`ConfigGroup`)."""
 
-    step_range_fix: ClassVar[str] = "pass --min-steps 2 --max-steps 4"
+    step_range_fix: ClassVar[str | None] = None  # None: --min-steps 2 --max-steps 4, in the caller's terms
     step_range_what: ClassVar[str] = "steps range"
 
     min_steps: int = 1
