@@ -50,7 +50,7 @@ def test_rows_headline_resume_and_failures(tmp_path, monkeypatch):
         assert LINE.match(row["line"]), row["line"]
     from thinklens.validate import report
 
-    assert report(doc).splitlines()[-1] == "validated=1/3"
+    assert report(doc.value).splitlines()[-1] == "validated=1/3"
     # resumed with the same config: nothing runs again, the same rows come back
     again = run_job("validate", methods=("toy",), out=tmp_path / "v", progress=False)
     assert calls == ["planted", "null", "crash"] and again["rows"] == doc["rows"]
