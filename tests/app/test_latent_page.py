@@ -90,3 +90,21 @@ def test_latent_page_shows_a_table_on_a_data_set(tmp_path, monkeypatch):
     at = AppTest.from_file(str(PAGE), default_timeout=60).run()
     assert not at.exception and not at.error
     assert list(at.dataframe[0].value["method"]) == ["tiny-r1 (chat)", "CODI"]
+
+
+def test_training_runs_of_every_trainer_kind_old_and_new(runs):
+    """Trainers write runs/<job>/<id> (codi/, sft/); the page picks among those kinds and the former latent-train/,
+    and a Home link's ?kind= opens that trainer's run."""
+    new = RunFolder.create("sft", {"method": "sft"}, root=runs, run_id="sft-new")
+    new.write_result("metrics", {"method": "sft", "steps": 7, "train_wall_s": 2.0, "processes": 1,
+                                 "history": [{"step": 0, "phase": "sft", "loss": 2.0}, {"step": 1, "phase": "sft", "loss": 1.5}]})
+    new.finish({})
+    at = AppTest.from_file(str(PAGE), default_timeout=60).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="latent-train-kind").options == ["latent-train", "sft"]
+    linked = AppTest.from_file(str(PAGE), default_timeout=60)
+    linked.query_params["kind"] = "sft"
+    linked.query_params["run"] = "sft-new"
+    at = linked.run()
+    assert not at.exception and at.selectbox(key="latent-train-kind").value == "sft"
+    assert any("sft: 7 steps" in m.value for m in at.markdown)
