@@ -315,3 +315,28 @@ def test_a_registered_job_shows_on_home_with_its_headline_page_and_order(tally_j
     assert "counted to 5 (results written)" in [m.value for m in at.markdown]
     links = {p.proto.label: p.proto.query_string for p in at.get("page_link")}
     assert links["open in Explore"] == "run=demo&kind=tally"
+
+
+def test_a_job_that_cannot_load_never_hides_the_others(runs, monkeypatch):
+    """A job module that fails to import (a half-edited file): Home warns with its error and still shows every run
+    with its own job's words; the demo plan leaves it out and says why."""
+    from types import SimpleNamespace
+
+    from thinklens import jobs
+    from thinklens.demo import demo_steps
+
+    def fail():
+        raise SyntaxError("half-edited job module")
+
+    monkeypatch.setitem(jobs._entry_points(), "broken-job", SimpleNamespace(value="pkg.broken:JOB", load=fail))
+    monkeypatch.setattr(jobs, "_JOBS", dict(jobs._JOBS or {}))
+    run = RunFolder.create("probe", SUMMARIES["probe"][0], root=runs, run_id="demo")
+    run.write_result("x", {})
+    run.finish(SUMMARIES["probe"][1])
+    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()
+    assert not at.exception and not at.error
+    (warning,) = [w.value for w in at.warning]
+    assert "job broken-job: SyntaxError: half-edited job module" in warning
+    assert EXPECTED["probe"] in [m.value for m in at.markdown]
+    errors: list[str] = []
+    assert "probe" in [s.name for s in demo_steps(errors)] and errors == ["job broken-job: SyntaxError: half-edited job module"]
