@@ -98,8 +98,9 @@ def data_of(entry: RunEntry) -> str:
     for k in ("data", "prompts"):
         if cfg.get(k):
             return Path(str(cfg[k])).name
-    if "steps" in cfg and isinstance(cfg["steps"], list):
-        return f"synthetic, {min(cfg['steps'])}-{max(cfg['steps'])} steps"
+    counts = cfg.get("step_counts", cfg.get("steps"))  # "steps" in configs written before the rename
+    if isinstance(counts, list) and counts:
+        return f"synthetic, {min(counts)}-{max(counts)} steps"
     if "min_steps" in cfg and "max_steps" in cfg:
         return f"synthetic, {cfg['min_steps']}-{cfg['max_steps']} steps"
     if cfg.get("n_problems") or cfg.get("n"):

@@ -75,17 +75,17 @@ def commands(f: dict[str, str], runs: str) -> list[tuple[str, list[str]]]:
         ("reasoning-vector", ["run", "reasoning-vector", *m, "--a", "tiny-r1", "--b", "tiny-r1", "--base", "none", *chat,
                               "--alphas=0,1", "--groups", "all", "--max-new-tokens", "64", "--save-alpha", "none"]),
         ("codi", ["run", "codi", *m, "--data", f["aug"], "--prompt-format", "plain", "--add-tokens", "--lora-r", "4",
-                  "--n-latents", "2", "--steps", "2", "--batch-size", "2", "--eval-data", f["aug"], "--eval-n", "2"]),
+                  "--n-latents", "2", "--train-steps", "2", "--batch-size", "2", "--eval-data", f["aug"], "--n-eval", "2"]),
         ("coconut", ["run", "coconut", *m, "--data", f["aug"], "--prompt-format", "plain", "--add-tokens", "--stage-steps",
-                     "1", "--final-stage-steps", "1", "--batch-size", "2", "--eval-data", f["aug"], "--eval-n", "2"]),
+                     "1", "--final-stage-steps", "1", "--batch-size", "2", "--eval-data", f["aug"], "--n-eval", "2"]),
         ("latent-sft", ["run", "latent-sft", *m, "--data", f["aug"], "--prompt-format", "plain", "--add-tokens",
                         "--encoder-steps", "1",
                         "--decoder-steps", "1", "--joint-steps", "1", "--stage2-steps", "1", "--batch-size", "2",
-                        "--eval-data", f["aug"], "--eval-n", "2"]),
-        ("latent-seek", ["run", "latent-seek", *m, "--data", f["gsm8k"], "--prompt-format", "chat", "--n", "2",
+                        "--eval-data", f["aug"], "--n-eval", "2"]),
+        ("latent-seek", ["run", "latent-seek", *m, "--data", f["gsm8k"], "--prompt-format", "chat", "--n-eval", "2",
                          "--reward", "psrm", "--max-iters", "2", "--max-new-tokens", "160", "--baseline-temperatures="]),
         ("latent-eval", ["run", "latent-eval", "--models", "tiny-r1", "--runs", runs, "--no-progress", "--threads", "1",
-                         "--data", f["gsm8k"], "--n", "4", "--seek-n", "0"]),
+                         "--data", f["gsm8k"], "--n-eval", "4", "--seek-n", "0"]),
     ]
 
 

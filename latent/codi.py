@@ -129,7 +129,7 @@ class CODI(ContinuousThought):
 
 def train_phases(cfg: "CODIConfig") -> list[Phase]:
     """One phase: teacher and student trained together for ``steps``."""
-    return [Phase("codi", cfg.steps, lambda m: None)]
+    return [Phase("codi", cfg.train_steps, lambda m: None)]
 
 
 def build_trainer(cfg: "CODIConfig", model: "HookedModel", tokens: LatentTokens) -> CODI:
@@ -175,6 +175,7 @@ def label_tags(saved: dict, prior_steps: int | None = None) -> str:
         tags.append("LN gain 1")
     if saved.get("lr") not in (None, 0.002):
         tags.append(f"lr {saved['lr']:g}")
-    if saved.get("steps") is not None:  # training length matters at this scale: always shown
-        tags.append(f"{prior_steps}+{saved['steps']} steps" if prior_steps else f"{saved['steps']} steps")
+    steps = saved.get("train_steps", saved.get("steps"))  # "steps" in latent.json written before the rename
+    if steps is not None:  # training length matters at this scale: always shown
+        tags.append(f"{prior_steps}+{steps} steps" if prior_steps else f"{steps} steps")
     return f" ({', '.join(tags)})" if tags else ""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.problemsets import DataOptions
@@ -56,7 +56,7 @@ class TrainConfig(DataOptions, StepRange, OptimOptions):
     direct, cot or think. The zoo's styles write zoo words and '#### N'; chat and plain write the equations as given
     and 'The answer is: N' (CODI's answer line), in the model's own tokens."""
     eval_data: str = ""
-    """Problems the trained model is evaluated on (the first --eval-n; any --data source); empty: --eval-n held-out
+    """Problems the trained model is evaluated on (the first --n-eval; any --data source); empty: --n-eval held-out
     synthetic problems per step count."""
     min_steps: int = 3
     batch_size: int = 32
@@ -71,12 +71,13 @@ class TrainConfig(DataOptions, StepRange, OptimOptions):
     """LoRA alpha (scale alpha / r)."""
     ckpt_every: int = 50
     """Optimizer steps between checkpoints (resume restarts from the last one)."""
-    eval_n: int = 50
-    """Held-out problems per step count evaluated after training (0 = skip)."""
+    n_eval: int = 50
+    """Held-out problems evaluated per step count after training (0 = skip)."""
     add_tokens: bool = False
     """Add missing special tokens (<bot> <eot> <latent> <think> </think> <compress>) and resize the embeddings."""
     publish: str | None = None
     """Also write the trained model folder here, e.g. data/zoo/tiny-codi (it is always in <run folder>/model)."""
+    renamed: ClassVar[dict[str, str]] = {"eval_n": "n_eval"}
 
     def check(self) -> None:
         _check_data(self.data, self.data_fields, what="train")
@@ -86,8 +87,8 @@ class TrainConfig(DataOptions, StepRange, OptimOptions):
             raise ThinklensError.of("warmup_frac", self.warmup_frac, "a fraction in [0, 1)", f"pass {opt('warmup_frac', 0.03)}")
         if self.lora_r < 0:
             raise ThinklensError.of("lora_r", self.lora_r, "0 (full fine-tuning) or a rank >= 1", f"pass {opt('lora_r', 0)}")
-        if self.eval_n < 0:
-            raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", f"pass {opt('eval_n', 50)}")
+        if self.n_eval < 0:
+            raise ThinklensError.of("n_eval", self.n_eval, "an integer >= 0", f"pass {opt('n_eval', 50)}")
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class CODISchedule(TrainConfig):
     """CODI's optimiser, the paper's values where they apply: shared by CODI and the token-level SFT baselines,
     which train on CODI's schedule so that the latent table compares like with like."""
 
-    steps: int = 12000
+    train_steps: int = 12000
     """Optimizer steps."""
     lr: float = 2e-3
     """Peak learning rate (3e-3 in the paper for GPT-2 with LoRA; 2e-3 for the zoo's full fine-tuning)."""
@@ -131,9 +132,10 @@ class CODISchedule(TrainConfig):
     """AdamW weight decay on matrices (0.1 in the paper)."""
     grad_clip: float = 2.0
     """Gradient-norm clip (2.0 in the paper)."""
+    renamed: ClassVar[dict[str, str]] = {"steps": "train_steps"}
 
     def check(self) -> None:
-        _positive("steps", self.steps, f"pass {opt('steps', 400)}")
+        _positive("train_steps", self.train_steps, f"pass {opt('train_steps', 400)}")
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ class CODIConfig(CODISchedule):
 
     n_latents: int = 6
     """Latent steps between <bot> and <eot> (N in the paper)."""
-    steps: int = 12000
+    train_steps: int = 12000
     """Optimizer steps (the committed tiny-codi: 12000, then 3000 more at lr 5e-4; its accuracy and training
     time, and what fewer steps give, are in README.md "Latent reasoning", results/latent_table.json)."""
     w_kd: float = 1.0
@@ -209,7 +211,7 @@ class SFTConfig(CODISchedule):
 
     cot: bool = True
     """Train on the chain and the answer (CoT-SFT); false: on the answer alone (No-CoT)."""
-    steps: int = 1500
+    train_steps: int = 1500
     """Optimizer steps (15000 at batch 32 is the 480k examples tiny-codi saw after tiny-cot)."""
 
 
@@ -224,8 +226,8 @@ class LatentSeekConfig(DataOptions, StepRange):
     model: str = "tiny-cot"
     """Frozen CoT model: zoo name, folder or hub id."""
     data: str = ""
-    """Problems: any --data source (GSM8K, MATH-500, AIME, JSONL, ...; its first --n); empty: --n held-out synthetic
-    problems per step count (--min-steps..--max-steps)."""
+    """Problems: any --data source (GSM8K, MATH-500, AIME, JSONL, ...; its first --n-eval); empty: --n-eval held-out
+    synthetic problems per step count (--min-steps..--max-steps)."""
     rho: float = 0.2
     """Fraction of the generated tokens whose final-layer states are optimised."""
     max_latents: int = 300
@@ -245,8 +247,9 @@ class LatentSeekConfig(DataOptions, StepRange):
     or module:function (a pluggable fn(text, gold) -> float)."""
     min_steps: int = 6
     max_steps: int = 8
-    n: int = 30
-    """Problems per step count (synthetic), or the first n problems of --data."""
+    n_eval: int = 30
+    """Held-out problems evaluated per step count (synthetic), or the first n_eval problems of --data."""
+    renamed: ClassVar[dict[str, str]] = {"n": "n_eval"}
     seed: int = HELD_OUT["eval"]
     """Held-out problem seed (and sampling seed)."""
     max_new_tokens: int = 0
@@ -275,7 +278,7 @@ class LatentSeekConfig(DataOptions, StepRange):
                                     f"pass {opt('max_latents', 300)} {opt('max_iters', 10)}")
         if self.variant not in ("argmax", "sample"):
             raise ThinklensError.of("variant", self.variant, "argmax or sample", f"pass {opt('variant', 'argmax')}")
-        _positive("n", self.n, "pass --n 30")
+        _positive("n_eval", self.n_eval, "pass --n-eval 30")
         if self.max_new_tokens < 0:
             raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 0 (0: the format's default)",
                                     f"pass {opt('max_new_tokens', 1024)}")
@@ -294,14 +297,15 @@ class EvalConfig(DataOptions, StepRange):
     """Latent models also scored in explicit-CoT mode: their LM prompted and decoded as a token-level model in the format
     they were trained in, no latents (CODI's teacher; e.g. --explicit tiny-codi)."""
     data: str = ""
-    """Problems: any --data source (GSM8K, MATH-500, JSONL, ...; its first --n, the LatentSeek rows on its first
-    --seek-n); empty: --n held-out synthetic problems per step count (--min-steps..--max-steps)."""
+    """Problems: any --data source (GSM8K, MATH-500, JSONL, ...; its first --n-eval, the LatentSeek rows on its first
+    --seek-n); empty: --n-eval held-out synthetic problems per step count (--min-steps..--max-steps)."""
     prompt_format: str = "auto"
     """Format of the token-level models: auto (a zoo model's own style, else the chat template when the tokenizer has
     one, else plain), chat, plain, direct, cot or think. A latent model is prompted in the format it was trained in."""
     min_steps: int = 3
-    n: int = 100
-    """Problems per step count (synthetic), or the first n problems of --data."""
+    n_eval: int = 100
+    """Held-out problems evaluated per step count (synthetic), or the first n_eval problems of --data."""
+    renamed: ClassVar[dict[str, str]] = {"n": "n_eval"}
     max_new_tokens: int = 0
     """Generation budget of the token-level models and the LatentSeek rows; 0: the task protocol's budget (LatentSeek:
     72) for the zoo's formats, 1024 otherwise."""
@@ -334,7 +338,7 @@ class EvalConfig(DataOptions, StepRange):
         if not self.names():
             raise ThinklensError.of("models", self.models, "at least one model", f"pass {opt('models', ('tiny-cot', 'tiny-codi'))}")
         check_step_range(self.seek_min_steps, self.seek_max_steps, fix=f"pass {opt('seek_min_steps', 6)} {opt('seek_max_steps', 8)}")
-        _positive("n", self.n, "pass --n 100")
+        _positive("n_eval", self.n_eval, "pass --n-eval 100")
         if self.seek_n < 0 or self.decode_examples < 0:
             raise ThinklensError.of("seek_n/decode_examples", (self.seek_n, self.decode_examples), "integers >= 0", "pass 30")
 

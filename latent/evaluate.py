@@ -10,7 +10,7 @@ divided by a method's.
 
 Example:
     >>> # run = RunFolder.create("latent-eval", EvalConfig(), run_id="table")
-    >>> # table = run_table(EvalConfig(n=100), run)     # writes results/table.json, decoding.json, seek.json
+    >>> # table = run_table(EvalConfig(n_eval=100), run)     # writes results/table.json, decoding.json, seek.json
 """
 
 from __future__ import annotations
@@ -175,8 +175,8 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
 def table_problems(cfg: EvalConfig) -> tuple[list, str]:
     """The table's problems and how the table names them (``3-4 steps``, or the data set's file name)."""
     if cfg.data:
-        return list(cfg.load(limit=cfg.n)), Path(cfg.data.split("@")[0]).name or cfg.data
-    return problems_by_steps(cfg.n, cfg.min_steps, cfg.max_steps, seed=cfg.seed), f"{cfg.min_steps}-{cfg.max_steps} steps"
+        return list(cfg.load(limit=cfg.n_eval)), Path(cfg.data.split("@")[0]).name or cfg.data
+    return problems_by_steps(cfg.n_eval, cfg.min_steps, cfg.max_steps, seed=cfg.seed), f"{cfg.min_steps}-{cfg.max_steps} steps"
 
 
 def add_compression(rows: list[dict]) -> None:
@@ -214,7 +214,7 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
     if cfg.seek_n and cot_row is not None:
         scfg = seek or LatentSeekConfig(model=cot_row["model"], data=cfg.data, data_fields=cfg.data_fields,
                                         prompt_format=cfg.prompt_format, min_steps=cfg.seek_min_steps,
-                                        max_steps=cfg.seek_max_steps, n=cfg.seek_n, seed=cfg.seek_seed, lr=cfg.seek_lr,
+                                        max_steps=cfg.seek_max_steps, n_eval=cfg.seek_n, seed=cfg.seek_seed, lr=cfg.seek_lr,
                                         reward=cfg.seek_reward, max_new_tokens=cfg.max_new_tokens)
         model = load_hooked_model(scfg.model, device=device, dtype=dtype)
         t0 = time.monotonic()

@@ -156,7 +156,7 @@ def training_findings(cfg: Any, metrics: Mapping[str, Any]) -> list[dict[str, An
     its last, :func:`window_change_finding`).
 
     Args:
-        cfg: the trainer's config (its ``eval_n`` and problem settings name the evaluated problems).
+        cfg: the trainer's config (its ``n_eval`` and problem settings name the evaluated problems).
         metrics: what :func:`latent.train.train_latent` returned (``history``, ``eval``).
     """
     from analyses.eval_findings import MAJORITY, majority_correct

@@ -10,8 +10,8 @@ Example:
     >>> sorted(METHODS)
     ['coconut', 'codi', 'latent-sft', 'sft']
     >>> from latent.config import CODIConfig
-    >>> method = method_of(CODIConfig(steps=10))
-    >>> method.name, [p.name for p in method.module.train_phases(CODIConfig(steps=10))]
+    >>> method = method_of(CODIConfig(train_steps=10))
+    >>> method.name, [p.name for p in method.module.train_phases(CODIConfig(train_steps=10))]
     ('codi', ['codi'])
     >>> method.saved_config(CODIConfig())["method"], "publish" in method.saved_config(CODIConfig())
     ('codi', False)

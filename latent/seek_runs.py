@@ -7,7 +7,7 @@ template for a real model); answers are graded by :func:`thinklens.answers.is_co
 The reward ``auto`` is PSRM for the zoo's formats and the paper's self-reward otherwise.
 
 Example:
-    >>> # summary = run_seek(model, LatentSeekConfig(model="org/model", data="gsm8k_test.jsonl", n=100), run)
+    >>> # summary = run_seek(model, LatentSeekConfig(model="org/model", data="gsm8k_test.jsonl", n_eval=100), run)
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def bind_reward(reward: Any, question: str, prompt: str) -> RewardFn:
 def seek_problem_list(cfg: LatentSeekConfig) -> list:
     """The first ``n`` problems of ``cfg.data``, or ``n`` held-out synthetic problems per step count."""
     if cfg.data:
-        return list(cfg.load(limit=cfg.n))
-    return problems_by_steps(cfg.n, cfg.min_steps, cfg.max_steps, seed=cfg.seed)
+        return list(cfg.load(limit=cfg.n_eval))
+    return problems_by_steps(cfg.n_eval, cfg.min_steps, cfg.max_steps, seed=cfg.seed)
 
 
 def seek_problems(model: Any, problems: list, cfg: LatentSeekConfig, run: RunFolder | None = None,

@@ -9,7 +9,7 @@ tokens before the answer marker are its reasoning positions.
 
 Example:
     >>> from latent.config import SFTConfig
-    >>> [p.name for p in train_phases(SFTConfig(steps=10))], label_tags({"cot": False, "steps": 10})
+    >>> [p.name for p in train_phases(SFTConfig(train_steps=10))], label_tags({"cot": False, "steps": 10})
     (['sft'], ' (No-CoT, 10 steps)')
 """
 
@@ -74,7 +74,7 @@ class SFT(nn.Module):
 
 def train_phases(cfg: "SFTConfig") -> list[Phase]:
     """One phase of ``steps``."""
-    return [Phase("sft", cfg.steps, lambda m: None)]
+    return [Phase("sft", cfg.train_steps, lambda m: None)]
 
 
 def build_trainer(cfg: "SFTConfig", model: "HookedModel", tokens: LatentTokens) -> SFT:
@@ -103,5 +103,6 @@ def label_tags(saved: dict, prior_steps: int | None = None) -> str:
         >>> label_tags({"cot": True, "steps": 300}, prior_steps=100)
         ' (CoT, 100+300 steps)'
     """
-    steps = f"{prior_steps}+{saved['steps']}" if prior_steps else f"{saved['steps']}"
+    trained = saved.get("train_steps", saved.get("steps"))  # "steps" in latent.json written before the rename
+    steps = f"{prior_steps}+{trained}" if prior_steps else f"{trained}"
     return f" ({'CoT' if saved.get('cot', True) else 'No-CoT'}, {steps} steps)"

@@ -11,8 +11,8 @@ Each method comes from the method table (:mod:`latent.methods`): its phases, its
 continued run must keep, its side modules; this loop knows no method by name.
 
 Example:
-    >>> # thinklens run codi --steps 400 --publish data/zoo/tiny-codi          (the job: latent/jobs/trainers.py)
-    >>> # metrics = thinklens.run_job("codi", steps=400, run_id="codi-400")   (the same from Python)
+    >>> # thinklens run codi --train-steps 400 --publish data/zoo/tiny-codi          (the job: latent/jobs/trainers.py)
+    >>> # metrics = thinklens.run_job("codi", train_steps=400, run_id="codi-400")   (the same from Python)
     >>> # accelerate launch --cpu --num_processes 2 -m thinklens.cli run codi --steps 400 --run-id codi-2p
 """
 
@@ -151,13 +151,13 @@ def example_builder(model: Any, cfg: TrainConfig, start: dict | None = None) -> 
 
 
 def evaluation_problems(cfg: TrainConfig, *, seed: int = HELD_OUT["eval"]) -> dict[Any, list]:
-    """The problems evaluated after training, by group: ``eval_n`` held-out synthetic problems per step count, or
-    the first ``eval_n`` of ``eval_data`` (one group, ``all``)."""
+    """The problems evaluated after training, by group: ``n_eval`` held-out synthetic problems per step count, or
+    the first ``n_eval`` of ``eval_data`` (one group, ``all``)."""
     if cfg.eval_data:
         from thinklens.problemsets import load_problems
 
-        return {"all": list(load_problems(cfg.eval_data, limit=cfg.eval_n))}
-    return {n: problems_by_steps(cfg.eval_n, n, n, seed=seed) for n in range(cfg.min_steps, cfg.max_steps + 1)}
+        return {"all": list(load_problems(cfg.eval_data, limit=cfg.n_eval))}
+    return {n: problems_by_steps(cfg.n_eval, n, n, seed=seed) for n in range(cfg.min_steps, cfg.max_steps + 1)}
 
 
 def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, builder: ExampleBuilder | None = None,
@@ -272,7 +272,7 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
     metrics: dict[str, Any] = {"method": method, "train_wall_s": round(state["elapsed_s"], 1), "steps": state["global_step"],
                                "processes": world, "history": state["history"]}
     if acc.is_main_process:
-        if cfg.eval_n:
+        if cfg.n_eval:
             metrics["eval"] = evaluate_after(model, module, cfg, builder=builder)
         if cfg.lora_r:
             merge_lora(model.hf)
@@ -282,7 +282,7 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
                 # the token-level model the first run started from (latent-eval adds its training time to this one's)
                 "parent": start_meta.get("parent", start_meta["start_model"]["name"]) if start_meta is not None else cfg.model}
         if start_meta is not None:  # training continued a latent model: keep the totals
-            prior_steps = start_meta.get("total_steps", start_meta["config"].get("steps"))
+            prior_steps = start_meta.get("total_steps", start_meta["config"].get("train_steps", start_meta["config"].get("steps")))
             prior_s = start_meta.get("total_train_wall_s", start_meta["train_wall_s"])
             meta["continued"] = {"from": start_meta["run"], "steps": prior_steps, "train_wall_s": prior_s}
             meta["total_steps"] = (prior_steps or 0) + metrics["steps"]

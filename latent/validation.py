@@ -88,7 +88,7 @@ def _seek(ctx: SettingContext, plan: Plan, reward: str, sub: str) -> dict[str, A
     from thinklens.runs import RunFolder
 
     ctx.run_job("latent-seek", sub, model=ORGANISM, reward=reward, lr=plan.lr, max_iters=plan.max_iters,
-                n=plan.n_per_steps, min_steps=plan.steps[0], max_steps=plan.steps[1], seed=PROBLEM_SEED + ctx.seed,
+                n_eval=plan.n_per_steps, min_steps=plan.steps[0], max_steps=plan.steps[1], seed=PROBLEM_SEED + ctx.seed,
                 baseline_temperatures=(TEMPERATURE,), baseline_samples=0)
     assert ctx.workdir is not None
     return RunFolder.open(ctx.workdir / sub).read_result("seek")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError, opt
@@ -134,9 +134,9 @@ class GRPOConfig(StepRange, OptimOptions):
     model: str = "tiny-cot"
     """Zoo name or folder to start from: the SFT model, as in Zbeeb et al.'s code (v = theta_GRPO - theta_SFT is then
     the RL update alone)."""
-    style: str = "cot"
-    """Prompt style (tiny-cot's data)."""
-    steps: int = 150
+    prompt_format: str = "cot"
+    """Prompt format: a zoo style (cot: tiny-cot's data)."""
+    train_steps: int = 150
     """Optimizer steps (150 trained the committed tiny-grpo: its training time is in README.md "Steering",
     results/reasoning_vectors.json values.training)."""
     prompts_per_step: int = 32
@@ -158,11 +158,12 @@ class GRPOConfig(StepRange, OptimOptions):
     max_minutes: float = 30.0
     """Cap on this process's CPU time (not wall time: shared machines stretch wall time several-fold);
     the model is written anyway, marked truncated."""
-    eval_per_steps: int = 25
-    """Held-out problems per step count (1..8) for the final accuracy; 0 skips."""
+    n_eval: int = 25
+    """Held-out problems evaluated per step count (1..8) for the final accuracy; 0 skips."""
+    renamed: ClassVar[dict[str, str]] = {"steps": "train_steps", "style": "prompt_format", "eval_per_steps": "n_eval"}
 
     def check(self) -> None:
-        for name in ("steps", "prompts_per_step", "group_size"):
+        for name in ("train_steps", "prompts_per_step", "group_size"):
             if getattr(self, name) < 1:
                 raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {opt(name, 8)}")
         if self.group_size < 2:

@@ -33,10 +33,11 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import sys
 import textwrap
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
@@ -88,6 +89,68 @@ class ConfigGroup:
 def group_checks(cls: type) -> list[str]:
     """The classes whose ``check`` a ``cls(...)`` runs, in order (base groups first)."""
     return [k.__name__ for k in reversed(cls.__mro__) if "check" in k.__dict__]
+
+
+def renamed_fields(cls: type) -> dict[str, str]:
+    """``{old name: field}`` of every deprecated option name of ``cls``: the ``renamed`` class attributes
+    (``renamed: ClassVar[dict[str, str]] = {"eval_n": "n_eval"}``) along the MRO, subclasses winning.
+
+    Example:
+        >>> from latent.config import CODIConfig
+        >>> renamed_fields(CODIConfig)["eval_n"], renamed_fields(CODIConfig)["steps"]
+        ('n_eval', 'train_steps')
+    """
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        out.update(klass.__dict__.get("renamed", {}))
+    names = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    return {old: new for old, new in out.items() if new in names and old not in names}
+
+
+def deprecation_line(old: str, new: str, *, cli: bool) -> str:
+    """The one line a deprecated name prints: the new name in the caller's terms (a flag or a keyword)."""
+    if cli:
+        return f"thinklens: --{old.replace('_', '-')} is deprecated; use --{new.replace('_', '-')}"
+    return f"thinklens: {old}= is deprecated; use {new}="
+
+
+def rename_deprecated(cls: type, values: Mapping[str, Any], *, cli: bool = False) -> dict[str, Any]:
+    """``values`` (keywords or a config file's keys) with deprecated names of ``cls`` renamed, one line on stderr
+    for each; an old name given with its new one is an error.
+
+    Example:
+        >>> from zoo.jobs.zoo_eval import ZooEvalConfig
+        >>> rename_deprecated(ZooEvalConfig, {"n": 5, "seed": 1})
+        {'n_eval': 5, 'seed': 1}
+    """
+    renamed = renamed_fields(cls)
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        new = renamed.get(key)
+        if new is None:
+            out[key] = value
+            continue
+        if new in values:
+            from thinklens.errors import ThinklensError
+
+            raise ThinklensError.of(key, value, f"only {new} (the deprecated name {key} was given with it)",
+                                    f"drop {key}")
+        print(deprecation_line(key, new, cli=cli), file=sys.stderr)
+        out[new] = value
+    return out
+
+
+class _Deprecated(argparse.Action):
+    """A hidden alias of a renamed option: stores under the new field and prints one line naming the new flag."""
+
+    def __init__(self, *args: Any, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(deprecation_line(self.dest, self.new, cli=True), file=sys.stderr)
+        setattr(namespace, self.new, values)
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -191,4 +254,12 @@ def add_config_arguments(parser: "argparse._ActionsContainer", cls: type, *, ski
         choices = list(typing.get_args(tp)) if typing.get_origin(tp) is typing.Literal else None
         target.add_argument(flag, dest=f.name, type=parse, default=argparse.SUPPRESS,
                             metavar=None if choices else metavar, choices=choices, help=help_text)
+    # deprecated names (results commands and scripts written before a rename still run); hidden from --help
+    for old, new in renamed_fields(cls).items():
+        if new in skip:
+            continue
+        parse, _ = _parser_for(hints[new])
+        choices = list(typing.get_args(hints[new])) if typing.get_origin(hints[new]) is typing.Literal else None
+        target.add_argument("--" + old.replace("_", "-"), dest=old, new=new, action=_Deprecated, type=parse,
+                            choices=choices, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 

@@ -23,7 +23,7 @@ logit statistics, plus each record's ``line``, ``id`` and ``answer``) and ``resu
 Example:
     >>> read_record({"messages": [{"role": "user", "content": "Q"}], "response": "A", "gold": "4"}, 1).answer
     '4'
-    >>> JOB.name, ImportTracesConfig(data="c.jsonl", fields="completion=output").field_mapping()
+    >>> JOB.name, ImportTracesConfig(data="c.jsonl", data_fields="completion=output").field_mapping()
     ('import-traces', {'completion': 'output'})
 """
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from thinklens.capture import NO_FINDINGS, STORE, ReadOptions
 from thinklens.errors import ThinklensError, did_you_mean, opt
@@ -66,11 +66,13 @@ class ImportTracesConfig(ReadOptions):
 
     data: str = ""
     """JSONL file: prompt (or messages) and completion (or response) per line; optional answer and token ids."""
-    fields: str = ""
-    """Field mapping, e.g. completion=output,answer=target (keys: prompt, messages, completion, answer, prompt_ids, completion_ids, id)."""
+    data_fields: str = ""
+    """Field mapping for --data when names differ, e.g. completion=output,answer=target (keys: prompt, messages,
+    completion, answer, prompt_ids, completion_ids, id)."""
     batch_size: int = 8
     top_k: int = 5
     """How many top tokens (ids, probabilities) to record per step."""
+    renamed: ClassVar[dict[str, str]] = {"fields": "data_fields"}
 
     def check(self) -> None:
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
@@ -78,8 +80,8 @@ class ImportTracesConfig(ReadOptions):
         self.field_mapping()
 
     def field_mapping(self) -> dict[str, str]:
-        """``fields`` as {our field: the file's field}."""
-        return parse_fields(self.fields)
+        """``data_fields`` as {our field: the file's field}."""
+        return parse_fields(self.data_fields)
 
 
 def parse_fields(mapping: Mapping[str, str] | str | None) -> dict[str, str]:
@@ -140,10 +142,10 @@ def read_record(row: Mapping[str, Any], line: int, fields: Mapping[str, str] | s
         messages = tuple(dict(m) for m in messages)
     if got["prompt"] is None and not messages and got["prompt_ids"] is None:
         raise _bad(line, "prompt", row, "nothing", "a prompt, messages or prompt_ids field",
-                   f"map yours, e.g. {opt('fields', 'prompt=question')}")
+                   f"map yours, e.g. {opt('data_fields', 'prompt=question')}")
     if completion is None and got["completion_ids"] is None:
         raise _bad(line, "completion", row, "nothing", "a completion, response or completion_ids field",
-                   f"map yours, e.g. {opt('fields', 'completion=output')}")
+                   f"map yours, e.g. {opt('data_fields', 'completion=output')}")
     answer = got["answer"]
     return ImportRecord(
         line=line, prompt=got["prompt"], messages=messages or None, completion=completion,

@@ -222,8 +222,8 @@ class DemoRun:
     """One run of a job in ``make demo``: ``thinklens run <job> <args> --run-id <run_id>``.
 
     Example:
-        >>> DemoRun(("--n", "20"), print_summary=False).argv("zoo-eval")
-        ('run', 'zoo-eval', '--n', '20', '--run-id', 'demo', '--no-progress')
+        >>> DemoRun(("--n-eval", "20"), print_summary=False).argv("zoo-eval")
+        ('run', 'zoo-eval', '--n-eval', '20', '--run-id', 'demo', '--no-progress')
     """
 
     args: tuple[str, ...] = ()
@@ -322,6 +322,9 @@ class Job:
             base = _fields_of(self.presets[preset])
         if config_file is not None:
             base.update(read_config_file(self.config, config_file))
+        from thinklens.configcli import rename_deprecated
+
+        fields = rename_deprecated(self.config, fields)  # an old option name: one line naming the new one
         unknown = set(fields) - {f.name for f in dataclasses.fields(self.config)}
         if unknown:
             word = sorted(unknown)[0]
@@ -368,10 +371,12 @@ def config_from_dict(cls: type, data: Mapping[str, Any], *, source: str = "confi
     """Validated field values of ``cls`` from a JSON object (unknown keys are an error with a hint)."""
     if not isinstance(data, Mapping):
         raise ThinklensError.of(source, type(data).__name__, f"a JSON object of {cls.__name__} fields", "write {\"field\": value, ...}")
+    from thinklens.configcli import rename_deprecated
+
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     out = {}
-    for k, v in data.items():
+    for k, v in rename_deprecated(cls, data).items():  # a config file written before a rename still reads
         if k not in hints or k not in names:
             raise ThinklensError.of(f"key in {source}", k, f"a field of {cls.__name__}", did_you_mean(k, names))
         out[k] = _coerce(hints[k], v)

@@ -13,7 +13,7 @@ init; the loss averages over completion tokens of the batch. Groups whose reward
 signal and are skipped.
 
 Example:
-    >>> cfg = GRPOConfig(steps=2, prompts_per_step=2, group_size=2)
+    >>> cfg = GRPOConfig(train_steps=2, prompts_per_step=2, group_size=2)
     >>> cfg.group_size
     2
 """
@@ -112,7 +112,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     sampler = HookedModel(hf, tok, name="grpo-policy")
     # The init is the KL reference (copied above); a checkpoint replaces the policy's weights and moments.
     ckpt = Path(ckpt_dir) if ckpt_dir is not None else None
-    identity = {k: v for k, v in asdict(cfg).items() if k not in ("max_minutes", "eval_per_steps", "publish")}
+    identity = {k: v for k, v in asdict(cfg).items() if k not in ("max_minutes", "n_eval", "publish")}
     state: dict[str, Any] = {"step": 0, "curve": [], "wall_s": 0.0, "cpu_s": 0.0}
     if ckpt is not None and (checkpoint_state(ckpt) or {}).get("identity") == identity:
         state = load_checkpoint(ckpt, hf, opt)
@@ -122,7 +122,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     step = state["step"]
     truncated = False
     last_ckpt = time.monotonic()
-    while step < cfg.steps:
+    while step < cfg.train_steps:
         if time.process_time() - c0 > cfg.max_minutes * 60:
             truncated = True
             break
@@ -131,7 +131,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
         # would carry no group-relative signal at all.
         problems = generate_problems(cfg.prompts_per_step, seed=rng, config=task)
         n_steps = max(p.n_steps for p in problems)
-        prompts = [render_prompt(p, cfg.style) for p in problems for _ in range(cfg.group_size)]
+        prompts = [render_prompt(p, cfg.prompt_format) for p in problems for _ in range(cfg.group_size)]
         answers = [p.answer for p in problems for _ in range(cfg.group_size)]
         hf.eval()
         traces = sampler.generate(prompts, max_new_tokens=7 * n_steps + 6, do_sample=True,
@@ -163,9 +163,9 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
             opt.step()
         if progress and (step % 10 == 0 or step == 1):
             recent = np.mean([c[1] for c in curve[-10:]])
-            log(f"grpo step {step}/{cfg.steps} reward(last10)={recent:.3f} wall={time.monotonic() - t0:.0f}s "
+            log(f"grpo step {step}/{cfg.train_steps} reward(last10)={recent:.3f} wall={time.monotonic() - t0:.0f}s "
                 f"cpu={time.process_time() - c0:.0f}s")
-        if ckpt is not None and time.monotonic() - last_ckpt > ckpt_every_s and step < cfg.steps:
+        if ckpt is not None and time.monotonic() - last_ckpt > ckpt_every_s and step < cfg.train_steps:
             state.update(step=step, curve=curve, wall_s=time.monotonic() - t0, cpu_s=time.process_time() - c0)
             save_checkpoint(ckpt, hf, opt, state)
             last_ckpt = time.monotonic()
@@ -175,17 +175,17 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
         "name": "tiny-grpo", "init": cfg.model, "trainer": "zoo.grpo", "grpo": asdict(cfg), "steps": step,
         "truncated": truncated, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1), "reward_curve": curve,
         "weights_dtype": "float16",
-        "recipe": {"eval_style": cfg.style}, "torch_threads": torch.get_num_threads(),
-        "retrain": f"thinklens run grpo --steps {cfg.steps} --max-minutes {cfg.max_minutes:g} --seed {cfg.seed}",
+        "recipe": {"eval_style": cfg.prompt_format}, "torch_threads": torch.get_num_threads(),
+        "retrain": f"thinklens run grpo --train-steps {cfg.train_steps} --max-minutes {cfg.max_minutes:g} --seed {cfg.seed}",
     }
     out = Path(out_dir)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     save_zoo_folder(hf, tmp, meta=meta)
-    if cfg.eval_per_steps > 0:
+    if cfg.n_eval > 0:
         from zoo.evaluate import evaluate_zoo_model
 
-        res = evaluate_zoo_model(tmp, n_per_steps=cfg.eval_per_steps, style=cfg.style)  # the fp16 weights written
+        res = evaluate_zoo_model(tmp, n_per_steps=cfg.n_eval, style=cfg.prompt_format)  # the fp16 weights written
         meta["eval"] = res.to_json()
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     replace_dir(tmp, out)

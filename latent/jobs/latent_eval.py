@@ -46,7 +46,7 @@ def headline(summary: dict, folder: Path) -> str:
     return ", ".join(f"{r['label']} {pct(r['accuracy'])}" for r in top) + f" ({len(rows)} methods)"
 
 
-DEMO = (DemoRun(("--n", "40", "--seek-n", "8")),)
+DEMO = (DemoRun(("--n-eval", "40", "--seek-n", "8")),)
 
 
 JOB = Job(

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from steering.configs import check_finite
 from thinklens.errors import ThinklensError, opt, opt_name
@@ -57,17 +57,16 @@ class ReasoningVectorJobConfig(DataOptions):
     """Tensor groups v is applied to (all, attention, mlp, no_embeddings)."""
     data: str = ""
     """Problems the sweep is scored on (a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a cached hub
-    id or synthetic:MIN-MAX[:N]), prompted in --prompt-format; empty: held-out zoo problems (--n-per-steps, --steps)."""
+    id or synthetic:MIN-MAX[:N]), prompted in --prompt-format; empty: held-out zoo problems (--n-eval, --step-counts;
+    --prompt-format auto or a zoo style)."""
     n_problems: int = 0
     """With --data: score its first n problems (0: all)."""
     max_new_tokens: int | None = None
     """With --data: new tokens per answer; None: the task protocol's budget for a zoo style, 1024 for a real model's
     format (capped by its context)."""
-    style: str | None = None
-    """Without --data: zoo prompt style of the evaluation (None: the target's own, from its zoo.json or name)."""
-    n_per_steps: int = 25
-    """Held-out zoo problems per step count without --data (0, with or without --data: norms and cosines only)."""
-    steps: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+    n_eval: int = 25
+    """Held-out zoo problems evaluated per step count without --data (0, with or without --data: norms and cosines only)."""
+    step_counts: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
     """Step counts of the zoo evaluation."""
     seed: int = HELD_OUT["eval"]
     """Seed of the held-out problems (the zoo evaluator's)."""
@@ -84,8 +83,15 @@ class ReasoningVectorJobConfig(DataOptions):
     save_alpha: float | None = 1.0
     """Save target + save_alpha * v (group all) in HF format under merged/ (none: do not save)."""
 
+    renamed: ClassVar[dict[str, str]] = {"n_per_steps": "n_eval", "steps": "step_counts", "style": "prompt_format"}
+
     def check(self) -> None:
         from steering.reasoning_vectors import check_group
+        from thinklens.tasks import STYLES
+
+        if not self.data and self.prompt_format not in ("auto", *STYLES):
+            raise ThinklensError.of("prompt_format", self.prompt_format, f"auto or a zoo style ({', '.join(STYLES)}) for "
+                                    "the held-out zoo problems (no --data)", "pass --data too, or --prompt-format auto")
 
         if self.n_problems < 0 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
             raise ThinklensError.of(f"{opt_name('n_problems')} / {opt_name('max_new_tokens')}", (self.n_problems, self.max_new_tokens),
@@ -141,7 +147,7 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     log(f"|v|={stats['norms']['all']:.3f} ({stats['relative_norm']:.3%} of |target|); lineage {asdict(lineage)}")
     rows: list[dict[str, Any]] = []
     findings_by_group: dict[str, tuple[list[Any], dict[str, Any]]] = {}
-    if cfg.n_per_steps > 0:
+    if cfg.n_eval > 0:
         evaluate = data_evaluator(cfg, ctx.model) if cfg.data else zoo_evaluator(cfg, tok)
         rows = alpha_sweep(target, v, cfg.alphas, evaluate, groups=cfg.groups, progress=log)
         controls: dict[str, tuple[str, Any]] = {}  # the findings' name -> (the rows' group suffix, the vector)
@@ -203,9 +209,9 @@ def zoo_evaluator(cfg: ReasoningVectorJobConfig, tok: Any) -> Callable[[Any], di
     from thinklens.tasks.generator import generate_problems
     from thinklens.tasks.protocol import model_style
 
-    style = cfg.style or model_style(cfg.model)
+    style = cfg.prompt_format if cfg.prompt_format != "auto" else model_style(cfg.model)
     # the zoo evaluator's problems: one stream per step count (seed * 1000 + steps)
-    problems = [p for s in cfg.steps for p in generate_problems(cfg.n_per_steps, seed=cfg.seed * 1000 + s, n_steps=s)]
+    problems = [p for s in cfg.step_counts for p in generate_problems(cfg.n_eval, seed=cfg.seed * 1000 + s, n_steps=s)]
     return zoo_scorer(tok, problems, style)
 
 
@@ -217,7 +223,7 @@ def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any]
 
     problems = list(cfg.load(limit=cfg.n_problems or None))
     ps = prompt_set(target, data_format(target, cfg.prompt_format), problems, max_new_tokens=cfg.max_new_tokens,
-                    max_steps=max_steps_of(problems, max(cfg.steps)))
+                    max_steps=max_steps_of(problems, max(cfg.step_counts)))
     steps = [p.ground_truth.n_steps if p.ground_truth is not None else None for p in problems]
 
     def evaluate(model) -> dict[str, Any]:
@@ -258,7 +264,7 @@ def headline(summary: dict, folder: Path) -> str:
             f"{best.get('group', '?')} at α {best.get('alpha', '?')} ({pct(best.get('accuracy'))})")
 
 
-DEMO = (DemoRun(("--alphas=-1,0,1", "--n-per-steps", "10"), progress=True),)
+DEMO = (DemoRun(("--alphas=-1,0,1", "--n-eval", "10"), progress=True),)
 
 
 

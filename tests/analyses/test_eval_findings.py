@@ -120,7 +120,7 @@ def test_eval_job_writes_findings_to_its_summary_and_prints_them(tmp_path, capsy
 def test_zoo_eval_job_writes_findings_to_its_summary(tmp_path):
     from thinklens.jobs import run_job
 
-    (r,) = run_job("zoo-eval", model="tiny-cot", n=6, steps=(1, 2), out=tmp_path / "z", progress=False, threads=1)
+    (r,) = run_job("zoo-eval", model="tiny-cot", n_eval=6, step_counts=(1, 2), out=tmp_path / "z", progress=False, threads=1)
     summary = json.loads((tmp_path / "z" / "meta.json").read_text())["summary"]
     (f,) = summary["findings"]
     assert f["n"] == 12 and f["value"] == pytest.approx(sum(r.accuracy.values()) / 2)

@@ -23,7 +23,7 @@ from browser import browser_session, running_app, wait_for_text
 SHOTS = Path(os.environ.get("THINKLENS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "runs" / "screenshots"))
 
 SMALL: dict[str, list[str]] = {
-    "zoo-eval": ["--n", "4", "--steps", "2,3"],
+    "zoo-eval": ["--n-eval", "4", "--step-counts", "2,3"],
     "mi-peaks": ["--n-problems", "8", "--n-random", "1", "--rr-layers", "2", "--ttts-budgets", "0,8"],
     "mi-peaks-hard": ["--n-problems", "6"],
     "lynx": ["--n-train", "40", "--n-calibration", "40", "--n-test", "40", "--hidden-layer-sizes", "16"],
@@ -32,9 +32,9 @@ SMALL: dict[str, list[str]] = {
     "sae": ["--d-sae", "64", "--k", "8", "--training-tokens", "20000", "--n-texts", "200", "--eval-texts", "20",
             "--stats-traces", "8", "--n-eval-batches", "1"],
     "steer": ["--n-prompts", "4", "--stats-traces", "16", "--no-diff-of-means"],
-    "reasoning-vector": ["--n-per-steps", "3", "--steps", "2,3", "--groups", "all"],
+    "reasoning-vector": ["--n-eval", "3", "--step-counts", "2,3", "--groups", "all"],
     "hybrid": ["--n-train", "16", "--n-eval", "4", "--sae-steps", "20", "--vector-iters", "5"],
-    "latent-eval": ["--n", "6", "--seek-n", "2"],
+    "latent-eval": ["--n-eval", "6", "--seek-n", "2"],
 }
 """Demo-sized runs in seconds: options appended to each demo step (the last value of an option wins)."""
 

@@ -116,7 +116,7 @@ def test_latent_seek_the_self_confidence_reward_and_the_latent_data(bos_model, m
         raise Stop(prompt)
 
     monkeypatch.setattr(sr, "latent_seek", capture)
-    cfg = LatentSeekConfig(model="x", prompt_format="chat", n=1, min_steps=2, max_steps=2, reward="psrm")
+    cfg = LatentSeekConfig(model="x", prompt_format="chat", n_eval=1, min_steps=2, max_steps=2, reward="psrm")
     problems = sr.seek_problem_list(cfg)
     with pytest.raises(Stop) as e:
         sr.seek_problems(bos_model, problems, cfg)

@@ -32,7 +32,7 @@ BAD: dict[str, dict] = {
     "HybridConfig": {"n_categories": 1},
     "GRPOConfig": {"group_size": 1},
     "TrainConfig": {"ckpt_every": 0},
-    "CODISchedule": {"steps": 0},
+    "CODISchedule": {"train_steps": 0},
     # the job configs' own fields
     "CaptureConfig": {"positions": "first"},
     "ImportTracesConfig": {"top_k": 0},
@@ -50,7 +50,7 @@ BAD: dict[str, dict] = {
     "LatentSFTConfig": {"top_k": 0},
     "LatentSeekConfig": {"rho": 2.0},
     "EvalConfig": {"decode_examples": -1},
-    "ZooEvalConfig": {"n": 0},
+    "ZooEvalConfig": {"n_eval": 0},
     "ZooTrainConfig": {"minutes": 0.0},
     "ValidateConfig": {"seed": -1},
 }

@@ -87,7 +87,7 @@ def test_job_writes_run_folder_and_reads_back(think, tmp_path):
     rows = [{"question_text": g.prompt, "output": m.tokenizer.decode(g.token_ids[:-1]), "gold": a, "id": f"p{k}"}
             for k, (g, a) in enumerate(zip(gen, golds))]
     data.write_text("\n".join(json.dumps(r) for r in rows[:2]) + "\n\n" + "\n".join(json.dumps(r) for r in rows[2:]) + "\n")
-    res = run_job("import-traces", model=m, data=str(data), fields="prompt=question_text,completion=output",
+    res = run_job("import-traces", model=m, data=str(data), data_fields="prompt=question_text,completion=output",
                   sites=("resid_post.*",), batch_size=2, runs=str(tmp_path / "runs"), run_id="imp", progress=False)
     assert res.sites == [f"resid_post.{i}" for i in range(m.n_layers)] and res.n_traces == 4
     assert res.n_tokens == sum(len(g) - 1 for g in gen) and res.n_graded == 4 and res.accuracy == 1.0
@@ -98,7 +98,7 @@ def test_job_writes_run_folder_and_reads_back(think, tmp_path):
         assert_same_trace(b, g, m.resolve_sites("resid_post.*"), scaled=True)
     meta = json.loads((tmp_path / "runs/import-traces/imp/meta.json").read_text())
     assert meta["status"] == "done" and meta["summary"]["store"] == "store"
-    again = run_job("import-traces", model=m, data=str(data), fields="prompt=question_text,completion=output",
+    again = run_job("import-traces", model=m, data=str(data), data_fields="prompt=question_text,completion=output",
                     sites=("resid_post.*",), batch_size=2, runs=str(tmp_path / "runs"), run_id="imp", progress=False)
     assert sum(len(t) for t in load_traces(again.run)) == res.n_tokens  # a rerun rewrites, never appends
 
@@ -137,7 +137,7 @@ def test_messages_use_the_chat_template(think):
 
 def test_errors_name_the_line_and_the_fields(think, tmp_path):
     m, prompts, _ = think
-    with pytest.raises(ThinklensError, match=r"completion on line 3 \(fields present: prompt, output\).*fields='completion=output'"):
+    with pytest.raises(ThinklensError, match=r"completion on line 3 \(fields present: prompt, output\).*data_fields='completion=output'"):
         read_record({"prompt": "p", "output": "c"}, 3)
     with pytest.raises(ThinklensError, match="did you mean 'completion'"):
         read_record({"prompt": "p"}, 1, "complettion=output")

@@ -13,7 +13,7 @@ def _worker(rank, world, port, model_dir, root):
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
     from thinklens.jobs import run_job
 
-    m = run_job("codi", model=model_dir, steps=4, batch_size=8, eval_n=0, n_latents=2, runs=root, run_id="r",
+    m = run_job("codi", model=model_dir, train_steps=4, batch_size=8, n_eval=0, n_latents=2, runs=root, run_id="r",
                 threads=1, progress=False)
     if rank == 0:
         with open(os.path.join(root, "curve.json"), "w") as f:
@@ -26,7 +26,7 @@ def test_two_processes_match_one(zoo_like_dir, tmp_path):
 
     from thinklens.jobs import run_job
 
-    one = run_job("codi", model=str(zoo_like_dir), steps=4, batch_size=8, eval_n=0, n_latents=2, runs=tmp_path / "one",
+    one = run_job("codi", model=str(zoo_like_dir), train_steps=4, batch_size=8, n_eval=0, n_latents=2, runs=tmp_path / "one",
                   run_id="r", threads=1, progress=False)
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -58,11 +58,11 @@ def test_codi_batch_invariance(family_dirs, problems, family):
 def test_train_save_reload_infer(family_dirs, problems, tmp_path, family, method):
     path = str(family_dirs[family])
     cfg = {
-        "codi": lambda: CODIConfig(model=path, steps=2, batch_size=4, eval_n=1, n_latents=2),
+        "codi": lambda: CODIConfig(model=path, train_steps=2, batch_size=4, n_eval=1, n_latents=2),
         "coconut": lambda: CoconutConfig(model=path, max_stage=1, stage_steps=1, final_stage_steps=1, batch_size=4,
-                                         eval_n=1),
+                                         n_eval=1),
         "latent-sft": lambda: LatentSFTConfig(model=path, encoder_steps=1, decoder_steps=1, joint_steps=1,
-                                              stage2_steps=1, batch_size=2, eval_n=1, max_latent_steps=3),
+                                              stage2_steps=1, batch_size=2, n_eval=1, max_latent_steps=3),
     }[method]()
     metrics = run_job(method, config=cfg, publish=str(tmp_path / "m"), runs=tmp_path, run_id="r", progress=False)
     assert metrics["history"] and all(math.isfinite(h["loss"]) for h in metrics["history"])

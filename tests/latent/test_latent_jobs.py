@@ -58,7 +58,7 @@ def test_the_method_table_names_each_method_once():
 
 def test_latent_seek_and_eval_jobs_end_to_end(zoo_like_dir, tmp_path):
     model = str(zoo_like_dir)
-    seek = dict(model=model, n=1, min_steps=2, max_steps=2, max_iters=1, max_new_tokens=8, rho=0.5, threshold=1.0)
+    seek = dict(model=model, n_eval=1, min_steps=2, max_steps=2, max_iters=1, max_new_tokens=8, rho=0.5, threshold=1.0)
     s = run_job("latent-seek", **seek, runs=tmp_path, run_id="s", progress=False)
     folder = tmp_path / "latent-seek" / "s"
     assert s["n"] == 1 and len(s["accuracy_by_budget"]) == 2
@@ -69,7 +69,7 @@ def test_latent_seek_and_eval_jobs_end_to_end(zoo_like_dir, tmp_path):
     assert (folder / "results" / "seek.json").is_file() and json.loads((folder / "meta.json").read_text())["status"] == "done"
     again = run_job("latent-seek", config_file=folder / "config.json", runs=tmp_path, run_id="s", progress=False)
     assert again == s  # the run folder's config.json reruns (here: resumes) the run
-    t = run_job("latent-eval", model=model, models=(), n=1, min_steps=2, max_steps=2, seek_n=1, seek_min_steps=2,
+    t = run_job("latent-eval", model=model, models=(), n_eval=1, min_steps=2, max_steps=2, seek_n=1, seek_min_steps=2,
                 seek_max_steps=2, decode_examples=1, runs=tmp_path, run_id="t", progress=False)
     assert [r["method"] for r in t["rows"]] == ["cot", "cot", "latentseek", "best_of_n", "best_of_n"]
     table = tmp_path / "latent-eval" / "t"
@@ -101,7 +101,7 @@ def test_train_time_adds_every_parent_back_to_the_shared_init(tmp_path):
 
 
 def test_explicit_cot_mode_scores_a_latent_models_lm_as_a_token_level_model(tmp_path):
-    t = run_job("latent-eval", models=("tiny-cot",), explicit=("tiny-codi",), n=2, min_steps=3, max_steps=3, seek_n=0,
+    t = run_job("latent-eval", models=("tiny-cot",), explicit=("tiny-codi",), n_eval=2, min_steps=3, max_steps=3, seek_n=0,
                 decode_examples=1, runs=tmp_path, run_id="x", progress=False)
     cot, explicit = t["rows"]
     assert explicit["method"] == "explicit" and explicit["label"].startswith("CODI in explicit-CoT mode")
@@ -119,7 +119,7 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     from thinklens.stats import mcnemar, wilson
 
     out = subprocess.run([sys.executable, "-m", "thinklens.cli", "run", "latent-eval", "--models", "tiny-direct,tiny-codi",
-                          "--n", "12", "--min-steps", "3", "--max-steps", "3", "--seek-n", "0", "--decode-examples", "12",
+                          "--n-eval", "12", "--min-steps", "3", "--max-steps", "3", "--seek-n", "0", "--decode-examples", "12",
                           "--threads", "1", "--out", str(tmp_path / "t")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     meta = json.loads((tmp_path / "t" / "meta.json").read_text())
@@ -135,7 +135,7 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     assert f"  [{f['verdict']}] " in out.stdout and "beats No-CoT SFT (tiny-direct) on the same 3-3 steps problems" in out.stdout
 
 
-@pytest.mark.parametrize("bad", [dict(models=()), dict(n=0), dict(min_steps=3, max_steps=2)])
+@pytest.mark.parametrize("bad", [dict(models=()), dict(n_eval=0), dict(min_steps=3, max_steps=2)])
 def test_bad_eval_configs(bad):
     with pytest.raises(ThinklensError, match="fix"):
         EvalConfig(**bad)

@@ -95,9 +95,9 @@ def test_special_tokens_are_added_and_the_chat_roles_stay_special(r1_twin):
 
 @pytest.mark.parametrize("method", ["codi", "coconut", "latent-sft"])
 def test_trainers_run_end_to_end(r1_twin, gsm8k_aug, tmp_path, no_zoo_paths, method):
-    common = dict(model=str(r1_twin), data=str(gsm8k_aug), eval_data=str(gsm8k_aug), eval_n=2, add_tokens=True,
+    common = dict(model=str(r1_twin), data=str(gsm8k_aug), eval_data=str(gsm8k_aug), n_eval=2, add_tokens=True,
                   batch_size=2, publish=str(tmp_path / "m"), runs=tmp_path, run_id="r", progress=False)
-    steps = {"codi": dict(steps=2, n_latents=2), "coconut": dict(max_stage=1, stage_steps=1, final_stage_steps=1),
+    steps = {"codi": dict(train_steps=2, n_latents=2), "coconut": dict(max_stage=1, stage_steps=1, final_stage_steps=1),
              "latent-sft": dict(encoder_steps=1, decoder_steps=1, joint_steps=1, stage2_steps=1, max_latent_steps=3)}
     metrics = run_job(method, **common, **steps[method])
     assert len(metrics["history"]) == (4 if method == "latent-sft" else 2)
@@ -110,9 +110,9 @@ def test_trainers_run_end_to_end(r1_twin, gsm8k_aug, tmp_path, no_zoo_paths, met
 
 
 def test_latent_eval_and_latent_seek_end_to_end(r1_twin, gsm8k_aug, tmp_path, no_zoo_paths):
-    run_job("codi", model=str(r1_twin), data=str(gsm8k_aug), add_tokens=True, steps=1, batch_size=2, n_latents=2,
-            eval_n=0, publish=str(tmp_path / "codi"), runs=tmp_path, run_id="codi", progress=False)
-    table = run_job("latent-eval", model=str(r1_twin), models=(str(tmp_path / "codi"),), data=str(gsm8k_aug), n=3,
+    run_job("codi", model=str(r1_twin), data=str(gsm8k_aug), add_tokens=True, train_steps=1, batch_size=2, n_latents=2,
+            n_eval=0, publish=str(tmp_path / "codi"), runs=tmp_path, run_id="codi", progress=False)
+    table = run_job("latent-eval", model=str(r1_twin), models=(str(tmp_path / "codi"),), data=str(gsm8k_aug), n_eval=3,
                     max_new_tokens=6, seek_n=1, seek_reward="psrm", decode_examples=2, runs=tmp_path, run_id="t",
                     progress=False)
     rows = table["rows"]
@@ -122,7 +122,7 @@ def test_latent_eval_and_latent_seek_end_to_end(r1_twin, gsm8k_aug, tmp_path, no
     assert rows[1]["latent_steps"] == 2 and rows[1]["n"] == 3
     decoding = json.loads((tmp_path / "latent-eval" / "t" / "results" / "decoding.json").read_text())
     assert decoding[0]["question"].startswith("Natalia") and decoding[0]["answer"] == "72"
-    seek = run_job("latent-seek", model=str(r1_twin), data=str(gsm8k_aug), n=2, reward="psrm", max_iters=1,
+    seek = run_job("latent-seek", model=str(r1_twin), data=str(gsm8k_aug), n_eval=2, reward="psrm", max_iters=1,
                    max_new_tokens=6, rho=0.5, threshold=1.0, runs=tmp_path, run_id="s", progress=False)
     assert seek["n"] == 2 and len(seek["accuracy_by_budget"]) == 2
     doc = json.loads((tmp_path / "latent-seek" / "s" / "results" / "seek.json").read_text())
@@ -131,7 +131,7 @@ def test_latent_eval_and_latent_seek_end_to_end(r1_twin, gsm8k_aug, tmp_path, no
 
 
 def test_latent_seek_defaults_to_the_self_reward_for_a_chat_model(r1_twin, gsm8k_aug, tmp_path, no_zoo_paths):
-    seek = run_job("latent-seek", model=str(r1_twin), data=str(gsm8k_aug), n=1, max_iters=1, max_new_tokens=4,
+    seek = run_job("latent-seek", model=str(r1_twin), data=str(gsm8k_aug), n_eval=1, max_iters=1, max_new_tokens=4,
                    verifier_max_new_tokens=3, rho=0.5, runs=tmp_path, run_id="self", progress=False)
     doc = json.loads((tmp_path / "latent-seek" / "self" / "results" / "seek.json").read_text())
     assert doc["setting"]["reward"] == "self" and seek["n"] == 1
@@ -196,12 +196,12 @@ def test_the_papers_settings_are_flags(r1_twin, gsm8k_aug, tmp_path, no_zoo_path
     argv = ["run", "codi", "--model", str(r1_twin), "--data", str(gsm8k_aug), "--prompt-format", "plain", "--add-tokens",
             "--lora-r", "4", "--lora-alpha", "32", "--w-kd", "20", "--prj-dim", "64", "--no-prj-match-scale", "--n-latents",
             "6", "--lr", "8e-5", "--weight-decay", "0.1", "--warmup-frac", "0.03", "--grad-clip", "2", "--batch-size", "2",
-            "--steps", "1", "--eval-data", str(gsm8k_aug), "--eval-n", "1", "--publish", str(tmp_path / "codi"),
+            "--train-steps", "1", "--eval-data", str(gsm8k_aug), "--n-eval", "1", "--publish", str(tmp_path / "codi"),
             "--run-id", "codi", *common]
     assert main(argv) == 0
     meta = json.loads((tmp_path / "codi" / "latent.json").read_text())
     assert meta["prompt_format"] == "plain" and meta["config"]["w_kd"] == 20 and meta["config"]["lora_r"] == 4
-    argv = ["run", "latent-seek", "--model", str(r1_twin), "--data", str(gsm8k_aug), "--n", "1", "--prompt-format",
+    argv = ["run", "latent-seek", "--model", str(r1_twin), "--data", str(gsm8k_aug), "--n-eval", "1", "--prompt-format",
             "chat", "--reward", "self", "--rho", "0.1", "--lr", "0.03", "--max-new-tokens", "4",
             "--verifier-max-new-tokens", "2", "--run-id", "seek", *common]
     assert main(argv) == 0
@@ -218,8 +218,8 @@ def test_codi_in_plain_format_on_other_families_with_a_bpe_tokenizer(r1_twin, gs
     from thinklens.testing import build_tiny_model
 
     path = build_tiny_model(family, tmp_path / family, n_ctx=512, tokenizer=AutoTokenizer.from_pretrained(str(r1_twin)))
-    run_job("codi", model=str(path), data=str(gsm8k_aug), prompt_format="plain", add_tokens=True, steps=1, batch_size=2,
-            n_latents=3, eval_n=0, publish=str(tmp_path / "m"), runs=tmp_path, run_id=family, progress=False)
+    run_job("codi", model=str(path), data=str(gsm8k_aug), prompt_format="plain", add_tokens=True, train_steps=1, batch_size=2,
+            n_latents=3, n_eval=0, publish=str(tmp_path / "m"), runs=tmp_path, run_id=family, progress=False)
     lm = load_latent_model(str(tmp_path / "m"))
     assert lm.builder.format.kind == "plain"
     problems = list(load_problems(str(gsm8k_aug)))[:4]

@@ -33,8 +33,8 @@ def _kill_at(step):
 
 
 @pytest.mark.parametrize("make", [
-    lambda m: CODIConfig(model=m, steps=4, batch_size=4, ckpt_every=2, eval_n=1),
-    lambda m: CoconutConfig(model=m, max_stage=1, stage_steps=2, final_stage_steps=2, batch_size=4, ckpt_every=5, eval_n=1),
+    lambda m: CODIConfig(model=m, train_steps=4, batch_size=4, ckpt_every=2, n_eval=1),
+    lambda m: CoconutConfig(model=m, max_stage=1, stage_steps=2, final_stage_steps=2, batch_size=4, ckpt_every=5, n_eval=1),
 ], ids=["codi-mid-phase", "coconut-across-stages"])
 def test_killed_and_resumed_run_ends_with_the_same_metrics(zoo_like_dir, tmp_path, make):
     cfg = make(str(zoo_like_dir))
@@ -51,7 +51,7 @@ def test_killed_and_resumed_run_ends_with_the_same_metrics(zoo_like_dir, tmp_pat
 
 
 def test_saved_model_reloads_and_infers_the_same(zoo_like_dir, tmp_path, examples):
-    cfg = CODIConfig(model=str(zoo_like_dir), steps=2, batch_size=4, eval_n=0, n_latents=3)
+    cfg = CODIConfig(model=str(zoo_like_dir), train_steps=2, batch_size=4, n_eval=0, n_latents=3)
     train(cfg, tmp_path, publish=str(tmp_path / "tiny-codi"))
     lm = load_latent_model(str(tmp_path / "tiny-codi"))
     assert lm.method == "codi" and (tmp_path / "tiny-codi" / "projection.safetensors").is_file()
@@ -62,7 +62,7 @@ def test_saved_model_reloads_and_infers_the_same(zoo_like_dir, tmp_path, example
 
 
 def test_lora_trains_only_adapters_and_merges(zoo_like_dir, tmp_path, examples):
-    cfg = CODIConfig(model=str(zoo_like_dir), steps=2, batch_size=4, eval_n=0, n_latents=2, lora_r=4, lr=1e-2)
+    cfg = CODIConfig(model=str(zoo_like_dir), train_steps=2, batch_size=4, n_eval=0, n_latents=2, lora_r=4, lr=1e-2)
     from latent.train import _trainable, prepare
 
     model, module, _ = prepare(cfg)
@@ -100,7 +100,7 @@ def test_dataset_without_cot_is_a_clear_error(tmp_path, model):
     with pytest.raises(ThinklensError, match="no chain of thought"):
         ExampleSource(model.tokenizer, seed=0, min_steps=1, max_steps=1, problems=load_problems(str(f)))
     with pytest.raises(ThinklensError, match="no chain of thought"):  # the trainer refuses before loading the model
-        train(CODIConfig(model="no/such-model", data=str(f), steps=1), tmp_path)
+        train(CODIConfig(model="no/such-model", data=str(f), train_steps=1), tmp_path)
     g = tmp_path / "e.jsonl"
     g.write_text('{"question": "Tom has 3 apples . He buys 2 more .", "cot": "<<3+2=5>>", "answer": 5}\n')
     source = ExampleSource(model.tokenizer, seed=0, min_steps=1, max_steps=1, problems=load_problems(str(g)))
@@ -109,7 +109,7 @@ def test_dataset_without_cot_is_a_clear_error(tmp_path, model):
     assert ex == ExampleBuilder(model.tokenizer, PromptFormat("cot")).build(load_problems(str(g))[0])
 
 
-@pytest.mark.parametrize("bad", [dict(n_latents=0), dict(steps=0), dict(lr=-1.0), dict(min_steps=5, max_steps=2),
+@pytest.mark.parametrize("bad", [dict(n_latents=0), dict(train_steps=0), dict(lr=-1.0), dict(min_steps=5, max_steps=2),
                                  dict(data="synthetic:2-4"), dict(data_fields="question=q"), dict(prompt_format="chta")])
 def test_bad_configs(bad):
     with pytest.raises(ThinklensError, match="fix"):
@@ -118,18 +118,18 @@ def test_bad_configs(bad):
 
 def test_latent_sft_phases_run(zoo_like_dir, tmp_path):
     cfg = LatentSFTConfig(model=str(zoo_like_dir), encoder_steps=1, decoder_steps=1, joint_steps=1, stage2_steps=1,
-                          batch_size=2, eval_n=1, max_latent_steps=3)
+                          batch_size=2, n_eval=1, max_latent_steps=3)
     m = train(cfg, tmp_path)
     assert [h["phase"] for h in m["history"]] == ["encoder", "decoder", "joint", "stage2"]
     assert "kl" in m["history"][-1]
 
 
 def test_continuing_a_codi_model_keeps_its_projection_and_special_tokens(zoo_like_dir, tmp_path, examples):
-    first = CODIConfig(model=str(zoo_like_dir), steps=3, batch_size=4, eval_n=0, n_latents=2, lr=1e-2)
+    first = CODIConfig(model=str(zoo_like_dir), train_steps=3, batch_size=4, n_eval=0, n_latents=2, lr=1e-2)
     train(first, tmp_path, publish=str(tmp_path / "m1"))
     m1 = load_latent_model(str(tmp_path / "m1"))
     # one more step at a vanishing learning rate: the continued model must be the start model
-    more = CODIConfig(model=str(tmp_path / "m1"), steps=1, batch_size=4, eval_n=0, n_latents=2, lr=1e-12, warmup_frac=0.0)
+    more = CODIConfig(model=str(tmp_path / "m1"), train_steps=1, batch_size=4, n_eval=0, n_latents=2, lr=1e-12, warmup_frac=0.0)
     train(more, tmp_path, run_id="more", publish=str(tmp_path / "m2"))
     m2 = load_latent_model(str(tmp_path / "m2"))
     a, b = m1.module.student_outputs(examples[:3]), m2.module.student_outputs(examples[:3])
@@ -145,10 +145,10 @@ def test_continuing_a_codi_model_keeps_its_projection_and_special_tokens(zoo_lik
 
 
 def test_continuing_with_another_method_or_projection_is_a_clear_error(zoo_like_dir, tmp_path):
-    train(CODIConfig(model=str(zoo_like_dir), steps=1, batch_size=2, eval_n=0, n_latents=2), tmp_path,
+    train(CODIConfig(model=str(zoo_like_dir), train_steps=1, batch_size=2, n_eval=0, n_latents=2), tmp_path,
           publish=str(tmp_path / "m1"))
     with pytest.raises(ThinklensError, match="a codi model"):
         train(CoconutConfig(model=str(tmp_path / "m1"), max_stage=1, stage_steps=1, final_stage_steps=0), tmp_path, "c")
     with pytest.raises(ThinklensError, match="projection"):
-        train(CODIConfig(model=str(tmp_path / "m1"), steps=1, projection=False), tmp_path, "p")
+        train(CODIConfig(model=str(tmp_path / "m1"), train_steps=1, projection=False), tmp_path, "p")
     assert not (tmp_path / "coconut" / "c" / "checkpoint").exists()  # refused before any training

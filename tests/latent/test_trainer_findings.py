@@ -43,8 +43,8 @@ def test_window_change_is_last_minus_first_window_mean_and_falls_only_when_plant
     assert short.verdict == "too few samples" and short.n == 1
 
 
-def _cfg(eval_n=20):
-    return SFTConfig(model="tiny-cot", eval_n=eval_n, min_steps=3, max_steps=4)
+def _cfg(n_eval=20):
+    return SFTConfig(model="tiny-cot", n_eval=n_eval, min_steps=3, max_steps=4)
 
 
 def _history(losses, phase="sft"):
@@ -76,7 +76,7 @@ def test_training_loss_finding_uses_the_last_phase_only():
 def test_sft_job_summary_holds_its_findings(zoo_like_dir, tmp_path):
     """The smallest real trainer run: 4 steps, 2 held-out problems of 3 steps; the summary in meta.json holds the
     accuracy and loss findings (both 'too few samples' at this size) beside the trainer's own keys."""
-    metrics = run_job("sft", model=str(zoo_like_dir), steps=4, batch_size=4, eval_n=2, min_steps=3, max_steps=3,
+    metrics = run_job("sft", model=str(zoo_like_dir), train_steps=4, batch_size=4, n_eval=2, min_steps=3, max_steps=3,
                       runs=tmp_path, run_id="s", progress=False, threads=1)
     summary = json.loads((tmp_path / "sft" / "s" / "meta.json").read_text())["summary"]
     assert "train_wall_s" in summary and "mean_accuracy" in summary
@@ -114,7 +114,7 @@ def test_seek_findings_pair_only_the_problems_with_a_baseline():
 
 
 def test_latent_seek_job_summary_holds_its_findings(zoo_like_dir, tmp_path):
-    s = run_job("latent-seek", model=str(zoo_like_dir), n=1, min_steps=2, max_steps=2, max_iters=1, max_new_tokens=8,
+    s = run_job("latent-seek", model=str(zoo_like_dir), n_eval=1, min_steps=2, max_steps=2, max_iters=1, max_new_tokens=8,
                 rho=0.5, threshold=1.0, runs=tmp_path, run_id="s", progress=False, threads=1)
     meta = json.loads((tmp_path / "latent-seek" / "s" / "meta.json").read_text())
     fs = meta["summary"]["findings"]

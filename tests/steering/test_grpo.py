@@ -45,7 +45,7 @@ def test_grpo_smoke_on_zoo(tmp_path):
         pytest.skip("tiny-cot not trained")
     from thinklens.jobs import run_job
 
-    meta = run_job("grpo", steps=2, prompts_per_step=2, group_size=4, eval_per_steps=0, publish=str(tmp_path / "g"),
+    meta = run_job("grpo", train_steps=2, prompts_per_step=2, group_size=4, n_eval=0, publish=str(tmp_path / "g"),
                    out=tmp_path / "run", progress=False)
     assert meta["steps"] == 2 and (tmp_path / "g" / "model.safetensors").stat().st_size < 5 * 2**20
     assert meta["published_to"] == str(tmp_path / "g") and meta["init"] == "tiny-cot"

@@ -16,7 +16,7 @@ def test_killed_and_resumed_grpo_equals_a_straight_run(tmp_path, monkeypatch):
 
     if zoo_path("tiny-cot") is None:
         pytest.skip("tiny-cot not trained")
-    cfg = GRPOConfig(steps=2, prompts_per_step=2, group_size=2, eval_per_steps=0)
+    cfg = GRPOConfig(train_steps=2, prompts_per_step=2, group_size=2, n_eval=0)
     straight = grpo.train_grpo(cfg, out_dir=tmp_path / "a", progress=False, ckpt_dir=tmp_path / "ca", ckpt_every_s=0.0)
 
     real = grpo.group_advantages

@@ -66,7 +66,7 @@ def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
     from thinklens.testing import build_tiny_model
 
     paths = {n: str(build_tiny_model("llama", tmp_path / n, seed=s)) for n, s in (("pre", 0), ("a", 0), ("b", 0), ("t", 1))}
-    summary = run_job("reasoning-vector", model=paths["t"], a=paths["a"], b=paths["b"], base=paths["pre"], n_per_steps=0,
+    summary = run_job("reasoning-vector", model=paths["t"], a=paths["a"], b=paths["b"], base=paths["pre"], n_eval=0,
                       save_alpha=0.5, out=tmp_path / "rv", progress=False)
     assert summary["norm"] == 0.0  # identical checkpoints: no false alarm
     run = RunFolder.open(tmp_path / "rv")
@@ -109,8 +109,8 @@ def test_every_steering_job_has_the_common_options():
     a = p.parse_args(["run", "sae", "--model", "tiny-think", "--site", "resid_post.1", "--architecture", "standard",
                       "--out", "x", "--no-progress"])
     assert a.site == "resid_post.1" and a.architecture == "standard" and a.out == "x" and a.progress is False
-    a = p.parse_args(["run", "grpo", "--steps", "2", "--max-minutes", "1", "--publish", "g", "--threads", "1"])
-    assert a.steps == 2 and a.max_minutes == 1.0 and a.publish == "g"
+    a = p.parse_args(["run", "grpo", "--train-steps", "2", "--max-minutes", "1", "--publish", "g", "--threads", "1"])
+    assert a.train_steps == 2 and a.max_minutes == 1.0 and a.publish == "g"
     for name in STEERING_JOBS:
         job = get_job(name)
         assert "model" in job.models and job.config().seed is not None
@@ -122,7 +122,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     code = main(["run", "steer", "--sae", str(tmp_path), "--model", "tiny-think", "--runs", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--sae" in err
-    code = main(["run", "reasoning-vector", "--alphas=0,inf", "--n-per-steps", "0", "--runs", str(tmp_path / "r"),
+    code = main(["run", "reasoning-vector", "--alphas=0,inf", "--n-eval", "0", "--runs", str(tmp_path / "r"),
                  "--a", str(tmp_path), "--b", str(tmp_path)])
     assert code == 2 and "alpha" in capsys.readouterr().err
     code = main(["run", "hybrid", "--n-seeds", "0", "--runs", str(tmp_path / "r")])

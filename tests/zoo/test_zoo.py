@@ -180,7 +180,7 @@ def test_zoo_train_job_resumes_in_its_run_folder_and_publishes(tmp_path, monkeyp
     from zoo.recipes import RECIPES
 
     monkeypatch.setitem(RECIPES, "tiny-pre", _tiny_recipe(5))
-    kw = {"model": "tiny-pre", "seed": 2, "eval_n": 0, "progress": False}
+    kw = {"model": "tiny-pre", "seed": 2, "n_eval": 0, "progress": False}
     straight = run_job("zoo-train", publish=str(tmp_path / "a" / "tiny-pre"), out=str(tmp_path / "run-a"), **kw)
     assert straight["steps"] == 5 and straight["published_to"] == str(tmp_path / "a" / "tiny-pre")
     assert json.loads((tmp_path / "run-a" / "results" / "zoo_train.json").read_text())["steps"] == 5
@@ -201,10 +201,10 @@ def test_zoo_train_job_resumes_in_its_run_folder_and_publishes(tmp_path, monkeyp
 def test_zoo_eval_job_writes_its_table(tmp_path):
     from thinklens.jobs import get_job, run_job
 
-    results = run_job("zoo-eval", model="tiny-direct", n=4, steps=(2,), out=str(tmp_path), progress=False)
+    results = run_job("zoo-eval", model="tiny-direct", n_eval=4, step_counts=(2,), out=str(tmp_path), progress=False)
     assert [r.model for r in results] == ["tiny-direct"] and results[0].style == "direct"
     saved = json.loads((tmp_path / "results" / "zoo_eval.json").read_text())
     assert saved[0]["accuracy"].keys() == {"2"}
     assert get_job("zoo-eval").report(results).splitlines()[0].split() == ["model", "style", "2"]
     with pytest.raises(ThinklensError):
-        run_job("zoo-eval", steps=(0,), out=str(tmp_path / "x"))
+        run_job("zoo-eval", step_counts=(0,), out=str(tmp_path / "x"))

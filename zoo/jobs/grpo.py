@@ -12,7 +12,7 @@ metadata in ``results/grpo.json``, with the findings (:func:`findings`: the trai
 same held-out problems, the reward's change).
 
 Example:
-    >>> JOB.name, GRPOJobConfig().model, GRPOJobConfig().steps
+    >>> JOB.name, GRPOJobConfig().model, GRPOJobConfig().train_steps
     ('grpo', 'tiny-cot', 150)
     >>> # thinklens run grpo --seed 0
 """
@@ -47,10 +47,10 @@ def run(config: GRPOJobConfig, ctx: JobContext) -> dict[str, Any]:
         torch.set_num_threads(1)  # one thread by default, as the zoo trainer: shared CPUs stall 2-thread barriers
     out = Path(config.publish) if config.publish else zoo_dir() / "tiny-grpo"
     start = None
-    if config.eval_per_steps > 0:  # the starting point, graded as train_grpo grades the trained model (same problems)
+    if config.n_eval > 0:  # the starting point, graded as train_grpo grades the trained model (same problems)
         from zoo.evaluate import evaluate_zoo_model
 
-        start = evaluate_zoo_model(config.model, n_per_steps=config.eval_per_steps, style=config.style).to_json()
+        start = evaluate_zoo_model(config.model, n_per_steps=config.n_eval, style=config.prompt_format).to_json()
     meta = train_grpo(config, out_dir=out, progress=ctx.progress.enabled, log=ctx.progress.log, model=ctx.model,
                       ckpt_dir=ctx.run.path / "checkpoint")  # the same --run-id resumes a killed run
     meta = {**meta, "published_to": str(out), "start_eval": start}

@@ -6,7 +6,7 @@ how often a correction is right, greedy and sampled at T=1. Results go to ``zoo_
 summary holds each accuracy's Wilson interval and the findings (:func:`zoo_findings`).
 
 Example:
-    >>> JOB.name, ZooEvalConfig().steps
+    >>> JOB.name, ZooEvalConfig().step_counts
     ('zoo-eval', (1, 2, 3, 4, 5, 6, 7, 8))
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError, opt
@@ -32,22 +32,24 @@ class ZooEvalConfig(ConfigGroup):
     """A zoo name or model folder (evaluated before ``models``; both empty: every trained token-level zoo model)."""
     models: tuple[str, ...] = ()
     """More zoo names or folders, comma-separated."""
-    n: int = 50
-    """Problems per step count."""
-    steps: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
-    """Step counts, comma-separated."""
+    n_eval: int = 50
+    """Held-out problems evaluated per step count."""
+    step_counts: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+    """Step counts of the held-out problems, comma-separated."""
     seed: int = HELD_OUT["eval"]
     """Seed of the held-out problems."""
-    style: str | None = None
-    """Prompt style for every model: direct, cot or think (default: each model's own)."""
+    prompt_format: str | None = None
+    """Prompt format of every model: a zoo style, direct, cot or think (default: each model's own)."""
+    renamed: ClassVar[dict[str, str]] = {"n": "n_eval", "steps": "step_counts", "style": "prompt_format"}
 
     def check(self) -> None:
-        if self.n < 1:
-            raise ThinklensError.of("n", self.n, "an integer >= 1", "pass --n 50")
-        if not self.steps or min(self.steps) < 1:
-            raise ThinklensError.of("steps", self.steps, "step counts >= 1, e.g. 1,2,3", f"pass {opt('steps', (1, 2, 3, 4))}")
-        if self.style is not None:
-            check_style(self.style)
+        if self.n_eval < 1:
+            raise ThinklensError.of("n_eval", self.n_eval, "an integer >= 1", "pass --n-eval 50")
+        if not self.step_counts or min(self.step_counts) < 1:
+            raise ThinklensError.of("step_counts", self.step_counts, "step counts >= 1, e.g. 1,2,3",
+                                    f"pass {opt('step_counts', (1, 2, 3, 4))}")
+        if self.prompt_format is not None:
+            check_style(self.prompt_format)
         for name in self.names():
             if name in LATENT_ZOO_NAMES:
                 raise ThinklensError.of("zoo-eval model", name, "a token-level zoo model",
@@ -70,8 +72,8 @@ def run(config: ZooEvalConfig, ctx: JobContext) -> list:
     names = config.names() or [n for n in ZOO_NAMES if n not in LATENT_ZOO_NAMES and zoo_path(n) is not None]
     results = []
     for name in ctx.progress.iter(names, desc="zoo-eval", total=len(names)):
-        results.append(evaluate_zoo_model(name, n_per_steps=config.n, steps=list(config.steps), seed=config.seed,
-                                          style=config.style))
+        results.append(evaluate_zoo_model(name, n_per_steps=config.n_eval, steps=list(config.step_counts), seed=config.seed,
+                                          style=config.prompt_format))
     ctx.run.write_result("zoo_eval", [r.to_json() for r in results])
     return results
 
@@ -180,7 +182,7 @@ def headline(summary: dict, folder: Path) -> str:
     return ", ".join(f"{m} {pct(a)}" for m, a in sorted(means.items(), key=lambda kv: -kv[1])) + " (mean over step counts)"
 
 
-DEMO = (DemoRun(("--models", "tiny-direct,tiny-cot,tiny-think", "--n", "20", "--steps", "2,3,4,5,6"), print_summary=False),)
+DEMO = (DemoRun(("--models", "tiny-direct,tiny-cot,tiny-think", "--n-eval", "20", "--step-counts", "2,3,4,5,6"), print_summary=False),)
 
 
 JOB = Job("zoo-eval", ZooEvalConfig, run, order=10, demo=DEMO, headline=headline,

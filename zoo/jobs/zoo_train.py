@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError, opt
@@ -37,15 +37,16 @@ class ZooTrainConfig(ConfigGroup):
     """Wall-clock cap over all resumed sessions; a capped model is published anyway, marked truncated."""
     publish: str | None = None
     """Folder the trained model is published to (default data/zoo/<model>)."""
-    eval_n: int = 25
-    """Held-out problems per step count (1..8) for the accuracy stored in zoo.json; 0 skips."""
+    n_eval: int = 25
+    """Held-out problems evaluated per step count (1..8) for the accuracy stored in zoo.json; 0 skips."""
+    renamed: ClassVar[dict[str, str]] = {"eval_n": "n_eval"}
 
     def check(self) -> None:
         check_zoo_name(self.model)
         if not self.minutes > 0:
             raise ThinklensError.of("minutes", self.minutes, "a positive number", f"pass {opt('minutes', 30)}")
-        if self.eval_n < 0:
-            raise ThinklensError.of("eval_n", self.eval_n, "an integer >= 0", f"pass {opt('eval_n', 25)} (0 skips)")
+        if self.n_eval < 0:
+            raise ThinklensError.of("n_eval", self.n_eval, "an integer >= 0", f"pass {opt('n_eval', 25)} (0 skips)")
 
 
 def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
         torch.set_num_threads(1)
     meta = train_zoo_model(
         config.model, seed=config.seed, out_dir=config.publish, max_minutes=config.minutes,
-        progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint", eval_per_steps=config.eval_n,
+        progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint", eval_per_steps=config.n_eval,
         device=ctx.options.device,
     )
     meta = {**meta, "published_to": str(Path(config.publish) if config.publish else zoo_dir() / config.model)}
@@ -82,7 +83,7 @@ def report(meta: dict[str, Any]) -> str:
 
 def findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
     """The published model's held-out accuracy against the majority guess per step count
-    (:func:`zoo.jobs.zoo_eval.zoo_findings` on the evaluation stored in zoo.json); none when ``--eval-n 0``."""
+    (:func:`zoo.jobs.zoo_eval.zoo_findings` on the evaluation stored in zoo.json); none when ``--n-eval 0``."""
     from zoo.evaluate import ZooEvalResult
     from zoo.jobs.zoo_eval import zoo_findings
 
