@@ -11,30 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.lynx import LynxConfig, check_cue_words
+from probes.lynx import VALIDITY_DELTAS, LynxConfig
 from thinklens.errors import ThinklensError
 from thinklens.problemsets import DataOptions, SamplingOptions
 from thinklens.tasks import StepRange
-
-VALIDITY_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
 
 
 @dataclass(frozen=True)
 class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     """Settings of ``thinklens run lynx``: the LYNX settings, with defaults for the zoo (tiny-think) on a
     CPU, plus the model, problems, prompt format, sampling and probe of the job. The rollouts are sampled at the
-    reference's temperature 0.6 and top-p 0.95 by default."""
+    reference's temperature 0.6 and top-p 0.95 by default. The LYNX fields are :class:`~probes.lynx.LynxConfig`'s."""
 
-    cue_words: tuple[str, ...] | None = None
-    """Cue words marking candidate exits, matched on word boundaries (none: hmm,wait,alternatively as the reference;
-    hmm,wait for the zoo's styles)."""
-    exit_string: str | None = None
-    """Appended to the text before a cue to force an answer (none: the prompt format's, e.g. '</think>\\n\\nFinal
-    Answer: \\boxed{' for a chat model with a <think> span, '</think> ####' for the zoo's think style)."""
-    max_answer_tokens: int | None = None
-    """Greedy tokens decoded after the exit string (none: 64 as the reference; 8 for the zoo's styles)."""
-    deltas: tuple[float, ...] = VALIDITY_DELTAS
-    """Miscoverage levels of the sweep and of the validity measurement, each in (0, 1)."""
     model: str = "tiny-think"
     """Zoo name, local model folder or hub id."""
     data: str = ""
@@ -84,8 +72,6 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     def check(self) -> None:
         from probes.conformal import min_calibration_events
 
-        if self.cue_words is not None:
-            object.__setattr__(self, "cue_words", check_cue_words(self.cue_words))  # lower-cased, de-duplicated
         if self.data_fields and not self.data:
             raise ThinklensError.of("data_fields", self.data_fields, "a field mapping for --data",
                                     "pass --data too, or drop --data-fields")

@@ -41,7 +41,7 @@ def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split
     """Cue events of every trace, capped per rollout as ``split`` ("train", "calibration", "test") says; a
     cue-less rollout gets a fallback event in "train" and "calibration" only (:meth:`LynxConfig.fallback`)."""
     cap = config.max_events(split)
-    return [find_cue_events(tr.tokens, cue_words=config.cue_words, max_events=cap,
+    return [find_cue_events(tr.tokens, cue_words=config.resolved().cue_words, max_events=cap,
                             fallback_fraction=config.fallback(split),
                             separator=token_separator(tokenizer, tr.token_ids))
             for tr in traces]

@@ -42,6 +42,11 @@ DEFAULT_CUES: tuple[str, ...] = ("hmm", "wait", "alternatively")
 #: The zoo's reflection cues that precede more thinking (``so``/``therefore`` follow ``</think>``).
 ZOO_CUES: tuple[str, ...] = ("hmm", "wait")
 DEFAULT_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.03, 0.05, 0.10)
+#: The levels a LYNX run sweeps and measures validity at (the reference's DEFAULT_DELTAS, with 0.2 and 0.3 added: the
+#: zoo's small calibration splits make the lowest levels vacuous).
+VALIDITY_DELTAS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
+#: The reference's forced-exit string (a chat model with a <think> span).
+REFERENCE_EXIT = "</think>\n\nFinal Answer: \\boxed{"
 #: Greedy tokens of a forced answer in the reference (room for a LaTeX answer and its closing brace).
 REFERENCE_ANSWER_TOKENS = 64
 #: Feature layers per depth from the reference, in HF ``hidden_states`` indexing (0 = embeddings).
@@ -121,11 +126,13 @@ def format_settings(fmt: PromptFormat) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LynxConfig(ConfigGroup):
-    """Settings of a LYNX run; defaults are the reference's."""
+    """Settings of a LYNX run; defaults are the reference's, and the three left to the prompt format (cue words, exit
+    string, forced-answer tokens) are None: the job fills them from the format (:func:`format_settings`); a library
+    call without a format reads them through :meth:`resolved` (the reference's)."""
 
-    cue_words: tuple[str, ...] = DEFAULT_CUES
-    """Reflection words that mark candidate exit events (matched on word boundaries); None: from the prompt
-    format (:func:`format_settings`)."""
+    cue_words: tuple[str, ...] | None = None
+    """Cue words marking candidate exits, matched on word boundaries (none: the prompt format's: hmm,wait,alternatively
+    as the reference; hmm,wait for the zoo's styles)."""
     max_events_train: int = 200
     """Cap on events per rollout in the probe-training split (the first ones are kept)."""
     max_events_calibration: int = 100
@@ -136,13 +143,14 @@ class LynxConfig(ConfigGroup):
     fallback_fraction: float = 0.7
     """A training or calibration rollout without any cue gets one event at this fraction of its length (test rollouts
     never do: exits happen at real cues only)."""
-    exit_string: str = "</think>\n\nFinal Answer: \\boxed{"
-    """Appended to the text before the cue to force an answer; None: the prompt format's (its span's close
-    marker, then the answer cue)."""
-    max_answer_tokens: int = REFERENCE_ANSWER_TOKENS
-    """Greedy tokens decoded after the exit string to read the forced answer; None: from the prompt format."""
-    deltas: tuple[float, ...] = DEFAULT_DELTAS
-    """Miscoverage levels of the sweep."""
+    exit_string: str | None = None
+    """Appended to the text before a cue to force an answer (none: the prompt format's, e.g. '</think>\\n\\nFinal
+    Answer: \\boxed{' for a chat model with a <think> span, '</think> ####' for the zoo's think style)."""
+    max_answer_tokens: int | None = None
+    """Greedy tokens decoded after the exit string (none: the prompt format's: 64 as the reference; 8 for the zoo's
+    styles)."""
+    deltas: tuple[float, ...] = VALIDITY_DELTAS
+    """Miscoverage levels of the sweep and of the validity measurement, each in (0, 1)."""
     layers: tuple[int, ...] | None = None
     """HF hidden-state indices whose states are concatenated; None: :func:`lynx_layers` of the depth."""
     val_fraction: float = 0.2
@@ -171,13 +179,25 @@ class LynxConfig(ConfigGroup):
                 raise ThinklensError.of(name, getattr(self, name), "a fraction in (0, 1)", "use the default")
         if not self.deltas:
             raise ThinklensError.of("deltas", self.deltas, "a non-empty tuple of levels in (0, 1)",
-                                    f"use {DEFAULT_DELTAS}")
+                                    f"use {VALIDITY_DELTAS}")
         for d in self.deltas:
             if not 0.0 < float(d) < 1.0:
-                raise ThinklensError.of("delta", d, "every level of deltas strictly between 0 and 1", f"use {DEFAULT_DELTAS}")
+                raise ThinklensError.of("delta", d, "every level of deltas strictly between 0 and 1", f"use {VALIDITY_DELTAS}")
         if self.layers is not None and (not self.layers or min(self.layers) < 0):
             raise ThinklensError.of("layers", self.layers, "None or non-negative hidden-state indices",
                                     "use None for the depth's default")
+
+    def resolved(self) -> LynxConfig:
+        """This config with what it leaves to the prompt format set to the reference's (a call without a format).
+
+        Example:
+            >>> LynxConfig().resolved().cue_words, LynxConfig(cue_words=("wait",)).resolved().cue_words
+            (('hmm', 'wait', 'alternatively'), ('wait',))
+        """
+        import dataclasses
+
+        fill = {"cue_words": DEFAULT_CUES, "exit_string": REFERENCE_EXIT, "max_answer_tokens": REFERENCE_ANSWER_TOKENS}
+        return dataclasses.replace(self, **{k: v for k, v in fill.items() if getattr(self, k) is None})
 
     def max_events(self, split: str) -> int | None:
         """Per-rollout event cap of a split: "train", "calibration" or "test"."""

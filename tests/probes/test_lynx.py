@@ -95,7 +95,7 @@ def test_unknown_or_empty_cue_words_are_errors(bad):
 
 
 def test_config_validation():
-    assert LynxConfig().cue_words == DEFAULT_CUES
+    assert LynxConfig().cue_words is None and LynxConfig().resolved().cue_words == DEFAULT_CUES
     with pytest.raises(ThinklensError, match="deltas"):
         LynxConfig(deltas=(0.0, 0.1))
     with pytest.raises(ThinklensError, match="fallback_fraction"):
