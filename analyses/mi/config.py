@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from thinklens.errors import ThinklensError
 from thinklens.problemsets import DataOptions
@@ -87,10 +87,12 @@ class MIPeaksJobConfig(DataOptions, StepRange):
     """The reasoning model under test: zoo name, local model folder or hub id."""
     compare: tuple[str, ...] = ()
     """Non-reasoning siblings scored on the same problems, e.g. tiny-cot,tiny-direct."""
-    styles: tuple[str, ...] = ()
-    """Zoo prompt style per model (model, then compare) where its format is a zoo style; empty: each model's own."""
-    gold_style: str = "cot"
+    prompt_formats: tuple[str, ...] = ()
+    """Prompt format per model (model, then compare), a zoo style, where --prompt-format resolves to a zoo style for it;
+    empty: each model's own."""
+    gold_format: str = "cot"
     """Zoo style of a synthetic problem's solution text whose last state is the answer vector h_gt (zoo formats)."""
+    renamed: ClassVar[dict[str, str]] = {"styles": "prompt_formats", "gold_style": "gold_format"}
     n_problems: int = 32
     """Problems (the first n of --data, or n synthetic problems)."""
     seed: int = 0
@@ -156,10 +158,11 @@ class MIPeaksJobConfig(DataOptions, StepRange):
                                     "pass --n-problems 8")
         if not self.sites:
             raise ThinklensError.of("sites", self.sites, "at least one site", "use resid_post.-1")
-        if self.styles and len(self.styles) != len(self.models):
-            raise ThinklensError.of("styles", self.styles, f"{len(self.models)} styles (model, then compare) or none",
-                                    "e.g. --styles think,cot,direct, or leave it empty")
-        bad_styles = [s for s in (*self.styles, self.gold_style) if s not in STYLES]
+        if self.prompt_formats and len(self.prompt_formats) != len(self.models):
+            raise ThinklensError.of("prompt_formats", self.prompt_formats,
+                                    f"{len(self.models)} prompt formats (model, then compare) or none",
+                                    "e.g. --prompt-formats think,cot,direct, or leave it empty")
+        bad_styles = [s for s in (*self.prompt_formats, self.gold_format) if s not in STYLES]
         if bad_styles:
             raise ThinklensError.of("style", bad_styles[0], f"one of {STYLES}", "use think, cot or direct")
         if self.random_pool not in ("words", "any"):

@@ -66,18 +66,18 @@ def stage_names(cfg: MIPeaksJobConfig) -> list[str]:
 
 def format_of(model: HookedModel, cfg: MIPeaksJobConfig, j: int) -> PromptFormat:
     """Prompt format of model ``j``: ``--prompt-format`` resolved for it (auto: a zoo model's own style, else
-    its chat template, else plain); where that is a zoo style, ``--styles`` picks the style when given."""
+    its chat template, else plain); where that is a zoo style, ``--prompt-formats`` picks the style when given."""
     from thinklens.formats import format_for
 
     fmt = format_for(model, cfg.prompt_format)
-    return format_for(model, cfg.styles[j]) if fmt.is_zoo and cfg.styles else fmt
+    return format_for(model, cfg.prompt_formats[j]) if fmt.is_zoo and cfg.prompt_formats else fmt
 
 
 def prompts_for(problems: ProblemSet, cfg: MIPeaksJobConfig, j: int, model: HookedModel
                 ) -> tuple[list[str], list[str], PromptFormat]:
     """(prompts, golden solution texts, prompt format) of model ``j``."""
     fmt = format_of(model, cfg, j)
-    return (fmt.render_problems(problems, model.tokenizer), [gold_text(p, fmt, cfg.gold_style) for p in problems],
+    return (fmt.render_problems(problems, model.tokenizer), [gold_text(p, fmt, cfg.gold_format) for p in problems],
             fmt)
 
 

@@ -135,12 +135,12 @@ def test_config_validation_and_stages() -> None:
         MIPeaksJobConfig(peak_rule="mad")
     with pytest.raises(ThinklensError, match="n_problems"):
         MIPeaksJobConfig(n_problems=1)
-    with pytest.raises(ThinklensError, match="styles"):
-        MIPeaksJobConfig(compare=("tiny-cot",), styles=("think",))
+    with pytest.raises(ThinklensError, match="prompt_formats"):
+        MIPeaksJobConfig(compare=("tiny-cot",), prompt_formats=("think",))
     with pytest.raises(ThinklensError, match="compare"):
         MIPeaksJobConfig(compare=("tiny-think",))
     with pytest.raises(ThinklensError, match="style"):
-        MIPeaksJobConfig(gold_style="essay")
+        MIPeaksJobConfig(gold_format="essay")
     assert stage_names(MIPeaksJobConfig(model="/m/a", compare=("/n/a",), recycling=True)) == [
         "trajectories:a", "trajectories:a-2", "enrichment", "comparison", "recycling"]
 

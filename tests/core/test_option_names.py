@@ -39,6 +39,8 @@ PLAIN: dict[str, str] = {
     "fewest steps of a synthetic problem": "min_steps",
     "most steps of a synthetic problem": "max_steps",
     "new tokens generated per completion": "max_new_tokens",
+    "the prompt format of each model compared (model, then compare)": "prompt_formats",
+    "the zoo style a synthetic problem's gold solution is rendered in": "gold_format",
 }
 
 #: retired names: each still parses (a hidden alias) in the jobs that used it, to the name of the table.
@@ -54,10 +56,11 @@ RETIRED: dict[str, dict[str, str]] = {
     "latent-eval": {"n": "n_eval"},
     "latent-seek": {"n": "n_eval"},
     "import-traces": {"fields": "data_fields"},
+    "mi-peaks": {"styles": "prompt_formats", "gold_style": "gold_format"},
 }
 
 #: names no job may use as an option: each meant two things, or one thing under several names.
-BANNED = {"n", "steps", "style", "fields", "eval_n", "n_per_steps", "eval_per_steps"}
+BANNED = {"n", "steps", "style", "styles", "gold_style", "fields", "eval_n", "n_per_steps", "eval_per_steps"}
 
 JOBS = all_jobs()
 
