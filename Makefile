@@ -20,8 +20,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m thinklens.demo
 
+# the default tier on TEST_WORKERS pytest-xdist workers (one per core of a 2-core machine; TEST_WORKERS=0 runs it
+# in this process); --dist loadfile keeps each test file on one worker, so module fixtures are built once
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m ""

@@ -116,6 +116,13 @@ def _settle(drv, timeout: float = 60.0) -> tuple[int, int, list[str]]:
     return drawn, tables, errors
 
 
+# slow: the demo's eleven steps and eight pages take ~80 s on a quiet 2-core machine, a quarter of the default
+# tier. Default-tier tests still cover what it checks: every page in AppTest (tests/app/test_*_page.py,
+# test_trace_viewer.py, test_home.py, test_app_shell.py for Explore), a real browser on three pages (test_browser_mi.py, test_browser_traces.py,
+# test_features_page.py::test_features_page_in_a_browser), titles not wrapped in <b> (test_home.py), every demo
+# step's command line (tests/core/test_commands.py::test_every_demo_step_parses) and each job end to end in its
+# own tests.
+@pytest.mark.slow
 def test_every_page_after_the_demo(browser, demo_runs):
     from selenium.webdriver.common.by import By
 
