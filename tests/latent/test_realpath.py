@@ -28,14 +28,13 @@ def _zoo_only(*args, **kwargs):
 @pytest.fixture()
 def no_zoo_paths(monkeypatch):
     import latent.data
-    import latent.evaluate
     import latent.examples
     import thinklens.tasks.protocol
     import thinklens.tasks.render
 
     for module, name in [(latent.examples, "zoo_example"), (latent.examples, "spaced"), (latent.data, "render_prompt"),
                          (latent.data, "spaced"), (thinklens.tasks.render, "render_prompt"),
-                         (latent.evaluate, "token_budget"), (thinklens.tasks.protocol, "model_style")]:
+                         (thinklens.tasks.protocol, "token_budget"), (thinklens.tasks.protocol, "model_style")]:
         monkeypatch.setattr(module, name, _zoo_only)
 
 
