@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from probes.lynx import VALIDITY_DELTAS, LynxConfig
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.problemsets import DataOptions, SamplingOptions
 from thinklens.tasks import StepRange
 
@@ -73,8 +73,8 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
         from probes.conformal import min_calibration_events
 
         if self.data_fields and not self.data:
-            raise ThinklensError.of("data_fields", self.data_fields, "a field mapping for --data",
-                                    "pass --data too, or drop --data-fields")
+            raise ThinklensError.of("data_fields", self.data_fields, f"a field mapping for {opt('data')}",
+                                    f"pass {opt('data')} too, or drop {opt('data_fields')}")
         for name in ("n_train", "n_calibration", "n_test", "batch_size", "label_batch_size"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ThinklensError.of(name, getattr(self, name), "an integer >= 1", "use the default")

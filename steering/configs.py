@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from thinklens.configcli import ConfigGroup
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange
 from thinklens.training import OptimOptions
@@ -217,10 +217,11 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
         if self.base_format != "same":
             check_format(self.base_format)
         if self.n_seeds < 1:
-            raise ThinklensError.of("--n-seeds", self.n_seeds, "an integer >= 1", "pass --n-seeds 3")
+            raise ThinklensError.of(opt_name("n_seeds"), self.n_seeds, "an integer >= 1", f"pass {opt('n_seeds', 3)}")
         if self.n_train < 1 or self.n_eval < 1 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
-            raise ThinklensError.of("--n-train / --n-eval / --max-new-tokens", (self.n_train, self.n_eval, self.max_new_tokens),
-                                    "integers >= 1", "pass --n-train 150 --n-eval 60")
+            raise ThinklensError.of(f"{opt_name('n_train')} / {opt_name('n_eval')} / {opt_name('max_new_tokens')}",
+                                    (self.n_train, self.n_eval, self.max_new_tokens),
+                                    "integers >= 1", f"pass {opt('n_train', 150)} {opt('n_eval', 60)}")
 
     @property
     def seeds(self) -> tuple[int, ...]:

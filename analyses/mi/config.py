@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.problemsets import DataOptions
 from thinklens.tasks import STYLES, StepRange
 
@@ -155,7 +155,7 @@ class MIPeaksJobConfig(DataOptions, StepRange):
             raise ThinklensError.of("ci", self.ci, f"one of {CI_METHODS}", "use bootstrap")
         if self.n_problems < 2:
             raise ThinklensError.of("n_problems", self.n_problems, "at least 2 (the shuffled control needs two)",
-                                    "pass --n-problems 8")
+                                    f"pass {opt('n_problems', 8)}")
         if not self.sites:
             raise ThinklensError.of("sites", self.sites, "at least one site", "use resid_post.-1")
         if self.prompt_formats and len(self.prompt_formats) != len(self.models):
@@ -176,7 +176,7 @@ class MIPeaksJobConfig(DataOptions, StepRange):
         if any(b < 0 for b in self.ttts_budgets) or not self.ttts_budgets:
             raise ThinklensError.of("ttts_budgets", self.ttts_budgets, "non-negative ints", "e.g. 0,16,32")
         if len(set(self.models)) != len(self.models):
-            raise ThinklensError.of("compare", self.compare, "models other than --model, each once",
+            raise ThinklensError.of("compare", self.compare, f"models other than {opt('model')}, each once",
                                     "drop the duplicate")
 
     @property

@@ -193,6 +193,8 @@ def report(summary: dict[str, Any]) -> str:
         if beaten and not all(f["verdict"] == "effect" for f in beaten):
             lines.append("not every ablation is beaten: " + ", ".join(f["control"] for f in beaten if f["verdict"] != "effect"))
     return "\n".join(lines)
+
+
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): hybrid, base and thinking accuracy, and how often steering fired."""
     from collections.abc import Mapping
@@ -207,8 +209,6 @@ def headline(summary: dict, folder: Path) -> str:
 
 
 DEMO = (DemoRun(("--n-train", "60", "--n-eval", "100", "--sae-steps", "150", "--vector-iters", "20")),)
-
-
 
 
 JOB = Job(

@@ -255,6 +255,7 @@ def report(summary: dict[str, Any]) -> str:
             lines.append(headline(fs[1], effect="v beats the norm-matched random direction", otherwise="random vectors do as well"))
     return "\n".join(lines)
 
+
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the vector's norm, accuracy at α 0 and the best (group, α)."""
     from thinklens.headlines import num, pct
@@ -265,7 +266,6 @@ def headline(summary: dict, folder: Path) -> str:
 
 
 DEMO = (DemoRun(("--alphas=-1,0,1", "--n-eval", "10"), progress=True),)
-
 
 
 JOB = Job(

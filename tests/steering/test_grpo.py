@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from steering.configs import GRPOConfig
-from steering.grpo import _batch, _token_logprobs, group_advantages, rewards
 from thinklens import ThinklensError
+from zoo.grpo import _batch, _token_logprobs, group_advantages, rewards
 
 
 def test_reward_uses_the_shared_parser():
