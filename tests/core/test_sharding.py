@@ -42,7 +42,7 @@ def _jobs_worker(rank, world, port, model, root):
     _join(rank, world, port)
     mi = run_job("mi-peaks", model=model, runs=root, run_id="two", threads=1, progress=False, **MI)
     lynx = run_job("lynx", model=model, runs=root, run_id="two", threads=1, progress=False, **LYNX)
-    Path(root, f"result-{rank}.json").write_text(json.dumps(to_jsonable({"mi": mi, "lynx": lynx.per_delta})))
+    Path(root, f"result-{rank}.json").write_text(json.dumps(to_jsonable({"mi": mi.value, "lynx": lynx.per_delta})))
 
 
 def _files(run: Path, pattern: str) -> dict[str, bytes]:
@@ -60,7 +60,7 @@ def test_two_processes_write_the_run_of_one(tmp_path):
     _launch(_jobs_worker, "tiny-think", str(two))
     for rank in (0, 1):  # every process returns the main process's result
         got = json.loads((two / f"result-{rank}.json").read_text())
-        assert got == json.loads(json.dumps(to_jsonable({"mi": mi, "lynx": lynx.per_delta})))
+        assert got == json.loads(json.dumps(to_jsonable({"mi": mi.value, "lynx": lynx.per_delta})))
     a, b = one / "mi-peaks" / "one", two / "mi-peaks" / "two"
     assert _files(a, "trajectories/*/*.json") == _files(b, "trajectories/*/*.json") != {}
     assert _files(a, "results/*.json") == _files(b, "results/*.json")  # the run index (mi_models) included
@@ -120,7 +120,7 @@ def _squares_worker(rank, world, port, root, launch, crash_at):
     if crash_at is not None:
         os.environ["SQUARES_CRASH_AT"] = str(crash_at)
     try:
-        out = run_job(SQUARES, n=6, seed=1, runs=root, run_id="r", progress=False)
+        out = run_job(SQUARES, n=6, seed=1, runs=root, run_id="r", progress=False).value
     except RuntimeError as e:  # the launcher reports whichever process ends first: the killed one or a peer
         if "killed" in str(e):
             Path(root, f"killed-{rank}-{launch}").touch()

@@ -105,7 +105,7 @@ def _worker(rank, world, port, runs_env, cwd_root):
         time.sleep(1.1)  # a later clock: a timestamp run id of its own would differ
     from thinklens.jobs import Job, run_job
 
-    path = run_job(Job("echo", EchoConfig, _where, help="where", models=()), progress=False)
+    path = run_job(Job("echo", EchoConfig, _where, help="where", models=()), progress=False).value
     with open(os.path.join(cwd_root, f"path{rank}.json"), "w") as f:
         json.dump(path, f)
 
