@@ -110,8 +110,8 @@ def test_trainers_run_end_to_end(r1_twin, gsm8k_aug, tmp_path, no_zoo_paths, met
 
 def test_latent_eval_and_latent_seek_end_to_end(r1_twin, gsm8k_aug, tmp_path, no_zoo_paths):
     run_job("codi", model=str(r1_twin), data=str(gsm8k_aug), add_tokens=True, train_steps=1, batch_size=2, n_latents=2,
-            n_eval=0, publish=str(tmp_path / "codi"), runs=tmp_path, run_id="codi", progress=False)
-    table = run_job("latent-eval", model=str(r1_twin), models=(str(tmp_path / "codi"),), data=str(gsm8k_aug), n_eval=3,
+            n_eval=0, publish=str(tmp_path / "codi-model"), runs=tmp_path, run_id="codi", progress=False)
+    table = run_job("latent-eval", model=str(r1_twin), models=(str(tmp_path / "codi-model"),), data=str(gsm8k_aug), n_eval=3,
                     max_new_tokens=6, seek_n=1, seek_reward="psrm", decode_examples=2, runs=tmp_path, run_id="t",
                     progress=False)
     rows = table["rows"]
@@ -195,10 +195,10 @@ def test_the_papers_settings_are_flags(r1_twin, gsm8k_aug, tmp_path, no_zoo_path
     argv = ["run", "codi", "--model", str(r1_twin), "--data", str(gsm8k_aug), "--prompt-format", "plain", "--add-tokens",
             "--lora-r", "4", "--lora-alpha", "32", "--w-kd", "20", "--prj-dim", "64", "--no-prj-match-scale", "--n-latents",
             "6", "--lr", "8e-5", "--weight-decay", "0.1", "--warmup-frac", "0.03", "--grad-clip", "2", "--batch-size", "2",
-            "--train-steps", "1", "--eval-data", str(gsm8k_aug), "--n-eval", "1", "--publish", str(tmp_path / "codi"),
+            "--train-steps", "1", "--eval-data", str(gsm8k_aug), "--n-eval", "1", "--publish", str(tmp_path / "codi-model"),
             "--run-id", "codi", *common]
     assert main(argv) == 0
-    meta = json.loads((tmp_path / "codi" / "latent.json").read_text())
+    meta = json.loads((tmp_path / "codi-model" / "latent.json").read_text())
     assert meta["prompt_format"] == "plain" and meta["config"]["w_kd"] == 20 and meta["config"]["lora_r"] == 4
     argv = ["run", "latent-seek", "--model", str(r1_twin), "--data", str(gsm8k_aug), "--n-eval", "1", "--prompt-format",
             "chat", "--reward", "self", "--rho", "0.1", "--lr", "0.03", "--max-new-tokens", "4",
