@@ -573,13 +573,17 @@ class JobResult:
     """What :func:`run_job` returns: the run folder, its summary, findings and headline, and the job's own result.
 
     The job's result stays reachable as before: ``result["key"]`` (and ``get``, ``keys``, ``in``, ``len``)
-    index it when it is a mapping (else the summary), and an attribute the record lacks is read from it
-    (a LYNX run's ``result.report``), so code written against the bare result keeps working.
+    index it when it is a mapping (else the summary), indexing and iteration walk it when it is a list (zoo-eval's
+    rows), and an attribute the record lacks is read from it (a LYNX run's ``result.report``), so code written
+    against the bare result keeps working.
 
     Example:
         >>> r = JobResult("echo", Path("runs/echo/a"), {"n": 2, "findings": []}, [], "-", {"n": 2})
         >>> r["n"], "n" in r, dict(r), r.get("x", 0), r.run_dir.name
         (2, True, {'n': 2}, 0, 'a')
+        >>> rows = JobResult("table", Path("runs/table/a"), {"findings": []}, [], "-", ["row 1", "row 2"])
+        >>> list(rows), rows[0], len(rows)
+        (['row 1', 'row 2'], 'row 1', 2)
     """
 
     job: str
@@ -599,17 +603,22 @@ class JobResult:
     def _mapping(self) -> Mapping[str, Any]:
         return self.value if isinstance(self.value, Mapping) else self.summary
 
-    def __getitem__(self, key: str) -> Any:
-        return self._mapping()[key]
+    def _container(self) -> Any:
+        """What indexing, ``in``, ``len`` and iteration read: the job's result when it is a mapping or a list (zoo-eval's
+        rows), else the summary."""
+        return self.value if isinstance(self.value, (list, tuple)) else self._mapping()
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._container()[key]
 
     def __contains__(self, key: object) -> bool:
-        return key in self._mapping()
+        return key in self._container()
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._mapping())
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._container())
 
     def __len__(self) -> int:
-        return len(self._mapping())
+        return len(self._container())
 
     def keys(self) -> Iterable[str]:
         return self._mapping().keys()
