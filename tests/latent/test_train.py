@@ -39,9 +39,10 @@ def _kill_at(step):
 def test_killed_and_resumed_run_ends_with_the_same_metrics(zoo_like_dir, tmp_path, make):
     cfg = make(str(zoo_like_dir))
     straight = train(cfg, tmp_path / "a")
-    run = tmp_path / "b" / "latent-train" / "r"
+    kind = method_of(cfg).name  # each trainer writes runs/<job>/<id>
+    run = tmp_path / "b" / kind / "r"
     with pytest.raises(Killed):  # the folder the job opens for --runs b --run-id r
-        train_latent(cfg, RunFolder.create("latent-train", cfg, path=run), on_step=_kill_at(3), progress=False)
+        train_latent(cfg, RunFolder.create(kind, cfg, path=run), on_step=_kill_at(3), progress=False)
     resumed = train(cfg, tmp_path / "b")  # the same command again resumes
     assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in straight["history"]]
     assert resumed["eval"] == straight["eval"]
