@@ -111,7 +111,7 @@ def zoo() -> dict[str, Any]:
                       **{k: r["recipe"]["task"][k] for k in ("hmm_rate", "hmm_on", "correction_rate", "correction_on")}}
                for name, r in records.items()}
     config = {"zoo-eval": read_json(run / "config.json"), "accuracy_target_2to4": 0.95, "recipes": recipes}
-    return summary("thinklens run zoo-eval --n 50 --seed 777 --models tiny-pre,tiny-direct,tiny-cot,tiny-think,"
+    return summary("thinklens run zoo-eval --n-eval 50 --seed 777 --models tiny-pre,tiny-direct,tiny-cot,tiny-think,"
                    "tiny-think-carry,tiny-r1 --threads 1 --run-id readme-zoo-50; python results/collect.py --record "
                    "runs/zoo-eval/readme-zoo-50 zoo-eval-readme-zoo-50", [run], config,
                    {"accuracy": accuracy, "think": think, "training": training},
@@ -127,7 +127,7 @@ def zoo_tiny_r1() -> dict[str, Any]:
     rec = zoo_record("tiny-r1")
     training = {"steps": rec["steps"], "lr": rec["recipe"]["lr"], "train_minutes": rec["train_wall_s"] / 60,
                 "torch_threads": rec["torch_threads"], "vocab_size": rec["vocab_size"], "n_params": rec["n_params"]}
-    return summary("thinklens run zoo-eval --models tiny-r1 --n 100 --threads 1 --run-id readme-r1-100; python "
+    return summary("thinklens run zoo-eval --models tiny-r1 --n-eval 100 --threads 1 --run-id readme-r1-100; python "
                    "results/collect.py --record runs/zoo-eval/readme-r1-100 zoo-eval-readme-r1-100", [run],
                    read_json(run / "config.json"), {**row, "training": training}, ("data/zoo/tiny-r1/zoo.json",))
 
@@ -360,7 +360,7 @@ def reasoning_vectors() -> dict[str, Any]:
     training = {k: grpo[k] for k in ("init", "steps", "train_cpu_s", "train_wall_s")} | {
         "grpo": grpo["grpo"], "train_cpu_minutes": grpo["train_cpu_s"] / 60}
     runs = [*evals.values(), RECORDS / "reasoning-vector-rv-think", RECORDS / "reasoning-vector-rv-cot"]
-    command = ("thinklens run grpo; thinklens run zoo-eval --models tiny-cot,tiny-grpo --n 100 --seed S --threads 1 --run-id "
+    command = ("thinklens run grpo; thinklens run zoo-eval --models tiny-cot,tiny-grpo --n-eval 100 --seed S --threads 1 --run-id "
                "grpo-heldout-S (S = 10000, 30000, 40000); thinklens run reasoning-vector --threads 1 --run-id rv-think; "
                "thinklens run reasoning-vector --model tiny-cot --groups all --threads 1 --run-id rv-cot; python "
                "results/collect.py --record runs/KIND/ID KIND-ID for each of the five runs")
@@ -386,7 +386,7 @@ def latent_seek() -> dict[str, Any]:
     config = read_json(runs["psrm_lr0.5"] / "config.json") | {
         "learning_rates": [float(x) for x in SEEK_LRS], "confidence_learning_rates": [0.05, 0.5],
         "model_context": read_json(ROOT / "data" / "zoo" / "tiny-cot" / "config.json")["max_position_embeddings"]}
-    return summary("thinklens run latent-seek --n 30 --seed 20000 --lr LR --threads 1 --run-id seek-psrm-lrLR (LR in "
+    return summary("thinklens run latent-seek --n-eval 30 --seed 20000 --lr LR --threads 1 --run-id seek-psrm-lrLR (LR in "
                    + ", ".join(SEEK_LRS) + "); --reward confidence --lr LR --run-id seek-confidence-lrLR (0.05, 0.5); "
                    "python results/collect.py --record runs/latent-seek latent-seek",
                    list(runs.values()), config, {k: seek_values(r) for k, r in runs.items()})
