@@ -6,7 +6,7 @@ The runs are the demo's own steps (``thinklens.demo.run_demo``) with smaller siz
 so the pages see every run kind the demo writes, in about a minute. To check (and photograph) a real
 demo instead:
 
-    THINKLENS_DEMO_RUNS=/path/to/runs THINKLENS_SCREENSHOTS=docs/screenshots pytest tests/app/test_browser_pages.py
+    THINKLENS_DEMO_RUNS=/path/to/runs THINKLENS_SCREENSHOTS=docs/screenshots pytest -m slow tests/app/test_browser_pages.py
 
 With ``THINKLENS_DEMO_RUNS`` the app runs in that folder's parent, so the pages show the path ``runs``.
 """
@@ -116,12 +116,12 @@ def _settle(drv, timeout: float = 60.0) -> tuple[int, int, list[str]]:
     return drawn, tables, errors
 
 
-# slow: the demo's eleven steps and eight pages take ~80 s on a quiet 2-core machine, a quarter of the default
-# tier. Default-tier tests still cover what it checks: every page in AppTest (tests/app/test_*_page.py,
-# test_trace_viewer.py, test_home.py, test_app_shell.py for Explore), a real browser on three pages (test_browser_mi.py, test_browser_traces.py,
-# test_features_page.py::test_features_page_in_a_browser), titles not wrapped in <b> (test_home.py), every demo
-# step's command line (tests/core/test_commands.py::test_every_demo_step_parses) and each job end to end in its
-# own tests.
+# slow: the demo's eleven steps and eight pages take about a fifth of the default tier's summed test time
+# (tests/README.md). Default-tier tests still cover what it checks: every page in AppTest (tests/app/test_*_page.py,
+# test_trace_viewer.py, test_home.py, test_app_shell.py for Explore), a real browser on three pages
+# (test_browser_mi.py, test_browser_traces.py, test_features_page.py::test_features_page_in_a_browser), titles
+# not wrapped in <b> (test_home.py), every demo step's command line
+# (tests/core/test_commands.py::test_every_demo_step_parses) and each job end to end in its own tests.
 @pytest.mark.slow
 def test_every_page_after_the_demo(browser, demo_runs):
     from selenium.webdriver.common.by import By
