@@ -189,7 +189,7 @@ def test_a_saved_probe_is_reused_and_checked(straight, reasoner, tmp_path):
     ({"cue_words": ("wait", "a/b")}, "bad cue word"),
     ({"n_calibration": 2, "max_events_calibration": 3}, "at least 99 events of each class"),
     ({"prompt_format": "thnk"}, "did you mean 'think'"),
-    ({"data_fields": "question=prompt"}, "pass --data too"),
+    ({"data_fields": "question=prompt"}, "pass data= too"),  # from Python: the keyword form
     ({"exit_string": ""}, "bad exit_string"),
     ({"fractions": (1.5,)}, "bad fractions"),
 ])

@@ -74,7 +74,7 @@ def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
     ({"sites": ("resid_pst.1",)}, "did you mean 'resid_post'"),
     ({"prompt_format": "cott"}, "did you mean 'cot'"),
     ({"intention_formats": ("thnk",)}, "did you mean 'think'"),
-    ({"data_fields": "question=prompt"}, "pass --data too"),
+    ({"data_fields": "question=prompt"}, "pass data= too"),  # from Python: the keyword form
     ({"folds": 1}, "folds"),
 ])
 def test_config_refuses_bad_input(kw, needle):

@@ -63,5 +63,5 @@ def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
 
 
 def test_bad_seeds():
-    with pytest.raises(ThinklensError, match="n-seeds"):
+    with pytest.raises(ThinklensError, match="n_seeds=3"):  # from Python: the keyword form
         get_job("hybrid").make_config(n_seeds=0)
