@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -110,6 +109,7 @@ def test_notebook_runs_at_full_size(name, kernel_name, monkeypatch):
 
 def test_notebook_extra_and_the_test_kernel_are_declared():
     """``pip install -e .[notebook]`` gives JupyterLab and widgets; the dev extra alone executes the notebooks."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     names = {k: {r.split(">")[0].split("=")[0].split("[")[0].strip().lower() for r in v} for k, v in extras.items()}
     assert {"jupyterlab", "ipywidgets", "ipykernel"} <= names["notebook"]
