@@ -67,7 +67,7 @@ def commands(f: dict[str, str], runs: str) -> list[tuple[str, list[str]]]:
                  "--max-new-tokens", "32", "--run-id", "rp"]),
         ("sae-eval", ["run", "sae-eval", *m, *chat, "--sae", sae_run, "--n-texts", "4", "--n-batches", "1"]),
         ("steer", ["run", "steer", *m, *chat, "--sae", sae_run, "--n-prompts", "3", "--stats-traces", "2",
-                   "--coeffs=-1,0,1", "--max-new-tokens", "32", "--word", "Wait"]),
+                   "--coeffs=-1,0,1", "--max-new-tokens", "32", "--word", "So"]),
         ("hybrid", ["run", "hybrid", *m, "--thinking", "tiny-r1", *chat, "--base-format", "plain", "--vector-data",
                     f["vectors"], "--n-eval", "3", "--n-train", "6", "--max-new-tokens", "32", "--site", "resid_post.0",
                     "--n-categories", "2", "--k", "1", "--sae-steps", "5", "--vector-iters", "2", "--vector-batch", "4",
