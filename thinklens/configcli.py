@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import inspect
 import sys
 import textwrap
@@ -157,17 +158,46 @@ def field_docs(cls: type) -> dict[str, str]:
     """``{field: docstring}`` from the class sources (the string right after each field; subclasses win)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
+        if dataclasses.is_dataclass(klass):
+            docs.update(_own_field_docs(klass))
+    return docs
+
+
+@functools.lru_cache(maxsize=None)
+def _module_tree(path: str) -> ast.Module:
+    """A source file parsed once (every job's parser reads the shared option groups' docstrings)."""
+    with open(path, encoding="utf-8") as f:
+        return ast.parse(f.read())
+
+
+def _class_body(klass: type) -> list[ast.stmt]:
+    """The statements of ``klass``'s definition: found by its qualified name in its module's parsed source (one parse
+    per file), else from :func:`inspect.getsource` (a class defined in a REPL has neither)."""
+    try:
+        path = inspect.getsourcefile(klass)
+        nodes: list[ast.stmt] = _module_tree(path).body if path else []
+        for name in klass.__qualname__.split("."):
+            node = next((n for n in nodes if isinstance(n, ast.ClassDef) and n.name == name), None)
+            if node is None:
+                raise LookupError(klass.__qualname__)
+            nodes = node.body
+        return nodes
+    except (OSError, TypeError, SyntaxError, LookupError):
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         except (OSError, TypeError, SyntaxError):  # pragma: no cover - classes defined in a REPL
-            continue
-        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-        for node, nxt in zip(body, body[1:]):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
-                    and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
-                docs[node.target.id] = " ".join(nxt.value.value.split())
+            return []
+        return tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+
+
+@functools.lru_cache(maxsize=None)
+def _own_field_docs(klass: type) -> dict[str, str]:
+    docs = {}
+    body = _class_body(klass)
+    for node, nxt in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str)):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
 
 
