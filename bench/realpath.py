@@ -22,7 +22,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 def write_files(root: Path) -> dict[str, str]:
     """Held-out synthetic problems as a GSM8K test file, a GSM8k-Aug file and a prompt file."""
-    from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+    from thinklens.tasks.protocol import HELD_OUT, gsm8k_record, problems_by_steps
 
     problems = problems_by_steps(4, 2, 4, seed=HELD_OUT["eval"])
     others = problems_by_steps(4, 2, 4, seed=HELD_OUT["steer_train"])  # disjoint: hybrid's vector traces
@@ -30,8 +30,7 @@ def write_files(root: Path) -> dict[str, str]:
     for path, items in ((gsm8k, problems), (vectors, others)):
         with path.open("w") as g:
             for p in items:
-                calc = " ".join(f"{s.left} {s.op} {s.right} = <<{s.left}{s.op}{s.right}={s.result}>>{s.result}." for s in p.steps)
-                g.write(json.dumps({"question": p.question, "answer": f"{calc}\n#### {p.answer}"}) + "\n")
+                g.write(json.dumps(gsm8k_record(p)) + "\n")
     with aug.open("w") as a:
         for p in problems:
             a.write(json.dumps({"question": p.question, "cot": " ".join(s.equation for s in p.steps),

@@ -12,16 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from thinklens.tasks.protocol import problems_by_steps
+from thinklens.tasks.protocol import gsm8k_record, problems_by_steps
 
 #: file -> (problems per step count, seed); streams ``seed * 1000 + steps``.
 FILES = {"mi.jsonl": (12, 60_000), "train.jsonl": (40, 61_000), "cal.jsonl": (40, 62_000), "test.jsonl": (40, 63_000)}
-
-
-def gsm8k_line(problem) -> str:
-    steps = " ".join(f"{s.left} {s.op} {s.right} = <<{s.left}{s.op}{s.right}={s.result}>>{s.result}."
-                     for s in problem.steps)
-    return json.dumps({"question": problem.question, "answer": f"{steps}\n#### {problem.answer}"})
 
 
 def write_files(folder: Path) -> list[Path]:
@@ -29,7 +23,7 @@ def write_files(folder: Path) -> list[Path]:
     paths = []
     for name, (per_steps, seed) in FILES.items():
         path = folder / name
-        path.write_text("".join(gsm8k_line(p) + "\n" for p in problems_by_steps(per_steps, 2, 4, seed=seed)))
+        path.write_text("".join(json.dumps(gsm8k_record(p)) + "\n" for p in problems_by_steps(per_steps, 2, 4, seed=seed)))
         paths.append(path)
     return paths
 

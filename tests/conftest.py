@@ -87,12 +87,9 @@ def write_gsm8k(path, per_steps: int, *, seed: int):
     and an ``answer`` text with ``<<a+b=c>>`` calculations ending in ``#### N``."""
     import json
 
-    from thinklens.tasks.protocol import problems_by_steps
+    from thinklens.tasks.protocol import gsm8k_record, problems_by_steps
 
-    lines = []
-    for p in problems_by_steps(per_steps, 2, 3, seed=seed):
-        steps = " ".join(f"{s.left} {s.op} {s.right} = <<{s.left}{s.op}{s.right}={s.result}>>{s.result}." for s in p.steps)
-        lines.append(json.dumps({"question": p.question, "answer": f"{steps}\n#### {p.answer}"}))
+    lines = [json.dumps(gsm8k_record(p)) for p in problems_by_steps(per_steps, 2, 3, seed=seed)]
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -83,3 +83,16 @@ def problems_by_steps(n: int, min_steps: int, max_steps: int, *, seed: int, conf
 
     check_step_range(min_steps, max_steps)
     return [p for s in range(min_steps, max_steps + 1) for p in generate_problems(n, seed=seed * 1000 + s, config=config, n_steps=s)]
+
+
+def gsm8k_record(problem) -> dict[str, str]:
+    """A problem as a line of GSM8K's test files: ``question``, and an ``answer`` of ``a op b = <<a op b=c>>c.``
+    calculations ending in ``#### N`` (how the real-path runs, benches and tests write their data files).
+
+    Example:
+        >>> p = problems_by_steps(1, 2, 2, seed=HELD_OUT["eval"])[0]
+        >>> gsm8k_record(p)["answer"].endswith(f"\\n#### {p.answer}")
+        True
+    """
+    calc = " ".join(f"{s.left} {s.op} {s.right} = <<{s.left}{s.op}{s.right}={s.result}>>{s.result}." for s in problem.steps)
+    return {"question": problem.question, "answer": f"{calc}\n#### {problem.answer}"}
