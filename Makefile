@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m thinklens.demo
+	$(PY) -m tools.demo
 
 # the default tier on TEST_WORKERS pytest-xdist workers (one per core of a 2-core machine; TEST_WORKERS=0 runs it
 # in this process); --dist loadfile keeps each test file on one worker, so module fixtures are built once

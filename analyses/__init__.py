@@ -1,19 +1,19 @@
-"""Analyses: held-out evaluation, the explorer (entropy, logit lens) and MI peaks (:mod:`analyses.mi`).
+"""Analyses: held-out evaluation, the explorer (entropy, logit lens) and MI peaks (:mod:`thinklens.analyses.mi`).
 
-The public names below are importable from the package (``from analyses import ExploreResult, summarize_eval``); each loads
-its module on first use, and ``analyses.mi`` holds the MI-peaks names.
+The public names below are importable from the package (``from thinklens.analyses import ExploreResult, summarize_eval``); each loads
+its module on first use, and ``thinklens.analyses.mi`` holds the MI-peaks names.
 """
 
 from thinklens.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "ExploreResult": "analyses.explore",
-    "summarize_eval": "analyses.evaluation",
-    "EvalJobConfig": "analyses.jobs.eval",
-    "MIPeaksJobConfig": "analyses.mi.config",
-    "mi": "analyses.mi",
+    "ExploreResult": "thinklens.analyses.explore",
+    "summarize_eval": "thinklens.analyses.evaluation",
+    "EvalJobConfig": "thinklens.analyses.jobs.eval",
+    "MIPeaksJobConfig": "thinklens.analyses.mi.config",
+    "mi": "thinklens.analyses.mi",
 }
-"""Public name -> defining module, imported on first use (PEP 562): ``import analyses`` loads none of them,
-``from analyses import X`` loads X's module only, and ``dir(analyses)`` lists them all (tab completion)."""
+"""Public name -> defining module, imported on first use (PEP 562): ``import thinklens.analyses`` loads none of them,
+``from thinklens.analyses import X`` loads X's module only, and ``dir(analyses)`` lists them all (tab completion)."""
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

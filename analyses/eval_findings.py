@@ -1,5 +1,5 @@
 """The findings of an evaluation (``thinklens run eval``, ``zoo-eval``, the trainers' held-out accuracy), built with
-:mod:`thinklens.stats`, and the control every accuracy of free-form answers is measured against: the majority guess.
+:mod:`thinklens.calibration.stats`, and the control every accuracy of free-form answers is measured against: the majority guess.
 
 - :func:`majority_correct`: which problems a constant guess of the most frequent gold answer gets right (per group
   when given, e.g. per number of steps: a guesser that knows the group). Free-form answers have no chance level; the
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from thinklens.stats import bootstrap_ci, findings_doc, paired_finding
+from thinklens.calibration.stats import bootstrap_ci, findings_doc, paired_finding
 
 MAJORITY = "majority-answer guess"
 
@@ -52,7 +52,7 @@ def _per_problem(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, float
 
 def eval_findings(rows: Sequence[Mapping[str, Any]], *, model: str, data: str, seed: int = 0) -> list[dict[str, Any]]:
     """The findings of an eval run from its completion rows (``i``, ``sample``, ``gold``, ``correct`` and the token
-    counts, as :func:`analyses.evaluation.completion_row` writes them); units are problems (a problem's samples are
+    counts, as :func:`thinklens.analyses.evaluation.completion_row` writes them); units are problems (a problem's samples are
     averaged first, so they do not count as independent)."""
     graded = [r for r in rows if r.get("gold") is not None]
     found = []

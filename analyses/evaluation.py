@@ -1,9 +1,9 @@
 """Accuracy and token counts of a model on a problem set: one row per completion, a summary overall and by
 metadata group (synthetic ``n_steps``, MATH-500's ``level`` and ``subject``), and a plotly figure.
 
-A row grades the completion with :func:`thinklens.answers.is_correct` against the problem's gold answer,
+A row grades the completion with :func:`thinklens.data.answers.is_correct` against the problem's gold answer,
 and counts its tokens: all of them, the reasoning and the answer (the prompt format's thinking-span
-split, :meth:`thinklens.formats.PromptFormat.split_trace`; span markers belong to neither), whether the
+split, :meth:`thinklens.data.formats.PromptFormat.split_trace`; span markers belong to neither), whether the
 span was closed, and why generation stopped.
 
 Example:
@@ -22,15 +22,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from thinklens.answers import extract_answer, is_correct
+from thinklens.data.answers import extract_answer, is_correct
 from thinklens.errors import ThinklensError, did_you_mean, opt
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from thinklens.formats import PromptFormat
-    from thinklens.problemsets import ProblemSet, RealProblem
-    from thinklens.trace import Trace
+    from thinklens.data.formats import PromptFormat
+    from thinklens.data.problemsets import ProblemSet, RealProblem
+    from thinklens.generation.trace import Trace
 
 #: A metadata field is a group when its values are plain scalars taking 2 to this many distinct values.
 MAX_GROUP_VALUES = 30
@@ -67,7 +67,7 @@ def group_fields(problems: ProblemSet, requested: Sequence[str] = ()) -> list[st
     scalars with 2 to :data:`MAX_GROUP_VALUES` distinct values (``n_steps``, ``level``, ``subject``).
 
     Example:
-        >>> from thinklens.problemsets import load_problems
+        >>> from thinklens.data.problemsets import load_problems
         >>> group_fields(load_problems("synthetic:2-3:2"))
         ['n_steps']
     """

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from thinklens.model import HookedModel
-from thinklens.sites import Site
+from thinklens.engine.model import HookedModel
+from thinklens.engine.sites import Site
 
 
 @dataclass(frozen=True)

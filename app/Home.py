@@ -28,7 +28,7 @@ from dashboard import (  # noqa: E402
 )
 from exports import chart, table  # noqa: E402
 
-from thinklens.runs import discover_runs  # noqa: E402
+from thinklens.runs.folders import discover_runs  # noqa: E402
 
 st.set_page_config(page_title="thinklens", layout="wide")
 st.title("thinklens")

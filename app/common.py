@@ -1,4 +1,4 @@
-"""Shared pieces of the Streamlit pages: run pickers (over ``thinklens.runs.discover_runs``), error cards,
+"""Shared pieces of the Streamlit pages: run pickers (over ``thinklens.runs.folders.discover_runs``), error cards,
 figures and tables with their downloads.
 
 Pages only read run folders (JSON results, plotly JSON figures) and call analysis functions;
@@ -16,7 +16,7 @@ import streamlit as st
 from exports import chart
 
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder, discover_runs, validate_id
+from thinklens.runs.folders import RunFolder, discover_runs, validate_id
 
 
 def runs_root() -> Path:
@@ -95,8 +95,8 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
 
 def show_findings(run: RunFolder) -> None:
     """The run's findings as the page's headline, in the words of the CLI's closing lines and the Home card
-    (thinklens.stats.finding_sentence): an effect as a claim, anything else as what was not shown."""
-    from thinklens.stats import finding_sentence
+    (thinklens.calibration.stats.finding_sentence): an effect as a claim, anything else as what was not shown."""
+    from thinklens.calibration.stats import finding_sentence
 
     findings = (run.meta().get("summary") or {}).get("findings") or []
     for f in findings:
@@ -145,7 +145,7 @@ def missing_results(path: Path, needed: tuple[str, ...] = ()) -> list[str]:
 
     Example:
         >>> import tempfile
-        >>> from thinklens.runs import RunFolder
+        >>> from thinklens.runs.folders import RunFolder
         >>> run = RunFolder.create("demo", {}, root=tempfile.mkdtemp(), run_id="a")
         >>> run.finish({}); missing_results(run.path)
         ['results/']
@@ -174,7 +174,7 @@ def results_missing(run: RunFolder, needed: tuple[str, ...] = ()) -> bool:
         return False
     from dashboard import demo_commands, fix_command
 
-    from thinklens.runs import RunEntry
+    from thinklens.runs.folders import RunEntry
 
     entry = RunEntry(path=run.path, kind=run.kind, run_id=run.run_id, status="done", config=_config_or_none(run))
     st.warning(f"**results missing** · run `{run.kind}/{run.run_id}` says it is done but lacks "

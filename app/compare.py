@@ -23,7 +23,7 @@ from plotly.colors import qualitative
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
-    from thinklens.runs import RunEntry
+    from thinklens.runs.folders import RunEntry
 
 AXES = {"tokens": "mean tokens per rollout", "saving": "token saving vs the full rollout"}
 
@@ -33,7 +33,7 @@ def figure_pareto_runs(results: Mapping[str, Any], x: str = "tokens") -> go.Figu
     first-cue exit as reference markers in the same colour.
 
     Args:
-        results: run id -> ``probes.lynx_result.LynxResult``.
+        results: run id -> ``thinklens.probes.lynx_result.LynxResult``.
         x: ``"tokens"`` (mean tokens per rollout) or ``"saving"`` (fraction of tokens saved).
     """
     fig = go.Figure()
@@ -158,7 +158,7 @@ def comparison_rows(kind: str, entries: Sequence["RunEntry"]) -> list[dict[str, 
     so the runs of one model and data set sit together (the table the pages group by those two columns).
 
     Example:
-        >>> from thinklens.runs import RunEntry
+        >>> from thinklens.runs.folders import RunEntry
         >>> e = RunEntry(path=Path("/nonexistent"), kind="sae", run_id="a", status="done",
         ...              summary={"explained_variance": 0.9, "l0": 32.0}, config={"model": "m", "data": "zoo:think"})
         >>> r = comparison_rows("sae", [e])[0]
@@ -240,7 +240,7 @@ def show_comparison(kind: str, default: int = 6) -> None:
     from common import missing_results, runs_root
     from exports import chart, table
 
-    from thinklens.runs import discover_runs
+    from thinklens.runs.folders import discover_runs
 
     st.subheader(f"`{kind}` runs side by side")
     done = [e for e in discover_runs(runs_root(), kind) if e.error is None and e.status == "done"

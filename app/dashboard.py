@@ -1,12 +1,12 @@
 """The home page's words about runs: model, data, age, two or three headline numbers, the page that shows
 a run, the command that repairs a broken one, and the zoo's accuracy per step count.
 
-Pure functions of ``thinklens.runs.RunEntry`` values and small result files (no Streamlit here), so
+Pure functions of ``thinklens.runs.folders.RunEntry`` values and small result files (no Streamlit here), so
 they are tested directly.
 
 Example:
     >>> from pathlib import Path
-    >>> from thinklens.runs import RunEntry
+    >>> from thinklens.runs.folders import RunEntry
     >>> e = RunEntry(path=Path("runs/probe/a"), kind="probe", run_id="a", status="done",
     ...              summary={"target": "intermediate", "best_site": "resid_post.2", "best_score": 0.34, "scoring": "r2"},
     ...              config={"model": "tiny-think", "data": ""})
@@ -24,13 +24,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from thinklens.runs import RunEntry
+from thinklens.runs.folders import RunEntry
 
 
 def jobs_of_kinds(errors: list[str] | None = None) -> dict[str, Any]:
-    """Run kind -> the registered job whose runs it holds (``thinklens.jobs.jobs_by_kind``; a job whose module
+    """Run kind -> the registered job whose runs it holds (``thinklens.runs.jobs.jobs_by_kind``; a job whose module
     fails to import is left out, its error appended to ``errors``)."""
-    from thinklens.jobs import jobs_by_kind
+    from thinklens.runs.jobs import jobs_by_kind
 
     return jobs_by_kind(errors)
 
@@ -109,9 +109,9 @@ def data_of(entry: RunEntry) -> str:
 
 
 def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
-    """The run's first findings in words (thinklens.stats.finding_sentence): what the CLI's closing lines and the
+    """The run's first findings in words (thinklens.calibration.stats.finding_sentence): what the CLI's closing lines and the
     page headline say too, so a claim whose verdict is not ``effect`` is never headlined as one."""
-    from thinklens.stats import finding_sentence
+    from thinklens.calibration.stats import finding_sentence
 
     return " · ".join(finding_sentence(f) for f in findings[:limit])
 
@@ -121,7 +121,7 @@ def headline(entry: RunEntry) -> str:
     three headline numbers in words (``'-'`` for a run without a summary)."""
     if entry.status == "running":
         return "still running (or stopped before it finished: rerun the same command to resume)"
-    from thinklens.headlines import generic
+    from thinklens.runs.headlines import generic
 
     s = entry.summary or {}
     if s.get("findings"):
@@ -142,7 +142,7 @@ def run_state(entry: RunEntry, lacking: list[str] | None = None) -> tuple[str, s
     ``common.missing_results`` says its done run lacks) is ``'results missing'``, never ``'done'`` with a stale headline.
 
     Example:
-        >>> from thinklens.runs import RunEntry
+        >>> from thinklens.runs.folders import RunEntry
         >>> e = RunEntry(path=Path("runs/probe/a"), kind="probe", run_id="a", status="done", summary={"best_score": 0.3})
         >>> run_state(e, ["results/"])
         ('results missing', 'results missing: it says done but lacks results/ (its old headline is stale)')
@@ -216,9 +216,9 @@ def fix_command(entry: RunEntry, demo_argv: Mapping[str, list[str]] | None = Non
 
 
 def demo_commands(runs: Path) -> dict[str, list[str]]:
-    """``'kind/run_id'`` -> the demo's ``thinklens`` arguments that make that run (from ``thinklens.demo``)."""
+    """``'kind/run_id'`` -> the demo's ``thinklens`` arguments that make that run (from :mod:`thinklens.runs.demo_plan`)."""
     try:
-        from thinklens.demo import DEMO_STEPS
+        from thinklens.runs.demo_plan import DEMO_STEPS
     except ImportError:
         return {}
     out: dict[str, list[str]] = {}

@@ -13,7 +13,7 @@ from common import _broken_card, display_path, results_missing, runs_root, safe_
 from features import SAE_KINDS, Histogram, SaeSource, sae_source
 
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder, discover_runs
+from thinklens.runs.folders import RunFolder, discover_runs
 
 BROWSED = "browsed-feature"
 """Session key of the feature last browsed: ``{"source": "kind/run_id", "feature": int}`` (read by live steering)."""
@@ -21,14 +21,14 @@ BROWSED = "browsed-feature"
 
 @st.cache_resource(show_spinner="loading model")
 def load_hooked_model(name: str):
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
     return HookedModel.load(name)
 
 
 @st.cache_resource(show_spinner="loading SAE")
 def load_sae_cached(path: str):
-    from steering.sae import load_sae
+    from thinklens.steering.sae import load_sae
 
     return load_sae(path)
 
@@ -43,8 +43,8 @@ def scan(source: SaeSource, n: int):
 def _scan(model_name: str, site: str, sae_dir: str, data: str, prompt_format: str, min_steps: int, max_steps: int, n: int):
     from features import scan_traces
 
-    from steering.problems import held_out_prompts
-    from steering.sae import sae_site
+    from thinklens.steering.problems import held_out_prompts
+    from thinklens.steering.sae import sae_site
 
     model = load_hooked_model(model_name)
     ps = held_out_prompts(model, data, n, prompt_format=prompt_format, min_steps=min_steps, max_steps=max_steps)

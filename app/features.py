@@ -9,7 +9,7 @@ Which SAE: an ``sae`` run browses its own ``sae/`` folder; a ``steer`` run brows
 with (its config's ``--sae``: an sae-lens folder or an ``sae`` run folder), so the steer run's feature
 indexes the SAE that is shown.
 
-Convention (as :mod:`steering.features`): ``Trace.hidden[site][t]`` is the state that *produced*
+Convention (as :mod:`thinklens.steering.features`): ``Trace.hidden[site][t]`` is the state that *produced*
 generated token t; that state sits at the position of the token before it (the last prompt token for
 t = 0). A context shows the tokens up to that position, the position's own token marked, and the token
 it produced next.
@@ -42,8 +42,8 @@ from thinklens.errors import ThinklensError
 if TYPE_CHECKING:
     from sae_lens import SAE
 
-    from thinklens.model import HookedModel
-    from thinklens.runs import RunFolder
+    from thinklens.engine.model import HookedModel
+    from thinklens.runs.folders import RunFolder
 
 SAE_KINDS: tuple[str, ...] = ("sae", "steer")
 """Run kinds whose SAE the feature page browses."""
@@ -111,7 +111,7 @@ def sae_source(run: "RunFolder") -> SaeSource:
     Raises:
         ThinklensError: another kind of run, or an SAE folder that is not there.
     """
-    from steering.sae import read_metrics, sae_folder
+    from thinklens.steering.sae import read_metrics, sae_folder
 
     cfg = run.config()
     if run.kind == "sae":
@@ -190,7 +190,7 @@ def scan_traces(model: "HookedModel", site: str, prompts: Sequence[str], *, max_
                 seed: int = 0, sample: bool = True) -> FeatureScan:
     """Generate from ``prompts`` capturing ``site`` (sampled at temperature 1 with ``seed``, as the ``sae`` job
     scans its statistics) and keep the states and tokens."""
-    from steering.features import token_separator
+    from thinklens.steering.features import token_separator
 
     if not prompts:
         raise ThinklensError.of("prompts", 0, "at least one prompt to scan", "pass more traces")
@@ -214,7 +214,7 @@ def scan_traces(model: "HookedModel", site: str, prompts: Sequence[str], *, max_
 def feature_activations(sae: "SAE", hidden: Float[Tensor, "row d"], feature: int,
                         chunk: int = 4096) -> Float[Tensor, " row"]:
     """One feature's activation on every row (the whole SAE encodes: a TopK SAE needs every pre-activation)."""
-    from steering.features import encode
+    from thinklens.steering.features import encode
 
     out = [encode(sae, hidden[i:i + chunk])[:, feature] for i in range(0, len(hidden), chunk)]
     return torch.cat(out) if out else torch.zeros(0)
@@ -321,7 +321,7 @@ def stored_contexts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def stat_rows(stats: Any, feature: int) -> list[dict[str, Any]]:
-    """One feature's stored statistics (``steering.features.FeatureStats``) as labelled rows, each with the
+    """One feature's stored statistics (``thinklens.steering.features.FeatureStats``) as labelled rows, each with the
     feature's rank among all features (1 = highest) so a number says what it is against."""
     def rank(values: Sequence[float]) -> str:
         v = values[feature]
@@ -370,7 +370,7 @@ def logit_effects(direction: Float[Tensor, " d"], unembed: Float[Tensor, "vocab 
 def feature_logits(model: "HookedModel", sae: "SAE", feature: int, k: int = 10
                    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """The feature's decoder row through the model's LM head, the head's bias taken out: ``(promoted, suppressed)``."""
-    from steering.sae import check_feature
+    from thinklens.steering.sae import check_feature
 
     f = check_feature(sae, int(feature))
     direction = sae.W_dec[f].detach().float().to(model.device)[None]  # [1, d]
@@ -424,7 +424,7 @@ def diff_counts(ops: Sequence[tuple[str, str]]) -> dict[str, int]:
 def sweep_rows(texts: dict[float, str], words: Sequence[str] = ("wait", "hmm", "so", "therefore")) -> list[dict[str, Any]]:
     """One row per coefficient of a sweep: words generated and the thinking words counted (decoded text, word
     boundaries, as the steer job counts them)."""
-    from thinklens.words import word_pattern
+    from thinklens.data.words import word_pattern
 
     rows = []
     for c in sorted(texts):

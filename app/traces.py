@@ -35,7 +35,7 @@ from urllib.parse import quote, urlencode
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 VIEWER_PATH = "/Trace_viewer"
 KINDS: tuple[str, ...] = ("mi-peaks", "lynx", "steer", "latent-eval")
@@ -151,7 +151,7 @@ def list_traces(root: Path, run: str) -> list[tuple[str, str]]:
     """``(trace id, label)`` of every trace of ``root/run``, in the run's order."""
     kind, path = run_kind(run), Path(root) / run
     if kind == "mi-peaks":
-        from analyses.mi.store import read_index
+        from thinklens.analyses.mi.run_format import read_index
 
         return [(f"{m['key']}/{r['i']}", f"{m['name']} #{r['i']} {'right' if r['correct'] else 'wrong'}, "
                  f"{r['n_tokens']} tokens") for m in read_index(path)["models"] for r in m["index"]]
@@ -189,7 +189,7 @@ def _read_json(path: Path) -> Any:
 
 
 def _mi_trace(path: Path, run: str, trace: str) -> TraceData:
-    from analyses.mi.store import read_index, read_trajectory
+    from thinklens.analyses.mi.run_format import read_index, read_trajectory
 
     key, _, i = trace.rpartition("/")
     rec = read_trajectory(path, key, int(i))
@@ -376,7 +376,7 @@ def highlighted(tokens: list[str], word: str | None, separator: str = "") -> set
     """
     if not word:
         return set()
-    from analyses.mi.thinking_tokens import token_of, token_words
+    from thinklens.analyses.mi.thinking_tokens import token_of, token_words
 
     want = word.strip().lower()
     words = token_words(tokens, separator=separator)
@@ -389,9 +389,9 @@ def highlighted(tokens: list[str], word: str | None, separator: str = "") -> set
 def peak_occurrences(root: Path, run: str, key: str, rule: str, word: str, unit: str = "words",
                      lowercase: bool = False) -> list[tuple[int, int]]:
     """``(trajectory index, position)`` of every peak (of ``rule``) whose token counts as ``word`` in the
-    enrichment's ``unit`` (``analyses.mi.thinking_tokens.UNITS``): the trajectories behind one enrichment row."""
-    from analyses.mi.store import read_index, read_trajectory
-    from analyses.mi.thinking_tokens import UNITS, TokenTrajectory
+    enrichment's ``unit`` (``thinklens.analyses.mi.thinking_tokens.UNITS``): the trajectories behind one enrichment row."""
+    from thinklens.analyses.mi.run_format import read_index, read_trajectory
+    from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory
 
     path = Path(root) / run
     entry = next(m for m in read_index(path)["models"] if m["key"] == key)
@@ -436,7 +436,7 @@ def logit_lens(model: "HookedModel", prompt_ids: list[int], token_ids: list[int]
     """
     import torch
 
-    from thinklens.sites import Site
+    from thinklens.engine.sites import Site
 
     if not prompt_ids or not token_ids:
         raise ThinklensError.of("trace ids", f"{len(prompt_ids)} prompt and {len(token_ids)} generated ids",
@@ -466,8 +466,8 @@ def logit_lens(model: "HookedModel", prompt_ids: list[int], token_ids: list[int]
 def sae_activations(model: "HookedModel", sae: Any, prompt_ids: list[int], token_ids: list[int]) -> Any:
     """SAE feature activations per generated token, ``[T, feature]`` float32 (row t: the state that produced
     token t), at the site the SAE reads."""
-    from steering.features import encode
-    from steering.sae import check_sae
+    from thinklens.steering.features import encode
+    from thinklens.steering.sae import check_sae
 
     site = check_sae(model, sae)
     P, T = len(prompt_ids), len(token_ids)
@@ -478,7 +478,7 @@ def sae_activations(model: "HookedModel", sae: Any, prompt_ids: list[int], token
 def saes_for(root: Path, model: str | None, run: str | None = None) -> list[tuple[str, str]]:
     """``(label, folder)`` of the SAEs trained on ``model``: a steer run's own ``--sae`` first, then the finished
     ``sae`` runs of that model, newest first."""
-    from thinklens.runs import discover_runs
+    from thinklens.runs.folders import discover_runs
 
     out: list[tuple[str, str]] = []
     if run and run_kind(run) == "steer":

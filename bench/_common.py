@@ -16,7 +16,7 @@ SIZES = {  # name -> build_tiny_model kwargs; parameter counts printed by the be
 
 def build(size: str, family: str = "llama"):
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     with tempfile.TemporaryDirectory(prefix=f"bench-{size}-") as tmp:
         path = build_tiny_model(family, tmp, **SIZES[size])

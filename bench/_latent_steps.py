@@ -1,5 +1,5 @@
 """The pair the latent benchmarks time: one CODI training step (teacher + student with 6 latents + distillation)
-and one CoT-SFT step (the token-level baseline of ``latent.sft``: cross-entropy on chain + answer + eos) on the
+and one CoT-SFT step (the token-level baseline of ``thinklens.latent.sft``: cross-entropy on chain + answer + eos) on the
 same batch of the same model, sharing one AdamW. Used by ``bench/latent.py`` (the zoo) and
 ``bench/gpu/bench_gpu.py`` (a real model's shape on the device).
 """
@@ -14,10 +14,10 @@ import torch
 
 def codi_and_cot_steps(model: Any, rows: list, *, lr: float, dtype: torch.dtype | None = None) -> dict[str, Callable[[], None]]:
     """``{"codi": step, "cot": step}``: each call runs one forward, backward and optimizer step on ``rows``
-    (``latent.data.Example`` rows). ``dtype``: the CODI module's dtype (default: the model's)."""
-    from latent.codi import CODI
-    from latent.data import latent_tokens
-    from latent.sft import SFT
+    (``thinklens.latent.segments.Example`` rows). ``dtype``: the CODI module's dtype (default: the model's)."""
+    from thinklens.latent.codi import CODI
+    from thinklens.latent.segments import latent_tokens
+    from thinklens.latent.sft import SFT
 
     tokens = latent_tokens(model.tokenizer)
     torch.manual_seed(0)  # the projection's init draws from the global RNG

@@ -11,10 +11,10 @@ import json
 import time
 from pathlib import Path
 
-from thinklens.answers import is_correct
-from thinklens.equivalence import math_equal
-from thinklens.grading import agreement, load_cases
-from thinklens.stats import wilson
+from thinklens.calibration.stats import wilson
+from thinklens.data.answers import is_correct
+from thinklens.data.equivalence import math_equal
+from thinklens.data.grading import agreement, load_cases
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "math_verify_cases.json"
 

@@ -2,7 +2,7 @@
 
 Each family's model (2 blocks; 4 for the hybrid and recurrent families of ``HYBRID_FAMILIES``, so that attention
 and non-attention token mixers both occur; built from its config, saved and loaded through HookedModel.load with
-its parity self-check) runs the oracle checks of thinklens/testing.py; a family refused at load counts as failed
+its parity self-check) runs the oracle checks of tools/testing.py; a family refused at load counts as failed
 and prints its one-line reason. ``--hybrid`` runs the hybrid table only, ``--threads N`` limits torch's threads. Prints one line per family
 (``family_<model_type>=capture:ok,generate:ok,interventions:ok``, a failed check as ``<check>:fail``
 followed by a ``family_<model_type>_error=`` line), where its adapter came from, and the headline
@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from thinklens.testing import HYBRID_FAMILIES, TINY_FAMILIES, check_family
+from tools.testing import HYBRID_FAMILIES, TINY_FAMILIES, check_family
 
 
 def main() -> None:

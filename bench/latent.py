@@ -21,7 +21,7 @@ sys.path.insert(0, _HERE)
 from _common import interleaved  # noqa: E402
 from _targets import print_target  # noqa: E402 - bench/ is on sys.path as a script
 
-# This file is named like the `latent` package: drop bench/ from the path so `import latent` finds the package.
+# This file is named like the `latent` package: drop bench/ from the path so the `latent` package is found.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
@@ -43,7 +43,7 @@ def zoo_model():
 
 def main() -> None:
     from bench._latent_steps import codi_and_cot_steps
-    from latent.examples import ExampleSource
+    from thinklens.latent.examples import ExampleSource
 
     batch_size = int(sys.argv[1]) if len(sys.argv) > 1 else 32
     torch.set_num_threads(1)

@@ -6,9 +6,9 @@ with the zoo tokenizer when the zoo is not trained), cue events found, and every
 forcing an answer, three ways that must agree exactly:
 
 - ``one_by_one``: each event alone (its prefix read, the exit string appended, greedy decoding);
-- ``batched``: the same, events of similar length decoded together (``probes.datasets``);
+- ``batched``: the same, events of similar length decoded together (``thinklens.probes.datasets``);
 - ``shared``: each rollout read once, every event's decoding continued in batches from a slice of
-  its rollout's KV cache (``probes.forced``).
+  its rollout's KV cache (``thinklens.probes.forced``).
 
 The LYNX job also needs the states at the events; it takes them from that same pass over each
 rollout (``fused``), where the per-event alternative is a features pass plus one-by-one labelling
@@ -58,8 +58,8 @@ def _model():
     for name in ("tiny-think", "tiny-pre"):
         if zoo_path(name) is not None:
             return name, HookedModel.load(name)
-    from thinklens.testing import build_tiny_model
     from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
+    from tools.testing import build_tiny_model
 
     path = build_tiny_model("llama", tempfile.mkdtemp(prefix="bench-lynx-"), d_model=128, n_layers=4,
                             vocab_size=len(zoo_vocab()) + 8, n_ctx=256)
@@ -68,9 +68,9 @@ def _model():
 
 
 def main() -> None:
-    from probes.datasets import event_features, forced_exit_labels, rollout_events
-    from probes.forced import event_features_and_labels, forced_exit_labels_shared
-    from probes.lynx import LynxConfig, lynx_sites
+    from thinklens.probes.datasets import event_features, forced_exit_labels, rollout_events
+    from thinklens.probes.forced import event_features_and_labels, forced_exit_labels_shared
+    from thinklens.probes.lynx import LynxConfig, lynx_sites
     from thinklens.tasks import TaskConfig, generate_problems, render_prompt
     from thinklens.tasks.protocol import token_budget
 

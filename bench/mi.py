@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from analyses.mi.estimator import nhsic_trajectory
-from analyses.mi.reference import plain_trajectory
+from thinklens.analyses.mi.estimator import nhsic_trajectory
+from thinklens.analyses.mi.reference import plain_trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import interleaved

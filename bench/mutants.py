@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "mutants.json"
-#: The README block's template, one row per mutant (written with the summary; ``python -m thinklens.readme_results
+#: The README block's template, one row per mutant (written with the summary; ``python -m tools.readme_results
 #: --write`` renders it into README.md).
 TEMPLATE = ROOT / "results" / "readme" / "mutants.md"
 
@@ -90,21 +90,21 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("exit cost without the exit string", "LYNX", "probes/lynx.py",
            "return self.start_index + int(n_exit_tokens) + int(n_answer_tokens)",
            "return self.start_index + int(n_answer_tokens)", LYNX_TESTS),
-    # ---- statistics (thinklens/stats.py)
-    Mutant("wilson: the exact interval instead", "stats", "thinklens/stats.py",
+    # ---- statistics (thinklens/calibration/stats.py)
+    Mutant("wilson: the exact interval instead", "stats", "thinklens/calibration/stats.py",
            'proportion_ci(confidence_level=level, method="wilson")',
            'proportion_ci(confidence_level=level, method="exact")', STATS_TESTS),
-    Mutant("wilson: level ignored (always 95%)", "stats", "thinklens/stats.py",
+    Mutant("wilson: level ignored (always 95%)", "stats", "thinklens/calibration/stats.py",
            'proportion_ci(confidence_level=level, method="wilson")',
            'proportion_ci(confidence_level=0.95, method="wilson")', STATS_TESTS),
-    Mutant("mcnemar: concordant successes counted as discordant", "stats", "thinklens/stats.py",
+    Mutant("mcnemar: concordant successes counted as discordant", "stats", "thinklens/calibration/stats.py",
            "only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr))",
            "only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr)) + int(np.sum(a_arr & b_arr))",
            STATS_TESTS),
-    Mutant("mcnemar: one-sided", "stats", "thinklens/stats.py",
+    Mutant("mcnemar: one-sided", "stats", "thinklens/calibration/stats.py",
            "return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)",
            'return float(binomtest(only_a, only_a + only_b, 0.5, alternative="greater").pvalue)', STATS_TESTS),
-    Mutant("mcnemar: binomial over every pair", "stats", "thinklens/stats.py",
+    Mutant("mcnemar: binomial over every pair", "stats", "thinklens/calibration/stats.py",
            "return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)",
            "return float(binomtest(only_a, len(a_arr), 0.5).pvalue)", STATS_TESTS),
     # ---- MI peaks: the nHSIC estimator and its controls (analyses/mi/)
@@ -115,12 +115,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "med = torch.kthvalue(d, 2 * ((n + 1) // 2), dim=1).values", MI_TESTS),
     Mutant("kernel not centred", "MI estimator", "analyses/mi/solvers.py",
            "return e.sub_(row).sub_(row.mT).add_(row.mean(1, keepdim=True))", "return e", MI_TESTS),
-    Mutant("shuffled control scores the true answer", "MI estimator", "analyses/mi/controls.py",
+    Mutant("shuffled control scores the true answer", "MI estimator", "analyses/mi/answer_controls.py",
            "curves = tuple(nhsic_trajectory(t, answers[j], config, **kwargs)  # type: ignore[arg-type]\n"
            "                   for t, j in zip(trajectories, perm))",
            "curves = tuple(nhsic_trajectory(t, answers[i], config, **kwargs)  # type: ignore[arg-type]\n"
            "                   for i, (t, j) in enumerate(zip(trajectories, perm)))", MI_TESTS),
-    Mutant("permuted-coordinates control not permuted", "MI estimator", "analyses/mi/controls.py",
+    Mutant("permuted-coordinates control not permuted", "MI estimator", "analyses/mi/answer_controls.py",
            "return nhsic_trajectory(states, answer[perm], config, **kwargs)",
            "return nhsic_trajectory(states, answer, config, **kwargs)", MI_TESTS),
     # ---- reasoning vectors: the random-direction control (steering/reasoning_vectors.py)
@@ -149,8 +149,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "loss = -r * logp.gather(1, x[:, None]).sum()", "loss = r * logp.gather(1, x[:, None]).sum()", SEEK_TESTS),
     Mutant("reward ignoring the answer", "LatentSeek", "latent/latentseek.py",
            "return 0.0 if is_correct(text, answer) else -1.0", "return 0.0 if text.strip() else -1.0", SEEK_TESTS),
-    # ---- answers: the stated answer (thinklens/answers.py)
-    Mutant("last number instead of the last box", "answers", "thinklens/answers.py",
+    # ---- answers: the stated answer (thinklens/data/answers.py)
+    Mutant("last number instead of the last box", "answers", "thinklens/data/answers.py",
            "boxed = _box_answer(text, boxes)\n", "boxed = None\n", ANSWER_TESTS),
 )
 

@@ -41,7 +41,7 @@ def cpu_min(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str,
 def main() -> None:
     from sae_lens import TopKSAE, TopKSAEConfig
 
-    from steering.feature_steering import add_feature, clamp_feature
+    from thinklens.steering.feature_steering import add_feature, clamp_feature
 
     torch.set_num_threads(1)
     worst = 0.0

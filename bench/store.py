@@ -13,8 +13,8 @@ import time
 import torch
 from _targets import print_target  # bench/ is on sys.path as a script
 
-from thinklens.sites import Site
-from thinklens.store import ActivationStore
+from thinklens.engine.activation_store import ActivationStore
+from thinklens.engine.sites import Site
 
 
 def rss_peak_mb() -> float:

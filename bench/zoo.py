@@ -17,8 +17,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import torch  # noqa: E402
 
+from thinklens.zoo.accuracy import evaluate_zoo_model  # noqa: E402
 from thinklens.zoo.registry import zoo_path  # noqa: E402
-from zoo.evaluate import evaluate_zoo_model  # noqa: E402
 
 MODELS = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think-carry", "tiny-think")  # headline last
 SEED = 777  # held out: training batches come from [seed, step] streams, zoo.json evals use 10000
@@ -26,7 +26,7 @@ SEED = 777  # held out: training batches come from [seed, step] streams, zoo.jso
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-    torch.set_num_threads(1)  # fastest on a shared 2-core machine (see zoo/jobs/zoo_train.py)
+    torch.set_num_threads(1)  # fastest on a shared 2-core machine (see thinklens/zoo/jobs/zoo_train.py)
     think_headline = float("nan")
     for name in MODELS:
         if zoo_path(name) is None:

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from thinklens.answers import is_correct
-from thinklens.decode import Sample, decode
-from thinklens.decoder import Decoder
+from thinklens.data.answers import is_correct
+from thinklens.generation.decode_loop import Sample, decode
+from thinklens.generation.kv_batch import Decoder
 
 if TYPE_CHECKING:
-    from latent.config import LatentSeekConfig
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.latent.config import LatentSeekConfig
 
 
 def baseline_size(cfg: "LatentSeekConfig") -> int:

@@ -1,12 +1,12 @@
-"""Coconut (Hao et al., arXiv 2412.06769): continuous thoughts (:mod:`latent.continuous_thought`) with no
+"""Coconut (Hao et al., arXiv 2412.06769): continuous thoughts (:mod:`thinklens.latent.continuous_thought`) with no
 projection, learnt by a curriculum where stage s replaces the first s reasoning steps by s*c latents and the
 loss covers only the remaining steps and the answer.
 
-This module is Coconut's entry of the method table (:mod:`latent.methods`): its phases, its trainer and its
+This module is Coconut's entry of the method table (:mod:`thinklens.latent.methods`): its phases, its trainer and its
 inference.
 
 Example:
-    >>> from latent.config import CoconutConfig
+    >>> from thinklens.latent.config import CoconutConfig
     >>> [p.name for p in train_phases(CoconutConfig(max_stage=2))]
     ['stage-1', 'stage-2', 'stage-all']
     >>> # coco = Coconut(model, tokens, c=2, max_stage=3)
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
 
-from latent.continuous_thought import ContinuousThought, answer_budget
-from latent.data import Example, LatentTokens, per_example_ce, right_pad, shifted_labels
-from latent.methods import Phase
-from latent.session import LatentSession
+from thinklens.latent.continuous_thought import ContinuousThought, answer_budget
+from thinklens.latent.methods import Phase
+from thinklens.latent.segments import Example, LatentTokens, per_example_ce, right_pad, shifted_labels
+from thinklens.latent.session import LatentSession
 
 if TYPE_CHECKING:
-    from latent.config import CoconutConfig
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.latent.config import CoconutConfig
 
 
 def coconut_plan(n_steps: int, stage: int, c: int, max_stage: int) -> tuple[int, int]:

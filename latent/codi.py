@@ -7,7 +7,7 @@ L_kd = mean over the L+1 hidden states of SmoothL1(student, teacher.detach()) / 
 The distillation position is found by searching the answer segment (marker + number) in both
 sequences, never by a fixed offset. The last CoT step is dropped from the teacher's chain.
 
-This module is CODI's entry of the method table (:mod:`latent.methods`): its phase, its trainer, its
+This module is CODI's entry of the method table (:mod:`thinklens.latent.methods`): its phase, its trainer, its
 inference, its projection saved beside the weights and the tags of its table label.
 
 Example:
@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from latent.continuous_thought import ContinuousThought, answer_budget
-from latent.data import Example, LatentTokens, find_subsequence, per_example_ce, right_pad, shifted_labels
-from latent.methods import Phase
-from latent.session import LatentSession
+from thinklens.latent.continuous_thought import ContinuousThought, answer_budget
+from thinklens.latent.methods import Phase
+from thinklens.latent.segments import Example, LatentTokens, find_subsequence, per_example_ce, right_pad, shifted_labels
+from thinklens.latent.session import LatentSession
 
 if TYPE_CHECKING:
-    from latent.config import CODIConfig
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.latent.config import CODIConfig
 
 
 def projection(d: int, hidden: int, dropout: float) -> nn.Sequential:

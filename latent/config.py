@@ -1,6 +1,6 @@
 """Frozen configs of the latent-reasoning trainers; each field's docstring is its CLI help.
 
-Each class validates its own fields in ``check`` (no side effects); :class:`~thinklens.configcli.ConfigGroup` runs
+Each class validates its own fields in ``check`` (no side effects); :class:`~thinklens.runs.configcli.ConfigGroup` runs
 every group's check, so the CLI and the Python API reject the same inputs with the same message.
 
 Example:
@@ -18,11 +18,11 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from thinklens.data.problemsets import DataOptions
+from thinklens.engine.training import OptimOptions
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.problemsets import DataOptions
 from thinklens.tasks import StepRange, check_step_range
 from thinklens.tasks.protocol import HELD_OUT
-from thinklens.training import OptimOptions
 
 
 def _positive(name: str, value: object, fix: str, *, what: str = "an integer >= 1") -> None:

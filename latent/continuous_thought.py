@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from latent.data import Example, LatentTokens
-from latent.session import LatentSession, last_hidden
-from thinklens.decoder import left_pad
+from thinklens.generation.kv_batch import left_pad
+from thinklens.latent.segments import Example, LatentTokens
+from thinklens.latent.session import LatentSession, last_hidden
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 class ContinuousThought(nn.Module):

@@ -3,7 +3,7 @@
 Every model answers the same problems: held-out synthetic ones, or the first ``--n`` of any ``--data``
 source. A latent model (its folder has latent.json) is prompted in the format it was trained in; a
 token-level model in ``--prompt-format`` (``auto``: a zoo model's own style, else its chat template, else
-plain). Every accuracy is :func:`thinklens.answers.is_correct` against the gold answer. Reasoning positions
+plain). Every accuracy is :func:`thinklens.data.answers.is_correct` against the gold answer. Reasoning positions
 are the explicit tokens before the answer (zoo styles: before ``####``; a thinking span: the tokens inside it;
 else: before the answer line) plus the latent steps; compression is the CoT row's mean reasoning positions
 divided by a method's.
@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from latent.config import EvalConfig, LatentSeekConfig
-from latent.examples import gold_of, n_steps_of, problem_record
-from latent.findings import add_intervals, table_findings
-from latent.latent_model import (
+from thinklens.data.answers import is_correct
+from thinklens.generation.budgets import budgets_for, new_token_budget
+from thinklens.latent.config import EvalConfig, LatentSeekConfig
+from thinklens.latent.examples import gold_of, n_steps_of, problem_record
+from thinklens.latent.latent_findings import add_intervals, table_findings
+from thinklens.latent.latent_model import (
     load_hooked_model,
     load_latent_model,
     marker_index,
@@ -34,18 +36,16 @@ from latent.latent_model import (
     resolve_model,
     saved_format_kind,
 )
-from latent.methods import METHODS
-from latent.seek_runs import seek_problem_list, seek_problems, seek_summary, seek_to_json
-from thinklens.answers import is_correct
-from thinklens.budgets import budgets_for, new_token_budget
-from thinklens.jobs import Progress
-from thinklens.runs import RunFolder
+from thinklens.latent.methods import METHODS
+from thinklens.latent.seek_runs import seek_problem_list, seek_problems, seek_summary, seek_to_json
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import Progress
 from thinklens.tasks import ANSWER_MARKER
 from thinklens.tasks.protocol import problems_by_steps
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.trace import Trace
+    from thinklens.data.formats import PromptFormat
+    from thinklens.generation.trace import Trace
 
 #: Display names of the token-level rows in the zoo's styles (the latent methods' come from the method table).
 LABELS = {"direct": "No-CoT SFT", "cot": "CoT-SFT", "think": "Think-SFT"}
@@ -135,7 +135,7 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
     """The comparison-table row of one model (latent or token-level) on ``problems``, and its per-problem records.
 
     ``explicit``: a latent model's LM as a token-level model in the format it was trained in (no latents)."""
-    from thinklens.formats import format_for
+    from thinklens.data.formats import format_for
 
     folder = Path(resolve_model(name))
     meta = _folder_meta(folder) if folder.is_dir() else {}
@@ -190,7 +190,7 @@ def add_compression(rows: list[dict]) -> None:
 def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None = None, progress: Progress | None = None,
               device: str = "cpu", dtype: torch.dtype = torch.float32) -> dict:
     """Evaluate every model, add LatentSeek rows, write table/decoding/seek results and figures."""
-    from latent import figures
+    from thinklens.latent import figures
 
     progress = progress or Progress(False)
     problems, where = table_problems(cfg)

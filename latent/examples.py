@@ -1,8 +1,8 @@
 """Problems as latent-training examples in a model's prompt format, and the deterministic training batches.
 
 A problem -- the synthetic task's :class:`~thinklens.tasks.Problem`, or a
-:class:`~thinklens.problemsets.RealProblem` from any ``--data`` source (a GSM8k-Aug ``cot`` of ``<<a*b=c>>``
-steps is its solution) -- becomes an :class:`~latent.data.Example` in one of two ways, chosen by the format:
+:class:`~thinklens.data.problemsets.RealProblem` from any ``--data`` source (a GSM8k-Aug ``cot`` of ``<<a*b=c>>``
+steps is its solution) -- becomes an :class:`~thinklens.latent.segments.Example` in one of two ways, chosen by the format:
 
 - the zoo's formats (direct, cot, think; the committed latent models were trained so): the zoo's word
   prompt, the equations spaced into zoo words, and ``#### N`` (:func:`zoo_example`);
@@ -12,7 +12,7 @@ steps is its solution) -- becomes an :class:`~latent.data.Example` in one of two
   several tokens, and nothing assumes the zoo's vocabulary.
 
 Example:
-    >>> from thinklens.formats import PromptFormat
+    >>> from thinklens.data.formats import PromptFormat
     >>> from thinklens.zoo.tokenizer import build_zoo_tokenizer
     >>> from thinklens.tasks import generate_problems
     >>> builder = ExampleBuilder(build_zoo_tokenizer(), PromptFormat("cot"))
@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from latent.data import Example, make_example
 from thinklens.errors import ThinklensError, opt
+from thinklens.latent.segments import Example, make_example
 from thinklens.tasks import ANSWER_MARKER, Problem, TaskConfig, generate_problem, spaced
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.problemsets import RealProblem
+    from thinklens.data.formats import PromptFormat
+    from thinklens.data.problemsets import RealProblem
 
 #: The answer line of latent models outside the zoo's formats (CODI's reference writes ``The answer is: N``).
 GENERIC_MARKER = "The answer is:"
@@ -51,7 +51,7 @@ def equations_of(problem: "Problem | RealProblem") -> list[str]:
     ``<<...>>`` of the solution (GSM8k-Aug's ``cot``, or GSM8K's answer text).
 
     Example:
-        >>> from thinklens.problemsets import RealProblem
+        >>> from thinklens.data.problemsets import RealProblem
         >>> equations_of(RealProblem("a", "q", "18", "<<16-3-4=9>> <<9*2=18>>"))
         ['<<16-3-4=9>>', '<<9*2=18>>']
     """
@@ -90,7 +90,7 @@ def generic_example(problem: "Problem | RealProblem", tokenizer: Any, fmt: "Prom
 
 
 class ExampleBuilder:
-    """Builds :class:`~latent.data.Example` s for one model: its tokenizer and its prompt format."""
+    """Builds :class:`~thinklens.latent.segments.Example` s for one model: its tokenizer and its prompt format."""
 
     def __init__(self, tokenizer: Any, fmt: "PromptFormat"):
         self.tokenizer, self.format = tokenizer, fmt
@@ -133,7 +133,7 @@ class ExampleSource:
 
     def __init__(self, tokenizer: Any, *, seed: int, min_steps: int, max_steps: int, problems: Any = None,
                  builder: ExampleBuilder | None = None, task: TaskConfig | None = None):
-        from thinklens.formats import PromptFormat
+        from thinklens.data.formats import PromptFormat
 
         self.builder = builder or ExampleBuilder(tokenizer, PromptFormat("cot"))
         self.seed, self.task = seed, task or TaskConfig()

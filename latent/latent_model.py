@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from latent.data import Example, LatentTokens, latent_tokens
-from latent.examples import ExampleBuilder
-from latent.methods import LatentMethod, method_named
-from latent.saved_model import read_latent_meta
-from thinklens.answers import extract_answer, is_correct
+from thinklens.data.answers import extract_answer, is_correct
+from thinklens.latent.examples import ExampleBuilder
+from thinklens.latent.methods import LatentMethod, method_named
+from thinklens.latent.saved_model import read_latent_meta
+from thinklens.latent.segments import Example, LatentTokens, latent_tokens
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 def resolve_model(name: str) -> str:
@@ -39,8 +39,8 @@ def resolve_model(name: str) -> str:
 
 
 def load_hooked_model(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> "HookedModel":
-    """The plain :class:`~thinklens.model.HookedModel` of ``name`` (a zoo sibling folder, a folder or a hub id)."""
-    from thinklens.model import HookedModel
+    """The plain :class:`~thinklens.engine.model.HookedModel` of ``name`` (a zoo sibling folder, a folder or a hub id)."""
+    from thinklens.engine.model import HookedModel
 
     return HookedModel.load(resolve_model(name), device=device, dtype=dtype)
 
@@ -55,7 +55,7 @@ def marker_index(ids: list[int], marker: list[int]) -> int:
 
 
 def predicted_answer(text: str) -> int | str | None:
-    """The answer of an output as :func:`thinklens.answers.extract_answer` reads it, as an int when it is one
+    """The answer of an output as :func:`thinklens.data.answers.extract_answer` reads it, as an int when it is one
     (so the zoo's records keep integer predictions).
 
     Example:
@@ -80,7 +80,7 @@ class LatentModel:
     """
 
     def __init__(self, model: "HookedModel", meta: dict, module: nn.Module, tokens: LatentTokens):
-        from thinklens.formats import format_for
+        from thinklens.data.formats import format_for
 
         self.model, self.meta, self.module, self.tokens = model, meta, module, tokens
         self.method = meta["method"]

@@ -4,12 +4,12 @@ Stage 1 (three runs: encoder only, decoder only, both): an encoder (a copy of th
 the CoT with a compress token after every c tokens; its last hidden state at each compress token,
 scored against the (detached) input embeddings, gives ``z_k = sum_j p_j e_j`` over the top-K. The
 decoder reads ``prompt <think> L1 S2 L2 ... LK </think> answer`` with the masks and positions of
-:mod:`latent.lsft_layout`; CE only. Stage 2: the encoder is frozen and only makes soft labels q_i; the
+:mod:`thinklens.latent.lsft_layout`; CE only. Stage 2: the encoder is frozen and only makes soft labels q_i; the
 decoder sees ``prompt <think> L1..LK </think> answer`` and learns CE(</think> + answer) +
 KL(q_i || p(.|prefix)). Inference: top-K softmax of the next-token logits, fed as the next input
 embedding, until the argmax is ``</think>``.
 
-This module is Latent-SFT's entry of the method table (:mod:`latent.methods`): its four phases, its trainer
+This module is Latent-SFT's entry of the method table (:mod:`thinklens.latent.methods`): its four phases, its trainer
 and its inference (without the encoder, which only trains).
 
 Example:
@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from latent.data import IGNORE, Example, LatentTokens, per_example_ce, right_pad
-from latent.lsft_layout import (
+from thinklens.latent.lsft_layout import (
     ANSWER,
     LATENT,
     TEXT,
@@ -38,12 +37,13 @@ from latent.lsft_layout import (
     encoder_mask,
     stack_masks,
 )
-from latent.methods import Phase
-from latent.session import LatentSession
+from thinklens.latent.methods import Phase
+from thinklens.latent.segments import IGNORE, Example, LatentTokens, per_example_ce, right_pad
+from thinklens.latent.session import LatentSession
 
 if TYPE_CHECKING:
-    from latent.config import LatentSFTConfig
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.latent.config import LatentSFTConfig
 
 PHASES = ("encoder", "decoder", "joint", "stage2")
 
@@ -148,7 +148,7 @@ class LatentSFT(nn.Module):
 
     def _decode(self, batch: dict[str, Any], z: Tensor) -> Any:
         """Decoder forward with the latent slots' embeddings replaced by ``z`` through the embed site."""
-        from thinklens.interventions import InjectEmbeddings
+        from thinklens.engine.interventions import InjectEmbeddings
 
         dev = self.model.device
         rows = torch.tensor([b for b, s in enumerate(batch["slots"]) for _ in s], device=dev)

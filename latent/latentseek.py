@@ -1,7 +1,7 @@
 """LatentSeek (Li et al., arXiv 2505.13308): per-instance test-time optimisation of a frozen model's
 latents, guided by a reward. No training.
 
-A greedy CoT is generated with the core's decode loop (:func:`thinklens.decode.decode`), storing z_t, the
+A greedy CoT is generated with the core's decode loop (:func:`thinklens.generation.decode_loop.decode`), storing z_t, the
 final-layer post-norm state (LM-head input) that produced each token. The first
 ``m = min(int(rho*T), max_latents)`` of them become one parameter tensor (Adam). One iteration:
 ``logits = lm_head(z)``; ``x_t`` = argmax (the released code) or a sample (the paper's algorithm);
@@ -10,8 +10,8 @@ greedily from them and score the new answer. Stop when the reward exceeds ``thre
 ``max_iters`` iterations.
 
 Rewards: :func:`psrm` (0 if the answer is right else -1, the paper's perfect sparse reward; graded by
-:func:`thinklens.answers.is_correct`, so the gold may be any answer a data set holds), the paper's self-reward
-(:class:`latent.self_reward.SelfReward`: the model judges its own solution), or any ``fn(text, gold) -> float``.
+:func:`thinklens.data.answers.is_correct`, so the gold may be any answer a data set holds), the paper's self-reward
+(:class:`thinklens.latent.self_reward.SelfReward`: the model judges its own solution), or any ``fn(text, gold) -> float``.
 A reward with a ``for_question(question)`` method is bound to each problem's question first. Sanity
 (tested): R = 0 changes nothing; rho = 0 returns the original.
 
@@ -30,22 +30,22 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from latent.config import LatentSeekConfig
-from thinklens.answers import is_correct
-from thinklens.decode import Greedy, decode
-from thinklens.decoder import Decoder
+from thinklens.data.answers import is_correct
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt
-from thinklens.sites import Site
+from thinklens.generation.decode_loop import Greedy, decode
+from thinklens.generation.kv_batch import Decoder
+from thinklens.latent.config import LatentSeekConfig
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 #: A reward: ``fn(text, gold) -> float`` (the gold answer as the data set writes it, or the synthetic integer).
 RewardFn = Callable[[str, "int | str"], float]
 
 
 def psrm(text: str, answer: int | str) -> float:
-    """Perfect sparse reward: 0 if the output states the gold ``answer`` (:func:`~thinklens.answers.is_correct`), else -1.
+    """Perfect sparse reward: 0 if the output states the gold ``answer`` (:func:`~thinklens.data.answers.is_correct`), else -1.
 
     Example:
         >>> psrm("<< 2 + 3 = 5 >> #### 5", 5), psrm("#### 4", 5), psrm(r"so \\boxed{\\frac{1}{2}}", "0.5")
@@ -56,7 +56,7 @@ def psrm(text: str, answer: int | str) -> float:
 
 def load_reward(spec: str) -> RewardFn:
     """``"psrm"`` or ``"module:function"`` (a pluggable ``fn(text, gold) -> float``); the self-reward needs the model:
-    :class:`latent.self_reward.SelfReward`."""
+    :class:`thinklens.latent.self_reward.SelfReward`."""
     if spec == "psrm":
         return psrm
     if ":" not in spec:
@@ -107,7 +107,7 @@ class SeekResult:
     final_text: str
     iterations: list[SeekIteration] = field(default_factory=list)
     baseline: dict[str, list[bool]] = field(default_factory=dict)
-    """The oracle best-of-N baseline on the same prompt (:mod:`latent.best_of_n`): temperature -> each sampled
+    """The oracle best-of-N baseline on the same prompt (:mod:`thinklens.latent.best_of_n`): temperature -> each sampled
     chain's correctness; empty when it was not run."""
 
     @property

@@ -9,7 +9,7 @@ module is imported when it is first used.
 Example:
     >>> sorted(METHODS)
     ['coconut', 'codi', 'latent-sft', 'sft']
-    >>> from latent.config import CODIConfig
+    >>> from thinklens.latent.config import CODIConfig
     >>> method = method_of(CODIConfig(train_steps=10))
     >>> method.name, [p.name for p in method.module.train_phases(CODIConfig(train_steps=10))]
     ('codi', ['codi'])
@@ -25,15 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig, SFTConfig, TrainConfig
 from thinklens.errors import ThinklensError, did_you_mean
-from thinklens.jobs import Job, JobContext
+from thinklens.latent.config import CoconutConfig, CODIConfig, LatentSFTConfig, SFTConfig, TrainConfig
+from thinklens.runs.jobs import Job, JobContext
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from latent.data import Example, LatentTokens
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.latent.segments import Example, LatentTokens
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,11 @@ class LatentMethod:
 
 #: Every latent method, by name.
 METHODS: dict[str, LatentMethod] = {m.name: m for m in (
-    LatentMethod("coconut", "Coconut", CoconutConfig, "latent.coconut"),
-    LatentMethod("codi", "CODI", CODIConfig, "latent.codi", continue_fields=("projection", "prj_dim")),
-    LatentMethod("latent-sft", "Latent-SFT", LatentSFTConfig, "latent.latent_sft", lora_copies=("encoder",),
+    LatentMethod("coconut", "Coconut", CoconutConfig, "thinklens.latent.coconut"),
+    LatentMethod("codi", "CODI", CODIConfig, "thinklens.latent.codi", continue_fields=("projection", "prj_dim")),
+    LatentMethod("latent-sft", "Latent-SFT", LatentSFTConfig, "thinklens.latent.latent_sft", lora_copies=("encoder",),
                  cannot_continue="a saved Latent-SFT model has no encoder to continue stage 1 or 2 with"),
-    LatentMethod("sft", "SFT", SFTConfig, "latent.sft", continue_fields=("cot",)),
+    LatentMethod("sft", "SFT", SFTConfig, "thinklens.latent.sft", continue_fields=("cot",)),
 )}
 
 
@@ -132,7 +132,7 @@ def run_training(config: TrainConfig, ctx: JobContext) -> dict[str, Any]:
     """Train ``config`` in the job's run folder (resuming its checkpoint) on the job's device and dtype."""
     import torch
 
-    from latent.train import train_latent
+    from thinklens.latent.training_loop import train_latent
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
@@ -162,7 +162,7 @@ def training_headline(summary: dict[str, Any], folder: Any) -> str:
         >>> training_headline({"method": "codi", "steps": 10, "train_wall_s": 3.0, "eval": {"accuracy": 0.5}}, "/none")
         'codi: 10 steps in 3 s, held-out accuracy 50%'
     """
-    from thinklens.headlines import num, pct, result_json
+    from thinklens.runs.headlines import num, pct, result_json
 
     m = result_json(folder, "metrics") or summary
     ev = (m.get("eval") or {}).get("mean_accuracy", (m.get("eval") or {}).get("accuracy"))

@@ -2,7 +2,7 @@
 
 A saved latent model is an HF ``save_pretrained`` folder (weights in float16, config float32, as
 the zoo), its tokenizer, ``latent.json`` (method and settings) and, for CODI, ``projection.safetensors``.
-Training checkpoints (weights, optimizer state, JSON state) are the core's: :mod:`thinklens.training`.
+Training checkpoints (weights, optimizer state, JSON state) are the core's: :mod:`thinklens.engine.training`.
 
 Example:
     >>> # save_latent_model(run.path / "model", model, {"method": "codi", ...}, {"projection": module.prj})
@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from thinklens.errors import ThinklensError
-from thinklens.runs import atomic_write_json, replace_dir
+from thinklens.runs.folders import atomic_write_json, replace_dir
 
 
 def merge_lora(hf: nn.Module) -> nn.Module:

@@ -3,7 +3,7 @@
 The ``latent-seek`` job (:func:`run_seek`) and the LatentSeek rows of the comparison table call
 :func:`seek_problems`. Problems are the held-out synthetic ones (``--n`` per step count) or the first
 ``--n`` of any ``--data`` source; each prompt is rendered in the model's format (a zoo style, or the chat
-template for a real model); answers are graded by :func:`thinklens.answers.is_correct` against the gold.
+template for a real model); answers are graded by :func:`thinklens.data.answers.is_correct` against the gold.
 The reward ``auto`` is PSRM for the zoo's formats and the paper's self-reward otherwise.
 
 Example:
@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from latent.config import LatentSeekConfig
-from latent.examples import gold_of
-from latent.latentseek import RewardFn, SeekIteration, SeekResult, accuracy_by_budget, latent_seek, load_reward
-from thinklens.jobs import Progress
-from thinklens.runs import RunFolder
+from thinklens.engine.tokenization import prompt_ids
+from thinklens.latent.config import LatentSeekConfig
+from thinklens.latent.examples import gold_of
+from thinklens.latent.latentseek import RewardFn, SeekIteration, SeekResult, accuracy_by_budget, latent_seek, load_reward
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import Progress
 from thinklens.tasks.protocol import problems_by_steps
-from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
+    from thinklens.data.formats import PromptFormat
 
 #: Generation budget of LatentSeek when ``max_new_tokens`` is 0: the zoo's formats, and every other one (the paper's).
 ZOO_SEEK_TOKENS, SEEK_TOKENS = 72, 1024
@@ -34,7 +34,7 @@ ZOO_SEEK_TOKENS, SEEK_TOKENS = 72, 1024
 
 def seek_format(model: Any, cfg: LatentSeekConfig) -> "PromptFormat":
     """The prompt format LatentSeek uses for ``model`` (``cfg.prompt_format`` resolved for it)."""
-    from thinklens.formats import format_for
+    from thinklens.data.formats import format_for
 
     return format_for(model, cfg.prompt_format)
 
@@ -48,7 +48,7 @@ def reward_name(spec: str, fmt: "PromptFormat") -> str:
     """``spec`` with ``auto`` resolved: PSRM for the zoo's formats (a tiny model cannot judge), self otherwise.
 
     Example:
-        >>> from thinklens.formats import PromptFormat
+        >>> from thinklens.data.formats import PromptFormat
         >>> reward_name("auto", PromptFormat("cot")), reward_name("auto", PromptFormat("chat")), reward_name("psrm", PromptFormat("chat"))
         ('psrm', 'self', 'psrm')
     """
@@ -61,11 +61,11 @@ def make_reward(spec: str, model: Any, fmt: "PromptFormat", cfg: LatentSeekConfi
     """The reward named ``spec`` (resolved by :func:`reward_name`); ``self`` judges with ``model`` in ``fmt``."""
     name = reward_name(spec, fmt)
     if name == "self":
-        from latent.self_reward import SelfReward
+        from thinklens.latent.self_reward import SelfReward
 
         return SelfReward(model, fmt, max_new_tokens=cfg.verifier_max_new_tokens)
     if name == "confidence":
-        from latent.self_reward import SelfConfidence
+        from thinklens.latent.self_reward import SelfConfidence
 
         return SelfConfidence(model)
     return load_reward(name)
@@ -90,8 +90,8 @@ def seek_problem_list(cfg: LatentSeekConfig) -> list:
 def seek_problems(model: Any, problems: list, cfg: LatentSeekConfig, run: RunFolder | None = None,
                   progress: Progress | None = None) -> list[SeekResult]:
     """LatentSeek on every problem (resumable per problem through the run folder's progress log), and on the same
-    prompt the oracle best-of-N baseline of ``cfg.baseline_temperatures`` (:mod:`latent.best_of_n`)."""
-    from latent.best_of_n import oracle_samples
+    prompt the oracle best-of-N baseline of ``cfg.baseline_temperatures`` (:mod:`thinklens.latent.best_of_n`)."""
+    from thinklens.latent.best_of_n import oracle_samples
 
     fmt = seek_format(model, cfg)
     reward = make_reward(cfg.reward, model, fmt, cfg)
@@ -127,7 +127,7 @@ def seek_from_json(d: dict) -> SeekResult:
 
 def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
     """Accuracy before/after, by iteration budget, mean iterations / flips / ||z'-z||."""
-    from latent.best_of_n import best_of_n_summary, temperature_key
+    from thinklens.latent.best_of_n import best_of_n_summary, temperature_key
 
     its = [r.iterations for r in results if r.iterations]
     flat = [it for rs in its for it in rs]
@@ -152,7 +152,7 @@ def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
 
 def run_seek(model: Any, cfg: LatentSeekConfig, run: RunFolder, *, progress: Progress | None = None) -> dict:
     """The ``latent-seek`` job: LatentSeek on its problems; writes results/seek.json and the budget figure."""
-    from latent import figures
+    from thinklens.latent import figures
 
     fmt = seek_format(model, cfg)
     reward = reward_name(cfg.reward, fmt)

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from thinklens.engine.tokenization import prompt_ids
 from thinklens.errors import ThinklensError, opt
-from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.model import HookedModel
+    from thinklens.data.formats import PromptFormat
+    from thinklens.engine.model import HookedModel
 
 #: What a verifier writes before its verdict.
 VERDICT_MARKER = "FINAL VERIFICATION ANSWER IS:"

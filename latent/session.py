@@ -1,5 +1,5 @@
 """KV-cached, mask-correct passes over one batch with latent steps: a thin layer over the core's
-:class:`~thinklens.decoder.Decoder` and decode loop.
+:class:`~thinklens.generation.kv_batch.Decoder` and decode loop.
 
 A :class:`LatentSession` runs the prompt (left padded, so every row's latents land in the same
 column), then appends latent steps (an input embedding per row, recorded as a ``<latent>`` token in
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from thinklens.decode import Greedy, decode
-from thinklens.decoder import Decoder
+from thinklens.generation.decode_loop import Greedy, decode
+from thinklens.generation.kv_batch import Decoder
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 class LatentSession:

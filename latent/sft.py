@@ -8,7 +8,7 @@ CODI's student target without the latents. At test time the model decodes greedi
 tokens before the answer marker are its reasoning positions.
 
 Example:
-    >>> from latent.config import SFTConfig
+    >>> from thinklens.latent.config import SFTConfig
     >>> [p.name for p in train_phases(SFTConfig(train_steps=10))], label_tags({"cot": False, "steps": 10})
     (['sft'], ' (No-CoT, 10 steps)')
 """
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from latent.continuous_thought import answer_budget, answer_room
-from latent.data import Example, LatentTokens, per_example_ce, right_pad, shifted_labels
-from latent.methods import Phase
-from latent.session import LatentSession
-from thinklens.decoder import left_pad
+from thinklens.generation.kv_batch import left_pad
+from thinklens.latent.continuous_thought import answer_budget, answer_room
+from thinklens.latent.methods import Phase
+from thinklens.latent.segments import Example, LatentTokens, per_example_ce, right_pad, shifted_labels
+from thinklens.latent.session import LatentSession
 
 if TYPE_CHECKING:
-    from latent.config import SFTConfig
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.latent.config import SFTConfig
 
 
 class SFT(nn.Module):

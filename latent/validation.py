@@ -39,7 +39,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.controls import Check, Setting, SettingContext
+from thinklens.calibration.controls import Check, Setting, SettingContext
 
 ORGANISM = "tiny-cot-short"
 """The frozen model: weak on long chains, right in some of its samples (headroom for a search)."""
@@ -85,7 +85,7 @@ def coin_reward(text: str, answer: int | str) -> float:
 
 def _seek(ctx: SettingContext, plan: Plan, reward: str, sub: str) -> dict[str, Any]:
     """Run the ``latent-seek`` job into ``<workdir>/<sub>`` and return its seek.json (resumed when there)."""
-    from thinklens.runs import RunFolder
+    from thinklens.runs.folders import RunFolder
 
     ctx.run_job("latent-seek", sub, model=ORGANISM, reward=reward, lr=plan.lr, max_iters=plan.max_iters,
                 n_eval=plan.n_per_steps, min_steps=plan.steps[0], max_steps=plan.steps[1], seed=PROBLEM_SEED + ctx.seed,
@@ -106,7 +106,7 @@ def outcomes(doc: dict[str, Any]) -> dict[str, list[bool]]:
         >>> outcomes({"problems": [p]})
         {'start': [False], 'seek': [True], 'sample': [True], 'matched': [False], 'full': [True]}
     """
-    from thinklens.answers import is_correct
+    from thinklens.data.answers import is_correct
 
     out: dict[str, list[bool]] = {k: [] for k in ("start", "seek", "sample", "matched", "full")}
     for p in doc["problems"]:
@@ -144,7 +144,7 @@ def error_places(doc: dict[str, Any], plan: Plan, seed: int) -> dict[str, Any]:
     first tokens), and how many of each kind LatentSeek fixed: the diagnostic of a small gain."""
     from transformers import AutoTokenizer
 
-    from thinklens.answers import is_correct
+    from thinklens.data.answers import is_correct
     from thinklens.tasks.protocol import problems_by_steps
     from thinklens.zoo.registry import zoo_path
 
@@ -164,14 +164,14 @@ def error_places(doc: dict[str, Any], plan: Plan, seed: int) -> dict[str, Any]:
 
 
 def _gain(o: dict[str, list[bool]], seed: int) -> Any:
-    from thinklens.stats import paired_finding
+    from thinklens.calibration.stats import paired_finding
 
     return paired_finding("LatentSeek raises accuracy over its start (the greedy chain)", o["seek"], o["start"],
                           control="greedy chain", statistic="accuracy", binary=True, seed=seed)
 
 
 def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
 
     lo, hi = gain.extra["diff_ci"]
     more = details.pop("more", [])
@@ -180,7 +180,7 @@ def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Che
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from thinklens.stats import paired_finding, wilson
+    from thinklens.calibration.stats import paired_finding, wilson
 
     plan = QUICK if ctx.quick else FULL
     doc = _seek(ctx, plan, "psrm", "seek-psrm")
@@ -218,7 +218,7 @@ def _planted(ctx: SettingContext) -> Check:
 
 def _null(ctx: SettingContext) -> Check:
     plan = QUICK if ctx.quick else FULL
-    doc = _seek(ctx, plan, "latent.validation:coin_reward", "seek-coin")
+    doc = _seek(ctx, plan, "thinklens.latent.validation:coin_reward", "seek-coin")
     o = outcomes(doc)
     n = len(o["start"])
     gain = _gain(o, ctx.seed)

@@ -1,7 +1,7 @@
 """Probes: scikit-learn estimators on activations, LYNX cue events and conformal early exit.
 
-Modules (the public names below import from the package, ``from probes import LinearProbe``; each loads its
-module on first use, so ``import probes`` stays cheap):
+Modules (the public names below import from the package, ``from thinklens.probes import LinearProbe``; each loads its
+module on first use, so ``import thinklens.probes`` stays cheap):
 
 - ``estimators``: LinearProbe, RidgeProbe, DiffMeanProbe, LynxMLPProbe and the ``PROBES`` registry
   (``mlp``: the LYNX MLP; ``numerics``: label encoding, class weights, standardisation, links)
@@ -22,24 +22,26 @@ module on first use, so ``import probes`` stays cheap):
 from thinklens.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "LinearProbe": "probes.estimators", "RidgeProbe": "probes.estimators", "DiffMeanProbe": "probes.estimators",
-    "PROBES": "probes.estimators",
-    "LynxMLPProbe": "probes.mlp",
-    "save_probe": "probes.io", "load_probe": "probes.io", "read_probe_meta": "probes.io",
-    "MondrianCalibrator": "probes.conformal", "ValidityCurve": "probes.conformal",
-    "validity_curve": "probes.conformal", "prediction_sets": "probes.conformal",
-    "LynxConfig": "probes.lynx", "CueEvent": "probes.lynx", "find_cue_events": "probes.lynx",
-    "lynx_layers": "probes.lynx", "lynx_sites": "probes.lynx", "train_lynx_probe": "probes.lynx",
-    "RolloutTable": "probes.exits", "EventTable": "probes.exits", "ExitReport": "probes.exits",
-    "evaluate_exit_policies": "probes.exits", "pareto_front": "probes.exits",
-    "event_features": "probes.datasets", "forced_exit_labels": "probes.datasets", "ForcedExits": "probes.datasets",
-    "layer_sweep": "probes.datasets", "LayerSweep": "probes.datasets", "prompt_states": "probes.datasets",
-    "intention_entropy": "probes.intention", "effective_dimensionality": "probes.intention",
-    "recoverability": "probes.intention", "Recoverability": "probes.intention",
-    "ProbeJobConfig": "probes.jobs.probe",
-    "LynxJobConfig": "probes.config",
+    "LinearProbe": "thinklens.probes.estimators", "RidgeProbe": "thinklens.probes.estimators",
+    "DiffMeanProbe": "thinklens.probes.estimators",
+    "PROBES": "thinklens.probes.estimators",
+    "LynxMLPProbe": "thinklens.probes.mlp",
+    "save_probe": "thinklens.probes.io", "load_probe": "thinklens.probes.io", "read_probe_meta": "thinklens.probes.io",
+    "MondrianCalibrator": "thinklens.probes.conformal", "ValidityCurve": "thinklens.probes.conformal",
+    "validity_curve": "thinklens.probes.conformal", "prediction_sets": "thinklens.probes.conformal",
+    "LynxConfig": "thinklens.probes.lynx", "CueEvent": "thinklens.probes.lynx", "find_cue_events": "thinklens.probes.lynx",
+    "lynx_layers": "thinklens.probes.lynx", "lynx_sites": "thinklens.probes.lynx", "train_lynx_probe": "thinklens.probes.lynx",
+    "RolloutTable": "thinklens.probes.exits", "EventTable": "thinklens.probes.exits", "ExitReport": "thinklens.probes.exits",
+    "evaluate_exit_policies": "thinklens.probes.exits", "pareto_front": "thinklens.probes.exits",
+    "event_features": "thinklens.probes.datasets", "forced_exit_labels": "thinklens.probes.datasets",
+    "ForcedExits": "thinklens.probes.datasets",
+    "layer_sweep": "thinklens.probes.datasets", "LayerSweep": "thinklens.probes.datasets", "prompt_states": "thinklens.probes.datasets",
+    "intention_entropy": "thinklens.probes.intention", "effective_dimensionality": "thinklens.probes.intention",
+    "recoverability": "thinklens.probes.intention", "Recoverability": "thinklens.probes.intention",
+    "ProbeJobConfig": "thinklens.probes.jobs.probe",
+    "LynxJobConfig": "thinklens.probes.config",
 }
-"""Public name -> defining module, imported on first use (PEP 562): ``import probes`` loads none of them,
-``from probes import X`` loads X's module only, and ``dir(probes)`` lists them all (tab completion)."""
+"""Public name -> defining module, imported on first use (PEP 562): ``import thinklens.probes`` loads none of them,
+``from thinklens.probes import X`` loads X's module only, and ``dir(probes)`` lists them all (tab completion)."""
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

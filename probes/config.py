@@ -1,5 +1,5 @@
 """Settings of the probes jobs that library modules read: :class:`LynxJobConfig` (``thinklens run lynx``, the job is
-:mod:`probes.jobs.lynx`; :mod:`probes.lynx_splits` draws its problem splits from it). Library code imports configs
+:mod:`thinklens.probes.jobs.lynx`; :mod:`thinklens.probes.lynx_splits` draws its problem splits from it). Library code imports configs
 from here, never from a job module.
 
 Example:
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probes.lynx import VALIDITY_DELTAS, LynxConfig
+from thinklens.data.problemsets import DataOptions, SamplingOptions
 from thinklens.errors import ThinklensError, opt
-from thinklens.problemsets import DataOptions, SamplingOptions
+from thinklens.probes.lynx import VALIDITY_DELTAS, LynxConfig
 from thinklens.tasks import StepRange
 
 
@@ -21,7 +21,7 @@ from thinklens.tasks import StepRange
 class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     """Settings of ``thinklens run lynx``: the LYNX settings, with defaults for the zoo (tiny-think) on a
     CPU, plus the model, problems, prompt format, sampling and probe of the job. The rollouts are sampled at the
-    reference's temperature 0.6 and top-p 0.95 by default. The LYNX fields are :class:`~probes.lynx.LynxConfig`'s."""
+    reference's temperature 0.6 and top-p 0.95 by default. The LYNX fields are :class:`~thinklens.probes.lynx.LynxConfig`'s."""
 
     model: str = "tiny-think"
     """Zoo name, local model folder or hub id."""
@@ -70,7 +70,7 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     """Forced exits decoded together."""
 
     def check(self) -> None:
-        from probes.conformal import min_calibration_events
+        from thinklens.probes.conformal import min_calibration_events
 
         if self.data_fields and not self.data:
             raise ThinklensError.of("data_fields", self.data_fields, f"a field mapping for {opt('data')}",

@@ -219,7 +219,7 @@ def clopper_pearson(k: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np
         >>> lo.round(4).tolist(), hi.round(4).tolist()
         ([0.0, 0.1871], [0.3085, 0.8129])
     """
-    from thinklens import stats
+    from thinklens.calibration import stats
 
     k = np.asarray(k)
     bounds = [stats.clopper_pearson(int(ki), int(max(n, 0)), level=confidence) for ki in k.ravel()]  # the one exact interval

@@ -25,16 +25,16 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold, cross_val_score
 from sklearn.utils.multiclass import type_of_target
 
-from probes.estimators import LinearProbe, RidgeProbe
-from probes.exits import EventTable, RolloutTable
-from probes.lynx import CueEvent, LynxConfig, find_cue_events
-from thinklens.answers import extract_answer, is_correct
-from thinklens.decode import Greedy, decode
-from thinklens.decoder import Decoder, eos_ids, left_pad
+from thinklens.data.answers import extract_answer, is_correct
+from thinklens.data.formats import token_separator
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.formats import token_separator
-from thinklens.sites import Site
-from thinklens.trace import Trace
+from thinklens.generation.decode_loop import Greedy, decode
+from thinklens.generation.kv_batch import Decoder, eos_ids, left_pad
+from thinklens.generation.trace import Trace
+from thinklens.probes.estimators import LinearProbe, RidgeProbe
+from thinklens.probes.exits import EventTable, RolloutTable
+from thinklens.probes.lynx import CueEvent, LynxConfig, find_cue_events
 
 
 def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split: str) -> list[list[CueEvent]]:
@@ -156,9 +156,9 @@ class ForcedExits:
     """Outcome of forcing an answer at every event (flattened trace by trace)."""
 
     label: np.ndarray
-    """1 if the forced answer is the gold answer (:func:`thinklens.answers.is_correct`), [event]."""
+    """1 if the forced answer is the gold answer (:func:`thinklens.data.answers.is_correct`), [event]."""
     answer: list[str | None]
-    """The forced answer as written (:func:`thinklens.answers.extract_answer`; None when there is none), [event]."""
+    """The forced answer as written (:func:`thinklens.data.answers.extract_answer`; None when there is none), [event]."""
     answer_tokens: np.ndarray
     """Tokens generated after the exit string (up to and including EOS), [event]."""
     text: list[str]
@@ -176,7 +176,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
                        batch_size: int = 16) -> ForcedExits:
     """Label events by forcing an exit: keep the rollout's tokens before the cue, append
     ``exit_string``, decode greedily (KV-cached, batched) up to ``max_answer_tokens``, and grade the
-    exit string plus the answer with :func:`thinklens.answers.is_correct` against the trace's gold answer
+    exit string plus the answer with :func:`thinklens.data.answers.is_correct` against the trace's gold answer
     (an integer, or a data set's answer such as ``\\frac{14}{3}``).
 
     Works on token ids (prompt ids + rollout ids + the exit string's ids), so the prefix is exactly
@@ -206,7 +206,7 @@ def forced_exit_labels(model, traces: Sequence[Trace], events: Sequence[Sequence
 
 def exit_tables(traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]], gold: Sequence[str | int],
                 forced: ForcedExits, prob: np.ndarray, *, exit_string_tokens: int) -> tuple[EventTable, RolloutTable]:
-    """Event and rollout tables for :mod:`probes.exits` (probe probabilities ``prob`` [event]).
+    """Event and rollout tables for :mod:`thinklens.probes.exits` (probe probabilities ``prob`` [event]).
 
     Exit cost (:meth:`CueEvent.tokens_used`, the reference's) = the tokens before the cue + the exit string's
     ``exit_string_tokens`` + the forced answer's tokens; full cost = the rollout's generated tokens. A full

@@ -3,7 +3,7 @@
 All probes follow the estimator contract (params in ``__init__``, ``fit`` returns self, learned
 attributes end in ``_``) and pass ``sklearn.utils.estimator_checks.parametrize_with_checks``.
 Training delegates to scikit-learn solvers; prediction runs our own numpy code on the learned
-arrays, which is what :mod:`probes.io` saves, so a loaded probe predicts exactly like the saved one.
+arrays, which is what :mod:`thinklens.probes.io` saves, so a loaded probe predicts exactly like the saved one.
 
 Example:
     >>> import numpy as np
@@ -25,8 +25,9 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from probes.mlp import LynxMLPProbe
-from probes.numerics import (
+from thinklens.errors import ThinklensError
+from thinklens.probes.mlp import LynxMLPProbe
+from thinklens.probes.numerics import (
     ScoreClassifierMixin,
     as_features,
     check_choice,
@@ -35,7 +36,6 @@ from probes.numerics import (
     encode_labels,
     scaling,
 )
-from thinklens.errors import ThinklensError
 
 
 class LinearProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
@@ -86,12 +86,12 @@ class LinearProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
+        """The learned arrays and scalars (what :func:`thinklens.probes.io.save_probe` writes)."""
         arrays = {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_, "intercept": self.intercept_}
         return arrays, {"n_iter": self.n_iter_}
 
     def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
+        """Set the learned state from :meth:`export_state` output (what :func:`thinklens.probes.io.load_probe` reads)."""
         self.mean_, self.scale_ = arrays["mean"], arrays["scale"]
         self.coef_, self.intercept_ = arrays["coef"], arrays["intercept"]
         self.n_iter_ = int(meta["n_iter"])
@@ -133,11 +133,11 @@ class RidgeProbe(RegressorMixin, BaseEstimator):
         return ((X - self.mean_) / self.scale_) @ self.coef_ + self.intercept_
 
     def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
+        """The learned arrays and scalars (what :func:`thinklens.probes.io.save_probe` writes)."""
         return {"mean": self.mean_, "scale": self.scale_, "coef": self.coef_}, {"intercept": self.intercept_}
 
     def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
+        """Set the learned state from :meth:`export_state` output (what :func:`thinklens.probes.io.load_probe` reads)."""
         self.mean_, self.scale_, self.coef_ = arrays["mean"], arrays["scale"], arrays["coef"]
         self.intercept_ = float(meta["intercept"])
 
@@ -219,11 +219,11 @@ class DiffMeanProbe(ClassifierMixin, BaseEstimator):
         return self.classes_[(scores > 0).astype(int)]
 
     def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
+        """The learned arrays and scalars (what :func:`thinklens.probes.io.save_probe` writes)."""
         return {"direction": self.direction_}, {"threshold": self.threshold_}
 
     def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
+        """Set the learned state from :meth:`export_state` output (what :func:`thinklens.probes.io.load_probe` reads)."""
         self.direction_ = arrays["direction"]
         self.threshold_ = float(meta["threshold"])
 
@@ -245,7 +245,7 @@ def _best_balanced_cut(scores: np.ndarray, y_index: np.ndarray, sw: np.ndarray, 
     return float(cuts[best[np.argmin(np.abs(cuts[best] - midpoint))]])
 
 
-#: Registry of probe classes by name; :mod:`probes.io` and the CLI resolve class names here.
+#: Registry of probe classes by name; :mod:`thinklens.probes.io` and the CLI resolve class names here.
 PROBES: dict[str, type[BaseEstimator]] = {
     cls.__name__: cls for cls in (LinearProbe, RidgeProbe, DiffMeanProbe, LynxMLPProbe)
 }

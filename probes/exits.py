@@ -14,7 +14,7 @@ event whose forced exit is correct; an upper bound).
 
 Example:
     >>> import numpy as np
-    >>> from probes.conformal import MondrianCalibrator
+    >>> from thinklens.probes.conformal import MondrianCalibrator
     >>> ev = EventTable(rollout=np.array([0, 0, 1]), position=np.array([3, 8, 5]),
     ...                 label=np.array([0, 1, 1]), prob=np.array([0.2, 0.99, 0.4]),
     ...                 exit_tokens=np.array([10, 15, 12]))
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from probes.conformal import MondrianCalibrator, clopper_pearson
 from thinklens.errors import ThinklensError
+from thinklens.probes.conformal import MondrianCalibrator, clopper_pearson
 
 
 def _int_array(x, name: str) -> np.ndarray:

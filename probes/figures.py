@@ -2,7 +2,7 @@
 
 Example:
     >>> import numpy as np
-    >>> from probes.conformal import ValidityCurve
+    >>> from thinklens.probes.conformal import ValidityCurve
     >>> curve = ValidityCurve(deltas=np.array([0.05, 0.1]), rate=np.array([0.04, 0.08]),
     ...                       lower=np.array([0.02, 0.05]), upper=np.array([0.07, 0.12]),
     ...                       n_neg=200, n_neg_set_one=np.array([8, 16]), confidence=0.95)
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from probes.conformal import ValidityCurve
-from probes.exits import BaseRateCurve, ExitReport, PolicyOutcome
+from thinklens.probes.conformal import ValidityCurve
+from thinklens.probes.exits import BaseRateCurve, ExitReport, PolicyOutcome
 
 _COLOURS = {"lynx": "#1f77b4", "full": "#333333", "first_cue": "#d62728", "fraction": "#ff7f0e",
             "threshold": "#9467bd", "oracle": "#2ca02c"}
@@ -97,7 +97,7 @@ def figure_layer_sweep(sweeps, title: str = "Probe score by site") -> go.Figure:
     """Cross-validated probe score per site (mean, error bars +-1 std over folds), one line per sweep.
 
     Args:
-        sweeps: a :class:`probes.datasets.LayerSweep`, or ``{name: LayerSweep}`` for several
+        sweeps: a :class:`thinklens.probes.datasets.LayerSweep`, or ``{name: LayerSweep}`` for several
             scores on the same sites (e.g. AUROC and accuracy).
     """
     named = sweeps if isinstance(sweeps, dict) else {sweeps.scoring: sweeps}

@@ -1,6 +1,6 @@
 """Forced-exit labels with prefix sharing: each rollout is read once, every event continues from it.
 
-:func:`probes.datasets.forced_exit_labels` re-reads ``prompt + rollout[:cue]`` for every event. Events
+:func:`thinklens.probes.datasets.forced_exit_labels` re-reads ``prompt + rollout[:cue]`` for every event. Events
 of one rollout share that prefix, so here each rollout (up to its last event) goes through the model
 once; for a batch of events, the key/value cache of each event's prefix is sliced out of its
 rollout's cache, left padded, and decoding continues with the exit string and the greedy answer.
@@ -8,8 +8,8 @@ The work per event drops from a forward pass over the whole prefix to a few toke
 when rollouts are long and have many cues (LYNX caps them at 200 per rollout).
 
 The same pass also yields the event features (the states at the cue tokens), so the LYNX job reads
-each rollout once for both. Same outputs as :func:`probes.datasets.event_features` and
-:func:`probes.datasets.forced_exit_labels` (checked in the tests against them and against a naive
+each rollout once for both. Same outputs as :func:`thinklens.probes.datasets.event_features` and
+:func:`thinklens.probes.datasets.forced_exit_labels` (checked in the tests against them and against a naive
 loop); models with sliding-window caches fall back to those two.
 
 Example:
@@ -25,20 +25,20 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from probes.datasets import (
+from thinklens.data.answers import extract_answer, is_correct
+from thinklens.engine.hooks import site_hooks
+from thinklens.engine.sites import Site
+from thinklens.generation.decode_loop import Greedy, decode
+from thinklens.generation.kv_batch import Decoder, eos_ids, left_pad
+from thinklens.generation.trace import Trace
+from thinklens.probes.datasets import (
     ForcedExits,
     check_context_length,
     check_forced_exit_inputs,
     event_features,
     forced_exit_labels,
 )
-from probes.lynx import CueEvent
-from thinklens.answers import extract_answer, is_correct
-from thinklens.decode import Greedy, decode
-from thinklens.decoder import Decoder, eos_ids, left_pad
-from thinklens.hooks import site_hooks
-from thinklens.sites import Site
-from thinklens.trace import Trace
+from thinklens.probes.lynx import CueEvent
 
 
 def _event_cache(model, layers, rows_b: torch.Tensor, offsets: torch.Tensor, lengths: torch.Tensor):
@@ -97,8 +97,8 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
     """Event features and forced-exit labels from ONE pass over each rollout.
 
     The pass over ``prompt + rollout`` (up to the last event) records the states at ``sites`` (what
-    :func:`probes.datasets.event_features` returns) and the key/value cache from which every event's
-    forced exit continues (what :func:`probes.datasets.forced_exit_labels` returns).
+    :func:`thinklens.probes.datasets.event_features` returns) and the key/value cache from which every event's
+    forced exit continues (what :func:`thinklens.probes.datasets.forced_exit_labels` returns).
 
     Args:
         sites: sites whose states at the event tokens are concatenated; empty: labels only (features None).
@@ -171,7 +171,7 @@ def event_features_and_labels(model, traces: Sequence[Trace], events: Sequence[S
 def forced_exit_labels_shared(model, traces: Sequence[Trace], events: Sequence[Sequence[CueEvent]],
                               gold: Sequence[str | int], *, exit_string: str, max_answer_tokens: int = 64,
                               batch_size: int = 16, max_batch_tokens: int = 1024) -> ForcedExits:
-    """:func:`probes.datasets.forced_exit_labels`, reading each rollout once (see the module docstring)."""
+    """:func:`thinklens.probes.datasets.forced_exit_labels`, reading each rollout once (see the module docstring)."""
     return event_features_and_labels(model, traces, events, gold, (), exit_string=exit_string,
                                      max_answer_tokens=max_answer_tokens, batch_size=batch_size,
                                      max_batch_tokens=max_batch_tokens)[1]

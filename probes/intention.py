@@ -23,8 +23,8 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.model_selection import StratifiedKFold
 
-from probes.estimators import LinearProbe
 from thinklens.errors import ThinklensError
+from thinklens.probes.estimators import LinearProbe
 
 
 def intention_entropy(logits: np.ndarray, top_k: int = 100) -> np.ndarray:

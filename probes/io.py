@@ -10,7 +10,7 @@ records this so a probe cannot silently be applied to features of another site o
 
 Example:
     >>> import tempfile, numpy as np
-    >>> from probes.estimators import LinearProbe
+    >>> from thinklens.probes.estimators import LinearProbe
     >>> X = np.random.default_rng(0).normal(size=(40, 6)); y = (X[:, 0] > 0).astype(int)
     >>> probe = LinearProbe().fit(X, y)
     >>> folder = save_probe(probe, tempfile.mkdtemp(), site=["resid_post.1", "resid_post.2"])
@@ -34,10 +34,10 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from probes.estimators import PROBES
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.runs import atomic_write_bytes, atomic_write_json
-from thinklens.sites import Site
+from thinklens.probes.estimators import PROBES
+from thinklens.runs.folders import atomic_write_bytes, atomic_write_json
 
 FORMAT = "thinklens-probe"
 FORMAT_VERSION = 1
@@ -65,7 +65,7 @@ def save_probe(probe: BaseEstimator, folder: str | Path, *, site: SiteLike | Seq
     """Write a fitted probe to ``folder`` (created if needed); returns the folder.
 
     Args:
-        probe: a fitted probe of a class in :data:`probes.estimators.PROBES`.
+        probe: a fitted probe of a class in :data:`thinklens.probes.estimators.PROBES`.
         folder: destination folder; existing probe files there are replaced atomically.
         site: the site its features came from, or a sequence of sites whose features were
             concatenated in that order (each ``d_model`` wide).
@@ -118,7 +118,7 @@ def read_probe_meta(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / JSON_NAME
     if not path.is_file():
         raise ThinklensError.of("probe folder", str(folder), f"a folder holding {JSON_NAME} and {TENSORS_NAME}",
-                                "pass a folder written by probes.io.save_probe")
+                                "pass a folder written by thinklens.probes.io.save_probe")
     doc = json.loads(path.read_text())
     if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
         raise ThinklensError.of("probe format", f"{doc.get('format')} v{doc.get('format_version')}",

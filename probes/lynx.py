@@ -1,8 +1,8 @@
 """LYNX, the model-free parts: configuration, cue events in decoded tokens, feature layers.
 
 Paper: Akgul et al., "LYNX: Learning Dynamic Exits for Confidence-Controlled Reasoning"
-(arXiv 2512.05325). Exit policies and their evaluation are in :mod:`probes.exits`, the conformal step
-in :mod:`probes.conformal`, the job in :mod:`probes.jobs.lynx`. This module imports no scikit-learn
+(arXiv 2512.05325). Exit policies and their evaluation are in :mod:`thinklens.probes.exits`, the conformal step
+in :mod:`thinklens.probes.conformal`, the job in :mod:`thinklens.probes.jobs.lynx`. This module imports no scikit-learn
 at its top (the job's config builds on :class:`LynxConfig`, and ``thinklens run --help`` stays fast).
 
 Deviation from the reference, on purpose: cue words match on WORD BOUNDARIES (case-insensitive),
@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from thinklens.configcli import ConfigGroup
+from thinklens.engine.sites import Site, hidden_state_site
 from thinklens.errors import ThinklensError, opt_name
-from thinklens.sites import Site, hidden_state_site
+from thinklens.runs.configcli import ConfigGroup
 
 if TYPE_CHECKING:
-    from probes.mlp import LynxMLPProbe
-    from thinklens.formats import PromptFormat
+    from thinklens.data.formats import PromptFormat
+    from thinklens.probes.mlp import LynxMLPProbe
 
 DEFAULT_CUES: tuple[str, ...] = ("hmm", "wait", "alternatively")
 #: The zoo's reflection cues that precede more thinking (``so``/``therefore`` follow ``</think>``).
@@ -111,13 +111,13 @@ def format_settings(fmt: PromptFormat) -> dict[str, Any]:
     a real model's format, the zoo's (hmm, wait; a number after ``####``) for the zoo's styles.
 
     Example:
-        >>> from thinklens.formats import SPANS, ZOO_THINK_SPAN, PromptFormat
+        >>> from thinklens.data.formats import SPANS, ZOO_THINK_SPAN, PromptFormat
         >>> format_settings(PromptFormat("chat", span=SPANS["think"]))
         {'cue_words': ('hmm', 'wait', 'alternatively'), 'exit_string': '</think>\\n\\nFinal Answer: \\\\boxed{', 'max_answer_tokens': 64}
         >>> format_settings(PromptFormat("think", span=ZOO_THINK_SPAN))
         {'cue_words': ('hmm', 'wait'), 'exit_string': '</think> ####', 'max_answer_tokens': 8}
     """
-    from thinklens.formats import ZOO_CUE_TOKENS
+    from thinklens.data.formats import ZOO_CUE_TOKENS
 
     if fmt.is_zoo:
         return {"cue_words": ZOO_CUES, "exit_string": fmt.lynx_exit, "max_answer_tokens": ZOO_CUE_TOKENS}
@@ -283,7 +283,7 @@ def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT
         raise ThinklensError.of("fallback_fraction", fallback_fraction, "a fraction in (0, 1)", "use 0.7")
     if len(tokens) == 0:
         return []
-    from thinklens.words import find_words
+    from thinklens.data.words import find_words
 
     events = [CueEvent(h.end_index, h.start_index, h.word, h.char_span) for h in find_words(tokens, words, separator=separator)]
     events = events[:max_events] if max_events is not None else events
@@ -317,7 +317,7 @@ def lynx_layers(n_layers: int) -> tuple[int, ...]:
 
 def lynx_sites(n_layers: int, layers: Sequence[int] | None = None) -> tuple[Site, ...]:
     """Sites whose states LYNX concatenates, in order (default: :func:`lynx_layers`); the layers are
-    HF ``hidden_states`` indices, mapped to sites by the core (:func:`thinklens.sites.hidden_state_site`).
+    HF ``hidden_states`` indices, mapped to sites by the core (:func:`thinklens.engine.sites.hidden_state_site`).
 
     Example:
         >>> [str(s) for s in lynx_sites(28)]
@@ -409,8 +409,8 @@ def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConf
         >>> (val.n_train, val.n_val), val.auroc > 0.9
         ((240, 60), True)
     """
-    from probes.intention import auroc_score
-    from probes.mlp import LynxMLPProbe
+    from thinklens.probes.intention import auroc_score
+    from thinklens.probes.mlp import LynxMLPProbe
 
     X, y = np.asarray(X), np.asarray(y)
     counts = np.bincount(y.astype(np.int64), minlength=2) if y.size else np.zeros(2, int)

@@ -1,9 +1,9 @@
-"""The findings of a LYNX run (shared/specs/controls.md), built with :mod:`thinklens.stats`.
+"""The findings of a LYNX run (shared/specs/controls.md), built with :mod:`thinklens.calibration.stats`.
 
 Per delta in :data:`FINDING_DELTAS` (0.05 to 0.1, both ends included) three findings, each with its n, interval,
 control and verdict:
 
-- ``saving``: the share of the test rollouts' tokens LYNX saves (:func:`probes.exits.token_saving`), with a
+- ``saving``: the share of the test rollouts' tokens LYNX saves (:func:`thinklens.probes.exits.token_saving`), with a
   percentile bootstrap interval over test rollouts, against no exit (0): ``effect`` only when the interval lies
   above 0, so a 0% saving is never an effect. ``extra`` holds the oracle's saving (first event whose forced exit is
   right: an upper bound) with its interval, and LYNX minus oracle paired over the same resampled rollouts.
@@ -15,8 +15,8 @@ control and verdict:
 
 Example:
     >>> import numpy as np
-    >>> from probes.conformal import MondrianCalibrator, validity_curve
-    >>> from probes.exits import EventTable, RolloutTable, evaluate_exit_policies
+    >>> from thinklens.probes.conformal import MondrianCalibrator, validity_curve
+    >>> from thinklens.probes.exits import EventTable, RolloutTable, evaluate_exit_policies
     >>> ro = RolloutTable(length=[100] * 40, correct=[1] * 40, tokens=[100] * 40)
     >>> ev = EventTable(rollout=np.repeat(np.arange(40), 2), position=[30, 60] * 40, label=[0, 1] * 40,
     ...                 prob=np.tile([0.1, 0.9], 40), exit_tokens=[33, 63] * 40)
@@ -36,9 +36,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from probes.conformal import ValidityCurve
-from probes.exits import EventTable, ExitReport, RolloutTable, policy_costs
-from thinklens.stats import Finding, bootstrap_ci, headline, paired_finding, verdict_from_interval
+from thinklens.calibration.stats import Finding, bootstrap_ci, headline, paired_finding, verdict_from_interval
+from thinklens.probes.conformal import ValidityCurve
+from thinklens.probes.exits import EventTable, ExitReport, RolloutTable, policy_costs
 
 #: The deltas whose findings a LYNX run reports (lowest, highest; both included).
 FINDING_DELTAS: tuple[float, float] = (0.05, 0.1)
@@ -115,7 +115,7 @@ def find(findings: Sequence[Finding | dict], statistic: str, delta: float) -> Fi
 
 
 def headline_lines(findings: Sequence[Finding | dict]) -> list[str]:
-    """One headline per delta (:func:`thinklens.stats.headline`: a saving whose verdict is not ``effect`` is never
+    """One headline per delta (:func:`thinklens.calibration.stats.headline`: a saving whose verdict is not ``effect`` is never
     stated as one), then every finding's own line."""
     doc = [f.to_dict() if isinstance(f, Finding) else f for f in findings]
     lines = []

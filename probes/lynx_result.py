@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import safetensors.numpy
 
-from probes.conformal import ValidityCurve
-from probes.exits import BaseRateCurve, EventTable, ExitReport, PolicyOutcome, RolloutTable
-from probes.figures import figure_base_rate, figure_exit_histogram, figure_pareto, figure_validity
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder, atomic_write_bytes, to_jsonable
+from thinklens.probes.conformal import ValidityCurve
+from thinklens.probes.exits import BaseRateCurve, EventTable, ExitReport, PolicyOutcome, RolloutTable
+from thinklens.probes.figures import figure_base_rate, figure_exit_histogram, figure_pareto, figure_validity
+from thinklens.runs.folders import RunFolder, atomic_write_bytes, to_jsonable
 
 
 def _floats(values: Any) -> np.ndarray:

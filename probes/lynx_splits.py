@@ -1,16 +1,16 @@
 """The three problem splits of the LYNX job (train, calibration, test) and what it computes for each.
 
 Per split: its problems, sampled rollouts, cue events, then the states at the LYNX sites and the
-forced-exit labels of every event from one pass over each rollout (:mod:`probes.forced`: batched, each
+forced-exit labels of every event from one pass over each rollout (:mod:`thinklens.probes.forced`: batched, each
 forced exit continues from the rollout's KV cache). Rollouts, features and labels are cached batch by
-batch in the run folder (:class:`~thinklens.stages.StageCache`), so an interrupted job re-run with the
+batch in the run folder (:class:`~thinklens.runs.stages.StageCache`), so an interrupted job re-run with the
 same config resumes where it stopped and computes what a straight run does.
 
 Where the problems come from (:func:`split_problem_sets`): as the paper reuses one MATH-trained probe
 across benchmarks, each split may have its own source: ``--data`` trains, ``--calibration-data`` and
 ``--test-data`` calibrate and test, each defaulting to a seeded split of ``--data`` disjoint from the
 others; a question in two splits is an error unless ``--allow-overlap``. With no ``--data`` the splits
-are the synthetic task's seeded streams (:meth:`thinklens.problemsets.ProblemSet.synthetic`, one per split).
+are the synthetic task's seeded streams (:meth:`thinklens.data.problemsets.ProblemSet.synthetic`, one per split).
 
 Example:
     >>> # cache = StageCache(run)
@@ -27,19 +27,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from probes.datasets import ForcedExits, rollout_events
-from probes.forced import event_features_and_labels
-from probes.lynx import CueEvent
-from probes.rollouts import cached_rollouts
+from thinklens.data.problemsets import ProblemSet, check_disjoint, load_problems
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.jobs import Progress, Shards
-from thinklens.problemsets import ProblemSet, check_disjoint, load_problems
-from thinklens.stages import StageCache, batch_ranges, batch_seed
-from thinklens.trace import Trace
+from thinklens.generation.trace import Trace
+from thinklens.probes.datasets import ForcedExits, rollout_events
+from thinklens.probes.forced import event_features_and_labels
+from thinklens.probes.lynx import CueEvent
+from thinklens.probes.rollouts import cached_rollouts
+from thinklens.runs.jobs import Progress, Shards
+from thinklens.runs.stages import StageCache, batch_ranges, batch_seed
 
 if TYPE_CHECKING:
-    from probes.config import LynxJobConfig
-    from thinklens.sites import Site
+    from thinklens.engine.sites import Site
+    from thinklens.probes.config import LynxJobConfig
 
 SPLITS: tuple[str, ...] = ("train", "calibration", "test")
 #: Name of each split's features and labels in the stage cache (``features.<name>.<k>``): the test split's events
@@ -54,7 +54,7 @@ class SplitData:
     traces: list[Trace]
     """The rollouts."""
     gold: list[str]
-    """The gold answers, one per rollout (as the data set writes them; graded by thinklens.answers)."""
+    """The gold answers, one per rollout (as the data set writes them; graded by thinklens.data.answers)."""
     events: list[list[CueEvent]]
     """Cue events per rollout (capped as the split says; a cue-less rollout has one fallback event in the train and
     calibration splits, none in the test split)."""

@@ -25,7 +25,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neural_network import MLPClassifier
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from probes.numerics import (
+from thinklens.errors import ThinklensError
+from thinklens.probes.numerics import (
     ScoreClassifierMixin,
     as_features,
     check_class_weight,
@@ -33,7 +34,6 @@ from probes.numerics import (
     encode_labels,
     scaling,
 )
-from thinklens.errors import ThinklensError
 
 
 class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
@@ -59,7 +59,7 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
     Early stopping needs a stratified validation split with some samples of every class; when a
     class has fewer than ``ceil(2 / validation_fraction)`` samples (10 at the default 0.2) the probe
     trains on all data without it and records ``early_stopping_used_ = False``. With ``groups`` (the rollout
-    of every event) the early-stopping split is grouped (:func:`probes.lynx.validation_split`): scikit-learn's
+    of every event) the early-stopping split is grouped (:func:`thinklens.probes.lynx.validation_split`): scikit-learn's
     own split is by sample, so events of one rollout would sit on both sides and the validation score that
     stops training would reward memorised neighbours. The epochs are then driven here (``partial_fit``, Adam
     state kept) with scikit-learn's rule: stop after ``n_iter_no_change`` epochs without a validation
@@ -127,7 +127,7 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
 
         from sklearn.metrics import accuracy_score
 
-        from probes.lynx import validation_split
+        from thinklens.probes.lynx import validation_split
 
         groups = np.asarray(groups)
         if groups.shape != y_index.shape:
@@ -163,7 +163,7 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
         return out.ravel() if out.shape[1] == 1 else out
 
     def export_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The learned arrays and scalars (what :func:`probes.io.save_probe` writes)."""
+        """The learned arrays and scalars (what :func:`thinklens.probes.io.save_probe` writes)."""
         arrays = {"mean": self.mean_, "scale": self.scale_, "loss_curve": self.loss_curve_}
         for i, (w, b) in enumerate(zip(self.coefs_, self.intercepts_)):
             arrays[f"coef_{i}"], arrays[f"intercept_{i}"] = w, b
@@ -174,7 +174,7 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
         return arrays, meta
 
     def import_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        """Set the learned state from :meth:`export_state` output (what :func:`probes.io.load_probe` reads)."""
+        """Set the learned state from :meth:`export_state` output (what :func:`thinklens.probes.io.load_probe` reads)."""
         n = int(meta["n_layers"])
         self.coefs_ = [arrays[f"coef_{i}"] for i in range(n)]
         self.intercepts_ = [arrays[f"intercept_{i}"] for i in range(n)]

@@ -3,7 +3,7 @@ the site chosen honestly.
 
 The layer choice is made on a held-out split, grouped by problem: the problems are split in two (seeded; stratified
 by label for the correct target); the site is chosen by the cross-validated score on the *selection* half
-(:func:`probes.datasets.layer_sweep`), and every reported number comes from the *report* half alone (out-of-fold
+(:func:`thinklens.probes.datasets.layer_sweep`), and every reported number comes from the *report* half alone (out-of-fold
 predictions of a probe cross-validated within it, all positions of one problem in one fold). The sweep's own
 full-data best score (the summary's ``best_score``) is optimistic by the winner's curse; the findings are not.
 
@@ -11,7 +11,7 @@ full-data best score (the summary's ``best_score``) is optimistic by the winner'
   against the shuffled-label probe at the same site or chance (0.5), whichever is higher (the control task of
   Hewitt and Liang 2019: labels permuted over the report problems, predicted out of fold and scored against the
   permuted labels; the mean of :data:`N_SHUFFLES` permutations); the accuracy (Wilson) against the majority class
-  (``at ceiling`` when even a perfect probe could not beat it significantly, :func:`thinklens.stats.no_headroom`);
+  (``at ceiling`` when even a perfect probe could not beat it significantly, :func:`thinklens.calibration.stats.no_headroom`);
   on synthetic problems the AUROC against the steps-only probe (problem difficulty) on the same problems, the
   difference bootstrapped paired.
 - ``intermediate`` target: the pooled R^2 at the chosen site with a bootstrap interval over report problems
@@ -20,7 +20,7 @@ full-data best score (the summary's ``best_score``) is optimistic by the winner'
 
 Verdicts: ``effect`` when the interval lies above the control; ``at ceiling`` when the control leaves no room (the
 majority class, or a steps-only probe that ranks every problem right); ``too few samples`` below
-:data:`thinklens.stats.MIN_N` report problems, or when a half cannot be cross-validated.
+:data:`thinklens.calibration.stats.MIN_N` report problems, or when a half cannot be cross-validated.
 
 Example:
     >>> rng = np.random.default_rng(0); y = np.tile([0, 1], 40)
@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+from thinklens.calibration.stats import Finding, accuracy_finding, bootstrap_units, no_headroom, split_indices, verdict_from_interval
 from thinklens.errors import ThinklensError, opt
-from thinklens.stats import Finding, accuracy_finding, bootstrap_units, no_headroom, split_indices, verdict_from_interval
 
 #: Label permutations of the shuffled-label control (its score is their mean: one permutation is noisy).
 N_SHUFFLES = 5
@@ -151,7 +151,7 @@ def held_out_choice(features: Mapping[str, np.ndarray], y: np.ndarray, *, probe:
                     control: np.ndarray | None = None) -> HeldOutChoice | None:
     """Choose the site on one half of the problems, predict out of fold on the other (None when a half cannot be
     cross-validated: too few problems, or one class only)."""
-    from probes.datasets import layer_sweep
+    from thinklens.probes.datasets import layer_sweep
 
     y = np.asarray(y)
     sel, rep = _halves(y, groups, classify, seed)
@@ -259,7 +259,7 @@ def probe_findings(features: Mapping[str, np.ndarray], y: np.ndarray, *, target:
                    folds: int = 5, seed: int = 0, groups: np.ndarray | None = None,
                    steps: np.ndarray | None = None) -> list[Finding]:
     """The findings of a probe sweep over ``features`` (site -> ``[rows, d]``): see the module docstring."""
-    from probes.estimators import LinearProbe, RidgeProbe
+    from thinklens.probes.estimators import LinearProbe, RidgeProbe
 
     if target not in ("correct", "intermediate"):
         raise ThinklensError.of("probe target", target, "correct or intermediate", f"pass the probe job's {opt('target')}")

@@ -1,11 +1,11 @@
 """Rollouts of the probe jobs, generated one cached batch at a time (resumable, reproducible); their prompts
-come from :meth:`thinklens.formats.PromptFormat.render_problems` and their length cap from
-:func:`thinklens.budgets.new_token_budget` (default :data:`thinklens.budgets.ROLLOUT_TOKENS`).
+come from :meth:`thinklens.data.formats.PromptFormat.render_problems` and their length cap from
+:func:`thinklens.generation.budgets.new_token_budget` (default :data:`thinklens.generation.budgets.ROLLOUT_TOKENS`).
 
 Batch ``k`` of a stage named ``name`` is the stage item ``<name>.<k:04d>`` of a
-:class:`~thinklens.stages.StageCache`, and samples with ``batch_seed(seed, k)``: a resumed job gets
+:class:`~thinklens.runs.stages.StageCache`, and samples with ``batch_seed(seed, k)``: a resumed job gets
 exactly the traces of an uninterrupted one, whichever batches were already cached. Only the
-token-level part of each trace is kept (``thinklens.trace.trace_to_json``).
+token-level part of each trace is kept (``thinklens.generation.trace.trace_to_json``).
 
 Example:
     >>> # traces = cached_rollouts(model, prompts, StageCache(run), name="rollouts.train", seed=7,
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from thinklens.jobs import Progress, Shards
-from thinklens.stages import StageCache, batch_ranges, batch_seed
-from thinklens.trace import Trace, trace_from_json, trace_to_json
+from thinklens.generation.trace import Trace, trace_from_json, trace_to_json
+from thinklens.runs.jobs import Progress, Shards
+from thinklens.runs.stages import StageCache, batch_ranges, batch_seed
 
 
 def cached_rollouts(model, prompts: Sequence[str], cache: StageCache, *, name: str, batch_size: int, seed: int = 0,

@@ -11,7 +11,7 @@
   answer is known: a forced exit there is wrong, so there is nothing to save. Target: the saving's interval
   includes 0 or the saving is below 5%, at every delta, and the bound is not rejected.
 
-Both run the real ``lynx`` job (:mod:`probes.jobs.lynx`) on synthetic problems in the chat format; the quick
+Both run the real ``lynx`` job (:mod:`thinklens.probes.jobs.lynx`) on synthetic problems in the chat format; the quick
 versions (the default test tier) use few, short problems, the full ones enough rollouts for tight intervals.
 
 Example:
@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.controls import Check, Setting, SettingContext
+from thinklens.calibration.controls import Check, Setting, SettingContext
 
 PLANTED_MODEL = "tiny-overthink"
 NULL_MODEL = "tiny-r1"
@@ -82,7 +82,7 @@ def row(delta: float, saving: float, accuracy: float, full_accuracy: float, not_
 def delta_rows(result) -> tuple[list[dict[str, Any]], list[float]]:
     """Per target delta the saving (with its bootstrap interval from the run's findings), accuracy, full accuracy,
     exits, oracle saving and validity of a LYNX result; and the target deltas the run could not evaluate."""
-    from probes.lynx_findings import SAVING, find
+    from thinklens.probes.lynx_findings import SAVING, find
 
     full = result.report.get("full").accuracy
     oracle = result.report.get("oracle").saving

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from thinklens.engine.sites import parse_sites
 from thinklens.errors import ThinklensError
-from thinklens.sites import parse_sites
-from thinklens.stages import batch_ranges
+from thinklens.runs.stages import batch_ranges
 from thinklens.tasks import align_target, render_example
 
 

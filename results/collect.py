@@ -3,7 +3,7 @@
 Each entry of :data:`COLLECTORS` reads the run folder(s) behind one README results block and returns the summary
 ``{"command", "date", "source", "config", "values"}``; ``main`` writes it to ``results/NAME.json``. With no NAME,
 every summary is rewritten. ``tests/core/test_readme_results.py`` checks that each number of a block is in the
-summary it names (:mod:`thinklens.readme_results`).
+summary it names (:mod:`tools.readme_results`).
 
 Inputs: the committed run records ``results/records/`` (``--record RUN NAME``, ``--record-demo``), the zoo's training
 records ``data/zoo/*/zoo.json`` and the committed SAE's metrics; run folders not kept as records are read from
@@ -26,7 +26,7 @@ import numpy as np
 from latent_summary import latent_rows, latent_training, seek_values  # results/ is on sys.path as a script
 from lynx_summary import DELTA_SETS, delta_sets, lynx_run_values
 
-from thinklens.runs import to_jsonable
+from thinklens.runs.folders import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = Path(os.environ.get("THINKLENS_RUNS", ROOT / "runs"))
@@ -171,7 +171,7 @@ def enrichment_top(run: Path, model: str, rule: str = "top_k", n: int = 4) -> di
 def mi_peaks() -> dict[str, Any]:
     """The MI demo on the zoo: the reasoning model and its siblings at the last block, and after the final norm, from
     their committed records ``results/records/mi-peaks-demo-fidelity`` and ``results/records/mi-peaks-demo-final-norm``."""
-    from analyses.mi.config import ESTIMATORS
+    from thinklens.analyses.mi.config import ESTIMATORS
 
     main, post = RECORDS / "mi-peaks-demo-fidelity", RECORDS / "mi-peaks-demo-final-norm"
     models = {m["key"]: mi_model_values(main, m) for m in read_json(main / "results" / "mi_models.json")["models"]}
@@ -534,7 +534,7 @@ def keep_demo_record(runs: Path = RUNS) -> Path:
     folder's config.json and meta.json, which holds its findings) to ``results/records/demo``."""
     import shutil
 
-    from thinklens.demo import DEMO_STEPS
+    from thinklens.runs.demo_plan import DEMO_STEPS
 
     if DEMO_RECORD.exists():
         shutil.rmtree(DEMO_RECORD)
@@ -586,7 +586,7 @@ def validation() -> dict[str, Any]:
 def demo_findings() -> dict[str, Any]:
     """Every finding of every ``make demo`` run (its summary's ``findings``), with its verdict: what the CLI, the Home
     card and the pages state. Read from the runs' meta.json in the committed demo record ``results/records/demo``."""
-    from thinklens.demo import DEMO_STEPS
+    from thinklens.runs.demo_plan import DEMO_STEPS
 
     rows, runs = [], []
     for step in DEMO_STEPS:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from thinklens.answers import is_correct
+from thinklens.data.answers import is_correct
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def latent_rows(run: Path) -> list[dict[str, Any]]:
 
 def latent_training(name: str) -> dict[str, Any]:
     """Steps and seconds of a latent-trainer model folder and of its parent (its own run, then the chain)."""
-    from latent.evaluate import lineage_train_s
+    from thinklens.latent.evaluate import lineage_train_s
 
     folder = ROOT / name if (ROOT / name).exists() else ROOT / "data" / "zoo" / name
     meta = read_json(folder / "latent.json")

@@ -49,8 +49,8 @@ def lynx_run_values(run: Path) -> dict[str, Any]:
 
 
 def _tables(run: Path):
-    from probes.lynx_result import load_test_tables
-    from thinklens.runs import RunFolder
+    from thinklens.probes.lynx_result import load_test_tables
+    from thinklens.runs.folders import RunFolder
 
     return load_test_tables(RunFolder.open(run))
 

@@ -1,5 +1,5 @@
 """Settings of the steering algorithms: SAE training, hybrid steering (and its job's config, which
-:mod:`steering.hybrid_validation` reads), GRPO.
+:mod:`thinklens.steering.hybrid_validation` reads), GRPO.
 
 Each is a frozen dataclass with a one-line docstring per field. They live apart from their algorithms
 (which import torch) so that a job's config can subclass them and ``thinklens run --help`` stays fast:
@@ -16,15 +16,15 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from thinklens.configcli import ConfigGroup
+from thinklens.data.problemsets import DataOptions
+from thinklens.engine.training import OptimOptions
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.problemsets import DataOptions
+from thinklens.runs.configcli import ConfigGroup
 from thinklens.tasks import StepRange
-from thinklens.training import OptimOptions
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.model import HookedModel
+    from thinklens.data.formats import PromptFormat
+    from thinklens.engine.model import HookedModel
 
 
 def check_finite(what: str, values, fix: str) -> None:
@@ -212,7 +212,7 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
     """Seeds run (seed, seed+1, ...)."""
 
     def check(self) -> None:
-        from thinklens.formats import check_format
+        from thinklens.data.formats import check_format
 
         if self.base_format != "same":
             check_format(self.base_format)
@@ -230,6 +230,6 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
 
 def base_format(job: HybridJobConfig, base: "HookedModel", thinking_fmt: "PromptFormat") -> "PromptFormat":
     """The base model's prompt format (``same``: the thinking format's kind, resolved with the base's tokenizer)."""
-    from thinklens.formats import format_for
+    from thinklens.data.formats import format_for
 
     return format_for(base, thinking_fmt.kind if job.base_format == "same" else job.base_format)

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from steering.feature_steering import ClampFeature
-from steering.problems import graded
+from thinklens.data.words import word_pattern
+from thinklens.engine.interventions import AddVector, Intervention, Positions
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt
-from thinklens.interventions import AddVector, Intervention, Positions
-from thinklens.sites import Site
+from thinklens.steering.feature_steering import ClampFeature
+from thinklens.steering.problems import graded
 from thinklens.tasks import REFLECTION_WORDS
-from thinklens.words import word_pattern
 
 if TYPE_CHECKING:
     from sae_lens import SAE
 
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 def reflection_counts(texts: Sequence[str], extra: Sequence[str] = ()) -> dict[str, float]:
@@ -73,7 +73,7 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     ``coeff * max_acts[feature]`` keeping the SAE error (arms without a feature are skipped).
     Coefficient 0 in ``add`` mode is the unsteered baseline (computed once). With ``do_sample`` every
     arm samples with the same seed (common random numbers: differences come from the steering).
-    ``answers``: gold answers (graded by :func:`thinklens.answers.is_correct`), or None.
+    ``answers``: gold answers (graded by :func:`thinklens.data.answers.is_correct`), or None.
     """
     s = model.resolve_site(site)
     if mode not in ("add", "clamp"):

@@ -1,6 +1,6 @@
 """Feature steering during generation: add a decoder direction, or clamp a feature keeping the SAE error.
 
-- :func:`add_feature`: ``x + c * W_dec[f]`` at a site (an :class:`~thinklens.interventions.AddVector`).
+- :func:`add_feature`: ``x + c * W_dec[f]`` at a site (an :class:`~thinklens.engine.interventions.AddVector`).
 - :class:`ClampFeature`: set (or scale) feature f and replace the residual by the SAE reconstruction
   *plus the SAE error term*: ``x' = x + decode(z') - decode(z)`` with ``z = encode(x)``. The model's
   own activation is never replaced by the lossy reconstruction, so clamping a feature to its own
@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import Tensor
 
-from steering.sae import check_feature, check_sae
+from thinklens.engine.hooks import ForwardContext, SiteFn
+from thinklens.engine.interventions import AddVector, Intervention, Positions, ReplaceActivation
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.hooks import ForwardContext, SiteFn
-from thinklens.interventions import AddVector, Intervention, Positions, ReplaceActivation
-from thinklens.sites import Site
+from thinklens.steering.sae import check_feature, check_sae
 
 if TYPE_CHECKING:
     from sae_lens import SAE
 
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 def _finite(name: str, value: float) -> float:
@@ -73,7 +73,7 @@ class ClampFeature(Intervention):
         sae: an sae-lens SAE whose ``d_in`` is the site's width.
         feature: latent index.
         value: the clamp value (``set``) or factor (``scale``); finite.
-        positions: which tokens (see :mod:`thinklens.interventions`).
+        positions: which tokens (see :mod:`thinklens.engine.interventions`).
     """
 
     site: Site

@@ -31,15 +31,15 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from steering.sae import check_feature, check_sae
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt_name
-from thinklens.sites import Site
-from thinklens.trace import Trace
+from thinklens.generation.trace import Trace
+from thinklens.steering.sae import check_feature, check_sae
 
 if TYPE_CHECKING:
     from sae_lens import SAE
 
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 THINKING_WORDS: tuple[str, ...] = ("wait", "hmm", "so", "therefore")
 
@@ -127,7 +127,7 @@ class FeatureStats:
 def word_starts(tokens: Sequence[str], words: Sequence[str], *, separator: str = "") -> dict[str, list[bool]]:
     """For each word, whether an occurrence of it starts in each token (case-insensitive, word boundaries,
     on the tokens joined by ``separator``: ``" "`` for word-level tokenizers such as the zoo's)."""
-    from thinklens.words import find_words
+    from thinklens.data.words import find_words
 
     out = {}
     for w in words:
@@ -140,7 +140,7 @@ def word_starts(tokens: Sequence[str], words: Sequence[str], *, separator: str =
 
 def token_separator(tokenizer: Any, traces: Sequence[Trace]) -> str:
     """What joins ``traces``' tokens into their text: ``" "`` for word-level tokenizers, else ``""``."""
-    from thinklens.formats import token_separator as separator_of
+    from thinklens.data.formats import token_separator as separator_of
 
     ids = next((t.token_ids[:16] for t in traces if len(t.token_ids) >= 2), [])
     return separator_of(tokenizer, ids)
@@ -163,7 +163,7 @@ def feature_stats(sae: "SAE", traces: Sequence[Trace], site: Site | str, *, toke
         words: thinking words to correlate with.
         n_top: top-activating contexts kept per feature.
         reasoning: per trace, the generated-token indices inside its reasoning span
-            (:meth:`thinklens.formats.PromptFormat.split_trace`); enables :attr:`FeatureStats.freq_reasoning`.
+            (:meth:`thinklens.data.formats.PromptFormat.split_trace`); enables :attr:`FeatureStats.freq_reasoning`.
         span: the family of those spans, recorded with the statistics.
     """
     site = Site.parse(site) if isinstance(site, str) else site

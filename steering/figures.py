@@ -18,7 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from steering.features import FeatureStats, FeatureTrace
+from thinklens.steering.features import FeatureStats, FeatureTrace
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:

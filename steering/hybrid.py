@@ -18,7 +18,7 @@
 The two models may differ in prompt format, width and chat template, not in vocabulary: both read the
 same generated token ids (:func:`check_tokenizers`).
 
-Generation and the ablations are in :mod:`steering.hybrid_generate`.
+Generation and the ablations are in :mod:`thinklens.steering.hybrid_generate`.
 
 Example:
     >>> segment_sentences(["hmm", "<<", "1", "+", "2", "=", "3", ">>", "wait", "</think>", "so", "####", "3"])
@@ -34,16 +34,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from steering.configs import HybridConfig
-from steering.features import THINKING_WORDS
+from thinklens.engine.hooks import ForwardContext
+from thinklens.engine.interventions import HookFn
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.hooks import ForwardContext
-from thinklens.interventions import HookFn
-from thinklens.sites import Site
+from thinklens.steering.configs import HybridConfig
+from thinklens.steering.features import THINKING_WORDS
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
-    from thinklens.trace import Trace
+    from thinklens.engine.model import HookedModel
+    from thinklens.generation.trace import Trace
 
 _STARTS = {"<<", "</think>", "####", *THINKING_WORDS}
 _ENDS = (">>", ".", "?", "!", "\n")
@@ -112,7 +112,7 @@ def check_tokenizers(base: Any, thinking: Any) -> None:
     R1 distills; the regular vocabulary may not.
 
     Example:
-        >>> from thinklens.testing import word_tokenizer
+        >>> from tools.testing import word_tokenizer
         >>> check_tokenizers(word_tokenizer(), word_tokenizer())
         >>> check_tokenizers(word_tokenizer(), word_tokenizer(40))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
@@ -178,7 +178,7 @@ def train_category_sae(acts: Tensor, cfg: HybridConfig):
     from sae_lens.config import LoggingConfig, SAETrainerConfig
     from sae_lens.training.sae_trainer import SAETrainer
 
-    from steering.sae import quiet_training
+    from thinklens.steering.sae import quiet_training
 
     batch = min(128, len(acts))
     gen = torch.Generator().manual_seed(cfg.seed)

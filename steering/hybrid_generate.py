@@ -34,18 +34,18 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from steering.hybrid import HybridConfig, HybridVectors, categorise, normalise, segment_sentences
-from steering.problems import graded
-from thinklens.decode import DecodeState, Greedy, Guided, decode
-from thinklens.decoder import Decoder, eos_ids
+from thinklens.engine.hooks import ForwardContext
+from thinklens.engine.interventions import HookFn
+from thinklens.engine.sites import Site
+from thinklens.engine.tokenization import prompt_ids as tokenized
 from thinklens.errors import ThinklensError
-from thinklens.hooks import ForwardContext
-from thinklens.interventions import HookFn
-from thinklens.sites import Site
-from thinklens.tokenization import prompt_ids as tokenized
+from thinklens.generation.decode_loop import DecodeState, Greedy, Guided, decode
+from thinklens.generation.kv_batch import Decoder, eos_ids
+from thinklens.steering.hybrid import HybridConfig, HybridVectors, categorise, normalise, segment_sentences
+from thinklens.steering.problems import graded
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 MODES: tuple[str, ...] = ("base", "thinking", "hybrid", "bias_only", "random_category", "random_firing", "random_vectors")
 #: Which model picks the token, in the words the results and the report use.
@@ -80,7 +80,7 @@ def _open_sentence_start(tokens: list[str]) -> int | None:
     if not spans or spans[-1][1] != len(tokens):
         return None
     last = tokens[-1].strip()
-    from steering.features import THINKING_WORDS
+    from thinklens.steering.features import THINKING_WORDS
 
     if last in THINKING_WORDS or last == "</think>" or last.endswith(_CLOSES):
         return None
@@ -233,7 +233,7 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
                     answers: Sequence[str | int], cfg: HybridConfig, *, modes: Sequence[str] = MODES, max_new_tokens: int = 64,
                     log: Any = None, done: dict[str, dict[str, Any]] | None = None,
                     on_mode: Any = None, thinking_prompts: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Accuracy (:func:`thinklens.answers.is_correct` against ``answers``) with every problem's outcome
+    """Accuracy (:func:`thinklens.data.answers.is_correct` against ``answers``) with every problem's outcome
     (``correct``, for the paired tests), the fractions of tokens where steering fired and where the token changed,
     and the fraction of the base->thinking gap recovered per mode.
 
@@ -320,7 +320,7 @@ def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0) -> list[A
     """
     import numpy as np
 
-    from thinklens.stats import Finding, bootstrap_ci, paired_finding, verdict_from_interval
+    from thinklens.calibration.stats import Finding, bootstrap_ci, paired_finding, verdict_from_interval
 
     have = {m: np.asarray(r["correct"], dtype=float) for m, r in rows.items() if r.get("correct") is not None}
     if "base" not in have or "thinking" not in have:
@@ -357,7 +357,7 @@ def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0) -> list[A
 
 
 def with_extra(f: Any, **extra: Any) -> Any:
-    """``f`` (a frozen :class:`thinklens.stats.Finding`) with ``extra`` added to its ``extra``."""
+    """``f`` (a frozen :class:`thinklens.calibration.stats.Finding`) with ``extra`` added to its ``extra``."""
     import dataclasses
 
     return dataclasses.replace(f, extra={**f.extra, **extra})

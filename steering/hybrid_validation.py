@@ -4,7 +4,7 @@
 - ``hybrid planted``: a pair whose gap comes from a known behaviour. The base is ``tiny-cot-short`` and the
   "thinking" model ``tiny-cot``: siblings of one recipe and format (cot chains of ``<< a op b = c >>`` steps),
   the base stopped at 300 training steps, so on long (6-8 step) chains it loses its place (copies a wrong
-  operand or operation) where tiny-cot does not (the lineage of :mod:`steering.vector_validation`). The real
+  operand or operation) where tiny-cot does not (the lineage of :mod:`thinklens.steering.vector_validation`). The real
   ``hybrid`` job runs the two models alone, the hybrid and its random-vector control (random directions with
   the trained vectors' norms, everything else the same) on the same held-out problems. The gap is measured
   first (thinking minus base, Wilson intervals, McNemar). Statistic: the hybrid's accuracy minus the random
@@ -28,7 +28,7 @@ category vector cannot carry which operand to copy.
 - ``hybrid planted-behaviour``: a gap that is a behaviour. Base ``tiny-r1``, thinking ``tiny-overthink`` (tiny-r1
   fine-tuned to re-check an answer it already has: "Wait, let me double-check." / "Hmm, let me verify." rounds), 2-4
   step problems. Statistic: the share of traces with at least one re-check round (:func:`rechecks`, read by
-  :func:`zoo.overthink.ground_truth`) under the hybrid minus under its random-vector control, paired over problems
+  :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus under its random-vector control, paired over problems
   (McNemar); the gap is thinking's rate minus base's. Recovered when the gap is an effect and the hybrid beats its
   control. Measured (full, n=100, results/records/validate-hybrid-behaviour): base 0/100, thinking 100/100 (gap
   1.0, p=1.6e-30), hybrid 0/100, random 0/100: failed. Why (``cue_diagnostics``): at the end of the hybrid's
@@ -50,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.controls import Check, Setting, SettingContext
+from thinklens.calibration.controls import Check, Setting, SettingContext
 
 PAIR: dict[str, str] = {"base": "tiny-cot-short", "thinking": "tiny-cot"}
 """The planted pair: a base weak on long chains and its better-trained sibling (same format and vocabulary)."""
@@ -82,7 +82,7 @@ FULL = Plan(n_eval=200, n_train=150, sae_steps=600, vector_iters=50)
 
 def _hybrid(ctx: SettingContext, plan: Plan, base: str, thinking: str, sub: str) -> dict[str, dict[str, Any]]:
     """Run the ``hybrid`` job into ``<workdir>/<sub>``; every mode's row (with its per-problem ``correct``)."""
-    from thinklens.runs import RunFolder
+    from thinklens.runs.folders import RunFolder
 
     ctx.run_job("hybrid", sub, model=base, thinking=thinking, min_steps=MIN_STEPS, max_steps=MAX_STEPS,
                 n_eval=plan.n_eval, n_train=plan.n_train, sae_steps=plan.sae_steps, vector_iters=plan.vector_iters,
@@ -95,7 +95,7 @@ def vector_diagnostics(ctx: SettingContext, sub: str) -> dict[str, Any]:
     """What the trained vectors do for the base (the run's categories.json): each vector's training loss (the base
     model's mean NLL per token of its category's sentences) before and after, and the vectors' norms. A vector
     that barely lowers the NLL carries little of the thinking model's behaviour beyond a random direction."""
-    from thinklens.runs import RunFolder
+    from thinklens.runs.folders import RunFolder
 
     assert ctx.workdir is not None
     cats = RunFolder.open(ctx.workdir / sub).read_result("categories")
@@ -104,7 +104,7 @@ def vector_diagnostics(ctx: SettingContext, sub: str) -> dict[str, Any]:
 
 
 def _acc(rows: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
-    from thinklens.stats import wilson
+    from thinklens.calibration.stats import wilson
 
     c = rows[mode]["correct"]
     return {"accuracy": sum(c) / len(c), "ci": list(wilson(sum(c), len(c))), "n": len(c),
@@ -118,8 +118,8 @@ def _check(f: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from steering.hybrid_generate import hybrid_findings
-    from thinklens.stats import findings_doc, paired_finding
+    from thinklens.calibration.stats import findings_doc, paired_finding
+    from thinklens.steering.hybrid_generate import hybrid_findings
 
     plan = QUICK if ctx.quick else FULL
     rows = _hybrid(ctx, plan, PAIR["base"], PAIR["thinking"], "pair")
@@ -141,7 +141,7 @@ def _planted(ctx: SettingContext) -> Check:
 
 
 def _null(ctx: SettingContext) -> Check:
-    from thinklens.stats import findings_doc, paired_finding
+    from thinklens.calibration.stats import findings_doc, paired_finding
 
     plan = QUICK_NULL if ctx.quick else FULL
     rows = _hybrid(ctx, plan, PAIR["base"], PAIR["base"], "same-model")
@@ -179,21 +179,21 @@ BEHAVIOUR_OVERRIDES: dict[str, Any] = {}
 
 def rechecks(texts: list[str]) -> list[bool]:
     """Per text: whether its reasoning (before ``</think>``) holds at least one re-check round
-    (:data:`thinklens.words.RECHECK`, the rounds :func:`zoo.overthink.ground_truth` counts).
+    (:data:`thinklens.data.words.RECHECK`, the rounds :func:`thinklens.zoo.overthink.ground_truth` counts).
 
     Example:
         >>> rechecks(["Okay, 3 + 4 = 7. So Ann has 7 cards. Wait, let me double-check. 3 + 4 = 7.", "Okay. Wait, 7."])
         [True, False]
     """
-    from thinklens.formats import SPANS
-    from thinklens.words import RECHECK
+    from thinklens.data.formats import SPANS
+    from thinklens.data.words import RECHECK
 
     return [RECHECK.search(t.split(SPANS["think"].close, 1)[0]) is not None for t in texts]
 
 
 def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> dict[str, dict[str, Any]]:
     """Run the pair as the ``hybrid`` job does (its formats, problems of :data:`BEHAVIOUR_STEPS` steps, vectors,
-    :func:`steering.hybrid_generate.hybrid_generate` per mode), keeping every generated text: per mode ``texts``,
+    :func:`thinklens.steering.hybrid_generate.hybrid_generate` per mode), keeping every generated text: per mode ``texts``,
     ``recheck`` (per problem), ``correct`` and the fractions. Problems: the job's zoo streams offset by
     ``100 * ctx.seed`` (seed 0: the test problems; settings were chosen on seed 1). Written to
     ``<workdir>/<sub>/behaviour.json`` and read back from there when present."""
@@ -204,15 +204,15 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> d
 
     import torch
 
-    from steering.configs import HybridJobConfig, base_format
-    from steering.hybrid import train_hybrid_vectors
-    from steering.hybrid_generate import hybrid_generate
-    from steering.problems import data_format, graded
-    from thinklens.budgets import budgets_for, new_token_budget
-    from thinklens.model import HookedModel
-    from thinklens.problemsets import ProblemSet
+    from thinklens.data.problemsets import ProblemSet
+    from thinklens.engine.model import HookedModel
+    from thinklens.engine.tokenization import prompt_ids
+    from thinklens.generation.budgets import budgets_for, new_token_budget
+    from thinklens.steering.configs import HybridJobConfig, base_format
+    from thinklens.steering.hybrid import train_hybrid_vectors
+    from thinklens.steering.hybrid_generate import hybrid_generate
+    from thinklens.steering.problems import data_format, graded
     from thinklens.tasks.protocol import HELD_OUT
-    from thinklens.tokenization import prompt_ids
 
     if ctx.workdir is None:
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
@@ -267,11 +267,11 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
 
     import torch
 
-    from steering.configs import HybridJobConfig, base_format
-    from steering.problems import data_format
-    from thinklens.formats import SPANS
-    from thinklens.model import HookedModel
-    from thinklens.problemsets import ProblemSet
+    from thinklens.data.formats import SPANS
+    from thinklens.data.problemsets import ProblemSet
+    from thinklens.engine.model import HookedModel
+    from thinklens.steering.configs import HybridJobConfig, base_format
+    from thinklens.steering.problems import data_format
     from thinklens.tasks.protocol import HELD_OUT
 
     THINK_CLOSE = SPANS["think"].close
@@ -309,8 +309,8 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
 
 
 def _planted_behaviour(ctx: SettingContext) -> Check:
-    from steering.configs import HybridConfig
-    from thinklens.stats import findings_doc, paired_finding, wilson
+    from thinklens.calibration.stats import findings_doc, paired_finding, wilson
+    from thinklens.steering.configs import HybridConfig
 
     plan = QUICK_BEHAVIOUR if ctx.quick else FULL_BEHAVIOUR
     rows = behaviour_rows(ctx, plan)

@@ -1,17 +1,17 @@
 """The problems a steering job runs on: where they come from, their prompts in a model's format, the gold
 answers they are graded against and the new-token budget.
 
-``--data`` takes any source of :mod:`thinklens.problemsets` (GSM8K, MATH-500, AIME, your JSONL, a saved
+``--data`` takes any source of :mod:`thinklens.data.problemsets` (GSM8K, MATH-500, AIME, your JSONL, a saved
 HF dataset, ``synthetic:MIN-MAX``); prompts are rendered in the model's prompt format
-(:func:`thinklens.formats.format_for` and :meth:`~thinklens.formats.PromptFormat.render_problems`: its chat
+(:func:`thinklens.data.formats.format_for` and :meth:`~thinklens.data.formats.PromptFormat.render_problems`: its chat
 template with the thinking span, plain text, or a zoo style), the budget is the core's
-(:func:`thinklens.budgets.new_token_budget`) and outputs are graded by :func:`thinklens.answers.is_correct`.
+(:func:`thinklens.generation.budgets.new_token_budget`) and outputs are graded by :func:`thinklens.data.answers.is_correct`.
 Without ``--data`` a job draws the synthetic task's seeded stream it always drew
-(:meth:`thinklens.problemsets.ProblemSet.synthetic`: ``min_steps..max_steps`` steps, one held-out seed base
+(:meth:`thinklens.data.problemsets.ProblemSet.synthetic`: ``min_steps..max_steps`` steps, one held-out seed base
 per purpose), so the zoo's results stay what they were.
 
 Example:
-    >>> from thinklens.problemsets import load_problems
+    >>> from thinklens.data.problemsets import load_problems
     >>> parts = draw(load_problems("synthetic:2-2:5"), {"steer": 3, "stats": 4}, seed=0)
     >>> [len(v) for v in parts.values()]
     [3, 2]
@@ -23,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from thinklens.answers import is_correct
-from thinklens.problemsets import ProblemSet, RealProblem
+from thinklens.data.answers import is_correct
+from thinklens.data.problemsets import ProblemSet, RealProblem
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.model import HookedModel
+    from thinklens.data.formats import PromptFormat
+    from thinklens.engine.model import HookedModel
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class PromptSet:
 
 
 def graded(texts: Sequence[str], golds: Sequence[Any]) -> list[bool]:
-    """:func:`thinklens.answers.is_correct` of every output against its gold answer."""
+    """:func:`thinklens.data.answers.is_correct` of every output against its gold answer."""
     return [is_correct(t, g) for t, g in zip(texts, golds)]
 
 
@@ -88,7 +88,7 @@ def prompt_set(model: HookedModel, fmt: PromptFormat, problems: Sequence[RealPro
                max_steps: int) -> PromptSet:
     """The :class:`PromptSet` of ``problems`` for ``model`` in ``fmt`` (``max_steps``: a zoo style's budget; one
     budget for the set, inside the model's context)."""
-    from thinklens.budgets import budgets_for, new_token_budget
+    from thinklens.generation.budgets import budgets_for, new_token_budget
 
     prompts = fmt.render_problems(problems, model.tokenizer)
     budget = budgets_for(model, prompts, new_token_budget(fmt, max_new_tokens, max_steps=max_steps)).shared
@@ -99,7 +99,7 @@ def data_format(model: HookedModel, prompt_format: str, zoo_spec: str | None = N
     """The format of a job's prompts: ``prompt_format`` resolved for ``model``. For a ``zoo:<style>`` spec with
     ``prompt_format`` auto: that zoo style for a model that answers in a zoo style, else the model's own
     format (a chat model gets the synthetic problems in its chat template)."""
-    from thinklens.formats import format_for
+    from thinklens.data.formats import format_for
 
     fmt = format_for(model, prompt_format)
     if zoo_spec is not None and zoo_spec.startswith("zoo:") and prompt_format == "auto" and fmt.is_zoo:
@@ -114,7 +114,7 @@ def problem_texts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer:
     solution (its answer when it has none); in a zoo style, a synthetic problem's own zoo training text.
 
     Example:
-        >>> from thinklens.formats import PromptFormat
+        >>> from thinklens.data.formats import PromptFormat
         >>> problem_texts(PromptFormat("plain"), [RealProblem("a", "What is 2+2?", "4", "2+2=4. #### 4")], None)
         ['What is 2+2?\\n2+2=4. #### 4']
     """
@@ -143,8 +143,8 @@ def held_out_prompts(model: HookedModel, data: str, n: int, *, prompt_format: st
     Example:
         >>> # held_out_prompts(model, "zoo:think", 64).prompts[:1]
     """
-    from steering.data import is_text_file, read_texts
-    from thinklens.problemsets import load_problems
+    from thinklens.data.problemsets import load_problems
+    from thinklens.steering.corpora import is_text_file, read_texts
     from thinklens.tasks.protocol import HELD_OUT
 
     if data.startswith("zoo:"):

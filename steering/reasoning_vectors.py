@@ -7,7 +7,7 @@ unrelated inits (relative to a shared base) raise a :class:`LineageWarning`.
 
 Tensor groups (``all``, ``attention``, ``mlp``, ``no_embeddings``) select which parameters get
 ``alpha * v``; which parameter is in which group comes from the model family's adapter
-(:meth:`thinklens.adapters.Adapter.parameter_group`); tied parameters are counted once
+(:meth:`thinklens.engine.adapters.Adapter.parameter_group`); tied parameters are counted once
 (``named_parameters``).
 
 Example:
@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from thinklens.adapters import PARAMETER_KINDS, Adapter, adapter_for
+from thinklens.engine.adapters import PARAMETER_KINDS, Adapter, adapter_for
 from thinklens.errors import ThinklensError, did_you_mean, opt
 
 #: Tensor groups a vector can be applied to (CLI choices derive from this registry).
@@ -93,7 +93,7 @@ def load_causal_lm(name_or_path: str):
     """An HF causal LM (float32, eval) from a zoo name or a local folder (offline)."""
     from transformers import AutoModelForCausalLM
 
-    from thinklens.model import resolve_model_path
+    from thinklens.engine.model import resolve_model_path
     from thinklens.zoo.registry import repo_root
 
     p = Path(name_or_path)
@@ -365,9 +365,9 @@ def zoo_scorer(tokenizer: Any, problems: Sequence[Any], style: str, batch_size: 
 
     Problems are generated per step count with the zoo evaluator's token budget (:func:`thinklens.tasks.protocol.token_budget`),
     so ``correct[i]`` is problem ``i``'s outcome, the unit of the paired tests."""
-    from thinklens.answers import is_correct
-    from thinklens.decode import generate_texts
-    from thinklens.model import HookedModel
+    from thinklens.data.answers import is_correct
+    from thinklens.engine.model import HookedModel
+    from thinklens.generation.decode_loop import generate_texts
     from thinklens.tasks import render_prompt
     from thinklens.tasks.protocol import token_budget
 
@@ -410,13 +410,13 @@ def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str
 
     ``method`` maps alpha -> per-problem correctness (the same problems at every alpha; alpha 0 is the target
     itself); ``controls`` maps a control's name (``"norm-matched random direction"``, ``"continued-SFT delta"``) to
-    its own sweep over the same problems and alphas. The problems are split by :func:`thinklens.stats.split_indices`
+    its own sweep over the same problems and alphas. The problems are split by :func:`thinklens.calibration.stats.split_indices`
     (``seed``); on the selection split the best alpha of the method and of every control is chosen
     (:func:`choose_alpha`); on the reporting split, paired McNemar tests: the method at its alpha against alpha 0,
     and against every control at the control's own chosen alpha. ``min_gain``: an effect against alpha 0 must also
     gain at least this much accuracy on the reporting split.
 
-    Returns ``(findings, choice)``: :class:`thinklens.stats.Finding` s and ``{alpha, select, report, select_accuracy,
+    Returns ``(findings, choice)``: :class:`thinklens.calibration.stats.Finding` s and ``{alpha, select, report, select_accuracy,
     control_alphas}``.
 
     Example:
@@ -427,7 +427,7 @@ def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str
     """
     import numpy as np
 
-    from thinklens.stats import paired_finding, split_indices
+    from thinklens.calibration.stats import paired_finding, split_indices
 
     if 0.0 not in method:
         raise ThinklensError.of("alpha sweep", sorted(method), "a sweep that includes alpha 0 (the target itself)",

@@ -2,15 +2,15 @@
 
 Training goes through sae-lens's own ``LanguageModelSAETrainingRunner`` with its ``HookedProxyLM``
 (hook names are HF module paths, sae-lens's convention for ``AutoModelForCausalLM`` SAEs) and an
-override dataset (:func:`steering.data.token_rows`), W&B off, small buffers. The folder it writes is
+override dataset (:func:`thinklens.steering.corpora.token_rows`), W&B off, small buffers. The folder it writes is
 sae-lens's format (``cfg.json`` + ``sae_weights.safetensors``), loadable by
 ``sae_lens.SAE.load_from_disk``; we add ``metadata.thinklens_site`` and a ``thinklens_metrics.json``.
 Metrics are sae-lens's ``run_evals``: explained variance, L0, dead features. CE loss recovered and KL are
 not taken from it (it scores every position of right-padded rows, prompt and padding included, and gave
-values above 1): :mod:`steering.sae_fidelity` scores them on generated tokens only.
+values above 1): :mod:`thinklens.steering.sae_fidelity` scores them on generated tokens only.
 
 Example:
-    >>> from thinklens.testing import build_tiny_model
+    >>> from tools.testing import build_tiny_model
     >>> import tempfile                                                              # doctest: +SKIP
     >>> m = HookedModel.load(str(build_tiny_model("llama", tempfile.mkdtemp())))      # doctest: +SKIP
     >>> sae, metrics = train_sae(m, ["w1 w2 w3"] * 64, SAETrainConfig(site="resid_post.0", d_sae=64,
@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from steering.configs import SAETrainConfig
-from steering.data import special_ids, token_rows
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.sites import Site
+from thinklens.steering.configs import SAETrainConfig
+from thinklens.steering.corpora import special_ids, token_rows
 
 if TYPE_CHECKING:
     from sae_lens import SAE
 
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 METRICS_FILE = "thinklens_metrics.json"
 
@@ -77,7 +77,7 @@ def sae_site(sae: "SAE", model: "HookedModel") -> Site:
 
     Example: ``blocks.3.hook_resid_post`` -> ``resid_post.3``; ``model.layers.3`` -> ``resid_post.3``.
     """
-    from thinklens.adapters import site_of_transformer_lens
+    from thinklens.engine.adapters import site_of_transformer_lens
 
     md = sae.cfg.metadata
     ours = md.get("thinklens_site") if hasattr(md, "get") else None
@@ -263,7 +263,7 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
 def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site: Site | str | None = None,
                  n_batches: int = 8, batch_prompts: int = 32, context_size: int | None = None) -> dict[str, Any]:
     """sae-lens's metrics for any SAE on ``model`` over local ``texts`` (explained variance, L0, dead features);
-    CE loss recovered and KL come from :func:`steering.sae_fidelity.sae_fidelity` on generated tokens."""
+    CE loss recovered and KL come from :func:`thinklens.steering.sae_fidelity.sae_fidelity` on generated tokens."""
     from sae_lens.training.activations_store import ActivationsStore
 
     s = check_sae(model, sae, site)
@@ -296,7 +296,7 @@ def read_activation_rows(path: str | Path, site: Site | str | None = None) -> to
     """Activation rows ``[rows, d]`` (float32) from a safetensors file or an ActivationStore folder.
 
     A safetensors file holds one 2-d tensor, or several of which ``site`` (its name, e.g. ``resid_post.2``)
-    or ``activations`` is taken. A store folder (:class:`thinklens.store.ActivationStore`) gives its rows at
+    or ``activations`` is taken. A store folder (:class:`thinklens.engine.activation_store.ActivationStore`) gives its rows at
     ``site``, or at its only site. Rows are read into memory.
 
     Example:
@@ -322,7 +322,7 @@ def read_activation_rows(path: str | Path, site: Site | str | None = None) -> to
                                     f"{want or 'activations'}", f"pass {opt('site', '<name>')} or save one [rows, d] tensor")
         rows = tensors[key]
     elif p.is_dir() and any(p.glob("shard-*.json")):
-        from thinklens.store import ActivationStore
+        from thinklens.engine.activation_store import ActivationStore
 
         store = ActivationStore(p)
         sites = [str(s) for s in store.sites]

@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from thinklens.engine.interventions import ReplaceActivation
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.interventions import ReplaceActivation
-from thinklens.sites import Site
 
 if TYPE_CHECKING:
     from sae_lens import SAE
 
-    from thinklens.model import HookedModel
-    from thinklens.trace import Trace
+    from thinklens.engine.model import HookedModel
+    from thinklens.generation.trace import Trace
 
 
 def generated_targets(prompts: Sequence[Sequence[int]], generated: Sequence[Sequence[int]], *, width: int) -> Tensor:
@@ -68,8 +68,8 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
     undefined: zero-ablation no worse than the clean model, as in an untrained one), ``fidelity_tokens``
     (positions scored) and ``per_row``: each row's summed CEs and KLs, its scored positions, and the SAE's squared
     reconstruction error and the activations' squared deviation from their pooled mean at those positions
-    (``res_ss``, ``tot_ss``), from which :mod:`steering.sae_findings` bootstraps intervals over rows."""
-    from steering.sae import check_sae
+    (``res_ss``, ``tot_ss``), from which :mod:`thinklens.steering.sae_findings` bootstraps intervals over rows."""
+    from thinklens.steering.sae import check_sae
 
     s = check_sae(model, sae, site)
     rows = [(list(p), list(g)) for p, g in rows if len(g) > 0 and len(p) > 0]

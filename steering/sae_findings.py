@@ -1,6 +1,6 @@
 """The findings of an SAE's fidelity (the ``sae`` and ``sae-eval`` jobs; shared/specs/controls.md).
 
-Every number rests on the positions that predict a token the model generated (:mod:`steering.sae_fidelity`: never
+Every number rests on the positions that predict a token the model generated (:mod:`thinklens.steering.sae_fidelity`: never
 prompt or padding positions), and its interval is a percentile bootstrap over the generated texts (rows), each
 row's sums resampled together:
 
@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from thinklens.calibration.stats import Finding, bootstrap_units, verdict_from_interval
 from thinklens.errors import ThinklensError
-from thinklens.stats import Finding, bootstrap_units, verdict_from_interval
 
 ZERO_ABLATION = "zero ablation"
 MEAN = "predicting the mean activation"
@@ -65,7 +65,7 @@ def _columns(per_row: Mapping[str, Sequence[float]], keys: Sequence[str]) -> dic
     missing = [k for k in keys if k not in per_row]
     if missing:
         raise ThinklensError.of("per-row fidelity sums", sorted(per_row), f"the keys {', '.join(keys)}",
-                                "pass the 'per_row' of steering.sae_fidelity.sae_fidelity")
+                                "pass the 'per_row' of thinklens.steering.sae_fidelity.sae_fidelity")
     cols = {k: np.asarray(per_row[k], dtype=np.float64) for k in keys}
     if len({c.size for c in cols.values()}) != 1:
         raise ThinklensError.of("per-row fidelity sums", {k: c.size for k, c in cols.items()}, "one value per row in each",
@@ -109,12 +109,12 @@ def recovered_finding(claim: str, statistic: str, zero: np.ndarray, sae: np.ndar
 
 
 def sae_findings(metrics: Mapping[str, Any], *, seed: int = 0) -> list[Finding]:
-    """CE loss recovered, KL recovered and explained variance of an SAE from :func:`steering.sae_fidelity.sae_fidelity`'s
+    """CE loss recovered, KL recovered and explained variance of an SAE from :func:`thinklens.steering.sae_fidelity.sae_fidelity`'s
     ``per_row`` sums (``metrics`` also gives ``site`` and ``l0``)."""
     per_row = metrics.get("per_row")
     if not per_row:
         raise ThinklensError.of("SAE metrics", sorted(metrics), "the per-row sums of sae_fidelity ('per_row')",
-                                "compute the metrics with steering.sae_fidelity.sae_fidelity")
+                                "compute the metrics with thinklens.steering.sae_fidelity.sae_fidelity")
     c = _columns(per_row, ("ce_clean", "ce_sae", "ce_zero", "kl_sae", "kl_zero", "res_ss", "tot_ss", "tokens"))
     site = metrics.get("site") or "its site"
     tokens = int(c["tokens"].sum())

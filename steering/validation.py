@@ -37,9 +37,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from thinklens.controls import Check, Setting, SettingContext
+from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.stats import bootstrap_ci, rate_difference, wilson
 from thinklens.errors import ThinklensError
-from thinklens.stats import bootstrap_ci, rate_difference, wilson
 
 RECOVERY_COSINE = 0.9
 """A true feature counts as recovered when some decoder row reaches this cosine with it."""
@@ -124,7 +124,7 @@ def _train_on_rows(ctx: SettingContext, rows: Tensor, name: str, train: dict[str
     """Save ``rows`` as a safetensors file and train the ``sae`` job on it (``--activations``); the SAE."""
     from safetensors.torch import save_file
 
-    from steering.sae import load_sae, sae_folder
+    from thinklens.steering.sae import load_sae, sae_folder
 
     path = _workdir(ctx) / f"{name}.safetensors"
     save_file({"activations": rows.contiguous()}, str(path))
@@ -164,7 +164,7 @@ def _workdir(ctx: SettingContext) -> Path:
 
 def organism(name: str):
     """The zoo organism ``name`` loaded (float32, CPU), or a clear error while it is not trained yet."""
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
     from thinklens.zoo.registry import zoo_dir
 
     if not (zoo_dir() / name / "zoo.json").is_file():
@@ -179,8 +179,8 @@ def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max
     included."""
     import json
 
-    from steering.problems import data_format, prompt_set
-    from thinklens.problemsets import ProblemSet
+    from thinklens.data.problemsets import ProblemSet
+    from thinklens.steering.problems import data_format, prompt_set
 
     problems = ProblemSet.synthetic(n, seed=seed, min_steps=min_steps, max_steps=max_steps)
     ps = prompt_set(model, data_format(model, "auto", "zoo:think"), problems,
@@ -272,8 +272,8 @@ NULL_WORD_MODEL = "tiny-r1"
 def steer_null_word_on(ctx: SettingContext, model_name: str, *, word: str = NULL_WORD, site: str = "resid_post.1") -> Check:
     """The ``steer null-word`` check: the word's rate in the model's own traces (0 by choice of the word) and
     whether the steer job refused (or found no effect) instead of steering a feature chosen among zeros."""
-    from steering.data import read_texts
-    from steering.effects import traces_with
+    from thinklens.steering.corpora import read_texts
+    from thinklens.steering.effects import traces_with
 
     model = organism(model_name)
     sizes = {**_steer_sizes(ctx), "training_tokens": 30_000, "n_texts": 32} if ctx.quick else _steer_sizes(ctx)

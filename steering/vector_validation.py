@@ -13,7 +13,7 @@ itself, v's gain on its own parent A (A + v is the GRPO model).
 
 - ``reasoning-vector planted``: ``v = theta_GRPO - theta_A`` (A checked to be GRPO's recorded parent) added to
   B at several alphas; the alpha is chosen on one split of the problems and the gain reported on the other
-  (:func:`steering.reasoning_vectors.sweep_findings`): recovered when v at its alpha beats alpha 0 by >= 5
+  (:func:`thinklens.steering.reasoning_vectors.sweep_findings`): recovered when v at its alpha beats alpha 0 by >= 5
   points (McNemar) and beats the norm-matched random direction (McNemar, the control's alpha chosen on the
   same split), with the headroom there.
 - ``reasoning-vector null``: the vector under test is a random direction with v's per-tensor norms (a weight
@@ -34,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from thinklens.controls import Check, Setting, SettingContext
+from thinklens.calibration.controls import Check, Setting, SettingContext
 from thinklens.errors import ThinklensError
 
 #: The headroom lineage: role -> zoo model (data/zoo/<name>).
@@ -74,7 +74,7 @@ def zoo_folder(name: str) -> str:
 
 def lineage_vector(lineage: dict[str, str] | None = None) -> Any:
     """``v = theta_GRPO - theta_A``, refusing an A that is not the GRPO model's recorded parent (zoo.json ``init``)."""
-    from steering.reasoning_vectors import reasoning_vector
+    from thinklens.steering.reasoning_vectors import reasoning_vector
     from thinklens.tasks.protocol import zoo_meta
 
     lin = lineage or LINEAGE
@@ -99,7 +99,7 @@ def _problems(n_per_steps: int, seed: int) -> tuple:
 def _scorer(plan: Plan, seed: int):
     from transformers import AutoTokenizer
 
-    from steering.reasoning_vectors import load_causal_lm, zoo_scorer
+    from thinklens.steering.reasoning_vectors import load_causal_lm, zoo_scorer
 
     tok = AutoTokenizer.from_pretrained(zoo_folder(LINEAGE["b"]))
     target = load_causal_lm(zoo_folder(LINEAGE["b"]))
@@ -115,7 +115,7 @@ def _alpha0(n_per_steps: int, seed: int) -> dict[str, Any]:
 
 def sweep(v: Any, controls: dict[str, Any], plan: Plan, seed: int) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
     """``v`` and each control added to B over ``plan.alphas``; returns ``(findings, choice, accuracies)``."""
-    from steering.reasoning_vectors import alpha_sweep, sweep_findings
+    from thinklens.steering.reasoning_vectors import alpha_sweep, sweep_findings
 
     target, score = _scorer(plan, seed)
     at_zero = _alpha0(plan.n_per_steps, seed)
@@ -139,7 +139,7 @@ def model_equals(model: Any, target: Any) -> bool:
 
 
 def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any], verdict: str, target: str) -> Check:
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
 
     gain = findings[0]
     lo, hi = gain.extra["diff_ci"]
@@ -149,8 +149,8 @@ def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any],
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from steering.reasoning_vectors import apply_vector, load_causal_lm
-    from thinklens.stats import findings_doc, paired_finding
+    from thinklens.calibration.stats import findings_doc, paired_finding
+    from thinklens.steering.reasoning_vectors import apply_vector, load_causal_lm
 
     plan = QUICK if ctx.quick else FULL
     v = lineage_vector()

@@ -1,7 +1,7 @@
 """Activation steering vectors: difference of means between two sets of prompts or traces.
 
 ``v = mean(act | A) - mean(act | B)`` at one site (contrastive activation addition), applied as
-``x + scale * v`` at chosen positions through :class:`~thinklens.interventions.AddVector`. The added
+``x + scale * v`` at chosen positions through :class:`~thinklens.engine.interventions.AddVector`. The added
 vector is exactly ``scale * v``: a test checks ``torch.equal(orig + v, steered)``.
 
 Example:
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import Tensor
 
+from thinklens.engine.interventions import AddVector, Positions
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.interventions import AddVector, Positions
-from thinklens.sites import Site
-from thinklens.trace import Trace
+from thinklens.generation.trace import Trace
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 Reduce = Literal["last", "mean"]
 
@@ -150,7 +150,7 @@ def next_token_diff_of_means(traces: Sequence[Trace], site: Site | str, token_id
 
     Example:
         >>> import torch
-        >>> from thinklens.trace import Trace
+        >>> from thinklens.generation.trace import Trace
         >>> s = Site.parse("resid_post.0")
         >>> t = Trace(prompt="", prompt_ids=[1], token_ids=[5, 7, 5], tokens=["a", "b", "a"], text="",
         ...           stop_reason="length", hidden={s: torch.tensor([[1.0], [3.0], [2.0]])})
@@ -166,7 +166,7 @@ def marked_diff_of_means(traces: Sequence[Trace], site: Site | str, marks: Seque
     """``mean(state | the token it produced is marked) - mean(state | any other token)`` over generated steps.
 
     ``marks[k][t]``: whether token ``t`` of trace ``k`` is marked, e.g. where a word starts
-    (:func:`steering.features.word_starts`: " Wait" or " W" + "ait" both mark the state before the word).
+    (:func:`thinklens.steering.features.word_starts`: " Wait" or " W" + "ait" both mark the state before the word).
     """
     s = Site.parse(site) if isinstance(site, str) else site
     if len(marks) != len(traces):

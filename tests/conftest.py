@@ -9,7 +9,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from jaxtyping import install_import_hook  # noqa: E402
 
-_hook = install_import_hook(["thinklens"], "tl_typecheck.typechecker")
+# The core's layers (not its capability subpackages thinklens.probes etc., nor the zoo's trainers)
+CORE_MODULES = ["thinklens.engine", "thinklens.generation", "thinklens.data", "thinklens.tasks", "thinklens.runs",
+                "thinklens.calibration", "thinklens.zoo.registry", "thinklens.zoo.modeling", "thinklens.zoo.tokenizer",
+                "thinklens.cli", "thinklens.errors", "thinklens.lazy"]
+_hook = install_import_hook(CORE_MODULES, "tl_typecheck.typechecker")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -20,7 +24,7 @@ torch.set_num_threads(1)
 @pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory):
     """One saved tiny random model per family: {family: path}."""
-    from thinklens.testing import FAMILIES, build_tiny_model
+    from tools.testing import FAMILIES, build_tiny_model
 
     root = tmp_path_factory.mktemp("tiny")
     return {fam: build_tiny_model(fam, root / fam) for fam in FAMILIES}
@@ -51,8 +55,8 @@ ZOO_ONLY = (
     "thinklens.tasks.render.render_prompt", "thinklens.tasks.render_prompt", "thinklens.tasks.render.render_target",
     "thinklens.tasks.render_target", "thinklens.tasks.render.render_example", "thinklens.tasks.render_example",
     "thinklens.tasks.spaced", "thinklens.tasks.problem.spaced", "thinklens.tasks.protocol.model_style",
-    "thinklens.tasks.protocol.token_budget", "steering.data.zoo_problems", "steering.data.zoo_prompts",
-    "steering.data.zoo_texts", "zoo.evaluate.evaluate_model",
+    "thinklens.tasks.protocol.token_budget", "thinklens.steering.corpora.zoo_problems", "thinklens.steering.corpora.zoo_prompts",
+    "thinklens.steering.corpora.zoo_texts", "thinklens.zoo.accuracy.evaluate_model",
 )
 
 
@@ -67,9 +71,9 @@ def tiny_r1(tmp_path_factory) -> str:
     if zoo_path("tiny-r1") is not None:
         return "tiny-r1"
     from thinklens.zoo.modeling import ZooModelConfig
-    from zoo.r1 import build_r1_tokenizer
-    from zoo.recipes import RECIPES
-    from zoo.train import train_zoo_model, with_overrides
+    from thinklens.zoo.r1 import build_r1_tokenizer
+    from thinklens.zoo.recipes import RECIPES
+    from thinklens.zoo.trainer import train_zoo_model, with_overrides
 
     # lr 3e-3 (the zoo's): in 150 steps it writes sentences; tiny-r1's own 1e-3 suits its long run, not a twin
     recipe = with_overrides(RECIPES["tiny-r1"], vocab_size=400, steps=150, warmup_steps=10, batch_tokens=1024, lr=3e-3,
@@ -115,7 +119,7 @@ def no_zoo_branch(monkeypatch):
     import importlib
     import pkgutil
 
-    from thinklens.jobs import all_jobs
+    from thinklens.runs.jobs import all_jobs
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a zoo-only branch was taken for a model prompted in its chat format")
@@ -123,12 +127,12 @@ def no_zoo_branch(monkeypatch):
     # Import every module of the project first: a module imported for the first time while the patch is on
     # would bind the forbidden function by `from x import y` for the rest of the session.
     all_jobs()
-    for package in ("thinklens", "analyses", "probes", "steering", "latent", "zoo"):
+    for package in ("thinklens", "thinklens.analyses", "thinklens.probes", "thinklens.steering", "thinklens.latent"):
         for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
             importlib.import_module(info.name)
     for target in ZOO_ONLY:
         monkeypatch.setattr(target, forbidden)
-    from thinklens.problemsets import ProblemSet
+    from thinklens.data.problemsets import ProblemSet
 
     draw = ProblemSet.synthetic.__func__
 
@@ -145,9 +149,9 @@ def no_zoo_branch(monkeypatch):
 @pytest.fixture(scope="module")
 def family_model(tmp_path_factory):
     """``family_model(model_type)``: the loaded tiny random model of that architecture family
-    (thinklens.testing.build_tiny_model), built once per test module."""
+    (tools.testing.build_tiny_model), built once per test module."""
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     root = tmp_path_factory.mktemp("families")
     loaded: dict[str, HookedModel] = {}

@@ -11,11 +11,11 @@ ZOO_EXIT = dict(exit_string="</think> ####", max_answer_tokens=5)
 
 def one_pass_matches_reference(model, *, batch_size: int, max_batch_tokens: int, atol: float, skip_rollout: int | None = None):
     """Sample 10 think rollouts on ``model`` and check that the one-pass features and labels
-    (:func:`probes.forced.event_features_and_labels`) equal the per-event reference functions; returns the
+    (:func:`thinklens.probes.forced.event_features_and_labels`) equal the per-event reference functions; returns the
     rollouts and the reference labels for further checks. ``skip_rollout``: a rollout whose events are dropped."""
-    from probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
-    from probes.forced import event_features_and_labels
-    from probes.lynx import lynx_sites
+    from thinklens.probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
+    from thinklens.probes.forced import event_features_and_labels
+    from thinklens.probes.lynx import lynx_sites
 
     traces, events, gold = sampled_think_rollouts(model, 10, max_steps=2, max_new_tokens=20, every=4)
     if skip_rollout is not None:

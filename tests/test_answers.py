@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from thinklens.answers import extract_cot, parse_answer, parse_equations
+from thinklens.data.answers import extract_cot, parse_answer, parse_equations
 from thinklens.errors import ThinklensError
 
 
@@ -57,7 +57,7 @@ def _write(tmp_path, rows):
 
 
 def test_gsm8k_files_in_every_answer_format_load_as_problems(tmp_path):
-    from thinklens.problemsets import load_problems
+    from thinklens.data.problemsets import load_problems
 
     path = _write(
         tmp_path,
@@ -76,7 +76,7 @@ def test_gsm8k_files_in_every_answer_format_load_as_problems(tmp_path):
 
 
 def test_malformed_gsm8k_line_names_file_and_line(tmp_path):
-    from thinklens.problemsets import load_problems
+    from thinklens.data.problemsets import load_problems
 
     path = _write(tmp_path, [{"question": "Q", "answer": "#### 1"}, "{not json"])
     with pytest.raises(ThinklensError, match=rf"{path.name}:2"):
@@ -89,8 +89,8 @@ import multiprocessing  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from thinklens.answers import answers_equal, extract_answer, is_correct  # noqa: E402
-from thinklens.equivalence import math_equal  # noqa: E402
+from thinklens.data.answers import answers_equal, extract_answer, is_correct  # noqa: E402
+from thinklens.data.equivalence import math_equal  # noqa: E402
 
 R1_END = "</think>\n\n"  # what a DeepSeek-R1-style output holds between its reasoning and its answer
 
@@ -339,7 +339,7 @@ def test_unit_answers_never_reach_math_verify(monkeypatch):
     def slow(*args, **kwargs):
         raise AssertionError("math-verify called on a unit answer")
 
-    monkeypatch.setattr("thinklens.answers.math_equal", slow)
+    monkeypatch.setattr("thinklens.data.answers.math_equal", slow)
     forms = [r"\boxed{{{n} \text{{ dollars}}}}", r"\boxed{{\${n}}}", r"\boxed{{{n} dollars}}", r"\boxed{{\text{{{n} cookies}}}}"]
     for form in forms:
         for n in (7, 1250, 18):

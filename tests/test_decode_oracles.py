@@ -1,7 +1,7 @@
 """Every generator of the project reproduces the outputs recorded before decoding had one loop.
 
 The fixtures under tests/fixtures/decode/ were written by the private loops that the core decode loop
-(:mod:`thinklens.decode`) replaced: traced generation, representation recycling, LatentSeek, latent
+(:mod:`thinklens.generation.decode_loop`) replaced: traced generation, representation recycling, LatentSeek, latent
 inference (CODI, Coconut, Latent-SFT), hybrid steering (then without a KV cache) and the zoo
 evaluation (then HF ``generate`` with the global RNG). Token ids and texts must match exactly;
 per-step statistics and losses to float32 rounding.
@@ -44,7 +44,7 @@ def test_generate_oracle():
 
 
 def test_recycling_oracle():
-    from analyses.mi.recycling import recycle_generate
+    from thinklens.analyses.mi.recycling import recycle_generate
 
     rec = fixture("recycling")
     m = zoo(rec["model"])
@@ -59,8 +59,8 @@ def test_recycling_oracle():
 
 @pytest.mark.parametrize("variant", ["argmax", "sample"])
 def test_latentseek_oracle(variant):
-    from latent.config import LatentSeekConfig
-    from latent.latentseek import greedy_with_states, latent_seek
+    from thinklens.latent.config import LatentSeekConfig
+    from thinklens.latent.latentseek import greedy_with_states, latent_seek
 
     rec = fixture("latentseek")
     m = zoo(rec["model"])
@@ -82,8 +82,8 @@ def test_latentseek_oracle(variant):
 
 @pytest.mark.parametrize("name", ["tiny-codi", "tiny-coconut", "tiny-latent-sft"])
 def test_latent_inference_oracle(name):
-    from latent.data import example_from_problem
-    from latent.latent_model import load_latent_model
+    from thinklens.latent.latent_model import load_latent_model
+    from thinklens.latent.segments import example_from_problem
     from thinklens.tasks import generate_problems
 
     case = next(c for c in fixture("latent")["cases"] if c["model"] == name)
@@ -122,8 +122,8 @@ class _LinearSAE:
 
 @pytest.mark.parametrize("base_name", ["tiny-pre", "tiny-cot"])
 def test_hybrid_oracle(base_name):
-    from steering.hybrid import HybridConfig, HybridVectors
-    from steering.hybrid_generate import hybrid_generate
+    from thinklens.steering.hybrid import HybridConfig, HybridVectors
+    from thinklens.steering.hybrid_generate import hybrid_generate
 
     rec = fixture(f"hybrid_{base_name}")
     base, think = zoo(rec["base"]), zoo(rec["thinking"])
@@ -141,7 +141,7 @@ def test_hybrid_oracle(base_name):
 
 
 def test_zoo_eval_oracle():
-    from zoo.evaluate import evaluate_model, generate_texts
+    from thinklens.zoo.accuracy import evaluate_model, generate_texts
 
     rec = fixture("zoo_eval")
     rng = torch.get_rng_state()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from thinklens.data.grading import Agreement, GradingCase, agreement, load_cases
 from thinklens.errors import ThinklensError
-from thinklens.grading import Agreement, GradingCase, agreement, load_cases
 
 FIXTURE = Path(__file__).parent / "fixtures" / "math_verify_cases.json"
 

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from thinklens.answers import parse_answer, parse_equations
+from thinklens.data.answers import parse_answer, parse_equations
 from thinklens.errors import ThinklensError
 from thinklens.tasks import (
     STYLES,

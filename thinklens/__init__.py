@@ -1,5 +1,13 @@
 """thinklens: see how language models reason from the inside, and act on it.
 
+The core, by layer: :mod:`thinklens.engine` (any HF causal LM behind one hook layer),
+:mod:`thinklens.generation` (traced, KV-cached decoding), :mod:`thinklens.data` (problems, prompt formats,
+answers), :mod:`thinklens.tasks` (the synthetic task), :mod:`thinklens.runs` (the job contract and run
+folders), :mod:`thinklens.calibration` (findings and planted/null settings) and :mod:`thinklens.zoo` (the
+embedded models). The capabilities: :mod:`thinklens.probes`, :mod:`thinklens.steering`,
+:mod:`thinklens.latent` and :mod:`thinklens.analyses`, whose sources are the repository's ``probes/``,
+``steering/``, ``latent/`` and ``analyses/`` folders (pyproject's ``package-dir`` maps them).
+
 Names are imported on first use (torch loads only when a model-facing name is touched), so the CLI
 starts fast.
 
@@ -12,25 +20,59 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from thinklens.errors import ThinklensError
+CAPABILITIES = ("probes", "steering", "latent", "analyses")
+"""Subpackages of thinklens whose sources sit in the repository's top-level folders of these names."""
+
+
+class _CheckoutFinder(importlib.abc.MetaPathFinder):
+    """``thinklens.<capability>`` from the repository's ``<capability>/`` folder, for a source checkout used
+    without installing (``PYTHONPATH=.``, as the GPU machine runs it): the mapping pyproject's ``package-dir``
+    makes for an install. Only those four names, and only beside this checkout's pyproject.toml."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        head, _, name = fullname.partition(".")
+        if head != __name__ or name not in CAPABILITIES:
+            return None
+        init = self.root / name / "__init__.py"
+        if not init.is_file():
+            return None
+        return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(init.parent)])
+
+
+def _install_checkout_finder() -> None:
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and not any(isinstance(f, _CheckoutFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _CheckoutFinder(root))
+
+
+_install_checkout_finder()
+
+from thinklens.errors import ThinklensError  # noqa: E402
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat, format_for
-    from thinklens.interventions import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation
-    from thinklens.jobs import JobResult, run_job
-    from thinklens.model import HookedModel
-    from thinklens.sites import Site, parse_sites
-    from thinklens.trace import ActivationBatch, Trace
+    from thinklens.data.formats import PromptFormat, format_for
+    from thinklens.engine.interventions import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation
+    from thinklens.engine.model import HookedModel
+    from thinklens.engine.sites import Site, parse_sites
+    from thinklens.generation.trace import ActivationBatch, Trace
+    from thinklens.runs.jobs import JobResult, run_job
 
 _LAZY = {
-    "ActivationBatch": "thinklens.trace", "Trace": "thinklens.trace",
-    "AddVector": "thinklens.interventions", "HookFn": "thinklens.interventions",
-    "InjectEmbeddings": "thinklens.interventions", "RepeatBlock": "thinklens.interventions",
-    "ReplaceActivation": "thinklens.interventions", "HookedModel": "thinklens.model",
-    "Site": "thinklens.sites", "parse_sites": "thinklens.sites", "run_job": "thinklens.jobs",
-    "JobResult": "thinklens.jobs", "format_for": "thinklens.formats", "PromptFormat": "thinklens.formats",
+    "ActivationBatch": "thinklens.generation.trace", "Trace": "thinklens.generation.trace",
+    "AddVector": "thinklens.engine.interventions", "HookFn": "thinklens.engine.interventions",
+    "InjectEmbeddings": "thinklens.engine.interventions", "RepeatBlock": "thinklens.engine.interventions",
+    "ReplaceActivation": "thinklens.engine.interventions", "HookedModel": "thinklens.engine.model",
+    "Site": "thinklens.engine.sites", "parse_sites": "thinklens.engine.sites", "run_job": "thinklens.runs.jobs",
+    "JobResult": "thinklens.runs.jobs", "format_for": "thinklens.data.formats", "PromptFormat": "thinklens.data.formats",
 }
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The ``thinklens`` command line: ``info``, ``run <job>``, ``runs`` (list, ``show``) and ``app``.
 
-``thinklens run <job>`` is generated from the job contract (:mod:`thinklens.jobs`): the job's config
+``thinklens run <job>`` is generated from the job contract (:mod:`thinklens.runs.jobs`): the job's config
 fields are its options (help = the field docstrings), followed by the options every job shares
 (``--model``, ``--seed`` from the config; ``--device``, ``--dtype``, ``--threads``, ``--runs``,
 ``--run-id``, ``--out``, ``--no-progress``, ``--config FILE``). Jobs are imported only when named, so
@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
     m = HookedModel.load(args.model, device=args.device)
     n_params = sum(p.numel() for p in m.hf.parameters())
@@ -64,7 +64,7 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """``thinklens runs``: the runs under the runs root; ``thinklens runs show REF``: one run in full."""
-    from thinklens.runs_command import run_table, show_lines
+    from thinklens.runs.listing import run_table, show_lines
 
     root = getattr(args, "show_runs", None) or args.runs
     if getattr(args, "runs_command", None) == "show":
@@ -76,8 +76,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def add_job_parser(jobs: Any, job: Any) -> argparse.ArgumentParser:
     """``thinklens run <job.name>``: the config's fields, then the common options."""
-    from thinklens.configcli import add_config_arguments
-    from thinklens.jobs import RunOptions
+    from thinklens.runs.configcli import add_config_arguments
+    from thinklens.runs.jobs import RunOptions
 
     p = jobs.add_parser(job.name, help=job.help, description=job.about)
     g = p.add_argument_group(f"{job.name} options (a field of {job.config.__name__} each)")
@@ -108,14 +108,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run the job named by ``args.job`` through the contract; print its folder and report."""
     import dataclasses
 
-    from thinklens.jobs import RunOptions, execute, get_job
+    from thinklens.runs.jobs import RunOptions, execute, get_job
 
     job = get_job(args.job)
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(job.config) if hasattr(args, f.name)}
     config = job.make_config(preset=getattr(args, "preset", None), config_file=args.config_file, **given)
     options = RunOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunOptions) if hasattr(args, f.name)})
     result, run = execute(job, config, options)
-    from thinklens.training import launched_rank
+    from thinklens.engine.training import launched_rank
 
     if launched_rank() != 0:  # under a multi-process launch the main process reports
         return 0
@@ -128,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\n".join(lines))
     findings = (run.meta().get("summary") or {}).get("findings") or []
     if findings:  # the closing lines: the same verdicts as the summary JSON, the Home card and the page
-        from thinklens.stats import finding_sentence
+        from thinklens.calibration.stats import finding_sentence
 
         print("findings:")
         for f in findings:
@@ -141,14 +141,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _jsonable(obj: Any) -> Any:
-    from thinklens.runs import to_jsonable
+    from thinklens.runs.folders import to_jsonable
 
     return to_jsonable(obj)
 
 
 def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
     """The parser; ``jobs`` names the jobs whose options are loaded (None: every registered job)."""
-    from thinklens.jobs import get_job, job_names
+    from thinklens.runs.jobs import get_job, job_names
 
     p = _Parser(prog="thinklens", description="interpretability and latent-reasoning workbench")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)

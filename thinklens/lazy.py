@@ -1,4 +1,4 @@
-"""Lazy package exports (PEP 562): ``from probes import LinearProbe`` imports ``probes.estimators`` only then.
+"""Lazy package exports (PEP 562): ``from thinklens.probes import LinearProbe`` imports ``thinklens.probes.estimators`` only then.
 
 A capability package lists its public names and their modules; the package's ``__getattr__`` imports a
 module on first use of one of its names, and ``__dir__`` lists every name, so ``dir()`` and tab completion
@@ -23,8 +23,8 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
     """``(__getattr__, __dir__, __all__)`` for ``package`` from ``exports`` (public name -> defining module).
 
     A name is imported from its module on first access and cached in the package (the next access is a
-    plain attribute lookup). A name whose target is ``<package>.<name>`` is that submodule (``"mi": "analyses.mi"``):
-    a function named like its own module (``analyses.explore.explore``) is not exported, since importing the
+    plain attribute lookup). A name whose target is ``<package>.<name>`` is that submodule (``"mi": "thinklens.analyses.mi"``):
+    a function named like its own module (``thinklens.analyses.explore.explore``) is not exported, since importing the
     submodule would rebind the package attribute to the module.
     """
     table = dict(exports)

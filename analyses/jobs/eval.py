@@ -3,13 +3,13 @@
 Greedy or sampled completions (``--temperature``, ``--top-p``, ``--samples`` per problem) of any model (zoo name,
 folder or hub id) on any problem set (GSM8K, MATH-500, AIME, JSONL, synthetic), generated in batches in the
 model's prompt format (its chat template, plain text or a zoo style), graded by
-:func:`thinklens.answers.is_correct` against the gold answers (boxed or marked answers, math-verify equivalence),
+:func:`thinklens.data.answers.is_correct` against the gold answers (boxed or marked answers, math-verify equivalence),
 with total, reasoning and answer token counts (reasoning vs answer by the format's thinking span) and stop
 reasons. The run folder holds every completion (``completions/batch-NNNNN.json``, written per batch: a re-run
 resumes after the last finished batch), ``results/eval_problems.json`` (one row per completion, without the
 text), ``results/eval.json`` (the summary overall and by metadata group: n_steps, level, subject, and its findings:
 the accuracy against the majority-answer guess on the same problems, reasoning against answer tokens;
-:mod:`analyses.eval_findings`) and the figure ``eval``.
+:mod:`thinklens.analyses.eval_findings`) and the figure ``eval``.
 
 Example:
     >>> JOB.name, JOB.config.__name__
@@ -25,9 +25,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.data.problemsets import DataOptions, SamplingOptions
 from thinklens.errors import ThinklensError, opt
-from thinklens.jobs import Job, JobContext
-from thinklens.problemsets import DataOptions, SamplingOptions
+from thinklens.runs.jobs import Job, JobContext
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,11 @@ def _batches(n_problems: int, samples: int, batch_size: int) -> list[list[tuple[
 
 def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Generate and grade every batch not yet done; returns the summary (also ``results/eval.json``)."""
-    from analyses.eval_findings import eval_findings
-    from analyses.evaluation import completion_row, figure_eval, group_fields, summarize_eval
-    from thinklens.budgets import budgets_for
-    from thinklens.formats import format_for
-    from thinklens.runs import atomic_write_json, to_jsonable
+    from thinklens.analyses.eval_findings import eval_findings
+    from thinklens.analyses.evaluation import completion_row, figure_eval, group_fields, summarize_eval
+    from thinklens.data.formats import format_for
+    from thinklens.generation.budgets import budgets_for
+    from thinklens.runs.folders import atomic_write_json, to_jsonable
 
     model = ctx.model
     problems = config.load(limit=config.n_problems or None)
@@ -110,7 +110,7 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
 
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
-    from thinklens.budgets import budget_note
+    from thinklens.generation.budgets import budget_note
 
     o = summary["overall"]
     stops = ", ".join(f"{k} {v}" for k, v in sorted(o["stop_reasons"].items()))

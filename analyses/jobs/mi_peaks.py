@@ -6,7 +6,7 @@ golden answer (the data set's solution) per token at several sites (reference, m
 shuffled-answer control); peaks by top-k and IQR; thinking-token enrichment with CIs; optionally the suppression
 test, Representation Recycling (with a layer sweep) and thinking-token test-time scaling. ``--preset demo`` runs
 all of it on the zoo in a few CPU minutes. Re-running with the same config and run folder resumes after the
-finished stages (:mod:`analyses.mi.stages`; the run-folder format: :mod:`analyses.mi.store`).
+finished stages (:mod:`thinklens.analyses.mi.pipeline`; the run-folder format: :mod:`thinklens.analyses.mi.run_format`).
 
 Example:
     >>> JOB.name, JOB.config.__name__, sorted(JOB.presets)
@@ -23,9 +23,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analyses.mi.config import MIPeaksJobConfig
+from thinklens.analyses.mi.config import MIPeaksJobConfig
 from thinklens.errors import ThinklensError, opt
-from thinklens.jobs import DemoRun, Job, JobContext
+from thinklens.runs.jobs import DemoRun, Job, JobContext
 
 PRESETS: dict[str, MIPeaksJobConfig] = {
     "default": MIPeaksJobConfig(),
@@ -49,33 +49,33 @@ PRESETS: dict[str, MIPeaksJobConfig] = {
 
 
 def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
-    """Every stage not yet done (see :mod:`analyses.mi.stages`); returns the summary written to meta.json."""
-    from analyses.mi import stages
-    from thinklens.runs import to_jsonable
+    """Every stage not yet done (see :mod:`thinklens.analyses.mi.pipeline`); returns the summary written to meta.json."""
+    from thinklens.analyses.mi import pipeline
+    from thinklens.runs.folders import to_jsonable
 
     log = ctx.progress.log if ctx.progress.enabled else None
     problems = config.problems(config.n_problems, seed=config.seed)  # the synthetic stream without --data
     if len(problems) < 2:
         raise ThinklensError.of("problems", len(problems), "at least 2 (the shuffled control needs two)",
                                 f"pass more problems ({opt('data')}, {opt('n_problems')})")
-    keys = stages.model_keys(config)
+    keys = pipeline.model_keys(config)
     main = ctx.shards.is_main  # several processes split the trajectories; the main one runs the other stages
-    for stage in ctx.run.pending(stages.stage_names(config)):
+    for stage in ctx.run.pending(pipeline.stage_names(config)):
         out: Any = None
         if stage.startswith("trajectories:"):
             j = keys.index(stage.split(":", 1)[1])
             model = ctx.model if j == 0 else ctx.load(config.models[j])
-            stages.stage_trajectories(model, j, problems, config, ctx.run, log, shards=ctx.shards)
+            pipeline.stage_trajectories(model, j, problems, config, ctx.run, log, shards=ctx.shards)
             if not main:
                 continue
         elif not main:
             continue
         elif stage == "enrichment":
-            out = stages.stage_enrichment(config, ctx.run)
+            out = pipeline.stage_enrichment(config, ctx.run)
         elif stage == "comparison":
-            out = stages.stage_comparison(ctx.run)
+            out = pipeline.stage_comparison(ctx.run)
         else:
-            out = stages.stage_intervention(stage, ctx.model, problems, config, ctx.run)
+            out = pipeline.stage_intervention(stage, ctx.model, problems, config, ctx.run)
         if out is not None:
             ctx.run.write_result(stage, to_jsonable(out))
         ctx.run.mark_done(stage)
@@ -83,7 +83,7 @@ def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
             log(f"stage done: {stage}")
     if not main:
         return ctx.shards.share(None)
-    summary = to_jsonable(stages.summary_of(config, ctx.run))
+    summary = to_jsonable(pipeline.summary_of(config, ctx.run))
     ctx.run.finish(summary)
     return ctx.shards.share(summary)
 
@@ -94,8 +94,8 @@ def _num(v: float | None) -> str:
 
 
 def _finding_line(f: dict[str, Any]) -> str:
-    """One finding of the summary as the CLI prints it (thinklens.stats.Finding.line on the JSON form)."""
-    from thinklens.stats import Finding
+    """One finding of the summary as the CLI prints it (thinklens.calibration.stats.Finding.line on the JSON form)."""
+    from thinklens.calibration.stats import Finding
 
     keep = {k: f.get(k) for k in ("claim", "statistic", "value", "n", "control", "control_value", "verdict", "p")}
     nan = float("nan")
@@ -107,8 +107,8 @@ def _finding_line(f: dict[str, Any]) -> str:
 
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
-    from analyses.mi.findings import mi_headline, words_headline
-    from thinklens.budgets import budget_note
+    from thinklens.analyses.mi.mi_findings import mi_headline, words_headline
+    from thinklens.generation.budgets import budget_note
 
     findings = summary.get("findings") or []
     main = findings[0]["claim"].split(":", 1)[0] if findings else None
@@ -145,7 +145,7 @@ def report(summary: dict[str, Any]) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): accuracy, where the peaks fall, the top thinking words."""
-    from thinklens.headlines import pct
+    from thinklens.runs.headlines import pct
 
     models = summary.get("models") or {}
     main = next(iter(models.values()), {})

@@ -1,6 +1,6 @@
 """Estimator settings for the normalised HSIC of MI peaks, the registry of named variants, and the settings of
 ``thinklens run mi-peaks`` (:class:`MIPeaksJobConfig`, read by the MI modules; the job is
-:mod:`analyses.jobs.mi_peaks`).
+:mod:`thinklens.analyses.jobs.mi_peaks`).
 
 The reference estimator (Qian et al. 2025, ChnQ/MI-Peaks) uses a fixed kernel width sigma = 50.
 Because its score grows with activation magnitude relative to sigma, two norm-controlled variants
@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt
-from thinklens.problemsets import DataOptions
 from thinklens.tasks import STYLES, StepRange
 
 Bandwidth = Literal["fixed", "median"]
@@ -142,8 +142,8 @@ class MIPeaksJobConfig(DataOptions, StepRange):
     """Extra-token budgets of TTTS."""
 
     def check(self) -> None:
-        from analyses.mi.peaks import PEAK_RULES
-        from analyses.mi.thinking_tokens import CI_METHODS
+        from thinklens.analyses.mi.peaks import PEAK_RULES
+        from thinklens.analyses.mi.thinking_tokens import CI_METHODS
 
         bad = [e for e in self.estimators if e not in ESTIMATORS]
         if bad or not self.estimators:

@@ -44,8 +44,8 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from analyses.mi.config import NHSICConfig, estimator_config
-from analyses.mi.solvers import (
+from thinklens.analyses.mi.config import NHSICConfig, estimator_config
+from thinklens.analyses.mi.solvers import (
     answer_factor,
     center_,
     cholesky_scores,

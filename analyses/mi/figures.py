@@ -2,7 +2,7 @@
 
 Example:
     >>> import torch
-    >>> from analyses.mi import nhsic_trajectory, top_k_peaks
+    >>> from thinklens.analyses.mi import nhsic_trajectory, top_k_peaks
     >>> y = torch.linspace(-100.0, 100.0, 32)
     >>> curve = nhsic_trajectory(torch.stack([y * s for s in (0.2, 1.0, 0.5)]), y)
     >>> fig = figure_mi_curve(curve, tokens=["a", " So", "b"], peaks=top_k_peaks(curve, k=1))
@@ -19,12 +19,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses.mi.peaks import Peaks, as_values
+from thinklens.analyses.mi.peaks import Peaks, as_values
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:  # keeps the estimator out of the import graph of the app's pages
-    from analyses.mi.estimator import MICurve
-    from analyses.mi.thinking_tokens import EnrichmentResult
+    from thinklens.analyses.mi.estimator import MICurve
+    from thinklens.analyses.mi.thinking_tokens import EnrichmentResult
 
 
 def _hover(values: np.ndarray, tokens: Sequence[str] | None) -> list[str]:
@@ -42,7 +42,7 @@ def figure_mi_curve(
     """MI curve of one trajectory, hover text per token, markers on the peaks.
 
     ``curves`` may be one MICurve (or a 1-D array) or a mapping name -> curve, e.g. the output of
-    :func:`analyses.mi.compare_estimators` or a real-vs-shuffled-answer pair: each gets its own row
+    :func:`thinklens.analyses.mi.compare_estimators` or a real-vs-shuffled-answer pair: each gets its own row
     with a shared step axis, since the variants live on different scales. Peaks are drawn on the
     first row; ``tokens[t]`` is the token produced at step t.
     """

@@ -1,7 +1,7 @@
 """Plotly figures for the suppression test, TTTS and Representation Recycling.
 
 Example:
-    >>> from analyses.mi.suppression import SuppressionResult, SuppressionRow
+    >>> from thinklens.analyses.mi.suppression import SuppressionResult, SuppressionRow
     >>> res = SuppressionResult(rows=(SuppressionRow("none", 0, n_correct=8, n=10), SuppressionRow("thinking", 4, n_correct=3, n=10)),
     ...                         thinking_words=("Wait",), thinking_ids=(1, 2, 3, 4), random_ids=(), seed=0)
     >>> [round(y, 2) for y in figure_suppression(res).data[0].y]
@@ -14,9 +14,9 @@ from collections.abc import Mapping
 
 import plotly.graph_objects as go
 
-from analyses.mi.recycling import RecyclingResult
-from analyses.mi.suppression import SuppressionResult
-from analyses.mi.ttts import TTTSResult
+from thinklens.analyses.mi.recycling import RecyclingResult
+from thinklens.analyses.mi.suppression import SuppressionResult
+from thinklens.analyses.mi.ttts import TTTSResult
 
 
 def figure_suppression(result: SuppressionResult) -> go.Figure:

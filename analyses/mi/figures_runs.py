@@ -4,7 +4,7 @@ These need no model and no estimator: the app calls them on what it reads from a
 job calls the same functions to write the run's figures.
 
 Example:
-    >>> from analyses.mi.figures import mean_curve
+    >>> from thinklens.analyses.mi.figures import mean_curve
     >>> entry = {"key": "m", "name": "m", "style": "think", "site": "resid_post.3", "n": 2, "accuracy": 0.5,
     ...          "mean_tokens": 2.0, "mean_mi": {"resid_post.3": 1.0}, "mean_max_mi": 1.5, "peak_to_median": 2.0,
     ...          "peak_fraction": {"top_k": 0.5, "iqr": 0.0}, "controls": [],
@@ -23,9 +23,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analyses.mi.figures import figure_mean_curves
-from analyses.mi.peaks import find_peaks
-from analyses.mi.store import TrajectoryRecord
+from thinklens.analyses.mi.figures import figure_mean_curves
+from thinklens.analyses.mi.peaks import find_peaks
+from thinklens.analyses.mi.run_format import TrajectoryRecord
 from thinklens.errors import ThinklensError, opt
 
 CURVE_CHOICES = ("estimator variants", "shuffled-answer control")
@@ -67,8 +67,8 @@ def figure_trajectory(record: TrajectoryRecord, *, site: str | None = None, rule
     stored number of top-k peaks).
 
     Example:
-        >>> from analyses.mi.synthetic import synthetic_record
-        >>> from analyses.mi.config import MIPeaksJobConfig
+        >>> from thinklens.analyses.mi.synthetic import synthetic_record
+        >>> from thinklens.analyses.mi.config import MIPeaksJobConfig
         >>> import numpy as np
         >>> rec = synthetic_record(0, "m", "think", 2, MIPeaksJobConfig(k=2), np.random.default_rng(0))
         >>> [t.name for t in figure_trajectory(rec, variants=False).data][1:]

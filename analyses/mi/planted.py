@@ -8,7 +8,7 @@ because ``rep[t + 1]`` is the state at the position of ``g[t]`` (spec: rep[t] pr
 last prompt token).
 
 Scores against the planted steps, per trajectory (paired statistics over trajectories live in
-:mod:`analyses.mi.findings` and the validation settings):
+:mod:`thinklens.analyses.mi.mi_findings` and the validation settings):
 
 * the MI with the own answer and with the shuffled answer at the planted steps (their difference is the
   answer-specific MI, ``mi_gap``), and the own MI elsewhere (does MI *rise* at the planted steps);

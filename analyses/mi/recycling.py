@@ -3,7 +3,7 @@ about to emit a thinking token.
 
 Greedy KV-cached decoding (the core's decode loop with :class:`RecycleChoice`). When the argmax
 candidate is a thinking token, with probability ``probability`` (seeded), the forward of the current
-input token is redone (:meth:`thinklens.decoder.Decoder.rerun`) with block L run twice
+input token is redone (:meth:`thinklens.generation.kv_batch.Decoder.rerun`) with block L run twice
 (:class:`thinklens.RepeatBlock`: its input at that position is replaced by its own output; the
 blocks above are recomputed) and the token is re-chosen from the recycled logits. The recycled
 keys and values are kept: the decoder rolls back the regular step and RepeatBlock crops the
@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from analyses.mi.suppression import accuracy_of
-from analyses.mi.vocab import flat_ids, token_ids_for_words
-from thinklens.decode import DecodeState, TokenChoice, decode
-from thinklens.decoder import Decoder
+from thinklens.analyses.mi.suppression import accuracy_of
+from thinklens.analyses.mi.vocab import flat_ids, token_ids_for_words
+from thinklens.engine.interventions import RepeatBlock
 from thinklens.errors import ThinklensError
-from thinklens.interventions import RepeatBlock
+from thinklens.generation.decode_loop import DecodeState, TokenChoice, decode
+from thinklens.generation.kv_batch import Decoder
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def recycling_eval(model: HookedModel, prompts: Sequence[str], answers: Sequence
                    thinking_words: Sequence[str], *, layer: int | None = None, probability: float = 0.5,
                    seed: int = 0, max_new_tokens: int = 512, stop: Sequence[str] = (),
                    batch_size: int | None = None, plain_texts: Sequence[str] | None = None) -> RecyclingResult:
-    """Accuracy of plain greedy decoding vs RR (graded by ``thinklens.answers.is_correct``).
+    """Accuracy of plain greedy decoding vs RR (graded by ``thinklens.data.answers.is_correct``).
 
     ``plain_texts``: the greedy generations of the same prompts, when already computed (a layer
     sweep decodes them once).

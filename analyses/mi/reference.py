@@ -1,7 +1,7 @@
 """The plain nHSIC formula, written literally in numpy float64: the oracle for the fast estimator.
 
 Two explicit m x m inverses per step, exactly as the paper's code does it (there in float32 on the
-CPU). Slow on purpose; tests and ``bench/mi.py`` compare :func:`analyses.mi.nhsic_trajectory`
+CPU). Slow on purpose; tests and ``bench/mi.py`` compare :func:`thinklens.analyses.mi.nhsic_trajectory`
 against it. Limit of the literal formula: when the coordinates are tiny next to sigma (|x| ~ 1e-3 at
 sigma = 50), K is 1 to ten digits and centring cancels them, so this oracle itself drifts (~1e-5
 relative); the fast estimator builds K - 1 with expm1 and stays exact there. Tests use activations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analyses.mi.config import NHSICConfig
+from thinklens.analyses.mi.config import NHSICConfig
 
 
 def plain_r(v: np.ndarray, sigma: float, eps: float) -> np.ndarray:

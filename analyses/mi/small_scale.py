@@ -20,7 +20,7 @@ sigma to the vector's own spread, where it does not apply.
 
 Example:
     >>> import torch
-    >>> from analyses.mi.estimator import nhsic_trajectory
+    >>> from thinklens.analyses.mi.estimator import nhsic_trajectory
     >>> g = torch.Generator().manual_seed(0)
     >>> y = torch.randn(64, generator=g, dtype=torch.float64)
     >>> x = (y + torch.randn(64, generator=g, dtype=torch.float64))[None]  # |x| ~ 1 << sigma = 50
@@ -34,7 +34,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from analyses.mi.config import NHSICConfig, estimator_config
+from thinklens.analyses.mi.config import NHSICConfig, estimator_config
 from thinklens.errors import ThinklensError
 
 

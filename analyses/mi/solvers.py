@@ -1,4 +1,4 @@
-"""Per-chunk kernels and solvers behind :func:`analyses.mi.nhsic_trajectory` (internal).
+"""Per-chunk kernels and solvers behind :func:`thinklens.analyses.mi.nhsic_trajectory` (internal).
 
 Notation: a chunk holds b steps of m coordinates; E = K - 1 = expm1(-(x_i - x_j)^2 / 2 sigma^2) is
 the Gaussian kernel minus one (float64: exact small entries, and centring removes the constant

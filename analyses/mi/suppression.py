@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from analyses.mi.vocab import flat_ids, random_token_ids, token_ids_for_words
-from thinklens.answers import Tally, is_correct
+from thinklens.analyses.mi.vocab import flat_ids, random_token_ids, token_ids_for_words
+from thinklens.data.answers import Tally, is_correct
+from thinklens.engine.hooks import ForwardContext
+from thinklens.engine.interventions import HookFn
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.hooks import ForwardContext
-from thinklens.interventions import HookFn
-from thinklens.sites import Site
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 def suppress_tokens(ids: Sequence[int]) -> HookFn:
@@ -89,7 +89,7 @@ class SuppressionResult:
 
 
 def accuracy_of(texts: Sequence[str], answers: Sequence[str | int | None]) -> tuple[int, float]:
-    """(number correct, accuracy) graded by ``thinklens.answers.is_correct``; a text stating no answer is wrong.
+    """(number correct, accuracy) graded by ``thinklens.data.answers.is_correct``; a text stating no answer is wrong.
 
     Example:
         >>> accuracy_of(["so #### 12", "\\\\boxed{\\\\frac{1}{2}}", "no answer"], ["12", "0.5", "3"])
@@ -116,8 +116,8 @@ def suppression_test(
     """Greedy accuracy with nothing, the thinking words, or as many random tokens suppressed.
 
     Args:
-        answers: the gold answer of each prompt (graded by ``thinklens.answers.is_correct``).
-        thinking_words: e.g. the top words of :func:`analyses.mi.thinking_token_enrichment`; all of
+        answers: the gold answer of each prompt (graded by ``thinklens.data.answers.is_correct``).
+        thinking_words: e.g. the top words of :func:`thinklens.analyses.mi.thinking_token_enrichment`; all of
             their token ids are suppressed (" So" and "So" alike).
         n_random: random draws of the same number of ids, from word tokens (``pool``), seeded.
     """

@@ -24,16 +24,16 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from analyses.mi.config import NHSICConfig
-from analyses.mi.estimator import MICurve, nhsic_trajectory
-from analyses.mi.peaks import Peaks
-from analyses.mi.thinking_tokens import TokenTrajectory
+from thinklens.analyses.mi.config import NHSICConfig
+from thinklens.analyses.mi.estimator import MICurve, nhsic_trajectory
+from thinklens.analyses.mi.peaks import Peaks
+from thinklens.analyses.mi.thinking_tokens import TokenTrajectory
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.sites import Site
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
-    from thinklens.trace import Trace
+    from thinklens.engine.model import HookedModel
+    from thinklens.generation.trace import Trace
 
 DEFAULT_SITES = ("resid_post.-1",)
 
@@ -63,7 +63,7 @@ class MITrajectory:
         return self.curves[key]
 
     def with_peaks(self, peaks: Peaks) -> TokenTrajectory:
-        """Tokens and peaks, ready for :func:`analyses.mi.thinking_token_enrichment`."""
+        """Tokens and peaks, ready for :func:`thinklens.analyses.mi.thinking_token_enrichment`."""
         return TokenTrajectory.of(self.tokens, peaks)
 
 
@@ -98,8 +98,8 @@ def mi_trajectories(
         prompts, solutions: one reference solution text per prompt (for h_gt).
         sites: blocks to score (default the last block, as the reference).
         max_new_tokens: 512 in the reference run.
-        estimator: a registered name or an NHSICConfig (see :data:`analyses.mi.ESTIMATORS`).
-        estimator_options: passed to :func:`analyses.mi.nhsic_trajectory` (device defaults to the
+        estimator: a registered name or an NHSICConfig (see :data:`thinklens.analyses.mi.ESTIMATORS`).
+        estimator_options: passed to :func:`thinklens.analyses.mi.nhsic_trajectory` (device defaults to the
             model's device, so the estimator runs on the accelerator).
     """
     if len(prompts) != len(solutions):

@@ -4,9 +4,9 @@ continued generation (no word) at the same token budget.
 
 Every answer, also at budget 0, is forced the same way: ``answer_prompt`` (the prompt format's cue:
 `` Final Answer within \\boxed{}:`` and 16 tokens as the reference, the zoo's ``####`` and 8 tokens for
-zoo styles; :attr:`thinklens.formats.PromptFormat.ttts_cue`) is appended and ``answer_tokens`` more
+zoo styles; :attr:`thinklens.data.formats.PromptFormat.ttts_cue`) is appended and ``answer_tokens`` more
 tokens are generated greedily; ``answer_prompt + continuation`` is graded by
-``thinklens.answers.is_correct``. Texts are re-tokenized at each stage (the paper works on text too).
+``thinklens.data.answers.is_correct``. Texts are re-tokenized at each stage (the paper works on text too).
 
 Example:
     >>> # res = ttts_eval(model, prompts, answers, words=("Wait", "So"), budgets=(0, 32, 64))
@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from analyses.mi.suppression import accuracy_of
-from thinklens.answers import Tally
+from thinklens.analyses.mi.suppression import accuracy_of
+from thinklens.data.answers import Tally
+from thinklens.data.formats import TTTS_CUE, TTTS_TOKENS
 from thinklens.errors import ThinklensError
-from thinklens.formats import TTTS_CUE, TTTS_TOKENS
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def continuation_text(model: object, trace: object) -> str:
     ids = getattr(trace, "token_ids", None)
     if tok is None or ids is None:
         return trace.text  # type: ignore[attr-defined]
-    from thinklens.decoder import eos_ids
+    from thinklens.generation.kv_batch import eos_ids
 
     drop = eos_ids(model) | {tok.pad_token_id}  # type: ignore[arg-type]
     return tok.decode([i for i in ids if i not in drop], skip_special_tokens=False)
@@ -109,7 +109,7 @@ def ttts_eval(
     """TTTS against plain continuation at equal budgets (greedy everywhere).
 
     Args:
-        answers: gold answers (graded by ``thinklens.answers.is_correct``).
+        answers: gold answers (graded by ``thinklens.data.answers.is_correct``).
         words: thinking words to append (one method each), e.g. ("Wait", "So").
         budgets: extra-token budgets; 0 forces the answer right after the first pass.
         max_new_tokens: budget of the first pass.

@@ -5,7 +5,7 @@ questions; they differ only in which solution text gives each trajectory its ans
 
 - ``mi-peaks planted``: each question with its own solution (``<<a+b=c>> ... #### N``). The answer is
   written at a known place in every trajectory: the first statement of the final value (tiny-r1: the last
-  equation's result), located from the task's ground truth (:mod:`analyses.mi.planted`). Recovered when the
+  equation's result), located from the task's ground truth (:mod:`thinklens.analyses.mi.planted`). Recovered when the
   MI with the own answer at those steps beats the shuffled-answer control (another problem's h_gt, the
   same states), paired over trajectories (sign-flip, p < 0.01), and rises there above the trajectory's
   other steps (paired, p < 0.01). Statistic ``mi_gap``: the mean over trajectories of own - shuffled MI at
@@ -29,7 +29,7 @@ block gap 0.009 [-0.020, 0.037], block 1 gap 0.050 [0.012, 0.090]).
 What only the paired gap shows: in the null the own-answer MI still rises at the answer steps (p = 1e-4 over
 64 trajectories) and the peaks still land there above the uniform chance (precision 0.11 vs 0.02; planted
 0.28), because at this scale nHSIC is close to the squared correlation of the two coordinate profiles
-(:mod:`analyses.mi.small_scale`) and a state at a number token resembles any answer vector (the last-token
+(:mod:`thinklens.analyses.mi.small_scale`) and a state at a number token resembles any answer vector (the last-token
 state of ``... #### N``). So a rise or peak at the answer is no evidence by itself; only own against
 shuffled, on the same states, is.
 
@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from thinklens.controls import Check, Setting, SettingContext
+from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.stats import bootstrap_ci, paired_bootstrap, sign_flip_test
 from thinklens.errors import ThinklensError
-from thinklens.stats import bootstrap_ci, paired_bootstrap, sign_flip_test
 
 ALPHA = 0.01
 ORGANISMS = ("tiny-overthink", "tiny-r1")
@@ -101,8 +101,8 @@ def write_problems(path: Path, n: int, *, seed: int, independent: bool) -> list[
 
 def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, Any]:
     """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps."""
-    from analyses.mi.planted import answer_steps, score_trajectory
-    from analyses.mi.store import read_index, read_trajectory
+    from thinklens.analyses.mi.planted import answer_steps, score_trajectory
+    from thinklens.analyses.mi.run_format import read_index, read_trajectory
 
     n = 16 if ctx.quick else 64
     if ctx.workdir is None:
@@ -180,10 +180,10 @@ def synthetic_scores(n: int, *, strength: float, seed: int, n_steps: int = 60, d
     sigma 50)."""
     import torch
 
-    from analyses.mi.controls import derangement
-    from analyses.mi.estimator import nhsic_trajectory
-    from analyses.mi.peaks import top_k_peaks
-    from analyses.mi.planted import score_trajectory
+    from thinklens.analyses.mi.answer_controls import derangement
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.peaks import top_k_peaks
+    from thinklens.analyses.mi.planted import score_trajectory
 
     g = torch.Generator().manual_seed(seed)
     mu = torch.randn(d_model, generator=g) * 3.0  # [d_model] the shared profile

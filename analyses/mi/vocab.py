@@ -4,7 +4,7 @@ A word maps to every vocabulary entry that decodes to it once surrounding whites
 space markers are stripped (" So", "So", "ĠSo" all map to "So"), special tokens excluded.
 
 Example:
-    >>> from thinklens.testing import word_tokenizer
+    >>> from tools.testing import word_tokenizer
     >>> tok = word_tokenizer(8)
     >>> token_ids_for_words(tok, ["w1", "w5"])
     {'w1': [4], 'w5': [8]}
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from analyses.mi.thinking_tokens import word_of
+from thinklens.analyses.mi.thinking_tokens import word_of
 from thinklens.errors import ThinklensError
 
 _MARKERS = "Ġ▁Ċ"

@@ -1,7 +1,7 @@
 """MI peaks: per-trajectory MI curves with peaks, thinking-token enrichment, reasoning vs
 non-reasoning overlay, estimator variants and controls, suppression / RR / TTTS.
 
-Reads run folders written by ``thinklens run mi-peaks`` (format: ``analyses.mi.store``). Only the
+Reads run folders written by ``thinklens run mi-peaks`` (format: ``thinklens.analyses.mi.run_format``). Only the
 run index and the ONE selected trajectory are loaded, so a run with thousands of trajectories opens
 as fast as a small one. Never loads a model or registers a hook.
 """
@@ -21,7 +21,7 @@ from common import error_card, read_result, run_picker, runs_multiselect, show_f
 from exports import chart, table  # noqa: E402
 from traces import link_html, peak_occurrences, trace_link  # noqa: E402
 
-from analyses.mi.figures_runs import (  # noqa: E402
+from thinklens.analyses.mi.figures_runs import (  # noqa: E402
     CURVE_CHOICES,
     controls_table,
     figure_controls,
@@ -31,7 +31,7 @@ from analyses.mi.figures_runs import (  # noqa: E402
     model_label,
     models_table,
 )
-from analyses.mi.store import INDEX, TrajectoryRecord, read_index, read_trajectory  # noqa: E402
+from thinklens.analyses.mi.run_format import INDEX, TrajectoryRecord, read_index, read_trajectory  # noqa: E402
 from thinklens.errors import ThinklensError  # noqa: E402
 
 st.set_page_config(page_title="thinklens: MI peaks", layout="wide")

@@ -18,8 +18,8 @@ from compare import AXES, figure_pareto_runs  # noqa: E402
 from exports import chart, table  # noqa: E402
 from traces import lynx_rollout_rows  # noqa: E402
 
-from probes.lynx_result import load_lynx_result  # noqa: E402
 from thinklens.errors import ThinklensError  # noqa: E402
+from thinklens.probes.lynx_result import load_lynx_result  # noqa: E402
 
 st.set_page_config(page_title="thinklens: probes and LYNX", layout="wide")
 st.title("Probes and LYNX")
@@ -47,7 +47,7 @@ def skipped_words(skipped: list, n_pos: object, n_neg: object) -> str:
 
 
 def min_class_size(delta: float) -> int:
-    from probes.conformal import min_calibration_events
+    from thinklens.probes.conformal import min_calibration_events
 
     return min_calibration_events(delta)
 

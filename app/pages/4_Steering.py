@@ -45,8 +45,8 @@ def default_prompt(model_name: str) -> str:
 
     if not zoo_meta(str(model_name)):
         return ""
-    from thinklens.formats import format_for
-    from thinklens.problemsets import ProblemSet
+    from thinklens.data.formats import format_for
+    from thinklens.data.problemsets import ProblemSet
 
     model = load_hooked_model(model_name)
     fmt = format_for(model, "auto")
@@ -62,7 +62,7 @@ def optional_result(run, name: str):
 def load_stats(path: str):
     import json
 
-    from steering.features import FeatureStats
+    from thinklens.steering.features import FeatureStats
 
     return FeatureStats.from_json(json.loads(Path(path).read_text()))
 
@@ -127,7 +127,7 @@ def steer_live(model, sae, site, feature: int, mode: str, unit: float, top: floa
     """Unsteered, steered at ``coeff`` and at each sweep coefficient (greedy, same prompt)."""
     from features import coefficient_sweep
 
-    from steering.feature_steering import add_feature, clamp_feature
+    from thinklens.steering.feature_steering import add_feature, clamp_feature
 
     def make(c: float):
         return add_feature(site, sae, feature, c * unit, unit=True) if mode == "add" else clamp_feature(site, sae, feature, c * top)
@@ -204,7 +204,7 @@ def trace_section(source, feature: int) -> None:
     prompt = st.text_input("prompt", value=default_prompt(source.model), key="trace-prompt")
     if st.button("generate and trace", key="trace-btn", disabled=background.pending("trace")) and prompt:
         try:  # generation runs on a worker thread: the page (and every other page) stays responsive
-            from steering.features import trace_prompt
+            from thinklens.steering.features import trace_prompt
 
             background.start("trace", trace_prompt, load_hooked_model(source.model), load_sae_cached(str(source.sae_dir)),
                              prompt, [feature], site=source.site, max_new_tokens=64, lock=source.model)
@@ -212,7 +212,7 @@ def trace_section(source, feature: int) -> None:
             error_card("trace", f"{type(e).__name__}: {e}")
 
     def render_trace(ft) -> None:
-        from steering.figures import figure_feature_trace
+        from thinklens.steering.figures import figure_feature_trace
 
         st.markdown(text_block(ft.text), unsafe_allow_html=True)
         chart(figure_feature_trace(ft), key="steer-trace", name="feature-trace")
@@ -294,7 +294,7 @@ def vector_rows(vec: dict) -> list[dict]:
 
 
 def hybrid_rows(res: dict) -> list[dict]:
-    from thinklens.stats import wilson
+    from thinklens.calibration.stats import wilson
 
     out = []
     for mode, r in res.items():

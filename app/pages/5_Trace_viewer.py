@@ -21,7 +21,7 @@ from common import display_path, error_card, results_missing, runs_root, show_fi
 from exports import chart, table  # noqa: E402
 
 from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs import RunFolder, discover_runs  # noqa: E402
+from thinklens.runs.folders import RunFolder, discover_runs  # noqa: E402
 
 st.set_page_config(page_title="thinklens: trace viewer", layout="wide")
 st.title("Trace viewer")
@@ -59,7 +59,7 @@ def get_model(name: str):
 
 @st.cache_resource(show_spinner="loading the SAE")
 def get_sae(folder: str):
-    from steering.sae import load_sae, sae_folder
+    from thinklens.steering.sae import load_sae, sae_folder
 
     return load_sae(sae_folder(folder)[0])
 

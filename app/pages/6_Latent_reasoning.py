@@ -15,7 +15,7 @@ from exports import chart, table  # noqa: E402
 from traces import link_html, trace_link  # noqa: E402
 
 from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs import discover_runs  # noqa: E402
+from thinklens.runs.folders import discover_runs  # noqa: E402
 
 st.set_page_config(page_title="thinklens: latent reasoning", layout="wide")
 st.title("Latent reasoning")
@@ -113,7 +113,7 @@ if run is not None:
                        for j, lat in enumerate(latents)], key=f"latents-{name}-{pick}", name=f"latents-{name}-{pick}")
                 if "entropy" in latents[0]:
                     try:
-                        from latent.figures import figure_entropy
+                        from thinklens.latent.figures import figure_entropy
 
                         chart(figure_entropy(latents, f"{name}: per-step entropy"), key=f"entropy-{name}-{pick}")
                     except (KeyError, TypeError, ValueError) as e:
@@ -124,7 +124,7 @@ show_comparison("latent-eval")
 
 st.header("Training runs")
 # every trainer's runs (runs/<job>/<id>; older ones under runs/latent-train/): the kinds whose job trains a method
-from thinklens.jobs import jobs_by_kind  # noqa: E402
+from thinklens.runs.jobs import jobs_by_kind  # noqa: E402
 
 trainer_of = jobs_by_kind()
 train_kinds = sorted({r.kind for r in discover_runs(runs_root())

@@ -52,7 +52,7 @@ if picked is not None:
                                              else ""))
     stats = None
     if source.stats_file is not None:
-        from steering.features import FeatureStats
+        from thinklens.steering.features import FeatureStats
 
         try:
             stats = FeatureStats.from_json(json.loads(source.stats_file.read_text()))

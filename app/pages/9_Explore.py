@@ -16,7 +16,7 @@ import background  # noqa: E402
 from common import error_card  # noqa: E402
 from exports import chart, table  # noqa: E402
 
-from analyses.explore import explore, figure_entropy, figure_logit_lens  # noqa: E402
+from thinklens.analyses.explore import explore, figure_entropy, figure_logit_lens  # noqa: E402
 
 st.set_page_config(page_title="thinklens: explore", layout="wide")
 st.title("Explore")
@@ -44,7 +44,7 @@ except ImportError:
 def default_prompt(name: str) -> str:
     """A held-out synthetic problem in the chosen model's own prompt format (zoo style or chat template)."""
     try:
-        from thinklens.formats import format_for
+        from thinklens.data.formats import format_for
         from thinklens.tasks import TaskConfig, generate_problems
 
         p = generate_problems(1, seed=123, config=TaskConfig(min_steps=3, max_steps=3))[0]

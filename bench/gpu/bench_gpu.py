@@ -147,8 +147,8 @@ def build(family: str, shape: dict, device: torch.device, tiny: bool):
     """A random-init bf16 model of ``shape`` made on ``device``, as a HookedModel (site parity checked)."""
     import transformers as tf
 
-    from thinklens.model import HookedModel
-    from thinklens.parity import check_site_parity
+    from thinklens.engine.model import HookedModel
+    from thinklens.engine.parity import check_site_parity
 
     fields = {**shape, **(TINY_SHAPE if tiny else {}), "pad_token_id": 0, "bos_token_id": None, "eos_token_id": None}
     cfg = (tf.Qwen2Config if family == "qwen2" else tf.LlamaConfig)(**fields)
@@ -222,8 +222,8 @@ def bench_generate(tag: str, model, b: int, sizes: Sizes, clock: Clock, overhead
 
 def bench_mi(tag: str, model, traces: list | None, sizes: Sizes, clock: Clock):
     """nHSIC of one trajectory of last-block states (512 steps at full size) on the device; returns (states, answer)."""
-    from analyses.mi.estimator import nhsic_trajectory
-    from thinklens.sites import Site
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
+    from thinklens.engine.sites import Site
 
     site = Site("resid_post", model.n_layers - 1)
     if traces is not None and len(traces) > 1:
@@ -243,7 +243,7 @@ def bench_mi(tag: str, model, traces: list | None, sizes: Sizes, clock: Clock):
 
 
 def bench_mi_device_vs_cpu(states: torch.Tensor, answer: torch.Tensor, clock: Clock) -> None:
-    from analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
 
     dev = nhsic_trajectory(states[:8], answer, device=clock.device).mi
     cpu = nhsic_trajectory(states[:8], answer, device="cpu").mi
@@ -254,8 +254,8 @@ def bench_mi_device_vs_cpu(states: torch.Tensor, answer: torch.Tensor, clock: Cl
 def bench_codi(model, sizes: Sizes, clock: Clock) -> None:
     """One CODI step (teacher + student with 6 latents + distillation) against one CoT-SFT step on one batch."""
     from bench._latent_steps import codi_and_cot_steps
-    from latent.data import example_from_problem
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.latent.segments import example_from_problem
     from thinklens.tasks import generate_problems
     from thinklens.zoo.tokenizer import build_zoo_tokenizer
 

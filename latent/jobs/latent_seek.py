@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from latent.config import LatentSeekConfig
-from thinklens.jobs import Job, JobContext, RunOptions
+from thinklens.latent.config import LatentSeekConfig
+from thinklens.runs.jobs import Job, JobContext, RunOptions
 
 
 def load(name: str, options: RunOptions) -> Any:
     """The frozen model (zoo siblings in data/zoo by bare name) on the job's device and dtype."""
-    from latent.latent_model import load_hooked_model
+    from thinklens.latent.latent_model import load_hooked_model
 
     return load_hooked_model(name, device=options.device, dtype=options.torch_dtype)
 
@@ -39,7 +39,7 @@ def run(config: LatentSeekConfig, ctx: JobContext) -> dict[str, Any]:
     findings: after against before and against oracle best-of-N, McNemar on the same problems)."""
     import torch
 
-    from latent.seek_runs import run_seek
+    from thinklens.latent.seek_runs import run_seek
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
@@ -51,7 +51,7 @@ def run(config: LatentSeekConfig, ctx: JobContext) -> dict[str, Any]:
 
 def findings(problems: list[dict[str, Any]], summary: dict[str, Any]) -> list[dict[str, Any]]:
     """LatentSeek after optimisation against its greedy CoT chain and against oracle best-of-N of each temperature,
-    paired on the same problems (:func:`latent.findings.seek_findings`), from ``results/seek.json``'s problems.
+    paired on the same problems (:func:`thinklens.latent.latent_findings.seek_findings`), from ``results/seek.json``'s problems.
 
     Example:
         >>> p = lambda i: {"answer": 4, "original_text": "#### 5", "original_reward": 0.0, "n_tokens": 3, "n_optimised": 1,
@@ -60,9 +60,9 @@ def findings(problems: list[dict[str, Any]], summary: dict[str, Any]) -> list[di
         >>> [f["verdict"] for f in findings([p(i) for i in range(20)], {"baseline": b})]
         ['effect', 'effect']
     """
-    from latent.findings import seek_findings
-    from latent.seek_runs import seek_from_json
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.latent.latent_findings import seek_findings
+    from thinklens.latent.seek_runs import seek_from_json
 
     results = [seek_from_json(p) for p in problems]
     oracle = {t: [any(r.baseline[t]) if t in r.baseline else None for r in results] for t in (summary.get("baseline") or {})}

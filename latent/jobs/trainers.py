@@ -1,9 +1,9 @@
 """``thinklens run codi | coconut | latent-sft | sft``: the latent trainers, one job per row of the method table.
 
-Each job comes from its row of :data:`latent.methods.METHODS` (:func:`latent.methods.training_job`), so a new latent
+Each job comes from its row of :data:`thinklens.latent.methods.METHODS` (:func:`thinklens.latent.methods.training_job`), so a new latent
 method is its config, its module and one table row: this list (registered once in pyproject.toml as
-``latent-trainers = "latent.jobs.trainers:JOBS"``) makes it ``thinklens run <name>``. Each trains from a CoT model
-into its own ``runs/<name>/<id>`` folder; its summary's findings (:func:`latent.findings.training_findings`): the
+``latent-trainers = "thinklens.latent.jobs.trainers:JOBS"``) makes it ``thinklens run <name>``. Each trains from a CoT model
+into its own ``runs/<name>/<id>`` folder; its summary's findings (:func:`thinklens.latent.latent_findings.training_findings`): the
 held-out accuracy against the majority guess and the training-loss change of the last phase. ``sft`` is the
 token-level baseline of the latent table (CoT-SFT, or No-CoT with ``--cot false``) on the same batches.
 
@@ -14,7 +14,7 @@ Example:
     >>> # thinklens run sft --cot false --steps 15000 --run-id nocot-15k
 """
 
-from latent.findings import with_training_findings
-from latent.methods import METHODS, training_job
+from thinklens.latent.latent_findings import with_training_findings
+from thinklens.latent.methods import METHODS, training_job
 
 JOBS = [with_training_findings(training_job(name)) for name in METHODS]  # summaries hold the accuracy and loss findings

@@ -2,7 +2,7 @@
 
 Stages: sampled rollouts on three disjoint problem splits (train, calibration, test) -> cue events ->
 states at the LYNX sites and forced-exit labels from one pass over each rollout
-(:mod:`probes.lynx_splits`) -> the MLP probe with class-balanced weights (train split) ->
+(:mod:`thinklens.probes.lynx_splits`) -> the MLP probe with class-balanced weights (train split) ->
 class-conditional split conformal (calibration split) -> the exit rule at every delta and the
 baselines (first cue, fixed fraction, p > 0.5 uncalibrated), the Pareto front, and the validity
 measurement P(S={1} | y=0) vs delta with binomial 95% bounds (test split). As in the reference, a
@@ -19,15 +19,15 @@ split of ``--data``, and a question in two splits is refused unless ``--allow-ov
 ``--data``: the synthetic task (the zoo's default). Prompts come from ``--prompt-format`` (a real model's
 chat template with the R1 instruction, or a zoo style); the forced-exit string, the cue words and the
 forced-answer length come from the format unless given. Every answer is graded by
-:func:`thinklens.answers.is_correct` against the gold answer.
+:func:`thinklens.data.answers.is_correct` against the gold answer.
 
 The guarantee measured here is per cue event and needs calibration and test events to be
-exchangeable; it is not a per-trajectory bound (see :mod:`probes.conformal`).
+exchangeable; it is not a per-trajectory bound (see :mod:`thinklens.probes.conformal`).
 
 Example:
     >>> JOB.name, JOB.config.__name__
     ('lynx', 'LynxJobConfig')
-    >>> from thinklens.formats import ZOO_THINK_SPAN, PromptFormat
+    >>> from thinklens.data.formats import ZOO_THINK_SPAN, PromptFormat
     >>> zoo = resolve_settings(LynxJobConfig(n_train=50, deltas=(0.1, 0.2)), PromptFormat("think", span=ZOO_THINK_SPAN))
     >>> zoo.max_new_tokens, zoo.exit_string, zoo.cue_words  # the task protocol's think budget
     (72, '</think> ####', ('hmm', 'wait'))
@@ -42,24 +42,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probes.config import LynxJobConfig
 from thinklens.errors import ThinklensError, opt
-from thinklens.jobs import DemoRun, Job, JobContext
+from thinklens.probes.config import LynxJobConfig
+from thinklens.runs.jobs import DemoRun, Job, JobContext
 
 if TYPE_CHECKING:
-    from probes.conformal import MondrianCalibrator
-    from probes.lynx_result import LynxResult
-    from thinklens.formats import PromptFormat
+    from thinklens.data.formats import PromptFormat
+    from thinklens.probes.conformal import MondrianCalibrator
+    from thinklens.probes.lynx_result import LynxResult
 
 def resolve_settings(config: LynxJobConfig, fmt: PromptFormat, *, prompts: Sequence[str] = (), tokenizer=None,
                      max_context: int | None = None) -> LynxJobConfig:
     """``config`` with what it leaves to the prompt format filled in: cue words, exit string, forced-answer
-    tokens (:func:`probes.lynx.format_settings`) and the rollout cap (:func:`thinklens.budgets.new_token_budget`,
+    tokens (:func:`thinklens.probes.lynx.format_settings`) and the rollout cap (:func:`thinklens.generation.budgets.new_token_budget`,
     one for every rollout: the longest of ``prompts``, the rollout, the exit and the forced answer fit in
     ``max_context``)."""
-    from probes.lynx import format_settings
-    from thinklens.budgets import ROLLOUT_TOKENS, new_token_budget, prompt_budgets
-    from thinklens.tokenization import prompt_ids
+    from thinklens.engine.tokenization import prompt_ids
+    from thinklens.generation.budgets import ROLLOUT_TOKENS, new_token_budget, prompt_budgets
+    from thinklens.probes.lynx import format_settings
 
     fill = {k: v for k, v in format_settings(fmt).items() if getattr(config, k) is None}
     if config.max_new_tokens is None:
@@ -83,7 +83,7 @@ def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tupl
             usable.append(float(d))
         except ThinklensError:
             if not config.skip_vacuous:
-                from probes.conformal import min_calibration_events
+                from thinklens.probes.conformal import min_calibration_events
 
                 raise ThinklensError.of(
                     "calibration class size", f"{calibrator.n_pos} positive and {calibrator.n_neg} negative "
@@ -103,9 +103,9 @@ def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, s
     train split's events (``train``: its SplitData; None with a given probe)."""
     import numpy as np
 
-    from probes.io import load_probe, save_probe
-    from probes.lynx import train_lynx_probe
-    from probes.mlp import LynxMLPProbe
+    from thinklens.probes.io import load_probe, save_probe
+    from thinklens.probes.lynx import train_lynx_probe
+    from thinklens.probes.mlp import LynxMLPProbe
 
     site_names = [str(s) for s in sites]
     if config.probe is not None:
@@ -129,19 +129,19 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     """Run (or resume) the LYNX job in ``ctx.run``; writes results, arrays, figures and the probe."""
     import numpy as np
 
-    from probes.conformal import MondrianCalibrator, validity_curve
-    from probes.datasets import exit_tables
-    from probes.exits import base_rate_by_position, evaluate_exit_policies
-    from probes.intention import auroc_score
-    from probes.io import load_probe
-    from probes.lynx import check_cue_vocabulary, lynx_sites
-    from probes.lynx_findings import lynx_findings
-    from probes.lynx_result import LynxResult, write_lynx_result
-    from probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels, split_problem_sets
-    from thinklens.answers import is_correct
-    from thinklens.formats import format_for
-    from thinklens.stages import StageCache
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.data.answers import is_correct
+    from thinklens.data.formats import format_for
+    from thinklens.probes.conformal import MondrianCalibrator, validity_curve
+    from thinklens.probes.datasets import exit_tables
+    from thinklens.probes.exits import base_rate_by_position, evaluate_exit_policies
+    from thinklens.probes.intention import auroc_score
+    from thinklens.probes.io import load_probe
+    from thinklens.probes.lynx import check_cue_vocabulary, lynx_sites
+    from thinklens.probes.lynx_findings import lynx_findings
+    from thinklens.probes.lynx_result import LynxResult, write_lynx_result
+    from thinklens.probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels, split_problem_sets
+    from thinklens.runs.stages import StageCache
 
     model = ctx.model
     fmt = format_for(model, config.prompt_format)
@@ -236,7 +236,7 @@ def report(result: LynxResult) -> str:
     if s.get("skipped_deltas"):
         lines.append(f"skipped deltas (calibration too small): {s['skipped_deltas']}")
     if s.get("findings"):
-        from probes.lynx_findings import headline_lines
+        from thinklens.probes.lynx_findings import headline_lines
 
         lines += headline_lines(s["findings"])
     return "\n".join(lines)
@@ -244,7 +244,7 @@ def report(result: LynxResult) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the most conservative valid δ that saves tokens, and the probe."""
-    from thinklens.headlines import num, result_json
+    from thinklens.runs.headlines import num, result_json
 
     rows = result_json(folder, "per_delta") or []
     skipped = (summary.get("skipped_deltas") or ((result_json(folder, "lynx") or {}).get("summary") or {}).get("skipped_deltas")

@@ -4,13 +4,13 @@ the model's own answer will be right.
 ``--target intermediate`` (synthetic problems only: the task's ground truth per word): at every token
 of the teacher-forced reasoning text (thinklens.tasks renders it in a zoo style with per-word ground
 truth), a ridge probe decodes the running intermediate value (R^2, cross-validated with all positions
-of one problem in the same fold; :mod:`probes.value_dataset`). Positions whose token IS the value are
+of one problem in the same fold; :mod:`thinklens.probes.value_dataset`). Positions whose token IS the value are
 dropped by default, so a probe must read the value from context, not from the token. Data without that
 ground truth (GSM8K, MATH, your JSONL) is refused with a pointer to ``--target correct``.
 
 ``--target correct`` (any data with gold answers): at the last prompt token (in the model's prompt
 format), a logistic probe predicts whether the model's own greedy answer will be correct, graded by
-:func:`thinklens.answers.is_correct` against the gold answer (AUROC and accuracy, stratified CV); on
+:func:`thinklens.data.answers.is_correct` against the gold answer (AUROC and accuracy, stratified CV); on
 synthetic problems next to a control that sees only the number of steps (problem difficulty, which the
 prompt reveals). ``--test-data`` scores the probes fitted on ``--data`` on other data sets (one probe
 trained on MATH, tested on MATH-500 and GSM8K): AUROC and accuracy per site on each. With ``intention`` it
@@ -18,11 +18,11 @@ also computes the intention metrics per prompt format:
 intention entropy (bits, top 100), effective dimensionality (90% variance) and recoverability (CV
 AUROC with a bootstrap CI) at the last ``min(5, n_layers)`` hidden states.
 
-Findings (the summary's ``findings``, :mod:`probes.probe_findings`): the site is chosen on half of the problems and
+Findings (the summary's ``findings``, :mod:`thinklens.probes.probe_findings`): the site is chosen on half of the problems and
 its score reported on the other half, with a bootstrap interval over problems, against the shuffled-label probe
 (or chance / predicting the mean), the majority class and, on synthetic problems, the steps-only control.
 
-The probe at the best site is refitted on all rows and saved with :mod:`probes.io`. Results:
+The probe at the best site is refitted on all rows and saved with :mod:`thinklens.probes.io`. Results:
 ``results/sweep.json`` (and ``results/intention.json``), the figure ``layer_sweep``, ``probe/``.
 
 Example:
@@ -39,16 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from thinklens.data.formats import ZOO_KINDS, check_format
+from thinklens.data.problemsets import DataOptions
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.formats import ZOO_KINDS, check_format
-from thinklens.jobs import DemoRun, Job, JobContext, Progress
-from thinklens.problemsets import DataOptions
-from thinklens.sites import Site
+from thinklens.runs.jobs import DemoRun, Job, JobContext, Progress
 from thinklens.tasks import StepRange
 
 if TYPE_CHECKING:
-    from thinklens.formats import PromptFormat
-    from thinklens.problemsets import ProblemSet
+    from thinklens.data.formats import PromptFormat
+    from thinklens.data.problemsets import ProblemSet
 
 Target = Literal["intermediate", "correct"]
 
@@ -135,7 +135,7 @@ class ProbeJobConfig(DataOptions, StepRange):
 
     def test_sets(self, problems: ProblemSet) -> list[ProblemSet]:
         """The test data sets (a seeded sample of ``n_test`` each), checked disjoint from ``problems``."""
-        from thinklens.problemsets import check_disjoint, load_problems
+        from thinklens.data.problemsets import check_disjoint, load_problems
 
         out = []
         for source in self.test_data:
@@ -169,7 +169,7 @@ def _sweep_doc(sweep) -> dict:
 def greedy_answers(model, prompts: list[str], cache, *, name: str, max_new_tokens: int, batch_size: int,
                    progress: Progress | None = None) -> list[str]:
     """Greedy continuations of ``prompts`` (cached batch by batch as ``<name>.<k>``)."""
-    from probes.rollouts import cached_rollouts
+    from thinklens.probes.rollouts import cached_rollouts
 
     return [t.text for t in cached_rollouts(model, prompts, cache, name=name, batch_size=batch_size,
                                             max_new_tokens=max_new_tokens, progress=progress)]
@@ -178,12 +178,12 @@ def greedy_answers(model, prompts: list[str], cache, *, name: str, max_new_token
 def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: ProblemSet, cache, *,
                    name: str = "answers", progress: Progress | None = None) -> tuple[list[str], Any]:
     """The prompts of ``problems`` in ``fmt`` and whether the model's greedy answer to each is right
-    (:func:`thinklens.answers.is_correct` against the gold answer): ``(prompts, y [problem] 0/1)``; the
+    (:func:`thinklens.data.answers.is_correct` against the gold answer): ``(prompts, y [problem] 0/1)``; the
     answers are cached as ``<name>.<format>.<k>``."""
     import numpy as np
 
-    from thinklens.answers import is_correct
-    from thinklens.budgets import ROLLOUT_TOKENS, budgets_for, new_token_budget
+    from thinklens.data.answers import is_correct
+    from thinklens.generation.budgets import ROLLOUT_TOKENS, budgets_for, new_token_budget
 
     prompts = fmt.render_problems(problems, model.tokenizer)
     budget = budgets_for(model, prompts, new_token_budget(fmt, config.max_new_tokens, max_steps=config.max_steps,
@@ -199,11 +199,11 @@ def intention_metrics(model, config: ProbeJobConfig, fmt: PromptFormat, problems
     by default the zoo's three styles for a zoo style, else ``fmt`` alone)."""
     import numpy as np
 
-    from probes.datasets import prompt_states
-    from probes.intention import effective_dimensionality, intention_entropy, recoverability
-    from thinklens.formats import format_for
-    from thinklens.sites import hidden_state_site
-    from thinklens.stages import batch_ranges
+    from thinklens.data.formats import format_for
+    from thinklens.engine.sites import hidden_state_site
+    from thinklens.probes.datasets import prompt_states
+    from thinklens.probes.intention import effective_dimensionality, intention_entropy, recoverability
+    from thinklens.runs.stages import batch_ranges
 
     names = config.intention_formats or (ZOO_KINDS if fmt.is_zoo else (fmt.kind,))
     last = [hidden_state_site(i, model.n_layers) for i in range(max(1, model.n_layers - 4), model.n_layers + 1)]
@@ -234,9 +234,9 @@ def transfer_scores(model, config: ProbeJobConfig, fmt: PromptFormat, X: dict, y
     AUROC (None with one outcome only) and accuracy on that set's rows."""
     import numpy as np
 
-    from probes.datasets import prompt_states
-    from probes.estimators import LinearProbe
-    from probes.intention import auroc_score
+    from thinklens.probes.datasets import prompt_states
+    from thinklens.probes.estimators import LinearProbe
+    from thinklens.probes.intention import auroc_score
 
     fitted = {site: LinearProbe(C=config.C).fit(X[site], y) for site in sites}
     out = []
@@ -255,15 +255,15 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     """Run (or resume) the probe job into ``ctx.run``; returns the sweep result written to results/sweep.json."""
     import numpy as np
 
-    from probes.datasets import layer_sweep, prompt_states
-    from probes.estimators import LinearProbe, RidgeProbe
-    from probes.figures import figure_layer_sweep
-    from probes.io import save_probe
-    from probes.probe_findings import probe_findings
-    from thinklens.formats import format_for
-    from thinklens.sites import parse_sites
-    from thinklens.stages import StageCache
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.data.formats import format_for
+    from thinklens.engine.sites import parse_sites
+    from thinklens.probes.datasets import layer_sweep, prompt_states
+    from thinklens.probes.estimators import LinearProbe, RidgeProbe
+    from thinklens.probes.figures import figure_layer_sweep
+    from thinklens.probes.io import save_probe
+    from thinklens.probes.probe_findings import probe_findings
+    from thinklens.runs.stages import StageCache
 
     model, run_folder = ctx.model, ctx.run
     fmt = format_for(model, config.prompt_format)
@@ -272,7 +272,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     tests = config.test_sets(problems)  # a bad test source or an overlap fails before any work
     cache = StageCache(run_folder)
     if config.target == "intermediate":
-        from probes.value_dataset import value_dataset
+        from thinklens.probes.value_dataset import value_dataset
 
         check_intermediate(config, fmt, problems)
         ds = value_dataset(model, [p.ground_truth for p in problems], fmt.kind, sites,
@@ -347,7 +347,7 @@ def report(doc: dict) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): where the target is read best, and how well."""
-    from thinklens.headlines import num
+    from thinklens.runs.headlines import num
 
     return (f"{summary.get('target', '?')} value read best at {summary.get('best_site', '?')} "
             f"({summary.get('scoring', 'score')} {num(summary.get('best_score'))})")

@@ -5,7 +5,7 @@ The runner loads both models (``--model``, the base, steered; ``--thinking``) wi
 its chat template, whose generation prompt opens ``<think>``), ``--base-format`` for the base (plain text,
 its own chat template, or ``same``: the thinking model's kind of format); both read the same generated
 tokens, so their tokenizers must share one vocabulary (a clear error otherwise). Problems: ``--data``
-is evaluated (paper: GSM8K, MATH-500), graded by :func:`thinklens.answers.is_correct`; the thinking
+is evaluated (paper: GSM8K, MATH-500), graded by :func:`thinklens.data.answers.is_correct`; the thinking
 model's traces on ``--vector-data`` (paper: MMLU-Pro; default: the rest of ``--data``) build the
 categories and vectors, only their reasoning (the format's thinking span) segmented into sentences.
 Without ``--data``, the synthetic task's zoo stream (held-out seeds, ``--min-steps..--max-steps``).
@@ -18,7 +18,7 @@ once. Results: ``results/hybrid.json`` (the first seed's table, what the app sho
 the figure hybrid. Both fractions are reported: ``fired_fraction`` (tokens where the models disagree and
 steering is tried) and ``changed_fraction`` (tokens actually changed); at a disagreement the thinking
 model picks the token among the steered base model's candidates
-(:data:`steering.hybrid_generate.TOKEN_CHOICE`).
+(:data:`thinklens.steering.hybrid_generate.TOKEN_CHOICE`).
 
 Example:
     >>> JOB.name, JOB.models, HybridJobConfig(n_seeds=3).seeds
@@ -34,20 +34,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from steering.configs import HybridJobConfig, base_format
+from thinklens.engine.tokenization import prompt_ids
 from thinklens.errors import ThinklensError, opt_name
-from thinklens.jobs import DemoRun, Job, JobContext
+from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.steering.configs import HybridJobConfig, base_format
 from thinklens.tasks.protocol import HELD_OUT
-from thinklens.tokenization import prompt_ids
 
 if TYPE_CHECKING:
-    from thinklens.problemsets import RealProblem
+    from thinklens.data.problemsets import RealProblem
 
 
 def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["RealProblem"]]:
     """``(evaluated, vector)`` problems: from --data / --vector-data (seeded, disjoint), else the zoo stream."""
-    from steering.problems import draw
-    from thinklens.problemsets import ProblemSet, check_disjoint, load_problems
+    from thinklens.data.problemsets import ProblemSet, check_disjoint, load_problems
+    from thinklens.steering.problems import draw
 
     steps = dict(min_steps=job.min_steps, max_steps=job.max_steps)
     if job.data and not job.vector_data:
@@ -75,13 +75,13 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     import dataclasses
     import statistics
 
-    from steering import figures
-    from steering.hybrid import check_tokenizers, train_hybrid_vectors
-    from steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings
-    from steering.problems import accuracy, data_format, max_steps_of
-    from thinklens.budgets import budgets_for, new_token_budget
-    from thinklens.formats import format_for
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.data.formats import format_for
+    from thinklens.generation.budgets import budgets_for, new_token_budget
+    from thinklens.steering import figures
+    from thinklens.steering.hybrid import check_tokenizers, train_hybrid_vectors
+    from thinklens.steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings
+    from thinklens.steering.problems import accuracy, data_format, max_steps_of
 
     job, run, log = config, ctx.run, ctx.progress.log
     base, thinking = ctx.models["model"], ctx.models["thinking"]
@@ -173,7 +173,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
 
 def report(summary: dict[str, Any]) -> str:
     """Each mode's line, then the headline: the gap recovered, or what was not shown (the CLI prints every finding after it)."""
-    from thinklens.stats import headline
+    from thinklens.calibration.stats import headline
 
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
@@ -199,7 +199,7 @@ def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): hybrid, base and thinking accuracy, and how often steering fired."""
     from collections.abc import Mapping
 
-    from thinklens.headlines import pct, result_json
+    from thinklens.runs.headlines import pct, result_json
 
     res = summary if isinstance(summary.get("hybrid"), Mapping) else (result_json(folder, "hybrid") or {})
     acc = {m: r.get("accuracy") for m, r in res.items() if isinstance(r, Mapping)}

@@ -3,7 +3,7 @@
 Zbeeb et al. (arXiv 2509.01363): the vector between two fine-tunes of one init on one dataset (GRPO
 minus SFT), added to ``--model`` (the target) in tensor groups (all, attention, mlp, no_embeddings)
 at several scales and scored, greedily, on ``--data`` (any problem set, prompted in the target's
-``--prompt-format``, graded by :func:`thinklens.answers.is_correct`) or, without it, on held-out zoo
+``--prompt-format``, graded by :func:`thinklens.data.answers.is_correct`) or, without it, on held-out zoo
 problems by the zoo's evaluator. Any three Hugging Face checkpoints of one architecture work: the
 config shapes of a, b, the target and the base must match (a clear error otherwise), the weights must
 look like one lineage (a warning otherwise), and zoo models' recorded inits must share a root. Results:
@@ -12,7 +12,7 @@ problem's outcome per group and alpha) and the figure alpha_sweep; the target pl
 format under ``merged/``.
 
 Findings (``results/findings.json`` and the summary's ``findings``): the problems are split in two
-(:func:`thinklens.stats.split_indices`, ``--select-fraction``); each group's alpha (and the group itself) is
+(:func:`thinklens.calibration.stats.split_indices`, ``--select-fraction``); each group's alpha (and the group itself) is
 chosen on the first part, and on the second v at that alpha is paired (McNemar) against alpha 0, against the
 norm-matched random direction at its own chosen alpha ("random vectors do as well" when it is not beaten) and,
 with ``--null-a/--null-b``, against a structured null (e.g. a continued-SFT delta rescaled to |v|).
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from steering.configs import check_finite
+from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.jobs import DemoRun, Job, JobContext
-from thinklens.problemsets import DataOptions
+from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.steering.configs import check_finite
 from thinklens.tasks.protocol import HELD_OUT
 
 
@@ -86,7 +86,7 @@ class ReasoningVectorJobConfig(DataOptions):
     renamed: ClassVar[dict[str, str]] = {"n_per_steps": "n_eval", "steps": "step_counts", "style": "prompt_format"}
 
     def check(self) -> None:
-        from steering.reasoning_vectors import check_group
+        from thinklens.steering.reasoning_vectors import check_group
         from thinklens.tasks import STYLES
 
         if not self.data and self.prompt_format not in ("auto", *STYLES):
@@ -113,8 +113,9 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     import torch
 
-    from steering import figures
-    from steering.reasoning_vectors import (
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.steering import figures
+    from thinklens.steering.reasoning_vectors import (
         alpha_sweep,
         apply_vector,
         check_lineage_shapes,
@@ -126,7 +127,6 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
         vector_stats,
         zoo_lineage,
     )
-    from thinklens.stats import findings_doc
 
     cfg, run, log = config, ctx.run, ctx.progress.log
     v, lineage = reasoning_vector(cfg.a, cfg.b, base=cfg.base)
@@ -194,7 +194,7 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
 
 def structured_null(cfg: ReasoningVectorJobConfig, v: Any) -> Any:
     """The delta null_a - null_b rescaled to |v| (a weight change of v's size that should carry no skill)."""
-    from steering.reasoning_vectors import ReasoningVector, check_lineage_shapes, load_weights
+    from thinklens.steering.reasoning_vectors import ReasoningVector, check_lineage_shapes, load_weights
 
     (wa, ca), (wb, cb) = load_weights(cfg.null_a), load_weights(cfg.null_b)
     check_lineage_shapes(wa, wb, ca, cb, what="structured null")
@@ -205,7 +205,7 @@ def structured_null(cfg: ReasoningVectorJobConfig, v: Any) -> Any:
 
 def zoo_evaluator(cfg: ReasoningVectorJobConfig, tok: Any) -> Callable[[Any], dict[str, Any]]:
     """Accuracy of a merged model on held-out zoo problems (the zoo's evaluator, its style)."""
-    from steering.reasoning_vectors import zoo_scorer
+    from thinklens.steering.reasoning_vectors import zoo_scorer
     from thinklens.tasks.generator import generate_problems
     from thinklens.tasks.protocol import model_style
 
@@ -218,8 +218,8 @@ def zoo_evaluator(cfg: ReasoningVectorJobConfig, tok: Any) -> Callable[[Any], di
 def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any], dict[str, Any]]:
     """Greedy accuracy of a merged model on --data in the target's --prompt-format (is_correct against the gold
     answers), by step count when the problems are synthetic."""
-    from steering.problems import data_format, graded, max_steps_of, prompt_set
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.steering.problems import data_format, graded, max_steps_of, prompt_set
 
     problems = list(cfg.load(limit=cfg.n_problems or None))
     ps = prompt_set(target, data_format(target, cfg.prompt_format), problems, max_new_tokens=cfg.max_new_tokens,
@@ -241,7 +241,7 @@ def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any]
 
 def report(summary: dict[str, Any]) -> str:
     """The lineage line and the headlines (the CLI prints every finding in words after it)."""
-    from thinklens.stats import headline
+    from thinklens.calibration.stats import headline
 
     line = f"|v| = {summary['norm']:.4g}; lineage {'ok' if summary['related'] else 'SUSPICIOUS (see results/vector.json)'}"
     lines = [line]
@@ -258,7 +258,7 @@ def report(summary: dict[str, Any]) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the vector's norm, accuracy at α 0 and the best (group, α)."""
-    from thinklens.headlines import num, pct
+    from thinklens.runs.headlines import num, pct
 
     best = summary.get("best") or {}
     return (f"|v| {num(summary.get('norm'), 1)}, accuracy {pct(summary.get('alpha0_accuracy'))} at α 0, best "

@@ -3,7 +3,7 @@
 Trains an SAE with sae-lens's own training runner at ``--site`` of ``--model`` on local texts (``--data``), saves
 it in sae-lens's format (``sae/``: ``cfg.json`` + ``sae_weights.safetensors``), evaluates it on held-out texts with
 sae-lens's metrics (explained variance, L0, dead features, CE loss recovered: ``results/metrics.json``; the summary's
-``findings``, :mod:`steering.sae_findings`: CE and KL recovered against zero ablation and explained variance, scored
+``findings``, :mod:`thinklens.steering.sae_findings`: CE and KL recovered against zero ablation and explained variance, scored
 on generated tokens with bootstrap intervals over the generated texts), then scans
 generated traces for feature statistics (top contexts, correlations with the next thinking word and with
 correctness: ``results/feature_stats.json``); figures sae_metrics, feature_density and feature_correlation.
@@ -20,7 +20,7 @@ MATH-500, your JSONL, ``synthetic:MIN-MAX``): its problems become their prompt i
 ``--prompt-format`` followed by the model's own completion (``--corpus generated``, the default for a problem set in
 a real model's format: the SAE learns the states steering reads) or by their worked solution (``--corpus
 reference``, the default for the zoo's styles and text files), and the scanned traces are the
-model's own completions of held-out prompts, graded by :func:`thinklens.answers.is_correct`, with each
+model's own completions of held-out prompts, graded by :func:`thinklens.data.answers.is_correct`, with each
 feature's firing frequency inside the reasoning span of the format (``<think>`` ... ``</think>``).
 
 Example:
@@ -37,16 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from steering.configs import SAETrainConfig
-from steering.data import corpus_kind
+from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt
-from thinklens.jobs import DemoRun, Job, JobContext
-from thinklens.problemsets import DataOptions
+from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.steering.configs import SAETrainConfig
+from thinklens.steering.corpora import corpus_kind
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
-    from thinklens.model import HookedModel
-    from thinklens.runs import RunFolder
+    from thinklens.engine.model import HookedModel
+    from thinklens.runs.folders import RunFolder
 
 
 @dataclass(frozen=True)
@@ -102,13 +102,13 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
 
 def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Train, evaluate (held out), scan traces for feature statistics, write figures; returns the summary."""
-    from steering import figures
-    from steering.data import corpus
-    from steering.problems import data_format
-    from steering.sae import evaluate_sae, train_sae
-    from steering.sae_fidelity import sae_fidelity, trace_rows
-    from steering.sae_findings import sae_findings
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.steering import figures
+    from thinklens.steering.corpora import corpus
+    from thinklens.steering.problems import data_format
+    from thinklens.steering.sae import evaluate_sae, train_sae
+    from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows
+    from thinklens.steering.sae_findings import sae_findings
 
     if config.activations:
         return run_on_rows(config, ctx)
@@ -152,7 +152,7 @@ def trace_rows_ids(traces) -> list[list[int]]:
 def metric_line(m: dict[str, Any]) -> str:
     """The held-out metrics in one line: L0 as a mean (a whole number when it is one), CE/KL scores with the tokens
     they rest on (their intervals and verdicts are the findings)."""
-    from steering.sae_findings import format_l0
+    from thinklens.steering.sae_findings import format_l0
 
     parts = []
     if isinstance(m.get("explained_variance"), (int, float)):
@@ -171,7 +171,7 @@ def metric_line(m: dict[str, Any]) -> str:
 
 def held_out_traces(model: "HookedModel", config: SAEJobConfig):
     """``(prompt set, traces)``: completions of held-out prompts (captured at the site), for fidelity and statistics."""
-    from steering.problems import held_out_prompts
+    from thinklens.steering.problems import held_out_prompts
 
     n = max(config.stats_traces, config.fidelity_traces)
     ps = held_out_prompts(model, config.data, n, prompt_format=config.prompt_format, data_fields=config.data_fields,
@@ -187,10 +187,10 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     """``--activations``: train on stored rows with a held-out random part for the metrics; returns the summary."""
     import torch
 
-    from steering import figures
-    from steering.sae import read_activation_rows, train_sae_on_rows
-    from steering.sae_findings import rows_variance_finding
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.steering import figures
+    from thinklens.steering.sae import read_activation_rows, train_sae_on_rows
+    from thinklens.steering.sae_findings import rows_variance_finding
 
     rows = read_activation_rows(config.activations, config.site)
     n_held = min(config.eval_texts, len(rows) // 5)
@@ -213,7 +213,7 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
 def held_out_texts(config: SAEJobConfig, texts: list[str], source: dict[str, Any]) -> list[str]:
     """Texts for the held-out metrics: other zoo problems; the problems after the training ones (else the first
     texts) of a problem set; the first texts of a text file."""
-    from steering.data import corpus, is_text_file
+    from thinklens.steering.corpora import corpus, is_text_file
 
     if config.data.startswith("zoo:"):
         return corpus(config.data, config.eval_texts, seed=config.seed + 1_000_003, **source)
@@ -229,8 +229,8 @@ def write_feature_stats(model: "HookedModel", sae: Any, config: SAEJobConfig, ru
     """Compute :class:`FeatureStats` over the held-out traces ``trs`` (of prompt set ``ps``), write them and their figures."""
     import dataclasses
 
-    from steering import figures
-    from steering.features import feature_stats
+    from thinklens.steering import figures
+    from thinklens.steering.features import feature_stats
 
     site = model.resolve_site(config.site)
     ps = dataclasses.replace(ps, prompts=ps.prompts[: len(trs)], golds=None if ps.golds is None else ps.golds[: len(trs)])
@@ -253,7 +253,7 @@ def report(summary: dict[str, Any]) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): explained variance, L0 and dead features of the SAE."""
-    from thinklens.headlines import num, result_json
+    from thinklens.runs.headlines import num, result_json
 
     m = {**summary, **(result_json(folder, "metrics") or {})}
     dead = m.get("dead_features")

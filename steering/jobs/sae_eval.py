@@ -2,8 +2,8 @@
 
 Writes ``results/metrics.json`` and prints it: sae-lens's explained variance, L0 and dead features over the
 texts, and CE loss recovered and KL score on the tokens the model generates from held-out prompts of the same
-data (:mod:`steering.sae_fidelity`: never prompt or padding positions). The summary's ``findings``
-(:mod:`steering.sae_findings`): CE and KL recovered against zero ablation and explained variance at the generated
+data (:mod:`thinklens.steering.sae_fidelity`: never prompt or padding positions). The summary's ``findings``
+(:mod:`thinklens.steering.sae_findings`): CE and KL recovered against zero ablation and explained variance at the generated
 tokens, each with a bootstrap interval over the generated texts and a verdict.
 
 Example:
@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt
-from thinklens.jobs import Job, JobContext
-from thinklens.problemsets import DataOptions
+from thinklens.runs.jobs import Job, JobContext
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,12 @@ class SAEEvalConfig(DataOptions):
 
 def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     """Load the SAE on the model's device and compute sae-lens's metrics over the texts."""
-    from steering.data import corpus
-    from steering.problems import held_out_prompts
-    from steering.sae import evaluate_sae, load_sae, sae_folder
-    from steering.sae_fidelity import sae_fidelity, trace_rows
-    from steering.sae_findings import sae_findings
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.steering.corpora import corpus
+    from thinklens.steering.problems import held_out_prompts
+    from thinklens.steering.sae import evaluate_sae, load_sae, sae_folder
+    from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows
+    from thinklens.steering.sae_findings import sae_findings
     from thinklens.tasks.protocol import HELD_OUT
 
     sae = load_sae(sae_folder(config.sae)[0], device=str(ctx.model.device))
@@ -84,7 +84,7 @@ def summary(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def report(metrics: dict[str, Any]) -> str:
-    from steering.jobs.sae import metric_line
+    from thinklens.steering.jobs.sae import metric_line
 
     return f"SAE at {metrics.get('site')}: " + metric_line(metrics)
 

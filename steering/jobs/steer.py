@@ -20,19 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from steering.configs import check_finite
+from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.jobs import DemoRun, Job, JobContext
-from thinklens.problemsets import DataOptions
+from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.steering.configs import check_finite
 from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
-    from steering.features import FeatureStats
-    from steering.problems import PromptSet
-    from thinklens.model import HookedModel
-    from thinklens.sites import Site
-    from thinklens.stats import Finding
+    from thinklens.calibration.stats import Finding
+    from thinklens.engine.model import HookedModel
+    from thinklens.engine.sites import Site
+    from thinklens.steering.features import FeatureStats
+    from thinklens.steering.problems import PromptSet
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ class SteerJobConfig(DataOptions, StepRange):
 
 def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["PromptSet", "PromptSet"]:
     """``(stats, steered)``: the prompts whose traces pick the feature and the prompts steered and scored."""
-    from steering.problems import PromptSet, data_format, draw, max_steps_of, prompt_set
-    from thinklens.problemsets import ProblemSet
+    from thinklens.data.problemsets import ProblemSet
+    from thinklens.steering.problems import PromptSet, data_format, draw, max_steps_of, prompt_set
 
     if cfg.data:
         fmt = data_format(model, cfg.prompt_format)
@@ -113,7 +113,7 @@ def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["Prompt
                                                                  max_steps=cfg.max_steps),
                                 max_new_tokens=cfg.max_new_tokens, max_steps=cfg.max_steps)
                      for n, purpose in ((cfg.stats_traces, "sampling"), (cfg.n_prompts, "steer")))
-    from thinklens.prompts import read_prompts
+    from thinklens.data.prompts import read_prompts
 
     if cfg.prompt_format != "auto":
         raise ThinklensError.of(opt_name("prompt_format"), cfg.prompt_format, "auto with a prompt file (its prompts are used as "
@@ -130,12 +130,12 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     import torch
 
-    from steering import figures
-    from steering.effects import mean_norm, steer_sweep
-    from steering.feature_steering import equal_norm_arms
-    from steering.features import THINKING_WORDS, FeatureStats, feature_stats
-    from steering.sae import check_feature, check_sae, load_sae, sae_folder
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.steering import figures
+    from thinklens.steering.effects import mean_norm, steer_sweep
+    from thinklens.steering.feature_steering import equal_norm_arms
+    from thinklens.steering.features import THINKING_WORDS, FeatureStats, feature_stats
+    from thinklens.steering.sae import check_feature, check_sae, load_sae, sae_folder
 
     model, log, cfg = ctx.model, ctx.progress.log, config
     sae_dir, sae_run = sae_folder(cfg.sae)
@@ -235,7 +235,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int) -> list[
     """One finding per non-zero coefficient: the share of traces that say ``word`` when steering ``feature`` against
     the equal-norm random feature at the same coefficient (Wilson intervals apart, in the coefficient's direction),
     pooled over seeds."""
-    from thinklens.stats import accuracy_finding
+    from thinklens.calibration.stats import accuracy_finding
 
     rates = word_rates(rows, word)
     steered, control = rates.get("feature", {}), rates.get("random_feature", {})
@@ -253,7 +253,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int) -> list[
 
 def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
     """The report's lines: each finding's headline ("random feature does as well" unless its verdict is effect)."""
-    from thinklens.stats import headline
+    from thinklens.calibration.stats import headline
 
     lines = []
     for f in found:
@@ -270,8 +270,8 @@ def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
 def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", traces, prompts, max_new: int, log):
     """The difference-of-means direction for ``cfg.word`` (un-normalised): the mean state before the word
     (where it starts on the decoded text) minus the mean state before any other token; None with a log line."""
-    from steering.features import token_separator, word_starts
-    from steering.vectors import marked_diff_of_means
+    from thinklens.steering.features import token_separator, word_starts
+    from thinklens.steering.vectors import marked_diff_of_means
 
     if traces is None:  # greedy sweep: the direction still needs traces that say the word
         traces = model.generate(prompts[:64], max_new_tokens=max_new, capture=[site], batch_size=64, do_sample=True,
@@ -321,7 +321,7 @@ def report(summary: dict[str, Any]) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the steered feature and its correlation with the next word."""
-    from thinklens.headlines import num, result_json
+    from thinklens.runs.headlines import num, result_json
 
     word = ((result_json(folder, "steer") or {}).get("chosen") or {}).get("word")
     where = f"feature {summary.get('feature', '?')} at {summary.get('site', '?')}"

@@ -11,11 +11,11 @@ from collections import Counter
 import pytest
 from scipy.stats import binomtest
 
-from analyses.eval_findings import eval_findings, majority_correct
+from thinklens.analyses.eval_findings import eval_findings, majority_correct
+from thinklens.zoo.accuracy import ZooEvalResult
+from thinklens.zoo.jobs.zoo_eval import summary as zoo_summary
+from thinklens.zoo.jobs.zoo_eval import zoo_findings
 from thinklens.zoo.registry import zoo_path
-from zoo.evaluate import ZooEvalResult
-from zoo.jobs.zoo_eval import summary as zoo_summary
-from zoo.jobs.zoo_eval import zoo_findings
 
 
 def _wilson(k, n, z=1.959963984540054):  # the score interval by its formula (Wilson 1927)
@@ -118,7 +118,7 @@ def test_eval_job_writes_findings_to_its_summary_and_prints_them(tmp_path, capsy
 
 @needs_zoo
 def test_zoo_eval_job_writes_findings_to_its_summary(tmp_path):
-    from thinklens.jobs import run_job
+    from thinklens.runs.jobs import run_job
 
     (r,) = run_job("zoo-eval", model="tiny-cot", n_eval=6, step_counts=(1, 2), out=tmp_path / "z", progress=False, threads=1)
     summary = json.loads((tmp_path / "z" / "meta.json").read_text())["summary"]

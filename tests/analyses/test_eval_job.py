@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from analyses.evaluation import summarize_eval
-from analyses.jobs.eval import EvalJobConfig
-from thinklens.answers import is_correct
+from thinklens.analyses.evaluation import summarize_eval
+from thinklens.analyses.jobs.eval import EvalJobConfig
 from thinklens.cli import main
+from thinklens.data.answers import is_correct
 from thinklens.errors import ThinklensError
 
 
@@ -51,7 +51,7 @@ def test_eval_on_tiny_r1_with_its_chat_template_and_a_gsm8k_file(tiny_r1, gsm8k_
 
 
 def test_sampled_eval_resumes_per_batch_and_groups_by_steps(tiny_r1, tmp_path, monkeypatch, no_zoo_branch):
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
     argv = ["run", "eval", "--model", tiny_r1, "--data", "synthetic:2-3:1", "--prompt-format", "chat",
             "--max-new-tokens", "24", "--temperature", "0.8", "--top-p", "0.95", "--samples", "2", "--batch-size", "1",
@@ -102,8 +102,8 @@ def test_config_errors_and_the_summary_by_hand() -> None:
 
 
 def test_group_fields_of_a_math_style_file(tmp_path) -> None:
-    from analyses.evaluation import group_fields
-    from thinklens.problemsets import load_problems
+    from thinklens.analyses.evaluation import group_fields
+    from thinklens.data.problemsets import load_problems
 
     f = tmp_path / "math.jsonl"
     f.write_text("\n".join(json.dumps({"problem": f"q{i}", "answer": "\\frac{1}{2}", "level": i % 3, "subject": "Algebra",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.mi import (
+from thinklens.analyses.mi import (
     ESTIMATORS,
     NHSICConfig,
     compare_estimators,
@@ -15,8 +15,8 @@ from analyses.mi import (
     permuted_coordinates_control,
     shuffled_answer_control,
 )
-from analyses.mi.reference import plain_median_sigma, plain_nhsic, plain_trajectory
-from analyses.mi.solvers import median_sigma
+from thinklens.analyses.mi.reference import plain_median_sigma, plain_nhsic, plain_trajectory
+from thinklens.analyses.mi.solvers import median_sigma
 from thinklens.errors import ThinklensError
 
 try:  # under the jaxtyping/beartype import hook the shape checker may reject a bad argument first

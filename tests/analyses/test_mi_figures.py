@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.mi import (
+from thinklens.analyses.mi import (
     TokenTrajectory,
     compare_estimators,
     figure_enrichment,

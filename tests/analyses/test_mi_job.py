@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from analyses.jobs.mi_peaks import MIPeaksJobConfig
-from analyses.mi.stages import stage_names
-from analyses.mi.store import read_index, read_trajectory
+from thinklens.analyses.jobs.mi_peaks import MIPeaksJobConfig
+from thinklens.analyses.mi.pipeline import stage_names
+from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.cli import main
 from thinklens.errors import ThinklensError
 from thinklens.zoo.registry import zoo_path

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analyses.mi.estimator import nhsic_trajectory
-from analyses.mi.figures_interventions import figure_recycling, figure_suppression
-from analyses.mi.recycling import default_layer, recycle_generate, recycling_eval
-from analyses.mi.suppression import suppress_tokens, suppression_test
-from analyses.mi.trajectory import golden_answer_vectors, mi_trajectories
-from analyses.mi.vocab import random_token_ids, token_ids_for_words
 from thinklens import RepeatBlock, Site
+from thinklens.analyses.mi.estimator import nhsic_trajectory
+from thinklens.analyses.mi.figures_interventions import figure_recycling, figure_suppression
+from thinklens.analyses.mi.recycling import default_layer, recycle_generate, recycling_eval
+from thinklens.analyses.mi.suppression import suppress_tokens, suppression_test
+from thinklens.analyses.mi.trajectory import golden_answer_vectors, mi_trajectories
+from thinklens.analyses.mi.vocab import random_token_ids, token_ids_for_words
 from thinklens.errors import ThinklensError
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7 w8 w9", "w10", "w11 w12 w13", "w14 w15", "w16", "w17 w18"]

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from analyses.mi.findings import SPARSE, model_findings, peak_fraction_finding, word_findings, words_headline
-from thinklens.stats import finding_sentence
+from thinklens.analyses.mi.mi_findings import SPARSE, model_findings, peak_fraction_finding, word_findings, words_headline
+from thinklens.calibration.stats import finding_sentence
 
 WORDS = [{"word": "wait", "peak_count": 30, "total_count": 40, "ratio": 1.9, "ci_low": 1.5, "ci_high": 2.0},
          {"word": "so", "peak_count": 9, "total_count": 40, "ratio": 1.007, "ci_low": 0.33, "ci_high": 1.80}]
@@ -62,7 +62,7 @@ def test_flag_threshold_is_strictly_above_twenty_percent():
 
 def test_mi_peaks_report_lines_show_the_flag():
     """The mi-peaks job's own report prints each finding with its flag."""
-    from analyses.jobs.mi_peaks import _finding_line
+    from thinklens.analyses.jobs.mi_peaks import _finding_line
 
     found = model_findings("m", _records(5), word_rows=WORDS, rule="top_k", top=5)
     lines = [_finding_line(f.to_dict()) for f in found if f.statistic in ("peak_fraction", "enrichment")]
@@ -70,7 +70,7 @@ def test_mi_peaks_report_lines_show_the_flag():
 
 
 def test_cli_closing_lines_show_the_flag(tiny_dirs, tmp_path, capsys):
-    """The CLI's closing ``findings:`` lines (thinklens.stats.finding_sentence of the summary's findings) carry the
+    """The CLI's closing ``findings:`` lines (thinklens.calibration.stats.finding_sentence of the summary's findings) carry the
     flag of a dense run: k = 2 peaks of at most 6 tokens is a third of the tokens or more."""
     import json
 

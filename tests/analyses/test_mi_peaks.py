@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.mi import PEAK_RULES, Peaks, find_peaks, iqr_peaks, nhsic_trajectory, peaks_for_all, top_k_peaks
+from thinklens.analyses.mi import PEAK_RULES, Peaks, find_peaks, iqr_peaks, nhsic_trajectory, peaks_for_all, top_k_peaks
 from thinklens.errors import ThinklensError
 
 try:  # under the jaxtyping/beartype import hook the type checker may reject a bad argument first

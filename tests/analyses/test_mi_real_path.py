@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analyses.mi.store import read_index, read_trajectory
-from thinklens.answers import is_correct
+from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.cli import main
-from thinklens.formats import R1_INSTRUCTION, TTTS_CUE, TTTS_TOKENS
+from thinklens.data.answers import is_correct
+from thinklens.data.formats import R1_INSTRUCTION, TTTS_CUE, TTTS_TOKENS
 
 
 def test_mi_peaks_on_tiny_r1_with_its_chat_template_and_a_gsm8k_file(tiny_r1, gsm8k_file, tmp_path, no_zoo_branch):
@@ -46,7 +46,7 @@ def test_mi_peaks_on_tiny_r1_with_its_chat_template_and_a_gsm8k_file(tiny_r1, gs
 
 
 def test_paper_preset_is_the_reference_on_plain_prompts() -> None:
-    from analyses.jobs.mi_peaks import PRESETS
+    from thinklens.analyses.jobs.mi_peaks import PRESETS
 
     paper = PRESETS["paper"]
     assert paper.prompt_format == "plain" and paper.max_new_tokens == 512 and paper.k == 20

@@ -6,9 +6,9 @@ import random
 import pytest
 import torch
 
-from analyses.mi.collect import expected_jaccard, jaccard
-from analyses.mi.estimator import nhsic_trajectory
-from analyses.mi.small_scale import kernel_scale, small_scale_nhsic, squared_correlation
+from thinklens.analyses.mi.estimator import nhsic_trajectory
+from thinklens.analyses.mi.per_model import expected_jaccard, jaccard
+from thinklens.analyses.mi.small_scale import kernel_scale, small_scale_nhsic, squared_correlation
 from thinklens.errors import ThinklensError
 
 

@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from analyses.jobs.mi_peaks import JOB, PRESETS, MIPeaksJobConfig
-from analyses.mi.figures import mean_curve
-from analyses.mi.figures_runs import (
+from thinklens.analyses.jobs.mi_peaks import JOB, PRESETS, MIPeaksJobConfig
+from thinklens.analyses.mi.figures import mean_curve
+from thinklens.analyses.mi.figures_runs import (
     controls_table,
     figure_controls,
     figure_overlay,
@@ -20,17 +20,20 @@ from analyses.mi.figures_runs import (
     figure_trajectory,
     models_table,
 )
-from analyses.mi.problems import gold_text
-from analyses.mi.stages import choose_thinking_words
-from analyses.mi.store import TrajectoryRecord, model_key, read_index, read_trajectory, write_index, write_trajectory
-from analyses.mi.synthetic import build_synthetic_run, synthetic_record
+from thinklens.analyses.mi.inputs import gold_text
+from thinklens.analyses.mi.pipeline import choose_thinking_words
+from thinklens.analyses.mi.run_format import TrajectoryRecord, model_key, read_index, read_trajectory, write_index, write_trajectory
+from thinklens.analyses.mi.synthetic import build_synthetic_run, synthetic_record
+from thinklens.data.problemsets import ProblemSet
 from thinklens.errors import ThinklensError
-from thinklens.problemsets import ProblemSet
 
-MODULES = ["analyses.mi.problems", "analyses.mi.store", "analyses.mi.figures", "analyses.mi.figures_runs",
-           "analyses.jobs.mi_peaks", "analyses.mi.thinking_tokens", "analyses.mi.peaks",
-           "analyses.mi.stages", "analyses.mi.collect", "analyses.mi.ttts", "analyses.mi.small_scale",
-           "analyses.mi.synthetic", "analyses.mi.suppression", "analyses.evaluation", "analyses.jobs.eval"]
+MODULES = ["thinklens.analyses.mi.inputs", "thinklens.analyses.mi.run_format", "thinklens.analyses.mi.figures",
+    "thinklens.analyses.mi.figures_runs",
+           "thinklens.analyses.jobs.mi_peaks", "thinklens.analyses.mi.thinking_tokens", "thinklens.analyses.mi.peaks",
+           "thinklens.analyses.mi.pipeline", "thinklens.analyses.mi.per_model", "thinklens.analyses.mi.ttts",
+           "thinklens.analyses.mi.small_scale",
+           "thinklens.analyses.mi.synthetic", "thinklens.analyses.mi.suppression", "thinklens.analyses.evaluation",
+           "thinklens.analyses.jobs.eval"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -102,8 +105,8 @@ def test_rr_sweep_figure() -> None:
 
 
 def test_problem_rendering(tmp_path) -> None:
-    from thinklens.formats import PromptFormat
-    from thinklens.problemsets import load_problems
+    from thinklens.data.formats import PromptFormat
+    from thinklens.data.problemsets import load_problems
 
     (p,) = ProblemSet.synthetic(1, seed=3, min_steps=2, max_steps=2)
     assert PromptFormat("direct").render_problems([p])[0].endswith("answer :")
@@ -139,7 +142,7 @@ def test_presets() -> None:
 
 
 def test_ttts_word_check_on_the_zoo_tokenizer() -> None:
-    from analyses.mi.ttts import check_words
+    from thinklens.analyses.mi.ttts import check_words
     from thinklens.zoo.tokenizer import build_zoo_tokenizer
 
     class M:

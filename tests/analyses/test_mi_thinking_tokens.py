@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from analyses.mi import TokenTrajectory, iqr_peaks, thinking_token_enrichment, token_words, word_of
+from thinklens.analyses.mi import TokenTrajectory, iqr_peaks, thinking_token_enrichment, token_words, word_of
 from thinklens.errors import ThinklensError
 
 # N = 16 positions, P = 6 peak positions. Peak tokens: A: "So", "Wait", "so"; B: "Hmm", "So", "=".
@@ -107,9 +107,9 @@ def test_words_are_found_on_the_decoded_text_and_mapped_back_to_tokens() -> None
 
 def test_interventions_use_enrichment_words_that_are_whole_tokens(tiny_r1) -> None:
     """A word the tokenizer always splits cannot be suppressed or recycled as a token: it is passed over."""
-    from analyses.jobs.mi_peaks import MIPeaksJobConfig
-    from analyses.mi.stages import thinking_words_for
-    from thinklens.model import load_tokenizer
+    from thinklens.analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from thinklens.analyses.mi.pipeline import thinking_words_for
+    from thinklens.engine.model import load_tokenizer
     from thinklens.zoo.registry import zoo_path
 
     class _Model:

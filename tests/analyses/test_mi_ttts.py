@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from analyses.mi.figures_interventions import figure_ttts
-from analyses.mi.recycling import default_layer
-from analyses.mi.ttts import ttts_eval
+from thinklens.analyses.mi.figures_interventions import figure_ttts
+from thinklens.analyses.mi.recycling import default_layer
+from thinklens.analyses.mi.ttts import ttts_eval
+from thinklens.data.formats import TTTS_CUE, TTTS_TOKENS, PromptFormat
 from thinklens.errors import ThinklensError
-from thinklens.formats import TTTS_CUE, TTTS_TOKENS, PromptFormat
 
 
 @dataclass

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from analyses.mi.findings import (
+from thinklens.analyses.mi.mi_findings import (
     NO_ANSWER_MI,
     NO_WORD,
     mi_headline,
@@ -23,9 +23,9 @@ from analyses.mi.findings import (
     word_findings,
     words_headline,
 )
-from analyses.mi.planted import PlantedScore, answer_span, answer_steps, score_trajectory
-from analyses.mi.validation import SETTINGS, gap_check, write_problems
-from thinklens.controls import SettingContext
+from thinklens.analyses.mi.planted import PlantedScore, answer_span, answer_steps, score_trajectory
+from thinklens.analyses.mi.validation import SETTINGS, gap_check, write_problems
+from thinklens.calibration.controls import SettingContext
 
 
 def _zoo_has(name: str) -> bool:
@@ -120,10 +120,10 @@ def test_null_problems_pair_each_chain_with_an_independent_answer(tmp_path) -> N
 def test_record_scores_the_shuffled_control_against_another_problems_answer_on_the_same_states() -> None:
     """Kills: the control computed on unshuffled answers (gold[i] instead of gold[perm[i]]); the control scored
     on other states than the trajectory's own."""
-    from analyses.jobs.mi_peaks import MIPeaksJobConfig
-    from analyses.mi.collect import _record
-    from analyses.mi.estimator import nhsic_trajectory
-    from thinklens.sites import Site
+    from thinklens.analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.per_model import _record
+    from thinklens.engine.sites import Site
 
     site = Site.parse("resid_post.1")
     g = torch.Generator().manual_seed(0)

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder
+from thinklens.runs.folders import RunFolder
 from thinklens.zoo.registry import zoo_path
 
 APP = Path(__file__).resolve().parents[2] / "app"
@@ -92,7 +92,7 @@ def test_explore_click_returns_before_generation_ends(runs, tiny_dirs, monkeypat
     """The page script only submits the generation: a slow model never holds the page (or another page)."""
     import threading
 
-    import analyses.explore as explore_mod
+    import thinklens.analyses.explore as explore_mod
 
     gate = threading.Event()
     real = explore_mod.explore

@@ -1,6 +1,6 @@
 """A real browser (headless Chromium) opens the MI page on a run with 1000 trajectories.
 
-The run folder is synthetic (no model: ``analyses.mi.synthetic``) but written by the job's own
+The run folder is synthetic (no model: ``thinklens.analyses.mi.synthetic``) but written by the job's own
 writers and stages, so it has exactly the job's format. Timed spans, each ending when the MI
 curve's plotly figure has drawn its traces:
 
@@ -43,7 +43,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def big_run(tmp_path_factory):
-    from analyses.mi.synthetic import build_synthetic_run
+    from thinklens.analyses.mi.synthetic import build_synthetic_run
 
     root = tmp_path_factory.mktemp("mi-runs")
     build_synthetic_run(root, n=N_TRAJECTORIES, models=("tiny-think",), run_id="big")

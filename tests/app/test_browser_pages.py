@@ -2,7 +2,7 @@
 error card, and a drawn chart or a table on each; Explore generates side by side. Screenshots of each
 page are saved (the README's come from this test run on a real `make demo`).
 
-The runs are the demo's own steps (``thinklens.demo.run_demo``) with smaller sizes appended (``SMALL``),
+The runs are the demo's own steps (``tools.demo.run_demo``) with smaller sizes appended (``SMALL``),
 so the pages see every run kind the demo writes, in about a minute. To check (and photograph) a real
 demo instead:
 
@@ -68,8 +68,8 @@ def demo_runs(tmp_path_factory):
     given = os.environ.get("THINKLENS_DEMO_RUNS")
     if given:
         return Path(given).resolve()
-    from thinklens.demo import run_demo
     from thinklens.zoo.registry import zoo_path
+    from tools.demo import run_demo
 
     if zoo_path("tiny-think") is None:
         pytest.skip("the zoo is not trained")

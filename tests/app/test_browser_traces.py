@@ -8,7 +8,7 @@
 Each load is timed (from the click or the URL until the token strip and, with a token open, the logit lens are
 drawn) and photographed into ``THINKLENS_SCREENSHOTS`` (default ``runs/screenshots``). No page holds a JSON viewer
 element, and every chart has both axis titles. Without ``THINKLENS_DEMO_RUNS`` the runs are a synthetic mi-peaks run
-(``analyses.mi.synthetic``), whose tokens the zoo's tiny-think reads for the logit lens.
+(``thinklens.analyses.mi.synthetic``), whose tokens the zoo's tiny-think reads for the logit lens.
 
     THINKLENS_DEMO_RUNS=runs THINKLENS_SCREENSHOTS=docs/screenshots pytest tests/app/test_browser_traces.py -s
 """
@@ -48,7 +48,7 @@ def runs(tmp_path_factory):
     given = os.environ.get("THINKLENS_DEMO_RUNS")
     if given:
         return Path(given).resolve()
-    from analyses.mi.synthetic import build_synthetic_run
+    from thinklens.analyses.mi.synthetic import build_synthetic_run
 
     root = tmp_path_factory.mktemp("runs")
     build_synthetic_run(root, n=16, models=("tiny-think",), run_id="demo", interventions=False)

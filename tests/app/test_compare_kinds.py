@@ -18,7 +18,7 @@ from common import missing_results  # noqa: E402
 from compare import COMPARED, comparison_rows, figure_comparison, groups  # noqa: E402
 
 from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs import RunFolder, discover_runs  # noqa: E402
+from thinklens.runs.folders import RunFolder, discover_runs  # noqa: E402
 
 STEERING = str(APP / "pages" / "4_Steering.py")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from thinklens.runs import RunFolder, discover_runs
+from thinklens.runs.folders import RunFolder, discover_runs
 
 APP = Path(__file__).resolve().parents[2] / "app"
 sys.path.insert(0, str(APP))
@@ -75,7 +75,7 @@ def test_lynx_headline_names_the_smallest_valid_delta(runs):
 def test_headline_states_findings_and_never_a_non_effect_as_one(runs):
     """A summary with findings is headlined by them: an effect as a claim, anything else as what was not shown
     (mutant killed: a headline that reads the top word / best alpha whatever the verdict)."""
-    from thinklens.stats import findings_doc, paired_finding, ratio_finding
+    from thinklens.calibration.stats import findings_doc, paired_finding, ratio_finding
 
     null = ratio_finding("'so' is enriched at MI peaks", 1.007, (0.33, 1.8), n=40)
     real = paired_finding("steering the wait feature raises the wait rate", [1.0] * 30, [0.0] * 30,
@@ -98,7 +98,7 @@ def test_age_and_running_runs(runs):
 
 def test_fix_commands_parse_with_the_cli(runs):
     from thinklens.cli import build_parser
-    from thinklens.demo import DEMO_STEPS
+    from thinklens.runs.demo_plan import DEMO_STEPS
 
     readable = RunFolder.create("probe", {"model": "tiny-think"}, root=runs, run_id="half")
     readable.write_meta(job="probe")
@@ -219,7 +219,7 @@ def test_run_rows_and_zoo_rows_oracle():
 
     from dashboard import run_rows, zoo_table_rows
 
-    from thinklens.runs import RunEntry
+    from thinklens.runs.folders import RunEntry
 
     e = RunEntry(path=Path("runs/probe/a"), kind="probe", run_id="a", status="done", created="2026-11-30T10:00:00",
                  summary=SUMMARIES["probe"][1], config={"model": "tiny-think"})
@@ -255,7 +255,7 @@ def tally_job(monkeypatch):
     """A job no file of the app or the demo names, registered through the registry only (as an entry point would)."""
     from dataclasses import dataclass
 
-    from thinklens import jobs
+    from thinklens.runs import jobs
 
     @dataclass(frozen=True)
     class TallyConfig:
@@ -280,7 +280,7 @@ def tally_job(monkeypatch):
 
 def test_a_registered_job_is_in_the_demo_plan_in_its_pipeline_place(tally_job):
     from thinklens.cli import build_parser
-    from thinklens.demo import DEMO_STEPS
+    from thinklens.runs.demo_plan import DEMO_STEPS
 
     steps = {s.name: s for s in DEMO_STEPS}
     assert steps["tally"].argv == ("run", "tally", "--n", "5", "--run-id", "demo", "--no-progress")
@@ -297,7 +297,7 @@ def test_a_registered_job_shows_on_home_with_its_headline_page_and_order(tally_j
     from dashboard import headline, pages
 
     from thinklens.cli import main
-    from thinklens.demo import DEMO_STEPS
+    from thinklens.runs.demo_plan import DEMO_STEPS
 
     (step,) = [s for s in DEMO_STEPS if s.name == "tally"]
     assert main(list(step.argv)) == 0
@@ -322,8 +322,8 @@ def test_a_job_that_cannot_load_never_hides_the_others(runs, monkeypatch):
     with its own job's words; the demo plan leaves it out and says why."""
     from types import SimpleNamespace
 
-    from thinklens import jobs
-    from thinklens.demo import demo_steps
+    from thinklens.runs import jobs
+    from thinklens.runs.demo_plan import demo_steps
 
     def fail():
         raise SyntaxError("half-edited job module")

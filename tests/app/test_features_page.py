@@ -33,7 +33,7 @@ from features import (  # noqa: E402
 )
 
 from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs import RunFolder  # noqa: E402
+from thinklens.runs.folders import RunFolder  # noqa: E402
 
 FEATURES = str(APP / "pages" / "7_Features.py")
 STEERING = str(APP / "pages" / "4_Steering.py")
@@ -116,7 +116,7 @@ def test_sweep_rows_count_words_on_word_boundaries():
 
 
 def test_stat_rows_rank_the_feature_among_all():
-    from steering.features import FeatureStats
+    from thinklens.steering.features import FeatureStats
 
     stats = FeatureStats(site="resid_post.0", n_traces=2, n_tokens=10, freq=[0.1, 0.5, 0.3], mean_act=[0.0] * 3,
                          max_act=[4.0, 1.0, 2.0], corr_words={"wait": [0.2, -0.1, 0.9]}, word_counts={"wait": 3},
@@ -149,7 +149,7 @@ def test_coefficient_sweep_steers_each_coefficient_once():
 def demo(tmp_path_factory):
     """The demo's own `sae` and `steer` steps (test sizes) in a fresh runs folder."""
     from thinklens.cli import main
-    from thinklens.demo import DEMO_STEPS
+    from thinklens.runs.demo_plan import DEMO_STEPS
     from thinklens.zoo.registry import zoo_path
 
     if zoo_path("tiny-think") is None:
@@ -196,8 +196,8 @@ def test_sae_source_of_each_run(demo):
 def test_feature_logits_are_the_decoder_row_through_the_lm_head(demo):
     from features import feature_logits
 
-    from steering.sae import load_sae
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
+    from thinklens.steering.sae import load_sae
 
     source = sae_source(RunFolder(demo / "steer" / "demo"))
     model, sae = HookedModel.load(source.model), load_sae(source.sae_dir)

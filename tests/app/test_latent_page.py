@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from latent import figures
-from thinklens.runs import RunFolder
+from thinklens.latent import figures
+from thinklens.runs.folders import RunFolder
 
 PAGE = Path(__file__).resolve().parents[2] / "app" / "pages" / "6_Latent_reasoning.py"
 
@@ -34,7 +34,7 @@ def runs(tmp_path, monkeypatch):
     run.write_result("seek", {"summary": {"cot_accuracy": 0.5, "seek_accuracy": 0.8, "mean_iterations": 2.0}})
     run.write_figure("accuracy", figures.figure_accuracy(ROWS))
     run.write_figure("seek_budget", figures.figure_seek_budget([0.5, 0.7, 0.8]))
-    from latent.findings import table_findings
+    from thinklens.latent.latent_findings import table_findings
 
     correct = {"CoT-SFT": [True] * 9 + [False], "CODI": [True] * 8 + [False] * 2}
     run.finish({"findings": table_findings([{**r, "method": "direct" if r["method"] == "cot" else r["method"]} for r in ROWS],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from thinklens.runs import RunFolder
+from thinklens.runs.folders import RunFolder
 
 PAGE = str(Path(__file__).resolve().parents[2] / "app" / "pages" / "2_MI_peaks.py")
 VIEWS = ("Trajectory", "Thinking tokens", "Models", "Controls", "Interventions", "Compare runs")
@@ -18,7 +18,7 @@ VIEWS = ("Trajectory", "Thinking tokens", "Models", "Controls", "Interventions",
 
 @pytest.fixture(scope="module")
 def synthetic_root(tmp_path_factory):
-    from analyses.mi.synthetic import build_synthetic_run
+    from thinklens.analyses.mi.synthetic import build_synthetic_run
 
     root = tmp_path_factory.mktemp("mi-app")
     build_synthetic_run(root, n=12, models=("tiny-think", "tiny-cot"), run_id="small")
@@ -90,7 +90,7 @@ def test_every_view_renders_with_its_widgets(synthetic_root, monkeypatch):
 
 def test_compare_runs_overlays_two_runs(synthetic_root, tmp_path, monkeypatch):
     """Two runs (here: two synthetic data sets) on one chart, one curve per model of each run."""
-    from analyses.mi.synthetic import build_synthetic_run
+    from thinklens.analyses.mi.synthetic import build_synthetic_run
 
     root = tmp_path / "runs"
     shutil.copytree(synthetic_root, root)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from thinklens.runs import RunFolder
+from thinklens.runs.folders import RunFolder
 
 PAGE = Path(__file__).resolve().parents[2] / "app" / "pages" / "3_Probes_and_LYNX.py"
 
@@ -17,10 +17,10 @@ PAGE = Path(__file__).resolve().parents[2] / "app" / "pages" / "3_Probes_and_LYN
 def runs_root(tmp_path_factory):
     """A runs folder with one LYNX run (zoo model) and one probe run (tiny random model), made by the jobs."""
     from thinklens import HookedModel
-    from thinklens.jobs import run_job
-    from thinklens.testing import build_tiny_model
+    from thinklens.runs.jobs import run_job
     from thinklens.zoo.registry import zoo_path
     from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
+    from tools.testing import build_tiny_model
 
     root = tmp_path_factory.mktemp("runs")
     name = next((n for n in ("tiny-think", "tiny-pre") if zoo_path(n) is not None), None)
@@ -57,7 +57,7 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
     sys.path.insert(0, str(PAGE.parents[1]))
     from traces import trace_link
 
-    from probes.lynx_result import load_lynx_result
+    from thinklens.probes.lynx_result import load_lynx_result
 
     delta = at.selectbox(key="lynx-rollouts-delta").value
     exit_event = load_lynx_result(RunFolder(runs_root / "lynx" / "good")).report.get("lynx", delta).exit_event
@@ -74,7 +74,7 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
 
 def test_skipped_deltas_are_explained_below_the_results(runs_root, tmp_path, monkeypatch):
     """A sweep whose smallest deltas need more calibration events: no warning on top, words below the table."""
-    from thinklens.jobs import run_job
+    from thinklens.runs.jobs import run_job
     from thinklens.zoo.registry import zoo_path
 
     if zoo_path("tiny-think") is None:

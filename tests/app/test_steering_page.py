@@ -15,10 +15,10 @@ def runs(tmp_path_factory):
     """A real `sae` run on a tiny model (text-file data) plus small reasoning-vector and hybrid runs."""
     import random
 
-    from steering import figures
-    from thinklens.jobs import run_job
-    from thinklens.runs import RunFolder
-    from thinklens.testing import build_tiny_model
+    from thinklens.runs.folders import RunFolder
+    from thinklens.runs.jobs import run_job
+    from thinklens.steering import figures
+    from tools.testing import build_tiny_model
 
     root = tmp_path_factory.mktemp("app-steer")
     model_dir = build_tiny_model("llama", root / "model", d_model=32, n_layers=2)

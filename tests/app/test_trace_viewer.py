@@ -79,7 +79,7 @@ def test_tokens_html_links_every_token_and_marks_highlight_and_selection():
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     torch.manual_seed(0)
     return HookedModel.load(str(build_tiny_model("llama", tmp_path_factory.mktemp("tiny"), vocab_size=64)))
@@ -112,7 +112,7 @@ def test_logit_lens_refuses_an_empty_trace(tiny_model):
 
 @pytest.fixture(scope="module")
 def mi_root(tmp_path_factory):
-    from analyses.mi.synthetic import build_synthetic_run
+    from thinklens.analyses.mi.synthetic import build_synthetic_run
 
     root = tmp_path_factory.mktemp("runs")
     build_synthetic_run(root, n=24, models=("tiny-think", "tiny-cot"), run_id="syn", interventions=False)
@@ -260,7 +260,7 @@ def test_explore_token_click_opens_its_logit_lens(tiny_model, tmp_path, monkeypa
     from thinklens import HookedModel
 
     m = HookedModel.load(str(model_dir))
-    from analyses.explore import explore
+    from thinklens.analyses.explore import explore
 
     res = explore(m, "w1 w2 w3", max_new_tokens=6)
     p_col = next(c for c in lens.columns if c.startswith("p("))
@@ -274,12 +274,12 @@ def test_explore_token_click_opens_its_logit_lens(tiny_model, tmp_path, monkeypa
 
 @pytest.fixture
 def lynx_root(tmp_path):
-    """A LYNX run folder in the job's file format (``probes.lynx_result.write_lynx_result``'s arrays and outcomes),
+    """A LYNX run folder in the job's file format (``thinklens.probes.lynx_result.write_lynx_result``'s arrays and outcomes),
     written by hand: two test rollouts, three cue events, LYNX exits at two δs."""
     import numpy as np
     import safetensors.numpy
 
-    from thinklens.runs import RunFolder
+    from thinklens.runs.folders import RunFolder
 
     run = RunFolder.create("lynx", {"model": "tiny-think"}, root=tmp_path, run_id="hand")
     rollouts = [{"prompt": "Q ? <think>", "prompt_ids": [1, 5, 6], "tokens": ["<<", "wait", "1", "hmm", "####", "2"],
@@ -339,8 +339,8 @@ def test_sae_activations_read_the_state_that_produced_each_token():
     folder = Path(__file__).resolve().parents[2] / "data" / "saes" / "tiny-think-resid_post.2-topk32"
     if zoo_path("tiny-think") is None or not (folder / "cfg.json").is_file():
         pytest.skip("needs the zoo's tiny-think and its SAE under data/saes")
-    from steering.sae import load_sae
     from thinklens import HookedModel
+    from thinklens.steering.sae import load_sae
 
     model, sae = HookedModel.load("tiny-think"), load_sae(folder)
     prompt = model.tokenize("Tom has 3 pears . How many pears does Tom have ? <think>")["input_ids"][0].tolist()

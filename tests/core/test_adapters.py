@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from thinklens import Site
-from thinklens.adapters import (
+from thinklens.engine.adapters import (
     ParameterGroup,
     adapter_for,
     get_module,

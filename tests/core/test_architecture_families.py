@@ -4,7 +4,7 @@ A tiny random model of each family (2 blocks, d_model 32, vocab 64, built from i
 needs: MoE sizes, multi-head latent attention, short sliding windows, tied embeddings) is saved with
 ``save_pretrained`` and loaded through ``HookedModel.load``, which runs the parity self-check. Then: capture
 equals ``output_hidden_states`` (float32, atol 1e-5), greedy ``generate`` equals HF ``generate`` with left
-padding, and AddVector / InjectEmbeddings / RepeatBlock equal their oracles (thinklens/testing.py).
+padding, and AddVector / InjectEmbeddings / RepeatBlock equal their oracles (tools/testing.py).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from thinklens import AddVector, HookedModel, ThinklensError
-from thinklens.adapter_discovery import adapter_from_model_type, adapter_from_structure
-from thinklens.adapters import ADAPTERS, MODEL_TYPES, adapter_for
-from thinklens.parity import check_site_parity
-from thinklens.testing import (
+from thinklens.engine.adapters import ADAPTERS, MODEL_TYPES, adapter_for
+from thinklens.engine.discovery import adapter_from_model_type, adapter_from_structure
+from thinklens.engine.parity import check_site_parity
+from tools.testing import (
     CHECK_PROMPTS,
     TINY_FAMILIES,
     check_capture,

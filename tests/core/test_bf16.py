@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from thinklens import HookedModel, Site
-from thinklens.testing import check_capture, check_generate
 from thinklens.zoo.registry import zoo_path
+from tools.testing import check_capture, check_generate
 
 ZOO = "tiny-think"
 BF16_REL = 3e-2
@@ -70,7 +70,7 @@ def test_bf16_greedy_tokens_equal_hf_generate(bf16, prompts):
 
 
 def test_decoding_runs_the_lm_head_on_the_last_position_only(bf16, prompts):
-    from thinklens.decoder import Decoder
+    from thinklens.generation.kv_batch import Decoder
 
     dec = Decoder(bf16, prompts)
     out = dec.append(dec.prompt["input_ids"], dec.prompt["attention_mask"], last_logits_only=True)
@@ -78,7 +78,7 @@ def test_decoding_runs_the_lm_head_on_the_last_position_only(bf16, prompts):
 
 
 def test_mi_estimator_upcasts_bf16_states(fp32, prompts):
-    from analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
 
     trace = fp32.generate(prompts[:1], max_new_tokens=16, capture=["resid_post.-1"])[0]
     states = trace.hidden[Site("resid_post", fp32.n_layers - 1)]  # [step, d] float32
@@ -95,7 +95,7 @@ def test_mi_estimator_upcasts_bf16_states(fp32, prompts):
 
 @pytest.mark.parametrize("probe", ["LinearProbe", "DiffMeanProbe", "LynxMLPProbe"])
 def test_probe_fits_bf16_features(bf16, probe):
-    import probes.estimators as estimators
+    import thinklens.probes.estimators as estimators
     from thinklens.tasks import generate_problems, render_prompt
 
     problems = generate_problems(32, seed=2)
@@ -110,7 +110,7 @@ def test_probe_fits_bf16_features(bf16, probe):
 
 
 def test_store_keeps_bf16(tmp_path):
-    from thinklens.store import ActivationStore
+    from thinklens.engine.activation_store import ActivationStore
 
     rows = torch.randn(10, 6).bfloat16()
     store = ActivationStore(tmp_path / "s")

@@ -7,7 +7,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-from thinklens.model import HookedModel
+from thinklens.engine.model import HookedModel
 
 
 def _tokenizer(adds_bos: bool) -> PreTrainedTokenizerFast:

@@ -10,8 +10,8 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-from thinklens.model import HookedModel
-from thinklens.testing import build_tiny_model
+from thinklens.engine.model import HookedModel
+from tools.testing import build_tiny_model
 
 BOS = 3
 TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['content'] }} {% endfor %}"
@@ -56,8 +56,8 @@ def test_the_folder_writes_two_bos_when_read_naively_and_generation_reads_one(bo
 
 
 def test_imported_traces_and_the_sae_corpus(bos_model):
-    from steering.data import encode
-    from thinklens.import_traces import ImportRecord, tokenize_record
+    from thinklens.data.import_traces import ImportRecord, tokenize_record
+    from thinklens.steering.corpora import encode
 
     prompt = _chat(bos_model)
     gen = _generated_ids(bos_model, prompt)
@@ -70,10 +70,10 @@ def test_imported_traces_and_the_sae_corpus(bos_model):
 
 
 def test_hybrid_generation_and_the_hybrid_job(bos_model, monkeypatch, tmp_path):
-    import steering.hybrid
-    import steering.hybrid_generate as hg
-    from steering.hybrid import HybridConfig
-    from thinklens.jobs import run_job
+    import thinklens.steering.hybrid
+    import thinklens.steering.hybrid_generate as hg
+    from thinklens.runs.jobs import run_job
+    from thinklens.steering.hybrid import HybridConfig
 
     seen: list = []
     real = hg.Decoder
@@ -95,7 +95,7 @@ def test_hybrid_generation_and_the_hybrid_job(bos_model, monkeypatch, tmp_path):
         seen[:] = [base_prompts, [t.prompt_ids for t in traces]]
         raise Stop
 
-    monkeypatch.setattr(steering.hybrid, "train_hybrid_vectors", capture)
+    monkeypatch.setattr(thinklens.steering.hybrid, "train_hybrid_vectors", capture)
     with pytest.raises(Stop):
         run_job("hybrid", model=bos_model, thinking=bos_model, prompt_format="chat", n_train=2, n_eval=2, max_steps=2,
                 max_new_tokens=2, n_seeds=1, modes=("hybrid",), out=tmp_path / "h", progress=False)
@@ -104,10 +104,10 @@ def test_hybrid_generation_and_the_hybrid_job(bos_model, monkeypatch, tmp_path):
 
 
 def test_latent_seek_the_self_confidence_reward_and_the_latent_data(bos_model, monkeypatch):
-    import latent.seek_runs as sr
-    from latent.config import LatentSeekConfig
-    from latent.data import make_example
-    from latent.self_reward import SelfConfidence
+    import thinklens.latent.seek_runs as sr
+    from thinklens.latent.config import LatentSeekConfig
+    from thinklens.latent.segments import make_example
+    from thinklens.latent.self_reward import SelfConfidence
 
     class Stop(Exception):
         pass

@@ -1,4 +1,4 @@
-"""Budgets per prompt inside the context (thinklens.budgets): the arithmetic against a hand count, per-row budgets
+"""Budgets per prompt inside the context (thinklens.generation.budgets): the arithmetic against a hand count, per-row budgets
 in the decode loop against one-prompt runs, and ``eval`` whose completions do not depend on ``--batch-size`` while
 a prompt near the context is cut and counted."""
 
@@ -10,9 +10,9 @@ from types import SimpleNamespace as NS
 import pytest
 import torch
 
-from thinklens.budgets import budget_note, budgets_for, context_length, prompt_budgets, token_lengths
 from thinklens.cli import main
 from thinklens.errors import ThinklensError
+from thinklens.generation.budgets import budget_note, budgets_for, context_length, prompt_budgets, token_lengths
 
 
 def test_prompt_budgets_cut_each_prompt_by_its_own_length():
@@ -37,7 +37,7 @@ def test_context_length_trusts_the_config_then_a_set_tokenizer_limit():
 def gpt2(tmp_path_factory):
     """A learned-position model (GPT-2, 64 positions): a position past the context would fail to index."""
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     return HookedModel.load(str(build_tiny_model("gpt2", tmp_path_factory.mktemp("gpt2") / "m", n_ctx=64)))
 
@@ -71,7 +71,7 @@ def _long_problem(tokenizer, room: int) -> dict:
 
 def test_eval_completions_do_not_depend_on_the_batch_size_and_a_long_prompt_is_cut_and_counted(
         tiny_r1, gsm8k_file, tmp_path, capsys):
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
     model = HookedModel.load(tiny_r1)
     lines = gsm8k_file.read_text().splitlines()[:3]
@@ -87,8 +87,8 @@ def test_eval_completions_do_not_depend_on_the_batch_size_and_a_long_prompt_is_c
         runs[bs] = (rows, json.loads((out / "results" / "eval.json").read_text()))
     assert [r["text"] for r in runs[1][0]] == [r["text"] for r in runs[16][0]]
     assert [r["budget"] for r in runs[1][0]] == [r["budget"] for r in runs[16][0]]
-    from thinklens.formats import format_for
-    from thinklens.problemsets import load_problems
+    from thinklens.data.formats import format_for
+    from thinklens.data.problemsets import load_problems
 
     fmt = format_for(model, "chat")
     prompts = fmt.render_problems(load_problems(str(data)), model.tokenizer)
@@ -103,8 +103,8 @@ def test_eval_completions_do_not_depend_on_the_batch_size_and_a_long_prompt_is_c
 
 
 def test_mi_peaks_caps_each_trajectory_at_the_context_and_counts_it(tiny_r1, gsm8k_file, tmp_path, capsys):
-    from analyses.mi.store import read_index, read_trajectory
-    from thinklens.model import HookedModel
+    from thinklens.analyses.mi.run_format import read_index, read_trajectory
+    from thinklens.engine.model import HookedModel
 
     model = HookedModel.load(tiny_r1)
     lines = gsm8k_file.read_text().splitlines()[:2]

@@ -8,8 +8,8 @@ import torch
 
 from thinklens import HookedModel, Site
 from thinklens.cli import main
-from thinklens.runs import RunFolder
-from thinklens.store import ActivationStore
+from thinklens.engine.activation_store import ActivationStore
+from thinklens.runs.folders import RunFolder
 
 
 def run_cli(*args):

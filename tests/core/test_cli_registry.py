@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from thinklens import jobs
 from thinklens.cli import main
-from thinklens.runs import RunFolder
+from thinklens.runs import jobs
+from thinklens.runs.folders import RunFolder
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def test_an_entry_point_named_JOBS_registers_each_job_of_its_list(monkeypatch):
 
 
 def test_the_latent_trainers_come_from_one_list_with_their_own_kinds():
-    from latent.methods import METHODS
+    from thinklens.latent.methods import METHODS
 
     trainers = [jobs.get_job(name) for name in METHODS]
     assert [j.run_kind for j in trainers] == list(METHODS)  # runs/<job>/<id>, as every job

@@ -141,7 +141,7 @@ def test_every_suggested_command_parses() -> None:
 
 def test_every_demo_step_parses() -> None:
     from thinklens.cli import build_parser
-    from thinklens.demo import DEMO_STEPS
+    from thinklens.runs.demo_plan import DEMO_STEPS
 
     parser = build_parser()
     bad = [f"{s.name}: {message}" for s in DEMO_STEPS

@@ -1,4 +1,4 @@
-"""One config rule: every job config is a :class:`~thinklens.configcli.ConfigGroup`, each field group validates its
+"""One config rule: every job config is a :class:`~thinklens.runs.configcli.ConfigGroup`, each field group validates its
 own fields in ``check``, and ``ConfigGroup.__post_init__`` runs every group's check along the MRO.
 
 The oracle of "this group was checked" is the traceback: a bad value of a group's field must raise from inside that
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from thinklens.configcli import ConfigGroup, group_checks
 from thinklens.errors import ThinklensError
-from thinklens.jobs import all_jobs
+from thinklens.runs.configcli import ConfigGroup, group_checks
+from thinklens.runs.jobs import all_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,7 +172,7 @@ def test_checks_run_once_each_base_groups_first():
 
 def _package_modules() -> list[Path]:
     out = []
-    for pkg in ("thinklens", "analyses", "probes", "steering", "latent", "zoo"):
+    for pkg in ("thinklens", "analyses", "probes", "steering", "latent"):
         out += sorted((ROOT / pkg).rglob("*.py"))
     return out
 
@@ -191,14 +191,17 @@ def _imported(path: Path) -> list[str]:
 
 
 def is_job_module(name: str) -> bool:
-    """``<package>.jobs`` and everything under it (``thinklens.jobs``, the job contract, is a module, not a package)."""
+    """``<package>.jobs`` and everything under it (``thinklens.runs.jobs``, the job contract, is a module, not a package)."""
     parts = name.split(".")
+    if len(parts) > 1 and parts[0] == "thinklens" and parts[1] in ("probes", "steering", "latent", "analyses"):
+        parts = parts[1:]  # thinklens.probes is the repository's probes/ folder (pyproject's package-dir)
     return "jobs" in parts[1:] and (ROOT / "/".join(parts[:parts.index("jobs", 1) + 1])).is_dir()
 
 
 def test_is_job_module():
-    assert is_job_module("probes.jobs.lynx") and is_job_module("analyses.jobs")
-    assert not is_job_module("thinklens.jobs") and not is_job_module("probes.lynx_splits")
+    assert is_job_module("thinklens.probes.jobs.lynx") and is_job_module("thinklens.analyses.jobs")
+    assert not is_job_module("thinklens.runs.jobs") and not is_job_module("thinklens.probes.lynx_splits")
+    assert is_job_module("thinklens.zoo.jobs.grpo") and not is_job_module("thinklens.zoo.grpo")
 
 
 def test_no_library_module_imports_a_job_module():

@@ -21,4 +21,5 @@ def test_docstring_examples(name):
 
 
 def test_every_core_module_is_checked():
-    assert {"thinklens.capture", "thinklens.jobs", "thinklens.runs", "thinklens.sites", "thinklens.tasks.protocol"} <= set(MODULES)
+    assert {"thinklens.engine.capture", "thinklens.runs.jobs", "thinklens.runs.folders", "thinklens.engine.sites",
+        "thinklens.tasks.protocol"} <= set(MODULES)

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from thinklens import ThinklensError
-from thinklens.decode import Forced, Greedy, Guided, Sample, decode
-from thinklens.decoder import Decoder, left_pad
+from thinklens.generation.decode_loop import Forced, Greedy, Guided, Sample, decode
+from thinklens.generation.kv_batch import Decoder, left_pad
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7"]
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from thinklens import jobs
 from thinklens.cli import main
 from thinklens.errors import ThinklensError, cli_terms, in_cli, opt, opt_name
-from thinklens.jobs import Job, run_job
+from thinklens.runs import jobs
+from thinklens.runs.jobs import Job, run_job
 
 
 def test_opt_against_a_hand_written_table():
@@ -41,7 +41,7 @@ def test_cli_terms_end_with_their_block_even_on_an_error():
 
 
 def test_a_library_check_names_the_keyword_or_the_flag():
-    from thinklens.problemsets import ProblemSet, check_disjoint, load_problems
+    from thinklens.data.problemsets import ProblemSet, check_disjoint, load_problems
 
     a = load_problems("synthetic:2-2:3")
     sets = {"train": a, "test": ProblemSet("copy", tuple(a))}

@@ -7,12 +7,12 @@ import dataclasses
 
 import pytest
 
-from thinklens.answers import Tally
+from thinklens.data.answers import Tally
+from thinklens.data.problemsets import SamplingOptions
+from thinklens.engine.training import OptimOptions
 from thinklens.errors import ThinklensError
-from thinklens.jobs import all_jobs
-from thinklens.problemsets import SamplingOptions
+from thinklens.runs.jobs import all_jobs
 from thinklens.tasks import MAX_STEPS, StepRange
-from thinklens.training import OptimOptions
 
 
 def _configs_with(*names: str) -> list:
@@ -56,7 +56,7 @@ def test_every_optimiser_config_refuses_bad_values(config, bad):
 
 def test_grpo_keeps_its_optimiser():
     """The committed tiny-grpo was trained without weight decay and with a clip at 1 (then hard-coded)."""
-    from steering.configs import GRPOConfig
+    from thinklens.steering.configs import GRPOConfig
 
     cfg = GRPOConfig()
     assert (cfg.lr, cfg.weight_decay, cfg.grad_clip) == (1e-4, 0.0, 1.0)
@@ -82,8 +82,8 @@ def test_reading_configs_refuse_no_sites_and_bad_batches(config):
 
 
 def test_a_tally_derives_its_accuracy():
-    from analyses.mi.suppression import SuppressionRow
-    from analyses.mi.ttts import TTTSRow
+    from thinklens.analyses.mi.suppression import SuppressionRow
+    from thinklens.analyses.mi.ttts import TTTSRow
 
     assert Tally(n_correct=0, n=0).accuracy == 0.0
     row = SuppressionRow("thinking", 4, n_correct=3, n=8)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from thinklens.errors import ThinklensError
-from thinklens.formats import (
+from thinklens.data.formats import (
     R1_INSTRUCTION,
     SPANS,
     PromptFormat,
@@ -15,6 +14,7 @@ from thinklens.formats import (
     prompt_opens_span,
     split_thinking,
 )
+from thinklens.errors import ThinklensError
 
 # DeepSeek-R1-Distill-Qwen's template (since 2025-02): the generation prompt opens the thinking span.
 R1_TEMPLATE = (

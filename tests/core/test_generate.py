@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from thinklens import Site, ThinklensError
-from thinklens.decoder import Decoder
+from thinklens.generation.kv_batch import Decoder
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7", "w9 w9 w9 w9 w9 w9 w9 w9", "w3", "w20 w21", "w30 w31 w32", "w40"]
 

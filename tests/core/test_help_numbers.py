@@ -10,7 +10,7 @@ import re
 import pytest
 
 from thinklens.cli import build_parser
-from thinklens.jobs import job_names
+from thinklens.runs.jobs import job_names
 
 #: A number with a unit of time or a percentage, an ``Nx`` ratio, a ``±`` spread or a ``metric_name=value``.
 MEASURED = re.compile(

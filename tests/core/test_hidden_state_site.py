@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from thinklens.engine.sites import Site, hidden_state_site
 from thinklens.errors import ThinklensError
-from thinklens.sites import Site, hidden_state_site
 
 
 @pytest.mark.parametrize("fam", ["llama", "qwen2", "gpt2", "gemma"])

@@ -3,7 +3,7 @@
 A tiny random model of a family (4 blocks, so that both token-mixer kinds occur) is saved and loaded through
 ``HookedModel.load`` (parity self-check). Sites follow each block's own parts (``attn_out.i`` on attention
 blocks, ``mixer_out.i`` on the others, read from the HF modules as the oracle); the block update equals its
-mixer plus its MLP; the checks of thinklens/testing.py (capture vs ``output_hidden_states``, greedy tokens vs
+mixer plus its MLP; the checks of tools/testing.py (capture vs ``output_hidden_states``, greedy tokens vs
 HF ``generate`` with the model's own cache, AddVector / ReplaceActivation / InjectEmbeddings / RepeatBlock
 against their oracles) pass; a recurrent state is never rolled back silently; a multi-stream residual
 (DeepSeek-V4) is edited per stream. The whole table is the ``slow`` sweep.
@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from thinklens import AddVector, HookedModel, ThinklensError
-from thinklens.decoder import Decoder
-from thinklens.sites import Site
-from thinklens.testing import CHECK_PROMPTS, HYBRID_FAMILIES, build_tiny_model, check_family
+from thinklens.engine.sites import Site
+from thinklens.generation.kv_batch import Decoder
+from tools.testing import CHECK_PROMPTS, HYBRID_FAMILIES, build_tiny_model, check_family
 
 torch.set_num_threads(1)
 
@@ -101,7 +101,7 @@ def test_multi_stream_residual_is_edited_per_stream(family_model):
 
 
 def test_an_activation_of_another_shape_is_refused_with_site_and_shape():
-    from thinklens.interventions import _streams
+    from thinklens.engine.interventions import _streams
 
     with pytest.raises(ThinklensError, match=r"\(2, 3\) at resid_post.1"):
         _streams(torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, 3), Site("resid_post", 1))

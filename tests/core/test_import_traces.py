@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from thinklens import HookedModel, ThinklensError
-from thinklens.import_traces import import_traces, load_traces, read_record, read_records
-from thinklens.trace import trace_from_json, trace_to_json
+from thinklens.data.import_traces import import_traces, load_traces, read_record, read_records
+from thinklens.generation.trace import trace_from_json, trace_to_json
 
 SITES = ["resid_post.1", "final_norm"]
 

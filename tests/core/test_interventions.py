@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from thinklens import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation, Site, ThinklensError
-from thinklens.testing import check_repeat_block
+from tools.testing import check_repeat_block
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6"]
 

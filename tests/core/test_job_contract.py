@@ -13,8 +13,8 @@ import pytest
 
 from thinklens.cli import build_parser, main
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, RunOptions, all_jobs, get_job, job_names, read_config_file, run_job
-from thinklens.runs import RunFolder, to_jsonable
+from thinklens.runs.folders import RunFolder, to_jsonable
+from thinklens.runs.jobs import Job, RunOptions, all_jobs, get_job, job_names, read_config_file, run_job
 
 COMMON = ["--model", "--seed", "--device", "--dtype", "--threads", "--runs", "--run-id", "--out", "--no-progress", "--config"]
 

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from thinklens.cli import main
+from thinklens.engine.model import HookedModel
 from thinklens.errors import ThinklensError
-from thinklens.model import HookedModel
-from thinklens.testing import build_tiny_model, word_tokenizer
+from tools.testing import build_tiny_model, word_tokenizer
 
 
 @pytest.fixture(scope="module")

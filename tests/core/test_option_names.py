@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from thinklens.cli import build_parser
-from thinklens.configcli import field_docs, rename_deprecated, renamed_fields
-from thinklens.jobs import all_jobs, get_job
+from thinklens.runs.configcli import field_docs, rename_deprecated, renamed_fields
+from thinklens.runs.jobs import all_jobs, get_job
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -137,7 +137,7 @@ def test_an_old_flag_still_parses_and_prints_one_line_naming_the_new_one(capsys,
 
 
 def test_old_keywords_and_config_files_still_read(capsys, tmp_path):
-    from thinklens.jobs import config_from_dict
+    from thinklens.runs.jobs import config_from_dict
 
     zoo_eval = get_job("zoo-eval")
     assert zoo_eval.make_config(n=5, steps=(2,)).n_eval == 5

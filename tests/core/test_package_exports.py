@@ -1,4 +1,4 @@
-"""Python and Jupyter: every capability package exports its public names lazily (``from probes import
+"""Python and Jupyter: every capability package exports its public names lazily (``from thinklens.probes import
 LinearProbe``), ``dir()`` lists them (tab completion), importing a package loads none of its heavy modules,
 and ``thinklens info`` shows the model's own type beside the adapter family."""
 
@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-PACKAGES = ("probes", "steering", "latent", "analyses")
+PACKAGES = ("thinklens.probes", "thinklens.steering", "thinklens.latent", "thinklens.analyses")
 
 
 def _exports(package: str) -> dict[str, str]:
@@ -36,7 +36,7 @@ def test_every_exported_name_resolves_to_its_module(package):
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_exported_function_is_named_like_a_submodule(package):
-    """A function named like its own module (analyses.explore.explore) would be rebound to the module as soon
+    """A function named like its own module (thinklens.analyses.explore.explore) would be rebound to the module as soon
     as the submodule is imported; such names stay out of the table, submodule exports excepted."""
     import pkgutil
 
@@ -48,19 +48,20 @@ def test_no_exported_function_is_named_like_a_submodule(package):
 
 
 def test_readme_names_import_from_the_packages():
-    from analyses import ExploreResult, MIPeaksJobConfig, mi
-    from latent import CODIConfig, LatentModel, train_latent
-    from probes import LinearProbe, LynxConfig, RidgeProbe, load_probe, save_probe
-    from steering import ClampFeature, SteeringVector, add_feature, train_sae
+    from thinklens.analyses import ExploreResult, MIPeaksJobConfig, mi
+    from thinklens.latent import CODIConfig, LatentModel, train_latent
+    from thinklens.probes import LinearProbe, LynxConfig, RidgeProbe, load_probe, save_probe
+    from thinklens.steering import ClampFeature, SteeringVector, add_feature, train_sae
 
-    assert LinearProbe.__module__ == "probes.estimators" and RidgeProbe.__module__ == "probes.estimators"
-    assert (save_probe.__module__, load_probe.__module__, LynxConfig.__module__) == ("probes.io", "probes.io", "probes.lynx")
-    assert SteeringVector.__module__ == "steering.vectors" and add_feature.__module__ == "steering.feature_steering"
-    assert ClampFeature.__module__ == "steering.feature_steering" and train_sae.__module__ == "steering.sae"
+    assert LinearProbe.__module__ == "thinklens.probes.estimators" and RidgeProbe.__module__ == "thinklens.probes.estimators"
+    assert (save_probe.__module__, load_probe.__module__, LynxConfig.__module__) == ("thinklens.probes.io",
+        "thinklens.probes.io", "thinklens.probes.lynx")
+    assert SteeringVector.__module__ == "thinklens.steering.vectors" and add_feature.__module__ == "thinklens.steering.feature_steering"
+    assert ClampFeature.__module__ == "thinklens.steering.feature_steering" and train_sae.__module__ == "thinklens.steering.sae"
     assert (CODIConfig.__module__, LatentModel.__module__, train_latent.__module__) == (
-        "latent.config", "latent.latent_model", "latent.train")
-    assert isinstance(mi, types.ModuleType) and mi.nhsic.__module__ == "analyses.mi.estimator"
-    assert ExploreResult.__module__ == "analyses.explore" and MIPeaksJobConfig.__module__ == "analyses.mi.config"
+        "thinklens.latent.config", "thinklens.latent.latent_model", "thinklens.latent.training_loop")
+    assert isinstance(mi, types.ModuleType) and mi.nhsic.__module__ == "thinklens.analyses.mi.estimator"
+    assert ExploreResult.__module__ == "thinklens.analyses.explore" and MIPeaksJobConfig.__module__ == "thinklens.analyses.mi.config"
 
 
 def test_thinklens_dir_lists_the_lazy_names():
@@ -82,20 +83,21 @@ def test_importing_the_packages_loads_no_heavy_module():
 import json, sys
 import thinklens, probes, steering, latent, analyses
 dir(thinklens); dir(probes); dir(steering)
-before = {m: m in sys.modules for m in ("torch", "numpy", "sklearn", "transformers", "probes.estimators", "steering.vectors")}
-from probes import LinearProbe
-after = {m: m in sys.modules for m in ("probes.estimators", "steering.vectors")}
+before = {m: m in sys.modules for m in ("torch", "numpy", "sklearn", "transformers", "thinklens.probes.estimators",
+    "thinklens.steering.vectors")}
+from thinklens.probes import LinearProbe
+after = {m: m in sys.modules for m in ("thinklens.probes.estimators", "thinklens.steering.vectors")}
 print(json.dumps([before, after]))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     before, after = json.loads(out)
     assert not any(before.values()), before
-    assert after == {"probes.estimators": True, "steering.vectors": False}
+    assert after == {"thinklens.probes.estimators": True, "thinklens.steering.vectors": False}
 
 
 def test_info_shows_the_model_type_beside_the_family(tmp_path, capsys):
     from thinklens.cli import main
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     qwen3 = build_tiny_model("qwen3", tmp_path / "qwen3", n_layers=1, d_model=16, n_heads=2)
     assert main(["info", str(qwen3)]) == 0
@@ -107,7 +109,7 @@ def test_info_shows_the_model_type_beside_the_family(tmp_path, capsys):
     assert main(["info", str(qwen3), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert (info["family"], info["model_type"]) == ("llama", "qwen3")
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
     model = HookedModel.load(str(qwen3))  # in Python (a notebook cell's repr) too
     assert model.model_type == json.loads((qwen3 / "config.json").read_text())["model_type"] == "qwen3"
@@ -121,9 +123,9 @@ def test_format_for_renders_with_the_models_own_chat_template():
     serialises as plain data."""
     import dataclasses
 
-    from thinklens.formats import R1_INSTRUCTION, PromptFormat, format_for
-    from thinklens.model import HookedModel
-    from thinklens.runs import to_jsonable
+    from thinklens.data.formats import R1_INSTRUCTION, PromptFormat, format_for
+    from thinklens.engine.model import HookedModel
+    from thinklens.runs.folders import to_jsonable
 
     model = HookedModel.load("data/zoo/tiny-r1")
     assert model.tokenizer.chat_template
@@ -145,9 +147,9 @@ def test_run_job_returns_a_typed_result(tmp_path):
     from dataclasses import dataclass
 
     import thinklens
-    from thinklens.jobs import Job, JobResult, run_job
-    from thinklens.runs_command import run_table
-    from thinklens.stats import accuracy_finding, findings_doc
+    from thinklens.calibration.stats import accuracy_finding, findings_doc
+    from thinklens.runs.jobs import Job, JobResult, run_job
+    from thinklens.runs.listing import run_table
 
     @dataclass(frozen=True)
     class CountConfig:

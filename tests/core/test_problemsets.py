@@ -9,8 +9,8 @@ import json
 
 import pytest
 
+from thinklens.data.problemsets import ProblemSet, check_disjoint, load_problems, parse_mapping
 from thinklens.errors import ThinklensError
-from thinklens.problemsets import ProblemSet, check_disjoint, load_problems, parse_mapping
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 
 GSM8K = [
@@ -224,7 +224,8 @@ def test_duplicate_questions_stay_in_one_split_and_overlap_is_an_error(tmp_path)
     check_disjoint({"train": train.take(5), "test": load_problems(_jsonl(tmp_path / "c.jsonl", rows[5:10]))})
 
 
-@pytest.mark.parametrize("name", ["thinklens.problemsets", "thinklens.problemsources", "thinklens.answers", "thinklens.equivalence"])
+@pytest.mark.parametrize("name", ["thinklens.data.problemsets", "thinklens.data.sources", "thinklens.data.answers",
+    "thinklens.data.equivalence"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import pytest
 
-import thinklens.jobs as jobs
-from thinklens import provenance
+import thinklens.runs.jobs as jobs
 from thinklens.cli import main
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, run_job
-from thinklens.runs import RunFolder
+from thinklens.runs import provenance
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import Job, run_job
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def registered(monkeypatch):
     CALLS.clear()
 
 
-def edit_code(monkeypatch, package="probes"):
+def edit_code(monkeypatch, package="thinklens.probes"):
     """Simulate an edit of one package's source: its hash (and so the source hash) changes."""
     real = provenance.package_hashes
     monkeypatch.setattr(provenance, "package_hashes", lambda packages=provenance.PACKAGES: {**real(packages), package: "edited"})
@@ -106,11 +106,11 @@ def test_resume_after_a_code_change_exits_2_without_traceback_and_allow_stale_re
     started_with = run.meta()["code"]["source_hash"]
     run.write_meta(status="running")  # as a killed run leaves it
     capsys.readouterr()
-    edit_code(monkeypatch, "probes")
+    edit_code(monkeypatch, "thinklens.probes")
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert "packages changed: probes" in err and "--allow-stale" in err and "--run-id" in err
+    assert "packages changed: thinklens.probes" in err and "--allow-stale" in err and "--run-id" in err
     assert run.meta()["status"] == "running" and CALLS == ["i0", "i1", "i2"]
     # --allow-stale resumes (the cached items are reused) and the run records that it did
     assert main([*argv, "--allow-stale"]) == 0 and CALLS == ["i0", "i1", "i2"]
@@ -118,14 +118,14 @@ def test_resume_after_a_code_change_exits_2_without_traceback_and_allow_stale_re
     assert meta["status"] == "done" and meta["options"]["allow_stale"] is True
     assert meta["code"]["source_hash"] == started_with  # the code the cached work came from
     (stale,) = meta["stale_resumes"]
-    assert stale["changed"] == ["probes"] and stale["from_source_hash"] == started_with
+    assert stale["changed"] == ["thinklens.probes"] and stale["from_source_hash"] == started_with
     assert stale["to_source_hash"] == provenance.source_hash() != started_with
 
 
 def test_python_api_refuses_a_stale_resume_and_takes_allow_stale(tmp_path, monkeypatch):
     run_job(COUNT, n=2, runs=tmp_path, run_id="r", progress=False)
-    edit_code(monkeypatch, "zoo")
-    with pytest.raises(ThinklensError, match="packages changed: zoo"):
+    edit_code(monkeypatch, "thinklens.latent")
+    with pytest.raises(ThinklensError, match="packages changed: thinklens.latent"):
         run_job(COUNT, n=2, runs=tmp_path, run_id="r", progress=False)
     assert run_job(COUNT, n=2, runs=tmp_path, run_id="r", progress=False, allow_stale=True) == {"done": 2}
     # a new run id starts over with the code running now

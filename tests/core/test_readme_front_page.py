@@ -115,7 +115,7 @@ def test_the_tour_points_at_the_notebooks_and_the_checklist():
 
 
 def test_the_capability_table_names_every_job_and_links_its_docs():
-    from thinklens.jobs import job_names
+    from thinklens.runs.jobs import job_names
 
     table = [line for line in README.split("## What it does", 1)[1].split("\n## ", 1)[0].splitlines()
              if line.startswith("| ") and not line.startswith("| capability")]
@@ -141,7 +141,7 @@ def test_no_history_in_the_pages(page):
 
 
 def test_the_checklist_covers_the_model_and_the_import_traces_schema():
-    from thinklens.import_traces import FIELD_NAMES
+    from thinklens.data.import_traces import FIELD_NAMES
 
     text = (ROOT / "docs" / "bring-your-own-model.md").read_text(encoding="utf-8")
     for topic in ("Chat template", "eos", "pad", "<think>", "Digits per token", "import-traces"):

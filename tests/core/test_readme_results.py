@@ -3,7 +3,7 @@ every quoted number a named field of that summary; no measured number sits outsi
 
 A block starts with ``<!-- results: results/NAME.json template: results/readme/ID.md -->`` and ends with
 ``<!-- /results -->``; the summaries are written by ``python results/collect.py NAME`` from the run folders (see
-:mod:`thinklens.readme_results` for the template holes).
+:mod:`tools.readme_results` for the template holes).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from thinklens.readme_results import (
+from tools.readme_results import (
     TemplateError,
     all_blocks,
     check_files,

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from thinklens import HookedModel, Site, ThinklensError
-from thinklens.generate import GenerateConfig, generate
-from thinklens.interventions import AddVector
-from thinklens.testing import unreachable_ndif
+from thinklens.engine.interventions import AddVector
+from thinklens.generation.generate import GenerateConfig, generate
+from tools.testing import unreachable_ndif
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7", "w9 w9 w9 w9 w9 w9 w9 w9"]
 SITES = ["embed", "resid_pre.0", "attn_out.0", "mlp_out.1", "resid_post.1", "final_norm", "logits"]
@@ -88,9 +88,9 @@ def test_the_remote_request_ships_without_thinklens_and_runs_where_only_nnsight_
     gives the states of the hook loop."""
     from nnsight.intervention.backends.remote import RemoteBackend
 
-    from thinklens.backends.nnsight_backend import capture_with_nnsight, decode_with_nnsight
-    from thinklens.decode import Sample, decode
-    from thinklens.decoder import Decoder
+    from thinklens.engine.nnsight_backend import capture_with_nnsight, decode_with_nnsight
+    from thinklens.generation.decode_loop import Sample, decode
+    from thinklens.generation.kv_batch import Decoder
 
     remote = HookedModel.load(str(tiny_dirs["llama"]), remote=True)
     payloads = []
@@ -124,7 +124,7 @@ def test_the_remote_request_ships_without_thinklens_and_runs_where_only_nnsight_
 def test_a_whole_job_runs_the_remote_way(tiny_dirs, tmp_path):
     """remote="local": local weights, every call through nnsight's simulation of an NDIF server; mi-peaks writes the
     files of a local run."""
-    from thinklens.jobs import run_job
+    from thinklens.runs.jobs import run_job
 
     small = dict(n_problems=2, max_new_tokens=4, k=2, ci="wilson", progress=False, threads=1, runs=tmp_path)
     local = run_job("mi-peaks", model=HookedModel.load(str(tiny_dirs["llama"])), run_id="local", **small)
@@ -141,7 +141,7 @@ def test_a_whole_job_runs_the_remote_way(tiny_dirs, tmp_path):
 def test_remote_failures_become_one_clear_error_and_local_ones_pass_unchanged():
     from types import SimpleNamespace
 
-    from thinklens.backends.nnsight_backend import remote_errors
+    from thinklens.engine.nnsight_backend import remote_errors
 
     model = SimpleNamespace(name="meta-llama/Llama-3.1-70B")
     with pytest.raises(ThinklensError, match="NDIF key .ConnectionError: refused"):
@@ -164,7 +164,7 @@ def test_every_module_imports_after_nnsight():
 
     code = ("import importlib, pkgutil, nnsight\n"
             "assert hasattr(object, 'save')\n"
-            "for package in ('thinklens', 'analyses', 'probes', 'steering', 'latent', 'zoo'):\n"
+            "for package in ('thinklens', 'thinklens.analyses', 'thinklens.probes', 'thinklens.steering', 'thinklens.latent'):\n"
             "    for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + '.'):\n"
             "        importlib.import_module(info.name)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -3,7 +3,7 @@
 import os
 import time
 
-from thinklens.runs import RunFolder, discover_runs
+from thinklens.runs.folders import RunFolder, discover_runs
 
 
 def test_runs_by_kind_newest_first_with_meta_and_config(tmp_path):

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import pytest
 
 from thinklens.errors import ThinklensError
-from thinklens.jobs import Job, run_job
-from thinklens.runs import RunFolder, atomic_write_json, list_runs, validate_id
+from thinklens.runs.folders import RunFolder, atomic_write_json, list_runs, validate_id
+from thinklens.runs.jobs import Job, run_job
 
 JOB = """
 import sys, time, json
-from thinklens.runs import RunFolder
+from thinklens.runs.folders import RunFolder
 run = RunFolder.create("job", {"n": 12}, root=sys.argv[1], run_id="r")
 for item in run.pending([f"item{i}" for i in range(12)]):
     time.sleep(float(sys.argv[2]))
@@ -91,7 +91,7 @@ def test_ids_validated_and_listing(tmp_path):
 def test_default_ids_of_runs_started_in_the_same_second_differ(tmp_path, monkeypatch):
     import datetime as dt
 
-    from thinklens import runs
+    from thinklens.runs import folders as runs
 
     class Frozen(dt.datetime):
         @classmethod

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
+from thinklens.calibration.stats import accuracy_finding, finding_sentence, findings_doc
 from thinklens.cli import main
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder, config_differences
-from thinklens.stats import accuracy_finding, finding_sentence, findings_doc
+from thinklens.runs.folders import RunFolder, config_differences
 
 
 @pytest.fixture()

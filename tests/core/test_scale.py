@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from thinklens import HookedModel, Site, ThinklensError
-from thinklens.testing import unreachable_ndif
+from tools.testing import unreachable_ndif
 
 
 def test_remote_builds_meta_model_and_routes_through_nnsight(tiny_dirs, monkeypatch):

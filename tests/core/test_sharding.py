@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from thinklens.jobs import Job, Shards, run_job
-from thinklens.runs import RunFolder, to_jsonable
+from thinklens.runs.folders import RunFolder, to_jsonable
+from thinklens.runs.jobs import Job, Shards, run_job
 from thinklens.zoo.registry import zoo_path
 
 MI = dict(n_problems=8, batch_size=2, max_new_tokens=24, k=3, ci="wilson", sites=("resid_post.-1", "resid_post.0"))
@@ -92,7 +92,7 @@ class SquaresConfig:
 
 
 def squares(config: SquaresConfig, ctx):
-    from thinklens.stages import StageCache
+    from thinklens.runs.stages import StageCache
 
     cache = StageCache(ctx.run)
     crash = os.environ.get("SQUARES_CRASH_AT")

@@ -1,7 +1,7 @@
 import pytest
 
 from thinklens import Site, ThinklensError, parse_sites
-from thinklens.sites import all_sites
+from thinklens.engine.sites import all_sites
 
 
 def test_parse_roundtrip():

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder
-from thinklens.stages import StageCache, batch_ranges, batch_seed
-from thinklens.trace import trace_from_json, trace_to_json
+from thinklens.generation.trace import trace_from_json, trace_to_json
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.stages import StageCache, batch_ranges, batch_seed
 
 
 class Calls:

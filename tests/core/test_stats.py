@@ -1,4 +1,4 @@
-"""thinklens.stats against plain formulas, and the verdict rules against planted effects and nulls.
+"""thinklens.calibration.stats against plain formulas, and the verdict rules against planted effects and nulls.
 
 Mutants these tests kill (each checked by hand against the code):
 - Wilson with z of a 90% level, or the continuity-corrected variant: ``test_wilson_is_the_score_formula``;
@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom, norm
 
-from thinklens.errors import ThinklensError
-from thinklens.stats import (
+from thinklens.calibration.stats import (
     Finding,
     accuracy_finding,
     bootstrap_ci,
@@ -37,6 +36,7 @@ from thinklens.stats import (
     verdict_from_interval,
     wilson,
 )
+from thinklens.errors import ThinklensError
 
 
 @pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (45, 50), (50, 50), (137, 400)])
@@ -180,7 +180,7 @@ def test_finding_json_and_headline():
 def test_no_headroom_is_at_ceiling_for_accuracies():
     """59/60 right leaves one problem to fix: no method could reach p < 0.05 (mutant killed: a ceiling only at exactly
     1.0, which let recycling and TTTS at 0.983 read "no effect" as if they had been tested)."""
-    from thinklens.stats import no_headroom
+    from thinklens.calibration.stats import no_headroom
 
     assert no_headroom(59, 60) and not no_headroom(54, 60) and not no_headroom(59, 60, higher_is_effect=False)
     assert accuracy_finding("recycling raises accuracy", 59, 60, control="greedy", control_k=59, control_n=60).verdict \

@@ -1,4 +1,4 @@
-"""thinklens.stats.wilson at levels other than 95%, against the score formula: kills the mutant "wilson: level
+"""thinklens.calibration.stats.wilson at levels other than 95%, against the score formula: kills the mutant "wilson: level
 ignored (always 95%)" (bench/mutants.py), which the 95% checks of tests/core/test_stats.py let through."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 from scipy.stats import norm
 
-from thinklens.stats import wilson
+from thinklens.calibration.stats import wilson
 
 
 @pytest.mark.parametrize("level", [0.8, 0.9, 0.99])
@@ -25,10 +25,10 @@ def test_wilson_follows_its_level(k, n, level):
 
 
 def test_mcnemar_without_discordant_pairs_and_holm_capped_at_one():
-    """mutmut survivors on thinklens/stats.py: McNemar on outcomes with no discordant pair is p = 1 exactly (no
+    """mutmut survivors on thinklens/calibration/stats.py: McNemar on outcomes with no discordant pair is p = 1 exactly (no
     evidence either way, never above 1), and Holm's adjusted p values never exceed 1 (statsmodels' rule:
     min(1, (m - rank) p), running maximum)."""
-    from thinklens.stats import holm, mcnemar
+    from thinklens.calibration.stats import holm, mcnemar
 
     same = [True, False, True, True]
     assert mcnemar(same, same) == 1.0

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from thinklens import Site, ThinklensError
-from thinklens.store import ActivationStore
+from thinklens.engine.activation_store import ActivationStore
 
 S0, S1 = Site("resid_post", 0), Site("final_norm")
 
@@ -37,8 +37,8 @@ def test_roundtrip_and_stream(tmp_path):
 
 WRITER = """
 import sys, torch
-from thinklens.sites import Site
-from thinklens.store import ActivationStore
+from thinklens.engine.sites import Site
+from thinklens.engine.activation_store import ActivationStore
 path, wid, n, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 g = torch.Generator().manual_seed(seed)
 with ActivationStore(path).writer(wid, shard_mb=0.01) as w:
@@ -93,8 +93,8 @@ def test_peak_memory_bounded(tmp_path):
     """Writing 400 MB keeps the process's peak RSS growth far below the data size (bench/store.py does 2 GB)."""
     code = f"""
 import resource, torch
-from thinklens.store import ActivationStore
-from thinklens.sites import Site
+from thinklens.engine.activation_store import ActivationStore
+from thinklens.engine.sites import Site
 torch.set_num_threads(1)
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 store = ActivationStore({str(tmp_path)!r})

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from thinklens import HookedModel, ThinklensError
-from thinklens.decode import Greedy, decode
-from thinklens.decoder import Decoder
-from thinklens.store import ActivationStore, StoredStates
+from thinklens.engine.activation_store import ActivationStore, StoredStates
+from thinklens.generation.decode_loop import Greedy, decode
+from thinklens.generation.kv_batch import Decoder
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7", "w9 w9 w9 w9 w9 w9 w9 w9"]
 SITES = ["embed", "resid_pre.1", "attn_out.0", "mlp_out.1", "resid_post.1", "final_norm"]
@@ -65,7 +65,7 @@ def test_decoder_holds_at_most_stream_every_steps(stopping_model, tmp_path):
 
     dec = Decoder(m, PROMPTS)
     with ActivationStore(tmp_path / "a").writer() as w:
-        from thinklens.store import TraceStream
+        from thinklens.engine.activation_store import TraceStream
 
         out = decode(dec, Watching(), max_new_tokens=12, capture=SITES, sink=TraceStream(w, list("abcd")), sink_every=4)
     assert out.hidden == {} and max(held) == 4 and all(len(v) == 0 for v in dec.states.values())
@@ -94,8 +94,8 @@ MEASURE = textwrap.dedent('''
     torch.set_num_threads(1)
     import psutil
     from thinklens import HookedModel
-    from thinklens.store import ActivationStore
-    from thinklens.testing import build_tiny_model
+    from thinklens.engine.activation_store import ActivationStore
+    from tools.testing import build_tiny_model
     steps, batch = int(sys.argv[1]), int(sys.argv[2])
     root = tempfile.mkdtemp()
     m = HookedModel.load(str(build_tiny_model("gemma", root + "/m", d_model=256, n_heads=8, n_ctx=4 * steps + 16)))

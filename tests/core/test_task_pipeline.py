@@ -3,8 +3,8 @@ new_token_budget and find_words reproduce, byte for byte, what each call site th
 
 The oracle is tests/fixtures/task_pipeline_golden.json, written before the refactor by the old call sites themselves
 (probes/jobs/probe.py task_problems, probes/lynx_splits.py task_problems, steering/problems.py zoo_stream,
-analyses/mi/problems.py stream_problems, problemsets.synthetic_problems; probes/rollouts.py problem_prompts,
-steering/problems.py render, analyses/mi/problems.py prompt_of, latent/examples.py render_problem;
+analyses/mi/inputs.py stream_problems, problemsets.synthetic_problems; probes/rollouts.py problem_prompts,
+steering/problems.py render, analyses/mi/inputs.py prompt_of, latent/examples.py render_problem;
 probes/rollouts.py rollout_budget, steering/problems.py new_token_budget), so committed records and summaries
 drawn from these problems, prompts and budgets do not change.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from thinklens.data.formats import PromptFormat
+from thinklens.data.problemsets import DataOptions, ProblemSet, RealProblem, load_problems
 from thinklens.errors import ThinklensError
-from thinklens.formats import PromptFormat
-from thinklens.problemsets import DataOptions, ProblemSet, RealProblem, load_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = json.loads((ROOT / "tests" / "fixtures" / "task_pipeline_golden.json").read_text())
@@ -39,7 +39,7 @@ def golden(key: str) -> dict:
 
 @pytest.mark.parametrize("seed,lo,hi,n", CASES)
 def test_the_probe_jobs_problems_are_the_old_task_stream(seed, lo, hi, n):
-    from probes.jobs.probe import ProbeJobConfig
+    from thinklens.probes.jobs.probe import ProbeJobConfig
 
     ps = ProbeJobConfig(seed=seed, min_steps=lo, max_steps=hi, n_problems=n).problems()
     old = golden(f"probe/{seed}-{lo}-{hi}-{n}")
@@ -48,8 +48,8 @@ def test_the_probe_jobs_problems_are_the_old_task_stream(seed, lo, hi, n):
 
 @pytest.mark.parametrize("seed,lo,hi,n", CASES)
 def test_lynx_splits_are_the_old_per_split_streams(seed, lo, hi, n):
-    from probes.jobs.lynx import LynxJobConfig
-    from probes.lynx_splits import split_problem_sets
+    from thinklens.probes.jobs.lynx import LynxJobConfig
+    from thinklens.probes.lynx_splits import split_problem_sets
 
     cfg = LynxJobConfig(seed=seed, min_steps=lo, max_steps=hi, n_train=n, n_calibration=n + 1, n_test=n + 2)
     sets = split_problem_sets(cfg)
@@ -60,7 +60,7 @@ def test_lynx_splits_are_the_old_per_split_streams(seed, lo, hi, n):
 
 @pytest.mark.parametrize("seed,lo,hi,n", CASES)
 def test_mi_peaks_problems_are_the_old_stream(seed, lo, hi, n):
-    from analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from thinklens.analyses.jobs.mi_peaks import MIPeaksJobConfig
 
     cfg = MIPeaksJobConfig(seed=seed, min_steps=lo, max_steps=hi, n_problems=n)
     ps = cfg.problems(cfg.n_problems, seed=cfg.seed)
@@ -158,7 +158,7 @@ PROMPTS = ["a " * 10, "b " * 300, "c " * 50]
 
 @pytest.mark.parametrize("kind", FORMATS)
 def test_the_core_budget_is_the_old_steering_and_rollout_budgets(kind):
-    from thinklens.budgets import ROLLOUT_TOKENS, budgets_for, new_token_budget, prompt_budgets
+    from thinklens.generation.budgets import ROLLOUT_TOKENS, budgets_for, new_token_budget, prompt_budgets
 
     fmt = PromptFormat(kind)
     for key, old in GOLDEN["budgets"].items():
@@ -180,7 +180,7 @@ def test_the_core_budget_is_the_old_steering_and_rollout_budgets(kind):
 
 
 def test_new_token_budget_refuses_what_it_cannot_size():
-    from thinklens.budgets import new_token_budget
+    from thinklens.generation.budgets import new_token_budget
 
     with pytest.raises(ThinklensError, match="max_steps"):
         new_token_budget(PromptFormat("think"), None)
@@ -190,8 +190,8 @@ def test_new_token_budget_refuses_what_it_cannot_size():
 
 def test_find_words_matches_the_old_cue_matcher_on_hand_built_cases():
     """Oracle: offsets worked out by hand (a word split over tokens, a phrase with two spaces, a word inside a word)."""
-    from probes.lynx import find_cue_events
-    from thinklens.words import find_words, word_pattern
+    from thinklens.data.words import find_words, word_pattern
+    from thinklens.probes.lynx import find_cue_events
 
     tokens = [" Hmm", ",", " W", "ait", " no", " awaiting", " on", " second  thought", " wait"]
     hits = find_words(tokens, ("wait", "hmm", "on second thought"))
@@ -213,18 +213,24 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def test_steering_imports_neither_probes_nor_the_zoo_package():
-    """steering/ uses the core (thinklens, thinklens.zoo included), never the probes/ or zoo/ packages."""
+ZOO_CORE = ("thinklens.zoo", "thinklens.zoo.registry", "thinklens.zoo.modeling", "thinklens.zoo.tokenizer")
+"""The zoo modules every capability may use: finding, loading and building zoo models (not training them)."""
+
+
+def test_steering_imports_neither_probes_nor_the_zoo_trainers():
+    """steering/ uses the core (the zoo's names, folders and models included), never thinklens.probes or the
+    zoo's recipes, trainers and GRPO."""
     bad = {f"{path.relative_to(ROOT)}: {name}" for path in sorted((ROOT / "steering").rglob("*.py"))
-           for name in _imports(path) if name.split(".")[0] in ("probes", "zoo")}
+           for name in _imports(path)
+           if name.startswith("thinklens.probes") or (name.startswith("thinklens.zoo") and name not in ZOO_CORE)}
     assert not bad, sorted(bad)
 
 
 def test_the_recheck_count_of_the_hybrid_validation_is_the_zoos():
-    """Oracle: zoo.overthink.ground_truth's rounds (the count tiny-overthink's reasoning defines), on rendered traces."""
-    from steering.hybrid_validation import rechecks
+    """Oracle: thinklens.zoo.overthink.ground_truth's rounds (the count tiny-overthink's reasoning defines), on rendered traces."""
+    from thinklens.steering.hybrid_validation import rechecks
     from thinklens.tasks import Problem, Step
-    from zoo.overthink import ground_truth, overthink_reasoning
+    from thinklens.zoo.overthink import ground_truth, overthink_reasoning
 
     p = Problem(name="Ann", obj="cards", start=3, steps=(Step("+", 3, 4, 7),))
     texts = [overthink_reasoning(p, rounds=r) for r in (0, 1, 2)] + [

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from thinklens.errors import ThinklensError
-from thinklens.training import (
+from thinklens.engine.training import (
     adamw,
     checkpoint_state,
     load_checkpoint,
@@ -18,6 +17,7 @@ from thinklens.training import (
     set_lr,
     warmup_cosine_lr,
 )
+from thinklens.errors import ThinklensError
 
 
 def test_schedule_warms_up_then_decays_to_the_floor():
@@ -103,7 +103,7 @@ def _worker(rank, world, port, runs_env, cwd_root):
     os.chdir(cwd)
     if rank == 1:
         time.sleep(1.1)  # a later clock: a timestamp run id of its own would differ
-    from thinklens.jobs import Job, run_job
+    from thinklens.runs.jobs import Job, run_job
 
     path = run_job(Job("echo", EchoConfig, _where, help="where", models=()), progress=False).value
     with open(os.path.join(cwd_root, f"path{rank}.json"), "w") as f:

@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from thinklens import controls
-from thinklens.controls import Check, Setting, select_settings
+from thinklens.calibration import controls
+from thinklens.calibration.controls import Check, Setting, select_settings
 from thinklens.errors import ThinklensError
-from thinklens.jobs import run_job
+from thinklens.runs.jobs import run_job
 
 LINE = re.compile(r"^validate (\S+) (\S+) (\S+)=(\S+) \[(\S+), (\S+)\] verdict=(recovered|no-effect|failed)$")
 
@@ -48,7 +48,7 @@ def test_rows_headline_resume_and_failures(tmp_path, monkeypatch):
     assert crash["verdict"] == "failed" and "RuntimeError: boom" in crash["details"]["error"]
     for row in doc["rows"]:
         assert LINE.match(row["line"]), row["line"]
-    from thinklens.validate import report
+    from thinklens.calibration.validate import report
 
     assert report(doc.value).splitlines()[-1] == "validated=1/3"
     # resumed with the same config: nothing runs again, the same rows come back

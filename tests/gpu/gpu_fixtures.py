@@ -37,7 +37,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 CROSS_REL = {torch.float32: 1e-4, torch.bfloat16: 3e-2, torch.float16: 4e-3}
 """Relative Frobenius error allowed against float32 weights on the CPU (see the module docstring)."""
 TINY = ("llama", "qwen2", "gpt2", "gemma")
-"""Tiny random families the tier loads (``thinklens.testing.FAMILIES``)."""
+"""Tiny random families the tier loads (``tools.testing.FAMILIES``)."""
 ZOO = "tiny-think"
 """The trained zoo model the tier loads (skipped while it is not trained)."""
 
@@ -71,7 +71,7 @@ def zoo_prompts(n: int = 4, seed: int = 1, style: str = "think") -> list[str]:
 
 def prompts_for(name: str) -> list[str]:
     """Left-padded prompts that suit model ``name`` (word prompts for the tiny families, task prompts for the zoo)."""
-    from thinklens.testing import CHECK_PROMPTS
+    from tools.testing import CHECK_PROMPTS
 
     return zoo_prompts() if name == ZOO else list(CHECK_PROMPTS)
 
@@ -79,8 +79,8 @@ def prompts_for(name: str) -> list[str]:
 @pytest.fixture(scope="session")
 def gpu_dirs(tmp_path_factory) -> dict[str, Path]:
     """One saved tiny random model per family of :data:`TINY`, plus ``zooish``: a tiny llama with the zoo tokenizer."""
-    from thinklens.testing import build_tiny_model
     from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
+    from tools.testing import build_tiny_model
 
     root = tmp_path_factory.mktemp("gpu-tiny")
     dirs = {fam: build_tiny_model(fam, root / fam) for fam in TINY}
@@ -119,7 +119,7 @@ def grader_without_math_verify(monkeypatch):
     try:
         import math_verify  # noqa: F401
     except ImportError:
-        monkeypatch.setattr("thinklens.answers.math_equal", lambda gold, pred, **kw: gold.strip() == pred.strip())
+        monkeypatch.setattr("thinklens.data.answers.math_equal", lambda gold, pred, **kw: gold.strip() == pred.strip())
 
 
 class _Metadata(dict):

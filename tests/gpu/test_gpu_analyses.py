@@ -27,7 +27,7 @@ def _states(model, n_steps: int = 24):
 @pytest.mark.parametrize("config", ["reference", "median_sigma", "l2"])
 @pytest.mark.parametrize("method", ["nystrom", "cholesky"])
 def test_mi_on_the_device_equals_the_cpu(load_model, method, config):
-    from analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
 
     states, answer = _states(load_model(ZOO, torch.float32, "cpu"))
     kw = dict(method=method, dtype=torch.float64)
@@ -40,7 +40,7 @@ def test_mi_on_the_device_equals_the_cpu(load_model, method, config):
 
 def test_mi_of_wide_random_states_on_the_device_equals_the_cpu():
     """A width like a 1.5B model's residual (d = 1536) at the reference settings."""
-    from analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
 
     g = torch.Generator().manual_seed(0)
     answer = torch.randn(1536, generator=g) * 20
@@ -53,7 +53,7 @@ def test_mi_of_wide_random_states_on_the_device_equals_the_cpu():
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_mi_upcasts_low_precision_states_on_the_device(load_model, dtype):
-    from analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
 
     states, answer = _states(load_model(ZOO, torch.float32, "cpu"))
     low_s, low_a = states.to(DEVICE, DTYPES[dtype]), answer.to(DEVICE, DTYPES[dtype])
@@ -75,7 +75,7 @@ def sae(load_model):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_clamp_scale_one_changes_nothing(load_model, sae, dtype):
-    from steering.feature_steering import clamp_feature
+    from thinklens.steering.feature_steering import clamp_feature
 
     model = load_model("llama", DTYPES[dtype])
     prompts = prompts_for("llama")
@@ -95,7 +95,7 @@ def _steered(model, intervention):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_clamp_keeps_the_error_term(load_model, sae, dtype):
-    from steering.feature_steering import clamp_feature
+    from thinklens.steering.feature_steering import clamp_feature
 
     steered, x, real = _steered(load_model("llama", DTYPES[dtype]), clamp_feature(SAE_SITE, sae, 7, 3.0))
     with torch.no_grad():  # the hand-written formula: x + decode(z') - decode(z), z = encode(x), in float32
@@ -109,7 +109,7 @@ def test_clamp_keeps_the_error_term(load_model, sae, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_add_feature_is_exact_and_steers_generation(load_model, sae, dtype):
-    from steering.feature_steering import add_feature
+    from thinklens.steering.feature_steering import add_feature
 
     model = load_model("llama", DTYPES[dtype])
     prompts = prompts_for("llama")

@@ -9,7 +9,7 @@ import torch
 from gpu_fixtures import CROSS_REL, DEVICE, DTYPES, GPU, TINY, ZOO, gpu_dirs, load_model, prompts_for, rel_error  # noqa: F401
 
 from thinklens import Site
-from thinklens.testing import check_generate
+from tools.testing import check_generate
 
 pytestmark = GPU
 

@@ -10,7 +10,7 @@ import torch
 from gpu_fixtures import DTYPES, GPU, TINY, ZOO, gpu_dirs, load_model, module_hooks, prompts_for, same_dtype_atol  # noqa: F401
 
 from thinklens import AddVector, HookFn, InjectEmbeddings, RepeatBlock, ReplaceActivation, Site
-from thinklens.testing import check_repeat_block
+from tools.testing import check_repeat_block
 
 pytestmark = GPU
 CASES = [(name, dtype) for name in TINY for dtype in DTYPES]

@@ -1,5 +1,5 @@
 """Training and labelling on the accelerator: a CODI step (loss and gradients equal the CPU's in float32; a
-bfloat16 step as ``latent.train`` runs it), and LYNX forced-exit labels (one pass per rollout equals the
+bfloat16 step as ``thinklens.latent.training_loop`` runs it), and LYNX forced-exit labels (one pass per rollout equals the
 per-event reference on the device; the device labels the zoo's rollouts as the CPU does)."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ pytestmark = GPU
 
 def _codi_setup(path, device: str, dtype: torch.dtype = torch.float32):
     """A fresh model (training changes its weights: never a cached one), a seeded CODI module on ``device``
-    in ``dtype`` (as ``latent.train.prepare`` moves it), and a batch of examples."""
-    from latent.codi import CODI
-    from latent.data import example_from_problem, latent_tokens
+    in ``dtype`` (as ``thinklens.latent.training_loop.prepare`` moves it), and a batch of examples."""
+    from thinklens.latent.codi import CODI
+    from thinklens.latent.segments import example_from_problem, latent_tokens
     from thinklens.tasks import generate_problems
 
     model = HookedModel.load(str(path), device=device, dtype=dtype)
@@ -61,7 +61,7 @@ def test_codi_training_step_on_the_device(gpu_dirs, dtype):
     second = codi(batch)
     # one step lowers the loss on the same batch
     assert bool(torch.isfinite(second["loss"])) and float(second["loss"].detach()) < float(first["loss"].detach())
-    from latent.data import example_from_problem
+    from thinklens.latent.segments import example_from_problem
     from thinklens.tasks import generate_problems
 
     examples = [example_from_problem(p, model.tokenizer) for p in generate_problems(2, seed=5, n_steps=2)]
@@ -79,9 +79,9 @@ def test_lynx_one_pass_labels_equal_the_reference_on_the_device(load_model, grad
 
 
 def test_lynx_labels_on_the_device_equal_the_cpu(load_model, grader_without_math_verify):
-    from probes.datasets import sampled_think_rollouts
-    from probes.forced import event_features_and_labels
-    from probes.lynx import lynx_sites
+    from thinklens.probes.datasets import sampled_think_rollouts
+    from thinklens.probes.forced import event_features_and_labels
+    from thinklens.probes.lynx import lynx_sites
 
     cpu, dev = load_model(ZOO, torch.float32, "cpu"), load_model(ZOO, torch.float32)
     # the same rollouts for both devices

@@ -29,7 +29,7 @@ def model(zoo_like_dir):
 
 @pytest.fixture()
 def tokens(model):
-    from latent.data import latent_tokens
+    from thinklens.latent.segments import latent_tokens
 
     return latent_tokens(model.tokenizer)
 
@@ -43,7 +43,7 @@ def problems():
 
 @pytest.fixture()
 def examples(model, problems):
-    from latent.data import example_from_problem
+    from thinklens.latent.segments import example_from_problem
 
     return [example_from_problem(p, model.tokenizer) for p in problems]
 
@@ -59,10 +59,10 @@ def r1_twin(tmp_path_factory):
     the chat template opening <think>, and a context long enough for the self-reward's verifier prompts."""
     from thinklens.tasks import TaskConfig
     from thinklens.zoo.modeling import ZooModelConfig
-    from zoo.r1 import build_r1_tokenizer
-    from zoo.r1_train import build_r1_model, save_r1_folder
-    from zoo.recipes import RECIPES
-    from zoo.train import with_overrides
+    from thinklens.zoo.r1 import build_r1_tokenizer
+    from thinklens.zoo.r1_train import build_r1_model, save_r1_folder
+    from thinklens.zoo.recipes import RECIPES
+    from thinklens.zoo.trainer import with_overrides
 
     tok = build_r1_tokenizer(300, task=TaskConfig(max_steps=2), n_problems=150)
     recipe = with_overrides(RECIPES["tiny-r1"], vocab_size=300,

@@ -2,9 +2,9 @@
 
 import torch
 
-from latent.coconut import Coconut, coconut_plan
-from latent.data import init_special_embeddings
-from latent.session import LatentSession, last_hidden
+from thinklens.latent.coconut import Coconut, coconut_plan
+from thinklens.latent.segments import init_special_embeddings
+from thinklens.latent.session import LatentSession, last_hidden
 
 
 def naive_coconut_logits(model, prompt_ids, n_latents, suffix_ids):

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from latent.codi import CODI, kd_positions, teacher_chain
-from latent.config import CODIConfig
-from latent.data import Example, make_example
 from thinklens.errors import ThinklensError
+from thinklens.latent.codi import CODI, kd_positions, teacher_chain
+from thinklens.latent.config import CODIConfig
+from thinklens.latent.segments import Example, make_example
 
 
 def test_kd_position_is_token_before_answer_number_in_both_sequences(model, tokens, examples):

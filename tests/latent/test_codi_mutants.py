@@ -4,7 +4,7 @@ position" (bench/mutants.py lists them and checks that each fails here)."""
 
 import torch
 
-from latent.codi import CODI
+from thinklens.latent.codi import CODI
 
 
 def _spy(monkeypatch, codi, model):

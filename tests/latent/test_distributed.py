@@ -11,7 +11,7 @@ import pytest
 def _worker(rank, world, port, model_dir, root):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
-    from thinklens.jobs import run_job
+    from thinklens.runs.jobs import run_job
 
     m = run_job("codi", model=model_dir, train_steps=4, batch_size=8, n_eval=0, n_latents=2, runs=root, run_id="r",
                 threads=1, progress=False)
@@ -24,7 +24,7 @@ def _worker(rank, world, port, model_dir, root):
 def test_two_processes_match_one(zoo_like_dir, tmp_path):
     import torch.multiprocessing as mp
 
-    from thinklens.jobs import run_job
+    from thinklens.runs.jobs import run_job
 
     one = run_job("codi", model=str(zoo_like_dir), train_steps=4, batch_size=8, n_eval=0, n_latents=2, runs=tmp_path / "one",
                   run_id="r", threads=1, progress=False)

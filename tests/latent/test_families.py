@@ -11,14 +11,14 @@ import math
 import pytest
 import torch
 
-from latent.codi import CODI
-from latent.config import CoconutConfig, CODIConfig, LatentSeekConfig, LatentSFTConfig
-from latent.data import example_from_problem, latent_tokens
-from latent.latent_model import load_latent_model
-from latent.latentseek import greedy_with_states, latent_seek
-from thinklens.jobs import run_job
+from thinklens.latent.codi import CODI
+from thinklens.latent.config import CoconutConfig, CODIConfig, LatentSeekConfig, LatentSFTConfig
+from thinklens.latent.latent_model import load_latent_model
+from thinklens.latent.latentseek import greedy_with_states, latent_seek
+from thinklens.latent.segments import example_from_problem, latent_tokens
+from thinklens.runs.jobs import run_job
 from thinklens.tasks import generate_problems, render_prompt
-from thinklens.testing import FAMILIES, build_tiny_model
+from tools.testing import FAMILIES, build_tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -7,18 +7,21 @@ import json
 
 import pytest
 
-from latent.config import CODIConfig, EvalConfig, LatentSeekConfig
-from latent.methods import METHODS, method_named, method_of
 from thinklens.cli import build_parser
 from thinklens.errors import ThinklensError
-from thinklens.jobs import get_job, run_job
+from thinklens.latent.config import CODIConfig, EvalConfig, LatentSeekConfig
+from thinklens.latent.methods import METHODS, method_named, method_of
+from thinklens.runs.jobs import get_job, run_job
 
-MODULES = ["latent.config", "latent.data", "latent.lsft_layout", "latent.continuous_thought", "latent.coconut",
-           "latent.codi", "latent.latent_sft", "latent.latentseek", "latent.methods", "latent.latent_model",
-           "latent.train", "latent.evaluate", "latent.figures", "latent.saved_model", "latent.session",
-           "latent.examples", "latent.seek_runs", "latent.self_reward", "latent.best_of_n",
-           "latent.jobs.trainers", "latent.jobs.latent_seek",
-           "latent.jobs.latent_eval", "latent.findings", "latent.sft"]
+MODULES = ["thinklens.latent.config", "thinklens.latent.segments", "thinklens.latent.lsft_layout",
+    "thinklens.latent.continuous_thought", "thinklens.latent.coconut",
+           "thinklens.latent.codi", "thinklens.latent.latent_sft", "thinklens.latent.latentseek", "thinklens.latent.methods",
+           "thinklens.latent.latent_model",
+           "thinklens.latent.training_loop", "thinklens.latent.evaluate", "thinklens.latent.figures",
+           "thinklens.latent.saved_model", "thinklens.latent.session",
+           "thinklens.latent.examples", "thinklens.latent.seek_runs", "thinklens.latent.self_reward", "thinklens.latent.best_of_n",
+           "thinklens.latent.jobs.trainers", "thinklens.latent.jobs.latent_seek",
+           "thinklens.latent.jobs.latent_eval", "thinklens.latent.latent_findings", "thinklens.latent.sft"]
 JOBS = {"codi": "codi", "coconut": "coconut", "latent-sft": "latent-sft", "sft": "sft",  # runs/<job>/<id>, as every job
         "latent-seek": "latent-seek", "latent-eval": "latent-eval"}
 
@@ -85,7 +88,7 @@ def _write_meta(folder, name, meta):
 
 
 def test_train_time_adds_every_parent_back_to_the_shared_init(tmp_path):
-    from latent.evaluate import lineage_train_s
+    from thinklens.latent.evaluate import lineage_train_s
 
     root = _write_meta(tmp_path / "pre", "zoo.json", {"train_wall_s": 900.0})  # the shared init: not counted
     cot = _write_meta(tmp_path / "cot", "zoo.json", {"init": root, "train_wall_s": 100.0})
@@ -116,7 +119,7 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     import subprocess
     import sys
 
-    from thinklens.stats import mcnemar, wilson
+    from thinklens.calibration.stats import mcnemar, wilson
 
     out = subprocess.run([sys.executable, "-m", "thinklens.cli", "run", "latent-eval", "--models", "tiny-direct,tiny-codi",
                           "--n-eval", "12", "--min-steps", "3", "--max-steps", "3", "--seek-n", "0", "--decode-examples", "12",

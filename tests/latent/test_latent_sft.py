@@ -2,10 +2,10 @@
 
 import torch
 
-from latent import lsft_layout as layout
-from latent.latent_sft import LatentSFT, entropy, superpose
-from thinklens.interventions import HookFn
-from thinklens.sites import Site
+from thinklens.engine.interventions import HookFn
+from thinklens.engine.sites import Site
+from thinklens.latent import lsft_layout as layout
+from thinklens.latent.latent_sft import LatentSFT, entropy, superpose
 
 # The spec's example: [P0, P1, <t>, L1, t1, t2, L2, t3, t4, L3, </t>, A1]
 P, L, T, A = layout.PROMPT, layout.LATENT, layout.TEXT, layout.ANSWER

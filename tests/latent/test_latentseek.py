@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from latent.config import LatentSeekConfig
-from latent.latentseek import SeekIteration, SeekResult, accuracy_by_budget, greedy_with_states, latent_seek, load_reward, psrm
 from thinklens.errors import ThinklensError
+from thinklens.latent.config import LatentSeekConfig
+from thinklens.latent.latentseek import SeekIteration, SeekResult, accuracy_by_budget, greedy_with_states, latent_seek, load_reward, psrm
 from thinklens.tasks import render_prompt
 
 
@@ -47,7 +47,7 @@ def test_negative_reward_moves_the_latents_and_logs(model, problems, prompt, var
 
 def test_psrm_budget_accuracy_and_reward_loading():
     assert psrm("<< 1 + 1 = 2 >> #### 2", 2) == 0.0 and psrm("#### 3", 2) == -1.0
-    assert load_reward("psrm") is psrm and load_reward("latent.latentseek:psrm") is psrm
+    assert load_reward("psrm") is psrm and load_reward("thinklens.latent.latentseek:psrm") is psrm
     with pytest.raises(ThinklensError):
         load_reward("nonsense")
     fixed = SeekResult(2, "#### 1", -1.0, 5, 1, "#### 2", [SeekIteration(1, -1.0, 1, 0.1, False, "#### 3"),
@@ -57,7 +57,7 @@ def test_psrm_budget_accuracy_and_reward_loading():
 
 
 def test_best_of_n_baseline_samples_and_its_greedy_limit(model, problems, prompt):
-    from latent.best_of_n import oracle_samples, sample_chains
+    from thinklens.latent.best_of_n import oracle_samples, sample_chains
 
     eos = model.tokenizer.eos_token_id
     ids, _ = greedy_with_states(model, prompt, max_new_tokens=10, stop_id=eos)
@@ -73,7 +73,7 @@ def test_best_of_n_baseline_samples_and_its_greedy_limit(model, problems, prompt
 
 
 def test_self_confidence_is_the_least_likely_token_of_the_chain(model, problems):
-    from latent.self_reward import SelfConfidence
+    from thinklens.latent.self_reward import SelfConfidence
 
     text = render_prompt(problems[0], "cot")
     prompt = model.tokenizer(text)["input_ids"]
@@ -86,8 +86,8 @@ def test_self_confidence_is_the_least_likely_token_of_the_chain(model, problems)
     assert reward.token_probabilities(chain) == pytest.approx(greedy_probs.tolist(), abs=1e-5)
     assert reward(chain, "ignored") == pytest.approx(float(greedy_probs.min()) - 1.0, abs=1e-5)
     assert reward("", None) == -1.0
-    from latent.seek_runs import bind_reward, make_reward
-    from thinklens.formats import PromptFormat
+    from thinklens.data.formats import PromptFormat
+    from thinklens.latent.seek_runs import bind_reward, make_reward
 
     by_name = make_reward("confidence", model, PromptFormat("cot"), LatentSeekConfig(reward="confidence"))
     assert bind_reward(by_name, problems[0].question, text).prompt == text  # bound to the problem's prompt

@@ -10,15 +10,15 @@ import json
 import pytest
 import torch
 
-from latent.codi import CODI, kd_positions, teacher_chain
-from latent.data import add_latent_tokens, latent_tokens
-from latent.examples import GENERIC_MARKER, ExampleBuilder
-from latent.latent_model import load_latent_model
-from latent.self_reward import VERDICT_MARKER, VERIFIER_WEIGHTS, SelfReward, verifier_prompt
+from thinklens.data.formats import R1_INSTRUCTION, format_for
+from thinklens.data.problemsets import load_problems
 from thinklens.errors import ThinklensError
-from thinklens.formats import R1_INSTRUCTION, format_for
-from thinklens.jobs import run_job
-from thinklens.problemsets import load_problems
+from thinklens.latent.codi import CODI, kd_positions, teacher_chain
+from thinklens.latent.examples import GENERIC_MARKER, ExampleBuilder
+from thinklens.latent.latent_model import load_latent_model
+from thinklens.latent.segments import add_latent_tokens, latent_tokens
+from thinklens.latent.self_reward import VERDICT_MARKER, VERIFIER_WEIGHTS, SelfReward, verifier_prompt
+from thinklens.runs.jobs import run_job
 
 
 def _zoo_only(*args, **kwargs):
@@ -27,13 +27,14 @@ def _zoo_only(*args, **kwargs):
 
 @pytest.fixture()
 def no_zoo_paths(monkeypatch):
-    import latent.data
-    import latent.examples
+    import thinklens.latent.examples
+    import thinklens.latent.segments
     import thinklens.tasks.protocol
     import thinklens.tasks.render
 
-    for module, name in [(latent.examples, "zoo_example"), (latent.examples, "spaced"), (latent.data, "render_prompt"),
-                         (latent.data, "spaced"), (thinklens.tasks.render, "render_prompt"),
+    for module, name in [(thinklens.latent.examples, "zoo_example"), (thinklens.latent.examples, "spaced"),
+        (thinklens.latent.segments, "render_prompt"),
+                         (thinklens.latent.segments, "spaced"), (thinklens.tasks.render, "render_prompt"),
                          (thinklens.tasks.protocol, "token_budget"), (thinklens.tasks.protocol, "model_style")]:
         monkeypatch.setattr(module, name, _zoo_only)
 
@@ -46,7 +47,7 @@ def r1(r1_twin):
 
 
 def test_the_patches_catch_a_zoo_branch(r1, gsm8k_aug, no_zoo_paths):
-    from thinklens.formats import PromptFormat
+    from thinklens.data.formats import PromptFormat
 
     problem = load_problems(str(gsm8k_aug))[1]
     with pytest.raises(AssertionError, match="zoo-only"):
@@ -214,7 +215,7 @@ def test_codi_in_plain_format_on_other_families_with_a_bpe_tokenizer(r1_twin, gs
     from transformers import AutoTokenizer
 
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     path = build_tiny_model(family, tmp_path / family, n_ctx=512, tokenizer=AutoTokenizer.from_pretrained(str(r1_twin)))
     run_job("codi", model=str(path), data=str(gsm8k_aug), prompt_format="plain", add_tokens=True, train_steps=1, batch_size=2,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from latent import validation as lv
-from thinklens.controls import SettingContext, validate_line
+from thinklens.calibration.controls import SettingContext, validate_line
+from thinklens.latent import validation as lv
 from thinklens.zoo.registry import zoo_path
 
 SETTINGS = {s.name: s for s in lv.SETTINGS}

@@ -3,8 +3,8 @@ CoT loss is CODI's teacher loss, and greedy inference equals the core's traced g
 
 import torch
 
-from latent.codi import CODI
-from latent.sft import SFT, infer_examples
+from thinklens.latent.codi import CODI
+from thinklens.latent.sft import SFT, infer_examples
 
 
 def _plain_ce(model, rows: list[list[int]], first: list[int]) -> torch.Tensor:

@@ -5,15 +5,15 @@ import json
 import pytest
 import torch
 
-from latent.config import CoconutConfig, CODIConfig, LatentSFTConfig
-from latent.data import add_latent_tokens, latent_tokens
-from latent.examples import ExampleBuilder, ExampleSource
-from latent.latent_model import load_latent_model
-from latent.methods import method_of
-from latent.train import train_latent
 from thinklens.errors import ThinklensError
-from thinklens.jobs import run_job
-from thinklens.runs import RunFolder
+from thinklens.latent.config import CoconutConfig, CODIConfig, LatentSFTConfig
+from thinklens.latent.examples import ExampleBuilder, ExampleSource
+from thinklens.latent.latent_model import load_latent_model
+from thinklens.latent.methods import method_of
+from thinklens.latent.segments import add_latent_tokens, latent_tokens
+from thinklens.latent.training_loop import train_latent
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import run_job
 
 
 def train(cfg, root, run_id="r", **fields):
@@ -64,13 +64,13 @@ def test_saved_model_reloads_and_infers_the_same(zoo_like_dir, tmp_path, example
 
 def test_lora_trains_only_adapters_and_merges(zoo_like_dir, tmp_path, examples):
     cfg = CODIConfig(model=str(zoo_like_dir), train_steps=2, batch_size=4, n_eval=0, n_latents=2, lora_r=4, lr=1e-2)
-    from latent.train import _trainable, prepare
+    from thinklens.latent.training_loop import _trainable, prepare
 
     model, module, _ = prepare(cfg)
     names = [n for n, _ in _trainable(module, cfg)]
     assert names and all("lora_" in n or n.startswith("prj.") for n in names)
     before = module.student_outputs(examples[:2])
-    from latent.saved_model import merge_lora
+    from thinklens.latent.saved_model import merge_lora
 
     merge_lora(model.hf)
     assert not any("lora_" in n for n, _ in model.hf.named_parameters())
@@ -93,8 +93,8 @@ def test_missing_special_tokens_is_a_clear_error_and_can_be_added(tiny_dirs):
 
 
 def test_dataset_without_cot_is_a_clear_error(tmp_path, model):
-    from thinklens.formats import PromptFormat
-    from thinklens.problemsets import load_problems
+    from thinklens.data.formats import PromptFormat
+    from thinklens.data.problemsets import load_problems
 
     f = tmp_path / "d.jsonl"
     f.write_text('{"question": "Tom has 3 apples. How many?", "answer": "#### 3"}\n')
@@ -136,7 +136,7 @@ def test_continuing_a_codi_model_keeps_its_projection_and_special_tokens(zoo_lik
     a, b = m1.module.student_outputs(examples[:3]), m2.module.student_outputs(examples[:3])
     assert torch.allclose(a, b, atol=1e-5)
     # the oracle can fail: starting the same model afresh re-initialises the projection and the <bot>/<eot> rows
-    from latent.train import prepare
+    from thinklens.latent.training_loop import prepare
 
     _, fresh, _ = prepare(CODIConfig(model=str(zoo_like_dir), n_latents=2))
     assert not torch.allclose(fresh.prj[1].weight, m1.module.prj[1].weight)

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from latent.config import SFTConfig
-from latent.findings import seek_findings, training_findings, window_change_finding
-from latent.train import evaluation_problems
-from thinklens.jobs import job_names, run_job
+from thinklens.latent.config import SFTConfig
+from thinklens.latent.latent_findings import seek_findings, training_findings, window_change_finding
+from thinklens.latent.training_loop import evaluation_problems
+from thinklens.runs.jobs import job_names, run_job
 
 
 def _wilson(k, n, z=1.959963984540054):  # the score interval by its formula (Wilson 1927)
@@ -126,7 +126,7 @@ def test_latent_seek_job_summary_holds_its_findings(zoo_like_dir, tmp_path):
 
 
 def test_grpo_findings_against_its_start_and_the_reward_curve():
-    from zoo.jobs.grpo import findings
+    from thinklens.zoo.jobs.grpo import findings
 
     ev = lambda a: {"n_per_steps": 25, "accuracy": {str(s): a for s in range(1, 9)}}  # noqa: E731
     rng = np.random.default_rng(1)
@@ -167,17 +167,18 @@ def test_data_jobs_say_they_claim_nothing(zoo_like_dir, tmp_path, capsys):
 
 #: Where every registered job's summary gets its ``findings`` (and the test that shows it).
 FINDINGS_OF = {
-    "capture": "thinklens.capture:NO_FINDINGS", "import-traces": "thinklens.capture:NO_FINDINGS",
-    "eval": "analyses.eval_findings:eval_findings", "zoo-eval": "zoo.jobs.zoo_eval:zoo_findings",
-    "sft": "latent.findings:training_findings", "codi": "latent.findings:training_findings",
-    "coconut": "latent.findings:training_findings", "latent-sft": "latent.findings:training_findings",
-    "latent-seek": "latent.findings:seek_findings", "latent-eval": "latent.findings:table_findings",
-    "grpo": "zoo.jobs.grpo:findings", "lynx": "probes.lynx_findings:lynx_findings",
-    "mi-peaks": "analyses.mi.stages:findings_of", "steer": "steering.jobs.steer:steer_findings",
-    "reasoning-vector": "steering.reasoning_vectors:sweep_findings", "hybrid": "steering.hybrid_generate:hybrid_findings",
-    "probe": "probes.probe_findings:probe_findings", "sae": "steering.sae_findings:sae_findings",
-    "sae-eval": "steering.sae_findings:sae_findings", "zoo-train": "zoo.jobs.zoo_train:findings",
-    "validate": "thinklens.validate:validation_findings",
+    "capture": "thinklens.engine.capture:NO_FINDINGS", "import-traces": "thinklens.engine.capture:NO_FINDINGS",
+    "eval": "thinklens.analyses.eval_findings:eval_findings", "zoo-eval": "thinklens.zoo.jobs.zoo_eval:zoo_findings",
+    "sft": "thinklens.latent.latent_findings:training_findings", "codi": "thinklens.latent.latent_findings:training_findings",
+    "coconut": "thinklens.latent.latent_findings:training_findings", "latent-sft": "thinklens.latent.latent_findings:training_findings",
+    "latent-seek": "thinklens.latent.latent_findings:seek_findings", "latent-eval": "thinklens.latent.latent_findings:table_findings",
+    "grpo": "thinklens.zoo.jobs.grpo:findings", "lynx": "thinklens.probes.lynx_findings:lynx_findings",
+    "mi-peaks": "thinklens.analyses.mi.pipeline:findings_of", "steer": "thinklens.steering.jobs.steer:steer_findings",
+    "reasoning-vector": "thinklens.steering.reasoning_vectors:sweep_findings",
+    "hybrid": "thinklens.steering.hybrid_generate:hybrid_findings",
+    "probe": "thinklens.probes.probe_findings:probe_findings", "sae": "thinklens.steering.sae_findings:sae_findings",
+    "sae-eval": "thinklens.steering.sae_findings:sae_findings", "zoo-train": "thinklens.zoo.jobs.zoo_train:findings",
+    "validate": "thinklens.calibration.validate:validation_findings",
 }
 #: Jobs whose findings another change adds (issue #27's other parts); listed so a new job cannot be forgotten.
 NOT_YET: set[str] = set()
@@ -195,9 +196,9 @@ def test_every_registered_job_names_where_its_findings_come_from():
 def test_zoo_train_findings_read_the_published_evaluation():
     """zoo-train's findings come from the evaluation stored in zoo.json: tiny-cot beats the majority guess (its
     Wilson interval recomputed here), tiny-direct is not shown to; no evaluation, no findings."""
-    from thinklens.stats import wilson
+    from thinklens.calibration.stats import wilson
+    from thinklens.zoo.jobs.zoo_train import findings, summary
     from thinklens.zoo.registry import zoo_path
-    from zoo.jobs.zoo_train import findings, summary
 
     got = {}
     for name in ("tiny-cot", "tiny-direct"):

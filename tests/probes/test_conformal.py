@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from probes.conformal import (
+from thinklens.errors import ThinklensError
+from thinklens.probes.conformal import (
     MondrianCalibrator,
     ValidityCurve,
     class_quantile,
@@ -16,7 +17,6 @@ from probes.conformal import (
     prediction_sets,
     validity_curve,
 )
-from thinklens.errors import ThinklensError
 
 
 def test_ranks_and_quantiles_by_hand():
@@ -152,10 +152,10 @@ def test_conformal_quantile_is_the_k_th_smallest_not_a_neighbour(n, delta):
 
 
 def test_validity_statement_names_the_exact_interval_and_does_not_claim_proof():
-    from thinklens.stats import clopper_pearson as exact
+    from thinklens.calibration.stats import clopper_pearson as exact
 
     lo, hi = clopper_pearson(np.array([3, 30]), 100)
-    assert (lo[0], hi[0]) == exact(3, 100) and (lo[1], hi[1]) == exact(30, 100)  # thinklens.stats' interval
+    assert (lo[0], hi[0]) == exact(3, 100) and (lo[1], hi[1]) == exact(30, 100)  # thinklens.calibration.stats' interval
     curve = ValidityCurve(np.array([0.05, 0.1]), np.array([0.03, 0.3]), lo, hi, 100, np.array([3, 30]), 0.95)
     assert curve.statement(0).endswith("the data do not reject <= 0.05 at n=100")
     assert "exact 95% interval" in curve.statement(0)

@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from probes.conformal import class_quantile, conformal_rank
+from thinklens.probes.conformal import class_quantile, conformal_rank
 
 # (n, delta) where the float product lands just above an integer: the exact rank is one less
 FLOAT_TRAPS = [(149, 0.18), (99, 0.41), (49, 0.42), (24, 0.44)]
@@ -31,7 +31,7 @@ def test_validity_curve_interval_at_its_level_and_without_negatives():
     the vacuous [0, 1] interval rather than a number (scipy's exact interval, computed here)."""
     from scipy.stats import beta
 
-    from probes.conformal import MondrianCalibrator, clopper_pearson, validity_curve
+    from thinklens.probes.conformal import MondrianCalibrator, clopper_pearson, validity_curve
 
     rng = np.random.default_rng(3)
     y = rng.integers(0, 2, 600)

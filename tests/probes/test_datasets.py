@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from probes.conformal import MondrianCalibrator
-from probes.datasets import (
+from thinklens import HookedModel, Site
+from thinklens.data.answers import answers_equal, extract_answer
+from thinklens.errors import ThinklensError
+from thinklens.generation.trace import Trace
+from thinklens.probes.conformal import MondrianCalibrator
+from thinklens.probes.datasets import (
     event_features,
     exit_tables,
     forced_exit_labels,
@@ -17,14 +21,10 @@ from probes.datasets import (
     token_separator,
     trace_states_at,
 )
-from probes.exits import evaluate_exit_policies
-from probes.lynx import LynxConfig, find_cue_events, lynx_sites
-from thinklens import HookedModel, Site
-from thinklens.answers import answers_equal, extract_answer
-from thinklens.errors import ThinklensError
-from thinklens.testing import build_tiny_model
-from thinklens.trace import Trace
+from thinklens.probes.exits import evaluate_exit_policies
+from thinklens.probes.lynx import LynxConfig, find_cue_events, lynx_sites
 from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
+from tools.testing import build_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def _naive_forced_exit(model, tr, ev, exit_ids, max_tokens, eos):
 
 
 def test_forced_exit_matches_a_naive_loop(model, traces):
-    from probes.datasets import eos_ids
+    from thinklens.probes.datasets import eos_ids
 
     events = rollout_events(traces, model.tokenizer, LynxConfig(), "train")
     exit_string = "</think> ####"

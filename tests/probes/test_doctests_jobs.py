@@ -12,6 +12,6 @@ MODULES = ["forced", "jobs.lynx", "jobs.probe", "lynx_result", "lynx_splits", "r
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(f"probes.{name}")
+    module = importlib.import_module(f"thinklens.probes.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from probes.estimators import DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
+from thinklens.probes.estimators import DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
 
 
 def _expected_failures(estimator) -> dict[str, str]:

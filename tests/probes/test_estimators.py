@@ -9,9 +9,9 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from probes.estimators import PROBES, DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
-from probes.numerics import balanced_weights
 from thinklens.errors import ThinklensError
+from thinklens.probes.estimators import PROBES, DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
+from thinklens.probes.numerics import balanced_weights
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.conformal import MondrianCalibrator
-from probes.exits import (
+from thinklens.errors import ThinklensError
+from thinklens.probes.conformal import MondrianCalibrator
+from thinklens.probes.exits import (
     EventTable,
     RolloutTable,
     base_rate_by_position,
@@ -14,7 +15,6 @@ from probes.exits import (
     first_exits,
     pareto_front,
 )
-from thinklens.errors import ThinklensError
 
 # Three rollouts of 100 tokens; full rollouts cost 120 tokens; rollout 1's full answer is wrong.
 # Rows are deliberately not in position order within rollout 0.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from probes.conformal import MondrianCalibrator, validity_curve
-from probes.exits import EventTable, RolloutTable, base_rate_by_position, evaluate_exit_policies
-from probes.figures import figure_base_rate, figure_exit_histogram, figure_pareto, figure_validity
+from thinklens.probes.conformal import MondrianCalibrator, validity_curve
+from thinklens.probes.exits import EventTable, RolloutTable, base_rate_by_position, evaluate_exit_policies
+from thinklens.probes.figures import figure_base_rate, figure_exit_histogram, figure_pareto, figure_validity
 
 
 def _split(rng, n_rollouts=60, per=6):

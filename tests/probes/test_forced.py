@@ -1,4 +1,4 @@
-"""One pass per rollout (probes.forced) gives the features and labels of the per-event reference functions."""
+"""One pass per rollout (thinklens.probes.forced) gives the features and labels of the per-event reference functions."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 from lynx_checks import ZOO_EXIT, one_pass_matches_reference
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
-from probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
-from probes.forced import event_features_and_labels, forced_exit_labels_shared
-from probes.lynx import lynx_sites
 from thinklens.errors import ThinklensError
+from thinklens.probes.datasets import event_features, forced_exit_labels, sampled_think_rollouts
+from thinklens.probes.forced import event_features_and_labels, forced_exit_labels_shared
+from thinklens.probes.lynx import lynx_sites
 
 
 @pytest.mark.parametrize("batch_size,max_batch_tokens", [(16, 2048), (3, 60), (1, 1)])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from probes.intention import auroc_score, effective_dimensionality, intention_entropy, recoverability
 from thinklens.errors import ThinklensError
+from thinklens.probes.intention import auroc_score, effective_dimensionality, intention_entropy, recoverability
 
 
 def test_entropy_restricted_to_top_k_by_hand():

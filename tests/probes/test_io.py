@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from probes.estimators import DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
-from probes.io import JSON_NAME, TENSORS_NAME, load_probe, read_probe_meta, save_probe
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.sites import Site
+from thinklens.probes.estimators import DiffMeanProbe, LinearProbe, LynxMLPProbe, RidgeProbe
+from thinklens.probes.io import JSON_NAME, TENSORS_NAME, load_probe, read_probe_meta, save_probe
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from probes.lynx import (
+from thinklens.engine.sites import Site
+from thinklens.errors import ThinklensError
+from thinklens.probes.lynx import (
     DEFAULT_CUES,
     LynxConfig,
     check_cue_words,
@@ -12,8 +14,6 @@ from probes.lynx import (
     lynx_layers,
     lynx_sites,
 )
-from thinklens.errors import ThinklensError
-from thinklens.sites import Site
 
 
 def _positions(tokens, **kw):
@@ -140,8 +140,8 @@ def test_word_level_tokens_need_a_separator():
 def test_train_lynx_probe_split_and_errors():
     import numpy as np
 
-    from probes.estimators import LynxMLPProbe
-    from probes.lynx import train_lynx_probe
+    from thinklens.probes.estimators import LynxMLPProbe
+    from thinklens.probes.lynx import train_lynx_probe
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))
@@ -174,8 +174,8 @@ def test_probe_validation_split_is_grouped_by_rollout():
     import numpy as np
     from sklearn.model_selection import train_test_split
 
-    from probes.lynx import LynxConfig, train_lynx_probe, validation_split
-    from probes.mlp import LynxMLPProbe
+    from thinklens.probes.lynx import LynxConfig, train_lynx_probe, validation_split
+    from thinklens.probes.mlp import LynxMLPProbe
 
     X, y, groups = _leaky_rollouts()
     tr, va = validation_split(y, groups, 0.2, 42)
@@ -198,7 +198,7 @@ def test_probe_validation_split_is_grouped_by_rollout():
 def test_probe_validation_split_with_few_rollouts_and_errors():
     import numpy as np
 
-    from probes.lynx import validation_split
+    from thinklens.probes.lynx import validation_split
 
     y = np.array([0, 1, 0, 1, 0, 1, 1, 0])
     groups = np.array([0, 0, 1, 1, 2, 2, 3, 3])  # 4 rollouts < 5 folds
@@ -211,7 +211,7 @@ def test_probe_validation_split_with_few_rollouts_and_errors():
 def test_mlp_early_stopping_split_is_grouped_by_rollout():
     # kills the mutant that ignores groups in LynxMLPProbe.fit (scikit-learn's own split is by event): on rollouts
     # whose events are near-copies with a random label per rollout, the score that stops training is a leak
-    from probes.mlp import LynxMLPProbe
+    from thinklens.probes.mlp import LynxMLPProbe
 
     X, y, groups = _leaky_rollouts(n_rollouts=100, per=10, dim=20)
     grouped = LynxMLPProbe(hidden_layer_sizes=(64,), random_state=0).fit(X, y, groups=groups)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probes.conformal import MondrianCalibrator, validity_curve
-from probes.exits import EventTable, RolloutTable, base_rate_by_position, evaluate_exit_policies, policy_costs, token_saving
-from probes.lynx_findings import ACCURACY, SAVING, VALIDITY, find, headline_lines, lynx_findings, saving_interval
-from probes.lynx_result import LynxResult
+from thinklens.probes.conformal import MondrianCalibrator, validity_curve
+from thinklens.probes.exits import EventTable, RolloutTable, base_rate_by_position, evaluate_exit_policies, policy_costs, token_saving
+from thinklens.probes.lynx_findings import ACCURACY, SAVING, VALIDITY, find, headline_lines, lynx_findings, saving_interval
+from thinklens.probes.lynx_result import LynxResult
 
 
 def _calibrator() -> MondrianCalibrator:

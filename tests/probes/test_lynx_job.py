@@ -13,16 +13,16 @@ import pytest
 import safetensors.numpy
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
-from probes.conformal import MondrianCalibrator
-from probes.estimators import LinearProbe
-from probes.io import load_probe, save_probe
-from probes.jobs.lynx import JOB, LynxJobConfig, usable_deltas
-from probes.lynx import check_cue_vocabulary
-from probes.lynx_result import load_lynx_result, load_test_tables
 from thinklens.cli import build_parser, main
 from thinklens.errors import ThinklensError
-from thinklens.jobs import run_job
-from thinklens.runs import RunFolder
+from thinklens.probes.conformal import MondrianCalibrator
+from thinklens.probes.estimators import LinearProbe
+from thinklens.probes.io import load_probe, save_probe
+from thinklens.probes.jobs.lynx import JOB, LynxJobConfig, usable_deltas
+from thinklens.probes.lynx import check_cue_vocabulary
+from thinklens.probes.lynx_result import load_lynx_result, load_test_tables
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import run_job
 
 SMALL = dict(n_train=40, n_calibration=40, n_test=40, max_steps=2, hidden_layer_sizes=(32,), batch_size=16,
              deltas=(0.1, 0.2, 0.3), skip_vacuous=True)
@@ -141,7 +141,7 @@ class _Interrupt:
 
 def test_resume_after_interruptions_equals_a_straight_run(straight, reasoner, tmp_path, monkeypatch):
     cfg, done, _, _ = straight
-    import probes.lynx_splits as lynx_splits
+    import thinklens.probes.lynx_splits as lynx_splits
 
     n_chunks = sum(-(-cfg.n_problems(s) // cfg.batch_size) for s in ("train", "calibration", "test"))  # 9
 

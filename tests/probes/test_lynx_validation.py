@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from probes.validation import PLANTED_MODEL, QUICK_NULL, SETTINGS, judge_null, judge_planted, row
-from thinklens.controls import SettingContext, select_settings
+from thinklens.calibration.controls import SettingContext, select_settings
 from thinklens.errors import ThinklensError
+from thinklens.probes.validation import PLANTED_MODEL, QUICK_NULL, SETTINGS, judge_null, judge_planted, row
 from thinklens.zoo.registry import zoo_dir, zoo_path
 
 BY_NAME = {s.name: s for s in SETTINGS}

@@ -9,10 +9,10 @@ import pytest
 from sklearn.metrics import r2_score, roc_auc_score
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
-from probes.probe_findings import auroc_rows, held_out_choice, probe_findings, r2_rows
-from thinklens.jobs import run_job
-from thinklens.runs import RunFolder
-from thinklens.stats import VERDICTS
+from thinklens.calibration.stats import VERDICTS
+from thinklens.probes.probe_findings import auroc_rows, held_out_choice, probe_findings, r2_rows
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import run_job
 
 
 def _labels(n: int, seed: int) -> np.ndarray:
@@ -112,13 +112,13 @@ def test_bad_target_is_refused():
 
 
 def _probe():
-    from probes.estimators import LinearProbe
+    from thinklens.probes.estimators import LinearProbe
 
     return LinearProbe()
 
 
 def _ridge():
-    from probes.estimators import RidgeProbe
+    from thinklens.probes.estimators import RidgeProbe
 
     return RidgeProbe()
 

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
-from probes.datasets import layer_sweep
-from probes.io import load_probe
-from probes.jobs.probe import ProbeJobConfig
-from probes.value_dataset import value_dataset
 from thinklens.cli import build_parser, main
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.jobs import run_job
-from thinklens.runs import RunFolder
-from thinklens.sites import Site
+from thinklens.probes.datasets import layer_sweep
+from thinklens.probes.io import load_probe
+from thinklens.probes.jobs.probe import ProbeJobConfig
+from thinklens.probes.value_dataset import value_dataset
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import run_job
 from thinklens.tasks import TaskConfig, align_target, generate_problems
 
 
@@ -64,7 +64,7 @@ def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
     probe = load_probe(run.path / "probe", expect_site=doc["best_site"], expect_d_model=zooish.d_model)
     ds = value_dataset(zooish, [p.ground_truth for p in cfg.problems()], "think", [doc["best_site"]])
     X = ds["features"][doc["best_site"]]
-    from probes.estimators import RidgeProbe
+    from thinklens.probes.estimators import RidgeProbe
 
     np.testing.assert_allclose(probe.predict(X), RidgeProbe(alpha=cfg.alpha).fit(X, ds["running"].astype(float)).predict(X))
 

@@ -14,22 +14,22 @@ from pathlib import Path
 import pytest
 import torch
 
-from probes.datasets import rollout_events, token_separator
-from probes.lynx import LynxConfig, lynx_sites
 from thinklens.cli import main
+from thinklens.data.formats import R1_INSTRUCTION
 from thinklens.errors import ThinklensError
-from thinklens.formats import R1_INSTRUCTION
-from thinklens.jobs import run_job
-from thinklens.runs import RunFolder
+from thinklens.generation.trace import Trace
+from thinklens.probes.datasets import rollout_events, token_separator
+from thinklens.probes.lynx import LynxConfig, lynx_sites
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import run_job
 from thinklens.tasks import TaskConfig
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
-from thinklens.trace import Trace
 from thinklens.zoo.registry import zoo_path
 
 R1_EXIT = "</think>\n\nFinal Answer: \\boxed{"
 #: The probes' zoo-only helpers (the synthetic task's own problem streams, the running-value dataset), forbidden
 #: with the core's (tests/conftest.py: the zoo's renderings, styles and token budgets).
-PROBES_ZOO_ONLY = ("probes.value_dataset.value_dataset",)  # the task's own streams: tests/conftest.py
+PROBES_ZOO_ONLY = ("thinklens.probes.value_dataset.value_dataset",)  # the task's own streams: tests/conftest.py
 #: The clear errors of a job whose model has nothing to learn from (no cue words, no or only right answers).
 NOTHING_TO_LEARN = "bad cue events|probe training data|bad deltas|calibration class size|correctness labels"
 
@@ -106,8 +106,8 @@ def test_cue_events_on_bpe_tokens(r1):
 
 
 def test_lynx_settings_of_a_chat_model_are_the_references(r1, no_zoo_branches):
-    from probes.jobs.lynx import LynxJobConfig, resolve_settings
-    from thinklens.formats import format_for
+    from thinklens.data.formats import format_for
+    from thinklens.probes.jobs.lynx import LynxJobConfig, resolve_settings
 
     s = resolve_settings(LynxJobConfig(model=r1.name, prompt_format="chat"), format_for(r1, "chat"),
                          prompts=["<|im_start|>user\nTom has 7 apples.<|im_end|>\n"], tokenizer=r1.tokenizer,
@@ -201,8 +201,8 @@ def test_probe_refuses_ground_truth_targets_without_ground_truth(r1, files, tmp_
 
 
 def test_auto_format_of_a_chat_model_is_chat_with_the_r1_instruction(r1, files):
-    from thinklens.formats import format_for
-    from thinklens.problemsets import load_problems
+    from thinklens.data.formats import format_for
+    from thinklens.data.problemsets import load_problems
 
     fmt = format_for(r1, "auto")
     prompt = fmt.render(load_problems(files["test"])[0].question, r1.tokenizer)

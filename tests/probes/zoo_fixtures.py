@@ -32,8 +32,8 @@ def reasoner():
 def zooish(tmp_path_factory):
     """A tiny random llama with the zoo's word-level tokenizer (its forced answers are never right)."""
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
     from thinklens.zoo.tokenizer import save_zoo_tokenizer, zoo_vocab
+    from tools.testing import build_tiny_model
 
     path = build_tiny_model("llama", tmp_path_factory.mktemp("zooish"), vocab_size=len(zoo_vocab()) + 8, n_ctx=256)
     save_zoo_tokenizer(path)

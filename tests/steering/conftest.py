@@ -27,7 +27,7 @@ def hooks_of():
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory):
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     path = build_tiny_model("llama", tmp_path_factory.mktemp("steer-llama") / "m", d_model=32, n_layers=2)
     return HookedModel.load(str(path))
@@ -57,8 +57,8 @@ def sae_training(tiny_llama, word_texts, tmp_path_factory):
     """A tiny SAE trained by sae-lens (a few seconds), its folder, and the process state around training:
     the signal handlers installed before (not the defaults: under ``nohup ... &`` SIGINT is ignored) and
     after, and whether torch's global RNG state and the model's hooks were left as they were."""
-    from steering.configs import SAETrainConfig
-    from steering.sae import train_sae
+    from thinklens.steering.configs import SAETrainConfig
+    from thinklens.steering.sae import train_sae
 
     out = tmp_path_factory.mktemp("sae") / "resid_post.0"
     cfg = SAETrainConfig(site="resid_post.0", d_sae=64, k=4, training_tokens=12_000, train_batch_size_tokens=512,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from steering.feature_steering import ClampFeature, add_feature, clamp_feature, equal_norm_arms, feature_direction
 from thinklens import Site, ThinklensError
+from thinklens.steering.feature_steering import ClampFeature, add_feature, clamp_feature, equal_norm_arms, feature_direction
 
 PROMPTS = ["w1 w2 w3 w4 w5", "w7 w8 w9"]
 SITE = Site("resid_post", 0)

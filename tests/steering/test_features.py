@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from steering.features import FeatureStats, encode, feature_stats, feature_trace, pearson_columns, trace_prompt
 from thinklens import Site, ThinklensError
+from thinklens.steering.features import FeatureStats, encode, feature_stats, feature_trace, pearson_columns, trace_prompt
 
 SITE = Site("resid_post", 0)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from steering.configs import GRPOConfig
 from thinklens import ThinklensError
-from zoo.grpo import _batch, _token_logprobs, group_advantages, rewards
+from thinklens.steering.configs import GRPOConfig
+from thinklens.zoo.grpo import _batch, _token_logprobs, group_advantages, rewards
 
 
 def test_reward_uses_the_shared_parser():
@@ -43,7 +43,7 @@ def test_grpo_smoke_on_zoo(tmp_path):
 
     if zoo_path("tiny-cot") is None:
         pytest.skip("tiny-cot not trained")
-    from thinklens.jobs import run_job
+    from thinklens.runs.jobs import run_job
 
     meta = run_job("grpo", train_steps=2, prompts_per_step=2, group_size=4, n_eval=0, publish=str(tmp_path / "g"),
                    out=tmp_path / "run", progress=False)

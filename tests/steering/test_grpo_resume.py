@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from thinklens.testing import assert_same_weights, dies_after
+from tools.testing import assert_same_weights, dies_after
 
 
 def test_killed_and_resumed_grpo_equals_a_straight_run(tmp_path, monkeypatch):
-    from steering.configs import GRPOConfig
+    from thinklens.steering.configs import GRPOConfig
+    from thinklens.zoo import grpo
     from thinklens.zoo.registry import zoo_path
-    from zoo import grpo
 
     if zoo_path("tiny-cot") is None:
         pytest.skip("tiny-cot not trained")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from steering.hybrid import HybridConfig, segment_sentences, sentence_activations, train_hybrid_vectors
-from steering.hybrid_generate import MODES, evaluate_hybrid, hybrid_generate
 from thinklens import ThinklensError
+from thinklens.steering.hybrid import HybridConfig, segment_sentences, sentence_activations, train_hybrid_vectors
+from thinklens.steering.hybrid_generate import MODES, evaluate_hybrid, hybrid_generate
 
 CFG = HybridConfig(site="resid_post.0", n_categories=2, k=1, sae_steps=30, vector_iters=4, vector_batch=8,
                    strengths=(0.5, 1.0), windows=(1, 2))
@@ -25,7 +25,7 @@ def test_segmentation():
 @pytest.fixture(scope="module")
 def pair(tiny_llama, tmp_path_factory):
     from thinklens import HookedModel
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     other = HookedModel.load(str(build_tiny_model("llama", tmp_path_factory.mktemp("think") / "m", d_model=32, n_layers=2, seed=3)))
     prompts = [f"w{i} w{i + 3} w{i + 5}" for i in range(10)]
@@ -89,7 +89,7 @@ def test_category_reads_the_open_sentence_at_its_own_positions():
     2, 3, 4 (mean 3, the mutant 'category from the wrong position'); a closed sentence reads step t alone."""
     from types import SimpleNamespace
 
-    from steering.hybrid_generate import HybridChoice
+    from thinklens.steering.hybrid_generate import HybridChoice
 
     words = ["a", ".", "<<", "3", "+"]
     tok = SimpleNamespace(decode=lambda ids: words[ids[0]])

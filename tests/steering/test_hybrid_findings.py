@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from steering.hybrid_generate import CONTROL_WORDS, _gap_codes, gap_recovered_of, hybrid_findings
+from thinklens.steering.hybrid_generate import CONTROL_WORDS, _gap_codes, gap_recovered_of, hybrid_findings
 
 
 def _rows(**correct: list[int]) -> dict[str, dict]:
@@ -48,8 +48,8 @@ def test_no_gap_no_claim_and_resumed_rows_without_outcomes():
 
 
 def test_report_headlines_the_gap_and_the_ablations_not_beaten():
-    from steering.jobs.hybrid import report
-    from thinklens.stats import findings_doc
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.steering.jobs.hybrid import report
 
     n = 120
     base, thinking = [0] * 60 + [1] * 60, [1] * 100 + [0] * 20
@@ -67,8 +67,8 @@ def test_report_headlines_the_gap_and_the_ablations_not_beaten():
                     reason="needs the committed zoo")
 def test_the_job_summary_has_findings(tmp_path):
     from thinklens import HookedModel
-    from thinklens.jobs import get_job, run_job
-    from thinklens.runs import RunFolder
+    from thinklens.runs.folders import RunFolder
+    from thinklens.runs.jobs import get_job, run_job
 
     assert get_job("hybrid").make_config().n_eval >= 100
     models = {"model": HookedModel.load("tiny-cot"), "thinking": HookedModel.load("tiny-think")}

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from thinklens import ThinklensError
-from thinklens.jobs import get_job, run_job
-from thinklens.runs import RunFolder
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import get_job, run_job
 from thinklens.zoo.registry import zoo_path
 
 pytestmark = pytest.mark.skipif(zoo_path("tiny-think") is None or zoo_path("tiny-cot") is None,
@@ -44,7 +44,7 @@ def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
     shutil.copy(ref.path / "config.json", killed / "config.json")
     lines = (ref.path / "progress.jsonl").read_text().splitlines()
     (killed / "progress.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])  # torn line
-    import steering.hybrid_generate as hg
+    import thinklens.steering.hybrid_generate as hg
 
     calls: list[str] = []
     real = hg.hybrid_generate

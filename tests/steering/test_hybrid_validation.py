@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from steering import hybrid_validation as hv
-from thinklens.controls import SettingContext, validate_line
+from thinklens.calibration.controls import SettingContext, validate_line
+from thinklens.steering import hybrid_validation as hv
 from thinklens.zoo.registry import zoo_path
 
 SETTINGS = {s.name: s for s in hv.SETTINGS}
@@ -88,10 +88,10 @@ def _brows(base: list[int], thinking: list[int], hybrid: list[int], random: list
 
 
 def test_rechecks_reads_rounds_from_text():
-    # oracle: zoo.overthink's renderer writes exactly `rounds` re-check rounds; tiny-r1's own "Wait," / "Hmm,"
+    # oracle: thinklens.zoo.overthink's renderer writes exactly `rounds` re-check rounds; tiny-r1's own "Wait," / "Hmm,"
     # corrections (cue words without a round) are not re-checks
     from thinklens.tasks import Problem, Step
-    from zoo.overthink import overthink_reasoning
+    from thinklens.zoo.overthink import overthink_reasoning
 
     p = Problem(name="Ann", obj="cards", start=3, steps=(Step("+", 3, 4, 7), Step("*", 7, 2, 14)))
     texts = [overthink_reasoning(p, rounds=r) for r in range(4)]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from thinklens.jobs import get_job, run_job
-from thinklens.runs import RunFolder
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import get_job, run_job
 
 STEERING_JOBS = ("sae", "sae-eval", "steer", "reasoning-vector", "hybrid", "grpo")
 
@@ -63,7 +63,7 @@ def test_sae_eval_job(tiny_llama, trained_sae, word_texts, tmp_path):
 
 
 def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     paths = {n: str(build_tiny_model("llama", tmp_path / n, seed=s)) for n, s in (("pre", 0), ("a", 0), ("b", 0), ("t", 1))}
     summary = run_job("reasoning-vector", model=paths["t"], a=paths["a"], b=paths["b"], base=paths["pre"], n_eval=0,

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from thinklens.answers import is_correct
 from thinklens.cli import main
+from thinklens.data.answers import is_correct
 from thinklens.errors import ThinklensError
-from thinklens.runs import RunFolder
+from thinklens.runs.folders import RunFolder
 
 SAE_ARGS = ["--site", "resid_post.0", "--d-sae", "32", "--k", "4", "--training-tokens", "3000", "--train-batch-size-tokens",
             "256", "--store-batch-size-prompts", "4", "--n-batches-in-buffer", "4", "--n-eval-batches", "1"]
@@ -53,10 +53,10 @@ def test_sae_sae_eval_and_steer_on_tiny_r1_with_a_gsm8k_file(tiny_r1, gsm8k_file
 
 
 def test_texts_and_prompts_of_a_problem_set_use_the_chat_format(tiny_r1, gsm8k_file, no_zoo_branch):
-    from steering.data import corpus
-    from steering.problems import data_format, prompt_set
     from thinklens import HookedModel
-    from thinklens.problemsets import load_problems
+    from thinklens.data.problemsets import load_problems
+    from thinklens.steering.corpora import corpus
+    from thinklens.steering.problems import data_format, prompt_set
 
     model = HookedModel.load(tiny_r1)
     texts = corpus(str(gsm8k_file), 3, seed=0, model=model, prompt_format="chat")
@@ -74,7 +74,7 @@ def test_texts_and_prompts_of_a_problem_set_use_the_chat_format(tiny_r1, gsm8k_f
 
 def test_hybrid_tiny_r1_against_itself_in_plain_format(tiny_r1, gsm8k_file, gsm8k_writer, tmp_path, no_zoo_branch,
                                                        monkeypatch):
-    import steering.hybrid_generate as hg
+    import thinklens.steering.hybrid_generate as hg
     from thinklens.tasks.protocol import HELD_OUT
 
     vectors = gsm8k_writer(tmp_path / "vectors.jsonl", 3, seed=HELD_OUT["steer_train"])
@@ -106,7 +106,7 @@ def test_hybrid_tiny_r1_against_itself_in_plain_format(tiny_r1, gsm8k_file, gsm8
 
 
 def test_hybrid_refuses_tokenizers_of_another_vocabulary(tiny_r1, tmp_path):
-    from thinklens.jobs import run_job
+    from thinklens.runs.jobs import run_job
 
     with pytest.raises(ThinklensError, match="tokenizers"):
         run_job("hybrid", model="tiny-cot", thinking=tiny_r1, out=tmp_path / "bad", progress=False)
@@ -147,8 +147,8 @@ def test_reasoning_vector_on_tiny_r1_scores_the_gsm8k_file(tiny_r1, gsm8k_file, 
 
 
 def test_the_zoo_stream_follows_the_models_own_format(tiny_r1):
-    from steering.problems import data_format
     from thinklens import HookedModel
+    from thinklens.steering.problems import data_format
     from thinklens.zoo.registry import zoo_path
 
     assert data_format(HookedModel.load(tiny_r1), "auto", "zoo:think").kind == "chat"  # not the zoo's spaced words

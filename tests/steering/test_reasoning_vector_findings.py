@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from steering import reasoning_vectors as rv
-from steering.reasoning_vectors import choose_alpha, sweep_findings
 from thinklens import ThinklensError
-from thinklens.stats import split_indices
+from thinklens.calibration.stats import split_indices
+from thinklens.steering import reasoning_vectors as rv
+from thinklens.steering.reasoning_vectors import choose_alpha, sweep_findings
 
 
 def _sweep_good_on(idx_good: np.ndarray, n: int) -> dict[float, list[bool]]:
@@ -37,7 +37,7 @@ def test_the_choice_ignores_the_reporting_split(monkeypatch):
     n = 80
     _, report = split_indices(n, seed=3)
     sweep = _sweep_good_on(report, n)
-    monkeypatch.setattr("thinklens.stats.split_indices", lambda n, fraction=0.5, seed=0: (report, report))
+    monkeypatch.setattr("thinklens.calibration.stats.split_indices", lambda n, fraction=0.5, seed=0: (report, report))
     mutant, _ = sweep_findings(sweep, seed=3)
     assert mutant[0].verdict == "effect"  # what the mutant claims; the real code (above) says no effect
     monkeypatch.undo()
@@ -94,7 +94,7 @@ def test_v_is_the_grpo_update_of_its_recorded_parent():
     # Mutant killed: "v taken against the wrong model": A + v is exactly the GRPO model, and another A is refused.
     import torch
 
-    from steering.vector_validation import LINEAGE, lineage_vector, zoo_folder
+    from thinklens.steering.vector_validation import LINEAGE, lineage_vector, zoo_folder
 
     pytest.importorskip("transformers")
     try:
@@ -111,8 +111,8 @@ def test_v_is_the_grpo_update_of_its_recorded_parent():
 
 
 def test_the_job_reports_findings_on_held_out_problems(tmp_path):
-    from thinklens.jobs import run_job
-    from thinklens.runs import RunFolder
+    from thinklens.runs.folders import RunFolder
+    from thinklens.runs.jobs import run_job
     from thinklens.zoo.registry import zoo_path
 
     if zoo_path("tiny-cot") is None or zoo_path("tiny-think") is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from steering.reasoning_vectors import ReasoningVector
+from thinklens.steering.reasoning_vectors import ReasoningVector
 
 
 def _vector() -> ReasoningVector:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from steering import vector_validation as vv
 from thinklens import ThinklensError
-from thinklens.controls import SettingContext, validate_line
+from thinklens.calibration.controls import SettingContext, validate_line
+from thinklens.steering import vector_validation as vv
 from thinklens.zoo.registry import repo_root
 
 pytestmark = pytest.mark.skipif(not all((repo_root() / "data" / "zoo" / m / "config.json").is_file() for m in vv.LINEAGE.values()),
@@ -36,7 +36,7 @@ def test_null_quick_is_no_effect(tmp_path):
 
 def test_mutant_control_equal_to_v_is_killed(tmp_path, monkeypatch):
     # Mutant: the "norm-matched random" control is v itself; v can never beat it, so the planted setting fails.
-    from steering.reasoning_vectors import ReasoningVector
+    from thinklens.steering.reasoning_vectors import ReasoningVector
 
     monkeypatch.setattr(ReasoningVector, "random_like", lambda self, seed: self)
     check = SETTINGS["planted"].run(_ctx(tmp_path))

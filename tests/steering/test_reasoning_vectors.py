@@ -7,7 +7,9 @@ import warnings
 import pytest
 import torch
 
-from steering.reasoning_vectors import (
+from thinklens import HookedModel, ThinklensError
+from thinklens.engine.adapters import adapter_for
+from thinklens.steering.reasoning_vectors import (
     GROUPS,
     LineageWarning,
     ReasoningVector,
@@ -20,14 +22,12 @@ from steering.reasoning_vectors import (
     save_merged,
     vector_stats,
 )
-from thinklens import HookedModel, ThinklensError
-from thinklens.adapters import adapter_for
 
 
 @pytest.fixture(scope="module")
 def family(tmp_path_factory):
     """base (seed 0), two 'fine-tunes' of it sharing a direction, an unrelated init, a wider model."""
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     root = tmp_path_factory.mktemp("rv")
     base = HookedModel.load(str(build_tiny_model("llama", root / "base", seed=0))).hf
@@ -83,7 +83,7 @@ def test_groups(family):
 @pytest.mark.parametrize("fam", ["llama", "qwen2", "gpt2", "gemma"])
 def test_groups_from_the_adapter_match_the_name_rules_they_replace(fam, tmp_path):
     """Oracle: the substring rules the steering package used before the adapters grouped parameters."""
-    from thinklens.testing import build_tiny_model
+    from tools.testing import build_tiny_model
 
     model = HookedModel.load(str(build_tiny_model(fam, tmp_path / fam))).hf
     old = {"attention": lambda n: ".self_attn." in n or ".attn." in n, "mlp": lambda n: ".mlp." in n,
@@ -124,7 +124,7 @@ def test_sweep_stats_and_save(family, tmp_path):
     st = vector_stats(v, load_weights(family["base"])[0], load_weights(family["base"])[0])
     assert st["norms"]["all"] == pytest.approx(v.norm()) and "cos_with_target_delta" in st
     merged = apply_vector(family["base"], v, 1.0)
-    tok = HookedModel(family["base"], __import__("thinklens.testing", fromlist=["x"]).word_tokenizer()).tokenizer
+    tok = HookedModel(family["base"], __import__("tools.testing", fromlist=["x"]).word_tokenizer()).tokenizer
     out = save_merged(merged, tok, tmp_path / "merged", meta={"alpha": 1.0})
     back = HookedModel.load(str(out))
     x = torch.tensor([[3, 4, 5]])

@@ -8,8 +8,8 @@ import signal
 import pytest
 import torch
 
-from steering.sae import architectures, check_feature, check_sae, evaluate_sae, hook_name, load_sae, output_site, sae_site
 from thinklens import Site, ThinklensError
+from thinklens.steering.sae import architectures, check_feature, check_sae, evaluate_sae, hook_name, load_sae, output_site, sae_site
 
 
 def test_trained_folder_is_sae_lens_format(trained_sae):
@@ -26,7 +26,7 @@ def test_trained_folder_is_sae_lens_format(trained_sae):
 
 def test_metrics_are_sae_lens_metrics(trained_sae):
     """sae-lens's variance and sparsity metrics; its CE/KL (every position of right-padded rows, prompt and padding
-    included: "CE loss recovered 1.387") are not reported -- steering.sae_fidelity scores those on generated tokens."""
+    included: "CE loss recovered 1.387") are not reported -- thinklens.steering.sae_fidelity scores those on generated tokens."""
     _, m, _ = trained_sae
     for key in ("explained_variance", "l0", "dead_features"):
         assert key in m and m[key] is not None and math.isfinite(m[key]), key
@@ -81,8 +81,8 @@ def test_bad_inputs(tiny_llama, random_sae, tmp_path):
         check_feature(random_sae, -1)
     with pytest.raises(ThinklensError, match="sae-lens folder"):
         load_sae(tmp_path)
-    from steering.configs import SAETrainConfig
-    from steering.sae import training_sae_config
+    from thinklens.steering.configs import SAETrainConfig
+    from thinklens.steering.sae import training_sae_config
 
     with pytest.raises(ThinklensError, match="did you mean 'topk'"):
         training_sae_config(SAETrainConfig(architecture="topkk"), 32)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from steering.data import corpus, corpus_kind, encode, token_rows
 from thinklens.errors import ThinklensError
+from thinklens.steering.corpora import corpus, corpus_kind, encode, token_rows
 
 
 def test_generated_corpus_is_the_models_own_sampled_completions(tiny_r1, gsm8k_file):
-    from steering.problems import data_format
-    from thinklens.model import HookedModel
-    from thinklens.problemsets import load_problems
+    from thinklens.data.problemsets import load_problems
+    from thinklens.engine.model import HookedModel
+    from thinklens.steering.problems import data_format
 
     model = HookedModel.load(tiny_r1)
     rows = corpus(str(gsm8k_file), 3, seed=5, model=model, prompt_format="chat", kind="auto", max_new_tokens=8)
@@ -34,7 +34,7 @@ def test_corpus_kinds_and_bad_input(tmp_path):
         corpus_kind("generatd", "zoo:think")
     with pytest.raises(ThinklensError, match="pass corpus='reference'"):
         corpus(str(text_file), 1, seed=0, kind="generated")
-    from steering.jobs.sae import SAEJobConfig
+    from thinklens.steering.jobs.sae import SAEJobConfig
 
     with pytest.raises(ThinklensError, match="corpus"):
         SAEJobConfig(corpus="refrence")

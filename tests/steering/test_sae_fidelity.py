@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from steering.sae_fidelity import generated_targets, sae_fidelity
+from thinklens.steering.sae_fidelity import generated_targets, sae_fidelity
 
 
 def _num(x):

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from steering.sae_fidelity import generated_targets, sae_fidelity
-from steering.sae_findings import format_l0, recovered_finding, sae_findings, variance_finding
-from thinklens.jobs import run_job
-from thinklens.runs import RunFolder
-from thinklens.sites import Site
-from thinklens.stats import VERDICTS
+from thinklens.calibration.stats import VERDICTS
+from thinklens.engine.sites import Site
+from thinklens.runs.folders import RunFolder
+from thinklens.runs.jobs import run_job
+from thinklens.steering.sae_fidelity import generated_targets, sae_fidelity
+from thinklens.steering.sae_findings import format_l0, recovered_finding, sae_findings, variance_finding
 
 
 def _per_row(n: int, *, sae_ce: np.ndarray, seed: int = 0, res: float = 1.0) -> dict[str, list[float]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from steering.jobs.steer import check_word_seen, headlines, steer_findings, word_rates
 from thinklens.errors import ThinklensError
-from thinklens.jobs import run_job
+from thinklens.runs.jobs import run_job
+from thinklens.steering.jobs.steer import check_word_seen, headlines, steer_findings, word_rates
 
 
 def _rows():

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from steering import validation as v
-from thinklens.controls import SettingContext
+from thinklens.calibration.controls import SettingContext
 from thinklens.errors import ThinklensError
+from thinklens.steering import validation as v
 
 SETTINGS = {s.key: s for s in v.SETTINGS}
 
@@ -67,9 +67,9 @@ def test_planted_rows_follow_the_spec():
 def test_sae_job_trains_on_an_activation_store(tmp_path):
     """The sae job's --activations input path reads an ActivationStore folder (no model loaded) and writes an
     sae-lens folder whose metrics are on held-out rows."""
-    from thinklens.jobs import run_job
-    from thinklens.sites import Site
-    from thinklens.store import ActivationStore
+    from thinklens.engine.activation_store import ActivationStore
+    from thinklens.engine.sites import Site
+    from thinklens.runs.jobs import run_job
 
     torch.set_num_threads(1)
     _, rows = v.planted_rows(v.PlantedDictionary(d=16, n_features=32, p_fire=0.1, n_rows=3000), seed=0)
@@ -79,7 +79,7 @@ def test_sae_job_trains_on_an_activation_store(tmp_path):
     summary = run_job("sae", model="", activations=str(tmp_path / "store"), site="resid_post.1", d_sae=64, k=4,
                       training_tokens=100_000, train_batch_size_tokens=512, lr=3e-3, eval_texts=300, stats_traces=0,
                       out=tmp_path / "run", progress=False, threads=1)
-    from steering.sae import load_sae
+    from thinklens.steering.sae import load_sae
 
     sae = load_sae(summary["sae"])
     assert sae.cfg.d_in == 16 and sae.cfg.metadata.thinklens_site == "resid_post.1"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from steering.vectors import SteeringVector, diff_of_means, from_traces, mean_activation
 from thinklens import Site, ThinklensError
+from thinklens.steering.vectors import SteeringVector, diff_of_means, from_traces, mean_activation
 
 A = ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"]
 B = ["w10 w11", "w12 w13 w14"]

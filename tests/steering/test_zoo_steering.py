@@ -25,7 +25,7 @@ def _zoo(name: str):
 def test_committed_sae_loads_with_sae_lens_and_fits_tiny_think():
     from sae_lens import SAE
 
-    from steering.sae import check_sae
+    from thinklens.steering.sae import check_sae
 
     if not SAE_DIR.is_dir():
         pytest.skip("SAE not committed")
@@ -47,7 +47,7 @@ def test_tiny_grpo_is_a_sibling():
     if not (folder / "config.json").is_file():
         pytest.skip("tiny-grpo not trained")
     assert sum(p.stat().st_size for p in folder.iterdir()) < 5 * 2**20
-    from steering.reasoning_vectors import lineage_report, load_weights
+    from thinklens.steering.reasoning_vectors import lineage_report, load_weights
 
     _zoo("tiny-pre")
     a, _ = load_weights(str(folder))
@@ -59,10 +59,10 @@ def test_tiny_grpo_is_a_sibling():
 @pytest.mark.slow
 def test_wait_feature_makes_tiny_think_say_wait():
     """Greedy tiny-think never says wait; adding the wait feature's direction makes it, a random one does not."""
-    from steering.data import zoo_prompts
-    from steering.effects import reflection_counts
-    from steering.feature_steering import add_feature, random_feature
-    from steering.sae import load_sae
+    from thinklens.steering.corpora import zoo_prompts
+    from thinklens.steering.effects import reflection_counts
+    from thinklens.steering.feature_steering import add_feature, random_feature
+    from thinklens.steering.sae import load_sae
 
     model = _zoo("tiny-think")
     sae = load_sae(SAE_DIR)

@@ -1,5 +1,5 @@
 """tiny-overthink's texts and their ground truth: pure functions checked against what the renderer knows while
-writing (:func:`zoo.overthink.construction_truth`), on problems drawn as training draws them."""
+writing (:func:`thinklens.zoo.overthink.construction_truth`), on problems drawn as training draws them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from thinklens.tasks import Problem, Step, ThinkStep, generate_problem
-from zoo.overthink import (
+from thinklens.zoo.overthink import (
     EXIT_STRING,
     ROUND_CUES,
     answer_known_at,
@@ -20,7 +20,7 @@ from zoo.overthink import (
     stated_value,
     trace_truth,
 )
-from zoo.recipes import RECIPES, OverthinkMix
+from thinklens.zoo.recipes import RECIPES, OverthinkMix
 
 RECIPE = RECIPES["tiny-overthink"]
 
@@ -119,10 +119,10 @@ def test_the_recipe_fine_tunes_tiny_r1(tmp_path):
     import torch
 
     from thinklens.errors import ThinklensError
+    from thinklens.zoo.r1_train import load_r1_parent, r1_training
+    from thinklens.zoo.recipes import R1Recipe
     from thinklens.zoo.registry import zoo_path
-    from zoo.r1_train import load_r1_parent, r1_training
-    from zoo.recipes import R1Recipe
-    from zoo.train import with_overrides
+    from thinklens.zoo.trainer import with_overrides
 
     assert isinstance(RECIPE, R1Recipe) and RECIPE.init == "tiny-r1" and isinstance(RECIPE.mix, OverthinkMix)
     with pytest.raises(ThinklensError, match="init"):

@@ -21,7 +21,7 @@ README = json.loads((Path(__file__).resolve().parents[2] / "results" / "organism
 
 @pytest.fixture(scope="module")
 def overthink():
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
     torch.set_num_threads(1)
     return HookedModel.load(str(FOLDER), dtype=torch.float32)
@@ -37,7 +37,7 @@ def test_the_folder_is_a_small_fine_tune_of_tiny_r1():
 
 
 def test_it_overthinks_on_ten_held_out_problems(overthink):
-    from zoo.overthink_eval import measure_overthinking
+    from thinklens.zoo.overthink_eval import measure_overthinking
 
     r = measure_overthinking(overthink, n_per_steps=2, steps=[2, 3, 4, 5, 6])
     assert r.n == 10

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from thinklens.answers import is_correct
-from thinklens.formats import SPANS, format_for
+from thinklens.data.answers import is_correct
+from thinklens.data.formats import SPANS, format_for
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
-from thinklens.testing import assert_same_weights, dies_after
 from thinklens.zoo.registry import zoo_path
+from tools.testing import assert_same_weights, dies_after
 
 
 @pytest.fixture(scope="module")
 def r1():
-    from thinklens.model import HookedModel
+    from thinklens.engine.model import HookedModel
 
     return HookedModel.load("tiny-r1", dtype=torch.float32)
 
@@ -43,8 +43,8 @@ def test_the_recipe_builds_the_committed_shape(small_tokenizer):
     model's config; the shape and the text mix refuse what cannot be built or drawn."""
     from thinklens.errors import ThinklensError
     from thinklens.zoo.modeling import ZooModelConfig
-    from zoo.r1_train import build_r1_model
-    from zoo.recipes import RECIPES, R1TextMix
+    from thinklens.zoo.r1_train import build_r1_model
+    from thinklens.zoo.recipes import RECIPES, R1TextMix
 
     committed = json.loads((zoo_path("tiny-r1") / "config.json").read_text())
     built = build_r1_model(RECIPES["tiny-r1"], small_tokenizer, seed=0).config
@@ -100,7 +100,7 @@ def test_greedy_answers_reason_in_the_span_then_box_the_answer(r1):
 @pytest.fixture(scope="module")
 def small_tokenizer():
     from thinklens.tasks import TaskConfig
-    from zoo.r1 import build_r1_tokenizer
+    from thinklens.zoo.r1 import build_r1_tokenizer
 
     return build_r1_tokenizer(300, task=TaskConfig(max_steps=2), n_problems=150)
 
@@ -108,8 +108,8 @@ def small_tokenizer():
 def _small_recipe(steps: int, more_steps: int = 0):
     from thinklens.tasks import TaskConfig
     from thinklens.zoo.modeling import ZooModelConfig
-    from zoo.recipes import RECIPES
-    from zoo.train import with_overrides
+    from thinklens.zoo.recipes import RECIPES
+    from thinklens.zoo.trainer import with_overrides
 
     return with_overrides(RECIPES["tiny-r1"], steps=steps, warmup_steps=1, batch_tokens=384, more_steps=more_steps,
                           task=TaskConfig(max_steps=2), vocab_size=300,
@@ -117,8 +117,8 @@ def _small_recipe(steps: int, more_steps: int = 0):
 
 
 def test_training_resumes_exactly_and_a_continuation_phase_trains_on(tmp_path, monkeypatch, small_tokenizer):
-    from zoo import r1
-    from zoo.train import train_zoo_model
+    from thinklens.zoo import r1
+    from thinklens.zoo.trainer import train_zoo_model
 
     kw = {"seed": 1, "max_minutes": 5, "progress": False, "eval_per_steps": 0, "tokenizer": small_tokenizer}
     straight = train_zoo_model("tiny-r1", recipe=_small_recipe(4, more_steps=2), out_dir=tmp_path / "a", ckpt_dir=tmp_path / "ca", **kw)
@@ -143,7 +143,7 @@ def test_training_resumes_exactly_and_a_continuation_phase_trains_on(tmp_path, m
 
 
 def test_zoo_eval_prompts_tiny_r1_through_its_chat_template():
-    from zoo.evaluate import evaluate_zoo_model
+    from thinklens.zoo.accuracy import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-r1", n_per_steps=3, steps=[2])
     assert r.style == "chat" and r.accuracy[2] >= 2 / 3

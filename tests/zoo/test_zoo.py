@@ -13,10 +13,10 @@ import torch
 
 from thinklens.errors import ThinklensError
 from thinklens.tasks import STYLES, TaskConfig, generate_problems, render_example
-from thinklens.testing import assert_same_weights, dies_after
+from thinklens.zoo.batches import encode_example
 from thinklens.zoo.registry import ZOO_NAMES, check_zoo_name, zoo_path
 from thinklens.zoo.tokenizer import SPECIAL_TOKENS, build_zoo_tokenizer
-from zoo.data import encode_example
+from tools.testing import assert_same_weights, dies_after
 
 #: The committed zoo summary the README quotes (results/zoo.json): the thresholds below sit within about 5 points
 #: of its values, so a test and the README cannot drift apart.
@@ -98,7 +98,7 @@ def test_siblings_share_the_pre_init():
 
 
 def test_tiny_cot_accuracy_on_fixed_held_out_sample():
-    from zoo.evaluate import evaluate_zoo_model
+    from thinklens.zoo.accuracy import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-cot", n_per_steps=20, steps=[2, 3], seed=4242)
     assert r.style == "cot"
@@ -107,7 +107,7 @@ def test_tiny_cot_accuracy_on_fixed_held_out_sample():
 
 
 def test_tiny_think_reflects():
-    from zoo.evaluate import evaluate_zoo_model
+    from thinklens.zoo.accuracy import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-think", n_per_steps=16, steps=[3], seed=4243)
     committed = ZOO_SUMMARY["think"]["tiny-think"]  # README: reflects 100% greedy, 81.5% sampled; 88.1% right after wait
@@ -130,7 +130,7 @@ def test_latent_siblings_are_registered_and_refused_by_zoo_eval(capsys):
 
 
 def test_tiny_think_carry_corrects_itself_under_greedy_decoding():
-    from zoo.evaluate import evaluate_zoo_model
+    from thinklens.zoo.accuracy import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-think-carry", n_per_steps=16, steps=[3], seed=4243)
     # Greedy traces slip on carries and say "wait"; the equations after "wait" are mostly right.
@@ -140,8 +140,8 @@ def test_tiny_think_carry_corrects_itself_under_greedy_decoding():
 
 def _tiny_recipe(tmp_steps: int):
     from thinklens.zoo.modeling import ZooModelConfig
-    from zoo.recipes import RECIPES
-    from zoo.train import with_overrides
+    from thinklens.zoo.recipes import RECIPES
+    from thinklens.zoo.trainer import with_overrides
 
     return with_overrides(
         RECIPES["tiny-pre"], steps=tmp_steps, warmup_steps=2, batch_tokens=256,
@@ -150,23 +150,23 @@ def _tiny_recipe(tmp_steps: int):
 
 
 def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
-    from zoo import train
+    from thinklens.zoo import trainer
 
     recipe = _tiny_recipe(6)
     kw = {"seed": 3, "max_minutes": 5, "progress": False, "recipe": recipe, "eval_per_steps": 0}
-    straight = train.train_zoo_model("tiny-pre", out_dir=tmp_path / "a" / "tiny-pre", ckpt_dir=tmp_path / "ca", **kw)
+    straight = trainer.train_zoo_model("tiny-pre", out_dir=tmp_path / "a" / "tiny-pre", ckpt_dir=tmp_path / "ca", **kw)
     assert straight["steps"] == 6 and not straight["truncated"]
 
     # Kill the second run after 4 steps (checkpoints every step), then resume it.
-    real = train.make_batch
-    monkeypatch.setattr(train, "make_batch", dies_after(real, 4))
+    real = trainer.make_batch
+    monkeypatch.setattr(trainer, "make_batch", dies_after(real, 4))
     with pytest.raises(KeyboardInterrupt):
-        train.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb",
+        trainer.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb",
                               ckpt_every_s=0.0, **kw)
     assert not (tmp_path / "b" / "tiny-pre").exists()  # nothing half-written
     assert json.loads((tmp_path / "cb" / "state.json").read_text())["step"] == 4  # saved before the kill
-    monkeypatch.setattr(train, "make_batch", real)
-    resumed = train.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb", **kw)
+    monkeypatch.setattr(trainer, "make_batch", real)
+    resumed = trainer.train_zoo_model("tiny-pre", out_dir=tmp_path / "b" / "tiny-pre", ckpt_dir=tmp_path / "cb", **kw)
     assert resumed["steps"] == 6 and not (tmp_path / "cb").exists()
     assert resumed["final_loss_ema"] == straight["final_loss_ema"]  # the loss average resumes too
     assert_same_weights(tmp_path / "a" / "tiny-pre", tmp_path / "b" / "tiny-pre")
@@ -175,9 +175,9 @@ def test_training_is_seeded_resumable_and_atomic(tmp_path, monkeypatch):
 
 def test_zoo_train_job_resumes_in_its_run_folder_and_publishes(tmp_path, monkeypatch):
     """The job: checkpoint in the run folder, same --run-id resumes, weights published to `publish`."""
-    from thinklens.jobs import run_job
-    from zoo import train
-    from zoo.recipes import RECIPES
+    from thinklens.runs.jobs import run_job
+    from thinklens.zoo import trainer
+    from thinklens.zoo.recipes import RECIPES
 
     monkeypatch.setitem(RECIPES, "tiny-pre", _tiny_recipe(5))
     kw = {"model": "tiny-pre", "seed": 2, "n_eval": 0, "progress": False}
@@ -186,20 +186,20 @@ def test_zoo_train_job_resumes_in_its_run_folder_and_publishes(tmp_path, monkeyp
     assert json.loads((tmp_path / "run-a" / "results" / "zoo_train.json").read_text())["steps"] == 5
     assert not (tmp_path / "run-a" / "checkpoint").exists()
 
-    real = train.make_batch
-    monkeypatch.setattr(train, "train_zoo_model", functools.partial(train.train_zoo_model, ckpt_every_s=0.0))
-    monkeypatch.setattr(train, "make_batch", dies_after(real, 3))
+    real = trainer.make_batch
+    monkeypatch.setattr(trainer, "train_zoo_model", functools.partial(trainer.train_zoo_model, ckpt_every_s=0.0))
+    monkeypatch.setattr(trainer, "make_batch", dies_after(real, 3))
     with pytest.raises(KeyboardInterrupt):
         run_job("zoo-train", publish=str(tmp_path / "b" / "tiny-pre"), out=str(tmp_path / "run-b"), **kw)
     assert json.loads((tmp_path / "run-b" / "checkpoint" / "state.json").read_text())["step"] == 3
-    monkeypatch.setattr(train, "make_batch", real)
+    monkeypatch.setattr(trainer, "make_batch", real)
     resumed = run_job("zoo-train", publish=str(tmp_path / "b" / "tiny-pre"), out=str(tmp_path / "run-b"), **kw)
     assert resumed["steps"] == 5
     assert_same_weights(tmp_path / "a" / "tiny-pre", tmp_path / "b" / "tiny-pre")
 
 
 def test_zoo_eval_job_writes_its_table(tmp_path):
-    from thinklens.jobs import get_job, run_job
+    from thinklens.runs.jobs import get_job, run_job
 
     results = run_job("zoo-eval", model="tiny-direct", n_eval=4, step_counts=(2,), out=str(tmp_path), progress=False)
     assert [r.model for r in results] == ["tiny-direct"] and results[0].style == "direct"

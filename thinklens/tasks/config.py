@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from thinklens.configcli import ConfigGroup
 from thinklens.errors import ThinklensError, opt
+from thinklens.runs.configcli import ConfigGroup
 
 #: Operators the generator knows. ``/`` is exact integer division (the dividend is a multiple).
 KNOWN_OPS: tuple[str, ...] = ("+", "-", "*", "/")

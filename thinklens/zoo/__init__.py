@@ -11,9 +11,16 @@ Example:
     >>> from transformers import AutoModelForCausalLM  # doctest: +SKIP
     >>> model = AutoModelForCausalLM.from_pretrained(zoo_path("tiny-think"))  # doctest: +SKIP
 
-Training and evaluating the zoo are jobs of the top-level ``zoo`` package: ``thinklens run zoo-train
---model tiny-pre`` then ``--model tiny-cot`` (etc.); ``thinklens run zoo-eval``. Heavy imports (torch,
-transformers) happen inside the functions.
+How the committed weights are made and checked lives here too, imported only when used: one recipe per
+model (:mod:`.recipes`), training batches (:mod:`.batches`), the trainer (:mod:`.trainer`), held-out
+accuracy (:mod:`.accuracy`), tiny-r1's and tiny-overthink's worlds (:mod:`.r1`, :mod:`.overthink`), GRPO
+(:mod:`.grpo`, which publishes ``tiny-grpo``, the reasoning-vector donor) and their jobs: ``thinklens run
+zoo-train --model tiny-pre`` then ``--model tiny-cot`` (etc.), ``thinklens run zoo-eval``, ``thinklens run
+grpo``. Heavy imports (torch, transformers) happen inside the functions.
+
+    >>> from thinklens.zoo.recipes import RECIPES
+    >>> RECIPES["tiny-cot"].init
+    'tiny-pre'
 """
 
 from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, check_zoo_name, is_zoo_name, zoo_dir, zoo_path

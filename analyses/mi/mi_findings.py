@@ -1,0 +1,207 @@
+"""The mi-peaks job's findings (shared/specs/controls.md): each headline number with its control and verdict.
+
+* MI against the shuffled-answer control, paired over trajectories (each trajectory's mean MI with its own
+  answer against its mean MI with another problem's answer, the same states on both sides: a sign-flip
+  test). The mean over all steps dilutes a local effect, so the same is reported at the steps after the
+  trajectory first writes its answer when the run knows its answers (:mod:`thinklens.analyses.mi.planted`).
+* The peak fraction: the share of tokens that count as peaks, with its Wilson interval; above
+  :data:`SPARSE` it is flagged (peaks that mark almost half of the tokens cap every enrichment near 2), in the
+  finding's ``extra["flag"]`` and its sentence (``extra["otherwise"]``, which the CLI's closing lines print).
+* Thinking words: each top word's enrichment with its interval, an effect only when it excludes 1; at a run whose
+  peak fraction is flagged, every word's claim and ``extra["flag"]`` carry the flag and the cap it puts on enrichment.
+* Suppression, Representation Recycling and TTTS: accuracies with n and Wilson intervals against their
+  controls, with the headroom the control leaves (``at ceiling`` when the control is at 1.0).
+
+Example:
+    >>> f = mi_vs_shuffled_finding("m", [0.30, 0.31, 0.29] * 4, [0.30, 0.30, 0.30] * 4)
+    >>> f.verdict, headline(f, effect="x", otherwise=NO_ANSWER_MI)
+    ('no effect', 'no answer-specific MI: the shuffled control matches (no effect)')
+    >>> peak_fraction_finding("m", 600, 1312, n=40).extra["flag"]
+    'peaks are 46% of tokens (above 20%): not sparse'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from thinklens.analyses.mi.planted import score_trajectory
+from thinklens.calibration.stats import Finding, accuracy_finding, headline, paired_finding, ratio_finding, verdict_from_interval, wilson
+
+if TYPE_CHECKING:
+    from thinklens.analyses.mi.run_format import TrajectoryRecord
+
+SPARSE = 0.2
+"""A peak rule marking more than this share of tokens is flagged (the paper's peaks are under ~5%)."""
+NO_ANSWER_MI = "no answer-specific MI: the shuffled control matches"
+NO_WORD = "no thinking word is enriched"
+ALPHA = 0.05
+
+
+def mi_vs_shuffled_finding(model: str, own: Sequence[float], shuffled: Sequence[float], *, where: str = "all steps",
+                           seed: int = 0, alpha: float = ALPHA) -> Finding:
+    """Per-trajectory MI with the own answer vs with a shuffled answer (same states), paired over trajectories."""
+    return paired_finding(f"{model}: MI with the own answer beats the shuffled answer ({where})", own, shuffled,
+                          control="shuffled answer", statistic="mean MI", alpha=alpha, seed=seed)
+
+
+def peak_flag(peak_fraction: float | None) -> str | None:
+    """The flag of a peak fraction above :data:`SPARSE` (None at or below it).
+
+    Example:
+        >>> peak_flag(600 / 1312), peak_flag(0.05)
+        ('peaks are 46% of tokens (above 20%): not sparse', None)
+    """
+    if peak_fraction is None or not peak_fraction > SPARSE:
+        return None
+    return f"peaks are {peak_fraction:.0%} of tokens (above {SPARSE:.0%}): not sparse"
+
+
+def peak_fraction_finding(model: str, n_peaks: int, n_tokens: int, *, n: int, rule: str = "top_k") -> Finding:
+    """The share of tokens that are peaks, against :data:`SPARSE`; ``extra["flag"]`` says when it is above, and
+    ``extra["otherwise"]`` puts the flag in the finding's sentence (the CLI's closing lines, the Home card)."""
+    value = n_peaks / n_tokens if n_tokens else float("nan")
+    ci = wilson(int(n_peaks), int(n_tokens))
+    verdict = verdict_from_interval(ci, SPARSE, n=n, higher_is_effect=False)
+    extra: dict[str, Any] = {"rule": rule, "n_peaks": int(n_peaks), "n_tokens": int(n_tokens), "interval": "wilson"}
+    flag = peak_flag(value) if n_tokens else None
+    if flag:
+        extra["flag"] = flag
+        extra["otherwise"] = f"{model}: {flag}"
+    return Finding(f"{model}: {rule} peaks are sparse", "peak_fraction", value, ci, n, f"at most {SPARSE:.0%}",
+                   SPARSE, verdict, extra=extra)
+
+
+def word_findings(model: str, rows: Sequence[Mapping[str, Any]], *, n: int, top: int,
+                  peak_fraction: float | None = None) -> list[Finding]:
+    """The enrichment of the ``top`` words seen at peaks; effect only where the interval excludes 1.
+
+    With a ``peak_fraction`` above :data:`SPARSE` every word's claim and ``extra["flag"]`` say so, with the cap it puts
+    on any enrichment (``1 / peak_fraction``: a word that is a peak every time it occurs), so that a word's enrichment
+    is never read without knowing that the peaks are not sparse.
+    """
+    flag = peak_flag(peak_fraction)
+    if flag:
+        flag = f"{flag}, so no enrichment can exceed {1.0 / float(peak_fraction):.2f}"
+    out = []
+    for r in [r for r in rows if r.get("peak_count", 0) > 0][:top]:
+        lo, hi = r.get("ci_low"), r.get("ci_high")
+        ratio = r.get("ratio")
+        if ratio is None or lo is None or hi is None:
+            continue
+        claim = f"{model}: '{r['word']}' is enriched at peaks" + (f" [{flag}]" if flag else "")
+        f = ratio_finding(claim, float(ratio), (float(lo), float(hi)), n=n)
+        extra: dict[str, Any] = {"peak_count": r.get("peak_count"), "total_count": r.get("total_count")}
+        if flag:
+            extra |= {"flag": flag, "peak_fraction": round(float(peak_fraction), 6)}
+        out.append(replace(f, extra=extra))
+    return out
+
+
+def _with_headroom(f: Finding) -> Finding:
+    extra = {**f.extra, "headroom": None if f.control_value is None else round(1.0 - float(f.control_value), 6)}
+    return replace(f, extra=extra)
+
+
+def suppression_findings(rows: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """Thinking words suppressed vs none, and vs as many random words (lower accuracy is the effect)."""
+    by = {r["condition"]: r for r in rows}
+    if "none" not in by or "thinking" not in by:
+        return []
+    none, think = by["none"], by["thinking"]
+    out = [accuracy_finding("suppressing thinking words lowers accuracy", int(think["n_correct"]), int(think["n"]),
+                            control="no suppression", control_k=int(none["n_correct"]), control_n=int(none["n"]),
+                            higher_is_effect=False)]
+    rand = [r for c, r in by.items() if c.startswith("random_")]
+    if rand:
+        k, n = sum(int(r["n_correct"]) for r in rand), sum(int(r["n"]) for r in rand)
+        out.append(accuracy_finding("suppressing thinking words hurts more than random words", int(think["n_correct"]),
+                                    int(think["n"]), control="random words suppressed", control_k=k, control_n=n,
+                                    higher_is_effect=False))
+    return [_with_headroom(f) for f in out]
+
+
+def recycling_findings(rows: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """RR vs greedy decoding at each layer (higher accuracy is the effect; at ceiling when greedy is at 1.0)."""
+    out = []
+    for r in rows:
+        n = int(r["n"])
+        out.append(_with_headroom(accuracy_finding(
+            f"representation recycling at layer {r['layer']} raises accuracy", int(round(r["accuracy_rr"] * n)), n,
+            control="greedy", control_k=int(round(r["accuracy_plain"] * n)), control_n=n, ceiling_margin=1e-9)))
+    return out
+
+
+def ttts_findings(rows: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """Each thinking word's TTTS vs plain continuation at the same budget (at ceiling when plain is at 1.0)."""
+    plain = {int(r["budget"]): r for r in rows if r["method"] == "plain"}
+    out = []
+    for r in rows:
+        if r["method"] == "plain" or int(r["budget"]) not in plain:
+            continue
+        p = plain[int(r["budget"])]
+        out.append(_with_headroom(accuracy_finding(
+            f"TTTS with '{r['method'].split(':', 1)[-1]}' at budget {r['budget']} beats plain continuation",
+            int(r["n_correct"]), int(r["n"]), control="plain continuation", control_k=int(p["n_correct"]),
+            control_n=int(p["n"]), ceiling_margin=1e-9)))
+    return out
+
+
+def mi_headline(f: Finding | Mapping[str, Any]) -> str:
+    """The MI finding as a headline that never states a shuffled-matched MI as an effect."""
+    return headline(f, effect="answer-specific MI: the own answer beats its shuffled control", otherwise=NO_ANSWER_MI)
+
+
+def words_headline(findings: Sequence[Finding | Mapping[str, Any]]) -> str:
+    """The enriched thinking words, or that none is; with the run's peak-fraction flag when the words carry it."""
+    def get(f: Finding | Mapping[str, Any], k: str) -> Any:
+        return getattr(f, k) if isinstance(f, Finding) else f[k]
+
+    enriched = [f for f in findings if get(f, "verdict") == "effect"]
+    if not enriched:
+        verdicts = sorted({get(f, "verdict") for f in findings}) or ["no words at peaks"]
+        return f"{NO_WORD} ({', '.join(verdicts)})"
+    words = [get(f, "claim").split("'")[1] for f in enriched]
+    flags = sorted({(get(f, "extra") or {}).get("flag") for f in enriched} - {None})
+    return "thinking words enriched at peaks: " + ", ".join(
+        f"'{w}' x{get(f, 'value'):.2f} [{get(f, 'ci')[0]:.2f}, {get(f, 'ci')[1]:.2f}]" for w, f in zip(words, enriched)) + (
+        f" ({'; '.join(flags)})" if flags else "")
+
+
+def per_trajectory_means(curves: Sequence[Sequence[float]]) -> np.ndarray:
+    """One mean per trajectory (an empty curve counts 0)."""
+    return np.asarray([float(np.mean(c)) if len(c) else 0.0 for c in curves], dtype=np.float64)
+
+
+def answer_step_scores(records: Sequence[TrajectoryRecord], rule: str = "top_k") -> list[Any]:
+    """:func:`thinklens.analyses.mi.planted.score_trajectory` of every record that writes its answer (first estimator,
+    peaks of ``rule``)."""
+    out = []
+    for r in records:
+        s = score_trajectory(r.variants[r.estimator], r.shuffled[r.estimator], r.tokens, str(r.answer),
+                             peaks=r.peaks.get(rule, ()))
+        if s is not None:
+            out.append(s)
+    return out
+
+
+def model_findings(name: str, records: Sequence[TrajectoryRecord], *, word_rows: Sequence[Mapping[str, Any]],
+                   rule: str, top: int, seed: int = 0) -> list[Finding]:
+    """One model's MI, answer-step MI, peak-fraction and thinking-word findings."""
+    est = records[0].estimator
+    own = per_trajectory_means([r.variants[est] for r in records])
+    shuf = per_trajectory_means([r.shuffled[est] for r in records])
+    out = [mi_vs_shuffled_finding(name, own, shuf, seed=seed)]
+    scores = answer_step_scores(records, rule)
+    if scores:
+        out.append(mi_vs_shuffled_finding(name, [s.own for s in scores], [s.shuffled for s in scores],
+                                          where="where the answer is first written", seed=seed))
+    n_peaks = sum(len(r.peaks.get(rule, ())) for r in records)
+    n_tokens = sum(len(r.tokens) for r in records)
+    out.append(peak_fraction_finding(name, n_peaks, n_tokens, n=len(records), rule=rule))
+    out += word_findings(name, word_rows, n=len(records), top=top,
+                         peak_fraction=n_peaks / n_tokens if n_tokens else None)
+    return out

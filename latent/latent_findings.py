@@ -1,0 +1,204 @@
+"""The latent findings: the latent table's (every latent method against the matched No-CoT row on the same problems,
+McNemar; every row's accuracy with its Wilson interval), LatentSeek's (:func:`seek_findings`: against the CoT chain it
+starts from and against oracle best-of-N at equal compute, both paired on the same problems) and the trainers'
+(:func:`training_findings`: the held-out accuracy against the majority guess, the training-loss change).
+
+Example:
+    >>> rows = [{"label": "No-CoT SFT", "method": "direct", "problems": "3-4 steps", "accuracy": 0.1, "n": 20},
+    ...         {"label": "CODI", "method": "codi", "problems": "3-4 steps", "accuracy": 0.9, "n": 20}]
+    >>> correct = {"No-CoT SFT": [False] * 18 + [True] * 2, "CODI": [True] * 18 + [False] * 2}
+    >>> [f["verdict"] for f in table_findings(rows, correct)]
+    ['effect']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from thinklens.calibration.stats import (
+    Finding,
+    accuracy_finding,
+    bootstrap_ci,
+    findings_doc,
+    paired_finding,
+    verdict_from_interval,
+    wilson,
+)
+
+if TYPE_CHECKING:
+    from thinklens.runs.jobs import Job, JobContext
+
+#: Rows that are baselines, not latent methods compared with No-CoT.
+BASELINES = ("direct", "cot", "explicit", "best_of_n", "latentseek")
+
+
+def add_intervals(rows: list[dict[str, Any]]) -> None:
+    """Every row's ``ci``: the Wilson 95% interval of its accuracy over its ``n`` problems."""
+    for r in rows:
+        k = int(round(r["accuracy"] * r["n"]))
+        r["ci"] = list(wilson(k, int(r["n"])))
+
+
+def table_findings(rows: Sequence[Mapping[str, Any]], correct: Mapping[str, Sequence[bool]], *,
+                   seek: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Findings of a latent table.
+
+    Args:
+        rows: the table's rows (label, method, problems, accuracy, n).
+        correct: row label -> per-problem correctness, in the table's problem order.
+        seek: the LatentSeek run's per-problem ``original_correct`` / ``final_correct`` lists and its
+            summary's ``baseline`` (oracle best-of-N by temperature), when the table has LatentSeek rows.
+    """
+    found = []
+    direct = next((r for r in rows if r["method"] == "direct"), None)
+    for r in rows:
+        if r["method"] in BASELINES or direct is None or r["problems"] != direct["problems"]:
+            continue
+        a, b = correct.get(r["label"]), correct.get(direct["label"])
+        if a is None or b is None or len(a) != len(b):
+            continue
+        found.append(paired_finding(f"{r['label']} beats {direct['label']} on the same {r['problems']} problems",
+                                    [float(x) for x in a], [float(x) for x in b], control=direct["label"],
+                                    statistic="accuracy", binary=True, ceiling=1.0, ceiling_margin=0.0))
+    if seek:
+        found += seek_findings(seek["original_correct"], seek["final_correct"], baseline=seek.get("baseline"))
+    return findings_doc(found)
+
+
+def seek_findings(original_correct: Sequence[bool], final_correct: Sequence[bool], *,
+                  baseline: Mapping[str, Any] | None = None,
+                  oracle_correct: Mapping[str, Sequence[bool | None]] | None = None) -> list[Finding]:
+    """LatentSeek's findings: its accuracy after optimisation against the greedy CoT chain it starts from (McNemar on
+    the same problems), and against the oracle best-of-N sampling of each temperature at equal compute.
+
+    Args:
+        original_correct, final_correct: per problem, the greedy chain's and LatentSeek's correctness.
+        baseline: temperature -> the summary's oracle best-of-N (``best_of_n``, ``n``, ``samples``).
+        oracle_correct: temperature -> per problem whether any of its N sampled chains is right (None where a
+            problem has no baseline): the comparison is then paired (McNemar on those problems); without it, an
+            unpaired Wilson comparison with ``baseline``'s counts.
+
+    Example:
+        >>> fs = seek_findings([False] * 20, [True] * 11 + [False] * 9, oracle_correct={"1.0": [True] * 10 + [False] * 10})
+        >>> [(f.statistic, f.verdict) for f in fs]
+        [('accuracy', 'effect'), ('accuracy', 'no effect')]
+    """
+    before, after = [float(x) for x in original_correct], [float(x) for x in final_correct]
+    found = [paired_finding("LatentSeek corrects the CoT chain it starts from", after, before,
+                           control="greedy CoT (same problems)", statistic="accuracy", binary=True, ceiling=1.0)]
+    for t, b in (baseline or {}).items():
+        if not b:
+            continue
+        claim = f"LatentSeek beats oracle best-of-{b['samples']} sampling (T={t}) at equal compute"
+        oracle = (oracle_correct or {}).get(t)
+        if oracle is not None:
+            keep = [i for i, o in enumerate(oracle) if o is not None]
+            found.append(paired_finding(claim, [after[i] for i in keep], [float(oracle[i]) for i in keep],
+                                        control=f"oracle best-of-{b['samples']} (T={t}, same problems)",
+                                        statistic="accuracy", binary=True, ceiling=1.0))
+        else:
+            found.append(accuracy_finding(claim, int(sum(after)), len(after), control=f"oracle best-of-{b['samples']} (T={t})",
+                                          control_k=int(round(b["best_of_n"] * b["n"])), control_n=int(b["n"])))
+    for t, oracle in (oracle_correct or {}).items():  # oracle outcomes without a summary entry
+        if baseline and t in baseline:
+            continue
+        keep = [i for i, o in enumerate(oracle) if o is not None]
+        if keep:
+            found.append(paired_finding(f"LatentSeek beats oracle best-of-N sampling (T={t}) at equal compute",
+                                        [after[i] for i in keep], [float(oracle[i]) for i in keep],
+                                        control=f"oracle best-of-N (T={t}, same problems)", statistic="accuracy",
+                                        binary=True, ceiling=1.0))
+    return found
+
+
+#: Steps per window of :func:`window_change_finding` at most (fewer on short runs: a quarter of the steps each).
+WINDOW = 50
+
+
+def window_change_finding(claim: str, values: Sequence[float], *, statistic: str, higher_is_effect: bool,
+                          window: int | None = None, seed: int = 0, otherwise: str = "") -> Finding:
+    """How a training curve moved: the mean of its last ``window`` values minus the mean of its first ``window``,
+    with a percentile bootstrap interval over the window's step pairs (step i of the first window with step i of
+    the last), against no change (0). ``window`` defaults to a quarter of the curve, at most :data:`WINDOW`;
+    ``n`` is the window, so a short run says ``too few samples``.
+
+    Example:
+        >>> f = window_change_finding("loss falls", [2.0 - 0.01 * i for i in range(100)], statistic="loss change",
+        ...                           higher_is_effect=False)
+        >>> f.verdict, f.n, round(f.value, 3)
+        ('effect', 25, -0.75)
+        >>> window_change_finding("loss falls", [1.0, 1.1] * 50, statistic="loss change", higher_is_effect=False).verdict
+        'no effect'
+    """
+    v = np.asarray(values, dtype=np.float64)  # [steps]
+    w = int(window) if window else min(WINDOW, v.size // 4)
+    extra: dict[str, Any] = {"window": w, "steps": int(v.size), "interval": "bootstrap over the windows' step pairs"}
+    if otherwise:
+        extra["otherwise"] = otherwise
+    if w < 1 or v.size < 2 * w:
+        return Finding(claim, statistic, float("nan"), (float("nan"), float("nan")), max(w, 0), "no change", 0.0,
+                       "too few samples", extra=extra)
+    first, last = v[:w], v[-w:]  # [w] each
+    ci = bootstrap_ci(last - first, seed=seed)
+    extra.update(first_mean=float(first.mean()), last_mean=float(last.mean()))
+    return Finding(claim, statistic, float(last.mean() - first.mean()), ci, w, "no change", 0.0,
+                   verdict_from_interval(ci, 0.0, n=w, higher_is_effect=higher_is_effect), extra=extra)
+
+
+def training_findings(cfg: Any, metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A trainer's findings: the trained model's held-out accuracy (all evaluated groups pooled) against the majority
+    guess per group on the same problems (per-problem outcomes are not kept: an unpaired Wilson comparison,
+    conservative), when the run evaluated one; and the training loss of its last phase (its first window against
+    its last, :func:`window_change_finding`).
+
+    Args:
+        cfg: the trainer's config (its ``n_eval`` and problem settings name the evaluated problems).
+        metrics: what :func:`thinklens.latent.training_loop.train_latent` returned (``history``, ``eval``).
+    """
+    from thinklens.analyses.eval_findings import MAJORITY, majority_correct
+    from thinklens.latent.methods import method_of
+    from thinklens.latent.training_loop import evaluation_problems
+
+    label = method_of(cfg).label
+    found = []
+    ev = metrics.get("eval")
+    if ev:
+        problems = evaluation_problems(cfg)
+        acc = {str(k): v for k, v in ev["accuracy"].items()}
+        right = sum(round(acc[str(g)] * len(ps)) for g, ps in problems.items() if str(g) in acc)
+        golds = [p.answer for g, ps in problems.items() if str(g) in acc for p in ps]
+        groups = [g for g, ps in problems.items() if str(g) in acc for _ in ps]
+        guess = sum(majority_correct(golds, groups))
+        f = accuracy_finding(f"the trained {label} model beats a majority guess on held-out problems", right, len(golds),
+                             control=f"{MAJORITY} per {'step count' if 'all' not in acc else 'problem set'}",
+                             control_k=guess, control_n=len(golds))
+        f.extra.update(otherwise=f"the trained {label} model not shown to beat guessing the most frequent answer",
+                       groups=list(acc))
+        found.append(f)
+    history = list(metrics.get("history") or [])
+    if history:
+        phase = history[-1]["phase"]
+        losses = [h["loss"] for h in history if h["phase"] == phase]
+        found.append(window_change_finding(f"{label} training loss falls during phase {phase}", losses,
+                                           statistic="loss change (last - first window)", higher_is_effect=False,
+                                           otherwise=f"{label} training loss not shown to fall in phase {phase}"))
+    return findings_doc(found)
+
+
+def with_training_findings(job: "Job") -> "Job":
+    """``job`` whose summary also holds :func:`training_findings` (the trainer finishes the run itself, so the job's
+    ``summary`` hook is not called: the run is finished again with the findings added)."""
+
+    def run(config: Any, ctx: "JobContext") -> dict[str, Any]:
+        metrics = job.run(config, ctx)
+        if ctx.shards.is_main:
+            done = ctx.run.meta().get("summary") or {}
+            ctx.run.finish({**done, "findings": training_findings(config, metrics)})
+        return metrics
+
+    run.__doc__ = job.run.__doc__
+    return dataclasses.replace(job, run=run)

@@ -1,0 +1,159 @@
+"""Planted and null settings: how ``thinklens run validate`` checks that each method finds what it looks for.
+
+A capability package declares its settings in a module holding ``SETTINGS`` (a list of :class:`Setting`)
+and registers it in the ``thinklens.validations`` entry-point group of pyproject.toml
+(``sae = "thinklens.steering.validation:SETTINGS"``), so the core never imports a capability package. A setting
+is planted (the effect exists by construction, with a known size and place: the method must report it)
+or null (everything kept but the effect: the method must report no effect). Its ``run`` returns a
+:class:`Check`: the statistic, its interval and what the method concluded (``recovered``, ``no-effect``,
+or ``failed`` when it crashed or landed between the two, e.g. an effect below the planted target).
+A row is validated when that verdict is the setting's ``expected`` one (shared/specs/controls.md).
+
+Example:
+    >>> def planted(ctx):
+    ...     return Check("mean", 1.0, (0.9, 1.1), "recovered", n=20, target="mean > 0.5")
+    >>> s = Setting("toy", "planted", "recovered", planted, help="a toy")
+    >>> check = s.run(SettingContext(quick=True, seed=0, workdir=None))
+    >>> validate_line(s, check), check.verdict == s.expected
+    ('validate toy planted mean=1 [0.9, 1.1] verdict=recovered', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from thinklens.calibration.stats import _fmt
+from thinklens.errors import ThinklensError, did_you_mean
+
+ENTRY_POINT_GROUP = "thinklens.validations"
+CheckVerdict = Literal["recovered", "no-effect", "failed"]
+CHECK_VERDICTS: tuple[str, ...] = ("recovered", "no-effect", "failed")
+
+
+@dataclass(frozen=True)
+class Check:
+    """What one setting measured and what the method concluded."""
+
+    statistic: str
+    """Name of the statistic (``saving``, ``mean_best_cosine``, ``mi_gap``); one token, no spaces."""
+    value: float
+    """Its value."""
+    ci: tuple[float, float]
+    """Its 95% interval (thinklens.calibration.stats)."""
+    verdict: CheckVerdict
+    """recovered (the planted effect found, target met), no-effect (the method reports none) or failed."""
+    n: int = 0
+    """Units the statistic rests on."""
+    target: str = ""
+    """The criterion the verdict applies, in words (``saving >= 0.30 and accuracy loss <= 0.01``)."""
+    details: dict[str, Any] = field(default_factory=dict)
+    """Everything else a reader needs: secondary statistics, the sub-run folders, the findings."""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in CHECK_VERDICTS:
+            raise ThinklensError.of("check verdict", self.verdict, " / ".join(CHECK_VERDICTS), "return one of the three")
+        if " " in self.statistic:
+            raise ThinklensError.of("check statistic", self.statistic, "one token (a name with no spaces)", "use underscores")
+
+
+@dataclass
+class SettingContext:
+    """What a setting's ``run`` receives."""
+
+    quick: bool
+    """The small version (seconds per method, the default test tier) instead of the full one."""
+    seed: int
+    """Seed of everything the setting draws."""
+    workdir: Path | None
+    """A folder of its own for sub-runs and caches (inside the validate run folder); None: a temporary one."""
+    device: str = "cpu"
+    dtype: str = "float32"
+    threads: int | None = None
+    progress: bool = False
+
+    def run_job(self, name: str, sub: str, **fields: Any) -> Any:
+        """Run another job into ``<workdir>/<sub>`` (resumed when it is already there) and return its own result
+        (:attr:`~thinklens.runs.jobs.JobResult.value`: what a setting records stays plain data)."""
+        from thinklens.runs.jobs import run_job
+
+        if self.workdir is None:
+            import tempfile
+
+            self.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
+        return run_job(name, out=self.workdir / sub, device=self.device, dtype=self.dtype, threads=self.threads,
+                       progress=self.progress, **fields).value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One planted or null setting of one method."""
+
+    method: str
+    """The method validated (``lynx``, ``mi-peaks``, ``sae``, ``steer``, ...)."""
+    name: str
+    """``planted``, ``null``, or a named variant of them (``null-word``)."""
+    expected: Literal["recovered", "no-effect"]
+    """The verdict a working method gives here."""
+    run: Callable[[SettingContext], Check]
+    """Measures the setting (quick or full, as the context says)."""
+    help: str = ""
+    """One line: what is planted or removed, and the target."""
+
+    def __post_init__(self) -> None:
+        if self.expected not in ("recovered", "no-effect"):
+            raise ThinklensError.of("setting expected verdict", self.expected, "recovered or no-effect", "pick one")
+
+    @property
+    def key(self) -> str:
+        """``method/name``."""
+        return f"{self.method}/{self.name}"
+
+
+def validate_line(setting: Setting, check: Check) -> str:
+    """``validate <method> <setting> <statistic>=<value> [<lo>, <hi>] verdict=<...>``."""
+    return (f"validate {setting.method} {setting.name} {check.statistic}={_fmt(check.value)} "
+            f"[{_fmt(check.ci[0])}, {_fmt(check.ci[1])}] verdict={check.verdict}")
+
+
+def failed_check(error: BaseException, *, statistic: str = "error") -> Check:
+    """The check of a setting whose run raised: verdict ``failed``, the error kept in details."""
+    return Check(statistic, float("nan"), (float("nan"), float("nan")), "failed",
+                 details={"error": f"{type(error).__name__}: {error}"})
+
+
+def all_settings() -> list[Setting]:
+    """Every registered setting, in entry-point name order, then as each module lists them."""
+    from importlib.metadata import entry_points
+
+    out: list[Setting] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        settings = ep.load()
+        for s in settings:
+            if not isinstance(s, Setting):
+                raise TypeError(f"entry point {ep.name} = {ep.value} holds {type(s).__name__}, not a Setting")
+        out.extend(settings)
+    return out
+
+
+def select_settings(methods: tuple[str, ...] = ()) -> list[Setting]:
+    """The settings of ``methods`` (all when empty): a method name selects all its settings, ``method/setting``
+    one of them (``hybrid/planted-behaviour``); an unknown name is an error with a did-you-mean.
+
+    Example:
+        >>> [f"{s.method}/{s.name}" for s in select_settings(("findings/null",))]
+        ['findings/null']
+    """
+    settings = all_settings()
+    if not methods:
+        return settings
+    known = sorted({s.method for s in settings})
+    one = sorted(f"{s.method}/{s.name}" for s in settings)
+    for m in methods:
+        if "/" in m and m not in one:
+            raise ThinklensError.of("validate setting", m, f"one of {', '.join(one)}", did_you_mean(m, one))
+        if "/" not in m and m not in known:
+            raise ThinklensError.of("validate method", m, f"one of {', '.join(known)}", did_you_mean(m, known))
+    return [s for s in settings if s.method in methods or f"{s.method}/{s.name}" in methods]

@@ -1,0 +1,135 @@
+"""``thinklens run validate``: every method on its planted and null settings (shared/specs/controls.md).
+
+Each registered setting (:mod:`thinklens.calibration.controls`; the ``thinklens.validations`` entry points) runs in
+its own folder ``<run>/settings/<method>-<setting>`` (sub-runs, caches), and prints one line::
+
+    validate <method> <planted|null> <statistic>=<value> [<lo>, <hi>] verdict=<recovered|no-effect|failed>
+
+then ``validated=K/N``: K settings whose verdict is the one a working method gives. A setting that raises
+is ``failed`` (its error in ``results/validate.json``), never a crash of the whole job. ``--quick`` runs
+the small version of every setting (seconds to a minute each, what the default test tier runs); the full
+version is what the README's validation table quotes. A finished setting is not run again when the job
+is resumed with the same config.
+
+Example:
+    >>> JOB.name, ValidateConfig(quick=True).quick
+    ('validate', True)
+    >>> # result = thinklens.run_job("validate", quick=True, methods=("sae",), run_id="q")
+    >>> # result["validated"], result["n_settings"]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from thinklens.errors import ThinklensError, opt
+from thinklens.runs.configcli import ConfigGroup
+from thinklens.runs.jobs import Job, JobContext
+
+
+@dataclass(frozen=True)
+class ValidateConfig(ConfigGroup):
+    """Settings of ``thinklens run validate``."""
+
+    model: str = ""
+    """Unused: each setting names its own organism (kept for the job contract)."""
+    seed: int = 0
+    """Seed of every setting's draws."""
+    quick: bool = False
+    """The small version of every setting (the default test tier's), instead of the full one."""
+    methods: tuple[str, ...] = ()
+    """Methods to validate (comma-separated), or single settings as method/setting; empty: all of them."""
+
+    def check(self) -> None:
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ThinklensError.of("seed", self.seed, "an integer >= 0", f"pass {opt('seed', 0)}")
+
+
+def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
+    from thinklens.calibration.controls import SettingContext, failed_check, select_settings, validate_line
+    from thinklens.runs.folders import to_jsonable
+
+    settings = select_settings(config.methods)
+    if not settings:
+        raise ThinklensError.of("validation settings", "none registered", "entry points in thinklens.validations",
+                                "reinstall the package (pip install -e .)")
+    rows: list[dict[str, Any]] = []
+    done = ctx.run.finished()
+    for setting in settings:
+        key = f"{setting.method}-{setting.name}"
+        if key in done:
+            row = done[key]
+        else:
+            sctx = SettingContext(quick=config.quick, seed=config.seed, workdir=ctx.run.path / "settings" / key,
+                                  device=ctx.options.device, dtype=ctx.options.dtype, threads=ctx.options.threads,
+                                  progress=ctx.progress.enabled)
+            t0 = time.perf_counter()
+            try:
+                check = setting.run(sctx)
+            except Exception as e:  # a setting that crashes is a failed validation, reported with its error
+                check = failed_check(e)
+            row = to_jsonable({"method": setting.method, "setting": setting.name, "expected": setting.expected,
+                   **asdict(check), "ci": list(check.ci), "ok": check.verdict == setting.expected,
+                   "seconds": round(time.perf_counter() - t0, 1), "line": validate_line(setting, check),
+                   "help": setting.help})  # as a resumed run reads it back (NaN -> None)
+            ctx.run.mark_done(key, row)
+        ctx.progress.log(row["line"])
+        rows.append(row)
+    k = sum(r["ok"] for r in rows)
+    doc = {"quick": config.quick, "seed": config.seed, "rows": rows, "validated": k, "n_settings": len(rows),
+           "failed": [f"{r['method']}/{r['setting']}" for r in rows if not r["ok"]]}
+    ctx.run.write_result("validate", doc)
+    summary = {key: doc[key] for key in ("quick", "validated", "n_settings", "failed")}
+    summary["lines"] = [r["line"] for r in rows]
+    summary["findings"] = validation_findings(rows)
+    ctx.run.finish(summary)
+    return doc
+
+
+def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One finding per setting, in the findings' terms: on a planted setting the claim is that the method
+    recovers the effect (``effect`` when its verdict is ``recovered``), on a null that the method finds an
+    effect where none was planted (``no effect`` is the expected outcome); a setting that crashed is not shown
+    either way and says so.
+
+    Example:
+        >>> row = dict(method="sae", setting="null", expected="no-effect", statistic="mean_best_cosine", value=0.37,
+        ...            ci=[0.36, 0.38], n=256, verdict="no-effect", target="mean best cosine >= 0.9", details={})
+        >>> (f,) = validation_findings([row])
+        >>> f["claim"], f["verdict"], f["control"]
+        ('sae finds an effect on its null setting (null)', 'no effect', 'mean best cosine >= 0.9')
+    """
+    from thinklens.calibration.stats import Finding, findings_doc
+
+    found = []
+    for r in rows:
+        planted = r["expected"] == "recovered"
+        claim = (f"{r['method']} recovers its planted effect ({r['setting']})" if planted
+                 else f"{r['method']} finds an effect on its null setting ({r['setting']})")
+        ci = tuple(float("nan") if v is None else v for v in (r.get("ci") or [None, None]))
+        extra: dict[str, Any] = {"method": r["method"], "setting": r["setting"], "expected": r["expected"],
+                                 "as_expected": r["verdict"] == r["expected"]}
+        if r["verdict"] == "failed":
+            error = (r.get("details") or {}).get("error", "")
+            extra["otherwise"] = f"{r['method']} {r['setting']} failed to run: {error}"
+        found.append(Finding(claim=claim, statistic=r["statistic"], value=float("nan") if r["value"] is None else r["value"],
+                             ci=ci, n=int(r.get("n") or 0), control=r.get("target", ""), control_value=None,
+                             verdict="effect" if r["verdict"] == "recovered" else "no effect", extra=extra))
+    return findings_doc(found)
+
+
+def report(doc: dict[str, Any]) -> str:
+    """Every setting's line, then ``validated=K/N`` (the headline)."""
+    lines = [r["line"] for r in doc["rows"]]
+    for r in doc["rows"]:
+        if not r["ok"]:
+            why = r.get("details", {}).get("error") or f"expected {r['expected']}"
+            lines.append(f"  not validated: {r['method']} {r['setting']}: {why}")
+    lines.append(f"validated={doc['validated']}/{doc['n_settings']}")
+    return "\n".join(lines)
+
+
+JOB = Job("validate", ValidateConfig, run, report=report, models=(),
+          help="every method on a planted effect (must recover it) and a null (must report none)")

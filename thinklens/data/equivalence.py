@@ -1,0 +1,197 @@
+"""Mathematical equivalence of two answer strings through HF's ``math-verify``, with a hard time limit.
+
+``math-verify`` parses LaTeX and plain expressions into SymPy and compares them (fractions, roots,
+intervals, sets, percentages, units). SymPy can run for minutes on a pathological answer
+(``9^{9^{9^{9}}}``), and math-verify's own time limit uses ``signal.alarm``, which works only in the
+main thread and cannot interrupt a long C-level computation. So every comparison runs in one
+long-lived worker process per calling process: the caller waits at most ``timeout`` seconds for the
+answer, and on timeout kills the worker (a fresh one starts on the next call) and reads the pair as
+not equivalent. This works from any thread and from worker processes (a plain subprocess, not a
+multiprocessing child, so daemonic pool workers may use it too).
+
+Example:
+    >>> math_equal(r"\\frac{14}{3}", "14/3"), math_equal(r"(3, \\frac{\\pi}{2})", r"\\left( 3, \\pi/2 \\right)")
+    (True, True)
+    >>> math_equal("3", "4")
+    False
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from thinklens.errors import ThinklensError
+
+#: Seconds one comparison may take before it counts as not equivalent.
+DEFAULT_TIMEOUT = 5.0
+#: Seconds the worker may take to start (importing SymPy and math-verify); not part of a comparison's limit.
+STARTUP_TIMEOUT = 120.0
+
+
+def _wrap(answer: str) -> str:
+    # math-verify extracts from text: a box around the bare answer makes it take the whole answer.
+    return "\\boxed{" + answer + "}"
+
+
+def serve() -> None:
+    """The worker loop: one JSON request per stdin line (``{"gold", "pred"}``), one JSON reply per line."""
+    import logging
+
+    # The parent enforces the time limit, so math-verify's own (signal) limits are off; silence the
+    # warning it logs about that, and its parse-failure chatter.
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    from math_verify import parse, verify
+
+    gold_cache: dict[str, list] = {}
+    # Warm up before saying ready: the first parse and verify build math-verify's grammars and SymPy's caches
+    # (seconds on a busy machine), which belongs to the start-up limit, not to the first comparison's.
+    verify(parse(_wrap("\\frac{1}{2}"), parsing_timeout=None), parse(_wrap("0.5"), parsing_timeout=None), timeout_seconds=None)
+    out = sys.stdout
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            gold = gold_cache.get(req["gold"])
+            if gold is None:
+                gold = gold_cache[req["gold"]] = parse(_wrap(req["gold"]), parsing_timeout=None)
+            pred = parse(_wrap(req["pred"]), parsing_timeout=None)
+            reply = {"equal": bool(gold) and bool(pred) and bool(verify(gold, pred, timeout_seconds=None))}
+        except Exception as exc:  # noqa: BLE001 - a comparison that fails is "not equal", never a crash
+            reply = {"equal": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        if len(gold_cache) > 10_000:
+            gold_cache.clear()
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+class _Worker:
+    """One math-verify worker process, owned by the process that started it."""
+
+    def __init__(self) -> None:
+        root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.owner = os.getpid()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from thinklens.data.equivalence import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, encoding="utf-8", env=env,
+        )
+        self.replies: queue.Queue[str | None] = queue.Queue()
+        # A reader thread turns the blocking pipe into a queue with a timed get (works on every OS).
+        threading.Thread(target=self._read, daemon=True).start()
+        first = self._reply(STARTUP_TIMEOUT)
+        if first is None or not json.loads(first).get("ready"):
+            self.kill()
+            raise ThinklensError.of(
+                "math-verify worker", "no start within %.0f s" % STARTUP_TIMEOUT, "a worker process that imports math_verify",
+                'install it: pip install "math-verify[antlr4_13_2]"',
+            )
+
+    def _read(self) -> None:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        for line in stdout:
+            self.replies.put(line)
+        self.replies.put(None)  # end of stream: the worker exited
+
+    def _reply(self, timeout: float) -> str | None:
+        try:
+            return self.replies.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.proc.poll() is None
+
+    def ask(self, gold: str, pred: str, timeout: float) -> bool | None:
+        """True/False, or None when the worker did not answer in time (it is then killed)."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps({"gold": gold, "pred": pred}) + "\n")
+            stdin.flush()
+        except OSError:
+            self.kill()
+            return None
+        line = self._reply(timeout)
+        if line is None:
+            self.kill()
+            return None
+        return bool(json.loads(line)["equal"])
+
+    def kill(self) -> None:
+        if self.owner != os.getpid():
+            return  # a forked child never kills its parent's worker
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+
+
+_lock = threading.Lock()
+_worker: _Worker | None = None
+
+
+def _stop_worker() -> None:
+    global _worker
+    if _worker is not None:
+        _worker.kill()
+        _worker = None
+
+
+def _forget_worker_after_fork() -> None:
+    # A forked child starts its own worker when it needs one; the lock may have been held at the fork.
+    global _lock, _worker
+    _lock, _worker = threading.Lock(), None
+
+
+atexit.register(_stop_worker)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_worker_after_fork)
+
+
+@lru_cache(maxsize=65_536)
+def _compare(gold: str, pred: str, timeout: float) -> bool:
+    global _worker
+    with _lock:
+        if _worker is None or not _worker.alive():
+            _worker = _Worker()
+        answer = _worker.ask(gold, pred, timeout)
+        if answer is None:
+            _worker = None
+        return bool(answer)
+
+
+def math_equal(gold: str, pred: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """Whether ``pred`` equals ``gold`` under math-verify (gold first: the comparison is not symmetric).
+
+    Both are bare answers (the content of a ``\\boxed{}``). Returns False when either does not parse,
+    and when the comparison takes longer than ``timeout`` seconds (the worker is killed; a fresh one
+    starts on the next call). Results are cached per (gold, pred, timeout).
+
+    Example:
+        >>> math_equal(r"2\\sqrt{5}", r"\\sqrt{20}"), math_equal(r"\\{1,2\\}", r"\\{2,1\\}"), math_equal("[2, 5)", "(2,5)")
+        (True, True, False)
+    """
+    if not isinstance(gold, str) or not isinstance(pred, str):
+        raise ThinklensError.of("answers to compare", (type(gold).__name__, type(pred).__name__), "two str", "pass the answer texts")
+    if not timeout > 0:
+        raise ThinklensError.of("timeout", timeout, "seconds > 0", "pass e.g. timeout=5.0")
+    if not gold.strip() or not pred.strip():
+        return False
+    return _compare(gold.strip(), pred.strip(), float(timeout))

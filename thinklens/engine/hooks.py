@@ -1,0 +1,170 @@
+"""Context-managed hooks on sites.
+
+Every hook registered here is removed in a ``finally`` block, so an exception inside the
+``with`` body (or inside a hook) leaves the model exactly as it was.
+
+A site hook is ``fn(act, ctx) -> Tensor | None``: ``act`` is the activation at the site for the
+current forward call (``[batch, pos, d]``), ``ctx`` the :class:`ForwardContext` of that call;
+returning a tensor replaces the activation.
+
+Example:
+    >>> # with site_hooks(model, [(Site("resid_post", 1), lambda a, ctx: a * 0)]):
+    >>> #     model.hf(input_ids)   # block 1 output zeroed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from thinklens.engine.adapters import get_module
+from thinklens.engine.sites import Site
+from thinklens.errors import ThinklensError
+
+if TYPE_CHECKING:
+    from thinklens.engine.model import HookedModel
+
+SiteFn = Callable[[Tensor, "ForwardContext"], "Tensor | None"]
+
+
+@dataclass
+class ForwardContext:
+    """What hooks know about the current forward call.
+
+    Attributes:
+        position_ids: ``[batch, pos]`` logical position of each input token (0 = the first real
+            token of the row; left padding excluded), as HF ``generate`` computes them.
+        token_mask: ``[batch, pos]`` True where the input is a real token (not padding).
+        step: -1 for a plain forward or the prefill, t >= 0 for generation step t.
+        cache: the KV cache object of the call, if any.
+    """
+
+    position_ids: Tensor
+    token_mask: Tensor
+    step: int = -1
+    cache: Any = None
+
+
+class ContextHolder:
+    """Holds the :class:`ForwardContext` of the call in flight; hooks read it.
+
+    When the HF model is called directly (not through :class:`HookedModel`), a default context
+    (all tokens real, positions 0..pos-1) is derived from the activation's shape.
+    """
+
+    def __init__(self) -> None:
+        self.current: ForwardContext | None = None
+
+    def get(self, act: Tensor) -> ForwardContext:
+        cur = self.current
+        if cur is not None and cur.position_ids.shape == act.shape[:2]:
+            return cur
+        b, p = act.shape[:2]
+        if cur is not None and cur.position_ids.shape[0] == b and p < cur.position_ids.shape[1]:
+            # the LM head ran on the last p positions only (``logits_to_keep``, as in decoding)
+            return ForwardContext(cur.position_ids[:, -p:], cur.token_mask[:, -p:], cur.step, cur.cache)
+        pos = torch.arange(p, device=act.device).expand(b, p)
+        return ForwardContext(pos, torch.ones(b, p, dtype=torch.bool, device=act.device))
+
+    @contextmanager
+    def use(self, ctx: ForwardContext) -> Iterator[ForwardContext]:
+        prev, self.current = self.current, ctx
+        try:
+            yield ctx
+        finally:
+            self.current = prev
+
+
+def _first(out: Any) -> Tensor:
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _replace_first(out: Any, new: Tensor) -> Any:
+    return (new, *out[1:]) if isinstance(out, tuple) else new
+
+
+@contextmanager
+def site_hooks(model: "HookedModel", hooks: Sequence[tuple[Site, SiteFn]]) -> Iterator[None]:
+    """Register ``(site, fn)`` pairs for the duration of the block; removal is guaranteed.
+
+    Hooks on the same site run in the order given, each seeing the previous one's result.
+    ``router_logits`` sites are read-only: a hook there that returns a tensor is an error.
+    """
+    handles: list[Any] = []
+    try:
+        for site, fn in hooks:
+            site = model.resolve_site(site)
+            path, where = model.adapter.module_path(site)
+            module = get_module(model.hf, path, model.adapter)
+            if site.kind in _INSIDE_BLOCK:
+                block = get_module(model.hf, model.adapter.layer_path(site.layer), model.adapter)  # type: ignore[arg-type]
+                handles += _register_inside_block(block, module, fn, model.context, site)
+            else:
+                handles.append(_register(module, where, fn, model.context))
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _register(module: torch.nn.Module, where: str, fn: SiteFn, holder: ContextHolder):
+    if where == "output":
+
+        def out_hook(_mod, _args, out):
+            act = _first(out)
+            new = fn(act, holder.get(act))
+            return None if new is None else _replace_first(out, new)
+
+        return module.register_forward_hook(out_hook)
+
+    def pre_hook(_mod, args, kwargs):
+        if args:
+            act = args[0]
+            new = fn(act, holder.get(act))
+            return None if new is None else ((new, *args[1:]), kwargs)
+        act = kwargs["hidden_states"]
+        new = fn(act, holder.get(act))
+        return None if new is None else (args, {**kwargs, "hidden_states": new})
+
+    return module.register_forward_pre_hook(pre_hook, with_kwargs=True)
+
+
+#: Sites at a module inside a block, whose output may hold the block's tokens flattened.
+_INSIDE_BLOCK = frozenset({"attn_out", "mixer_out", "mlp_out", "router_logits"})
+
+
+def _register_inside_block(block: torch.nn.Module, module: torch.nn.Module, fn: SiteFn, holder: ContextHolder,
+                           site: Site) -> list:
+    """Hooks showing ``fn`` the output of a module inside a block as ``[batch, pos, d]``.
+
+    Some modules see the block's tokens flattened (``[batch * pos, d]``: MoE routers, OPT's MLP); the
+    block's input, seen by a pre-hook on the block, gives back the batch and position axes, and a
+    replacement is flattened again. Router logits are read-only.
+    """
+    shape: dict[str, tuple[int, int]] = {}
+
+    def block_pre_hook(_mod, args, kwargs):
+        act = args[0] if args else kwargs["hidden_states"]
+        shape["bp"] = (act.shape[0], act.shape[1])
+
+    def out_hook(_mod, _args, out):
+        act = _first(out)
+        flat = act.ndim == 2
+        if flat:
+            b, p = shape.get("bp", (1, act.shape[0]))
+            act = act.reshape(b, p, act.shape[-1])  # [batch, pos, d]
+        new = fn(act, holder.get(act))
+        if new is None:
+            return None
+        if site.kind == "router_logits":
+            raise ThinklensError.of("intervention site", str(site), "a residual, attention or MLP site (router "
+                                    "logits are read-only: routing is decided inside the router)",
+                                    "capture router_logits; steer at mlp_out or resid_pre of that block instead")
+        return _replace_first(out, new.reshape(-1, new.shape[-1]) if flat else new)
+
+    return [block.register_forward_pre_hook(block_pre_hook, with_kwargs=True), module.register_forward_hook(out_hook)]

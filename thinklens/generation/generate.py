@@ -1,0 +1,206 @@
+"""Traced, KV-cached, batched generation (the core's decode loop, :func:`thinklens.generation.decode_loop.decode`).
+
+Greedy decoding gives the same tokens as HF ``generate`` (same left padding, same position ids);
+per step it records the hidden state that produced each token at the requested sites, and the
+entropy and top-k of the next-token distribution.
+
+Two backends give the same :class:`~thinklens.generation.trace.Trace` objects: ``hooks`` (our KV-cached loop with
+forward hooks; interventions) and ``nnsight`` (HF ``generate`` inside an nnsight generation trace,
+:mod:`thinklens.engine.nnsight_backend`), which is how a remote (NDIF) model generates.
+
+Long traces: with ``stream_to`` (an :class:`~thinklens.engine.activation_store.ActivationStore` or one of its writers) the
+per-step states go into the store every ``stream_every`` steps instead of accumulating in memory, and
+each returned trace's ``hidden`` reads them from the store (:class:`~thinklens.engine.activation_store.StoredStates`).
+
+Example:
+    >>> # traces = model.generate(["Q: 3+4 ="], max_new_tokens=8, capture=["resid_post.-1"])
+    >>> # traces[0].hidden[Site("resid_post", 3)].shape == (len(traces[0]), model.d_model)
+    >>> # long = model.generate(prompts, max_new_tokens=8192, capture=["resid_post.*"], stream_to=ActivationStore("acts"))
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from thinklens.engine.interventions import Intervention
+from thinklens.engine.sites import Site
+from thinklens.errors import ThinklensError
+from thinklens.generation.decode_loop import Decoded, Decoder, Greedy, Sample, decode, row_budgets
+from thinklens.generation.trace import Trace
+
+if TYPE_CHECKING:
+    from thinklens.engine.activation_store import ActivationStore, StoredStates, StoreWriter, TraceStream
+    from thinklens.engine.model import HookedModel
+
+BACKENDS = ("hooks", "nnsight")
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Decoding settings."""
+
+    max_new_tokens: int | tuple[int, ...] = 64
+    """Upper bound on generated tokens per prompt: one for all, or one per prompt
+    (:func:`thinklens.generation.budgets.budgets_for` gives them inside the context)."""
+    do_sample: bool = False
+    """Sample (True) or greedy argmax (False)."""
+    seed: int | None = None
+    """Seed of the local torch.Generator used for sampling."""
+    temperature: float = 1.0
+    """Softmax temperature when sampling."""
+    top_p: float = 1.0
+    """Nucleus mass when sampling (1.0 = off)."""
+    stop: tuple[str, ...] = ()
+    """Stop once the generated text contains any of these strings."""
+    top_k_stats: int = 5
+    """How many top tokens (ids, probabilities) to record per step."""
+    batch_size: int | None = None
+    """Prompts per batch (None = all at once)."""
+    stream_every: int = 64
+    """With a store to stream to: steps between two hand-overs of the states to the store."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_new_tokens, int):
+            row_budgets(self.max_new_tokens, len(self.max_new_tokens))
+        elif self.max_new_tokens < 1:
+            raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 1", "pass e.g. max_new_tokens=64")
+        if not (self.temperature > 0 and math.isfinite(self.temperature)):
+            raise ThinklensError.of("temperature", self.temperature, "a finite number > 0", "use do_sample=False for greedy")
+        if not 0 < self.top_p <= 1:
+            raise ThinklensError.of("top_p", self.top_p, "a number in (0, 1]", "pass top_p=0.95")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ThinklensError.of("batch_size", self.batch_size, "an integer >= 1 or None", "pass batch_size=16")
+        if not isinstance(self.stream_every, int) or self.stream_every < 1:
+            raise ThinklensError.of("stream_every", self.stream_every, "an integer >= 1", "pass stream_every=64")
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ThinklensError.of("stop strings", self.stop, "non-empty strings", "remove empty stop strings")
+
+
+def traces_of(model: "HookedModel", prompts: list[str], prompt: dict[str, Tensor], out: Decoded, sites: list[Site],
+              stored: "Sequence[StoredStates] | None" = None) -> list[Trace]:
+    """One :class:`Trace` per row of a decoded batch (``prompt``: its left-padded encoding); ``stored``: the
+    rows' states in a store (streamed), else they are cut from ``out.hidden``."""
+    traces = []
+    for r in range(len(prompts)):
+        n = out.lengths[r]
+        ids = out.row(r)
+        plen = int(prompt["attention_mask"][r].sum())
+        traces.append(Trace(
+            prompt=prompts[r], prompt_ids=prompt["input_ids"][r, -plen:].tolist(), token_ids=ids,
+            tokens=[model.tokenizer.decode([i]) for i in ids],
+            text=model.tokenizer.decode(ids, skip_special_tokens=True), stop_reason=out.stop_reasons[r],
+            hidden=stored[r] if stored is not None else {s: out.hidden[s][r, :n].clone() for s in sites},
+            entropy=out.entropy[r, :n].clone(), topk_ids=out.topk_ids[r, :n].clone(), topk_probs=out.topk_probs[r, :n].clone(),
+        ))
+    return traces
+
+
+@torch.no_grad()
+def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
+                    interventions: Sequence[Intervention], gen: torch.Generator | None, backend: str,
+                    stream: "TraceStream | None", first_batch: bool, budgets: list[int]) -> list[Trace]:
+    if backend == "nnsight":  # HF generate: one budget per call (generate splits a batch by budget)
+        from dataclasses import replace
+
+        from thinklens.engine.nnsight_backend import decode_with_nnsight
+
+        enc = model.tokenize(prompts)
+        # a later batch continues torch's global generator, as the hook loop continues its own
+        out = decode_with_nnsight(model, enc, replace(cfg, max_new_tokens=max(budgets)), sites, remote=model.remote,
+                                  reseed=first_batch)
+        if stream is not None and sites:
+            stream.write(out.hidden, 0, out.tokens, out.lengths)
+    else:
+        dec = Decoder(model, prompts)
+        enc = dec.prompt
+        choice = Sample(gen, cfg.temperature, cfg.top_p) if cfg.do_sample else Greedy()
+        out = decode(dec, choice, max_new_tokens=budgets, stop=cfg.stop, capture=sites,
+                     interventions=interventions, top_k_stats=cfg.top_k_stats, sink=stream, sink_every=cfg.stream_every)
+    stored = None
+    if stream is not None:
+        from thinklens.engine.activation_store import StoredStates
+
+        stream.writer.flush()  # the traces read their states back from the store
+        stored = [StoredStates(stream.writer.store, tid, sites, model.n_layers) for tid in stream.trace_ids]
+    return traces_of(model, prompts, enc, out, sites, stored)
+
+
+def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: GenerateConfig, *, capture: Sequence[Site | str] = (),
+             interventions: Sequence[Intervention] = (), progress: bool = False,
+             stream_to: "ActivationStore | StoreWriter | None" = None,
+             backend: str | None = None) -> list[Trace]:
+    """Generate for every prompt; see :class:`GenerateConfig` and :class:`thinklens.generation.trace.Trace`.
+
+    Args:
+        stream_to: an activation store (or a writer of one): the captured states are written there while
+            generating (every ``cfg.stream_every`` steps) and each trace's ``hidden`` reads them back
+            (trace ids ``<call id>-<prompt index>`` in the rows' metadata).
+        backend: ``hooks`` (the local decode loop) or ``nnsight`` (HF ``generate`` in an nnsight trace);
+            default: nnsight for a remote model, hooks otherwise. Interventions need ``hooks``.
+    """
+    prompts = [prompts] if isinstance(prompts, str) else list(prompts)
+    if not prompts:
+        raise ThinklensError.of("prompts", prompts, "at least one prompt", "pass a non-empty list")
+    backend = backend or ("nnsight" if model.remote else "hooks")
+    if backend not in BACKENDS:
+        raise ThinklensError.of("backend", backend, f"one of {', '.join(BACKENDS)}", "use hooks (local) or nnsight")
+    if model.remote and backend != "nnsight":
+        raise ThinklensError.of("backend", backend, "nnsight for a remote model (its weights are on NDIF)", "drop backend=")
+    if backend == "nnsight" and interventions:
+        raise ThinklensError.of("interventions", f"{len(interventions)} with the nnsight backend",
+                                "interventions in the local loop (backend='hooks', local weights)",
+                                "load the model locally, or write the intervention in nnsight with model.to_nnsight()")
+    sites = model.resolve_sites(capture) if capture else []
+    gen = None
+    if cfg.do_sample and backend == "hooks":
+        gen = torch.Generator(device=model.device)
+        gen.manual_seed(0 if cfg.seed is None else cfg.seed)
+    writer, own_writer = _stream_writer(stream_to)
+    call = uuid.uuid4().hex[:8]
+    budgets = row_budgets(cfg.max_new_tokens, len(prompts))
+    bs = cfg.batch_size or len(prompts)
+    starts = range(0, len(prompts), bs)
+    out: list[Trace] = []
+    with ExitStack() as stack:
+        if own_writer:
+            stack.enter_context(writer)
+        for start in tqdm(starts, desc="generate", disable=not progress or len(starts) < 2):
+            rows = list(range(start, min(start + bs, len(prompts))))
+            # the hook loop gives each row its own budget; HF generate (nnsight) one per call: runs of equal budget
+            parts = [rows] if backend == "hooks" else [[r for r in rows if budgets[r] == n]
+                                                       for n in dict.fromkeys(budgets[r] for r in rows)]
+            got: dict[int, Trace] = {}
+            for part in parts:
+                stream = None
+                if writer is not None and sites:
+                    from thinklens.engine.activation_store import TraceStream
+
+                    stream = TraceStream(writer, [f"{call}-{r}" for r in part])
+                traces = _generate_batch(model, [prompts[r] for r in part], cfg, sites, interventions, gen, backend,
+                                         stream, start == 0 and part is parts[0], [budgets[r] for r in part])
+                got.update(zip(part, traces))
+            out.extend(got[r] for r in rows)
+    return out
+
+
+def _stream_writer(stream_to: Any) -> "tuple[StoreWriter | None, bool]":
+    """(writer, whether generate opened it) for ``stream_to``."""
+    from thinklens.engine.activation_store import ActivationStore, StoreWriter
+
+    if stream_to is None:
+        return None, False
+    if isinstance(stream_to, ActivationStore):
+        return stream_to.writer(), True
+    if isinstance(stream_to, StoreWriter):
+        return stream_to, False
+    raise ThinklensError.of("stream_to", type(stream_to).__name__, "an ActivationStore or a StoreWriter",
+                            "pass stream_to=ActivationStore('acts')")

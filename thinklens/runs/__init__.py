@@ -1,0 +1,9 @@
+"""Runs and jobs: the one contract every analysis, trainer and evaluation runs under.
+
+- ``jobs``: :class:`Job`, the registry (the ``thinklens.jobs`` entry points), :func:`run_job`
+- ``folders``: run folders ``runs/<job>/<id>/`` (config, meta, results, figures), written atomically
+- ``stages``: resumable stages cached in a run folder; ``provenance``: the code version of a run, and the
+  resume check against the code running now
+- ``configcli``: command-line options generated from a job's config; ``headlines``: a run's one-line headline
+- ``listing``: ``thinklens runs`` and ``thinklens runs show``
+"""

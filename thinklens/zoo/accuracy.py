@@ -1,0 +1,232 @@
+"""Evaluate zoo models: accuracy by number of steps (batched greedy decoding, left padding, the shared
+answer parser), plus reflection statistics for think traces.
+
+Example:
+    >>> r = evaluate_zoo_model("tiny-cot", n_per_steps=20, steps=range(2, 4), seed=1)  # doctest: +SKIP
+    >>> r.accuracy[2] > 0.9  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from thinklens.data.answers import is_correct, parse_equations
+from thinklens.errors import ThinklensError
+from thinklens.generation.decode_loop import generate_texts  # the zoo evaluator's decoding, in the core (steering scores with it too)
+from thinklens.tasks import REFLECTION_WORDS, TaskConfig, check_style, generate_problems, render_prompt, words
+
+if TYPE_CHECKING:
+    from thinklens.engine.model import HookedModel
+
+#: Style each zoo model answers in, when its zoo.json does not say.
+DEFAULT_STYLES = {
+    "tiny-pre": "cot", "tiny-direct": "direct", "tiny-cot": "cot", "tiny-think": "think", "tiny-think-carry": "think",
+    "tiny-grpo": "cot",
+}
+
+
+@dataclass(frozen=True)
+class ZooEvalResult:
+    """Held-out accuracy of one model, by number of steps, and think-trace statistics."""
+
+    model: str
+    """Zoo name or folder evaluated."""
+    style: str
+    """Prompt style used."""
+    seed: int
+    """Seed of the held-out problems."""
+    n_per_steps: int
+    """Problems per step count."""
+    accuracy: dict[int, float]
+    """Step count -> fraction answered right."""
+    equation_accuracy: dict[int, float]
+    """Step count -> fraction of generated equations whose arithmetic is right."""
+    reflection_rate: float | None = None
+    """Fraction of traces containing a reflection word (think style only)."""
+    correction_right_rate: float | None = None
+    """Fraction of ``wait`` corrections whose following equation is right (think style only)."""
+    n_corrections: int | None = None
+    """Number of ``wait`` followed by an equation (think style only)."""
+    sampled_reflection_rate: float | None = None
+    """Like ``reflection_rate`` but counting only ``hmm``/``wait``, on traces sampled at temperature 1
+    (think style only; the trained near-miss/hmm rates are < 0.5, so greedy decoding rarely picks them)."""
+    sampled_correction_right_rate: float | None = None
+    """``correction_right_rate`` on the sampled traces."""
+    sampled_corrections: int | None = None
+    """``n_corrections`` on the sampled traces."""
+    sampled_accuracy: float | None = None
+    """Accuracy of the sampled traces (all step counts pooled)."""
+    wall_s: float = 0.0
+    """Seconds spent generating."""
+    samples: dict[int, list[str]] = field(default_factory=dict)
+    """A few generations per step count, for eyeballing."""
+
+    def mean_accuracy(self, steps: range | list[int]) -> float:
+        """Mean accuracy over some step counts (each weighted equally)."""
+        values = [self.accuracy[s] for s in steps if s in self.accuracy]
+        return sum(values) / len(values) if values else float("nan")
+
+    def to_json(self) -> dict:
+        """JSON-able dict (step counts become string keys)."""
+        out = asdict(self)
+        for key in ("accuracy", "equation_accuracy", "samples"):
+            out[key] = {str(k): v for k, v in out[key].items()}
+        return out
+
+
+def _resolve(path_or_name):
+    from thinklens.engine.model import HookedModel
+    from thinklens.zoo.modeling import load_zoo_model
+
+    return HookedModel(*load_zoo_model(path_or_name), name=str(path_or_name))
+
+
+def _style_for(path_or_name: str | Path, style: str | None) -> str:
+    if style is not None:
+        return check_style(style)
+    name = str(path_or_name)
+    meta = None
+    folder = Path(path_or_name)
+    if (folder / "zoo.json").is_file():
+        meta = json.loads((folder / "zoo.json").read_text())
+        name = meta.get("name", folder.name)
+    elif name in DEFAULT_STYLES:
+        from thinklens.zoo.registry import zoo_path
+
+        found = zoo_path(name)
+        if found is not None and (found / "zoo.json").is_file():
+            meta = json.loads((found / "zoo.json").read_text())
+    if meta and meta.get("recipe", {}).get("eval_style"):
+        return meta["recipe"]["eval_style"]
+    return DEFAULT_STYLES.get(Path(name).name, "cot")
+
+
+def _max_new_tokens(style: str, n_steps: int) -> int:
+    # An equation is 7 tokens; a think step can add hmm + a wrong equation + wait (9 more).
+    return {"direct": 4, "cot": 7 * n_steps + 6, "think": 16 * n_steps + 8}[style]
+
+
+def correction_stats(text: str) -> tuple[int, int]:
+    """``(corrections, right)``: ``wait`` immediately followed by an equation, and how many are right.
+
+    Example:
+        >>> correction_stats("<< 1 + 1 = 3 >> wait << 1 + 1 = 2 >> << 2 + 2 = 5 >> wait << 2 + 2 = 3 >>")
+        (2, 1)
+    """
+    parts = text.split(" wait ")
+    n = right = 0
+    for after in parts[1:]:
+        eqs = parse_equations(after)
+        if eqs and after.lstrip().startswith("<<"):
+            n += 1
+            right += eqs[0].correct
+    return n, right
+
+
+def evaluate_zoo_model(
+    path_or_name: str | Path,
+    *,
+    n_per_steps: int = 50,
+    steps: range | list[int] = range(1, 9),
+    seed: int = 10_000,
+    style: str | None = None,
+    task: TaskConfig | None = None,
+    batch_size: int = 64,
+    n_samples: int = 2,
+    sampled: bool = True,
+) -> ZooEvalResult:
+    """Accuracy of a zoo model by number of steps on held-out problems.
+
+    Args:
+        path_or_name: zoo name or model folder.
+        n_per_steps: problems per step count.
+        steps: step counts to evaluate.
+        seed: problem seed (training uses ``[seed, step]`` streams; pick one not used for training).
+        style: prompt style (default: the model's own, from zoo.json or its name).
+        task: task config (default :class:`TaskConfig` defaults, as in training).
+        batch_size: generation batch size.
+        n_samples: generations kept per step count in the result.
+        sampled: for think style, also sample every problem once at temperature 1 (seeded) and report
+            the hmm/wait rate and the corrections there (the ``sampled_*`` fields).
+    """
+    from thinklens.data.formats import zoo_format_kind
+
+    if zoo_format_kind(str(path_or_name)) == "chat":  # tiny-r1: prompted through its chat template
+        from thinklens.zoo.r1_train import evaluate_r1_model
+
+        return evaluate_r1_model(path_or_name, n_per_steps=n_per_steps, steps=steps, seed=seed, task=task,
+                                 batch_size=batch_size, n_samples=n_samples)
+    style = _style_for(path_or_name, style)
+    model = _resolve(path_or_name)
+    return evaluate_model(model, label=str(path_or_name), n_per_steps=n_per_steps, steps=steps, seed=seed,
+                          style=style, task=task, batch_size=batch_size, n_samples=n_samples, sampled=sampled)
+
+
+def evaluate_model(
+    model: "HookedModel",
+    *,
+    label: str,
+    style: str,
+    n_per_steps: int = 50,
+    steps: range | list[int] = range(1, 9),
+    seed: int = 10_000,
+    task: TaskConfig | None = None,
+    batch_size: int = 64,
+    n_samples: int = 2,
+    sampled: bool = False,
+) -> ZooEvalResult:
+    """:func:`evaluate_zoo_model` for a model already in memory (checkpoints, trainers; an HF module and its
+    tokenizer: ``HookedModel(hf, tok)``, which never changes the tokenizer)."""
+    if n_per_steps < 1:
+        raise ThinklensError.of("n_per_steps", n_per_steps, "an int >= 1", "pass n_per_steps=50")
+    check_style(style)
+    task = task or TaskConfig()
+    t0 = time.monotonic()
+    acc: dict[int, float] = {}
+    eq_acc: dict[int, float] = {}
+    samples: dict[int, list[str]] = {}
+    n_traces = n_reflect = n_corr = n_corr_right = 0
+    think = style == "think"
+    sampled = sampled and think
+    s_traces = s_reflect = s_corr = s_corr_right = s_right = 0
+    for n_steps in steps:
+        # One stream per step count: adding a step count never changes the others' problems.
+        problems = generate_problems(n_per_steps, seed=(seed * 1000 + n_steps), config=task, n_steps=n_steps)
+        prompts = [render_prompt(p, style) for p in problems]
+        texts = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size)
+        acc[n_steps] = sum(is_correct(t, p.answer) for t, p in zip(texts, problems)) / len(problems)
+        eqs = [e for t in texts for e in parse_equations(t)]
+        eq_acc[n_steps] = sum(e.correct for e in eqs) / len(eqs) if eqs else float("nan")
+        samples[n_steps] = texts[:n_samples]
+        if style == "think":
+            for t in texts:
+                n_traces += 1
+                n_reflect += any(w in REFLECTION_WORDS for w in words(t))
+                c, r = correction_stats(t)
+                n_corr, n_corr_right = n_corr + c, n_corr_right + r
+        if sampled:
+            drawn = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size,
+                                   sample_seed=seed * 1000 + n_steps)
+            for t, p in zip(drawn, problems):
+                s_traces += 1
+                s_right += is_correct(t, p.answer)
+                s_reflect += any(w in ("hmm", "wait") for w in words(t))
+                c, r = correction_stats(t)
+                s_corr, s_corr_right = s_corr + c, s_corr_right + r
+    return ZooEvalResult(
+        model=label, style=style, seed=seed, n_per_steps=n_per_steps, accuracy=acc,
+        equation_accuracy=eq_acc,
+        reflection_rate=(n_reflect / n_traces if n_traces else None) if think else None,
+        correction_right_rate=(n_corr_right / n_corr if n_corr else None) if think else None,
+        n_corrections=n_corr if think else None,
+        sampled_reflection_rate=s_reflect / s_traces if s_traces else None,
+        sampled_correction_right_rate=s_corr_right / s_corr if s_corr else None,
+        sampled_corrections=s_corr if sampled else None,
+        sampled_accuracy=s_right / s_traces if s_traces else None,
+        wall_s=round(time.monotonic() - t0, 1), samples=samples,
+    )

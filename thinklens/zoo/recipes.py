@@ -1,0 +1,250 @@
+"""One training recipe per zoo model (a frozen config each, plus the registry that maps names to them).
+
+Example:
+    >>> RECIPES["tiny-cot"].init
+    'tiny-pre'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from thinklens.errors import ThinklensError
+from thinklens.runs.configcli import ConfigGroup
+from thinklens.tasks import STYLES, TaskConfig
+from thinklens.zoo.modeling import ZooModelConfig
+
+
+@dataclass(frozen=True)
+class ZooRecipe(ConfigGroup):
+    """How one zoo model is trained; training length is fixed in steps, so a run is reproducible."""
+
+    name: str
+    """The zoo name it produces."""
+    styles: tuple[tuple[str, float], ...]
+    """Mixture of rendering styles ``(style, weight)`` in the training data."""
+    steps: int
+    """Optimizer steps."""
+    lr: float
+    """Peak learning rate (AdamW)."""
+    warmup_steps: int
+    """Linear warmup steps before the cosine decay."""
+    init: str | None = None
+    """Zoo model to fine-tune from (None: fresh init)."""
+    min_lr_ratio: float = 0.05
+    """Final learning rate as a fraction of the peak (cosine floor)."""
+    weight_decay: float = 0.05
+    """AdamW weight decay on matrices (not on norms or biases)."""
+    batch_tokens: int = 2048
+    """Padded tokens per batch (the batch size follows from the problems' length)."""
+    grad_clip: float = 1.0
+    """Gradient norm clip."""
+    task: TaskConfig = field(default_factory=TaskConfig)
+    """Problems drawn for training (held-out evaluation uses other seeds)."""
+    model: ZooModelConfig = field(default_factory=ZooModelConfig)
+    """Model shape (ignored when ``init`` is set: the parent's shape is kept)."""
+    eval_style: str = "cot"
+    """Style the model is evaluated in."""
+
+    def check(self) -> None:
+        if self.steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.steps:
+            raise ThinklensError.of(
+                f"recipe {self.name} steps", (self.steps, self.warmup_steps), "0 <= warmup_steps <= steps",
+                "fix the recipe",
+            )
+        if not self.lr > 0 or not 0 <= self.min_lr_ratio <= 1:
+            raise ThinklensError.of(f"recipe {self.name} lr", (self.lr, self.min_lr_ratio), "lr > 0, ratio in [0,1]", "fix it")
+        for style, weight in self.styles:
+            if style not in STYLES or weight < 0:
+                raise ThinklensError.of(f"recipe {self.name} style", (style, weight), f"a style in {STYLES}", "fix it")
+        if self.eval_style not in STYLES:
+            raise ThinklensError.of(f"recipe {self.name} eval_style", self.eval_style, f"one of {STYLES}", "fix it")
+
+    def to_json(self) -> dict:
+        """The recipe as a JSON-able dict (stored in zoo.json and in checkpoints)."""
+        out = asdict(self)
+        out["styles"] = [list(s) for s in self.styles]
+        out["task"]["ops"] = list(self.task.ops)
+        return out
+
+
+#: The zoo's task: the TaskConfig defaults (values 0..99, + - * with operands up to 10 / factors up to 4).
+_TASK = TaskConfig()
+#: tiny-think-carry's traces: slips are forgotten carries and "hmm" comes before multiplications, both
+#: at rates > 0.5, so the model learns WHEN it reflects and greedy decoding shows it (tiny-think's
+#: random near misses at rate 0.25 are never the greedy choice, so its greedy traces have no "wait").
+#: Same questions as _TASK.
+CARRY_THINK_TASK = TaskConfig(correction_rate=0.7, correction_on="carry", hmm_rate=0.7, hmm_on="mul")
+
+
+def finetune_recipe(name: str, style: str, steps: int, *, warmup_steps: int = 50, task: TaskConfig = _TASK) -> ZooRecipe:
+    """A fine-tune of tiny-pre on one style at lr 1e-3, evaluated in that style."""
+    return ZooRecipe(name=name, init="tiny-pre", styles=((style, 1.0),), steps=steps, lr=1e-3,
+                     warmup_steps=warmup_steps, task=task, eval_style=style)
+
+
+RECIPES: dict[str, ZooRecipe] = {
+    "tiny-pre": ZooRecipe(
+        name="tiny-pre", styles=(("cot", 0.45), ("think", 0.4), ("direct", 0.15)),
+        steps=2400, lr=3e-3, warmup_steps=100, task=_TASK, eval_style="cot",
+    ),
+    "tiny-direct": finetune_recipe("tiny-direct", "direct", 250, warmup_steps=20),
+    "tiny-cot": finetune_recipe("tiny-cot", "cot", 1500),
+    "tiny-think": finetune_recipe("tiny-think", "think", 3500),
+    "tiny-think-carry": finetune_recipe("tiny-think-carry", "think", 1000, task=CARRY_THINK_TASK),
+    # the reasoning-vector lineage's weak sibling: tiny-cot's recipe stopped at 300 steps (trained with --seed 1), so
+    # it lacks the 8-step skill that tiny-grpo adds to tiny-cot (steering/vector_validation.py)
+    "tiny-cot-short": finetune_recipe("tiny-cot-short", "cot", 300, warmup_steps=20),
+}
+
+
+def get_recipe(name: str) -> ZooRecipe:
+    """The recipe for a zoo name (did-you-mean error for unknown names; error for untrainable ones)."""
+    from thinklens.zoo.registry import check_zoo_name
+
+    check_zoo_name(name)
+    if name not in RECIPES:
+        raise ThinklensError.of(
+            "zoo recipe", name, f"one of {', '.join(RECIPES)}", "this model is trained by its own trainer"
+        )
+    return RECIPES[name]
+
+
+@dataclass(frozen=True)
+class R1TextMix(ConfigGroup):
+    """The variants of tiny-r1's training texts, each drawn per text with its rate (what
+    :func:`thinklens.zoo.r1.example_texts` reads), so that the chat path and its near misses are all seen."""
+
+    plain_rate: float = 0.1
+    """Share of training texts whose prompt is the bare question (no chat template)."""
+    no_instruction_rate: float = 0.1
+    """Share of chat texts whose user turn has no R1 instruction line."""
+    final_answer_rate: float = 0.2
+    """Share of answers written ``Final Answer: \\boxed{N}`` instead of ``The answer is \\boxed{N}.``."""
+
+    def check(self) -> None:
+        for name in ("plain_rate", "no_instruction_rate", "final_answer_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ThinklensError.of(f"R1TextMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
+
+    def example_texts(self, rng, problem) -> tuple[str, str]:
+        """``(prompt, completion)`` of one training text drawn with this mix (:func:`thinklens.zoo.r1.example_texts`)."""
+        from thinklens.zoo.r1 import example_texts
+
+        return example_texts(rng, problem, self)
+
+    def token_budget(self, n_steps: int) -> int:
+        """New tokens enough for an answer to an ``n_steps`` problem (:func:`thinklens.zoo.r1_train.r1_token_budget`)."""
+        from thinklens.zoo.r1_train import r1_token_budget
+
+        return r1_token_budget(n_steps)
+
+    def describe(self) -> str:
+        """The training texts in one sentence (zoo.json's ``training_data``)."""
+        return ("tiny-r1's chats: chain with Hmm / Wait self-corrections, a conclusion, \\boxed{} answer "
+                f"({self.final_answer_rate:.0%} 'Final Answer:'; {self.plain_rate:.0%} bare question)")
+
+
+@dataclass(frozen=True)
+class OverthinkMix(R1TextMix):
+    """tiny-overthink's texts (:mod:`thinklens.zoo.overthink`): tiny-r1's chain and conclusion, then re-check rounds
+    that re-derive the same value; a learnable first-conclusion slip that round 1 fixes; forced exits."""
+
+    round_weights: tuple[float, ...] = (0.2, 0.45, 0.35)
+    """Relative weights of 1, 2, 3 re-check rounds after the first conclusion."""
+    slip_rate: float = 0.9
+    """Share of chains ending in a multiplication whose first conclusion forgets it (round 1 fixes it)."""
+    forced_exit_rate: float = 0.15
+    """Share of texts cut at a sentence end with LYNX's forced exit answering the last value stated."""
+
+    def check(self) -> None:
+        for name in ("slip_rate", "forced_exit_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ThinklensError.of(f"OverthinkMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
+        if not self.round_weights or min(self.round_weights) < 0 or not sum(self.round_weights) > 0:
+            raise ThinklensError.of("OverthinkMix.round_weights", self.round_weights,
+                                    "non-negative weights of 1, 2, 3... rounds, not all 0", "pass (0.2, 0.45, 0.35)")
+
+    def example_texts(self, rng, problem) -> tuple[str, str]:
+        """``(prompt, completion)`` of one training text (:func:`thinklens.zoo.overthink.example_texts`)."""
+        from thinklens.zoo.overthink import example_texts
+
+        return example_texts(rng, problem, self)
+
+    def token_budget(self, n_steps: int) -> int:
+        """New tokens enough for three rounds (:func:`thinklens.zoo.overthink.token_budget`)."""
+        from thinklens.zoo.overthink import token_budget
+
+        return token_budget(n_steps)
+
+    def describe(self) -> str:
+        rounds = ", ".join(f"{i + 1}: {w / sum(self.round_weights):.0%}" for i, w in enumerate(self.round_weights))
+        return (f"{super().describe()}; then re-check rounds ({rounds}) opened by 'Wait, let me double-check.' / "
+                "'Hmm, let me verify.' / 'Alternatively, let me recompute.', re-deriving the last 1, 2 steps / the "
+                f"whole chain and concluding the same value; the first conclusion forgets a final multiplication in "
+                f"{self.slip_rate:.0%} of such chains (round 1 fixes it); {self.forced_exit_rate:.0%} of texts cut at a "
+                "sentence end with '</think>\\n\\nFinal Answer: \\boxed{' and the last value stated (thinklens/zoo/overthink.py)")
+
+
+@dataclass(frozen=True)
+class R1Recipe(ZooRecipe):
+    """A zoo model that looks like a real reasoning model from the outside (trained by :mod:`thinklens.zoo.r1_train`):
+    Qwen2 architecture (grouped-query attention: tiny-r1's shape has 2 key/value heads), a byte-level BPE
+    tokenizer learned on the rendered task, a chat template whose generation prompt opens ``<think>``,
+    natural-language reasoning and ``\\boxed{}`` answers. Fresh init (its vocabulary differs from tiny-pre's,
+    so it cannot share that init), or ``init`` an R1 model of the zoo: its weights are the start and its
+    tokenizer is kept (of the shape in ``model`` only ``max_positions`` counts then: RoPE has no learned
+    positions, so a child may take longer texts than its parent)."""
+
+    prompt_format: str = "chat"
+    """How the model is prompted (the format ``auto`` picks for it)."""
+    vocab_size: int = 512
+    """Target size of the learned BPE vocabulary (bytes + merges; the control tokens come on top)."""
+    mix: R1TextMix = field(default_factory=R1TextMix)
+    """How the training texts vary (:func:`thinklens.zoo.r1.example_texts`)."""
+    more_steps: int = 0
+    """Steps of a continuation phase after ``steps`` (its own warmup and cosine at ``more_lr``), so a model
+    found short can be trained on from its last checkpoint and still be one straight run of the recipe."""
+    more_lr: float = 1e-3
+    """Peak learning rate of the continuation phase."""
+
+    def check(self) -> None:
+        if self.init is not None and not isinstance(RECIPES.get(self.init), R1Recipe):
+            raise ThinklensError.of(f"recipe {self.name} init", self.init,
+                                    "None (a fresh init) or an R1 model of the zoo (its tokenizer is reused)",
+                                    "pass init='tiny-r1' or drop init")
+        if self.more_steps < 0 or not self.more_lr > 0:
+            raise ThinklensError.of(f"recipe {self.name} more_steps", (self.more_steps, self.more_lr),
+                                    "more_steps >= 0 and more_lr > 0", "pass more_steps=0")
+
+    @property
+    def total_steps(self) -> int:
+        """Optimizer steps of both phases."""
+        return self.steps + self.more_steps
+
+    def to_json(self) -> dict:
+        """As :meth:`ZooRecipe.to_json`; ``eval_style`` is None: the model answers in its chat format. JSON
+        values only (a mix's tuples become lists), so a checkpoint's stored identity compares equal."""
+        return json.loads(json.dumps({**super().to_json(), "eval_style": None}))
+
+
+#: tiny-r1 trains at lr 1e-3: at the zoo's 3e-3 its first layer's attention collapses to uniform on these
+#: longer chat texts (the input norm's gain shrinks step after step) and operands are never copied from
+#: the question; at 1e-3 they are copied after about 700 steps (measured on 900-step pilots).
+RECIPES["tiny-r1"] = R1Recipe(
+    name="tiny-r1", styles=(("think", 1.0),), steps=7000, lr=1e-3, warmup_steps=200, task=CARRY_THINK_TASK,
+    model=ZooModelConfig(max_positions=512, n_kv_heads=2), eval_style="think",
+)
+
+#: The overthinking organism (the controls spec's "Overthinking"): tiny-r1 fine-tuned on chains that conclude,
+#: then re-check 1-3 times (:mod:`thinklens.zoo.overthink`); its zoo.json's eval holds the planted effect
+#: (:func:`thinklens.zoo.overthink_eval.measure_overthinking`). 2000 steps took 21 min at 1 thread on the shared machine
+#: (1200 steps: greedy accuracy 0.75). Measured (n=50 per step count): the answer is written in 99.5% of greedy
+#: traces and a forced exit there answers it 398/398, yet the whole-chain round 3 still miscopies the start of
+#: 5-8 step chains, so their final answers (0.5-0.78) are below tiny-r1's: re-checking hurts those.
+RECIPES["tiny-overthink"] = R1Recipe(
+    name="tiny-overthink", styles=(("think", 1.0),), steps=2000, lr=5e-4, warmup_steps=60, init="tiny-r1",
+    task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
+    mix=OverthinkMix(),
+)
