@@ -66,6 +66,7 @@ def _wait_curve(drv, t0: float, contains: str = "", timeout: float = 60.0) -> fl
     raise AssertionError(f"the MI curve {contains!r} was not drawn within {timeout} s; page: {body[:600]!r}")
 
 
+@pytest.mark.slow  # a browser test (its AppTest twin stays in the default tier)
 def test_mi_page_with_1000_trajectories_in_browser(browser, big_run):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys

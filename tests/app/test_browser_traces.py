@@ -145,6 +145,7 @@ def _viewer_open(drv, token: int | None, t0: float, name: str) -> float:
     return took
 
 
+@pytest.mark.slow  # a browser test (its AppTest twin stays in the default tier)
 def test_enrichment_word_reaches_its_peak_with_the_token_highlighted(app, runs, browser):
     from selenium.webdriver.common.by import By
 

@@ -308,6 +308,7 @@ def test_the_browsed_feature_flows_into_live_steering(demo, monkeypatch):
     assert linked.number_input(key="feature::sae/demo").value == 9
 
 
+@pytest.mark.slow  # a browser test (its AppTest twin stays in the default tier)
 def test_features_page_in_a_browser(demo):
     """Headless Chromium: the page draws both charts with axis titles, marks contexts, no JSON viewer, no error card."""
     import time

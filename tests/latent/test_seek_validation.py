@@ -59,6 +59,7 @@ def test_planted_verdict_needs_a_paired_gain(tmp_path, monkeypatch, fixed, verdi
                                                                  "oracle best-of-11"] and "more" not in check.details
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_zoo
 def test_planted_quick_is_recovered(tmp_path):
     s = SETTINGS["planted"]
@@ -68,6 +69,7 @@ def test_planted_quick_is_recovered(tmp_path):
     assert check.details["fixed"] == round(check.value * check.n)
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_zoo
 def test_null_quick_is_no_effect(tmp_path):
     s = SETTINGS["null"]

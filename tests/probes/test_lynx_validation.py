@@ -60,6 +60,7 @@ def test_null_quick_on_tiny_r1(tmp_path):
     assert seconds < 120
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_planted_quick_on_tiny_overthink(tmp_path):
     _needs(PLANTED_MODEL)
     setting, check, seconds = _run("planted", True, tmp_path)

@@ -58,6 +58,7 @@ def test_null_uses_one_model_twice(tmp_path, monkeypatch):
     assert seen == [(hv.PAIR["base"], hv.PAIR["base"])] and check.verdict == "no-effect" and check.value == 0.0
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_zoo
 @pytest.mark.parametrize("name", ["planted", "null"])
 def test_quick_settings(tmp_path, name):
@@ -131,6 +132,7 @@ def quick_behaviour(tmp_path_factory):
     return s, s.run(_ctx(tmp_path_factory.mktemp("behaviour")))
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_behaviour_zoo
 def test_quick_planted_behaviour_gap(quick_behaviour):
     # the planted gap itself: tiny-overthink re-checks on (almost) every problem, tiny-r1 on (almost) none
@@ -139,6 +141,7 @@ def test_quick_planted_behaviour_gap(quick_behaviour):
     assert rates["thinking"]["recheck_rate"] >= 0.75 and rates["base"]["recheck_rate"] <= 0.25, validate_line(s, check)
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_behaviour_zoo
 @pytest.mark.xfail(strict=True, reason="the guardrail keeps only tokens the unsteered base finds plausible (>= 1e-3); "
                    "where tiny-overthink opens a round (' Wait') tiny-r1 gives it ~1e-5, so no vector can emit it "

@@ -19,6 +19,7 @@ def _ctx(tmp_path, quick: bool = True) -> SettingContext:
     return SettingContext(quick=quick, seed=0, workdir=tmp_path, threads=1)
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_planted_quick_is_recovered(tmp_path):
     s = SETTINGS["planted"]
     check = s.run(_ctx(tmp_path))
@@ -34,6 +35,7 @@ def test_null_quick_is_no_effect(tmp_path):
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers); the control mutant is killed in the default tier by tests/steering/test_reasoning_vector_mutants.py
 def test_mutant_control_equal_to_v_is_killed(tmp_path, monkeypatch):
     # Mutant: the "norm-matched random" control is v itself; v can never beat it, so the planted setting fails.
     from thinklens.steering.reasoning_vectors import ReasoningVector

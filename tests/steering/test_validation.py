@@ -111,6 +111,7 @@ def test_steer_null_word_quick(tmp_path):
     assert check.value == 0.0 and "refusal" in check.details and v.NULL_WORD in check.details["refusal"]
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_steer_planted_quick(tmp_path):
     """On the overthinking organism, the 'wait' feature moves the wait rate monotonically and beyond the equal-norm
     random feature (Wilson intervals apart at the largest coefficient)."""
