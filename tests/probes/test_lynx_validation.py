@@ -49,6 +49,7 @@ def test_judges_apply_every_target_at_every_delta():
     assert not judge_null([row(0.05, 0.0, 1.0, 1.0, False)])[0]
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_null_quick_on_tiny_r1(tmp_path):
     _needs("tiny-r1")
     setting, check, seconds = _run("null", True, tmp_path)

@@ -29,6 +29,7 @@ def test_planted_quick_is_recovered(tmp_path):
     assert [f["verdict"] for f in check.details["findings"]] == ["effect", "effect"]
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_null_quick_is_no_effect(tmp_path):
     s = SETTINGS["null"]
     check = s.run(_ctx(tmp_path))

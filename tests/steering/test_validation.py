@@ -103,6 +103,7 @@ def test_monotone():
     assert not v.monotone(feature[:4] + [(1.0, 60, 200)], random[:4] + [(1.0, 190, 200)])
 
 
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_steer_null_word_quick(tmp_path):
     """steer --word alternatively on tiny-r1 (which never writes it) refuses: no feature is chosen among zeros."""
     setting = SETTINGS["steer/null-word"]
