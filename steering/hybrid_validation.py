@@ -42,7 +42,7 @@ category vector cannot carry which operand to copy.
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['hybrid/planted', 'hybrid/null', 'hybrid/planted-behaviour']
+    ['hybrid/planted', 'hybrid/null', 'hybrid/planted-behaviour', 'hybrid/planted-latent']
 """
 
 from __future__ import annotations
@@ -191,12 +191,14 @@ def rechecks(texts: list[str]) -> list[bool]:
     return [RECHECK.search(t.split(SPANS["think"].close, 1)[0]) is not None for t in texts]
 
 
-def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> dict[str, dict[str, Any]]:
+def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour",
+                   pair: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Run the pair as the ``hybrid`` job does (its formats, problems of :data:`BEHAVIOUR_STEPS` steps, vectors,
     :func:`thinklens.steering.hybrid_generate.hybrid_generate` per mode), keeping every generated text: per mode ``texts``,
     ``recheck`` (per problem), ``correct`` and the fractions. Problems: the job's zoo streams offset by
     ``100 * ctx.seed`` (seed 0: the test problems; settings were chosen on seed 1). Written to
-    ``<workdir>/<sub>/behaviour.json`` and read back from there when present."""
+    ``<workdir>/<sub>/behaviour.json`` and read back from there when present. ``pair``: base and thinking
+    model (default :data:`BEHAVIOUR_PAIR`)."""
     import dataclasses
     import json
     import tempfile
@@ -214,6 +216,7 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> d
     from thinklens.steering.problems import data_format, graded
     from thinklens.tasks.protocol import HELD_OUT
 
+    pair = pair or BEHAVIOUR_PAIR
     if ctx.workdir is None:
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
     out_path = Path(ctx.workdir) / sub / "behaviour.json"
@@ -222,7 +225,7 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> d
     if ctx.threads:
         torch.set_num_threads(ctx.threads)
     lo, hi = BEHAVIOUR_STEPS
-    job = HybridJobConfig(model=BEHAVIOUR_PAIR["base"], thinking=BEHAVIOUR_PAIR["thinking"], min_steps=lo, max_steps=hi,
+    job = HybridJobConfig(model=pair["base"], thinking=pair["thinking"], min_steps=lo, max_steps=hi,
                           n_eval=plan.n_eval, n_train=plan.n_train, sae_steps=plan.sae_steps,
                           vector_iters=plan.vector_iters, seed=ctx.seed, **BEHAVIOUR_OVERRIDES)
     dtype = getattr(torch, ctx.dtype)
@@ -251,12 +254,13 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour") -> d
                "nll_before_after": {str(k): [round(float(x), 4) for x in (v[0], v[-1])] for k, v in hv.losses.items()},
                "bias_norm": float(hv.bias.norm()), "vector_norms": hv.vectors.norm(dim=-1).tolist(), "site": job.site}
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps({"pair": BEHAVIOUR_PAIR, "steps": [lo, hi], "max_new_tokens": max_new,
+    out_path.write_text(json.dumps({"pair": pair, "steps": [lo, hi], "max_new_tokens": max_new,
                                     "vectors": vectors, "modes": rows}))
     return rows
 
 
-def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_base_prob: float) -> dict[str, Any]:
+def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_base_prob: float,
+                    pair: dict[str, str] | None = None) -> dict[str, Any]:
     """Where the thinking model opens a re-check round and the base does not: at the end of each hybrid text's
     reasoning (just before ``</think>``, where tiny-overthink writes its round cue), both models' next-token
     distributions on the same prefix. Reports how often the models disagree there, the thinking model's token, the
@@ -276,10 +280,11 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
 
     THINK_CLOSE = SPANS["think"].close
 
+    pair = pair or BEHAVIOUR_PAIR
     lo, hi = BEHAVIOUR_STEPS
     dtype = getattr(torch, ctx.dtype)
-    base = HookedModel.load(BEHAVIOUR_PAIR["base"], device=ctx.device, dtype=dtype)
-    thinking = HookedModel.load(BEHAVIOUR_PAIR["thinking"], device=ctx.device, dtype=dtype)
+    base = HookedModel.load(pair["base"], device=ctx.device, dtype=dtype)
+    thinking = HookedModel.load(pair["thinking"], device=ctx.device, dtype=dtype)
     t_fmt = data_format(thinking, "auto")
     b_fmt = base_format(HybridJobConfig(), base, t_fmt)
     n = len(rows["hybrid"]["texts"])
@@ -309,11 +314,19 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
 
 
 def _planted_behaviour(ctx: SettingContext) -> Check:
+    return _behaviour_check(ctx, BEHAVIOUR_PAIR, "behaviour")
+
+
+def _planted_latent(ctx: SettingContext) -> Check:
+    return _behaviour_check(ctx, LATENT_PAIR, "latent-behaviour")
+
+
+def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str) -> Check:
     from thinklens.calibration.stats import findings_doc, paired_finding, wilson
     from thinklens.steering.configs import HybridConfig
 
     plan = QUICK_BEHAVIOUR if ctx.quick else FULL_BEHAVIOUR
-    rows = behaviour_rows(ctx, plan)
+    rows = behaviour_rows(ctx, plan, sub, pair)
     gap = paired_finding("the thinking model re-checks more often than the base", rows["thinking"]["recheck"],
                          rows["base"]["recheck"], control="base model", statistic="recheck_rate_gap", binary=True,
                          seed=ctx.seed)
@@ -326,7 +339,7 @@ def _planted_behaviour(ctx: SettingContext) -> Check:
                  "ci": list(wilson(sum(r["recheck"]), len(r["recheck"]))), "n": len(r["recheck"]),
                  "accuracy": sum(r["correct"]) / len(r["correct"]), "fired_fraction": r["fired_fraction"],
                  "changed_fraction": r["changed_fraction"]} for m, r in rows.items()}
-    details: dict[str, Any] = {"pair": BEHAVIOUR_PAIR, "steps": list(BEHAVIOUR_STEPS), "rates": rates,
+    details: dict[str, Any] = {"pair": pair, "steps": list(BEHAVIOUR_STEPS), "rates": rates,
                                "gap": gap_diff, "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
                                "beats_random_p": beats.p, "paired_test": plan.paired, "overrides": BEHAVIOUR_OVERRIDES,
                                "samples": {m: r["texts"][:2] for m, r in rows.items()},
@@ -334,7 +347,7 @@ def _planted_behaviour(ctx: SettingContext) -> Check:
     if not ok:  # why not: where the thinking model would open a round, can the guardrail let it through?
         min_p = BEHAVIOUR_OVERRIDES.get("min_base_prob", HybridConfig.min_base_prob)
         try:
-            details["cue_diagnostics"] = cue_diagnostics(ctx, rows, min_p)
+            details["cue_diagnostics"] = cue_diagnostics(ctx, rows, min_p, pair)
         except Exception as e:  # diagnostics never change the verdict
             details["cue_diagnostics"] = {"error": f"{type(e).__name__}: {e}"}
     return _check(beats, "recovered" if ok else "failed",
@@ -346,3 +359,17 @@ SETTINGS.append(Setting(
     "hybrid", "planted-behaviour", "recovered", _planted_behaviour,
     help="base tiny-r1, thinking tiny-overthink (gap: re-check rounds after the answer): the hybrid's traces re-check "
     "more often than its random-vector control's"))
+
+
+# ---------------------------------------------------------------- planted-latent: the behaviour there but rare in the base
+
+LATENT_PAIR: dict[str, str] = {"base": "tiny-r1-sometimes", "thinking": "tiny-overthink"}
+"""A base that knows the behaviour but rarely uses it: tiny-r1 fine-tuned on tiny-overthink's texts of which 10%
+re-check (so greedy it concludes once, while a round cue keeps a probability the guardrail lets through), and the
+thinking model that always re-checks. The hybrid's thesis in one pair: the base has the mechanism, the thinking
+model decides when to use it."""
+
+SETTINGS.append(Setting(
+    "hybrid", "planted-latent", "recovered", _planted_latent,
+    help="base tiny-r1-sometimes (re-checks in 10% of its training texts), thinking tiny-overthink: the hybrid's "
+    "traces re-check more often than its random-vector control's"))

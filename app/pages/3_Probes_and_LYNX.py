@@ -158,7 +158,10 @@ def probe_section() -> None:
     if doc is None:
         return
     try:
-        st.caption(f"target: **{doc['target']}**, best site: **{doc['best_site']}**, rows: {doc.get('n_rows')}, "
+        other = doc.get("findings_site") if doc.get("findings_site") not in (None, doc["best_site"]) else None
+        st.caption(f"target: **{doc['target']}**, best site: **{doc['best_site']}** (saved probe)"
+                   + (f", findings' site: **{other}** (chosen on held-out problems)" if other else "")
+                   + f", rows: {doc.get('n_rows')}, "
                    f"problems: {doc.get('n_problems')}; probe saved in `{run.path / 'probe'}`")
         if doc.get("steps_only_auroc") is not None:
             st.caption(f"control: AUROC from the number of steps alone = {doc['steps_only_auroc']:.3f}; model "

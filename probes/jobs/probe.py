@@ -318,7 +318,9 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
             extra["transfer"] = transfer_scores(model, config, fmt, X, y, sites, tests, cache, progress=ctx.progress)
         title = f"Predicting answer correctness from the last prompt token ({fmt.kind}, {config.folds}-fold CV)"
     save_probe(final, run_folder.path / "probe", site=best, model_name=config.model)
-    doc = {"target": config.target, "best_site": best, "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
+    findings_site = next((f.extra["site"] for f in found if "site" in f.extra), None)
+    doc = {"target": config.target, "best_site": best, "findings_site": findings_site,
+           "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
            "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.kind, **extra,
            "findings": findings_doc(found)}
     run_folder.write_result("sweep", doc)
@@ -327,7 +329,8 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         run_folder.write_result("intention", intention_metrics(model, config, fmt, problems, cache,
                                                                progress=ctx.progress))
     primary = next(iter(sweeps.values()))
-    run_folder.finish({"target": config.target, "best_site": best, "best_score": float(primary.mean.max()),
+    run_folder.finish({"target": config.target, "best_site": best, "findings_site": findings_site,
+                       "best_score": float(primary.mean.max()),
                        "scoring": primary.scoring, "findings": doc["findings"]})
     return doc
 
@@ -341,7 +344,12 @@ def report(doc: dict) -> str:
     for t in doc.get("transfer", []):
         cells = "  ".join(f"{site}={'-' if a is None else format(a, '.3f')}" for site, a in t["auroc"].items())
         lines.append(f"test {t['data']} (model accuracy {t['model_accuracy']:.3f}) auroc: {cells}")
-    lines.append(f"best site: {doc['best_site']} (probe saved in the run folder's probe/)")
+    lines.append(f"best site: {doc['best_site']} (the sweep's best mean CV score over all problems: the probe saved in "
+                 "the run folder's probe/ is refitted there)")
+    site = doc.get("findings_site")
+    if site and site != doc["best_site"]:  # the findings choose and score on disjoint halves; the sweep on the same rows
+        lines.append(f"the findings report {site}: chosen on half of the problems, scored on the other half (the "
+                     f"sweep's best site is chosen and scored on the same problems, so its score is optimistic)")
     return "\n".join(lines)
 
 

@@ -67,6 +67,18 @@ def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
     from thinklens.probes.estimators import RidgeProbe
 
     np.testing.assert_allclose(probe.predict(X), RidgeProbe(alpha=cfg.alpha).fit(X, ds["running"].astype(float)).predict(X))
+    # the findings name the site they chose on held-out problems, beside the saved probe's site
+    chosen = {f["extra"]["site"] for f in doc["findings"] if "site" in f.get("extra", {})}
+    assert chosen == {doc["findings_site"]} and run.meta()["summary"]["findings_site"] == doc["findings_site"]
+
+
+def test_report_names_both_sites_when_they_differ():
+    from thinklens.probes.jobs.probe import report
+
+    doc = {"sweeps": {"r2": {"sites": ["a", "b"], "mean": [0.1, 0.2], "std": [0.0, 0.0]}}, "best_site": "b"}
+    assert "findings report" not in report({**doc, "findings_site": "b"})
+    text = report({**doc, "findings_site": "a"})
+    assert "best site: b" in text and "the findings report a: chosen on half of the problems" in text
 
 
 @pytest.mark.parametrize("kw,needle", [

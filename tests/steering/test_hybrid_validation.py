@@ -100,17 +100,20 @@ def test_rechecks_reads_rounds_from_text():
     assert hv.rechecks([*texts, r1 + "\n</think>\n\nWait, let me double-check."]) == [False, True, True, True, False]
 
 
+@pytest.mark.parametrize("setting, pair", [("planted-behaviour", hv.BEHAVIOUR_PAIR), ("planted-latent", hv.LATENT_PAIR)])
 @pytest.mark.parametrize("quick", [True, False])
 @pytest.mark.parametrize("random_on, verdict", [(0, "recovered"), (30, "failed")])
 def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tmp_path, monkeypatch, random_on,
-                                                                               verdict, quick):
+                                                                               verdict, quick, setting, pair):
     # 60 problems: base never re-checks, thinking on 50, the hybrid on 30; mutant: a random-vector control that
     # re-checks as often as the hybrid leaves the setting failed
     base, thinking, hybrid = [0] * 60, [1] * 50 + [0] * 10, [1] * 30 + [0] * 30
     random = [1] * random_on + [0] * (60 - random_on)
-    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan: _brows(base, thinking, hybrid, random))
-    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p: {"stub": p})
-    check = SETTINGS["planted-behaviour"].run(_ctx(tmp_path, quick=quick))
+    seen = []
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, p: seen.append(p) or _brows(base, thinking, hybrid, random))
+    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {"stub": p})
+    check = SETTINGS[setting].run(_ctx(tmp_path, quick=quick))
+    assert seen == [pair] and check.details["pair"] == pair  # each setting runs its own pair
     assert check.verdict == verdict and check.details["paired_test"] is not quick
     assert check.value == pytest.approx((30 - random_on) / 60)
     assert check.details["gap"] == pytest.approx(50 / 60)
@@ -121,8 +124,8 @@ def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tm
 def test_planted_behaviour_needs_a_gap(tmp_path, monkeypatch):
     # mutant pair: the thinking model re-checks no more than the base, so beating the random control validates nothing
     none = [0] * 60
-    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan: _brows(none, none, [1] * 30 + [0] * 30, none))
-    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p: {})
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, pair: _brows(none, none, [1] * 30 + [0] * 30, none))
+    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {})
     assert SETTINGS["planted-behaviour"].run(_ctx(tmp_path)).verdict == "failed"
 
 

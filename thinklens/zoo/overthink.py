@@ -108,6 +108,8 @@ def sentence_ends(reasoning: str) -> list[int]:
 
 def draw_reasoning(rng: np.random.Generator, p: Problem, mix: "OverthinkMix") -> str:
     """One training reasoning for ``p``: its round count from the mix, its slip (on :func:`slips` problems)."""
+    if mix.round_rate < 1 and rng.random() >= mix.round_rate:  # (no draw at 1: tiny-overthink's stream is kept)
+        return overthink_reasoning(p, rounds=0, slip=False)
     rounds = 1 + int(rng.choice(len(mix.round_weights), p=np.asarray(mix.round_weights) / sum(mix.round_weights)))
     slip = slips(p) and rng.random() < mix.slip_rate
     return overthink_reasoning(p, rounds=rounds, slip=slip)

@@ -153,13 +153,16 @@ class OverthinkMix(R1TextMix):
 
     round_weights: tuple[float, ...] = (0.2, 0.45, 0.35)
     """Relative weights of 1, 2, 3 re-check rounds after the first conclusion."""
+    round_rate: float = 1.0
+    """Share of texts that re-check at all (the rest conclude once, as tiny-r1 does, without a slip); below 1 the
+    behaviour is there but rare: the base of hybrid's planted-latent setting."""
     slip_rate: float = 0.9
     """Share of chains ending in a multiplication whose first conclusion forgets it (round 1 fixes it)."""
     forced_exit_rate: float = 0.15
     """Share of texts cut at a sentence end with LYNX's forced exit answering the last value stated."""
 
     def check(self) -> None:
-        for name in ("slip_rate", "forced_exit_rate"):
+        for name in ("slip_rate", "forced_exit_rate", "round_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ThinklensError.of(f"OverthinkMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
         if not self.round_weights or min(self.round_weights) < 0 or not sum(self.round_weights) > 0:
@@ -180,7 +183,8 @@ class OverthinkMix(R1TextMix):
 
     def describe(self) -> str:
         rounds = ", ".join(f"{i + 1}: {w / sum(self.round_weights):.0%}" for i, w in enumerate(self.round_weights))
-        return (f"{super().describe()}; then re-check rounds ({rounds}) opened by 'Wait, let me double-check.' / "
+        share = "" if self.round_rate >= 1 else f" in {self.round_rate:.0%} of texts (the rest conclude once)"
+        return (f"{super().describe()}; then{share} re-check rounds ({rounds}) opened by 'Wait, let me double-check.' / "
                 "'Hmm, let me verify.' / 'Alternatively, let me recompute.', re-deriving the last 1, 2 steps / the "
                 f"whole chain and concluding the same value; the first conclusion forgets a final multiplication in "
                 f"{self.slip_rate:.0%} of such chains (round 1 fixes it); {self.forced_exit_rate:.0%} of texts cut at a "
@@ -247,4 +251,14 @@ RECIPES["tiny-overthink"] = R1Recipe(
     name="tiny-overthink", styles=(("think", 1.0),), steps=2000, lr=5e-4, warmup_steps=60, init="tiny-r1",
     task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
     mix=OverthinkMix(),
+)
+
+#: The re-check behaviour latent: tiny-r1 fine-tuned on tiny-overthink's texts of which only 10% re-check (no
+#: slips, no forced exits), so it knows how to open and write a round but rarely does; the base of the hybrid
+#: job's planted-latent setting (:mod:`thinklens.steering.hybrid_validation`), whose thinking model is
+#: tiny-overthink (re-checks always). Fewer steps than tiny-overthink: the rounds are the only new text.
+RECIPES["tiny-r1-sometimes"] = R1Recipe(
+    name="tiny-r1-sometimes", styles=(("think", 1.0),), steps=1200, lr=5e-4, warmup_steps=60, init="tiny-r1",
+    task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
+    mix=OverthinkMix(round_rate=0.1, slip_rate=0.0, forced_exit_rate=0.0),
 )

@@ -21,6 +21,7 @@ from thinklens.errors import ThinklensError
 ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
     "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1", "tiny-overthink", "tiny-cot-short",
+    "tiny-r1-sometimes",
 )
 
 #: Zoo models that answer through latent steps (``latent.json`` in their folder): evaluated by
@@ -40,6 +41,8 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "tiny-latent-sft": "Latent-SFT from tiny-cot: superposition latents, stops at </think> (thinklens latent)",
     "tiny-overthink": "tiny-r1 fine-tuned to overthink: once its chain has the answer it re-checks in 1-3 rounds "
     "(Wait / Hmm / Alternatively, let me ...); the planted organism of LYNX, MI peaks and feature steering",
+    "tiny-r1-sometimes": "tiny-r1 fine-tuned on tiny-overthink's texts of which 10% re-check: the behaviour is there "
+    "but rare (the hybrid's planted-latent base)",
     "tiny-cot-short": "tiny-cot's recipe stopped early (seed 1): the weak sibling of the reasoning-vector lineage",
     "tiny-r1": "looks like a real reasoning model: Qwen2, byte-level BPE (one token per digit), chat template "
     "opening <think>, natural-language reasoning with Wait / Hmm, \\boxed{} answers (fresh init)",
