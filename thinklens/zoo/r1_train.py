@@ -34,6 +34,7 @@ from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.zoo.modeling import seeded_init
 from thinklens.zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, user_message
 from thinklens.zoo.recipes import OverthinkMix, R1Recipe, get_recipe
+from thinklens.zoo.registry import repo_relative
 from thinklens.zoo.trainer import ZooTraining
 
 
@@ -143,7 +144,7 @@ def r1_training(recipe: R1Recipe, *, seed: int, ckpt: Path, label: str, tokenize
         model, parent_tok = load_r1_parent(parent)
         model.config.max_position_embeddings = recipe.model.max_positions  # RoPE: nothing learned per position
         tok = _tokenizer_for(recipe, seed, ckpt, parent_tok)
-        init = {"init": recipe.init, "parent": recipe.init, "parent_dir": str(parent),
+        init = {"init": recipe.init, "parent": recipe.init, "parent_dir": repo_relative(parent),
                 "init_note": f"fine-tuned from {recipe.init}: its weights and its tokenizer"}
     else:
         tok = _tokenizer_for(recipe, seed, ckpt, tokenizer)

@@ -54,6 +54,18 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+def repo_relative(path: str | Path) -> str:
+    """``path`` relative to the repository root when it lies inside it (``data/zoo/tiny-r1``), else as given: what a
+    committed file records of a local folder, so it names no one machine's checkout.
+
+    Example:
+        >>> repo_relative(repo_root() / "data" / "zoo" / "tiny-r1"), repo_relative("/elsewhere/m")
+        ('data/zoo/tiny-r1', '/elsewhere/m')
+    """
+    p = Path(path).resolve()
+    return p.relative_to(repo_root()).as_posix() if p.is_relative_to(repo_root()) else str(path)
+
+
 def zoo_dir() -> Path:
     """The folder holding the committed zoo weights (``<repo>/data/zoo``)."""
     return repo_root() / "data" / "zoo"

@@ -31,7 +31,7 @@ from thinklens.tasks.protocol import HELD_OUT
 from thinklens.zoo.batches import make_batch
 from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_params, save_zoo_folder
 from thinklens.zoo.recipes import R1Recipe, ZooRecipe, get_recipe
-from thinklens.zoo.registry import zoo_dir, zoo_path
+from thinklens.zoo.registry import repo_relative, zoo_dir, zoo_path
 from thinklens.zoo.tokenizer import zoo_vocab
 
 
@@ -112,7 +112,7 @@ def llama_training(recipe: ZooRecipe, seed: int, out: Path) -> ZooTraining:
         model=model, total_steps=recipe.steps, lr=lambda step: lr_at(recipe, step),
         batch=lambda rng: make_batch(rng, recipe.task, recipe.styles, batch_tokens=recipe.batch_tokens),
         identity={"recipe": recipe.to_json(), "seed": seed},
-        meta_fields={"init": recipe.init, "parent_dir": str(parent) if parent else None, "recipe": recipe.to_json(),
+        meta_fields={"init": recipe.init, "parent_dir": repo_relative(parent) if parent else None, "recipe": recipe.to_json(),
                      "model": model_meta(recipe.model) if recipe.init is None else None},
         write_folder=lambda folder, meta: save_zoo_folder(model, folder, meta=meta), evaluate=evaluate,
     )
