@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COLLECT = ROOT / "results" / "collect.py"
 #: Summaries whose records are committed (results/records/, data/zoo/*/zoo.json, data/saes/): each must rebuild.
 COMMITTED = ("validation", "demo_findings", "organisms", "demo", "sae", "zoo", "zoo_tiny_r1", "probe_sweep", "mi_peaks",
-             "steer", "reasoning_vectors", "hybrid")
+             "steer", "reasoning_vectors", "hybrid", "bench")
 
 
 def run_check(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
