@@ -115,6 +115,10 @@ class HybridConfig(ConfigGroup):
     min_base_prob: float = 1e-3
     """Perplexity guardrail: a steered token must have at least this probability under the unsteered base
     model (-log p <= log(1/min_base_prob)); otherwise the base model's own token is kept."""
+    open_token: bool = False
+    """Also train each vector on the token before its sentence (the previous sentence's last generated token):
+    byte-level BPE merges a full stop with the newline that closes a span ('.' against '.\n'), so the choice to
+    open another sentence is made there, one token before the sentence's first token."""
     seed: int = 0
     """Seed of every random choice (local generators)."""
 

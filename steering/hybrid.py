@@ -203,9 +203,10 @@ def categorise(sae, acts: Tensor) -> Tensor:
     return sae.encode(acts.float()).argmax(-1)
 
 
-def _sentence_batch(sent: Sentences, idx: list[int], pad: int) -> dict[str, Tensor]:
+def _sentence_batch(sent: Sentences, idx: list[int], pad: int, open_token: bool = False) -> dict[str, Tensor]:
     """Right-padded sequences cut after each sentence; labels on its tokens, steering on the positions
-    producing them (start-1 .. end-2)."""
+    producing them (start-1 .. end-2). ``open_token``: the token before the sentence too, when it is a
+    generated one (steering from start-2), where a merged '.\n' against '.' decides whether a sentence opens."""
     rows = [sent.seqs[sent.spans[i][0]][: sent.spans[i][2]] for i in idx]
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad, dtype=torch.long)  # [batch, pos]
@@ -215,8 +216,15 @@ def _sentence_batch(sent: Sentences, idx: list[int], pad: int) -> dict[str, Tens
         _, st, en = sent.spans[i]
         ids[j, : len(r)] = torch.tensor(r)
         attn[j, : len(r)] = 1
-        steer[j, st - 1: en - 1] = True
+        first = st - 2 if open_token and st - 1 >= _prompt_len(sent, i) else st - 1
+        steer[j, first: en - 1] = True
     return {"input_ids": ids, "attention_mask": attn, "steer": steer}
+
+
+def _prompt_len(sent: Sentences, i: int) -> int:
+    """Tokens of the prompt before sentence ``i``'s trace (0 when the sentences do not record them)."""
+    lens = getattr(sent, "prompt_lens", None)
+    return int(lens[sent.spans[i][0]]) if lens else 0
 
 
 def sentence_nll(model: "HookedModel", batch: dict[str, Tensor], vec: Tensor | None, site: Site) -> Tensor:
@@ -272,14 +280,14 @@ def train_vector(model: "HookedModel", sent: Sentences, idx: list[int], cfg: Hyb
     curve = []
     with model.frozen():
         with torch.no_grad():
-            curve.append(float(sentence_nll(model, _sentence_batch(sent, probe, pad), fixed + unit * u, site)))
+            curve.append(float(sentence_nll(model, _sentence_batch(sent, probe, pad, cfg.open_token), fixed + unit * u, site)))
         for _ in range(cfg.vector_iters):
-            loss = sentence_nll(model, _sentence_batch(sent, pick(), pad), fixed + unit * u, site)
+            loss = sentence_nll(model, _sentence_batch(sent, pick(), pad, cfg.open_token), fixed + unit * u, site)
             opt.zero_grad()
             loss.backward()
             opt.step()
         with torch.no_grad():
-            curve.append(float(sentence_nll(model, _sentence_batch(sent, probe, pad), fixed + unit * u, site)))
+            curve.append(float(sentence_nll(model, _sentence_batch(sent, probe, pad, cfg.open_token), fixed + unit * u, site)))
     return (unit * u).detach().cpu(), curve
 
 

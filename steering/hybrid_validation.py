@@ -191,14 +191,14 @@ def rechecks(texts: list[str]) -> list[bool]:
     return [RECHECK.search(t.split(SPANS["think"].close, 1)[0]) is not None for t in texts]
 
 
-def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour",
-                   pair: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour", pair: dict[str, str] | None = None,
+                   overrides: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Run the pair as the ``hybrid`` job does (its formats, problems of :data:`BEHAVIOUR_STEPS` steps, vectors,
     :func:`thinklens.steering.hybrid_generate.hybrid_generate` per mode), keeping every generated text: per mode ``texts``,
     ``recheck`` (per problem), ``correct`` and the fractions. Problems: the job's zoo streams offset by
     ``100 * ctx.seed`` (seed 0: the test problems; settings were chosen on seed 1). Written to
     ``<workdir>/<sub>/behaviour.json`` and read back from there when present. ``pair``: base and thinking
-    model (default :data:`BEHAVIOUR_PAIR`)."""
+    model (default :data:`BEHAVIOUR_PAIR`); ``overrides``: HybridConfig fields (default :data:`BEHAVIOUR_OVERRIDES`)."""
     import dataclasses
     import json
     import tempfile
@@ -227,7 +227,8 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour",
     lo, hi = BEHAVIOUR_STEPS
     job = HybridJobConfig(model=pair["base"], thinking=pair["thinking"], min_steps=lo, max_steps=hi,
                           n_eval=plan.n_eval, n_train=plan.n_train, sae_steps=plan.sae_steps,
-                          vector_iters=plan.vector_iters, seed=ctx.seed, **BEHAVIOUR_OVERRIDES)
+                          vector_iters=plan.vector_iters, seed=ctx.seed,
+                          **(BEHAVIOUR_OVERRIDES if overrides is None else overrides))
     dtype = getattr(torch, ctx.dtype)
     base = HookedModel.load(job.model, device=ctx.device, dtype=dtype)
     thinking = HookedModel.load(job.thinking, device=ctx.device, dtype=dtype)
@@ -263,10 +264,12 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
                     pair: dict[str, str] | None = None) -> dict[str, Any]:
     """Where the thinking model opens a re-check round and the base does not: at the end of each hybrid text's
     reasoning (just before ``</think>``, where tiny-overthink writes its round cue), both models' next-token
-    distributions on the same prefix. Reports how often the models disagree there, the thinking model's token, the
-    unsteered base model's probability of it (the guardrail keeps only tokens with probability >= ``min_base_prob``
-    under the unsteered base, so a cue below it can never be emitted, whatever the vectors) and the base's own
-    probability of any cue word."""
+    distributions on the same prefix, after the last full stop and at it (``at_full_stop``: a byte-level BPE
+    writes '.\n' there to close the reasoning and '.' to go on, so that is where greedy decoding decides).
+    Reports, at each, how often the models disagree, the thinking model's token, the unsteered base model's
+    probability of it (the guardrail keeps only tokens with probability >= ``min_base_prob`` under the unsteered
+    base, so a token below it can never be emitted, whatever the vectors) and the base's own probability of any
+    cue word."""
     import statistics
 
     import torch
@@ -293,40 +296,49 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
     tok = base.tokenizer
     cue_ids = {w: tok(f" {w}", add_special_tokens=False)["input_ids"][0] for w in ("Wait", "Hmm", "Alternatively")}
     p_think_tok, p_cue_base, disagree, think_tokens = [], [], 0, {}
-    with torch.no_grad():
-        for text, b_prompt, t_prompt in zip(rows["hybrid"]["texts"], bp, tp):
-            cut = text.find(THINK_CLOSE)
-            prefix = text[:cut].rstrip() if cut >= 0 else text
-            ids = [tok(p + prefix, add_special_tokens=False, return_tensors="pt")["input_ids"] for p in (b_prompt, t_prompt)]
-            pb = base.forward({"input_ids": ids[0]}).logits[0, -1].softmax(-1)
-            pt = thinking.forward({"input_ids": ids[1]}).logits[0, -1].softmax(-1)
-            t_top, b_top = int(pt.argmax()), int(pb.argmax())
-            disagree += t_top != b_top
-            word = tok.decode([t_top])
-            think_tokens[word] = think_tokens.get(word, 0) + 1
-            p_think_tok.append(float(pb[t_top]))
-            p_cue_base.append(max(float(pb[i]) for i in cue_ids.values()))
-    return {"n": n, "disagree_at_reasoning_end": disagree / n, "thinking_token_there": think_tokens,
-            "base_prob_of_thinking_token_median": statistics.median(p_think_tok),
-            "base_prob_of_thinking_token_max": max(p_think_tok),
-            "passes_guardrail": sum(p >= min_base_prob for p in p_think_tok) / n,
-            "base_prob_of_any_cue_median": statistics.median(p_cue_base), "min_base_prob": min_base_prob}
+    out: dict[str, Any] = {"n": n, "min_base_prob": min_base_prob}
+    # two prefixes: after the reasoning's last full stop (where a round's first word would come), and before that
+    # full stop (where a merged '.\n' closes the reasoning and a bare '.' lets a sentence follow: the decision
+    # greedy decoding actually takes, one token earlier)
+    for where, trim in (("after_full_stop", 0), ("at_full_stop", 1)):
+        p_think_tok, p_cue_base, disagree, think_tokens = [], [], 0, {}
+        with torch.no_grad():
+            for text, b_prompt, t_prompt in zip(rows["hybrid"]["texts"], bp, tp):
+                cut = text.find(THINK_CLOSE)
+                prefix = text[:cut].rstrip() if cut >= 0 else text
+                if trim and prefix.endswith("."):
+                    prefix = prefix[:-1]
+                ids = [tok(p + prefix, add_special_tokens=False, return_tensors="pt")["input_ids"] for p in (b_prompt, t_prompt)]
+                pb = base.forward({"input_ids": ids[0]}).logits[0, -1].softmax(-1)
+                pt = thinking.forward({"input_ids": ids[1]}).logits[0, -1].softmax(-1)
+                t_top, b_top = int(pt.argmax()), int(pb.argmax())
+                disagree += t_top != b_top
+                word = tok.decode([t_top])
+                think_tokens[word] = think_tokens.get(word, 0) + 1
+                p_think_tok.append(float(pb[t_top]))
+                p_cue_base.append(max(float(pb[i]) for i in cue_ids.values()))
+        out[where] = {"disagree": disagree / n, "thinking_token": think_tokens,
+                      "base_prob_of_thinking_token_median": statistics.median(p_think_tok),
+                      "base_prob_of_thinking_token_max": max(p_think_tok),
+                      "passes_guardrail": sum(p >= min_base_prob for p in p_think_tok) / n,
+                      "base_prob_of_any_cue_median": statistics.median(p_cue_base)}
+    return out
 
 
 def _planted_behaviour(ctx: SettingContext) -> Check:
-    return _behaviour_check(ctx, BEHAVIOUR_PAIR, "behaviour")
+    return _behaviour_check(ctx, BEHAVIOUR_PAIR, "behaviour", BEHAVIOUR_OVERRIDES)
 
 
 def _planted_latent(ctx: SettingContext) -> Check:
-    return _behaviour_check(ctx, LATENT_PAIR, "latent-behaviour")
+    return _behaviour_check(ctx, LATENT_PAIR, "latent-behaviour", LATENT_OVERRIDES)
 
 
-def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str) -> Check:
+def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overrides: dict[str, Any]) -> Check:
     from thinklens.calibration.stats import findings_doc, paired_finding, wilson
     from thinklens.steering.configs import HybridConfig
 
     plan = QUICK_BEHAVIOUR if ctx.quick else FULL_BEHAVIOUR
-    rows = behaviour_rows(ctx, plan, sub, pair)
+    rows = behaviour_rows(ctx, plan, sub, pair, overrides)
     gap = paired_finding("the thinking model re-checks more often than the base", rows["thinking"]["recheck"],
                          rows["base"]["recheck"], control="base model", statistic="recheck_rate_gap", binary=True,
                          seed=ctx.seed)
@@ -341,11 +353,11 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str) -> Che
                  "changed_fraction": r["changed_fraction"]} for m, r in rows.items()}
     details: dict[str, Any] = {"pair": pair, "steps": list(BEHAVIOUR_STEPS), "rates": rates,
                                "gap": gap_diff, "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
-                               "beats_random_p": beats.p, "paired_test": plan.paired, "overrides": BEHAVIOUR_OVERRIDES,
+                               "beats_random_p": beats.p, "paired_test": plan.paired, "overrides": overrides,
                                "samples": {m: r["texts"][:2] for m, r in rows.items()},
                                "findings": findings_doc([gap, beats])}
     if not ok:  # why not: where the thinking model would open a round, can the guardrail let it through?
-        min_p = BEHAVIOUR_OVERRIDES.get("min_base_prob", HybridConfig.min_base_prob)
+        min_p = overrides.get("min_base_prob", HybridConfig.min_base_prob)
         try:
             details["cue_diagnostics"] = cue_diagnostics(ctx, rows, min_p, pair)
         except Exception as e:  # diagnostics never change the verdict
@@ -368,6 +380,9 @@ LATENT_PAIR: dict[str, str] = {"base": "tiny-r1-sometimes", "thinking": "tiny-ov
 re-check (so greedy it concludes once, while a round cue keeps a probability the guardrail lets through), and the
 thinking model that always re-checks. The hybrid's thesis in one pair: the base has the mechanism, the thinking
 model decides when to use it."""
+LATENT_OVERRIDES: dict[str, Any] = {"open_token": True}
+"""The pair's tokenizer merges a full stop with the newline that closes the reasoning ('.\n'): the choice to
+re-check is '.' against '.\n', one token before the round's first token, so the vectors train on that token too."""
 
 SETTINGS.append(Setting(
     "hybrid", "planted-latent", "recovered", _planted_latent,

@@ -101,3 +101,17 @@ def test_category_reads_the_open_sentence_at_its_own_positions():
     assert torch.equal(got, torch.full((3,), 4.0))
     words[:] = ["a", ".", "<<", "3", "."]  # the last token closes the sentence: the current position alone
     assert torch.equal(HybridChoice._sentence_state(fake, 0, list(range(5)), 5), torch.full((3,), 5.0))
+
+
+def test_open_token_labels_the_token_before_each_later_sentence():
+    """``open_token``: a sentence's loss also covers the generated token before it (where '.' against '.\\n'
+    decides whether it opens), predicted one position earlier; a trace's first sentence keeps its span, since
+    the token before it is the prompt's. Mutant killed: steering from start-2 for every sentence."""
+    from thinklens.steering.hybrid import Sentences, _sentence_batch
+
+    seqs = [[1, 2, 3, 10, 11, 12, 13, 14]]  # a prompt of 3 tokens, then sentences [3, 4) and [4, 8)
+    sent = Sentences(seqs, [(0, 3, 4), (0, 4, 8)], ["a", "b"], torch.zeros(2, 4), torch.zeros(4), prompt_lens=[3])
+    plain, opened = (_sentence_batch(sent, [0, 1], pad=0, open_token=o)["steer"] for o in (False, True))
+    assert plain[1].nonzero().flatten().tolist() == [3, 4, 5, 6]  # producing tokens 4..7
+    assert opened[1].nonzero().flatten().tolist() == [2, 3, 4, 5, 6]  # and token 3, the first generated one
+    assert opened[0].tolist() == plain[0].tolist() == [False, False, True] + [False] * 5  # before it: the prompt token

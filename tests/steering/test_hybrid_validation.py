@@ -110,7 +110,7 @@ def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tm
     base, thinking, hybrid = [0] * 60, [1] * 50 + [0] * 10, [1] * 30 + [0] * 30
     random = [1] * random_on + [0] * (60 - random_on)
     seen = []
-    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, p: seen.append(p) or _brows(base, thinking, hybrid, random))
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, p, o: seen.append(p) or _brows(base, thinking, hybrid, random))
     monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {"stub": p})
     check = SETTINGS[setting].run(_ctx(tmp_path, quick=quick))
     assert seen == [pair] and check.details["pair"] == pair  # each setting runs its own pair
@@ -124,7 +124,7 @@ def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tm
 def test_planted_behaviour_needs_a_gap(tmp_path, monkeypatch):
     # mutant pair: the thinking model re-checks no more than the base, so beating the random control validates nothing
     none = [0] * 60
-    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, pair: _brows(none, none, [1] * 30 + [0] * 30, none))
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, pair, o: _brows(none, none, [1] * 30 + [0] * 30, none))
     monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {})
     assert SETTINGS["planted-behaviour"].run(_ctx(tmp_path)).verdict == "failed"
 
