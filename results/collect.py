@@ -556,7 +556,10 @@ def keep_demo_record(runs: Path = RUNS) -> Path:
 
 #: The full validation table's records: two ``thinklens run validate`` runs that ran side by side (one per core).
 VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
-                      "validate-latent-hybrid": "latent-seek,hybrid", "validate-hybrid-behaviour": "hybrid"}
+                      "validate-latent-hybrid": "latent-seek,hybrid", "validate-hybrid-behaviour": "hybrid",
+                      "validate-hybrid-latent": "hybrid/planted-latent"}
+#: Threads of a record's run where it was not 1.
+VALIDATION_THREADS = {"validate-hybrid-latent": 2}
 VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "findings")
 
 
@@ -574,8 +577,8 @@ def validation() -> dict[str, Any]:
             rows.append({k: r[k] for k in ("method", "setting", "expected", "statistic", "value", "ci", "verdict", "ok", "n",
                                            "target", "seconds")})
     rows.sort(key=lambda r: VALIDATION_ORDER.index(r["method"]) if r["method"] in VALIDATION_ORDER else len(VALIDATION_ORDER))
-    commands = [f"thinklens run validate --methods {m} --threads 1 --out RUN; python results/collect.py --record RUN {name}"
-                for name, m in VALIDATION_RECORDS.items()]
+    commands = [f"thinklens run validate --methods {m} --threads {VALIDATION_THREADS.get(name, 1)} --out RUN; "
+                f"python results/collect.py --record RUN {name}" for name, m in VALIDATION_RECORDS.items()]
     return summary(" & ".join(commands), runs, {name: read_json(RECORDS / name / "config.json") for name in VALIDATION_RECORDS},
                    {"rows": rows, "validated": sum(r["ok"] for r in rows), "n_settings": len(rows),
                     "failed": [f"{r['method']}/{r['setting']}" for r in rows if not r["ok"]],

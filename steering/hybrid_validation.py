@@ -38,7 +38,22 @@ category vector cannot carry which operand to copy.
   strength up to 16 (the job's go to 1) raises p(" Wait") to at most 1.3e-3, random vectors of the same norm to
   1.8e-2, never to the top. The category SAE does isolate the round cue (one category is "let me" /
   "double-check" sentences), but a vector trained on those sentences' tokens does not move the decision to open
-  one: the hybrid can only choose among tokens the steered base would itself emit.
+  one: the hybrid can only choose among tokens the steered base would itself emit. (Those probabilities were taken
+  after the reasoning's last full stop; greedy decoding decides one token earlier, '.\n' against '.', where
+  tiny-r1 gives '.' 5e-5 to 1e-4 on six problems of seed 0: below the guardrail too.)
+- ``hybrid planted-latent``: the behaviour there but rare in the base. Base ``tiny-r1-sometimes`` (tiny-r1
+  fine-tuned on tiny-overthink's texts of which 10% re-check; greedy, it never does, at 1.00 accuracy), thinking
+  ``tiny-overthink``. Where the reasoning would end the base writes '.\n' (p about 0.91) or '.' (about 0.09, after
+  which it opens a round with p 0.9997): the decision is at the full stop, one token before the round's first
+  word (the category vectors train on the sentences' own tokens, not on it). With strengths up to 8
+  (:data:`LATENT_OVERRIDES`), measured (full, n=100, results/records/validate-hybrid-latent, 2 threads): base
+  0/100 re-check, thinking 100/100, hybrid 100/100, random-vector control 0/100 (McNemar p=1.6e-30): recovered.
+  The base's own rounds miscopy (only 10% of its training texts had rounds), so the hybrid's accuracy falls
+  from the base's 1.00 to 0.45. At the job's strengths
+  (at most 1) it fails, 0/100 against 0/100, with and without ``open_token`` (no steered argmax flips the full
+  stop: changed_fraction 0; records validate-hybrid-latent-job-strengths, validate-hybrid-latent-open-token); with
+  ``open_token`` at strengths up to 8 it is recovered the same way (100/100 against 0/100, accuracy 0.47; record
+  validate-hybrid-latent-open-token-s8).
 
 Example:
     >>> [s.key for s in SETTINGS]
@@ -380,9 +395,11 @@ LATENT_PAIR: dict[str, str] = {"base": "tiny-r1-sometimes", "thinking": "tiny-ov
 re-check (so greedy it concludes once, while a round cue keeps a probability the guardrail lets through), and the
 thinking model that always re-checks. The hybrid's thesis in one pair: the base has the mechanism, the thinking
 model decides when to use it."""
-LATENT_OVERRIDES: dict[str, Any] = {"open_token": True}
-"""The pair's tokenizer merges a full stop with the newline that closes the reasoning ('.\n'): the choice to
-re-check is '.' against '.\n', one token before the round's first token, so the vectors train on that token too."""
+LATENT_OVERRIDES: dict[str, Any] = {"strengths": (1.0, 2.0, 4.0, 8.0)}
+"""Where the reasoning would end, the base's re-check ('.' before a round, against '.\n' closing the reasoning) is
+its argmax only after a logit shift of about 2.3 nats (p 0.09 against 0.91), beyond the job's strengths of at most
+1, so strengths go to 8 (the same for the random control). Training the vectors on that token too
+(``open_token``) gives the same result (100/100 against 0/100), so the setting leaves it off."""
 
 SETTINGS.append(Setting(
     "hybrid", "planted-latent", "recovered", _planted_latent,
