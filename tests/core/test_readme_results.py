@@ -184,3 +184,16 @@ def test_table_templates_quote_every_row(name):
     rows = json.loads((root / "results" / f"{name}.json").read_text())["values"]["rows"]
     quoted = set(map(int, re.findall(r"values\.rows\[(\d+)\]", (root / "results" / "readme" / f"{name}.md").read_text())))
     assert quoted == set(range(len(rows))), f"results/readme/{name}.md quotes rows {sorted(quoted)[-3:]}..., the summary has {len(rows)}"
+
+
+def test_the_validation_table_template_has_one_line_per_row():
+    """The template names its rows by index: a setting added to the summary needs its line (a 19-line template
+    over 20 rows rendered 19 and dropped the last without an error)."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    rows = json.loads((root / "results" / "validation.json").read_text())["values"]["rows"]
+    named = {int(k) for k in re.findall(r"values\.rows\[(\d+)\]", (root / "results" / "readme" / "validation.md").read_text())}
+    assert named == set(range(len(rows)))
