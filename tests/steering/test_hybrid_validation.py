@@ -163,3 +163,12 @@ def test_full_planted_behaviour(tmp_path):
     check = s.run(_ctx(tmp_path, quick=False))
     assert check.details["rates"]["thinking"]["recheck_rate"] >= 0.9 and check.details["gap_p"] < 0.05
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
+
+
+@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
+@pytest.mark.skipif(any(zoo_path(m) is None for m in hv.LATENT_PAIR.values()), reason="needs the committed zoo")
+def test_quick_planted_latent(tmp_path):
+    s = SETTINGS["planted-latent"]
+    check = s.run(_ctx(tmp_path))
+    assert check.verdict == s.expected, (validate_line(s, check), check.details["rates"])
+    assert check.details["rates"]["random_vectors"]["recheck_rate"] == 0.0

@@ -36,7 +36,7 @@ def test_null_quick_is_no_effect(tmp_path):
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
 
 
-@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers); the control mutant is killed in the default tier by tests/steering/test_reasoning_vector_mutants.py
+@pytest.mark.slow  # organism-level quick setting; the control mutant is killed by test_reasoning_vector_mutants.py
 def test_mutant_control_equal_to_v_is_killed(tmp_path, monkeypatch):
     # Mutant: the "norm-matched random" control is v itself; v can never beat it, so the planted setting fails.
     from thinklens.steering.reasoning_vectors import ReasoningVector
