@@ -208,3 +208,13 @@ def test_zoo_eval_job_writes_its_table(tmp_path):
     assert get_job("zoo-eval").report(results).splitlines()[0].split() == ["model", "style", "2"]
     with pytest.raises(ThinklensError):
         run_job("zoo-eval", step_counts=(0,), out=str(tmp_path / "x"))
+
+
+def test_committed_zoo_json_names_no_machine_path():
+    """zoo.json's parent_dir is repository-relative (thinklens.zoo.registry.repo_relative): a committed model
+    records no one machine's checkout."""
+    from thinklens.zoo.registry import zoo_dir
+
+    for meta in sorted(zoo_dir().glob("*/zoo.json")):
+        parent = json.loads(meta.read_text()).get("parent_dir")
+        assert parent is None or not Path(parent).is_absolute(), (meta, parent)
