@@ -402,22 +402,22 @@ def latent_table() -> dict[str, Any]:
     first problem's latents decoded."""
     runs = {k: RUNS / "latent-eval" / v for k, v in LATENT_TABLES.items()}
     decoding = read_json(runs["seed10000"] / "results" / "decoding.json")[0]
-    models = {"sft-cot-matched": "runs/latent-train/sft-cot-12k-plus3k/model",
-              "sft-nocot-matched": "runs/latent-train/sft-nocot-12k-plus3k/model", "tiny-codi": "tiny-codi",
+    models = {"sft-cot-matched": "runs/sft/sft-cot-12k-plus3k/model",
+              "sft-nocot-matched": "runs/sft/sft-nocot-12k-plus3k/model", "tiny-codi": "tiny-codi",
               "tiny-coconut": "tiny-coconut", "tiny-latent-sft": "tiny-latent-sft"}
     training = {k: latent_training(v) for k, v in models.items()}
     for name in ("tiny-cot", "tiny-direct", "tiny-pre"):
         rec = zoo_record(name)
         training[name] = {"steps": rec.get("steps"), "own_train_s": rec.get("train_wall_s"), "parent": rec.get("init")}
-    command = ("thinklens run sft --steps 12000 --run-id sft-cot-12k; thinklens run sft --model "
-               "runs/latent-train/sft-cot-12k/model --steps 3000 --lr 5e-4 --seed 1 --run-id sft-cot-12k-plus3k (and "
-               "--cot false for sft-nocot-*); thinklens run latent-eval --models " + ",".join(
+    command = ("thinklens run sft --train-steps 12000 --run-id sft-cot-12k; thinklens run sft --model "
+               "runs/sft/sft-cot-12k/model --train-steps 3000 --lr 5e-4 --seed 1 --run-id sft-cot-12k-plus3k (and "
+               "--no-cot for sft-nocot-*); thinklens run latent-eval --models " + ",".join(
                    r["model"] for r in latent_rows(runs["seed10000"]) if r["method"] != "explicit")
-               + " --explicit tiny-codi --n 100 --seek-n 0 --run-id table-matched; the same with --n 500 --seed 40000 "
+               + " --explicit tiny-codi --n-eval 100 --seek-n 0 --run-id table-matched; the same with --n-eval 500 --seed 40000 "
                "--run-id table-matched-40000")
     tables = {k: latent_rows(r) for k, r in runs.items()}
     acc = {r["model"] + (" explicit" if r["method"] == "explicit" else ""): r["accuracy"] for r in tables["seed40000"]}
-    nocot, cot = "runs/latent-train/sft-nocot-12k-plus3k/model", "runs/latent-train/sft-cot-12k-plus3k/model"
+    nocot, cot = models["sft-nocot-matched"], models["sft-cot-matched"]
     checks = {"fraction_of_matched_cot": acc["tiny-codi"] / acc[cot], "points_above_matched_nocot":
               100 * (acc["tiny-codi"] - acc[nocot]), "points_above_tiny_direct": 100 * (acc["tiny-codi"] - acc["tiny-direct"])}
     for m in decoding["methods"].values():  # the latents' numeric top tokens, as numbers
