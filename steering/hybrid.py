@@ -223,8 +223,7 @@ def _sentence_batch(sent: Sentences, idx: list[int], pad: int, open_token: bool 
 
 def _prompt_len(sent: Sentences, i: int) -> int:
     """Tokens of the prompt before sentence ``i``'s trace (0 when the sentences do not record them)."""
-    lens = getattr(sent, "prompt_lens", None)
-    return int(lens[sent.spans[i][0]]) if lens else 0
+    return sent.prompt_lens[sent.spans[i][0]] if sent.prompt_lens else 0
 
 
 def sentence_nll(model: "HookedModel", batch: dict[str, Tensor], vec: Tensor | None, site: Site) -> Tensor:

@@ -127,7 +127,9 @@ def no_zoo_branch(monkeypatch):
     # Import every module of the project first: a module imported for the first time while the patch is on
     # would bind the forbidden function by `from x import y` for the rest of the session.
     all_jobs()
-    for package in ("thinklens", "thinklens.analyses", "thinklens.probes", "thinklens.steering", "thinklens.latent"):
+    from thinklens import CAPABILITIES
+
+    for package in ("thinklens", *(f"thinklens.{name}" for name in CAPABILITIES)):
         for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
             importlib.import_module(info.name)
     for target in ZOO_ONLY:

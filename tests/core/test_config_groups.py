@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from thinklens import CAPABILITIES
 from thinklens.errors import ThinklensError
 from thinklens.runs.configcli import ConfigGroup, group_checks
 from thinklens.runs.jobs import all_jobs
@@ -193,7 +194,7 @@ def _imported(path: Path) -> list[str]:
 def is_job_module(name: str) -> bool:
     """``<package>.jobs`` and everything under it (``thinklens.runs.jobs``, the job contract, is a module, not a package)."""
     parts = name.split(".")
-    if len(parts) > 1 and parts[0] == "thinklens" and parts[1] in ("probes", "steering", "latent", "analyses"):
+    if len(parts) > 1 and parts[0] == "thinklens" and parts[1] in CAPABILITIES:
         parts = parts[1:]  # thinklens.probes is the repository's probes/ folder (pyproject's package-dir)
     return "jobs" in parts[1:] and (ROOT / "/".join(parts[:parts.index("jobs", 1) + 1])).is_dir()
 

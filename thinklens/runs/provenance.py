@@ -27,9 +27,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from thinklens import CAPABILITIES
 from thinklens.errors import ThinklensError, opt
 
-PACKAGES = ("thinklens", "thinklens.analyses", "thinklens.probes", "thinklens.steering", "thinklens.latent")
+PACKAGES = ("thinklens", *(f"thinklens.{name}" for name in CAPABILITIES))
 """The packages whose ``.py`` files make up the source hash."""
 DISTRIBUTIONS = ("torch", "transformers", "sae-lens", "nnsight", "thinklens")
 """The installed distributions whose versions a run records."""
