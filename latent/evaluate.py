@@ -169,6 +169,8 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
                "latent_steps": sum(r["latent_steps"] for r in records) / n, "train_s": train_s,
                "own_train_s": None if own is None else round(float(own), 1), "n": n,
                "eval_s": round(time.monotonic() - t0, 1)}
+    if method == "sft" and not meta["config"].get("cot", True):  # an answer-only SFT baseline: a No-CoT control
+        summary["no_cot"] = True
     return summary, records
 
 

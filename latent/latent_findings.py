@@ -43,9 +43,21 @@ def add_intervals(rows: list[dict[str, Any]]) -> None:
         r["ci"] = list(wilson(k, int(r["n"])))
 
 
+def is_no_cot(row: Mapping[str, Any]) -> bool:
+    """Whether a table row answers straight after the prompt: the No-CoT rows every latent method is compared with
+    (a zoo ``direct`` model, or an SFT baseline trained on answers only, ``no_cot``, such as the matched No-CoT).
+
+    Example:
+        >>> is_no_cot({"method": "direct"}), is_no_cot({"method": "sft", "no_cot": True}), is_no_cot({"method": "sft"})
+        (True, True, False)
+    """
+    return row["method"] == "direct" or bool(row.get("no_cot"))
+
+
 def table_findings(rows: Sequence[Mapping[str, Any]], correct: Mapping[str, Sequence[bool]], *,
                    seek: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Findings of a latent table.
+    """Findings of a latent table: every latent method (and token-level SFT row) against every No-CoT row on the same
+    problems (:func:`is_no_cot`; McNemar), and LatentSeek against its start and oracle best-of-N.
 
     Args:
         rows: the table's rows (label, method, problems, accuracy, n).
@@ -54,16 +66,17 @@ def table_findings(rows: Sequence[Mapping[str, Any]], correct: Mapping[str, Sequ
             summary's ``baseline`` (oracle best-of-N by temperature), when the table has LatentSeek rows.
     """
     found = []
-    direct = next((r for r in rows if r["method"] == "direct"), None)
+    controls = [r for r in rows if is_no_cot(r)]
     for r in rows:
-        if r["method"] in BASELINES or direct is None or r["problems"] != direct["problems"]:
+        if r["method"] in BASELINES or is_no_cot(r):
             continue
-        a, b = correct.get(r["label"]), correct.get(direct["label"])
-        if a is None or b is None or len(a) != len(b):
-            continue
-        found.append(paired_finding(f"{r['label']} beats {direct['label']} on the same {r['problems']} problems",
-                                    [float(x) for x in a], [float(x) for x in b], control=direct["label"],
-                                    statistic="accuracy", binary=True, ceiling=1.0, ceiling_margin=0.0))
+        for direct in controls:
+            a, b = correct.get(r["label"]), correct.get(direct["label"])
+            if r["problems"] != direct["problems"] or a is None or b is None or len(a) != len(b):
+                continue
+            found.append(paired_finding(f"{r['label']} beats {direct['label']} on the same {r['problems']} problems",
+                                        [float(x) for x in a], [float(x) for x in b], control=direct["label"],
+                                        statistic="accuracy", binary=True, ceiling=1.0, ceiling_margin=0.0))
     if seek:
         found += seek_findings(seek["original_correct"], seek["final_correct"], baseline=seek.get("baseline"))
     return findings_doc(found)

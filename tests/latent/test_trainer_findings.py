@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import binomtest
 
 from thinklens.latent.config import SFTConfig
-from thinklens.latent.latent_findings import seek_findings, training_findings, window_change_finding
+from thinklens.latent.latent_findings import seek_findings, table_findings, training_findings, window_change_finding
 from thinklens.latent.training_loop import evaluation_problems
 from thinklens.runs.jobs import job_names, run_job
 
@@ -87,6 +87,27 @@ def test_sft_job_summary_holds_its_findings(zoo_like_dir, tmp_path):
 
 
 # ---------------------------------------------------------------- LatentSeek
+
+
+def test_table_findings_compare_every_latent_row_with_every_no_cot_row_on_the_same_problems():
+    """The matched No-CoT SFT (answer-only, ``no_cot``) is a control beside tiny-direct, never a method compared with
+    them; a row on other problems is compared with nothing (mutants killed: only the first No-CoT row as control; the
+    matched No-CoT compared as a method; rows on other problems paired)."""
+    from thinklens.calibration.stats import mcnemar
+
+    rows = [{"label": "No-CoT SFT (tiny-direct)", "method": "direct", "problems": "6-8 steps", "accuracy": 0.1, "n": 20},
+            {"label": "SFT (No-CoT, 7000 steps)", "method": "sft", "no_cot": True, "problems": "6-8 steps", "accuracy": 0.3,
+             "n": 20},
+            {"label": "CODI", "method": "codi", "problems": "6-8 steps", "accuracy": 0.8, "n": 20},
+            {"label": "CODI (3-4)", "method": "codi", "problems": "3-4 steps", "accuracy": 0.8, "n": 20}]
+    correct = {"No-CoT SFT (tiny-direct)": [True] * 2 + [False] * 18, "SFT (No-CoT, 7000 steps)": [True] * 6 + [False] * 14,
+               "CODI": [True] * 16 + [False] * 4, "CODI (3-4)": [True] * 16 + [False] * 4}
+    found = table_findings(rows, correct)
+    assert [(f["claim"].split(" beats ")[0], f["control"]) for f in found] == [
+        ("CODI", "No-CoT SFT (tiny-direct)"), ("CODI", "SFT (No-CoT, 7000 steps)")]
+    matched = found[1]
+    assert matched["p"] == pytest.approx(mcnemar(correct["CODI"], correct["SFT (No-CoT, 7000 steps)"]), abs=1e-6)
+    assert matched["verdict"] == "effect" and matched["n"] == 20
 
 
 def test_seek_findings_are_mcnemar_on_the_same_problems():
