@@ -2,7 +2,8 @@
 its summary field.
 
 The checked pages are README.md and every ``docs/*.md`` (:func:`checked_files`). A results block starts with a
-line ``<!-- results: results/NAME.json template: results/readme/ID.md -->`` and ends with a line ``<!-- /results -->``. The summary (written by ``python results/collect.py NAME``) holds
+line ``<!-- results: results/NAME.json template: results/readme/ID.md -->`` and ends with a line
+``<!-- /results -->``. The summary (written by ``python results/collect.py NAME``) holds
 ``command``, ``date``, ``source``, ``config`` and ``values``. The template is the block's markdown with each
 quoted number written as a field of that summary: ``{{values.acc|pct|.1f}}%`` renders ``values["acc"]`` times
 100 with one decimal. A field is a dotted path with ``[i]`` for list items and ``["key"]`` for keys that are not

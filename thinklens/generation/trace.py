@@ -56,7 +56,7 @@ class Trace:
     tokens: list[str]
     text: str
     stop_reason: str
-    hidden: Mapping[Site, Float[Tensor, "step *d"]] = field(default_factory=dict)
+    hidden: Mapping[Site, Float[Tensor, " step *d"]] = field(default_factory=dict)
     """Per site ``[step, d]``: a dict, or a :class:`thinklens.engine.activation_store.StoredStates` reading a store (streamed)."""
     entropy: Float[Tensor, " step"] | None = None
     topk_ids: Int[Tensor, "step k"] | None = None
