@@ -5,7 +5,8 @@ content hash of the installed package's source (the ``.py`` files of thinklens's
 capability subpackages, whose folders sit beside it, so two dirty trees on one commit are told apart),
 the hash of each package, the git commit and dirty flag when the code runs from a git checkout ("unknown"
 otherwise), and the versions of torch, transformers, sae-lens, nnsight and thinklens. Resuming a run whose
-recorded source hash differs from the running code's is refused (:func:`check_resume`) unless ``allow_stale`` is given, which is then recorded.
+recorded source hash differs from the running code's is refused (:func:`check_resume`) unless ``allow_stale``
+is given, which is then recorded.
 
 Everything is computed once per process (about 300 files read) and never raises: what cannot be found
 is written as "unknown".
