@@ -48,6 +48,7 @@ from thinklens.latent.saved_model import merge_lora, read_latent_meta, save_late
 from thinklens.latent.segments import add_latent_tokens, init_special_embeddings, latent_tokens, shard
 from thinklens.runs.folders import RunFolder
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.zoo.registry import repo_relative
 
 
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
@@ -185,7 +186,7 @@ def start_model_id(name: str) -> dict[str, Any]:
     folder = Path(resolve_model(name))
     files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16] if files else None
-    return {"name": name, "folder": str(folder), "weights_sha256_16": digest}
+    return {"name": name, "folder": repo_relative(folder), "weights_sha256_16": digest}
 
 
 def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
@@ -278,7 +279,7 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
             merge_lora(model.hf)
         meta = {"method": method, "config": method_of(cfg).saved_config(cfg), "prompt_format": builder.format.kind,
                 "train_wall_s": metrics["train_wall_s"],
-                "eval": metrics.get("eval"), "run": str(run.path), "start_model": start_model_id(cfg.model),
+                "eval": metrics.get("eval"), "run": repo_relative(run.path), "start_model": start_model_id(cfg.model),
                 # the token-level model the first run started from (latent-eval adds its training time to this one's)
                 "parent": start_meta.get("parent", start_meta["start_model"]["name"]) if start_meta is not None else cfg.model}
         if start_meta is not None:  # training continued a latent model: keep the totals

@@ -557,10 +557,10 @@ def keep_demo_record(runs: Path = RUNS) -> Path:
 #: The full validation table's records: two ``thinklens run validate`` runs that ran side by side (one per core).
 VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
                       "validate-latent-hybrid": "latent-seek,hybrid", "validate-hybrid-behaviour": "hybrid",
-                      "validate-hybrid-latent": "hybrid/planted-latent"}
+                      "validate-hybrid-latent": "hybrid/planted-latent", "validate-codi": "codi"}
 #: Threads of a record's run where it was not 1.
-VALIDATION_THREADS = {"validate-hybrid-latent": 2}
-VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "findings")
+VALIDATION_THREADS = {"validate-hybrid-latent": 2, "validate-codi": 2}
+VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "findings")
 
 
 @collector("validation")
@@ -583,6 +583,39 @@ def validation() -> dict[str, Any]:
                    {"rows": rows, "validated": sum(r["ok"] for r in rows), "n_settings": len(rows),
                     "failed": [f"{r['method']}/{r['setting']}" for r in rows if not r["ok"]],
                     "minutes": round(sum(r["seconds"] for r in rows) / 60, 1)})
+
+
+@collector("codi_serial")
+def codi_serial() -> dict[str, Any]:
+    """CODI on a task that needs serial computation (issue 22 item 5): the codi settings of the validation record
+    ``results/records/validate-codi`` (each organism's accuracy with its Wilson interval, CODI's gain over the matched
+    No-CoT with its paired interval, the compression; the same CODI with noise latents) and the organisms' training
+    from their latent.json files."""
+    from thinklens.latent import codi_validation as cv
+
+    run = RECORDS / "validate-codi"
+    rows = {r["setting"]: r for r in read_json(run / "results" / "validate.json")["rows"] if r["method"] == "codi"}
+    keep = ("value", "ci", "verdict", "n", "target")
+    planted, null = rows["planted-serial"], rows["null-latents"]
+    training = {}
+    for key, name in cv.ORGANISMS.items():
+        meta = read_json(ROOT / "data" / "zoo" / name / "latent.json")
+        training[key] = {"model": name, "method": meta["method"], "steps": meta["config"]["train_steps"],
+                         "train_s": meta["train_wall_s"], "n_latents": meta["config"].get("n_latents"),
+                         "cot": meta["config"].get("cot")}
+    d = planted["details"]
+    values = {"planted": {k: planted[k] for k in keep} | {
+                  k: d[k] for k in ("precondition_met", "compression", "cot_positions", "codi_positions", "nocot_accuracy",
+                                    "cot_accuracy", "codi_accuracy", "codi_explicit_accuracy", "latent_hits", "p",
+                                    "problem_seed")},
+              "null": {k: null[k] for k in keep} | {k: null["details"][k] for k in ("nocot_accuracy", "noised_codi_accuracy",
+                                                                                    "latent_hits", "p")},
+              "training": training}
+    command = "; ".join(cv.RETRAIN.values()) + ("; thinklens run validate --methods codi --threads 2 --out RUN; "
+                                                "python results/collect.py --record RUN validate-codi")
+    return summary(command, [run], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
+        "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN}},
+        values, extra_sources=tuple(f"data/zoo/{n}/latent.json" for n in cv.ORGANISMS.values()))
 
 
 @collector("demo_findings")

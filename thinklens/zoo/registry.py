@@ -21,12 +21,13 @@ from thinklens.errors import ThinklensError
 ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
     "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1", "tiny-overthink", "tiny-cot-short",
-    "tiny-r1-sometimes",
+    "tiny-r1-sometimes", "tiny-nocot-serial", "tiny-cot-serial", "tiny-codi-serial",
 )
 
-#: Zoo models that answer through latent steps (``latent.json`` in their folder): evaluated by
-#: the latent evaluation job, not by ``thinklens run zoo-eval``; trained by the latent trainers.
-LATENT_ZOO_NAMES: tuple[str, ...] = ("tiny-coconut", "tiny-codi", "tiny-latent-sft")
+#: Zoo models written by the latent trainers (``latent.json`` in their folder): the latent methods and the SFT
+#: baselines matched to one of them; evaluated by the latent evaluation job, not by ``thinklens run zoo-eval``.
+LATENT_ZOO_NAMES: tuple[str, ...] = ("tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-nocot-serial",
+                                     "tiny-cot-serial", "tiny-codi-serial")
 
 #: One-line description of each model (CLI help, app menus).
 ZOO_DESCRIPTIONS: dict[str, str] = {
@@ -43,6 +44,10 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "(Wait / Hmm / Alternatively, let me ...); the planted organism of LYNX, MI peaks and feature steering",
     "tiny-r1-sometimes": "tiny-r1 fine-tuned on tiny-overthink's texts of which 10% re-check: the behaviour is there "
     "but rare (the hybrid's planted-latent base)",
+    "tiny-nocot-serial": "tiny-cot + 7000 answer-only SFT steps on 6-8 step chains: CODI's matched No-CoT on a task "
+    "that needs serial computation (thinklens latent)",
+    "tiny-cot-serial": "tiny-cot + 7000 CoT-SFT steps on 6-8 step chains: CODI's matched CoT-SFT (thinklens latent)",
+    "tiny-codi-serial": "CODI from tiny-cot on 6-8 step chains: 12 latents, 7000 steps (thinklens latent)",
     "tiny-cot-short": "tiny-cot's recipe stopped early (seed 1): the weak sibling of the reasoning-vector lineage",
     "tiny-r1": "looks like a real reasoning model: Qwen2, byte-level BPE (one token per digit), chat template "
     "opening <think>, natural-language reasoning with Wait / Hmm, \\boxed{} answers (fresh init)",

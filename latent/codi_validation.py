@@ -1,0 +1,242 @@
+"""Planted and null settings of CODI (shared/specs/controls.md, issue 22 item 5), run by
+``thinklens run validate --methods codi``.
+
+The task needs serial computation: 6-8 chained operations (values 0..99) that the zoo's 4-layer model cannot do
+in one forward pass. Three organisms, all trained from ``tiny-cot`` for the same number of steps on the same
+stream of 6-8 step problems (:data:`ORGANISMS`, rebuilt by :data:`RETRAIN`):
+
+- ``tiny-nocot-serial``: SFT on the answer only (the matched No-CoT);
+- ``tiny-cot-serial``: SFT on chain + answer (the matched CoT-SFT);
+- ``tiny-codi-serial``: CODI with :data:`N_LATENTS` latents (at least 3x fewer positions than the chain).
+
+Both settings score the organisms with the latent table's own evaluation (:func:`thinklens.latent.evaluate.table_row`,
+what ``thinklens run latent-eval`` runs) on held-out problems, paired on the same problems.
+
+- ``codi planted-serial``: the task's precondition, measured on every run: the matched No-CoT at most
+  :data:`MAX_NOCOT` and the matched CoT-SFT at least :data:`MIN_COT` (Wilson intervals beside them). Statistic:
+  CODI's accuracy minus the matched No-CoT's, paired (McNemar). Recovered when the precondition holds, CODI's
+  compression (CoT-SFT's reasoning positions over CODI's) is at least :data:`MIN_COMPRESSION` and the gain is at
+  least :data:`MIN_GAIN` and an effect. Diagnostics beside it: accuracy by step count, CODI's LM in explicit-CoT
+  mode (what its teacher side learnt) and :func:`latent_hits` (whether the latents decode to the chain's
+  intermediate results).
+- ``codi null-latents``: the same CODI model with every latent replaced by a random vector of the latent's own
+  norm (:func:`noise_latents`): the information the latents carry is removed, so a gain over the matched No-CoT
+  that came through them must vanish (the paired test shows none).
+
+Example:
+    >>> [s.key for s in SETTINGS]
+    ['codi/planted-serial', 'codi/null-latents']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from thinklens.calibration.controls import Check, Setting, SettingContext
+
+ORGANISMS: dict[str, str] = {"nocot": "tiny-nocot-serial", "cot": "tiny-cot-serial", "codi": "tiny-codi-serial"}
+"""The matched No-CoT, the matched CoT-SFT and CODI, trained alike on 6-8 step problems."""
+TRAIN_STEPS = 7000
+N_LATENTS = 12
+MIN_STEPS, MAX_STEPS = 6, 8
+RETRAIN = {
+    "nocot": f"thinklens run sft --no-cot --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} "
+             f"--threads 1 --publish data/zoo/{ORGANISMS['nocot']}",
+    "cot": f"thinklens run sft --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} --threads 1 "
+           f"--publish data/zoo/{ORGANISMS['cot']}",
+    "codi": f"thinklens run codi --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} "
+            f"--n-latents {N_LATENTS} --threads 1 --publish data/zoo/{ORGANISMS['codi']}",
+}
+"""The commands that trained each organism (from tiny-cot, seed 0, batch 32, lr 2e-3 cosine)."""
+PROBLEM_SEED = 73_000
+"""Held-out problems of the settings (far from the training streams and the other held-out seeds)."""
+MAX_NOCOT = 0.40
+"""The matched No-CoT's accuracy at most this: the task needs serial computation the model cannot do without a chain."""
+MIN_COT = 0.90
+"""The matched CoT-SFT's accuracy at least this: the task is learnable with a chain."""
+MIN_COMPRESSION = 3.0
+MIN_GAIN = 0.20
+"""CODI's accuracy above the matched No-CoT's, in accuracy points / 100."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much a setting runs."""
+
+    n_per_steps: int
+    """Problems per step count (6, 7, 8)."""
+
+
+QUICK = Plan(n_per_steps=8)
+FULL = Plan(n_per_steps=100)
+
+
+def noise_latents(module: Any, seed: int) -> None:
+    """Replace ``module``'s latent inputs (a :class:`~thinklens.latent.continuous_thought.ContinuousThought`) by random
+    Gaussian directions scaled to each latent's own norm, drawn from ``seed``: the latents then carry no information
+    about the problem, and nothing else changes.
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> m = nn.Module(); m.latent_input = lambda h: 2 * h
+        >>> noise_latents(m, 0)
+        >>> h = torch.ones(3, 4)
+        >>> out = m.latent_input(h)
+        >>> torch.allclose(out.norm(dim=-1), (2 * h).norm(dim=-1)), bool((out == 2 * h).all())
+        (True, False)
+    """
+    import torch
+
+    own = module.latent_input
+    gen = torch.Generator().manual_seed(seed)
+
+    def random_latent(h: "torch.Tensor") -> "torch.Tensor":
+        x = own(h)  # [batch, d]
+        r = torch.randn(x.shape, generator=gen, dtype=torch.float32).to(device=x.device, dtype=x.dtype)
+        return r * (x.norm(dim=-1, keepdim=True) / r.norm(dim=-1, keepdim=True))
+
+    module.latent_input = random_latent
+
+
+def _problems(ctx: SettingContext) -> list:
+    from thinklens.tasks.protocol import problems_by_steps
+
+    plan = QUICK if ctx.quick else FULL
+    return problems_by_steps(plan.n_per_steps, MIN_STEPS, MAX_STEPS, seed=PROBLEM_SEED + ctx.seed)
+
+
+def _steps(ctx: SettingContext) -> list[int]:
+    return [p.n_steps for p in _problems(ctx)]
+
+
+def latent_hits(problems: list, records: list[dict]) -> float:
+    """Diagnostic: the mean share of a chain's intermediate results (each step's result but the last, the answer)
+    found among the top tokens of the problem's latents through the LM head (the records' ``latents``); nan without
+    intermediate results.
+
+    Example:
+        >>> from thinklens.tasks import generate_problems
+        >>> p = generate_problems(1, seed=0, n_steps=3)[0]
+        >>> rec = {"latents": [{"tokens": [str(p.steps[0].result)], "probs": [1.0]}]}
+        >>> latent_hits([p], [rec])
+        0.5
+    """
+    shares = []
+    for p, r in zip(problems, records):
+        wanted = [str(s.result) for s in p.steps[:-1]]
+        seen = {t for lat in r["latents"] for t in lat["tokens"]}
+        if wanted:
+            shares.append(sum(w in seen for w in wanted) / len(wanted))
+    return sum(shares) / len(shares) if shares else float("nan")
+
+
+def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) -> dict[str, tuple[dict, list[bool]]]:
+    """Each organism's table row and per-problem grades on the settings' problems (CODI's latents noised when asked;
+    CODI's row holds :func:`latent_hits`, and its LM's accuracy in explicit-CoT mode when ``explicit`` is asked)."""
+    import torch
+
+    from thinklens.latent.evaluate import table_row
+
+    if ctx.threads:
+        torch.set_num_threads(ctx.threads)
+    problems = _problems(ctx)
+    out = {}
+    for key in keys:
+        if key == "explicit":
+            row, records = table_row(ORGANISMS["codi"], problems, explicit=True)
+        elif key == "codi" and noise:
+            row, records = _noised_codi(problems, ctx.seed)
+        else:
+            row, records = table_row(ORGANISMS[key], problems)
+        if key == "codi":
+            row["latent_hits"] = latent_hits(problems, records)
+        out[key] = (row, [bool(r["correct"]) for r in records])
+    return out
+
+
+def _noised_codi(problems: list, seed: int) -> tuple[dict, list[dict]]:
+    from thinklens.latent.latent_model import load_latent_model
+
+    lm = load_latent_model(ORGANISMS["codi"])
+    noise_latents(lm.module, seed)
+    records = lm.infer_problems(problems)
+    n = len(records)
+    row = {"model": ORGANISMS["codi"], "method": "codi", "label": "CODI, latents replaced by same-norm noise",
+           "accuracy": sum(bool(r["correct"]) for r in records) / n, "latent_steps": sum(r["latent_steps"] for r in records) / n,
+           "reasoning_positions": sum(r["reasoning_positions"] for r in records) / n, "n": n}
+    return row, records
+
+
+def _gain(codi: list[bool], nocot: list[bool], label: str, seed: int) -> Any:
+    from thinklens.calibration.stats import paired_finding
+
+    return paired_finding(f"{label} beats the matched No-CoT on the same {MIN_STEPS}-{MAX_STEPS} step problems",
+                          [float(x) for x in codi], [float(x) for x in nocot], control=f"matched No-CoT ({ORGANISMS['nocot']})",
+                          statistic="accuracy", binary=True, seed=seed, ceiling=1.0, ceiling_margin=0.0)
+
+
+def _accuracy(correct: list[bool], steps: list[int] | None = None) -> dict[str, Any]:
+    """Accuracy with its Wilson interval, and by step count when the problems' step counts are given.
+
+    Example:
+        >>> _accuracy([True, False, True, True], [6, 6, 7, 7])["by_steps"]
+        {'6': 0.5, '7': 1.0}
+    """
+    from thinklens.calibration.stats import wilson
+
+    out: dict[str, Any] = {"accuracy": sum(correct) / len(correct), "ci": list(wilson(sum(correct), len(correct))),
+                           "n": len(correct)}
+    if steps is not None:
+        out["by_steps"] = {str(k): sum(c for c, s in zip(correct, steps) if s == k) / steps.count(k) for k in sorted(set(steps))}
+    return out
+
+
+def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
+    from thinklens.calibration.stats import findings_doc
+
+    lo, hi = gain.extra["diff_ci"]
+    return Check("gain_over_nocot", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,
+                 details={**details, "findings": findings_doc([gain])})
+
+
+def _planted(ctx: SettingContext) -> Check:
+    got = _rows(ctx, ("nocot", "cot", "codi", "explicit"))
+    (_, nocot), (cot_row, cot), (codi_row, codi) = got["nocot"], got["cot"], got["codi"]
+    explicit = got["explicit"][1]
+    gain = _gain(codi, nocot, "CODI", ctx.seed)
+    compression = cot_row["reasoning_positions"] / codi_row["reasoning_positions"]
+    precondition = sum(nocot) / len(nocot) <= MAX_NOCOT and sum(cot) / len(cot) >= MIN_COT
+    met = compression >= MIN_COMPRESSION and gain.extra["diff"] >= MIN_GAIN and gain.is_effect
+    details = {"organisms": ORGANISMS, "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
+               "precondition_met": precondition, "compression": compression,
+               "cot_positions": cot_row["reasoning_positions"], "codi_positions": codi_row["reasoning_positions"],
+               **{f"{k}_accuracy": _accuracy(v, _steps(ctx))
+                  for k, v in (("nocot", nocot), ("cot", cot), ("codi", codi), ("codi_explicit", explicit))},
+               "latent_hits": codi_row.get("latent_hits"), "p": gain.p}
+    return _check(gain, "recovered" if precondition and met else "failed",
+                  f"matched No-CoT <= {MAX_NOCOT} and matched CoT-SFT >= {MIN_COT} (the task needs a chain); CODI at "
+                  f">= {MIN_COMPRESSION:g}x compression beats the matched No-CoT by >= {MIN_GAIN} (McNemar p < 0.05)",
+                  details)
+
+
+def _null(ctx: SettingContext) -> Check:
+    got = _rows(ctx, ("nocot", "codi"), noise=True)
+    (_, nocot), (codi_row, codi) = got["nocot"], got["codi"]
+    gain = _gain(codi, nocot, "CODI with noise latents", ctx.seed)
+    details = {"organisms": ORGANISMS, "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
+               "latents": "random Gaussian directions at each latent's own norm",
+               **{f"{k}_accuracy": _accuracy(v, _steps(ctx)) for k, v in (("nocot", nocot), ("noised_codi", codi))},
+               "latent_hits": codi_row.get("latent_hits"), "p": gain.p}
+    return _check(gain, "no-effect" if not gain.is_effect else "failed",
+                  "CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT (McNemar)", details)
+
+
+SETTINGS = [
+    Setting("codi", "planted-serial", "recovered", _planted,
+            help="6-8 step chains the matched No-CoT cannot do (<= 40%) and the matched CoT-SFT can (>= 90%): CODI at "
+            ">= 3x compression beats the matched No-CoT by >= 20 points (McNemar)"),
+    Setting("codi", "null-latents", "no-effect", _null,
+            help="the same CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
+]

@@ -1,0 +1,97 @@
+"""The CODI settings of ``thinklens run validate`` (issue 22 item 5): their verdict rules against planted rows (the
+default tier, no model), the noise that removes what the latents carry, and the quick versions on the committed
+organisms (`slow`)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thinklens.calibration.controls import SettingContext
+from thinklens.latent import codi_validation as cv
+from thinklens.zoo.registry import zoo_path
+
+SETTINGS = {s.name: s for s in cv.SETTINGS}
+needs_zoo = pytest.mark.skipif(any(zoo_path(n) is None for n in cv.ORGANISMS.values()),
+                               reason="needs the committed serial organisms (data/zoo/)")
+
+
+def _ctx(tmp_path, quick: bool = True) -> SettingContext:
+    return SettingContext(quick=quick, seed=0, workdir=tmp_path, threads=1)
+
+
+def _grades(k: int, n: int = 100) -> list[bool]:
+    return [True] * k + [False] * (n - k)
+
+
+def _planted_rows(nocot: int, cot: int, codi: int, *, codi_positions: float = 12.0):
+    def rows(ctx, keys, noise=False):
+        assert not noise and keys == ("nocot", "cot", "codi", "explicit")
+        return {"nocot": ({"reasoning_positions": 0.0}, _grades(nocot)),
+                "cot": ({"reasoning_positions": 48.0}, _grades(cot)),
+                "codi": ({"reasoning_positions": codi_positions, "latent_hits": 0.5}, _grades(codi)),
+                "explicit": ({"reasoning_positions": 40.0}, _grades(99))}
+    return rows
+
+
+@pytest.mark.parametrize("nocot, cot, codi, positions, verdict", [
+    (30, 95, 80, 12.0, "recovered"),
+    (30, 95, 45, 12.0, "failed"),   # a gain of 15 points: below the 20 the item asks
+    (50, 95, 90, 12.0, "failed"),   # the matched No-CoT above 40%: the task does not need a chain
+    (30, 85, 80, 12.0, "failed"),   # the matched CoT-SFT below 90%: the task is not learnt with a chain
+    (30, 95, 80, 24.0, "failed"),   # 2x compression: below 3x
+])
+def test_planted_verdict_needs_the_precondition_compression_and_a_20_point_paired_gain(
+        tmp_path, monkeypatch, nocot, cot, codi, positions, verdict):
+    monkeypatch.setattr(cv, "_rows", _planted_rows(nocot, cot, codi, codi_positions=positions))
+    check = SETTINGS["planted-serial"].run(_ctx(tmp_path))
+    assert check.verdict == verdict and check.statistic == "gain_over_nocot" and check.n == 100
+    assert check.value == pytest.approx((codi - nocot) / 100)
+    assert check.ci[0] <= check.value <= check.ci[1]
+    assert check.details["compression"] == pytest.approx(48.0 / positions)
+    assert check.details["precondition_met"] is (nocot <= 40 and cot >= 90)
+    assert check.details["nocot_accuracy"]["accuracy"] == nocot / 100 and check.details["findings"][0]["n"] == 100
+    assert check.details["codi_explicit_accuracy"]["accuracy"] == 0.99 and check.details["latent_hits"] == 0.5
+
+
+@pytest.mark.parametrize("noised, verdict", [(32, "no-effect"), (10, "no-effect"), (70, "failed")])
+def test_null_verdict_is_no_gain_of_the_noised_codi_over_the_matched_no_cot(tmp_path, monkeypatch, noised, verdict):
+    seen = {}
+
+    def rows(ctx, keys, noise=False):
+        seen.update(keys=keys, noise=noise)
+        return {"nocot": ({}, _grades(30)), "codi": ({"latent_hits": 0.0}, _grades(noised))}
+
+    monkeypatch.setattr(cv, "_rows", rows)
+    check = SETTINGS["null-latents"].run(_ctx(tmp_path))
+    assert check.verdict == verdict and check.value == pytest.approx((noised - 30) / 100)
+    assert seen == {"keys": ("nocot", "codi"), "noise": True}  # mutant killed: a null that scores CODI's own latents
+
+
+def test_noise_latents_keeps_each_norm_and_draws_reproducibly():
+    class Prj(torch.nn.Module):
+        def latent_input(self, h):
+            return 3 * h
+
+    h = torch.randn(5, 8)
+    a, b = Prj(), Prj()
+    cv.noise_latents(a, 7)
+    cv.noise_latents(b, 7)
+    x, y = a.latent_input(h), b.latent_input(h)
+    assert torch.equal(x, y) and torch.allclose(x.norm(dim=-1), (3 * h).norm(dim=-1))
+    assert abs(torch.nn.functional.cosine_similarity(x, 3 * h).mean()) < 0.5  # not the latent itself
+    assert not torch.equal(a.latent_input(h), x)  # a fresh draw at every latent step
+
+
+@needs_zoo
+@pytest.mark.slow
+def test_quick_planted_serial(tmp_path):
+    check = SETTINGS["planted-serial"].run(_ctx(tmp_path))
+    assert check.details["compression"] >= cv.MIN_COMPRESSION and check.n == 3 * cv.QUICK.n_per_steps
+
+
+@needs_zoo
+@pytest.mark.slow
+def test_quick_null_latents(tmp_path):
+    check = SETTINGS["null-latents"].run(_ctx(tmp_path))
+    assert check.verdict == "no-effect", check
