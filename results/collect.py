@@ -632,9 +632,11 @@ def codi_serial() -> dict[str, Any]:
 #: committed (the command rebuilds them); their table and findings are the record.
 CODI_CONTINUED = "latent-eval-serial-plus2k"
 CODI_CONTINUED_COMMAND = (
-    "for m in codi/codi-serial-7k sft/sft-nocot-serial-7k sft/sft-cot-serial-7k: thinklens run codi|sft --model "
-    "runs/$m/model --train-steps 2000 --lr 5e-4 --seed 1 --min-steps 6 --max-steps 8 [--n-latents 12 | --no-cot] "
-    "--threads 1 --run-id <name>-plus2k; thinklens run latent-eval --models runs/sft/sft-nocot-serial-7k-plus2k/model,"
+    "thinklens run codi --model runs/codi/codi-serial-7k/model --n-latents 12 --train-steps 2000 --lr 5e-4 --seed 1 "
+    "--min-steps 6 --max-steps 8 --threads 1 --run-id codi-serial-7k-plus2k; thinklens run sft --model "
+    "runs/sft/sft-nocot-serial-7k/model --no-cot --train-steps 2000 --lr 5e-4 --seed 1 --min-steps 6 --max-steps 8 "
+    "--threads 1 --run-id sft-nocot-serial-7k-plus2k; the same without --no-cot from runs/sft/sft-cot-serial-7k/model "
+    "--run-id sft-cot-serial-7k-plus2k; thinklens run latent-eval --models runs/sft/sft-nocot-serial-7k-plus2k/model,"
     "runs/sft/sft-cot-serial-7k-plus2k/model,runs/codi/codi-serial-7k-plus2k/model --explicit "
     "runs/codi/codi-serial-7k-plus2k/model --min-steps 6 --max-steps 8 --n-eval 100 --seed 73000 --seek-n 0 --threads 1 "
     "--run-id serial-plus2k; python results/collect.py --record runs/latent-eval/serial-plus2k " + CODI_CONTINUED)
