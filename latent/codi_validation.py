@@ -205,6 +205,7 @@ def _planted(ctx: SettingContext) -> Check:
     got = _rows(ctx, ("nocot", "cot", "codi", "explicit"))
     (_, nocot), (cot_row, cot), (codi_row, codi) = got["nocot"], got["cot"], got["codi"]
     explicit = got["explicit"][1]
+    steps = _steps(ctx)  # the problems' step counts, drawn once
     gain = _gain(codi, nocot, "CODI", ctx.seed)
     compression = cot_row["reasoning_positions"] / codi_row["reasoning_positions"]
     precondition = sum(nocot) / len(nocot) <= MAX_NOCOT and sum(cot) / len(cot) >= MIN_COT
@@ -212,7 +213,7 @@ def _planted(ctx: SettingContext) -> Check:
     details = {"organisms": ORGANISMS, "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
                "precondition_met": precondition, "compression": compression,
                "cot_positions": cot_row["reasoning_positions"], "codi_positions": codi_row["reasoning_positions"],
-               **{f"{k}_accuracy": _accuracy(v, _steps(ctx))
+               **{f"{k}_accuracy": _accuracy(v, steps)
                   for k, v in (("nocot", nocot), ("cot", cot), ("codi", codi), ("codi_explicit", explicit))},
                "latent_hits": codi_row.get("latent_hits"), "p": gain.p}
     return _check(gain, "recovered" if precondition and met else "failed",
@@ -224,10 +225,11 @@ def _planted(ctx: SettingContext) -> Check:
 def _null(ctx: SettingContext) -> Check:
     got = _rows(ctx, ("nocot", "codi"), noise=True)
     (_, nocot), (codi_row, codi) = got["nocot"], got["codi"]
+    steps = _steps(ctx)  # the problems' step counts, drawn once
     gain = _gain(codi, nocot, "CODI with noise latents", ctx.seed)
     details = {"organisms": ORGANISMS, "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
                "latents": "random Gaussian directions at each latent's own norm",
-               **{f"{k}_accuracy": _accuracy(v, _steps(ctx)) for k, v in (("nocot", nocot), ("noised_codi", codi))},
+               **{f"{k}_accuracy": _accuracy(v, steps) for k, v in (("nocot", nocot), ("noised_codi", codi))},
                "latent_hits": codi_row.get("latent_hits"), "p": gain.p}
     return _check(gain, "no-effect" if not gain.is_effect else "failed",
                   "CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT (McNemar)", details)
