@@ -5,7 +5,8 @@ pulled to the teacher's, at every layer.
 loss = CE_student + w_kd * L_kd + CE_teacher, with
 L_kd = mean over the L+1 hidden states of SmoothL1(student, teacher.detach()) / std(teacher).
 The distillation position is found by searching the answer segment (marker + number) in both
-sequences, never by a fixed offset. The last CoT step is dropped from the teacher's chain.
+sequences, never by a fixed offset. The last CoT step is dropped from the teacher's chain, as in the reference
+(its include_last_cot, off by default); ``include_last_step`` keeps it.
 
 This module is CODI's entry of the method table (:mod:`thinklens.latent.methods`): its phase, its trainer, its
 inference, its projection saved beside the weights and the tags of its table label.
@@ -58,18 +59,19 @@ def kd_positions(examples: list[Example], rows: list[list[int]]) -> list[int]:
     return out
 
 
-def teacher_chain(ex: Example) -> list[int]:
-    """The teacher's CoT: every step but the last (the answer follows it directly)."""
-    return [t for s in ex.steps[:-1] for t in s]
+def teacher_chain(ex: Example, include_last_step: bool = False) -> list[int]:
+    """The teacher's CoT: every step but the last (the answer follows it directly), or every step."""
+    return [t for s in (ex.steps if include_last_step else ex.steps[:-1]) for t in s]
 
 
 class CODI(ContinuousThought):
     """CODI with shared teacher/student weights; ``projection=False`` is the no-projection ablation."""
 
     def __init__(self, model: "HookedModel", tokens: LatentTokens, *, n_latents: int = 6, w_kd: float = 1.0,
-                 use_projection: bool = True, prj_dim: int = 0, prj_dropout: float = 0.0, prj_match_scale: bool = False):
+                 use_projection: bool = True, prj_dim: int = 0, prj_dropout: float = 0.0, prj_match_scale: bool = False,
+                 include_last_step: bool = False):
         super().__init__(model, tokens)
-        self.n_latents, self.w_kd = n_latents, w_kd
+        self.n_latents, self.w_kd, self.include_last_step = n_latents, w_kd, include_last_step
         d = model.d_model
         self.prj = projection(d, prj_dim or d, prj_dropout) if use_projection else nn.Identity()
         if use_projection and prj_match_scale:
@@ -86,7 +88,7 @@ class CODI(ContinuousThought):
         t = self.tokens
         student = [[t.eot] + list(ex.answer) + [t.eos] for ex in examples]
         s_ids, s_mask = right_pad(student, t.pad)
-        teacher = [list(ex.prompt) + teacher_chain(ex) + list(ex.answer) + [t.eos] for ex in examples]
+        teacher = [list(ex.prompt) + teacher_chain(ex, self.include_last_step) + list(ex.answer) + [t.eos] for ex in examples]
         t_ids, t_mask = right_pad(teacher, t.pad)
         return {
             "prompt": self.prompt_batch(examples), "suffix": (s_ids, s_mask),
@@ -134,7 +136,8 @@ def train_phases(cfg: "CODIConfig") -> list[Phase]:
 
 def build_trainer(cfg: "CODIConfig", model: "HookedModel", tokens: LatentTokens) -> CODI:
     return CODI(model, tokens, n_latents=cfg.n_latents, w_kd=cfg.w_kd, use_projection=cfg.projection,
-                prj_dim=cfg.prj_dim, prj_dropout=cfg.prj_dropout, prj_match_scale=cfg.prj_match_scale)
+                prj_dim=cfg.prj_dim, prj_dropout=cfg.prj_dropout, prj_match_scale=cfg.prj_match_scale,
+                include_last_step=cfg.include_last_step)
 
 
 def build_for_inference(model: "HookedModel", tokens: LatentTokens, saved: dict) -> CODI:
@@ -163,6 +166,8 @@ def label_tags(saved: dict, prior_steps: int | None = None) -> str:
         ' (no projection, 1600 steps)'
         >>> label_tags({"lr": 0.0005, "prj_match_scale": True, "steps": 2000}, prior_steps=12000)
         ' (lr 0.0005, 12000+2000 steps)'
+        >>> label_tags({"prj_match_scale": True, "include_last_step": True, "train_steps": 7000})
+        ' (full teacher chain, 7000 steps)'
     """
     tags = []
     if saved.get("w_kd", 1.0) == 0:
@@ -173,6 +178,8 @@ def label_tags(saved: dict, prior_steps: int | None = None) -> str:
         tags.append("no projection")
     elif not saved.get("prj_match_scale", False):
         tags.append("LN gain 1")
+    if saved.get("include_last_step", False):
+        tags.append("full teacher chain")
     if saved.get("lr") not in (None, 0.002):
         tags.append(f"lr {saved['lr']:g}")
     steps = saved.get("train_steps", saved.get("steps"))  # "steps" in latent.json written before the rename

@@ -158,6 +158,10 @@ class CODIConfig(CODISchedule):
     prj_match_scale: bool = True
     """Initialise the projection's LayerNorm gain to the token embeddings' RMS, so latents start at the
     scale of token embeddings (off = the reference's gain 1, much larger on the zoo models)."""
+    include_last_step: bool = False
+    """Keep the chain's last step in the teacher's CoT (the reference's include_last_cot, off by default): off,
+    the teacher computes the last step in one pass at the distillation token, so the state the student is pulled
+    to is only as right as that one-pass step (docs/latent.md, "The teacher's last step")."""
 
     def check(self) -> None:
         _positive("n_latents", self.n_latents, f"pass {opt('n_latents', 6)}",

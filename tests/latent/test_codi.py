@@ -32,6 +32,19 @@ def test_kd_position_found_by_search_when_answer_number_appears_earlier(model):
     assert teacher_chain(ex) == list(ex.steps[0])  # the last step is dropped from the teacher
 
 
+def test_include_last_step_keeps_the_whole_chain_in_the_teacher(model, tokens, examples):
+    """The teacher row with include_last_step is the prompt, every step, the answer; the kd position still the marker
+    (mutant killed: the flag ignored, so the last step stays dropped)."""
+    ex = examples[0]
+    full = CODI(model, tokens, n_latents=2, include_last_step=True).collate([ex])
+    short = CODI(model, tokens, n_latents=2).collate([ex])
+    want = list(ex.prompt) + [t for s in ex.steps for t in s] + list(ex.answer) + [tokens.eos]
+    assert full["teacher"][0][0].tolist() == want
+    assert full["teacher"][0].shape[1] == short["teacher"][0].shape[1] + len(ex.steps[-1])
+    assert int(full["kd_teacher"][0]) == len(want) - len(ex.answer) - 1 + ex.marker_len - 1
+    assert CODIConfig().include_last_step is False  # the reference's default
+
+
 def test_kd_positions_with_multi_token_marker():
     ex = Example(prompt=(1, 2), steps=((5,), (6,)), answer=(30, 31, 44), marker_len=2, gold="7")
     assert kd_positions([ex], [[1, 2, 5, 30, 31, 44, 9, 30, 31, 44, 2]]) == [8]
