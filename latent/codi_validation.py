@@ -7,7 +7,9 @@ stream of 6-8 step problems (:data:`ORGANISMS`, rebuilt by :data:`RETRAIN`):
 
 - ``tiny-nocot-serial``: SFT on the answer only (the matched No-CoT);
 - ``tiny-cot-serial``: SFT on chain + answer (the matched CoT-SFT);
-- ``tiny-codi-serial``: CODI with :data:`N_LATENTS` latents (at least 3x fewer positions than the chain).
+- ``tiny-codi-serial``: CODI with :data:`N_LATENTS` latents (at least 3x fewer positions than the chain), its
+  teacher's chain without the last step (the reference's default);
+- ``tiny-codi-serial-full``: the same with the whole chain in the teacher (``--include-last-step``).
 
 Both settings score the organisms with the latent table's own evaluation (:func:`thinklens.latent.evaluate.table_row`,
 what ``thinklens run latent-eval`` runs) on held-out problems, paired on the same problems.
@@ -17,15 +19,22 @@ what ``thinklens run latent-eval`` runs) on held-out problems, paired on the sam
   CODI's accuracy minus the matched No-CoT's, paired (McNemar). Recovered when the precondition holds, CODI's
   compression (CoT-SFT's reasoning positions over CODI's) is at least :data:`MIN_COMPRESSION` and the gain is at
   least :data:`MIN_GAIN` and an effect. Diagnostics beside it: accuracy by step count, CODI's LM in explicit-CoT
-  mode (what its teacher side learnt) and :func:`latent_hits` (whether the latents decode to the chain's
+  mode (what its teacher side learnt), :func:`last_step_misses` (explicit-mode traces that write every step but
+  the last right and miss the answer) and :func:`latent_hits` (whether the latents decode to the chain's
   intermediate results).
+- ``codi planted-serial-full-chain``: the same with ``tiny-codi-serial-full``. Without its last step the teacher
+  computes that step in one pass at the distillation token, and on 6-8 step problems it misses it often (the
+  explicit mode of ``tiny-codi-serial`` writes every earlier step right and misses the answer on about four
+  problems in ten, the ``last_step_misses`` of the full run): the state the student is pulled to is then a wrong
+  answer's. With the whole chain the teacher's state at that token holds the answer it has just written.
+- ``codi null-latents-full-chain``: null-latents with ``tiny-codi-serial-full``.
 - ``codi null-latents``: the same CODI model with every latent replaced by a random vector of the latent's own
   norm (:func:`noise_latents`): the information the latents carry is removed, so a gain over the matched No-CoT
   that came through them must vanish (the paired test shows none).
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['codi/planted-serial', 'codi/null-latents']
+    ['codi/planted-serial', 'codi/null-latents', 'codi/planted-serial-full-chain', 'codi/null-latents-full-chain']
 """
 
 from __future__ import annotations
@@ -35,8 +44,10 @@ from typing import Any
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
 
-ORGANISMS: dict[str, str] = {"nocot": "tiny-nocot-serial", "cot": "tiny-cot-serial", "codi": "tiny-codi-serial"}
-"""The matched No-CoT, the matched CoT-SFT and CODI, trained alike on 6-8 step problems."""
+ORGANISMS: dict[str, str] = {"nocot": "tiny-nocot-serial", "cot": "tiny-cot-serial", "codi": "tiny-codi-serial",
+                             "codi_full": "tiny-codi-serial-full"}
+"""The matched No-CoT, the matched CoT-SFT and CODI (teacher without and with the last step), trained alike on 6-8
+step problems."""
 TRAIN_STEPS = 7000
 N_LATENTS = 12
 MIN_STEPS, MAX_STEPS = 6, 8
@@ -47,6 +58,8 @@ RETRAIN = {
            f"--publish data/zoo/{ORGANISMS['cot']}",
     "codi": f"thinklens run codi --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} "
             f"--n-latents {N_LATENTS} --threads 1 --publish data/zoo/{ORGANISMS['codi']}",
+    "codi_full": f"thinklens run codi --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} "
+                 f"--n-latents {N_LATENTS} --include-last-step --threads 1 --publish data/zoo/{ORGANISMS['codi_full']}",
 }
 """The commands that trained each organism (from tiny-cot, seed 0, batch 32, lr 2e-3 cosine)."""
 PROBLEM_SEED = 73_000
@@ -58,6 +71,10 @@ MIN_COT = 0.90
 MIN_COMPRESSION = 3.0
 MIN_GAIN = 0.20
 """CODI's accuracy above the matched No-CoT's, in accuracy points / 100."""
+TABLE_TARGETS = {"fraction_of_cot": 0.9, "compression": MIN_COMPRESSION, "points_above_nocot": round(100 * MIN_GAIN)}
+"""The latent table's targets for CODI (results/latent_table.json): at least this share of the matched CoT-SFT's
+accuracy (the paper: CODI matches explicit CoT on GSM8k at GPT-2 scale), the compression, and the points above the
+matched No-CoT (issue 22's bar, the same as :data:`MIN_GAIN`)."""
 
 
 @dataclass(frozen=True)
@@ -132,9 +149,32 @@ def latent_hits(problems: list, records: list[dict]) -> float:
     return sum(shares) / len(shares) if shares else float("nan")
 
 
+def last_step_misses(problems: list, records: list[dict]) -> float:
+    """Diagnostic of CODI's explicit-CoT mode: the share of problems whose written chain is exactly the gold chain's
+    results but the last (every step right, the last one not written, as the teacher was trained) and whose answer
+    is wrong: the one-pass last step missed.
+
+    Example:
+        >>> from thinklens.tasks import generate_problems
+        >>> p = generate_problems(1, seed=0, n_steps=2)[0]
+        >>> s = p.steps[0]
+        >>> text = f"<< {s.left} {s.op} {s.right} = {s.result} >> #### 1000"
+        >>> last_step_misses([p, p], [{"text": text, "correct": False}, {"text": text, "correct": True}])
+        0.5
+    """
+    import re
+
+    def written(text: str) -> list[int]:
+        return [int(x) for x in re.findall(r"=\s*(-?\d+)\s*>>", text)]
+
+    missed = [written(r["text"]) == [s.result for s in p.steps[:-1]] and not r["correct"] for p, r in zip(problems, records)]
+    return sum(missed) / len(missed)
+
+
 def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) -> dict[str, tuple[dict, list[bool]]]:
     """Each organism's table row and per-problem grades on the settings' problems (CODI's latents noised when asked;
-    CODI's row holds :func:`latent_hits`, and its LM's accuracy in explicit-CoT mode when ``explicit`` is asked)."""
+    a CODI row holds :func:`latent_hits`; ``explicit`` / ``explicit_full``: a CODI's LM in explicit-CoT mode, its row
+    holding :func:`last_step_misses`)."""
     import torch
 
     from thinklens.latent.evaluate import table_row
@@ -144,26 +184,27 @@ def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) ->
     problems = _problems(ctx)
     out = {}
     for key in keys:
-        if key == "explicit":
-            row, records = table_row(ORGANISMS["codi"], problems, explicit=True)
-        elif key == "codi" and noise:
-            row, records = _noised_codi(problems, ctx.seed)
+        if key.startswith("explicit"):
+            row, records = table_row(ORGANISMS[key.replace("explicit", "codi")], problems, explicit=True)
+            row["last_step_misses"] = last_step_misses(problems, records)
+        elif key.startswith("codi") and noise:
+            row, records = _noised_codi(ORGANISMS[key], problems, ctx.seed)
         else:
             row, records = table_row(ORGANISMS[key], problems)
-        if key == "codi":
+        if key.startswith("codi"):
             row["latent_hits"] = latent_hits(problems, records)
         out[key] = (row, [bool(r["correct"]) for r in records])
     return out
 
 
-def _noised_codi(problems: list, seed: int) -> tuple[dict, list[dict]]:
+def _noised_codi(name: str, problems: list, seed: int) -> tuple[dict, list[dict]]:
     from thinklens.latent.latent_model import load_latent_model
 
-    lm = load_latent_model(ORGANISMS["codi"])
+    lm = load_latent_model(name)
     noise_latents(lm.module, seed)
     records = lm.infer_problems(problems)
     n = len(records)
-    row = {"model": ORGANISMS["codi"], "method": "codi", "label": "CODI, latents replaced by same-norm noise",
+    row = {"model": name, "method": "codi", "label": "CODI, latents replaced by same-norm noise",
            "accuracy": sum(bool(r["correct"]) for r in records) / n, "latent_steps": sum(r["latent_steps"] for r in records) / n,
            "reasoning_positions": sum(r["reasoning_positions"] for r in records) / n, "n": n}
     return row, records
@@ -201,38 +242,51 @@ def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Che
                  details={**details, "findings": findings_doc([gain])})
 
 
-def _planted(ctx: SettingContext) -> Check:
-    got = _rows(ctx, ("nocot", "cot", "codi", "explicit"))
-    (_, nocot), (cot_row, cot), (codi_row, codi) = got["nocot"], got["cot"], got["codi"]
-    explicit = got["explicit"][1]
+def _planted(ctx: SettingContext, variant: str = "") -> Check:
+    """``variant`` "" scores ``tiny-codi-serial``, "_full" ``tiny-codi-serial-full``."""
+    got = _rows(ctx, ("nocot", "cot", "codi" + variant, "explicit" + variant))
+    (_, nocot), (cot_row, cot), (codi_row, codi) = got["nocot"], got["cot"], got["codi" + variant]
+    explicit_row, explicit = got["explicit" + variant]
     steps = _steps(ctx)  # the problems' step counts, drawn once
     gain = _gain(codi, nocot, "CODI", ctx.seed)
     compression = cot_row["reasoning_positions"] / codi_row["reasoning_positions"]
     precondition = sum(nocot) / len(nocot) <= MAX_NOCOT and sum(cot) / len(cot) >= MIN_COT
     met = compression >= MIN_COMPRESSION and gain.extra["diff"] >= MIN_GAIN and gain.is_effect
-    details = {"organisms": ORGANISMS, "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
+    details = {"organisms": {k: ORGANISMS[k] for k in ("nocot", "cot", "codi" + variant)},
+               "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
                "precondition_met": precondition, "compression": compression,
                "cot_positions": cot_row["reasoning_positions"], "codi_positions": codi_row["reasoning_positions"],
                **{f"{k}_accuracy": _accuracy(v, steps)
                   for k, v in (("nocot", nocot), ("cot", cot), ("codi", codi), ("codi_explicit", explicit))},
-               "latent_hits": codi_row.get("latent_hits"), "p": gain.p}
+               "latent_hits": codi_row.get("latent_hits"), "explicit_last_step_misses": explicit_row["last_step_misses"],
+               "p": gain.p}
     return _check(gain, "recovered" if precondition and met else "failed",
                   f"matched No-CoT <= {MAX_NOCOT} and matched CoT-SFT >= {MIN_COT} (the task needs a chain); CODI at "
                   f">= {MIN_COMPRESSION:g}x compression beats the matched No-CoT by >= {MIN_GAIN} (McNemar p < 0.05)",
                   details)
 
 
-def _null(ctx: SettingContext) -> Check:
-    got = _rows(ctx, ("nocot", "codi"), noise=True)
-    (_, nocot), (codi_row, codi) = got["nocot"], got["codi"]
+def _null(ctx: SettingContext, variant: str = "") -> Check:
+    """``variant`` as in :func:`_planted`."""
+    got = _rows(ctx, ("nocot", "codi" + variant), noise=True)
+    (_, nocot), (codi_row, codi) = got["nocot"], got["codi" + variant]
     steps = _steps(ctx)  # the problems' step counts, drawn once
     gain = _gain(codi, nocot, "CODI with noise latents", ctx.seed)
-    details = {"organisms": ORGANISMS, "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
+    details = {"organisms": {k: ORGANISMS[k] for k in ("nocot", "codi" + variant)},
+               "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
                "latents": "random Gaussian directions at each latent's own norm",
                **{f"{k}_accuracy": _accuracy(v, steps) for k, v in (("nocot", nocot), ("noised_codi", codi))},
                "latent_hits": codi_row.get("latent_hits"), "p": gain.p}
     return _check(gain, "no-effect" if not gain.is_effect else "failed",
                   "CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT (McNemar)", details)
+
+
+def _planted_full(ctx: SettingContext) -> Check:
+    return _planted(ctx, "_full")
+
+
+def _null_full(ctx: SettingContext) -> Check:
+    return _null(ctx, "_full")
 
 
 SETTINGS = [
@@ -241,4 +295,8 @@ SETTINGS = [
             ">= 3x compression beats the matched No-CoT by >= 20 points (McNemar)"),
     Setting("codi", "null-latents", "no-effect", _null,
             help="the same CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
+    Setting("codi", "planted-serial-full-chain", "recovered", _planted_full,
+            help="planted-serial with the CODI whose teacher keeps the chain's last step (--include-last-step)"),
+    Setting("codi", "null-latents-full-chain", "no-effect", _null_full,
+            help="null-latents with the CODI whose teacher keeps the chain's last step"),
 ]

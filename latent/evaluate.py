@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,17 +61,18 @@ def _folder_meta(folder: Path) -> dict:
     return {}
 
 
-def lineage_train_s(name: str) -> float | None:
+def lineage_train_s(name: str, resolve: Callable[[str], str | Path] | None = None) -> float | None:
     """Wall-clock training seconds of a model and of every model it was trained from, back to (not including) the
     root init they share (tiny-pre for the zoo): what a row's training really cost. A latent model's parent is its
     ``parent`` (the token-level model its first run started from), else its start model; a zoo model's is its
-    ``init``. None when a time on the chain is unknown.
+    ``init``. None when a time on the chain is unknown. ``resolve`` finds a name's folder (default: the core's model
+    resolution; results/collect.py passes one that stays inside the checkout it rebuilds from).
 
     Example:
         >>> lineage_train_s("org/not-a-local-model") is None
         True
     """
-    folder = Path(resolve_model(name))
+    folder = Path((resolve or resolve_model)(name))
     meta = _folder_meta(folder) if folder.is_dir() else {}
     if not meta:
         return None
@@ -80,7 +82,7 @@ def lineage_train_s(name: str) -> float | None:
         return None
     if not parent:
         return 0.0  # the root init: shared by every row, so not counted
-    before = lineage_train_s(parent)
+    before = lineage_train_s(parent, resolve)
     return None if before is None else round(own + before, 1)
 
 

@@ -393,38 +393,50 @@ def latent_seek() -> dict[str, Any]:
 
 
 LATENT_TABLES = {"seed10000": "table-matched", "seed40000": "table-matched-40000"}
+#: The matched SFT baselines of the latent table (trained from tiny-cot on tiny-codi's schedule: 12000 steps, then 3000
+#: at lr 5e-4, seed 1): their run records hold each model's latent.json and its weights' SHA-256, not the weights.
+LATENT_BASELINES = {"sft-cot-matched": "sft-cot-12k-plus3k", "sft-nocot-matched": "sft-nocot-12k-plus3k"}
+LATENT_TABLE_COMMAND = (
+    "thinklens run sft --train-steps 12000 --threads 1 --run-id sft-cot-12k; thinklens run sft --model "
+    "runs/sft/sft-cot-12k/model --train-steps 3000 --lr 5e-4 --seed 1 --threads 1 --run-id sft-cot-12k-plus3k; the same "
+    "two with --no-cot and sft-nocot-* run ids; thinklens run latent-eval --models {models} --explicit tiny-codi "
+    "--n-eval 100 --seek-n 0 --threads 1 --run-id table-matched; the same with --n-eval 500 --seed 40000 --run-id "
+    "table-matched-40000; python results/collect.py --record RUN latent-NAME for runs/sft/sft-cot-12k-plus3k, "
+    "runs/sft/sft-nocot-12k-plus3k, runs/latent-eval/table-matched and runs/latent-eval/table-matched-40000")
 
 
 @collector("latent_table")
 def latent_table() -> dict[str, Any]:
     """The latent comparison on 3-4 step problems: 200 held-out problems (seed 10000) and 1000 more (seed 40000),
-    with the CoT-SFT and No-CoT baselines trained on tiny-codi's examples and CODI's explicit-CoT mode; the
-    first problem's latents decoded."""
-    runs = {k: RUNS / "latent-eval" / v for k, v in LATENT_TABLES.items()}
+    with the CoT-SFT and No-CoT baselines trained on tiny-codi's schedule and CODI's explicit-CoT mode; the first
+    problem's latents decoded. From the committed records ``results/records/latent-table-matched*`` and
+    ``results/records/latent-sft-*-12k-plus3k``."""
+    runs = {k: RECORDS / f"latent-{v}" for k, v in LATENT_TABLES.items()}
+    baselines = {k: RECORDS / f"latent-{v}" for k, v in LATENT_BASELINES.items()}
     decoding = read_json(runs["seed10000"] / "results" / "decoding.json")[0]
-    models = {"sft-cot-matched": "runs/sft/sft-cot-12k-plus3k/model",
-              "sft-nocot-matched": "runs/sft/sft-nocot-12k-plus3k/model", "tiny-codi": "tiny-codi",
-              "tiny-coconut": "tiny-coconut", "tiny-latent-sft": "tiny-latent-sft"}
-    training = {k: latent_training(v) for k, v in models.items()}
+    models = {k: f"runs/sft/{v}/model" for k, v in LATENT_BASELINES.items()}  # their names in the tables
+    training = {k: latent_training(show(r / "model")) | {"weights": read_json(r / "model" / WEIGHTS_RECORD)}
+                for k, r in baselines.items()}
+    training |= {k: latent_training(k) for k in ("tiny-codi", "tiny-coconut", "tiny-latent-sft")}
     for name in ("tiny-cot", "tiny-direct", "tiny-pre"):
         rec = zoo_record(name)
         training[name] = {"steps": rec.get("steps"), "own_train_s": rec.get("train_wall_s"), "parent": rec.get("init")}
-    command = ("thinklens run sft --train-steps 12000 --run-id sft-cot-12k; thinklens run sft --model "
-               "runs/sft/sft-cot-12k/model --train-steps 3000 --lr 5e-4 --seed 1 --run-id sft-cot-12k-plus3k (and "
-               "--no-cot for sft-nocot-*); thinklens run latent-eval --models " + ",".join(
-                   r["model"] for r in latent_rows(runs["seed10000"]) if r["method"] != "explicit")
-               + " --explicit tiny-codi --n-eval 100 --seek-n 0 --run-id table-matched; the same with --n-eval 500 --seed 40000 "
-               "--run-id table-matched-40000")
     tables = {k: latent_rows(r) for k, r in runs.items()}
+    command = LATENT_TABLE_COMMAND.format(models=",".join(r["model"] for r in tables["seed10000"] if r["method"] != "explicit"))
     acc = {r["model"] + (" explicit" if r["method"] == "explicit" else ""): r["accuracy"] for r in tables["seed40000"]}
     nocot, cot = models["sft-nocot-matched"], models["sft-cot-matched"]
     checks = {"fraction_of_matched_cot": acc["tiny-codi"] / acc[cot], "points_above_matched_nocot":
               100 * (acc["tiny-codi"] - acc[nocot]), "points_above_tiny_direct": 100 * (acc["tiny-codi"] - acc["tiny-direct"])}
     for m in decoding["methods"].values():  # the latents' numeric top tokens, as numbers
         m["latent_numbers"] = [[int(t) for t in lat["tokens"] if t.isdigit()] for lat in m["latents"]]
+    from thinklens.latent import codi_validation as cv
+
+    codi = read_json(ROOT / "data" / "zoo" / "tiny-codi" / "latent.json")  # 12000 steps, continued 3000 at lr 5e-4
     config = {k: read_json(r / "config.json") for k, r in runs.items()} | {
-        "codi_recipe_steps": [12000, 3000], "targets": {"fraction_of_cot": 0.9, "compression": 3, "points_above_nocot": 20}}
-    return summary(command, list(runs.values()), config,
+        "baselines": {k: read_json(r / "config.json") for k, r in baselines.items()},
+        "codi_recipe_steps": [codi["continued"]["steps"], codi["config"].get("train_steps", codi["config"].get("steps"))],
+        "targets": cv.TABLE_TARGETS}
+    return summary(command, [*runs.values(), *baselines.values()], config,
                    {"tables": tables, "checks": checks, "training": training, "decoding_first_problem": decoding})
 
 
@@ -505,12 +517,25 @@ def demo() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- records
 
 #: What a committed run record keeps of a run folder: its config, meta and JSON results (no tensors, caches or figures).
-RECORD_FILES = ("config.json", "meta.json", "results/*.json")
+RECORD_FILES = ("config.json", "meta.json", "results/*.json", "latent.json")
+#: Beside a recorded model folder: the SHA-256 of its weights, which the record does not hold (its command rebuilds them).
+WEIGHTS_RECORD = "weights.json"
+
+
+def sha256_of(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def keep_record(run: Path, name: str) -> Path:
-    """Copy the pruned run folder ``run`` (and its sub-runs' pruned folders) to ``results/records/NAME``: the record a
-    summary is rebuilt from in a fresh clone. ``python results/collect.py --record RUN NAME``."""
+    """Copy the pruned run folder ``run`` (and its sub-runs' pruned folders: a model folder keeps its latent.json and
+    the SHA-256 of its weights, :data:`WEIGHTS_RECORD`) to ``results/records/NAME``: the record a summary is rebuilt
+    from in a fresh clone. ``python results/collect.py --record RUN NAME``."""
     import shutil
 
     dest = RECORDS / name
@@ -522,6 +547,11 @@ def keep_record(run: Path, name: str) -> Path:
                 target = dest / f.relative_to(run)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, target)
+        weights = sorted(sub.glob("*.safetensors"))
+        if weights:  # a model folder: what its weights were, so a rebuilt model can be checked against it
+            (dest / sub.relative_to(run)).mkdir(parents=True, exist_ok=True)
+            (dest / sub.relative_to(run) / WEIGHTS_RECORD).write_text(json.dumps(
+                {f.name: {"sha256": sha256_of(f), "bytes": f.stat().st_size} for f in weights}, indent=1) + "\n")
     if (run / "trajectories").is_dir():  # an mi-peaks run: its state norms, not the trajectories (MBs of tokens)
         (dest / TRAJECTORY_NORMS).write_text(json.dumps(trajectory_norms(run)) + "\n")
     if (run / "arrays" / "test_events.safetensors").is_file():  # a LYNX run: its prediction sets, not its arrays
@@ -602,15 +632,21 @@ def codi_serial() -> dict[str, Any]:
         meta = read_json(ROOT / "data" / "zoo" / name / "latent.json")
         training[key] = {"model": name, "method": meta["method"], "steps": meta["config"]["train_steps"],
                          "train_s": meta["train_wall_s"], "n_latents": meta["config"].get("n_latents"),
-                         "cot": meta["config"].get("cot")}
-    d = planted["details"]
-    values = {"planted": {k: planted[k] for k in keep} | {
-                  k: d[k] for k in ("precondition_met", "compression", "cot_positions", "codi_positions", "nocot_accuracy",
-                                    "cot_accuracy", "codi_accuracy", "codi_explicit_accuracy", "latent_hits", "p",
-                                    "problem_seed")},
-              "null": {k: null[k] for k in keep} | {k: null["details"][k] for k in ("nocot_accuracy", "noised_codi_accuracy",
-                                                                                    "latent_hits", "p")},
-              "training": training}
+                         "cot": meta["config"].get("cot"), "include_last_step": meta["config"].get("include_last_step")}
+    def planted_values(row: dict) -> dict:
+        d = row["details"]
+        return {k: row[k] for k in keep} | {
+            k: d[k] for k in ("precondition_met", "compression", "cot_positions", "codi_positions", "nocot_accuracy",
+                              "cot_accuracy", "codi_accuracy", "codi_explicit_accuracy", "latent_hits",
+                              "explicit_last_step_misses", "p", "problem_seed")}
+
+    def null_values(row: dict) -> dict:
+        return {k: row[k] for k in keep} | {k: row["details"][k] for k in ("nocot_accuracy", "noised_codi_accuracy",
+                                                                           "latent_hits", "p")}
+
+    values = {"planted": planted_values(planted), "null": null_values(null),
+              "planted_full_chain": planted_values(rows["planted-serial-full-chain"]),
+              "null_full_chain": null_values(rows["null-latents-full-chain"]), "training": training}
     command = "; ".join(cv.RETRAIN.values()) + ("; thinklens run validate --methods codi --threads 2 --out RUN; "
                                                 "python results/collect.py --record RUN validate-codi")
     cont = RECORDS / CODI_CONTINUED

@@ -48,8 +48,13 @@ def latent_training(name: str) -> dict[str, Any]:
     """Steps and seconds of a latent-trainer model folder and of its parent (its own run, then the chain)."""
     from thinklens.latent.evaluate import lineage_train_s
 
-    folder = ROOT / name if (ROOT / name).exists() else ROOT / "data" / "zoo" / name
+    folder = in_checkout(name)
     meta = read_json(folder / "latent.json")
     return {"steps": meta.get("total_steps", meta["config"].get("steps")), "lr": meta["config"].get("lr"),
             "batch_size": meta["config"].get("batch_size"), "own_train_s": meta.get("total_train_wall_s", meta["train_wall_s"]),
-            "with_parents_train_s": lineage_train_s(str(folder)), "parent": meta.get("parent")}
+            "with_parents_train_s": lineage_train_s(str(folder), in_checkout), "parent": meta.get("parent")}
+
+
+def in_checkout(name: str) -> Path:
+    """A model folder inside this checkout: a path relative to it, else a zoo name (never the installed package's)."""
+    return Path(name) if Path(name).is_absolute() else ROOT / name if (ROOT / name).exists() else ROOT / "data" / "zoo" / name

@@ -24,13 +24,13 @@ def _grades(k: int, n: int = 100) -> list[bool]:
     return [True] * k + [False] * (n - k)
 
 
-def _planted_rows(nocot: int, cot: int, codi: int, *, codi_positions: float = 12.0):
+def _planted_rows(nocot: int, cot: int, codi: int, *, codi_positions: float = 12.0, variant: str = ""):
     def rows(ctx, keys, noise=False):
-        assert not noise and keys == ("nocot", "cot", "codi", "explicit")
+        assert not noise and keys == ("nocot", "cot", "codi" + variant, "explicit" + variant)
         return {"nocot": ({"reasoning_positions": 0.0}, _grades(nocot)),
                 "cot": ({"reasoning_positions": 48.0}, _grades(cot)),
-                "codi": ({"reasoning_positions": codi_positions, "latent_hits": 0.5}, _grades(codi)),
-                "explicit": ({"reasoning_positions": 40.0}, _grades(99))}
+                "codi" + variant: ({"reasoning_positions": codi_positions, "latent_hits": 0.5}, _grades(codi)),
+                "explicit" + variant: ({"reasoning_positions": 40.0, "last_step_misses": 0.01}, _grades(99))}
     return rows
 
 
@@ -52,6 +52,28 @@ def test_planted_verdict_needs_the_precondition_compression_and_a_20_point_paire
     assert check.details["precondition_met"] is (nocot <= 40 and cot >= 90)
     assert check.details["nocot_accuracy"]["accuracy"] == nocot / 100 and check.details["findings"][0]["n"] == 100
     assert check.details["codi_explicit_accuracy"]["accuracy"] == 0.99 and check.details["latent_hits"] == 0.5
+    assert check.details["explicit_last_step_misses"] == 0.01
+
+
+@pytest.mark.parametrize("setting, variant", [("planted-serial", ""), ("planted-serial-full-chain", "_full")])
+def test_each_planted_setting_scores_its_own_codi(tmp_path, monkeypatch, setting, variant):
+    """Mutant killed: the full-chain setting scoring the reference-default CODI (the rows' keys are asserted)."""
+    monkeypatch.setattr(cv, "_rows", _planted_rows(30, 95, 80, variant=variant))
+    check = SETTINGS[setting].run(_ctx(tmp_path))
+    assert check.verdict == "recovered" and check.details["organisms"]["codi" + variant] == cv.ORGANISMS["codi" + variant]
+
+
+def test_last_step_misses_counts_a_right_chain_short_of_its_last_step_with_a_wrong_answer():
+    from thinklens.tasks import generate_problems
+
+    p = generate_problems(1, seed=3, n_steps=3)[0]
+    chain = " ".join(f"<< {s.left} {s.op} {s.right} = {s.result} >>" for s in p.steps)
+    short = chain.rsplit(" <<", 1)[0]
+    records = [{"text": short + " #### 1000", "correct": False},          # the one-pass last step missed
+               {"text": short + f" #### {p.steps[-1].result}", "correct": True},     # right: not a miss
+               {"text": chain + " #### 1000", "correct": False},          # the whole chain written: another failure
+               {"text": "<< 1 + 1 = 2 >> #### 1000", "correct": False}]  # a wrong chain: another failure
+    assert cv.last_step_misses([p] * 4, records) == 0.25
 
 
 @pytest.mark.parametrize("noised, verdict", [(32, "no-effect"), (10, "no-effect"), (70, "failed")])
@@ -66,6 +88,11 @@ def test_null_verdict_is_no_gain_of_the_noised_codi_over_the_matched_no_cot(tmp_
     check = SETTINGS["null-latents"].run(_ctx(tmp_path))
     assert check.verdict == verdict and check.value == pytest.approx((noised - 30) / 100)
     assert seen == {"keys": ("nocot", "codi"), "noise": True}  # mutant killed: a null that scores CODI's own latents
+    seen.clear()
+    monkeypatch.setattr(cv, "_rows", lambda ctx, keys, noise=False: seen.update(keys=keys, noise=noise) or {
+        "nocot": ({}, _grades(30)), "codi_full": ({"latent_hits": 0.0}, _grades(noised))})
+    assert SETTINGS["null-latents-full-chain"].run(_ctx(tmp_path)).verdict == verdict
+    assert seen == {"keys": ("nocot", "codi_full"), "noise": True}
 
 
 def test_noise_latents_keeps_each_norm_and_draws_reproducibly():

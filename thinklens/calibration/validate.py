@@ -100,6 +100,8 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         >>> (f,) = validation_findings([row])
         >>> f["claim"], f["verdict"], f["control"]
         ('sae finds an effect on its null setting (null)', 'no effect', 'mean best cosine >= 0.9')
+        >>> validation_findings([row | {"verdict": "failed"}])[0]["verdict"]  # an effect found on the null
+        'effect'
     """
     from thinklens.calibration.stats import Finding, findings_doc
 
@@ -111,12 +113,16 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ci = tuple(float("nan") if v is None else v for v in (r.get("ci") or [None, None]))
         extra: dict[str, Any] = {"method": r["method"], "setting": r["setting"], "expected": r["expected"],
                                  "as_expected": r["verdict"] == r["expected"]}
-        if r["verdict"] == "failed":
-            error = (r.get("details") or {}).get("error", "")
+        error = (r.get("details") or {}).get("error") if r["verdict"] == "failed" else None
+        if error:
             extra["otherwise"] = f"{r['method']} {r['setting']} failed to run: {error}"
+        elif planted and r["verdict"] == "failed":
+            extra["otherwise"] = f"{r['method']} does not recover its planted effect ({r['setting']}): short of its target"
+        # planted: the claim holds when recovered; null: when the method found an effect there (verdict failed)
+        holds = r["verdict"] == "recovered" if planted else (r["verdict"] == "failed" and not error)
         found.append(Finding(claim=claim, statistic=r["statistic"], value=float("nan") if r["value"] is None else r["value"],
                              ci=ci, n=int(r.get("n") or 0), control=r.get("target", ""), control_value=None,
-                             verdict="effect" if r["verdict"] == "recovered" else "no effect", extra=extra))
+                             verdict="effect" if holds else "no effect", extra=extra))
     return findings_doc(found)
 
 
