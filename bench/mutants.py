@@ -72,7 +72,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("distillation at the answer number, not the token before it", "CODI", "latent/codi.py",
            "out.append(at + ex.marker_len - 1)", "out.append(at + ex.marker_len)", CODI_TESTS),
     Mutant("teacher sees the last step too", "CODI", "latent/codi.py",
-           "return [t for s in ex.steps[:-1] for t in s]", "return [t for s in ex.steps for t in s]", CODI_TESTS),
+           "(ex.steps if include_last_step else ex.steps[:-1])", "ex.steps", CODI_TESTS),
     # ---- LYNX: the conformal quantile (probes/conformal.py)
     Mutant("off-by-one quantile (the (k+1)-th smallest)", "LYNX conformal", "probes/conformal.py",
            "return float(scores[conformal_rank(scores.shape[0], delta) - 1])",

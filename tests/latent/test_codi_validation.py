@@ -112,13 +112,17 @@ def test_noise_latents_keeps_each_norm_and_draws_reproducibly():
 
 @needs_zoo
 @pytest.mark.slow
-def test_quick_planted_serial(tmp_path):
-    check = SETTINGS["planted-serial"].run(_ctx(tmp_path))
+@pytest.mark.parametrize("setting", ["planted-serial", "planted-serial-full-chain"])
+def test_quick_planted_serial(tmp_path, setting):
+    check = SETTINGS[setting].run(_ctx(tmp_path))
     assert check.details["compression"] >= cv.MIN_COMPRESSION and check.n == 3 * cv.QUICK.n_per_steps
+    if setting.endswith("full-chain"):  # the whole chain in the teacher: its explicit mode no longer misses the last step
+        assert check.details["explicit_last_step_misses"] <= 0.05 and check.details["codi_explicit_accuracy"]["accuracy"] >= 0.9
 
 
 @needs_zoo
 @pytest.mark.slow
-def test_quick_null_latents(tmp_path):
-    check = SETTINGS["null-latents"].run(_ctx(tmp_path))
+@pytest.mark.parametrize("setting", ["null-latents", "null-latents-full-chain"])
+def test_quick_null_latents(tmp_path, setting):
+    check = SETTINGS[setting].run(_ctx(tmp_path))
     assert check.verdict == "no-effect", check
