@@ -57,7 +57,7 @@ category vector cannot carry which operand to copy.
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['hybrid/planted', 'hybrid/null', 'hybrid/planted-behaviour', 'hybrid/planted-latent']
+    ['hybrid/skill-gap', 'hybrid/null', 'hybrid/absent-behaviour', 'hybrid/planted-latent']
 """
 
 from __future__ import annotations
@@ -132,27 +132,37 @@ def _check(f: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
                  target=target, details=details)
 
 
-def _planted(ctx: SettingContext) -> Check:
+def _beyond_random(beats: Any) -> bool:
+    """A boundary setting's rule, quick or full: the hybrid beats its random-vector control by the paired test
+    (McNemar), not by direction alone (a noisy accuracy difference is no effect). At the quick sizes the test has
+    little power: the quick version checks that the setting runs and keeps its gap; the full run is the measurement."""
+    return bool(beats.is_effect)
+
+
+def _skill_gap(ctx: SettingContext) -> Check:
     from thinklens.calibration.stats import findings_doc, paired_finding
     from thinklens.steering.hybrid_generate import hybrid_findings
 
     plan = QUICK if ctx.quick else FULL
     rows = _hybrid(ctx, plan, PAIR["base"], PAIR["thinking"], "pair")
     findings = hybrid_findings(rows, seed=ctx.seed)
-    gap, recovered = findings[0], findings[2]
+    gap, over_base, recovered = findings[0], findings[1], findings[2]
     beats = paired_finding("the hybrid beats its random-vector control", rows["hybrid"]["correct"],
                            rows["random_vectors"]["correct"], control="random_vectors", statistic="accuracy_vs_random",
                            binary=True, seed=ctx.seed)
-    diff = float(beats.extra["diff"])
-    ok = gap.is_effect and (beats.is_effect and recovered.is_effect if plan.paired else diff > 0)
     details = {"pair": PAIR, "steps": [MIN_STEPS, MAX_STEPS], "accuracy": {m: _acc(rows, m) for m in MODES},
                "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
+               "precondition": "a gap: the thinking model beats the base (McNemar; quick: by direction)",
+               "over_base": over_base.extra["diff"], "over_base_p": over_base.p,
                "gap_recovered": recovered.value, "gap_recovered_ci": list(recovered.ci),
                "beats_random_p": beats.p, "paired_test": plan.paired, "vectors": vector_diagnostics(ctx, "pair"),
                "findings": findings_doc([*findings, beats])}
-    return _check(beats, "recovered" if ok else "failed",
-                  "a gap (thinking beats base, McNemar); the hybrid beats its random-vector control (McNemar) and "
-                  "recovers part of the gap (bootstrap interval above 0)", details)
+    has_gap = gap.is_effect if plan.paired else float(gap.extra["diff"]) > 0
+    details["precondition_met"] = has_gap
+    verdict = "no-effect" if has_gap and not _beyond_random(beats) else "failed"
+    return _check(beats, verdict,
+                  "a gap (thinking beats base, McNemar) that is a skill, not a behaviour; the hybrid does not beat its "
+                  "random-vector control (McNemar)", details)
 
 
 def _null(ctx: SettingContext) -> Check:
@@ -171,9 +181,9 @@ def _null(ctx: SettingContext) -> Check:
 
 
 SETTINGS = [
-    Setting("hybrid", "planted", "recovered", _planted,
-            help="base tiny-cot-short, thinking tiny-cot (gap on 6-8 step chains): the hybrid beats its random-vector "
-            "control and recovers part of the gap"),
+    Setting("hybrid", "skill-gap", "no-effect", _skill_gap,
+            help="boundary: base tiny-cot-short, thinking tiny-cot (a skill gap on 6-8 step chains: which operand to "
+            "copy): the trained vectors do no better than random ones"),
     Setting("hybrid", "null", "no-effect", _null,
             help="tiny-cot-short as both base and thinking model (no gap): no gain over the base"),
 ]
@@ -343,8 +353,8 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
     return out
 
 
-def _planted_behaviour(ctx: SettingContext) -> Check:
-    return _behaviour_check(ctx, BEHAVIOUR_PAIR, "behaviour", BEHAVIOUR_OVERRIDES)
+def _absent_behaviour(ctx: SettingContext) -> Check:
+    return _behaviour_check(ctx, BEHAVIOUR_PAIR, "behaviour", BEHAVIOUR_OVERRIDES, boundary=True)
 
 
 def _planted_latent(ctx: SettingContext) -> Check:
@@ -352,7 +362,11 @@ def _planted_latent(ctx: SettingContext) -> Check:
 
 
 def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overrides: dict[str, Any],
-                     quick: Plan = QUICK_BEHAVIOUR) -> Check:
+                     quick: Plan = QUICK_BEHAVIOUR, boundary: bool = False) -> Check:
+    """A behaviour pair's setting. Planted (``boundary`` False): recovered when the gap is an effect and the hybrid
+    re-checks more often than its random-vector control (the paired test; quick: by direction). Boundary (the base
+    lacks the behaviour): no-effect when the gap is an effect and the hybrid does not beat its control by the paired
+    test, quick or full (:func:`_beyond_random`); the cue diagnostics are kept either way."""
     from thinklens.calibration.stats import findings_doc, paired_finding, wilson
     from thinklens.steering.configs import HybridConfig
 
@@ -365,31 +379,40 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overri
                            rows["random_vectors"]["recheck"], control="random_vectors", statistic="recheck_vs_random",
                            binary=True, seed=ctx.seed)
     gap_diff, diff = float(gap.extra["diff"]), float(beats.extra["diff"])
-    ok = gap.is_effect and beats.is_effect if plan.paired else gap_diff > 0 and diff > 0
+    has_gap = gap.is_effect if plan.paired else gap_diff > 0
+    if boundary:
+        verdict = "no-effect" if has_gap and not _beyond_random(beats) else "failed"
+    else:
+        verdict = "recovered" if has_gap and (beats.is_effect if plan.paired else diff > 0) else "failed"
     rates = {m: {"recheck_rate": sum(r["recheck"]) / len(r["recheck"]),
                  "ci": list(wilson(sum(r["recheck"]), len(r["recheck"]))), "n": len(r["recheck"]),
                  "accuracy": sum(r["correct"]) / len(r["correct"]), "fired_fraction": r["fired_fraction"],
                  "changed_fraction": r["changed_fraction"]} for m, r in rows.items()}
     details: dict[str, Any] = {"pair": pair, "steps": list(BEHAVIOUR_STEPS), "rates": rates,
                                "gap": gap_diff, "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
+                               "precondition_met": has_gap,
+                               "precondition": "a behaviour gap: the thinking model re-checks more often than the base "
+                                               "(McNemar; quick: by direction)",
                                "beats_random_p": beats.p, "paired_test": plan.paired, "overrides": overrides,
                                "samples": {m: r["texts"][:2] for m, r in rows.items()},
                                "findings": findings_doc([gap, beats])}
-    if not ok:  # why not: where the thinking model would open a round, can the guardrail let it through?
+    if verdict != "recovered":  # why not: where the thinking model would open a round, can the guardrail let it through?
         min_p = overrides.get("min_base_prob", HybridConfig.min_base_prob)
         try:
             details["cue_diagnostics"] = cue_diagnostics(ctx, rows, min_p, pair)
         except Exception as e:  # diagnostics never change the verdict
             details["cue_diagnostics"] = {"error": f"{type(e).__name__}: {e}"}
-    return _check(beats, "recovered" if ok else "failed",
-                  "a behaviour gap (thinking re-checks more often than base, McNemar); the hybrid re-checks more often "
-                  "than its random-vector control (McNemar, paired over problems)", details)
+    target = ("a behaviour gap (thinking re-checks more often than base, McNemar) that the base lacks; the hybrid re-checks "
+              "no more often than its random-vector control (McNemar, paired over problems)" if boundary else
+              "a behaviour gap (thinking re-checks more often than base, McNemar); the hybrid re-checks more often "
+              "than its random-vector control (McNemar, paired over problems)")
+    return _check(beats, verdict, target, details)
 
 
 SETTINGS.append(Setting(
-    "hybrid", "planted-behaviour", "recovered", _planted_behaviour,
-    help="base tiny-r1, thinking tiny-overthink (gap: re-check rounds after the answer): the hybrid's traces re-check "
-    "more often than its random-vector control's"))
+    "hybrid", "absent-behaviour", "no-effect", _absent_behaviour,
+    help="boundary: base tiny-r1, which never re-checks, thinking tiny-overthink (gap: re-check rounds after the "
+    "answer): the hybrid's traces re-check no more often than its random-vector control's"))
 
 
 # ---------------------------------------------------------------- planted-latent: the behaviour there but rare in the base

@@ -25,3 +25,15 @@ def test_each_outcome_reads_as_what_happened():
     assert "short of its target" in words[("recovered", "failed", False)]
     assert words[("recovered", "failed", True)] == "codi s failed to run: boom"
     assert words[("no-effect", "failed", True)] == "codi s failed to run: boom"
+
+
+def test_a_setting_whose_precondition_fails_shows_neither_claim():
+    # a boundary (expected no-effect) with no gap between its models is not "an effect found on the null", and a planted
+    # setting without its precondition is not "short of its target"; mutant killed: the precondition flag ignored
+    unmet = {"precondition_met": False, "precondition": "a gap: the thinking model beats the base"}
+    for expected in ("no-effect", "recovered"):
+        (f,) = validation_findings([_row(expected, "failed", **unmet)])
+        assert f["verdict"] == "no effect"
+        assert f["extra"]["otherwise"] == "codi s: its precondition does not hold (a gap: the thinking model beats the base)"
+    (met,) = validation_findings([_row("no-effect", "failed", precondition_met=True)])
+    assert met["verdict"] == "effect"

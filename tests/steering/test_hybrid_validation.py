@@ -7,6 +7,7 @@ import pytest
 
 from thinklens.calibration.controls import SettingContext, validate_line
 from thinklens.steering import hybrid_validation as hv
+from thinklens.steering.configs import HybridConfig
 from thinklens.zoo.registry import zoo_path
 
 SETTINGS = {s.name: s for s in hv.SETTINGS}
@@ -23,26 +24,31 @@ def _rows(base: list[int], thinking: list[int], hybrid: list[int], random: list[
 
 
 @pytest.mark.parametrize("quick", [True, False])
-@pytest.mark.parametrize("random_right, verdict", [(0, "recovered"), (20, "failed")])
-def test_planted_verdict_needs_the_hybrid_beyond_its_random_control(tmp_path, monkeypatch, random_right, verdict, quick):
-    # 60 problems: the base gets 20 right, the thinking model 50, the hybrid 40 (the 20 and 20 more);
-    # mutant: a random-vector control as good as the hybrid leaves the planted setting failed
+@pytest.mark.parametrize("random_right, verdict", [(20, "no-effect"), (18, "no-effect"), (0, "failed")])
+def test_skill_gap_is_a_boundary_the_vectors_must_not_cross(tmp_path, monkeypatch, random_right, verdict, quick):
+    # 60 problems: the base gets 20 right, the thinking model 50, the hybrid 40 (the 20 and 20 more). A random-vector
+    # control as good as the hybrid, or 2 problems short of it (McNemar p=0.5), is the expected no-effect; 20 short
+    # (p=2e-6) is an effect of the vectors' direction, which a skill gap should not show. Mutants killed: the boundary
+    # judged by direction alone (the 2-problem case would fail), the boundary expecting recovery (the 20-problem case).
     base, thinking, hybrid = [1] * 20 + [0] * 40, [1] * 50 + [0] * 10, [1] * 40 + [0] * 20
     random = [1] * 20 + [1] * random_right + [0] * (40 - random_right)
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, thinking, hybrid, random))
     monkeypatch.setattr(hv, "vector_diagnostics", lambda ctx, sub: {})
-    check = SETTINGS["planted"].run(_ctx(tmp_path, quick=quick))
+    check = SETTINGS["skill-gap"].run(_ctx(tmp_path, quick=quick))
+    assert SETTINGS["skill-gap"].expected == "no-effect"
     assert check.verdict == verdict and check.details["paired_test"] is not quick
-    assert check.value == pytest.approx((20 - random_right) / 60)
+    assert check.value == pytest.approx((20 - random_right) / 60, abs=1e-6)  # values rounded to 6 places
     assert check.details["gap"] == pytest.approx(0.5) and check.details["gap_recovered"] == pytest.approx(20 / 30)
+    assert check.details["precondition_met"] and check.details["over_base"] == pytest.approx(1 / 3)
 
 
-def test_planted_needs_a_gap(tmp_path, monkeypatch):
-    # mutant pair: no gap (thinking no better than base), so beating the random control is not a validation
+def test_skill_gap_needs_a_gap(tmp_path, monkeypatch):
+    # mutant pair: no gap (thinking no better than base): the hybrid matching its control then shows nothing
     same = [1] * 20 + [0] * 40
-    monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(same, same, [1] * 40 + [0] * 20, same))
+    monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(same, same, same, same))
     monkeypatch.setattr(hv, "vector_diagnostics", lambda ctx, sub: {})
-    assert SETTINGS["planted"].run(_ctx(tmp_path)).verdict == "failed"
+    check = SETTINGS["skill-gap"].run(_ctx(tmp_path))
+    assert check.verdict == "failed" and check.details["precondition_met"] is False
 
 
 def test_null_uses_one_model_twice(tmp_path, monkeypatch):
@@ -60,7 +66,7 @@ def test_null_uses_one_model_twice(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_zoo
-@pytest.mark.parametrize("name", ["planted", "null"])
+@pytest.mark.parametrize("name", ["skill-gap", "null"])
 def test_quick_settings(tmp_path, name):
     s = SETTINGS[name]
     check = s.run(_ctx(tmp_path))
@@ -69,14 +75,14 @@ def test_quick_settings(tmp_path, name):
 
 @pytest.mark.slow
 @needs_zoo
-@pytest.mark.parametrize("name", ["planted", "null"])
+@pytest.mark.parametrize("name", ["skill-gap", "null"])
 def test_full_settings(tmp_path, name):
     s = SETTINGS[name]
     check = s.run(_ctx(tmp_path, quick=False))
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
 
 
-# ---------------------------------------------------------------- planted-behaviour (tiny-r1 / tiny-overthink)
+# ---------------------------------------------------------------- behaviour pairs (tiny-r1 or tiny-r1-sometimes / tiny-overthink)
 
 needs_behaviour_zoo = pytest.mark.skipif(any(zoo_path(m) is None for m in hv.BEHAVIOUR_PAIR.values()),
                                          reason="needs the committed zoo")
@@ -100,11 +106,9 @@ def test_rechecks_reads_rounds_from_text():
     assert hv.rechecks([*texts, r1 + "\n</think>\n\nWait, let me double-check."]) == [False, True, True, True, False]
 
 
-@pytest.mark.parametrize("setting, pair", [("planted-behaviour", hv.BEHAVIOUR_PAIR), ("planted-latent", hv.LATENT_PAIR)])
 @pytest.mark.parametrize("quick", [True, False])
 @pytest.mark.parametrize("random_on, verdict", [(0, "recovered"), (30, "failed")])
-def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tmp_path, monkeypatch, random_on,
-                                                                               verdict, quick, setting, pair):
+def test_planted_latent_verdict_needs_the_hybrid_beyond_its_random_control(tmp_path, monkeypatch, random_on, verdict, quick):
     # 60 problems: base never re-checks, thinking on 50, the hybrid on 30; mutant: a random-vector control that
     # re-checks as often as the hybrid leaves the setting failed
     base, thinking, hybrid = [0] * 60, [1] * 50 + [0] * 10, [1] * 30 + [0] * 30
@@ -112,8 +116,8 @@ def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tm
     seen = []
     monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, p, o: seen.append(p) or _brows(base, thinking, hybrid, random))
     monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {"stub": p})
-    check = SETTINGS[setting].run(_ctx(tmp_path, quick=quick))
-    assert seen == [pair] and check.details["pair"] == pair  # each setting runs its own pair
+    check = SETTINGS["planted-latent"].run(_ctx(tmp_path, quick=quick))
+    assert seen == [hv.LATENT_PAIR] and check.details["pair"] == hv.LATENT_PAIR  # the setting runs its own pair
     assert check.verdict == verdict and check.details["paired_test"] is not quick
     assert check.value == pytest.approx((30 - random_on) / 60)
     assert check.details["gap"] == pytest.approx(50 / 60)
@@ -121,45 +125,56 @@ def test_planted_behaviour_verdict_needs_the_hybrid_beyond_its_random_control(tm
     assert ("cue_diagnostics" in check.details) is (verdict == "failed")
 
 
-def test_planted_behaviour_needs_a_gap(tmp_path, monkeypatch):
-    # mutant pair: the thinking model re-checks no more than the base, so beating the random control validates nothing
+@pytest.mark.parametrize("quick", [True, False])
+@pytest.mark.parametrize("hybrid_on, verdict", [(0, "no-effect"), (2, "no-effect"), (30, "failed")])
+def test_absent_behaviour_is_a_boundary(tmp_path, monkeypatch, hybrid_on, verdict, quick):
+    # the base never re-checks, the thinking model on 50 of 60 problems, the random control on none: a hybrid that
+    # re-checks on none or 2 (McNemar p=0.5) is the expected no-effect; on 30 (p=2e-9) it would have made the base do
+    # what it cannot, and the setting fails. Mutants killed: the boundary judged by direction alone (2 would fail), the
+    # boundary run on the planted-latent pair (the pair check), the cue diagnostics dropped on the expected outcome.
+    base, thinking, random = [0] * 60, [1] * 50 + [0] * 10, [0] * 60
+    hybrid = [1] * hybrid_on + [0] * (60 - hybrid_on)
+    seen = []
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, p, o: seen.append(p) or _brows(base, thinking, hybrid, random))
+    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {"stub": p})
+    s = SETTINGS["absent-behaviour"]
+    check = s.run(_ctx(tmp_path, quick=quick))
+    assert s.expected == "no-effect" and seen == [hv.BEHAVIOUR_PAIR]
+    assert check.verdict == verdict and check.value == pytest.approx(hybrid_on / 60, abs=1e-6)
+    assert check.details["precondition_met"] and check.details["cue_diagnostics"] == {"stub": HybridConfig.min_base_prob}
+
+
+def test_absent_behaviour_needs_a_gap(tmp_path, monkeypatch):
+    # mutant pair: the thinking model re-checks no more than the base, so "no more than random" shows nothing
     none = [0] * 60
-    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, pair, o: _brows(none, none, [1] * 30 + [0] * 30, none))
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, pair, o: _brows(none, none, none, none))
     monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {})
-    assert SETTINGS["planted-behaviour"].run(_ctx(tmp_path)).verdict == "failed"
+    check = SETTINGS["absent-behaviour"].run(_ctx(tmp_path))
+    assert check.verdict == "failed" and check.details["precondition_met"] is False
 
 
 @pytest.fixture(scope="module")
 def quick_behaviour(tmp_path_factory):
-    s = SETTINGS["planted-behaviour"]
+    s = SETTINGS["absent-behaviour"]
     return s, s.run(_ctx(tmp_path_factory.mktemp("behaviour")))
 
 
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_behaviour_zoo
-def test_quick_planted_behaviour_gap(quick_behaviour):
-    # the planted gap itself: tiny-overthink re-checks on (almost) every problem, tiny-r1 on (almost) none
+def test_quick_absent_behaviour(quick_behaviour):
+    # the gap itself: tiny-overthink re-checks on (almost) every problem, tiny-r1 on (almost) none; the hybrid cannot
+    # make tiny-r1 open a round: the guardrail keeps only tokens the unsteered base finds plausible (>= 1e-3), and
+    # where tiny-overthink opens one tiny-r1 gives ' Wait' ~1e-5 (details['cue_diagnostics'])
     s, check = quick_behaviour
     rates = check.details["rates"]
     assert rates["thinking"]["recheck_rate"] >= 0.75 and rates["base"]["recheck_rate"] <= 0.25, validate_line(s, check)
-
-
-@pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
-@needs_behaviour_zoo
-@pytest.mark.xfail(strict=True, reason="the guardrail keeps only tokens the unsteered base finds plausible (>= 1e-3); "
-                   "where tiny-overthink opens a round (' Wait') tiny-r1 gives it ~1e-5, so no vector can emit it "
-                   "(details['cue_diagnostics'])")
-def test_quick_planted_behaviour(quick_behaviour):
-    s, check = quick_behaviour
-    assert check.verdict == s.expected, (validate_line(s, check), check.details)
+    assert check.verdict == s.expected and rates["hybrid"]["recheck_rate"] == 0.0, (validate_line(s, check), rates)
 
 
 @pytest.mark.slow
 @needs_behaviour_zoo
-@pytest.mark.xfail(strict=True, reason="full run (results/records/validate-hybrid-behaviour): hybrid 0/100 re-checks, "
-                   "random 0/100; the steered base never proposes ' Wait' (module docstring)")
-def test_full_planted_behaviour(tmp_path):
-    s = SETTINGS["planted-behaviour"]
+def test_full_absent_behaviour(tmp_path):
+    s = SETTINGS["absent-behaviour"]
     check = s.run(_ctx(tmp_path, quick=False))
     assert check.details["rates"]["thinking"]["recheck_rate"] >= 0.9 and check.details["gap_p"] < 0.05
     assert check.verdict == s.expected, (validate_line(s, check), check.details)

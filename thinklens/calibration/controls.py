@@ -140,7 +140,7 @@ def all_settings() -> list[Setting]:
 
 def select_settings(methods: tuple[str, ...] = ()) -> list[Setting]:
     """The settings of ``methods`` (all when empty): a method name selects all its settings, ``method/setting``
-    one of them (``hybrid/planted-behaviour``); an unknown name is an error with a did-you-mean.
+    one of them (``hybrid/planted-latent``); an unknown name is an error with a did-you-mean.
 
     Example:
         >>> [f"{s.method}/{s.name}" for s in select_settings(("findings/null",))]

@@ -102,6 +102,8 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ('sae finds an effect on its null setting (null)', 'no effect', 'mean best cosine >= 0.9')
         >>> validation_findings([row | {"verdict": "failed"}])[0]["verdict"]  # an effect found on the null
         'effect'
+        >>> validation_findings([row | {"verdict": "failed", "details": {"precondition_met": False}}])[0]["verdict"]
+        'no effect'
     """
     from thinklens.calibration.stats import Finding, findings_doc
 
@@ -113,13 +115,18 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ci = tuple(float("nan") if v is None else v for v in (r.get("ci") or [None, None]))
         extra: dict[str, Any] = {"method": r["method"], "setting": r["setting"], "expected": r["expected"],
                                  "as_expected": r["verdict"] == r["expected"]}
-        error = (r.get("details") or {}).get("error") if r["verdict"] == "failed" else None
+        details = r.get("details") or {}
+        error = details.get("error") if r["verdict"] == "failed" else None
+        unmet = r["verdict"] == "failed" and details.get("precondition_met") is False
         if error:
             extra["otherwise"] = f"{r['method']} {r['setting']} failed to run: {error}"
+        elif unmet:  # the setting itself is not what it should be: neither claim is shown
+            extra["otherwise"] = (f"{r['method']} {r['setting']}: its precondition does not hold "
+                                  f"({details.get('precondition', 'see its details')})")
         elif planted and r["verdict"] == "failed":
             extra["otherwise"] = f"{r['method']} does not recover its planted effect ({r['setting']}): short of its target"
         # planted: the claim holds when recovered; null: when the method found an effect there (verdict failed)
-        holds = r["verdict"] == "recovered" if planted else (r["verdict"] == "failed" and not error)
+        holds = r["verdict"] == "recovered" if planted else (r["verdict"] == "failed" and not error and not unmet)
         found.append(Finding(claim=claim, statistic=r["statistic"], value=float("nan") if r["value"] is None else r["value"],
                              ci=ci, n=int(r.get("n") or 0), control=r.get("target", ""), control_value=None,
                              verdict="effect" if holds else "no effect", extra=extra))
