@@ -584,29 +584,50 @@ def keep_demo_record(runs: Path = RUNS) -> Path:
 # ---------------------------------------------------------------------------------------------- validation
 
 
-#: The full validation table's records: two ``thinklens run validate`` runs that ran side by side (one per core).
+#: The full validation table's records, each with the settings taken from it (the ``--methods`` of the command that
+#: reproduces those rows; runs side by side, one per core). validate-latent-hybrid also holds the hybrid pair's row
+#: from before it became the skill-gap boundary, superseded by validate-hybrid-skill-gap.
 VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
-                      "validate-latent-hybrid": "latent-seek,hybrid", "validate-hybrid-behaviour": "hybrid",
+                      "validate-latent-hybrid": "latent-seek,hybrid/null", "validate-hybrid-skill-gap": "hybrid/skill-gap",
+                      "validate-hybrid-absent-behaviour": "hybrid/absent-behaviour",
                       "validate-hybrid-latent": "hybrid/planted-latent", "validate-codi": "codi"}
 #: Threads of a record's run where it was not 1.
 VALIDATION_THREADS = {"validate-hybrid-latent": 2, "validate-codi": 2}
 VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "findings")
 
 
+def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Each record's rows of the settings it is listed for (:data:`VALIDATION_RECORDS`), in method order. Every
+    registered setting must come from exactly one record: a setting with no record, a listed setting missing from its
+    record, or one listed twice is an error."""
+    from thinklens.calibration.controls import all_settings, select_settings
+
+    records = VALIDATION_RECORDS if records is None else records
+    rows, seen = [], {}
+    for name, methods in records.items():
+        keys = {s.key for s in select_settings(tuple(methods.split(",")))}
+        got = {f"{r['method']}/{r['setting']}": r for r in read_json(RECORDS / name / "results" / "validate.json")["rows"]}
+        for key in sorted(keys):
+            if key not in got:
+                raise ValueError(f"validation record {name} has no row for {key} (it holds {sorted(got)})")
+            if key in seen:
+                raise ValueError(f"{key} is taken from both {seen[key]} and {name}")
+            seen[key] = name
+        rows += [{k: r[k] for k in ("method", "setting", "expected", "statistic", "value", "ci", "verdict", "ok", "n",
+                                    "target", "seconds")} for key, r in got.items() if key in keys]
+    missing = sorted({s.key for s in all_settings()} - seen.keys())
+    if missing:
+        raise ValueError(f"no validation record holds {missing}: run them and list the record in VALIDATION_RECORDS")
+    rows.sort(key=lambda r: VALIDATION_ORDER.index(r["method"]) if r["method"] in VALIDATION_ORDER else len(VALIDATION_ORDER))
+    return rows
+
+
 @collector("validation")
 def validation() -> dict[str, Any]:
     """The validation table: every method on its planted and null settings (``thinklens run validate``, full size),
-    from its committed records ``results/records/validate-*``."""
+    from its committed records ``results/records/validate-*`` (:func:`validation_rows`)."""
     runs = [RECORDS / name for name in VALIDATION_RECORDS]
-    rows, seen = [], set()
-    for run in runs:
-        for r in read_json(run / "results" / "validate.json")["rows"]:
-            if (r["method"], r["setting"]) in seen:  # a later run that resumed an earlier one's settings
-                continue
-            seen.add((r["method"], r["setting"]))
-            rows.append({k: r[k] for k in ("method", "setting", "expected", "statistic", "value", "ci", "verdict", "ok", "n",
-                                           "target", "seconds")})
-    rows.sort(key=lambda r: VALIDATION_ORDER.index(r["method"]) if r["method"] in VALIDATION_ORDER else len(VALIDATION_ORDER))
+    rows = validation_rows()
     commands = [f"thinklens run validate --methods {m} --threads {VALIDATION_THREADS.get(name, 1)} --out RUN; "
                 f"python results/collect.py --record RUN {name}" for name, m in VALIDATION_RECORDS.items()]
     return summary(" & ".join(commands), runs, {name: read_json(RECORDS / name / "config.json") for name in VALIDATION_RECORDS},
@@ -651,7 +672,7 @@ def codi_serial() -> dict[str, Any]:
                                                 "python results/collect.py --record RUN validate-codi")
     cont = RECORDS / CODI_CONTINUED
     rows = [{k: r.get(k) for k in ("model", "method", "label", "accuracy", "ci", "reasoning_positions", "n")}
-            for r in read_json(cont / "results" / "table.json")]
+            | {"model": run_relative(r["model"])} for r in read_json(cont / "results" / "table.json")]
     found = read_json(cont / "meta.json")["summary"]["findings"]
     codi_vs_nocot = next(f for f in found if f["claim"].startswith("CODI") and "No-CoT" in f["control"])
     values["continued"] = {"rows": rows, "codi_vs_nocot": {k: codi_vs_nocot[k] for k in ("value", "control_value", "p", "n")}
@@ -659,8 +680,21 @@ def codi_serial() -> dict[str, Any]:
     command += "; " + CODI_CONTINUED_COMMAND
     return summary(command, [run, cont], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
         "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
-        "continued": read_json(cont / "config.json")},
+        "continued": read_json(cont / "config.json") | {k: [run_relative(m) for m in read_json(cont / "config.json")[k]]
+                                                         for k in ("models", "explicit")}},
         values, extra_sources=tuple(f"data/zoo/{n}/latent.json" for n in cv.ORGANISMS.values()))
+
+
+def run_relative(path: str) -> str:
+    """A model path as the checkout names it: a run written with an absolute path (``/srv/x/runs/sft/a/model``) reads
+    ``runs/sft/a/model``, whichever folder the checkout was in; other paths are kept.
+
+    Example:
+        >>> run_relative("/srv/checkout/runs/sft/a/model"), run_relative("tiny-cot")
+        ('runs/sft/a/model', 'tiny-cot')
+    """
+    parts = Path(path).parts
+    return str(Path(*parts[parts.index("runs"):])) if Path(path).is_absolute() and "runs" in parts else path
 
 
 #: The three serial organisms continued alike (2000 steps at lr 5e-4, seed 1: the continuation tiny-codi had), scored on

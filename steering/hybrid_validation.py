@@ -1,37 +1,45 @@
-"""Planted and null settings of hybrid base/thinking steering (shared/specs/controls.md, issue 22 item 6), run by
-``thinklens run validate --methods hybrid``.
+"""Planted, null and boundary settings of hybrid base/thinking steering (shared/specs/controls.md, issue 22 item 6),
+run by ``thinklens run validate --methods hybrid``.
 
-- ``hybrid planted``: a pair whose gap comes from a known behaviour. The base is ``tiny-cot-short`` and the
-  "thinking" model ``tiny-cot``: siblings of one recipe and format (cot chains of ``<< a op b = c >>`` steps),
-  the base stopped at 300 training steps, so on long (6-8 step) chains it loses its place (copies a wrong
-  operand or operation) where tiny-cot does not (the lineage of :mod:`thinklens.steering.vector_validation`). The real
-  ``hybrid`` job runs the two models alone, the hybrid and its random-vector control (random directions with
-  the trained vectors' norms, everything else the same) on the same held-out problems. The gap is measured
-  first (thinking minus base, Wilson intervals, McNemar). Statistic: the hybrid's accuracy minus the random
-  control's, paired on problems (McNemar). Recovered when the gap is an effect, the hybrid beats its random
-  control and the gap it recovers has a bootstrap interval above 0 (the quick version, too few problems for the
-  paired test: the gap an effect and the hybrid above its control).
+The hybrid's claim (Venhoff et al., "Base models know how to reason, thinking models learn when") is that the base
+already has the reasoning mechanisms and the thinking model only decides when to use them. So its planted setting is
+a pair whose gap is a behaviour the base has but rarely uses (``planted-latent``), and two *boundary* settings check
+that the job does not claim more: a gap that is a skill, and a behaviour the base lacks. In both the trained vectors
+must do no better than random ones of the same norms (expected verdict ``no-effect``). Both were first written as
+planted settings; their diagnostics (below) showed the base lacks what the thinking model would have it do, so they
+were relabelled, not fixed. The planted effect of this method is planted-latent's.
+
+- ``hybrid skill-gap`` (boundary; formerly ``planted``): base ``tiny-cot-short``, "thinking" model ``tiny-cot``:
+  siblings of one recipe and format (cot chains of ``<< a op b = c >>`` steps), the base stopped at 300 training
+  steps, so on long (6-8 step) chains it loses its place (copies a wrong operand or operation) where tiny-cot does
+  not (the lineage of :mod:`thinklens.steering.vector_validation`). The real ``hybrid`` job runs the two models alone,
+  the hybrid and its random-vector control (random directions with the trained vectors' norms, everything else the
+  same) on the same held-out problems. Precondition: the gap is an effect (thinking minus base, McNemar; quick: by
+  direction). Statistic: the hybrid's accuracy minus the random control's, paired on problems. No-effect when the
+  hybrid does not beat its control by the paired test (McNemar), quick or full (:func:`_beyond_random`).
 - ``hybrid null``: the same model as base and thinking (``tiny-cot-short`` twice): no gap, the two never
   disagree, so steering never fires: the hybrid must show no gain over the base.
 
-Measured (full run, results/records/validate-latent-hybrid): the gap is real, 0.435 -> 0.82 (+0.385 [0.31, 0.46],
-n=200); the hybrid reaches 0.475 (over the base, McNemar p=0.021; gap recovered 0.10 [0.03, 0.18]) but its random
-control 0.445 is not beaten by the paired test (8 problems against 2, p=0.11): planted fails. Diagnostics: the
-models disagree on 2.8% of tokens (1.4 a chain, the operand copies of later steps); there the thinking model's
-token always passes the guardrail and is the base model's second choice at 77% of them, yet steering changes 15%
-of them (random vectors 9%): the trained vectors lower the base model's NLL of the thinking model's sentences by
-at most 0.008 nats a token and are about 7% of the residual norm at resid_post.2 (~270). With strengths up to 8
-the hybrid and its control both gain (0.54 and 0.52, 22 problems against 18): what the hybrid recovers on this
-pair comes from the thinking model choosing among perturbed candidates, not from the vectors' direction; a
-category vector cannot carry which operand to copy.
+Measured on the skill gap (full run, n=200; the record is in results/collect.py's ``VALIDATION_RECORDS``): the gap is
+real, 0.435 -> 0.82 (+0.385 [0.31, 0.46]); the hybrid reaches 0.475 (over the base, McNemar p=0.021; gap recovered
+0.10 [0.03, 0.18]) and its random control 0.445: 8 problems against 2, McNemar p=0.11, no effect of the vectors'
+direction (the paired bootstrap interval of the difference, 0.03 [0.005, 0.06], is the table's; with 10 discordant
+problems it is narrower than the exact test). Diagnostics: the models disagree on 2.8% of tokens (1.4 a chain, the
+operand copies of later steps); there the thinking model's token always passes the guardrail and is the base
+model's second choice at 77% of them, yet steering changes 15% of them (random vectors 9%): the trained vectors
+lower the base model's NLL of the thinking model's sentences by at most 0.008 nats a token and are about 7% of the
+residual norm at resid_post.2 (~270). With strengths up to 8 the hybrid and its control both gain (0.54 and 0.52,
+22 problems against 18): what the hybrid recovers on this pair comes from the thinking model choosing among
+perturbed candidates, not from the vectors' direction; a category vector cannot carry which operand to copy.
 
-- ``hybrid planted-behaviour``: a gap that is a behaviour. Base ``tiny-r1``, thinking ``tiny-overthink`` (tiny-r1
-  fine-tuned to re-check an answer it already has: "Wait, let me double-check." / "Hmm, let me verify." rounds), 2-4
-  step problems. Statistic: the share of traces with at least one re-check round (:func:`rechecks`, read by
-  :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus under its random-vector control, paired over problems
-  (McNemar); the gap is thinking's rate minus base's. Recovered when the gap is an effect and the hybrid beats its
-  control. Measured (full, n=100, results/records/validate-hybrid-behaviour): base 0/100, thinking 100/100 (gap
-  1.0, p=1.6e-30), hybrid 0/100, random 0/100: failed. Why (``cue_diagnostics``): at the end of the hybrid's
+- ``hybrid absent-behaviour`` (boundary; formerly ``planted-behaviour``): a gap that is a behaviour the base lacks.
+  Base ``tiny-r1``, thinking ``tiny-overthink`` (tiny-r1 fine-tuned to re-check an answer it already has: "Wait, let
+  me double-check." / "Hmm, let me verify." rounds), 2-4 step problems. Statistic: the share of traces with at least
+  one re-check round (:func:`rechecks`, read by :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus
+  under its random-vector control, paired over problems (McNemar); the precondition is the gap, thinking's rate minus
+  base's. No-effect when the hybrid does not beat its control by the paired test. Measured (full, n=100): base 0/100,
+  thinking 100/100 (gap 1.0, p=1.6e-30), hybrid 0/100, random 0/100: no effect. Why (``cue_diagnostics``, kept on
+  every run of the setting): at the end of the hybrid's
   reasoning the thinking model's next token is " Wait" on 100/100 and the models disagree on 98; the unsteered
   base gives it median 2.7e-5 (11% pass the guardrail ``min_base_prob`` 1e-3), and a steered candidate is only
   ever the steered base's argmax: on seed 1 (n=8, vectors from 24 traces, 25 iterations), bias + category vector at
@@ -189,7 +197,7 @@ SETTINGS = [
 ]
 
 
-# ---------------------------------------------------------------- planted-behaviour: a gap that is a behaviour
+# ---------------------------------------------------------------- absent-behaviour: a gap that is a behaviour the base lacks
 
 BEHAVIOUR_PAIR: dict[str, str] = {"base": "tiny-r1", "thinking": "tiny-overthink"}
 """The behaviour pair: tiny-overthink is tiny-r1 fine-tuned to re-check an answer it already has (re-check rounds

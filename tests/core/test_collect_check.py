@@ -141,3 +141,48 @@ def test_a_package_folder_listed_by_import_is_not_an_input_but_a_plain_folder_is
     out = run_check("-c", code, str(ROOT / "results"), str(tmp_path / "tree"), str(package), str(plain))
     assert out.returncode == 0, out.stderr
     assert str(plain) in out.stdout and str(package) + "'" not in out.stdout
+
+
+def _collect_module():
+    import importlib.util
+
+    if str(COLLECT.parent) not in sys.path:  # collect.py imports its sibling modules as a script does
+        sys.path.insert(0, str(COLLECT.parent))
+    spec = importlib.util.spec_from_file_location("collect_for_test", COLLECT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_validation_rows_take_each_setting_from_exactly_one_record(tmp_path, monkeypatch):
+    # the table takes from each record only the settings it is listed for; a superseded row in an old record (here
+    # a/old) is left out, and a listed setting missing from its record, one listed twice or a registered setting in no
+    # record is an error. Mutants killed: every row of every record taken (a/old and the renamed setting both shown),
+    # first-record-wins without a check (a setting silently taken from the wrong record)
+    import pytest
+
+    from thinklens.calibration import controls
+    from thinklens.calibration.controls import Check, Setting
+
+    collect = _collect_module()
+    settings = [Setting("a", n, "no-effect", lambda ctx: Check("s", 0.0, (0.0, 0.0), "no-effect")) for n in ("null", "new")]
+    monkeypatch.setattr(controls, "all_settings", lambda: settings)
+    monkeypatch.setattr(collect, "RECORDS", tmp_path)
+
+    def record(name: str, *names: str) -> None:
+        rows = [dict(method="a", setting=n, expected="no-effect", statistic="s", value=0.0, ci=[0, 0], verdict="no-effect",
+                     ok=True, n=1, target="t", seconds=1.0) for n in names]
+        (tmp_path / name / "results").mkdir(parents=True)
+        (tmp_path / name / "results" / "validate.json").write_text(json.dumps({"rows": rows}))
+
+    record("r1", "old", "null")
+    record("r2", "new")
+    rows = collect.validation_rows({"r1": "a/null", "r2": "a/new"})
+    assert [r["setting"] for r in rows] == ["null", "new"]
+    with pytest.raises(ValueError, match="r2 has no row for a/null"):
+        collect.validation_rows({"r1": "a/null", "r2": "a/null,a/new"})
+    with pytest.raises(ValueError, match="no validation record holds"):
+        collect.validation_rows({"r1": "a/null"})
+    record("r3", "null", "new")
+    with pytest.raises(ValueError, match="taken from both"):
+        collect.validation_rows({"r1": "a/null", "r3": "a"})
