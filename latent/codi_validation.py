@@ -34,7 +34,7 @@ what ``thinklens run latent-eval`` runs) on held-out problems, paired on the sam
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['codi/planted-serial', 'codi/null-latents', 'codi/planted-serial-full-chain', 'codi/null-latents-full-chain']
+    ['codi/planted-serial', 'codi/null-latents', 'codi/planted-serial-full-chain', 'codi/null-latents-full-chain', 'coconut/planted-serial', 'coconut/null-latents']
 """
 
 from __future__ import annotations
@@ -45,11 +45,16 @@ from typing import Any
 from thinklens.calibration.controls import Check, Setting, SettingContext
 
 ORGANISMS: dict[str, str] = {"nocot": "tiny-nocot-serial", "cot": "tiny-cot-serial", "codi": "tiny-codi-serial",
-                             "codi_full": "tiny-codi-serial-full"}
-"""The matched No-CoT, the matched CoT-SFT and CODI (teacher without and with the last step), trained alike on 6-8
-step problems."""
+                             "codi_full": "tiny-codi-serial-full", "coconut": "tiny-coconut-serial"}
+"""The matched No-CoT, the matched CoT-SFT, CODI (teacher without and with the last step) and Coconut, trained alike
+(from tiny-cot, the same number of optimizer steps) on 6-8 step problems."""
 TRAIN_STEPS = 7000
 N_LATENTS = 12
+COCONUT_STAGE_STEPS = 1400
+"""Coconut's recipe (3 stages of 400 steps and a last one of 800, c=2: 6 latents) scaled to :data:`TRAIN_STEPS`: 3 x 1400
++ 2800."""
+#: Each latent method's name in the settings, its organism key and the label of its rows.
+LATENT_METHODS = {"codi": ("codi", "CODI"), "codi_full": ("codi", "CODI"), "coconut": ("coconut", "Coconut")}
 MIN_STEPS, MAX_STEPS = 6, 8
 RETRAIN = {
     "nocot": f"thinklens run sft --no-cot --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} "
@@ -60,6 +65,8 @@ RETRAIN = {
             f"--n-latents {N_LATENTS} --threads 1 --publish data/zoo/{ORGANISMS['codi']}",
     "codi_full": f"thinklens run codi --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} "
                  f"--n-latents {N_LATENTS} --include-last-step --threads 1 --publish data/zoo/{ORGANISMS['codi_full']}",
+    "coconut": f"thinklens run coconut --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --stage-steps {COCONUT_STAGE_STEPS} "
+               f"--final-stage-steps {TRAIN_STEPS - 3 * COCONUT_STAGE_STEPS} --threads 1 --publish data/zoo/{ORGANISMS['coconut']}",
 }
 """The commands that trained each organism (from tiny-cot, seed 0, batch 32, lr 2e-3 cosine)."""
 PROBLEM_SEED = 73_000
@@ -187,11 +194,11 @@ def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) ->
         if key.startswith("explicit"):
             row, records = table_row(ORGANISMS[key.replace("explicit", "codi")], problems, explicit=True)
             row["last_step_misses"] = last_step_misses(problems, records)
-        elif key.startswith("codi") and noise:
+        elif key in LATENT_METHODS and noise:
             row, records = _noised_codi(ORGANISMS[key], problems, ctx.seed)
         else:
             row, records = table_row(ORGANISMS[key], problems)
-        if key.startswith("codi"):
+        if key in LATENT_METHODS:
             row["latent_hits"] = latent_hits(problems, records)
         out[key] = (row, [bool(r["correct"]) for r in records])
     return out
@@ -204,7 +211,7 @@ def _noised_codi(name: str, problems: list, seed: int) -> tuple[dict, list[dict]
     noise_latents(lm.module, seed)
     records = lm.infer_problems(problems)
     n = len(records)
-    row = {"model": name, "method": "codi", "label": "CODI, latents replaced by same-norm noise",
+    row = {"model": name, "method": lm.method, "label": "latents replaced by same-norm noise",
            "accuracy": sum(bool(r["correct"]) for r in records) / n, "latent_steps": sum(r["latent_steps"] for r in records) / n,
            "reasoning_positions": sum(r["reasoning_positions"] for r in records) / n, "n": n}
     return row, records
@@ -242,51 +249,65 @@ def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Che
                  details={**details, "findings": findings_doc([gain])})
 
 
-def _planted(ctx: SettingContext, variant: str = "") -> Check:
-    """``variant`` "" scores ``tiny-codi-serial``, "_full" ``tiny-codi-serial-full``."""
-    got = _rows(ctx, ("nocot", "cot", "codi" + variant, "explicit" + variant))
-    (_, nocot), (cot_row, cot), (codi_row, codi) = got["nocot"], got["cot"], got["codi" + variant]
-    explicit_row, explicit = got["explicit" + variant]
+def _planted(ctx: SettingContext, key: str = "codi") -> Check:
+    """``key``: the latent organism scored (:data:`LATENT_METHODS`): ``codi`` (``tiny-codi-serial``), ``codi_full``
+    (``tiny-codi-serial-full``) or ``coconut``. A CODI's LM is also scored in explicit-CoT mode (its teacher side);
+    details name the method's rows ``<method>_accuracy`` and ``<method>_positions``."""
+    method, label = LATENT_METHODS[key]
+    explicit_key = key.replace("codi", "explicit") if method == "codi" else None
+    got = _rows(ctx, ("nocot", "cot", key) + ((explicit_key,) if explicit_key else ()))
+    (_, nocot), (cot_row, cot), (latent_row, latent) = got["nocot"], got["cot"], got[key]
     steps = _steps(ctx)  # the problems' step counts, drawn once
-    gain = _gain(codi, nocot, "CODI", ctx.seed)
-    compression = cot_row["reasoning_positions"] / codi_row["reasoning_positions"]
+    gain = _gain(latent, nocot, label, ctx.seed)
+    compression = cot_row["reasoning_positions"] / latent_row["reasoning_positions"]
     precondition = sum(nocot) / len(nocot) <= MAX_NOCOT and sum(cot) / len(cot) >= MIN_COT
     met = compression >= MIN_COMPRESSION and gain.extra["diff"] >= MIN_GAIN and gain.is_effect
-    details = {"organisms": {k: ORGANISMS[k] for k in ("nocot", "cot", "codi" + variant)},
+    details = {"organisms": {k: ORGANISMS[k] for k in ("nocot", "cot", key)},
                "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
                "precondition_met": precondition, "compression": compression,
-               "cot_positions": cot_row["reasoning_positions"], "codi_positions": codi_row["reasoning_positions"],
-               **{f"{k}_accuracy": _accuracy(v, steps)
-                  for k, v in (("nocot", nocot), ("cot", cot), ("codi", codi), ("codi_explicit", explicit))},
-               "latent_hits": codi_row.get("latent_hits"), "explicit_last_step_misses": explicit_row["last_step_misses"],
-               "p": gain.p}
+               "cot_positions": cot_row["reasoning_positions"], f"{method}_positions": latent_row["reasoning_positions"],
+               **{f"{k}_accuracy": _accuracy(v, steps) for k, v in (("nocot", nocot), ("cot", cot), (method, latent))},
+               "latent_hits": latent_row.get("latent_hits"), "p": gain.p}
+    if explicit_key:
+        explicit_row, explicit = got[explicit_key]
+        details |= {"codi_explicit_accuracy": _accuracy(explicit, steps),
+                    "explicit_last_step_misses": explicit_row["last_step_misses"]}
     return _check(gain, "recovered" if precondition and met else "failed",
-                  f"matched No-CoT <= {MAX_NOCOT} and matched CoT-SFT >= {MIN_COT} (the task needs a chain); CODI at "
+                  f"matched No-CoT <= {MAX_NOCOT} and matched CoT-SFT >= {MIN_COT} (the task needs a chain); {label} at "
                   f">= {MIN_COMPRESSION:g}x compression beats the matched No-CoT by >= {MIN_GAIN} (McNemar p < 0.05)",
                   details)
 
 
-def _null(ctx: SettingContext, variant: str = "") -> Check:
-    """``variant`` as in :func:`_planted`."""
-    got = _rows(ctx, ("nocot", "codi" + variant), noise=True)
-    (_, nocot), (codi_row, codi) = got["nocot"], got["codi" + variant]
+def _null(ctx: SettingContext, key: str = "codi") -> Check:
+    """``key`` as in :func:`_planted`."""
+    method, label = LATENT_METHODS[key]
+    got = _rows(ctx, ("nocot", key), noise=True)
+    (_, nocot), (latent_row, latent) = got["nocot"], got[key]
     steps = _steps(ctx)  # the problems' step counts, drawn once
-    gain = _gain(codi, nocot, "CODI with noise latents", ctx.seed)
-    details = {"organisms": {k: ORGANISMS[k] for k in ("nocot", "codi" + variant)},
+    gain = _gain(latent, nocot, f"{label} with noise latents", ctx.seed)
+    details = {"organisms": {k: ORGANISMS[k] for k in ("nocot", key)},
                "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
                "latents": "random Gaussian directions at each latent's own norm",
-               **{f"{k}_accuracy": _accuracy(v, steps) for k, v in (("nocot", nocot), ("noised_codi", codi))},
-               "latent_hits": codi_row.get("latent_hits"), "p": gain.p}
+               **{f"{k}_accuracy": _accuracy(v, steps) for k, v in (("nocot", nocot), (f"noised_{method}", latent))},
+               "latent_hits": latent_row.get("latent_hits"), "p": gain.p}
     return _check(gain, "no-effect" if not gain.is_effect else "failed",
-                  "CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT (McNemar)", details)
+                  f"{label} with its latents replaced by same-norm noise: no gain over the matched No-CoT (McNemar)", details)
 
 
 def _planted_full(ctx: SettingContext) -> Check:
-    return _planted(ctx, "_full")
+    return _planted(ctx, "codi_full")
 
 
 def _null_full(ctx: SettingContext) -> Check:
-    return _null(ctx, "_full")
+    return _null(ctx, "codi_full")
+
+
+def _planted_coconut(ctx: SettingContext) -> Check:
+    return _planted(ctx, "coconut")
+
+
+def _null_coconut(ctx: SettingContext) -> Check:
+    return _null(ctx, "coconut")
 
 
 SETTINGS = [
@@ -299,4 +320,8 @@ SETTINGS = [
             help="planted-serial with the CODI whose teacher keeps the chain's last step (--include-last-step)"),
     Setting("codi", "null-latents-full-chain", "no-effect", _null_full,
             help="null-latents with the CODI whose teacher keeps the chain's last step"),
+    Setting("coconut", "planted-serial", "recovered", _planted_coconut,
+            help="codi's planted-serial task and targets with Coconut (tiny-coconut-serial, 6 latents, trained as long)"),
+    Setting("coconut", "null-latents", "no-effect", _null_coconut,
+            help="the same Coconut with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
 ]

@@ -678,7 +678,10 @@ def codi_serial() -> dict[str, Any]:
     values["continued"] = {"rows": rows, "codi_vs_nocot": {k: codi_vs_nocot[k] for k in ("value", "control_value", "p", "n")}
                            | {"diff": codi_vs_nocot["extra"]["diff"], "diff_ci": codi_vs_nocot["extra"]["diff_ci"]}}
     command += "; " + CODI_CONTINUED_COMMAND
-    return summary(command, [run, cont], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
+    others = RECORDS / CODI_OTHERS
+    values["others"] = serial_others(others)
+    command += "; " + CODI_OTHERS_COMMAND
+    return summary(command, [run, cont, others, *(RECORDS / r for r in CODI_OTHERS_TRAINING)], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
         "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
         "continued": read_json(cont / "config.json") | {k: [run_relative(m) for m in read_json(cont / "config.json")[k]]
                                                          for k in ("models", "explicit")}},
@@ -710,6 +713,38 @@ CODI_CONTINUED_COMMAND = (
     "runs/sft/sft-cot-serial-7k-plus2k/model,runs/codi/codi-serial-7k-plus2k/model --explicit "
     "runs/codi/codi-serial-7k-plus2k/model --min-steps 6 --max-steps 8 --n-eval 100 --seed 73000 --seek-n 0 --threads 1 "
     "--run-id serial-plus2k; python results/collect.py --record runs/latent-eval/serial-plus2k " + CODI_CONTINUED)
+
+
+#: Coconut and Latent-SFT on the serial task, trained from tiny-cot for CODI's 7000 steps (each its own recipe's phases
+#: scaled to that total), scored with the matched No-CoT and CODI (whole chain) on the validation's problems by
+#: latent-eval. Their run records keep the config, the losses and the weights' SHA-256; the weights are not committed.
+CODI_OTHERS = "latent-eval-serial-matched"
+CODI_OTHERS_TRAINING = ("latent-coconut-serial-7k",)
+CODI_OTHERS_COMMAND = (
+    "thinklens run coconut --min-steps 6 --max-steps 8 --stage-steps 1400 --final-stage-steps 2800 --threads 1 "
+    "--run-id coconut-serial-7k; python results/collect.py --record runs/coconut/coconut-serial-7k "
+    "latent-coconut-serial-7k; thinklens run latent-eval --models tiny-nocot-serial,tiny-codi-serial-full,"
+    "runs/coconut/coconut-serial-7k/model --min-steps 6 --max-steps 8 --n-eval 100 --seed 73000 --seek-n 0 --threads 1 "
+    "--run-id serial-matched; python results/collect.py --record runs/latent-eval/serial-matched " + CODI_OTHERS)
+
+
+def serial_others(record: Path) -> dict[str, Any]:
+    """The latent-eval record of the other latent methods on the serial task: each model's accuracy (Wilson interval),
+    reasoning positions and own training time, and each latent model's paired difference from the No-CoT row on the
+    same problems (the job's finding: McNemar p, bootstrap interval, verdict)."""
+    table = read_json(record / "results" / "table.json")
+    found = read_json(record / "meta.json")["summary"]["findings"]
+    nocot = next(r for r in table if r.get("no_cot"))
+    rows = []
+    for r in table:
+        row = {k: r.get(k) for k in ("method", "label", "accuracy", "ci", "reasoning_positions", "compression", "n")}
+        row |= {"model": run_relative(r["model"]), "own_train_s": r.get("own_train_s")}
+        f = next((f for f in found if f["claim"].startswith(r["label"] + " beats") and f["control"] == nocot["label"]), None)
+        if f is not None:
+            row["vs_nocot"] = {"diff": f["extra"]["diff"], "diff_ci": f["extra"]["diff_ci"], "p": f["p"],
+                               "verdict": f["verdict"]}
+        rows.append(row)
+    return {"rows": rows, "nocot": nocot["label"]}
 
 
 @collector("demo_findings")

@@ -11,7 +11,8 @@ from thinklens.calibration.controls import SettingContext
 from thinklens.latent import codi_validation as cv
 from thinklens.zoo.registry import zoo_path
 
-SETTINGS = {s.name: s for s in cv.SETTINGS}
+SETTINGS = {s.name: s for s in cv.SETTINGS if s.method == "codi"}
+COCONUT = {s.name: s for s in cv.SETTINGS if s.method == "coconut"}
 needs_zoo = pytest.mark.skipif(any(zoo_path(n) is None for n in cv.ORGANISMS.values()),
                                reason="needs the committed serial organisms (data/zoo/)")
 
@@ -126,3 +127,39 @@ def test_quick_planted_serial(tmp_path, setting):
 def test_quick_null_latents(tmp_path, setting):
     check = SETTINGS[setting].run(_ctx(tmp_path))
     assert check.verdict == "no-effect", check
+
+
+def test_coconut_settings_score_coconut_without_an_explicit_mode(tmp_path, monkeypatch):
+    # the Coconut settings run the codi task and targets on tiny-coconut-serial: no explicit-CoT row (Coconut's LM has no
+    # teacher side), its rows named coconut_*; mutants killed: a Coconut setting scoring a CODI organism (the keys are
+    # asserted), a Coconut null that keeps the latents (noise asserted), a 15-point Coconut gain read as recovered
+    seen = []
+
+    def rows(ctx, keys, noise=False):
+        seen.append((keys, noise))
+        return {"nocot": ({"reasoning_positions": 0.0}, _grades(30)), "cot": ({"reasoning_positions": 48.0}, _grades(99)),
+                "coconut": ({"reasoning_positions": 6.0, "latent_hits": 0.2}, _grades(coconut))}
+
+    monkeypatch.setattr(cv, "_rows", rows)
+    for coconut, verdict in ((58, "recovered"), (45, "failed")):
+        check = COCONUT["planted-serial"].run(_ctx(tmp_path))
+        assert check.verdict == verdict and check.details["coconut_accuracy"]["accuracy"] == coconut / 100
+        assert check.details["compression"] == 8.0 and "codi_explicit_accuracy" not in check.details
+        assert check.details["organisms"]["coconut"] == "tiny-coconut-serial" and "Coconut at" in check.target
+    assert seen[-1] == (("nocot", "cot", "coconut"), False)
+    coconut = 31
+    check = COCONUT["null-latents"].run(_ctx(tmp_path))
+    assert check.verdict == "no-effect" and seen[-1] == (("nocot", "coconut"), True)
+    assert check.details["noised_coconut_accuracy"]["accuracy"] == 0.31
+
+
+@needs_zoo
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", ["planted-serial", "null-latents"])
+def test_quick_coconut_settings(tmp_path, setting):
+    check = COCONUT[setting].run(_ctx(tmp_path))
+    assert check.n == 3 * cv.QUICK.n_per_steps, check
+    if setting == "null-latents":
+        assert check.verdict == "no-effect", check
+    else:  # 6 latents against the chain's positions; too few problems for the 20-point paired verdict
+        assert check.details["compression"] >= cv.MIN_COMPRESSION and check.details["coconut_positions"] == 6.0

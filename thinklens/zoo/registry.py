@@ -22,13 +22,14 @@ ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
     "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1", "tiny-overthink", "tiny-cot-short",
     "tiny-r1-sometimes", "tiny-nocot-serial", "tiny-cot-serial", "tiny-codi-serial",
-    "tiny-codi-serial-full",
+    "tiny-codi-serial-full", "tiny-coconut-serial",
 )
 
 #: Zoo models written by the latent trainers (``latent.json`` in their folder): the latent methods and the SFT
 #: baselines matched to one of them; evaluated by the latent evaluation job, not by ``thinklens run zoo-eval``.
 LATENT_ZOO_NAMES: tuple[str, ...] = ("tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-nocot-serial",
-                                     "tiny-cot-serial", "tiny-codi-serial", "tiny-codi-serial-full")
+                                     "tiny-cot-serial", "tiny-codi-serial", "tiny-codi-serial-full",
+                                     "tiny-coconut-serial")
 
 #: One-line description of each model (CLI help, app menus).
 ZOO_DESCRIPTIONS: dict[str, str] = {
@@ -51,6 +52,8 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "tiny-codi-serial": "CODI from tiny-cot on 6-8 step chains: 12 latents, 7000 steps (thinklens latent)",
     "tiny-codi-serial-full": "tiny-codi-serial's recipe with the whole chain in the teacher (--include-last-step; "
     "thinklens latent)",
+    "tiny-coconut-serial": "Coconut from tiny-cot on 6-8 step chains: 6 continuous thoughts, 7000 steps (the recipe's "
+    "stages scaled to CODI's budget; thinklens latent)",
     "tiny-cot-short": "tiny-cot's recipe stopped early (seed 1): the weak sibling of the reasoning-vector lineage",
     "tiny-r1": "looks like a real reasoning model: Qwen2, byte-level BPE (one token per digit), chat template "
     "opening <think>, natural-language reasoning with Wait / Hmm, \\boxed{} answers (fresh init)",
