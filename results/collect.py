@@ -590,10 +590,11 @@ def keep_demo_record(runs: Path = RUNS) -> Path:
 VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
                       "validate-latent-hybrid": "latent-seek,hybrid/null", "validate-hybrid-skill-gap": "hybrid/skill-gap",
                       "validate-hybrid-absent-behaviour": "hybrid/absent-behaviour",
-                      "validate-hybrid-latent": "hybrid/planted-latent", "validate-codi": "codi"}
+                      "validate-hybrid-latent": "hybrid/planted-latent", "validate-codi": "codi",
+                      "validate-coconut": "coconut"}
 #: Threads of a record's run where it was not 1.
 VALIDATION_THREADS = {"validate-hybrid-latent": 2, "validate-codi": 2}
-VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "findings")
+VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "coconut", "findings")
 
 
 def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any]]:
@@ -651,8 +652,10 @@ def codi_serial() -> dict[str, Any]:
     training = {}
     for key, name in cv.ORGANISMS.items():
         meta = read_json(ROOT / "data" / "zoo" / name / "latent.json")
-        training[key] = {"model": name, "method": meta["method"], "steps": meta["config"]["train_steps"],
-                         "train_s": meta["train_wall_s"], "n_latents": meta["config"].get("n_latents"),
+        c = meta["config"]  # Coconut counts its steps by stage: max_stage stages and a last one
+        steps = c["train_steps"] if "train_steps" in c else c["max_stage"] * c["stage_steps"] + c["final_stage_steps"]
+        training[key] = {"model": name, "method": meta["method"], "steps": steps, "train_s": meta["train_wall_s"],
+                         "n_latents": c.get("n_latents", c.get("c", 0) * c.get("max_stage", 0) or None),
                          "cot": meta["config"].get("cot"), "include_last_step": meta["config"].get("include_last_step")}
     def planted_values(row: dict) -> dict:
         d = row["details"]
@@ -678,10 +681,16 @@ def codi_serial() -> dict[str, Any]:
     values["continued"] = {"rows": rows, "codi_vs_nocot": {k: codi_vs_nocot[k] for k in ("value", "control_value", "p", "n")}
                            | {"diff": codi_vs_nocot["extra"]["diff"], "diff_ci": codi_vs_nocot["extra"]["diff_ci"]}}
     command += "; " + CODI_CONTINUED_COMMAND
-    others = RECORDS / CODI_OTHERS
-    values["others"] = serial_others(others)
-    command += "; " + CODI_OTHERS_COMMAND
-    return summary(command, [run, cont, others, *(RECORDS / r for r in CODI_OTHERS_TRAINING)], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
+    coconut_run = RECORDS / "validate-coconut"
+    crows = {r["setting"]: r for r in read_json(coconut_run / "results" / "validate.json")["rows"]}
+    values["coconut"] = {"planted": {k: crows["planted-serial"][k] for k in keep} | {
+        k: crows["planted-serial"]["details"][k] for k in ("compression", "coconut_positions", "nocot_accuracy",
+                                                          "coconut_accuracy", "latent_hits", "p")},
+        "null": {k: crows["null-latents"][k] for k in keep} | {
+            k: crows["null-latents"]["details"][k] for k in ("noised_coconut_accuracy", "latent_hits", "p")}}
+    command += ("; thinklens run validate --methods coconut --threads 1 --out RUN; python results/collect.py --record RUN "
+                "validate-coconut")
+    return summary(command, [run, cont, coconut_run], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
         "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
         "continued": read_json(cont / "config.json") | {k: [run_relative(m) for m in read_json(cont / "config.json")[k]]
                                                          for k in ("models", "explicit")}},
@@ -713,38 +722,6 @@ CODI_CONTINUED_COMMAND = (
     "runs/sft/sft-cot-serial-7k-plus2k/model,runs/codi/codi-serial-7k-plus2k/model --explicit "
     "runs/codi/codi-serial-7k-plus2k/model --min-steps 6 --max-steps 8 --n-eval 100 --seed 73000 --seek-n 0 --threads 1 "
     "--run-id serial-plus2k; python results/collect.py --record runs/latent-eval/serial-plus2k " + CODI_CONTINUED)
-
-
-#: Coconut and Latent-SFT on the serial task, trained from tiny-cot for CODI's 7000 steps (each its own recipe's phases
-#: scaled to that total), scored with the matched No-CoT and CODI (whole chain) on the validation's problems by
-#: latent-eval. Their run records keep the config, the losses and the weights' SHA-256; the weights are not committed.
-CODI_OTHERS = "latent-eval-serial-matched"
-CODI_OTHERS_TRAINING = ("latent-coconut-serial-7k",)
-CODI_OTHERS_COMMAND = (
-    "thinklens run coconut --min-steps 6 --max-steps 8 --stage-steps 1400 --final-stage-steps 2800 --threads 1 "
-    "--run-id coconut-serial-7k; python results/collect.py --record runs/coconut/coconut-serial-7k "
-    "latent-coconut-serial-7k; thinklens run latent-eval --models tiny-nocot-serial,tiny-codi-serial-full,"
-    "runs/coconut/coconut-serial-7k/model --min-steps 6 --max-steps 8 --n-eval 100 --seed 73000 --seek-n 0 --threads 1 "
-    "--run-id serial-matched; python results/collect.py --record runs/latent-eval/serial-matched " + CODI_OTHERS)
-
-
-def serial_others(record: Path) -> dict[str, Any]:
-    """The latent-eval record of the other latent methods on the serial task: each model's accuracy (Wilson interval),
-    reasoning positions and own training time, and each latent model's paired difference from the No-CoT row on the
-    same problems (the job's finding: McNemar p, bootstrap interval, verdict)."""
-    table = read_json(record / "results" / "table.json")
-    found = read_json(record / "meta.json")["summary"]["findings"]
-    nocot = next(r for r in table if r.get("no_cot"))
-    rows = []
-    for r in table:
-        row = {k: r.get(k) for k in ("method", "label", "accuracy", "ci", "reasoning_positions", "compression", "n")}
-        row |= {"model": run_relative(r["model"]), "own_train_s": r.get("own_train_s")}
-        f = next((f for f in found if f["claim"].startswith(r["label"] + " beats") and f["control"] == nocot["label"]), None)
-        if f is not None:
-            row["vs_nocot"] = {"diff": f["extra"]["diff"], "diff_ci": f["extra"]["diff_ci"], "p": f["p"],
-                               "verdict": f["verdict"]}
-        rows.append(row)
-    return {"rows": rows, "nocot": nocot["label"]}
 
 
 @collector("demo_findings")
