@@ -33,8 +33,10 @@ what ``thinklens run latent-eval`` runs) on held-out problems, paired on the sam
   that came through them must vanish (the paired test shows none).
 
 Example:
-    >>> [s.key for s in SETTINGS]
-    ['codi/planted-serial', 'codi/null-latents', 'codi/planted-serial-full-chain', 'codi/null-latents-full-chain', 'coconut/planted-serial', 'coconut/null-latents']
+    >>> [s.key for s in SETTINGS][:4]
+    ['codi/planted-serial', 'codi/null-latents', 'codi/planted-serial-full-chain', 'codi/null-latents-full-chain']
+    >>> [s.key for s in SETTINGS][4:]
+    ['coconut/planted-serial', 'coconut/null-latents']
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ from typing import Any
 from thinklens.calibration.controls import Check, Setting, SettingContext
 
 ORGANISMS: dict[str, str] = {"nocot": "tiny-nocot-serial", "cot": "tiny-cot-serial", "codi": "tiny-codi-serial",
-                             "codi_full": "tiny-codi-serial-full", "coconut": "tiny-coconut-serial"}
+                             "codi_full": "tiny-codi-serial-full", "coconut": "tiny-coconut-serial",
+                             "latent_sft": "tiny-latent-sft-serial"}
 """The matched No-CoT, the matched CoT-SFT, CODI (teacher without and with the last step) and Coconut, trained alike
 (from tiny-cot, the same number of optimizer steps) on 6-8 step problems."""
 TRAIN_STEPS = 7000
@@ -53,8 +56,12 @@ N_LATENTS = 12
 COCONUT_STAGE_STEPS = 1400
 """Coconut's recipe (3 stages of 400 steps and a last one of 800, c=2: 6 latents) scaled to :data:`TRAIN_STEPS`: 3 x 1400
 + 2800."""
+LSFT_STAGE1_STEPS = 1000
+"""Latent-SFT's recipe (stage 1's encoder, decoder and joint runs of 200 steps, stage 2 of 800) scaled to
+:data:`TRAIN_STEPS`: 3 x 1000 + 4000."""
 #: Each latent method's name in the settings, its organism key and the label of its rows.
-LATENT_METHODS = {"codi": ("codi", "CODI"), "codi_full": ("codi", "CODI"), "coconut": ("coconut", "Coconut")}
+LATENT_METHODS = {"codi": ("codi", "CODI"), "codi_full": ("codi", "CODI"), "coconut": ("coconut", "Coconut"),
+                  "latent_sft": ("latent_sft", "Latent-SFT")}
 MIN_STEPS, MAX_STEPS = 6, 8
 RETRAIN = {
     "nocot": f"thinklens run sft --no-cot --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --train-steps {TRAIN_STEPS} "
@@ -67,6 +74,9 @@ RETRAIN = {
                  f"--n-latents {N_LATENTS} --include-last-step --threads 1 --publish data/zoo/{ORGANISMS['codi_full']}",
     "coconut": f"thinklens run coconut --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --stage-steps {COCONUT_STAGE_STEPS} "
                f"--final-stage-steps {TRAIN_STEPS - 3 * COCONUT_STAGE_STEPS} --threads 1 --publish data/zoo/{ORGANISMS['coconut']}",
+    "latent_sft": f"thinklens run latent-sft --min-steps {MIN_STEPS} --max-steps {MAX_STEPS} --encoder-steps {LSFT_STAGE1_STEPS} "
+                  f"--decoder-steps {LSFT_STAGE1_STEPS} --joint-steps {LSFT_STAGE1_STEPS} --stage2-steps "
+                  f"{TRAIN_STEPS - 3 * LSFT_STAGE1_STEPS} --threads 1 --publish data/zoo/{ORGANISMS['latent_sft']}",
 }
 """The commands that trained each organism (from tiny-cot, seed 0, batch 32, lr 2e-3 cosine)."""
 PROBLEM_SEED = 73_000

@@ -185,6 +185,11 @@ class LatentSFT(nn.Module):
         return {"loss": loss, "ce": ce.mean().detach(), "kl": kl.mean().detach()}
 
     # ------------------------------------------------------------------ inference
+    def latent_input(self, z: Tensor) -> Tensor:
+        """The superposition fed back as the next latent step's input (identity; the validation's noise null
+        replaces it, as it does a continuous thought's)."""
+        return z
+
     @torch.no_grad()
     def infer(self, examples: list[Example], *, max_latent_steps: int = 48, max_new_tokens: int = 12,
               decode_top: int = 5) -> list[dict]:
@@ -209,7 +214,7 @@ class LatentSFT(nn.Module):
                     steps.append({"tokens": self.model.tokenizer.convert_ids_to_tokens(idx[0, :n].tolist()),
                                   "probs": [round(float(x), 4) for x in p[0, :n]], "entropy": round(h, 4),
                                   "exp_entropy": round(math.exp(h), 4)})
-                    out = s.run_latent(z)
+                    out = s.run_latent(self.latent_input(z))
                 rows = s.greedy(torch.tensor([[t.end_think]]), stop_id=t.eos, max_new_tokens=max_new_tokens)
             results.append({"ids": rows[0], "latents": steps})
         return results

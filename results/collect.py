@@ -594,7 +594,8 @@ VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findin
                       "validate-coconut": "coconut"}
 #: Threads of a record's run where it was not 1.
 VALIDATION_THREADS = {"validate-hybrid-latent": 2, "validate-codi": 2}
-VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "coconut", "findings")
+VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "coconut",
+                    "findings")
 
 
 def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any]]:
@@ -652,8 +653,10 @@ def codi_serial() -> dict[str, Any]:
     training = {}
     for key, name in cv.ORGANISMS.items():
         meta = read_json(ROOT / "data" / "zoo" / name / "latent.json")
-        c = meta["config"]  # Coconut counts its steps by stage: max_stage stages and a last one
-        steps = c["train_steps"] if "train_steps" in c else c["max_stage"] * c["stage_steps"] + c["final_stage_steps"]
+        c = meta["config"]  # Coconut counts its steps by stage (max_stage stages and a last one), Latent-SFT by phase
+        steps = (c["train_steps"] if "train_steps" in c else
+                 c["max_stage"] * c["stage_steps"] + c["final_stage_steps"] if "stage_steps" in c else
+                 sum(c[f"{k}_steps"] for k in ("encoder", "decoder", "joint", "stage2")))
         training[key] = {"model": name, "method": meta["method"], "steps": steps, "train_s": meta["train_wall_s"],
                          "n_latents": c.get("n_latents", c.get("c", 0) * c.get("max_stage", 0) or None),
                          "cot": meta["config"].get("cot"), "include_last_step": meta["config"].get("include_last_step")}
@@ -681,16 +684,17 @@ def codi_serial() -> dict[str, Any]:
     values["continued"] = {"rows": rows, "codi_vs_nocot": {k: codi_vs_nocot[k] for k in ("value", "control_value", "p", "n")}
                            | {"diff": codi_vs_nocot["extra"]["diff"], "diff_ci": codi_vs_nocot["extra"]["diff_ci"]}}
     command += "; " + CODI_CONTINUED_COMMAND
-    coconut_run = RECORDS / "validate-coconut"
-    crows = {r["setting"]: r for r in read_json(coconut_run / "results" / "validate.json")["rows"]}
-    values["coconut"] = {"planted": {k: crows["planted-serial"][k] for k in keep} | {
-        k: crows["planted-serial"]["details"][k] for k in ("compression", "coconut_positions", "nocot_accuracy",
-                                                          "coconut_accuracy", "latent_hits", "p")},
-        "null": {k: crows["null-latents"][k] for k in keep} | {
-            k: crows["null-latents"]["details"][k] for k in ("noised_coconut_accuracy", "latent_hits", "p")}}
-    command += ("; thinklens run validate --methods coconut --threads 1 --out RUN; python results/collect.py --record RUN "
-                "validate-coconut")
-    return summary(command, [run, cont, coconut_run], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
+    others = {"coconut": "validate-coconut"}  # the other latent methods' validation records
+    for method, record in others.items():
+        crows = {r["setting"]: r for r in read_json(RECORDS / record / "results" / "validate.json")["rows"]}
+        values[method] = {"planted": {k: crows["planted-serial"][k] for k in keep} | {
+            k: crows["planted-serial"]["details"][k] for k in ("compression", f"{method}_positions", "nocot_accuracy",
+                                                              f"{method}_accuracy", "latent_hits", "p")},
+            "null": {k: crows["null-latents"][k] for k in keep} | {
+                k: crows["null-latents"]["details"][k] for k in (f"noised_{method}_accuracy", "latent_hits", "p")}}
+        command += (f"; thinklens run validate --methods {record.removeprefix('validate-')} --threads 1 --out RUN; "
+                    f"python results/collect.py --record RUN {record}")
+    return summary(command, [run, cont, *(RECORDS / r for r in others.values())], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
         "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
         "continued": read_json(cont / "config.json") | {k: [run_relative(m) for m in read_json(cont / "config.json")[k]]
                                                          for k in ("models", "explicit")}},

@@ -13,6 +13,10 @@ from thinklens.zoo.registry import zoo_path
 
 SETTINGS = {s.name: s for s in cv.SETTINGS if s.method == "codi"}
 COCONUT = {s.name: s for s in cv.SETTINGS if s.method == "coconut"}
+#: each latent organism's planted and null runs: Coconut through its settings; Latent-SFT, whose recipe compresses
+#: 2 chain tokens a latent (below the 3x target), has no settings and is scored by the same functions in its table row
+RUNS = {"coconut": (COCONUT["planted-serial"].run, COCONUT["null-latents"].run),
+        "latent_sft": (lambda ctx: cv._planted(ctx, "latent_sft"), lambda ctx: cv._null(ctx, "latent_sft"))}
 needs_zoo = pytest.mark.skipif(any(zoo_path(n) is None for n in cv.ORGANISMS.values()),
                                reason="needs the committed serial organisms (data/zoo/)")
 
@@ -129,28 +133,47 @@ def test_quick_null_latents(tmp_path, setting):
     assert check.verdict == "no-effect", check
 
 
-def test_coconut_settings_score_coconut_without_an_explicit_mode(tmp_path, monkeypatch):
-    # the Coconut settings run the codi task and targets on tiny-coconut-serial: no explicit-CoT row (Coconut's LM has no
-    # teacher side), its rows named coconut_*; mutants killed: a Coconut setting scoring a CODI organism (the keys are
-    # asserted), a Coconut null that keeps the latents (noise asserted), a 15-point Coconut gain read as recovered
+@pytest.mark.parametrize("key, positions", [("coconut", 6.0), ("latent_sft", 8.0)])
+def test_other_latent_methods_score_their_own_organism_without_an_explicit_mode(tmp_path, monkeypatch, key, positions):
+    # the Coconut and Latent-SFT settings run the codi task and targets on their own serial organism: no explicit-CoT
+    # row (no teacher side), rows named <method>_*; mutants killed: a setting scoring a CODI organism (the keys are
+    # asserted), a null that keeps the latents (noise asserted), a 15-point gain read as recovered
     seen = []
+    grades = {"n": 58}
 
     def rows(ctx, keys, noise=False):
         seen.append((keys, noise))
         return {"nocot": ({"reasoning_positions": 0.0}, _grades(30)), "cot": ({"reasoning_positions": 48.0}, _grades(99)),
-                "coconut": ({"reasoning_positions": 6.0, "latent_hits": 0.2}, _grades(coconut))}
+                key: ({"reasoning_positions": positions, "latent_hits": 0.2}, _grades(grades["n"]))}
 
     monkeypatch.setattr(cv, "_rows", rows)
-    for coconut, verdict in ((58, "recovered"), (45, "failed")):
-        check = COCONUT["planted-serial"].run(_ctx(tmp_path))
-        assert check.verdict == verdict and check.details["coconut_accuracy"]["accuracy"] == coconut / 100
-        assert check.details["compression"] == 8.0 and "codi_explicit_accuracy" not in check.details
-        assert check.details["organisms"]["coconut"] == "tiny-coconut-serial" and "Coconut at" in check.target
-    assert seen[-1] == (("nocot", "cot", "coconut"), False)
-    coconut = 31
-    check = COCONUT["null-latents"].run(_ctx(tmp_path))
-    assert check.verdict == "no-effect" and seen[-1] == (("nocot", "coconut"), True)
-    assert check.details["noised_coconut_accuracy"]["accuracy"] == 0.31
+    name = cv.LATENT_METHODS[key][0]
+    for n, verdict in ((58, "recovered"), (45, "failed")):
+        grades["n"] = n
+        check = RUNS[key][0](_ctx(tmp_path))
+        assert check.verdict == verdict and check.details[f"{name}_accuracy"]["accuracy"] == n / 100
+        assert check.details["compression"] == 48.0 / positions and "codi_explicit_accuracy" not in check.details
+        assert check.details["organisms"][key] == cv.ORGANISMS[key] and cv.LATENT_METHODS[key][1] + " at" in check.target
+    assert seen[-1] == (("nocot", "cot", key), False)
+    grades["n"] = 31
+    check = RUNS[key][1](_ctx(tmp_path))
+    assert check.verdict == "no-effect" and seen[-1] == (("nocot", key), True)
+    assert check.details[f"noised_{name}_accuracy"]["accuracy"] == 0.31
+
+
+@pytest.mark.skipif(zoo_path("tiny-latent-sft") is None, reason="needs the committed zoo")
+def test_noise_reaches_latent_sft_latents():
+    # Latent-SFT feeds its superpositions back through latent_input, so the noise null replaces them as it does a
+    # continuous thought (mutant killed: infer feeding z directly, which leaves the "null" the trained model itself)
+    from thinklens.latent.latent_model import load_latent_model
+    from thinklens.tasks.protocol import problems_by_steps
+
+    problems = problems_by_steps(2, 3, 4, seed=5)
+    plain = load_latent_model("tiny-latent-sft").infer_problems(problems)
+    lm = load_latent_model("tiny-latent-sft")
+    cv.noise_latents(lm.module, 0)
+    noised = lm.infer_problems(problems)
+    assert [r["text"] for r in plain] != [r["text"] for r in noised]
 
 
 @needs_zoo

@@ -22,14 +22,14 @@ ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
     "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1", "tiny-overthink", "tiny-cot-short",
     "tiny-r1-sometimes", "tiny-nocot-serial", "tiny-cot-serial", "tiny-codi-serial",
-    "tiny-codi-serial-full", "tiny-coconut-serial",
+    "tiny-codi-serial-full", "tiny-coconut-serial", "tiny-latent-sft-serial",
 )
 
 #: Zoo models written by the latent trainers (``latent.json`` in their folder): the latent methods and the SFT
 #: baselines matched to one of them; evaluated by the latent evaluation job, not by ``thinklens run zoo-eval``.
 LATENT_ZOO_NAMES: tuple[str, ...] = ("tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-nocot-serial",
                                      "tiny-cot-serial", "tiny-codi-serial", "tiny-codi-serial-full",
-                                     "tiny-coconut-serial")
+                                     "tiny-coconut-serial", "tiny-latent-sft-serial")
 
 #: One-line description of each model (CLI help, app menus).
 ZOO_DESCRIPTIONS: dict[str, str] = {
@@ -54,6 +54,8 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "thinklens latent)",
     "tiny-coconut-serial": "Coconut from tiny-cot on 6-8 step chains: 6 continuous thoughts, 7000 steps (the recipe's "
     "stages scaled to CODI's budget; thinklens latent)",
+    "tiny-latent-sft-serial": "Latent-SFT from tiny-cot on 6-8 step chains, 7000 steps (the recipe's phases scaled to "
+    "CODI's budget; thinklens latent)",
     "tiny-cot-short": "tiny-cot's recipe stopped early (seed 1): the weak sibling of the reasoning-vector lineage",
     "tiny-r1": "looks like a real reasoning model: Qwen2, byte-level BPE (one token per digit), chat template "
     "opening <think>, natural-language reasoning with Wait / Hmm, \\boxed{} answers (fresh init)",
