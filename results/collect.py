@@ -694,7 +694,10 @@ def codi_serial() -> dict[str, Any]:
                 k: crows["null-latents"]["details"][k] for k in (f"noised_{method}_accuracy", "latent_hits", "p")}}
         command += (f"; thinklens run validate --methods {record.removeprefix('validate-')} --threads 1 --out RUN; "
                     f"python results/collect.py --record RUN {record}")
-    return summary(command, [run, cont, *(RECORDS / r for r in others.values())], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
+    matched = RECORDS / CODI_MATCHED
+    values["matched_eval"] = serial_matched(matched, planted["details"]["cot_positions"])
+    command += "; " + CODI_MATCHED_COMMAND
+    return summary(command, [run, cont, matched, *(RECORDS / r for r in others.values())], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
         "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
         "continued": read_json(cont / "config.json") | {k: [run_relative(m) for m in read_json(cont / "config.json")[k]]
                                                          for k in ("models", "explicit")}},
@@ -726,6 +729,39 @@ CODI_CONTINUED_COMMAND = (
     "runs/sft/sft-cot-serial-7k-plus2k/model,runs/codi/codi-serial-7k-plus2k/model --explicit "
     "runs/codi/codi-serial-7k-plus2k/model --min-steps 6 --max-steps 8 --n-eval 100 --seed 73000 --seek-n 0 --threads 1 "
     "--run-id serial-plus2k; python results/collect.py --record runs/latent-eval/serial-plus2k " + CODI_CONTINUED)
+
+
+#: Every latent organism of the serial task scored together by latent-eval on the validation's problems, with the
+#: matched No-CoT: Latent-SFT, which has no validation setting (its recipe compresses 2 chain tokens a latent, below the
+#: 3x target), is read from here. Its training run's record keeps the config, the losses and the weights' SHA-256.
+CODI_MATCHED = "latent-eval-serial-matched"
+CODI_MATCHED_COMMAND = (
+    "thinklens run latent-sft --min-steps 6 --max-steps 8 --encoder-steps 1000 --decoder-steps 1000 --joint-steps 1000 "
+    "--stage2-steps 4000 --threads 1 --run-id lsft-serial-7k --publish data/zoo/tiny-latent-sft-serial; python "
+    "results/collect.py --record runs/latent-sft/lsft-serial-7k latent-lsft-serial-7k; thinklens run latent-eval --models "
+    "tiny-nocot-serial,tiny-codi-serial-full,tiny-coconut-serial,tiny-latent-sft-serial --min-steps 6 --max-steps 8 "
+    "--n-eval 100 --seed 73000 --seek-n 0 --threads 2 --run-id serial-matched2; python results/collect.py --record "
+    "runs/latent-eval/serial-matched2 " + CODI_MATCHED)
+
+
+def serial_matched(record: Path, cot_positions: float) -> dict[str, Any]:
+    """A latent-eval record of the serial organisms: each row's accuracy (Wilson interval), reasoning positions and own
+    training time, keyed by method, and each latent row's paired difference from the No-CoT row on the same problems
+    (the job's finding: McNemar p, bootstrap interval, verdict); ``cot_positions``: the matched CoT-SFT's chain length, over
+    which a latent row's positions give its compression."""
+    table = read_json(record / "results" / "table.json")
+    found = read_json(record / "meta.json")["summary"]["findings"]
+    nocot = next(r for r in table if r.get("no_cot"))
+    rows = {}
+    for r in table:
+        row = {k: r.get(k) for k in ("method", "label", "accuracy", "ci", "reasoning_positions", "own_train_s", "n")}
+        f = next((f for f in found if f["claim"].startswith(r["label"] + " beats") and f["control"] == nocot["label"]), None)
+        if f is not None:
+            row["vs_nocot"] = {"diff": f["extra"]["diff"], "diff_ci": f["extra"]["diff_ci"], "p": f["p"], "verdict": f["verdict"]}
+        rows[r["method"] if not r.get("no_cot") else "nocot"] = row
+        if r.get("reasoning_positions"):
+            rows[r["method"] if not r.get("no_cot") else "nocot"]["compression"] = cot_positions / r["reasoning_positions"]
+    return {"rows": rows, "nocot": nocot["label"]}
 
 
 @collector("demo_findings")
