@@ -205,7 +205,7 @@ def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) ->
             row, records = table_row(ORGANISMS[key.replace("explicit", "codi")], problems, explicit=True)
             row["last_step_misses"] = last_step_misses(problems, records)
         elif key in LATENT_METHODS and noise:
-            row, records = _noised_codi(ORGANISMS[key], problems, ctx.seed)
+            row, records = _noised(ORGANISMS[key], problems, ctx.seed)
         else:
             row, records = table_row(ORGANISMS[key], problems)
         if key in LATENT_METHODS:
@@ -214,7 +214,7 @@ def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) ->
     return out
 
 
-def _noised_codi(name: str, problems: list, seed: int) -> tuple[dict, list[dict]]:
+def _noised(name: str, problems: list, seed: int) -> tuple[dict, list[dict]]:
     from thinklens.latent.latent_model import load_latent_model
 
     lm = load_latent_model(name)

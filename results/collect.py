@@ -644,7 +644,10 @@ def codi_serial() -> dict[str, Any]:
     ``results/records/validate-codi`` (each organism's accuracy with its Wilson interval, CODI's gain over the matched
     No-CoT with its paired interval, the compression; the same CODI with noise latents) and the organisms' training
     from their latent.json files."""
+    from dataclasses import fields
+
     from thinklens.latent import codi_validation as cv
+    from thinklens.latent.methods import method_named
 
     run = RECORDS / "validate-codi"
     rows = {r["setting"]: r for r in read_json(run / "results" / "validate.json")["rows"] if r["method"] == "codi"}
@@ -653,12 +656,10 @@ def codi_serial() -> dict[str, Any]:
     training = {}
     for key, name in cv.ORGANISMS.items():
         meta = read_json(ROOT / "data" / "zoo" / name / "latent.json")
-        c = meta["config"]  # Coconut counts its steps by stage (max_stage stages and a last one), Latent-SFT by phase
-        steps = (c["train_steps"] if "train_steps" in c else
-                 c["max_stage"] * c["stage_steps"] + c["final_stage_steps"] if "stage_steps" in c else
-                 sum(c[f"{k}_steps"] for k in ("encoder", "decoder", "joint", "stage2")))
-        training[key] = {"model": name, "method": meta["method"], "steps": steps, "train_s": meta["train_wall_s"],
-                         "n_latents": c.get("n_latents", c.get("c", 0) * c.get("max_stage", 0) or None),
+        method = method_named(meta["method"])  # its phases count the steps (Coconut by stage, Latent-SFT by run)
+        cfg = method.config(**{k: v for k, v in meta["config"].items() if k in {f.name for f in fields(method.config)}})
+        training[key] = {"model": name, "method": meta["method"], "steps": sum(p.steps for p in method.module.train_phases(cfg)),
+                         "train_s": meta["train_wall_s"], "n_latents": getattr(cfg, "n_latents", None),
                          "cot": meta["config"].get("cot"), "include_last_step": meta["config"].get("include_last_step")}
     def planted_values(row: dict) -> dict:
         d = row["details"]
@@ -697,10 +698,11 @@ def codi_serial() -> dict[str, Any]:
     matched = RECORDS / CODI_MATCHED
     values["matched_eval"] = serial_matched(matched, planted["details"]["cot_positions"])
     command += "; " + CODI_MATCHED_COMMAND
-    return summary(command, [run, cont, matched, *(RECORDS / r for r in others.values())], {"steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
-        "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
-        "continued": read_json(cont / "config.json") | {k: [run_relative(m) for m in read_json(cont / "config.json")[k]]
-                                                         for k in ("models", "explicit")}},
+    cont_config = read_json(cont / "config.json")
+    return summary(command, [run, cont, matched, *(RECORDS / r for r in others.values())], {
+        "steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
+            "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
+        "continued": cont_config | {k: [run_relative(m) for m in cont_config[k]] for k in ("models", "explicit")}},
         values, extra_sources=tuple(f"data/zoo/{n}/latent.json" for n in cv.ORGANISMS.values()))
 
 

@@ -158,15 +158,14 @@ def _skill_gap(ctx: SettingContext) -> Check:
     beats = paired_finding("the hybrid beats its random-vector control", rows["hybrid"]["correct"],
                            rows["random_vectors"]["correct"], control="random_vectors", statistic="accuracy_vs_random",
                            binary=True, seed=ctx.seed)
+    has_gap = gap.is_effect if plan.paired else float(gap.extra["diff"]) > 0
     details = {"pair": PAIR, "steps": [MIN_STEPS, MAX_STEPS], "accuracy": {m: _acc(rows, m) for m in MODES},
-               "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
+               "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p, "precondition_met": has_gap,
                "precondition": "a gap: the thinking model beats the base (McNemar; quick: by direction)",
                "over_base": over_base.extra["diff"], "over_base_p": over_base.p,
                "gap_recovered": recovered.value, "gap_recovered_ci": list(recovered.ci),
                "beats_random_p": beats.p, "paired_test": plan.paired, "vectors": vector_diagnostics(ctx, "pair"),
                "findings": findings_doc([*findings, beats])}
-    has_gap = gap.is_effect if plan.paired else float(gap.extra["diff"]) > 0
-    details["precondition_met"] = has_gap
     verdict = "no-effect" if has_gap and not _beyond_random(beats) else "failed"
     return _check(beats, verdict,
                   "a gap (thinking beats base, McNemar) that is a skill, not a behaviour; the hybrid does not beat its "
