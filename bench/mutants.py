@@ -57,6 +57,8 @@ SEEK_TESTS = ("tests/latent/test_latentseek.py",)
 ANSWER_TESTS = ("tests/test_answers.py",)
 HYBRID_TESTS = ("tests/steering/test_hybrid.py",)
 RV_TESTS = ("tests/steering/test_reasoning_vectors.py", "tests/steering/test_reasoning_vector_mutants.py")
+#: The validation job's verdict rules (issue 22): each method's planted/null judgement and the findings it gives.
+CODI_VALIDATION_TESTS = ("tests/latent/test_codi_validation.py",)
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- CODI: the distillation loss (latent/codi.py)
@@ -149,6 +151,38 @@ MUTANTS: tuple[Mutant, ...] = (
            "loss = -r * logp.gather(1, x[:, None]).sum()", "loss = r * logp.gather(1, x[:, None]).sum()", SEEK_TESTS),
     Mutant("reward ignoring the answer", "LatentSeek", "latent/latentseek.py",
            "return 0.0 if is_correct(text, answer) else -1.0", "return 0.0 if text.strip() else -1.0", SEEK_TESTS),
+    # ---- validation: the verdict rules of the planted and null settings (thinklens run validate)
+    Mutant("LYNX planted: the validity bound not required", "validation", "probes/validation.py",
+           "        if not r[\"not_rejected\"]:\n            misses.append(f\"{d}: the bound P(S={{1}}|y=0) <= "
+           "{r['delta']:g} is rejected\")\n",
+           "", ("tests/probes/test_lynx_validation.py",)),
+    Mutant("MI planted: peaks not required to beat chance", "validation", "analyses/mi/validation.py",
+           'verdict = "recovered" if effect and p_rise < ALPHA and peaks_found else "failed"',
+           'verdict = "recovered" if effect and p_rise < ALPHA else "failed"', ("tests/analyses/test_mi_validation.py",)),
+    Mutant("SAE recovery: the share of features not required", "validation", "steering/validation.py",
+           "met = mean >= RECOVERY_COSINE and share >= RECOVERY_SHARE", "met = mean >= RECOVERY_COSINE",
+           ("tests/steering/test_validation.py",)),
+    Mutant("reasoning vector planted: the random control not required", "validation", "steering/vector_validation.py",
+           'return "recovered" if headroom >= MIN_HEADROOM and beats_zero and beats_random else "failed"',
+           'return "recovered" if headroom >= MIN_HEADROOM and beats_zero else "failed"',
+           ("tests/steering/test_reasoning_vector_validation.py",)),
+    Mutant("LatentSeek planted: headroom not required", "validation", "latent/validation.py",
+           'verdict = "recovered" if headroom >= MIN_HEADROOM and shown else "failed"',
+           'verdict = "recovered" if shown else "failed"', ("tests/latent/test_seek_validation.py",)),
+    Mutant("hybrid boundary judged by direction alone", "validation", "steering/hybrid_validation.py",
+           "    return bool(beats.is_effect)", '    return float(beats.extra["diff"]) > 0',
+           ("tests/steering/test_hybrid_validation.py",)),
+    Mutant("CODI planted: the 20-point bar dropped", "validation", "latent/codi_validation.py",
+           'met = compression >= MIN_COMPRESSION and gain.extra["diff"] >= MIN_GAIN and gain.is_effect',
+           "met = compression >= MIN_COMPRESSION and gain.is_effect", CODI_VALIDATION_TESTS),
+    Mutant("CODI planted: the task's precondition ignored", "validation", "latent/codi_validation.py",
+           '"recovered" if precondition and met else "failed"', '"recovered" if met else "failed"', CODI_VALIDATION_TESTS),
+    Mutant("latent null: the trained latents kept", "validation", "latent/codi_validation.py",
+           'got = _rows(ctx, ("nocot", key), noise=True)', 'got = _rows(ctx, ("nocot", key), noise=False)',
+           CODI_VALIDATION_TESTS),
+    Mutant("findings: a failed precondition read as a miss", "validation", "thinklens/calibration/validate.py",
+           'unmet = r["verdict"] == "failed" and details.get("precondition_met") is False', "unmet = False",
+           ("tests/core/test_validation_findings_words.py",)),
     # ---- answers: the stated answer (thinklens/data/answers.py)
     Mutant("last number instead of the last box", "answers", "thinklens/data/answers.py",
            "boxed = _box_answer(text, boxes)\n", "boxed = None\n", ANSWER_TESTS),

@@ -148,6 +148,20 @@ def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any],
                           "n_select": len(choice["select"]), "findings": findings_doc(findings)})
 
 
+def planted_verdict(headroom: float, over_zero: Any, over_random: Any) -> str:
+    """The planted setting's verdict: the lineage has its headroom (the GRPO model's accuracy over B's at alpha 0),
+    and v beats both alpha 0 (by at least :data:`MIN_GAIN`, which :func:`sweep` asks of that finding) and the
+    norm-matched random direction (the two findings' paired tests).
+
+    Example:
+        >>> from types import SimpleNamespace as F
+        >>> planted_verdict(0.3, F(is_effect=True), F(is_effect=True)), planted_verdict(0.1, F(is_effect=True), F(is_effect=True))
+        ('recovered', 'failed')
+    """
+    beats_zero, beats_random = over_zero.is_effect, over_random.is_effect
+    return "recovered" if headroom >= MIN_HEADROOM and beats_zero and beats_random else "failed"
+
+
 def _planted(ctx: SettingContext) -> Check:
     from thinklens.calibration.stats import findings_doc, paired_finding
     from thinklens.steering.reasoning_vectors import apply_vector, load_causal_lm
@@ -162,9 +176,8 @@ def _planted(ctx: SettingContext) -> Check:
     parent = paired_finding("v lifts its own parent A (A + v = the GRPO model)", on_grpo["correct"], on_a["correct"],
                             control="A", statistic="accuracy", binary=True, seed=ctx.seed)
     findings, choice, acc = sweep(v, {"norm-matched random direction": v.random_like(ctx.seed)}, plan, ctx.seed)
-    beats_zero, beats_random = findings[0].is_effect, findings[1].is_effect
     headroom = on_grpo["accuracy"] - b0
-    verdict = "recovered" if headroom >= MIN_HEADROOM and beats_zero and beats_random else "failed"
+    verdict = planted_verdict(headroom, findings[0], findings[1])
     return _check(findings, choice, {"headroom": headroom, "grpo_accuracy": on_grpo["accuracy"], "a_accuracy": on_a["accuracy"],
                                      "b_accuracy": b0, "gain_on_parent": findings_doc([parent])[0], "accuracy": acc,
                                      "lineage": LINEAGE, "skill": SKILL, "norm_v": v.norm()}, verdict,

@@ -166,6 +166,17 @@ def test_gap_check_verdicts_follow_the_paired_test() -> None:
     assert gap_check(_measured(_scores([0.05] * 5)), seed=0, planted=True).verdict == "failed"  # too few
 
 
+def test_planted_verdict_needs_peaks_above_chance() -> None:
+    """Kills: a planted verdict that ignores where the peaks are (the gap and the rise shown, the peaks at chance:
+    precision and recall equal to what as many peaks placed at random would score)."""
+    at_chance = [PlantedScore(n_steps=50, steps=(10, 11), own=0.35, shuffled=0.3, own_elsewhere=0.0, precision=0.04,
+                              recall=0.06, chance_precision=0.04, chance_recall=0.06) for _ in range(16)]
+    check = gap_check(_measured(at_chance), seed=0, planted=True)
+    assert check.details["p_gap"] < 0.01 and check.details["p_rise"] < 0.01  # everything but the peaks holds
+    assert check.verdict == "failed"
+    assert gap_check(_measured(_scores([0.05] * 16)), seed=0, planted=True).verdict == "recovered"  # peaks above it
+
+
 # ---------------------------------------------------------------- findings and headlines
 
 

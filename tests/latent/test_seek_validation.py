@@ -59,6 +59,18 @@ def test_planted_verdict_needs_a_paired_gain(tmp_path, monkeypatch, fixed, verdi
                                                                  "oracle best-of-11"] and "more" not in check.details
 
 
+@pytest.mark.parametrize("quick", [True, False])
+def test_planted_verdict_needs_headroom(tmp_path, monkeypatch, quick):
+    # mutant killed: headroom not required. LatentSeek fixes 12 problems, but no sampled chain of any problem is right
+    # where the greedy one is wrong: the setting has no headroom, so it cannot show the method, whatever the gain
+    probs = [_problem(False, True, [False] * 11, 3)] * 12 + [_problem(False, False, [False] * 11, 10)] * 18
+    monkeypatch.setattr(lv, "_seek", lambda ctx, plan, reward, sub: _doc(probs + [_problem(True, True, [True] * 11, 0)] * 30))
+    monkeypatch.setattr(lv, "error_places", lambda doc, plan, seed: {})
+    check = SETTINGS["planted"].run(_ctx(tmp_path, quick=quick))
+    assert check.details["headroom"] == 0.0 and check.value == pytest.approx(12 / 60)
+    assert check.details["findings"][0]["verdict"] == "effect" and check.verdict == "failed"
+
+
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_zoo
 def test_planted_quick_is_recovered(tmp_path):

@@ -54,6 +54,16 @@ def test_mutant_v_against_the_wrong_model_is_killed(tmp_path, monkeypatch):
             SETTINGS["planted"].run(_ctx(tmp_path))
 
 
+@pytest.mark.parametrize("headroom, zero, random, verdict", [(0.3, True, True, "recovered"), (0.3, True, False, "failed"),
+                                                             (0.3, False, True, "failed"), (0.1, True, True, "failed")])
+def test_planted_verdict_needs_headroom_alpha0_and_the_random_control(headroom, zero, random, verdict):
+    # mutants killed: the random control not required (v beats alpha 0 but not a random delta of its norms), alpha 0
+    # not required, headroom not required (the slow quick setting kills the first too, through a control equal to v)
+    from types import SimpleNamespace
+
+    assert vv.planted_verdict(headroom, SimpleNamespace(is_effect=zero), SimpleNamespace(is_effect=random)) == verdict
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["planted", "null"])
 def test_full_settings(tmp_path, name):

@@ -53,6 +53,17 @@ def test_best_cosine_is_per_true_feature():
     assert v.recovery_check(full, seed=0, planted=False, details={}).verdict == "failed"  # a null that "recovers" is a bug
 
 
+def test_recovery_needs_both_the_mean_and_the_share():
+    """Mutant killed: recovery judged by the mean best cosine alone. 70% of the true features found exactly and 30%
+    at cosine 0.7 give a mean of 0.91 (above the 0.9 bar) but only 70% of the features at 0.9 (below the 80% bar)."""
+    best = torch.tensor([1.0] * 7 + [0.7] * 3, dtype=torch.float64)
+    assert float(best.mean()) >= v.RECOVERY_COSINE and float((best >= v.RECOVERY_COSINE).double().mean()) < v.RECOVERY_SHARE
+    assert v.recovery_check(best, seed=0, planted=True, details={}).verdict == "failed"
+    assert v.recovery_check(best, seed=0, planted=False, details={}).verdict == "no-effect"
+    most = torch.tensor([1.0] * 8 + [0.7] * 2, dtype=torch.float64)  # 80% at 0.9, mean 0.94: both bars met
+    assert v.recovery_check(most, seed=0, planted=True, details={}).verdict == "recovered"
+
+
 def test_planted_rows_follow_the_spec():
     """The planted rows are sums of unit dictionary rows with the stated firing rate (the setting's ground truth)."""
     spec = v.PlantedDictionary(d=16, n_features=48, p_fire=0.1, n_rows=4000)
