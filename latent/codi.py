@@ -99,6 +99,13 @@ class CODI(ContinuousThought):
         }
 
     def forward(self, batch: dict[str, Any]) -> dict[str, Tensor]:
+        per = self.example_losses(batch)
+        loss = (per["ce_student"] + self.w_kd * per["kd"] + per["ce_teacher"]).mean()
+        return {"loss": loss, **{k: v.mean().detach() for k, v in per.items()}}
+
+    def example_losses(self, batch: dict[str, Any]) -> dict[str, Tensor]:
+        """The three terms of the loss, one value per example (``[batch]`` each): ``ce_student``, ``ce_teacher`` and
+        ``kd`` (the distillation distance at the token before the answer, averaged over the hidden states)."""
         with LatentSession(self.model, latent_id=self.tokens.latent) as s:
             out, _ = self.run(s, batch["prompt"], self.n_latents, batch["suffix"])
         dev = out.logits.device
@@ -114,9 +121,7 @@ class CODI(ContinuousThought):
             t_sel = ht[rows, kt].float().detach()  # [batch, d] the teacher's own CE still trains it
             # per-example std (the reference divides by the std over the whole batch; see the notes)
             kd = kd + nn.functional.smooth_l1_loss(s_sel, t_sel, reduction="none").mean(-1) / t_sel.std(-1).clamp_min(1e-6)
-        kd = kd / len(out.hidden_states)
-        loss = (ce_s + self.w_kd * kd + ce_t).mean()
-        return {"loss": loss, "ce_student": ce_s.mean().detach(), "ce_teacher": ce_t.mean().detach(), "kd": kd.mean().detach()}
+        return {"ce_student": ce_s, "ce_teacher": ce_t, "kd": kd / len(out.hidden_states)}
 
     def student_outputs(self, examples: list[Example]) -> Tensor:
         """Logits ``[batch, suffix, vocab]`` of the student's answer segment (batch-invariance tests)."""
@@ -142,7 +147,8 @@ def build_trainer(cfg: "CODIConfig", model: "HookedModel", tokens: LatentTokens)
 
 def build_for_inference(model: "HookedModel", tokens: LatentTokens, saved: dict) -> CODI:
     return CODI(model, tokens, n_latents=saved["n_latents"], use_projection=saved["projection"],
-                prj_dim=saved["prj_dim"], prj_dropout=saved["prj_dropout"])
+                prj_dim=saved["prj_dim"], prj_dropout=saved["prj_dropout"], w_kd=saved.get("w_kd", 1.0),
+                include_last_step=saved.get("include_last_step", False))  # the last two: its losses as trained
 
 
 def infer_examples(module: CODI, examples: list[Example], saved: dict) -> list[dict]:

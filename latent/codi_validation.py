@@ -188,10 +188,47 @@ def last_step_misses(problems: list, records: list[dict]) -> float:
     return sum(missed) / len(missed)
 
 
+def distillation_distance(name: str, problems: list, *, batch_size: int = 64) -> list[float]:
+    """Diagnostic of a CODI organism: per problem, the distillation term of its training loss on that held-out
+    problem (the student's hidden states at the token before the answer against its teacher's, over every layer,
+    each divided by the teacher's std), with the teacher's chain as the organism was trained. A student that misses
+    where it is far from its teacher's state has not learnt to reach it; one that misses close to it reads it wrong.
+
+    Example:
+        >>> # d = distillation_distance("tiny-codi-serial-full", problems); sum(d) / len(d)
+    """
+    import torch
+
+    from thinklens.latent.latent_model import load_latent_model
+
+    lm = load_latent_model(name)
+    examples = lm.builder.build_all(problems)
+    out: list[float] = []
+    with torch.no_grad():
+        for i in range(0, len(examples), batch_size):
+            out += lm.module.example_losses(lm.module.collate(examples[i:i + batch_size]))["kd"].tolist()
+    return out
+
+
+def by_outcome(values: list[float], correct: list[bool]) -> dict[str, Any]:
+    """Mean of ``values`` over the right and the wrong problems, and the share of problems.
+
+    Example:
+        >>> by_outcome([0.1, 0.3, 0.5], [True, False, False])
+        {'correct': 0.1, 'wrong': 0.4, 'n_correct': 1, 'n_wrong': 2}
+    """
+    def mean(xs: list[float]) -> float | None:
+        return round(sum(xs) / len(xs), 6) if xs else None
+
+    right = [v for v, c in zip(values, correct) if c]
+    wrong = [v for v, c in zip(values, correct) if not c]
+    return {"correct": mean(right), "wrong": mean(wrong), "n_correct": len(right), "n_wrong": len(wrong)}
+
+
 def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) -> dict[str, tuple[dict, list[bool]]]:
     """Each organism's table row and per-problem grades on the settings' problems (CODI's latents noised when asked;
-    a CODI row holds :func:`latent_hits`; ``explicit`` / ``explicit_full``: a CODI's LM in explicit-CoT mode, its row
-    holding :func:`last_step_misses`)."""
+    a latent row holds :func:`latent_hits`, a CODI's its :func:`distillation_distance` per problem; ``explicit`` /
+    ``explicit_full``: a CODI's LM in explicit-CoT mode, its row holding :func:`last_step_misses`)."""
     import torch
 
     from thinklens.latent.evaluate import table_row
@@ -208,6 +245,8 @@ def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) ->
             row, records = _noised(ORGANISMS[key], problems, ctx.seed)
         else:
             row, records = table_row(ORGANISMS[key], problems)
+            if LATENT_METHODS.get(key, ("",))[0] == "codi":
+                row["distillation_distance"] = distillation_distance(ORGANISMS[key], problems)
         if key in LATENT_METHODS:
             row["latent_hits"] = latent_hits(problems, records)
         out[key] = (row, [bool(r["correct"]) for r in records])
@@ -282,6 +321,8 @@ def _planted(ctx: SettingContext, key: str = "codi") -> Check:
         explicit_row, explicit = got[explicit_key]
         details |= {"codi_explicit_accuracy": _accuracy(explicit, steps),
                     "explicit_last_step_misses": explicit_row["last_step_misses"]}
+        if "distillation_distance" in latent_row:
+            details["distillation_distance"] = by_outcome(latent_row["distillation_distance"], latent)
     return _check(gain, "recovered" if precondition and met else "failed",
                   f"matched No-CoT <= {MAX_NOCOT} and matched CoT-SFT >= {MIN_COT} (the task needs a chain); {label} at "
                   f">= {MIN_COMPRESSION:g}x compression beats the matched No-CoT by >= {MIN_GAIN} (McNemar p < 0.05)",

@@ -73,6 +73,32 @@ def test_loss_terms_and_teacher_gets_gradient(model, tokens, examples):
     assert codi.prj[1].weight.grad is not None and model.hf.get_input_embeddings().weight.grad is not None
 
 
+def test_example_losses_are_each_examples_own_and_average_to_the_batch_terms(model, tokens, examples):
+    """Oracles: each example's three terms in a padded batch equal that example's terms alone, and the batch terms are
+    their means, with the loss weighting kd by w_kd (mutants killed: a term averaged before it is returned, kd unweighted)."""
+    codi = CODI(model, tokens, n_latents=2, w_kd=3.0, include_last_step=True).eval()
+    with torch.no_grad():
+        per = codi.example_losses(codi.collate(examples[:4]))
+        out = codi(codi.collate(examples[:4]))
+        for r in (0, 3):
+            alone = codi.example_losses(codi.collate([examples[r]]))
+            for k in ("ce_student", "ce_teacher", "kd"):
+                assert per[k].shape == (4,) and torch.allclose(per[k][r], alone[k][0], atol=1e-5), k
+    for k in ("ce_student", "ce_teacher", "kd"):
+        assert torch.allclose(out[k], per[k].mean(), atol=1e-6)
+    assert torch.allclose(out["loss"], (per["ce_student"] + 3.0 * per["kd"] + per["ce_teacher"]).mean(), atol=1e-5)
+
+
+def test_a_saved_codi_is_rebuilt_with_the_losses_it_was_trained_with(model, tokens):
+    from thinklens.latent.codi import build_for_inference
+
+    saved = {"n_latents": 3, "projection": True, "prj_dim": 0, "prj_dropout": 0.0, "w_kd": 20.0, "include_last_step": True}
+    codi = build_for_inference(model, tokens, saved)
+    assert (codi.n_latents, codi.w_kd, codi.include_last_step) == (3, 20.0, True)
+    old = build_for_inference(model, tokens, {k: saved[k] for k in ("n_latents", "projection", "prj_dim", "prj_dropout")})
+    assert (old.w_kd, old.include_last_step) == (1.0, False)  # written before the two were saved: the defaults
+
+
 def test_ablations_build(model, tokens, examples):
     no_prj = CODI(model, tokens, n_latents=2, use_projection=False)
     assert isinstance(no_prj.prj, torch.nn.Identity)
