@@ -42,6 +42,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
@@ -345,34 +346,18 @@ def _null(ctx: SettingContext, key: str = "codi") -> Check:
                   f"{label} with its latents replaced by same-norm noise: no gain over the matched No-CoT (McNemar)", details)
 
 
-def _planted_full(ctx: SettingContext) -> Check:
-    return _planted(ctx, "codi_full")
-
-
-def _null_full(ctx: SettingContext) -> Check:
-    return _null(ctx, "codi_full")
-
-
-def _planted_coconut(ctx: SettingContext) -> Check:
-    return _planted(ctx, "coconut")
-
-
-def _null_coconut(ctx: SettingContext) -> Check:
-    return _null(ctx, "coconut")
-
-
 SETTINGS = [
-    Setting("codi", "planted-serial", "recovered", _planted,
+    Setting("codi", "planted-serial", "recovered", partial(_planted, key="codi"),
             help="6-8 step chains the matched No-CoT cannot do (<= 40%) and the matched CoT-SFT can (>= 90%): CODI at "
             ">= 3x compression beats the matched No-CoT by >= 20 points (McNemar)"),
-    Setting("codi", "null-latents", "no-effect", _null,
+    Setting("codi", "null-latents", "no-effect", partial(_null, key="codi"),
             help="the same CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
-    Setting("codi", "planted-serial-full-chain", "recovered", _planted_full,
+    Setting("codi", "planted-serial-full-chain", "recovered", partial(_planted, key="codi_full"),
             help="planted-serial with the CODI whose teacher keeps the chain's last step (--include-last-step)"),
-    Setting("codi", "null-latents-full-chain", "no-effect", _null_full,
+    Setting("codi", "null-latents-full-chain", "no-effect", partial(_null, key="codi_full"),
             help="null-latents with the CODI whose teacher keeps the chain's last step"),
-    Setting("coconut", "planted-serial", "recovered", _planted_coconut,
+    Setting("coconut", "planted-serial", "recovered", partial(_planted, key="coconut"),
             help="codi's planted-serial task and targets with Coconut (tiny-coconut-serial, 6 latents, trained as long)"),
-    Setting("coconut", "null-latents", "no-effect", _null_coconut,
+    Setting("coconut", "null-latents", "no-effect", partial(_null, key="coconut"),
             help="the same Coconut with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
 ]
