@@ -174,8 +174,12 @@ def label_tags(saved: dict, prior_steps: int | None = None) -> str:
         ' (lr 0.0005, 12000+2000 steps)'
         >>> label_tags({"prj_match_scale": True, "include_last_step": True, "train_steps": 7000})
         ' (full teacher chain, 7000 steps)'
+        >>> label_tags({"prj_match_scale": True, "n_latents": 12, "train_steps": 7000})
+        ' (12 latents, 7000 steps)'
     """
     tags = []
+    if saved.get("n_latents", 6) != 6:  # the paper's N
+        tags.append(f"{saved['n_latents']} latents")
     if saved.get("w_kd", 1.0) == 0:
         tags.append("no distillation")
     elif saved.get("w_kd", 1.0) != 1.0:

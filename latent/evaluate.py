@@ -132,6 +132,28 @@ def eval_text_model(model: Any, problems: list, fmt: "PromptFormat", *, max_new_
     return out
 
 
+def unique_labels(rows: list[dict]) -> None:
+    """Make the rows' labels unique in place: rows that share a label get their model's folder name after it, and a
+    count where the same folder is listed twice.
+
+    Example:
+        >>> rows = [{"label": "CODI", "model": "runs/a/codi-6"}, {"label": "CODI", "model": "data/zoo/codi-12"},
+        ...         {"label": "No-CoT", "model": "x"}, {"label": "No-CoT", "model": "x"}]
+        >>> unique_labels(rows); [r["label"] for r in rows]
+        ['CODI [codi-6]', 'CODI [codi-12]', 'No-CoT [x #1]', 'No-CoT [x #2]']
+    """
+    from collections import Counter
+
+    labels = Counter(r["label"] for r in rows)
+    named = Counter((r["label"], Path(str(r["model"])).name) for r in rows)
+    seen: Counter = Counter()
+    for r in rows:
+        if labels[r["label"]] > 1:
+            key = (r["label"], Path(str(r["model"])).name)
+            seen[key] += 1
+            r["label"] = f"{key[0]} [{key[1]}{f' #{seen[key]}' if named[key] > 1 else ''}]"
+
+
 def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new_tokens: int = 0, device: str = "cpu",
               dtype: torch.dtype = torch.float32, explicit: bool = False) -> tuple[dict, list[dict]]:
     """The comparison-table row of one model (latent or token-level) on ``problems``, and its per-problem records.
@@ -209,6 +231,7 @@ def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None 
         rows.append(summary)
         by_model[name + (" (explicit CoT)" if explicit else "")] = records
     add_compression(rows)
+    unique_labels(rows)  # findings are keyed by label: two models under one label would mix their problems
     for i, p in enumerate(problems[: cfg.decode_examples]):
         decoding.append({**problem_record(p),
                          "methods": {name: {"text": recs[i]["text"], "correct": recs[i]["correct"], "latents": recs[i]["latents"]}

@@ -112,6 +112,22 @@ def test_explicit_cot_mode_scores_a_latent_models_lm_as_a_token_level_model(tmp_
     assert explicit["train_s"] > cot["train_s"] > 0  # tiny-codi's time includes tiny-cot's
 
 
+def test_two_models_under_one_label_keep_their_own_rows_and_findings(tmp_path):
+    """tiny-codi and a copy of its folder: one label, two rows. Each gets its folder's name and its own finding against
+    tiny-direct (mutant killed: labels left as they are, so the findings keyed by label mix the rows)."""
+    import shutil
+
+    from thinklens.zoo.registry import zoo_path
+
+    copy = shutil.copytree(zoo_path("tiny-codi"), tmp_path / "codi-copy")
+    t = run_job("latent-eval", models=("tiny-direct", "tiny-codi", str(copy)), n_eval=2, min_steps=3, max_steps=3,
+                seek_n=0, decode_examples=0, runs=tmp_path, run_id="x", progress=False)
+    labels = [r["label"] for r in t["rows"]]
+    assert labels[1].endswith("[tiny-codi]") and labels[2].endswith("[codi-copy]") and labels[1][:-11] == labels[2][:-11]
+    claims = [f["claim"] for f in t["findings"] if f["claim"].startswith(labels[1][:-11])]
+    assert len(claims) == len(set(claims)) == 2 and {c.split(" beats")[0] for c in claims} == set(labels[1:])
+
+
 def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(tmp_path):
     """tiny-codi against tiny-direct on the same 12 problems: the finding is McNemar's on the per-problem grades (an
     oracle recomputed here from decoding-free records), every row has its Wilson interval, and the CLI prints the
