@@ -666,7 +666,7 @@ def codi_serial() -> dict[str, Any]:
         return {k: row[k] for k in keep} | {
             k: d[k] for k in ("precondition_met", "compression", "cot_positions", "codi_positions", "nocot_accuracy",
                               "cot_accuracy", "codi_accuracy", "codi_explicit_accuracy", "latent_hits",
-                              "explicit_last_step_misses", "p", "problem_seed")}
+                              "explicit_last_step_misses", "distillation_distance", "p", "problem_seed")}
 
     def null_values(row: dict) -> dict:
         return {k: row[k] for k in keep} | {k: row["details"][k] for k in ("nocot_accuracy", "noised_codi_accuracy",
@@ -698,8 +698,12 @@ def codi_serial() -> dict[str, Any]:
     matched = RECORDS / CODI_MATCHED
     values["matched_eval"] = serial_matched(matched, planted["details"]["cot_positions"])
     command += "; " + CODI_MATCHED_COMMAND
+    variants = RECORDS / CODI_VARIANTS
+    values["variants"] = codi_variants(variants, planted["details"]["cot_positions"])
+    command += "; " + CODI_VARIANTS_COMMAND
     cont_config = read_json(cont / "config.json")
-    return summary(command, [run, cont, matched, *(RECORDS / r for r in others.values())], {
+    trained = [RECORDS / r for r in CODI_VARIANT_RUNS.values()]
+    return summary(command, [run, cont, matched, variants, *trained, *(RECORDS / r for r in others.values())], {
         "steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
             "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
         "continued": cont_config | {k: [run_relative(m) for m in cont_config[k]] for k in ("models", "explicit")}},
@@ -744,6 +748,56 @@ CODI_MATCHED_COMMAND = (
     "tiny-nocot-serial,tiny-codi-serial-full,tiny-coconut-serial,tiny-latent-sft-serial --min-steps 6 --max-steps 8 "
     "--n-eval 100 --seed 73000 --seek-n 0 --threads 2 --run-id serial-matched2; python results/collect.py --record "
     "runs/latent-eval/serial-matched2 " + CODI_MATCHED)
+
+
+#: Two changes to the whole-chain CODI's training signal, each trained alike (from tiny-cot, 7000 steps, seed 0): the
+#: reference's Llama-1B distillation weight, and the paper's 6 latents. Chosen beforehand: a variant would get a
+#: validation setting only if its own held-out evaluation after training (not the settings' problems) beat
+#: tiny-codi-serial-full's; neither did. Training records, and their scores on the settings' problems.
+CODI_VARIANT_RUNS = {"w_kd=20": "latent-codi-serial-kd20-7k", "6 latents": "latent-codi-serial-lat6-7k"}
+CODI_VARIANTS = "latent-eval-serial-codi-variants"
+CODI_VARIANTS_COMMAND = (
+    "thinklens run codi --min-steps 6 --max-steps 8 --train-steps 7000 --n-latents 12 --w-kd 20 --include-last-step "
+    "--threads 1 --run-id codi-serial-full-kd20 --publish runs/pub/tiny-codi-serial-full-kd20; thinklens run codi "
+    "--min-steps 6 --max-steps 8 --train-steps 7000 --n-latents 6 --include-last-step --threads 1 --run-id "
+    "codi-serial-full-lat6 --publish runs/pub/tiny-codi-serial-full-lat6; python results/collect.py --record "
+    "runs/codi/codi-serial-full-kd20 latent-codi-serial-kd20-7k; python results/collect.py --record "
+    "runs/codi/codi-serial-full-lat6 latent-codi-serial-lat6-7k; thinklens run latent-eval --models "
+    "tiny-nocot-serial,tiny-codi-serial-full,runs/pub/tiny-codi-serial-full-kd20,runs/pub/tiny-codi-serial-full-lat6 "
+    "--explicit runs/pub/tiny-codi-serial-full-kd20,runs/pub/tiny-codi-serial-full-lat6 --min-steps 6 --max-steps 8 "
+    "--n-eval 100 --seed 73000 --seek-n 0 --threads 2 --run-id serial-codi-variants; python results/collect.py --record "
+    "runs/latent-eval/serial-codi-variants " + CODI_VARIANTS)
+
+
+def codi_variants(record: Path, cot_positions: float) -> dict[str, Any]:
+    """The CODI variants (:data:`CODI_VARIANT_RUNS`) beside the whole-chain CODI and the matched No-CoT, from one
+    latent-eval record on the settings' problems: each latent row's accuracy, positions, compression and paired
+    difference from the No-CoT (as :func:`serial_matched`), its explicit-CoT row's accuracy, and its training (steps,
+    distillation weight, latents, seconds, and its own held-out accuracy after training: the rule that chose)."""
+    table = read_json(record / "results" / "table.json")
+    found = read_json(record / "meta.json")["summary"]["findings"]
+    nocot = next(r for r in table if r.get("no_cot"))
+    out: dict[str, Any] = {"nocot": {k: nocot[k] for k in ("label", "accuracy", "ci", "n")}}
+    full = read_json(ROOT / "data" / "zoo" / "tiny-codi-serial-full" / "latent.json")
+    trained = {"whole chain": {"config": full["config"], "eval": full["eval"], "train_wall_s": full["train_wall_s"]}}
+    trained |= {name: read_json(RECORDS / rec / "model" / "latent.json") for name, rec in CODI_VARIANT_RUNS.items()}
+    by_folder = {"whole chain": "tiny-codi-serial-full", "w_kd=20": "tiny-codi-serial-full-kd20",
+                 "6 latents": "tiny-codi-serial-full-lat6"}
+    for name, folder in by_folder.items():
+        latent = next(r for r in table if r["method"] == "codi" and Path(r["model"]).name == folder)
+        f = next(f for f in found if f["claim"].startswith(latent["label"] + " beats") and f["control"] == nocot["label"])
+        explicit = next((r for r in table if r["method"] == "explicit" and Path(r["model"]).name == folder), None)
+        cfg = trained[name]["config"]
+        out[name] = {"label": latent["label"], "accuracy": latent["accuracy"], "ci": latent["ci"],
+                     "reasoning_positions": latent["reasoning_positions"],
+                     "compression": cot_positions / latent["reasoning_positions"],
+                     "vs_nocot": {"diff": f["extra"]["diff"], "diff_ci": f["extra"]["diff_ci"], "p": f["p"], "verdict": f["verdict"]},
+                     "explicit_accuracy": explicit["accuracy"] if explicit else None,
+                     "explicit_ci": explicit["ci"] if explicit else None,
+                     "training": {"steps": cfg["train_steps"], "w_kd": cfg["w_kd"], "n_latents": cfg["n_latents"],
+                                  "include_last_step": cfg["include_last_step"], "train_s": trained[name]["train_wall_s"],
+                                  "own_eval_accuracy": trained[name]["eval"]["mean_accuracy"]}}
+    return out
 
 
 def serial_matched(record: Path, cot_positions: float) -> dict[str, Any]:
