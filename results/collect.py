@@ -702,7 +702,7 @@ def codi_serial() -> dict[str, Any]:
     values["variants"] = codi_variants(variants, planted["details"]["cot_positions"])
     command += "; " + CODI_VARIANTS_COMMAND
     cont_config = read_json(cont / "config.json")
-    trained = [RECORDS / r for r in CODI_VARIANT_RUNS.values()]
+    trained = [RECORDS / r for r, _ in CODI_VARIANT_RUNS.values()]
     return summary(command, [run, cont, matched, variants, *trained, *(RECORDS / r for r in others.values())], {
         "steps": [cv.MIN_STEPS, cv.MAX_STEPS], "targets": {
             "max_nocot": cv.MAX_NOCOT, "min_cot": cv.MIN_COT, "min_compression": cv.MIN_COMPRESSION, "min_gain": cv.MIN_GAIN},
@@ -754,7 +754,9 @@ CODI_MATCHED_COMMAND = (
 #: reference's Llama-1B distillation weight, and the paper's 6 latents. Chosen beforehand: a variant would get a
 #: validation setting only if its own held-out evaluation after training (not the settings' problems) beat
 #: tiny-codi-serial-full's; neither did. Training records, and their scores on the settings' problems.
-CODI_VARIANT_RUNS = {"w_kd=20": "latent-codi-serial-kd20-7k", "6 latents": "latent-codi-serial-lat6-7k"}
+CODI_VARIANT_RUNS = {"w_kd=20": ("latent-codi-serial-kd20-7k", "tiny-codi-serial-full-kd20"),
+                     "6 latents": ("latent-codi-serial-lat6-7k", "tiny-codi-serial-full-lat6")}
+"""Each variant's training record and the folder its model was published to (the latent-eval rows' model)."""
 CODI_VARIANTS = "latent-eval-serial-codi-variants"
 CODI_VARIANTS_COMMAND = (
     "thinklens run codi --min-steps 6 --max-steps 8 --train-steps 7000 --n-latents 12 --w-kd 20 --include-last-step "
@@ -774,30 +776,37 @@ def codi_variants(record: Path, cot_positions: float) -> dict[str, Any]:
     latent-eval record on the settings' problems: each latent row's accuracy, positions, compression and paired
     difference from the No-CoT (as :func:`serial_matched`), its explicit-CoT row's accuracy, and its training (steps,
     distillation weight, latents, seconds, and its own held-out accuracy after training: the rule that chose)."""
+    from thinklens.latent import codi_validation as cv
+
     table = read_json(record / "results" / "table.json")
     found = read_json(record / "meta.json")["summary"]["findings"]
     nocot = next(r for r in table if r.get("no_cot"))
     out: dict[str, Any] = {"nocot": {k: nocot[k] for k in ("label", "accuracy", "ci", "n")}}
     full = read_json(ROOT / "data" / "zoo" / "tiny-codi-serial-full" / "latent.json")
     trained = {"whole chain": {"config": full["config"], "eval": full["eval"], "train_wall_s": full["train_wall_s"]}}
-    trained |= {name: read_json(RECORDS / rec / "model" / "latent.json") for name, rec in CODI_VARIANT_RUNS.items()}
-    by_folder = {"whole chain": "tiny-codi-serial-full", "w_kd=20": "tiny-codi-serial-full-kd20",
-                 "6 latents": "tiny-codi-serial-full-lat6"}
+    trained |= {name: read_json(RECORDS / rec / "model" / "latent.json") for name, (rec, _) in CODI_VARIANT_RUNS.items()}
+    by_folder = {"whole chain": cv.ORGANISMS["codi_full"]} | {name: folder for name, (_, folder) in CODI_VARIANT_RUNS.items()}
     for name, folder in by_folder.items():
         latent = next(r for r in table if r["method"] == "codi" and Path(r["model"]).name == folder)
-        f = next(f for f in found if f["claim"].startswith(latent["label"] + " beats") and f["control"] == nocot["label"])
         explicit = next((r for r in table if r["method"] == "explicit" and Path(r["model"]).name == folder), None)
         cfg = trained[name]["config"]
         out[name] = {"label": latent["label"], "accuracy": latent["accuracy"], "ci": latent["ci"],
                      "reasoning_positions": latent["reasoning_positions"],
                      "compression": cot_positions / latent["reasoning_positions"],
-                     "vs_nocot": {"diff": f["extra"]["diff"], "diff_ci": f["extra"]["diff_ci"], "p": f["p"], "verdict": f["verdict"]},
+                     "vs_nocot": vs_nocot(latent["label"], found, nocot["label"]),
                      "explicit_accuracy": explicit["accuracy"] if explicit else None,
                      "explicit_ci": explicit["ci"] if explicit else None,
                      "training": {"steps": cfg["train_steps"], "w_kd": cfg["w_kd"], "n_latents": cfg["n_latents"],
                                   "include_last_step": cfg["include_last_step"], "train_s": trained[name]["train_wall_s"],
                                   "own_eval_accuracy": trained[name]["eval"]["mean_accuracy"]}}
     return out
+
+
+def vs_nocot(label: str, found: list[dict], nocot: str) -> dict[str, Any] | None:
+    """A latent-eval row's paired finding against the No-CoT row ``nocot`` (both by label): the difference, its
+    interval, McNemar p and the verdict; None where the job made no such finding."""
+    f = next((f for f in found if f["claim"].startswith(label + " beats") and f["control"] == nocot), None)
+    return None if f is None else {"diff": f["extra"]["diff"], "diff_ci": f["extra"]["diff_ci"], "p": f["p"], "verdict": f["verdict"]}
 
 
 def serial_matched(record: Path, cot_positions: float) -> dict[str, Any]:
@@ -811,9 +820,8 @@ def serial_matched(record: Path, cot_positions: float) -> dict[str, Any]:
     rows = {}
     for r in table:
         row = {k: r.get(k) for k in ("method", "label", "accuracy", "ci", "reasoning_positions", "own_train_s", "n")}
-        f = next((f for f in found if f["claim"].startswith(r["label"] + " beats") and f["control"] == nocot["label"]), None)
-        if f is not None:
-            row["vs_nocot"] = {"diff": f["extra"]["diff"], "diff_ci": f["extra"]["diff_ci"], "p": f["p"], "verdict": f["verdict"]}
+        if (diff := vs_nocot(r["label"], found, nocot["label"])) is not None:
+            row["vs_nocot"] = diff
         rows[r["method"] if not r.get("no_cot") else "nocot"] = row
         if r.get("reasoning_positions"):
             rows[r["method"] if not r.get("no_cot") else "nocot"]["compression"] = cot_positions / r["reasoning_positions"]
