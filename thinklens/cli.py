@@ -1,4 +1,4 @@
-"""The ``thinklens`` command line: ``info``, ``run <job>``, ``runs`` (list, ``show``) and ``app``.
+"""The ``thinklens`` command line: ``info``, ``models``, ``run <job>``, ``runs`` (list, ``show``) and ``app``.
 
 ``thinklens run <job>`` is generated from the job contract (:mod:`thinklens.runs.jobs`): the job's config
 fields are its options (help = the field docstrings), followed by the options every job shares
@@ -38,6 +38,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     info = {"model": args.model, "family": m.family, "model_type": m.config.model_type, "n_layers": m.n_layers,
             "d_model": m.d_model, "vocab": m.vocab_size, "context": m.max_context, "parameters": n_params,
             "sites": [str(s) for s in m.sites]}
+    if m.source:  # converted weights: the GGUF they came from
+        info["source"] = f"{m.source['gguf']} sha256 {m.source['gguf_sha256'][:16]} (dequantized)"
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -48,6 +50,33 @@ def cmd_info(args: argparse.Namespace) -> int:
                 print(f"{k}: {v}")
         per_layer = sorted({s.kind for s in m.sites if s.layer is not None})
         print(f"sites: embed, {', '.join(k + '.0..' + str(m.n_layers - 1) for k in per_layer)}, final_norm, logits")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """``thinklens models``: the zoo (committed) and the packaged real models (installed by ``make real``)."""
+    from thinklens.engine.real_models import list_real_models, real_model_folder
+    from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_path
+
+    if args.convert:
+        for row in list_real_models():
+            if row["installed"]:
+                real_model_folder(row["name"])
+    rows = [{"name": n, "kind": "zoo", "available": zoo_path(n) is not None, "where": "data/zoo",
+             "description": ZOO_DESCRIPTIONS.get(n, "")} for n in ZOO_NAMES]
+    for r in list_real_models():
+        where = r["converted"] or ("installed, converted on first load" if r["installed"] else "not installed: `make real`")
+        rows.append({"name": r["name"], "kind": "real", "available": r["installed"], "where": where,
+                     "description": f"{r['description']} [{r['license']}]"})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        mark = "yes" if r["available"] else "no "
+        print(f"{r['name']:<{width}}  {r['kind']:<4}  {mark}  {r['description']}")
+        if r["kind"] == "real":
+            print(f"{'':<{width}}              {r['where']}")
     return 0
 
 
@@ -153,10 +182,14 @@ def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
     p = _Parser(prog="thinklens", description="interpretability and latent-reasoning workbench")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="family, layers and sites of a model")
-    info.add_argument("model", help="zoo name (tiny-think), local model folder or hub id")
+    info.add_argument("model", help="zoo name (tiny-think), real model (smollm2-135m), *.gguf, local model folder or hub id")
     info.add_argument("--device", default="cpu")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=cmd_info)
+    models = sub.add_parser("models", help="the zoo and the packaged real models (`make real`), with what is installed")
+    models.add_argument("--convert", action="store_true", help="convert every installed real model into the cache now")
+    models.add_argument("--json", action="store_true", help="print JSON")
+    models.set_defaults(func=cmd_models)
     names = job_names()
     run = sub.add_parser("run", help=f"run a job into a run folder ({', '.join(names)})")
     run_sub = run.add_subparsers(dest="job_name", required=True, parser_class=_Parser, metavar="JOB")

@@ -47,7 +47,12 @@ def _hub_reachable(host: str = "huggingface.co") -> bool:
 
 
 def resolve_model_path(name_or_path: str) -> str:
-    """Zoo name -> its folder; an existing folder -> itself; anything else is treated as a hub id."""
+    """Zoo name -> its folder; a packaged real model's name or a ``*.gguf`` file -> its converted (cached) folder
+    (:mod:`thinklens.engine.real_models`); an existing folder -> itself; anything else is treated as a hub id."""
+    from thinklens.engine.real_models import is_real_name, real_model_folder
+
+    if is_real_name(name_or_path) or str(name_or_path).endswith(".gguf"):
+        return str(real_model_folder(name_or_path))
     try:
         from thinklens.zoo.registry import check_zoo_name, is_zoo_name, zoo_dir
     except ImportError:  # pragma: no cover - the zoo package is optional for the core
@@ -74,6 +79,16 @@ def resolve_model_path(name_or_path: str) -> str:
         raise ThinklensError.of("model", name_or_path, "a zoo name or a local model folder (the hub is unreachable offline)",
                                 "save the model with save_pretrained on a machine with network and pass its folder")
     return name_or_path
+
+
+def model_source(path: str | Path) -> dict[str, Any] | None:
+    """The provenance record of a converted folder (``thinklens_source.json``: GGUF name and hash), or None."""
+    import json
+
+    from thinklens.engine.gguf import SOURCE_FILE
+
+    f = Path(path) / SOURCE_FILE
+    return json.loads(f.read_text()) if f.is_file() else None
 
 
 def load_tokenizer(path: str):
@@ -104,6 +119,8 @@ class HookedModel:
         adapter: the model's module paths, overriding discovery (see :func:`thinklens.engine.adapters.adapter_for_model`).
     """
 
+    source: dict[str, Any] | None = None
+    """Where converted weights came from (a GGUF's name, SHA-256, ``dequantized``), or None for an ordinary folder."""
     remote: bool | str = False
     """True: the weights are on NDIF (calls go through nnsight); "local": nnsight's local simulation of that."""
 
@@ -175,6 +192,7 @@ class HookedModel:
             hf = hf.to(device)
         hf.eval()
         model = cls(hf, tok, name=name_or_path, adapter=adapter)
+        model.source = model_source(path)
         check_site_parity(model)
         model.remote = remote
         return model

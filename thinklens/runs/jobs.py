@@ -553,6 +553,7 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
     if main_process:
         run.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
                        models={k: str(getattr(config, k)) for k in job.models},
+                       model_sources={k: m.source for k, m in loaded.items() if getattr(m, "source", None)},
                        device=options.device, dtype=options.dtype, seed=getattr(config, "seed", None))
     progress = Progress(options.progress and main_process)
     ctx = JobContext(models=loaded, run=run, progress=progress, options=options, loader=load, shards=shards)
