@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from thinklens.calibration.stats import _fmt
-from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.errors import ThinklensError, did_you_mean, opt
 
 ENTRY_POINT_GROUP = "thinklens.validations"
 CheckVerdict = Literal["recovered", "no-effect", "failed"]
@@ -73,6 +73,22 @@ class SettingContext:
     dtype: str = "float32"
     threads: int | None = None
     progress: bool = False
+    model: str | None = None
+    """The model a model-agnostic setting runs on (``validate --model smollm2-135m``); None for the zoo's settings."""
+    _models: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Models loaded by :meth:`hooked`, shared by every setting of one validate run."""
+
+    def hooked(self) -> Any:
+        """The :class:`~thinklens.engine.model.HookedModel` of :attr:`model`, loaded once per validate run."""
+        if not self.model:
+            raise ThinklensError.of("model", self.model, "a model for this setting", f"pass {opt('model', '<NAME>')}")
+        if self.model not in self._models:
+            import torch
+
+            from thinklens.engine.model import HookedModel
+
+            self._models[self.model] = HookedModel.load(self.model, device=self.device, dtype=getattr(torch, self.dtype))
+        return self._models[self.model]
 
     def run_job(self, name: str, sub: str, **fields: Any) -> Any:
         """Run another job into ``<workdir>/<sub>`` (resumed when it is already there) and return its own result
@@ -101,6 +117,9 @@ class Setting:
     """Measures the setting (quick or full, as the context says)."""
     help: str = ""
     """One line: what is planted or removed, and the target."""
+    on_model: bool = False
+    """Runs on any model given to ``validate --model`` (needs only a model and its tokenizer: an effect known from the
+    literature, such as induction); False: the setting brings its own zoo organism and runs without ``--model``."""
 
     def __post_init__(self) -> None:
         if self.expected not in ("recovered", "no-effect"):

@@ -34,7 +34,9 @@ class ValidateConfig(ConfigGroup):
     """Settings of ``thinklens run validate``."""
 
     model: str = ""
-    """Unused: each setting names its own organism (kept for the job contract)."""
+    """A model to validate on (smollm2-135m, gemma-3-270m, a folder): runs the settings that need only a model
+    (effects known on real weights: induction, contrastive steering, linear readout, SAE); empty: the zoo's
+    settings, each on its own organism."""
     seed: int = 0
     """Seed of every setting's draws."""
     quick: bool = False
@@ -51,10 +53,16 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.calibration.controls import SettingContext, failed_check, select_settings, validate_line
     from thinklens.runs.folders import to_jsonable
 
-    settings = select_settings(config.methods)
+    settings = [s for s in select_settings(config.methods) if s.on_model == bool(config.model)]
     if not settings:
+        if config.model:
+            raise ThinklensError.of("validation settings", f"{config.methods or 'all'} with --model {config.model}",
+                                    "methods with settings that run on any model ("
+                                    + ", ".join(sorted({s.method for s in select_settings() if s.on_model})) + ")",
+                                    f"drop {opt('model')} to run the zoo's settings, or pick one of those methods")
         raise ThinklensError.of("validation settings", "none registered", "entry points in thinklens.validations",
                                 "reinstall the package (pip install -e .)")
+    shared_models: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     done = ctx.run.finished()
     for setting in settings:
@@ -64,7 +72,7 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
         else:
             sctx = SettingContext(quick=config.quick, seed=config.seed, workdir=ctx.run.path / "settings" / key,
                                   device=ctx.options.device, dtype=ctx.options.dtype, threads=ctx.options.threads,
-                                  progress=ctx.progress.enabled)
+                                  progress=ctx.progress.enabled, model=config.model or None, _models=shared_models)
             t0 = time.perf_counter()
             try:
                 check = setting.run(sctx)
@@ -78,10 +86,12 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
         ctx.progress.log(row["line"])
         rows.append(row)
     k = sum(r["ok"] for r in rows)
-    doc = {"quick": config.quick, "seed": config.seed, "rows": rows, "validated": k, "n_settings": len(rows),
+    doc = {"quick": config.quick, "seed": config.seed, "model": config.model or None, "rows": rows, "validated": k, "n_settings": len(rows),
            "failed": [f"{r['method']}/{r['setting']}" for r in rows if not r["ok"]]}
+    if config.model and config.model in shared_models:  # the weights validated: a GGUF's hash, for converted models
+        doc["model_source"] = getattr(shared_models[config.model], "source", None)
     ctx.run.write_result("validate", doc)
-    summary = {key: doc[key] for key in ("quick", "validated", "n_settings", "failed")}
+    summary = {key: doc[key] for key in ("quick", "model", "validated", "n_settings", "failed")}
     summary["lines"] = [r["line"] for r in rows]
     summary["findings"] = validation_findings(rows)
     ctx.run.finish(summary)

@@ -1,0 +1,66 @@
+"""Equivalence tests: "no effect" shown, not assumed from a non-significant difference.
+
+A null setting passes only where the measured effect lies inside a margin of no practical effect stated before the
+run: two one-sided tests (TOST, Schuirmann 1987) at level alpha, which is the same as the ``1 - 2 alpha`` interval
+lying inside ``[-margin, +margin]``. A difference that is merely not significant, on too few units to tell, is
+``too few samples``, not ``no effect``.
+
+Example:
+    >>> r = tost_mean([0.01, -0.02, 0.0, 0.015, -0.01, 0.005, 0.0, -0.005], margin=0.05)
+    >>> r.equivalent, round(r.mean, 4)
+    (True, -0.0019)
+    >>> tost_mean([0.3, 0.2, 0.25, 0.35], margin=0.05).equivalent
+    False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from thinklens.errors import ThinklensError
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """The result of a TOST on a mean."""
+
+    mean: float
+    """The mean difference."""
+    ci: tuple[float, float]
+    """Its ``1 - 2 alpha`` interval (90% at alpha 0.05): equivalence holds when it lies inside the margin."""
+    margin: float
+    """The margin of no practical effect, stated beforehand."""
+    p: float
+    """The TOST p-value (the larger of the two one-sided p-values)."""
+    n: int
+    """Units."""
+
+    @property
+    def equivalent(self) -> bool:
+        """Whether the effect is shown to lie within ``[-margin, +margin]``."""
+        return -self.margin < self.ci[0] and self.ci[1] < self.margin
+
+
+def tost_mean(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: float = 0.05) -> Equivalence:
+    """TOST of ``mean(diffs)`` against ``[-margin, +margin]`` with Student's t (paired differences, one per unit)."""
+    from scipy import stats
+
+    d = np.asarray(diffs, dtype=float)
+    if d.ndim != 1 or len(d) < 2 or not np.isfinite(d).all():
+        raise ThinklensError.of("differences", f"{len(d)} values", "at least 2 finite paired differences",
+                                "score more units")
+    if not margin > 0:
+        raise ThinklensError.of("equivalence margin", margin, "a number > 0", "state the margin of no practical effect")
+    n, mean = len(d), float(d.mean())
+    se = float(d.std(ddof=1) / np.sqrt(n))
+    if se == 0.0:
+        p = 0.0 if abs(mean) < margin else 1.0
+        return Equivalence(mean, (mean, mean), margin, p, n)
+    t = stats.t(df=n - 1)
+    half = float(t.ppf(1 - alpha)) * se
+    p_low = float(t.sf((mean + margin) / se))  # H0: mean <= -margin
+    p_high = float(t.cdf((mean - margin) / se))  # H0: mean >= +margin
+    return Equivalence(mean, (mean - half, mean + half), margin, max(p_low, p_high), n)
