@@ -8,7 +8,7 @@ lying inside ``[-margin, +margin]``. A difference that is merely not significant
 Example:
     >>> r = tost_mean([0.01, -0.02, 0.0, 0.015, -0.01, 0.005, 0.0, -0.005], margin=0.05)
     >>> r.equivalent, round(r.mean, 4)
-    (True, -0.0019)
+    (True, -0.0006)
     >>> tost_mean([0.3, 0.2, 0.25, 0.35], margin=0.05).equivalent
     False
 """
