@@ -105,6 +105,31 @@ def _ablate_hook(idx: Tensor, n_heads: int, head_dim: int, mean: Tensor | None):
     return pre_hook
 
 
+@torch.no_grad()
+def head_means(model: "HookedModel", input_ids: Tensor, layers: Sequence[int], *, batch_size: int = 16) -> dict[int, Tensor]:
+    """``{layer: [n_heads, head_dim]}``: each head's output averaged over every position of ``input_ids`` (what mean
+    ablation puts in its place)."""
+    n_heads, head_dim = head_shape(model)
+    sums = {layer: torch.zeros(n_heads * head_dim, dtype=torch.float64) for layer in layers}
+    count = 0
+
+    def saver(layer: int):
+        def pre_hook(mod, args):
+            sums[layer] += args[0].detach().double().sum(dim=(0, 1)).cpu()  # [n_heads * head_dim]
+        return pre_hook
+
+    handles = [output_projection(model, layer).register_forward_pre_hook(saver(layer)) for layer in layers]
+    try:
+        for i in range(0, len(input_ids), batch_size):
+            chunk = input_ids[i:i + batch_size]
+            model.hf(input_ids=chunk.to(model.device))
+            count += chunk.numel()
+    finally:
+        for h in handles:
+            h.remove()
+    return {layer: (s / count).float().reshape(n_heads, head_dim) for layer, s in sums.items()}
+
+
 def attention_patterns(model: "HookedModel", input_ids: Tensor, attention_mask: Tensor | None = None) -> list[Tensor]:
     """Every layer's attention pattern ``[batch, head, q, k]`` for one forward (eager attention, restored after)."""
     hf = model.hf
