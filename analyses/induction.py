@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
 
 
-def repeated_tokens(vocab_ids: Int[Tensor, "v"], *, n_seqs: int, length: int, prefix_id: int, seed: int,
+def repeated_tokens(vocab_ids: Int[Tensor, " vocab"], *, n_seqs: int, length: int, prefix_id: int, seed: int,
                     repeat: bool = True, fresh_seed: int = 1) -> Int[Tensor, "batch pos"]:
     """``[n_seqs, 1 + 2 * length]``: a prefix token, ``length`` random tokens drawn from ``vocab_ids``, and the same
     tokens again. ``repeat=False``: fresh random tokens instead (drawn with ``fresh_seed``), after the same first
@@ -45,7 +45,7 @@ def repeated_tokens(vocab_ids: Int[Tensor, "v"], *, n_seqs: int, length: int, pr
     return torch.cat([torch.full((n_seqs, 1), prefix_id, dtype=torch.long), first, second], dim=1)
 
 
-def ordinary_tokens(model: "HookedModel", *, lo: int = 1000, hi: int = 30000) -> Int[Tensor, "v"]:
+def ordinary_tokens(model: "HookedModel", *, lo: int = 1000, hi: int = 30000) -> Int[Tensor, " vocab"]:
     """Token ids in ``[lo, min(hi, vocab))`` that are not special tokens: what the random sequences draw from."""
     vocab = model.vocab_size
     if vocab <= lo + 100:
@@ -66,7 +66,7 @@ def prefix_id(model: "HookedModel") -> int:
 
 @torch.no_grad()
 def copy_losses(model: "HookedModel", ids: Int[Tensor, "batch pos"], *, batch_size: int = 16,
-                interventions: Sequence = ()) -> tuple[Float[Tensor, "batch"], Float[Tensor, "batch"]]:
+                interventions: Sequence = ()) -> tuple[Float[Tensor, " batch"], Float[Tensor, " batch"]]:
     """Mean next-token loss (nats) on the first and on the second copy, per sequence.
 
     The first token of each copy is left out (nothing predicts it), so both means cover ``length - 1`` predictions.

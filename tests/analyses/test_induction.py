@@ -14,8 +14,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from thinklens.analyses.induction import (copy_losses, ordinary_tokens, prefix_id, prefix_matching_scores, random_heads,
-                                          repeated_tokens, top_heads)
+from thinklens.analyses.induction import (
+    copy_losses,
+    ordinary_tokens,
+    prefix_id,
+    prefix_matching_scores,
+    random_heads,
+    repeated_tokens,
+    top_heads,
+)
 from thinklens.engine.heads import AblateHeads, head_means, head_shape, output_projection
 
 
