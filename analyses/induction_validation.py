@@ -8,7 +8,7 @@ each run on the model given to ``validate --model`` (:mod:`thinklens.analyses.in
   first half (paired per sequence, so in-context learning of the token distribution cancels): the *copy gain*.
   Recovered when its interval excludes 0 and it is at least :data:`MIN_GAIN` nats.
 - ``induction null``: the same comparison between two fresh second halves: no copy in either. No effect when the
-  gain is shown to lie within +-:data:`MARGIN` nats (TOST, :mod:`thinklens.calibration.equivalence`).
+  gain is shown to lie within +-:data:`MARGIN` nats (TOST, :mod:`thinklens.calibration.tost`).
 - ``induction planted-heads``: the :data:`K` heads with the highest prefix-matching score (chosen on sequences of
   their own) are mean-ablated (each head's output replaced by its mean over the selection sequences, so the residual
   keeps its average; zeroing shifts it, and on a model with few heads, such as Gemma-3-270M's 72, zeroing 5 random
@@ -76,7 +76,7 @@ def _setup(ctx: SettingContext) -> tuple[Any, Any, Plan, int]:
 
 def _copy_gain(ctx: SettingContext, *, null: bool) -> Check:
     from thinklens.analyses.induction import copy_losses, repeated_tokens
-    from thinklens.calibration.equivalence import tost_mean
+    from thinklens.calibration.tost import tost_mean
     from thinklens.calibration.stats import bootstrap_ci
 
     model, vocab, plan, prefix = _setup(ctx)
@@ -104,7 +104,7 @@ def _copy_gain(ctx: SettingContext, *, null: bool) -> Check:
 
 def _heads(ctx: SettingContext, *, null: bool) -> Check:
     from thinklens.analyses.induction import copy_losses, prefix_matching_scores, random_heads, repeated_tokens, top_heads
-    from thinklens.calibration.equivalence import tost_mean
+    from thinklens.calibration.tost import tost_mean
     from thinklens.calibration.stats import bootstrap_ci
     from thinklens.engine.heads import AblateHeads, head_means, head_shape
 

@@ -86,7 +86,7 @@ def _fit_score(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray
 
 
 def _measure(ctx: SettingContext, *, null: bool) -> Check:
-    from thinklens.calibration.equivalence import tost_mean
+    from thinklens.calibration.tost import tost_mean
     from thinklens.calibration.stats import bootstrap_units
     from thinklens.probes.datasets import prompt_states
     from thinklens.probes.estimators import DiffMeanProbe
