@@ -102,3 +102,34 @@ def test_full_validation_table(tmp_path):
     """The README's validation table: every setting, full size, each verdict the expected one."""
     doc = run_job("validate", out=tmp_path / "full", progress=False, threads=1)
     assert doc["failed"] == [], doc["failed"]
+
+
+def test_model_runs_only_the_on_model_settings_on_that_model(tmp_path, monkeypatch, family_model):
+    """``--model M`` runs the settings that need only a model (each gets M, loaded once for the whole run); without it
+    only the zoo's settings run. Mutant killed: the on_model filter dropped (the zoo setting would run on M)."""
+    seen: list[tuple[str, object]] = []
+    model = family_model("llama")
+
+    def zoo(ctx):
+        seen.append(("zoo", ctx.model))
+        return Check("gap", 0.5, (0.4, 0.6), "recovered", n=3)
+
+    def any_model(ctx):
+        seen.append(("any", ctx.hooked()))
+        return Check("gap", 0.5, (0.4, 0.6), "recovered", n=3)
+
+    settings = [Setting("toy", "planted", "recovered", zoo), Setting("real", "planted", "recovered", any_model, on_model=True),
+                Setting("real", "again", "recovered", any_model, on_model=True)]
+    monkeypatch.setattr(controls, "all_settings", lambda: settings)
+    loads = []
+    from thinklens.engine import model as model_mod
+
+    monkeypatch.setattr(model_mod.HookedModel, "load", classmethod(lambda cls, name, **kw: loads.append(name) or model))
+    doc = run_job("validate", model="tiny-llama", out=tmp_path / "m", progress=False)
+    assert [r["method"] for r in doc["rows"]] == ["real", "real"] and seen == [("any", model), ("any", model)]
+    assert loads == ["tiny-llama"] and doc["model"] == "tiny-llama"
+    seen.clear()
+    doc = run_job("validate", out=tmp_path / "z", progress=False)
+    assert [r["method"] for r in doc["rows"]] == ["toy"] and seen == [("zoo", None)]
+    with pytest.raises(ThinklensError, match="methods with settings that run on any model"):
+        run_job("validate", model="tiny-llama", methods=("toy",), out=tmp_path / "x", progress=False)
