@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -76,8 +77,8 @@ def _setup(ctx: SettingContext) -> tuple[Any, Any, Plan, int]:
 
 def _copy_gain(ctx: SettingContext, *, null: bool) -> Check:
     from thinklens.analyses.induction import copy_losses, repeated_tokens
-    from thinklens.calibration.tost import tost_mean
     from thinklens.calibration.stats import bootstrap_ci
+    from thinklens.calibration.tost import tost_mean
 
     model, vocab, plan, prefix = _setup(ctx)
     seed = 10_000 + ctx.seed
@@ -104,8 +105,8 @@ def _copy_gain(ctx: SettingContext, *, null: bool) -> Check:
 
 def _heads(ctx: SettingContext, *, null: bool) -> Check:
     from thinklens.analyses.induction import copy_losses, prefix_matching_scores, random_heads, repeated_tokens, top_heads
-    from thinklens.calibration.tost import tost_mean
     from thinklens.calibration.stats import bootstrap_ci
+    from thinklens.calibration.tost import tost_mean
     from thinklens.engine.heads import AblateHeads, head_means, head_shape
 
     model, vocab, plan, prefix = _setup(ctx)
@@ -140,29 +141,13 @@ def _heads(ctx: SettingContext, *, null: bool) -> Check:
                         f"(interval above 0) and >= {FAR_MORE}x their rise", details=details)
 
 
-def _planted(ctx: SettingContext) -> Check:
-    return _copy_gain(ctx, null=False)
-
-
-def _null(ctx: SettingContext) -> Check:
-    return _copy_gain(ctx, null=True)
-
-
-def _planted_heads(ctx: SettingContext) -> Check:
-    return _heads(ctx, null=False)
-
-
-def _null_random_heads(ctx: SettingContext) -> Check:
-    return _heads(ctx, null=True)
-
-
 SETTINGS = [
-    Setting("induction", "planted", "recovered", _planted, on_model=True,
+    Setting("induction", "planted", "recovered", partial(_copy_gain, null=False), on_model=True,
             help=f"repeated random tokens: the second copy gains >= {MIN_GAIN} nats over a fresh second half"),
-    Setting("induction", "null", "no-effect", _null, on_model=True,
+    Setting("induction", "null", "no-effect", partial(_copy_gain, null=True), on_model=True,
             help=f"two fresh second halves: gain within +-{MARGIN} nats (TOST)"),
-    Setting("induction", "planted-heads", "recovered", _planted_heads, on_model=True,
+    Setting("induction", "planted-heads", "recovered", partial(_heads, null=False), on_model=True,
             help=f"mean-ablating the top {K} prefix-matching heads raises the copy's loss far more than {K} random heads"),
-    Setting("induction", "null-random-heads", "no-effect", _null_random_heads, on_model=True,
+    Setting("induction", "null-random-heads", "no-effect", partial(_heads, null=True), on_model=True,
             help=f"mean-ablating {K} random heads: the copy's loss moves within +-{MARGIN} nats (TOST)"),
 ]

@@ -50,7 +50,10 @@ def main() -> None:
 
     ref, got = plain(), ours()
     start = enc["input_ids"].shape[1]
-    same = all(tr.token_ids == ref[r, start:].tolist()[: len(tr)] for r, tr in enumerate(got))
+    eos = tok.eos_token_id
+    # HF is forced past EOS (min_new_tokens masks it), so a row of ours that stopped at EOS is compared up to it
+    same = all(tr.token_ids[:len(tr) - (tr.token_ids[-1:] == [eos])] == ref[r, start:].tolist()[:len(tr) - (tr.token_ids[-1:] == [eos])]
+               for r, tr in enumerate(got))
     n_ours, n_plain = sum(len(t) for t in got), ref[:, start:].numel()
     t = interleaved({"plain": plain, "ours": ours}, repeats=3)
     gen_ratio = (t["ours"] / n_ours) / (t["plain"] / n_plain)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -86,8 +86,8 @@ def _fit_score(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray
 
 
 def _measure(ctx: SettingContext, *, null: bool) -> Check:
-    from thinklens.calibration.tost import tost_mean
     from thinklens.calibration.stats import bootstrap_units
+    from thinklens.calibration.tost import tost_mean
     from thinklens.probes.datasets import prompt_states
     from thinklens.probes.estimators import DiffMeanProbe
 
@@ -135,17 +135,9 @@ def _measure(ctx: SettingContext, *, null: bool) -> Check:
                  details=details)
 
 
-def _planted(ctx: SettingContext) -> Check:
-    return _measure(ctx, null=False)
-
-
-def _null(ctx: SettingContext) -> Check:
-    return _measure(ctx, null=True)
-
-
 SETTINGS = [
-    Setting("readout", "planted", "recovered", _planted, on_model=True,
+    Setting("readout", "planted", "recovered", partial(_measure, null=False), on_model=True,
             help=f"a linear probe reads sentiment on held-out adjectives (>= {MIN_ACCURACY}, above shuffled labels)"),
-    Setting("readout", "null", "no-effect", _null, on_model=True,
+    Setting("readout", "null", "no-effect", partial(_measure, null=True), on_model=True,
             help=f"labels shuffled across sentences: held-out accuracy within 0.5 +- {MARGIN} (TOST)"),
 ]

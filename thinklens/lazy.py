@@ -15,8 +15,21 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
+
+
+def package_dir(name: str) -> Path | None:
+    """The folder of an installed package (a subpackage imports its parent), or None when it is not installed."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:

@@ -86,7 +86,7 @@ def test_source_hash_tells_apart_any_edit_of_a_py_file(tmp_path):
 
 def test_outside_a_checkout_the_git_state_is_unknown_and_nothing_fails(tmp_path, monkeypatch):
     (tmp_path / "thinklens").mkdir()
-    monkeypatch.setattr(provenance, "_package_dir", lambda name: tmp_path / name if name == "thinklens" else None)
+    monkeypatch.setattr(provenance, "package_dir", lambda name: tmp_path / name if name == "thinklens" else None)
     assert provenance.git_state.__wrapped__() == {"git_commit": "unknown", "git_dirty": "unknown"}
     hashes = provenance._trees.__wrapped__(("thinklens", "nowhere"))
     assert hashes["nowhere"] == ("not installed", 0) and hashes["thinklens"][1] == 0

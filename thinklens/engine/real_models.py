@@ -21,12 +21,12 @@ Example:
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from thinklens.errors import ThinklensError
+from thinklens.lazy import package_dir as _module_dir  # the tests replace it to play a machine without the packages
 
 
 @dataclass(frozen=True)
@@ -66,16 +66,6 @@ REAL_MODELS: dict[str, RealModel] = {m.name: m for m in (
 def is_real_name(name: str) -> bool:
     """Whether ``name`` names a packaged real model."""
     return name in REAL_MODELS
-
-
-def _module_dir(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _missing(model: RealModel) -> ThinklensError:

@@ -23,30 +23,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from thinklens import CAPABILITIES
 from thinklens.errors import ThinklensError, opt
+from thinklens.lazy import package_dir
 
 PACKAGES = ("thinklens", *(f"thinklens.{name}" for name in CAPABILITIES))
 """The packages whose ``.py`` files make up the source hash."""
 DISTRIBUTIONS = ("torch", "transformers", "sae-lens", "nnsight", "thinklens")
 """The installed distributions whose versions a run records."""
 UNKNOWN = "unknown"
-
-
-def _package_dir(name: str) -> Path | None:
-    """The folder of a package (a subpackage imports its parent, thinklens, which is cheap), or None when it is not installed."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _hash_tree(root: Path) -> tuple[str, int]:
@@ -68,7 +57,7 @@ def _trees(packages: tuple[str, ...]) -> dict[str, tuple[str, int]]:
     """(source hash, .py file count) per package, read once per process."""
     out = {}
     for name in packages:
-        d = _package_dir(name)
+        d = package_dir(name)
         out[name] = _hash_tree(d) if d is not None else ("not installed", 0)
     return out
 
@@ -100,7 +89,7 @@ def _git(root: Path, *args: str) -> str | None:
 @functools.lru_cache(maxsize=None)
 def git_state() -> dict[str, Any]:
     """``{"git_commit": sha, "git_dirty": bool}`` of the checkout the thinklens package runs from, else "unknown"."""
-    here = _package_dir("thinklens")
+    here = package_dir("thinklens")
     root = here.parent if here is not None else None
     if root is None or not (root / ".git").exists():
         return {"git_commit": UNKNOWN, "git_dirty": UNKNOWN}
