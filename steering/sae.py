@@ -5,7 +5,10 @@ Training goes through sae-lens's own ``LanguageModelSAETrainingRunner`` with its
 override dataset (:func:`thinklens.steering.corpora.token_rows`), W&B off, small buffers. The folder it writes is
 sae-lens's format (``cfg.json`` + ``sae_weights.safetensors``), loadable by
 ``sae_lens.SAE.load_from_disk``; we add ``metadata.thinklens_site`` and a ``thinklens_metrics.json``.
-Metrics are sae-lens's ``run_evals``: explained variance, L0, dead features. CE loss recovered and KL are
+Both training paths start the decoder bias at the mean of the activations (:func:`center_decoder_bias`): sae-lens
+starts it at zero, and a residual with a large constant part (Gemma-3-270M's ``resid_post.9``: mean norm ~6500 against
+~1500 of variation, most of it in one dimension) then left a TopK SAE with 90% dead latents and an explained variance
+of -11. Metrics are sae-lens's ``run_evals``: explained variance, L0, dead features. CE loss recovered and KL are
 not taken from it (it scores every position of right-padded rows, prompt and padding included, and gave
 values above 1): :mod:`thinklens.steering.sae_fidelity` scores them on generated tokens only.
 
@@ -220,6 +223,38 @@ def training_sae_config(cfg: SAETrainConfig, d_in: int, device: str = "cpu"):
     return cls(d_in=d_in, d_sae=cfg.d_sae, device=device, **extra)
 
 
+MEAN_INIT_BATCHES = 4
+"""Store batches (``store_batch_size_prompts`` rows each, special tokens dropped) whose mean starts the decoder bias."""
+
+
+@torch.no_grad()
+def center_decoder_bias(sae: "SAE", rows: torch.Tensor) -> None:
+    """Start ``sae``'s decoder bias at the mean of activation ``rows`` ``[rows, d]`` (sae-lens starts it at zero).
+
+    The SAE then codes deviations from the mean from its first step. Started at zero, it must first learn the
+    constant part of the residual with Adam steps of about ``lr`` each: on a residual whose mean is large against its
+    spread (Gemma-3-270M, a norm of ~6500 of which ~6200 in one dimension) it never does in a training budget, and
+    TopK latents spent on the offset die (Gao et al. 2024 and Bricken et al. 2023 start this bias at the data's
+    geometric median; the mean is sae-lens's former ``b_dec_init_method="mean"``).
+
+    Example:
+        >>> from sae_lens import TopKSAE, TopKSAEConfig
+        >>> sae = TopKSAE(TopKSAEConfig(d_in=2, d_sae=4, k=1))
+        >>> center_decoder_bias(sae, torch.tensor([[1.0, 100.0], [3.0, 100.0]]))
+        >>> sae.b_dec.tolist()
+        [2.0, 100.0]
+    """
+    if rows.ndim != 2 or rows.shape[0] == 0:
+        raise ThinklensError.of("activation rows for the decoder bias", f"a tensor of shape {tuple(rows.shape)}",
+                                "[rows, d] with rows >= 1", "train on texts with at least one non-special token")
+    sae.b_dec.data.copy_(rows.double().mean(0).to(sae.b_dec.dtype))
+
+
+def _store_rows(store, n_batches: int) -> torch.Tensor:
+    """``[rows, d]``: ``n_batches`` batches of a sae-lens activation store, special tokens dropped (what it trains on)."""
+    return torch.cat([store.get_filtered_llm_batch() for _ in range(n_batches)])
+
+
 def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *,
               out_dir: str | Path) -> tuple["SAE", dict[str, Any]]:
     """Train an SAE with sae-lens on ``cfg.site`` of ``model`` from local ``texts``; save and evaluate it.
@@ -252,6 +287,7 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
         runner = LanguageModelSAETrainingRunner(runner_cfg, override_dataset=ds,
                                                 override_model=_proxy(model, name, device))
         runner.sae.cfg.metadata.thinklens_site = str(site)
+        center_decoder_bias(runner.sae, _store_rows(runner.activations_store, MEAN_INIT_BATCHES))
         trained = runner.run()
         metrics = _evals(trained, runner.model, runner.activations_store, cfg.n_eval_batches, exclude)
     metrics.update(site=str(site), hook_name=name, architecture=cfg.architecture, k=cfg.k,
@@ -401,6 +437,7 @@ def train_sae_on_rows(rows: torch.Tensor, cfg: SAETrainConfig, *, out_dir: str |
         sae.cfg.metadata.thinklens_site = cfg.site
         sae.cfg.metadata.hook_name = cfg.site
         sae.cfg.metadata.dataset_path = source or f"{len(rows)} activation rows"
+        center_decoder_bias(sae, rows)
         trained = SAETrainer(trainer_cfg, sae, _RowBatches(rows.to(device), cfg.train_batch_size_tokens, cfg.seed)).fit()
         trained.save_inference_model(out)
     loaded = load_sae(out)

@@ -89,3 +89,54 @@ def test_bad_inputs(tiny_llama, random_sae, tmp_path):
     with pytest.raises(ThinklensError, match="k"):
         SAETrainConfig(k=2048, d_sae=1024)
     assert "topk" in architectures() and "standard" in architectures()
+
+
+def _offset_rows(n: int, d: int = 32, offset: float = 1000.0, seed: int = 0) -> torch.Tensor:
+    """``[n, d]`` rows of a residual with a large constant part (as Gemma-3's): ``offset`` in dimension 0 plus sparse
+    combinations of 64 fixed random unit directions (``seed`` draws the codes)."""
+    dirs = torch.nn.functional.normalize(torch.randn(64, d, generator=torch.Generator().manual_seed(0)), dim=-1)  # [feature, d]
+    g = torch.Generator().manual_seed(seed + 1)
+    codes = torch.rand(n, 64, generator=g) * (torch.rand(n, 64, generator=g) < 0.06)  # [n, feature]
+    rows = codes @ dirs * 50.0  # [n, d]
+    rows[:, 0] += offset
+    return rows
+
+
+def test_sae_on_rows_with_a_large_mean_explains_them(tmp_path):
+    """Regression (Gemma-3-270M resid_post.9: mean norm ~6500, spread ~1500): sae-lens starts the decoder bias at
+    zero, and a TopK SAE never learned the offset in its budget (explained variance -11, 90% dead latents); started
+    at the mean it explains the held-out rows (started at zero: explained variance about -300)."""
+    from thinklens.steering.configs import SAETrainConfig
+    from thinklens.steering.sae import train_sae_on_rows
+
+    rows, held = _offset_rows(6000), _offset_rows(1000, seed=1)
+    cfg = SAETrainConfig(site="resid_post.0", d_sae=128, k=4, training_tokens=24_576, train_batch_size_tokens=512)
+    sae, m = train_sae_on_rows(rows, cfg, out_dir=tmp_path / "sae", held_out=held)
+    assert m["explained_variance"] > 0.05, m
+    assert sae.b_dec[0].item() == pytest.approx(1000.0, rel=0.05)
+
+
+def test_sae_from_a_model_with_a_large_residual_mean_starts_at_it(tmp_path, word_texts):
+    """The same through sae-lens's runner (train_sae): a tiny GPT-2 whose first block writes a constant 1000 into
+    dimension 0 of the residual (as Gemma-3's massive activation does) gets an SAE whose decoder bias sits at the
+    residual's mean, and explains the activations as well as on the same model without the offset (started at zero:
+    explained variance far below 0)."""
+    from thinklens import HookedModel
+    from thinklens.steering.configs import SAETrainConfig
+    from thinklens.steering.sae import row_metrics, train_sae
+    from tools.testing import build_tiny_model
+
+    cfg = SAETrainConfig(site="resid_post.0", d_sae=64, k=4, training_tokens=8_192, train_batch_size_tokens=512,
+                         store_batch_size_prompts=8, n_batches_in_buffer=4, n_eval_batches=2)
+    path = build_tiny_model("gpt2", tmp_path / "m", d_model=32, n_layers=2)
+    ev = {}
+    for offset in (0.0, 1000.0):
+        model = HookedModel.load(str(path))
+        with torch.no_grad():
+            model.hf.transformer.h[0].mlp.c_proj.bias[0] += offset
+        acts = model.capture(word_texts[:32], sites=["resid_post.0"])
+        rows = acts["resid_post.0"][acts.attention_mask.bool()]  # [token, d]
+        sae, _ = train_sae(model, word_texts, cfg, out_dir=tmp_path / f"sae-{offset:g}")
+        assert sae.b_dec[0].item() == pytest.approx(rows[:, 0].mean().item(), abs=0.05 + 0.01 * offset)
+        ev[offset] = row_metrics(sae, rows)["explained_variance"]
+    assert ev[1000.0] == pytest.approx(ev[0.0], abs=0.1) and ev[0.0] > 0, ev
