@@ -638,6 +638,41 @@ def validation() -> dict[str, Any]:
                     "minutes": round(sum(r["seconds"] for r in rows) / 60, 1)})
 
 
+#: The real-weight validation table's records (``thinklens run validate --model M``, full size): record -> (model, the
+#: ``--methods`` of the command that reproduces its rows).
+REAL_VALIDATION_RECORDS = {"validate-real-smollm2": ("smollm2-135m", "induction,readout")}
+
+
+@collector("real_validation")
+def real_validation() -> dict[str, Any]:
+    """Effects known from the literature, on real pretrained weights (``validate --model``; docs/real-models.md): each
+    record's rows with its model and the GGUF it was converted from."""
+    from thinklens.calibration.controls import select_settings
+
+    runs = [RECORDS / name for name in REAL_VALIDATION_RECORDS]
+    rows, models = [], {}
+    for name, (model, methods) in REAL_VALIDATION_RECORDS.items():
+        doc = read_json(RECORDS / name / "results" / "validate.json")
+        if doc.get("model") != model:
+            raise ValueError(f"record {name} validated {doc.get('model')!r}, not {model!r}")
+        keys = {s.key for s in select_settings(tuple(methods.split(","))) if s.on_model}
+        got = {f"{r['method']}/{r['setting']}": r for r in doc["rows"]}
+        if keys - got.keys():
+            raise ValueError(f"real validation record {name} has no row for {sorted(keys - got.keys())}")
+        src = doc.get("model_source") or {}
+        models[model] = {"gguf": src.get("gguf"), "gguf_sha256": src.get("gguf_sha256"), "dequantized": src.get("dequantized")}
+        rows += [{"model": model, **{k: got[key][k] for k in ("method", "setting", "expected", "statistic", "value", "ci",
+                                                               "verdict", "ok", "n", "target", "seconds")},
+                  "minutes": round(got[key]["seconds"] / 60, 1)} for key in sorted(keys, key=lambda k: list(got).index(k))]
+    per_model = ", ".join(f"{m} {sum(r['ok'] for r in rows if r['model'] == m)}/{sum(r['model'] == m for r in rows)}" for m in models)
+    commands = [f"thinklens run validate --model {model} --methods {methods} --threads 1 --out RUN; "
+                f"python results/collect.py --record RUN {name}" for name, (model, methods) in REAL_VALIDATION_RECORDS.items()]
+    return summary(" & ".join(commands), runs, {name: read_json(RECORDS / name / "config.json") for name in REAL_VALIDATION_RECORDS},
+                   {"rows": rows, "models": models, "validated": sum(r["ok"] for r in rows), "n_settings": len(rows),
+                    "per_model": per_model, "failed": [f"{r['model']} {r['method']}/{r['setting']}" for r in rows if not r["ok"]],
+                    "minutes": round(sum(r["seconds"] for r in rows) / 60, 1)})
+
+
 @collector("codi_serial")
 def codi_serial() -> dict[str, Any]:
     """CODI on a task that needs serial computation (issue 22 item 5): the codi settings of the validation record
