@@ -33,9 +33,10 @@ def _layer_out(replace):
 
 
 @torch.no_grad()
-def _by_hand(model, sae, rows, *, score_prompt: bool = False):
+def _by_hand(model, sae, rows, *, score_prompt: bool = False, keep: tuple[int, ...] = ()):
     """One unpadded row at a time through the raw HF model, the SAE spliced in at layer 0's output by a torch
-    hook; CE and KL summed over the positions predicting generated tokens (or every position, for a mutant)."""
+    hook (positions holding a token of ``keep`` keep their own state); CE and KL summed over the positions predicting
+    generated tokens (or every position, for a mutant)."""
     layer = model.hf.model.layers[0]
     sums = {"clean": 0.0, "sae": 0.0, "zero": 0.0, "kl_sae": 0.0, "kl_zero": 0.0}
     n = 0
@@ -45,7 +46,12 @@ def _by_hand(model, sae, rows, *, score_prompt: bool = False):
         pos = torch.arange(first, ids.shape[1] - 1)
         tgt = ids[0, pos + 1]
         logps = {}
-        for name, fn in (("clean", None), ("sae", lambda x: sae(x)), ("zero", torch.zeros_like)):
+        own = torch.isin(ids, torch.tensor(keep, dtype=torch.long))[..., None]  # [1, pos, 1]
+
+        def splice(x, own=own):
+            return torch.where(own, x, sae(x))
+
+        for name, fn in (("clean", None), ("sae", splice), ("zero", torch.zeros_like)):
             handle = layer.register_forward_hook(_layer_out(fn)) if fn is not None else None
             try:
                 logits = model.hf(input_ids=ids).logits[0].float()
@@ -94,3 +100,23 @@ def test_generated_targets_mask():
     """The mask marks exactly len(generated) positions per row, ending one before the row's last token."""
     m = generated_targets([[1, 2, 3], [4]], [[5], [6, 7, 8]], width=5)
     assert m.tolist() == [[False, False, False, True, False], [False, True, True, True, False]]
+
+
+def test_special_tokens_keep_their_state_when_the_sae_is_spliced(tiny_llama, random_sae):
+    """Regression (SmolLM2-135M chat rows: the SAE spliced in at <|im_start|>, the attention sink at position 0 that
+    it never trained on, gave CE loss recovered -0.41 for an SAE explaining 0.89 of the variance): pad, bos and eos
+    positions keep their own activation, as in sae-lens's get_recons_loss; zero ablation still zeroes them. Oracle:
+    the hand computation splicing everywhere but the eos token (id 1, this tokenizer's only special token in the rows)
+    that opens each prompt and sits inside one; the mutant splicing everywhere differs."""
+    from thinklens.steering.corpora import special_ids
+
+    eos = tiny_llama.tokenizer.eos_token_id
+    assert eos in special_ids(tiny_llama.tokenizer)
+    rows = [([eos] + p[:2] + [eos] + p[2:], g) for p, g in _rows()]
+    got = sae_fidelity(tiny_llama, random_sae, rows, site="resid_post.0", batch_size=3)
+    want = _by_hand(tiny_llama, random_sae, rows, keep=tuple(special_ids(tiny_llama.tokenizer)))
+    for key in ("ce_loss_without_sae", "ce_loss_with_sae", "ce_loss_with_ablation", "kl_div_score"):
+        assert _num(got[key]) == pytest.approx(want[key], rel=1e-4, abs=1e-5, nan_ok=True), key
+    everywhere = _by_hand(tiny_llama, random_sae, rows)
+    assert not math.isclose(everywhere["ce_loss_with_sae"], got["ce_loss_with_sae"], rel_tol=1e-3)
+    assert got["ce_loss_with_ablation"] == pytest.approx(everywhere["ce_loss_with_ablation"], rel=1e-5)
