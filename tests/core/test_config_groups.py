@@ -42,6 +42,7 @@ BAD: dict[str, dict] = {
     "ProbeJobConfig": {"target": "nothing"},
     "LynxJobConfig": {"n_train": 0},
     "SteerJobConfig": {"word": " "},
+    "SteerVectorConfig": {"coeffs": (0.0,)},
     "SAEEvalConfig": {"n_texts": 0},
     "SAEJobConfig": {"n_texts": 0},
     "ReasoningVectorJobConfig": {"select_fraction": 0.0},
