@@ -320,10 +320,12 @@ def coefficient_finding(coeff: float, contrast: ArmScores, random: ArmScores, ba
     fluent = fluency.holds(ppl_ratio, degenerate)
     n = len(contrast.compound)
     verdict = "too few samples" if n < MIN_N else "effect" if moved and beats and fluent else "no effect"
+    broken = [w for ok, w in ((ppl_ratio <= fluency.max_ppl_ratio, f"perplexity ratio {ppl_ratio:.2f} > {fluency.max_ppl_ratio:g}"),
+                              (degenerate <= fluency.max_degenerate, f"degenerate {degenerate:.2f} > {fluency.max_degenerate:g}"))
+              if not ok]
     why = [w for ok, w in ((moved, "the shift's interval includes 0 or has the other sign"),
                            (beats, "the random direction does as well"),
-                           (fluent, f"fluency out of bounds (perplexity ratio {ppl_ratio:.2f} > {fluency.max_ppl_ratio:g} or "
-                                    f"degenerate {degenerate:.2f} > {fluency.max_degenerate:g})")) if not ok]
+                           (fluent, f"fluency out of bounds ({', '.join(broken)})")) if not ok]
     claim = f"{what} at c={coeff:+g} {'raises' if up else 'lowers'} VADER sentiment, fluently"
     extra = {"coeff": float(coeff), "vs_random": beyond.diff, "vs_random_ci": [beyond.ci[0], beyond.ci[1]], "vs_random_p": beyond.p,
              "control_ci": [ctrl.ci[0], ctrl.ci[1]], "ppl_ratio": ppl_ratio, "degenerate": degenerate, "fluent": fluent,

@@ -146,7 +146,9 @@ def test_a_coefficient_is_an_effect_only_with_its_sign_beyond_random_and_fluent(
     assert C.coefficient_finding(1.0, up, up, base, bound).verdict == "no effect"  # the random direction does as well
     broken = C.coefficient_finding(1.0, _arm(up.compound, nll=1.0 + np.log(2.5)), still, base, bound)
     assert broken.verdict == "no effect" and "fluency" in broken.extra["otherwise"] and broken.extra["ppl_ratio"] == pytest.approx(2.5)
-    assert C.coefficient_finding(1.0, _arm(up.compound, degenerate=0.25), still, base, bound).verdict == "no effect"
+    repeats = C.coefficient_finding(1.0, _arm(up.compound, degenerate=0.25), still, base, bound)
+    assert repeats.verdict == "no effect" and "degenerate 0.25 > 0.2" in repeats.extra["otherwise"]
+    assert "perplexity" not in repeats.extra["otherwise"]
     assert C.coefficient_finding(1.0, _arm(up.compound[:8]), _arm(still.compound[:8]), _arm(base.compound[:8]),
                                  bound).verdict == "too few samples"
 
