@@ -116,11 +116,24 @@ def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
     return " · ".join(finding_sentence(f) for f in findings[:limit])
 
 
+def failed_headline(entry: RunEntry) -> str:
+    """A failed run in a line: the refusal it stopped with (meta.json's error).
+
+    Example:
+        >>> failed_headline(RunEntry(path=Path("runs/lynx/a"), kind="lynx", run_id="a", status="failed",
+        ...                          failure="bad cue events: received 'none'"))
+        "failed: bad cue events: received 'none'"
+    """
+    return f"failed: {entry.failure}" if entry.failure else "failed (no error recorded in meta.json)"
+
+
 def headline(entry: RunEntry) -> str:
     """The run in a line: its findings when the job reports them (claim, interval, control, verdict), else two or
     three headline numbers in words (``'-'`` for a run without a summary)."""
     if entry.status == "running":
         return "still running (or stopped before it finished: rerun the same command to resume)"
+    if entry.status == "failed":  # its summary is empty: a job's own headline would read it as results ("0/0 valid")
+        return failed_headline(entry)
     from thinklens.runs.headlines import generic
 
     s = entry.summary or {}

@@ -113,3 +113,18 @@ def test_config_differences_against_a_flat_oracle():
     assert "b.c ([1, 2] -> [1, 3])" in got and "e (null -> absent)" in got
     many = config_differences({f"k{i}": i for i in range(12)}, {f"k{i}": -i - 1 for i in range(12)})
     assert many.endswith(", and 4 more") and json.dumps(many).count("->") == 8
+
+
+def test_a_failed_run_shows_its_refusal_not_empty_results(tmp_path, capsys):
+    """Regression: a refused LYNX run (meta.json: status failed, its error; no summary) was listed as "no δ within its
+    bound; 0/0 δ valid; probe AUROC ?" (the job's headline read from an empty summary), a refused reasoning-vector run
+    as "|v| ?, accuracy ? ...". The listing (Home's headline, app/dashboard.py, in a checkout) gives the refusal."""
+    error = "bad probe training data: received 'class counts [10, 0]'; expected 2 events of each class; fix: label more"
+    run = RunFolder.create("lynx", {"model": "gemma-3-270m"}, root=tmp_path, run_id="refused")
+    run.write_meta(status="failed", error=error)
+    assert main(["runs", "--runs", str(tmp_path)]) == 0
+    assert _rows(capsys.readouterr().out)["lynx/refused"] == ["failed", f"failed: {error}"]
+    from thinklens.runs.folders import discover_runs
+
+    (entry,) = discover_runs(tmp_path)
+    assert entry.failure == error

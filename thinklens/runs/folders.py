@@ -357,6 +357,8 @@ class RunEntry:
     """The run's config.json."""
     error: str | None = None
     """Why the folder cannot be read (a missing or broken config.json, a bad name); None when it can."""
+    failure: str | None = None
+    """meta.json's error of a failed run: the refusal the job stopped with (None for a run that did not fail)."""
 
 
 def discover_runs(root: Path | str | None = None, kind: str | None = None) -> list[RunEntry]:
@@ -396,6 +398,7 @@ def discover_runs(root: Path | str | None = None, kind: str | None = None) -> li
                 entry.status = meta.get("status", "unknown")
                 entry.created = meta.get("created", "")
                 entry.summary = meta.get("summary")
+                entry.failure = meta.get("error") if entry.status == "failed" else None
             except (OSError, ValueError, ThinklensError) as e:
                 entry.error = f"{type(e).__name__}: {e}"
             out.append(entry)

@@ -56,6 +56,8 @@ def run_headline(entry: RunEntry) -> str:
             return str(fn(entry))
         except Exception:  # noqa: BLE001 - fall back to the findings below
             pass
+    if entry.status == "failed":  # outside a checkout: the dashboard's words for a failed run
+        return f"failed: {entry.failure}" if entry.failure else "failed"
     findings = (entry.summary or {}).get("findings") or []
     if findings:
         from thinklens.calibration.stats import finding_sentence
