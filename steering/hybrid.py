@@ -16,7 +16,7 @@
    model reads each sentence after its own prompt (its own format) and the trace before the sentence.
 
 The two models may differ in prompt format, width and chat template, not in vocabulary: both read the
-same generated token ids (:func:`check_tokenizers`).
+same generated token ids (:func:`check_pair`, before anything is generated).
 
 Generation and the ablations are in :mod:`thinklens.steering.hybrid_generate`.
 
@@ -131,6 +131,18 @@ def check_tokenizers(base: Any, thinking: Any) -> None:
             "two tokenizers with the same vocabulary (both models read the same generated tokens)",
             "pair a thinking model with its base, e.g. DeepSeek-R1-Distill-Qwen-1.5B with Qwen2.5-Math-1.5B",
         )
+
+
+def check_pair(base: "HookedModel", thinking: "HookedModel") -> None:
+    """Refuse a base/thinking pair that cannot read each other's tokens: another vocabulary size (a fine-tune that
+    added tokens, e.g. a latent trainer's ``--add-tokens``, beside its base) or tokenizers that differ
+    (:func:`check_tokenizers`). The job calls it before generating anything."""
+    if base.vocab_size != thinking.vocab_size:
+        raise ThinklensError.of("base/thinking pair", f"vocab {base.vocab_size}/{thinking.vocab_size}",
+                                "two models with one vocabulary (the thinking model generates ids the base model reads)",
+                                "pair a thinking model with its base; a fine-tune that added tokens (--add-tokens) needs "
+                                "a base with the same tokens")
+    check_tokenizers(base.tokenizer, thinking.tokenizer)
 
 
 @torch.no_grad()
@@ -315,10 +327,7 @@ def train_hybrid_vectors(base: "HookedModel", thinking: "HookedModel", traces: S
 
     ``base_prompts``: the base model's own prompt ids for each trace's problem (default: the traces' prompts);
     ``reasoning``: the traces' reasoning spans (:func:`sentence_activations`)."""
-    if base.vocab_size != thinking.vocab_size:
-        raise ThinklensError.of("base/thinking pair", f"vocab {base.vocab_size}/{thinking.vocab_size}",
-                                "two models with one vocabulary", "pair a thinking model with its base model")
-    check_tokenizers(base.tokenizer, thinking.tokenizer)
+    check_pair(base, thinking)
     sent = sentence_activations(thinking, traces, cfg.site, reasoning)
     sae = train_category_sae(sent.acts, cfg)
     cats = categorise(sae, sent.acts)

@@ -79,13 +79,13 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.data.formats import format_for
     from thinklens.generation.budgets import budgets_for, new_token_budget
     from thinklens.steering import figures
-    from thinklens.steering.hybrid import check_tokenizers, train_hybrid_vectors
+    from thinklens.steering.hybrid import check_pair, train_hybrid_vectors
     from thinklens.steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings
     from thinklens.steering.problems import accuracy, data_format, max_steps_of
 
     job, run, log = config, ctx.run, ctx.progress.log
     base, thinking = ctx.models["model"], ctx.models["thinking"]
-    check_tokenizers(base.tokenizer, thinking.tokenizer)
+    check_pair(base, thinking)  # before any generation: a mismatch found after the traces wastes them
     t_fmt = data_format(thinking, job.prompt_format)
     b_fmt = base_format(job, base, t_fmt)
     evaluated, vector = hybrid_problems(job)

@@ -65,3 +65,24 @@ def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
 def test_bad_seeds():
     with pytest.raises(ThinklensError, match="n_seeds=3"):  # from Python: the keyword form
         get_job("hybrid").make_config(n_seeds=0)
+
+
+def test_a_thinking_model_with_added_tokens_is_refused_before_generating(tmp_path, monkeypatch):
+    """Regression (SmolLM2-135M beside its --add-tokens fine-tune: 49152 vs 49158 ids): the vocabulary check ran in
+    train_hybrid_vectors, after the base and thinking modes and the thinking traces had been generated; the job now
+    refuses the pair before generating anything."""
+    from thinklens import HookedModel
+    from thinklens.latent.segments import add_latent_tokens
+    from tools.testing import build_tiny_model
+
+    path = build_tiny_model("llama", tmp_path / "m")
+    base = HookedModel.load(str(path))
+    thinking = add_latent_tokens(HookedModel.load(str(path)))  # the same weights and tokenizer, six tokens added
+    assert thinking.vocab_size > base.vocab_size
+
+    def no_generation(*a, **kw):
+        raise AssertionError("generated before refusing the pair")
+
+    monkeypatch.setattr(HookedModel, "generate", no_generation)
+    with pytest.raises(ThinklensError, match=r"base/thinking pair.*vocab 64/70"):
+        run_job("hybrid", model=base, thinking=thinking, **{**CONFIG, "n_seeds": 1}, out=tmp_path / "r", progress=False)
