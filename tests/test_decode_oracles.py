@@ -76,8 +76,10 @@ def test_latentseek_oracle(variant):
                                                                         want["n_optimised"])
         got_its = [(it.reward, it.flipped, it.text) for it in res.iterations]
         assert got_its == [(it["reward"], it["flipped"], it["text"]) for it in want["iterations"]]
+        # float32 norms near 100 after Adam steps: library builds move them by ~3e-6 relative (seen on the
+        # 2026-12-03 install: 104.61453 against 104.61426 recorded); 1e-5 relative still kills a changed lr or step
         assert [it.delta_norm for it in res.iterations] == pytest.approx([it["delta_norm"] for it in want["iterations"]],
-                                                                         abs=2e-5)
+                                                                         rel=1e-5, abs=2e-5)
 
 
 @pytest.mark.parametrize("name", ["tiny-codi", "tiny-coconut", "tiny-latent-sft"])

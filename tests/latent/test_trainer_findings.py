@@ -200,6 +200,7 @@ FINDINGS_OF = {
     "probe": "thinklens.probes.probe_findings:probe_findings", "sae": "thinklens.steering.sae_findings:sae_findings",
     "sae-eval": "thinklens.steering.sae_findings:sae_findings", "zoo-train": "thinklens.zoo.jobs.zoo_train:findings",
     "validate": "thinklens.calibration.validate:validation_findings",
+    "steer-vector": "thinklens.steering.contrast:coefficient_finding",
 }
 #: Jobs whose findings another change adds (issue #27's other parts); listed so a new job cannot be forgotten.
 NOT_YET: set[str] = set()

@@ -108,7 +108,7 @@ def test_hybrid_tiny_r1_against_itself_in_plain_format(tiny_r1, gsm8k_file, gsm8
 def test_hybrid_refuses_tokenizers_of_another_vocabulary(tiny_r1, tmp_path):
     from thinklens.runs.jobs import run_job
 
-    with pytest.raises(ThinklensError, match="tokenizers"):
+    with pytest.raises(ThinklensError, match="one vocabulary"):
         run_job("hybrid", model="tiny-cot", thinking=tiny_r1, out=tmp_path / "bad", progress=False)
 
 
