@@ -640,7 +640,8 @@ def validation() -> dict[str, Any]:
 
 #: The real-weight validation table's records (``thinklens run validate --model M``, full size): record -> (model, the
 #: ``--methods`` of the command that reproduces its rows).
-REAL_VALIDATION_RECORDS = {"validate-real-smollm2": ("smollm2-135m", "induction,readout")}
+REAL_VALIDATION_RECORDS = {"validate-real-smollm2": ("smollm2-135m", "induction,readout"),
+                           "validate-real-gemma": ("gemma-3-270m", "induction,readout")}
 
 
 @collector("real_validation")

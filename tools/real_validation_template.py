@@ -1,0 +1,39 @@
+"""Write ``results/readme/real_validation.md``, the real-weight validation table's template, with one row per row of
+``results/real_validation.json`` and one weights clause per model (run after ``results/collect.py --write`` whenever
+``REAL_VALIDATION_RECORDS`` gains or loses a setting, then ``python results/collect.py --check --write`` again and
+``python -m tools.readme_results --write``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = "| model | method | setting | statistic | value [95% CI] | control / target | n | verdict | expected | minutes |"
+
+
+def cell(i: int, field: str) -> str:
+    return "{{values.rows[%d].%s}}" % (i, field)
+
+
+def row(i: int) -> str:
+    v = lambda f: cell(i, f)  # noqa: E731
+    return (f"| {v('model')} | {v('method')} | {v('setting')} | `{v('statistic')}` | {v('value|.3g')} "
+            f"[{v('ci[0]|.3g')}, {v('ci[1]|.3g')}] | {v('target')} | {v('n|.0f')} | {v('verdict')} | {v('expected')} | "
+            f"{v('minutes|.1f')} |")
+
+
+def template(values: dict) -> str:
+    weights = "; ".join(f'{m} from `{{{{values.models["{m}"].gguf}}}}` (sha256 `{{{{values.models["{m}"].gguf_sha256}}}}`)'
+                        for m in values["models"])
+    lines = [COLUMNS, "|---" * 10 + "|", *(row(i) for i in range(len(values["rows"])))]
+    tail = ("`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on real weights (per model: "
+            "{{values.per_model}}), full-size settings, one thread each, {{values.minutes|.0f}} minutes in all; records "
+            f"`results/records/validate-real-*`. Weights: {weights}, dequantized to float32. Settings whose verdict is not "
+            "the expected one: {{values.failed}}.")
+    return "\n".join(lines) + "\n\n" + tail + "\n"
+
+
+if __name__ == "__main__":
+    doc = json.loads((ROOT / "results" / "real_validation.json").read_text())["values"]
+    (ROOT / "results" / "readme" / "real_validation.md").write_text(template(doc))
