@@ -142,11 +142,11 @@ def _heads(ctx: SettingContext, *, null: bool) -> Check:
 
 
 SETTINGS = [
-    Setting("induction", "planted", "recovered", partial(_copy_gain, null=False), on_model=True,
+    Setting("induction", "planted", "recovered", partial(_copy_gain, null=False), kind="benchmark", on_model=True,
             help=f"repeated random tokens: the second copy gains >= {MIN_GAIN} nats over a fresh second half"),
     Setting("induction", "null", "no-effect", partial(_copy_gain, null=True), on_model=True,
             help=f"two fresh second halves: gain within +-{MARGIN} nats (TOST)"),
-    Setting("induction", "planted-heads", "recovered", partial(_heads, null=False), on_model=True,
+    Setting("induction", "planted-heads", "recovered", partial(_heads, null=False), kind="benchmark", on_model=True,
             help=f"mean-ablating the top {K} prefix-matching heads raises the copy's loss far more than {K} random heads"),
     Setting("induction", "null-random-heads", "no-effect", partial(_heads, null=True), on_model=True,
             help=f"mean-ablating {K} random heads: the copy's loss moves within +-{MARGIN} nats (TOST)"),

@@ -347,16 +347,16 @@ def _null(ctx: SettingContext, key: str = "codi") -> Check:
 
 
 SETTINGS = [
-    Setting("codi", "planted-serial", "recovered", partial(_planted, key="codi"),
+    Setting("codi", "planted-serial", "recovered", partial(_planted, key="codi"), kind="benchmark",
             help="6-8 step chains the matched No-CoT cannot do (<= 40%) and the matched CoT-SFT can (>= 90%): CODI at "
             ">= 3x compression beats the matched No-CoT by >= 20 points (McNemar)"),
     Setting("codi", "null-latents", "no-effect", partial(_null, key="codi"),
             help="the same CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
-    Setting("codi", "planted-serial-full-chain", "recovered", partial(_planted, key="codi_full"),
+    Setting("codi", "planted-serial-full-chain", "recovered", partial(_planted, key="codi_full"), kind="benchmark",
             help="planted-serial with the CODI whose teacher keeps the chain's last step (--include-last-step)"),
     Setting("codi", "null-latents-full-chain", "no-effect", partial(_null, key="codi_full"),
             help="null-latents with the CODI whose teacher keeps the chain's last step"),
-    Setting("coconut", "planted-serial", "recovered", partial(_planted, key="coconut"),
+    Setting("coconut", "planted-serial", "recovered", partial(_planted, key="coconut"), kind="benchmark",
             help="codi's planted-serial task and targets with Coconut (tiny-coconut-serial, 6 latents, trained as long)"),
     Setting("coconut", "null-latents", "no-effect", partial(_null, key="coconut"),
             help="the same Coconut with its latents replaced by same-norm noise: no gain over the matched No-CoT"),

@@ -233,7 +233,7 @@ def _null(ctx: SettingContext) -> Check:
 
 
 SETTINGS = [
-    Setting("latent-seek", "planted", "recovered", _planted,
+    Setting("latent-seek", "planted", "recovered", _planted, kind="benchmark",
             help="tiny-cot-short on 6-8 step problems (headroom: greedy wrong, a sample right), PSRM reward: accuracy "
             "above the greedy start (McNemar); LatentSeek minus oracle best-of-N at equal chains reported"),
     Setting("latent-seek", "null", "no-effect", _null,

@@ -136,7 +136,7 @@ def _measure(ctx: SettingContext, *, null: bool) -> Check:
 
 
 SETTINGS = [
-    Setting("readout", "planted", "recovered", partial(_measure, null=False), on_model=True,
+    Setting("readout", "planted", "recovered", partial(_measure, null=False), kind="benchmark", on_model=True,
             help=f"a linear probe reads sentiment on held-out adjectives (>= {MIN_ACCURACY}, above shuffled labels)"),
     Setting("readout", "null", "no-effect", partial(_measure, null=True), on_model=True,
             help=f"labels shuffled across sentences: held-out accuracy within 0.5 +- {MARGIN} (TOST)"),

@@ -150,7 +150,7 @@ def null_random(ctx: SettingContext) -> Check:
 
 
 SETTINGS = [
-    Setting("actadd", "planted", "recovered", planted, on_model=True,
+    Setting("actadd", "planted", "recovered", planted, kind="benchmark", on_model=True,
             help=f"' Love' - ' Hate' at c=+-{COEFF:g} moves VADER sentiment both ways beyond an equal-norm random direction, fluently"),
     Setting("actadd", "null-random", "no-effect", null_random, on_model=True,
             help=f"an equal-norm random direction at c=+-{COEFF:g}: sentiment shift equivalent to 0 within +-{MARGIN:g} (TOST)"),

@@ -396,7 +396,7 @@ def _null(ctx: SettingContext) -> Check:
 
 
 SETTINGS = [
-    Setting("sae-real", "planted", "recovered", _planted, on_model=True,
+    Setting("sae-real", "planted", "recovered", _planted, kind="benchmark", on_model=True,
             help=f"thinklens's SAE on the model's own text reaches SAELens's held-out EV (gap above -{MARGIN}, "
                  f"EV >= {MIN_EV}); a random decoder stays below {RANDOM_MAX_EV}"),
     Setting("sae-real", "null-random-decoder", "no-effect", _null, on_model=True,

@@ -309,6 +309,6 @@ SETTINGS = [
             help="dictionary-free Gaussian rows: no random reference dictionary is 'recovered'"),
     Setting("steer", "null-word", "no-effect", _steer_null_word,
             help=f"steer --word {NULL_WORD} on {NULL_WORD_MODEL}, which never writes it: refused, not steered"),
-    Setting("steer", "planted", "recovered", _steer_planted,
+    Setting("steer", "planted", "recovered", _steer_planted, kind="benchmark",
             help=f"{STEER_ORGANISM}'s 'wait' feature moves the wait rate monotonically, beyond an equal-norm random feature"),
 ]

@@ -196,7 +196,7 @@ def _null(ctx: SettingContext) -> Check:
 
 
 SETTINGS = [
-    Setting("reasoning-vector", "planted", "recovered", _planted,
+    Setting("reasoning-vector", "planted", "recovered", _planted, kind="benchmark",
             help="v = tiny-grpo - tiny-cot on the sibling tiny-cot-short (lacks 8-step chains): >= 5 points over alpha 0 "
             "and beats the norm-matched random direction"),
     Setting("reasoning-vector", "null", "no-effect", _null,

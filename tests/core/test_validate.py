@@ -17,7 +17,8 @@ from thinklens.calibration.controls import Check, Setting, select_settings
 from thinklens.errors import ThinklensError
 from thinklens.runs.jobs import run_job
 
-LINE = re.compile(r"^validate (\S+) (\S+) (\S+)=(\S+) \[(\S+), (\S+)\] verdict=(recovered|no-effect|failed)$")
+LINE = re.compile(r"^validate (\S+) (\S+) kind=(planted|null|benchmark) (\S+)=(\S+) \[(\S+), (\S+)\] "
+                  r"verdict=(recovered|no-effect|failed)$")
 
 
 def _toy_settings(calls):
@@ -77,7 +78,7 @@ def test_cli_quick_findings_lines_and_exit_codes(tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("validate ")]
-    assert [LINE.match(ln).group(1, 2, 7) for ln in lines] == [("findings", "planted", "recovered"),
+    assert [LINE.match(ln).group(1, 2, 8) for ln in lines] == [("findings", "planted", "recovered"),
                                                                ("findings", "null", "no-effect")]
     assert out.stdout.strip().splitlines()[-1] == "validated=2/2"  # the headline stays last, after the findings
     findings = out.stdout.split("findings:\n")[1].splitlines()[:-1]  # one per setting, the same verdicts
@@ -133,3 +134,26 @@ def test_model_runs_only_the_on_model_settings_on_that_model(tmp_path, monkeypat
     assert [r["method"] for r in doc["rows"]] == ["toy"] and seen == [("zoo", None)]
     with pytest.raises(ThinklensError, match="methods with settings that run on any model"):
         run_job("validate", model="tiny-llama", methods=("toy",), out=tmp_path / "x", progress=False)
+
+
+#: Every registered setting's kind as issue 39 found them: planted (placed by construction), benchmark (a positive
+#: control: expected, not placed), null. A setting may not change kind to pass (the hybrid's skill gap and absent
+#: behaviour were planted; they stay planted and fail until the method recovers them).
+KINDS_AS_FILED = {
+    "benchmark": {"actadd/planted", "codi/planted-serial", "codi/planted-serial-full-chain", "coconut/planted-serial",
+                  "induction/planted", "induction/planted-heads", "latent-seek/planted", "readout/planted",
+                  "sae-real/planted", "steer/planted", "reasoning-vector/planted"},
+    "planted": {"hybrid/skill-gap", "hybrid/absent-behaviour", "hybrid/planted-latent", "lynx/planted", "mi-peaks/planted",
+                "mi-peaks/planted-synthetic", "findings/planted", "sae/planted"},
+}
+
+
+def test_every_setting_has_its_filed_kind_and_the_kind_matches_its_expectation():
+    """Kills: a planted setting relabelled a null (expecting no effect) so that its failure counts as a pass."""
+    for s in controls.all_settings():
+        want = next((k for k, keys in KINDS_AS_FILED.items() if s.key in keys), "null")
+        assert s.kind == want, (s.key, s.kind)
+        assert (s.expected == "no-effect") == (s.kind == "null"), s.key
+    with pytest.raises(ThinklensError, match="kind"):
+        Setting("toy", "planted", "no-effect", lambda ctx: None, kind="planted")
+    assert Setting("toy", "null", "no-effect", lambda ctx: None).kind == "null"

@@ -29,6 +29,8 @@ from thinklens.calibration.stats import _fmt
 from thinklens.errors import ThinklensError, did_you_mean, opt
 
 ENTRY_POINT_GROUP = "thinklens.validations"
+#: What a setting is (:attr:`Setting.kind`).
+KINDS = ("planted", "null", "benchmark")
 CheckVerdict = Literal["recovered", "no-effect", "failed"]
 CHECK_VERDICTS: tuple[str, ...] = ("recovered", "no-effect", "failed")
 
@@ -120,10 +122,21 @@ class Setting:
     on_model: bool = False
     """Runs on any model given to ``validate --model`` (needs only a model and its tokenizer: an effect known from the
     literature, such as induction); False: the setting brings its own zoo organism and runs without ``--model``."""
+    kind: Literal["planted", "null", "benchmark"] | None = None
+    """What the setting is: ``planted`` (the effect was placed in the subject by construction, its size known),
+    ``benchmark`` (a positive control: an effect expected from the literature or from how the subject was trained,
+    not placed), ``null`` (the effect removed; expects ``no-effect``). None: ``null`` for a ``no-effect`` expectation,
+    else ``planted``."""
 
     def __post_init__(self) -> None:
         if self.expected not in ("recovered", "no-effect"):
             raise ThinklensError.of("setting expected verdict", self.expected, "recovered or no-effect", "pick one")
+        if self.kind is None:
+            object.__setattr__(self, "kind", "null" if self.expected == "no-effect" else "planted")
+        if (self.kind == "null") != (self.expected == "no-effect") or self.kind not in KINDS:
+            raise ThinklensError.of(f"setting {self.key}'s kind", f"{self.kind} expecting {self.expected}",
+                                    "a null expecting no-effect, or a planted or benchmark setting expecting recovered",
+                                    "a setting that expects no effect is a null; say so with kind='null'")
 
     @property
     def key(self) -> str:
@@ -132,8 +145,8 @@ class Setting:
 
 
 def validate_line(setting: Setting, check: Check) -> str:
-    """``validate <method> <setting> <statistic>=<value> [<lo>, <hi>] verdict=<...>``."""
-    return (f"validate {setting.method} {setting.name} {check.statistic}={_fmt(check.value)} "
+    """``validate <method> <setting> kind=<planted|null|benchmark> <statistic>=<value> [<lo>, <hi>] verdict=<...>``."""
+    return (f"validate {setting.method} {setting.name} kind={setting.kind} {check.statistic}={_fmt(check.value)} "
             f"[{_fmt(check.ci[0])}, {_fmt(check.ci[1])}] verdict={check.verdict}")
 
 

@@ -3,7 +3,8 @@
 Each registered setting (:mod:`thinklens.calibration.controls`; the ``thinklens.validations`` entry points) runs in
 its own folder ``<run>/settings/<method>-<setting>`` (sub-runs, caches), and prints one line::
 
-    validate <method> <planted|null> <statistic>=<value> [<lo>, <hi>] verdict=<recovered|no-effect|failed>
+    validate <method> <setting> kind=<planted|null|benchmark> <statistic>=<value> [<lo>, <hi>]
+        verdict=<recovered|no-effect|failed>
 
 then ``validated=K/N``: K settings whose verdict is the one a working method gives. A setting that raises
 is ``failed`` (its error in ``results/validate.json``), never a crash of the whole job. ``--quick`` runs
@@ -78,7 +79,8 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
                 check = setting.run(sctx)
             except Exception as e:  # a setting that crashes is a failed validation, reported with its error
                 check = failed_check(e)
-            row = to_jsonable({"method": setting.method, "setting": setting.name, "expected": setting.expected,
+            row = to_jsonable({"method": setting.method, "setting": setting.name, "kind": setting.kind,
+                               "expected": setting.expected,
                    **asdict(check), "ci": list(check.ci), "ok": check.verdict == setting.expected,
                    "seconds": round(time.perf_counter() - t0, 1), "line": validate_line(setting, check),
                    "help": setting.help})  # as a resumed run reads it back (NaN -> None)
