@@ -146,6 +146,21 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("clamp without the error term", "SAE steering", "steering/feature_steering.py",
            "return act + delta.to(act.device, act.dtype)", "return sae.decode(z2).to(act.device, act.dtype)",
            SAE_STEER_TESTS),
+    # ---- issue 39, SAE and feature steering: broken SAEs that the SAE null must fail, and the vector null's vector
+    Mutant("SAE saved with a random decoder", "SAE", "steering/sae.py",
+           "        trained.save_inference_model(out)\n",
+           "        trained.W_dec.data = torch.randn_like(trained.W_dec)\n        trained.save_inference_model(out)\n",
+           ("tests/steering/test_validation.py::test_sae_null_quick",)),
+    Mutant("SAE that learns nothing (learning rate 0)", "SAE", "steering/sae.py",
+           "lr=cfg.lr, lr_end=cfg.lr,", "lr=0.0, lr_end=0.0,", ("tests/steering/test_validation.py::test_sae_null_quick",)),
+    Mutant("SAE top-k keeping k-1", "SAE", "steering/sae.py",
+           'extra = {k: getattr(cfg, k) for k in ("k", "l1_coefficient", "l0_coefficient") if k in names}',
+           'extra = {k: getattr(cfg, k) - (k == "k") for k in ("k", "l1_coefficient", "l0_coefficient") if k in names}',
+           ("tests/steering/test_sae.py",)),
+    Mutant("vector null: v itself under test", "reasoning vectors", "steering/vector_validation.py",
+           "null = v.random_like(ctx.seed + 101)", "null = v",
+           ("tests/steering/test_reasoning_vector_validation.py",)),
+    # ---- end issue 39 SAE and feature steering
     # ---- LatentSeek: the policy-gradient step and the reward (latent/latentseek.py)
     Mutant("gradient sign flipped", "LatentSeek", "latent/latentseek.py",
            "loss = -r * logp.gather(1, x[:, None]).sum()", "loss = r * logp.gather(1, x[:, None]).sum()", SEEK_TESTS),

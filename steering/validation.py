@@ -6,8 +6,13 @@
   saved as a safetensors file and trained on by the real ``sae`` job (``--activations``). Statistic: for each
   true feature the best cosine among the SAE's decoder rows (:func:`best_cosines`), averaged, with a bootstrap
   interval over features. Recovered iff the mean is >= 0.9 and >= 80% of the features reach 0.9.
-- ``sae null``: dictionary-free Gaussian rows, same job and settings; the same statistic against a random
-  reference dictionary must miss the target (no-effect).
+- ``sae null``: dictionary-free Gaussian rows, same job and settings. Two things must hold, both stated before any
+  run: the SAE learned the rows (its held-out explained variance lies above that of the rank-k PCA code, the best
+  linear code with as many coefficients per row as the SAE's L0: bootstrap interval over held-out rows above 0), and
+  its decoder matches a random reference dictionary no better than chance (per reference feature, its best cosine
+  minus the mean best cosine of :data:`CHANCE_DRAWS` random decoders of its shape: the 90% interval of the mean
+  inside +-:data:`NULL_MARGIN`, a TOST). A non-significant difference is not enough, and an SAE that learned nothing
+  (a random decoder, an untrained SAE) scores chance on the second test too, so the first one is what it fails.
 - ``steer null-word``: ``steer --word <w>`` for a word the model never writes must refuse (a ThinklensError
   naming the word) or report no effect, never steer "the best" of features that all correlate 0.
 - ``steer planted``: on the overthinking organism (``tiny-overthink``: "Wait, let me double-check." rounds),
@@ -45,6 +50,13 @@ RECOVERY_COSINE = 0.9
 """A true feature counts as recovered when some decoder row reaches this cosine with it."""
 RECOVERY_SHARE = 0.8
 """Share of true features that must be recovered (besides a mean best cosine >= RECOVERY_COSINE)."""
+NULL_MARGIN = 0.05
+"""``sae null``: the margin of no practical effect on the best cosine above chance (cosine units), stated before any
+run: a tenth of the gap between a recovered dictionary (the planted setting's ~0.97) and chance (~0.44 quick)."""
+CHANCE_DRAWS = 8
+"""Random decoders of the SAE's shape whose best cosines, averaged per reference feature, are the chance level."""
+FIT_ROWS = 2000
+"""Fresh rows of the null's distribution on which the SAE's fit is scored against the rank-k PCA code."""
 STEER_ORGANISM = "tiny-overthink"
 """The organism of ``steer planted`` (zoo recipe of the overthinking organism)."""
 
@@ -97,16 +109,78 @@ def best_cosines(dictionary: Tensor, decoder: Tensor) -> Tensor:
     return (t @ w.T).max(dim=1).values  # [n_true]
 
 
-def recovery_check(best: Tensor, *, seed: int, planted: bool, details: dict[str, Any]) -> Check:
-    """The check of a recovery statistic: mean best cosine with its bootstrap interval over features."""
+def recovery_check(best: Tensor, *, seed: int, details: dict[str, Any]) -> Check:
+    """The planted check of a recovery statistic: mean best cosine with its bootstrap interval over features."""
     values = best.double().numpy()
     mean, share = float(values.mean()), float((values >= RECOVERY_COSINE).mean())
     met = mean >= RECOVERY_COSINE and share >= RECOVERY_SHARE
-    verdict = ("recovered" if met else "failed") if planted else ("failed" if met else "no-effect")
     target = (f"mean best cosine >= {RECOVERY_COSINE} and >= {RECOVERY_SHARE:.0%} of true features at cosine >= "
-              f"{RECOVERY_COSINE}" + ("" if planted else " (must NOT be met against a random reference dictionary)"))
-    return Check("mean_best_cosine", mean, bootstrap_ci(values, seed=seed), verdict, n=int(values.size), target=target,
-                 details={"share_recovered": share, **details})
+              f"{RECOVERY_COSINE}")
+    return Check("mean_best_cosine", mean, bootstrap_ci(values, seed=seed), "recovered" if met else "failed",
+                 n=int(values.size), target=target, details={"share_recovered": share, **details})
+
+
+def chance_cosines(reference: Tensor, shape: tuple[int, int], *, seed: int, draws: int = CHANCE_DRAWS) -> Tensor:
+    """Chance level of :func:`best_cosines` per reference feature: the mean over ``draws`` isotropic random decoders
+    of ``shape`` ``[d_sae, d]`` (a local generator: a function of ``seed``): ``[n_ref]``."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.stack([best_cosines(reference, torch.randn(shape, generator=g)) for _ in range(draws)]).mean(0)
+
+
+@torch.no_grad()
+def fit_over_pca(sae: Any, train_rows: Tensor, held: Tensor, *, k: int, seed: int) -> dict[str, Any]:
+    """Whether ``sae`` learned its rows: held-out explained variance of the SAE minus that of the rank-``k`` PCA code
+    (fit on ``train_rows``, the best linear code with ``k`` coefficients per row), with a bootstrap interval over the
+    held-out rows; ``fits`` when the interval lies above 0.
+
+    An SAE with a random decoder reconstructs worse than the mean (explained variance far below 0); one that learned
+    nothing (left at its initialisation) explains ~0.02 of isotropic rows, where rank-k PCA explains ~k/d."""
+    import numpy as np
+
+    from thinklens.calibration.stats import bootstrap_units
+
+    mu = train_rows.double().mean(0)  # [d]
+    basis = torch.linalg.svd(train_rows.double() - mu, full_matrices=False).Vh[:k]  # [k, d]
+    x = held.double()  # [rows, d]
+    centred = x - mu
+    pca_res = (centred - centred @ basis.T @ basis).pow(2).sum(-1).numpy()  # [rows]
+    dev = next(sae.parameters()).device
+    xhat = sae(held.to(dev, torch.float32)).double().cpu()  # [rows, d]
+    sae_res = (x - xhat).pow(2).sum(-1).numpy()  # [rows]
+    tot = (x - x.mean(0)).pow(2).sum(-1).numpy()  # [rows]
+
+    def gain(idx: np.ndarray) -> np.ndarray:  # [n_boot, rows] -> [n_boot]
+        return (pca_res[idx].sum(1) - sae_res[idx].sum(1)) / tot[idx].sum(1)
+
+    ev_sae, ev_pca = 1 - sae_res.sum() / tot.sum(), 1 - pca_res.sum() / tot.sum()
+    lo, hi = bootstrap_units(len(tot), gain, seed=seed)
+    return {"explained_variance": float(ev_sae), "pca_explained_variance": float(ev_pca), "pca_rank": k,
+            "gain_over_pca": float(ev_sae - ev_pca), "gain_ci": [float(lo), float(hi)], "rows": len(tot),
+            "fits": bool(lo > 0)}
+
+
+def null_check(decoder: Tensor, reference: Tensor, fit: dict[str, Any], *, seed: int, details: dict[str, Any]) -> Check:
+    """The ``sae null`` check: the SAE fits its rows (``fit``, :func:`fit_over_pca`) and its decoder ``[d_sae, d]``
+    matches the random ``reference`` dictionary ``[n_ref, d]`` no better than chance, shown by a TOST within
+    +-:data:`NULL_MARGIN` on the per-feature best cosine above chance (:func:`chance_cosines`)."""
+    from thinklens.calibration.tost import tost_mean
+
+    best = best_cosines(reference, decoder)  # [n_ref]
+    chance = chance_cosines(reference, tuple(decoder.shape), seed=seed)  # [n_ref]
+    eq = tost_mean((best - chance).double().numpy(), margin=NULL_MARGIN)
+    verdict = "no-effect" if eq.equivalent and fit["fits"] else "failed"
+    why = [] if fit["fits"] else [f"the SAE did not learn the rows: explained variance {fit['explained_variance']:.3f} vs "
+                                  f"rank-{fit['pca_rank']} PCA's {fit['pca_explained_variance']:.3f}"]
+    if not eq.equivalent:
+        why.append(f"best cosine above chance {eq.mean:+.3f}, 90% interval [{eq.ci[0]:.3f}, {eq.ci[1]:.3f}] not inside "
+                   f"+-{NULL_MARGIN}")
+    target = (f"the SAE learns the rows (held-out explained variance above rank-k PCA's, bootstrap interval above 0) and "
+              f"its best cosines with a random reference dictionary equal chance: 90% interval of the mean excess inside "
+              f"+-{NULL_MARGIN} (TOST)")
+    return Check("best_cosine_above_chance", eq.mean, eq.ci, verdict, n=eq.n, target=target,
+                 details={"mean_best_cosine": float(best.mean()), "chance_best_cosine": float(chance.mean()),
+                          "margin": NULL_MARGIN, "tost_p": eq.p, "equivalent": eq.equivalent, "fit": fit,
+                          "why_failed": why, **details})
 
 
 def _sae_sizes(ctx: SettingContext) -> tuple[PlantedDictionary, dict[str, Any]]:
@@ -137,17 +211,20 @@ def _sae_planted(ctx: SettingContext) -> Check:
     dictionary, rows = planted_rows(spec, ctx.seed)
     sae, summary = _train_on_rows(ctx, rows, "planted", train)
     best = best_cosines(dictionary, sae.W_dec.detach())
-    return recovery_check(best, seed=ctx.seed, planted=True,
-                          details={"spec": spec.__dict__, "sae_metrics": summary, "d_sae": train["d_sae"]})
+    return recovery_check(best, seed=ctx.seed, details={"spec": spec.__dict__, "sae_metrics": summary, "d_sae": train["d_sae"]})
 
 
 def _sae_null(ctx: SettingContext) -> Check:
+    import dataclasses
+
     spec, train = _sae_sizes(ctx)
     rows = gaussian_rows(spec, ctx.seed + 1)
     reference, _ = planted_rows(spec, ctx.seed + 2)  # a random dictionary of the planted shape, never in the data
     sae, summary = _train_on_rows(ctx, rows, "null", train)
-    best = best_cosines(reference, sae.W_dec.detach())
-    return recovery_check(best, seed=ctx.seed, planted=False, details={"spec": spec.__dict__, "sae_metrics": summary})
+    held = gaussian_rows(dataclasses.replace(spec, n_rows=FIT_ROWS), ctx.seed + 3)  # fresh rows of the same law
+    fit = fit_over_pca(sae, rows, held, k=train["k"], seed=ctx.seed)
+    return null_check(sae.W_dec.detach(), reference, fit, seed=ctx.seed + 4,
+                      details={"spec": spec.__dict__, "sae_metrics": summary})
 
 
 # ---------------------------------------------------------------- feature steering
@@ -306,7 +383,8 @@ SETTINGS = [
     Setting("sae", "planted", "recovered", _sae_planted,
             help="rows from a known sparse dictionary (2-4x more unit features than dimensions): the sae job recovers it"),
     Setting("sae", "null", "no-effect", _sae_null,
-            help="dictionary-free Gaussian rows: no random reference dictionary is 'recovered'"),
+            help="dictionary-free Gaussian rows: the SAE fits them (beats rank-k PCA) and matches a random reference "
+                 f"dictionary at chance (TOST within +-{NULL_MARGIN})"),
     Setting("steer", "null-word", "no-effect", _steer_null_word,
             help=f"steer --word {NULL_WORD} on {NULL_WORD_MODEL}, which never writes it: refused, not steered"),
     Setting("steer", "planted", "recovered", _steer_planted, kind="benchmark",

@@ -17,7 +17,9 @@ itself, v's gain on its own parent A (A + v is the GRPO model).
   points (McNemar) and beats the norm-matched random direction (McNemar, the control's alpha chosen on the
   same split), with the headroom there.
 - ``reasoning-vector null``: the vector under test is a random direction with v's per-tensor norms (a weight
-  change of v's size that carries no skill), swept and judged the same way: the method must say no effect.
+  change of v's size that carries no skill), swept the same way. No effect is shown, not assumed: on the reporting
+  split, the per-problem accuracy difference at the chosen alpha against alpha 0 must lie within +-:data:`NULL_MARGIN`
+  (the 90% interval of its mean, a TOST), and the paired test must not call it a gain.
 
 Quick versions score few problems and alphas (the default test tier); the full ones enough problems for a
 5-point gain to show.
@@ -43,6 +45,9 @@ LINEAGE: dict[str, str] = {"base": "tiny-pre", "a": "tiny-cot", "grpo": "tiny-gr
 SKILL: dict[str, Any] = {"min_steps": 8, "max_steps": 8, "style": "cot"}
 MIN_HEADROOM = 0.20
 MIN_GAIN = 0.05
+NULL_MARGIN = MIN_GAIN
+"""The null's margin of no practical effect on accuracy, stated before any run: the smallest gain the planted setting
+calls an effect."""
 #: Held-out problems of the settings: far from the training streams (seeds 0..) and the other held-out seeds.
 PROBLEM_SEED = 70_000
 
@@ -113,8 +118,10 @@ def _alpha0(n_per_steps: int, seed: int) -> dict[str, Any]:
     return score(target)
 
 
-def sweep(v: Any, controls: dict[str, Any], plan: Plan, seed: int) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
-    """``v`` and each control added to B over ``plan.alphas``; returns ``(findings, choice, accuracies)``."""
+def sweep(v: Any, controls: dict[str, Any], plan: Plan, seed: int) -> tuple[list[Any], dict[str, Any], dict[str, Any],
+                                                                       dict[float, list[bool]]]:
+    """``v`` and each control added to B over ``plan.alphas``; returns ``(findings, choice, accuracies, outcomes)``
+    (``outcomes``: alpha -> v's per-problem correctness)."""
     from thinklens.steering.reasoning_vectors import alpha_sweep, sweep_findings
 
     target, score = _scorer(plan, seed)
@@ -128,7 +135,7 @@ def sweep(v: Any, controls: dict[str, Any], plan: Plan, seed: int) -> tuple[list
     method = sweeps.pop("v")
     findings, choice = sweep_findings(method, sweeps, label="v", seed=seed, min_gain=MIN_GAIN)
     acc = {name: {str(a): sum(c) / len(c) for a, c in s.items()} for name, s in {"v": method, **sweeps}.items()}
-    return findings, choice, acc
+    return findings, choice, acc, method
 
 
 def model_equals(model: Any, target: Any) -> bool:
@@ -138,11 +145,12 @@ def model_equals(model: Any, target: Any) -> bool:
     return all(torch.equal(p, q) for p, q in zip(model.parameters(), target.parameters()))
 
 
-def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any], verdict: str, target: str) -> Check:
+def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any], verdict: str, target: str,
+           ci: tuple[float, float] | None = None) -> Check:
     from thinklens.calibration.stats import findings_doc
 
     gain = findings[0]
-    lo, hi = gain.extra["diff_ci"]
+    lo, hi = gain.extra["diff_ci"] if ci is None else ci
     return Check("gain_over_alpha0", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,
                  details={**details, "alpha": choice["alpha"], "control_alphas": choice["control_alphas"],
                           "n_select": len(choice["select"]), "findings": findings_doc(findings)})
@@ -175,7 +183,7 @@ def _planted(ctx: SettingContext) -> Check:
     # the positive control of the vector itself: does v carry the skill on the model it was taken from?
     parent = paired_finding("v lifts its own parent A (A + v = the GRPO model)", on_grpo["correct"], on_a["correct"],
                             control="A", statistic="accuracy", binary=True, seed=ctx.seed)
-    findings, choice, acc = sweep(v, {"norm-matched random direction": v.random_like(ctx.seed)}, plan, ctx.seed)
+    findings, choice, acc, _ = sweep(v, {"norm-matched random direction": v.random_like(ctx.seed)}, plan, ctx.seed)
     headroom = on_grpo["accuracy"] - b0
     verdict = planted_verdict(headroom, findings[0], findings[1])
     return _check(findings, choice, {"headroom": headroom, "grpo_accuracy": on_grpo["accuracy"], "a_accuracy": on_a["accuracy"],
@@ -185,14 +193,37 @@ def _planted(ctx: SettingContext) -> Check:
                   "split) and beats the norm-matched random direction")
 
 
+def null_equivalence(outcomes: dict[float, Any], choice: dict[str, Any]) -> Any:
+    """TOST of the accuracy difference at the chosen alpha against alpha 0, per problem of the reporting split, within
+    +-:data:`NULL_MARGIN` (:func:`thinklens.calibration.tost.tost_mean`).
+
+    Example:
+        >>> same = {0.0: [True, False] * 30, 1.0: [True, False] * 30}
+        >>> null_equivalence(same, {"alpha": 1.0, "report": list(range(60))}).equivalent
+        True
+        >>> gain = {0.0: [True, False] * 30, 1.0: [True] * 60}
+        >>> null_equivalence(gain, {"alpha": 1.0, "report": list(range(60))}).equivalent
+        False
+    """
+    from thinklens.calibration.tost import tost_mean
+
+    a, report = choice["alpha"], choice["report"]
+    return tost_mean([float(outcomes[a][i]) - float(outcomes[0.0][i]) for i in report], margin=NULL_MARGIN)
+
+
 def _null(ctx: SettingContext) -> Check:
     plan = QUICK if ctx.quick else FULL
     v = lineage_vector()
     null = v.random_like(ctx.seed + 101)  # the vector under test: v's per-tensor norms, no skill
-    findings, choice, acc = sweep(null, {"norm-matched random direction": v.random_like(ctx.seed + 202)}, plan, ctx.seed)
-    verdict = "no-effect" if not findings[0].is_effect else "failed"
-    return _check(findings, choice, {"accuracy": acc, "norm_v": v.norm()}, verdict,
-                  "a random delta of v's per-tensor norms: no gain over alpha 0 on held-out problems")
+    findings, choice, acc, outcomes = sweep(null, {"norm-matched random direction": v.random_like(ctx.seed + 202)}, plan,
+                                            ctx.seed)
+    eq = null_equivalence(outcomes, choice)
+    verdict = "no-effect" if eq.equivalent and not findings[0].is_effect else "failed"
+    return _check(findings, choice, {"accuracy": acc, "norm_v": v.norm(), "norm_tested": null.norm(), "margin": NULL_MARGIN,
+                                     "tost_mean": eq.mean, "tost_ci90": list(eq.ci), "tost_p": eq.p,
+                                     "equivalent": eq.equivalent}, verdict,
+                  f"a random delta of v's per-tensor norms: accuracy at its alpha minus alpha 0 on held-out problems, 90% "
+                  f"interval inside +-{NULL_MARGIN} (TOST), and no gain by the paired test", ci=eq.ci)
 
 
 SETTINGS = [

@@ -3,6 +3,8 @@ mutants they kill; the full versions are `slow`."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from thinklens import ThinklensError
@@ -52,6 +54,40 @@ def test_mutant_v_against_the_wrong_model_is_killed(tmp_path, monkeypatch):
         monkeypatch.setitem(vv.LINEAGE, "a", wrong)
         with pytest.raises(ThinklensError, match="recorded parent"):
             SETTINGS["planted"].run(_ctx(tmp_path))
+
+
+def test_null_tests_a_random_delta_of_vs_norms_not_v(tmp_path, monkeypatch):
+    """Mutant killed (bench/mutants.py, "vector null: v itself under test"): the null's vector under test taken to be v.
+    The sweep is recorded instead of scored (default tier: no model is scored): the vector it tests has v's per-tensor
+    norms, points elsewhere than v and than the control, and its equivalence test decides the verdict."""
+    import torch
+
+    from thinklens.steering.reasoning_vectors import ReasoningVector
+
+    g = torch.Generator().manual_seed(0)
+    v = ReasoningVector({"a.weight": torch.randn(8, 8, generator=g), "b.bias": torch.randn(8, generator=g)}, "grpo - a")
+    monkeypatch.setattr(vv, "lineage_vector", lambda: v)
+    seen = {}
+
+    def recorded(vector, controls, plan, seed):
+        seen.update(vector=vector, controls=controls)
+        outcomes = {0.0: [True, False] * 30, 1.0: [True, False] * 30}
+        gain = SimpleNamespace(is_effect=False, extra={"diff": 0.0, "diff_ci": [-0.05, 0.05]}, n=60)
+        return [gain], {"alpha": 1.0, "report": list(range(60)), "select": [], "control_alphas": {}}, {}, outcomes
+
+    monkeypatch.setattr(vv, "sweep", recorded)
+    monkeypatch.setattr("thinklens.calibration.stats.findings_doc", lambda fs: [])
+    check = SETTINGS["null"].run(_ctx(tmp_path))
+    tested, control = seen["vector"], next(iter(seen["controls"].values()))
+
+    def flat(r):
+        return torch.cat([r.delta[n].flatten() for n in sorted(r.delta)])
+
+    for name, d in v.delta.items():
+        assert float(tested.delta[name].norm()) == pytest.approx(float(d.norm()), rel=1e-5)
+    assert abs(float(torch.nn.functional.cosine_similarity(flat(tested), flat(v), dim=0))) < 0.5
+    assert not torch.equal(flat(tested), flat(control))
+    assert check.verdict == "no-effect" and check.details["equivalent"] and check.ci == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("headroom, zero, random, verdict", [(0.3, True, True, "recovered"), (0.3, True, False, "failed"),

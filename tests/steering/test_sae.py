@@ -35,6 +35,21 @@ def test_metrics_are_sae_lens_metrics(trained_sae):
     assert 0 <= m["dead_features"] <= 64
 
 
+def test_topk_sae_keeps_k_features(trained_sae):
+    """Mutant killed (bench/mutants.py, "SAE top-k keeping k-1"): the training config built with k - 1. The folder
+    sae-lens saves states the k asked for, and the SAE keeps exactly that many features on inputs large enough that
+    every kept pre-activation is positive (a top-k SAE's L0 is k, not at most k)."""
+    sae, _, out = trained_sae
+    from sae_lens import SAE
+
+    assert SAE.load_from_disk(str(out)).cfg.k == 4
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 32, generator=g) * 50.0  # [rows, d]
+    with torch.no_grad():
+        active = (sae.encode(x) > 0).sum(-1)  # [rows]
+    assert int(active.max()) == 4 and float(active.float().mean()) > 3.5
+
+
 def test_evaluate_any_folder(tiny_llama, trained_sae, word_texts):
     _, _, out = trained_sae
     sae = load_sae(out)
