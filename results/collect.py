@@ -674,6 +674,34 @@ def real_validation() -> dict[str, Any]:
                     "minutes": round(sum(r["seconds"] for r in rows) / 60, 1)})
 
 
+#: The jobs run on each real model (``python -m tools.real_jobs``), in the order of its plan.
+REAL_JOBS_RECORD = "real-jobs"
+
+
+@collector("real_jobs")
+def real_jobs() -> dict[str, Any]:
+    """Every job on each real model at a first look's settings (issue 37 item 3; docs/real-models.md): per (job, model)
+    whether it ran or refused, its minutes, and its first finding's sentence or its one-line refusal."""
+    run = RECORDS / REAL_JOBS_RECORD
+    table = read_json(run / "jobs.json")
+    models = sorted({r["model"] for r in table.values()}, key=lambda m: ("smollm2-135m", "gemma-3-270m").index(m))
+    order = list(dict.fromkeys(r["job"] for r in table.values()))
+    rows = []
+    for job in order:
+        for model in models:
+            r = table.get(f"{model}/{job}")
+            if r is None:
+                raise ValueError(f"record {REAL_JOBS_RECORD} has no run of {job} on {model}")
+            said = (r.get("headlines") or ["(no findings: a data job)"])[0] if r["outcome"] == "ran" else r["reason"]
+            rows.append({"job": job, "model": model, "outcome": r["outcome"], "minutes": round(r["seconds"] / 60, 1),
+                         "n_findings": r.get("n_findings", 0), "said": said.replace("|", "/")[:220]})
+    count = {m: {o: sum(r["outcome"] == o for r in rows if r["model"] == m) for o in ("ran", "refused", "error")}
+             for m in models}
+    return summary(read_json(run / "meta.json")["command"], [run], {"models": models, "jobs": order},
+                   {"rows": rows, "count": count, "n_jobs": len(order),
+                    "minutes": round(sum(r["minutes"] for r in rows), 1)})
+
+
 @collector("codi_serial")
 def codi_serial() -> dict[str, Any]:
     """CODI on a task that needs serial computation (issue 22 item 5): the codi settings of the validation record

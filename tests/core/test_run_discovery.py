@@ -37,3 +37,14 @@ def test_broken_folders_come_back_with_an_error(tmp_path):
     assert errors["good"] is None
     assert "FileNotFoundError" in errors["no-config"] and "JSONDecodeError" in errors["bad-json"]
     assert "run id" in errors["bad name"] and "inside" in errors["link"] and ".hidden" not in errors
+
+
+def test_a_runs_folder_inside_the_root_is_not_a_broken_run(tmp_path):
+    """runs/real-jobs/<job>/<model> (tools/real_jobs.py) is a runs folder of its own: skipped from the outer root,
+    read with its own; an empty folder without a config stays a broken run."""
+    RunFolder.create("eval", {"n": 1}, root=tmp_path / "real-jobs", run_id="smollm2-135m").finish()
+    (tmp_path / "eval" / "half").mkdir(parents=True)
+    outer = {(e.kind, e.run_id): e.error for e in discover_runs(tmp_path)}
+    assert ("real-jobs", "eval") not in outer and "FileNotFoundError" in outer[("eval", "half")]
+    inner = discover_runs(tmp_path / "real-jobs")
+    assert [(e.kind, e.run_id, e.status, e.error) for e in inner] == [("eval", "smollm2-135m", "done", None)]

@@ -361,6 +361,12 @@ class RunEntry:
     """meta.json's error of a failed run: the refusal the job stopped with (None for a run that did not fail)."""
 
 
+def _runs_root_inside(d: Path) -> bool:
+    """A folder that is not a run but a runs folder of its own (``runs/real-jobs/<job>/<model>``): no config.json or
+    meta.json of its own, runs below it. Read it with its own root (``--runs runs/real-jobs``), not as a broken run."""
+    return not (d / "config.json").exists() and not (d / "meta.json").exists() and any(d.glob("*/config.json"))
+
+
 def discover_runs(root: Path | str | None = None, kind: str | None = None) -> list[RunEntry]:
     """Every run folder under ``root`` (of one ``kind``, or all), kinds in name order, newest first in each.
 
@@ -385,7 +391,7 @@ def discover_runs(root: Path | str | None = None, kind: str | None = None) -> li
         if not kdir.is_dir():
             continue
         for d in sorted(kdir.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True):
-            if not d.is_dir() or d.name.startswith("."):
+            if not d.is_dir() or d.name.startswith(".") or _runs_root_inside(d):
                 continue
             entry = RunEntry(path=d, kind=k, run_id=d.name)
             try:

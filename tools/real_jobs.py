@@ -1,0 +1,175 @@
+"""Every registered job on each installed real model (issue 37 item 3), at the small settings a user picks for a first
+look: one ``thinklens run`` per (model, job) through the CLI, as a user runs it, into ``runs/real-jobs/<job>/<model>`` (the
+layout of a runs folder: ``THINKLENS_RUNS=runs/real-jobs thinklens app`` shows them like any other runs).
+
+Each outcome is kept in ``runs/real-jobs/jobs.json`` as it ends (written atomically; a rerun skips the pairs already
+there, ``--redo JOB`` runs one again): the exit code, the wall time, and for a finished run its headlines and its
+findings' verdicts; for a refusal (exit 2) its one-line reason. A refusal is an outcome, not a failure of this script:
+LYNX refuses a model that never writes its cues, for instance, and says so. ``--record`` copies the table into
+``results/records/real-jobs/jobs.json``, the input of ``results/collect.py real_jobs``.
+
+    python -m tools.real_jobs [--models smollm2-135m,gemma-3-270m] [--jobs capture,eval] [--redo JOB] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "real-jobs"
+TABLE = RUNS / "jobs.json"
+INPUTS = RUNS / ".inputs"  # hidden: not a run (run discovery skips dot folders)
+RECORD = ROOT / "results" / "records" / "real-jobs" / "jobs.json"
+MODELS = ("smollm2-135m", "gemma-3-270m")
+#: Layers of each model (the SAE and steering sites sit at mid-depth).
+LAYERS = {"smollm2-135m": 30, "gemma-3-270m": 18}
+DATA = "synthetic:2-3:4"  # the project's task, 4 problems per step count
+TIMEOUT_S = 3600
+
+
+def out_of(model: str, job: str) -> Path:
+    return RUNS / job / model
+
+
+def plan(model: str) -> list[tuple[str, list[str]]]:
+    """(job, its arguments) in an order that lets later jobs use earlier runs (sae before steer, sft before hybrid)."""
+    mid = f"resid_post.{LAYERS[model] // 2}"
+    sft = str(out_of(model, "sft") / "model")
+    latent = [str(out_of(model, j)) for j in ("codi", "coconut", "latent-sft")]
+    sae = str(out_of(model, "sae"))
+    train = ["--data", DATA, "--train-steps", "8", "--batch-size", "4", "--n-eval", "2", "--ckpt-every", "4"]
+    return [
+        ("capture", ["--prompts", str(INPUTS / "prompts.txt"), "--sites", "resid_post.*", "--positions", "last"]),
+        ("import-traces", ["--data", str(INPUTS / "traces.jsonl"), "--sites", f"{mid},final_norm"]),
+        ("eval", ["--data", DATA, "--max-new-tokens", "96"]),
+        ("mi-peaks", ["--data", DATA, "--max-new-tokens", "96", "--no-recycling", "--no-ttts"]),
+        ("probe", ["--data", "synthetic:2-3:12", "--target", "correct", "--max-new-tokens", "96", "--n-bootstrap", "200"]),
+        ("lynx", ["--data", "synthetic:2-3:12", "--n-train", "8", "--n-calibration", "8", "--n-test", "8",
+                  "--max-new-tokens", "96"]),
+        ("steer-vector", ["--n-prompts", "12", "--samples", "2", "--max-new-tokens", "24", "--coeffs=-0.2,0.2"]),
+        ("sae", ["--data", str(INPUTS / "texts.txt"), "--site", mid, "--d-sae", "1024", "--k", "32", "--n-texts", "120",
+                 "--eval-texts", "32", "--training-tokens", "60000", "--context-size", "48", "--stats-traces", "8",
+                 "--fidelity-traces", "8", "--max-new-tokens", "32"]),
+        ("sae-eval", ["--sae", sae, "--data", str(INPUTS / "texts.txt"), "--n-texts", "64", "--n-batches", "2",
+                      "--fidelity-traces", "8", "--max-new-tokens", "32"]),
+        ("steer", ["--sae", sae, "--data", DATA, "--word", "so", "--coeffs=-1,0,1", "--n-prompts", "6",
+                   "--stats-traces", "8", "--max-new-tokens", "64"]),
+        ("sft", train + ["--lora-r", "8"]),
+        ("hybrid", ["--thinking", sft, "--data", DATA, "--site", mid, "--n-train", "8", "--n-eval", "8",
+                    "--max-new-tokens", "64", "--sae-steps", "50", "--vector-iters", "10",
+                    "--modes", "base,thinking,hybrid,random_vectors"]),
+        ("reasoning-vector", ["--a", sft, "--b", model, "--base", "none", "--data", DATA, "--max-new-tokens", "64",
+                              "--alphas=-1,0,1", "--groups", "all", "--save-alpha", "none"]),
+        ("codi", train + ["--lora-r", "8"]),
+        ("coconut", train + ["--stage-steps", "4", "--final-stage-steps", "4", "--max-stage", "1"]),
+        ("latent-sft", train + ["--encoder-steps", "2", "--decoder-steps", "2", "--joint-steps", "2",
+                                "--stage2-steps", "2"]),
+        ("latent-seek", ["--data", DATA, "--n-eval", "4", "--max-iters", "2", "--max-new-tokens", "64"]),
+        ("latent-eval", ["--models", ",".join(latent), "--data", DATA, "--n-eval", "8", "--max-new-tokens", "64",
+                         "--seek-n", "0"]),
+        ("grpo", ["--train-steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--n-eval", "2"]),
+        ("zoo-eval", ["--n-eval", "2", "--step-counts", "2,3"]),
+        ("validate", ["--quick", "--methods", "induction,readout"]),
+    ]
+
+
+def write_inputs() -> None:
+    """The files the plan reads: neutral prompts, a traces file in import-traces' format, texts for the SAE."""
+    INPUTS.mkdir(parents=True, exist_ok=True)
+    neutral = json.loads((ROOT / "data" / "real" / "neutral_prompts.json").read_text())
+    (INPUTS / "prompts.txt").write_text("\n".join(neutral["prompts"][:16]) + "\n")
+    sets = json.loads((ROOT / "data" / "real" / "sentiment_sets.json").read_text())
+    texts = [*neutral["prompts"], *neutral["held_out"], *sets["positive"], *sets["negative"]]  # 152 short texts
+    (INPUTS / "texts.txt").write_text("\n".join(texts) + "\n")
+    rows = [{"prompt": f"Ann has {a} apples and buys {b} more. How many apples does she have?",
+             "completion": f" She has {a} + {b} = {a + b} apples. The answer is \\boxed{{{a + b}}}.", "answer": str(a + b)}
+            for a, b in ((3, 4), (5, 2), (7, 6), (9, 1))]
+    (INPUTS / "traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def summary_of(out: Path) -> dict[str, Any]:
+    """A finished run's status and its findings, each as the sentence the CLI prints for it."""
+    from thinklens.calibration.stats import finding_sentence
+
+    meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").exists() else {}
+    found = (meta.get("summary") or {}).get("findings") or []
+    return {"status": meta.get("status"), "headlines": [f"[{f.get('verdict')}] {finding_sentence(f)}" for f in found],
+            "verdicts": [f.get("verdict") for f in found], "n_findings": len(found)}
+
+
+def run_one(model: str, job: str, args: list[str]) -> dict[str, Any]:
+    out = out_of(model, job)
+    cmd = [str(ROOT / ".venv" / "bin" / "thinklens"), "run", job, "--model", model, *args, "--out", str(out),
+           "--threads", "1", "--no-progress"]
+    if job == "validate":
+        cmd = [c for c in cmd if c != "--no-progress"]
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT,
+                              env={**os.environ, "TQDM_DISABLE": "1"})
+        rc, err, stdout = proc.returncode, proc.stderr, proc.stdout
+    except subprocess.TimeoutExpired as e:
+        tail = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, err, stdout = 124, f"timed out after {TIMEOUT_S} s", tail
+    seconds = round(time.perf_counter() - t, 1)
+    lines = [x for x in err.strip().splitlines() if x.strip() and not x.startswith(("Loading weights", "Warning"))]
+    row = {"model": model, "job": job, "rc": rc, "seconds": seconds, "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+           "command": " ".join(["thinklens", "run", job, "--model", model, *args]).replace(str(ROOT) + "/", "")
+                      .replace("real-jobs/inputs/", "real-jobs/.inputs/"),
+           "outcome": "ran" if rc == 0 else "refused" if rc == 2 else "error",
+           "reason": lines[-1][:400] if rc != 0 and lines else "", "stdout_tail": stdout.strip().splitlines()[-3:]}
+    if rc == 0:
+        row.update(summary_of(out))
+    return row
+
+
+def save(table: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(table, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--jobs", default="", help="only these jobs (comma-separated); default: every job of the plan")
+    ap.add_argument("--redo", default="", help="run these jobs again even where the table has them")
+    ap.add_argument("--record", action="store_true", help="copy the table into results/records/real-jobs/")
+    a = ap.parse_args(argv)
+    if a.record:
+        table = json.loads(TABLE.read_text())
+        save(table, RECORD)
+        save({"kind": "real-jobs", "created": max(r["date"] for r in table.values()),
+              "command": "python -m tools.real_jobs; python -m tools.real_jobs --record"}, RECORD.parent / "meta.json")
+        print(f"recorded {RECORD.relative_to(ROOT)}")
+        return 0
+    write_inputs()
+    table = json.loads(TABLE.read_text()) if TABLE.exists() else {}
+    for row in table.values():  # finished runs re-read (their findings' sentences follow the current code)
+        row["command"] = row["command"].replace("real-jobs/inputs/", "real-jobs/.inputs/")
+        if row["outcome"] == "ran":
+            row.update(summary_of(out_of(row["model"], row["job"])))
+    only, redo = set(filter(None, a.jobs.split(","))), set(filter(None, a.redo.split(",")))
+    for model in a.models.split(","):
+        for job, args in plan(model):
+            key = f"{model}/{job}"
+            if (only and job not in only) or (key in table and job not in redo):
+                continue
+            print(f"{key}: running", flush=True)
+            table[key] = run_one(model, job, args)
+            save(table, TABLE)
+            r = table[key]
+            print(f"{key}: {r['outcome']} rc={r['rc']} {r['seconds']} s {r.get('headlines') or r['reason']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Write the templates of docs/real-models.md's two tables, one row per row of their summaries:
+``results/readme/real_validation.md`` (from ``results/real_validation.json``, with one weights clause per model) and
+``results/readme/real_jobs.md`` (from ``results/real_jobs.json``). Run after ``python results/collect.py NAME`` whenever
+a table gains or loses rows, then ``python results/collect.py --check --write`` and ``python -m tools.readme_results
+--write``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = "| model | method | setting | statistic | value [95% CI] | control / target | n | verdict | expected | minutes |"
+
+
+def cell(i: int, field: str) -> str:
+    return "{{values.rows[%d].%s}}" % (i, field)
+
+
+def row(i: int) -> str:
+    v = lambda f: cell(i, f)  # noqa: E731
+    return (f"| {v('model')} | {v('method')} | {v('setting')} | `{v('statistic')}` | {v('value|.3g')} "
+            f"[{v('ci[0]|.3g')}, {v('ci[1]|.3g')}] | {v('target')} | {v('n|.0f')} | {v('verdict')} | {v('expected')} | "
+            f"{v('minutes|.1f')} |")
+
+
+def template(values: dict) -> str:
+    weights = "; ".join(f'{m} from `{{{{values.models["{m}"].gguf}}}}` (sha256 `{{{{values.models["{m}"].gguf_sha256}}}}`)'
+                        for m in values["models"])
+    lines = [COLUMNS, "|---" * 10 + "|", *(row(i) for i in range(len(values["rows"])))]
+    tail = ("`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on real weights (per model: "
+            "{{values.per_model}}), full-size settings, one thread each, {{values.minutes|.0f}} minutes in all; records "
+            f"`results/records/validate-real-*`. Weights: {weights}, dequantized to float32. Settings whose verdict is not "
+            "the expected one: {{values.failed}}.")
+    return "\n".join(lines) + "\n\n" + tail + "\n"
+
+
+def jobs_template(values: dict) -> str:
+    """One row per (job, model): what happened, in how long, what it said."""
+    def jrow(i: int) -> str:
+        v = lambda f: "{{values.rows[%d].%s}}" % (i, f)  # noqa: E731
+        return f"| `{v('job')}` | {v('model')} | {v('outcome')} | {v('minutes|.1f')} | {v('said')} |"
+
+    counts = ", ".join(f'{m}: {{{{values.count["{m}"].ran|.0f}}}} ran, {{{{values.count["{m}"].refused|.0f}}}} refused, '
+                       f'{{{{values.count["{m}"].error|.0f}}}} errors' for m in values["count"])
+    lines = ["| job | model | outcome | minutes | what it said (its first finding, or its refusal) |", "|---" * 5 + "|",
+             *(jrow(i) for i in range(len(values["rows"])))]
+    tail = (f"{{{{values.n_jobs|.0f}}}} jobs on each model ({counts}), {{{{values.minutes|.0f}}}} minutes in all, one "
+            "thread each; record `results/records/real-jobs/jobs.json`.")
+    return "\n".join(lines) + "\n\n" + tail + "\n"
+
+
+if __name__ == "__main__":
+    doc = json.loads((ROOT / "results" / "real_validation.json").read_text())["values"]
+    (ROOT / "results" / "readme" / "real_validation.md").write_text(template(doc))
+    jobs = ROOT / "results" / "real_jobs.json"
+    if jobs.exists():
+        (ROOT / "results" / "readme" / "real_jobs.md").write_text(jobs_template(json.loads(jobs.read_text())["values"]))
