@@ -96,15 +96,15 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
 def show_findings(run: RunFolder) -> None:
     """The run's findings as the page's headline, in the words of the CLI's closing lines and the Home card
     (thinklens.calibration.stats.finding_sentence): an effect as a claim, anything else as what was not shown."""
+    from dashboard import finding_tone
+
     from thinklens.calibration.stats import finding_sentence
 
     findings = (run.meta().get("summary") or {}).get("findings") or []
     for f in findings:
         text = f"**{f.get('verdict')}** · {finding_sentence(f)}"
-        if f.get("verdict") == "effect":
-            st.success(text)
-        else:
-            st.warning(text)
+        # a harm's effect (a rejected LYNX bound, a significant accuracy loss) is a failure, never shown green
+        {"success": st.success, "error": st.error}.get(finding_tone(f), st.warning)(text)
 
 
 def runs_multiselect(kind: str, label: str, key: str, default: int = 2) -> list[RunFolder]:

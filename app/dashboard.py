@@ -116,6 +116,21 @@ def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
     return " · ".join(finding_sentence(f) for f in findings[:limit])
 
 
+def finding_tone(finding: Mapping[str, Any]) -> str:
+    """How a page shows a finding: ``success`` for an effect the method claims, ``error`` for an effect that is a
+    harm (``extra["harm"]``: a significant accuracy loss, a rejected LYNX bound), ``warning`` for anything not shown.
+
+    Example:
+        >>> finding_tone({"verdict": "effect"}), finding_tone({"verdict": "effect", "extra": {"harm": True}})
+        ('success', 'error')
+        >>> finding_tone({"verdict": "too few samples", "extra": {"harm": True}})
+        'warning'
+    """
+    if finding.get("verdict") != "effect":
+        return "warning"
+    return "error" if (finding.get("extra") or {}).get("harm") else "success"
+
+
 def failed_headline(entry: RunEntry) -> str:
     """A failed run in a line: the refusal it stopped with (meta.json's error).
 

@@ -14,7 +14,9 @@ is declared safe to exit with probability at most delta. The bound is per cue ev
 trajectory: a rollout scanned over m events has up to m chances to exit wrongly, and events of one
 rollout are not exchangeable with each other in general. It is marginal, not conditional on the
 calibration set; a particular calibration set can do worse (the spread shrinks as ``n_c`` grows).
-:func:`validity_curve` measures it on a third split.
+:func:`validity_curve` measures it on a third split, with a one-sided exact binomial test of the bound at
+delta and the test's power against a violation of :data:`VIOLATION` (the bound is shown only when it is not
+rejected and the test had power :data:`MIN_POWER` to reject a rate of delta + :data:`VIOLATION`).
 
 ``delta`` is read as the decimal it prints as (``Fraction(repr(delta))``), so ``k`` is exact:
 ``ceil(20 * 0.95)`` is 19, not the 20 that floating point rounding can give.
@@ -38,6 +40,12 @@ from fractions import Fraction
 import numpy as np
 
 from thinklens.errors import ThinklensError
+
+#: The smallest violation of the per-event bound (a true ``P(S={1}|y=0)`` of delta + this) the validity test must
+#: detect before a bound that is not rejected counts as shown (issue 39: 19/379 = 0.0501 at delta 0.05 is not shown).
+VIOLATION = 0.02
+#: The power the validity test needs against delta + :data:`VIOLATION` (below it: "not shown, underpowered").
+MIN_POWER = 0.8
 
 
 def _check_delta(delta: float) -> Fraction:
@@ -152,7 +160,8 @@ class MondrianCalibrator:
 
 @dataclass(frozen=True, eq=False)
 class ValidityCurve:
-    """Empirical ``P(S = {1} | y = 0)`` per delta on held-out events, with Clopper-Pearson bounds."""
+    """Empirical ``P(S = {1} | y = 0)`` per delta on held-out events, with Clopper-Pearson bounds, the one-sided exact
+    binomial test of the bound at delta and that test's power against a violation of ``violation``."""
 
     deltas: np.ndarray
     """The miscoverage levels, [d]."""
@@ -168,7 +177,28 @@ class ValidityCurve:
     """Test negatives (events whose forced exit is wrong) that get the set {1}, [d] (the binomial successes). These
     are events, not exits: a rollout exits once at most, at its first {1} (:attr:`PolicyOutcome.n_exit` counts those)."""
     confidence: float
-    """Confidence level of the bounds."""
+    """Confidence level of the bounds; the binomial test's level is ``1 - confidence`` (one-sided)."""
+    violation: float = VIOLATION
+    """The violation the test must detect: its power is computed at a true rate of delta + ``violation``."""
+    min_power: float = MIN_POWER
+    """The power against that violation below which a bound that is not rejected is not shown (underpowered)."""
+
+    @property
+    def alpha(self) -> float:
+        """Level of the one-sided binomial test (0.05 at confidence 0.95)."""
+        return round(1.0 - self.confidence, 12)
+
+    @property
+    def p_value(self) -> np.ndarray:
+        """One-sided exact binomial p value of ``H0: P(S={1}|y=0) <= delta`` per delta, [d] (nan without negatives)."""
+        return np.array([violation_p_value(int(k), self.n_neg, float(d))
+                         for k, d in zip(self.n_neg_set_one.tolist(), self.deltas.tolist())], dtype=np.float64)
+
+    @property
+    def power(self) -> np.ndarray:
+        """Exact power of that test at level :attr:`alpha` against a true rate of delta + :attr:`violation`, [d]."""
+        return np.array([binomial_power(self.n_neg, float(d), self.violation, self.alpha) for d in self.deltas.tolist()],
+                        dtype=np.float64)
 
     @property
     def margin(self) -> np.ndarray:
@@ -177,38 +207,103 @@ class ValidityCurve:
 
     @property
     def consistent(self) -> np.ndarray:
-        """Bool [d]: the data do not reject ``P(S={1} | y=0) <= delta`` at this ``n_neg``: the exact (Clopper-Pearson)
-        interval reaches down to delta (``lower <= delta``). Else the bound is rejected at level
-        ``(1 - confidence) / 2``, one-sided. Not rejecting is not proving the bound: with few negatives the
-        interval is wide and almost any rate passes; :meth:`statement` says so with the interval.
+        """Bool [d]: the data do not reject ``P(S={1} | y=0) <= delta``: the one-sided exact binomial test at delta
+        (``P(X >= k | n_neg, delta)``) is not below :attr:`alpha`. Not rejecting is not showing the bound: with few
+        negatives almost any rate passes; :attr:`shown` also asks for the power to see a violation.
 
         Example:
             >>> lo, hi = clopper_pearson(np.array([45]), 319)  # 0.141: its interval [0.105, 0.184] lies above 0.1
             >>> ValidityCurve(np.array([0.1]), np.array([45 / 319]), lo, hi, 319, np.array([45]), 0.95).consistent.tolist()
             [False]
         """
-        return self.lower <= self.deltas
+        return ~(self.p_value < self.alpha)
+
+    @property
+    def shown(self) -> np.ndarray:
+        """Bool [d]: the bound is shown to within :attr:`violation`: not rejected by a test whose power against
+        delta + :attr:`violation` is at least :attr:`min_power`.
+
+        Example:
+            >>> lo, hi = clopper_pearson(np.array([19, 40]), 379)
+            >>> c = ValidityCurve(np.array([0.05, 0.05]), np.array([19, 40]) / 379, lo, hi, 379, np.array([19, 40]), 0.95)
+            >>> c.consistent.tolist(), c.shown.tolist(), c.power.round(2).tolist()  # 19/379 = 0.0501: not rejected, not shown
+            ([True, False], [False, False], [0.49, 0.49])
+        """
+        return self.consistent & (self.power >= self.min_power)
+
+    def verdict(self, i: int) -> str:
+        """``rejected``, ``shown`` or ``underpowered`` (not rejected, but the test could not see a violation of
+        :attr:`violation`) at delta ``deltas[i]``; ``not measured`` without negatives."""
+        if self.n_neg == 0:
+            return "not measured"
+        if not bool(self.consistent[i]):
+            return "rejected"
+        return "shown" if bool(self.shown[i]) else "underpowered"
 
     def statement(self, i: int) -> str:
-        """What the validity measurement at delta ``deltas[i]`` says, in words, with its exact interval.
+        """What the validity measurement at delta ``deltas[i]`` says, in words, with its exact interval, the test's p
+        value and its power.
 
         Example:
             >>> lo, hi = clopper_pearson(np.array([2]), 40)
-            >>> ValidityCurve(np.array([0.1]), np.array([0.05]), lo, hi, 40, np.array([2]), 0.95).statement(0)
-            'P(S={1}|y=0) = 2/40 = 0.05, exact 95% interval [0.00611, 0.169]: the data do not reject <= 0.1 at n=40'
+            >>> curve = ValidityCurve(np.array([0.1]), np.array([0.05]), lo, hi, 40, np.array([2]), 0.95)
+            >>> curve.statement(0)  # doctest: +NORMALIZE_WHITESPACE
+            'P(S={1}|y=0) = 2/40 = 0.05, exact 95% interval [0.00611, 0.169]; one-sided exact binomial test of <= 0.1:
+            p = 0.92, not rejected at n=40, but its power against 0.12 is 0.1 (< 0.8): not shown (underpowered)'
         """
         d, k, n = float(self.deltas[i]), int(self.n_neg_set_one[i]), self.n_neg
         if n == 0:
             return f"P(S={{1}}|y=0) not measured at delta {d:g}: no test event has y=0"
-        verb = "do not reject" if bool(self.consistent[i]) else "reject"
-        return (f"P(S={{1}}|y=0) = {k}/{n} = {k / n:.3g}, exact {self.confidence:.0%} interval "
-                f"[{self.lower[i]:.3g}, {self.upper[i]:.3g}]: the data {verb} <= {d:g} at n={n}")
+        head = (f"P(S={{1}}|y=0) = {k}/{n} = {k / n:.3g}, exact {self.confidence:.0%} interval "
+                f"[{self.lower[i]:.3g}, {self.upper[i]:.3g}]; one-sided exact binomial test of <= {d:g}: "
+                f"p = {self.p_value[i]:.2g}")
+        power = f"its power against {d + self.violation:g} is {self.power[i]:.2g}"
+        verdict = self.verdict(i)
+        if verdict == "rejected":
+            return f"{head}: the bound is rejected at n={n}"
+        if verdict == "shown":
+            return f"{head}, not rejected at n={n}, and {power} (>= {self.min_power:g}): shown to within {self.violation:g}"
+        return f"{head}, not rejected at n={n}, but {power} (< {self.min_power:g}): not shown (underpowered)"
 
     def to_dict(self) -> dict:
         """Plain lists, for a run folder's results json."""
         return {"deltas": self.deltas.tolist(), "rate": self.rate.tolist(), "lower": self.lower.tolist(),
                 "upper": self.upper.tolist(), "n_neg": self.n_neg, "n_neg_set_one": self.n_neg_set_one.tolist(),
-                "confidence": self.confidence}
+                "confidence": self.confidence, "violation": self.violation, "min_power": self.min_power,
+                "p_value": self.p_value.tolist(), "power": self.power.tolist()}
+
+
+def violation_p_value(k: int, n: int, delta: float) -> float:
+    """One-sided exact binomial p value of ``H0: rate <= delta`` for ``k`` of ``n`` (scipy.stats.binomtest,
+    ``alternative="greater"``); nan for ``n = 0``.
+
+    Example:
+        >>> round(violation_p_value(19, 379, 0.05), 3), round(violation_p_value(45, 319, 0.1), 4)
+        (0.528, 0.012)
+    """
+    from scipy.stats import binomtest
+
+    return float("nan") if n <= 0 else float(binomtest(int(k), int(n), float(delta), alternative="greater").pvalue)
+
+
+def binomial_power(n: int, delta: float, violation: float, alpha: float = 0.05) -> float:
+    """Exact power of the one-sided binomial test of ``rate <= delta`` at level ``alpha`` with ``n`` trials, when the
+    true rate is ``delta + violation``: ``P(X >= c)`` for the smallest ``c`` with ``P(X >= c | delta) < alpha``.
+
+    Example:
+        >>> round(binomial_power(379, 0.05, 0.02), 3), round(binomial_power(1600, 0.1, 0.02), 3)
+        (0.491, 0.811)
+    """
+    from scipy.stats import binom
+
+    if n <= 0:
+        return 0.0
+    c = int(binom.isf(alpha, n, delta))  # about the critical count; the loops make it exact
+    while c <= n and binom.sf(c - 1, n, delta) >= alpha:
+        c += 1
+    while c > 0 and binom.sf(c - 2, n, delta) < alpha:
+        c -= 1
+    return float(binom.sf(c - 1, n, min(1.0, delta + violation))) if c <= n else 0.0
 
 
 def clopper_pearson(k: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -229,7 +324,8 @@ def clopper_pearson(k: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np
 
 
 def validity_curve(p_test: np.ndarray, y_test: np.ndarray, calibrator: MondrianCalibrator,
-                   deltas: np.ndarray | list[float], confidence: float = 0.95) -> ValidityCurve:
+                   deltas: np.ndarray | list[float], confidence: float = 0.95, *, violation: float = VIOLATION,
+                   min_power: float = MIN_POWER) -> ValidityCurve:
     """Measure the LYNX guarantee on a split disjoint from training and calibration.
 
     Args:
@@ -237,7 +333,9 @@ def validity_curve(p_test: np.ndarray, y_test: np.ndarray, calibrator: MondrianC
         y_test: [n] binary labels (1 = the forced exit at this event is correct).
         calibrator: fitted on the calibration split.
         deltas: miscoverage levels to evaluate.
-        confidence: level of the Clopper-Pearson interval.
+        confidence: level of the Clopper-Pearson interval (the binomial test's level is ``1 - confidence``).
+        violation: the violation of the bound the test's power is computed against (delta + violation).
+        min_power: the power below which a bound that is not rejected is not shown.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -255,7 +353,8 @@ def validity_curve(p_test: np.ndarray, y_test: np.ndarray, calibrator: MondrianC
     rate = n_one / n_neg if n_neg else np.full(deltas.shape, np.nan)
     lower, upper = clopper_pearson(n_one, n_neg, confidence)
     return ValidityCurve(deltas=deltas, rate=np.asarray(rate, dtype=np.float64), lower=lower, upper=upper,
-                         n_neg=n_neg, n_neg_set_one=n_one, confidence=confidence)
+                         n_neg=n_neg, n_neg_set_one=n_one, confidence=confidence, violation=violation,
+                         min_power=min_power)
 
 
 def _check_probabilities(p: np.ndarray, name: str) -> np.ndarray:

@@ -8,10 +8,18 @@ control and verdict:
   above 0, so a 0% saving is never an effect. ``extra`` holds the oracle's saving (first event whose forced exit is
   right: an upper bound) with its interval, and LYNX minus oracle paired over the same resampled rollouts.
 - ``accuracy``: LYNX's accuracy against the full rollouts' on the same problems (McNemar): ``effect`` means a
-  significant loss (``higher_is_effect=False``).
+  significant loss (``higher_is_effect=False``). ``extra["equivalence"]`` holds the paired accuracy change's TOST
+  against the harm margin :data:`ACCURACY_MARGIN` stated beforehand (:func:`accuracy_equivalence`): a null setting
+  passes only when the change is shown inside it.
 - ``P(S={1}|y=0)``: the rate at which test events whose forced exit is wrong get the set {1}, with its exact
-  (Clopper-Pearson) interval, against delta: ``effect`` means the per-event bound is rejected (the interval lies
-  above delta); ``no effect`` means the data do not reject it at this n.
+  (Clopper-Pearson) interval, against delta, decided by the one-sided exact binomial test of the bound at delta
+  (``p``): ``effect`` means the per-event bound is rejected; ``no effect`` means it is not rejected by a test whose
+  power against delta + :data:`~thinklens.probes.conformal.VIOLATION` is at least
+  :data:`~thinklens.probes.conformal.MIN_POWER` (``extra["power"]``); ``too few samples`` means it is not rejected
+  but the test was underpowered (not shown).
+
+The ``accuracy`` and ``P(S={1}|y=0)`` claims are harms: their ``effect`` is a failure of LYNX, marked
+``extra["harm"] = True`` so that no page shows it as a success.
 
 Example:
     >>> import numpy as np
@@ -23,8 +31,8 @@ Example:
     >>> cal = MondrianCalibrator.fit(np.r_[np.full(30, 0.1), np.full(30, 0.9)], np.r_[np.zeros(30), np.ones(30)])
     >>> report = evaluate_exit_policies(ev, ro, cal, (0.05, 0.1))
     >>> fs = lynx_findings(report, validity_curve(ev.prob, ev.label, cal, (0.05, 0.1)), ev, ro)
-    >>> [(f.statistic, f.verdict) for f in fs[:3]]
-    [('saving', 'effect'), ('accuracy', 'no effect'), ('P(S={1}|y=0)', 'no effect')]
+    >>> [(f.statistic, f.verdict) for f in fs[:3]]  # 40 negatives cannot show the bound to within 0.02
+    [('saving', 'effect'), ('accuracy', 'no effect'), ('P(S={1}|y=0)', 'too few samples')]
     >>> round(fs[0].value, 2), fs[0].extra["oracle_saving"]
     (0.37, 0.37)
 """
@@ -36,13 +44,54 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from thinklens.calibration.stats import Finding, bootstrap_ci, headline, paired_finding, verdict_from_interval
+from thinklens.calibration.stats import MIN_N, Finding, bootstrap_ci, headline, paired_finding, verdict_from_interval
+from thinklens.calibration.tost import Equivalence, tost_mean
 from thinklens.probes.conformal import ValidityCurve
 from thinklens.probes.exits import EventTable, ExitReport, RolloutTable, policy_costs
 
 #: The deltas whose findings a LYNX run reports (lowest, highest; both included).
 FINDING_DELTAS: tuple[float, float] = (0.05, 0.1)
 SAVING, ACCURACY, VALIDITY = "saving", "accuracy", "P(S={1}|y=0)"
+#: The harm margin on accuracy, stated beforehand: LYNX's paired accuracy change against the full rollouts counts as
+#: no harm only when its 90% TOST interval lies inside +-2 points (issue 39: the null passed at -2.25 points).
+ACCURACY_MARGIN = 0.02
+
+
+def accuracy_equivalence(correct: np.ndarray, full_correct: np.ndarray, *, margin: float = ACCURACY_MARGIN,
+                         alpha: float = 0.05) -> Equivalence:
+    """TOST of LYNX's paired accuracy change (``correct - full_correct`` per rollout, each 0/1) against
+    ``[-margin, +margin]`` (:func:`thinklens.calibration.tost.tost_mean`).
+
+    When every rollout's change is the same (no discordant pair) the t interval has zero width at any n; the interval
+    is then the exact one-sided bound on the discordance rate, ``1 - alpha ** (1 / n)`` either side (no loss among
+    60 rollouts does not show a loss rate below 2 points: its bound is 0.049).
+
+    Example:
+        >>> eq = accuracy_equivalence(np.ones(400), np.ones(400))
+        >>> eq.ci[1] < 0.02 and eq.equivalent, accuracy_equivalence(np.ones(60), np.ones(60)).equivalent
+        (True, False)
+        >>> lost = np.r_[np.zeros(9), np.ones(391)]  # 9 of 400 rollouts lost by exiting early, none gained
+        >>> eq = accuracy_equivalence(lost, np.ones(400)); round(eq.mean, 4), eq.equivalent
+        (-0.0225, False)
+    """
+    d = np.asarray(correct, dtype=np.float64) - np.asarray(full_correct, dtype=np.float64)  # [rollout]
+    n = int(d.shape[0])
+    if n < 2:
+        return Equivalence(float(d.mean()) if n else float("nan"), (-1.0, 1.0), margin, 1.0, n)
+    if np.all(d == d[0]):
+        u = 1.0 - alpha ** (1.0 / n)
+        mean = float(d[0])
+        return Equivalence(mean, (mean - u, mean + u), margin, 0.0 if abs(mean) + u < margin else 1.0, n)
+    return tost_mean(d, margin=margin, alpha=alpha)
+
+
+def validity_verdict(validity: ValidityCurve, i: int) -> str:
+    """The verdict of the claim "P(S={1}|y=0) exceeds delta" at ``validity.deltas[i]``: ``effect`` when the one-sided
+    exact binomial test rejects the bound, ``no effect`` when it does not and had the power to, ``too few samples``
+    when it does not but was underpowered (or fewer than MIN_N negatives)."""
+    if validity.n_neg < MIN_N:
+        return "too few samples"
+    return {"rejected": "effect", "shown": "no effect"}.get(validity.verdict(i), "too few samples")
 
 
 def saving_interval(tokens: np.ndarray, full_tokens: np.ndarray, *, baseline_tokens: np.ndarray | None = None,
@@ -94,14 +143,33 @@ def lynx_findings(report: ExitReport, validity: ValidityCurve, events: EventTabl
                    "minus_oracle_ci": list(vs_oracle)}))
         acc = paired_finding(f"LYNX at delta {d:g} loses accuracy against the full rollouts", correct, full_correct,
                              control="full rollouts", statistic=ACCURACY, binary=True, higher_is_effect=False, seed=seed)
-        out.append(dataclasses.replace(acc, extra={**acc.extra, "delta": d}))
+        eq = accuracy_equivalence(correct, full_correct)
+        out.append(dataclasses.replace(acc, extra={
+            **acc.extra, "delta": d, "harm": True,
+            "equivalence": {"statistic": "accuracy change (LYNX - full, paired per rollout)", "test": "TOST",
+                            "change": eq.mean, "ci": list(eq.ci), "level": 0.9, "margin": eq.margin, "p": eq.p,
+                            "within_margin": eq.equivalent}}))
         lo, hi = float(validity.lower[i]), float(validity.upper[i])
         out.append(Finding(
             f"P(S={{1}}|y=0) exceeds delta {d:g} (the per-event bound is rejected)", VALIDITY, float(validity.rate[i]),
-            (lo, hi), validity.n_neg, "delta", float(d), verdict_from_interval((lo, hi), float(d), n=validity.n_neg),
-            extra={"delta": d, "interval": "clopper-pearson", "n_neg_set_one": int(validity.n_neg_set_one[i]),
-                   "statement": validity.statement(i)}))
+            (lo, hi), validity.n_neg, "delta", float(d), validity_verdict(validity, i), p=float(validity.p_value[i]),
+            extra={"delta": d, "harm": True, "interval": "clopper-pearson",
+                   "test": "one-sided exact binomial at delta (scipy.stats.binomtest)",
+                   "n_neg_set_one": int(validity.n_neg_set_one[i]), "power": float(validity.power[i]),
+                   "violation": validity.violation, "min_power": validity.min_power,
+                   "validity": validity.verdict(i), "statement": validity.statement(i),
+                   "otherwise": _validity_otherwise(validity, i)}))
     return out
+
+
+def _validity_otherwise(validity: ValidityCurve, i: int) -> str:
+    """What a validity finding whose verdict is not ``effect`` says instead (the page headlines read it)."""
+    d = float(validity.deltas[i])
+    if validity.verdict(i) == "shown":
+        return (f"the bound P(S={{1}}|y=0) <= {d:g} holds to within {validity.violation:g} (not rejected, power "
+                f"{validity.power[i]:.2f} against {d + validity.violation:g})")
+    return (f"the bound P(S={{1}}|y=0) <= {d:g} is not shown: not rejected, but the test's power against "
+            f"{d + validity.violation:g} is {validity.power[i]:.2f} at n={validity.n_neg} (underpowered)")
 
 
 def find(findings: Sequence[Finding | dict], statistic: str, delta: float) -> Finding | dict:
@@ -127,9 +195,20 @@ def headline_lines(findings: Sequence[Finding | dict]) -> list[str]:
         val = find(doc, VALIDITY, d)
         said = (f"{f['value']:.1%} [{ci[0]:.1%}, {ci[1]:.1%}] of tokens, n={f['n']} rollouts, oracle "
                 f"{x['oracle_saving']:.1%}")
+        eq = acc.get("extra", {}).get("equivalence")
+        harm = ("" if eq is None else f", change {100 * eq['change']:+.1f} points [{100 * eq['ci'][0]:+.1f}, "
+                f"{100 * eq['ci'][1]:+.1f}] {'within' if eq['within_margin'] else 'not shown within'} the harm margin "
+                f"+-{100 * eq['margin']:g}")
         lines.append(f"LYNX δ={d:g}: " + headline(f, effect=f"saves {said}", otherwise=f"no token saving shown ({said})")
                      + f"; accuracy {acc['value']:.3f} vs full {acc['control_value']:.3f}: "
-                     + headline(acc, effect="a significant loss", otherwise="no significant loss")
+                     + headline(acc, effect="a significant loss", otherwise="no significant loss") + harm
                      + "; " + headline(val, effect=f"the bound P(S={{1}}|y=0) <= {d:g} is rejected",
-                                       otherwise=f"the data do not reject P(S={{1}}|y=0) <= {d:g}"))
+                                       otherwise=_validity_words(val, d)))
     return lines
+
+
+def _validity_words(val: dict, delta: float) -> str:
+    x = val.get("extra", {})
+    if "power" not in x:  # a summary written before issue 39: not rejected is all it said
+        return f"the data do not reject P(S={{1}}|y=0) <= {delta:g}"
+    return x.get("otherwise") or f"P(S={{1}}|y=0) <= {delta:g} not rejected, power {x['power']:.2f}"

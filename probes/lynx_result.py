@@ -19,7 +19,7 @@ import numpy as np
 import safetensors.numpy
 
 from thinklens.errors import ThinklensError
-from thinklens.probes.conformal import ValidityCurve
+from thinklens.probes.conformal import MIN_POWER, VIOLATION, ValidityCurve
 from thinklens.probes.exits import BaseRateCurve, EventTable, ExitReport, PolicyOutcome, RolloutTable
 from thinklens.probes.figures import figure_base_rate, figure_exit_histogram, figure_pareto, figure_validity
 from thinklens.runs.folders import RunFolder, atomic_write_bytes, to_jsonable
@@ -43,8 +43,10 @@ class LynxResult:
     per_delta: list[dict]
     """One row per delta: thresholds, accuracy, accuracy change, tokens, saving, the test rollouts that exited
     (``n_exit`` of ``n_rollouts``), and validity: the test events with y=0 that got the set {1} (``n_neg_set_one`` of
-    ``n_neg``), their rate with its exact interval, and whether the data reject the bound (``consistent``: not
-    rejected; ``validity``: the same in words)."""
+    ``n_neg``), their rate with its exact interval, the one-sided exact binomial test of the bound at delta
+    (``p_value``; ``consistent``: not rejected) and its power against delta + ``violation`` (``power``;
+    ``validity_shown``: not rejected with power >= ``min_power``; ``validity_verdict``: rejected, shown or
+    underpowered; ``validity``: all of it in words)."""
     summary: dict
     """Counts, label base rates, probe quality, calibration sizes."""
 
@@ -64,7 +66,10 @@ class LynxResult:
                 "rate": float(validity.rate[i]), "lower": float(validity.lower[i]),
                 "upper": float(validity.upper[i]), "margin": float(validity.margin[i]),
                 "n_neg_set_one": int(validity.n_neg_set_one[i]), "n_neg": validity.n_neg,
-                "consistent": bool(validity.consistent[i]), "validity": validity.statement(i),
+                "consistent": bool(validity.consistent[i]), "p_value": float(validity.p_value[i]),
+                "power": float(validity.power[i]), "violation": validity.violation,
+                "validity_shown": bool(validity.shown[i]), "validity_verdict": validity.verdict(i),
+                "validity": validity.statement(i),
             })
         return cls(report=report, validity=validity, base_rate=base_rate, per_delta=rows, summary=summary)
 
@@ -93,7 +98,10 @@ class LynxResult:
                                  upper=_floats(v["upper"]), n_neg=int(v["n_neg"]),
                                  # runs before issue 27 named the count of y=0 events with the set {1} "n_exit"
                                  n_neg_set_one=np.asarray(v["n_neg_set_one"] if "n_neg_set_one" in v else v["n_exit"],
-                                                          dtype=np.int64), confidence=float(v["confidence"]))
+                                                          dtype=np.int64), confidence=float(v["confidence"]),
+                                 # runs before issue 39 stored no violation: their power is computed at the defaults
+                                 violation=float(v.get("violation", VIOLATION)),
+                                 min_power=float(v.get("min_power", MIN_POWER)))
         base = BaseRateCurve(edges=_floats(b["edges"]), rate=_floats(b["rate"]),
                              count=np.asarray(b["count"], dtype=np.int64), lower=_floats(b["lower"]),
                              upper=_floats(b["upper"]))

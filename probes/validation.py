@@ -4,15 +4,20 @@
   answer, writes "So Tom has X apples.", then 1-3 re-check rounds that open with "Wait, let me double-check.",
   "Hmm, let me verify." or "Alternatively, ...": the cues after the answer are places where a forced exit is right
   and the rest of the rollout is wasted. Target, at every delta in 0.05-0.1: LYNX saves at least 30% of the test
-  rollouts' tokens at no more than 1 point of accuracy loss against the full rollouts, and the data do not reject
-  the per-event bound P(S={1}|y=0) <= delta (exact binomial interval). The oracle's saving (first cue whose forced
-  exit is right) is reported beside it.
+  rollouts' tokens at no more than 1 point of accuracy loss against the full rollouts, and the per-event bound
+  P(S={1}|y=0) <= delta is shown: not rejected by the one-sided exact binomial test at delta, with power >= 0.8
+  against delta + the size's violation (0.02 full). The oracle's saving (first cue whose forced exit is right) is
+  reported beside it.
 - ``lynx null``: ``tiny-r1`` itself, whose cues ("Hmm," before a step, "Wait," after a slip) all come before the
-  answer is known: a forced exit there is wrong, so there is nothing to save. Target: the saving's interval
-  includes 0 or the saving is below 5%, at every delta, and the bound is not rejected.
+  answer is known: a forced exit there is wrong, so there is nothing to save. It passes only by equivalence, at every
+  delta, within margins stated here beforehand: the saving's 95% interval lies below 5% (:data:`NULL_SAVING`), the
+  paired accuracy change's 90% TOST interval lies inside +-the size's harm margin (2 points full), and the bound is
+  shown as in the planted setting. A saving or a loss that is merely not significant does not pass.
 
 Both run the real ``lynx`` job (:mod:`thinklens.probes.jobs.lynx`) on synthetic problems in the chat format; the quick
-versions (the default test tier) use few, short problems, the full ones enough rollouts for tight intervals.
+versions (run in the slow tier, organism-level) use few, short problems and say how coarse a violation and a harm
+they can see (:class:`Size`); the full ones hold enough test negatives for a violation of 0.02 (about 1,600 at
+delta 0.1) and rollouts for a 2-point harm margin.
 
 Example:
     >>> [s.key for s in SETTINGS]
@@ -21,6 +26,8 @@ Example:
     (True, [])
     >>> judge_planted([row(0.05, 0.0, 1.0, 1.0, True), row(0.1, 0.31, 0.97, 1.0, True)])[1]
     ['delta 0.05: saving 0 < 0.3', 'delta 0.1: accuracy loss 0.03 > 0.01']
+    >>> judge_planted([row(0.05, 0.42, 0.99, 1.0, True, power=0.49)])[1]  # 19/379 at 0.05: not rejected, not shown
+    ['delta 0.05: the bound P(S={1}|y=0) <= 0.05 is not shown: the test has power 0.49 < 0.8 against a violation']
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.probes.conformal import MIN_POWER, VIOLATION, binomial_power
+from thinklens.probes.lynx_findings import ACCURACY_MARGIN
 
 PLANTED_MODEL = "tiny-overthink"
 NULL_MODEL = "tiny-r1"
@@ -36,13 +45,14 @@ NULL_MODEL = "tiny-r1"
 DELTAS: tuple[float, ...] = (0.05, 0.1)
 MIN_SAVING = 0.30
 MAX_ACCURACY_LOSS = 0.01
-#: A null's saving below this counts as none even when its interval excludes 0.
+#: A null's saving counts as none only when its whole 95% interval lies below this (an equivalence bound: an interval
+#: that merely includes 0 on few rollouts does not pass).
 NULL_SAVING = 0.05
 
 
 @dataclass(frozen=True)
 class Size:
-    """How big one run of a setting is."""
+    """How big one run of a setting is, and the coarsest violation and harm its n can see."""
 
     n_train: int
     """Problems (one rollout each) that train the probe."""
@@ -52,6 +62,10 @@ class Size:
     """Problems the exits are evaluated on."""
     max_steps: int
     """Most arithmetic steps of a problem (short problems, short rollouts)."""
+    violation: float = VIOLATION
+    """The violation of the bound (a true P(S={1}|y=0) of delta + this) the validity test needs power 0.8 against."""
+    harm_margin: float = ACCURACY_MARGIN
+    """The harm margin of the null's accuracy TOST (the paired change's 90% interval must lie inside +-this)."""
 
     def fields(self, model: str, seed: int) -> dict[str, Any]:
         """The lynx job's fields for ``model`` (the probe is the reference's MLP 256, 64: the job's default)."""
@@ -63,30 +77,43 @@ class Size:
 #: The quick planted run: tiny-overthink's rollouts are long (up to three re-check rounds), so short problems. The
 #: probe's training rollouts decide the accuracy: with 40 or 60 the probe misses some slipped first conclusions and
 #: the wrong exits cost 2-7 points at some seeds (40 also left 33 calibration negatives: the bound broke at seed 1);
-#: with 120 seeds 0, 1 and 2 all meet the targets.
-QUICK_PLANTED = Size(n_train=120, n_calibration=60, n_test=80, max_steps=2)
+#: with 120 seeds 0, 1 and 2 all meet the targets. About 75 test negatives: the test sees a violation of 0.15 (power
+#: 0.96 at delta 0.1), not one of 0.02.
+QUICK_PLANTED = Size(n_train=120, n_calibration=60, n_test=80, max_steps=2, violation=0.15, harm_margin=0.05)
 #: The quick null run: tiny-r1's forced exits are almost never right, so it takes 60 calibration rollouts (their
-#: fallback events) to hold the 19 positives that delta 0.05 needs.
-QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=60, max_steps=3)
-FULL = Size(n_train=300, n_calibration=300, n_test=400, max_steps=4)
+#: fallback events) to hold the 19 positives that delta 0.05 needs. About 50 test negatives (violation 0.15: power
+#: 0.84 at delta 0.1) and 60 rollouts: no loss among 60 bounds the loss rate at 0.049, so its harm margin is 5 points.
+QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=60, max_steps=3, violation=0.15, harm_margin=0.05)
+#: The full runs: 0.95 (planted) and 0.87 (null) test negatives per test rollout in the 2026-12-02 record, and the
+#: test needs 1,510 negatives for power 0.8 against 0.12 at delta 0.1 (855 at 0.05): 1,800 and 2,000 test rollouts.
+FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
+FULL_NULL = Size(n_train=300, n_calibration=300, n_test=2000, max_steps=4)
 
 
 def row(delta: float, saving: float, accuracy: float, full_accuracy: float, not_rejected: bool, *,
-        ci: tuple[float, float] | None = None) -> dict[str, Any]:
-    """One delta's outcome as the judges read it (what :func:`delta_rows` builds from a run)."""
+        ci: tuple[float, float] | None = None, power: float = 1.0, change_ci: tuple[float, float] | None = None,
+        harm_margin: float = ACCURACY_MARGIN) -> dict[str, Any]:
+    """One delta's outcome as the judges read it (what :func:`delta_rows` builds from a run): ``power`` of the validity
+    test against the size's violation; ``change_ci`` the paired accuracy change's 90% TOST interval (default: the
+    point change, as if measured without error)."""
+    change = round(accuracy - full_accuracy, 12)
     return {"delta": delta, "saving": saving, "saving_ci": list(ci or (saving, saving)), "accuracy": accuracy,
-            "full_accuracy": full_accuracy, "accuracy_loss": round(full_accuracy - accuracy, 12),
-            "not_rejected": not_rejected}
+            "full_accuracy": full_accuracy, "accuracy_loss": -change, "not_rejected": not_rejected,
+            "power": power, "validity_shown": bool(not_rejected and power >= MIN_POWER), "accuracy_change": change,
+            "accuracy_change_ci": list(change_ci or (change, change)), "harm_margin": harm_margin}
 
 
-def delta_rows(result) -> tuple[list[dict[str, Any]], list[float]]:
-    """Per target delta the saving (with its bootstrap interval from the run's findings), accuracy, full accuracy,
-    exits, oracle saving and validity of a LYNX result; and the target deltas the run could not evaluate."""
-    from thinklens.probes.lynx_findings import SAVING, find
+def delta_rows(result, size: Size | None = None) -> tuple[list[dict[str, Any]], list[float]]:
+    """Per target delta the saving (with its bootstrap interval from the run's findings), accuracy, full accuracy and
+    the paired change's TOST interval, exits, oracle saving and validity (its test's power against ``size``'s
+    violation) of a LYNX result; and the target deltas the run could not evaluate."""
+    from thinklens.probes.lynx_findings import ACCURACY, SAVING, find
 
+    size = size or FULL_NULL
     full = result.report.get("full").accuracy
     oracle = result.report.get("oracle").saving
     by_delta = {round(r["delta"], 9): r for r in result.per_delta}
+    v = result.validity
     rows, missing = [], []
     for d in DELTAS:
         r = by_delta.get(round(d, 9))
@@ -94,9 +121,18 @@ def delta_rows(result) -> tuple[list[dict[str, Any]], list[float]]:
             missing.append(d)
             continue
         f = find(result.summary["findings"], SAVING, d)
-        out = row(d, r["saving"], r["accuracy"], full, bool(r["consistent"]), ci=tuple(f["ci"]))
+        eq = find(result.summary["findings"], ACCURACY, d).get("extra", {}).get("equivalence")
+        i = [round(x, 9) for x in v.deltas.tolist()].index(round(d, 9))
+        power = binomial_power(v.n_neg, d, size.violation, v.alpha)
+        out = row(d, r["saving"], r["accuracy"], full, bool(r["consistent"]), ci=tuple(f["ci"]), power=power,
+                  change_ci=None if eq is None else tuple(eq["ci"]), harm_margin=size.harm_margin)
+        if eq is None:  # a run written before issue 39 holds no TOST: its harm is not shown (rerun it)
+            out["accuracy_change_ci"] = [-1.0, 1.0]
         out.update({"n_exit": r["n_exit"], "n_rollouts": r["n_rollouts"], "oracle_saving": oracle,
-                    "oracle_ci": f["extra"]["oracle_ci"], "saving_verdict": f["verdict"], "validity": r["validity"]})
+                    "oracle_ci": f["extra"]["oracle_ci"], "saving_verdict": f["verdict"],
+                    "n_neg": v.n_neg, "n_neg_set_one": int(v.n_neg_set_one[i]), "p_value": float(v.p_value[i]),
+                    "violation": size.violation,
+                    "validity": f"{r['validity']} (judged against a violation of {size.violation:g}: power {power:.2f})"})
         rows.append(out)
     return rows, missing
 
@@ -112,26 +148,43 @@ def judge_planted(rows: list[dict[str, Any]]) -> tuple[bool, list[str]]:
             misses.append(f"{d}: accuracy loss {r['accuracy_loss']:.3g} > {MAX_ACCURACY_LOSS}")
         if not r["not_rejected"]:
             misses.append(f"{d}: the bound P(S={{1}}|y=0) <= {r['delta']:g} is rejected")
+        misses += _power_miss(r)
     return not misses and bool(rows), misses
 
 
+def _power_miss(r: dict[str, Any]) -> list[str]:
+    if not r["not_rejected"] or r["power"] >= MIN_POWER:
+        return []
+    return [f"delta {r['delta']:g}: the bound P(S={{1}}|y=0) <= {r['delta']:g} is not shown: the test has power "
+            f"{r['power']:.2g} < {MIN_POWER:g} against a violation"]
+
+
 def judge_null(rows: list[dict[str, Any]]) -> tuple[bool, list[str]]:
-    """Whether every delta saves nothing (interval includes 0, or saving < 5%) and keeps the bound.
+    """Whether every delta is shown to save nothing (the saving's interval below 5%) and to harm nothing (the paired
+    accuracy change's TOST interval inside +-harm margin), with the bound shown: equivalence, never non-significance.
 
     Example:
         >>> judge_null([row(0.05, 0.0, 1.0, 1.0, True), row(0.1, 0.02, 1.0, 1.0, True, ci=(0.01, 0.03))])
         (True, [])
         >>> judge_null([row(0.05, 0.2, 1.0, 1.0, True, ci=(0.1, 0.3))])[1]
-        ['delta 0.05: saving 0.2 [0.1, 0.3] excludes 0 and is >= 0.05']
+        ['delta 0.05: saving 0.2 [0.1, 0.3] not shown below 0.05']
+        >>> judge_null([row(0.05, 0.008, 0.975, 0.9975, True, ci=(0.003, 0.015), change_ci=(-0.035, -0.01))])[1]
+        ['delta 0.05: accuracy change -0.0225 [-0.035, -0.01] not shown within +-0.02 (harm)']
     """
     misses = []
     for r in rows:
         lo, hi = r["saving_ci"]
-        if not (lo <= 0.0 <= hi or r["saving"] < NULL_SAVING):
-            misses.append(f"delta {r['delta']:g}: saving {r['saving']:.3g} [{lo:.3g}, {hi:.3g}] excludes 0 and is "
-                          f">= {NULL_SAVING}")
+        if not hi < NULL_SAVING:
+            misses.append(f"delta {r['delta']:g}: saving {r['saving']:.3g} [{lo:.3g}, {hi:.3g}] not shown below "
+                          f"{NULL_SAVING}")
+        clo, chi = r["accuracy_change_ci"]
+        m = r["harm_margin"]
+        if not (-m < clo and chi < m):
+            misses.append(f"delta {r['delta']:g}: accuracy change {r['accuracy_change']:.3g} [{clo:.3g}, {chi:.3g}] "
+                          f"not shown within +-{m:g} (harm)")
         if not r["not_rejected"]:
             misses.append(f"delta {r['delta']:g}: the bound P(S={{1}}|y=0) <= {r['delta']:g} is rejected")
+        misses += _power_miss(r)
     return not misses and bool(rows), misses
 
 
@@ -150,14 +203,14 @@ def model_ref(name: str) -> str:
         return str(folder) if (folder / "config.json").is_file() else name
 
 
-def _run(ctx: SettingContext, model: str, sub: str, quick: Size):
-    size = quick if ctx.quick else FULL
+def _run(ctx: SettingContext, model: str, sub: str, size: Size):
     fields = size.fields(model_ref(model), ctx.seed)
     result = ctx.run_job("lynx", sub, **fields)
-    rows, missing = delta_rows(result)
+    rows, missing = delta_rows(result, size)
     s = result.summary
     details: dict[str, Any] = {
-        "model": model, "run": str(ctx.workdir / sub) if ctx.workdir else sub, "size": fields, "per_delta": rows,
+        "model": model, "run": str(ctx.workdir / sub) if ctx.workdir else sub, "size": fields,
+        "violation": size.violation, "min_power": MIN_POWER, "harm_margin": size.harm_margin, "per_delta": rows,
         "missing_deltas": missing, "oracle_saving": result.report.get("oracle").saving,
         "oracle_accuracy": result.report.get("oracle").accuracy, "full_accuracy": result.report.get("full").accuracy,
         "test_auroc": s.get("test_auroc"),
@@ -173,31 +226,41 @@ def _check(rows: list[dict[str, Any]], pick) -> tuple[float, tuple[float, float]
     return float(r["saving"]), (float(r["saving_ci"][0]), float(r["saving_ci"][1])), int(r.get("n_rollouts", 0))
 
 
+def _validity_target(size: Size) -> str:
+    return (f"P(S={{1}}|y=0) <= delta not rejected by a one-sided exact binomial test, with power >= {MIN_POWER:g} "
+            f"against delta + {size.violation:g}")
+
+
 def _planted(ctx: SettingContext) -> Check:
-    rows, missing, details = _run(ctx, PLANTED_MODEL, "lynx-planted", QUICK_PLANTED)
+    size = QUICK_PLANTED if ctx.quick else FULL_PLANTED
+    rows, missing, details = _run(ctx, PLANTED_MODEL, "lynx-planted", size)
     ok, misses = judge_planted(rows)
     misses += [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
     details["misses"] = misses
     value, ci, n = _check(rows, min)  # the smallest saving over the target deltas carries the claim
     return Check("saving", value, ci, "recovered" if ok and not missing else "failed", n=n, details=details,
                  target=f"at every delta in {DELTAS}: saving >= {MIN_SAVING}, accuracy loss <= {MAX_ACCURACY_LOSS}, "
-                        "P(S={1}|y=0) <= delta not rejected (exact interval)")
+                        + _validity_target(size))
 
 
 def _null(ctx: SettingContext) -> Check:
-    rows, missing, details = _run(ctx, NULL_MODEL, "lynx-null", QUICK_NULL)
+    size = QUICK_NULL if ctx.quick else FULL_NULL
+    rows, missing, details = _run(ctx, NULL_MODEL, "lynx-null", size)
     ok, misses = judge_null(rows)
     misses += [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
     details["misses"] = misses
     value, ci, n = _check(rows, max)  # the largest saving over the target deltas: the one a false claim would use
     return Check("saving", value, ci, "no-effect" if ok and not missing else "failed", n=n, details=details,
-                 target=f"at every delta in {DELTAS}: saving interval includes 0 or saving < {NULL_SAVING}, and "
-                        "P(S={1}|y=0) <= delta not rejected (exact interval)")
+                 target=f"at every delta in {DELTAS} (equivalence, margins stated beforehand): saving's 95% interval "
+                        f"below {NULL_SAVING}, paired accuracy change's 90% TOST interval inside +-{size.harm_margin:g}, "
+                        + _validity_target(size))
 
 
 SETTINGS = [
     Setting("lynx", "planted", "recovered", _planted,
-            help=f"{PLANTED_MODEL} re-checks after the answer: LYNX saves >= 30% at <= 1 point accuracy loss, bound kept"),
+            help=f"{PLANTED_MODEL} re-checks after the answer: LYNX saves >= 30% at <= 1 point accuracy loss, bound "
+                 "shown (not rejected, power >= 0.8)"),
     Setting("lynx", "null", "no-effect", _null,
-            help=f"{NULL_MODEL}'s cues come before the answer is known: no saving, bound kept"),
+            help=f"{NULL_MODEL}'s cues come before the answer is known: saving shown below 5%, accuracy change shown "
+                 "within the harm margin (TOST), bound shown"),
 ]

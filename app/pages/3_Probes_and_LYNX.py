@@ -29,7 +29,9 @@ GUARANTEE = (
     "whose forced exit would be wrong (y = 0) gets the prediction set {1} (\"safe to exit\") with probability at "
     "most δ. It is not a per-trajectory bound: a rollout scanned over many events has many chances to exit "
     "wrongly. The validity plot measures the per-event rate on the test split, with 95% Clopper-Pearson bars; "
-    "points should lie on or below the diagonal up to their bars."
+    "points should lie on or below the diagonal up to their bars. The bound counts as shown only when a one-sided "
+    "exact binomial test at δ does not reject it and had power 0.8 to reject a rate of δ + 0.02 (else: not shown, "
+    "underpowered); a rejected bound is shown red."
 )
 
 
@@ -91,7 +93,10 @@ def lynx_section() -> None:
         "δ": r["delta"], "accuracy": r["accuracy"], "Δ accuracy vs full": r["accuracy_change"],
         "mean tokens": r["mean_tokens"], "token saving": r["saving"], "exit rate": r["exit_rate"],
         "P(S={1}|y=0)": r["rate"], "95% upper": r["upper"], "margin": r["margin"],
-        "bound not rejected": r["consistent"], "q_pos": r["q_pos"], "q_neg": r["q_neg"],
+        "bound not rejected": r["consistent"], "binomial p": r.get("p_value"),
+        f"power vs δ+{r.get('violation', 0.02):g}": r.get("power"),
+        "bound": r.get("validity_verdict", "not rejected" if r["consistent"] else "rejected"),
+        "q_pos": r["q_pos"], "q_neg": r["q_neg"],
     } for r in result.per_delta], key="lynx-per-delta", name=f"lynx-{run.run_id}-per-delta")
     rollouts_section(run, deltas)
     skipped = list(s.get("skipped_deltas") or result.report.skipped_deltas)
@@ -144,7 +149,9 @@ def lynx_compare_section() -> None:
         test = res.summary.get("splits", {}).get("test", {})
         rows += [{"run": r.run_id, "model": res.summary.get("model"), "δ": row["delta"], "accuracy": row["accuracy"],
                   "Δ accuracy vs full": row["accuracy_change"], "token saving": row["saving"],
-                  "bound not rejected": row["consistent"], "test rollouts": test.get("rollouts")} for row in res.per_delta]
+                  "bound not rejected": row["consistent"],
+                  "bound": row.get("validity_verdict", "not rejected" if row["consistent"] else "rejected"),
+                  "test rollouts": test.get("rollouts")} for row in res.per_delta]
     if results:
         chart(figure_pareto_runs(results, x=x), key="lynx-compare", name="lynx-pareto-runs")
         table(rows, key="lynx-compare-table", name="lynx-runs-per-delta")

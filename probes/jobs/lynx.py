@@ -210,7 +210,8 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
                               thresholds={d: calibrator.thresholds(d) for d in deltas})
     write_lynx_result(ctx.run, result, events=table, rollouts=rollouts)
     ctx.run.finish({k: summary[k] for k in ("model", "test_auroc", "skipped_deltas", "findings")} | {"per_delta": [
-        {k: r[k] for k in ("delta", "accuracy", "saving", "n_exit", "n_rollouts", "rate", "consistent")}
+        {k: r[k] for k in ("delta", "accuracy", "saving", "n_exit", "n_rollouts", "rate", "consistent", "power",
+                           "validity_shown")}
         for r in result.per_delta]})
     return ctx.shards.share(result)
 
@@ -230,7 +231,8 @@ def report(result: LynxResult) -> str:
     for o in result.report.outcomes:
         r = rows.get(o.param) if o.policy == "lynx" else None
         tail = (f"  {_fmt(r['rate'])} [{_fmt(r['lower'])}, {_fmt(r['upper'])}] "
-                f"{'not rejected' if r['consistent'] else 'REJECTED'} at δ" if r else "")
+                f"{'not rejected' if r['consistent'] else 'REJECTED'} at δ, power {_fmt(r['power'], '.2f')} against "
+                f"δ+{r['violation']:g}: {'shown' if r['validity_shown'] else 'not shown'}" if r else "")
         lines.append(f"{o.label:<18}{o.accuracy:>9.3f}{o.accuracy - full:>+8.3f}{o.mean_tokens:>8.1f}{o.saving:>8.1%}"
                      f"{o.exit_rate:>7.1%}{tail}")
     if s.get("skipped_deltas"):
@@ -243,22 +245,27 @@ def report(result: LynxResult) -> str:
 
 
 def headline(summary: dict, folder: Path) -> str:
-    """The run in a line (Home, ``thinklens runs``): the most conservative valid δ that saves tokens, and the probe."""
+    """The run in a line (Home, ``thinklens runs``): the most conservative δ whose bound is shown (not rejected by the
+    one-sided exact binomial test, with power >= 0.8 against δ + 0.02) that saves tokens, and the probe. A bound
+    that is merely not rejected is not called valid."""
     from thinklens.runs.headlines import num, result_json
 
     rows = result_json(folder, "per_delta") or []
     skipped = (summary.get("skipped_deltas") or ((result_json(folder, "lynx") or {}).get("summary") or {}).get("skipped_deltas")
                or [])
-    valid = [r for r in rows if r.get("consistent")]
+    valid = [r for r in rows if r.get("validity_shown")]
     auroc = f"probe AUROC {num(summary.get('test_auroc'))}"
-    tail = f"{len(valid)}/{len(rows) + len(skipped)} δ valid" + (f" ({len(skipped)} skipped: calibration too small)" if skipped else "")
+    unshown = sum(1 for r in rows if r.get("consistent") and not r.get("validity_shown"))
+    tail = (f"{len(valid)}/{len(rows) + len(skipped)} δ shown valid"
+            + (f" ({unshown} not rejected but underpowered)" if unshown else "")
+            + (f" ({len(skipped)} skipped: calibration too small)" if skipped else ""))
     if not valid:
-        return f"no δ within its bound; {tail}; {auroc}"
+        return f"no δ shown within its bound; {tail}; {auroc}"
     saving = [r for r in valid if (r.get("saving") or 0) > 0] or valid
     best = min(saving, key=lambda r: r["delta"])
     change = best.get("accuracy_change")
     points = "?" if change is None else f"{100 * change:+.1f} points"
-    return f"{100 * (best.get('saving') or 0):.1f}% fewer tokens at {points}, δ {best['delta']:g}, valid; {tail}; {auroc}"
+    return f"{100 * (best.get('saving') or 0):.1f}% fewer tokens at {points}, δ {best['delta']:g}, shown valid; {tail}; {auroc}"
 
 
 DEMO = (

@@ -37,7 +37,7 @@ SUMMARIES = {
 EXPECTED = {
     "zoo-eval": "tiny-think 100%, tiny-cot 85% (mean over step counts)",
     "capture": "455 rows at 2 sites from 16 prompts (all positions)",
-    "mi-peaks": "tiny-think 98% right, peaks at 11% of tokens, thinking words 'so'; vs tiny-cot 90% (60 problems)",
+    "mi-peaks": "tiny-think 98% right, MI not checked against its control, no thinking word shown; vs tiny-cot 90% (60 problems)",
     "probe": "intermediate value read best at resid_post.2 (r2 0.34)",
     "reasoning-vector": "|v| 19.5, accuracy 90% at α 0, best all at α 0.0 (90%)",
     "latent-eval": "CODI 98%, CoT-SFT 94% (2 methods)",
@@ -64,12 +64,36 @@ def test_headline_words_per_kind(runs):
 def test_lynx_headline_names_the_smallest_valid_delta(runs):
     run = RunFolder.create("lynx", {"model": "tiny-think"}, root=runs, run_id="l")
     run.write_result("per_delta", [
-        {"delta": 0.02, "saving": 0.01, "accuracy_change": -0.0, "consistent": False},
-        {"delta": 0.05, "saving": 0.046, "accuracy_change": -0.033, "consistent": True},
-        {"delta": 0.1, "saving": 0.09, "accuracy_change": -0.08, "consistent": True}])
+        {"delta": 0.02, "saving": 0.01, "accuracy_change": -0.0, "consistent": False, "validity_shown": False},
+        {"delta": 0.05, "saving": 0.046, "accuracy_change": -0.033, "consistent": True, "validity_shown": True},
+        {"delta": 0.1, "saving": 0.09, "accuracy_change": -0.08, "consistent": True, "validity_shown": True}])
     run.finish({"model": "tiny-think", "test_auroc": 0.89})
     (entry,) = discover_runs(runs)
-    assert headline(entry) == "4.6% fewer tokens at -3.3 points, δ 0.05, valid; 2/3 δ valid; probe AUROC 0.89"
+    assert headline(entry) == "4.6% fewer tokens at -3.3 points, δ 0.05, shown valid; 2/3 δ shown valid; probe AUROC 0.89"
+
+
+def test_lynx_headline_never_calls_an_underpowered_bound_valid(runs):
+    """Issue 39: 19/379 = 0.0501 at δ 0.05 was headlined "valid"; not rejected with power 0.49 is not shown."""
+    run = RunFolder.create("lynx", {"model": "tiny-think"}, root=runs, run_id="u")
+    run.write_result("per_delta", [{"delta": 0.05, "saving": 0.5, "accuracy_change": 0.05, "consistent": True,
+                                    "power": 0.49, "validity_shown": False}])
+    run.finish({"model": "tiny-think", "test_auroc": 0.9})
+    (entry,) = discover_runs(runs)
+    assert headline(entry) == ("no δ shown within its bound; 0/1 δ shown valid (1 not rejected but underpowered); "
+                               "probe AUROC 0.90")
+
+
+def test_a_harm_is_never_shown_as_a_success():
+    """Issue 39: a LYNX finding whose bound is rejected (verdict effect on "P(S={1}|y=0) exceeds delta") was shown
+    green; a harm's effect is shown as an error, an effect the method claims as a success."""
+    from dashboard import finding_tone
+
+    from thinklens.probes.lynx_findings import VALIDITY
+
+    rejected = {"statistic": VALIDITY, "verdict": "effect", "extra": {"harm": True}}
+    assert finding_tone(rejected) == "error"
+    assert finding_tone({"statistic": "saving", "verdict": "effect"}) == "success"
+    assert finding_tone({"statistic": VALIDITY, "verdict": "too few samples", "extra": {"harm": True}}) == "warning"
 
 
 def test_headline_states_findings_and_never_a_non_effect_as_one(runs):

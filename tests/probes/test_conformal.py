@@ -157,6 +157,9 @@ def test_validity_statement_names_the_exact_interval_and_does_not_claim_proof():
     lo, hi = clopper_pearson(np.array([3, 30]), 100)
     assert (lo[0], hi[0]) == exact(3, 100) and (lo[1], hi[1]) == exact(30, 100)  # thinklens.calibration.stats' interval
     curve = ValidityCurve(np.array([0.05, 0.1]), np.array([0.03, 0.3]), lo, hi, 100, np.array([3, 30]), 0.95)
-    assert curve.statement(0).endswith("the data do not reject <= 0.05 at n=100")
-    assert "exact 95% interval" in curve.statement(0)
-    assert curve.statement(1).endswith("the data reject <= 0.1 at n=100")
+    # not rejected is not shown: 100 negatives have power 0.16 against a true rate of 0.07 (issue 39)
+    assert curve.statement(0).endswith("not rejected at n=100, but its power against 0.07 is 0.16 (< 0.8): not shown "
+                                       "(underpowered)")
+    assert "exact 95% interval" in curve.statement(0) and "one-sided exact binomial test of <= 0.05" in curve.statement(0)
+    assert curve.statement(1).endswith("the bound is rejected at n=100")
+    assert curve.verdict(0) == "underpowered" and curve.verdict(1) == "rejected"

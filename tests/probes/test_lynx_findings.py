@@ -43,7 +43,8 @@ def test_n_exit_counts_rollouts_that_exited_not_wrong_events_with_the_set_one():
         assert row["n_neg_set_one"] == 3 and row["n_neg"] == 3
         assert row["exit_rate"] == pytest.approx(2 / 3)
         assert row["validity"].startswith("P(S={1}|y=0) = 3/3 = 1, exact 95% interval")
-        assert not row["consistent"] and "the data reject" in row["validity"]
+        assert not row["consistent"] and "the bound is rejected" in row["validity"]
+        assert row["validity_verdict"] == "rejected" and not row["validity_shown"]
     assert result.report.get("lynx", 0.05).n_exit == 2 and result.report.get("full").n_exit == 0
 
 
@@ -77,7 +78,9 @@ def test_a_zero_saving_is_never_an_effect_and_the_headline_says_so():
     assert s.extra["oracle_saving"] == pytest.approx(0.47 / 2)  # the oracle exits at the 20 right events
     assert find(fs, ACCURACY, 0.05).verdict == "no effect"
     v = find(fs, VALIDITY, 0.1)
-    assert v.verdict == "no effect" and v.n == 20 and v.ci[0] == 0.0 and v.extra["interval"] == "clopper-pearson"
+    # 0/20 does not reject the bound, but 20 negatives cannot see a violation of 0.02: not shown, never "no effect"
+    assert v.verdict == "too few samples" and v.n == 20 and v.ci[0] == 0.0 and v.extra["interval"] == "clopper-pearson"
+    assert v.extra["power"] < 0.8 and v.extra["validity"] == "underpowered" and v.p == 1.0
     lines = headline_lines([f.to_dict() for f in fs])
     assert len(lines) == 2 and all("no token saving shown" in line and " saves " not in line for line in lines)
 
@@ -102,3 +105,20 @@ def test_findings_on_a_planted_saving_and_a_rejected_bound():
     assert find(fs2, VALIDITY, 0.05).verdict == "effect"  # the bound is rejected
     line = headline_lines(fs2)[0]
     assert "saves 47.0%" in line and "a significant loss" in line and "is rejected" in line
+
+
+def test_a_rejected_bound_and_a_loss_are_harms_never_successes():
+    """Issue 39: the validity finding's ``effect`` (the bound rejected) was shown green like a saving; LYNX marks its
+    harms (``extra["harm"]``) so that pages show them as failures (app/dashboard.py: finding_tone)."""
+    ev, ro = _tables()
+    cal = _calibrator()
+    report = evaluate_exit_policies(ev, ro, cal, (0.05, 0.1))
+    fs = lynx_findings(report, validity_curve(ev.prob, ev.label, cal, (0.05, 0.1)), ev, ro)
+    assert all(f.extra.get("harm") for f in fs if f.statistic in (ACCURACY, VALIDITY))
+    assert not any(f.extra.get("harm") for f in fs if f.statistic == SAVING)
+    # 3 of 3 negatives get {1}: too few to test (n < 10), never "no effect"
+    assert {find(fs, VALIDITY, d).verdict for d in (0.05, 0.1)} == {"too few samples"}
+    cv = validity_curve(np.r_[np.full(40, 0.99), np.full(260, 0.01)], np.zeros(300, int), cal, (0.05,))  # 40/300
+    assert cv.verdict(0) == "rejected" and cv.p_value[0] < 0.05
+    eq = find(fs, ACCURACY, 0.05).extra["equivalence"]
+    assert eq["test"] == "TOST" and eq["margin"] == 0.02 and not eq["within_margin"]  # 3 rollouts show nothing

@@ -1,0 +1,90 @@
+"""LYNX's null setting, end to end on event tables (issue 39): a working LYNX passes it by equivalence (no saving,
+no harm, the bound shown), and a LYNX broken on purpose fails it. Each broken LYNX is a named mutant in
+bench/mutants.py that these default-tier tests kill:
+
+- "LYNX exits at a fixed low threshold (calibration ignored)": ``lynx_exits`` in probes/exits.py;
+- "LYNX probe scores ignore the states": ``LynxMLPProbe.decision_function`` in probes/mlp.py.
+
+The null mimics tiny-r1 (the ``lynx null`` organism): every test cue comes before the answer is known (a forced exit
+there is wrong, y = 0), the full rollouts are right, and the calibration positives are events after the answer
+(fallback events), which the probe tells apart from the cues. It is sized as the full null is judged: 1,600 test
+negatives (a violation of 0.02 at delta 0.1 is seen with power 0.81) over 800 rollouts (a 2-point harm margin).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from thinklens.calibration.stats import findings_doc
+from thinklens.probes.conformal import MondrianCalibrator, validity_curve
+from thinklens.probes.exits import EventTable, RolloutTable, base_rate_by_position, evaluate_exit_policies
+from thinklens.probes.lynx_findings import lynx_findings
+from thinklens.probes.lynx_result import LynxResult
+from thinklens.probes.mlp import LynxMLPProbe
+from thinklens.probes.validation import DELTAS, FULL_NULL, delta_rows, judge_null
+
+N_ROLLOUTS, EVENTS = 800, 2  # 1,600 test negatives
+
+
+def _judge(p_cal: np.ndarray, y_cal: np.ndarray, p_test: np.ndarray) -> tuple[bool, list[str], list[dict]]:
+    """The null's judgement of a LYNX run whose test events (all y = 0) got probabilities ``p_test``."""
+    cal = MondrianCalibrator.fit(p_cal, y_cal)
+    ev = EventTable(rollout=np.repeat(np.arange(N_ROLLOUTS), EVENTS), position=[20, 40] * N_ROLLOUTS,
+                    label=np.zeros(N_ROLLOUTS * EVENTS, dtype=int), prob=p_test, exit_tokens=[23, 43] * N_ROLLOUTS)
+    ro = RolloutTable(length=[100] * N_ROLLOUTS, correct=[1] * N_ROLLOUTS, tokens=[100] * N_ROLLOUTS)
+    report = evaluate_exit_policies(ev, ro, cal, DELTAS)
+    validity = validity_curve(ev.prob, ev.label, cal, DELTAS)
+    fs = lynx_findings(report, validity, ev, ro)
+    result = LynxResult.build(report=report, validity=validity, base_rate=base_rate_by_position(ev, ro),
+                              summary={"findings": findings_doc(fs)},
+                              thresholds={d: cal.thresholds(d) for d in DELTAS})
+    rows, missing = delta_rows(result, FULL_NULL)
+    assert not missing
+    ok, misses = judge_null(rows)
+    return ok, misses, rows
+
+
+def test_null_with_given_scores_passes_and_a_fixed_threshold_fails_it():
+    """Probe scores as tiny-r1's null run has them (cues: p near 0, 95th percentile about 0.1; calibration positives
+    near 1). Kills "LYNX exits at a fixed low threshold (calibration ignored)": p > 0.05 exits at a fifth of the
+    cues, a saving bought with 20+ points of accuracy."""
+    rng = np.random.default_rng(0)
+    p_cal = np.r_[rng.beta(30, 1, 80), rng.beta(1, 30, 300)]
+    y_cal = np.r_[np.ones(80, dtype=int), np.zeros(300, dtype=int)]
+    ok, misses, rows = _judge(p_cal, y_cal, rng.beta(1, 30, N_ROLLOUTS * EVENTS))
+    assert ok, misses
+    for r in rows:  # passed by equivalence: each interval inside its margin, and the bound shown
+        assert r["saving_ci"][1] < 0.05 and -0.02 < r["accuracy_change_ci"][0] and r["accuracy_change_ci"][1] < 0.02
+        assert r["validity_shown"] and r["power"] >= 0.8 and r["n_neg"] == 1600
+
+
+def _states(rng: np.random.Generator, n: int, label: int) -> np.ndarray:
+    x = rng.normal(size=(n, 4))  # [n, feature]
+    x[:, 0] += 8.0 * label  # the answer is known: one direction of the state says so
+    return x
+
+
+@pytest.fixture(scope="module")
+def probe() -> LynxMLPProbe:
+    rng = np.random.default_rng(1)
+    X = np.r_[_states(rng, 300, 1), _states(rng, 300, 0)]
+    y = np.r_[np.ones(300, dtype=int), np.zeros(300, dtype=int)]
+    return LynxMLPProbe(hidden_layer_sizes=(16,), random_state=0).fit(X, y)
+
+
+def test_null_with_a_trained_probe_passes_and_a_probe_ignoring_the_states_fails_it(probe):
+    """The LYNX probe trained on states that say whether the answer is known. Kills "LYNX probe scores ignore the
+    states": scores unrelated to the states put about delta of the cues in the set {1} (the conformal bound still
+    holds per event), and those exits cost accuracy the null's harm margin does not allow.
+
+    The MLP's probabilities sit near 0.5 (balanced weights, early stopping), so the states must say it clearly: with
+    8 dimensions and a shift of 6 the same LYNX exits at 17 of 1,600 cues at delta 0.05, within its per-event bound
+    but 2.1 points of harm: a working LYNX passes this null only with a probe that tells the cues apart."""
+    rng = np.random.default_rng(2)
+    X_cal = np.r_[_states(rng, 80, 1), _states(rng, 300, 0)]
+    y_cal = np.r_[np.ones(80, dtype=int), np.zeros(300, dtype=int)]
+    p_test = probe.predict_proba(_states(rng, N_ROLLOUTS * EVENTS, 0))[:, 1]
+    ok, misses, rows = _judge(probe.predict_proba(X_cal)[:, 1], y_cal, p_test)
+    assert ok, misses
+    assert all(r["n_exit"] <= 2 for r in rows)  # 1 and 0 of 800 rollouts exit (at delta 0.05 and 0.1)
