@@ -51,6 +51,8 @@ CODI_TESTS = ("tests/latent/test_codi.py", "tests/latent/test_codi_mutants.py")
 CONFORMAL_TESTS = ("tests/probes/test_conformal.py", "tests/probes/test_conformal_mutants.py")
 STATS_TESTS = ("tests/core/test_stats.py", "tests/core/test_stats_mutants.py")
 MI_TESTS = ("tests/analyses/test_mi_estimator.py",)
+#: The mi-peaks null settings alone (quick, default tier): a broken method must fail its null (issue 39).
+MI_NULL_TESTS = ("tests/analyses/test_mi_validation.py", "-k", "null")
 LYNX_TESTS = ("tests/probes/test_lynx.py", "tests/probes/test_datasets.py")
 SAE_STEER_TESTS = ("tests/steering/test_feature_steering.py",)
 SEEK_TESTS = ("tests/latent/test_latentseek.py",)
@@ -174,6 +176,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("MI planted: peaks not required to beat chance", "validation", "analyses/mi/validation.py",
            'verdict = "recovered" if effect and p_rise < ALPHA and peaks_found else "failed"',
            'verdict = "recovered" if effect and p_rise < ALPHA else "failed"', ("tests/analyses/test_mi_validation.py",)),
+    # ---- MI peaks: broken peak rules that ignore the states (issue 39): the null settings must fail them
+    Mutant("MI peak rule ignores the states: the first k steps", "MI peaks", "analyses/mi/peaks.py",
+           'order = np.argsort(-arr, kind="stable")[:k]', "order = np.arange(k)", MI_NULL_TESTS),
+    Mutant("MI peak rule ignores the states: k random steps", "MI peaks", "analyses/mi/peaks.py",
+           'order = np.argsort(-arr, kind="stable")[:k]', "order = np.random.default_rng(arr.size).permutation(arr.size)[:k]",
+           MI_NULL_TESTS),
+    Mutant("MI peak rule ignores the states: the last k steps", "MI peaks", "analyses/mi/peaks.py",
+           'order = np.argsort(-arr, kind="stable")[:k]', "order = np.arange(arr.size - k, arr.size)", MI_NULL_TESTS),
     Mutant("SAE recovery: the share of features not required", "validation", "steering/validation.py",
            "met = mean >= RECOVERY_COSINE and share >= RECOVERY_SHARE", "met = mean >= RECOVERY_COSINE",
            ("tests/steering/test_validation.py",)),

@@ -115,10 +115,13 @@ def report(summary: dict[str, Any]) -> str:
     mine = [f for f in findings if f["claim"].startswith(f"{main}:")]
     mi = [f for f in mine if f["statistic"] == "mean MI"]
     words = [f for f in mine if f["statistic"] == "enrichment"]
+    note = summary.get("peak_fraction_note") or {}
+    flag = f" [{note['flag']}]" if note.get("flag") else ""
     lines = [f"problems: {summary['n_problems']}; mean tokens: {summary['mean_tokens']:.1f}; "
-             f"peak fraction: {summary['mean_peak_fraction']:.3f}"]
+             f"peak fraction: {summary['mean_peak_fraction']:.3f}{flag}"]
     if findings:
-        lines += [mi_headline(mi[-1]), words_headline(words)]
+        # one headline per MI finding (all steps, and where the answer is first written), each no more than its verdict
+        lines += [mi_headline(f) for f in mi] + [words_headline(words)]
         lines += [f"  finding: {_finding_line(f)}" for f in findings]
     else:
         lines.append(f"top words at peaks (no findings in this run): {', '.join(summary['top_words']) or '-'}")
@@ -144,16 +147,35 @@ def report(summary: dict[str, Any]) -> str:
 
 
 def headline(summary: dict, folder: Path) -> str:
-    """The run in a line (Home, ``thinklens runs``): accuracy, where the peaks fall, the top thinking words."""
+    """The run in a line (Home, ``thinklens runs``): accuracy, and what the findings show: whether the MI is
+    answer-specific (against its shuffled-answer control) and the thinking words shown enriched, never more than the
+    findings' verdicts (a run without findings states no MI and no word).
+
+    Example:
+        >>> s = {"n_problems": 4, "models": {"m": {"accuracy": 0.5}}, "top_words": ["so"], "findings": [
+        ...     {"claim": "m: MI with the own answer beats the shuffled answer (all steps)", "statistic": "mean MI",
+        ...      "verdict": "no effect"}]}
+        >>> headline(s, Path("."))
+        'm 50% right, MI not answer-specific (no effect), no thinking word shown (4 problems)'
+    """
     from thinklens.runs.headlines import pct
 
     models = summary.get("models") or {}
-    main = next(iter(models.values()), {})
-    words = ", ".join(repr(w) for w in (summary.get("top_words") or [])[:2]) or "none"
+    key = next(iter(models), "?")
+    main = models.get(key, {})
+    mine = [f for f in summary.get("findings") or [] if str(f.get("claim", "")).startswith(f"{key}:")]
+    mi = next((f for f in mine if f.get("statistic") == "mean MI"), None)
+    if mi is None:
+        mi_part = "MI not checked against its control"
+    elif mi.get("verdict") == "effect":
+        mi_part = "answer-specific MI"
+    else:
+        mi_part = f"MI not answer-specific ({mi.get('verdict')})"
+    shown = [str(f["claim"]).split("'")[1] for f in mine if f.get("statistic") == "enrichment" and f.get("verdict") == "effect"]
+    words = f"thinking words {', '.join(repr(w) for w in shown[:2])}" if shown else "no thinking word shown"
     rest = [f"{k} {pct(v.get('accuracy'))}" for k, v in list(models.items())[1:3]]
     others = f"; vs {', '.join(rest)}" if rest else ""
-    return (f"{next(iter(models), '?')} {pct(main.get('accuracy'))} right, peaks at {pct(summary.get('mean_peak_fraction'))} "
-            f"of tokens, thinking words {words}{others} ({summary.get('n_problems', '?')} problems)")
+    return f"{key} {pct(main.get('accuracy'))} right, {mi_part}, {words}{others} ({summary.get('n_problems', '?')} problems)"
 
 
 DEMO = (

@@ -4,11 +4,12 @@
   answer against its mean MI with another problem's answer, the same states on both sides: a sign-flip
   test). The mean over all steps dilutes a local effect, so the same is reported at the steps after the
   trajectory first writes its answer when the run knows its answers (:mod:`thinklens.analyses.mi.planted`).
-* The peak fraction: the share of tokens that count as peaks, with its Wilson interval; above
-  :data:`SPARSE` it is flagged (peaks that mark almost half of the tokens cap every enrichment near 2), in the
-  finding's ``extra["flag"]`` and its sentence (``extra["otherwise"]``, which the CLI's closing lines print).
-* Thinking words: each top word's enrichment with its interval, an effect only when it excludes 1; at a run whose
-  peak fraction is flagged, every word's claim and ``extra["flag"]`` carry the flag and the cap it puts on enrichment.
+* The peak fraction is no finding: top-k sets it (k of each trajectory's length), so "peaks are sparse" would be true
+  by construction. Above :data:`SPARSE` it is flagged (:func:`peak_flag`; peaks that mark almost half of the tokens
+  cap every enrichment near 2) in every thinking word's claim and ``extra["flag"]``.
+* Thinking words: each top word's enrichment with its interval over the trajectories that hold it (``n``), an effect
+  only when the interval excludes 1 and has width, at sparse peaks, in a run whose MI beats its shuffled-answer
+  control; otherwise the word's sentence says which of these failed.
 * Suppression, Representation Recycling and TTTS: accuracies with n and Wilson intervals against their
   controls, with the headroom the control leaves (``at ceiling`` when the control is at 1.0).
 
@@ -16,7 +17,7 @@ Example:
     >>> f = mi_vs_shuffled_finding("m", [0.30, 0.31, 0.29] * 4, [0.30, 0.30, 0.30] * 4)
     >>> f.verdict, headline(f, effect="x", otherwise=NO_ANSWER_MI)
     ('no effect', 'no answer-specific MI: the shuffled control matches (no effect)')
-    >>> peak_fraction_finding("m", 600, 1312, n=40).extra["flag"]
+    >>> peak_fraction_note("m", 600, 1312)["flag"]
     'peaks are 46% of tokens (above 20%): not sparse'
 """
 
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from thinklens.analyses.mi.planted import score_trajectory
-from thinklens.calibration.stats import Finding, accuracy_finding, headline, paired_finding, ratio_finding, verdict_from_interval, wilson
+from thinklens.calibration.stats import Finding, accuracy_finding, headline, paired_finding, ratio_finding
 
 if TYPE_CHECKING:
     from thinklens.analyses.mi.run_format import TrajectoryRecord
@@ -60,32 +61,53 @@ def peak_flag(peak_fraction: float | None) -> str | None:
     return f"peaks are {peak_fraction:.0%} of tokens (above {SPARSE:.0%}): not sparse"
 
 
-def peak_fraction_finding(model: str, n_peaks: int, n_tokens: int, *, n: int, rule: str = "top_k") -> Finding:
-    """The share of tokens that are peaks, against :data:`SPARSE`; ``extra["flag"]`` says when it is above, and
-    ``extra["otherwise"]`` puts the flag in the finding's sentence (the CLI's closing lines, the Home card)."""
-    value = n_peaks / n_tokens if n_tokens else float("nan")
-    ci = wilson(int(n_peaks), int(n_tokens))
-    verdict = verdict_from_interval(ci, SPARSE, n=n, higher_is_effect=False)
-    extra: dict[str, Any] = {"rule": rule, "n_peaks": int(n_peaks), "n_tokens": int(n_tokens), "interval": "wilson"}
-    flag = peak_flag(value) if n_tokens else None
+def peak_fraction_note(model: str, n_peaks: int, n_tokens: int, *, rule: str = "top_k") -> dict[str, Any]:
+    """The share of tokens that the peak rule marks, as a fact of the run, not a finding: top-k *sets* it (k of each
+    trajectory's length), so a verdict on it would be true by construction. ``flag`` when it is above :data:`SPARSE`.
+
+    Example:
+        >>> peak_fraction_note("m", 600, 1312)["flag"]
+        'peaks are 46% of tokens (above 20%): not sparse'
+    """
+    value = n_peaks / n_tokens if n_tokens else None
+    note: dict[str, Any] = {"rule": rule, "n_peaks": int(n_peaks), "n_tokens": int(n_tokens), "peak_fraction": value,
+                            "set_by_the_rule": rule == "top_k"}
+    flag = peak_flag(value)
     if flag:
-        extra["flag"] = flag
-        extra["otherwise"] = f"{model}: {flag}"
-    return Finding(f"{model}: {rule} peaks are sparse", "peak_fraction", value, ci, n, f"at most {SPARSE:.0%}",
-                   SPARSE, verdict, extra=extra)
+        note["flag"] = flag
+    return note
 
 
-def word_findings(model: str, rows: Sequence[Mapping[str, Any]], *, n: int, top: int,
-                  peak_fraction: float | None = None) -> list[Finding]:
-    """The enrichment of the ``top`` words seen at peaks; effect only where the interval excludes 1.
+NOT_SPARSE = "the peaks are not sparse"
+NOT_ANSWER_SPECIFIC = "the MI of this run is not answer-specific (its shuffled-answer control: {verdict})"
+ZERO_WIDTH = "its interval has zero width: resampling the trajectories never moved the ratio"
 
-    With a ``peak_fraction`` above :data:`SPARSE` every word's claim and ``extra["flag"]`` say so, with the cap it puts
-    on any enrichment (``1 / peak_fraction``: a word that is a peak every time it occurs), so that a word's enrichment
-    is never read without knowing that the peaks are not sparse.
+
+def word_findings(model: str, rows: Sequence[Mapping[str, Any]], *, top: int, peak_fraction: float | None = None,
+                  mi_control: Finding | None = None) -> list[Finding]:
+    """The enrichment of the ``top`` words seen at peaks: an effect only where the interval excludes 1 *and* the
+    words can be thinking tokens at all.
+
+    * ``n`` of each word is its ``n_units``: the trajectories that hold it, the units the bootstrap resamples (19
+      occurrences in one looping trajectory are one unit); under ``MIN_N`` units it is ``too few samples``, and so is
+      an interval of zero width (nothing varied: no interval was measured).
+    * With a ``peak_fraction`` above :data:`SPARSE`, every word's claim and ``extra["flag"]`` say so, with the cap it
+      puts on enrichment (``1 / peak_fraction``), and no word is an effect: words at peaks that are not sparse are
+      not words at information peaks.
+    * With ``mi_control`` (the run's own MI against its shuffled-answer control) not an ``effect``, no word is an
+      effect: words found at the peaks of a signal that failed its control are not thinking tokens.
+
+    A word held back by either rule keeps its numbers, gets verdict ``no effect`` and says why (``extra["not_shown"]``
+    and the sentence ``extra["otherwise"]``).
     """
     flag = peak_flag(peak_fraction)
     if flag:
         flag = f"{flag}, so no enrichment can exceed {1.0 / float(peak_fraction):.2f}"
+    held = []
+    if flag:
+        held.append(NOT_SPARSE)
+    if mi_control is not None and not mi_control.is_effect:
+        held.append(NOT_ANSWER_SPECIFIC.format(verdict=mi_control.verdict))
     out = []
     for r in [r for r in rows if r.get("peak_count", 0) > 0][:top]:
         lo, hi = r.get("ci_low"), r.get("ci_high")
@@ -93,11 +115,21 @@ def word_findings(model: str, rows: Sequence[Mapping[str, Any]], *, n: int, top:
         if ratio is None or lo is None or hi is None:
             continue
         claim = f"{model}: '{r['word']}' is enriched at peaks" + (f" [{flag}]" if flag else "")
-        f = ratio_finding(claim, float(ratio), (float(lo), float(hi)), n=n)
-        extra: dict[str, Any] = {"peak_count": r.get("peak_count"), "total_count": r.get("total_count")}
+        units = int(r.get("n_units") or 0)  # runs written before n_units: unknown, so too few
+        f = ratio_finding(claim, float(ratio), (float(lo), float(hi)), n=units)
+        extra: dict[str, Any] = {"peak_count": r.get("peak_count"), "total_count": r.get("total_count"),
+                                 "units": "trajectories that hold the word"}
         if flag:
             extra |= {"flag": flag, "peak_fraction": round(float(peak_fraction), 6)}
-        out.append(replace(f, extra=extra))
+        verdict, why = f.verdict, list(held)
+        if verdict != "too few samples" and float(lo) == float(hi):
+            verdict, why = "too few samples", [ZERO_WIDTH, *why]
+        elif verdict == "effect" and held:
+            verdict = "no effect"
+        if why and verdict != "effect":
+            extra |= {"not_shown": "; ".join(why),
+                      "otherwise": f"{model}: '{r['word']}' not shown as a thinking word: {'; '.join(why)}"}
+        out.append(replace(f, verdict=verdict, extra=extra))
     return out
 
 
@@ -151,8 +183,17 @@ def ttts_findings(rows: Sequence[Mapping[str, Any]]) -> list[Finding]:
 
 
 def mi_headline(f: Finding | Mapping[str, Any]) -> str:
-    """The MI finding as a headline that never states a shuffled-matched MI as an effect."""
-    return headline(f, effect="answer-specific MI: the own answer beats its shuffled control", otherwise=NO_ANSWER_MI)
+    """The MI finding as a headline that never states a shuffled-matched MI as an effect, naming where it was measured
+    (all steps, or where the answer is first written) so that two MI findings never read as one.
+
+    Example:
+        >>> mi_headline(mi_vs_shuffled_finding("m", [0.3] * 20, [0.2] * 20, where="all steps"))
+        'answer-specific MI: the own answer beats its shuffled control (all steps)'
+    """
+    claim = f.claim if isinstance(f, Finding) else str(f.get("claim", ""))
+    where = f" ({claim.rsplit('(', 1)[1]}" if claim.endswith(")") and "(" in claim else ""
+    text = headline(f, effect="answer-specific MI: the own answer beats its shuffled control", otherwise=NO_ANSWER_MI)
+    return f"{text}{where}" if text.startswith("answer-specific") else text.replace(NO_ANSWER_MI, NO_ANSWER_MI + where, 1)
 
 
 def words_headline(findings: Sequence[Finding | Mapping[str, Any]]) -> str:
@@ -163,7 +204,8 @@ def words_headline(findings: Sequence[Finding | Mapping[str, Any]]) -> str:
     enriched = [f for f in findings if get(f, "verdict") == "effect"]
     if not enriched:
         verdicts = sorted({get(f, "verdict") for f in findings}) or ["no words at peaks"]
-        return f"{NO_WORD} ({', '.join(verdicts)})"
+        why = sorted({r for f in findings for r in ((get(f, "extra") or {}).get("not_shown") or "").split("; ") if r})
+        return f"{NO_WORD} ({', '.join(verdicts)}{': ' + '; '.join(why) if why else ''})"
     words = [get(f, "claim").split("'")[1] for f in enriched]
     flags = sorted({(get(f, "extra") or {}).get("flag") for f in enriched} - {None})
     return "thinking words enriched at peaks: " + ", ".join(
@@ -190,18 +232,20 @@ def answer_step_scores(records: Sequence[TrajectoryRecord], rule: str = "top_k")
 
 def model_findings(name: str, records: Sequence[TrajectoryRecord], *, word_rows: Sequence[Mapping[str, Any]],
                    rule: str, top: int, seed: int = 0) -> list[Finding]:
-    """One model's MI, answer-step MI, peak-fraction and thinking-word findings."""
+    """One model's MI and answer-step MI against the shuffled answer, and its thinking-word findings (held back when
+    the MI over all steps, whose peaks give the words, does not beat its control, or when the peaks are not sparse).
+    The peak fraction is no finding (top-k sets it); its flag travels with the words."""
     est = records[0].estimator
     own = per_trajectory_means([r.variants[est] for r in records])
     shuf = per_trajectory_means([r.shuffled[est] for r in records])
-    out = [mi_vs_shuffled_finding(name, own, shuf, seed=seed)]
+    control = mi_vs_shuffled_finding(name, own, shuf, seed=seed)
+    out = [control]
     scores = answer_step_scores(records, rule)
     if scores:
         out.append(mi_vs_shuffled_finding(name, [s.own for s in scores], [s.shuffled for s in scores],
                                           where="where the answer is first written", seed=seed))
     n_peaks = sum(len(r.peaks.get(rule, ())) for r in records)
     n_tokens = sum(len(r.tokens) for r in records)
-    out.append(peak_fraction_finding(name, n_peaks, n_tokens, n=len(records), rule=rule))
-    out += word_findings(name, word_rows, n=len(records), top=top,
-                         peak_fraction=n_peaks / n_tokens if n_tokens else None)
+    out += word_findings(name, word_rows, top=top, peak_fraction=n_peaks / n_tokens if n_tokens else None,
+                         mi_control=control)
     return out

@@ -295,6 +295,12 @@ def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
         if getattr(cfg, stage):
             summary[stage] = run.read_result(stage).get("summary")
     summary["findings"] = findings_of(cfg, run, models, enrichment)
+    from thinklens.analyses.mi.mi_findings import peak_fraction_note
+
+    # the share of tokens the rule marks: a fact of the run (top-k sets it), with its flag when the peaks are not sparse
+    summary["peak_fraction_note"] = peak_fraction_note(
+        main["key"], sum(int(r["n_peaks"][cfg.peak_rule]) for r in main["index"]),
+        sum(int(r["n_tokens"]) for r in main["index"]), rule=cfg.peak_rule)
     return summary
 
 

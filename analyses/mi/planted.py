@@ -102,11 +102,34 @@ class PlantedScore:
     """Expected precision of as many peaks placed at random: |planted| / n."""
     chance_recall: float
     """Expected recall of as many peaks placed at random: |peaks| / n."""
+    peak_contrast: float = float("nan")
+    """How far the peaks stand above the rest of their own curve: (mean own MI at the peaks - mean elsewhere) / the
+    curve's standard deviation (NaN without peaks, or a flat curve). A rule that reads the curve scores well above 0
+    (the top 3 of 60 noise steps: ~2); one that ignores it (random or fixed positions) scores ~0."""
 
     @property
     def gap(self) -> float:
         """own - shuffled at the planted steps: the answer-specific MI."""
         return self.own - self.shuffled
+
+
+def peak_contrast(curve: Sequence[float] | np.ndarray, peaks: Sequence[int]) -> float:
+    """(mean of ``curve`` at ``peaks`` - mean elsewhere) / std of ``curve``; NaN without peaks, without other steps, or
+    for a flat curve.
+
+    Example:
+        >>> round(peak_contrast([0.0, 0.0, 1.0, 0.0], [2]), 3)
+        2.309
+        >>> peak_contrast([0.5, 0.5, 0.5], [1])
+        nan
+    """
+    c = np.asarray(curve, dtype=np.float64)
+    chosen = np.zeros(len(c), dtype=bool)
+    chosen[sorted(set(peaks))] = True
+    sd = float(c.std())
+    if not chosen.any() or chosen.all() or not sd > 0:
+        return float("nan")
+    return float((c[chosen].mean() - c[~chosen].mean()) / sd)
 
 
 def score_trajectory(own: Sequence[float] | np.ndarray, shuffled: Sequence[float] | np.ndarray, tokens: Sequence[str],
@@ -124,7 +147,8 @@ def score_trajectory(own: Sequence[float] | np.ndarray, shuffled: Sequence[float
     mask = np.zeros(n, dtype=bool)
     mask[planted] = True
     hits = sum(1 for p in set(peaks) if mask[p])
-    return PlantedScore(n_steps=n, steps=tuple(planted), own=float(o[mask].mean()), shuffled=float(s[mask].mean()),
+    return PlantedScore(peak_contrast=peak_contrast(o, peaks),
+                        n_steps=n, steps=tuple(planted), own=float(o[mask].mean()), shuffled=float(s[mask].mean()),
                         own_elsewhere=float(o[~mask].mean()),
                         precision=hits / len(set(peaks)) if peaks else float("nan"), recall=hits / len(planted),
                         chance_precision=len(planted) / n, chance_recall=len(set(peaks)) / n)

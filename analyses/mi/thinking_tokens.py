@@ -19,6 +19,9 @@ confidence interval, named by ``ci``:
 * ``"wilson"``: Wilson score interval of the peak frequency, divided by the background frequency
   treated as known (it rests on all positions, many more than the peaks); ignores clustering.
 
+Either way a word's ``n_units`` counts the trajectories that hold it: the independent units of its evidence (a word
+looping 19 times in one trajectory is one unit, and its bootstrap interval has zero width).
+
 Example:
     >>> trajs = [TokenTrajectory(tokens=(" So", " x", "=", "2", " So", " Wait", " x"), peaks=(0, 5))]
     >>> res = thinking_token_enrichment(trajs, ci="wilson")
@@ -98,6 +101,9 @@ class WordEnrichment:
     """peak_freq / background_freq (NaN if the word never occurs)."""
     ci_low: float
     ci_high: float
+    n_units: int = 0
+    """Trajectories that hold the word: the units its evidence rests on (the bootstrap resamples trajectories, and
+    only those holding the word move its ratio; 19 occurrences in one looping trajectory are one unit, not 19)."""
 
 
 @dataclass(frozen=True)
@@ -294,7 +300,7 @@ def thinking_token_enrichment(
         else:
             lo, hi = float(lows[j]), float(highs[j])
         out.append(WordEnrichment(word=w, peak_count=a, total_count=b, peak_freq=peak_freq, background_freq=bg,
-                                  ratio=ratio, ci_low=lo, ci_high=hi))
+                                  ratio=ratio, ci_low=lo, ci_high=hi, n_units=sum(1 for c in all_counts if c[w] > 0)))
     out.sort(key=lambda e: (-e.peak_count, -_nan_low(e.ratio), e.word))
     return EnrichmentResult(words=tuple(out), n_trajectories=len(trajs), n_peak_tokens=big_p, n_tokens=big_n,
                             ci=ci, level=level, n_boot=n_boot if ci == "bootstrap" else 0, seed=seed,

@@ -13,7 +13,18 @@ questions; they differ only in which solution text gives each trajectory its ans
   against every statement of the value (the first and, on tiny-overthink, its restatement in each re-check
   round), next to their chance levels (as many peaks placed at random).
 - ``mi-peaks null``: each question paired with the solution of an independently drawn problem, so the
-  "own" answer is as unrelated to the chain as the shuffled one. The same test must not fire (no-effect).
+  "own" answer is as unrelated to the chain as the shuffled one. No effect is shown, never read from a test that
+  did not fire: own - shuffled MI at the answer steps lies within +-:data:`GAP_MARGIN` and the peaks' precision
+  against every statement of the value within +-:data:`PRECISION_MARGIN` of chance, each by an equivalence test
+  (TOST, 90% interval) with the margin stated here, before the run.
+
+Both kinds also ask that the peak rule reads the curve: its peaks stand at least :data:`MIN_PEAK_CONTRAST` SD
+above the rest of their own curve (:func:`thinklens.analyses.mi.planted.peak_contrast`). A null that a broken method
+passes shows nothing: a peak rule that ignores the states (peaks at the first, the last or random steps; the
+mutants of ``bench/mutants.py``) scores no answer-specific peaks either, and would pass a null that only asked
+for none; it fails here (contrast ~0, where top-3 scores ~4.4 on the organism and ~2.3 on constructed states).
+Measured (seed 0, tiny-overthink): planted gap 0.053 [0.040, 0.065] quick, 0.042 [0.034, 0.049] at 64; null 0.006
+[-0.008, 0.023] quick, 0.002 [-0.005, 0.009] at 64; null peak precision 0.083 against chance 0.060 at 64.
 
 Organism: ``tiny-overthink`` once it is in the zoo (it writes "So Tom has X apples." and re-checks), else
 ``tiny-r1`` (chat format). Site: block 1 of tiny-r1's 4 (``resid_post.1``): the state at the token that
@@ -52,6 +63,18 @@ from thinklens.calibration.stats import bootstrap_ci, paired_bootstrap, sign_fli
 from thinklens.errors import ThinklensError
 
 ALPHA = 0.01
+GAP_MARGIN = 0.03
+"""The null's margin of no answer-specific MI on the organism: own - shuffled nHSIC at the answer steps within
++-0.03 (reference estimator at block 1; the planted gap is 0.05 [0.04, 0.07] at quick size). Stated before the run."""
+SYNTHETIC_GAP_MARGIN = 0.08
+"""The same margin on the constructed states, whose curves vary more between two answers (their planted gap is
+0.21 [0.18, 0.24] at 64 trajectories)."""
+PRECISION_MARGIN = 0.1
+"""The null's margin on the peaks: their precision against every statement of the value within +-0.1 of what as
+many peaks placed at random score (the planted setting's excess is 0.12; a rule fixed on the last 3 steps: 0.15)."""
+MIN_PEAK_CONTRAST = 1.0
+"""A peak rule reads the curve when its peaks stand at least this many SD of the curve above its other steps
+(:func:`thinklens.analyses.mi.planted.peak_contrast`; top-3 on the organism: ~4.4; random or fixed positions: ~0)."""
 ORGANISMS = ("tiny-overthink", "tiny-r1")
 """Preferred organism first; the first one in the zoo is used."""
 SITE = "resid_post.1"
@@ -132,8 +155,29 @@ def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, An
     return {"model": model, "n_problems": n, "scores": scores, "run": str(run)}
 
 
-def gap_check(m: dict[str, Any], *, seed: int, planted: bool) -> Check:
-    """The ``mi_gap`` check of one measured setting (module docstring)."""
+def reads_the_curve(scores: list[Any], *, seed: int) -> tuple[bool, float, float]:
+    """Whether the peak rule reads the MI curve (a rule that ignores the states, at random or fixed positions, does
+    not): the mean :attr:`~thinklens.analyses.mi.planted.PlantedScore.peak_contrast` over trajectories is at least
+    :data:`MIN_PEAK_CONTRAST` and above 0 (one-sided sign-flip, p < :data:`ALPHA`). Returns (reads, mean, p)."""
+    c = np.asarray([s.peak_contrast for s in scores if np.isfinite(s.peak_contrast)])
+    if c.size < 2:
+        return False, float("nan"), 1.0
+    p = sign_flip_test(c, seed=seed, alternative="greater")
+    return bool(c.mean() >= MIN_PEAK_CONTRAST and p < ALPHA), float(c.mean()), float(p)
+
+
+def _equivalence(diffs: np.ndarray, margin: float) -> dict[str, Any]:
+    from thinklens.calibration.tost import tost_mean
+
+    if len(diffs) < 2:
+        return {"equivalent": False, "margin": margin, "n": int(len(diffs)), "mean": None, "ci90": None, "p": None}
+    eq = tost_mean(diffs, margin=margin)
+    return {"equivalent": eq.equivalent, "margin": margin, "n": eq.n, "mean": eq.mean, "ci90": list(eq.ci), "p": eq.p}
+
+
+def gap_check(m: dict[str, Any], *, seed: int, planted: bool, margin: float | None = None) -> Check:
+    """The ``mi_gap`` check of one measured setting (module docstring). ``margin``: the null's equivalence margin
+    of the gap (default :data:`GAP_MARGIN`)."""
     scores = m["scores"]
     own = np.asarray([s.own for s in scores])
     shuf = np.asarray([s.shuffled for s in scores])
@@ -144,6 +188,7 @@ def gap_check(m: dict[str, Any], *, seed: int, planted: bool) -> Check:
     with_peaks = [s for s in scores if not np.isnan(s.precision)]
     prec = np.asarray([s.precision for s in with_peaks])
     rec = np.asarray([s.recall for s in scores])
+    reads, contrast, p_contrast = reads_the_curve(scores, seed=seed)
     details = {
         "model": m["model"], "site": SITE, "n_problems": m["n_problems"], "n_with_answer": len(scores), "run": m["run"],
         "p_gap": p_gap, "p_rise": p_rise, "mi_own": float(own.mean()) if scores else None,
@@ -154,18 +199,30 @@ def gap_check(m: dict[str, Any], *, seed: int, planted: bool) -> Check:
         "peak_recall": float(rec.mean()) if rec.size else None,
         "peak_recall_ci": list(bootstrap_ci(rec, seed=seed)) if rec.size else None,
         "peak_recall_chance": float(np.mean([s.chance_recall for s in scores])) if scores else None,
+        "peak_contrast": contrast, "p_peak_contrast": p_contrast, "peak_contrast_min": MIN_PEAK_CONTRAST,
+        "peaks_read_the_curve": reads,
     }
     effect = len(scores) >= 10 and p_gap < ALPHA and gap.diff > 0
+    reading = (f"the peaks stand at least {MIN_PEAK_CONTRAST:g} SD above the rest of their curve (mean over trajectories; "
+               f"> 0 by sign-flip p < {ALPHA}: a rule that ignores the states fails it)")
     if planted:
         peaks_found = (prec.size > 0 and details["peak_precision_ci"][0] > details["peak_precision_chance"]
-                       and details["peak_recall_ci"][0] > details["peak_recall_chance"])
+                       and details["peak_recall_ci"][0] > details["peak_recall_chance"] and reads)
         verdict = "recovered" if effect and p_rise < ALPHA and peaks_found else "failed"
         target = (f"own > shuffled MI at the planted steps (paired sign-flip p < {ALPHA}), own MI higher there than "
                   f"elsewhere (p < {ALPHA}), peak precision and recall against every statement of the value above chance "
-                  "(interval above it)")
+                  f"(interval above it), {reading}")
     else:
-        verdict = "no-effect" if not effect else "failed"
-        target = f"own vs shuffled MI at the answer steps not different (paired sign-flip p >= {ALPHA})"
+        # "no effect" is shown, never read from a non-significant test: the gap and the peaks' excess over chance
+        # each lie within a margin stated beforehand (TOST, 90% interval), and the peak rule is seen to work
+        margin = GAP_MARGIN if margin is None else margin
+        gap_eq = _equivalence(own - shuf, margin)
+        prec_eq = _equivalence(prec - np.asarray([s.chance_precision for s in with_peaks]), PRECISION_MARGIN)
+        details |= {"tost_gap": gap_eq, "tost_precision": prec_eq}
+        shown = len(scores) >= 10 and gap_eq["equivalent"] and prec_eq["equivalent"] and reads
+        verdict = "no-effect" if shown else "failed"
+        target = (f"own - shuffled MI at the answer steps within +-{margin:g} (TOST, 90% interval), peak precision "
+                  f"against every statement of the value within +-{PRECISION_MARGIN:g} of chance (TOST), {reading}")
     return Check("mi_gap", gap.diff, gap.ci, verdict, n=len(scores), target=target, details=details)
 
 
@@ -207,9 +264,9 @@ SYNTHETIC_STRENGTH = 0.15
 
 
 def _synthetic(ctx: SettingContext, strength: float) -> Check:
-    n = 16 if ctx.quick else 64
+    n = 32 if ctx.quick else 64  # 16 would leave the null's 90% interval (+-0.09) wider than its margin
     m = {"model": "synthetic states", "n_problems": n, "run": "", "scores": synthetic_scores(n, strength=strength, seed=ctx.seed)}
-    check = gap_check(m, seed=ctx.seed, planted=strength > 0)
+    check = gap_check(m, seed=ctx.seed, planted=strength > 0, margin=SYNTHETIC_GAP_MARGIN)
     return Check(check.statistic, check.value, check.ci, check.verdict, n=check.n, target=check.target,
                  details={**check.details, "site": None, "strength": strength})
 

@@ -5,6 +5,7 @@ Mutants each test kills are named in its docstring."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from types import SimpleNamespace
 
@@ -16,7 +17,7 @@ from thinklens.analyses.mi.mi_findings import (
     NO_WORD,
     mi_headline,
     mi_vs_shuffled_finding,
-    peak_fraction_finding,
+    peak_fraction_note,
     recycling_findings,
     suppression_findings,
     ttts_findings,
@@ -43,7 +44,10 @@ def _zoo_has(name: str) -> bool:
 @pytest.mark.parametrize("setting", SETTINGS, ids=[s.key for s in SETTINGS])
 def test_quick_setting_gives_its_expected_verdict(setting, tmp_path) -> None:
     """Kills (the synthetic settings, no model needed): the control computed on unshuffled answers (the planted
-    gap would be 0); peaks placed off the planted steps (precision at chance)."""
+    gap would be 0); peaks placed off the planted steps (precision at chance). The null settings kill the broken peak
+    rules of ``bench/mutants.py`` (the first k steps, k random steps, the last k steps: rules that ignore the states
+    and so the curve): their peaks do not stand above the rest of the curve, and a null the method cannot fail is
+    no null."""
     if "synthetic" not in setting.name and not _zoo_has("tiny-r1"):
         pytest.skip("tiny-r1 is not trained")
     torch.set_num_threads(1)
@@ -51,11 +55,14 @@ def test_quick_setting_gives_its_expected_verdict(setting, tmp_path) -> None:
     assert check.verdict == setting.expected, check
     assert check.statistic == "mi_gap" and check.n >= 12  # nearly every trajectory writes its answer
     d = check.details
+    assert d["peaks_read_the_curve"] and d["peak_contrast"] >= 1.0  # both kinds: the peak rule is seen to work
     if setting.expected == "recovered":
         assert check.ci[0] > 0 and d["p_gap"] < 0.01 and d["mi_own"] > d["mi_elsewhere"]
         assert d["peak_precision"] > 2 * d["peak_precision_chance"] and d["peak_recall"] > 2 * d["peak_recall_chance"]
-    else:
+    else:  # shown by equivalence within the margins stated beforehand, not by a non-significant test
         assert check.ci[0] <= 0 <= check.ci[1] and d["p_gap"] >= 0.01
+        assert d["tost_gap"]["equivalent"] and d["tost_precision"]["equivalent"]
+        assert -d["tost_gap"]["margin"] < d["tost_gap"]["ci90"][0] and d["tost_gap"]["ci90"][1] < d["tost_gap"]["margin"]
 
 
 @pytest.mark.slow
@@ -145,7 +152,12 @@ def test_record_scores_the_shuffled_control_against_another_problems_answer_on_t
 
 def _scores(gaps: list[float], *, elsewhere: float = 0.0) -> list[PlantedScore]:
     return [PlantedScore(n_steps=50, steps=(10, 11), own=0.3 + d, shuffled=0.3, own_elsewhere=elsewhere, precision=0.5,
-                         recall=0.5, chance_precision=0.04, chance_recall=0.06) for d in gaps]
+                         recall=0.5, chance_precision=0.04, chance_recall=0.06, peak_contrast=3.0) for d in gaps]
+
+
+def _null_scores(gaps: list[float], *, precision: float = 0.04, contrast: float = 3.0) -> list[PlantedScore]:
+    return [PlantedScore(n_steps=50, steps=(10, 11), own=0.3 + d, shuffled=0.3, own_elsewhere=0.3, precision=precision,
+                         recall=0.0, chance_precision=0.04, chance_recall=0.06, peak_contrast=contrast) for d in gaps]
 
 
 def _measured(scores: list[PlantedScore]) -> dict:
@@ -159,8 +171,8 @@ def test_gap_check_verdicts_follow_the_paired_test() -> None:
     assert planted.verdict == "recovered" and planted.value == pytest.approx(0.06, abs=0.01) and planted.ci[0] > 0
     mixed = [1.0, 1.0] + [-0.05] * 14  # the mean is positive, most trajectories are not
     assert gap_check(_measured(_scores(mixed)), seed=0, planted=True).verdict == "failed"
-    assert gap_check(_measured(_scores([0.0] * 16)), seed=0, planted=False).verdict == "no-effect"
-    assert gap_check(_measured(_scores([0.05] * 16)), seed=0, planted=False).verdict == "failed"
+    assert gap_check(_measured(_null_scores([0.0] * 16)), seed=0, planted=False).verdict == "no-effect"
+    assert gap_check(_measured(_null_scores([0.05] * 16)), seed=0, planted=False).verdict == "failed"
     no_rise = _scores([0.05] * 16, elsewhere=0.9)
     assert gap_check(_measured(no_rise), seed=0, planted=True).verdict == "failed"
     assert gap_check(_measured(_scores([0.05] * 5)), seed=0, planted=True).verdict == "failed"  # too few
@@ -170,11 +182,42 @@ def test_planted_verdict_needs_peaks_above_chance() -> None:
     """Kills: a planted verdict that ignores where the peaks are (the gap and the rise shown, the peaks at chance:
     precision and recall equal to what as many peaks placed at random would score)."""
     at_chance = [PlantedScore(n_steps=50, steps=(10, 11), own=0.35, shuffled=0.3, own_elsewhere=0.0, precision=0.04,
-                              recall=0.06, chance_precision=0.04, chance_recall=0.06) for _ in range(16)]
+                              recall=0.06, chance_precision=0.04, chance_recall=0.06, peak_contrast=3.0) for _ in range(16)]
     check = gap_check(_measured(at_chance), seed=0, planted=True)
     assert check.details["p_gap"] < 0.01 and check.details["p_rise"] < 0.01  # everything but the peaks holds
     assert check.verdict == "failed"
     assert gap_check(_measured(_scores([0.05] * 16)), seed=0, planted=True).verdict == "recovered"  # peaks above it
+
+
+def test_null_passes_only_by_equivalence_and_with_a_peak_rule_that_reads_the_curve() -> None:
+    """Kills: a null read from a non-significant test (gaps of +-0.2 alternating: p ~ 0.5, but the 90% interval is
+    far wider than the margin: no effect is not shown); peaks on the value's steps above chance let through (a rule
+    fixed where the chain writes its value, e.g. its last steps); a peak rule that ignores the curve let through
+    (peaks no higher than the other steps: random or fixed positions)."""
+    ok = gap_check(_measured(_null_scores([0.01 * (-1) ** i for i in range(16)])), seed=0, planted=False)
+    assert ok.verdict == "no-effect" and ok.details["tost_gap"]["equivalent"] and ok.details["peaks_read_the_curve"]
+    noisy = gap_check(_measured(_null_scores([0.2 * (-1) ** i for i in range(16)])), seed=0, planted=False)
+    assert noisy.details["p_gap"] > 0.4 and not noisy.details["tost_gap"]["equivalent"] and noisy.verdict == "failed"
+    on_value = gap_check(_measured(_null_scores([0.0] * 16, precision=1 / 3)), seed=0, planted=False)
+    assert not on_value.details["tost_precision"]["equivalent"] and on_value.verdict == "failed"
+    for contrast in (0.0, 0.5):  # ~0: a rule that ignores the curve; 0.5: below the minimum stated beforehand
+        blind = gap_check(_measured(_null_scores([0.0] * 16, contrast=contrast)), seed=0, planted=False)
+        assert not blind.details["peaks_read_the_curve"] and blind.verdict == "failed"
+    blind = gap_check(_measured(_scores([0.05] * 16)) | {"scores": [dataclasses.replace(s, peak_contrast=0.0)
+                                                                   for s in _scores([0.05] * 16)]}, seed=0, planted=True)
+    assert blind.verdict == "failed"  # the planted setting asks it too
+
+
+def test_peak_contrast_by_hand() -> None:
+    """Kills: the contrast not standardised by the curve's spread; peaks counted among the other steps."""
+    from thinklens.analyses.mi.planted import peak_contrast
+
+    curve = [0.0, 1.0, 0.0, 0.0, 3.0, 0.0]  # peaks 1, 4: mean 2; elsewhere 0; sd = sqrt(mean(c^2) - mean^2)
+    sd = math.sqrt((1 + 9) / 6 - (4 / 6) ** 2)
+    assert peak_contrast(curve, [1, 4]) == pytest.approx(2.0 / sd)
+    assert math.isnan(peak_contrast(curve, [])) and math.isnan(peak_contrast([1.0] * 4, [0]))
+    s = score_trajectory(curve, curve, ["a", "=", " 4", "b", "c", "d"], "4", peaks=[1, 4])
+    assert s.peak_contrast == pytest.approx(2.0 / sd)
 
 
 # ---------------------------------------------------------------- findings and headlines
@@ -182,24 +225,24 @@ def test_planted_verdict_needs_peaks_above_chance() -> None:
 
 def test_findings_never_state_a_non_effect_as_an_effect() -> None:
     """Kills: MI headline read from the pooled means (own 0.2764 vs shuffled 0.2732 on issue 22's run); a
-    thinking word headlined whose enrichment interval holds 1 ('so' x1.007 [0.33, 1.80]); the peak-fraction
-    flag missing on the hard run's 600 of 1312 tokens."""
+    thinking word headlined whose enrichment interval holds 1 ('so' x1.007 [0.33, 1.80]), or in a run whose MI does
+    not beat its control; the peak-fraction flag missing on the hard run's 600 of 1312 tokens."""
     f = mi_vs_shuffled_finding("m", [0.2764 + 0.01 * (-1) ** i for i in range(20)],
                                [0.2732 + 0.01 * (-1) ** (i + 1) for i in range(20)])
     assert f.verdict == "no effect" and mi_headline(f).startswith(NO_ANSWER_MI)
     strong = mi_vs_shuffled_finding("m", [0.3] * 20, [0.2] * 20)
     assert strong.verdict == "effect" and mi_headline(strong.to_dict()).startswith("answer-specific MI")
-    rows = [{"word": "so", "peak_count": 9, "total_count": 40, "ratio": 1.007, "ci_low": 0.33, "ci_high": 1.80},
-            {"word": "zero", "peak_count": 0, "total_count": 5, "ratio": 0.0, "ci_low": 0.0, "ci_high": 0.0}]
-    words = word_findings("m", rows, n=40, top=5)
+    rows = [{"word": "so", "peak_count": 9, "total_count": 40, "ratio": 1.007, "ci_low": 0.33, "ci_high": 1.80,
+             "n_units": 40},
+            {"word": "zero", "peak_count": 0, "total_count": 5, "ratio": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n_units": 5}]
+    words = word_findings("m", rows, top=5, mi_control=strong)
     assert [w.claim for w in words] == ["m: 'so' is enriched at peaks"] and words[0].verdict == "no effect"
     assert words_headline(words).startswith(NO_WORD)
     rows[0].update(ratio=3.0, ci_low=2.1, ci_high=4.0)
-    assert words_headline(word_findings("m", rows, n=40, top=5)).startswith("thinking words enriched at peaks: 'so' x3.00")
-    hard = peak_fraction_finding("m", 600, 1312, n=40)
-    assert hard.verdict == "no effect" and "46%" in hard.extra["flag"]
-    sparse = peak_fraction_finding("m", 30, 1312, n=40)
-    assert sparse.verdict == "effect" and "flag" not in sparse.extra
+    assert words_headline(word_findings("m", rows, top=5, mi_control=strong)).startswith(
+        "thinking words enriched at peaks: 'so' x3.00")
+    assert words_headline(word_findings("m", rows, top=5, mi_control=f)).startswith(NO_WORD)  # MI failed its control
+    assert "46%" in peak_fraction_note("m", 600, 1312)["flag"] and "flag" not in peak_fraction_note("m", 30, 1312)
 
 
 def test_intervention_findings_have_n_wilson_and_headroom() -> None:
@@ -232,11 +275,11 @@ def test_job_summary_holds_findings_and_the_report_uses_headlines(tiny_dirs, tmp
     summary = json.loads((out / "meta.json").read_text())["summary"]
     findings = summary["findings"]
     stats = [f["statistic"] for f in findings]
-    assert stats[0] == "mean MI" and "peak_fraction" in stats
+    assert stats[0] == "mean MI" and "peak_fraction" not in stats  # top-k sets it: a note, not a finding
     assert all(set(f) >= {"claim", "statistic", "value", "ci", "n", "control", "control_value", "verdict"} for f in findings)
     mi = findings[0]
     assert mi["control"] == "shuffled answer" and mi["n"] == 4 and mi["verdict"] == "too few samples"
-    assert "no answer-specific MI: the shuffled control matches (too few samples)" in printed
+    assert "no answer-specific MI: the shuffled control matches (all steps) (too few samples)" in printed
     assert "no thinking word is enriched" in printed and "top thinking words" not in printed
-    frac = next(f for f in findings if f["statistic"] == "peak_fraction")  # k = 2 of <= 6 tokens: a third or more
-    assert frac["value"] > 0.2 and "not sparse" in frac["extra"]["flag"] and "not sparse" in printed
+    note = summary["peak_fraction_note"]  # k = 2 of <= 6 tokens: a third or more
+    assert note["peak_fraction"] > 0.2 and "not sparse" in note["flag"] and note["set_by_the_rule"] and "not sparse" in printed
