@@ -163,3 +163,19 @@ def test_validity_statement_names_the_exact_interval_and_does_not_claim_proof():
     assert "exact 95% interval" in curve.statement(0) and "one-sided exact binomial test of <= 0.05" in curve.statement(0)
     assert curve.statement(1).endswith("the bound is rejected at n=100")
     assert curve.verdict(0) == "underpowered" and curve.verdict(1) == "rejected"
+
+
+def test_validity_is_a_one_sided_binomial_test_at_its_level_with_its_power():
+    """Issue 39: the bound is tested one-sided at the declared delta, at level 0.05 (27/379 at delta 0.05: p = 0.043,
+    rejected; the two-sided Clopper-Pearson interval's lower end 0.0475 would not reject it), and its power is exact."""
+    k = np.array([19, 27])
+    lo, hi = clopper_pearson(k, 379)
+    curve = ValidityCurve(np.array([0.05, 0.05]), k / 379, lo, hi, 379, k, 0.95)
+    assert curve.p_value[1] == pytest.approx(binomtest(27, 379, 0.05, alternative="greater").pvalue)
+    assert curve.consistent.tolist() == [True, False] and curve.lower[1] <= 0.05
+    assert curve.verdict(0) == "underpowered" and curve.verdict(1) == "rejected"
+    # the power: P(X >= 27 | 379, 0.07), 27 being the smallest count the test rejects at 0.05
+    assert binomtest(26, 379, 0.05, alternative="greater").pvalue >= 0.05
+    from scipy.stats import binom
+
+    assert curve.power[0] == pytest.approx(binom.sf(26, 379, 0.07)) and curve.power[0] < 0.8
