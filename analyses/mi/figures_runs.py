@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -57,6 +58,25 @@ def _hover(tokens: Sequence[str], values: Sequence[float], what: str) -> list[st
     return [f"step {t}<br>token {tok!r}<br>{what} {v:.4g}" for t, (tok, v) in enumerate(zip(tokens, values))]
 
 
+def control_line(own: Sequence[float], shuffled: Sequence[float] | None) -> str:
+    """What this trajectory's shuffled-answer control says, for the chart's title: a curve that its control matches
+    is not read as MI with the answer ("" without a control).
+
+    Example:
+        >>> control_line([0.2, 0.4], [0.1, 0.1])
+        'own answer above the shuffled one at 2/2 steps (mean 0.3 vs 0.1)'
+        >>> control_line([0.2, 0.2], [0.3, 0.1])
+        'the shuffled answer scores as high (mean 0.2 vs 0.2): this curve is not answer-specific'
+    """
+    if shuffled is None or not len(own) or len(own) != len(shuffled):
+        return ""
+    o, sh = np.asarray(own, dtype=float), np.asarray(shuffled, dtype=float)
+    above = int((o > sh).sum())
+    if o.mean() > sh.mean():
+        return f"own answer above the shuffled one at {above}/{len(o)} steps (mean {o.mean():.3g} vs {sh.mean():.3g})"
+    return f"the shuffled answer scores as high (mean {o.mean():.3g} vs {sh.mean():.3g}): this curve is not answer-specific"
+
+
 def figure_trajectory(record: TrajectoryRecord, *, site: str | None = None, rule: str = "top_k",
                       variants: bool = True, shuffled: bool = True, whisker: float = 1.5) -> go.Figure:
     """MI curve(s) of one stored trajectory: per-token hover, the peaks of ``rule`` on the first panel,
@@ -86,12 +106,14 @@ def figure_trajectory(record: TrajectoryRecord, *, site: str | None = None, rule
     fig = make_subplots(rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=[p[0] for p in panels] if len(panels) > 1 else None)
     for r, (name, own, shuf) in enumerate(panels, start=1):
-        fig.add_trace(go.Scatter(x=x, y=own, mode="lines", name=name, hovertext=_hover(tokens, own, "MI"),
+        # the own-answer curve is drawn above its control (zorder), whichever scores higher
+        fig.add_trace(go.Scatter(x=x, y=own, mode="lines", name=name, hovertext=_hover(tokens, own, "MI"), zorder=2,
                                  hoverinfo="text", line={"color": "#1f77b4" if r == 1 else None}), row=r, col=1)
         if shuffled and shuf is not None:
             fig.add_trace(go.Scatter(x=x, y=shuf, mode="lines", name=f"shuffled answer (#{record.shuffled_answer_of})",
                                      line={"dash": "dash", "color": "gray"}, legendgroup="shuffled", showlegend=r == 1,
-                                     hovertext=_hover(tokens, shuf, "MI vs shuffled answer"), hoverinfo="text"),
+                                     hovertext=_hover(tokens, shuf, "MI vs shuffled answer"), hoverinfo="text",
+                                     zorder=1),
                           row=r, col=1)
         fig.update_yaxes(title_text="nHSIC", row=r, col=1)
     first = panels[0][1]
@@ -99,10 +121,13 @@ def figure_trajectory(record: TrajectoryRecord, *, site: str | None = None, rule
     fig.add_trace(go.Scatter(x=idx, y=[first[i] for i in idx], mode="markers+text", name=f"peaks ({rule})",
                              text=[tokens[i].strip() for i in idx], textposition="top center",
                              marker={"size": 10, "symbol": "diamond", "color": "crimson"},
-                             hovertext=[_hover(tokens, first, "peak MI")[i] for i in idx], hoverinfo="text"), row=1, col=1)
+                             hovertext=[_hover(tokens, first, "peak MI")[i] for i in idx], hoverinfo="text", zorder=3),
+                  row=1, col=1)
     fig.update_xaxes(title_text="generated token (step)", row=len(panels), col=1)
     mark = "correct" if record.correct else f"wrong (parsed {record.parsed}, gold {record.answer})"
-    fig.update_layout(title={"text": f"MI with the answer per generated token: {record.model} #{record.index}, {mark}"},
+    control = control_line(panels[0][1], panels[0][2]) if shuffled else ""
+    fig.update_layout(title={"text": f"MI with the answer per generated token: {record.model} #{record.index}, {mark}"
+                             + (f"<br><sub>{control}</sub>" if control else "")},
                       hovermode="closest", height=300 + 200 * len(panels), margin={"t": 70})
     return fig
 
@@ -121,9 +146,11 @@ def figure_overlay(models: Sequence[Mapping[str, Any]], *, x: str = "fraction", 
             means[f"{model_label(m)}: shuffled answer"] = m["mean_curves"][f"shuffled_{x}"]
     fig = figure_mean_curves(means, x=x, title=f"Mean MI per model ({site or 'main site'}, "
                              f"{'relative position' if x == 'fraction' else 'by step'})")
-    for tr in fig.data:
-        if "shuffled" in (tr.name or ""):
+    for tr in fig.data:  # the controls dashed and drawn below the own-answer curves
+        control = "shuffled" in (tr.name or "")
+        if control:
             tr.line.dash = "dash"
+        tr.zorder = 0 if control else 1
     return fig
 
 

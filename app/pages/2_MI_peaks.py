@@ -132,6 +132,7 @@ def enrichment_section(run, models: list[dict[str, Any]]) -> None:
         return
     show_figure(run, f"enrichment-{key}-{rule}-{unit}", key="mi-enr-fig")
     table([{"token": w["word"], "at peaks": w["peak_count"], "anywhere": w["total_count"],
+            "trajectories": w.get("n_units"),  # the units of the interval (one looping trajectory is one)
             "ratio": w["ratio"], "CI low": w["ci_low"], "CI high": w["ci_high"]} for w in block["words"]],
           key="mi-enr-table", name=f"enrichment-{key}-{rule}-{unit}")
     peak_links(run, key, rule, unit, [w["word"] for w in block["words"]])

@@ -76,3 +76,33 @@ def test_model_overlay_means_by_hand() -> None:
         figure_model_overlay({"m": []})
     with pytest.raises(ThinklensError):
         figure_model_overlay({"m": [np.zeros(2)]}, x="time")
+
+
+def test_trajectory_chart_draws_the_own_curve_above_its_control_and_says_when_the_control_matches() -> None:
+    """Kills: the shuffled curve drawn above the real one in the default chart, with nothing saying that the control
+    scores as high (issue 39): the own curve is on top (zorder) and the title states the control's reading."""
+    import dataclasses
+
+    import numpy as np
+
+    from thinklens.analyses.mi.config import MIPeaksJobConfig
+    from thinklens.analyses.mi.figures_runs import figure_overlay, figure_trajectory
+    from thinklens.analyses.mi.synthetic import synthetic_record
+
+    rec = synthetic_record(0, "m", "think", 2, MIPeaksJobConfig(k=2), np.random.default_rng(0))
+    own = rec.mi[rec.site]
+    high = [v + 1.0 for v in own]  # a control that scores above the own answer everywhere
+    rec = dataclasses.replace(rec, shuffled={**rec.shuffled, rec.estimator: high})
+    fig = figure_trajectory(rec, variants=False)
+    own_tr, shuf_tr = fig.data[0], fig.data[1]
+    assert "shuffled" in shuf_tr.name and own_tr.zorder > shuf_tr.zorder and fig.data[-1].zorder > own_tr.zorder
+    assert "not answer-specific" in fig.layout.title.text
+    low = dataclasses.replace(rec, shuffled={**rec.shuffled, rec.estimator: [v - 1.0 for v in own]})
+    assert f"above the shuffled one at {len(own)}/{len(own)} steps" in figure_trajectory(low, variants=False).layout.title.text
+    assert "shuffled" not in figure_trajectory(rec, variants=False, shuffled=False).layout.title.text
+    models = [{"name": "m", "key": "m", "site": "s", "style": "think",
+               "mean_curves": {"step": {"s": {"x": [0, 1], "mean": [0.1, 0.2], "sem": [0.01, 0.01], "n": [4, 4]}},
+                               "shuffled_step": {"x": [0, 1], "mean": [0.5, 0.6], "sem": [0.01, 0.01], "n": [4, 4]}}}]
+    overlay = figure_overlay(models, x="step", shuffled=True)
+    for tr in overlay.data:
+        assert tr.zorder == (0 if "shuffled" in tr.name else 1)
