@@ -231,8 +231,8 @@ def report(result: LynxResult) -> str:
     for o in result.report.outcomes:
         r = rows.get(o.param) if o.policy == "lynx" else None
         tail = (f"  {_fmt(r['rate'])} [{_fmt(r['lower'])}, {_fmt(r['upper'])}] "
-                f"{'not rejected' if r['consistent'] else 'REJECTED'} at δ, power {_fmt(r['power'], '.2f')} against "
-                f"δ+{r['violation']:g}: {'shown' if r['validity_shown'] else 'not shown'}" if r else "")
+                f"{'not rejected' if r['consistent'] else 'REJECTED'} at δ, power {_fmt(r.get('power'), '.2f')} against "
+                f"δ+{r.get('violation', 0.02):g}: {'shown' if r.get('validity_shown') else 'not shown'}" if r else "")
         lines.append(f"{o.label:<18}{o.accuracy:>9.3f}{o.accuracy - full:>+8.3f}{o.mean_tokens:>8.1f}{o.saving:>8.1%}"
                      f"{o.exit_rate:>7.1%}{tail}")
     if s.get("skipped_deltas"):
