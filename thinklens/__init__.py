@@ -92,5 +92,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The lazy names too, so ``dir(thinklens)`` and tab completion (Jupyter, IPython) list them before use."""
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names, lazy ones included, so ``dir(thinklens)`` and tab completion (Jupyter, IPython) list them
+    before use, and not this module's own imports (``Any``, ``Path``, ``sys``)."""
+    return sorted({*__all__, "CAPABILITIES", "__version__"})

@@ -25,6 +25,10 @@ from thinklens.errors import ThinklensError, cli_terms, did_you_mean
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # --n-problem is a typo, not --n-problems: said so, not guessed
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         sys.stderr.write(f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(2)

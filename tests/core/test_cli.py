@@ -97,3 +97,12 @@ def test_capture_job_errors_exit_2(tiny_dirs, tmp_path, capsys):
 def test_argparse_error_one_line():
     res = run_cli("run", "capture", "--batch-size", "many")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_an_abbreviated_flag_is_refused_with_the_full_name(capsys):
+    """argparse's abbreviations are off: --n-problem is a typo to name, not a prefix of --n-problems to guess."""
+    with pytest.raises(SystemExit) as e:
+        main(["run", "eval", "--model", "tiny-cot", "--n-problem", "3", "--no-progress"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--n-problem 3" in err and "did you mean '--n-problems'" in err
+    assert len(err.strip().splitlines()) == 1

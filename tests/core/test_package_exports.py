@@ -74,6 +74,7 @@ def test_thinklens_dir_lists_the_lazy_names():
     for name, module in thinklens._LAZY.items():  # oracle: the defining module's own attribute
         assert getattr(thinklens, name) is getattr(importlib.import_module(module), name), name
     assert {"ThinklensError", "__version__", "run_job", "HookedModel", "Site"} <= set(names)
+    assert not {"Any", "Path", "sys", "importlib", "TYPE_CHECKING", "annotations"} & set(names)  # its own imports
 
 
 def test_importing_the_packages_loads_no_heavy_module():
