@@ -73,8 +73,11 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     ``coeff * max_acts[feature]`` keeping the SAE error (arms without a feature are skipped).
     Coefficient 0 in ``add`` mode is the unsteered baseline (computed once). With ``do_sample`` every
     arm samples with the same seed (common random numbers: differences come from the steering).
-    ``answers``: gold answers (graded by :func:`thinklens.data.answers.is_correct`), or None.
+    ``answers``: gold answers (graded by :func:`thinklens.data.answers.is_correct`), or None. Each row counts the traces
+    that say ``word``, the correct ones and the degenerate ones (:func:`thinklens.steering.contrast.is_degenerate`).
     """
+    from thinklens.steering.contrast import is_degenerate
+
     s = model.resolve_site(site)
     if mode not in ("add", "clamp"):
         raise ThinklensError.of("steering mode", mode, "'add' or 'clamp'", f"pass {opt('mode', 'add')}")
@@ -101,9 +104,11 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
                                      do_sample=do_sample, seed=seed, temperature=1.0)
                 texts = [t.text for t in trs]
                 res: dict[str, Any] = {**reflection_counts(texts, (word,)), "mean_tokens": sum(len(t) for t in trs) / len(trs),
-                                       "sample": texts[0], "traces_with_word": traces_with(texts, word), "n_traces": len(texts)}
+                                       "sample": texts[0], "traces_with_word": traces_with(texts, word), "n_traces": len(texts),
+                                       "degenerate_traces": sum(is_degenerate(t) for t in texts)}
                 if answers is not None:
-                    res["accuracy"] = sum(graded(texts, answers)) / len(answers)
+                    res["correct_traces"] = sum(graded(texts, answers))
+                    res["accuracy"] = res["correct_traces"] / len(answers)
                 cache[key] = res
             row = {"arm": arm, "feature": feature, "coeff": c, "added_norm": norm, **cache[key]}
             rows.append(row)

@@ -15,6 +15,9 @@ row's sums resampled together:
 
 A resample whose zero-ablation gap is not positive (the recovery is undefined there) counts as no recovery (0).
 
+An SAE with more than :data:`MAX_DEAD_SHARE` of its features dead (never active on the held-out data) is flagged
+(:func:`dead_feature_warning`): the explained-variance claim carries the flag and the run's summary its ``warnings``.
+
 Example:
     >>> per_row = {"ce_clean": [1.0] * 20, "ce_sae": [1.5] * 20, "ce_zero": [6.0] * 20, "kl_sae": [0.4] * 20,
     ...            "kl_zero": [5.0] * 20, "res_ss": [1.0] * 20, "tot_ss": [10.0] * 20, "tokens": [4] * 20}
@@ -39,6 +42,31 @@ from thinklens.errors import ThinklensError
 
 ZERO_ABLATION = "zero ablation"
 MEAN = "predicting the mean activation"
+MAX_DEAD_SHARE = 0.5
+"""A share of dead features above this is flagged, stated before any run: most of the dictionary then codes nothing
+(an SAE trained too briefly, at a too high learning rate, or on a residual whose mean it never learned)."""
+
+
+def dead_feature_warning(metrics: Mapping[str, Any]) -> str | None:
+    """The warning for an SAE with more than :data:`MAX_DEAD_SHARE` of its features dead, or None.
+
+    ``metrics``: ``dead_features`` and ``d_sae`` (sae-lens's evals or :func:`thinklens.steering.sae.row_metrics`).
+
+    Example:
+        >>> dead_feature_warning({"dead_features": 333, "d_sae": 512})[:70]
+        '333 of 512 features (65%) are dead (never active on the held-out data)'
+        >>> dead_feature_warning({"dead_features": 20, "d_sae": 512}) is None
+        True
+    """
+    dead, d_sae = metrics.get("dead_features"), metrics.get("d_sae")
+    if not isinstance(dead, (int, float)) or not isinstance(d_sae, (int, float)) or d_sae <= 0:
+        return None
+    share = dead / d_sae
+    if share <= MAX_DEAD_SHARE:
+        return None
+    return (f"{int(dead)} of {int(d_sae)} features ({share:.0%}) are dead (never active on the held-out data), more than "
+            f"the {MAX_DEAD_SHARE:.0%} flagged: most of the dictionary codes nothing; train longer, lower the learning "
+            "rate, or use fewer features")
 
 
 def format_l0(l0: float | None) -> str:
@@ -52,6 +80,11 @@ def format_l0(l0: float | None) -> str:
     if l0 is None or (isinstance(l0, float) and math.isnan(l0)):
         return "-"
     return f"{l0:.0f}" if abs(l0 - round(l0)) < 0.05 else f"{l0:.1f}"
+
+
+def sae_warnings(metrics: Mapping[str, Any]) -> list[str]:
+    """What a run must say about its SAE whatever its findings (the summary's ``warnings``): too many dead features."""
+    return [w for w in (dead_feature_warning(metrics),) if w]
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -125,14 +158,14 @@ def sae_findings(metrics: Mapping[str, Any], *, seed: int = 0) -> list[Finding]:
                              "KL recovered", c["kl_zero"], c["kl_sae"], np.zeros_like(c["kl_zero"]), seed=seed,
                              what_costs="KL divergence")]
     out.append(variance_finding(c["res_ss"], c["tot_ss"], site=site, l0=metrics.get("l0"), seed=seed,
-                                where="at generated tokens"))
+                                where="at generated tokens", warning=dead_feature_warning(metrics)))
     return [dataclasses.replace(f, extra={**f.extra, "tokens": tokens, "scored_on": "generated tokens"}) for f in out]
 
 
 def variance_finding(res_ss: np.ndarray, tot_ss: np.ndarray, *, site: str, l0: float | None, seed: int = 0,
-                     where: str) -> Finding:
+                     where: str, warning: str | None = None) -> Finding:
     """Explained variance ``1 - sum res_ss / sum tot_ss`` over units (rows), with its bootstrap interval, against
-    predicting the mean (0)."""
+    predicting the mean (0); ``warning`` (:func:`dead_feature_warning`) goes into the claim and ``extra["warning"]``."""
     res_ss, tot_ss = np.asarray(res_ss, dtype=np.float64), np.asarray(tot_ss, dtype=np.float64)
     n = int(res_ss.size)
     value = 1.0 - float(res_ss.sum()) / float(tot_ss.sum()) if tot_ss.sum() > 0 else float("nan")
@@ -142,11 +175,15 @@ def variance_finding(res_ss: np.ndarray, tot_ss: np.ndarray, *, site: str, l0: f
     if value < 0:
         extra["flag"] = "explained variance below 0: the reconstruction is further from the activations than their mean"
         claim = f"{claim} [{extra['flag']}]"
+    if warning:
+        extra["warning"] = warning
+        claim = f"{claim} [{warning}]"
     verdict = "too few samples" if math.isnan(value) else verdict_from_interval(ci, 0.0, n=n)
     return Finding(claim, "explained variance", value, ci, n, MEAN, 0.0, verdict, extra=extra)
 
 
-def rows_variance_finding(sae: Any, rows: Any, *, site: str, l0: float | None, seed: int = 0) -> Finding:
+def rows_variance_finding(sae: Any, rows: Any, *, site: str, l0: float | None, seed: int = 0,
+                          warning: str | None = None) -> Finding:
     """Explained variance of ``sae`` on held-out activation rows ``[rows, d]`` (one unit per row), for an SAE trained
     on stored rows (no model, so no CE or KL)."""
     import torch
@@ -156,5 +193,5 @@ def rows_variance_finding(sae: Any, rows: Any, *, site: str, l0: float | None, s
         xhat = sae(x)  # [rows, d]
         res = ((x - xhat) ** 2).sum(-1).double().cpu().numpy()  # [rows]
         tot = ((x - x.mean(0)) ** 2).sum(-1).double().cpu().numpy()  # [rows]
-    return variance_finding(res, tot, site=site, l0=l0, seed=seed, where="on held-out stored rows")
+    return variance_finding(res, tot, site=site, l0=l0, seed=seed, where="on held-out stored rows", warning=warning)
 

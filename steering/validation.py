@@ -14,14 +14,18 @@
   inside +-:data:`NULL_MARGIN`, a TOST). A non-significant difference is not enough, and an SAE that learned nothing
   (a random decoder, an untrained SAE) scores chance on the second test too, so the first one is what it fails.
 - ``steer null-word``: ``steer --word <w>`` for a word the model never writes must refuse (a ThinklensError
-  naming the word) or report no effect, never steer "the best" of features that all correlate 0.
+  naming the word), never steer "the best" of features that all correlate 0. A run that steers instead passes only
+  when no finding is an effect and, at every coefficient, the word rate's difference from the equal-norm random
+  feature is shown within +-:data:`NULL_WORD_MARGIN` (Newcombe's 95% interval inside the margin: stricter than the
+  90% interval of a TOST), not merely not significant.
 - ``steer planted``: on the overthinking organism (``tiny-overthink``: "Wait, let me double-check." rounds),
   the feature the steer job picks for "wait" must move the share of traces that say wait monotonically with
   the coefficient, in excess of the equal-norm random feature at each coefficient (any added norm disrupts the
   re-check rounds; the control pays the same disruption), and rise over the sweep (statistic: the rate at the
   largest coefficient minus the rate at the smallest, with
   Newcombe's interval, above 0), and at one end of the sweep its Wilson interval must lie beyond the
-  equal-norm random feature's in the coefficient's direction (the job's own finding says ``effect``). The
+  equal-norm random feature's in the coefficient's direction (the job's own finding says ``effect``: beyond every arm
+  it ran and the unsteered run, within its harm bound on accuracy and degenerate text). The
   organism re-checks in nearly every sampled trace, so its unsteered rate is near 1: the effect shows as
   steering down.
 
@@ -342,6 +346,8 @@ def _steer_planted(ctx: SettingContext) -> Check:
 NULL_WORD = "actually"
 """A thinking word tiny-r1 never writes (its reasoning words are wait, hmm and therefore; tiny-overthink adds
 alternatively, so the null word is not that one)."""
+NULL_WORD_MARGIN = 0.10
+"""``steer null-word``: margin of no practical effect on a word rate (share of traces), stated before any run."""
 NULL_WORD_MODEL = "tiny-r1"
 """The model of ``steer null-word`` (any model works: the word must be one it never writes)."""
 
@@ -368,11 +374,31 @@ def steer_null_word_on(ctx: SettingContext, model_name: str, *, word: str = NULL
         verdict = "no-effect" if refused else "failed"
     else:
         verdicts = [f["verdict"] for f in summary["findings"]]
-        details.update(findings=summary["findings"], feature=summary["feature"], corr=summary["corr"])
-        verdict = "no-effect" if verdicts and "effect" not in verdicts else "failed"
+        within = null_word_within(summary["rates"])
+        details.update(findings=summary["findings"], feature=summary["feature"], corr=summary["corr"], within_margin=within,
+                       margin=NULL_WORD_MARGIN)
+        verdict = "no-effect" if verdicts and "effect" not in verdicts and within and all(within.values()) else "failed"
     return Check(f"{word}_rate", k / n, wilson(k, n), verdict, n=n,
                  target=f"steer --word {word} refuses (the model never writes it) or reports no effect; it must not steer "
                         "a feature picked among zero correlations", details=details)
+
+
+def null_word_within(rates: dict[str, dict[str, list[float]]]) -> dict[str, bool]:
+    """Per non-zero coefficient: whether the steered feature's word rate minus the equal-norm random feature's has its
+    Newcombe interval inside +-:data:`NULL_WORD_MARGIN` (``rates``: the steer summary's ``{arm: {coeff: [k, n]}}``).
+
+    Example:
+        >>> null_word_within({"feature": {"1": [0, 200]}, "random_feature": {"1": [0, 200]}})
+        {'1': True}
+        >>> null_word_within({"feature": {"1": [0, 16]}, "random_feature": {"1": [0, 16]}})  # too few traces to show it
+        {'1': False}
+    """
+    steered, control = rates.get("feature", {}), rates.get("random_feature", {})
+    out = {}
+    for c in sorted((c for c in steered if float(c) != 0 and c in control), key=float):
+        _, (lo, hi) = rate_difference(int(steered[c][0]), int(steered[c][1]), int(control[c][0]), int(control[c][1]))
+        out[c] = bool(-NULL_WORD_MARGIN < lo and hi < NULL_WORD_MARGIN)
+    return out
 
 
 def _steer_null_word(ctx: SettingContext) -> Check:

@@ -108,7 +108,7 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.steering.problems import data_format
     from thinklens.steering.sae import evaluate_sae, train_sae
     from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows
-    from thinklens.steering.sae_findings import sae_findings
+    from thinklens.steering.sae_findings import sae_findings, sae_warnings
 
     if config.activations:
         return run_on_rows(config, ctx)
@@ -131,6 +131,7 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     run.write_result("metrics", metrics)
     run.write_figure("sae_metrics", figures.figure_sae_metrics(metrics))
     summary = {k: metrics.get(k) for k in SUMMARY_KEYS}
+    summary["warnings"] = sae_warnings(metrics)
     log("held-out metrics: " + metric_line(summary))
     if config.stats_traces > 0:
         stats = write_feature_stats(model, sae, config, run, ps, trs[: config.stats_traces])
@@ -140,7 +141,7 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     return summary
 
 
-SUMMARY_KEYS = ("corpus", "explained_variance", "l0", "dead_features", "generated_explained_variance",
+SUMMARY_KEYS = ("corpus", "explained_variance", "l0", "dead_features", "d_sae", "generated_explained_variance",
                 "ce_loss_recovered", "kl_div_score", "fidelity_tokens", "findings")
 
 
@@ -190,7 +191,7 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.calibration.stats import findings_doc
     from thinklens.steering import figures
     from thinklens.steering.sae import read_activation_rows, train_sae_on_rows
-    from thinklens.steering.sae_findings import rows_variance_finding
+    from thinklens.steering.sae_findings import rows_variance_finding, sae_warnings
 
     rows = read_activation_rows(config.activations, config.site)
     n_held = min(config.eval_texts, len(rows) // 5)
@@ -200,13 +201,14 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
                      f"rows of width {rows.shape[1]} from {config.activations} ({n_held} held out)")
     sae, metrics = train_sae_on_rows(train, config, out_dir=ctx.run.path / "sae", held_out=held if n_held else None,
                                      source=str(config.activations))
+    warnings = sae_warnings(metrics)
     if n_held:
         metrics["findings"] = findings_doc([rows_variance_finding(sae, held, site=config.site, l0=metrics.get("l0"),
-                                                                  seed=config.seed)])
+                                                                  seed=config.seed, warning=(warnings or [None])[0])])
     ctx.run.write_result("metrics", metrics)
     ctx.run.write_figure("sae_metrics", figures.figure_sae_metrics(metrics))
-    summary = {k: metrics.get(k) for k in ("explained_variance", "l0", "dead_features", "findings") if k in metrics}
-    summary.update(sae=str(ctx.run.path / "sae"), n_rows=len(train), held_out_rows=n_held)
+    summary = {k: metrics.get(k) for k in ("explained_variance", "l0", "dead_features", "d_sae", "findings") if k in metrics}
+    summary.update(sae=str(ctx.run.path / "sae"), n_rows=len(train), held_out_rows=n_held, warnings=warnings)
     return summary
 
 
@@ -246,6 +248,7 @@ def write_feature_stats(model: "HookedModel", sae: Any, config: SAEJobConfig, ru
 
 def report(summary: dict[str, Any]) -> str:
     lines = [f"SAE (sae-lens format): {summary['sae']}", "held-out: " + metric_line(summary)]
+    lines += [f"warning: {w}" for w in summary.get("warnings") or []]
     if "stats_accuracy" in summary:
         lines.append(f"scanned traces: accuracy {summary['stats_accuracy']}, thinking words {summary['stats_word_counts']}")
     return "\n".join(lines)
@@ -254,11 +257,13 @@ def report(summary: dict[str, Any]) -> str:
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): explained variance, L0 and dead features of the SAE."""
     from thinklens.runs.headlines import num, result_json
+    from thinklens.steering.sae_findings import sae_warnings
 
     m = {**summary, **(result_json(folder, "metrics") or {})}
     dead = m.get("dead_features")
-    return (f"explained variance {num(m.get('explained_variance'), 3)}, L0 {num(m.get('l0'), 0)}, "
+    line = (f"explained variance {num(m.get('explained_variance'), 3)}, L0 {num(m.get('l0'), 0)}, "
             f"{dead if dead is not None else '?'} dead of {m.get('d_sae', '?')} features at {m.get('site', '?')}")
+    return line + (" (warning: most features dead)" if sae_warnings(m) else "")
 
 
 # A small SAE for the feature browser and live steering (the full-size one is committed in data/saes).

@@ -60,7 +60,7 @@ def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.steering.problems import held_out_prompts
     from thinklens.steering.sae import evaluate_sae, load_sae, sae_folder
     from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows
-    from thinklens.steering.sae_findings import sae_findings
+    from thinklens.steering.sae_findings import sae_findings, sae_warnings
     from thinklens.tasks.protocol import HELD_OUT
 
     sae = load_sae(sae_folder(config.sae)[0], device=str(ctx.model.device))
@@ -73,20 +73,22 @@ def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
                              seed=HELD_OUT["sampling"], temperature=1.0)
     metrics.update(sae_fidelity(ctx.model, sae, trace_rows(trs), site=config.site))
     metrics["findings"] = findings_doc(sae_findings(metrics, seed=config.seed))
+    metrics["warnings"] = sae_warnings(metrics)
     ctx.run.write_result("metrics", metrics)
     return metrics
 
 
 def summary(metrics: dict[str, Any]) -> dict[str, Any]:
-    return {k: metrics.get(k) for k in ("site", "explained_variance", "l0", "dead_features",
+    return {k: metrics.get(k) for k in ("site", "explained_variance", "l0", "dead_features", "d_sae",
                                         "generated_explained_variance", "ce_loss_recovered", "kl_div_score",
-                                        "fidelity_tokens", "findings")}
+                                        "fidelity_tokens", "findings", "warnings")}
 
 
 def report(metrics: dict[str, Any]) -> str:
     from thinklens.steering.jobs.sae import metric_line
 
-    return f"SAE at {metrics.get('site')}: " + metric_line(metrics)
+    return "\n".join([f"SAE at {metrics.get('site')}: " + metric_line(metrics)]
+                     + [f"warning: {w}" for w in metrics.get("warnings") or []])
 
 
 JOB = Job(

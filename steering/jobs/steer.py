@@ -5,8 +5,18 @@ decoder direction or clamping it, against equal-norm baselines: a random live fe
 feature, a random direction and (optionally) the difference of means of the states before ``--word``; every arm
 adds the same norm at a given coefficient, over a sweep of coefficients and seeds. ``--sae`` takes an sae-lens
 folder or an ``sae`` run folder (whose feature statistics are then reused). Results: ``results/steer.json`` (the
-word's frequency, accuracy and length per arm: rows averaged over seeds, rows per seed, the chosen feature) and
-the figure steer.
+word's frequency, accuracy, degenerate traces and length per arm: rows averaged over seeds, rows per seed, the chosen
+feature) and the figure steer.
+
+The findings (:func:`steer_findings`), one per non-zero coefficient: steering the feature moves the share of traces
+that say ``--word`` (``effect``) only when, at that coefficient, its Wilson interval lies beyond that of EVERY other
+arm the job ran (the random feature, the random direction, the top-activating feature, the difference of means: a
+competing method that does as well or better leaves the feature's effect not shown) and beyond the unsteered run's,
+and when the steered text stays within the harm bound stated before the run (``--max-accuracy-drop`` below the
+unsteered accuracy, ``--max-degenerate-rise`` over the unsteered share of degenerate traces,
+:func:`thinklens.steering.contrast.is_degenerate`). Otherwise the verdict is ``no effect`` and ``extra["not_shown"]``
+says why; a headline never says more than its finding's verdict. A difference of means from fewer than
+``--min-dom-states`` states before the word is not built (the summary's ``warnings`` say so).
 
 Example:
     >>> JOB.name, SteerJobConfig().word
@@ -16,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -80,6 +91,15 @@ class SteerJobConfig(DataOptions, StepRange):
     diff_of_means: bool = True
     """Add a difference-of-means arm: mean state before --word minus mean state before any other token
     (from sampled traces), at the same norm as the other arms."""
+    min_dom_states: int = 20
+    """Fewest states before --word the difference of means is built from; fewer: the arm is not run and the run's
+    warnings say so (a mean of 3 states is mostly noise)."""
+    max_accuracy_drop: float = 0.10
+    """Harm bound, stated before the run: a steered point whose accuracy falls more than this below the unsteered
+    accuracy is not an effect, whatever it does to the word."""
+    max_degenerate_rise: float = 0.20
+    """Harm bound, stated before the run: a steered point whose share of degenerate traces (no word, or a repeated
+    3-gram share above 0.3) rises more than this over the unsteered share is not an effect."""
 
     def check(self) -> None:
         check_finite("coefficient", self.coeffs, opt("coeffs", (-1, 0, 1)))
@@ -87,6 +107,12 @@ class SteerJobConfig(DataOptions, StepRange):
             raise ThinklensError.of(opt_name("word"), self.word, "a thinking word", f"pass {opt('word', 'wait')}")
         if self.n_seeds < 1:
             raise ThinklensError.of(opt_name("n_seeds"), self.n_seeds, "an integer >= 1", f"pass {opt('n_seeds', 3)}")
+        if self.min_dom_states < 1:
+            raise ThinklensError.of(opt_name("min_dom_states"), self.min_dom_states, "an integer >= 1",
+                                    f"pass {opt('min_dom_states', 20)}")
+        for name in ("max_accuracy_drop", "max_degenerate_rise"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ThinklensError.of(opt_name(name), getattr(self, name), "a share in [0, 1]", f"pass {opt(name, 0.1)}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ThinklensError.of(opt_name("max_new_tokens"), self.max_new_tokens, "an integer >= 1 or none",
                                     f"pass {opt('max_new_tokens', 88)}")
@@ -171,7 +197,8 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(word)
     top = stats.top_activating(exclude=[feature])
     alive = torch.tensor(stats.freq) > 0
-    dom = diff_of_means_arm(model, cfg, site, trs if cfg.sample else None, stats_prompts, max_new0, log) \
+    warnings: list[str] = []
+    dom = diff_of_means_arm(model, cfg, site, trs if cfg.sample else None, stats_prompts, max_new0, log, warnings) \
         if cfg.diff_of_means else None
     prompts, answers, max_new = steer_set.prompts, steer_set.golds, steer_set.max_new_tokens
     per_seed: list[dict[str, Any]] = []
@@ -199,9 +226,9 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
                                    "data": cfg.data or cfg.prompts, "prompt_format": fmt.kind if fmt else None,
                                    "max_new_tokens": max_new})
     ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
-    found = steer_findings(per_seed, cfg.word, feature)
+    found = steer_findings(per_seed, cfg.word, feature, harm=harm_bound(cfg))
     summary = {"feature": feature, "corr": chosen["corr"], "site": str(site), "findings": findings_doc(found),
-               "rates": word_rates(per_seed, cfg.word)}
+               "rates": word_rates(per_seed, cfg.word), "harm_bound": harm_bound(cfg), "warnings": warnings}
     summary["headlines"] = headlines(found, cfg.word, feature)
     ctx.run.finish(summary)
     return summary
@@ -223,36 +250,114 @@ def check_word_seen(stats: "FeatureStats", word: str, asked: str) -> None:
 
 def word_rates(rows: list[dict[str, Any]], word: str) -> dict[str, dict[str, list[float]]]:
     """``{arm: {coeff: [traces saying word, traces]}}`` summed over seeds (coefficient 0: the unsteered runs)."""
+    return _counts(rows, "traces_with_word")
+
+
+def _counts(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, list[float]]]:
+    """``{arm: {coeff: [sum of row[key], traces]}}`` summed over seeds; arms whose rows lack ``key`` are left out."""
     out: dict[str, dict[str, list[float]]] = {}
     for r in rows:
+        if r.get(key) is None:
+            continue
         cell = out.setdefault(r["arm"], {}).setdefault(f"{r['coeff']:g}", [0, 0])
-        cell[0] += int(r["traces_with_word"])
+        cell[0] += int(r[key])
         cell[1] += int(r["n_traces"])
     return out
 
 
-def steer_findings(rows: list[dict[str, Any]], word: str, feature: int) -> list["Finding"]:
-    """One finding per non-zero coefficient: the share of traces that say ``word`` when steering ``feature`` against
-    the equal-norm random feature at the same coefficient (Wilson intervals apart, in the coefficient's direction),
-    pooled over seeds."""
+def harm_bound(cfg: SteerJobConfig) -> dict[str, float]:
+    """The harm bound of a run, as its config states it before any steering."""
+    return {"max_accuracy_drop": cfg.max_accuracy_drop, "max_degenerate_rise": cfg.max_degenerate_rise}
+
+
+#: What each arm is, for the reason a finding is not shown: controls (nothing to steer with) and competing methods.
+ARM_NAMES = {"random_feature": "the equal-norm random feature", "random_direction": "the equal-norm random direction",
+             "top_activating": "the top-activating feature (a competing choice of feature)",
+             "diff_of_means": "the difference-of-means baseline (a competing method)", "unsteered": "the unsteered run"}
+
+
+def _harm(rows_acc: dict[str, dict[str, list[float]]], rows_deg: dict[str, dict[str, list[float]]], c: str,
+          harm: dict[str, float]) -> dict[str, Any]:
+    """The steered feature's accuracy and degenerate share at ``c`` against the unsteered run (coefficient 0)."""
+    from thinklens.calibration.stats import wilson
+
+    out: dict[str, Any] = {**harm, "within": True, "exceeded": []}
+    base = "0"
+    for key, counts, bound, worse in (("accuracy", rows_acc, "max_accuracy_drop", -1),
+                                      ("degenerate", rows_deg, "max_degenerate_rise", 1)):
+        here, ref = counts.get("feature", {}).get(c), counts.get("feature", {}).get(base)
+        if here is None or ref is None:
+            out[key] = None  # not graded (a prompt file without answers), or no unsteered run
+            continue
+        value, unsteered = here[0] / here[1], ref[0] / ref[1]
+        change = worse * (value - unsteered)  # > 0: worse than unsteered
+        out[key] = {"steered": value, "unsteered": unsteered, "ci": list(wilson(int(here[0]), int(here[1]))),
+                    "n": int(here[1]), "worse_by": change}
+        if change > harm[bound] + 1e-12:
+            out["within"] = False
+            out["exceeded"].append(f"{key} {unsteered:.3f} -> {value:.3f} ({'drop' if worse < 0 else 'rise'} "
+                                   f"{change:.3f} > {harm[bound]:g})")
+    return out
+
+
+def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
+                   harm: dict[str, float] | None = None) -> list["Finding"]:
+    """One finding per non-zero coefficient: the share of traces that say ``word`` when steering ``feature``, pooled
+    over seeds, against every other arm at the same coefficient and the unsteered run.
+
+    ``effect`` only when the feature's Wilson interval lies beyond each of theirs in the coefficient's direction (the
+    finding's ``control`` is the equal-norm random feature; every comparison is in ``extra["controls"]``) and the
+    feature's steered text stays within ``harm`` (``max_accuracy_drop``, ``max_degenerate_rise`` against the unsteered
+    run; ``extra["harm"]``). Otherwise ``no effect`` with the reason in ``extra["not_shown"]``.
+
+    Example:
+        >>> rows = [{"arm": a, "coeff": c, "traces_with_word": k, "n_traces": 40, "correct_traces": r, "degenerate_traces": 0}
+        ...         for a, c, k, r in (("feature", 0.0, 10, 20), ("feature", 1.0, 38, 2), ("random_feature", 1.0, 10, 20))]
+        >>> f = steer_findings(rows, "wait", 7)[0]
+        >>> f.verdict, f.extra["not_shown"]
+        ('no effect', 'beyond the harm bound: accuracy 0.500 -> 0.050 (drop 0.450 > 0.1)')
+    """
     from thinklens.calibration.stats import accuracy_finding
 
+    harm = {"max_accuracy_drop": 0.10, "max_degenerate_rise": 0.20} if harm is None else harm
     rates = word_rates(rows, word)
+    acc, deg = _counts(rows, "correct_traces"), _counts(rows, "degenerate_traces")
     steered, control = rates.get("feature", {}), rates.get("random_feature", {})
     out = []
     for c in sorted((k for k in steered if float(k) != 0 and k in control), key=float):
         (k, n), (kc, nc) = steered[c], control[c]
-        way = "raises" if float(c) > 0 else "lowers"
-        f = accuracy_finding(f"steering feature {feature} at c={c} {way} the share of traces that say {word!r}", int(k), int(n),
-                             control="random feature (equal norm)", control_k=int(kc), control_n=int(nc),
-                             statistic=f"{word}_rate", higher_is_effect=float(c) > 0)
-        f.extra["coeff"] = float(c)
-        out.append(f)
+        up = float(c) > 0
+        way = "raises" if up else "lowers"
+        claim = f"steering feature {feature} at c={c} {way} the share of traces that say {word!r}"
+        f = accuracy_finding(claim, int(k), int(n), control="random feature (equal norm)", control_k=int(kc),
+                             control_n=int(nc), statistic=f"{word}_rate", higher_is_effect=up)
+        others = {arm: by_c[c] for arm, by_c in rates.items() if arm not in ("feature", "random_feature") and c in by_c}
+        if "0" in steered:
+            others["unsteered"] = steered["0"]
+        compared: dict[str, Any] = {}
+        for arm, (ka, na) in others.items():
+            g = accuracy_finding(claim, int(k), int(n), control=arm, control_k=int(ka), control_n=int(na),
+                                 statistic=f"{word}_rate", higher_is_effect=up)
+            compared[arm] = {"rate": ka / na if na else None, "k": int(ka), "n": int(na), "ci": g.extra.get("control_ci"),
+                             "beaten": g.verdict == "effect"}
+        h = _harm(acc, deg, c, harm)
+        reasons = [] if f.verdict == "effect" else ["random feature does as well"]
+        if f.verdict == "effect":
+            reasons += [f"{ARM_NAMES.get(arm, arm)} does as well or better ({word!r} rate {r['rate']:.2f} vs {k / n:.2f})"
+                        for arm, r in compared.items() if not r["beaten"]]
+        if not h["within"]:
+            reasons.append("beyond the harm bound: " + "; ".join(h["exceeded"]))
+        extra = {**f.extra, "coeff": float(c), "controls": compared, "harm": h}
+        verdict = f.verdict
+        if reasons:
+            extra["not_shown"] = "; ".join(reasons)
+            verdict = "no effect" if verdict == "effect" else verdict
+        out.append(dataclasses.replace(f, verdict=verdict, extra=extra))
     return out
 
 
 def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
-    """The report's lines: each finding's headline ("random feature does as well" unless its verdict is effect)."""
+    """The report's lines: each finding's headline (an effect only when its verdict is one; else why not)."""
     from thinklens.calibration.stats import headline
 
     lines = []
@@ -261,15 +366,18 @@ def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
         ci = f"[{f.ci[0]:.2f}, {f.ci[1]:.2f}]"
         lo, hi = f.extra["control_ci"]
         ctrl = f"random feature {f.control_value:.2f} [{lo:.2f}, {hi:.2f}]"
+        why = f.extra.get("not_shown", "random feature does as well")
         lines.append(headline(f, effect=f"{c}: feature {feature} moves the {word!r} rate to {f.value:.2f} {ci} vs {ctrl} "
-                                        f"(n={f.n}; effect)",
-                              otherwise=f"{c}: random feature does as well: {word!r} rate {f.value:.2f} {ci} vs {ctrl} (n={f.n})"))
+                                        f"and beats every other arm within the harm bound (n={f.n}; effect)",
+                              otherwise=f"{c}: not shown: {why}: {word!r} rate {f.value:.2f} {ci} vs {ctrl} (n={f.n})"))
     return lines
 
 
-def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", traces, prompts, max_new: int, log):
+def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", traces, prompts, max_new: int, log,
+                      warnings: list[str] | None = None):
     """The difference-of-means direction for ``cfg.word`` (un-normalised): the mean state before the word
-    (where it starts on the decoded text) minus the mean state before any other token; None with a log line."""
+    (where it starts on the decoded text) minus the mean state before any other token; None with a log line, and a
+    line in ``warnings``, when it cannot be built or rests on fewer than ``cfg.min_dom_states`` states before the word."""
     from thinklens.steering.features import token_separator, word_starts
     from thinklens.steering.vectors import marked_diff_of_means
 
@@ -282,6 +390,16 @@ def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", t
         sv = marked_diff_of_means(traces, site, marks, what=repr(cfg.word))
     except ThinklensError as e:
         log(f"diff_of_means arm skipped: {e}")
+        if warnings is not None:
+            warnings.append(f"difference-of-means baseline not run: {e}")
+        return None
+    if sv.n_a < cfg.min_dom_states:
+        msg = (f"difference-of-means baseline not run: {sv.n_a} states before {cfg.word!r} in the sampled traces, fewer "
+               f"than {cfg.min_dom_states} (a mean of so few is mostly noise); scan more traces "
+               f"({opt('stats_traces', 400)}) or lower {opt_name('min_dom_states')}")
+        log(msg)
+        if warnings is not None:
+            warnings.append(msg)
         return None
     log(f"diff_of_means: {sv.n_a} states before {cfg.word!r} vs {sv.n_b} others, |v| {sv.norm:.3f}")
     return sv.vector
@@ -316,17 +434,31 @@ def aggregate_seeds(rows: list[dict[str, Any]], word: str) -> list[dict[str, Any
 
 def report(summary: dict[str, Any]) -> str:
     lines = [f"steered feature {summary['feature']} at {summary['site']} (corr with the next word {summary['corr']:.3f})"]
+    bound = summary.get("harm_bound")
+    if bound:
+        lines.append(f"harm bound (stated before the run): accuracy drop <= {bound['max_accuracy_drop']:g}, degenerate "
+                     f"share rise <= {bound['max_degenerate_rise']:g} against the unsteered run")
+    lines += [f"warning: {w}" for w in summary.get("warnings", [])]
     return "\n".join(lines + list(summary.get("headlines", [])))
 
 
 def headline(summary: dict, folder: Path) -> str:
-    """The run in a line (Home, ``thinklens runs``): the steered feature and its correlation with the next word."""
+    """The run in a line (Home, ``thinklens runs``): the steered feature, its correlation with the next word, and what
+    its findings show (never more than their verdicts)."""
     from thinklens.runs.headlines import num, result_json
 
     word = ((result_json(folder, "steer") or {}).get("chosen") or {}).get("word")
     where = f"feature {summary.get('feature', '?')} at {summary.get('site', '?')}"
-    return (f"{where}: correlation {num(summary.get('corr'))} with the next {word!r}" if word
+    line = (f"{where}: correlation {num(summary.get('corr'))} with the next {word!r}" if word
             else f"{where}, correlation {num(summary.get('corr'))}")
+    found = summary.get("findings") or []
+    if found:
+        shown = [f"c={f['extra']['coeff']:g}" for f in found if f.get("verdict") == "effect"]
+        line += (f"; steering effect at {', '.join(shown)}" if shown
+                 else "; no steering effect shown (every control and the harm bound considered)")
+    if summary.get("warnings"):
+        line += f"; {len(summary['warnings'])} warning(s)"
+    return line
 
 
 DEMO = (DemoRun(("--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "30", "--coeffs=-1,0,1"), progress=True),)

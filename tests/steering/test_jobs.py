@@ -37,7 +37,7 @@ def test_steer_job_seeds_and_diff_of_means(tiny_llama, trained_sae, tmp_path):
     prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
     word = tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3, do_sample=True, seed=20_000)[0].tokens[0].strip()
     run_job("steer", model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=16,
-            coeffs=(0.0, 1.0), word=word, n_seeds=2, runs=tmp_path / "runs", run_id="s", progress=False)
+            coeffs=(0.0, 1.0), word=word, n_seeds=2, min_dom_states=1, runs=tmp_path / "runs", run_id="s", progress=False)
     res = RunFolder.open(tmp_path / "runs" / "steer" / "s").read_result("steer")
     assert res["seeds"] == [0, 1] and {r["seed"] for r in res["rows_by_seed"]} == {0, 1}
     assert "diff_of_means" in {r["arm"] for r in res["rows"]}  # the word is sampled, so the direction exists

@@ -153,3 +153,32 @@ def test_sae_job_on_stored_rows_reports_explained_variance(tmp_path):
     (f,) = summary["findings"]
     assert f["statistic"] == "explained variance" and f["n"] == 200 and f["verdict"] == "effect"
     assert f["value"] == pytest.approx(summary["explained_variance"], abs=0.05)
+
+
+def test_an_sae_with_most_features_dead_says_so(tmp_path):
+    """Issue 39: an SAE with 65% dead features went without a word. Past MAX_DEAD_SHARE of dead features the summary's
+    warnings, the report, the headline and the explained-variance claim all say so; below it nothing is added. Here
+    20 held-out rows can wake at most 20 of a k=1 SAE's 128 features: at least 84% are dead."""
+    from safetensors.torch import save_file
+
+    from thinklens.runs.jobs import get_job
+    from thinklens.steering.sae_findings import MAX_DEAD_SHARE, dead_feature_warning
+
+    g = torch.Generator().manual_seed(0)
+    rows = torch.randn(200, 4, generator=g) @ torch.randn(4, 16, generator=g)
+    save_file({"activations": rows}, str(tmp_path / "acts.safetensors"))
+    summary = run_job("sae", model="", activations=str(tmp_path / "acts.safetensors"), site="resid_post.1", d_sae=128,
+                      k=1, training_tokens=4096, train_batch_size_tokens=256, lr=3e-3, eval_texts=20,
+                      stats_traces=0, out=tmp_path / "run", progress=False, threads=1)
+    assert summary["held_out_rows"] == 20 and summary["dead_features"] >= 108
+    (warning,) = summary["warnings"]
+    assert f"{summary['dead_features']} of 128 features" in warning and "dead" in warning
+    assert warning in summary["findings"][0]["claim"] and summary["findings"][0]["extra"]["warning"] == warning
+    job = get_job("sae")
+    assert f"warning: {warning}" in job.report(summary)
+    assert "most features dead" in job.headline(summary, tmp_path / "run")
+    at_bound = {"dead_features": int(128 * MAX_DEAD_SHARE), "d_sae": 128}
+    assert dead_feature_warning(at_bound) is None and dead_feature_warning({**at_bound, "dead_features": 65})
+    fs = sae_findings({"site": "resid_post.2", "l0": 8.0, "per_row": _per_row(30, sae_ce=np.full(30, 1.5)),
+                       "dead_features": 333, "d_sae": 512})
+    assert "333 of 512 features (65%) are dead" in fs[2].claim and all("dead" not in f.claim for f in fs[:2])
