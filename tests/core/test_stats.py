@@ -177,15 +177,39 @@ def test_finding_json_and_headline():
         Finding("c", "s", 1.0, (0, 1), 10, "", None, "maybe")  # type: ignore[arg-type]
 
 
-def test_no_headroom_is_at_ceiling_for_accuracies():
+def test_no_headroom_is_its_own_verdict_not_at_ceiling():
     """59/60 right leaves one problem to fix: no method could reach p < 0.05 (mutant killed: a ceiling only at exactly
-    1.0, which let recycling and TTTS at 0.983 read "no effect" as if they had been tested)."""
+    1.0, which let recycling and TTTS at 0.983 read "no effect" as if they had been tested). That is "no headroom",
+    not "at ceiling" (issue 39: one meaning per verdict; 59/60 is not the top of the scale, and a rate of 0 is a floor)."""
     from thinklens.calibration.stats import no_headroom
 
     assert no_headroom(59, 60) and not no_headroom(54, 60) and not no_headroom(59, 60, higher_is_effect=False)
     assert accuracy_finding("recycling raises accuracy", 59, 60, control="greedy", control_k=59, control_n=60).verdict \
-        == "at ceiling"
+        == "no headroom"
     same = np.r_[np.ones(59), 0.0]
-    assert paired_finding("rr", same, same, control="greedy", statistic="accuracy", binary=True).verdict == "at ceiling"
+    assert paired_finding("rr", same, same, control="greedy", statistic="accuracy", binary=True).verdict == "no headroom"
     assert paired_finding("suppression lowers accuracy", same, same, control="none", statistic="accuracy", binary=True,
                           higher_is_effect=False).verdict == "no effect"
+    # a rate already at 0 where lower is the effect: no headroom, never "at ceiling"
+    zeros = np.zeros(60)
+    assert paired_finding("fewer re-checks", zeros, zeros, control="none", statistic="rate", binary=True,
+                          higher_is_effect=False, ceiling=0.0).verdict == "no headroom"
+    assert accuracy_finding("fewer errors", 0, 60, control="none", control_k=0, control_n=60,
+                            higher_is_effect=False).verdict == "no headroom"
+    # at the top of the scale itself: at ceiling
+    ones = np.ones(60)
+    assert paired_finding("rr", ones, ones, control="greedy", statistic="accuracy", binary=True, ceiling=1.0).verdict \
+        == "at ceiling"
+
+
+def test_a_control_that_wins_is_no_effect_not_at_ceiling():
+    """LatentSeek at 0.5 against an oracle best-of-N at 1.0 was "at ceiling": the control wins, so "no effect"."""
+    method, control = np.r_[np.ones(30), np.zeros(30)], np.ones(60)
+    f = paired_finding("seek beats oracle", method, control, control="oracle", statistic="accuracy", binary=True,
+                       ceiling=1.0)
+    assert f.verdict == "no effect" and f.extra["control_wins"] is True
+    u = accuracy_finding("seek beats oracle", 30, 60, control="oracle", control_k=60, control_n=60)
+    assert u.verdict == "no effect" and u.extra["control_wins"] is True
+    near = np.r_[np.ones(58), np.zeros(2)]
+    assert paired_finding("x", near, np.r_[np.ones(59), 0.0], control="c", statistic="accuracy", binary=True).verdict \
+        == "no headroom"  # not significantly worse, and no room: no headroom

@@ -9,15 +9,18 @@ computes an interval or a verdict its own way:
 - two independent proportions: :func:`rate_difference` (Newcombe's interval of their difference);
 - a statistic over problems or trajectories: :func:`bootstrap_ci` (percentile bootstrap over the units);
 - a comparison on the same units: :func:`paired_bootstrap` (difference of means with its interval and a
-  two-sided p value), :func:`sign_flip_test` (paired permutation), :func:`mcnemar` (exact, paired 0/1);
+  two-sided p value), :func:`sign_flip_test` (paired permutation), :func:`mcnemar` (exact, paired 0/1) with
+  :func:`mcnemar_interval` (the interval of the same exact test, so that interval and p never disagree);
 - a sweep that picks its best point: :func:`holm` (corrected p values), or choose on one split and report
   on another (:func:`split_indices`).
 
-Verdicts (:data:`VERDICTS`): ``effect`` (the interval excludes the control, or the paired test is
-significant, in the claimed direction), ``no effect`` (the control lies inside the interval, or the test is
-not significant), ``at ceiling`` (the control itself is within ``ceiling_margin`` of the best possible
-value, so no effect could show; for accuracies: even fixing every problem the control misses could not reach
-significance, :func:`no_headroom`), ``too few samples`` (fewer units than ``min_n``).
+Verdicts (:data:`VERDICTS`), one meaning each: ``effect`` (the interval excludes the control, or the paired test
+is significant, in the claimed direction), ``no effect`` (the control lies inside the interval, the test is not
+significant, or the control does significantly better), ``at ceiling`` (a higher-is-better control within
+``ceiling_margin`` of the top of its scale, e.g. an accuracy of 1.0: nothing above it to show), ``no headroom``
+(the control leaves too little room for any effect to reach significance: :func:`no_headroom`'s 59/60 right, or a
+lower-is-better rate already at its floor, e.g. 0: never called "at ceiling"), ``too few samples`` (fewer units
+than ``min_n``). Neither ``at ceiling`` nor ``no headroom`` is said where the control wins.
 
 Example:
     >>> lo, hi = wilson(45, 50)
@@ -41,8 +44,8 @@ import numpy as np
 
 from thinklens.errors import ThinklensError
 
-Verdict = Literal["effect", "no effect", "at ceiling", "too few samples"]
-VERDICTS: tuple[str, ...] = ("effect", "no effect", "at ceiling", "too few samples")
+Verdict = Literal["effect", "no effect", "at ceiling", "no headroom", "too few samples"]
+VERDICTS: tuple[str, ...] = ("effect", "no effect", "at ceiling", "no headroom", "too few samples")
 LEVEL = 0.95
 #: Fewer units than this and a finding says "too few samples" whatever its interval.
 MIN_N = 10
@@ -305,7 +308,7 @@ class Finding:
     control_value: float | None
     """The control's value of the same statistic."""
     verdict: Verdict
-    """effect, no effect, at ceiling or too few samples."""
+    """effect, no effect, at ceiling, no headroom or too few samples (:data:`VERDICTS`)."""
     p: float | None = None
     """The paired test's p value, when a test decided the verdict."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -358,22 +361,29 @@ def verdict_from_interval(ci: tuple[float, float], control_value: float | None, 
     """The verdict of a value whose interval is compared with a control value.
 
     ``effect`` when the interval lies wholly on the claimed side of the control (above it when
-    ``higher_is_effect``); ``at ceiling`` when the control is within ``ceiling_margin`` of ``ceiling`` (no
-    headroom for the claimed direction); ``too few samples`` below ``min_n`` units.
+    ``higher_is_effect``); when the control is within ``ceiling_margin`` of ``ceiling`` (the best value of the
+    claimed direction) and the interval is not wholly on the other side of it: ``at ceiling`` for a higher-is-better
+    value, ``no headroom`` for a lower-is-better one (a rate already at 0 is at its floor, not at a ceiling);
+    ``too few samples`` below ``min_n`` units.
 
     Example:
         >>> verdict_from_interval((0.6, 0.8), 0.5, n=100), verdict_from_interval((0.4, 0.8), 0.5, n=100)
         ('effect', 'no effect')
         >>> verdict_from_interval((0.97, 1.0), 0.99, n=100, ceiling=1.0, ceiling_margin=0.02)
         'at ceiling'
+        >>> verdict_from_interval((0.0, 0.05), 0.0, n=100, higher_is_effect=False, ceiling=0.0)
+        'no headroom'
+        >>> verdict_from_interval((0.5, 0.7), 1.0, n=100, ceiling=1.0)  # the control wins: not "at ceiling"
+        'no effect'
     """
     if n < min_n:
         return "too few samples"
     if control_value is None:
         raise ThinklensError.of("control value", None, "a number to compare the interval with", "give the control")
-    if ceiling is not None and abs(ceiling - control_value) <= ceiling_margin:
-        return "at ceiling"
     lo, hi = ci
+    control_wins = hi < control_value if higher_is_effect else lo > control_value
+    if ceiling is not None and abs(ceiling - control_value) <= ceiling_margin and not control_wins:
+        return "at ceiling" if higher_is_effect else "no headroom"
     if higher_is_effect:
         return "effect" if lo > control_value else "no effect"
     return "effect" if hi < control_value else "no effect"
@@ -398,9 +408,12 @@ def no_headroom(control_k: int, control_n: int, *, higher_is_effect: bool = True
     every problem the control gets wrong (or broke every one it gets right, when lower is the effect) and changed
     nothing else would not reach ``p < alpha`` in an exact McNemar test (``2 * 0.5 ** room``).
 
+    The test is two-sided (as :func:`mcnemar` is), so 55/60 (five to fix: one-sided 0.031, two-sided 0.0625) has
+    no headroom.
+
     Example:
-        >>> no_headroom(59, 60), no_headroom(54, 60), no_headroom(59, 60, higher_is_effect=False)
-        (True, False, False)
+        >>> no_headroom(59, 60), no_headroom(55, 60), no_headroom(54, 60), no_headroom(59, 60, higher_is_effect=False)
+        (True, True, False, False)
     """
     room = control_n - control_k if higher_is_effect else control_k
     return min(1.0, 2.0 * 0.5 ** room) >= alpha
@@ -415,9 +428,14 @@ def accuracy_finding(claim: str, k: int, n: int, *, control: str = "", control_k
     counts, the two Wilson intervals do not overlap (a conservative unpaired test). For a control graded on the
     same problems use :func:`paired_accuracy_finding`.
 
+    ``no headroom`` when the difference is not significant and :func:`no_headroom` says no method could have shown
+    one; never where the control's interval lies wholly on the claimed side of the method's (the control wins).
+
     Example:
         >>> accuracy_finding("x", 10, 10, control="alpha 0", control_k=10, control_n=10, ceiling_margin=0.01).verdict
         'at ceiling'
+        >>> accuracy_finding("x", 55, 60, control="alpha 0", control_k=57, control_n=60).verdict
+        'no headroom'
     """
     ci = wilson(k, n)
     value = k / n if n else float("nan")
@@ -430,8 +448,11 @@ def accuracy_finding(claim: str, k: int, n: int, *, control: str = "", control_k
                                         ceiling_margin=ceiling_margin, higher_is_effect=higher_is_effect)
         if verdict == "effect" and (ci[0] <= cci[1] if higher_is_effect else ci[1] >= cci[0]):
             verdict = "no effect"
-        if verdict == "no effect" and no_headroom(control_k, control_n, higher_is_effect=higher_is_effect):
-            verdict = "at ceiling"
+        control_wins = ci[1] < cci[0] if higher_is_effect else ci[0] > cci[1]
+        if control_wins:
+            verdict, extra["control_wins"] = ("too few samples" if verdict == "too few samples" else "no effect"), True
+        elif verdict == "no effect" and no_headroom(control_k, control_n, higher_is_effect=higher_is_effect):
+            verdict = "no headroom"
     elif control_value is not None:
         verdict = verdict_from_interval(ci, control_value, n=n, min_n=min_n, ceiling=1.0 if higher_is_effect else 0.0,
                                         ceiling_margin=ceiling_margin, higher_is_effect=higher_is_effect)
@@ -440,40 +461,79 @@ def accuracy_finding(claim: str, k: int, n: int, *, control: str = "", control_k
     return Finding(claim, statistic, value, ci, n, control, control_value, verdict, extra=extra)
 
 
+def mcnemar_interval(a: Sequence[bool] | Sequence[int] | np.ndarray, b: Sequence[bool] | Sequence[int] | np.ndarray,
+                     level: float = LEVEL) -> tuple[float, float]:
+    """The interval of the paired difference ``mean(a) - mean(b)`` of 0/1 outcomes that belongs to :func:`mcnemar`:
+    exact, conditional on the ``m`` discordant pairs (the Clopper-Pearson interval of the share ``only_a / m``,
+    mapped to ``(2 share - 1) m / n``). It excludes 0 exactly when McNemar's p < ``1 - level``, so an interval and
+    a p value of one comparison never disagree (a bootstrap interval of the same difference may exclude 0 at
+    p = 0.11). With no discordant pair: ``[-u, u]``, ``u`` the exact upper bound of the discordant rate (0 of n).
+
+    Example:
+        >>> a, b = [1] * 8 + [0] * 2 + [0] * 190, [0] * 8 + [1] * 2 + [0] * 190
+        >>> lo, hi = mcnemar_interval(a, b)
+        >>> round(mcnemar(a, b), 3), lo < 0 < hi
+        (0.109, True)
+    """
+    _check_level(level)
+    a_arr, b_arr = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    mcnemar(a_arr, b_arr)  # the same shape checks
+    n = int(a_arr.size)
+    if n == 0:
+        return float("nan"), float("nan")
+    only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr))
+    m = only_a + only_b
+    if m == 0:
+        u = clopper_pearson(0, n, level)[1]
+        return -u, u
+    lo, hi = clopper_pearson(only_a, m, level)
+    return (2.0 * lo - 1.0) * m / n, (2.0 * hi - 1.0) * m / n
+
+
 def paired_finding(claim: str, values: Sequence[float] | np.ndarray, control_values: Sequence[float] | np.ndarray, *,
                    control: str, statistic: str, alpha: float = 0.05, higher_is_effect: bool = True, min_n: int = MIN_N,
                    seed: int = 0, ceiling: float | None = None, ceiling_margin: float = 0.0, binary: bool = False) -> Finding:
     """A statistic over units against its control on the same units (paired).
 
-    ``value`` and ``ci`` are the method's mean with its bootstrap interval; ``control_value`` the control's
-    mean; the verdict comes from the paired test (McNemar when ``binary``, else the sign-flip test on the
-    differences), so correlated units do not inflate it. ``extra`` holds the difference and its interval.
+    ``value`` and ``ci`` are the method's mean with its interval (Wilson for 0/1 outcomes, else bootstrap);
+    ``control_value`` the control's mean; the verdict comes from the paired test on the difference, so correlated
+    units do not inflate it. ``extra`` holds the difference (``diff``), its interval (``diff_ci``) and the names of
+    both (``test``, ``diff_interval``). 0/1 outcomes (``binary``): exact McNemar, and the difference's interval is
+    that test's own (:func:`mcnemar_interval`: it excludes 0 exactly when p < alpha at level 1 - alpha). Otherwise
+    the sign-flip permutation test and a percentile bootstrap interval of the mean difference: two statistics,
+    each named. A control that does significantly better is ``no effect`` (``extra["control_wins"]``), never
+    ``at ceiling`` or ``no headroom``.
 
     Example:
         >>> f = paired_finding("MI beats shuffled", [0.5, 0.6, 0.7] * 10, [0.1, 0.1, 0.2] * 10, control="shuffled", statistic="mean MI")
-        >>> f.verdict, round(f.extra["diff"], 3)
-        ('effect', 0.467)
+        >>> f.verdict, round(f.extra["diff"], 3), f.extra["test"]
+        ('effect', 0.467, 'sign-flip permutation')
     """
     a, b = _as_array(values, f"{statistic} values"), _as_array(control_values, f"{control} values")
     pr = paired_bootstrap(a, b, seed=seed)
     if binary:
         p = mcnemar(a.astype(bool), b.astype(bool))
         ci = wilson(int(a.sum()), int(a.size)) if a.size else (float("nan"), float("nan"))
+        diff_ci = mcnemar_interval(a.astype(bool), b.astype(bool), level=1.0 - alpha)
+        names = {"test": "mcnemar", "diff_interval": f"exact McNemar ({1 - alpha:.0%}, conditional on discordant pairs)"}
     else:
         p = pr.p
         ci = bootstrap_ci(a, seed=seed) if a.size else (float("nan"), float("nan"))
+        diff_ci = pr.ci
+        names = {"test": "sign-flip permutation", "diff_interval": "percentile bootstrap over units (95%)"}
     control_value = float(b.mean()) if b.size else float("nan")
     verdict = verdict_from_test(p, pr.diff, n=pr.n, alpha=alpha, higher_is_effect=higher_is_effect, min_n=min_n)
-    if verdict == "effect" and ceiling is not None and abs(ceiling - control_value) <= ceiling_margin:
-        verdict = "at ceiling"
-    elif verdict == "no effect" and ceiling is not None and abs(ceiling - control_value) <= ceiling_margin:
-        verdict = "at ceiling"
-    if verdict == "no effect" and binary and no_headroom(int(b.sum()), int(b.size), higher_is_effect=higher_is_effect,
-                                                          alpha=alpha):
-        verdict = "at ceiling"
+    control_wins = verdict == "no effect" and p < alpha and (pr.diff < 0 if higher_is_effect else pr.diff > 0)
+    at_bound = ceiling is not None and abs(ceiling - control_value) <= ceiling_margin
+    if verdict in ("effect", "no effect") and at_bound and not control_wins:
+        verdict = "at ceiling" if higher_is_effect else "no headroom"
+    if verdict == "no effect" and binary and not control_wins and no_headroom(
+            int(b.sum()), int(b.size), higher_is_effect=higher_is_effect, alpha=alpha):
+        verdict = "no headroom"
     value = float(a.mean()) if a.size else float("nan")
-    extra = {"diff": _num(pr.diff), "diff_ci": [_num(pr.ci[0]), _num(pr.ci[1])],
-             "test": "mcnemar" if binary else "sign-flip permutation"}
+    extra: dict[str, Any] = {"diff": _num(pr.diff), "diff_ci": [_num(diff_ci[0]), _num(diff_ci[1])], **names}
+    if control_wins:
+        extra["control_wins"] = True
     return Finding(claim, statistic, value, ci, pr.n, control, control_value, verdict, p=p, extra=extra)
 
 
