@@ -203,8 +203,9 @@ def _generate_chunk(base, thinking, hv, prompts, thinking_prompts, cfg: HybridCo
     return HybridResult(mode, texts, sum(len(row) for row in rows), fired, changed)
 
 
-def _steer_candidates(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridConfig, site: Site) -> Tensor:
-    """Base model's top token for every (row, window, strength), windows outer: ``[rows, cands]``.
+def _steered_windows(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridConfig, site: Site):
+    """The steered base model's next-token logits of every (row, strength), one window at a time (``cfg.windows``
+    order): yields ``[rows, strengths, vocab]``. The one place the vectors enter the base model at generation.
 
     The vector is added over the last w positions; the positions before are unchanged, so each
     candidate forks the row's cache, rolls back w positions and re-runs only those.
@@ -217,7 +218,6 @@ def _steer_candidates(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridCo
         m = ctx.token_mask[..., None].to(act.dtype)  # [rows*strengths, w, 1]: the window's real tokens
         return act + m * add[:, None, :].to(act.device, act.dtype)
 
-    tops = []
     for w in cfg.windows:
         fork = dec.fork(rows, repeats=n_s)
         w = min(w, fork.length)
@@ -225,8 +225,64 @@ def _steer_candidates(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridCo
         fork.rollback(w)
         with base.intervene([HookFn(site, fn)]):
             logits = fork.extend(ids, mask)  # [rows*strengths, vocab]
-        tops.append(logits.argmax(-1).view(len(rows), n_s))
-    return torch.cat(tops, 1)
+        yield logits.view(len(rows), n_s, -1)
+
+
+def _steer_candidates(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridConfig, site: Site) -> Tensor:
+    """Base model's top token for every (row, window, strength), windows outer: ``[rows, cands]``."""
+    return torch.cat([logits.argmax(-1) for logits in _steered_windows(dec, rows, vecs, cfg, site)], 1)
+
+
+#: The least :func:`steering_reach` a method must show for a null's "no effect" to count: the RMS over the vocabulary
+#: of the change in the base model's (centred) next-token log-probabilities at the largest strength, mean over
+#: prompts, categories and windows, in nats. Vectors that change nothing score exactly 0 and pass a null only
+#: vacuously (issue 39). Measured on tiny-cot-short at a prompt's end: 0.11 after 2 training iterations, 0.38 after
+#: 10, 0.84 after 50 (the total variation there is 1e-4 at most: the next token is all but certain, so the log-prob
+#: shift is the measure that sees the vectors act).
+MIN_REACH = 0.01
+
+
+def steering_reach(base: "HookedModel", hv: HybridVectors, prompts: Sequence[str], cfg: HybridConfig, *,
+                   n_prompts: int = 16) -> dict[str, Any]:
+    """How far the vectors move the base model, through the generation's own steering path (:func:`_steered_windows`):
+    on the first ``n_prompts`` prompts, the base model's next-token distribution at the prompt's end steered with
+    ``bias + v_c`` of every category that has sentences, at every strength and window, against the same path with
+    a zero vector. ``shift``: the RMS over the vocabulary of the change in centred log-probabilities at the largest
+    strength (mean over prompts, categories and windows; nats); ``tv``: the total variation distance there;
+    ``top_changed``: the fraction of (prompt, category) whose top token some candidate changes. Vectors that change
+    nothing (untrained, zero, or a hook that adds nothing) give 0: a method that cannot move the base passes a null
+    only vacuously, so the hybrid's null requires ``shift >= MIN_REACH``.
+
+    Example:
+        >>> # steering_reach(base, hv, prompts, HybridConfig())  ->  {"shift": 0.84, "tv": 1e-4, "top_changed": 0.0, ...}
+    """
+    prompts = list(prompts)[:n_prompts]
+    cats = [c for c, k in enumerate(hv.counts) if k > 0] or list(range(len(hv.vectors)))
+    site = base.resolve_site(cfg.site)
+    top = max(cfg.strengths, key=abs)
+    k = cfg.strengths.index(top)
+    shifts, tvs, changed = [], [], 0
+    with torch.no_grad():
+        dec = Decoder(base, tokenized(base.tokenizer, prompts))
+        dec.prefill()
+        rows = list(range(len(prompts)))
+        # the reference: the same path and batch shapes with a zero vector (so that nothing added is exactly nothing)
+        ref = [lg.float().log_softmax(-1)  # per window [rows, strengths, vocab]
+               for lg in _steered_windows(dec, rows, torch.zeros_like(hv.bias)[None].expand(len(rows), -1), cfg, site)]
+        for c in cats:
+            vecs = (hv.bias + hv.vectors[c])[None].expand(len(rows), -1)  # [rows, d]
+            moved = torch.zeros(len(rows), dtype=torch.bool)
+            for w, lg in enumerate(_steered_windows(dec, rows, vecs, cfg, site)):
+                lp = lg.float().log_softmax(-1)  # [rows, strengths, vocab]
+                d = lp[:, k] - ref[w][:, k]  # [rows, vocab]
+                shifts.append((d - d.mean(-1, keepdim=True)).pow(2).mean(-1).sqrt())  # [rows]
+                tvs.append(0.5 * (lp[:, k].exp() - ref[w][:, k].exp()).abs().sum(-1))  # [rows]
+                moved |= (lp.argmax(-1) != ref[w].argmax(-1)).any(-1).cpu()
+            changed += int(moved.sum())
+    shift = float(torch.cat(shifts).mean()) if shifts else 0.0
+    return {"shift": shift, "tv": float(torch.cat(tvs).mean()) if tvs else 0.0,
+            "top_changed": changed / max(1, len(rows) * len(cats)), "n_prompts": len(prompts), "categories": len(cats),
+            "strength": top, "min_reach": MIN_REACH, "moves_the_base": shift >= MIN_REACH}
 
 
 def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVectors | None, prompts: Sequence[str],
@@ -304,14 +360,21 @@ def gap_recovered_of(codes: Any, axis: int = -1) -> Any:
     return np.where(gap > 0, (m - b) / np.where(gap > 0, gap, 1.0), 0.0)
 
 
-def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0) -> list[Any]:
+def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0, own_style: dict[str, Any] | None = None) -> list[Any]:
     """Findings of one seed's modes (each row with its per-problem ``correct``), on the same problems:
 
     - the thinking model beats the base (the gap exists; McNemar);
     - the hybrid raises accuracy over the base (McNemar), and the gap it recovers, with its bootstrap interval over
-      problems (an effect when the interval excludes 0);
+      problems;
     - the hybrid beats every ablation (``bias_only``, ``random_category``, ``random_firing``, ``random_vectors``;
-      McNemar on the same problems), each with both gaps recovered and their intervals in ``extra``.
+      McNemar on the same problems), each with both gaps recovered and their intervals in ``extra``;
+    - with ``own_style`` (the base model on its own prompt format, the job's ``base_own_style`` row): the hybrid
+      beats it (McNemar when the row has its per-problem ``correct``, else Wilson intervals).
+
+    One rule (issue 39): the hybrid's own claims (accuracy over the base, gap recovered) are ``effect`` only when the
+    hybrid also beats every control the run has (each ablation and ``own_style``); otherwise ``no effect``, with
+    ``extra["otherwise"]`` naming the controls not beaten and their accuracies (``controls_not_beaten``). Accuracy
+    is the claim itself, so its harm bound is the claim's; the job measures no other harm.
 
     Example:
         >>> r = {"base": {"correct": [0] * 30}, "thinking": {"correct": [1] * 30}, "hybrid": {"correct": [1] * 20 + [0] * 10}}
@@ -345,15 +408,62 @@ def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0) -> list[A
                             "no recovery", 0.0, verdict_from_interval(gci, 0.0, n=int(hybrid.size)),
                             extra={"interval": "bootstrap over problems", "fired_fraction": rows["hybrid"].get("fired_fraction"),
                                    "otherwise": "the hybrid recovers none of the gap"}))
+    controls = []
     for mode, words in CONTROL_WORDS.items():
         if mode not in have:
             continue
         f = paired_finding(f"the hybrid beats its ablation {mode}", hybrid, have[mode], control=mode, statistic="accuracy",
                            binary=True, seed=seed)
         cg, cgci = gap(mode)
-        findings.append(with_extra(f, otherwise=words, gap_recovered=g, gap_recovered_ci=list(gci),
-                                          control_gap_recovered=cg, control_gap_recovered_ci=list(cgci)))
-    return findings
+        controls.append(with_extra(f, otherwise=words, gap_recovered=g, gap_recovered_ci=list(gci),
+                                   control_gap_recovered=cg, control_gap_recovered_ci=list(cgci)))
+    if own_style is not None and own_style.get("accuracy") is not None:
+        controls.append(_own_style_finding(hybrid, own_style, seed))
+    findings += controls
+    return _claims_beat_every_control(findings, controls, float(hybrid.mean()))
+
+
+#: The base model on its own prompt format: a control the hybrid must beat (the base in the thinking model's format
+#: may simply be handicapped by a format it was not trained on).
+OWN_STYLE = "base model in its own prompt format"
+
+
+def _own_style_finding(hybrid: Any, own: dict[str, Any], seed: int) -> Any:
+    """The hybrid against the base model on its own prompt format, on the same problems."""
+    from thinklens.calibration.stats import accuracy_finding, paired_finding
+
+    claim = "the hybrid beats the base model in its own prompt format"
+    words = "the base model in its own prompt format does as well"
+    correct = own.get("correct")
+    if correct is not None and len(correct) == len(hybrid):
+        f = paired_finding(claim, hybrid, [float(x) for x in correct], control=OWN_STYLE, statistic="accuracy",
+                           binary=True, seed=seed)
+    else:  # a run recorded before the row kept its outcomes: unpaired, conservative
+        n = len(hybrid)
+        f = accuracy_finding(claim, int(round(float(hybrid.sum()))), n, control=OWN_STYLE,
+                             control_k=int(round(float(own["accuracy"]) * n)), control_n=n)
+    return with_extra(f, otherwise=words)
+
+
+def _claims_beat_every_control(findings: list[Any], controls: list[Any], hybrid_accuracy: float) -> list[Any]:
+    """The hybrid's claims (accuracy over the base, gap recovered) stay ``effect`` only if every control is beaten."""
+    import dataclasses
+
+    from thinklens.calibration.stats import _fmt
+
+    lost = [c for c in controls if c.verdict != "effect"]
+    if not lost:
+        return findings
+    why = ", ".join(f"{c.control} {_fmt(c.control_value)} ({c.verdict})" for c in lost)
+    out = []
+    for f in findings:
+        if any(f is c for c in controls) or f.verdict != "effect" or not f.claim.startswith(("the hybrid raises", "the hybrid recovers")):
+            out.append(f)
+            continue
+        out.append(dataclasses.replace(f, verdict="no effect", extra={
+            **f.extra, "verdict_before_controls": f.verdict, "controls_not_beaten": [c.control for c in lost],
+            "otherwise": f"not shown: the hybrid ({_fmt(hybrid_accuracy)}) does not beat every control it ran: {why}"}))
+    return out
 
 
 def with_extra(f: Any, **extra: Any) -> Any:

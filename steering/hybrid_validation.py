@@ -1,30 +1,40 @@
-"""Planted, null and boundary settings of hybrid base/thinking steering (shared/specs/controls.md, issue 22 item 6),
+"""Planted and null settings of hybrid base/thinking steering (shared/specs/controls.md, issues 22 item 6 and 39),
 run by ``thinklens run validate --methods hybrid``.
 
 The hybrid's claim (Venhoff et al., "Base models know how to reason, thinking models learn when") is that the base
-already has the reasoning mechanisms and the thinking model only decides when to use them. So its planted setting is
-a pair whose gap is a behaviour the base has but rarely uses (``planted-latent``), and two *boundary* settings check
-that the job does not claim more: a gap that is a skill, and a behaviour the base lacks. In both the trained vectors
-must do no better than random ones of the same norms (expected verdict ``no-effect``). Both were first written as
-planted settings; their diagnostics (below) showed the base lacks what the thinking model would have it do, so they
-were relabelled, not fixed. The planted effect of this method is planted-latent's.
+already has the reasoning mechanisms and the thinking model only decides when to use them. Three planted settings:
+a gap that is a skill (``skill-gap``), a behaviour the base lacks (``absent-behaviour``) and a behaviour the base has
+but rarely uses (``planted-latent``). Each is recovered only when the hybrid beats its random-vector control (random
+directions with the trained vectors' norms) by the paired test. The first two were filed as planted effects, failed
+as such, and were once relabelled "boundary" (expected ``no-effect``) so that they counted as passes; passing by
+non-significance is not a pass (issue 39), so they are planted again and count as ``failed`` where the hybrid does
+not recover them, with the numbers and the reason in the check (``details["why"]``). Measured: both fail (below).
 
-- ``hybrid skill-gap`` (boundary; formerly ``planted``): base ``tiny-cot-short``, "thinking" model ``tiny-cot``:
+One null, ``null``: it passes only by an equivalence test (TOST, :mod:`thinklens.calibration.tost`) within
+:data:`NULL_MARGIN`, stated here before any run, and only when the vectors demonstrably move the base model
+(:func:`thinklens.steering.hybrid_generate.steering_reach` at least its ``MIN_REACH``): an inert method (vectors
+that change nothing) fails it.
+
+- ``hybrid skill-gap`` (planted; failed when measured): base ``tiny-cot-short``, "thinking" model ``tiny-cot``:
   siblings of one recipe and format (cot chains of ``<< a op b = c >>`` steps), the base stopped at 300 training
   steps, so on long (6-8 step) chains it loses its place (copies a wrong operand or operation) where tiny-cot does
   not (the lineage of :mod:`thinklens.steering.vector_validation`). The real ``hybrid`` job runs the two models alone,
   the hybrid and its random-vector control (random directions with the trained vectors' norms, everything else the
   same) on the same held-out problems. Precondition: the gap is an effect (thinking minus base, McNemar; quick: by
-  direction). Statistic: the hybrid's accuracy minus the random control's, paired on problems. No-effect when the
-  hybrid does not beat its control by the paired test (McNemar), quick or full (:func:`_beyond_random`).
+  direction). Statistic: the hybrid's accuracy minus the random control's, paired on problems, with McNemar's own
+  exact interval (:func:`thinklens.calibration.stats.mcnemar_interval`). Recovered when the hybrid beats its control
+  by McNemar (quick: by direction); otherwise failed.
 - ``hybrid null``: the same model as base and thinking (``tiny-cot-short`` twice): no gap, the two never
-  disagree, so steering never fires: the hybrid must show no gain over the base.
+  disagree, so steering never fires. Passes when the hybrid's accuracy minus the base's, paired over problems, is
+  shown within +-:data:`NULL_MARGIN` (TOST at alpha 0.025 a side: its 95% interval inside the margin) and the
+  trained vectors move the base model (reach).
 
 Measured on the skill gap (full run, n=200; the record is in results/collect.py's ``VALIDATION_RECORDS``): the gap is
 real, 0.435 -> 0.82 (+0.385 [0.31, 0.46]); the hybrid reaches 0.475 (over the base, McNemar p=0.021; gap recovered
-0.10 [0.03, 0.18]) and its random control 0.445: 8 problems against 2, McNemar p=0.11, no effect of the vectors'
-direction (the paired bootstrap interval of the difference, 0.03 [0.005, 0.06], is the table's; with 10 discordant
-problems it is narrower than the exact test). Diagnostics: the models disagree on 2.8% of tokens (1.4 a chain, the
+0.10 [0.03, 0.18]) and its random control 0.445: 8 problems against 2, McNemar p=0.11: not recovered (failed). Its
+difference interval is now McNemar's own, 0.03 [-0.006, 0.047] (exact, conditional on the 10 discordant problems);
+the paired bootstrap's [0.005, 0.06], which excluded 0 beside p = 0.11, is no longer reported.
+Diagnostics: the models disagree on 2.8% of tokens (1.4 a chain, the
 operand copies of later steps); there the thinking model's token always passes the guardrail and is the base
 model's second choice at 77% of them, yet steering changes 15% of them (random vectors 9%): the trained vectors
 lower the base model's NLL of the thinking model's sentences by at most 0.008 nats a token and are about 7% of the
@@ -32,13 +42,13 @@ residual norm at resid_post.2 (~270). With strengths up to 8 the hybrid and its 
 22 problems against 18): what the hybrid recovers on this pair comes from the thinking model choosing among
 perturbed candidates, not from the vectors' direction; a category vector cannot carry which operand to copy.
 
-- ``hybrid absent-behaviour`` (boundary; formerly ``planted-behaviour``): a gap that is a behaviour the base lacks.
+- ``hybrid absent-behaviour`` (planted; failed when measured): a gap that is a behaviour the base lacks.
   Base ``tiny-r1``, thinking ``tiny-overthink`` (tiny-r1 fine-tuned to re-check an answer it already has: "Wait, let
   me double-check." / "Hmm, let me verify." rounds), 2-4 step problems. Statistic: the share of traces with at least
   one re-check round (:func:`rechecks`, read by :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus
   under its random-vector control, paired over problems (McNemar); the precondition is the gap, thinking's rate minus
-  base's. No-effect when the hybrid does not beat its control by the paired test. Measured (full, n=100): base 0/100,
-  thinking 100/100 (gap 1.0, p=1.6e-30), hybrid 0/100, random 0/100: no effect. Why (``cue_diagnostics``, kept on
+  base's. Recovered when the hybrid beats its control by the paired test. Measured (full, n=100): base 0/100,
+  thinking 100/100 (gap 1.0, p=1.6e-30), hybrid 0/100, random 0/100: not recovered (failed). Why (``cue_diagnostics``, kept on
   every run of the setting): at the end of the hybrid's
   reasoning the thinking model's next token is " Wait" on 100/100 and the models disagree on 98; the unsteered
   base gives it median 2.7e-5 (11% pass the guardrail ``min_base_prob`` 1e-3), and a steered candidate is only
@@ -57,7 +67,8 @@ perturbed candidates, not from the vectors' direction; a category vector cannot 
   (:data:`LATENT_OVERRIDES`), measured (full, n=100, results/records/validate-hybrid-latent, 2 threads): base
   0/100 re-check, thinking 100/100, hybrid 100/100, random-vector control 0/100 (McNemar p=1.6e-30): recovered.
   The base's own rounds miscopy (only 10% of its training texts had rounds), so the hybrid's accuracy falls
-  from the base's 1.00 to 0.45. At the job's strengths
+  from the base's 1.00 to 0.45: that cost is part of the check (``details["accuracy_cost"]``, the hybrid's
+  accuracy minus the base's, McNemar, and its target line), reported, not bounded. At the job's strengths
   (at most 1) it fails, 0/100 against 0/100, with and without ``open_token`` (no steered argmax flips the full
   stop: changed_fraction 0; records validate-hybrid-latent-job-strengths, validate-hybrid-latent-open-token); with
   ``open_token`` at strengths up to 8 it is recovered the same way (100/100 against 0/100, accuracy 0.47; record
@@ -140,11 +151,23 @@ def _check(f: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
                  target=target, details=details)
 
 
-def _beyond_random(beats: Any) -> bool:
-    """A boundary setting's rule, quick or full: the hybrid beats its random-vector control by the paired test
-    (McNemar), not by direction alone (a noisy accuracy difference is no effect). At the quick sizes the test has
-    little power: the quick version checks that the setting runs and keeps its gap; the full run is the measurement."""
-    return bool(beats.is_effect)
+def _recovered(gap: Any, beats: Any, plan: Plan, what: str) -> tuple[str, str]:
+    """A planted setting's rule, the same for the three: recovered when the gap is there (McNemar; quick: by direction)
+    and the hybrid beats its random-vector control (McNemar; quick: by direction). The verdict and why, in words with
+    the numbers, when it is not."""
+    from thinklens.calibration.stats import _fmt
+
+    has_gap = gap.is_effect if plan.paired else float(gap.extra["diff"]) > 0
+    if not has_gap:
+        return "failed", (f"no gap to recover: the thinking model's {what} {_fmt(gap.value)} against the base's "
+                          f"{_fmt(gap.control_value)} (McNemar p={_fmt(gap.p)})")
+    beat = beats.is_effect if plan.paired else float(beats.extra["diff"]) > 0
+    if not beat:
+        lo, hi = beats.extra["diff_ci"]
+        return "failed", (f"the hybrid does not beat its random-vector control: {what} {_fmt(beats.value)} against "
+                          f"{_fmt(beats.control_value)}, difference {_fmt(beats.extra['diff'])} [{_fmt(lo)}, {_fmt(hi)}] "
+                          f"(McNemar p={_fmt(beats.p)}{'' if plan.paired else '; quick: judged by direction'})")
+    return "recovered", ""
 
 
 def _skill_gap(ctx: SettingContext) -> Check:
@@ -158,41 +181,82 @@ def _skill_gap(ctx: SettingContext) -> Check:
     beats = paired_finding("the hybrid beats its random-vector control", rows["hybrid"]["correct"],
                            rows["random_vectors"]["correct"], control="random_vectors", statistic="accuracy_vs_random",
                            binary=True, seed=ctx.seed)
-    has_gap = gap.is_effect if plan.paired else float(gap.extra["diff"]) > 0
+    verdict, why = _recovered(gap, beats, plan, "accuracy")
     details = {"pair": PAIR, "steps": [MIN_STEPS, MAX_STEPS], "accuracy": {m: _acc(rows, m) for m in MODES},
-               "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p, "precondition_met": has_gap,
+               "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
+               "precondition_met": verdict == "recovered" or not why.startswith("no gap"),
                "precondition": "a gap: the thinking model beats the base (McNemar; quick: by direction)",
                "over_base": over_base.extra["diff"], "over_base_p": over_base.p,
                "gap_recovered": recovered.value, "gap_recovered_ci": list(recovered.ci),
                "beats_random_p": beats.p, "paired_test": plan.paired, "vectors": vector_diagnostics(ctx, "pair"),
                "findings": findings_doc([*findings, beats])}
-    verdict = "no-effect" if has_gap and not _beyond_random(beats) else "failed"
+    if why:
+        details["why"] = why
     return _check(beats, verdict,
-                  "a gap (thinking beats base, McNemar) that is a skill, not a behaviour; the hybrid does not beat its "
-                  "random-vector control (McNemar)", details)
+                  "a gap (thinking beats base, McNemar); the hybrid beats its random-vector control (McNemar, exact "
+                  "interval of the difference)", details)
+
+
+#: The null's margin of no practical effect, stated before any run: the hybrid's accuracy minus the base's, paired
+#: over problems, must be shown inside +-0.05 (five points of accuracy) by an equivalence test.
+NULL_MARGIN = 0.05
+#: Each side of the null's TOST: at 0.025 its interval is the 95% one a check reports.
+NULL_ALPHA = 0.025
+
+
+def _reach(ctx: SettingContext, sub: str) -> dict[str, Any]:
+    """The sub-run's :func:`thinklens.steering.hybrid_generate.steering_reach` of this seed (its hybrid_reach.json)."""
+    from thinklens.runs.folders import RunFolder
+
+    assert ctx.workdir is not None
+    return RunFolder.open(ctx.workdir / sub).read_result("hybrid_reach")[str(ctx.seed)]
 
 
 def _null(ctx: SettingContext) -> Check:
-    from thinklens.calibration.stats import findings_doc, paired_finding
+    """No effect shown, not assumed: the hybrid's accuracy minus the base's within +-:data:`NULL_MARGIN` by TOST
+    (at :data:`NULL_ALPHA` a side), and vectors that move the base model (an inert method fails here)."""
+    import numpy as np
+
+    from thinklens.calibration.stats import _fmt, findings_doc, paired_finding
+    from thinklens.calibration.tost import tost_mean
 
     plan = QUICK_NULL if ctx.quick else FULL
     rows = _hybrid(ctx, plan, PAIR["base"], PAIR["base"], "same-model")
-    gain = paired_finding("the hybrid raises accuracy over the base model", rows["hybrid"]["correct"],
-                          rows["base"]["correct"], control="base model", statistic="accuracy_vs_base", binary=True,
-                          seed=ctx.seed)
+    reach = _reach(ctx, "same-model")
+    hybrid, base = (np.asarray(rows[m]["correct"], dtype=float) for m in ("hybrid", "base"))
+    eq = tost_mean(hybrid - base, margin=NULL_MARGIN, alpha=NULL_ALPHA)
+    gain = paired_finding("the hybrid raises accuracy over the base model", hybrid, base, control="base model",
+                          statistic="accuracy_vs_base", binary=True, seed=ctx.seed)
+    moves = float(reach["shift"]) >= float(reach["min_reach"])
+    why = []
+    if not eq.equivalent:
+        why.append(f"not shown within +-{NULL_MARGIN}: hybrid minus base {_fmt(eq.mean)} [{_fmt(eq.ci[0])}, "
+                   f"{_fmt(eq.ci[1])}] (TOST p={_fmt(eq.p)}, n={eq.n})")
+    if not moves:
+        why.append(f"the vectors do not move the base model (reach: log-prob shift {_fmt(reach['shift'])} < "
+                   f"{_fmt(reach['min_reach'])} nats): an inert method passes a null only vacuously")
     details = {"pair": {"base": PAIR["base"], "thinking": PAIR["base"]}, "accuracy": {m: _acc(rows, m) for m in MODES},
-               "paired_test": plan.paired, "findings": findings_doc([gain])}
-    shown = gain.is_effect if plan.paired else float(gain.extra["diff"]) > 0
-    return _check(gain, "no-effect" if not shown else "failed",
-                  "the same model as base and thinking (no gap): no gain over the base (McNemar)", details)
+               "paired_test": plan.paired, "margin": NULL_MARGIN,
+               "equivalence": {"test": f"TOST (paired t, alpha {NULL_ALPHA} a side)", "diff": eq.mean,
+                               "ci": list(eq.ci), "p": eq.p, "n": eq.n, "margin": NULL_MARGIN,
+                               "equivalent": eq.equivalent},
+               "reach": reach, "findings": findings_doc([gain])}
+    if why:
+        details["why"] = "; ".join(why)
+    return Check("accuracy_vs_base", float(eq.mean), (float(eq.ci[0]), float(eq.ci[1])),
+                 "no-effect" if eq.equivalent and moves else "failed", n=eq.n,
+                 target=f"the same model as base and thinking (no gap): hybrid minus base accuracy within +-{NULL_MARGIN} "
+                 f"(TOST, its {1 - 2 * NULL_ALPHA:.0%} interval inside the margin), and vectors that move the base "
+                 f"(log-prob shift >= {reach['min_reach']} nats)", details=details)
 
 
 SETTINGS = [
-    Setting("hybrid", "skill-gap", "no-effect", _skill_gap,
-            help="boundary: base tiny-cot-short, thinking tiny-cot (a skill gap on 6-8 step chains: which operand to "
-            "copy): the trained vectors do no better than random ones"),
+    Setting("hybrid", "skill-gap", "recovered", _skill_gap,
+            help="base tiny-cot-short, thinking tiny-cot (a skill gap on 6-8 step chains: which operand to copy): the "
+            "hybrid beats its random-vector control (McNemar); measured: failed (8 problems against 2, p=0.11)"),
     Setting("hybrid", "null", "no-effect", _null,
-            help="tiny-cot-short as both base and thinking model (no gap): no gain over the base"),
+            help=f"tiny-cot-short as both base and thinking model (no gap): hybrid minus base accuracy within "
+            f"+-{NULL_MARGIN} (TOST), with vectors that move the base"),
 ]
 
 
@@ -361,7 +425,7 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
 
 
 def _absent_behaviour(ctx: SettingContext) -> Check:
-    return _behaviour_check(ctx, BEHAVIOUR_PAIR, "behaviour", BEHAVIOUR_OVERRIDES, boundary=True)
+    return _behaviour_check(ctx, BEHAVIOUR_PAIR, "behaviour", BEHAVIOUR_OVERRIDES)
 
 
 def _planted_latent(ctx: SettingContext) -> Check:
@@ -369,12 +433,12 @@ def _planted_latent(ctx: SettingContext) -> Check:
 
 
 def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overrides: dict[str, Any],
-                     quick: Plan = QUICK_BEHAVIOUR, boundary: bool = False) -> Check:
-    """A behaviour pair's setting. Planted (``boundary`` False): recovered when the gap is an effect and the hybrid
-    re-checks more often than its random-vector control (the paired test; quick: by direction). Boundary (the base
-    lacks the behaviour): no-effect when the gap is an effect and the hybrid does not beat its control by the paired
-    test, quick or full (:func:`_beyond_random`); the cue diagnostics are kept either way."""
-    from thinklens.calibration.stats import findings_doc, paired_finding, wilson
+                     quick: Plan = QUICK_BEHAVIOUR) -> Check:
+    """A behaviour pair's planted setting: recovered when the gap is an effect and the hybrid re-checks more often
+    than its random-vector control (McNemar; quick: by direction, :func:`_recovered`); otherwise failed, with why
+    and the cue diagnostics. The accuracy cost (the hybrid's accuracy minus the base's, McNemar with its own exact
+    interval) is part of every check: in ``details["accuracy_cost"]`` and in the target line."""
+    from thinklens.calibration.stats import _fmt, findings_doc, paired_finding, wilson
     from thinklens.steering.configs import HybridConfig
 
     plan = quick if ctx.quick else FULL_BEHAVIOUR
@@ -385,41 +449,47 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overri
     beats = paired_finding("the hybrid re-checks more often than its random-vector control", rows["hybrid"]["recheck"],
                            rows["random_vectors"]["recheck"], control="random_vectors", statistic="recheck_vs_random",
                            binary=True, seed=ctx.seed)
-    gap_diff, diff = float(gap.extra["diff"]), float(beats.extra["diff"])
-    has_gap = gap.is_effect if plan.paired else gap_diff > 0
-    if boundary:
-        verdict = "no-effect" if has_gap and not _beyond_random(beats) else "failed"
-    else:
-        verdict = "recovered" if has_gap and (beats.is_effect if plan.paired else diff > 0) else "failed"
+    cost = paired_finding("the hybrid's accuracy against the base model's", rows["hybrid"]["correct"],
+                          rows["base"]["correct"], control="base model", statistic="accuracy_vs_base", binary=True,
+                          seed=ctx.seed)
+    verdict, why = _recovered(gap, beats, plan, "re-check rate")
     rates = {m: {"recheck_rate": sum(r["recheck"]) / len(r["recheck"]),
                  "ci": list(wilson(sum(r["recheck"]), len(r["recheck"]))), "n": len(r["recheck"]),
                  "accuracy": sum(r["correct"]) / len(r["correct"]), "fired_fraction": r["fired_fraction"],
                  "changed_fraction": r["changed_fraction"]} for m, r in rows.items()}
+    lo, hi = cost.extra["diff_ci"]
+    accuracy_cost = {"diff": cost.extra["diff"], "ci": [lo, hi], "p": cost.p, "test": cost.extra["test"],
+                     "hybrid": cost.value, "base": cost.control_value, "n": cost.n, "bound": None,
+                     "why_unbounded": "the behaviour recovered is the base model's own, accuracy included (its rounds "
+                                      "miscopy where its training texts rarely had them): reported, not bounded"}
     details: dict[str, Any] = {"pair": pair, "steps": list(BEHAVIOUR_STEPS), "rates": rates,
-                               "gap": gap_diff, "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
-                               "precondition_met": has_gap,
+                               "gap": float(gap.extra["diff"]), "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
+                               "precondition_met": not why.startswith("no gap"),
                                "precondition": "a behaviour gap: the thinking model re-checks more often than the base "
                                                "(McNemar; quick: by direction)",
                                "beats_random_p": beats.p, "paired_test": plan.paired, "overrides": overrides,
+                               "accuracy_cost": accuracy_cost,
                                "samples": {m: r["texts"][:2] for m, r in rows.items()},
-                               "findings": findings_doc([gap, beats])}
+                               "findings": findings_doc([gap, beats, cost])}
+    if why:
+        details["why"] = why
     if verdict != "recovered":  # why not: where the thinking model would open a round, can the guardrail let it through?
         min_p = overrides.get("min_base_prob", HybridConfig.min_base_prob)
         try:
             details["cue_diagnostics"] = cue_diagnostics(ctx, rows, min_p, pair)
         except Exception as e:  # diagnostics never change the verdict
             details["cue_diagnostics"] = {"error": f"{type(e).__name__}: {e}"}
-    target = ("a behaviour gap (thinking re-checks more often than base, McNemar) that the base lacks; the hybrid re-checks "
-              "no more often than its random-vector control (McNemar, paired over problems)" if boundary else
-              "a behaviour gap (thinking re-checks more often than base, McNemar); the hybrid re-checks more often "
-              "than its random-vector control (McNemar, paired over problems)")
+    target = ("a behaviour gap (thinking re-checks more often than base, McNemar); the hybrid re-checks more often "
+              "than its random-vector control (McNemar, paired over problems); accuracy cost, hybrid minus base: "
+              f"{_fmt(cost.extra['diff'])} [{_fmt(lo)}, {_fmt(hi)}] (McNemar p={_fmt(cost.p)}), reported, not bounded")
     return _check(beats, verdict, target, details)
 
 
 SETTINGS.append(Setting(
-    "hybrid", "absent-behaviour", "no-effect", _absent_behaviour,
-    help="boundary: base tiny-r1, which never re-checks, thinking tiny-overthink (gap: re-check rounds after the "
-    "answer): the hybrid's traces re-check no more often than its random-vector control's"))
+    "hybrid", "absent-behaviour", "recovered", _absent_behaviour,
+    help="base tiny-r1, which never re-checks, thinking tiny-overthink (gap: re-check rounds after the answer): the "
+    "hybrid's traces re-check more often than its random-vector control's; measured: failed (0/100 against 0/100: "
+    "the base gives the round's cue below the guardrail)"))
 
 
 # ---------------------------------------------------------------- planted-latent: the behaviour there but rare in the base
@@ -438,4 +508,6 @@ its argmax only after a logit shift of about 2.3 nats (p 0.09 against 0.91), bey
 SETTINGS.append(Setting(
     "hybrid", "planted-latent", "recovered", _planted_latent,
     help="base tiny-r1-sometimes (re-checks in 10% of its training texts), thinking tiny-overthink: the hybrid's "
-    "traces re-check more often than its random-vector control's"))
+    "traces re-check more often than its random-vector control's. Needs strengths up to 8, 8x the job's default "
+    "(<= 1): the base's re-check token is its argmax only after a ~2.3-nat logit shift (at the job's strengths: "
+    "0/100 against 0/100, failed). Its accuracy cost is reported with the verdict (measured 1.00 -> 0.45)"))

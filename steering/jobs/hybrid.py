@@ -14,8 +14,12 @@ Every (seed, mode) is a resumable stage: the same command with the same ``--run-
 ``progress.jsonl``; the unsteered ``base`` and ``thinking`` modes do not depend on the seed and run
 once. Results: ``results/hybrid.json`` (the first seed's table, what the app shows), ``hybrid_seeds.json``
 (every seed's), ``hybrid_summary.json`` (mean and standard deviation over seeds per mode),
-``hybrid_info.json`` (formats, data and who picks the token at a disagreement), ``categories.json`` and
-the figure hybrid. Both fractions are reported: ``fired_fraction`` (tokens where the models disagree and
+``hybrid_info.json`` (formats, data and who picks the token at a disagreement), ``categories.json``,
+``hybrid_reach.json`` (per seed, how far the vectors move the base model:
+:func:`thinklens.steering.hybrid_generate.steering_reach`) and the figure hybrid. The findings' "effect" for the
+hybrid requires it to beat every control it ran, the ablations and the base in its own prompt format
+(:func:`thinklens.steering.hybrid_generate.hybrid_findings`).
+Both fractions are reported: ``fired_fraction`` (tokens where the models disagree and
 steering is tried) and ``changed_fraction`` (tokens actually changed); at a disagreement the thinking
 model picks the token among the steered base model's candidates
 (:data:`thinklens.steering.hybrid_generate.TOKEN_CHOICE`).
@@ -80,8 +84,8 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.generation.budgets import budgets_for, new_token_budget
     from thinklens.steering import figures
     from thinklens.steering.hybrid import check_pair, train_hybrid_vectors
-    from thinklens.steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings
-    from thinklens.steering.problems import accuracy, data_format, max_steps_of
+    from thinklens.steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings, steering_reach
+    from thinklens.steering.problems import data_format, graded, max_steps_of
 
     job, run, log = config, ctx.run, ctx.progress.log
     base, thinking = ctx.models["model"], ctx.models["thinking"]
@@ -96,9 +100,12 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     max_new = min(budgets_for(thinking, ep, wanted).shared, budgets_for(base, bp, wanted).shared)
     done = run.finished()
     traces: list = []
+    trained: dict[int, Any] = {}
 
     def vectors_for(seed: int, scfg: HybridJobConfig):
         def train():
+            if seed in trained:
+                return trained[seed]
             tp = t_fmt.render_problems(vector, thinking.tokenizer)
             if not traces:
                 traces.extend(thinking.generate(tp, max_new_tokens=max_new, batch_size=64))
@@ -110,10 +117,12 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
                 run.write_result("categories", {"counts": hv.counts, "examples": {str(k): v for k, v in hv.examples.items()},
                                                 "losses": hv.losses, "bias_norm": float(hv.bias.norm()),
                                                 "vector_norms": hv.vectors.norm(dim=-1).tolist()})
+            trained[seed] = hv
             return hv
         return train
 
     per_seed: dict[str, dict[str, dict[str, Any]]] = {}
+    steered = any(m not in ("base", "thinking") for m in job.modes)
     for seed in job.seeds:
         scfg = dataclasses.replace(job, seed=int(seed))
         prior = {m: done[f"mode:{m}"] for m in ("base", "thinking") if f"mode:{m}" in done}
@@ -129,6 +138,13 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
         per_seed[str(seed)] = evaluate_hybrid(base, thinking, vectors_for(seed, scfg), bp, ea, scfg, modes=job.modes,
                                               max_new_tokens=max_new, log=log, done=prior, on_mode=record,
                                               thinking_prompts=ep)
+        if steered and f"seed{seed}:reach" not in done:  # a null's no-effect counts only from vectors that move the base
+            reach = steering_reach(base, vectors_for(seed, scfg)(), bp, scfg)
+            log(f"seed {seed}: steering reach: log-prob shift {reach['shift']:.4g} nats, top token changed "
+                f"{reach['top_changed']:.3f}")
+            run.mark_done(f"seed{seed}:reach", reach)
+            done[f"seed{seed}:reach"] = reach
+    reaches = {str(seed): done[f"seed{seed}:reach"] for seed in job.seeds if steered}
     res = dict(per_seed[str(job.seeds[0])])
     # context: the base model on its own prompt format for the same problems (not part of the gap)
     own = format_for(base, "auto")
@@ -136,8 +152,9 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
         op = own.render_problems(evaluated, base.tokenizer)
         budget = budgets_for(base, op, new_token_budget(own, job.max_new_tokens, max_steps=steps)).shared
         texts = [t.text for t in base.generate(op, max_new_tokens=budget, batch_size=64)]
-        row = {"style": own.kind, "accuracy": accuracy(texts, ea), "tokens": 0, "fired_fraction": 0.0,
-               "changed_fraction": 0.0, "samples": texts[:3]}
+        correct = [bool(x) for x in graded(texts, ea)]  # per problem: a control the hybrid's findings pair with
+        row = {"style": own.kind, "accuracy": sum(correct) / max(1, len(correct)), "tokens": 0, "fired_fraction": 0.0,
+               "changed_fraction": 0.0, "samples": texts[:3], "correct": correct}
         run.mark_done("own_style", row)
         done["own_style"] = row
     res["base_own_style"] = done["own_style"]
@@ -154,6 +171,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     run.write_result("hybrid", res)
     run.write_result("hybrid_seeds", per_seed)
     run.write_result("hybrid_summary", summary_rows)
+    run.write_result("hybrid_reach", reaches)
     run.write_result("hybrid_info", {
         "token_choice": TOKEN_CHOICE, "chooser_at_disagreement": "thinking",
         "thinking_format": t_fmt.kind, "base_format": b_fmt.kind, "base_own_format": own.kind,
@@ -162,7 +180,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
         "n_evaluated": len(evaluated), "n_vector_problems": len(vector), "max_new_tokens": max_new})
     run.write_figure("hybrid", figures.figure_hybrid(res))
     # findings on the first seed's problems (every mode graded on the same ones): paired tests and the gap's interval
-    findings = findings_doc(hybrid_findings(per_seed[str(job.seeds[0])], seed=job.seeds[0]))
+    findings = findings_doc(hybrid_findings(per_seed[str(job.seeds[0])], seed=job.seeds[0], own_style=done["own_style"]))
     run.write_result("findings", {"seed": job.seeds[0], "n_evaluated": len(evaluated), "findings": findings})
     out: dict[str, Any] = {m: {k: r.get(k) for k in ("accuracy", "accuracy_std", "fired_fraction", "changed_fraction",
                                                      "gap_recovered", "gap_recovered_std")}
@@ -189,7 +207,8 @@ def report(summary: dict[str, Any]) -> str:
     if gap is not None:
         beaten = [f for f in findings if f.get("claim", "").startswith("the hybrid beats")]
         lines.append(headline(gap, effect=f"the hybrid recovers {num(gap['value'])} [{num(gap['ci'][0])}, {num(gap['ci'][1])}] "
-                              f"of the gap on {gap['n']} problems", otherwise="the hybrid recovers no gap shown"))
+                              f"of the gap on {gap['n']} problems",
+                              otherwise=(gap.get("extra") or {}).get("otherwise") or "the hybrid recovers no gap shown"))
         if beaten and not all(f["verdict"] == "effect" for f in beaten):
             lines.append("not every ablation is beaten: " + ", ".join(f["control"] for f in beaten if f["verdict"] != "effect"))
     return "\n".join(lines)

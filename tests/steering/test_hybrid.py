@@ -115,3 +115,49 @@ def test_open_token_labels_the_token_before_each_later_sentence():
     assert plain[1].nonzero().flatten().tolist() == [3, 4, 5, 6]  # producing tokens 4..7
     assert opened[1].nonzero().flatten().tolist() == [2, 3, 4, 5, 6]  # and token 3, the first generated one
     assert opened[0].tolist() == plain[0].tolist() == [False, False, True] + [False] * 5  # before it: the prompt token
+
+
+def test_random_vector_control_is_random_directions_with_the_trained_norms(pair, monkeypatch):
+    """Every steering vector the ``random_vectors`` mode adds is a row of ``_random_vectors`` (random directions, the
+    norms of ``bias + v_c``), never a trained vector; the hybrid adds ``bias + v_c`` itself. Mutant killed: "hybrid's
+    random-vector control built from the trained vectors" (bench/mutants.py), whose control equals the hybrid."""
+    import thinklens.steering.hybrid_generate as hg
+
+    base, think, traces = pair
+    hv = train_hybrid_vectors(base, think, traces, CFG)
+    trained = hv.bias[None] + hv.vectors  # [category, d]
+    rand = hg._random_vectors(hv, CFG.seed)  # [category, d]
+    assert torch.allclose(rand.norm(dim=-1), trained.norm(dim=-1), rtol=1e-5)
+    seen: list[torch.Tensor] = []
+    real = hg._steer_candidates
+
+    def spy(dec, rows, vecs, cfg, site):
+        seen.extend(vecs)
+        return real(dec, rows, vecs, cfg, site)
+
+    monkeypatch.setattr(hg, "_steer_candidates", spy)
+    for mode, allowed in (("random_vectors", rand), ("hybrid", trained)):
+        seen.clear()
+        hybrid_generate(base, think, hv, ["w1 w2", "w3 w4 w5", "w6"], CFG, mode=mode, max_new_tokens=5)
+        assert seen, f"{mode}: steering never fired"
+        for v in seen:
+            assert any(torch.equal(v, a) for a in allowed), mode
+            assert not any(torch.allclose(v, t, atol=1e-4) for t in (trained if mode == "random_vectors" else rand))
+
+
+def test_steering_reach_is_zero_only_for_vectors_that_change_nothing(pair):
+    """The reach a null needs (steering_reach): trained vectors move the base model's next-token log-probabilities
+    through the generation's own steering path; zero vectors do not, exactly."""
+    import dataclasses
+
+    from thinklens.steering.hybrid_generate import MIN_REACH, steering_reach
+
+    base, think, traces = pair
+    cfg = dataclasses.replace(CFG, vector_iters=20)  # 4 iterations move this tiny model by 0.009 nats, just under
+    hv = train_hybrid_vectors(base, think, traces, cfg)
+    prompts = ["w1 w2", "w3 w4 w5", "w6"]
+    r = steering_reach(base, hv, prompts, cfg)
+    assert r["shift"] >= MIN_REACH and r["moves_the_base"] and r["n_prompts"] == 3 and r["strength"] == 1.0
+    inert = dataclasses.replace(hv, bias=torch.zeros_like(hv.bias), vectors=torch.zeros_like(hv.vectors))
+    z = steering_reach(base, inert, prompts, cfg)
+    assert z["shift"] == 0.0 and z["tv"] == 0.0 and z["top_changed"] == 0.0 and not z["moves_the_base"]

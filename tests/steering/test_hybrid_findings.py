@@ -31,13 +31,44 @@ def test_random_vectors_doing_as_well_is_said_so():
     rows = _rows(base=base, thinking=thinking, hybrid=hybrid, random_vectors=hybrid, bias_only=base)
     fs = {f.claim: f for f in hybrid_findings(rows, seed=0)}
     gap = fs["the hybrid recovers part of the base-to-thinking gap"]
-    # hybrid 100/120 and thinking 100/120 against base 60/120: the whole gap
-    assert gap.verdict == "effect" and gap.ci[0] > 0 and gap.value == pytest.approx(1.0)
-    assert fs["the hybrid raises accuracy over the base model"].verdict == "effect"
+    # hybrid 100/120 and thinking 100/120 against base 60/120: the whole gap, but random vectors do as well, so the
+    # gap is not shown to be the hybrid's (issue 39: an effect must beat every control the job ran)
+    assert gap.verdict == "no effect" and gap.ci[0] > 0 and gap.value == pytest.approx(1.0)
+    assert gap.extra["verdict_before_controls"] == "effect" and gap.extra["controls_not_beaten"] == ["random_vectors"]
+    assert gap.extra["otherwise"].startswith("not shown: the hybrid (0.8333) does not beat every control it ran: "
+                                             "random_vectors 0.8333 (no effect)")
+    assert fs["the hybrid raises accuracy over the base model"].verdict == "no effect"
     rv = fs["the hybrid beats its ablation random_vectors"]
     assert rv.verdict == "no effect" and rv.extra["otherwise"] == CONTROL_WORDS["random_vectors"] == "random vectors do as well"
     assert rv.extra["control_gap_recovered"] == rv.extra["gap_recovered"]
     assert fs["the hybrid beats its ablation bias_only"].verdict == "effect"
+
+
+def test_an_effect_must_beat_every_control_the_job_ran():
+    """Seen after `make demo`: hybrid "effect" at 0.76 while random vectors scored 0.77 and the base in its own style
+    0.96. The hybrid's claims are effects only when it beats every ablation and the base in its own prompt format."""
+    n = 100
+    base = [1] * 40 + [0] * 60
+    thinking = [1] * 90 + [0] * 10
+    hybrid = [1] * 76 + [0] * 24
+    random = [1] * 77 + [0] * 23
+    own = {"accuracy": 0.96, "correct": [True] * 96 + [False] * 4}
+    fs = {f.claim: f for f in hybrid_findings(_rows(base=base, thinking=thinking, hybrid=hybrid, random_vectors=random),
+                                              own_style=own)}
+    gap, over = fs["the hybrid recovers part of the base-to-thinking gap"], fs["the hybrid raises accuracy over the base model"]
+    assert gap.extra["verdict_before_controls"] == over.extra["verdict_before_controls"] == "effect"
+    assert gap.verdict == over.verdict == "no effect"
+    assert gap.extra["controls_not_beaten"] == ["random_vectors", "base model in its own prompt format"]
+    own_f = fs["the hybrid beats the base model in its own prompt format"]
+    assert own_f.verdict == "no effect" and own_f.extra["control_wins"] and own_f.extra["test"] == "mcnemar"
+    # the same hybrid beating both controls keeps its effect
+    weak = {"accuracy": 0.4, "correct": [True] * 40 + [False] * 60}
+    fs = {f.claim: f for f in hybrid_findings(_rows(base=base, thinking=thinking, hybrid=hybrid, random_vectors=base),
+                                              own_style=weak)}
+    assert fs["the hybrid recovers part of the base-to-thinking gap"].verdict == "effect"
+    # an old run's own-style row without outcomes: an unpaired comparison, still a control
+    fs = {f.claim: f for f in hybrid_findings(_rows(base=base, thinking=thinking, hybrid=hybrid), own_style={"accuracy": 0.96})}
+    assert fs["the hybrid recovers part of the base-to-thinking gap"].verdict == "no effect" and n == len(hybrid)
 
 
 def test_no_gap_no_claim_and_resumed_rows_without_outcomes():
@@ -59,7 +90,8 @@ def test_report_headlines_the_gap_and_the_ablations_not_beaten():
                    "gap_recovered": None} for m, r in rows.items()}
     summary["findings"] = findings_doc(hybrid_findings(rows))
     text = report(summary)
-    assert "the hybrid recovers 1.000" in text and "not every ablation is beaten: random_vectors" in text
+    assert "the hybrid recovers 1.000" not in text and "not every ablation is beaten: random_vectors" in text
+    assert "not shown: the hybrid (0.8333) does not beat every control it ran: random_vectors" in text
     assert len(summary["findings"]) == 4 and n == len(base)
 
 

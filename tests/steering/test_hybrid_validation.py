@@ -24,22 +24,46 @@ def _rows(base: list[int], thinking: list[int], hybrid: list[int], random: list[
 
 
 @pytest.mark.parametrize("quick", [True, False])
-@pytest.mark.parametrize("random_right, verdict", [(20, "no-effect"), (18, "no-effect"), (0, "failed")])
-def test_skill_gap_is_a_boundary_the_vectors_must_not_cross(tmp_path, monkeypatch, random_right, verdict, quick):
+@pytest.mark.parametrize("random_right, verdict", [(20, "failed"), (18, "failed"), (0, "recovered")])
+def test_skill_gap_is_planted_and_fails_when_random_vectors_do_as_well(tmp_path, monkeypatch, random_right, verdict, quick):
     # 60 problems: the base gets 20 right, the thinking model 50, the hybrid 40 (the 20 and 20 more). A random-vector
-    # control as good as the hybrid, or 2 problems short of it (McNemar p=0.5), is the expected no-effect; 20 short
-    # (p=2e-6) is an effect of the vectors' direction, which a skill gap should not show. Mutants killed: the boundary
-    # judged by direction alone (the 2-problem case would fail), the boundary expecting recovery (the 20-problem case).
+    # control as good as the hybrid fails the planted setting; 2 problems short of it (McNemar p=0.5) fails the full
+    # version (quick: by direction, recovered); 20 short (p=2e-6) is recovered. Issue 39: the setting was relabelled
+    # "boundary" (expected no-effect) after failing as planted; it is planted again and fails honestly, with why.
+    if quick and random_right == 18:
+        verdict = "recovered"  # the quick version judges by direction (too few problems for the test in seconds)
     base, thinking, hybrid = [1] * 20 + [0] * 40, [1] * 50 + [0] * 10, [1] * 40 + [0] * 20
     random = [1] * 20 + [1] * random_right + [0] * (40 - random_right)
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, thinking, hybrid, random))
     monkeypatch.setattr(hv, "vector_diagnostics", lambda ctx, sub: {})
-    check = SETTINGS["skill-gap"].run(_ctx(tmp_path, quick=quick))
-    assert SETTINGS["skill-gap"].expected == "no-effect"
+    s = SETTINGS["skill-gap"]
+    check = s.run(_ctx(tmp_path, quick=quick))
+    assert s.expected == "recovered" and s.kind == "planted"
     assert check.verdict == verdict and check.details["paired_test"] is not quick
     assert check.value == pytest.approx((20 - random_right) / 60, abs=1e-6)  # values rounded to 6 places
     assert check.details["gap"] == pytest.approx(0.5) and check.details["gap_recovered"] == pytest.approx(20 / 30)
     assert check.details["precondition_met"] and check.details["over_base"] == pytest.approx(1 / 3)
+    assert ("why" in check.details) is (verdict == "failed")
+    if verdict == "failed":
+        assert check.details["why"].startswith("the hybrid does not beat its random-vector control")
+    lo, hi = check.ci  # McNemar's own interval: it contains 0 exactly when the test is not significant
+    assert (lo > 0) is (check.details["beats_random_p"] < 0.05)
+
+
+def test_skill_gap_as_measured_fails_and_its_interval_agrees_with_its_test(tmp_path, monkeypatch):
+    # the full run's numbers (n=200): base 87, thinking 164, hybrid 95, random 89 right; the hybrid alone right on 8
+    # problems, the control alone on 2: McNemar p=0.11, so failed, and the difference interval is the test's own
+    # (it held the paired bootstrap's [0.005, 0.06], which excluded 0 beside p=0.11)
+    base = [1] * 87 + [0] * 113
+    thinking = [1] * 164 + [0] * 36
+    random = [1] * 87 + [1] * 2 + [0] * 111
+    hybrid = [1] * 87 + [0] * 2 + [1] * 8 + [0] * 103
+    monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, thinking, hybrid, random))
+    monkeypatch.setattr(hv, "vector_diagnostics", lambda ctx, sub: {})
+    check = SETTINGS["skill-gap"].run(_ctx(tmp_path, quick=False))
+    assert check.verdict == "failed" and check.details["beats_random_p"] == pytest.approx(0.109375)
+    assert check.value == pytest.approx(0.03) and check.ci[0] < 0 < check.ci[1]
+    assert "(McNemar p=0.1094)" in check.details["why"]
 
 
 def test_skill_gap_needs_a_gap(tmp_path, monkeypatch):
@@ -49,9 +73,13 @@ def test_skill_gap_needs_a_gap(tmp_path, monkeypatch):
     monkeypatch.setattr(hv, "vector_diagnostics", lambda ctx, sub: {})
     check = SETTINGS["skill-gap"].run(_ctx(tmp_path))
     assert check.verdict == "failed" and check.details["precondition_met"] is False
+    assert check.details["why"].startswith("no gap to recover")
 
 
-def test_null_uses_one_model_twice(tmp_path, monkeypatch):
+LIVE = {"shift": 0.4, "tv": 1e-5, "top_changed": 0.0, "min_reach": 0.01}
+
+
+def test_null_uses_one_model_twice_and_passes_by_equivalence(tmp_path, monkeypatch):
     seen = []
 
     def fake(ctx, plan, b, t, sub):
@@ -60,26 +88,98 @@ def test_null_uses_one_model_twice(tmp_path, monkeypatch):
         return _rows(c, c, c, c)
 
     monkeypatch.setattr(hv, "_hybrid", fake)
+    monkeypatch.setattr(hv, "_reach", lambda ctx, sub: LIVE)
+    s = SETTINGS["null"]
+    check = s.run(_ctx(tmp_path))
+    assert s.kind == "null" and seen == [(hv.PAIR["base"], hv.PAIR["base"])]
+    assert check.verdict == "no-effect" and check.value == 0.0 and check.details["equivalence"]["equivalent"]
+    assert check.details["margin"] == hv.NULL_MARGIN == 0.05 and check.statistic == "accuracy_vs_base"
+
+
+@pytest.mark.parametrize("swaps, gained, verdict", [
+    (0, 6, "failed"),  # +10 points: an effect, outside the margin
+    (3, 0, "failed"),  # hybrid = base in accuracy (McNemar p=1), 6 problems changed: not shown inside +-0.05
+    (1, 0, "no-effect"),  # 2 problems changed, one each way: the 95% interval [-0.048, 0.048] is inside +-0.05
+    (0, 0, "no-effect"),
+])
+def test_null_passes_only_inside_its_margin_not_by_non_significance(tmp_path, monkeypatch, swaps, gained, verdict):
+    # the base right on 30 of 60; the hybrid loses `swaps` of them and gains `swaps + gained` others: passing by a
+    # non-significant difference is not a pass (issue 39)
+    base = [1] * 30 + [0] * 30
+    hybrid = [1] * (30 - swaps) + [0] * swaps + [1] * (swaps + gained) + [0] * (30 - swaps - gained)
+    monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, base, hybrid, base))
+    monkeypatch.setattr(hv, "_reach", lambda ctx, sub: LIVE)
     check = SETTINGS["null"].run(_ctx(tmp_path))
-    assert seen == [(hv.PAIR["base"], hv.PAIR["base"])] and check.verdict == "no-effect" and check.value == 0.0
+    eq = check.details["equivalence"]
+    assert check.verdict == verdict, (check.ci, check.details.get("why"))
+    assert (check.ci[0] > -hv.NULL_MARGIN and check.ci[1] < hv.NULL_MARGIN) is (verdict == "no-effect")
+    assert eq["equivalent"] is (verdict == "no-effect") and check.value == pytest.approx(gained / 60)
+    assert ("why" in check.details) is (verdict == "failed")
+    if swaps == 3:
+        assert check.details["findings"][0]["p"] == pytest.approx(1.0)  # not significant, and still not a pass
+        assert check.details["why"].startswith("not shown within +-0.05")
+
+
+def test_null_fails_for_an_inert_method(tmp_path, monkeypatch):
+    # vectors that change nothing would pass "hybrid = base" on the null trivially: the null needs them to move the base
+    c = [1] * 30 + [0] * 30
+    monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(c, c, c, c))
+    monkeypatch.setattr(hv, "_reach", lambda ctx, sub: {**LIVE, "shift": 0.0, "tv": 0.0})
+    check = SETTINGS["null"].run(_ctx(tmp_path))
+    assert check.verdict == "failed" and check.details["equivalence"]["equivalent"]
+    assert "do not move the base model" in check.details["why"]
+
+
+@needs_zoo
+def test_null_end_to_end_on_the_zoo(tmp_path, monkeypatch):
+    """The null setting for real (the hybrid job on tiny-cot-short twice, a few problems): the hybrid equals the base
+    (steering never fires) and the trained vectors move the base (reach through the generation's own steering path).
+    Mutant killed: "hybrid: inert vectors (the steering hook adds nothing)" (bench/mutants.py), whose hybrid also
+    equals the base and used to pass this null."""
+    monkeypatch.setattr(hv, "QUICK_NULL", hv.Plan(n_eval=4, n_train=6, sae_steps=10, vector_iters=2, paired=False))
+    check = SETTINGS["null"].run(_ctx(tmp_path))
+    acc = check.details["accuracy"]
+    assert acc["hybrid"]["fired_fraction"] == 0.0 and acc["hybrid"]["accuracy"] == acc["base"]["accuracy"]
+    from thinklens.steering.hybrid_generate import MIN_REACH
+
+    assert check.details["reach"]["shift"] >= MIN_REACH and check.details["reach"]["moves_the_base"], check.details["reach"]
+    assert check.verdict == "no-effect", (validate_line(SETTINGS["null"], check), check.details.get("why"))
 
 
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 @needs_zoo
-@pytest.mark.parametrize("name", ["skill-gap", "null"])
-def test_quick_settings(tmp_path, name):
-    s = SETTINGS[name]
+def test_quick_null(tmp_path):
+    s = SETTINGS["null"]
     check = s.run(_ctx(tmp_path))
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
 
 
 @pytest.mark.slow
 @needs_zoo
-@pytest.mark.parametrize("name", ["skill-gap", "null"])
-def test_full_settings(tmp_path, name):
-    s = SETTINGS[name]
+def test_quick_skill_gap_verdict_is_what_its_numbers_say(tmp_path):
+    # the quick version judges the random control by direction; its verdict is whatever that says, with why if failed
+    s = SETTINGS["skill-gap"]
+    check = s.run(_ctx(tmp_path))
+    assert check.details["precondition_met"], validate_line(s, check)
+    assert (check.verdict == "recovered") is (check.value > 0), (validate_line(s, check), check.details.get("why"))
+
+
+@pytest.mark.slow
+@needs_zoo
+def test_full_null(tmp_path):
+    s = SETTINGS["null"]
     check = s.run(_ctx(tmp_path, quick=False))
     assert check.verdict == s.expected, (validate_line(s, check), check.details)
+
+
+@pytest.mark.slow
+@needs_zoo
+def test_full_skill_gap_fails_as_measured(tmp_path):
+    # measured (n=200): the hybrid beats its random-vector control on 8 problems against 2 (McNemar p=0.11): failed
+    s = SETTINGS["skill-gap"]
+    check = s.run(_ctx(tmp_path, quick=False))
+    assert check.details["gap_p"] < 0.05 and check.verdict == "failed", validate_line(s, check)
+    assert check.details["why"].startswith("the hybrid does not beat its random-vector control")
 
 
 # ---------------------------------------------------------------- behaviour pairs (tiny-r1 or tiny-r1-sometimes / tiny-overthink)
@@ -123,15 +223,35 @@ def test_planted_latent_verdict_needs_the_hybrid_beyond_its_random_control(tmp_p
     assert check.details["gap"] == pytest.approx(50 / 60)
     assert check.details["rates"]["hybrid"]["recheck_rate"] == pytest.approx(0.5)
     assert ("cue_diagnostics" in check.details) is (verdict == "failed")
+    cost = check.details["accuracy_cost"]  # every row correct here: no accuracy cost, and it is in the target line
+    assert cost["diff"] == 0.0 and cost["test"] == "mcnemar" and "accuracy cost, hybrid minus base: 0 [" in check.target
+
+
+def test_planted_latent_reports_its_accuracy_cost(tmp_path, monkeypatch):
+    # measured: the hybrid re-checks on 100/100 against 0/100, and its accuracy falls from 1.00 to 0.45 (its rounds
+    # miscopy): recovered, with the cost in the check (issue 39: a planted strength's cost is part of its verdict)
+    base, thinking, hybrid, random = [0] * 100, [1] * 100, [1] * 100, [0] * 100
+    rows = _brows(base, thinking, hybrid, random)
+    rows["hybrid"]["correct"] = [True] * 45 + [False] * 55
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, p, o: rows)
+    s = SETTINGS["planted-latent"]
+    check = s.run(_ctx(tmp_path, quick=False))
+    cost = check.details["accuracy_cost"]
+    assert check.verdict == "recovered" and cost["diff"] == pytest.approx(-0.55) and cost["ci"][1] < 0
+    assert cost["hybrid"] == pytest.approx(0.45) and cost["base"] == 1.0 and cost["bound"] is None
+    assert "accuracy cost, hybrid minus base: -0.55 [" in check.target and "8x the job's default" in s.help
 
 
 @pytest.mark.parametrize("quick", [True, False])
-@pytest.mark.parametrize("hybrid_on, verdict", [(0, "no-effect"), (2, "no-effect"), (30, "failed")])
-def test_absent_behaviour_is_a_boundary(tmp_path, monkeypatch, hybrid_on, verdict, quick):
+@pytest.mark.parametrize("hybrid_on, verdict", [(0, "failed"), (2, "failed"), (30, "recovered")])
+def test_absent_behaviour_is_planted_and_fails_when_the_hybrid_does_not_recheck(tmp_path, monkeypatch, hybrid_on,
+                                                                                verdict, quick):
     # the base never re-checks, the thinking model on 50 of 60 problems, the random control on none: a hybrid that
-    # re-checks on none or 2 (McNemar p=0.5) is the expected no-effect; on 30 (p=2e-9) it would have made the base do
-    # what it cannot, and the setting fails. Mutants killed: the boundary judged by direction alone (2 would fail), the
-    # boundary run on the planted-latent pair (the pair check), the cue diagnostics dropped on the expected outcome.
+    # re-checks on none fails; on 2 (McNemar p=0.5) fails the full version (quick, by direction: recovered); on 30
+    # (p=2e-9) recovered. Issue 39: the setting was relabelled "boundary" (expected no-effect) after failing as
+    # planted; it is planted again, fails honestly with why, and keeps its cue diagnostics when it fails.
+    if quick and hybrid_on == 2:
+        verdict = "recovered"
     base, thinking, random = [0] * 60, [1] * 50 + [0] * 10, [0] * 60
     hybrid = [1] * hybrid_on + [0] * (60 - hybrid_on)
     seen = []
@@ -139,13 +259,18 @@ def test_absent_behaviour_is_a_boundary(tmp_path, monkeypatch, hybrid_on, verdic
     monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {"stub": p})
     s = SETTINGS["absent-behaviour"]
     check = s.run(_ctx(tmp_path, quick=quick))
-    assert s.expected == "no-effect" and seen == [hv.BEHAVIOUR_PAIR]
+    assert s.expected == "recovered" and s.kind == "planted" and seen == [hv.BEHAVIOUR_PAIR]
     assert check.verdict == verdict and check.value == pytest.approx(hybrid_on / 60, abs=1e-6)
-    assert check.details["precondition_met"] and check.details["cue_diagnostics"] == {"stub": HybridConfig.min_base_prob}
+    assert check.details["precondition_met"]
+    if verdict == "failed":
+        assert check.details["cue_diagnostics"] == {"stub": HybridConfig.min_base_prob}
+        assert check.details["why"].startswith("the hybrid does not beat its random-vector control: re-check rate")
+    else:
+        assert "cue_diagnostics" not in check.details and "why" not in check.details
 
 
 def test_absent_behaviour_needs_a_gap(tmp_path, monkeypatch):
-    # mutant pair: the thinking model re-checks no more than the base, so "no more than random" shows nothing
+    # mutant pair: the thinking model re-checks no more than the base: nothing to recover
     none = [0] * 60
     monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, pair, o: _brows(none, none, none, none))
     monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {})
@@ -168,7 +293,9 @@ def test_quick_absent_behaviour(quick_behaviour):
     s, check = quick_behaviour
     rates = check.details["rates"]
     assert rates["thinking"]["recheck_rate"] >= 0.75 and rates["base"]["recheck_rate"] <= 0.25, validate_line(s, check)
-    assert check.verdict == s.expected and rates["hybrid"]["recheck_rate"] == 0.0, (validate_line(s, check), rates)
+    # measured: the planted setting fails (the hybrid never re-checks), and says why
+    assert check.verdict == "failed" and rates["hybrid"]["recheck_rate"] == 0.0, (validate_line(s, check), rates)
+    assert check.details["why"].startswith("the hybrid does not beat its random-vector control")
 
 
 @pytest.mark.slow
@@ -177,7 +304,8 @@ def test_full_absent_behaviour(tmp_path):
     s = SETTINGS["absent-behaviour"]
     check = s.run(_ctx(tmp_path, quick=False))
     assert check.details["rates"]["thinking"]["recheck_rate"] >= 0.9 and check.details["gap_p"] < 0.05
-    assert check.verdict == s.expected, (validate_line(s, check), check.details)
+    # measured (n=100): hybrid 0/100 against random 0/100: the planted behaviour is not recovered
+    assert check.verdict == "failed", (validate_line(s, check), check.details)
 
 
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
