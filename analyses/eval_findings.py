@@ -5,8 +5,11 @@
   when given, e.g. per number of steps: a guesser that knows the group). Free-form answers have no chance level; the
   majority guess is the strongest answer-blind predictor that the gold answers themselves allow.
 - :func:`eval_findings`: a model's accuracy against the majority guess on the same problems (McNemar with one
-  completion per problem; with several samples the per-problem accuracy, sign-flip test), and its reasoning tokens
-  against its answer tokens on the same completions (sign-flip), the mean token count with its bootstrap interval.
+  completion per problem; with several samples the per-problem accuracy, sign-flip test), and, for a format with a
+  thinking span, its reasoning tokens against its answer tokens on the same completions (sign-flip), the mean token
+  count with its bootstrap interval. Without a thinking span every completion has 0 reasoning tokens by
+  construction, so there is no such finding (issue 39: it read "not shown to write more reasoning than answer
+  tokens" on a model that cannot write any).
 
 Example:
     >>> majority_correct(["3", "5", "3", "7"])
@@ -15,6 +18,8 @@ Example:
     ...          "n_reasoning_tokens": 10, "n_answer_tokens": 2} for i in range(60)]
     >>> [(f["statistic"], f["verdict"]) for f in eval_findings(rows, model="m", data="d")]
     [('accuracy', 'effect'), ('mean reasoning tokens', 'effect')]
+    >>> [f["statistic"] for f in eval_findings(rows, model="m", data="d", thinking_span=False)]
+    ['accuracy']
 """
 
 from __future__ import annotations
@@ -50,10 +55,14 @@ def _per_problem(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, float
     return {i: float(np.mean(v)) for i, v in out.items()}
 
 
-def eval_findings(rows: Sequence[Mapping[str, Any]], *, model: str, data: str, seed: int = 0) -> list[dict[str, Any]]:
+def eval_findings(rows: Sequence[Mapping[str, Any]], *, model: str, data: str, seed: int = 0,
+                  thinking_span: bool | None = None) -> list[dict[str, Any]]:
     """The findings of an eval run from its completion rows (``i``, ``sample``, ``gold``, ``correct`` and the token
     counts, as :func:`thinklens.analyses.evaluation.completion_row` writes them); units are problems (a problem's samples are
-    averaged first, so they do not count as independent)."""
+    averaged first, so they do not count as independent).
+
+    ``thinking_span``: whether the prompt format has a thinking span (the eval job passes it); False: no reasoning-
+    token finding. None (rows from elsewhere): a span is assumed only when some completion has reasoning tokens."""
     graded = [r for r in rows if r.get("gold") is not None]
     found = []
     if graded:
@@ -69,6 +78,10 @@ def eval_findings(rows: Sequence[Mapping[str, Any]], *, model: str, data: str, s
                        units="problems" if one_each else "problems (accuracy over each problem's samples)",
                        samples=len(graded) // max(1, len(ids)))
         found.append(f)
+    if thinking_span is None:
+        thinking_span = any(r.get("n_reasoning_tokens") for r in rows)
+    if not thinking_span:  # no span: 0 reasoning tokens by construction, nothing to claim
+        return findings_doc(found)
     reasoning, answer, total = (_per_problem(rows, k) for k in ("n_reasoning_tokens", "n_answer_tokens", "n_tokens"))
     ids = sorted(total)
     t = paired_finding(f"{model} writes more reasoning tokens than answer tokens", [reasoning[i] for i in ids],

@@ -95,10 +95,17 @@ def seek_findings(original_correct: Sequence[bool], final_correct: Sequence[bool
             problem has no baseline): the comparison is then paired (McNemar on those problems); without it, an
             unpaired Wilson comparison with ``baseline``'s counts.
 
+    Every finding that is not an effect says why in its own words (``extra["otherwise"]``): the control does better
+    (a control that wins is ``no effect``, never ``at ceiling``), the control is at 1.0 (``at ceiling``), or it leaves
+    too few problems to fix (``no headroom``).
+
     Example:
         >>> fs = seek_findings([False] * 20, [True] * 11 + [False] * 9, oracle_correct={"1.0": [True] * 10 + [False] * 10})
         >>> [(f.statistic, f.verdict) for f in fs]
         [('accuracy', 'effect'), ('accuracy', 'no effect')]
+        >>> f = seek_findings([True] * 20, [True] * 10 + [False] * 10, oracle_correct={"1.0": [True] * 20})[1]
+        >>> f.verdict, f.extra["otherwise"]
+        ('no effect', 'oracle best-of-N (T=1.0, same problems) does better than LatentSeek')
     """
     before, after = [float(x) for x in original_correct], [float(x) for x in final_correct]
     found = [paired_finding("LatentSeek corrects the CoT chain it starts from", after, before,
@@ -125,7 +132,24 @@ def seek_findings(original_correct: Sequence[bool], final_correct: Sequence[bool
                                         [after[i] for i in keep], [float(oracle[i]) for i in keep],
                                         control=f"oracle best-of-N (T={t}, same problems)", statistic="accuracy",
                                         binary=True, ceiling=1.0))
-    return found
+    return [_seek_words(f) for f in found]
+
+
+def _seek_words(f: Finding) -> Finding:
+    """``f`` with what its verdict means for LatentSeek in ``extra["otherwise"]`` (one meaning per verdict word)."""
+    if f.verdict == "effect":
+        return f
+    if f.extra.get("control_wins"):
+        why = f"{f.control} does better than LatentSeek"
+    elif f.verdict == "at ceiling":
+        why = f"{f.control} is already at 1.0: nothing above it to show"
+    elif f.verdict == "no headroom":
+        why = f"{f.control} leaves too few problems to fix for any gain to reach significance"
+    elif f.verdict == "too few samples":
+        why = f"too few problems to compare LatentSeek with {f.control}"
+    else:
+        why = f"LatentSeek not shown to beat {f.control}"
+    return dataclasses.replace(f, extra={**f.extra, "otherwise": why})
 
 
 #: Steps per window of :func:`window_change_finding` at most (fewer on short runs: a quarter of the steps each).

@@ -101,7 +101,8 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
                "thinking_span": fmt.span.family if fmt.span is not None else None, "budgets": budgets.summary(),
                "decoding": {"temperature": config.temperature, "top_p": config.top_p, "samples": config.samples}
                if config.sampled else {"greedy": True}}
-    summary["findings"] = eval_findings(rows, model=config.model, data=config.data)  # vs the majority guess
+    summary["findings"] = eval_findings(rows, model=config.model, data=config.data,  # vs the majority guess
+                                        thinking_span=fmt.span is not None)
     ctx.run.write_result("eval", to_jsonable(summary))
     ctx.run.write_result("eval_problems", to_jsonable([{k: v for k, v in r.items() if k != "text"} for r in rows]))
     ctx.run.write_figure("eval", figure_eval(summary, title=f"{config.model} on {config.data}"))

@@ -125,3 +125,17 @@ def test_zoo_eval_job_writes_findings_to_its_summary(tmp_path):
     (f,) = summary["findings"]
     assert f["n"] == 12 and f["value"] == pytest.approx(sum(r.accuracy.values()) / 2)
     assert f["extra"]["model"] == "tiny-cot" and set(summary["accuracy_ci"]["tiny-cot"]) == {"1", "2"}
+
+
+def test_no_reasoning_token_finding_without_a_thinking_span():
+    """Seen on real weights (issue 39): eval's "writes more reasoning tokens than answer tokens" finding on a model
+    whose format has no thinking span, where every completion has 0 reasoning tokens by construction. No such
+    finding there; with a span (given or seen in the rows) it stays."""
+    golds = [str(i) for i in range(20)]
+    plain = _rows([True] * 20, golds, reasoning=0, answer=12)
+    assert [f["statistic"] for f in eval_findings(plain, model="m", data="d", thinking_span=False)] == ["accuracy"]
+    assert [f["statistic"] for f in eval_findings(plain, model="m", data="d")] == ["accuracy"]  # inferred: none
+    spanned = eval_findings(plain, model="m", data="d", thinking_span=True)  # a span, but no reasoning written
+    assert [f["statistic"] for f in spanned] == ["accuracy", "mean reasoning tokens"] and spanned[1]["verdict"] == "no effect"
+    some = _rows([True] * 20, golds, reasoning=30, answer=3)
+    assert eval_findings(some, model="m", data="d", thinking_span=False)[-1]["statistic"] == "accuracy"

@@ -234,3 +234,18 @@ def test_zoo_train_findings_read_the_published_evaluation():
         assert summary(meta)["findings"] == [f]
     assert got == {"tiny-cot": "effect", "tiny-direct": "no effect"}
     assert findings({"name": "x", "eval": {}}) == []
+
+
+def test_seek_findings_never_call_a_winning_control_at_ceiling():
+    """Issue 39: LatentSeek "at ceiling" where its control wins. The oracle at 1.0 beating LatentSeek at 0.5 is "no
+    effect" (the control does better); "at ceiling" only where the control is at 1.0 and LatentSeek matches it; "no
+    headroom" where the control leaves too few problems to fix."""
+    before = [True] * 20
+    lost = seek_findings(before, [True] * 10 + [False] * 10, oracle_correct={"1.0": [True] * 20})
+    assert [f.verdict for f in lost] == ["no effect", "no effect"]
+    assert all(f.extra["control_wins"] and f.extra["otherwise"].endswith("does better than LatentSeek") for f in lost)
+    tied = seek_findings(before, before, oracle_correct={"1.0": [True] * 20})
+    assert [f.verdict for f in tied] == ["at ceiling", "at ceiling"]
+    assert tied[1].extra["otherwise"].endswith("is already at 1.0: nothing above it to show")
+    near = seek_findings([True] * 58 + [False] * 2, [True] * 58 + [False] * 2)[0]
+    assert near.verdict == "no headroom" and "too few problems to fix" in near.extra["otherwise"]
