@@ -42,7 +42,7 @@ PRESETS: dict[str, MIPeaksJobConfig] = {
     "paper": MIPeaksJobConfig(
         model="deepseek-ai/DeepSeek-R1-Distill-Llama-8B", n_problems=100, max_new_tokens=512, k=20,
         batch_size=8, top_words=10, suppression=True, recycling=True, ttts=True, ttts_budgets=(0, 256, 512),
-        prompt_format="plain",
+        prompt_format="plain", estimators=("reference", "median_sigma", "l2"),  # the paper's fixed sigma drives peaks
     ),
 }
 """Named starting points (``--preset NAME``); the options given override their fields."""
@@ -107,7 +107,7 @@ def _finding_line(f: dict[str, Any]) -> str:
 
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
-    from thinklens.analyses.mi.mi_findings import mi_headline, words_headline
+    from thinklens.analyses.mi.mi_findings import mi_headline, saturation_flag, words_headline
     from thinklens.generation.budgets import budget_note
 
     findings = summary.get("findings") or []
@@ -140,6 +140,9 @@ def report(summary: dict[str, Any]) -> str:
             lines.append(f"    small scale: mean squared coordinate correlation {_num(ss['mean_corr2'])} (shuffled "
                          f"{_num(ss['mean_corr2_shuffled'])}) vs mean MI {_num(ss['mean_mi'])}; corr over steps "
                          f"{_num(ss['corr_mi_corr2'])} (scale max|x-mean|/sigma: median {_num(ss['median_scale'])})")
+            sat = saturation_flag(ss.get("estimator") or "", [ss["median_scale"]] if ss.get("median_scale") is not None else [])
+            if sat:
+                lines.append(f"    [{sat}]")
             lines.append(f"    answers of different problems: rho^2 {_num(ss.get('answer_corr2'))}, nHSIC "
                          f"{_num(ss.get('answer_nhsic_shuffled'))} (own answer with itself {_num(ss.get('answer_nhsic_self'))})")
     lines += [f"{stage}: {summary[stage]}" for stage in ("suppression", "recycling", "ttts") if stage in summary]

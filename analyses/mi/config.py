@@ -2,15 +2,22 @@
 ``thinklens run mi-peaks`` (:class:`MIPeaksJobConfig`, read by the MI modules; the job is
 :mod:`thinklens.analyses.jobs.mi_peaks`).
 
-The reference estimator (Qian et al. 2025, ChnQ/MI-Peaks) uses a fixed kernel width sigma = 50.
-Because its score grows with activation magnitude relative to sigma, two norm-controlled variants
-are registered next to it, so a user can check whether peaks only follow norm changes.
+The reference estimator (Qian et al. 2025, ChnQ/MI-Peaks) uses a fixed kernel width sigma = 50, set for the
+paper's 8B models. Its score grows with activation magnitude relative to sigma: on a model whose residual stream
+is hundreds of times wider (Gemma-3-270M: max|x - mean| / sigma ~ 669) every kernel entry off the diagonal is ~0,
+and its "MI" measures the kernel's saturation, not the answer. So the job's default (:data:`DEFAULT_ESTIMATOR`) scales
+the kernel to the states: the median heuristic (sigma = the median pairwise coordinate distance of each vector),
+under which MI is the same number for activations rescaled by any factor, on any model. The reference stays
+registered and scored side by side (``--estimators reference,...`` or ``--preset paper`` to reproduce the paper),
+and a run whose fixed-sigma estimator is far outside its range says so (:data:`MAX_KERNEL_SCALE`).
 
 Example:
     >>> ESTIMATORS["reference"].sigma
     50.0
-    >>> estimator_config("median_sigma").bandwidth
+    >>> estimator_config(DEFAULT_ESTIMATOR).bandwidth
     'median'
+    >>> MIPeaksJobConfig().estimators[0] == DEFAULT_ESTIMATOR
+    True
 """
 
 from __future__ import annotations
@@ -67,6 +74,13 @@ ESTIMATORS: dict[str, NHSICConfig] = {
 """Named estimator variants; CLI choices and app menus derive from this registry."""
 
 
+DEFAULT_ESTIMATOR = "median_sigma"
+"""The job's estimator unless one is chosen: the kernel scaled to the states (module docstring)."""
+MAX_KERNEL_SCALE = 10.0
+"""A fixed-sigma estimator whose states reach max|x - mean| / sigma above this (median over steps) has a saturated
+kernel: its MI findings carry a flag with the measured scale (the zoo's: ~0.05; Gemma-3-270M's at sigma 50: ~669)."""
+
+
 def estimator_config(name: str) -> NHSICConfig:
     """Look up a registered estimator variant by name, with a helpful error on typos."""
     if name not in ESTIMATORS:
@@ -104,8 +118,10 @@ class MIPeaksJobConfig(DataOptions, StepRange):
     """Generation budget per problem (512 in the paper)."""
     batch_size: int = 32
     """Problems generated and scored at once (bounds the memory held by captured states)."""
-    estimators: tuple[str, ...] = ("reference", "median_sigma", "l2")
-    """Estimator variants scored side by side (the first drives peaks)."""
+    estimators: tuple[str, ...] = (DEFAULT_ESTIMATOR, "reference", "l2")
+    """Estimator variants scored side by side (the first drives peaks and the findings): median_sigma scales the kernel
+    to the states; reference is the paper's fixed sigma = 50 (set for 8B models); l2 brings each step to the answer's
+    norm."""
     peak_rule: str = "top_k"
     """Rule whose peaks choose the thinking words (top_k or iqr; both are always stored)."""
     k: int = 20

@@ -213,6 +213,29 @@ def words_headline(findings: Sequence[Finding | Mapping[str, Any]]) -> str:
         f" ({'; '.join(flags)})" if flags else "")
 
 
+def saturation_flag(estimator: str, scales: Sequence[float]) -> str | None:
+    """The flag of a fixed-sigma estimator whose states reach far beyond its sigma (median over steps of
+    max|x - mean| / sigma above :data:`~thinklens.analyses.mi.config.MAX_KERNEL_SCALE`); None otherwise.
+
+    Example:
+        >>> saturation_flag("reference", [600.0, 669.0, 700.0])[:60]
+        'reference (fixed sigma 50): the states reach 669 sigma (max|'
+        >>> saturation_flag("reference", [0.05]), saturation_flag("median_sigma", [669.0])
+        (None, None)
+    """
+    from thinklens.analyses.mi.config import DEFAULT_ESTIMATOR, ESTIMATORS, MAX_KERNEL_SCALE
+
+    cfg = ESTIMATORS.get(estimator)
+    if cfg is None or cfg.bandwidth != "fixed" or not len(scales):
+        return None
+    scale = float(np.median(np.asarray(scales, dtype=np.float64)))
+    if not scale > MAX_KERNEL_SCALE:
+        return None
+    return (f"{estimator} (fixed sigma {cfg.sigma:g}): the states reach {scale:.0f} sigma (max|x - mean| / sigma, median "
+            f"over steps; above {MAX_KERNEL_SCALE:g}): the kernel is saturated and this MI is not comparable across "
+            f"models; {DEFAULT_ESTIMATOR} scales the kernel to the states")
+
+
 def per_trajectory_means(curves: Sequence[Sequence[float]]) -> np.ndarray:
     """One mean per trajectory (an empty curve counts 0)."""
     return np.asarray([float(np.mean(c)) if len(c) else 0.0 for c in curves], dtype=np.float64)
@@ -244,6 +267,9 @@ def model_findings(name: str, records: Sequence[TrajectoryRecord], *, word_rows:
     if scores:
         out.append(mi_vs_shuffled_finding(name, [s.own for s in scores], [s.shuffled for s in scores],
                                           where="where the answer is first written", seed=seed))
+    flag = saturation_flag(est, [v for r in records for v in (getattr(r, "small_scale", None) or {}).get("scale", ())])
+    if flag:  # the MI of a saturated fixed-sigma kernel is flagged wherever it is read
+        out = [replace(f, extra={**f.extra, "flag": flag}) for f in out]
     n_peaks = sum(len(r.peaks.get(rule, ())) for r in records)
     n_tokens = sum(len(r.tokens) for r in records)
     out += word_findings(name, word_rows, top=top, peak_fraction=n_peaks / n_tokens if n_tokens else None,

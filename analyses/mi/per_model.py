@@ -145,6 +145,7 @@ def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: str, 
             gold: dict[Site, torch.Tensor], perm: list[int], cfg: MIPeaksJobConfig,
             device: torch.device) -> TrajectoryRecord:
     site0, est0 = sites[0], cfg.estimators[0]
+    fixed = fixed_estimator(cfg.estimators)
     mi: dict[str, list[float]] = {}
     for s in sites:
         mi[str(s)] = nhsic_trajectory(tr.hidden[s].float(), gold[s][i], est0, device=device).mi.tolist()
@@ -161,8 +162,20 @@ def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: str, 
         text=tr.text, stop_reason=tr.stop_reason, site=str(site0), estimator=est0, mi=mi, variants=variants,
         shuffled=shuffled, shuffled_answer_of=perm[i], norms=states.norm(dim=1).double().tolist(),
         peaks={r: list(p.indices) for r, p in peaks.items()}, thresholds={r: p.threshold for r, p in peaks.items()},
-        small_scale=small_scale_curves(states, gold[site0][i], gold[site0][perm[i]], est0),
+        small_scale=small_scale_curves(states, gold[site0][i], gold[site0][perm[i]], fixed) if fixed else {},
     )
+
+
+def fixed_estimator(estimators: Sequence[str]) -> str | None:
+    """The first fixed-sigma estimator scored (the reference when it is among them): the one whose kernel scale and
+    small-scale limit the run records, whichever estimator drives the peaks (a saturated fixed sigma is seen even
+    next to the scaled default).
+
+    Example:
+        >>> fixed_estimator(("median_sigma", "reference", "l2")), fixed_estimator(("median_sigma",))
+        ('reference', None)
+    """
+    return next((e for e in estimators if estimator_config(e).bandwidth == "fixed"), None)
 
 
 def small_scale_curves(states: torch.Tensor, answer: torch.Tensor, shuffled_answer: torch.Tensor, estimator: str
@@ -191,20 +204,21 @@ def answers_alike(answers: torch.Tensor, perm: Sequence[int], estimator: str) ->
             "answer_nhsic_self": float(np.mean(own))}
 
 
-def small_scale_summary(records: Sequence[TrajectoryRecord], answers_alike: dict[str, float] | None = None
-                        ) -> dict[str, Any] | None:
-    """How close the first estimator's nHSIC is to its small-scale limit rho^2, pooled over every step of every
-    trajectory: means of both (own and shuffled answer), their Pearson correlation over steps, the mean absolute
-    difference, the expansion parameter (median and max over steps), and ``answers_alike`` (:func:`answers_alike`).
-    None when the records hold none."""
+def small_scale_summary(records: Sequence[TrajectoryRecord], answers_alike: dict[str, float] | None = None,
+                        estimator: str | None = None) -> dict[str, Any] | None:
+    """How close the fixed-sigma estimator's nHSIC (``estimator``; default the records' own) is to its small-scale limit
+    rho^2, pooled over every step of every trajectory: means of both (own and shuffled answer), their Pearson correlation
+    over steps, the mean absolute difference, the expansion parameter (median and max over steps), and
+    ``answers_alike`` (:func:`answers_alike`). None when the records hold none."""
     recs = [r for r in records if r.small_scale]
     if not recs:
         return None
-    mi = np.concatenate([np.asarray(r.variants[r.estimator]) for r in recs])
-    mi_shuf = np.concatenate([np.asarray(r.shuffled[r.estimator]) for r in recs])
+    est = estimator or recs[0].estimator  # the fixed-sigma estimator the records' small-scale curves belong to
+    mi = np.concatenate([np.asarray(r.variants[est]) for r in recs])
+    mi_shuf = np.concatenate([np.asarray(r.shuffled[est]) for r in recs])
     cat = {k: np.concatenate([np.asarray(r.small_scale[k]) for r in recs]) for k in recs[0].small_scale}
     return {
-        "estimator": recs[0].estimator, "n_steps": int(mi.size),
+        "estimator": est, "n_steps": int(mi.size),
         "mean_mi": float(mi.mean()), "mean_corr2": float(cat["corr2"].mean()), "mean_approx": float(cat["approx"].mean()),
         "mean_mi_shuffled": float(mi_shuf.mean()), "mean_corr2_shuffled": float(cat["corr2_shuffled"].mean()),
         "corr_mi_corr2": pearson(mi, cat["corr2"]), "corr_mi_corr2_shuffled": pearson(mi_shuf, cat["corr2_shuffled"]),
@@ -249,7 +263,7 @@ def summarize_model(records: Sequence[TrajectoryRecord], *, key: str, name: str,
                                     for c in curves[site0]]),
         "peak_fraction": fractions,
         "controls": stats.rows(),
-        "small_scale": small_scale_summary(records, answers_alike),
+        "small_scale": small_scale_summary(records, answers_alike, fixed_estimator(cfg.estimators)),
         "mean_curves": {
             "fraction": {s: mean_curve(cs, "fraction") for s, cs in curves.items()},
             "step": {s: mean_curve(cs, "step") for s, cs in curves.items()},
@@ -293,7 +307,7 @@ def collect_model(model: HookedModel, *, key: str, name: str, role: str, fmt: Pr
         return None
     records = [read_trajectory(run_path, key, i) for i in range(len(prompts))]
     separator = next((token_separator(model.tokenizer, list(r.token_ids[:16])) for r in records if len(r.token_ids) >= 2), "")
-    alike = answers_alike(gold[sites[0]], perm, cfg.estimators[0])
+    alike = answers_alike(gold[sites[0]], perm, fixed_estimator(cfg.estimators) or cfg.estimators[0])
     return {**summarize_model(records, key=key, name=name, role=role, style=fmt.kind, fmt=fmt.kind, n_layers=model.n_layers,
                            d_model=model.d_model, cfg=cfg, token_separator=separator or "",
                            thinking_span=fmt.span.family if fmt.span is not None else None, answers_alike=alike),

@@ -26,6 +26,13 @@ for none; it fails here (contrast ~0, where top-3 scores ~4.4 on the organism an
 Measured (seed 0, tiny-overthink): planted gap 0.053 [0.040, 0.065] quick, 0.042 [0.034, 0.049] at 64; null 0.006
 [-0.008, 0.023] quick, 0.002 [-0.005, 0.009] at 64; null peak precision 0.083 against chance 0.060 at 64.
 
+Estimator: the paper's fixed sigma = 50 (``reference``), at a site where it suits the organism's scale
+(max|x - mean| / sigma ~ 0.05). The job's default, the median-sigma kernel scaled to the states
+(:data:`thinklens.analyses.mi.config.DEFAULT_ESTIMATOR`), is not yet a setting of its own: measured on the same quick
+settings it gives planted gap 0.136 [0.032, 0.242] with sign-flip p = 0.013 (above ALPHA, failed at this size) and null
+gap 0.027, 90% [-0.019, 0.073] (wider than the margin; its MI runs ~0.6, ten times the reference's, so the margins
+stated here do not carry over).
+
 Organism: ``tiny-overthink`` once it is in the zoo (it writes "So Tom has X apples." and re-checks), else
 ``tiny-r1`` (chat format). Site: block 1 of tiny-r1's 4 (``resid_post.1``): the state at the token that
 writes the value carries it there; at the last block (the paper's site) the state is dominated by the next

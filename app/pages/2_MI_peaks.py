@@ -246,8 +246,10 @@ elif view == "Models":
     except (ThinklensError, KeyError, TypeError, ValueError) as e:
         error_card("model comparison", f"{type(e).__name__}: {e}")
 elif view == "Controls":
-    st.caption("reference: fixed sigma = 50 (the paper); median_sigma: per-vector bandwidth; l2: states rescaled "
-               "to the answer's norm. Shuffled answer: h_gt of another problem. Peaks that survive a shuffled "
+    st.caption("median_sigma (the default): the kernel scaled to each vector's spread, the same MI at any activation "
+               "scale; reference: fixed sigma = 50 (the paper's, set for 8B models: saturated on a model whose states "
+               "are far wider); l2: states rescaled to the answer's norm. Shuffled answer: h_gt of another problem. "
+               "Peaks that survive a shuffled "
                "answer (peak Jaccard), or that track the state norm (corr with norm), are not about the answer.")
     try:
         table(controls_table(models), key="mi-controls-table", name=f"mi-controls-{run.run_id}")

@@ -199,3 +199,76 @@ def test_compare_estimators_returns_all_variants() -> None:
     curves = compare_estimators(states, y)
     assert set(curves) == {"reference", "median_sigma", "l2"}
     assert all(len(c) == 3 for c in curves.values())
+
+
+# ---------------------------------------------------------------- the job's default: the kernel scaled to the states
+
+
+def test_job_default_scales_the_kernel_to_the_states_and_the_paper_keeps_sigma_50() -> None:
+    """Issue 39: on Gemma-3-270M the fixed sigma = 50 meets states hundreds of times wider. The job's default is the
+    median heuristic, so MI is the same number when every activation of a model is 100x larger; the paper's preset
+    keeps sigma = 50 driving the peaks. Kills: a default that is the fixed sigma (the 100x rescale moves it)."""
+    from thinklens.analyses.jobs.mi_peaks import PRESETS
+    from thinklens.analyses.mi.config import DEFAULT_ESTIMATOR, MIPeaksJobConfig
+
+    assert MIPeaksJobConfig().estimators[0] == DEFAULT_ESTIMATOR == PRESETS["demo"].estimators[0]
+    assert PRESETS["paper"].estimators[0] == "reference" and ESTIMATORS["reference"].sigma == 50.0
+    states, y = _trajectory(96, 6, 2.0, seed=11)
+    small = nhsic_trajectory(states, y, DEFAULT_ESTIMATOR).mi
+    large = nhsic_trajectory(100 * states, 100 * y, DEFAULT_ESTIMATOR).mi
+    torch.testing.assert_close(large, small, rtol=1e-6, atol=1e-9)
+    ref_small, ref_large = (nhsic_trajectory(s, a, "reference").mi for s, a in ((states, y), (100 * states, 100 * y)))
+    assert float((ref_large - ref_small).abs().max()) > 0.1  # the fixed sigma reads the scale, not the answer
+
+
+def test_default_sigma_is_the_median_pairwise_distance_by_hand() -> None:
+    """x = [0, 1, 3, 7]: pair distances 1, 3, 7, 2, 6, 4, median (3 + 4) / 2 = 3.5; y = [0, 2, 4, 10]: 2, 4, 10, 2, 8,
+    6, median (4 + 6) / 2 = 5. The score is the plain formula at those two widths."""
+    from thinklens.analyses.mi.config import DEFAULT_ESTIMATOR
+
+    x = torch.tensor([0.0, 1.0, 3.0, 7.0], dtype=torch.float64)
+    y = torch.tensor([0.0, 2.0, 4.0, 10.0], dtype=torch.float64)
+    curve = nhsic_trajectory(x[None], y, DEFAULT_ESTIMATOR, dtype=torch.float64)
+    assert curve.sigma.tolist() == [3.5] and curve.answer_sigma == 5.0
+    assert float(curve.mi[0]) == pytest.approx(plain_nhsic(x.numpy(), y.numpy(), sigma=3.5, sigma_y=5.0), rel=1e-7)
+
+
+def test_a_saturated_fixed_sigma_is_flagged_on_the_mi_findings() -> None:
+    """Kills: a fixed-sigma MI on states 669 sigma wide (Gemma-3-270M's 'scale max|x-mean|/sigma median 669')
+    reported without a word; the flag is absent at the zoo's scale (~0.05) and for the scaled default."""
+    from types import SimpleNamespace
+
+    from thinklens.analyses.mi.mi_findings import model_findings
+    from thinklens.analyses.mi.small_scale import kernel_scale
+
+    g = torch.Generator().manual_seed(3)
+    wide = torch.randn(4, 640, generator=g) * 10000.0  # a residual stream hundreds of sigmas wide
+    scale = kernel_scale(wide, "reference")
+    assert float(scale.median()) > 100
+
+    def records(est: str, scales: list[float]) -> list[SimpleNamespace]:
+        return [SimpleNamespace(estimator=est, variants={est: [0.5 + 0.01 * (i % 2)] * 8}, shuffled={est: [0.5] * 8},
+                                tokens=tuple("abcdefgh"), answer="zzz", peaks={"top_k": (1,)},
+                                small_scale={"scale": scales}) for i in range(12)]
+
+    (mi,) = model_findings("m", records("reference", scale.tolist()), word_rows=[], rule="top_k", top=3)
+    assert "saturated" in mi.extra["flag"] and "median_sigma scales the kernel" in mi.extra["flag"]
+    (mi,) = model_findings("m", records("reference", [0.05] * 8), word_rows=[], rule="top_k", top=3)
+    assert "flag" not in mi.extra
+    (mi,) = model_findings("m", records("median_sigma", []), word_rows=[], rule="top_k", top=3)
+    assert "flag" not in mi.extra
+
+
+def test_the_report_flags_a_saturated_fixed_sigma_scored_next_to_the_default() -> None:
+    """The CLI's report says when the fixed sigma scored beside the default meets states hundreds of sigmas wide."""
+    from thinklens.analyses.jobs.mi_peaks import report
+
+    small = {"estimator": "reference", "mean_corr2": 0.9, "mean_corr2_shuffled": 0.9, "mean_mi": 1.4, "corr_mi_corr2": 0.1,
+             "median_scale": 669.0}
+    model = {"style": "plain", "accuracy": 0.5, "mean_mi": 0.6, "peak_fraction": {"top_k": 0.1, "iqr": 0.05},
+             "top_words": [], "small_scale": small}
+    summary = {"n_problems": 4, "mean_tokens": 10.0, "mean_peak_fraction": 0.1, "findings": [], "top_words": [],
+               "models": {"m": model}}
+    assert "the states reach 669 sigma" in report(summary) and "saturated" in report(summary)
+    small["median_scale"] = 0.05
+    assert "saturated" not in report(summary)

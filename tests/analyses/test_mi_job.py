@@ -9,6 +9,7 @@ import json
 import pytest
 
 from thinklens.analyses.jobs.mi_peaks import MIPeaksJobConfig
+from thinklens.analyses.mi.config import DEFAULT_ESTIMATOR
 from thinklens.analyses.mi.pipeline import stage_names
 from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.cli import main
@@ -38,7 +39,8 @@ def test_cli_job_on_a_random_model_writes_the_format_and_resumes(tiny_dirs, tmp_
     ref = next(r for r in entry["controls"] if r["estimator"] == "reference")
     for rule in ("peak", "iqr_peak"):  # the peak-set Jaccard own vs shuffled answer, with its chance level
         assert 0 <= ref[f"{rule}_jaccard_chance"] <= 1 and 0 <= ref[f"{rule}_jaccard_shuffled"] <= 1
-    small = entry["small_scale"]  # nHSIC vs its small-scale limit rho^2, and how alike the answer vectors are
+    # nHSIC vs its small-scale limit rho^2 and the kernel's scale, for the fixed sigma scored next to the default
+    small = entry["small_scale"]
     assert small["estimator"] == "reference" and small["n_steps"] == sum(r["n_tokens"] for r in entry["index"])
     assert 0 <= small["mean_corr2"] <= 1 and 0 <= small["answer_corr2"] <= 1 and small["answer_nhsic_self"] > 0
     for row in entry["index"]:
@@ -46,7 +48,7 @@ def test_cli_job_on_a_random_model_writes_the_format_and_resumes(tiny_dirs, tmp_
         n = len(rec.tokens)
         assert row["n_tokens"] == n and rec.prompt.endswith("?")  # plain: the question as written
         assert set(rec.variants) == set(rec.shuffled) == {"reference", "median_sigma", "l2"}
-        assert rec.variants["reference"] == rec.mi["resid_post.1"] and len(rec.norms) == n
+        assert rec.variants[DEFAULT_ESTIMATOR] == rec.mi["resid_post.1"] and len(rec.norms) == n  # the default drives
         assert rec.shuffled_answer_of != rec.index
         assert len(rec.peaks["top_k"]) == min(2, n) and set(rec.peaks) == {"top_k", "iqr"}
         assert set(rec.small_scale) == {"corr2", "corr2_shuffled", "approx", "approx_shuffled", "scale"}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from thinklens.analyses.jobs.mi_peaks import JOB, PRESETS, MIPeaksJobConfig
+from thinklens.analyses.mi.config import DEFAULT_ESTIMATOR
 from thinklens.analyses.mi.figures import mean_curve
 from thinklens.analyses.mi.figures_runs import (
     controls_table,
@@ -90,7 +91,7 @@ def test_synthetic_run_has_the_job_format(tmp_path) -> None:
     assert len(figure_sites(models[0]).data) == 4  # band + line per site
     rec = read_trajectory(run.path, "tiny-think", 2)
     fig = figure_trajectory(rec, site="resid_post.1", rule="iqr")
-    assert fig.data[0].name == "reference @ resid_post.1"  # the other site: no stored shuffled curve for it
+    assert fig.data[0].name == f"{DEFAULT_ESTIMATOR} @ resid_post.1"  # the other site: no stored shuffled curve for it
     assert "token" in fig.data[0].hovertext[0]
     assert len(figure_trajectory(rec, variants=True, shuffled=False).layout.annotations) == 3  # a panel each
     assert json.loads((run.path / "meta.json").read_text())["status"] == "done"

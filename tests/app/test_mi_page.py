@@ -52,7 +52,7 @@ def test_every_view_renders_with_its_widgets(synthetic_root, monkeypatch):
 
     fig = json.loads(charts[0].proto.spec)
     names = [t.get("name") for t in fig["data"]]
-    assert names[0] == "reference @ resid_post.3" and "peaks (top_k)" in names and any("shuffled" in n for n in names)
+    assert names[0] == "median_sigma @ resid_post.3" and "peaks (top_k)" in names and any("shuffled" in n for n in names)
     assert "token" in fig["data"][0]["hovertext"][0]
 
     at.selectbox(key="mi-traj").set_value(11).run()
