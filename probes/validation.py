@@ -77,13 +77,14 @@ class Size:
 #: The quick planted run: tiny-overthink's rollouts are long (up to three re-check rounds), so short problems. The
 #: probe's training rollouts decide the accuracy: with 40 or 60 the probe misses some slipped first conclusions and
 #: the wrong exits cost 2-7 points at some seeds (40 also left 33 calibration negatives: the bound broke at seed 1);
-#: with 120 seeds 0, 1 and 2 all meet the targets. About 75 test negatives: the test sees a violation of 0.15 (power
-#: 0.96 at delta 0.1), not one of 0.02.
+#: with 120 seeds 0, 1 and 2 all meet the targets. Its 80 test rollouts held 52 test negatives at seed 0: the test sees
+#: a violation of 0.15 (power 0.96 at delta 0.05, 0.87 at 0.1), not one of 0.02.
 QUICK_PLANTED = Size(n_train=120, n_calibration=60, n_test=80, max_steps=2, violation=0.15, harm_margin=0.05)
 #: The quick null run: tiny-r1's forced exits are almost never right, so it takes 60 calibration rollouts (their
-#: fallback events) to hold the 19 positives that delta 0.05 needs. About 50 test negatives (violation 0.15: power
-#: 0.84 at delta 0.1) and 60 rollouts: no loss among 60 bounds the loss rate at 0.049, so its harm margin is 5 points.
-QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=60, max_steps=3, violation=0.15, harm_margin=0.05)
+#: fallback events) to hold the 19 positives that delta 0.05 needs. 60 test rollouts held 37 test negatives at seed 0
+#: (power 0.74 against a violation of 0.15 at delta 0.1: not shown), so it tests 100 (90 negatives at seed 0: power
+#: 0.98; 55 s); no loss among 100 rollouts bounds the loss rate at 0.030, so its harm margin is 5 points.
+QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=100, max_steps=3, violation=0.15, harm_margin=0.05)
 #: The full runs: 0.95 (planted) and 0.87 (null) test negatives per test rollout in the 2026-12-02 record, and the
 #: test needs 1,510 negatives for power 0.8 against 0.12 at delta 0.1 (855 at 0.05): 1,800 and 2,000 test rollouts.
 FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
