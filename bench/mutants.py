@@ -162,6 +162,18 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("vector null: v itself under test", "reasoning vectors", "steering/vector_validation.py",
            "null = v.random_like(ctx.seed + 101)", "null = v",
            ("tests/steering/test_reasoning_vector_validation.py",)),
+    Mutant("SAE null: the fit to the rows not required", "SAE", "steering/validation.py",
+           'verdict = "no-effect" if eq.equivalent and fit["fits"] else "failed"',
+           'verdict = "no-effect" if eq.equivalent else "failed"', ("tests/steering/test_validation.py",)),
+    Mutant("SAE: most features dead without a word", "SAE", "steering/sae_findings.py",
+           "    if share <= MAX_DEAD_SHARE:", "    if True:", ("tests/steering/test_sae_findings.py",)),
+    Mutant("steer: effect judged against the random feature alone", "SAE steering", "steering/jobs/steer.py",
+           'for arm, r in compared.items() if not r["beaten"]]', 'for arm, r in compared.items() if False]',
+           ("tests/steering/test_steer_findings.py",)),
+    Mutant("steer: harm bound not applied", "SAE steering", "steering/jobs/steer.py",
+           '        if not h["within"]:', "        if False:", ("tests/steering/test_steer_findings.py",)),
+    Mutant("steer: diff of means from too few states", "SAE steering", "steering/jobs/steer.py",
+           "    if sv.n_a < cfg.min_dom_states:", "    if False:", ("tests/steering/test_steer_findings.py",)),
     # ---- end issue 39 SAE and feature steering
     # ---- LatentSeek: the policy-gradient step and the reward (latent/latentseek.py)
     Mutant("gradient sign flipped", "LatentSeek", "latent/latentseek.py",
