@@ -308,7 +308,8 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
     ``effect`` only when the feature's Wilson interval lies beyond each of theirs in the coefficient's direction (the
     finding's ``control`` is the equal-norm random feature; every comparison is in ``extra["controls"]``) and the
     feature's steered text stays within ``harm`` (``max_accuracy_drop``, ``max_degenerate_rise`` against the unsteered
-    run; ``extra["harm"]``). Otherwise ``no effect`` with the reason in ``extra["not_shown"]``.
+    run; ``extra["harm"]``). Otherwise ``no effect`` with the reason in ``extra["not_shown"]`` (and the sentence the CLI,
+    Home and pages state in ``extra["otherwise"]``, :func:`thinklens.calibration.stats.finding_sentence`).
 
     Example:
         >>> rows = [{"arm": a, "coeff": c, "traces_with_word": k, "n_traces": 40, "correct_traces": r, "degenerate_traces": 0}
@@ -351,6 +352,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
         verdict = f.verdict
         if reasons:
             extra["not_shown"] = "; ".join(reasons)
+            extra["otherwise"] = f"steering feature {feature} at c={c} ({way} {word!r}): not shown: {extra['not_shown']}"
             verdict = "no effect" if verdict == "effect" else verdict
         out.append(dataclasses.replace(f, verdict=verdict, extra=extra))
     return out

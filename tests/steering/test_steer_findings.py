@@ -147,3 +147,14 @@ def test_steer_job_states_its_harm_bound_and_refuses_a_thin_diff_of_means(tiny_l
     assert summary["harm_bound"] == {"max_accuracy_drop": 0.1, "max_degenerate_rise": 0.2}
     assert "1 warning(s)" in job.headline(summary, run.path)
     assert all(f["verdict"] != "effect" for f in summary["findings"]) and "no steering effect shown" in job.headline(summary, run.path)
+
+
+def test_the_stated_sentence_says_why_not():
+    """The CLI's closing lines, Home and the pages state a finding with finding_sentence: a not-shown steering effect
+    says so and why, never the claim as a finding."""
+    from thinklens.calibration.stats import finding_sentence
+
+    up = {f.extra["coeff"]: f for f in steer_findings(_sweep(DEMO), "wait", 633)}[1.0]
+    sentence = finding_sentence(up)
+    assert sentence.startswith("steering feature 633 at c=1 (raises 'wait'): not shown: the difference-of-means")
+    assert "beyond the harm bound" in sentence and "(no effect;" in sentence
