@@ -226,7 +226,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
                                    "data": cfg.data or cfg.prompts, "prompt_format": fmt.kind if fmt else None,
                                    "max_new_tokens": max_new})
     ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
-    found = steer_findings(per_seed, cfg.word, feature, harm=harm_bound(cfg))
+    found = steer_findings(per_seed, cfg.word, feature, harm=harm_bound(cfg), mode=cfg.mode)
     summary = {"feature": feature, "corr": chosen["corr"], "site": str(site), "findings": findings_doc(found),
                "rates": word_rates(per_seed, cfg.word), "harm_bound": harm_bound(cfg), "warnings": warnings}
     summary["headlines"] = headlines(found, cfg.word, feature)
@@ -301,7 +301,7 @@ def _harm(rows_acc: dict[str, dict[str, list[float]]], rows_deg: dict[str, dict[
 
 
 def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
-                   harm: dict[str, float] | None = None) -> list["Finding"]:
+                   harm: dict[str, float] | None = None, mode: str = "add") -> list["Finding"]:
     """One finding per non-zero coefficient: the share of traces that say ``word`` when steering ``feature``, pooled
     over seeds, against every other arm at the same coefficient and the unsteered run.
 
@@ -309,7 +309,9 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
     finding's ``control`` is the equal-norm random feature; every comparison is in ``extra["controls"]``) and the
     feature's steered text stays within ``harm`` (``max_accuracy_drop``, ``max_degenerate_rise`` against the unsteered
     run; ``extra["harm"]``). Otherwise ``no effect`` with the reason in ``extra["not_shown"]`` (and the sentence the CLI,
-    Home and pages state in ``extra["otherwise"]``, :func:`thinklens.calibration.stats.finding_sentence`).
+    Home and pages state in ``extra["otherwise"]``, :func:`thinklens.calibration.stats.finding_sentence`). ``harm``
+    defaults to :class:`SteerJobConfig`'s bound; in ``clamp`` mode coefficient 0 is the feature clamped to 0, which
+    then stands where the unsteered run does.
 
     Example:
         >>> rows = [{"arm": a, "coeff": c, "traces_with_word": k, "n_traces": 40, "correct_traces": r, "degenerate_traces": 0}
@@ -320,7 +322,8 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
     """
     from thinklens.calibration.stats import accuracy_finding
 
-    harm = {"max_accuracy_drop": 0.10, "max_degenerate_rise": 0.20} if harm is None else harm
+    harm = harm_bound(SteerJobConfig()) if harm is None else harm
+    reference = "unsteered" if mode == "add" else "feature clamped to 0"
     rates = word_rates(rows, word)
     acc, deg = _counts(rows, "correct_traces"), _counts(rows, "degenerate_traces")
     steered, control = rates.get("feature", {}), rates.get("random_feature", {})
@@ -334,7 +337,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
                              control_n=int(nc), statistic=f"{word}_rate", higher_is_effect=up)
         others = {arm: by_c[c] for arm, by_c in rates.items() if arm not in ("feature", "random_feature") and c in by_c}
         if "0" in steered:
-            others["unsteered"] = steered["0"]
+            others[reference] = steered["0"]
         compared: dict[str, Any] = {}
         for arm, (ka, na) in others.items():
             g = accuracy_finding(claim, int(k), int(n), control=arm, control_k=int(ka), control_n=int(na),
