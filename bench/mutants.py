@@ -53,6 +53,8 @@ STATS_TESTS = ("tests/core/test_stats.py", "tests/core/test_stats_mutants.py")
 MI_TESTS = ("tests/analyses/test_mi_estimator.py",)
 #: The mi-peaks null settings alone (quick, default tier): a broken method must fail its null (issue 39).
 MI_NULL_TESTS = ("tests/analyses/test_mi_validation.py", "-k", "null")
+#: The thinking-word findings' rules (issue 39), without the CLI run.
+MI_WORD_TESTS = ("tests/analyses/test_mi_peak_flag.py", "-k", "not cli")
 LYNX_TESTS = ("tests/probes/test_lynx.py", "tests/probes/test_datasets.py")
 SAE_STEER_TESTS = ("tests/steering/test_feature_steering.py",)
 SEEK_TESTS = ("tests/latent/test_latentseek.py",)
@@ -220,6 +222,18 @@ MUTANTS: tuple[Mutant, ...] = (
            MI_NULL_TESTS),
     Mutant("MI peak rule ignores the states: the last k steps", "MI peaks", "analyses/mi/peaks.py",
            'order = np.argsort(-arr, kind="stable")[:k]', "order = np.arange(arr.size - k, arr.size)", MI_NULL_TESTS),
+    Mutant("MI null: no effect read from a non-significant test", "MI peaks", "analyses/mi/validation.py",
+           'shown = len(scores) >= 10 and gap_eq["equivalent"] and prec_eq["equivalent"] and reads',
+           "shown = len(scores) >= 10 and p_gap >= ALPHA and reads", ("tests/analyses/test_mi_validation.py", "-k", "null")),
+    Mutant("thinking words: n is the job's problem count", "MI peaks", "analyses/mi/mi_findings.py",
+           "f = ratio_finding(claim, float(ratio), (float(lo), float(hi)), n=units)",
+           "f = ratio_finding(claim, float(ratio), (float(lo), float(hi)), n=max(units, 16))", MI_WORD_TESTS),
+    Mutant("thinking words: a zero-width interval accepted", "MI peaks", "analyses/mi/mi_findings.py",
+           'if verdict != "too few samples" and float(lo) == float(hi):', "if False:", MI_WORD_TESTS),
+    Mutant("thinking words: declared when the MI fails its shuffled control", "MI peaks", "analyses/mi/mi_findings.py",
+           "if mi_control is not None and not mi_control.is_effect:", "if False:", MI_WORD_TESTS),
+    Mutant("thinking words: declared at peaks that are not sparse", "MI peaks", "analyses/mi/mi_findings.py",
+           "    if flag:\n        held.append(NOT_SPARSE)\n", "", MI_WORD_TESTS),
     Mutant("SAE recovery: the share of features not required", "validation", "steering/validation.py",
            "met = mean >= RECOVERY_COSINE and share >= RECOVERY_SHARE", "met = mean >= RECOVERY_COSINE",
            ("tests/steering/test_validation.py",)),
