@@ -44,8 +44,22 @@ class Equivalence:
         return -self.margin < self.ci[0] and self.ci[1] < self.margin
 
 
-def tost_mean(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: float = 0.05) -> Equivalence:
-    """TOST of ``mean(diffs)`` against ``[-margin, +margin]`` with Student's t (paired differences, one per unit)."""
+def tost_mean(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: float = 0.05,
+              bounds: tuple[float, float] | None = None) -> Equivalence:
+    """TOST of ``mean(diffs)`` against ``[-margin, +margin]`` with Student's t (paired differences, one per unit).
+
+    Units that all differ by the same amount give Student's t nothing to go on (a zero-width interval whatever n). With
+    ``bounds`` (the range a difference can take: ``(-1, 1)`` for a paired change of a 0/1 outcome) the interval is then
+    the exact one: no unit of ``n`` seen to deviate bounds the share of deviating units at ``1 - alpha ** (1 / n)``
+    (Clopper-Pearson's one-sided bound for 0 of n), each by at most the distance from the mean to the farther end of the range.
+    Without bounds such a sample shows nothing (``p`` 1, an unbounded interval).
+
+    Example:
+        >>> [round(x, 4) for x in tost_mean([0.0] * 60, margin=0.02, bounds=(-1, 1)).ci]  # 0 of 60 changed
+        [-0.0487, 0.0487]
+        >>> tost_mean([0.0] * 60, margin=0.02).equivalent
+        False
+    """
     from scipy import stats
 
     d = np.asarray(diffs, dtype=float)
@@ -57,8 +71,12 @@ def tost_mean(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: floa
     n, mean = len(d), float(d.mean())
     se = float(d.std(ddof=1) / np.sqrt(n))
     if se == 0.0:
-        p = 0.0 if abs(mean) < margin else 1.0
-        return Equivalence(mean, (mean, mean), margin, p, n)
+        if bounds is None:
+            return Equivalence(mean, (-np.inf, np.inf), margin, 1.0, n)
+        lo, hi = bounds
+        half = (1.0 - alpha ** (1.0 / n)) * max(hi - mean, mean - lo)  # share that could deviate unseen x its widest
+        inside = -margin < mean - half and mean + half < margin
+        return Equivalence(mean, (mean - half, mean + half), margin, alpha if inside else 1.0, n)
     t = stats.t(df=n - 1)
     half = float(t.ppf(1 - alpha)) * se
     p_low = float(t.sf((mean + margin) / se))  # H0: mean <= -margin
