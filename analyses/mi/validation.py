@@ -173,12 +173,12 @@ def reads_the_curve(scores: list[Any], *, seed: int) -> tuple[bool, float, float
     return bool(c.mean() >= MIN_PEAK_CONTRAST and p < ALPHA), float(c.mean()), float(p)
 
 
-def _equivalence(diffs: np.ndarray, margin: float) -> dict[str, Any]:
+def _equivalence(diffs: np.ndarray, margin: float, bounds: tuple[float, float] | None = None) -> dict[str, Any]:
     from thinklens.calibration.tost import tost_mean
 
     if len(diffs) < 2:
         return {"equivalent": False, "margin": margin, "n": int(len(diffs)), "mean": None, "ci90": None, "p": None}
-    eq = tost_mean(diffs, margin=margin)
+    eq = tost_mean(diffs, margin=margin, bounds=bounds)
     return {"equivalent": eq.equivalent, "margin": margin, "n": eq.n, "mean": eq.mean, "ci90": list(eq.ci), "p": eq.p}
 
 
@@ -224,7 +224,8 @@ def gap_check(m: dict[str, Any], *, seed: int, planted: bool, margin: float | No
         # each lie within a margin stated beforehand (TOST, 90% interval), and the peak rule is seen to work
         margin = GAP_MARGIN if margin is None else margin
         gap_eq = _equivalence(own - shuf, margin)
-        prec_eq = _equivalence(prec - np.asarray([s.chance_precision for s in with_peaks]), PRECISION_MARGIN)
+        prec_eq = _equivalence(prec - np.asarray([s.chance_precision for s in with_peaks]), PRECISION_MARGIN,
+                               bounds=(-1.0, 1.0))  # a share minus a share
         details |= {"tost_gap": gap_eq, "tost_precision": prec_eq}
         shown = len(scores) >= 10 and gap_eq["equivalent"] and prec_eq["equivalent"] and reads
         verdict = "no-effect" if shown else "failed"

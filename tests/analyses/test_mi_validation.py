@@ -156,8 +156,10 @@ def _scores(gaps: list[float], *, elsewhere: float = 0.0) -> list[PlantedScore]:
 
 
 def _null_scores(gaps: list[float], *, precision: float = 0.04, contrast: float = 3.0) -> list[PlantedScore]:
-    return [PlantedScore(n_steps=50, steps=(10, 11), own=0.3 + d, shuffled=0.3, own_elsewhere=0.3, precision=precision,
-                         recall=0.0, chance_precision=0.04, chance_recall=0.06, peak_contrast=contrast) for d in gaps]
+    """Null-like scores: the given gaps, peak precision alternating +-0.04 around ``precision`` (chance 0.04)."""
+    return [PlantedScore(n_steps=50, steps=(10, 11), own=0.3 + d, shuffled=0.3, own_elsewhere=0.3,
+                         precision=precision + 0.04 * (-1) ** i, recall=0.0, chance_precision=0.04, chance_recall=0.06,
+                         peak_contrast=contrast) for i, d in enumerate(gaps)]
 
 
 def _measured(scores: list[PlantedScore]) -> dict:
@@ -171,8 +173,10 @@ def test_gap_check_verdicts_follow_the_paired_test() -> None:
     assert planted.verdict == "recovered" and planted.value == pytest.approx(0.06, abs=0.01) and planted.ci[0] > 0
     mixed = [1.0, 1.0] + [-0.05] * 14  # the mean is positive, most trajectories are not
     assert gap_check(_measured(_scores(mixed)), seed=0, planted=True).verdict == "failed"
-    assert gap_check(_measured(_null_scores([0.0] * 16)), seed=0, planted=False).verdict == "no-effect"
+    assert gap_check(_measured(_null_scores([0.01 * (-1) ** i for i in range(16)])), seed=0, planted=False).verdict == "no-effect"
     assert gap_check(_measured(_null_scores([0.05] * 16)), seed=0, planted=False).verdict == "failed"
+    # units that all differ alike show nothing (tost_mean: no spread, no interval): not a null passed
+    assert gap_check(_measured(_null_scores([0.0] * 16)), seed=0, planted=False).verdict == "failed"
     no_rise = _scores([0.05] * 16, elsewhere=0.9)
     assert gap_check(_measured(no_rise), seed=0, planted=True).verdict == "failed"
     assert gap_check(_measured(_scores([0.05] * 5)), seed=0, planted=True).verdict == "failed"  # too few
@@ -198,10 +202,12 @@ def test_null_passes_only_by_equivalence_and_with_a_peak_rule_that_reads_the_cur
     assert ok.verdict == "no-effect" and ok.details["tost_gap"]["equivalent"] and ok.details["peaks_read_the_curve"]
     noisy = gap_check(_measured(_null_scores([0.2 * (-1) ** i for i in range(16)])), seed=0, planted=False)
     assert noisy.details["p_gap"] > 0.4 and not noisy.details["tost_gap"]["equivalent"] and noisy.verdict == "failed"
-    on_value = gap_check(_measured(_null_scores([0.0] * 16, precision=1 / 3)), seed=0, planted=False)
+    on_value = gap_check(_measured(_null_scores([0.01 * (-1) ** i for i in range(16)], precision=1 / 3)), seed=0,
+                         planted=False)
     assert not on_value.details["tost_precision"]["equivalent"] and on_value.verdict == "failed"
     for contrast in (0.0, 0.5):  # ~0: a rule that ignores the curve; 0.5: below the minimum stated beforehand
-        blind = gap_check(_measured(_null_scores([0.0] * 16, contrast=contrast)), seed=0, planted=False)
+        blind = gap_check(_measured(_null_scores([0.01 * (-1) ** i for i in range(16)], contrast=contrast)), seed=0,
+                          planted=False)
         assert not blind.details["peaks_read_the_curve"] and blind.verdict == "failed"
     blind = gap_check(_measured(_scores([0.05] * 16)) | {"scores": [dataclasses.replace(s, peak_contrast=0.0)
                                                                    for s in _scores([0.05] * 16)]}, seed=0, planted=True)
