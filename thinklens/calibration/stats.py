@@ -232,6 +232,16 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, *, n_perm: int = 10000, 
     return float(min(1.0, (hits + extra) / (null.size + extra)))
 
 
+def _discordant(a: Sequence[bool] | Sequence[int] | np.ndarray, b: Sequence[bool] | Sequence[int] | np.ndarray) -> tuple[int, int]:
+    """``(only_a, only_b)``: the discordant pairs of paired 0/1 outcomes, each side's (what McNemar's test counts)."""
+    a_arr, b_arr = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if a_arr.shape != b_arr.shape or a_arr.ndim != 1:
+        raise ThinklensError.of("paired outcomes", (a_arr.shape, b_arr.shape), "two 1-d arrays over the same problems",
+                                "grade the same problems on both sides")
+    only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr))
+    return only_a, only_b
+
+
 def mcnemar(a: Sequence[bool] | Sequence[int] | np.ndarray, b: Sequence[bool] | Sequence[int] | np.ndarray) -> float:
     """Exact McNemar test (two-sided) of paired 0/1 outcomes: a binomial test on the discordant pairs.
 
@@ -241,11 +251,7 @@ def mcnemar(a: Sequence[bool] | Sequence[int] | np.ndarray, b: Sequence[bool] | 
         >>> mcnemar([1, 0] * 10, [0, 1] * 10)
         1.0
     """
-    a_arr, b_arr = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    if a_arr.shape != b_arr.shape or a_arr.ndim != 1:
-        raise ThinklensError.of("paired outcomes", (a_arr.shape, b_arr.shape), "two 1-d arrays over the same problems",
-                                "grade the same problems on both sides")
-    only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr))
+    only_a, only_b = _discordant(a, b)
     if only_a + only_b == 0:
         return 1.0
     from scipy.stats import binomtest
@@ -476,12 +482,10 @@ def mcnemar_interval(a: Sequence[bool] | Sequence[int] | np.ndarray, b: Sequence
         (0.109, True)
     """
     _check_level(level)
-    a_arr, b_arr = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    mcnemar(a_arr, b_arr)  # the same shape checks
-    n = int(a_arr.size)
+    only_a, only_b = _discordant(a, b)
+    n = int(np.asarray(a).size)
     if n == 0:
         return float("nan"), float("nan")
-    only_a, only_b = int(np.sum(a_arr & ~b_arr)), int(np.sum(~a_arr & b_arr))
     m = only_a + only_b
     if m == 0:
         u = clopper_pearson(0, n, level)[1]
