@@ -17,9 +17,11 @@ itself, v's gain on its own parent A (A + v is the GRPO model).
   points (McNemar) and beats the norm-matched random direction (McNemar, the control's alpha chosen on the
   same split), with the headroom there.
 - ``reasoning-vector null``: the vector under test is a random direction with v's per-tensor norms (a weight
-  change of v's size that carries no skill), swept the same way. No effect is shown, not assumed: on the reporting
-  split, the per-problem accuracy difference at the chosen alpha against alpha 0 must lie within +-:data:`NULL_MARGIN`
-  (the 90% interval of its mean, a TOST), and the paired test must not call it a gain.
+  change of v's size that carries no skill), swept the same way. No effect is shown, not assumed: at every non-zero
+  alpha swept, the per-problem accuracy difference against alpha 0 (all problems: nothing is selected) must lie within
+  +-:data:`NULL_MARGIN` (the 90% interval of its mean, a TOST; exact when no problem changes), and the paired test at
+  the alpha chosen on one split must not call it a gain. (Testing only the chosen alpha would test nothing whenever
+  alpha 0 is chosen: alpha 0 against itself.)
 
 Quick versions score few problems and alphas (the default test tier); the full ones enough problems for a
 5-point gain to show.
@@ -146,12 +148,13 @@ def model_equals(model: Any, target: Any) -> bool:
 
 
 def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any], verdict: str, target: str,
-           ci: tuple[float, float] | None = None) -> Check:
+           value: float | None = None, ci: tuple[float, float] | None = None, n: int | None = None) -> Check:
     from thinklens.calibration.stats import findings_doc
 
     gain = findings[0]
     lo, hi = gain.extra["diff_ci"] if ci is None else ci
-    return Check("gain_over_alpha0", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,
+    value = float(gain.extra["diff"]) if value is None else value
+    return Check("gain_over_alpha0", value, (float(lo), float(hi)), verdict, n=gain.n if n is None else n, target=target,
                  details={**details, "alpha": choice["alpha"], "control_alphas": choice["control_alphas"],
                           "n_select": len(choice["select"]), "findings": findings_doc(findings)})
 
@@ -193,22 +196,23 @@ def _planted(ctx: SettingContext) -> Check:
                   "split) and beats the norm-matched random direction")
 
 
-def null_equivalence(outcomes: dict[float, Any], choice: dict[str, Any]) -> Any:
-    """TOST of the accuracy difference at the chosen alpha against alpha 0, per problem of the reporting split, within
-    +-:data:`NULL_MARGIN` (:func:`thinklens.calibration.tost.tost_mean`).
+def null_equivalence(outcomes: dict[float, Any]) -> dict[float, Any]:
+    """Per non-zero alpha: TOST of the per-problem accuracy difference against alpha 0 within +-:data:`NULL_MARGIN`
+    (:func:`thinklens.calibration.tost.tost_mean`, differences bounded by -1 and 1).
 
     Example:
-        >>> same = {0.0: [True, False] * 30, 1.0: [True, False] * 30}
-        >>> null_equivalence(same, {"alpha": 1.0, "report": list(range(60))}).equivalent
-        True
-        >>> gain = {0.0: [True, False] * 30, 1.0: [True] * 60}
-        >>> null_equivalence(gain, {"alpha": 1.0, "report": list(range(60))}).equivalent
-        False
+        >>> same = {0.0: [True, False] * 60, 1.0: [True, False] * 60}
+        >>> {a: e.equivalent for a, e in null_equivalence(same).items()}
+        {1.0: True}
+        >>> gain = {0.0: [True, False] * 60, 1.0: [True] * 120, 2.0: [True, False] * 60}
+        >>> {a: e.equivalent for a, e in null_equivalence(gain).items()}
+        {1.0: False, 2.0: True}
     """
     from thinklens.calibration.tost import tost_mean
 
-    a, report = choice["alpha"], choice["report"]
-    return tost_mean([float(outcomes[a][i]) - float(outcomes[0.0][i]) for i in report], margin=NULL_MARGIN)
+    base = [float(x) for x in outcomes[0.0]]
+    return {a: tost_mean([float(x) - b for x, b in zip(c, base)], margin=NULL_MARGIN, bounds=(-1.0, 1.0))
+            for a, c in sorted(outcomes.items()) if a != 0.0}
 
 
 def _null(ctx: SettingContext) -> Check:
@@ -217,13 +221,18 @@ def _null(ctx: SettingContext) -> Check:
     null = v.random_like(ctx.seed + 101)  # the vector under test: v's per-tensor norms, no skill
     findings, choice, acc, outcomes = sweep(null, {"norm-matched random direction": v.random_like(ctx.seed + 202)}, plan,
                                             ctx.seed)
-    eq = null_equivalence(outcomes, choice)
-    verdict = "no-effect" if eq.equivalent and not findings[0].is_effect else "failed"
+    tests = null_equivalence(outcomes)
+    worst = max(tests, key=lambda a: (not tests[a].equivalent, max(abs(tests[a].ci[0]), abs(tests[a].ci[1]))))
+    eq = tests[worst]
+    shown = all(t.equivalent for t in tests.values())
+    verdict = "no-effect" if shown and not findings[0].is_effect else "failed"
     return _check(findings, choice, {"accuracy": acc, "norm_v": v.norm(), "norm_tested": null.norm(), "margin": NULL_MARGIN,
-                                     "tost_mean": eq.mean, "tost_ci90": list(eq.ci), "tost_p": eq.p,
-                                     "equivalent": eq.equivalent}, verdict,
-                  f"a random delta of v's per-tensor norms: accuracy at its alpha minus alpha 0 on held-out problems, 90% "
-                  f"interval inside +-{NULL_MARGIN} (TOST), and no gain by the paired test", ci=eq.ci)
+                                     "worst_alpha": worst, "equivalent": shown,
+                                     "tost": {str(a): {"mean": t.mean, "ci90": list(t.ci), "p": t.p, "n": t.n,
+                                                       "equivalent": t.equivalent} for a, t in tests.items()}}, verdict,
+                  f"a random delta of v's per-tensor norms: at every non-zero alpha, accuracy minus alpha 0's on held-out "
+                  f"problems has its 90% interval inside +-{NULL_MARGIN} (TOST), and no gain by the paired test",
+                  value=eq.mean, ci=eq.ci, n=eq.n)
 
 
 SETTINGS = [

@@ -71,7 +71,7 @@ def test_null_tests_a_random_delta_of_vs_norms_not_v(tmp_path, monkeypatch):
 
     def recorded(vector, controls, plan, seed):
         seen.update(vector=vector, controls=controls)
-        outcomes = {0.0: [True, False] * 30, 1.0: [True, False] * 30}
+        outcomes = {0.0: [True, False] * 60, 1.0: [True, False] * 60, 2.0: [False, True] + [True, False] * 59}
         gain = SimpleNamespace(is_effect=False, extra={"diff": 0.0, "diff_ci": [-0.05, 0.05]}, n=60)
         return [gain], {"alpha": 1.0, "report": list(range(60)), "select": [], "control_alphas": {}}, {}, outcomes
 
@@ -87,7 +87,19 @@ def test_null_tests_a_random_delta_of_vs_norms_not_v(tmp_path, monkeypatch):
         assert float(tested.delta[name].norm()) == pytest.approx(float(d.norm()), rel=1e-5)
     assert abs(float(torch.nn.functional.cosine_similarity(flat(tested), flat(v), dim=0))) < 0.5
     assert not torch.equal(flat(tested), flat(control))
-    assert check.verdict == "no-effect" and check.details["equivalent"] and check.ci == (0.0, 0.0)
+    # alpha 1 changes no problem (exact interval +-0.025 for 0 of 120, the wider one); alpha 2 changes two, which cancel
+    assert check.verdict == "no-effect" and check.details["equivalent"] and check.n == 120
+    assert set(check.details["tost"]) == {"1.0", "2.0"} and check.details["worst_alpha"] == 1.0
+    assert check.ci == pytest.approx((-0.0247, 0.0247), abs=1e-4)
+    # the same sweep where alpha 2 gains 10 points on the problems: not shown to be no effect
+    recorded_gain = recorded
+
+    def gaining(vector, controls, plan, seed):
+        findings, choice, acc, outcomes = recorded_gain(vector, controls, plan, seed)
+        return findings, choice, acc, {**outcomes, 2.0: [True] * 12 + outcomes[0.0][12:]}
+
+    monkeypatch.setattr(vv, "sweep", gaining)
+    assert SETTINGS["null"].run(_ctx(tmp_path)).verdict == "failed"
 
 
 @pytest.mark.parametrize("headroom, zero, random, verdict", [(0.3, True, True, "recovered"), (0.3, True, False, "failed"),
