@@ -176,6 +176,9 @@ MUTANTS: tuple[Mutant, ...] = (
            '        if not h["within"]:', "        if False:", ("tests/steering/test_steer_findings.py",)),
     Mutant("steer: diff of means from too few states", "SAE steering", "steering/jobs/steer.py",
            "    if sv.n_a < cfg.min_dom_states:", "    if False:", ("tests/steering/test_steer_findings.py",)),
+    Mutant("steer null-word: a word never written is steered (the argmax of zero correlations)", "SAE steering",
+           "steering/jobs/steer.py", "    if cfg.feature is None:\n        check_word_seen(stats, word, cfg.word)\n", "",
+           ("tests/steering/test_steer_findings.py",)),
     # ---- end issue 39 SAE and feature steering
     # ---- LatentSeek: the policy-gradient step and the reward (latent/latentseek.py)
     Mutant("gradient sign flipped", "LatentSeek", "latent/latentseek.py",
@@ -254,8 +257,7 @@ MUTANTS: tuple[Mutant, ...] = (
            'verdict = "recovered" if headroom >= MIN_HEADROOM and shown else "failed"',
            'verdict = "recovered" if shown else "failed"', ("tests/latent/test_seek_validation.py",)),
     Mutant("hybrid planted judged by direction alone", "validation", "steering/hybrid_validation.py",
-           '    beat = beats.is_effect if plan.paired else float(beats.extra["diff"]) > 0',
-           '    beat = float(beats.extra["diff"]) > 0', ("tests/steering/test_hybrid_validation.py",)),
+           "    beat = beats.is_effect", '    beat = float(beats.extra["diff"]) > 0', ("tests/steering/test_hybrid_validation.py",)),
     Mutant("CODI planted: the 20-point bar dropped", "validation", "latent/codi_validation.py",
            'met = compression >= MIN_COMPRESSION and gain.extra["diff"] >= MIN_GAIN and gain.is_effect',
            "met = compression >= MIN_COMPRESSION and gain.is_effect", CODI_VALIDATION_TESTS),

@@ -20,14 +20,16 @@ that change nothing) fails it.
   steps, so on long (6-8 step) chains it loses its place (copies a wrong operand or operation) where tiny-cot does
   not (the lineage of :mod:`thinklens.steering.vector_validation`). The real ``hybrid`` job runs the two models alone,
   the hybrid and its random-vector control (random directions with the trained vectors' norms, everything else the
-  same) on the same held-out problems. Precondition: the gap is an effect (thinking minus base, McNemar; quick: by
-  direction). Statistic: the hybrid's accuracy minus the random control's, paired on problems, with McNemar's own
+  same) on the same held-out problems. Precondition: the gap is an effect (thinking minus base, McNemar).
+  Statistic: the hybrid's accuracy minus the random control's, paired on problems, with McNemar's own
   exact interval (:func:`thinklens.calibration.stats.mcnemar_interval`). Recovered when the hybrid beats its control
-  by McNemar (quick: by direction); otherwise failed.
+  by McNemar, quick or full (the quick version once judged by direction alone and said "recovered" at +0.05
+  [-0.049, 0.108]: a verdict its own interval refuted); otherwise failed.
 - ``hybrid null``: the same model as base and thinking (``tiny-cot-short`` twice): no gap, the two never
   disagree, so steering never fires. Passes when the hybrid's accuracy minus the base's, paired over problems, is
-  shown within +-:data:`NULL_MARGIN` (TOST at alpha 0.025 a side: its 95% interval inside the margin) and the
-  trained vectors move the base model (reach).
+  shown within +-:data:`NULL_MARGIN` (TOST at alpha 0.025 a side: its 95% interval inside the margin; where no
+  problem changes, the exact bound of :func:`thinklens.calibration.tost.tost_mean`, so it needs at least 72 problems)
+  and the trained vectors move the base model (reach).
 
 Measured on the skill gap (full run, n=200; the record is in results/collect.py's ``VALIDATION_RECORDS``): the gap is
 real, 0.435 -> 0.82 (+0.385 [0.31, 0.46]); the hybrid reaches 0.475 (over the base, McNemar p=0.021; gap recovered
@@ -102,15 +104,15 @@ class Plan:
     """Thinking-model traces that build the categories and vectors."""
     sae_steps: int
     vector_iters: int
-    paired: bool = True
-    """Judge "beats its random control" by the paired test (McNemar); False (the quick version: too few problems
-    for the test in seconds): by its direction, the hybrid more accurate than the control."""
 
 
-QUICK = Plan(n_eval=60, n_train=40, sae_steps=100, vector_iters=10, paired=False)
-#: The quick null's vectors: the same model twice never disagrees, so steering never fires and the vectors'
-#: training size cannot matter (the cost of the quick null is that training).
-QUICK_NULL = Plan(n_eval=60, n_train=16, sae_steps=20, vector_iters=3, paired=False)
+QUICK = Plan(n_eval=60, n_train=40, sae_steps=100, vector_iters=10)
+#: The quick null's vectors: the same model twice never disagrees, so steering never fires and the vectors' training
+#: size matters only for their reach (3 iterations: a log-prob shift of about 0.15 nats, above ``MIN_REACH``). Its
+#: problems: the equivalence test must be able to pass; where no problem changes, the exact bound on the share that
+#: could change unseen is ``1 - NULL_ALPHA ** (1 / n)`` (0.060 at 60 problems, 0.045 at 80), inside the 0.05 margin
+#: only from 72 problems.
+QUICK_NULL = Plan(n_eval=80, n_train=16, sae_steps=20, vector_iters=3)
 FULL = Plan(n_eval=200, n_train=150, sae_steps=600, vector_iters=50)
 
 
@@ -151,22 +153,22 @@ def _check(f: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
                  target=target, details=details)
 
 
-def _recovered(gap: Any, beats: Any, plan: Plan, what: str) -> tuple[str, str]:
-    """A planted setting's rule, the same for the three: recovered when the gap is there (McNemar; quick: by direction)
-    and the hybrid beats its random-vector control (McNemar; quick: by direction). The verdict and why, in words with
-    the numbers, when it is not."""
+def _recovered(gap: Any, beats: Any, what: str) -> tuple[str, str]:
+    """A planted setting's rule, the same for the three, quick or full: recovered when the gap is there (McNemar) and
+    the hybrid beats its random-vector control (McNemar, whose exact interval is the check's). The verdict, and why
+    in words with the numbers when it is not recovered."""
     from thinklens.calibration.stats import _fmt
 
-    has_gap = gap.is_effect if plan.paired else float(gap.extra["diff"]) > 0
+    has_gap = gap.is_effect
     if not has_gap:
         return "failed", (f"no gap to recover: the thinking model's {what} {_fmt(gap.value)} against the base's "
                           f"{_fmt(gap.control_value)} (McNemar p={_fmt(gap.p)})")
-    beat = beats.is_effect if plan.paired else float(beats.extra["diff"]) > 0
+    beat = beats.is_effect
     if not beat:
         lo, hi = beats.extra["diff_ci"]
         return "failed", (f"the hybrid does not beat its random-vector control: {what} {_fmt(beats.value)} against "
                           f"{_fmt(beats.control_value)}, difference {_fmt(beats.extra['diff'])} [{_fmt(lo)}, {_fmt(hi)}] "
-                          f"(McNemar p={_fmt(beats.p)}{'' if plan.paired else '; quick: judged by direction'})")
+                          f"(McNemar p={_fmt(beats.p)})")
     return "recovered", ""
 
 
@@ -181,14 +183,14 @@ def _skill_gap(ctx: SettingContext) -> Check:
     beats = paired_finding("the hybrid beats its random-vector control", rows["hybrid"]["correct"],
                            rows["random_vectors"]["correct"], control="random_vectors", statistic="accuracy_vs_random",
                            binary=True, seed=ctx.seed)
-    verdict, why = _recovered(gap, beats, plan, "accuracy")
+    verdict, why = _recovered(gap, beats, "accuracy")
     details = {"pair": PAIR, "steps": [MIN_STEPS, MAX_STEPS], "accuracy": {m: _acc(rows, m) for m in MODES},
                "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
                "precondition_met": verdict == "recovered" or not why.startswith("no gap"),
-               "precondition": "a gap: the thinking model beats the base (McNemar; quick: by direction)",
+               "precondition": "a gap: the thinking model beats the base (McNemar)",
                "over_base": over_base.extra["diff"], "over_base_p": over_base.p,
                "gap_recovered": recovered.value, "gap_recovered_ci": list(recovered.ci),
-               "beats_random_p": beats.p, "paired_test": plan.paired, "vectors": vector_diagnostics(ctx, "pair"),
+               "beats_random_p": beats.p, "vectors": vector_diagnostics(ctx, "pair"),
                "findings": findings_doc([*findings, beats])}
     if why:
         details["why"] = why
@@ -224,7 +226,7 @@ def _null(ctx: SettingContext) -> Check:
     rows = _hybrid(ctx, plan, PAIR["base"], PAIR["base"], "same-model")
     reach = _reach(ctx, "same-model")
     hybrid, base = (np.asarray(rows[m]["correct"], dtype=float) for m in ("hybrid", "base"))
-    eq = tost_mean(hybrid - base, margin=NULL_MARGIN, alpha=NULL_ALPHA)
+    eq = tost_mean(hybrid - base, margin=NULL_MARGIN, alpha=NULL_ALPHA, bounds=(-1.0, 1.0))  # a 0/1 outcome's change
     gain = paired_finding("the hybrid raises accuracy over the base model", hybrid, base, control="base model",
                           statistic="accuracy_vs_base", binary=True, seed=ctx.seed)
     moves = float(reach["shift"]) >= float(reach["min_reach"])
@@ -236,7 +238,7 @@ def _null(ctx: SettingContext) -> Check:
         why.append(f"the vectors do not move the base model (reach: log-prob shift {_fmt(reach['shift'])} < "
                    f"{_fmt(reach['min_reach'])} nats): an inert method passes a null only vacuously")
     details = {"pair": {"base": PAIR["base"], "thinking": PAIR["base"]}, "accuracy": {m: _acc(rows, m) for m in MODES},
-               "paired_test": plan.paired, "margin": NULL_MARGIN,
+               "margin": NULL_MARGIN,
                "equivalence": {"test": f"TOST (paired t, alpha {NULL_ALPHA} a side)", "diff": eq.mean,
                                "ci": list(eq.ci), "p": eq.p, "n": eq.n, "margin": NULL_MARGIN,
                                "equivalent": eq.equivalent},
@@ -267,11 +269,11 @@ BEHAVIOUR_PAIR: dict[str, str] = {"base": "tiny-r1", "thinking": "tiny-overthink
 opened by "Wait, let me double-check." / "Hmm, let me verify."); same tokenizer and chat format."""
 BEHAVIOUR_STEPS = (2, 4)
 BEHAVIOUR_MODES = ("base", "thinking", "hybrid", "random_vectors")
-QUICK_BEHAVIOUR = Plan(n_eval=8, n_train=6, sae_steps=20, vector_iters=2, paired=False)
+QUICK_BEHAVIOUR = Plan(n_eval=8, n_train=6, sae_steps=20, vector_iters=2)
 FULL_BEHAVIOUR = Plan(n_eval=100, n_train=100, sae_steps=600, vector_iters=50)
 #: planted-latent's quick version: vectors trained enough to move the full stop (at QUICK_BEHAVIOUR's 2 iterations
 #: on 6 traces the hybrid re-checks 0/8, like its control; at this plan 6/8 against 0/8, 129 s at 2 threads).
-QUICK_LATENT = Plan(n_eval=8, n_train=24, sae_steps=100, vector_iters=25, paired=False)
+QUICK_LATENT = Plan(n_eval=8, n_train=24, sae_steps=100, vector_iters=25)
 #: Hybrid settings of this setting beyond the plan (HybridConfig fields; empty: the job's defaults).
 BEHAVIOUR_OVERRIDES: dict[str, Any] = {}
 
@@ -435,7 +437,7 @@ def _planted_latent(ctx: SettingContext) -> Check:
 def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overrides: dict[str, Any],
                      quick: Plan = QUICK_BEHAVIOUR) -> Check:
     """A behaviour pair's planted setting: recovered when the gap is an effect and the hybrid re-checks more often
-    than its random-vector control (McNemar; quick: by direction, :func:`_recovered`); otherwise failed, with why
+    than its random-vector control (McNemar, :func:`_recovered`); otherwise failed, with why
     and the cue diagnostics. The accuracy cost (the hybrid's accuracy minus the base's, McNemar with its own exact
     interval) is part of every check: in ``details["accuracy_cost"]`` and in the target line."""
     from thinklens.calibration.stats import _fmt, findings_doc, paired_finding, wilson
@@ -452,7 +454,7 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overri
     cost = paired_finding("the hybrid's accuracy against the base model's", rows["hybrid"]["correct"],
                           rows["base"]["correct"], control="base model", statistic="accuracy_vs_base", binary=True,
                           seed=ctx.seed)
-    verdict, why = _recovered(gap, beats, plan, "re-check rate")
+    verdict, why = _recovered(gap, beats, "re-check rate")
     rates = {m: {"recheck_rate": sum(r["recheck"]) / len(r["recheck"]),
                  "ci": list(wilson(sum(r["recheck"]), len(r["recheck"]))), "n": len(r["recheck"]),
                  "accuracy": sum(r["correct"]) / len(r["correct"]), "fired_fraction": r["fired_fraction"],
@@ -466,8 +468,8 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overri
                                "gap": float(gap.extra["diff"]), "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
                                "precondition_met": not why.startswith("no gap"),
                                "precondition": "a behaviour gap: the thinking model re-checks more often than the base "
-                                               "(McNemar; quick: by direction)",
-                               "beats_random_p": beats.p, "paired_test": plan.paired, "overrides": overrides,
+                                               "(McNemar)",
+                               "beats_random_p": beats.p, "overrides": overrides,
                                "accuracy_cost": accuracy_cost,
                                "samples": {m: r["texts"][:2] for m, r in rows.items()},
                                "findings": findings_doc([gap, beats, cost])}

@@ -27,11 +27,10 @@ def _rows(base: list[int], thinking: list[int], hybrid: list[int], random: list[
 @pytest.mark.parametrize("random_right, verdict", [(20, "failed"), (18, "failed"), (0, "recovered")])
 def test_skill_gap_is_planted_and_fails_when_random_vectors_do_as_well(tmp_path, monkeypatch, random_right, verdict, quick):
     # 60 problems: the base gets 20 right, the thinking model 50, the hybrid 40 (the 20 and 20 more). A random-vector
-    # control as good as the hybrid fails the planted setting; 2 problems short of it (McNemar p=0.5) fails the full
-    # version (quick: by direction, recovered); 20 short (p=2e-6) is recovered. Issue 39: the setting was relabelled
-    # "boundary" (expected no-effect) after failing as planted; it is planted again and fails honestly, with why.
-    if quick and random_right == 18:
-        verdict = "recovered"  # the quick version judges by direction (too few problems for the test in seconds)
+    # control as good as the hybrid fails the planted setting; 2 problems short of it (McNemar p=0.5) fails too, quick
+    # or full (mutant killed: judged by direction alone, which the quick version did: "recovered" at +0.05 [-0.049,
+    # 0.108]); 20 short (p=2e-6) is recovered. Issue 39: the setting was relabelled "boundary" (expected no-effect)
+    # after failing as planted; it is planted again and fails honestly, with why.
     base, thinking, hybrid = [1] * 20 + [0] * 40, [1] * 50 + [0] * 10, [1] * 40 + [0] * 20
     random = [1] * 20 + [1] * random_right + [0] * (40 - random_right)
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, thinking, hybrid, random))
@@ -39,7 +38,7 @@ def test_skill_gap_is_planted_and_fails_when_random_vectors_do_as_well(tmp_path,
     s = SETTINGS["skill-gap"]
     check = s.run(_ctx(tmp_path, quick=quick))
     assert s.expected == "recovered" and s.kind == "planted"
-    assert check.verdict == verdict and check.details["paired_test"] is not quick
+    assert check.verdict == verdict
     assert check.value == pytest.approx((20 - random_right) / 60, abs=1e-6)  # values rounded to 6 places
     assert check.details["gap"] == pytest.approx(0.5) and check.details["gap_recovered"] == pytest.approx(20 / 30)
     assert check.details["precondition_met"] and check.details["over_base"] == pytest.approx(1 / 3)
@@ -84,7 +83,7 @@ def test_null_uses_one_model_twice_and_passes_by_equivalence(tmp_path, monkeypat
 
     def fake(ctx, plan, b, t, sub):
         seen.append((b, t))
-        c = [1] * 30 + [0] * 30
+        c = [1] * 40 + [0] * 40
         return _rows(c, c, c, c)
 
     monkeypatch.setattr(hv, "_hybrid", fake)
@@ -94,26 +93,37 @@ def test_null_uses_one_model_twice_and_passes_by_equivalence(tmp_path, monkeypat
     assert s.kind == "null" and seen == [(hv.PAIR["base"], hv.PAIR["base"])]
     assert check.verdict == "no-effect" and check.value == 0.0 and check.details["equivalence"]["equivalent"]
     assert check.details["margin"] == hv.NULL_MARGIN == 0.05 and check.statistic == "accuracy_vs_base"
+    # no problem changed: the exact bound on the share that could change unseen, 1 - 0.025^(1/80)
+    assert check.ci[1] == pytest.approx(1 - 0.025 ** (1 / 80)) and hv.QUICK_NULL.n_eval == 80
+
+
+def test_null_with_too_few_problems_cannot_pass(tmp_path, monkeypatch):
+    # 60 problems, none changed: 1 - 0.025^(1/60) = 0.060 could change unseen, beyond the margin: not shown
+    c = [1] * 30 + [0] * 30
+    monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(c, c, c, c))
+    monkeypatch.setattr(hv, "_reach", lambda ctx, sub: LIVE)
+    check = SETTINGS["null"].run(_ctx(tmp_path))
+    assert check.verdict == "failed" and check.details["why"].startswith("not shown within +-0.05")
 
 
 @pytest.mark.parametrize("swaps, gained, verdict", [
-    (0, 6, "failed"),  # +10 points: an effect, outside the margin
+    (0, 8, "failed"),  # +10 points: an effect, outside the margin
     (3, 0, "failed"),  # hybrid = base in accuracy (McNemar p=1), 6 problems changed: not shown inside +-0.05
-    (1, 0, "no-effect"),  # 2 problems changed, one each way: the 95% interval [-0.048, 0.048] is inside +-0.05
+    (1, 0, "no-effect"),  # 2 problems changed, one each way: the 95% interval [-0.035, 0.035] is inside +-0.05
     (0, 0, "no-effect"),
 ])
 def test_null_passes_only_inside_its_margin_not_by_non_significance(tmp_path, monkeypatch, swaps, gained, verdict):
-    # the base right on 30 of 60; the hybrid loses `swaps` of them and gains `swaps + gained` others: passing by a
+    # the base right on 40 of 80; the hybrid loses `swaps` of them and gains `swaps + gained` others: passing by a
     # non-significant difference is not a pass (issue 39)
-    base = [1] * 30 + [0] * 30
-    hybrid = [1] * (30 - swaps) + [0] * swaps + [1] * (swaps + gained) + [0] * (30 - swaps - gained)
+    base = [1] * 40 + [0] * 40
+    hybrid = [1] * (40 - swaps) + [0] * swaps + [1] * (swaps + gained) + [0] * (40 - swaps - gained)
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, base, hybrid, base))
     monkeypatch.setattr(hv, "_reach", lambda ctx, sub: LIVE)
     check = SETTINGS["null"].run(_ctx(tmp_path))
     eq = check.details["equivalence"]
     assert check.verdict == verdict, (check.ci, check.details.get("why"))
     assert (check.ci[0] > -hv.NULL_MARGIN and check.ci[1] < hv.NULL_MARGIN) is (verdict == "no-effect")
-    assert eq["equivalent"] is (verdict == "no-effect") and check.value == pytest.approx(gained / 60)
+    assert eq["equivalent"] is (verdict == "no-effect") and check.value == pytest.approx(gained / 80)
     assert ("why" in check.details) is (verdict == "failed")
     if swaps == 3:
         assert check.details["findings"][0]["p"] == pytest.approx(1.0)  # not significant, and still not a pass
@@ -122,7 +132,7 @@ def test_null_passes_only_inside_its_margin_not_by_non_significance(tmp_path, mo
 
 def test_null_fails_for_an_inert_method(tmp_path, monkeypatch):
     # vectors that change nothing would pass "hybrid = base" on the null trivially: the null needs them to move the base
-    c = [1] * 30 + [0] * 30
+    c = [1] * 40 + [0] * 40
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(c, c, c, c))
     monkeypatch.setattr(hv, "_reach", lambda ctx, sub: {**LIVE, "shift": 0.0, "tv": 0.0})
     check = SETTINGS["null"].run(_ctx(tmp_path))
@@ -132,18 +142,22 @@ def test_null_fails_for_an_inert_method(tmp_path, monkeypatch):
 
 @needs_zoo
 def test_null_end_to_end_on_the_zoo(tmp_path, monkeypatch):
-    """The null setting for real (the hybrid job on tiny-cot-short twice, a few problems): the hybrid equals the base
-    (steering never fires) and the trained vectors move the base (reach through the generation's own steering path).
-    Mutant killed: "hybrid: inert vectors (the steering hook adds nothing)" (bench/mutants.py), whose hybrid also
-    equals the base and used to pass this null."""
-    monkeypatch.setattr(hv, "QUICK_NULL", hv.Plan(n_eval=4, n_train=6, sae_steps=10, vector_iters=2, paired=False))
-    check = SETTINGS["null"].run(_ctx(tmp_path))
-    acc = check.details["accuracy"]
-    assert acc["hybrid"]["fired_fraction"] == 0.0 and acc["hybrid"]["accuracy"] == acc["base"]["accuracy"]
+    """The null setting for real (the hybrid job on tiny-cot-short twice, 4 problems, in seconds): the hybrid equals
+    the base (steering never fires) and the trained vectors move the base (reach through the generation's own steering
+    path). With 4 problems the equivalence cannot be shown (0 of 4 changed bounds the share at 1 - 0.025^(1/4) = 0.60),
+    so the verdict is failed for that reason alone; the quick (80 problems) and full runs are the slow tier's. Mutants
+    killed: "inert vectors: the steering hook adds nothing" and "inert vectors: never trained (zero)"
+    (bench/mutants.py), whose hybrid also equals the base and used to pass this null."""
     from thinklens.steering.hybrid_generate import MIN_REACH
 
-    assert check.details["reach"]["shift"] >= MIN_REACH and check.details["reach"]["moves_the_base"], check.details["reach"]
-    assert check.verdict == "no-effect", (validate_line(SETTINGS["null"], check), check.details.get("why"))
+    monkeypatch.setattr(hv, "QUICK_NULL", hv.Plan(n_eval=4, n_train=6, sae_steps=10, vector_iters=2))
+    check = SETTINGS["null"].run(_ctx(tmp_path))
+    acc, reach, eq = check.details["accuracy"], check.details["reach"], check.details["equivalence"]
+    assert acc["hybrid"]["fired_fraction"] == 0.0 and acc["hybrid"]["accuracy"] == acc["base"]["accuracy"]
+    assert reach["shift"] >= MIN_REACH and reach["moves_the_base"], reach
+    assert eq["diff"] == 0.0 and eq["ci"][1] == pytest.approx(1 - 0.025 ** (1 / 4)) and not eq["equivalent"]
+    assert check.verdict == "failed" and check.details["why"].startswith("not shown within +-0.05")
+    assert "do not move the base" not in check.details["why"], validate_line(SETTINGS["null"], check)
 
 
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
@@ -157,11 +171,11 @@ def test_quick_null(tmp_path):
 @pytest.mark.slow
 @needs_zoo
 def test_quick_skill_gap_verdict_is_what_its_numbers_say(tmp_path):
-    # the quick version judges the random control by direction; its verdict is whatever that says, with why if failed
+    # measured (60 problems): +0.05 [-0.049, 0.108] against the random-vector control, McNemar not significant: failed
     s = SETTINGS["skill-gap"]
     check = s.run(_ctx(tmp_path))
     assert check.details["precondition_met"], validate_line(s, check)
-    assert (check.verdict == "recovered") is (check.value > 0), (validate_line(s, check), check.details.get("why"))
+    assert (check.verdict == "recovered") is (check.ci[0] > 0), (validate_line(s, check), check.details.get("why"))
 
 
 @pytest.mark.slow
@@ -218,7 +232,7 @@ def test_planted_latent_verdict_needs_the_hybrid_beyond_its_random_control(tmp_p
     monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {"stub": p})
     check = SETTINGS["planted-latent"].run(_ctx(tmp_path, quick=quick))
     assert seen == [hv.LATENT_PAIR] and check.details["pair"] == hv.LATENT_PAIR  # the setting runs its own pair
-    assert check.verdict == verdict and check.details["paired_test"] is not quick
+    assert check.verdict == verdict
     assert check.value == pytest.approx((30 - random_on) / 60)
     assert check.details["gap"] == pytest.approx(50 / 60)
     assert check.details["rates"]["hybrid"]["recheck_rate"] == pytest.approx(0.5)
@@ -247,11 +261,9 @@ def test_planted_latent_reports_its_accuracy_cost(tmp_path, monkeypatch):
 def test_absent_behaviour_is_planted_and_fails_when_the_hybrid_does_not_recheck(tmp_path, monkeypatch, hybrid_on,
                                                                                 verdict, quick):
     # the base never re-checks, the thinking model on 50 of 60 problems, the random control on none: a hybrid that
-    # re-checks on none fails; on 2 (McNemar p=0.5) fails the full version (quick, by direction: recovered); on 30
-    # (p=2e-9) recovered. Issue 39: the setting was relabelled "boundary" (expected no-effect) after failing as
-    # planted; it is planted again, fails honestly with why, and keeps its cue diagnostics when it fails.
-    if quick and hybrid_on == 2:
-        verdict = "recovered"
+    # re-checks on none fails; on 2 (McNemar p=0.5) fails, quick or full; on 30 (p=2e-9) recovered. Issue 39: the
+    # setting was relabelled "boundary" (expected no-effect) after failing as planted; it is planted again, fails
+    # honestly with why, and keeps its cue diagnostics when it fails.
     base, thinking, random = [0] * 60, [1] * 50 + [0] * 10, [0] * 60
     hybrid = [1] * hybrid_on + [0] * (60 - hybrid_on)
     seen = []
