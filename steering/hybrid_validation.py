@@ -157,8 +157,10 @@ def _recovered(gap: Any, beats: Any, what: str) -> tuple[str, str]:
     """A planted setting's rule, the same for the three, quick or full: recovered when the gap is there (McNemar) and
     the hybrid beats its random-vector control (McNemar, whose exact interval is the check's). The verdict, and why
     in words with the numbers when it is not recovered."""
-    from thinklens.calibration.stats import _fmt
+    from thinklens.calibration.stats import MIN_N, _fmt
 
+    if gap.verdict == "too few samples" or beats.verdict == "too few samples":
+        return "failed", f"too few problems to test: {gap.n} (at least {MIN_N})"
     has_gap = gap.is_effect
     if not has_gap:
         return "failed", (f"no gap to recover: the thinking model's {what} {_fmt(gap.value)} against the base's "
@@ -186,7 +188,7 @@ def _skill_gap(ctx: SettingContext) -> Check:
     verdict, why = _recovered(gap, beats, "accuracy")
     details = {"pair": PAIR, "steps": [MIN_STEPS, MAX_STEPS], "accuracy": {m: _acc(rows, m) for m in MODES},
                "gap": gap.extra["diff"], "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
-               "precondition_met": verdict == "recovered" or not why.startswith("no gap"),
+               "precondition_met": gap.is_effect,
                "precondition": "a gap: the thinking model beats the base (McNemar)",
                "over_base": over_base.extra["diff"], "over_base_p": over_base.p,
                "gap_recovered": recovered.value, "gap_recovered_ci": list(recovered.ci),
@@ -269,11 +271,13 @@ BEHAVIOUR_PAIR: dict[str, str] = {"base": "tiny-r1", "thinking": "tiny-overthink
 opened by "Wait, let me double-check." / "Hmm, let me verify."); same tokenizer and chat format."""
 BEHAVIOUR_STEPS = (2, 4)
 BEHAVIOUR_MODES = ("base", "thinking", "hybrid", "random_vectors")
-QUICK_BEHAVIOUR = Plan(n_eval=8, n_train=6, sae_steps=20, vector_iters=2)
+#: The quick behaviour plans evaluate 10 problems: the paired tests' fewest units (thinklens.calibration.stats.MIN_N;
+#: at 8 every finding is "too few samples" and nothing can be recovered).
+QUICK_BEHAVIOUR = Plan(n_eval=10, n_train=6, sae_steps=20, vector_iters=2)
 FULL_BEHAVIOUR = Plan(n_eval=100, n_train=100, sae_steps=600, vector_iters=50)
 #: planted-latent's quick version: vectors trained enough to move the full stop (at QUICK_BEHAVIOUR's 2 iterations
 #: on 6 traces the hybrid re-checks 0/8, like its control; at this plan 6/8 against 0/8, 129 s at 2 threads).
-QUICK_LATENT = Plan(n_eval=8, n_train=24, sae_steps=100, vector_iters=25)
+QUICK_LATENT = Plan(n_eval=10, n_train=24, sae_steps=100, vector_iters=25)
 #: Hybrid settings of this setting beyond the plan (HybridConfig fields; empty: the job's defaults).
 BEHAVIOUR_OVERRIDES: dict[str, Any] = {}
 
@@ -466,7 +470,7 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overri
                                       "miscopy where its training texts rarely had them): reported, not bounded"}
     details: dict[str, Any] = {"pair": pair, "steps": list(BEHAVIOUR_STEPS), "rates": rates,
                                "gap": float(gap.extra["diff"]), "gap_ci": gap.extra["diff_ci"], "gap_p": gap.p,
-                               "precondition_met": not why.startswith("no gap"),
+                               "precondition_met": gap.is_effect,
                                "precondition": "a behaviour gap: the thinking model re-checks more often than the base "
                                                "(McNemar)",
                                "beats_random_p": beats.p, "overrides": overrides,

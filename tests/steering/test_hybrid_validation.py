@@ -327,3 +327,17 @@ def test_quick_planted_latent(tmp_path):
     check = s.run(_ctx(tmp_path))
     assert check.verdict == s.expected, (validate_line(s, check), check.details["rates"])
     assert check.details["rates"]["random_vectors"]["recheck_rate"] == 0.0
+
+
+def test_every_quick_plan_can_reach_a_verdict(tmp_path, monkeypatch):
+    """Fewer problems than the paired tests' minimum makes every finding "too few samples", so a planted setting could
+    never be recovered (the behaviour settings' quick plans once evaluated 8): each quick plan evaluates at least
+    MIN_N, and a setting below it fails saying so."""
+    from thinklens.calibration.stats import MIN_N
+
+    assert all(p.n_eval >= MIN_N for p in (hv.QUICK, hv.QUICK_NULL, hv.QUICK_BEHAVIOUR, hv.QUICK_LATENT))
+    base, thinking, hybrid, random = [0] * 8, [1] * 8, [1] * 8, [0] * 8
+    monkeypatch.setattr(hv, "behaviour_rows", lambda ctx, plan, sub, p, o: _brows(base, thinking, hybrid, random))
+    monkeypatch.setattr(hv, "cue_diagnostics", lambda ctx, rows, p, pair: {})
+    check = SETTINGS["planted-latent"].run(_ctx(tmp_path))
+    assert check.verdict == "failed" and check.details["why"] == f"too few problems to test: 8 (at least {MIN_N})"
