@@ -332,9 +332,13 @@ def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid
                  target=f"the {word!r}-feature's trace rate, in excess of the equal-norm random feature's, never falls as the "
                         f"coefficient grows; its rate rises from c={c_lo:g} to "
                         f"c={c_hi:g} (Newcombe interval of the difference above 0), and at c={c_lo:g} or c={c_hi:g} its Wilson "
-                        "interval lies beyond the equal-norm random feature's in the coefficient's direction",
+                        "interval lies beyond the equal-norm random feature's in the coefficient's direction, the "
+                        "job's finding there is an effect (beyond every arm it ran and the unsteered run, within its harm "
+                        f"bound: accuracy drop <= {summary['harm_bound']['max_accuracy_drop']:g}, degenerate share rise <= "
+                        f"{summary['harm_bound']['max_degenerate_rise']:g})",
                  details={"model": model_name, "feature": summary["feature"], "corr": summary["corr"], "rates": summary["rates"],
                           "monotone": monotone(rates, control), "monotone_alone": monotone(rates), "beyond_random_at": beyond,
+                          "harm_at_ends": {f"c={f['extra']['coeff']:g}": f["extra"].get("harm") for f in ends},
                           "findings": summary["findings"],
                           "headlines": summary["headlines"]})
 

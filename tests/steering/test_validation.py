@@ -182,3 +182,44 @@ def test_steer_planted_says_what_is_missing(monkeypatch):
     """While the organism is not trained, the setting fails with what is missing and the command that trains it."""
     with pytest.raises(ThinklensError, match="zoo-train --model tiny-nonexistent"):
         v.organism("tiny-nonexistent")
+
+
+#: tiny-overthink's full steer/planted run after issue 39 (feature 402, 200 sampled prompts, 256 new tokens): per arm and
+#: coefficient, (traces saying wait, correct, degenerate). Unsteered accuracy 0.725; every |c| >= 0.5 costs >= 0.51 of it.
+FULL_RUN = {("feature", -1.0): (2, 0, 130), ("feature", -0.5): (146, 43, 5), ("feature", 0.0): (189, 145, 4),
+            ("feature", 0.5): (167, 6, 11), ("feature", 1.0): (200, 0, 161),
+            ("random_feature", -1.0): (25, 0, 13), ("random_feature", -0.5): (164, 91, 4), ("random_feature", 0.0): (189, 145, 4),
+            ("random_feature", 0.5): (146, 39, 2), ("random_feature", 1.0): (43, 1, 1),
+            ("top_activating", -1.0): (194, 0, 48), ("top_activating", 0.0): (189, 145, 4), ("top_activating", 1.0): (54, 0, 8),
+            ("random_direction", -1.0): (196, 1, 19), ("random_direction", 0.0): (189, 145, 4),
+            ("random_direction", 1.0): (35, 0, 39)}
+
+
+def _planted_from(cells, monkeypatch, tmp_path):
+    """The steer/planted check computed from recorded counts (the jobs replaced by their summary)."""
+    from thinklens.calibration.stats import findings_doc
+    from thinklens.steering.jobs.steer import SteerJobConfig, harm_bound, headlines, steer_findings, word_rates
+
+    rows = [{"arm": a, "coeff": c, "seed": 0, "traces_with_word": k, "correct_traces": r, "degenerate_traces": d,
+             "n_traces": 200} for (a, c), (k, r, d) in cells.items()]
+    found = steer_findings(rows, "wait", 402)
+    summary = {"feature": 402, "corr": 0.646, "findings": findings_doc(found), "rates": word_rates(rows, "wait"),
+               "harm_bound": harm_bound(SteerJobConfig()), "headlines": headlines(found, "wait", 402)}
+    monkeypatch.setattr(v, "organism", lambda name: None)
+    monkeypatch.setattr(v, "_steer_sae", lambda ctx, model, sizes, site: {"sae": str(tmp_path / "sae" / "sae")})
+    ctx = _ctx(tmp_path)
+    monkeypatch.setattr(ctx, "run_job", lambda *a, **k: summary)
+    return v.steer_planted_on(ctx, "tiny-overthink")
+
+
+def test_steer_planted_counts_the_accuracy_cost(monkeypatch, tmp_path):
+    """The steer benchmark's full run swings the wait rate 0.01 -> 1.00 beyond the random feature, as it did before
+    issue 39 (then 'recovered'), but at the price of the organism's accuracy (0.725 -> 0 at both ends, 65-80% degenerate
+    text): the job's findings are not effects, so the benchmark fails and says why. With the accuracy kept, the same
+    swing is recovered."""
+    check = _planted_from(FULL_RUN, monkeypatch, tmp_path)
+    assert check.verdict == "failed" and check.value == pytest.approx(0.99) and check.details["monotone"]
+    assert check.details["beyond_random_at"] == [] and "harm bound" in check.target
+    assert all(not h["within"] for h in check.details["harm_at_ends"].values())
+    kept = {k: (w, 145 if k[0] == "feature" else r, 4 if k[0] == "feature" else d) for k, (w, r, d) in FULL_RUN.items()}
+    assert _planted_from(kept, monkeypatch, tmp_path).verdict == "recovered"
