@@ -9,6 +9,9 @@ directions with the trained vectors' norms) by the paired test. The first two we
 as such, and were once relabelled "boundary" (expected ``no-effect``) so that they counted as passes; passing by
 non-significance is not a pass (issue 39), so they are planted again and count as ``failed`` where the hybrid does
 not recover them, with the numbers and the reason in the check (``details["why"]``). Measured: both fail (below).
+Quick (seed 0): skill-gap 0.50 against its control's 0.45, +0.05 [-0.049, 0.108], McNemar p=0.45: failed; null 0
+[-0.045, 0.045] on 80 problems, reach 0.15 nats: no-effect; absent-behaviour 0/10 against 0/10: failed;
+planted-latent 7/10 against 0/10, p=0.016: recovered (accuracy 1.0 -> 0.6, -0.4 [-0.4, 0.08]): validated=2/4.
 
 One null, ``null``: it passes only by an equivalence test (TOST, :mod:`thinklens.calibration.tost`) within
 :data:`NULL_MARGIN`, stated here before any run, and only when the vectors demonstrably move the base model
@@ -276,7 +279,8 @@ BEHAVIOUR_MODES = ("base", "thinking", "hybrid", "random_vectors")
 QUICK_BEHAVIOUR = Plan(n_eval=10, n_train=6, sae_steps=20, vector_iters=2)
 FULL_BEHAVIOUR = Plan(n_eval=100, n_train=100, sae_steps=600, vector_iters=50)
 #: planted-latent's quick version: vectors trained enough to move the full stop (at QUICK_BEHAVIOUR's 2 iterations
-#: on 6 traces the hybrid re-checks 0/8, like its control; at this plan 6/8 against 0/8, 129 s at 2 threads).
+#: on 6 traces the hybrid re-checks 0/8, like its control; at this plan 6/8 against 0/8, 129 s at 2 threads; at 10
+#: problems 7/10 against 0/10, +0.7 [0.13, 0.7], McNemar p=0.016: recovered, accuracy 1.0 -> 0.6, 395 s at 1 thread).
 QUICK_LATENT = Plan(n_eval=10, n_train=24, sae_steps=100, vector_iters=25)
 #: Hybrid settings of this setting beyond the plan (HybridConfig fields; empty: the job's defaults).
 BEHAVIOUR_OVERRIDES: dict[str, Any] = {}
