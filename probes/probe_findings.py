@@ -217,7 +217,7 @@ def correct_findings(features: Mapping[str, np.ndarray], y: np.ndarray, *, probe
     acc = accuracy_finding(f"the probe at {choice.site} beats always guessing the majority outcome", k, n,
                            control="majority class", control_value=major / n)
     if acc.verdict == "no effect" and no_headroom(major, n):
-        acc = dataclasses.replace(acc, verdict="at ceiling")
+        acc = dataclasses.replace(acc, verdict="no headroom")  # the majority guess leaves no room to show a gain
     out.append(dataclasses.replace(acc, extra={**acc.extra, "site": choice.site, "majority_k": major}))
     if "control" in choice.pred:
         c = choice.pred["control"]

@@ -912,7 +912,9 @@ def demo_findings() -> dict[str, Any]:
                          "control_value": f["control_value"], "verdict": f["verdict"]})
     if not runs:
         raise FileNotFoundError(2, "no demo run recorded", str(DEMO_RECORD))
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("effect", "no effect", "at ceiling", "too few samples")}
+    from thinklens.calibration.stats import VERDICTS
+
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     return summary(DEMO_COMMAND, runs, {"steps": [s.name for s in DEMO_STEPS]},
                    {"rows": rows, "n_findings": len(rows), "verdicts": counts,
                     "runs_without_findings": sorted({f"{s.kind}/{s.run_id}" for s in DEMO_STEPS if s.kind} -

@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from thinklens.calibration.stats import VERDICTS
 from thinklens.errors import ThinklensError
 from thinklens.runs.demo_plan import DemoStep, demo_steps  # noqa: F401  (DemoStep: the plan's type, for callers)
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     print("step times: " + ", ".join(f"{name} {s:.0f} s" for name, (_, s) in results.items()))
     verdicts = [f.get("verdict") for step in demo_steps() if step.kind
                 for f in _summary(runs, step.kind, step.run_id).get("findings") or []]
-    print("findings: " + ", ".join(f"{verdicts.count(v)} {v}" for v in ("effect", "no effect", "at ceiling", "too few samples"))
+    print("findings: " + ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS)
           + " (each run's lines above; `python results/collect.py demo_findings` tabulates them)")
     print("open the app:  make app   (or: .venv/bin/thinklens app)  then browse http://127.0.0.1:8501")
     if failures:

@@ -145,3 +145,13 @@ def test_correct_job_summary_carries_findings(reasoner, tmp_path):
     summary = RunFolder.open(tmp_path / "probe" / "c").meta()["summary"]
     _check_summary(summary)
     assert {f["statistic"] for f in summary["findings"]} <= {"auroc", "accuracy"}
+
+
+def test_a_majority_guess_near_every_problem_is_no_headroom_not_at_ceiling():
+    """Kills: 'at ceiling' for a majority class of 58 in 60 (the top of the scale is 60/60; the guess leaves no room)."""
+    rng = np.random.default_rng(3)
+    y = np.zeros(120, dtype=int)
+    y[rng.choice(120, 4, replace=False)] = 1  # 4 of 120 positive: the majority guess is right 58 times in 60
+    feats = {"a": rng.normal(size=(120, 4)) + 2.0 * y[:, None], "b": rng.normal(size=(120, 4))}
+    acc = probe_findings(feats, y, target="correct", folds=2)[1]
+    assert acc.control_value > 0.9 and acc.verdict == "no headroom", (acc.control_value, acc.verdict)
