@@ -76,6 +76,7 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
                          "--seek-n", "0"]),
         ("grpo", ["--train-steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--n-eval", "2"]),
         ("zoo-eval", ["--n-eval", "2", "--step-counts", "2,3"]),
+        ("zoo-train", ["--minutes", "1", "--n-eval", "2"]),
         ("validate", ["--quick", "--methods", "induction,readout"]),
     ]
 

@@ -45,8 +45,10 @@ def jobs_template(values: dict) -> str:
                        f'{{{{values.count["{m}"].error|.0f}}}} errors' for m in values["count"])
     lines = ["| job | model | outcome | minutes | what it said (its first finding, or its refusal) |", "|---" * 5 + "|",
              *(jrow(i) for i in range(len(values["rows"])))]
-    tail = (f"{{{{values.n_jobs|.0f}}}} jobs on each model ({counts}), {{{{values.minutes|.0f}}}} minutes in all, one "
-            "thread each; record `results/records/real-jobs/jobs.json`.")
+    tail = (f"{{{{values.n_jobs|.0f}}}} of the {{{{values.n_registered|.0f}}}} registered jobs recorded so far, on "
+            f"{len(values['count'])} of the {{{{values.n_models_planned|.0f}}}} real models ({counts}), "
+            "{{values.minutes|.0f}} minutes in all, one thread each, on a machine shared with other jobs (the minutes "
+            "are not timings); not yet run: {{values.not_yet}}. Record `results/records/real-jobs/jobs.json`.")
     return "\n".join(lines) + "\n\n" + tail + "\n"
 
 
