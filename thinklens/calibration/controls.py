@@ -15,7 +15,7 @@ Example:
     >>> s = Setting("toy", "planted", "recovered", planted, help="a toy")
     >>> check = s.run(SettingContext(quick=True, seed=0, workdir=None))
     >>> validate_line(s, check), check.verdict == s.expected
-    ('validate toy planted mean=1 [0.9, 1.1] verdict=recovered', True)
+    ('validate toy planted kind=planted mean=1 [0.9, 1.1] verdict=recovered', True)
 """
 
 from __future__ import annotations
