@@ -646,6 +646,7 @@ def validation() -> dict[str, Any]:
 #: The real-weight validation table's records (``thinklens run validate --model M``, full size): record -> (model, the
 #: ``--methods`` of the command that reproduces its rows).
 REAL_VALIDATION_RECORDS = {"validate-real-smollm2": ("smollm2-135m", "induction,readout"),
+                           "validate-real-smollm2-steering": ("smollm2-135m", "actadd,sae-real"),
                            "validate-real-gemma": ("gemma-3-270m", "induction,readout")}
 
 

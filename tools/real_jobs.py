@@ -42,9 +42,10 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
     """(job, its arguments) in an order that lets later jobs use earlier runs (sae before steer, sft before hybrid)."""
     mid = f"resid_post.{LAYERS[model] // 2}"
     sft = str(out_of(model, "sft") / "model")
-    latent = [str(out_of(model, j)) for j in ("codi", "coconut", "latent-sft")]
+    latent = [str(out_of(model, j) / "model") for j in ("codi", "coconut", "latent-sft")]
     sae = str(out_of(model, "sae"))
-    train = ["--data", DATA, "--train-steps", "8", "--batch-size", "4", "--n-eval", "2", "--ckpt-every", "4"]
+    # trainers draw fresh synthetic problems (synthetic:... names held-out evaluation problems, which they refuse)
+    train = ["--min-steps", "2", "--max-steps", "3", "--batch-size", "4", "--n-eval", "2", "--ckpt-every", "4", "--add-tokens"]
     return [
         ("capture", ["--prompts", str(INPUTS / "prompts.txt"), "--sites", "resid_post.*", "--positions", "last"]),
         ("import-traces", ["--data", str(INPUTS / "traces.jsonl"), "--sites", f"{mid},final_norm"]),
@@ -61,13 +62,13 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
                       "--fidelity-traces", "8", "--max-new-tokens", "32"]),
         ("steer", ["--sae", sae, "--data", DATA, "--word", "so", "--coeffs=-1,0,1", "--n-prompts", "6",
                    "--stats-traces", "8", "--max-new-tokens", "64"]),
-        ("sft", train + ["--lora-r", "8"]),
+        ("sft", train + ["--train-steps", "8", "--lora-r", "8"]),
         ("hybrid", ["--thinking", sft, "--data", DATA, "--site", mid, "--n-train", "8", "--n-eval", "8",
                     "--max-new-tokens", "64", "--sae-steps", "50", "--vector-iters", "10",
                     "--modes", "base,thinking,hybrid,random_vectors"]),
         ("reasoning-vector", ["--a", sft, "--b", model, "--base", "none", "--data", DATA, "--max-new-tokens", "64",
                               "--alphas=-1,0,1", "--groups", "all", "--save-alpha", "none"]),
-        ("codi", train + ["--lora-r", "8"]),
+        ("codi", train + ["--train-steps", "8", "--lora-r", "8"]),
         ("coconut", train + ["--stage-steps", "4", "--final-stage-steps", "4", "--max-stage", "1"]),
         ("latent-sft", train + ["--encoder-steps", "2", "--decoder-steps", "2", "--joint-steps", "2",
                                 "--stage2-steps", "2"]),
