@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.probes.config import LynxJobConfig
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 
@@ -88,7 +88,7 @@ def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tupl
                 raise ThinklensError.of(
                     "calibration class size", f"{calibrator.n_pos} positive and {calibrator.n_neg} negative "
                     f"calibration events at delta={d}", f"at least {min_calibration_events(d)} events of each class "
-                    "(ceil((n+1)(1-delta)) <= n)", "add calibration problems (--n-calibration), raise the "
+                    "(ceil((n+1)(1-delta)) <= n)", f"add calibration problems ({opt_name('n_calibration')}), raise the "
                     f"smallest delta, or pass {opt('skip_vacuous', True)} to drop it") from None
             skipped.append(float(d))
     if not usable:
@@ -172,7 +172,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     if test.n_events == 0:
         raise ThinklensError.of("test cue events", f"none in {len(test.traces)} test rollouts", "test rollouts that "
                                 "contain the cue words (exits happen at real cues only)", "draw more test problems "
-                                "(--n-test) or use cue words the model writes (--cue-words)")
+                                f"({opt_name('n_test')}) or use cue words the model writes ({opt_name('cue_words')})")
     p_test = probe.predict_proba(test.X)[:, 1]
     n_exit_string = len(model.tokenizer(settings.exit_string, add_special_tokens=False)["input_ids"])
     table, rollouts = exit_tables(test.traces, test.events, test.gold, test.forced, p_test,
