@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from thinklens.data.problemsets import DataOptions, SamplingOptions
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.probes.lynx import VALIDITY_DELTAS, LynxConfig
 from thinklens.tasks import StepRange
 
@@ -88,8 +88,8 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
             raise ThinklensError.of(
                 "calibration size", f"at most {most} calibration events ({self.n_calibration} problems x "
                 f"{self.max_events_calibration} events)", f"at least {need} events of each class for "
-                f"delta={min(self.deltas)}", "draw more calibration problems (--n-calibration; a rollout gives a few "
-                "events), raise the smallest delta, or pass --skip-vacuous")
+                f"delta={min(self.deltas)}", f"draw more calibration problems ({opt_name('n_calibration')}; a rollout gives a "
+                f"few events), raise the smallest delta, or pass {opt('skip_vacuous', True)}")
         if any(not 0.0 <= f <= 1.0 for f in self.fractions):
             raise ThinklensError.of("fractions", self.fractions, "fractions in [0, 1]", "use 0.25,0.5,0.75")
         if not 0.0 < self.threshold < 1.0:

@@ -360,7 +360,7 @@ def problems_from_rows(rows: list[Mapping[str, Any]], source: str, fields: Mappi
         raise ThinklensError.of(
             f"{source}: no {missing} field", f"fields {', '.join(columns)}",
             f"a {missing} in one of {', '.join(FIELD_NAMES[missing])}",
-            f"map it, e.g. mapping '{missing}=<field>' (--data-fields {missing}=<field>)",
+            f"map it, e.g. {opt('data_fields', f'{missing}=<field>')}",
         )
     used = {c for c in cols.values() if c is not None}
     stem = Path(source).stem or source
