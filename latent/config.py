@@ -36,7 +36,7 @@ def _check_data(data: str, data_fields: str, *, what: str) -> None:
         raise ThinklensError.of("data_fields", data_fields, f"a mapping for a {opt('data')} source", f"pass {opt('data')} too")
     if what == "train" and data.strip().startswith("synthetic"):
         raise ThinklensError.of("data", data, "a file or data set with GSM8k-Aug chains (synthetic:... holds the "
-                                "held-out evaluation problems)", "leave --data empty to train on fresh synthetic problems "
+                                "held-out evaluation problems)", f"leave {opt_name('data')} empty to train on fresh synthetic problems "
                                 f"({opt_name('min_steps')}/{opt_name('max_steps')})")
 
 
@@ -101,7 +101,7 @@ class CoconutConfig(TrainConfig):
     """Stages 1..max_stage replace the first s steps; max_stage*c latents at test."""
     stage_steps: int = 400
     """Optimizer steps per stage (the paper: 3 epochs); the optimizer is reset at every stage (400 + 800 final
-    trained the committed tiny-coconut: its accuracy and training time are in README.md "Latent reasoning",
+    trained the committed tiny-coconut: its accuracy and training time are in docs/results.md "Latent reasoning",
     results/latent_table.json)."""
     final_stage_steps: int = 800
     """Steps of a last stage removing ALL steps with max_stage*c latents (the reference's
@@ -146,7 +146,7 @@ class CODIConfig(CODISchedule):
     """Latent steps between <bot> and <eot> (N in the paper)."""
     train_steps: int = 12000
     """Optimizer steps (the committed tiny-codi: 12000, then 3000 more at lr 5e-4; its accuracy and training
-    time, and what fewer steps give, are in README.md "Latent reasoning", results/latent_table.json)."""
+    time, and what fewer steps give, are in docs/results.md "Latent reasoning", results/latent_table.json)."""
     w_kd: float = 1.0
     """Weight of the distillation loss (1 for GPT-2, 20 for Llama-1B in the paper); 0 = ablation."""
     projection: bool = True
@@ -184,7 +184,7 @@ class LatentSFTConfig(TrainConfig):
     """Vocabulary entries in each latent superposition (K)."""
     encoder_steps: int = 200
     """Stage-1 run 1: steps training the encoder only (200/200/200 + 800 trained the committed tiny-latent-sft:
-    its accuracy and training time are in README.md "Latent reasoning", results/latent_table.json)."""
+    its accuracy and training time are in docs/results.md "Latent reasoning", results/latent_table.json)."""
     decoder_steps: int = 200
     """Stage-1 run 2: steps training the decoder only."""
     joint_steps: int = 200
@@ -322,7 +322,7 @@ class EvalConfig(DataOptions, StepRange):
     seek_max_steps: int = 8
     """Most steps of the LatentSeek problems."""
     seek_seed: int = 20_000
-    """Seed of the LatentSeek problems (not the one its learning rate was chosen on; 20000 gives the README's rows)."""
+    """Seed of the LatentSeek problems (not the one its learning rate was chosen on; 20000 gives the rows of docs/results.md)."""
     seek_lr: float = 0.5
     """LatentSeek learning rate: at the paper's 0.03-0.05 the zoo's d=128 states flip ~0.2-0.3 of ~10 optimised tokens
     per iteration, at 0.5 ~6.7 (chosen on seed-10000 problems)."""
