@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from thinklens.engine.tokenization import prompt_ids
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.tasks import ANSWER_MARKER, Problem, render_prompt, spaced
 
 if TYPE_CHECKING:
@@ -69,7 +69,8 @@ def latent_tokens(tokenizer: Any) -> LatentTokens:
     if missing:
         raise ThinklensError.of(
             "tokenizer", f"no single-token {' '.join(missing)}", f"a tokenizer with {' '.join(SPECIAL)} (the zoo tokenizer has them)",
-            "call thinklens.latent.segments.add_latent_tokens(model) (CLI: --add-tokens) to add them and resize the embeddings",
+            f"pass {opt('add_tokens', True)} to the job (or call thinklens.latent.segments.add_latent_tokens(model)) to add them "
+            "and resize the embeddings",
         )
     if tokenizer.eos_token_id is None:
         raise ThinklensError.of("tokenizer", "no eos token", "a tokenizer with an eos token", "set tokenizer.eos_token")

@@ -98,7 +98,7 @@ def continued_from(cfg: TrainConfig) -> dict | None:
         raise ThinklensError.of("start model", f"{folder} (a {meta['method']} model)", f"a CoT model or a {method.name} model", fix)
     if method.cannot_continue:
         raise ThinklensError.of("start model", f"{folder} (a {method.name} model)", f"a CoT model: {method.cannot_continue}",
-                                "start from a CoT model (e.g. --model tiny-cot)")
+                                f"start from a CoT model (e.g. {opt('model', 'tiny-cot')})")
     keep = method.continue_fields
     old, new = tuple(meta["config"][f] for f in keep), tuple(getattr(cfg, f) for f in keep)
     if old != new:
@@ -146,7 +146,7 @@ def example_builder(model: Any, cfg: TrainConfig, start: dict | None = None) -> 
     if start is not None:
         saved = saved_format_kind(start)
         if kind not in ("auto", saved):
-            raise ThinklensError.of("prompt_format", kind, f"the start model's {saved}", f"pass --prompt-format {saved}")
+            raise ThinklensError.of("prompt_format", kind, f"the start model's {saved}", f"pass {opt('prompt_format', saved)}")
         kind = saved
     return ExampleBuilder(model.tokenizer, format_for(model, kind))
 

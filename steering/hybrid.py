@@ -37,7 +37,7 @@ from torch import Tensor
 from thinklens.engine.hooks import ForwardContext
 from thinklens.engine.interventions import HookFn
 from thinklens.engine.sites import Site
-from thinklens.errors import ThinklensError
+from thinklens.errors import ThinklensError, opt
 from thinklens.steering.configs import HybridConfig
 from thinklens.steering.features import THINKING_WORDS
 
@@ -140,7 +140,7 @@ def check_pair(base: "HookedModel", thinking: "HookedModel") -> None:
     if base.vocab_size != thinking.vocab_size:
         raise ThinklensError.of("base/thinking pair", f"vocab {base.vocab_size}/{thinking.vocab_size}",
                                 "two models with one vocabulary (the thinking model generates ids the base model reads)",
-                                "pair a thinking model with its base; a fine-tune that added tokens (--add-tokens) needs "
+                                f"pair a thinking model with its base; a fine-tune that added tokens ({opt('add_tokens', True)}) needs "
                                 "a base with the same tokens")
     check_tokenizers(base.tokenizer, thinking.tokenizer)
 

@@ -364,7 +364,7 @@ def read_activation_rows(path: str | Path, site: Site | str | None = None) -> to
         sites = [str(s) for s in store.sites]
         key = want if want is not None else (sites[0] if len(sites) == 1 else None)
         if key not in sites:
-            raise ThinklensError.of("activation store site", want, f"one of {', '.join(sites)}", "pass --site <one of them>")
+            raise ThinklensError.of("activation store site", want, f"one of {', '.join(sites)}", f"pass {opt('site', '<one of them>')}")
         rows = torch.cat([b[Site.parse(key)] for b in store.iter_batches(65536, [key])])
     else:
         raise ThinklensError.of(opt_name("activations"), str(p), "a .safetensors file of [rows, d] activations or an "

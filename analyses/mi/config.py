@@ -164,7 +164,7 @@ class MIPeaksJobConfig(DataOptions, StepRange):
         bad = [e for e in self.estimators if e not in ESTIMATORS]
         if bad or not self.estimators:
             raise ThinklensError.of("estimators", self.estimators, f"names among {sorted(ESTIMATORS)}",
-                                    "e.g. --estimators reference,median_sigma")
+                                    f"e.g. {opt('estimators', ('reference', 'median_sigma'))}")
         if self.peak_rule not in PEAK_RULES:
             raise ThinklensError.of("peak rule", self.peak_rule, f"one of {sorted(PEAK_RULES)}", "use top_k")
         if self.ci not in CI_METHODS:
@@ -177,7 +177,7 @@ class MIPeaksJobConfig(DataOptions, StepRange):
         if self.prompt_formats and len(self.prompt_formats) != len(self.models):
             raise ThinklensError.of("prompt_formats", self.prompt_formats,
                                     f"{len(self.models)} prompt formats (model, then compare) or none",
-                                    "e.g. --prompt-formats think,cot,direct, or leave it empty")
+                                    f"e.g. {opt('prompt_formats', ('think', 'cot', 'direct'))}, or leave it empty")
         bad_styles = [s for s in (*self.prompt_formats, self.gold_format) if s not in STYLES]
         if bad_styles:
             raise ThinklensError.of("style", bad_styles[0], f"one of {STYLES}", "use think, cot or direct")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from thinklens.engine.tokenization import prompt_ids
-from thinklens.errors import ThinklensError, opt_name
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 from thinklens.steering.configs import HybridJobConfig, base_format
 from thinklens.tasks.protocol import HELD_OUT
@@ -58,8 +58,8 @@ def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["Re
         parts = draw(job.load(), {"eval": job.n_eval, "train": job.n_train}, seed=job.seed)
         if not parts["train"]:
             raise ThinklensError.of(opt_name("data"), f"{job.data}: no problems left for the vectors after {len(parts['eval'])} "
-                                    "evaluated", "more problems than --n-eval, or --vector-data",
-                                    "pass --vector-data <other problems> or a smaller --n-eval")
+                                    "evaluated", f"more problems than {opt_name('n_eval')}, or {opt_name('vector_data')}",
+                                    f"pass {opt('vector_data', '<other problems>')} or a smaller {opt_name('n_eval')}")
         return parts["eval"], parts["train"]
     evaluated = (draw(job.load(), {"eval": job.n_eval}, seed=job.seed)["eval"] if job.data
                  else list(ProblemSet.synthetic(job.n_eval, seed=HELD_OUT["steer_eval"], **steps)))

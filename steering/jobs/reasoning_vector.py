@@ -91,7 +91,8 @@ class ReasoningVectorJobConfig(DataOptions):
 
         if not self.data and self.prompt_format not in ("auto", *STYLES):
             raise ThinklensError.of("prompt_format", self.prompt_format, f"auto or a zoo style ({', '.join(STYLES)}) for "
-                                    "the held-out zoo problems (no --data)", "pass --data too, or --prompt-format auto")
+                                    f"the held-out zoo problems (no {opt_name('data')})",
+                                    f"pass {opt_name('data')} too, or {opt('prompt_format', 'auto')}")
 
         if self.n_problems < 0 or (self.max_new_tokens is not None and self.max_new_tokens < 1):
             raise ThinklensError.of(f"{opt_name('n_problems')} / {opt_name('max_new_tokens')}", (self.n_problems, self.max_new_tokens),

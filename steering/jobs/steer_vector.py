@@ -90,7 +90,7 @@ class SteerVectorConfig(SamplingOptions):
                                     "model, always run)", f"pass {opt('coeffs', (-0.2, 0, 0.2))}")
         if bool(self.prompts_a) != bool(self.prompts_b):
             raise ThinklensError.of(f"{opt_name('prompts_a')} / {opt_name('prompts_b')}", (self.prompts_a, self.prompts_b),
-                                    "both sentence files or neither (then --pair)", f"pass {opt('prompts_b', '<FILE>')} too")
+                                    f"both sentence files or neither (then {opt_name('pair')})", f"pass {opt('prompts_b', '<FILE>')} too")
         if not self.prompts_a:
             if len(self.pair) != 2 or any(not isinstance(t, str) or not t.strip() for t in self.pair) or \
                     self.pair[0].strip() == self.pair[1].strip():

@@ -57,7 +57,7 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
     settings = [s for s in select_settings(config.methods) if s.on_model == bool(config.model)]
     if not settings:
         if config.model:
-            raise ThinklensError.of("validation settings", f"{config.methods or 'all'} with --model {config.model}",
+            raise ThinklensError.of("validation settings", f"{config.methods or 'all'} with {opt('model', config.model)}",
                                     "methods with settings that run on any model ("
                                     + ", ".join(sorted({s.method for s in select_settings() if s.on_model})) + ")",
                                     f"drop {opt('model')} to run the zoo's settings, or pick one of those methods")

@@ -44,7 +44,7 @@ class ZooEvalConfig(ConfigGroup):
 
     def check(self) -> None:
         if self.n_eval < 1:
-            raise ThinklensError.of("n_eval", self.n_eval, "an integer >= 1", "pass --n-eval 50")
+            raise ThinklensError.of("n_eval", self.n_eval, "an integer >= 1", f"pass {opt('n_eval', 50)}")
         if not self.step_counts or min(self.step_counts) < 1:
             raise ThinklensError.of("step_counts", self.step_counts, "step counts >= 1, e.g. 1,2,3",
                                     f"pass {opt('step_counts', (1, 2, 3, 4))}")
