@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from thinklens.errors import ThinklensError, did_you_mean, opt_name
+from thinklens.errors import ThinklensError, did_you_mean, in_cli, opt, opt_name
 from thinklens.runs.folders import RunEntry, default_runs_root, discover_runs
 
 _DASHBOARD = Path(__file__).resolve().parents[2] / "app" / "dashboard.py"
@@ -70,7 +70,8 @@ def _root(root: Path | str | None) -> Path:
     root = Path(root) if root is not None else default_runs_root()
     if not root.is_dir():
         raise ThinklensError.of("runs folder", str(root), "a folder holding runs/<kind>/<id> run folders",
-                                "pass --runs DIR (or set THINKLENS_RUNS), or run a job first: thinklens run JOB")
+                                f"pass {opt('runs', '<DIR>') if in_cli() else 'root=<DIR>'} (or set THINKLENS_RUNS), or run a job first: "
+                                "`thinklens run JOB`")
     return root
 
 
