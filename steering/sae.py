@@ -255,14 +255,51 @@ def _store_rows(store, n_batches: int) -> torch.Tensor:
     return torch.cat([store.get_filtered_llm_batch() for _ in range(n_batches)])
 
 
+def _training_runner():
+    """sae-lens's training runner without its signal handlers.
+
+    Its ``run_trainer_with_interruption_handling`` replaces the SIGINT/SIGTERM handlers with one raising its own
+    ``InterruptedException`` (an ``Exception``: a Ctrl-C then ended the ``sae`` job with exit 1 and its run left
+    "running"). Here the trainer just fits, so the job runner's handlers (:mod:`thinklens.runs.interrupts`) stay in
+    force: the run is marked interrupted and resumes (it saves no checkpoint: ``checkpoint_path`` is None).
+    """
+    from sae_lens import LanguageModelSAETrainingRunner
+
+    class Runner(LanguageModelSAETrainingRunner):
+        def run_trainer_with_interruption_handling(self, trainer):  # type: ignore[override]
+            return trainer.fit()
+
+    return Runner
+
+
+@contextmanager
+def _trainer_bar(enabled: bool):
+    """sae-lens's "Training SAE" bar shown or hidden (``--no-progress``): its trainer module builds the bar from its
+    own ``tqdm`` name, so that name is bound to a disabled bar inside the block and restored after."""
+    if enabled:
+        yield
+        return
+    import functools
+
+    from sae_lens.training import sae_trainer
+
+    bar = sae_trainer.tqdm
+    sae_trainer.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        sae_trainer.tqdm = bar
+
+
 def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *,
-              out_dir: str | Path) -> tuple["SAE", dict[str, Any]]:
+              out_dir: str | Path, progress: bool = True) -> tuple["SAE", dict[str, Any]]:
     """Train an SAE with sae-lens on ``cfg.site`` of ``model`` from local ``texts``; save and evaluate it.
 
     Returns the SAE as loaded back from ``out_dir`` (sae-lens format) and sae-lens's metrics
-    (also written to ``out_dir/thinklens_metrics.json``).
+    (also written to ``out_dir/thinklens_metrics.json``). ``progress``: show sae-lens's training bar. SIGINT and
+    SIGTERM reach the caller as they would anywhere else (sae-lens's own handlers are not installed).
     """
-    from sae_lens import LanguageModelSAERunnerConfig, LanguageModelSAETrainingRunner, LoggingConfig
+    from sae_lens import LanguageModelSAERunnerConfig, LoggingConfig
 
     site = model.resolve_site(cfg.site)
     name = hook_name(model, site)
@@ -284,11 +321,11 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
         feature_sampling_window=max(100, cfg.training_tokens // cfg.train_batch_size_tokens // 2),
     )
     with quiet_training(cfg.seed):  # sae-lens shows its own progress bar (tqdm reads its settings at import)
-        runner = LanguageModelSAETrainingRunner(runner_cfg, override_dataset=ds,
-                                                override_model=_proxy(model, name, device))
+        runner = _training_runner()(runner_cfg, override_dataset=ds, override_model=_proxy(model, name, device))
         runner.sae.cfg.metadata.thinklens_site = str(site)
         center_decoder_bias(runner.sae, _store_rows(runner.activations_store, MEAN_INIT_BATCHES))
-        trained = runner.run()
+        with _trainer_bar(progress):
+            trained = runner.run()
         metrics = _evals(trained, runner.model, runner.activations_store, cfg.n_eval_batches, exclude)
     metrics.update(site=str(site), hook_name=name, architecture=cfg.architecture, k=cfg.k,
                    training_tokens=cfg.training_tokens, n_texts=len(texts))

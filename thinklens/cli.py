@@ -255,9 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     except ThinklensError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted; re-run the same command to resume\n")
-        return 130
+    except KeyboardInterrupt as e:  # SIGINT or SIGTERM: one line, exit 128 + the signal (130, 143), as a shell reports it
+        from thinklens.runs.interrupts import JobInterrupted
+
+        stopped = e if isinstance(e, JobInterrupted) else JobInterrupted.of(e)
+        sys.stderr.write(f"{stopped}\n" if stopped.run is not None else
+                         f"{stopped}; re-run the same command to resume\n")
+        return stopped.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -119,7 +119,7 @@ def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
                    sample=config.stats_sample, **source)
     log(f"training {config.architecture} SAE ({config.d_sae} features, k={config.k}) at {config.site} on {len(texts)} "
         f"{'generated sequences' if kind == 'generated' else 'texts'}")
-    sae, train_metrics = train_sae(model, texts, config, out_dir=run.path / "sae")
+    sae, train_metrics = train_sae(model, texts, config, out_dir=run.path / "sae", progress=ctx.progress.enabled)
     ps, trs = held_out_traces(model, config)
     # held out as trained: the model's own held-out completions, or reference texts
     held = trace_rows_ids(trs[: config.eval_texts]) if kind == "generated" else held_out_texts(config, texts, source)

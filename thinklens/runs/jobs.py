@@ -286,6 +286,10 @@ class Job:
     """The runs ``make demo`` makes of this job, in order (none: the demo skips it)."""
     former_kinds: tuple[str, ...] = ()
     """Run-folder kinds older versions of this job wrote (still shown, as this job's runs)."""
+    preflight: Callable[[Any], None] | None = None
+    """``preflight(config)``: the checks of its inputs that need no model (data files read and parsed, a word list,
+    an SAE folder), run before any model loads or any run folder is made, so bad input costs neither; raises
+    ThinklensError. Default: :func:`preflight` reads the config's problem set (``data``) when it has one."""
 
     def __post_init__(self) -> None:
         if not (dataclasses.is_dataclass(self.config) and self.config.__dataclass_params__.frozen):  # type: ignore[attr-defined]
@@ -528,9 +532,40 @@ def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
     return run
 
 
+def preflight(job: Job, config: Any) -> None:
+    """The checks of ``config``'s inputs that need no model: ``job.preflight``, else the problem set of a config
+    with a ``data`` field (:class:`~thinklens.data.problemsets.DataOptions`) read and parsed, so a missing or
+    malformed file is refused before a model loads or a run folder is made.
+
+    Example:
+        >>> from thinklens.data.problemsets import DataOptions
+        >>> @dataclass(frozen=True)
+        ... class Cfg(DataOptions):
+        ...     model: str = ""
+        ...     seed: int = 0
+        >>> preflight(Job("x", Cfg, lambda c, ctx: None, help="x", models=()), Cfg(data="missing.jsonl"))
+        Traceback (most recent call last):
+        ...
+        thinklens.errors.ThinklensError: bad data source: received 'missing.jsonl'; ...
+    """
+    if job.preflight is not None:
+        job.preflight(config)
+        return
+    from thinklens.data.problemsets import DataOptions
+
+    if isinstance(config, DataOptions) and config.data:
+        config.load()
+
+
 def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, Any] | None = None) -> tuple[Any, "RunFolder"]:
-    """Run ``job`` with a built config: models loaded, run folder opened, result returned with the folder."""
+    """Run ``job`` with a built config: inputs checked (:func:`preflight`), models loaded, run folder opened, result
+    returned with the folder.
+
+    SIGINT and SIGTERM stop it with :class:`~thinklens.runs.interrupts.JobInterrupted` (the run folder marked
+    ``interrupted``; re-running resumes); a refusal (ThinklensError) marks it ``failed`` with its reason.
+    """
     from thinklens.engine.training import launched_rank, launched_world_size
+    from thinklens.runs.interrupts import JobInterrupted, catch_signals
 
     if options.threads:
         import torch
@@ -539,34 +574,51 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
     shards = Shards(launched_rank(), launched_world_size())
     if shards.size > 1 and options.device == "cuda":  # one GPU per process, as accelerate launch assigns them
         options = dataclasses.replace(options, device=f"cuda:{int(os.environ.get('LOCAL_RANK', shards.rank))}")
-    given = dict(models or {})
-    load = (lambda n: job.load(n, options)) if job.load else _hooked_loader(options)
-    loaded: dict[str, Any] = {}
-    for fname in job.models:
-        name = getattr(config, fname)
-        if fname in given:
-            loaded[fname] = given[fname]
-        elif name:
-            loaded[fname] = load(name)
-    run = open_run_folder(job, config, options)
     main_process = shards.is_main  # under a multi-process launch only rank 0 writes the run's meta
-    if main_process:
-        run.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
-                       models={k: str(getattr(config, k)) for k in job.models},
-                       model_sources={k: m.source for k, m in loaded.items() if getattr(m, "source", None)},
-                       device=options.device, dtype=options.dtype, seed=getattr(config, "seed", None))
-    progress = Progress(options.progress and main_process)
-    ctx = JobContext(models=loaded, run=run, progress=progress, options=options, loader=load, shards=shards)
-    try:
-        result = job.run(config, ctx)
-    except ThinklensError as e:  # a refusal (exit 2 in the CLI): the run says so, and a rerun with the fix may reuse its id
-        if main_process:
-            run.write_meta(status="failed", error=str(e))
-        raise
-    if main_process and run.meta().get("status") != "done":
-        summary = job.summary(result) if job.summary else (result if isinstance(result, dict) else {})
-        run.finish(summary)
-    return result, run
+    run: "RunFolder | None" = None
+    with catch_signals() as guard:
+        try:
+            preflight(job, config)  # bad input costs no model load and leaves no run folder
+            given = dict(models or {})
+            load = (lambda n: job.load(n, options)) if job.load else _hooked_loader(options)
+            loaded: dict[str, Any] = {}
+            for fname in job.models:
+                name = getattr(config, fname)
+                if fname in given:
+                    loaded[fname] = given[fname]
+                elif name:
+                    loaded[fname] = load(name)
+            opened = open_run_folder(job, config, options)
+            run = opened
+            if main_process:
+                opened.write_meta(job=job.name, status="running", options=dataclasses.asdict(options),
+                                  models={k: str(getattr(config, k)) for k in job.models},
+                                  model_sources={k: m.source for k, m in loaded.items() if getattr(m, "source", None)},
+                                  device=options.device, dtype=options.dtype, seed=getattr(config, "seed", None))
+            progress = Progress(options.progress and main_process)
+            ctx = JobContext(models=loaded, run=opened, progress=progress, options=options, loader=load, shards=shards)
+            try:
+                result = job.run(config, ctx)
+            except ThinklensError as e:  # a refusal (exit 2 in the CLI): the run says so; a rerun with the fix may reuse its id
+                if main_process:
+                    opened.write_meta(status="failed", error=str(e))
+                raise
+            if main_process and opened.meta().get("status") != "done":
+                summary = job.summary(result) if job.summary else (result if isinstance(result, dict) else {})
+                opened.finish(summary)
+        except KeyboardInterrupt as e:  # SIGINT or SIGTERM (JobInterrupted), or Ctrl-C off the main thread
+            stopped = e if isinstance(e, JobInterrupted) else JobInterrupted.of(e)
+            with guard.shield():
+                if run is not None and main_process and run.meta().get("status") != "done":
+                    import datetime as _dt
+
+                    at = {"signal": stopped.signal_name, "at": _dt.datetime.now().isoformat(timespec="seconds")}
+                    run.write_meta(status="interrupted", interruptions=[*run.meta().get("interruptions", []), at])
+            stopped.run = run.path if run is not None else None
+            if stopped is e:
+                raise
+            raise stopped from e
+    return result, opened
 
 
 @dataclass(frozen=True, repr=False)
