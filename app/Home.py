@@ -23,6 +23,7 @@ from dashboard import (  # noqa: E402
     run_order,
     run_rows,
     run_state,
+    status_badge,
     zoo_accuracy_rows,
     zoo_table_rows,
 )
@@ -34,8 +35,6 @@ st.set_page_config(page_title="thinklens", layout="wide")
 st.title("thinklens")
 st.caption("See how language models reason from the inside, and act on it.")
 
-STATUS = {"done": ":green-badge[done]", "running": ":orange-badge[running]",
-          "results missing": ":red-badge[results missing]"}
 
 root = runs_root()
 runs = discover_runs(root)
@@ -47,6 +46,21 @@ broken = [r for r in runs if r.error is not None]
 lacking = {f"{r.kind}/{r.run_id}": missing_results(r.path) for r in good}
 lacking = {k: v for k, v in lacking.items() if v}  # half-written: meta.json says done, results/ is gone or empty
 
+def validation_line() -> None:
+    """K/N of the committed validation record and of the newest validate run, red where a setting failed."""
+    from validation import home_counts
+
+    parts = []
+    for label, k, n, failed in home_counts(root):
+        colour = "green" if k == n and n else "red"
+        parts.append(f":{colour}-badge[{k}/{n}] {label}" + (f" (failed: {', '.join(failed)})" if failed else ""))
+    if parts:
+        st.markdown("**Validation** · " + " · ".join(parts))
+        st.page_link("pages/8_Validation.py", label="every setting, its interval, threshold and traces",
+                     icon=":material/arrow_forward:")
+
+
+validation_line()
 st.header("Runs")
 if not runs:
     st.info(f"No runs under `{display_path(root)}` yet: `make demo` makes one of each kind (about 8 minutes on a "
@@ -55,7 +69,8 @@ else:
     kinds = sorted({r.kind for r in good})
     st.caption(f"{len(good)} run(s) of {len(kinds)} kind(s) under `{display_path(root)}`"
                + (f"; {len(broken)} cannot be read (below)" if broken else "")
-               + (f"; {len(lacking)} say done but have no results (flagged :red-badge[results missing])" if lacking else "")
+               + (f"; {len(lacking)} say done but have no readable results (flagged :red-badge[results missing] or "
+                  ":red-badge[incomplete])" if lacking else "")
                + ". Each card links to the page that shows it.")
 
 if job_errors:  # a job module that fails to import: its runs show with plain words, and the reason is here
@@ -66,16 +81,30 @@ for r in broken:
     st.error(f"**run {r.kind}/{r.run_id} cannot be read**\n\n{r.error}\n\nTo fix it, run:")
     st.code(fix_command(r, demo_argv), language="bash", wrap_lines=True)
 
+def card_links(r) -> str:
+    """The traces behind the card's numbers (``evidence.links``), as a line of links."""
+    from evidence import links, links_html
+
+    try:
+        return links_html(links(root, f"{r.kind}/{r.run_id}"))
+    except Exception:  # noqa: BLE001 - a run whose texts cannot be listed still gets its card
+        return ""
+
+
 COLS = 3
 for i in range(0, len(good), COLS):
     cols = st.columns(COLS)
     for col, r in zip(cols, good[i:i + COLS]):
         with col.container(border=True, key=f"run-card-{r.kind}-{r.run_id}"):
             status, line = run_state(r, lacking.get(f"{r.kind}/{r.run_id}"))
-            st.markdown(f"**{r.kind}** · `{r.run_id}` {STATUS.get(status, f':gray-badge[{status}]')}")
+            st.markdown(f"**{r.kind}** · `{r.run_id}` {status_badge(status)}")
             st.caption(f"model {model_of(r)} · data {data_of(r)} · {age(r.created)}")
             st.write(line)
-            if status == "results missing":
+            if status not in ("results missing", "incomplete"):
+                evidence = card_links(r)
+                if evidence:
+                    st.markdown(evidence, unsafe_allow_html=True)
+            if status in ("results missing", "incomplete"):
                 st.caption("To finish it, run:")
                 st.code(fix_command(r, demo_argv), language="bash", wrap_lines=True)
             page = getattr(jobs.get(r.kind), "page", None)

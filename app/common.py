@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from dashboard import INCOMPLETE_MARK
 from exports import chart
 
 from thinklens.errors import ThinklensError
@@ -63,13 +64,33 @@ def _broken_card(entry: Any) -> None:
                fix=fix_command(entry, demo_commands(runs_root())))
 
 
-def _wanted_index(kind: str, ids: list[str]) -> int:
-    """The run named by the page's ``?run=ID`` link (from the home page), else the newest."""
+def _wanted_index(kind: str, ids: list[str]) -> int | None:
+    """The run named by the page's ``?run=ID`` link (from the home page), else the newest; None when the link names
+    a run of this kind that is not there (the picker then says it found nothing instead of showing another run)."""
     qp = st.query_params
     want, want_kind = qp.get("run"), qp.get("kind")
     if want in ids and (want_kind in (None, kind)):
         return ids.index(want)
+    if want is not None and link_names_nothing(want, want_kind, kind):
+        return None
     return 0
+
+
+def link_names_nothing(want: str, want_kind: str | None, kind: str, root: Path | None = None) -> bool:
+    """Whether a ``?run=want[&kind=want_kind]`` link meant for a picker of ``kind`` names a run that is not there: its
+    kind is this one (or not given, and no run of any kind has that id)."""
+    if want_kind not in (None, kind):
+        return False  # a link for another picker of the page
+    if want_kind == kind:
+        return True
+    return not any(e.run_id == want for e in discover_runs(root or runs_root()))
+
+
+def nothing_found(what: str, want: str, root: Path | None = None) -> None:
+    """The card of a link that names nothing: what was asked for, where it was looked for, what to do."""
+    st.error(f"**found nothing** · no {what} `{want}` under `{display_path(root or runs_root())}` (the link is old, or "
+             "the run was removed or made under another runs folder). Nothing else is shown in its place: pick one "
+             "below.")
 
 
 def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFolder | None:
@@ -84,8 +105,13 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
                 "or `make demo`.")
         return None
     labels = [f"{r.run_id} ({r.status})" for r in good]
-    choice = st.selectbox(label, range(len(good)), index=_wanted_index(kind, [r.run_id for r in good]),
-                          format_func=lambda i: labels[i], key=key or f"pick-{kind}")
+    index = _wanted_index(kind, [r.run_id for r in good])
+    if index is None:
+        nothing_found(f"`{kind}` run", str(st.query_params.get("run")))
+    choice = st.selectbox(label, range(len(good)), index=index, format_func=lambda i: labels[i],
+                          key=key or f"pick-{kind}", placeholder="pick a run")
+    if choice is None:
+        return None
     r = good[choice]
     run = RunFolder(safe_run_path(r.kind, r.run_id))
     if not results_missing(run):  # a half-written run: its card and command instead of its stale findings
@@ -105,6 +131,20 @@ def show_findings(run: RunFolder) -> None:
         text = f"**{f.get('verdict')}** · {finding_sentence(f)}"
         # a harm's effect (a rejected LYNX bound, a significant accuracy loss) is a failure, never shown green
         {"success": st.success, "error": st.error}.get(finding_tone(f), st.warning)(text)
+    show_evidence(run)
+
+
+def show_evidence(run: RunFolder) -> None:
+    """The links to the traces behind the run's numbers (``evidence.links``), under its headline."""
+    from evidence import links, links_html
+
+    try:
+        rel = run.path.resolve().relative_to(runs_root().resolve()).as_posix()
+        html = links_html(links(runs_root(), rel))
+    except (ValueError, OSError, ThinklensError):
+        return
+    if html:
+        st.markdown(html, unsafe_allow_html=True)
 
 
 def runs_multiselect(kind: str, label: str, key: str, default: int = 2) -> list[RunFolder]:
@@ -151,6 +191,8 @@ def missing_results(path: Path, needed: tuple[str, ...] = ()) -> list[str]:
         ['results/']
         >>> _ = run.write_result("table", []); missing_results(run.path, ("table", "seek"))
         ['results/seek.json']
+        >>> _ = (run.path / "results" / "table.json").write_text('[{"cut off'); missing_results(run.path)
+        ['results/table.json (truncated)']
     """
     import json
 
@@ -162,8 +204,23 @@ def missing_results(path: Path, needed: tuple[str, ...] = ()) -> list[str]:
         return []
     results = Path(path) / "results"
     if not needed:
-        return [] if results.is_dir() and any(results.glob("*.json")) else ["results/"]
-    return [f"results/{n}.json" for n in needed if not (results / f"{n}.json").is_file()]
+        if not (results.is_dir() and any(results.glob("*.json"))):
+            return ["results/"]
+        return [f"results/{f.name}{INCOMPLETE_MARK}" for f in sorted(results.glob("*.json")) if not _readable(f)]
+    lacking = [f"results/{n}.json" for n in needed if not (results / f"{n}.json").is_file()]
+    return lacking + [f"results/{n}.json{INCOMPLETE_MARK}" for n in needed
+                      if (results / f"{n}.json").is_file() and not _readable(results / f"{n}.json")]
+
+
+def _readable(path: Path) -> bool:
+    """Whether a result file parses as JSON (a file cut off while being written does not)."""
+    import json
+
+    try:
+        json.loads(path.read_bytes())
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def results_missing(run: RunFolder, needed: tuple[str, ...] = ()) -> bool:
@@ -177,9 +234,12 @@ def results_missing(run: RunFolder, needed: tuple[str, ...] = ()) -> bool:
     from thinklens.runs.folders import RunEntry
 
     entry = RunEntry(path=run.path, kind=run.kind, run_id=run.run_id, status="done", config=_config_or_none(run))
-    st.warning(f"**results missing** · run `{run.kind}/{run.run_id}` says it is done but lacks "
-               f"{', '.join(f'`{x}`' for x in lacking)} (removed, or the run was cut off while writing). "
-               "Its headline is stale until it is finished. To finish it, run:")
+    cut = [x.removesuffix(INCOMPLETE_MARK) for x in lacking if x.endswith(INCOMPLETE_MARK)]
+    gone = [x for x in lacking if not x.endswith(INCOMPLETE_MARK)]
+    what = "; ".join(([f"lacks {', '.join(f'`{x}`' for x in gone)} (removed, or never written)"] if gone else [])
+                     + ([f"{', '.join(f'`{x}`' for x in cut)} cannot be read (cut off while writing)"] if cut else []))
+    st.warning(f"**{'results missing' if gone else 'incomplete'}** · run `{run.kind}/{run.run_id}` says it is done but "
+               f"{what}. Its headline is stale until it is finished. To finish it, run:")
     st.code(fix_command(entry, demo_commands(runs_root())), language="bash", wrap_lines=True)
     return True
 

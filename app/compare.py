@@ -119,12 +119,25 @@ def _steer_row(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) 
              "largest c": top, "findings": _verdicts(s)}]
 
 
+def _sweep_accuracy(entry: "RunEntry", group: Any, alpha: Any) -> float | None:
+    """Accuracy of one (group, alpha) of a reasoning-vector sweep over all its problems (``results/alpha_sweep.json``),
+    the split ``alpha0_accuracy`` is measured on."""
+    rows = _json(entry.path / "results" / "alpha_sweep.json") or []
+    for r in rows if isinstance(rows, list) else []:
+        if r.get("group") == group and isinstance(alpha, (int, float)) and float(r.get("alpha", "nan")) == float(alpha):
+            got = r.get("correct")
+            return _r(sum(map(bool, got)) / len(got)) if got else _r(r.get("accuracy"))
+    return None
+
+
 def _vector_row(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     best = s.get("best") or {}
     return [{"vector": f"{cfg.get('a')} - {cfg.get('b')}", "added to": cfg.get("model"),
              "accuracy at alpha 0": _r(s.get("alpha0_accuracy")), "best group": best.get("group"),
              "best alpha": best.get("alpha"), "accuracy there (reporting split)": _r(best.get("accuracy")),
-             "problems (reporting split)": best.get("n_report"), "vector norm": _r(s.get("norm")),
+             "problems (reporting split)": best.get("n_report"),
+             "accuracy there (all problems)": _sweep_accuracy(entry, best.get("group"), best.get("alpha")),
+             "vector norm": _r(s.get("norm")),
              "a and b related": s.get("related"), "findings": _verdicts(s)}]
 
 
@@ -204,11 +217,13 @@ def figure_comparison(kind: str, rows: Sequence[Mapping[str, Any]]) -> go.Figure
             fig.add_trace(go.Bar(x=[m for _, m in modes], y=[r.get(k) for k, _ in modes], name=f"{r['run']} ({r['model']})"))
         title, x, y = "Hybrid steering across runs", "mode", "accuracy"
     elif kind == "reasoning-vector":
+        # one split per chart: alpha 0 is measured on all problems, so the chosen alpha is drawn on all problems too
+        # (its reporting-split accuracy, on half of them, is in the table)
         labels = [f"{r['run']} ({r['model']})" for r in rows]
         fig.add_trace(go.Bar(x=labels, y=[r.get("accuracy at alpha 0") for r in rows], name="alpha 0 (target alone)"))
-        fig.add_trace(go.Bar(x=labels, y=[r.get("accuracy there (reporting split)") for r in rows],
-                             name="best group and alpha (reporting split)"))
-        title, x, y = "Reasoning vectors across runs", "run (model)", "accuracy"
+        fig.add_trace(go.Bar(x=labels, y=[r.get("accuracy there (all problems)") for r in rows],
+                             name="chosen group and alpha"))
+        title, x, y = "Reasoning vectors across runs (all problems)", "run (model)", "accuracy on all problems"
     elif kind == "sae":
         fig.add_trace(go.Scatter(x=[r.get("L0") for r in rows], y=[r.get("explained variance") for r in rows],
                                  mode="markers+text", text=[f"{r['run']} ({r['model']}, {r['site']})" for r in rows],

@@ -125,10 +125,15 @@ def finding_tone(finding: Mapping[str, Any]) -> str:
         ('success', 'error')
         >>> finding_tone({"verdict": "too few samples", "extra": {"harm": True}})
         'warning'
+        >>> finding_tone({"verdict": "effect", "extra": {"as_expected": False}})  # validate: an effect on a null
+        'error'
     """
+    extra = finding.get("extra") or {}
+    if extra.get("as_expected") is False:  # a validation setting that did not come out as a working method's would
+        return "error"
     if finding.get("verdict") != "effect":
         return "warning"
-    return "error" if (finding.get("extra") or {}).get("harm") else "success"
+    return "error" if extra.get("harm") else "success"
 
 
 def failed_headline(entry: RunEntry) -> str:
@@ -176,8 +181,111 @@ def run_state(entry: RunEntry, lacking: list[str] | None = None) -> tuple[str, s
         ('results missing', 'results missing: it says done but lacks results/ (its old headline is stale)')
     """
     if lacking:
+        cut = [x for x in lacking if x.endswith(INCOMPLETE_MARK)]
+        if cut:
+            return "incomplete", (f"incomplete: it says done but {', '.join(x.removesuffix(INCOMPLETE_MARK) for x in cut)} "
+                                  "cannot be read (cut off while writing; its old headline is stale)")
         return "results missing", f"results missing: it says done but lacks {', '.join(lacking)} (its old headline is stale)"
-    return entry.status or NONE, headline(entry) or NONE
+    validated = validation_count(entry)
+    if validated is not None:  # a validate run: done is not a verdict; K/N settings validated is
+        k, n, failed = validated
+        line = f"validated {k}/{n}" + (f"; failed: {', '.join(failed)}" if failed else "; every setting as expected")
+        return f"validated {k}/{n}", line
+    line = headline(entry) or NONE
+    older = older_version(entry) if entry.status == "done" else None
+    if older:  # said on the card; a summary this version cannot read is never shown as numbers (a '?' read as 0%)
+        unread = line in (NONE, "-") or "?" in line
+        return "older version", (f"{older}: this version cannot read its summary (rerun it to read it here)" if unread
+                                 else f"{older}; {line}")
+    return entry.status or NONE, line
+
+
+INCOMPLETE_MARK = " (truncated)"
+"""What ``common.missing_results`` appends to a result file that exists but cannot be read (cut off while writing)."""
+
+
+def validation_count(entry: RunEntry) -> tuple[int, int, list[str]] | None:
+    """``(K, N, failed settings)`` of a finished validate run (its summary's ``validated``, ``n_settings`` and
+    ``failed``); None for any other run.
+
+    Example:
+        >>> e = RunEntry(path=Path("runs/validate/a"), kind="validate", run_id="a", status="done",
+        ...              summary={"validated": 5, "n_settings": 6, "failed": ["sae/null"]})
+        >>> validation_count(e), run_state(e)
+        ((5, 6, ['sae/null']), ('validated 5/6', 'validated 5/6; failed: sae/null'))
+    """
+    s = entry.summary or {}
+    if entry.status != "done" or not isinstance(s.get("validated"), int) or not isinstance(s.get("n_settings"), int):
+        return None
+    return s["validated"], s["n_settings"], [str(x) for x in s.get("failed") or []]
+
+
+def status_badge(status: str) -> str:
+    """A run status as a coloured badge: green only for a plain ``done`` or every setting validated (K/N with K = N),
+    red for a failure, a half-written run or a validation short of N, grey for an older version, orange while running.
+
+    Example:
+        >>> status_badge("validated 5/6"), status_badge("validated 6/6"), status_badge("incomplete")
+        (':red-badge[validated 5/6]', ':green-badge[validated 6/6]', ':red-badge[incomplete]')
+    """
+    if status.startswith("validated "):
+        k, _, n = status.removeprefix("validated ").partition("/")
+        return f":{'green' if k == n else 'red'}-badge[{status}]"
+    colour = {"done": "green", "running": "orange", "results missing": "red", "incomplete": "red", "failed": "red",
+              "older version": "gray"}.get(status, "gray")
+    return f":{colour}-badge[{status}]"
+
+
+def _job_package(kind: str) -> str | None:
+    """The code package of the job whose runs ``kind`` holds (``thinklens.probes`` for lynx), as meta.json's
+    ``code.package_hashes`` names it."""
+    job = jobs_of_kinds().get(kind)
+    module = getattr(getattr(job, "run", None), "__module__", "") or ""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 and parts[0] == "thinklens" else None
+
+
+_CURRENT_CODE: dict[str, Any] = {}
+
+
+def current_package_hashes() -> dict[str, str]:
+    """The source hash of each package of the code running now (computed once per process)."""
+    if "hashes" not in _CURRENT_CODE:
+        from thinklens.runs.provenance import package_hashes
+
+        _CURRENT_CODE["hashes"] = package_hashes()
+    return _CURRENT_CODE["hashes"]
+
+
+def older_version(entry: RunEntry, current: Mapping[str, str] | None = None) -> str | None:
+    """``'written by an older version (thinklens.probes changed since commit 1a2b3c4d)'`` when the run's recorded
+    code differs from the code running now in the package that holds its job (meta.json's ``code``); None when
+    it is the same, or the run records no code.
+
+    Example:
+        >>> import json, tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "meta.json").write_text(json.dumps({"code": {"package_hashes": {"thinklens.probes": "old"},
+        ...                                                            "git_commit": "1a2b3c4d5e"}}))
+        >>> e = RunEntry(path=d, kind="lynx", run_id="a", status="done")
+        >>> older_version(e, {"thinklens.probes": "new"})
+        'written by an older version (thinklens.probes changed since commit 1a2b3c4d)'
+        >>> older_version(e, {"thinklens.probes": "old"}) is None
+        True
+    """
+    try:
+        code = json.loads((entry.path / "meta.json").read_text()).get("code") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    old = code.get("package_hashes") or {}
+    package = _job_package(entry.kind)
+    if not old or package not in old:
+        return None
+    now = current if current is not None else current_package_hashes()
+    if now.get(package) in (None, old[package]):
+        return None
+    commit = str(code.get("git_commit") or "?")[:8]
+    return f"written by an older version ({package} changed since commit {commit})"
 
 
 def run_rows(entries: list[RunEntry], lacking: Mapping[str, list[str]] | None = None,

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 VIEWER_PATH = "/Trace_viewer"
 KINDS: tuple[str, ...] = ("mi-peaks", "lynx", "steer", "latent-eval")
-"""Run kinds whose traces the viewer shows."""
+"""Run kinds with a trace reader of their own (per-token quantities, marks); every other kind's generated texts are
+found by their shape (``trace_records``), so a new job's traces show with no edit here."""
 COMPUTED: tuple[str, ...] = ("entropy",)
 """Quantities computed on demand with the model (for traces with token ids)."""
 
@@ -64,6 +65,17 @@ def trace_link(run: str, trace: str, quantity: str, token: int | None = None,
         params["token"] = str(int(token))
     if highlight is not None:
         params["highlight"] = str(highlight)
+    return f"{VIEWER_PATH}?{urlencode(params, quote_via=quote, safe='/')}"
+
+
+def traces_link(run: str, where: str | None = None) -> str:
+    """The relative URL of the trace viewer on ``run``'s traces, only those whose field matches ``where``
+    (``"correct=false"``: the problems a number counts as wrong) when given.
+
+    >>> traces_link("eval/a", "correct=false")
+    '/Trace_viewer?run=eval/a&where=correct%3Dfalse'
+    """
+    params = {"run": str(run), **({"where": where} if where else {})}
     return f"{VIEWER_PATH}?{urlencode(params, quote_via=quote, safe='/')}"
 
 
@@ -138,18 +150,67 @@ class TraceData:
 
 # ----------------------------------------------------------------------------------------------- listing traces
 
-def run_kind(run: str) -> str:
-    """The kind of a run given as ``<kind>/<run id>``; a clear error for anything else."""
+def run_kind(run: str, root: Path | None = None) -> str:
+    """The kind of a run given as ``<kind>/<run id>`` (or, for a validation setting's own run, the path of its folder
+    under the runs root, ``validate/<id>/settings/<key>/<run>``, whose meta.json names its kind); a clear error for
+    anything else."""
+    from thinklens.runs.folders import validate_id
+
     parts = Path(run).parts
-    if len(parts) != 2 or parts[0] not in KINDS:
-        raise ThinklensError.of("run", run, f"<kind>/<run id> with kind one of {list(KINDS)}",
-                                "open the viewer from a page's link, or pick a run in its run box")
-    return parts[0]
+    try:
+        if len(parts) < 2 or any(p in ("..", ".") for p in parts):
+            raise ValueError(run)
+        for p in parts:
+            validate_id(p, "run path part")
+    except (ValueError, ThinklensError):
+        raise ThinklensError.of("run", run, "<kind>/<run id> (a run folder under the runs root)",
+                                "open the viewer from a page's link, or pick a run in its run box") from None
+    if len(parts) == 2 or root is None:
+        return parts[0]
+    meta = Path(root) / run / "meta.json"
+    try:
+        return str(json.loads(meta.read_text()).get("kind") or parts[-2])
+    except (OSError, ValueError):
+        return parts[-2]
 
 
-def list_traces(root: Path, run: str) -> list[tuple[str, str]]:
-    """``(trace id, label)`` of every trace of ``root/run``, in the run's order."""
-    kind, path = run_kind(run), Path(root) / run
+def trace_kinds(root: Path) -> list[str]:
+    """Every run kind whose runs under ``root`` hold traces: the registered jobs' kinds (the job registry, so a new job
+    needs no edit here) and any other kind found there, specialised readers first."""
+    from trace_records import has_traces
+
+    from thinklens.runs.folders import discover_runs
+    from thinklens.runs.jobs import jobs_by_kind
+
+    kinds = list(KINDS) + [k for k in jobs_by_kind() if k not in KINDS]
+    out = []
+    for kind in kinds:
+        runs = [e for e in discover_runs(root, kind) if e.error is None]
+        if runs and (kind in KINDS or any(has_traces(e.path) for e in runs)):
+            out.append(kind)
+    return out
+
+
+def list_traces(root: Path, run: str, where: str | None = None) -> list[tuple[str, str]]:
+    """``(trace id, label)`` of every trace of ``root/run``, in the run's order (only those matching ``where``, a
+    ``field=value`` of the generic records, when given)."""
+    kind, path = run_kind(run, root), Path(root) / run
+    if kind in KINDS and where is None:
+        return _own_traces(kind, path)
+    from trace_records import trace_records
+
+    if kind in KINDS and not trace_records(path):
+        return []
+    return [(r.trace_id, _record_label(r)) for r in trace_records(path, where)]
+
+
+def _record_label(r: Any) -> str:
+    verdict = {True: "right", False: "wrong"}.get(r.facts.get("correct"), "")
+    name = r.facts.get("id") or r.facts.get("problem_id") or ""
+    return " ".join(str(x) for x in (r.trace_id, name, verdict, f"{len(r.text.split())} words") if x != "")
+
+
+def _own_traces(kind: str, path: Path) -> list[tuple[str, str]]:
     if kind == "mi-peaks":
         from thinklens.analyses.mi.run_format import read_index
 
@@ -169,15 +230,37 @@ def list_traces(root: Path, run: str) -> list[tuple[str, str]]:
 
 def load_trace(root: Path, run: str, trace: str) -> TraceData:
     """The trace ``trace`` of ``root/run`` with its stored quantities; a ThinklensError names what is wrong."""
-    kind, path = run_kind(run), Path(root) / run
-    loader = {"mi-peaks": _mi_trace, "lynx": _lynx_trace, "steer": _steer_trace, "latent-eval": _latent_trace}[kind]
+    kind, path = run_kind(run, root), Path(root) / run
+    own = {"mi-peaks": _mi_trace, "lynx": _lynx_trace, "steer": _steer_trace, "latent-eval": _latent_trace}
+    loader = own[kind] if kind in own and not _is_record_id(path, trace) else _record_trace
     try:
         return loader(path, run, trace)
-    except (KeyError, IndexError, ValueError, TypeError) as e:
+    except (KeyError, IndexError, ValueError, TypeError, StopIteration) as e:
         if isinstance(e, ThinklensError):
             raise
         raise ThinklensError.of("trace id", f"{trace!r} of {run} ({type(e).__name__}: {e})",
                                 "an id the run holds (see the viewer's trace box)", "pick a trace from the list") from None
+
+
+def _is_record_id(path: Path, trace: str) -> bool:
+    from trace_records import trace_records
+
+    return "/" in trace and any(r.trace_id == trace for r in trace_records(path))
+
+
+def _record_trace(path: Path, run: str, trace: str) -> TraceData:
+    """A generic record (``trace_records``): its words, its prompt and its plain fields as facts."""
+    from trace_records import record
+
+    r = record(path, trace)
+    config = _read_json(path / "config.json") if (path / "config.json").is_file() else {}
+    tokens = r.text.split() or [""]
+    ids = r.facts.get("token_ids")
+    return TraceData(run=run, kind=run_kind(run, path.parents[len(Path(run).parts) - 1]), trace_id=trace,
+                     model=config.get("model") or None, prompt=r.prompt, tokens=tokens,
+                     quantities={"words": [None] * len(tokens)}, default_quantity="words", separator=" ",
+                     facts={k: v for k, v in r.facts.items() if k not in ("prompt", "question")},
+                     no_lens="the run stored the text, not its token ids" if not isinstance(ids, list) else "")
 
 
 def _read_json(path: Path) -> Any:

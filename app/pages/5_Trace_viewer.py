@@ -17,7 +17,7 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import traces as tr  # noqa: E402
-from common import display_path, error_card, results_missing, runs_root, show_findings  # noqa: E402
+from common import display_path, error_card, nothing_found, results_missing, runs_root, show_findings  # noqa: E402
 from exports import chart, table  # noqa: E402
 
 from thinklens.errors import ThinklensError  # noqa: E402
@@ -41,8 +41,13 @@ def _mtime(p: Path) -> float:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_traces(root: str, run: str, mtime: float) -> list[tuple[str, str]]:
-    return tr.list_traces(Path(root), run)
+def cached_traces(root: str, run: str, mtime: float, where: str | None = None) -> list[tuple[str, str]]:
+    return tr.list_traces(Path(root), run, where)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def cached_trace_kinds(root: str) -> list[str]:
+    return tr.trace_kinds(Path(root))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -118,25 +123,44 @@ def lens_figure(lens: dict[str, Any], pos: int, token: str):
 # ------------------------------------------------------------------------------------------------ pick the trace
 root = runs_root()
 qp = st.query_params
-runs = [f"{e.kind}/{e.run_id}" for kind in tr.KINDS for e in discover_runs(root, kind) if e.error is None]
+kinds = cached_trace_kinds(str(root))
+runs = [f"{e.kind}/{e.run_id}" for kind in kinds for e in discover_runs(root, kind) if e.error is None]
+linked = qp.get("run")
+if linked and linked not in runs:  # a setting's own run inside a validate run, or a link that names nothing
+    try:
+        tr.run_kind(linked, root)
+        if (root / linked / "config.json").is_file() and (root.resolve() in (root / linked).resolve().parents):
+            runs.insert(0, linked)
+    except ThinklensError:
+        pass
 if not runs:
-    st.info(f"No runs with traces under `{display_path(root)}` yet (kinds: {', '.join(tr.KINDS)}). `make demo` makes "
-            "one of each.")
+    st.info(f"No runs with traces under `{display_path(root)}` yet. `make demo` makes one of each kind.")
     st.stop()
+if linked and linked not in runs:
+    nothing_found("run with traces", linked)
 c = st.columns([2, 3, 3])
-run = c[0].selectbox("Run", runs, index=_index(runs, qp.get("run")))
+run = c[0].selectbox("Run", runs, index=runs.index(linked) if linked in runs else (None if linked else 0),
+                     placeholder="pick a run")
+if run is None:
+    st.stop()
 if results_missing(RunFolder(root / run)):  # a half-written run: the card says how to finish it
     st.stop()
+where = qp.get("where") if qp.get("run") == run else None
 try:
-    listed = cached_traces(str(root), run, _mtime(root / run / "results"))
+    listed = cached_traces(str(root), run, _mtime(root / run / "results"), where)
 except ThinklensError as e:
     error_card(f"the traces of {run} cannot be listed", e)
     st.stop()
+if where:
+    st.caption(f"Only the traces with **{where}** ({len(listed)}), as the link that opened this view asked. "
+               f"[All traces of this run]({tr.traces_link(run)})")
 if not listed:
-    st.info(f"{run} holds no traces.")
+    st.info(f"{run} holds no traces" + (f" with {where}." if where else "."))
     st.stop()
 ids, labels = [i for i, _ in listed], dict(listed)
 same_trace = qp.get("run") == run and qp.get("trace") in ids
+if same_trace is False and qp.get("run") == run and qp.get("trace"):
+    nothing_found(f"trace of {run}", str(qp.get("trace")))
 trace_id = c[1].selectbox(f"Trace ({len(ids)})", ids, index=_index(ids, qp.get("trace")), format_func=labels.get)
 try:
     t = cached_trace(str(root), run, trace_id, _mtime(root / run / "results"))
@@ -176,6 +200,8 @@ if token is not None and not 0 <= token < len(t.tokens):
     st.warning(f"Position {token} is outside this trace (0..{len(t.tokens) - 1}); nothing is opened.")
     token = None
 new_qp = {"run": run, "trace": trace_id, "quantity": quantity_name}
+if where:
+    new_qp["where"] = where
 if token is not None:
     new_qp["token"] = str(token)
 if highlight:

@@ -1,0 +1,77 @@
+"""The traces behind a run's numbers: the links a page puts under its headline (and Home under each card), so that
+every number that summarises generated text leads to the texts it was computed on, filtered to the ones that count.
+
+Pure functions of a run folder (no Streamlit): ``links(root, run)`` -> ``[(label, url)]``.
+
+* a run with a trace reader of its own (``traces.KINDS``: MI trajectories, LYNX test rollouts, steer samples, latent
+  problems) links its viewer;
+* any other run whose folder holds generated texts (``trace_records``) links all of them and, for each true/false
+  field of its records (``correct``, ``closed``), the ones on each side (``correct=false``: what its accuracy counts
+  as wrong);
+* an SAE run links its features' top-activating contexts (the Features page);
+* a validate run links each setting's own run that holds traces.
+
+Example:
+    >>> import json, tempfile
+    >>> root = Path(tempfile.mkdtemp()); run = root / "eval" / "a"; (run / "completions").mkdir(parents=True)
+    >>> _ = (run / "completions" / "batch-00000.json").write_text(json.dumps(
+    ...     [{"id": "p0", "text": "4", "correct": True}, {"id": "p1", "text": "7", "correct": False}]))
+    >>> [label for label, _ in links(root, "eval/a")]
+    ['all 2 traces', 'correct: 1 true', 'correct: 1 false']
+    >>> links(root, "eval/a")[2][1]
+    '/Trace_viewer?run=eval/a&where=correct%3Dfalse'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trace_records import outcome_fields, trace_records
+from traces import KINDS, run_kind, traces_link
+
+FEATURES_PAGE = "/Features"
+
+
+def links(root: Path, run: str) -> list[tuple[str, str]]:
+    """``(label, url)`` of the traces behind the numbers of ``root/run`` (``run``: ``<kind>/<id>`` or a setting's
+    run inside a validate run); empty when the run holds no generated text."""
+    root = Path(root)
+    kind = run_kind(run, root)
+    path = root / run
+    out: list[tuple[str, str]] = []
+    if kind == "sae":
+        out.append(("top-activating contexts of its features", f"{FEATURES_PAGE}?run={Path(run).name}&kind=sae"))
+    if kind == "validate":
+        for sub in sorted((path / "settings").glob("*/*/config.json")):
+            rel = sub.parent.relative_to(root).as_posix()
+            inner = links(root, rel)
+            if inner:
+                out.append((f"{sub.parent.parent.name}: {inner[0][0]}", inner[0][1]))
+        return out
+    if kind in KINDS:
+        out.append((f"its {kind} traces", traces_link(run)))
+        return out
+    records = trace_records(path)
+    if not records:
+        return out
+    out.append((f"all {len(records)} traces", traces_link(run)))
+    for name, counts in outcome_fields(records).items():
+        for value in ("true", "false"):
+            if counts[value]:
+                out.append((f"{name}: {counts[value]} {value}", traces_link(run, f"{name}={value}")))
+    return out
+
+
+def links_html(found: list[tuple[str, str]]) -> str:
+    """The links as one line of HTML that opens them in the same tab (``st.markdown(..., unsafe_allow_html=True)``);
+    "" for none.
+
+    Example:
+        >>> links_html([("all 2 traces", "/Trace_viewer?run=eval/a")])
+        'Traces behind these numbers: <a href="/Trace_viewer?run=eval/a" target="_self" class="tl-link">all 2 traces</a>'
+    """
+    from traces import link_html
+
+    if not found:
+        return ""
+    return "Traces behind these numbers: " + " · ".join(link_html(label, url) for label, url in found)
