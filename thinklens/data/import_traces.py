@@ -6,8 +6,10 @@ list, rendered with the model's chat template and its generation prompt; a final
 completion when no completion field is given), ``completion`` or ``response``, and optionally ``answer``
 (or ``gold``), ``id``, and token ids (``prompt_ids``/``prompt_token_ids``, ``completion_ids``/``token_ids``/
 ``output_ids``), which are used as they are. ``--fields completion=output,answer=target`` maps other names.
-A completion given as text must keep its special tokens (vLLM: ``skip_special_tokens=False``), or come with
-its token ids: a span marker that is a special token (harmony's channels) is otherwise missing from it.
+A completion given as text must keep its special tokens (vLLM: ``skip_special_tokens=False``; a thinklens trace's
+``text_with_specials``), or come with its token ids: a span marker that is a special token (harmony's channels, a
+``</think>`` that is one) is otherwise missing from it, and the import warns about every completion that never
+closes the thinking span it (or its prompt) opens (the warning, the run's ``warnings`` and the report's line).
 
 Tokens: the prompt is tokenized as :meth:`~thinklens.engine.model.HookedModel.generate` tokenizes it; the
 completion on its own (no special tokens) and appended, so nothing is re-tokenized across the boundary.
@@ -218,7 +220,7 @@ def teacher_force(model: "HookedModel", rows: Sequence[tuple[str, list[int], lis
     import torch
 
     from thinklens.engine.hooks import site_hooks
-    from thinklens.generation.trace import Trace
+    from thinklens.generation.trace import Trace, decoded_texts
 
     n = [len(ids) for _, _, ids in rows]
     nmax = max(n)
@@ -240,7 +242,7 @@ def teacher_force(model: "HookedModel", rows: Sequence[tuple[str, list[int], lis
         keep = slice(nmax - n[r], nmax)  # row r's last n[r] positions
         traces.append(Trace(
             prompt=prompt, prompt_ids=list(prompt_ids), token_ids=list(ids), tokens=[tok.decode([i]) for i in ids],
-            text=tok.decode(ids, skip_special_tokens=True), stop_reason=STOP_REASON,
+            **decoded_texts(tok, list(ids)), stop_reason=STOP_REASON,
             hidden={s: saved[s][r, keep].cpu().clone() for s in sites}, entropy=ent[r, keep].clone(),
             topk_ids=topk_ids[r, keep].clone(), topk_probs=topk_probs[r, keep].clone()))
     return traces
@@ -258,6 +260,8 @@ def import_traces(model: "HookedModel", records: Iterable[ImportRecord | Mapping
     Example:
         >>> # traces = import_traces(model, [{"prompt": "Q: 3+4 =", "completion": " 7"}], sites="resid_post.*")
     """
+    from thinklens.generation.trace import open_span_warning
+
     recs = [r if isinstance(r, ImportRecord) else read_record(r, k + 1, fields) for k, r in enumerate(records)]
     if not recs:
         raise ThinklensError.of("records", "none", "at least one prompt and completion", "pass a non-empty list")
@@ -268,7 +272,13 @@ def import_traces(model: "HookedModel", records: Iterable[ImportRecord | Mapping
     out: dict[int, Trace] = {}
     for batch in (progress or Progress(False)).iter(batches, desc="import traces", total=len(batches)):
         out.update(zip(batch, teacher_force(model, [rows[k] for k in batch], site_list, top_k)))
-    return [out[k] for k in range(len(rows))]
+    traces = [out[k] for k in range(len(rows))]
+    note = open_span_warning(traces, model.tokenizer, what="imported", labels=[f"line {r.line}" for r in recs])
+    if note:  # a completion whose span never closes: its reasoning/answer split would be all reasoning
+        import warnings
+
+        warnings.warn(note, stacklevel=2)
+    return traces
 
 
 # ---------------------------------------------------------------- the job
@@ -292,6 +302,9 @@ class ImportTracesResult:
     """Traces with an answer field."""
     accuracy: float | None
     """Share of graded traces whose completion holds the answer (:func:`thinklens.data.answers.is_correct`)."""
+    warnings: tuple[str, ...] = ()
+    """What the import must say whatever its numbers: completions that never close the thinking span they open
+    (:func:`thinklens.generation.trace.open_span_warning`)."""
 
     def traces(self) -> list["Trace"]:
         """The imported traces, with their states (:func:`load_traces`)."""
@@ -331,7 +344,7 @@ def run(config: ImportTracesConfig, ctx: JobContext) -> ImportTracesResult:
 
     from thinklens.data.answers import is_correct
     from thinklens.engine.activation_store import ActivationStore
-    from thinklens.generation.trace import trace_to_json
+    from thinklens.generation.trace import open_span_warning, trace_to_json
 
     if not config.data:
         raise ThinklensError.of("data", "nothing", "a JSONL file of prompts and completions", f"pass {opt('data', 'completions.jsonl')}")
@@ -348,9 +361,11 @@ def run(config: ImportTracesConfig, ctx: JobContext) -> ImportTracesResult:
     docs = [{**trace_to_json(t, logit_stats=True), "line": r.line, "id": r.id, "answer": r.answer} for t, r in zip(traces, records)]
     ctx.run.write_result("traces", {"model": config.model, "sites": [str(s) for s in sites], "traces": docs})
     graded = [is_correct(t.text, r.answer) for t, r in zip(traces, records) if r.answer is not None]
+    note = open_span_warning(traces, model.tokenizer, what="imported", labels=[f"line {r.line}" for r in records])
     result = ImportTracesResult(run=str(ctx.run.path.resolve()), model=config.model, sites=[str(s) for s in sites],
                                 data=config.data, n_traces=len(traces), n_tokens=sum(len(t) for t in traces),
-                                n_graded=len(graded), accuracy=sum(graded) / len(graded) if graded else None)
+                                n_graded=len(graded), accuracy=sum(graded) / len(graded) if graded else None,
+                                warnings=(note,) if note else ())
     written = {**{k: v for k, v in asdict(result).items() if k != "run"}, "store": STORE if sites else None,
                **NO_FINDINGS}  # the folder may move; a data job claims nothing
     ctx.run.write_result("import", written)
@@ -361,7 +376,8 @@ def run(config: ImportTracesConfig, ctx: JobContext) -> ImportTracesResult:
 def report(result: ImportTracesResult) -> str:
     """The line the CLI prints after the run folder."""
     acc = "" if result.accuracy is None else f"; accuracy {result.accuracy:.3f} on {result.n_graded}"
-    return f"imported {result.n_traces} traces ({result.n_tokens} tokens) at {', '.join(result.sites) or 'no sites'}{acc}"
+    return "\n".join([f"imported {result.n_traces} traces ({result.n_tokens} tokens) at {', '.join(result.sites) or 'no sites'}{acc}",
+                      *(f"warning: {w}" for w in result.warnings)])
 
 
 JOB = Job("import-traces", ImportTracesConfig, run, report=report,

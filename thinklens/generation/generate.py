@@ -88,7 +88,13 @@ class GenerateConfig:
 def traces_of(model: "HookedModel", prompts: list[str], prompt: dict[str, Tensor], out: Decoded, sites: list[Site],
               stored: "Sequence[StoredStates] | None" = None) -> list[Trace]:
     """One :class:`Trace` per row of a decoded batch (``prompt``: its left-padded encoding); ``stored``: the
-    rows' states in a store (streamed), else they are cut from ``out.hidden``."""
+    rows' states in a store (streamed), else they are cut from ``out.hidden``. Each keeps both texts (without and with
+    the special tokens, :func:`thinklens.generation.trace.decoded_texts`); a warning names the rows that stopped
+    inside a thinking span they opened (:func:`thinklens.generation.trace.open_span_warning`)."""
+    import warnings
+
+    from thinklens.generation.trace import decoded_texts, open_span_warning
+
     traces = []
     for r in range(len(prompts)):
         n = out.lengths[r]
@@ -96,11 +102,14 @@ def traces_of(model: "HookedModel", prompts: list[str], prompt: dict[str, Tensor
         plen = int(prompt["attention_mask"][r].sum())
         traces.append(Trace(
             prompt=prompts[r], prompt_ids=prompt["input_ids"][r, -plen:].tolist(), token_ids=ids,
-            tokens=[model.tokenizer.decode([i]) for i in ids],
-            text=model.tokenizer.decode(ids, skip_special_tokens=True), stop_reason=out.stop_reasons[r],
+            tokens=[model.tokenizer.decode([i]) for i in ids], **decoded_texts(model.tokenizer, ids),
+            stop_reason=out.stop_reasons[r],
             hidden=stored[r] if stored is not None else {s: out.hidden[s][r, :n].clone() for s in sites},
             entropy=out.entropy[r, :n].clone(), topk_ids=out.topk_ids[r, :n].clone(), topk_probs=out.topk_probs[r, :n].clone(),
         ))
+    note = open_span_warning(traces, model.tokenizer, what="generated")
+    if note:
+        warnings.warn(note, stacklevel=2)
     return traces
 
 

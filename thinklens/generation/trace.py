@@ -1,5 +1,10 @@
 """Results of capture and generation: :class:`ActivationBatch` and :class:`Trace`, and a trace's JSON form.
 
+A trace keeps two texts of its generated tokens: ``text`` without special tokens (what answers are read and
+graded from, what a reader sees) and ``text_with_specials`` with them (``</think>`` where the tokenizer makes it a
+special token, the end-of-turn token), which its JSON keeps, so a completion exported from it and imported again
+still closes its thinking span. :func:`open_span_warning` says when traces end inside a thinking span they opened.
+
 Example:
     >>> t = Trace(prompt="Q:", prompt_ids=[1, 2], token_ids=[5], tokens=["4"], text="4", stop_reason="eos")
     >>> trace_from_json(trace_to_json(t)) == t
@@ -61,6 +66,9 @@ class Trace:
     entropy: Float[Tensor, " step"] | None = None
     topk_ids: Int[Tensor, "step k"] | None = None
     topk_probs: Float[Tensor, "step k"] | None = None
+    text_with_specials: str | None = None
+    """The generated tokens decoded with their special tokens kept (``</think>`` where it is a special token, the EOS);
+    None for a trace built without it (by hand, or read from JSON written before it was kept)."""
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -71,12 +79,55 @@ class Trace:
         return self.prompt + self.text
 
 
+def decoded_texts(tokenizer: Any, ids: list[int]) -> dict[str, str]:
+    """A trace's two texts of generated ``ids``: ``text`` without the special tokens, ``text_with_specials`` with them."""
+    return {"text": tokenizer.decode(ids, skip_special_tokens=True),
+            "text_with_specials": tokenizer.decode(ids, skip_special_tokens=False)}
+
+
+def open_span_warning(traces: "list[Trace]", tokenizer: Any, *, what: str, labels: "list[str] | None" = None) -> str | None:
+    """One line naming the traces that end inside a thinking span they (or their prompt) opened, or None.
+
+    The span is the tokenizer's family's (:func:`thinklens.data.formats.detect_span`; None: the tokenizer has none)
+    and each trace is split on its tokens (special tokens included). ``what`` says where the traces come from
+    (``"generated"`` counts only traces that stopped on their own, at EOS or a stop string: a trace cut by its
+    ``max_new_tokens`` says so in its ``stop_reason``; ``"imported"`` counts every trace). ``labels`` name the
+    traces in the line (an imported file's ``line 3``; default: ``index 2``).
+    """
+    from thinklens.data.formats import detect_span, prompt_opens_span, split_thinking
+
+    span = detect_span(tokenizer)
+    if span is None or not span.open:
+        return None
+    left_open = []
+    for k, tr in enumerate(traces):
+        if what == "generated" and tr.stop_reason not in ("eos", "stop_string"):
+            continue
+        opened = prompt_opens_span(tr.prompt, span)
+        if not opened and span.open not in "".join(tr.tokens):
+            continue  # no span: an answer without reasoning
+        if not split_thinking(list(tr.tokens), span, opened=opened).closed:
+            left_open.append(k)
+    if not left_open:
+        return None
+    names = [labels[k] if labels is not None else f"index {k}" for k in left_open]
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return (f"{len(left_open)} of {len(traces)} {what} traces ({shown}) end inside their {span.open} span, "
+            f"{span.close} never written: " + (
+                "the model stopped inside its reasoning, so no answer follows it (check the prompt format and the model)"
+                if what == "generated" else
+                f"cut short, or exported without the special tokens, which loses a {span.close} that is one (export "
+                "Trace.text_with_specials, decode with skip_special_tokens=False, or give the token ids)"))
+
+
 def trace_to_json(trace: Trace, *, logit_stats: bool = False) -> dict[str, Any]:
     """The token-level part of a trace as plain JSON values (no hidden states); with ``logit_stats`` also
     its per-step ``entropy``, ``topk_ids`` and ``topk_probs`` (when the trace has them)."""
     doc = {"prompt": trace.prompt, "prompt_ids": [int(i) for i in trace.prompt_ids],
            "token_ids": [int(i) for i in trace.token_ids], "tokens": list(trace.tokens), "text": trace.text,
            "stop_reason": trace.stop_reason}
+    if trace.text_with_specials is not None:
+        doc["text_with_specials"] = trace.text_with_specials
     if logit_stats and trace.entropy is not None:
         doc["entropy"] = trace.entropy.float().tolist()
         doc["topk_ids"] = trace.topk_ids.tolist() if trace.topk_ids is not None else None
@@ -88,7 +139,7 @@ def trace_from_json(doc: dict[str, Any]) -> Trace:
     """Inverse of :func:`trace_to_json` (hidden states are not kept; logit statistics when ``doc`` has them)."""
     trace = Trace(prompt=doc["prompt"], prompt_ids=[int(i) for i in doc["prompt_ids"]],
                   token_ids=[int(i) for i in doc["token_ids"]], tokens=list(doc["tokens"]), text=doc["text"],
-                  stop_reason=doc["stop_reason"])
+                  stop_reason=doc["stop_reason"], text_with_specials=doc.get("text_with_specials"))
     if doc.get("entropy") is not None:
         import torch
 
