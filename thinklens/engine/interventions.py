@@ -317,7 +317,8 @@ class RepeatBlock(Intervention):
                                         f"{model.n_layers} blocks)", "use RepeatBlock in a plain forward "
                                         "(forward_with / capture), or ReplaceActivation at resid_pre")
             own = cache is not None and layer < len(getattr(cache, "layers", ())) and \
-                not type(cache.layers[layer]).__module__.startswith("transformers.cache_utils")
+                not type(cache.layers[layer]).__module__.startswith("transformers.cache_utils") and \
+                not getattr(cache.layers[layer], "crops_exactly", False)
             if own:  # a family's own cache layer (DeepSeek-V4's compressed attention): its crop is not exact
                 raise ThinklensError.of("RepeatBlock", f"block {layer} of {model.family} with a "
                                         f"{type(cache.layers[layer]).__name__} cache layer during cached decoding",

@@ -184,7 +184,7 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
            eos: set[int] | None = None,
            stop: Sequence[str] = (), capture: Sequence[Site | str] = (), interventions: Sequence[Any] = (),
            top_k_stats: int | None = None, logits: Tensor | None = None, sink: StateSink | None = None,
-           sink_every: int = 64) -> Decoded:
+           sink_every: int = 64, presize: bool = True) -> Decoded:
     """Decode up to ``max_new_tokens`` tokens per row of ``decoder``'s batch.
 
     Args:
@@ -200,6 +200,8 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
         logits: the next-token logits of a decoder that already ran its inputs (no prefill then).
         sink: receives the captured states every ``sink_every`` steps (and at the end), which the decoder
             then forgets: memory stays flat in the trace length (``hidden`` is then empty).
+        presize: when this call runs the prefill, pre-size the decoder's KV cache for the prompt and the largest
+            budget (:meth:`Decoder.reserve`: no ``torch.cat`` per step); False keeps transformers' dynamic cache.
     """
     model = decoder.model
     choice = choice or Greedy()
@@ -234,6 +236,8 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
         stack.enter_context(model.intervene(interventions))
         stack.enter_context(choice.hooks())
         if logits is None:
+            if presize:
+                decoder.reserve(decoder.input_ids.shape[1] + max_new_tokens)
             logits = decoder.prefill()
         choice.start(decoder)
         first = decoder.step_index

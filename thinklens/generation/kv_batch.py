@@ -26,6 +26,7 @@ from torch import Tensor
 from thinklens.engine.hooks import ForwardContext, site_hooks
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
+from thinklens.generation.presized_cache import presize_cache
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
@@ -154,6 +155,17 @@ class Decoder:
         self.step_index = -1
         self._last_pos: Tensor | None = None  # [batch, 1] logical position of each row's last real input
         self._last_call: tuple[Tensor, Tensor, Tensor | None] | None = None
+        self._reserved: int | None = None  # positions the cache was pre-sized for (reserve)
+
+    def reserve(self, positions: int) -> int:
+        """Pre-size the KV cache for ``positions`` positions in all (prompt columns included), before the first
+        forward: full-attention layers then write into buffers (:func:`presized_layer`) instead of growing by
+        ``torch.cat``. A no-op once the cache holds anything, and for layers that are not plain attention (the
+        dynamic cache is the fallback). Returns how many layers were pre-sized."""
+        if self.cache_length or self._last_pos is not None:
+            return 0
+        self._reserved = positions
+        return presize_cache(self.cache, positions)
 
     def watch(self, sites: Sequence[Site | str]) -> None:
         """Record, from now on, the state at ``sites`` at the last position of every forward of this
@@ -296,7 +308,8 @@ class Decoder:
         recurrent = [i for i, lay in enumerate(getattr(self.cache, "layers", ()))
                      if any(getattr(lay, "is_recurrent_states_initialized", {}).values())]
         own = sorted({type(lay).__name__ for lay in getattr(self.cache, "layers", ())
-                      if not type(lay).__module__.startswith("transformers.cache_utils")})
+                      if not type(lay).__module__.startswith("transformers.cache_utils")
+                      and not getattr(lay, "crops_exactly", False)})
         if own:  # a family's own cache layers (DeepSeek-V4's compressed attention): their crop is not exact
             raise ThinklensError.of("rollback", f"{n} positions of a cache with {', '.join(own)} layers",
                                     "a cache of transformers' own attention or convolution layers",
@@ -323,6 +336,8 @@ class Decoder:
         ids, mask, embeds = self._last_call
         if self.step_index == 0 and self.length == ids.shape[1]:  # the prefill: start from an empty cache
             self.cache = new_cache(self.model)
+            if self._reserved is not None:
+                presize_cache(self.cache, self._reserved)
             self.ids, self.mask, self.positions = self.ids[:, :0], self.mask[:, :0], self.positions[:, :0]
             self._last_pos, self.step_index = None, -1
             return self.append(ids, mask, inputs_embeds=embeds, last_logits_only=True).logits[:, -1].float()
