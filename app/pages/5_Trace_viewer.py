@@ -159,9 +159,13 @@ if not listed:
     st.stop()
 ids, labels = [i for i, _ in listed], dict(listed)
 same_trace = qp.get("run") == run and qp.get("trace") in ids
-if same_trace is False and qp.get("run") == run and qp.get("trace"):
+bad_trace = not same_trace and qp.get("run") == run and bool(qp.get("trace"))
+if bad_trace:  # nothing else is shown in its place
     nothing_found(f"trace of {run}", str(qp.get("trace")))
-trace_id = c[1].selectbox(f"Trace ({len(ids)})", ids, index=_index(ids, qp.get("trace")), format_func=labels.get)
+trace_id = c[1].selectbox(f"Trace ({len(ids)})", ids, index=None if bad_trace else _index(ids, qp.get("trace")),
+                          format_func=labels.get, placeholder="pick a trace")
+if trace_id is None:
+    st.stop()
 try:
     t = cached_trace(str(root), run, trace_id, _mtime(root / run / "results"))
 except ThinklensError as e:

@@ -40,10 +40,12 @@ def test_trace_link_round_trips_every_parameter():
         tr.parse_feature_quantity("feature:x")
 
 
-def test_run_kind_refuses_paths_outside_the_known_kinds():
-    assert tr.run_kind("lynx/demo") == "lynx"
-    for bad in ("../etc", "probe/demo", "mi-peaks/a/b", "mi-peaks"):
-        with pytest.raises(tr.ThinklensError, match="kind"):
+def test_run_kind_refuses_paths_that_are_not_run_folders():
+    """Any kind is a run of the viewer (issue 40: a new job's traces need no edit to the app), and a validate run's
+    setting runs are reached by their path; what is not a plain path under the runs root is refused."""
+    assert tr.run_kind("lynx/demo") == "lynx" and tr.run_kind("probe/demo") == "probe"
+    for bad in ("../etc", "mi-peaks", "mi-peaks/../x", "mi-peaks/a b"):
+        with pytest.raises(tr.ThinklensError, match="run"):
             tr.run_kind(bad)
 
 
@@ -203,7 +205,15 @@ def test_viewer_computes_entropy_and_survives_bad_links(mi_root, monkeypatch):
     at = _viewer(mi_root, monkeypatch, run="mi-peaks/syn", trace="tiny-think/0", quantity="mi", token=999)
     assert not at.exception and any("outside this trace" in w.value for w in at.warning)
     at = _viewer(mi_root, monkeypatch, run="../../etc", trace="x", quantity="nope")
-    assert not at.exception and not at.error  # an unknown run falls back to the first run, an unknown quantity to mi
+    assert not at.exception  # an unknown run says it found nothing, and shows no other run in its place (issue 40)
+    assert [e.value for e in at.error if "found nothing" in e.value and "../../etc" in e.value]
+    assert not at.get("plotly_chart") and not any("tl-trace" in m.value for m in at.markdown)
+    at = _viewer(mi_root, monkeypatch, run="mi-peaks/syn", trace="x", quantity="mi")
+    assert not at.exception  # an unknown trace of a known run says so, and shows no other trace
+    assert [e.value for e in at.error if "found nothing" in e.value and "`x`" in e.value]
+    assert not any("tl-trace" in m.value for m in at.markdown)
+    at = _viewer(mi_root, monkeypatch, run="mi-peaks/syn", trace="tiny-think/0", quantity="nope")
+    assert not at.exception and not at.error  # an unknown quantity falls back to the trace's own
     assert at.query_params["run"] == "mi-peaks/syn" and at.query_params["quantity"] == "mi"
     if zoo_path("tiny-think") is None:
         pytest.skip("the zoo is not trained")
