@@ -1,0 +1,132 @@
+"""The benchmarks' and the demo's summaries (``results/collect.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from collect_core import DEMO_COMMAND, DEMO_RECORD, RECORDS, collector, read_json, show, summary
+
+#: The committed record of one dated ``make bench`` (its logs and the date it ran; ``BENCH_COMMAND``).
+BENCH_RECORD = RECORDS / "bench"
+BENCH_COMMAND = ("mkdir -p runs/bench; date -I > runs/bench/date.txt; make bench > runs/bench/make-bench.log 2>&1; "
+                 "for i in 1 2; do for b in capture generate lynx; do echo \"== bench/$b.py\"; .venv/bin/python "
+                 "bench/$b.py; done > runs/bench/repeat-$i.log 2>&1; done; mkdir -p results/records/bench; "
+                 "cp runs/bench/*.log runs/bench/date.txt results/records/bench/")
+
+
+def bench_lines(log: Path) -> dict[str, dict[str, Any]]:
+    """``name=value`` lines of a ``make bench`` log, by bench (``== bench/x.py`` headers); numbers parsed, ``a/b``
+    kept as text with its parts."""
+    out: dict[str, dict[str, Any]] = {}
+    bench = "?"
+    for line in log.read_text().splitlines():
+        if line.startswith("== bench/"):
+            bench = line[3:].strip()
+            out[bench] = {}
+            continue
+        name, eq, value = line.partition("=")
+        if not eq or not name.replace("_", "").isalnum() or name != name.strip():
+            continue
+        try:
+            out[bench][name] = float(value)
+        except ValueError:
+            parts = value.split("/")
+            out[bench][name] = ({"text": value, "ok": float(parts[0]), "of": float(parts[1])}
+                                if len(parts) == 2 and all(x.strip().isdigit() for x in parts) else value)
+    return out
+
+
+@collector("bench")
+def bench() -> dict[str, Any]:
+    """One dated ``make bench`` run, and the spread of the headlines that sit near their target over repeated runs of
+    their bench, from the committed record ``results/records/bench``. Each bench prints its headline's target
+    (``NAME_target=BOUND``, bench/_targets.py) before the headline, so the targets come from the log too."""
+    values = bench_lines(BENCH_RECORD / "make-bench.log")
+    targets = {name[: -len("_target")]: v for lines in values.values() for name, v in lines.items()
+               if name.endswith("_target")}
+    repeats = [bench_lines(p) for p in sorted(BENCH_RECORD.glob("repeat-*.log"))]
+    spread: dict[str, list[float]] = {}
+    for run in [values, *repeats]:
+        for lines in run.values():
+            for name, v in lines.items():
+                if name in targets and isinstance(v, float):
+                    spread.setdefault(name, []).append(v)
+    spread_summary = {k: {"runs": v, "min": min(v), "max": max(v)} for k, v in spread.items() if len(v) > 1}
+    return {"command": BENCH_COMMAND, "date": (BENCH_RECORD / "date.txt").read_text().strip(),
+            "source": show(BENCH_RECORD), "config": {"targets": targets, "machine": "2 cores, no GPU, shared"},
+            "values": {"benches": values, "spread": spread_summary}}
+
+
+#: Repeated runs of ``bench/real.py`` on SmolLM2-135M (issue 37 item 5), each log headed ``== bench/real.py``.
+BENCH_REAL_RECORD = RECORDS / "bench-real"
+BENCH_REAL_COMMAND = ("(echo '== bench/real.py'; .venv/bin/python bench/real.py) > results/records/bench-real/run-N.log, "
+                      "one N per run on a quiet machine; date -I > results/records/bench-real/date.txt")
+
+
+@collector("real_bench")
+def real_bench() -> dict[str, Any]:
+    """Capture and traced generation on SmolLM2-135M against plain transformers (``bench/real.py``): every numeric line
+    of each repeated run, with its median, min and max, from the committed record ``results/records/bench-real``
+    (``conditions.txt`` says what else the machine ran)."""
+    runs = [bench_lines(p)["bench/real.py"] for p in sorted(BENCH_REAL_RECORD.glob("run-*.log"))]
+    if not runs:
+        raise ValueError(f"{show(BENCH_REAL_RECORD)} holds no run-*.log")
+    lines = {name: [r[name] for r in runs] for name in runs[0] if all(isinstance(r.get(name), float) for r in runs)}
+    return {"command": BENCH_REAL_COMMAND, "date": (BENCH_REAL_RECORD / "date.txt").read_text().strip(),
+            "source": show(BENCH_REAL_RECORD),
+            "config": {"model": runs[0].get("real_model"), "conditions": (BENCH_REAL_RECORD / "conditions.txt").read_text().strip()},
+            "values": {name: {"runs": v, "median": float(np.median(v)), "min": min(v), "max": max(v)} for name, v in lines.items()}
+            | {"n_runs": len(runs)}}
+
+
+# ---------------------------------------------------------------------------------------------- the demo
+
+
+@collector("demo")
+def demo() -> dict[str, Any]:
+    """``make demo``'s step times (its log) and the demo SAE's figures (its run folder), from the committed demo record
+    ``results/records/demo`` (``python results/collect.py --record-demo`` after ``make demo 2>&1 | tee runs/demo.log``)."""
+    log = (DEMO_RECORD / "demo.log").read_text().splitlines()
+    total = next(float(x.split()[3]) for x in log if x.startswith("demo finished in"))
+    steps = {}
+    for item in next(x for x in log if x.startswith("step times: "))[len("step times: "):].split(", "):
+        name, secs, _ = item.rsplit(" ", 2)
+        steps[name] = float(secs)
+    sae_run = DEMO_RECORD / "sae" / "demo"
+    sae_summary = read_json(sae_run / "meta.json")["summary"]
+    sae_config = read_json(sae_run / "config.json")
+    return summary(DEMO_COMMAND, [sae_run], {"sae": sae_config, "n_steps": len(steps)},
+                   {"total_s": total, "steps_s": steps, "sae": sae_summary}, (show(DEMO_RECORD / "demo.log"),))
+
+
+
+
+@collector("demo_findings")
+def demo_findings() -> dict[str, Any]:
+    """Every finding of every ``make demo`` run (its summary's ``findings``), with its verdict: what the CLI, the Home
+    card and the pages state. Read from the runs' meta.json in the committed demo record ``results/records/demo``."""
+    from thinklens.runs.demo_plan import DEMO_STEPS
+
+    rows, runs = [], []
+    for step in DEMO_STEPS:
+        if step.kind is None:
+            continue
+        run = DEMO_RECORD / step.kind / step.run_id
+        if not (run / "meta.json").is_file():
+            continue
+        runs.append(run)
+        for f in read_json(run / "meta.json").get("summary", {}).get("findings") or []:
+            rows.append({"run": f"{step.kind}/{step.run_id}", "claim": f["claim"], "statistic": f["statistic"],
+                         "value": f["value"], "ci": f["ci"], "n": f["n"], "control": f["control"],
+                         "control_value": f["control_value"], "verdict": f["verdict"]})
+    if not runs:
+        raise FileNotFoundError(2, "no demo run recorded", str(DEMO_RECORD))
+    from thinklens.calibration.stats import VERDICTS
+
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    return summary(DEMO_COMMAND, runs, {"steps": [s.name for s in DEMO_STEPS]},
+                   {"rows": rows, "n_findings": len(rows), "verdicts": counts,
+                    "runs_without_findings": sorted({f"{s.kind}/{s.run_id}" for s in DEMO_STEPS if s.kind} -
+                                                    {r["run"] for r in rows})})
