@@ -97,3 +97,36 @@ def test_cli_exits_2_with_the_cause_and_no_traceback(llama_dir, tmp_path, capsys
         err = capsys.readouterr().err
         assert headline in err and "Traceback" not in err, err
         assert len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- weights that do not fit their config (issue 41 item 2)
+
+
+def _config_edit(llama_dir, tmp_path, name, **fields):
+    path = _copy(llama_dir, tmp_path, name)
+    cfg = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**cfg, **fields}))
+    return path
+
+
+def test_weights_that_do_not_fit_the_config_are_refused_in_one_line(llama_dir, tmp_path, capsys):
+    wider = _config_edit(llama_dir, tmp_path, "wider", hidden_size=64)  # the weights are 32 wide
+    deeper = _config_edit(llama_dir, tmp_path, "deeper", num_hidden_layers=3)  # the weights hold 2 blocks
+    cases = [(wider, "the weights do not fit config.json: lm_head.weight is [64, 32] in the weights but "
+                     "[64, 64] by the config"),
+             (deeper, "config.json asks for tensors the weights lack: model.layers.2.")]
+    for path, headline in cases:
+        with pytest.raises(ThinklensError) as e:
+            HookedModel.load(str(path))
+        assert str(e.value).startswith(headline) and "fix: " in str(e.value), str(e.value)
+    capsys.readouterr()
+    for path, headline in cases:
+        assert main(["info", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert headline in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_weights_the_config_has_no_place_for_load_with_a_warning(llama_dir, tmp_path):
+    shallower = _config_edit(llama_dir, tmp_path, "shallower", num_hidden_layers=1)
+    with pytest.warns(UserWarning, match=r"tensors of .* have no place in its config.json and are ignored \(model.layers.1."):
+        assert HookedModel.load(str(shallower)).n_layers == 1

@@ -2,7 +2,11 @@
 
 :meth:`thinklens.engine.model.HookedModel.load` asks :func:`folder_problem` before handing a folder to transformers,
 so a broken ``config.json``, an unknown or encoder-decoder ``model_type`` or missing weights get a line that
-names the cause instead of transformers' generic failure.
+names the cause instead of transformers' generic failure; after loading, :func:`weights_problem` reads transformers'
+loading report: weights whose shapes differ from the config's, or tensors of the config the weights lack (which
+transformers would start at random), refuse the model in one line; weights the config has no place for are
+ignored with a warning (:func:`unused_weights_warning`; a checkpoint may carry extra heads, e.g. a multi-token
+prediction layer).
 
 Example:
     >>> import json, tempfile, pathlib
@@ -15,7 +19,11 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from thinklens.errors import ThinklensError
 
@@ -75,3 +83,62 @@ def folder_problem(folder: str | Path) -> ThinklensError | None:
         return _error("no tokenizer in the model folder", folder, f"one of {', '.join(TOKENIZER_FILES)}",
                       "save the tokenizer into the same folder (tokenizer.save_pretrained(folder))")
     return None
+
+
+def _some(names: Sequence[str], k: int = 2) -> str:
+    """The first ``k`` of sorted tensor names, and how many more."""
+    names = sorted(names)
+    more = f" and {len(names) - k} more" if len(names) > k else ""
+    return ", ".join(names[:k]) + more
+
+
+def weights_problem(folder: str | Path, info: Mapping[str, Any]) -> ThinklensError | None:
+    """The reason weights loaded from ``folder`` do not fit its ``config.json``, or None.
+
+    ``info``: transformers' loading report (``from_pretrained(..., output_loading_info=True)``): ``mismatched_keys``
+    (name, shape in the weights, shape the config builds) and ``missing_keys`` (tensors the weights lack).
+
+    Example:
+        >>> info = {"mismatched_keys": [("model.norm.weight", (128,), (256,))], "missing_keys": []}
+        >>> print(weights_problem("m", info))  # doctest: +ELLIPSIS
+        the weights do not fit config.json: model.norm.weight is [128] in the weights but [256] by the config (1 tensor); ...
+    """
+    folder = Path(folder)
+    mismatched = sorted(info.get("mismatched_keys") or [], key=lambda m: str(m[0]))
+    if mismatched:
+        name, have, want = mismatched[0]
+        n = len(mismatched)
+        return _error(f"the weights do not fit config.json: {name} is {list(have)} in the weights but {list(want)} by the "
+                      f"config ({n} tensor{'s' if n > 1 else ''})", folder / "config.json",
+                      "the sizes the weights were saved with (hidden_size, intermediate_size, vocab_size, heads)",
+                      "restore the config.json saved with these weights (save_pretrained writes both), or point at the "
+                      "folder they came from")
+    missing = list(info.get("missing_keys") or [])
+    if missing:
+        return _error(f"config.json asks for tensors the weights lack: {_some(missing)} ({len(missing)} would start at "
+                      "random)", folder / "config.json", "weights for every tensor the config builds",
+                      "check num_hidden_layers and the architecture in config.json against the weights, or save the "
+                      "model again with save_pretrained")
+    return None
+
+
+def unused_weights_warning(folder: str | Path, info: Mapping[str, Any]) -> str | None:
+    """A line about tensors of the weights that the config has no place for (ignored by the loaded model), or None."""
+    unexpected = list(info.get("unexpected_keys") or [])
+    if not unexpected:
+        return None
+    return (f"{len(unexpected)} tensors of {Path(folder)} have no place in its config.json and are ignored "
+            f"({_some(unexpected)}): fewer layers in the config than in the weights, or heads it does not build")
+
+
+@contextmanager
+def quiet_load_report() -> Iterator[None]:
+    """transformers' loading report (a table logged as a warning) silenced while loading: :func:`weights_problem`
+    says what matters in one line."""
+    log = logging.getLogger("transformers.modeling_utils")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)

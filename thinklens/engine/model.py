@@ -176,18 +176,34 @@ class HookedModel:
             problem = folder_problem(path)  # the real cause (broken config, encoder-decoder, no weights) in the headline
             if problem is not None:
                 raise problem
+        from thinklens.engine.load_errors import quiet_load_report, unused_weights_warning, weights_problem
+
         try:
             tok = load_tokenizer(path)
             kw: dict[str, Any] = {"dtype": dtype}
             if device_map is not None:
                 kw["device_map"] = device_map
-            hf = AutoModelForCausalLM.from_pretrained(path, **kw)
+            with quiet_load_report():  # sizes that differ come back in the report, not as transformers' RuntimeError
+                hf, info = AutoModelForCausalLM.from_pretrained(path, output_loading_info=True,
+                                                                ignore_mismatched_sizes=True, **kw)
         except (OSError, ValueError) as e:
             raise ThinklensError.of(
                 "model", name_or_path, "a zoo name, a local model folder, or a hub id reachable over the network",
                 "check the name; offline, save the model with save_pretrained and pass its folder "
                 f"({type(e).__name__}: {str(e).splitlines()[0][:160]})",
             ) from None
+        except RuntimeError as e:
+            if "state_dict" not in str(e) and "size mismatch" not in str(e):
+                raise
+            raise ThinklensError.of("weights", f"{name_or_path} ({str(e).splitlines()[0][:160]})",
+                                    "weights that load into the model its config.json builds",
+                                    "restore the config.json saved with these weights, or point at the folder they came from") from None
+        problem = weights_problem(path, info)  # random or resized tensors would pass the parity check below
+        if problem is not None:
+            raise problem
+        unused = unused_weights_warning(path, info)
+        if unused:
+            warnings.warn(unused, stacklevel=2)
         if device_map is None:
             hf = hf.to(device)
         hf.eval()
