@@ -102,8 +102,13 @@ def test_home_incomplete_and_a_trace_link_from_a_number(browser, app, runs):
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "incomplete: it says done but results/eval.json cannot be read" in body
     _shot(browser, "home_lab.png")
-    link = next(a for a in browser.find_elements(By.CSS_SELECTOR, "a.tl-link")
-                if "run=eval/think" in (a.get_attribute("href") or "") and "correct%3Dfalse" in a.get_attribute("href"))
+    link, t0 = None, time.perf_counter()
+    while link is None and time.perf_counter() - t0 < 60:  # the cards arrive one by one
+        link = next((a for a in browser.find_elements(By.CSS_SELECTOR, "a.tl-link")
+                     if "run=eval/think" in (a.get_attribute("href") or "") and "correct%3Dfalse" in a.get_attribute("href")),
+                    None)
+        time.sleep(0.2)
+    assert link is not None, "no trace link to the wrong answers on the eval card"
     wrong = int(link.text.split(":")[1].split()[0])
     browser.execute_script("arguments[0].click();", link)
     wait_for_text(browser, "Only the traces with correct=false", timeout=120)
