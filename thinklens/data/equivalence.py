@@ -9,6 +9,11 @@ answer, and on timeout kills the worker (a fresh one starts on the next call) an
 not equivalent. This works from any thread and from worker processes (a plain subprocess, not a
 multiprocessing child, so daemonic pool workers may use it too).
 
+The worker parses with latex2sympy made faster and unchanged in its results (:func:`fast_parsing`: ANTLR's
+two-stage prediction, plain numbers without ``sympify``, the parser's tables built at start from
+:data:`WARM_UP`); ``THINKLENS_GRADING_PARSE=reference`` keeps latex2sympy as shipped. ``python bench/grading.py``
+measures the latency per graded output.
+
 Example:
     >>> math_equal(r"\\frac{14}{3}", "14/3"), math_equal(r"(3, \\frac{\\pi}{2})", r"\\left( 3, \\pi/2 \\right)")
     (True, True)
@@ -22,6 +27,7 @@ import atexit
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -35,10 +41,102 @@ DEFAULT_TIMEOUT = 5.0
 #: Seconds the worker may take to start (importing SymPy and math-verify); not part of a comparison's limit.
 STARTUP_TIMEOUT = 120.0
 
+#: Answers of common shapes parsed once at the worker's start: ANTLR builds its prediction tables (DFA) per
+#: shape on first sight (100-500 ms each), so the first tuple, interval or equation list a user grades is as
+#: fast as the next. None of them is an answer of the fixture cases (a test holds that).
+WARM_UP = (
+    # numbers, units, text
+    r"17", r"-23", r"4.75", r"1,234", r"12\%", r"45^\circ", r"\$18.50", r"18 \text{ dollars}", r"\text{Lorenzo}",
+    # fractions, roots, constants
+    r"\frac{7}{9}", r"-\frac{11}{6}", r"\dfrac{5}{13}", r"\tfrac58", r"3\frac{1}{4}", r"\frac{\sqrt{3}}{2}",
+    r"2\sqrt{6}", r"\sqrt[3]{9}", r"5 + 3\sqrt{7}", r"\frac{9 - 2\sqrt{5}}{11}", r"\frac{-7 \pm \sqrt{17}}{8}",
+    r"\pi", r"\frac{3\pi}{8}", r"6\pi^2", r"e^{2}", r"2^{10}", r"10^{-3}", r"\log_2 9", r"\ln 7", r"\infty",
+    r"-\infty",
+    # expressions
+    r"x^2 - 5x + 6", r"3x + 2y", r"(t - 4)^2 + 9", r"\sin x \cos y", r"\tan \theta", r"\cos^2 \alpha", r"f(7)",
+    # tuples, intervals, sets, lists
+    r"(8, -9)", r"\left( 6, \frac{\pi}{5} \right)", r"(1, 4, 9)", r"(2;5;8)", r"[7, 13]", r"(-8, 12]",
+    r"[-2, \infty)", r"(-\infty, 4) \cup (9, \infty)", r"[1, 3) \cup (3, 8]", r"\{4, 9, 16\}", r"\{-7, 2\}",
+    r"\emptyset", r"9, 14, 25", r"-4; -13; 22", r"(3, 8), (8, 3)", r"\{(6, 7), (7, 6)\}",
+    # equations, relations
+    r"x = 14", r"y = -\frac{8}{3}", r"x = 6, y = -11", r"b_2 = 5, b_{11} = 29", r"x_1 = 4, \quad x_2 = -9",
+    r"(m, n) = (11, 4)", r"AB = 7", r"P:Q = 5:12", r"x \geq 8", r"2 < y \leq 15", r"a < b < c", r"x \in [4, 11]",
+    # matrices, bases, choices, geometry
+    r"\begin{pmatrix} 2 \\ -5 \end{pmatrix}", r"\begin{pmatrix} 1 & 4 \\ 6 & 3 \end{pmatrix}",
+    r"101101_2", r"\mathrm{C}", r"\text{(D)}", r"\overline{AB}",
+    r"\angle ABC", r"90^{\circ}", r"\frac{1}{3} \text{ cm}^2",
+)
+
+_INTEGER_RE = re.compile(r"[0-9]+")
+_DECIMAL_RE = re.compile(r"[0-9]+\.[0-9]+")
+
 
 def _wrap(answer: str) -> str:
     # math-verify extracts from text: a box around the bare answer makes it take the whole answer.
     return "\\boxed{" + answer + "}"
+
+
+def plain_number(text: str):
+    """The SymPy number latex2sympy's ``parse_number`` makes of a plain integer or decimal (commas dropped), built
+    directly: ``Integer`` for digits, ``Float`` for digits.digits (the value and precision ``sympify`` gives); None
+    for anything else.
+
+    Example:
+        >>> plain_number("1,024"), plain_number("3.50"), plain_number("1e5")
+        (1024, 3.50000000000000, None)
+    """
+    import sympy
+
+    digits = text.replace(",", "")
+    if _INTEGER_RE.fullmatch(digits):
+        return sympy.Integer(digits)
+    if _DECIMAL_RE.fullmatch(digits):
+        return sympy.Float(digits)
+    return None
+
+
+def fast_parsing() -> None:
+    """Make latex2sympy (math-verify's LaTeX parser) parse the same trees and numbers, faster. Two changes:
+
+    - **Two-stage prediction.** ANTLR's documented strategy (``PredictionMode.SLL``): SLL either returns the
+      parse tree LL would return or reports a syntax error, which latex2sympy's error listener raises; the same
+      input is then parsed again in LL mode. Most answers skip LL's full-context prediction, which is not cached
+      across inputs and made the parse of a tuple or an interval take 100-1000 ms.
+    - **Numbers without sympify.** ``sympy.Number("12")`` runs ``parse_expr``, which executes
+      ``from sympy import *`` on every call (2-5 ms a number); a plain integer or decimal is built directly
+      (``Integer("12")``, ``Float("3.50")``: the same values and precision as ``auto_number`` gives), anything
+      else as before.
+
+    Called in the worker process only (it changes a third-party class of that process); the oracle test
+    (tests/test_grading_latency.py) holds the verdicts of every answer case equal with and without it.
+    """
+    from antlr4.atn.PredictionMode import PredictionMode
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+
+    if getattr(_Latex2Sympy, "_thinklens_fast", False):
+        return
+    create_parser, parse, parse_number = _Latex2Sympy.create_parser, _Latex2Sympy.parse, _Latex2Sympy.parse_number
+
+    def create_parser_in_mode(self, latex_str):
+        parser = create_parser(self, latex_str)
+        parser._interp.predictionMode = getattr(self, "_thinklens_mode", PredictionMode.LL)
+        return parser
+
+    def parse_sll_first(self, latex_str):
+        self._thinklens_mode = PredictionMode.SLL
+        try:
+            return parse(self, latex_str)
+        except Exception:  # noqa: BLE001 - a syntax error in SLL mode: LL decides, as without this stage
+            self._thinklens_mode = PredictionMode.LL
+            return parse(self, latex_str)
+
+    def parse_plain_number(self, text):
+        number = plain_number(text)
+        return number if number is not None else parse_number(self, text)
+
+    _Latex2Sympy.create_parser, _Latex2Sympy.parse = create_parser_in_mode, parse_sll_first
+    _Latex2Sympy.parse_number = parse_plain_number
+    _Latex2Sympy._thinklens_fast = True
 
 
 def serve() -> None:
@@ -50,10 +148,14 @@ def serve() -> None:
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     from math_verify import parse, verify
 
+    if os.environ.get("THINKLENS_GRADING_PARSE") != "reference":  # "reference": latex2sympy as shipped (the oracle test)
+        fast_parsing()
     gold_cache: dict[str, list] = {}
     # Warm up before saying ready: the first parse and verify build math-verify's grammars and SymPy's caches
     # (seconds on a busy machine), which belongs to the start-up limit, not to the first comparison's.
     verify(parse(_wrap("\\frac{1}{2}"), parsing_timeout=None), parse(_wrap("0.5"), parsing_timeout=None), timeout_seconds=None)
+    for answer in WARM_UP if os.environ.get("THINKLENS_GRADING_PARSE") != "reference" else ():
+        parse(_wrap(answer), parsing_timeout=None)
     out = sys.stdout
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
