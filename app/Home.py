@@ -48,7 +48,7 @@ lacking = {k: v for k, v in lacking.items() if v}  # half-written: meta.json say
 
 def validation_line() -> None:
     """K/N of the committed validation record and of the newest validate run, red where a setting failed."""
-    from validation import home_counts
+    from validation_table import home_counts
 
     parts = []
     for label, k, n, failed in home_counts(root):

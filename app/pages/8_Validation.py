@@ -2,7 +2,7 @@
 statistic and its interval, the threshold, the verdict, the organism or model and the traces behind it: the
 repository's committed records (labelled as such) and every ``thinklens run validate`` run in the runs folder.
 
-Rows come from ``app/validation.py`` (which reads the records through results/collect.py's readers); a setting that
+Rows come from ``app/validation_table.py`` (which reads the records through results/collect.py's readers); a setting that
 did not come out as a working method's would is red, whatever its numbers.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import validation as va  # noqa: E402
+import validation_table as va  # noqa: E402
 from common import display_path, error_card, results_missing, runs_root  # noqa: E402
 from exports import table_csv  # noqa: E402
 

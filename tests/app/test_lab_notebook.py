@@ -106,7 +106,7 @@ def test_generic_traces_of_a_job_the_viewer_has_no_reader_for(runs):
 
 def test_a_validate_run_links_each_setting_to_its_own_runs_traces(runs):
     import traces as tr
-    from validation import setting_trace_links
+    from validation_table import setting_trace_links
 
     validate_run(runs)
     got = setting_trace_links(runs, "validate/quick")
