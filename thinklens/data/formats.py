@@ -269,7 +269,9 @@ class PromptFormat:
         return f"{question}\n{self.instruction}" if self.instruction else question
 
     def render(self, problem: Any, tokenizer: Any = None) -> str:
-        """The prompt for one problem: a :class:`~thinklens.tasks.Problem` or a question string.
+        """The prompt for one problem: a :class:`~thinklens.tasks.Problem`, a problem set's
+        :class:`~thinklens.data.problemsets.RealProblem` (a zoo style renders its ground truth where it has one, any
+        other format its question) or a question string.
 
         ``tokenizer`` is needed for ``chat`` (its ``apply_chat_template``); a format from :func:`format_for`
         holds its model's tokenizer, so ``format_for(model).render(q)`` needs none.
@@ -277,6 +279,8 @@ class PromptFormat:
         from thinklens.tasks import Problem
 
         tokenizer = tokenizer if tokenizer is not None else getattr(self, "_tokenizer", None)
+        if hasattr(problem, "ground_truth") and hasattr(problem, "question"):  # a problem set's RealProblem
+            problem = problem.ground_truth if self.is_zoo and problem.ground_truth is not None else problem.question
 
         question = problem.question if isinstance(problem, Problem) else problem
         if not isinstance(question, str) or not question.strip():
@@ -318,9 +322,7 @@ class PromptFormat:
         problems = list(problems)  # a ProblemSet, a list of problems, a split's part
         if not problems:
             raise ThinklensError.of("problems", 0, "at least one problem", "pass more data or a larger count")
-        items = [p if not hasattr(p, "ground_truth") else p.ground_truth if self.is_zoo and p.ground_truth is not None
-                 else p.question for p in problems]
-        return self.render_all(items, tokenizer)
+        return self.render_all(problems, tokenizer)
 
     def opens_span(self, prompt: str) -> bool:
         """Whether outputs to ``prompt`` start inside the thinking span."""

@@ -99,6 +99,7 @@ def site_hooks(model: "HookedModel", hooks: Sequence[tuple[Site, SiteFn]]) -> It
     try:
         for site, fn in hooks:
             site = model.resolve_site(site)
+            fn = _naming_site(site, fn)
             path, where = model.adapter.module_path(site)
             module = get_module(model.hf, path, model.adapter)
             if site.kind in _INSIDE_BLOCK:
@@ -110,6 +111,20 @@ def site_hooks(model: "HookedModel", hooks: Sequence[tuple[Site, SiteFn]]) -> It
     finally:
         for h in handles:
             h.remove()
+
+
+def _naming_site(site: Site, fn: SiteFn) -> SiteFn:
+    """``fn``, whose exceptions carry a note naming the site it ran on (the type is kept, so a caller's ``except``
+    still matches; the traceback shows the note)."""
+
+    def call(act: Tensor, ctx: ForwardContext) -> Tensor | None:
+        try:
+            return fn(act, ctx)
+        except Exception as e:
+            e.add_note(f"raised by the hook on site {site} ({getattr(fn, '__qualname__', fn)!s})")
+            raise
+
+    return call
 
 
 def _register(module: torch.nn.Module, where: str, fn: SiteFn, holder: ContextHolder):
