@@ -59,6 +59,8 @@ LYNX_TESTS = ("tests/probes/test_lynx.py", "tests/probes/test_datasets.py")
 SAE_STEER_TESTS = ("tests/steering/test_feature_steering.py",)
 SEEK_TESTS = ("tests/latent/test_latentseek.py",)
 ANSWER_TESTS = ("tests/test_answers.py",)
+#: The faster LaTeX parse against latex2sympy's own verdicts and numbers (issue 41 item 9).
+GRADING_TESTS = ("tests/test_grading_latency.py",)
 HYBRID_TESTS = ("tests/steering/test_hybrid.py",)
 RV_TESTS = ("tests/steering/test_reasoning_vectors.py", "tests/steering/test_reasoning_vector_mutants.py")
 #: The validation job's verdict rules (issue 22): each method's planted/null judgement and the findings it gives.
@@ -303,6 +305,12 @@ MUTANTS: tuple[Mutant, ...] = (
     # ---- end issue 39 hybrid / stats / eval
     Mutant("last number instead of the last box", "answers", "thinklens/data/answers.py",
            "boxed = _box_answer(text, boxes)\n", "boxed = None\n", ANSWER_TESTS),
+    # ---- grading latency (issue 41 item 9): the faster parse must parse what latex2sympy parses
+    Mutant("two-stage parse without its LL fallback", "answers", "thinklens/data/equivalence.py",
+           "            self._thinklens_mode = PredictionMode.LL\n            return parse(self, latex_str)",
+           "            raise", GRADING_TESTS),
+    Mutant("plain integers built as floats", "answers", "thinklens/data/equivalence.py",
+           "        return sympy.Integer(digits)", "        return sympy.Float(digits)", GRADING_TESTS),
 )
 
 
