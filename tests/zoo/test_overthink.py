@@ -136,3 +136,14 @@ def test_the_recipe_fine_tunes_tiny_r1(tmp_path):
     from transformers import AutoTokenizer
 
     assert AutoTokenizer.from_pretrained(str(tmp_path / "ckpt-tokenizer")).get_vocab() == tok.get_vocab()
+
+
+def test_trace_truth_finds_a_multi_token_close():
+    """In SmolLM2's vocabulary (smol-r1) ``</think>`` is three tokens: the reasoning ends at the first of them."""
+    from thinklens.tasks import Problem, Step
+    from thinklens.zoo.overthink import trace_truth
+
+    p = Problem(name="Ann", obj="cards", start=3, steps=(Step("+", 3, 4, 7),))
+    one = ["Okay, Ann has 3 cards.", " First, so 3 + 4 = 7", ".", "\n", "</think>", "\n\nThe answer is 7."]
+    three = one[:4] + ["</", "think", ">"] + one[5:]
+    assert trace_truth(one, p).reasoning_tokens == trace_truth(three, p).reasoning_tokens == 4

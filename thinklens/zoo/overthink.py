@@ -358,8 +358,9 @@ def trace_truth(tokens: Sequence[str], problem: Problem) -> TraceTruth:
     """
     text = "".join(tokens)
     truth = ground_truth(text, problem)
-    close = list(tokens).index(THINK_CLOSE) if THINK_CLOSE in tokens else len(tokens)
     index = GroundTruth.token_index
+    at = text.find(THINK_CLOSE)  # by characters: in SmolLM2's vocabulary "</think>" is three tokens
+    close = len(tokens) if at < 0 else index(tokens, at)
     known = None if truth.answer_known_at is None else index(tokens, truth.answer_known_at)
     cues = tuple(TokenCue(c.word, index(tokens, c.at), c.value, c.correct, c.after_answer) for c in truth.cues)
     return TraceTruth(answer_known_at=known, reasoning_tokens=close, cues=cues, rounds=truth.rounds,
