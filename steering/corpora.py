@@ -105,6 +105,29 @@ def is_text_file(spec: str) -> bool:
     return isinstance(row, dict) and "text" in row
 
 
+def check_corpus(spec: str, data_fields: str = "") -> None:
+    """Refuse a corpus spec that :func:`corpus` could not read, without a model (a job's preflight): ``zoo:<style>``
+    with a known style, a text file with texts, or a problem source that loads (its fields mapped).
+
+    Example:
+        >>> check_corpus("zoo:think")
+        >>> check_corpus("missing.jsonl")
+        Traceback (most recent call last):
+        ...
+        thinklens.errors.ThinklensError: bad data source: received 'missing.jsonl'; ...
+    """
+    from thinklens.data.problemsets import load_problems
+
+    if spec.startswith("zoo:"):
+        from thinklens.tasks import check_style
+
+        check_style(spec[4:])
+    elif is_text_file(spec):
+        read_texts(spec)
+    else:
+        load_problems(spec, mapping=data_fields or None)
+
+
 CORPORA = ("auto", "generated", "reference")
 """What an SAE trains on: the model's own completions, the data set's reference texts, or auto (see :func:`corpus_kind`)."""
 

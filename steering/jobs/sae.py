@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from thinklens.data.problemsets import DataOptions
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 from thinklens.steering.configs import SAETrainConfig
 from thinklens.steering.corpora import corpus_kind
@@ -273,6 +273,19 @@ DEMO = (DemoRun(("--model", "tiny-think", "--d-sae", "512", "--k", "32", "--trai
                  "--stats-traces", "40", "--n-batches-in-buffer", "16")),)
 
 
-JOB = Job("sae", SAEJobConfig, run, order=60, page="pages/7_Features.py", demo=DEMO, headline=headline,
+def preflight(config: SAEJobConfig) -> None:
+    """What the job reads, checked before the model loads: the stored rows (``activations``), or the corpus."""
+    from thinklens.steering.corpora import check_corpus
+
+    if config.activations:
+        if not Path(config.activations).exists():
+            raise ThinklensError.of(opt_name("activations"), config.activations, "an activation store folder or a "
+                                    ".safetensors file of rows", "pass the store a `thinklens run capture` wrote (its "
+                                    "run folder's store/)")
+        return
+    check_corpus(config.data, config.data_fields)
+
+
+JOB = Job("sae", SAEJobConfig, run, preflight=preflight, order=60, page="pages/7_Features.py", demo=DEMO, headline=headline,
           report=report,
           help="train an SAE (sae-lens) at a site from local data; held-out metrics and feature statistics")

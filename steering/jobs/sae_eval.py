@@ -91,8 +91,17 @@ def report(metrics: dict[str, Any]) -> str:
                      + [f"warning: {w}" for w in metrics.get("warnings") or []])
 
 
+def preflight(config: SAEEvalConfig) -> None:
+    """The SAE folder and the corpus, checked before the model loads."""
+    from thinklens.steering.corpora import check_corpus
+    from thinklens.steering.sae import sae_folder
+
+    sae_folder(config.sae)
+    check_corpus(config.data, config.data_fields)
+
+
 JOB = Job(
-    "sae-eval", SAEEvalConfig, run, summary=summary, report=report,
+    "sae-eval", SAEEvalConfig, run, preflight=preflight, summary=summary, report=report,
     help="sae-lens metrics of any sae-lens SAE folder on a model",
     description="Evaluates an SAE folder in sae-lens's format (or an `sae` run folder) at its site of --model: "
     "sae-lens's run_evals on local texts (explained variance, L0, dead features), and CE loss recovered and KL on "

@@ -380,5 +380,12 @@ def report(result: ImportTracesResult) -> str:
                       *(f"warning: {w}" for w in result.warnings)])
 
 
-JOB = Job("import-traces", ImportTracesConfig, run, report=report,
+def preflight(config: ImportTracesConfig) -> None:
+    """The traces file read and its fields mapped before the model loads (a missing or malformed file costs no load)."""
+    if not config.data:
+        raise ThinklensError.of("data", "nothing", "a JSONL file of prompts and completions", f"pass {opt('data', 'completions.jsonl')}")
+    read_records(config.data, config.field_mapping())
+
+
+JOB = Job("import-traces", ImportTracesConfig, run, report=report, preflight=preflight,
           help="import completions generated elsewhere (vLLM, SGLang, an API) as traces with states")
