@@ -63,6 +63,8 @@ def run_headline(entry: RunEntry) -> str:
         from thinklens.calibration.stats import finding_sentence
 
         return finding_sentence(findings[0])
+    if entry.status == "interrupted":  # SIGINT or SIGTERM (thinklens.runs.interrupts)
+        return "interrupted: rerun the same command to resume"
     return "still running (or stopped before it finished)" if entry.status == "running" else "-"
 
 
