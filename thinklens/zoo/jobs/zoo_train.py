@@ -42,9 +42,15 @@ class ZooTrainConfig(ConfigGroup):
     renamed: ClassVar[dict[str, str]] = {"eval_n": "n_eval"}
 
     def check(self) -> None:
-        from thinklens.engine.real_organisms import is_organism_name
+        import difflib
 
-        if not is_organism_name(self.model):  # smol-r1: a packaged real model's LoRA fine-tune (thinklens/zoo/smol_r1.py)
+        from thinklens.engine.real_organisms import REAL_ORGANISMS
+
+        if self.model not in REAL_ORGANISMS:  # smol-r1: a packaged real model's LoRA fine-tune (thinklens/zoo/smol_r1.py)
+            near = difflib.get_close_matches(self.model, list(REAL_ORGANISMS), n=1, cutoff=0.8)
+            if near:
+                raise ThinklensError.of("zoo-train model", self.model, "a zoo model or a real organism "
+                                        f"({', '.join(REAL_ORGANISMS)})", f"did you mean {near[0]!r}?")
             check_zoo_name(self.model)
         if not self.minutes > 0:
             raise ThinklensError.of("minutes", self.minutes, "a positive number", f"pass {opt('minutes', 30)}")
