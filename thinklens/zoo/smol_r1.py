@@ -67,11 +67,11 @@ class RealR1Recipe(ZooRecipe):
         return json.loads(json.dumps({**super().to_json(), "eval_style": None}))
 
 
-#: smol-r1: 2-5 texts of 1-4 steps per step (1024 padded tokens), 100 steps at lr 2e-3 (LoRA r=8 on every linear
+#: smol-r1: 2-5 texts of 1-4 steps per step (1024 padded tokens), 60 steps at lr 2e-3 (LoRA r=8 on every linear
 #: layer, 2.4M parameters). Measured on the shared 2-core machine at 1 thread: 20-30 s per step (about 27 tokens/s
 #: forward and backward through the 135M base), so the budget is in steps and fits --minutes 45 only when the
 #: machine is quiet (a capped run is published anyway, marked truncated).
-SMOL_R1 = RealR1Recipe(name="smol-r1", styles=(("think", 1.0),), steps=100, lr=2e-3, warmup_steps=10,
+SMOL_R1 = RealR1Recipe(name="smol-r1", styles=(("think", 1.0),), steps=60, lr=2e-3, warmup_steps=6,
                        min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=1024, task=CARRY_THINK_TASK, eval_style="think")
 
 #: Every real organism's recipe, by name (what ``zoo-train --model`` accepts beside the zoo).
