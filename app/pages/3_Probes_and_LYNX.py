@@ -166,10 +166,13 @@ def probe_section() -> None:
         return
     try:
         other = doc.get("findings_site") if doc.get("findings_site") not in (None, doc["best_site"]) else None
-        st.caption(f"target: **{doc['target']}**, best site: **{doc['best_site']}** (saved probe)"
-                   + (f", findings' site: **{other}** (chosen on held-out problems)" if other else "")
-                   + f", rows: {doc.get('n_rows')}, "
-                   f"problems: {doc.get('n_problems')}; probe saved in `{run.path / 'probe'}`")
+        if doc.get("degenerate"):  # a sweep at chance: no best site, no probe saved
+            st.warning(f"target: **{doc['target']}**: {doc['degenerate']['reason']}; no probe saved")
+        else:
+            st.caption(f"target: **{doc['target']}**, best site: **{doc['best_site']}** (saved probe)"
+                       + (f", findings' site: **{other}** (chosen on held-out problems)" if other else "")
+                       + f", rows: {doc.get('n_rows')}, "
+                       f"problems: {doc.get('n_problems')}; probe saved in `{run.path / 'probe'}`")
         if doc.get("steps_only_auroc") is not None:
             st.caption(f"control: AUROC from the number of steps alone = {doc['steps_only_auroc']:.3f}; model "
                        f"accuracy {doc.get('model_accuracy', float('nan')):.3f}")

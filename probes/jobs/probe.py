@@ -22,8 +22,11 @@ Findings (the summary's ``findings``, :mod:`thinklens.probes.probe_findings`): t
 its score reported on the other half, with a bootstrap interval over problems, against the shuffled-label probe
 (or chance / predicting the mean), the majority class and, on synthetic problems, the steps-only control.
 
-The probe at the best site is refitted on all rows and saved with :mod:`thinklens.probes.io`. Results:
-``results/sweep.json`` (and ``results/intention.json``), the figure ``layer_sweep``, ``probe/``.
+The probe at the best site is refitted on all rows and saved with :mod:`thinklens.probes.io`. A sweep whose best
+site scores no better than chance (AUROC 0.5, R^2 0: e.g. only ``embed`` at the last prompt token, the same token in
+every prompt) is flagged instead (:func:`at_chance`): ``best_site`` is None, ``degenerate`` says why, no probe is
+saved, and the report says there is no best site. Results: ``results/sweep.json`` (and ``results/intention.json``),
+the figure ``layer_sweep``, ``probe/``.
 
 Example:
     >>> JOB.name, ProbeJobConfig(target="correct").target
@@ -251,6 +254,35 @@ def transfer_scores(model, config: ProbeJobConfig, fmt: PromptFormat, X: dict, y
     return out
 
 
+CHANCE = {"roc_auc": 0.5, "r2": 0.0}
+"""What a probe that reads nothing scores (AUROC of a constant prediction; R^2 of predicting the mean)."""
+
+
+def at_chance(sweep: Any, features: dict) -> dict | None:
+    """Why the best site of a layer sweep reads nothing, or None: its mean CV score is at or below chance
+    (:data:`CHANCE`), e.g. because its features are the same in every row.
+
+    Example:
+        >>> import numpy as np
+        >>> from thinklens.probes.datasets import LayerSweep
+        >>> sw = LayerSweep(("embed", "resid_post.0"), np.array([[0.5, 0.5], [0.4, 0.48]]), "roc_auc")
+        >>> at_chance(sw, {"embed": np.ones((4, 2)), "resid_post.0": np.eye(4)})["reason"][:60]
+        'no site reads the target above chance: the best, embed, scor'
+    """
+    import numpy as np
+
+    chance = CHANCE.get(sweep.scoring)
+    score = float(np.max(sweep.mean))
+    if chance is None or score > chance:
+        return None
+    best = sweep.best
+    X = np.asarray(features[best])
+    why = " (its features are the same in every row)" if X.size and np.ptp(X, axis=0).max() == 0 else ""
+    return {"site": best, "score": score, "scoring": sweep.scoring, "chance": chance,
+            "reason": f"no site reads the target above chance: the best, {best}, scores {sweep.scoring} {score:.3f} "
+                      f"against chance {chance:g}{why}"}
+
+
 def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     """Run (or resume) the probe job into ``ctx.run``; returns the sweep result written to results/sweep.json."""
     import numpy as np
@@ -317,9 +349,14 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         if tests:
             extra["transfer"] = transfer_scores(model, config, fmt, X, y, sites, tests, cache, progress=ctx.progress)
         title = f"Predicting answer correctness from the last prompt token ({fmt.kind}, {config.folds}-fold CV)"
-    save_probe(final, run_folder.path / "probe", site=best, model_name=config.model)
+    primary = next(iter(sweeps.values()))
+    degenerate = at_chance(primary, X)
+    if degenerate is None:
+        save_probe(final, run_folder.path / "probe", site=best, model_name=config.model)
+    else:  # a probe at chance is no readout: flagged, never saved or reported as the best
+        best = None
     findings_site = next((f.extra["site"] for f in found if "site" in f.extra), None)
-    doc = {"target": config.target, "best_site": best, "findings_site": findings_site,
+    doc = {"target": config.target, "best_site": best, "findings_site": findings_site, "degenerate": degenerate,
            "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
            "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.kind, **extra,
            "findings": findings_doc(found)}
@@ -328,10 +365,9 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     if config.target == "correct" and config.intention:
         run_folder.write_result("intention", intention_metrics(model, config, fmt, problems, cache,
                                                                progress=ctx.progress))
-    primary = next(iter(sweeps.values()))
     run_folder.finish({"target": config.target, "best_site": best, "findings_site": findings_site,
-                       "best_score": float(primary.mean.max()),
-                       "scoring": primary.scoring, "findings": doc["findings"]})
+                       "best_score": float(primary.mean.max()), "scoring": primary.scoring,
+                       "degenerate": degenerate["reason"] if degenerate else None, "findings": doc["findings"]})
     return doc
 
 
@@ -344,10 +380,14 @@ def report(doc: dict) -> str:
     for t in doc.get("transfer", []):
         cells = "  ".join(f"{site}={'-' if a is None else format(a, '.3f')}" for site, a in t["auroc"].items())
         lines.append(f"test {t['data']} (model accuracy {t['model_accuracy']:.3f}) auroc: {cells}")
-    lines.append(f"best site: {doc['best_site']} (the sweep's best mean CV score over all problems: the probe saved in "
-                 "the run folder's probe/ is refitted there)")
+    if doc.get("degenerate"):
+        lines.append(f"no best site: {doc['degenerate']['reason']}; no probe saved")
+    else:
+        lines.append(f"best site: {doc['best_site']} (the sweep's best mean CV score over all problems: the probe saved "
+                     "in the run folder's probe/ is refitted there)")
     site = doc.get("findings_site")
-    if site and site != doc["best_site"]:  # the findings choose and score on disjoint halves; the sweep on the same rows
+    # the findings choose and score on disjoint halves; the sweep on the same rows
+    if site and site != doc["best_site"] and not doc.get("degenerate"):
         lines.append(f"the findings report {site}: chosen on half of the problems, scored on the other half (the "
                      f"sweep's best site is chosen and scored on the same problems, so its score is optimistic)")
     return "\n".join(lines)
@@ -357,6 +397,8 @@ def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): where the target is read best, and how well."""
     from thinklens.runs.headlines import num
 
+    if summary.get("degenerate"):
+        return f"{summary.get('target', '?')} value: {summary['degenerate']}"
     return (f"{summary.get('target', '?')} value read best at {summary.get('best_site', '?')} "
             f"({summary.get('scoring', 'score')} {num(summary.get('best_score'))})")
 

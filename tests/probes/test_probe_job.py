@@ -52,13 +52,16 @@ def test_grouped_cv_does_not_leak_across_groups():
         layer_sweep({"x": X}, y, task="regression", groups=groups[:10])
 
 
-def test_intermediate_job_writes_sweep_figure_and_probe(zooish, tmp_path):
-    cfg = ProbeJobConfig(model=zooish.name, n_problems=20, max_steps=2, folds=3, sites=("embed", "resid_post.*"),
+def test_intermediate_job_writes_sweep_figure_and_probe(reasoner, tmp_path):
+    # a trained model: a random one reads the value nowhere (R^2 <= 0), which the job flags and saves no probe for
+    zooish = reasoner
+    cfg = ProbeJobConfig(model=zooish.name, n_problems=120, max_steps=2, folds=3, sites=("embed", "resid_post.*"),
                          prompt_format="think")
     doc = run_job("probe", config=cfg, model=zooish, runs=tmp_path, run_id="p", progress=False)
     run = RunFolder.open(tmp_path / "probe" / "p")
     sw = doc["sweeps"]["r2"]
-    assert sw["sites"] == ["embed", "resid_post.0", "resid_post.1"] and len(sw["scores"][0]) == 3
+    assert sw["sites"] == ["embed", *(f"resid_post.{i}" for i in range(zooish.n_layers))] and len(sw["scores"][0]) == 3
+    assert doc["degenerate"] is None and max(sw["mean"]) > 0
     assert doc["best_site"] == sw["sites"][int(np.argmax(sw["mean"]))]
     assert run.read_result("sweep") == doc and run.figures() == ["layer_sweep"] and run.meta()["status"] == "done"
     probe = load_probe(run.path / "probe", expect_site=doc["best_site"], expect_d_model=zooish.d_model)
