@@ -114,7 +114,7 @@ def open_span_warning(traces: "list[Trace]", tokenizer: Any, *, what: str, label
     shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
     return (f"{len(left_open)} of {len(traces)} {what} traces ({shown}) end inside their {span.open} span, "
             f"{span.close} never written: " + (
-                "the model stopped inside its reasoning, so no answer follows it (check the prompt format and the model)"
+                "the model stopped inside its reasoning, so a split finds no answer after it (check the prompt format and the model)"
                 if what == "generated" else
                 f"cut short, or exported without the special tokens, which loses a {span.close} that is one (export "
                 "Trace.text_with_specials, decode with skip_special_tokens=False, or give the token ids)"))
