@@ -271,6 +271,161 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
     return out
 
 
+class _Row:
+    """One prompt's record in :func:`decode_queue`: its tokens, statistics and states so far."""
+
+    def __init__(self, budget: int, sites: list[Site]):
+        self.budget, self.reason = budget, "max_new_tokens"
+        self.tokens: list[int] = []
+        self.stats: list[tuple[Tensor, Tensor, Tensor]] = []  # (entropy [], top-k ids [k], top-k probs [k]) per step
+        self.states: dict[Site, list[Tensor]] = {s: [] for s in sites}  # [d] per step not yet handed to a sink
+        self.sunk = 0
+
+    def hand_over(self, sink: StateSink | None, upto_end: bool) -> None:
+        """Give the states held so far to ``sink`` (the row's stream)."""
+        held = len(self.tokens) - self.sunk
+        if sink is None or held == 0 or not self.states:
+            return
+        states = {s: torch.stack(v, 0)[None].cpu() for s, v in self.states.items()}  # [1, held, d]
+        tokens = torch.tensor(self.tokens[self.sunk:], dtype=torch.long)[None]
+        sink.write(states, self.sunk, tokens, [len(self.tokens) if upto_end else self.budget])
+        self.states = {s: [] for s in self.states}
+        self.sunk = len(self.tokens)
+
+    def decoded(self, top_k_stats: int | None) -> Decoded:
+        n = len(self.tokens)
+        out = Decoded(torch.tensor([self.tokens], dtype=torch.long), [n], [self.reason],
+                      {s: torch.stack(v, 0)[None].cpu() for s, v in self.states.items()} if not self.sunk else {})
+        if top_k_stats is not None:
+            out.entropy, out.topk_ids, out.topk_probs = (torch.stack([st[i] for st in self.stats])[None] for i in range(3))
+        return out
+
+
+def continuous_ready(model: Any, choice: TokenChoice | None, interventions: Sequence[Any] = ()) -> bool:
+    """Whether :func:`decode_queue` can run ``model`` with ``choice``: a token choice with no state per row
+    (:class:`Greedy`, :class:`Sample`), no interventions (they may read the step, which differs per row), and a
+    cache whose rows can be replaced (:meth:`Decoder.can_splice`)."""
+    if interventions or type(choice) not in (Greedy, Sample, type(None)):
+        return False
+    return Decoder(model).can_splice()
+
+
+@torch.no_grad()
+def decode_queue(model: Any, inputs: Sequence[Any], choice: TokenChoice | None = None, *,
+                 max_new_tokens: "int | Sequence[int]", slots: int, eos: set[int] | None = None, stop: Sequence[str] = (),
+                 capture: Sequence[Site | str] = (), top_k_stats: int | None = None,
+                 sinks: "Sequence[StateSink] | None" = None, sink_every: int = 64) -> list[Decoded]:
+    """Continuous batching: decode every prompt of ``inputs`` with at most ``slots`` rows in flight; a row that stops
+    frees its slot, and the next prompt's prefill takes it while the other rows go on. A batch of mixed-length traces
+    then costs about its total tokens, not ``batches x longest``. Returns one one-row :class:`Decoded` per prompt,
+    in order: the tokens and states :func:`decode` gives each prompt (greedy: the same tokens).
+
+    Args:
+        inputs: prompts or token-id rows, one per prompt (each as :meth:`HookedModel.tokenize` takes it).
+        choice: :class:`Greedy` (default) or :class:`Sample` (see :func:`continuous_ready`).
+        max_new_tokens: one budget, or one per prompt.
+        slots: rows decoded together at most.
+        sinks: one state sink per prompt (e.g. a :class:`~thinklens.engine.activation_store.TraceStream` of one trace),
+            fed every ``sink_every`` tokens of its prompt and at its end; the results' ``hidden`` are then empty.
+        eos, stop, capture, top_k_stats: as :func:`decode`.
+
+    Columns that every row masks (left by finished rows) are dropped once they are half the width, so attention
+    reads about the live rows' own lengths.
+    """
+    choice = choice or Greedy()
+    if type(choice) not in (Greedy, Sample):
+        raise ThinklensError.of("token choice", type(choice).__name__, "Greedy or Sample in continuous batching (a choice "
+                                "that keeps state per row follows its batch)", "use decode() batch by batch")
+    if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
+        raise ThinklensError.of("slots", slots, "an integer >= 1", "pass e.g. slots=8")
+    if sinks is not None and len(sinks) != len(inputs):
+        raise ThinklensError.of("sinks", len(sinks), f"one per prompt ({len(inputs)})", "pass one TraceStream per prompt")
+    if sinks is not None and (not isinstance(sink_every, int) or sink_every < 1):
+        raise ThinklensError.of("sink_every", sink_every, "an integer >= 1", "pass e.g. sink_every=64")
+    eos = eos_ids(model) if eos is None else set(eos)
+    pad = model.tokenizer.pad_token_id
+    budgets = row_budgets(max_new_tokens, len(inputs))
+    sites = [model.resolve_site(s) for s in capture]
+    rows = [_Row(n, sites) for n in budgets]
+    queue = list(range(len(inputs)))[::-1]  # popped from the end: prompt order
+    tail = max((len(s) for s in stop), default=0) + 4
+    dec: Decoder | None = None
+    slot: list[int | None] = []  # prompt of each decoder row (None: finished, masked padding until replaced)
+    logits = torch.empty(0)
+    cur: dict[Site, Tensor] = {}  # [batch, d] the states that produced this step's logits
+    t = 0
+    while True:
+        free = [r for r, p in enumerate(slot) if p is None]
+        if queue and (dec is None or free):  # admit the next prompts: their prefill, spliced into the free rows
+            take = [queue.pop() for _ in range(min(len(queue), slots if dec is None else len(free)))]
+            new = Decoder(model, [inputs[p] for p in take], capture=sites)
+            if dec is None:  # the batch's own cache (an admitted prompt's is copied into it)
+                new.reserve(new.input_ids.shape[1] + max(budgets[p] for p in take))
+            if not new.can_splice():
+                raise ThinklensError.of("continuous batching", f"the cache of {model.family}", "full-attention layers "
+                                        "only (no sliding windows or recurrent states)", "use decode() batch by batch")
+            got = new.prefill()
+            states = {s: new.states[s].pop(new.step_index) for s in sites}
+            if dec is None:
+                dec, slot, logits, cur = new, take, got, states
+            else:
+                dec.splice(free[:len(take)], new)
+                at = torch.as_tensor(free[:len(take)], device=logits.device)
+                logits[at] = got.to(logits.dtype)
+                for s in sites:  # a copy: the step's tensor is a view of that forward's activation
+                    cur[s] = cur[s].clone()
+                    cur[s][at] = states[s].to(cur[s].dtype)
+                for r, p in zip(free, take):
+                    slot[r] = p
+        live = torch.tensor([p is not None for p in slot])  # [batch]
+        if top_k_stats is not None:
+            logp = torch.log_softmax(logits, -1)  # [batch, vocab]
+            ent = -(logp.exp() * logp).sum(-1)
+            tk_p, tk_i = logp.exp().topk(min(top_k_stats, logp.shape[-1]), dim=-1)
+            ent, tk_i, tk_p = ent.cpu(), tk_i.cpu(), tk_p.cpu()
+        nxt = choice.choose(logits, DecodeState(t, dec, ~live, []))
+        nxt = torch.where(live.to(nxt.device), nxt, torch.full_like(nxt, pad))
+        got_tokens = nxt.cpu().tolist()
+        for r, p in enumerate(slot):
+            if p is None:
+                continue
+            row = rows[p]
+            row.tokens.append(got_tokens[r])
+            if top_k_stats is not None:
+                row.stats.append((ent[r], tk_i[r], tk_p[r]))
+            for s in sites:
+                row.states[s].append(cur[s][r].clone())
+            if got_tokens[r] in eos:
+                row.reason = "eos"
+            elif stop and any(x in model.tokenizer.decode(row.tokens[-tail:]) for x in stop):
+                row.reason = "stop_string"
+            elif len(row.tokens) < row.budget:
+                if sinks is not None and len(row.tokens) - row.sunk >= sink_every:
+                    row.hand_over(sinks[p], upto_end=False)
+                continue
+            row.hand_over(sinks[p] if sinks is not None else None, upto_end=True)
+            slot[r] = None
+        t += 1
+        if all(p is None for p in slot) and not queue:
+            break
+        if not queue and any(p is None for p in slot):  # nothing left to admit: drop the finished rows
+            keep = [r for r, p in enumerate(slot) if p is not None]
+            dec = _kept_rows(dec, keep, sites)
+            slot, nxt = [slot[r] for r in keep], nxt[torch.as_tensor(keep, device=nxt.device)]
+            live = torch.ones(len(keep), dtype=torch.bool)
+        dec.compact(at_least=max(16, dec.length // 2))
+        logits = dec.step(nxt, mask=None if bool(live.all()) else live.long()[:, None])
+        cur = {s: dec.states[s].pop(dec.step_index) for s in sites}
+    return [row.decoded(top_k_stats) for row in rows]
+
+
+def _kept_rows(dec: Decoder, keep: list[int], sites: list[Site]) -> Decoder:
+    """A decoder of ``keep``'s rows only, watching ``sites``."""
+    out = dec.fork(keep)
+    out.watch(sites)
+    return out
+
+
 def row_budgets(max_new_tokens: "int | Sequence[int]", b: int) -> list[int]:
     """``max_new_tokens`` as one budget per row of a ``b``-row batch (checked)."""
     budgets = [max_new_tokens] * b if isinstance(max_new_tokens, int) else list(max_new_tokens)

@@ -34,7 +34,16 @@ from tqdm.auto import tqdm
 from thinklens.engine.interventions import Intervention
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.generation.decode_loop import Decoded, Decoder, Greedy, Sample, decode, row_budgets
+from thinklens.generation.decode_loop import (
+    Decoded,
+    Decoder,
+    Greedy,
+    Sample,
+    continuous_ready,
+    decode,
+    decode_queue,
+    row_budgets,
+)
 from thinklens.generation.trace import Trace
 
 if TYPE_CHECKING:
@@ -67,6 +76,10 @@ class GenerateConfig:
     """Prompts per batch (None = all at once)."""
     stream_every: int = 64
     """With a store to stream to: steps between two hand-overs of the states to the store."""
+    continuous: bool = True
+    """With more prompts than ``batch_size``: a row that stops frees its slot for the next prompt (continuous
+    batching, :func:`thinklens.generation.decode_loop.decode_queue`); False: batch after batch. Greedy tokens are the
+    same; the local loop only, without interventions, on full-attention caches (else batch after batch)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_new_tokens, int):
@@ -179,9 +192,13 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
     bs = cfg.batch_size or len(prompts)
     starts = range(0, len(prompts), bs)
     out: list[Trace] = []
+    queued = (backend == "hooks" and cfg.continuous and bs < len(prompts)
+              and continuous_ready(model, Sample(gen) if cfg.do_sample else Greedy(), interventions))
     with ExitStack() as stack:
         if own_writer:
             stack.enter_context(writer)
+        if queued:
+            return _generate_queue(model, prompts, cfg, sites, gen, writer, call, budgets)
         for start in tqdm(starts, desc="generate", disable=not progress or len(starts) < 2):
             rows = list(range(start, min(start + bs, len(prompts))))
             # the hook loop gives each row its own budget; HF generate (nnsight) one per call: runs of equal budget
@@ -198,6 +215,42 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
                                          stream, start == 0 and part is parts[0], [budgets[r] for r in part])
                 got.update(zip(part, traces))
             out.extend(got[r] for r in rows)
+    return out
+
+
+def _generate_queue(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
+                    gen: torch.Generator | None, writer: "StoreWriter | None", call: str, budgets: list[int]) -> list[Trace]:
+    """Every prompt by continuous batching, ``cfg.batch_size`` rows in flight (:func:`decode_queue`)."""
+    choice = Sample(gen, cfg.temperature, cfg.top_p) if cfg.do_sample else Greedy()
+    streams = None
+    if writer is not None and sites:
+        from thinklens.engine.activation_store import TraceStream
+
+        streams = [TraceStream(writer, [f"{call}-{r}"]) for r in range(len(prompts))]
+    parts = decode_queue(model, prompts, choice, max_new_tokens=budgets, slots=cfg.batch_size, stop=cfg.stop,
+                         capture=sites, top_k_stats=cfg.top_k_stats, sinks=streams, sink_every=cfg.stream_every)
+    stored = None
+    if streams is not None:
+        from thinklens.engine.activation_store import StoredStates
+
+        writer.flush()  # the traces read their states back from the store
+        stored = [StoredStates(writer.store, st.trace_ids[0], sites, model.n_layers) for st in streams]
+    return traces_of(model, prompts, model.tokenize(prompts), _stacked(parts), sites, stored)
+
+
+def _stacked(parts: Sequence[Decoded]) -> Decoded:
+    """One-row results as one batch, each row padded after its end (``traces_of`` cuts each at its length)."""
+    n = max(p.lengths[0] for p in parts)
+
+    def pad(x: Tensor) -> Tensor:  # [1, len, ...] -> [1, n, ...]
+        return torch.cat([x, x.new_zeros((1, n - x.shape[1], *x.shape[2:]))], 1)
+
+    out = Decoded(torch.cat([pad(p.tokens) for p in parts]), [p.lengths[0] for p in parts],
+                  [p.stop_reasons[0] for p in parts],
+                  {s: torch.cat([pad(p.hidden[s]) for p in parts]) for s in parts[0].hidden})
+    if parts[0].entropy is not None:
+        out.entropy, out.topk_ids, out.topk_probs = (torch.cat([pad(getattr(p, k)) for p in parts])
+                                                     for k in ("entropy", "topk_ids", "topk_probs"))
     return out
 
 

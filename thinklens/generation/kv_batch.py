@@ -26,7 +26,7 @@ from torch import Tensor
 from thinklens.engine.hooks import ForwardContext, site_hooks
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
-from thinklens.generation.presized_cache import presize_cache
+from thinklens.generation.presized_cache import PresizedLayer, presize_cache
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
@@ -361,6 +361,60 @@ class Decoder:
         dec._last_pos = None if self._last_pos is None else self._last_pos[index]
         dec.step_index = self.step_index
         return dec
+
+    # ---- continuous batching: rows replaced while the others run ----------------------------------------
+    def can_splice(self) -> bool:
+        """Whether :meth:`splice` can replace rows: every cache layer keeps the keys and values of every position
+        (full attention), no state lives in the modules, and every step takes the attention mask."""
+        from transformers.cache_utils import DynamicLayer
+
+        layers = getattr(self.cache, "layers", None)
+        return (isinstance(layers, list) and bool(layers) and not self.model.adapter.module_state
+                and getattr(self.model.config, "model_type", None) not in MASK_AT_PREFILL_ONLY
+                and all(type(lay) is DynamicLayer or isinstance(lay, PresizedLayer) for lay in layers))
+
+    def splice(self, rows: Sequence[int], other: "Decoder") -> None:
+        """Replace ``rows`` of this decoder by the rows of ``other`` (a decoder that ran its own prompts, e.g. their
+        prefill), right-aligned to this decoder's columns after masked padding: the admission of continuous
+        batching. Both must :meth:`can_splice`."""
+        if len(rows) != other.mask.shape[0]:
+            raise ThinklensError.of("splice rows", list(rows), f"{other.mask.shape[0]} rows (one per row of the other decoder)",
+                                    "pass one row index per admitted prompt")
+        width, n = self.length, other.length
+        if n > width:
+            self._pad_left(n - width)
+            width = n
+        idx = torch.as_tensor(list(rows), dtype=torch.long, device=self.mask.device)
+        for mine, theirs in zip(self.cache.layers, other.cache.layers):
+            for name in ("keys", "values"):
+                dst, src = getattr(mine, name), getattr(theirs, name)  # [batch, head, pos, d_head]
+                dst[idx] = torch.cat([dst.new_zeros((len(rows), *dst.shape[1:2], width - n, *dst.shape[3:])),
+                                      src.to(dst.dtype)], 2)  # in place: a pre-sized layer's view writes its buffer
+        for name in ("ids", "mask", "positions"):
+            dst, src = getattr(self, name), getattr(other, name)
+            dst[idx] = torch.cat([src.new_zeros((len(rows), width - n)), src], 1)
+        self._last_pos[idx] = other._last_pos.to(self._last_pos.device)
+
+    def _pad_left(self, k: int) -> None:
+        """Prepend ``k`` masked columns to every row (a longer prompt is being admitted)."""
+        for layer in self.cache.layers:
+            layer.keys = torch.cat([layer.keys.new_zeros((*layer.keys.shape[:2], k, layer.keys.shape[3])), layer.keys], 2)
+            layer.values = torch.cat([layer.values.new_zeros((*layer.values.shape[:2], k, layer.values.shape[3])),
+                                      layer.values], 2)
+        self.ids, self.mask, self.positions = (torch.cat([t.new_zeros((t.shape[0], k)), t], 1)
+                                               for t in (self.ids, self.mask, self.positions))
+
+    def compact(self, at_least: int = 1) -> int:
+        """Drop the leading columns that every row masks (rows admitted after others finished leave them), when
+        there are at least ``at_least``; returns how many were dropped. Attention then reads fewer positions."""
+        used = self.mask.bool().any(0)  # [pos] columns some row attends to
+        first = int(used.long().argmax()) if bool(used.any()) else self.length
+        if first < max(1, at_least):
+            return 0
+        for layer in self.cache.layers:  # a pre-sized layer moves the rest into a buffer at its next write
+            layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+        self.ids, self.mask, self.positions = self.ids[:, first:], self.mask[:, first:], self.positions[:, first:]
+        return first
 
     @property
     def length(self) -> int:

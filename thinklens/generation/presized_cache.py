@@ -78,7 +78,8 @@ def _presized_class() -> type:
 
         def _grow(self, key_states: Tensor, value_states: Tensor, n: int, need: int) -> None:
             old = self._kbuf.shape[2] if self._kbuf is not None else 0
-            cap = max(self.capacity, need, 2 * old)
+            # a full buffer doubles; states set from outside (a row spliced in, columns dropped) move into one as large
+            cap = old if need <= old else max(self.capacity, need, 2 * old)
             b, h = key_states.shape[:2]
             kb = key_states.new_empty((b, h, cap, key_states.shape[-1]))  # [batch, head, capacity, d_head]
             vb = value_states.new_empty((b, h, cap, value_states.shape[-1]))
@@ -110,8 +111,8 @@ def _presized_class() -> type:
 
 
 def presize_cache(cache: Any, positions: int) -> int:
-    """Swap the empty full-attention layers of a fresh transformers cache (exactly ``DynamicLayer``) for
-    :func:`presized_layer` ones of ``positions`` positions; other layers (sliding windows, linear attention, a family's
+    """Swap the empty full-attention layers of a fresh transformers cache (exactly ``DynamicLayer``, or pre-sized
+    ones: re-sized) for :func:`presized_layer` ones of ``positions`` positions; other layers (sliding windows, linear attention, a family's
     own) stay as they are. Returns how many layers were swapped (0: the fallback, the dynamic cache as it was)."""
     from transformers.cache_utils import DynamicLayer
 
@@ -120,7 +121,7 @@ def presize_cache(cache: Any, positions: int) -> int:
         return 0
     swapped = 0
     for i, layer in enumerate(layers):
-        if type(layer) is DynamicLayer and not layer.is_initialized:
+        if (type(layer) is DynamicLayer or isinstance(layer, PresizedLayer)) and not layer.is_initialized:
             layers[i] = presized_layer(positions)
             swapped += 1
     return swapped
