@@ -133,16 +133,7 @@ def split_features_and_labels(model, data: SplitData, sites: tuple[Site, ...], c
     batches = batch_ranges(len(data.traces), config.batch_size)
     mine = shards.shard(range(len(batches)))
     for k in progress.iter(mine, desc=f"features+labels {split}", total=len(mine)):
-        rows = batches[k]
-        f_item, l_item = f"features.{STAGE_NAMES[split]}.{k:04d}", f"labels.{STAGE_NAMES[split]}.{k:04d}"
-        if not (cache.done(f_item) and cache.done(l_item)):
-            X, f = event_features_and_labels(
-                model, [data.traces[i] for i in rows], [data.events[i] for i in rows], [data.gold[i] for i in rows],
-                sites, exit_string=config.exit_string, max_answer_tokens=config.max_answer_tokens,
-                batch_size=config.label_batch_size)
-            cache.arrays(f_item, lambda X=X: {"X": X.astype(np.float32)})
-            cache.json(l_item, lambda f=f: {"label": f.label, "answer": f.answer, "answer_tokens": f.answer_tokens,
-                                             "text": f.text})
+        label_batch(model, data, sites, config, cache, split, k)
     if shards.size > 1:
         shards.merge()
         cache.refresh()
@@ -157,6 +148,102 @@ def split_features_and_labels(model, data: SplitData, sites: tuple[Site, ...], c
     forced = ForcedExits(label=np.asarray(label, dtype=np.int64), answer=answer,
                          answer_tokens=np.asarray(n_tok, dtype=np.int64), text=text)
     return np.concatenate(xs, axis=0), forced
+
+
+def label_batch(model, data: SplitData, sites: tuple[Site, ...], config: LynxJobConfig, cache: StageCache, split: str,
+                k: int) -> list[int]:
+    """Features and forced-exit labels of batch ``k`` of a split's rollouts (``config.batch_size`` rollouts; cached as
+    ``features.<split>.<k>`` and ``labels.<split>.<k>``, or read back); returns the batch's labels."""
+    rows = batch_ranges(len(data.traces), config.batch_size)[k]
+    f_item, l_item = f"features.{STAGE_NAMES[split]}.{k:04d}", f"labels.{STAGE_NAMES[split]}.{k:04d}"
+    if not (cache.done(f_item) and cache.done(l_item)):
+        X, f = event_features_and_labels(
+            model, [data.traces[i] for i in rows], [data.events[i] for i in rows], [data.gold[i] for i in rows],
+            sites, exit_string=config.exit_string, max_answer_tokens=config.max_answer_tokens,
+            batch_size=config.label_batch_size)
+        cache.arrays(f_item, lambda X=X: {"X": X.astype(np.float32)})
+        cache.json(l_item, lambda f=f: {"label": f.label, "answer": f.answer, "answer_tokens": f.answer_tokens,
+                                         "text": f.text})
+    return [int(v) for v in cache.json(l_item, _vanished)["label"]]
+
+
+def events_per_rollout(config: LynxJobConfig, split: str) -> int:
+    """The most events one rollout of ``split`` can add: its cap, and at most one per generated token (a cue-less
+    rollout's fallback is one)."""
+    cap = config.max_events(split)
+    return max(1, min(cap if cap is not None else config.max_new_tokens, config.max_new_tokens))
+
+
+def labelled_split(model, config: LynxJobConfig, split: str, prompts: list[str], gold: list[str], sites: tuple[Site, ...],
+                   cache: StageCache, *, need: int, earlier: dict[str, SplitData] | None = None,
+                   progress: Progress | None = None, shards: Shards | None = None) -> SplitData:
+    """Rollouts, cue events, features and labels of a split, batch after batch, stopping as soon as its labels
+    cannot reach ``need`` events of each class (the rollouts left could not add enough of the rarer one even if
+    every event they can hold had its label): a model that never (or always) answers at a forced exit is refused
+    after the batches that show it, not after every rollout of every split.
+
+    The batches, their seeds and cache items are :func:`collect_split`'s and :func:`split_features_and_labels`'s,
+    so the split it returns is theirs. Under a multi-process launch the processes split the whole split first
+    (as those do) and the classes are checked after it. When no rollout so far (``earlier`` splits' and this one's)
+    holds a cue word, the refusal says that (:func:`check_cues_found`): the labels are all fallback events.
+    """
+    progress = progress or Progress(enabled=False)
+    shards = shards or Shards()
+    batches = batch_ranges(len(prompts), config.batch_size)
+    counts = np.zeros(2, dtype=np.int64)
+    if shards.size > 1:
+        data = collect_split(model, config, split, prompts, gold, cache, progress=progress, shards=shards)
+        data.X, data.forced = split_features_and_labels(model, data, sites, config, cache, split, progress=progress,
+                                                        shards=shards)
+        counts += np.bincount(data.forced.label, minlength=2)[:2]
+        if int(counts.min()) < need:
+            check_cues_found(config, {**(earlier or {}), split: data})
+        check_label_classes(split, counts, need, len(prompts), len(prompts), 0)
+        return data
+    from thinklens.probes.rollouts import rollout_batch
+
+    traces: list[Trace] = []
+    events: list[list[CueEvent]] = []
+    seed = batch_seed(config.seed, SPLITS.index(split))
+    most = events_per_rollout(config, split)
+    for k in progress.iter(range(len(batches)), desc=f"rollouts+labels {split}", total=len(batches)):
+        trs = rollout_batch(model, prompts, cache, k, name=f"rollouts.{split}", batch_size=config.batch_size, seed=seed,
+                            max_new_tokens=config.max_new_tokens, **config.decoding())
+        traces += trs
+        events += rollout_events(trs, model.tokenizer, config, split)
+        part = SplitData(traces=traces, gold=list(gold[: len(traces)]), events=events)
+        counts += np.bincount(np.asarray(label_batch(model, part, sites, config, cache, split, k), dtype=np.int64),
+                              minlength=2)[:2]
+        left = len(prompts) - batches[k].stop
+        if int(counts.min()) + left * most < need:
+            check_cues_found(config, {**(earlier or {}), split: part})
+        check_label_classes(split, counts, need, len(traces), len(prompts), left * most)
+    data = SplitData(traces=traces, gold=list(gold), events=events)
+    data.X, data.forced = split_features_and_labels(model, data, sites, config, cache, split)  # every batch cached
+    return data
+
+
+def check_label_classes(split: str, counts: np.ndarray, need: int, done: int, total: int, reachable: int) -> None:
+    """Refuse a split whose forced-exit labels cannot reach ``need`` events of each class: ``counts`` [2] so far, after
+    ``done`` of ``total`` rollouts whose rest can add at most ``reachable`` events.
+
+    Example:
+        >>> check_label_classes("train", np.array([33, 1]), 2, 8, 10, 4)  # 1 + 4 >= 2: not yet decided
+        >>> check_label_classes("train", np.array([33, 1]), 2, 10, 10, 0)
+        Traceback (most recent call last):
+        ...
+        thinklens.errors.ThinklensError: bad forced-exit labels of the train split: received 'class counts [33, 1] after 10 of 10 rollouts'; ...
+    """
+    if int(counts.min()) + reachable >= need:
+        return
+    rare = "correct" if counts[1] < counts[0] else "wrong"
+    left = f" (the {total - done} left could add at most {reachable} events)" if done < total else ""
+    raise ThinklensError.of(
+        f"forced-exit labels of the {split} split", f"class counts {counts.tolist()} after {done} of {total} rollouts{left}",
+        f"at least {need} events of each class (a wrong and a correct forced answer) to "
+        + ("train the probe" if split == "train" else f"calibrate the {split} split"),
+        f"the model gives too few {rare} answers at a forced exit: use a model that solves some of these problems "
+        f"(and misses others), easier or harder problems, or more of them ({opt_name('n_' + split)})")
 
 
 def _vanished():  # pragma: no cover - both items were just written

@@ -40,15 +40,26 @@ def cached_rollouts(model, prompts: Sequence[str], cache: StageCache, *, name: s
     batches = batch_ranges(len(prompts), batch_size)
     mine = shards.shard(range(len(batches)))
     for k in progress.iter(mine, desc=name, total=len(mine)):
-        def compute(rows: range = batches[k], k: int = k) -> list[dict[str, Any]]:
-            traces = model.generate([prompts[i] for i in rows], max_new_tokens=max_new_tokens, do_sample=do_sample,
-                                    seed=batch_seed(seed, k), temperature=temperature, top_p=top_p, top_k_stats=1)
-            return [trace_to_json(t) for t in traces]
-        cache.json(f"{name}.{k:04d}", compute)
+        rollout_batch(model, prompts, cache, k, name=name, batch_size=batch_size, seed=seed, max_new_tokens=max_new_tokens,
+                      do_sample=do_sample, temperature=temperature, top_p=top_p)
     if shards.size > 1:
         shards.merge()
         cache.refresh()
     return [trace_from_json(d) for k in range(len(batches)) for d in cache.json(f"{name}.{k:04d}", _not_cached)]
+
+
+def rollout_batch(model, prompts: Sequence[str], cache: StageCache, k: int, *, name: str, batch_size: int, seed: int = 0,
+                  max_new_tokens: int, do_sample: bool = False, temperature: float = 1.0,
+                  top_p: float = 1.0) -> list[Trace]:
+    """The traces of batch ``k`` of :func:`cached_rollouts` (computed and cached as ``<name>.<k:04d>``, or read back):
+    for a caller that looks at each batch before drawing the next."""
+    rows = batch_ranges(len(prompts), batch_size)[k]
+
+    def compute() -> list[dict[str, Any]]:
+        traces = model.generate([prompts[i] for i in rows], max_new_tokens=max_new_tokens, do_sample=do_sample,
+                                seed=batch_seed(seed, k), temperature=temperature, top_p=top_p, top_k_stats=1)
+        return [trace_to_json(t) for t in traces]
+    return [trace_from_json(d) for d in cache.json(f"{name}.{k:04d}", compute)]
 
 
 def _not_cached():  # pragma: no cover - every batch was cached above, by this process or another

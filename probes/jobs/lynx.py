@@ -98,6 +98,39 @@ def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tupl
     return usable, skipped
 
 
+def label_need(config: LynxJobConfig, split: str) -> int:
+    """Events of each class a split's labels must reach: 2 to train the probe (:func:`thinklens.probes.lynx.train_lynx_probe`),
+    the calibration size of the smallest delta (of the largest with ``skip_vacuous``: one usable delta is enough) to
+    calibrate, none to test.
+
+    Example:
+        >>> cfg = LynxJobConfig(deltas=(0.1, 0.3))
+        >>> [label_need(cfg, s) for s in ("train", "calibration", "test")]
+        [2, 9, 0]
+        >>> label_need(dataclasses.replace(cfg, skip_vacuous=True), "calibration")
+        3
+    """
+    from thinklens.probes.conformal import min_calibration_events
+
+    if split == "train":
+        return 2 if config.probe is None else 0
+    if split == "calibration":
+        return min_calibration_events(max(config.deltas) if config.skip_vacuous else min(config.deltas))
+    return 0
+
+
+def preflight(config: LynxJobConfig) -> None:
+    """Every split's problems loaded and checked disjoint before the model loads (a missing or malformed file, a
+    question in two splits); a given probe's folder read."""
+    from thinklens.probes.lynx_splits import split_problem_sets
+
+    split_problem_sets(config)
+    if config.probe is not None:
+        from thinklens.probes.io import read_probe_meta
+
+        read_probe_meta(config.probe)
+
+
 def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, sites, train):
     """The probe and its validation record: the given one, the one this run saved, or a new one trained on the
     train split's events (``train``: its SplitData; None with a given probe)."""
@@ -140,7 +173,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     from thinklens.probes.lynx import check_cue_vocabulary, lynx_sites
     from thinklens.probes.lynx_findings import lynx_findings
     from thinklens.probes.lynx_result import LynxResult, write_lynx_result
-    from thinklens.probes.lynx_splits import SPLITS, check_cues_found, collect_split, split_features_and_labels, split_problem_sets
+    from thinklens.probes.lynx_splits import SPLITS, check_cues_found, labelled_split, split_problem_sets
     from thinklens.runs.stages import StageCache
 
     model = ctx.model
@@ -155,13 +188,18 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     if settings.probe is not None:  # a mismatching probe fails now, not after the rollouts
         load_probe(settings.probe, expect_site=[str(s) for s in sites], expect_d_model=model.d_model)
     cache = StageCache(ctx.run)
-    # several processes split the rollouts and the labels by batches; the main one fits, calibrates and writes
-    data = {s: collect_split(model, settings, s, prompts[s], problems[s].answers, cache, progress=ctx.progress,
-                             shards=ctx.shards) for s in active}
+    # split after split, each labelled batch by batch: a split whose labels cannot reach both classes stops its rollouts
+    # there, before the next split's (several processes split each split's batches; the main one fits, calibrates and
+    # writes)
+    data = {}
+    for s in active:
+        data[s] = labelled_split(model, settings, s, prompts[s], problems[s].answers, sites, cache,
+                                 need=label_need(settings, s), earlier=data, progress=ctx.progress, shards=ctx.shards)
+        if s == "calibration":  # the class sizes every delta needs, known before any test rollout
+            d = data[s]
+            keep = np.ones(d.n_events, dtype=bool) if settings.calibration_fallbacks else d.is_cue  # [event]
+            usable_deltas(settings, MondrianCalibrator.fit(np.zeros(int(keep.sum())), d.forced.label[keep]))
     check_cues_found(settings, data)
-    for split, d in data.items():
-        d.X, d.forced = split_features_and_labels(model, d, sites, settings, cache, split, progress=ctx.progress,
-                                                  shards=ctx.shards)
     if not ctx.shards.is_main:
         return ctx.shards.share(None)
     train, cal, test = data.get("train"), data["calibration"], data["test"]
@@ -278,5 +316,5 @@ DEMO = (
 )
 
 
-JOB = Job("lynx", LynxJobConfig, run, order=40, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
+JOB = Job("lynx", LynxJobConfig, run, preflight=preflight, order=40, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
           report=report, help="LYNX: conformal early exit from hidden-state probes")

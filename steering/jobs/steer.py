@@ -187,13 +187,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=stats_set.correct([t.text for t in trs]),
                               words=(cfg.word, *(w for w in THINKING_WORDS if w != cfg.word.lower())), reasoning=reasoning,
                               span=fmt.span.family if reasoning else None)
-    # words match case-insensitively: the statistics' own spelling of --word
-    word = next((w for w in stats.corr_words if w.lower() == cfg.word.lower()), None)
-    if word is None:
-        raise ThinklensError.of(opt_name("word"), cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
-                                f"pass one of those, or {opt('feature', '<N>')}")
-    if cfg.feature is None:
-        check_word_seen(stats, word, cfg.word)
+    word = stats_word(stats, cfg)
     feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(word)
     top = stats.top_activating(exclude=[feature])
     alive = torch.tensor(stats.freq) > 0
@@ -232,6 +226,42 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     summary["headlines"] = headlines(found, cfg.word, feature)
     ctx.run.finish(summary)
     return summary
+
+
+def stats_word(stats: "FeatureStats", cfg: SteerJobConfig) -> str:
+    """The statistics' own spelling of ``cfg.word`` (words match case-insensitively), refused when the statistics
+    cannot pick a feature for it (:func:`check_word_seen`; with ``cfg.feature`` given, only its spelling is looked up).
+    One rule for the job and its preflight (which reads an SAE run's saved statistics before the model loads)."""
+    word = next((w for w in stats.corr_words if w.lower() == cfg.word.lower()), None)
+    if word is None:
+        raise ThinklensError.of(opt_name("word"), cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
+                                f"pass one of those, or {opt('feature', '<N>')}")
+    if cfg.feature is None:
+        check_word_seen(stats, word, cfg.word)
+    return word
+
+
+def preflight(cfg: SteerJobConfig) -> None:
+    """What can be refused before the model loads: the SAE folder, the problems or prompts, and ``--word`` against the
+    SAE run's saved feature statistics (when it has them; otherwise they come from the model's traces)."""
+    import json
+
+    from thinklens.data.prompts import read_prompts
+    from thinklens.steering.features import FeatureStats
+    from thinklens.steering.sae import sae_folder
+
+    _, sae_run = sae_folder(cfg.sae)
+    if cfg.data:
+        cfg.load()
+    elif cfg.prompts.startswith("zoo:"):
+        from thinklens.tasks import check_style
+
+        check_style(cfg.prompts[4:])
+    elif cfg.prompt_format == "auto":  # another format with a prompt file is refused by prompt_sets, as before
+        read_prompts(cfg.prompts)
+    stats_file = sae_run / "results" / "feature_stats.json" if sae_run else None
+    if stats_file is not None and stats_file.is_file():
+        stats_word(FeatureStats.from_json(json.loads(stats_file.read_text())), cfg)
 
 
 def check_word_seen(stats: "FeatureStats", word: str, asked: str) -> None:
@@ -469,5 +499,5 @@ def headline(summary: dict, folder: Path) -> str:
 DEMO = (DemoRun(("--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "30", "--coeffs=-1,0,1"), progress=True),)
 
 
-JOB = Job("steer", SteerJobConfig, run, order=70, page="pages/4_Steering.py", demo=DEMO, headline=headline,
+JOB = Job("steer", SteerJobConfig, run, preflight=preflight, order=70, page="pages/4_Steering.py", demo=DEMO, headline=headline,
           report=report, help="steer generation with an SAE feature vs equal-norm baselines")

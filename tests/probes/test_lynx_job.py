@@ -158,13 +158,16 @@ def test_resume_after_interruptions_equals_a_straight_run(straight, reasoner, tm
             monkeypatch.undo()
         return gen, labels
 
+    # the splits are rolled out and labelled one after another, chunk by chunk (train, calibration, test)
     with pytest.raises(KeyboardInterrupt):
-        attempt(gen_at=4, labels_at=-1)  # Ctrl-C in the first calibration rollout chunk
+        attempt(gen_at=4, labels_at=-1)  # Ctrl-C in the first calibration rollout chunk, the train split done
+    assert log[0][1].calls == 3  # the train split's three label chunks
     with pytest.raises(KeyboardInterrupt):
-        attempt(gen_at=-1, labels_at=3)  # then in the third features+labels chunk
-    assert log[1][0].calls == n_chunks - 3  # three rollout chunks had finished before the first Ctrl-C
+        attempt(gen_at=-1, labels_at=3)  # then in the calibration split's third features+labels chunk
+    assert log[1][0].calls == 3  # the calibration split's rollouts: the train split's were read back
     gen, labels = attempt(gen_at=-1, labels_at=-1)
-    assert gen.calls == 0 and labels.calls == n_chunks - 2  # finished chunks were read back, not redone
+    # finished chunks were read back, not redone: the calibration chunk interrupted, then the test split
+    assert gen.calls == n_chunks // 3 and labels.calls == 1 + n_chunks // 3
     run = RunFolder.open(tmp_path / "lynx" / "resumed")
     for name in ("lynx", "per_delta", "probe_validation"):
         assert (run.path / "results" / f"{name}.json").read_text() == (done.path / "results" / f"{name}.json").read_text()
@@ -211,15 +214,16 @@ def test_unknown_and_absent_cue_words(zooish, tmp_path):
     check_cue_vocabulary(zooish.tokenizer, ("hmm", "wait", "so"))
     with pytest.raises(ThinklensError, match="bad cue word: received 'alternatively'"):
         check_cue_vocabulary(zooish.tokenizer, ("hmm", "alternatively"))
-    # a phrase the random model never writes: no cue events at all
-    with pytest.raises(ThinklensError, match="bad cue events.*no tom has 7 in 12 rollouts"):
+    # a phrase the random model never writes: no cue events at all, said once the train split's (fallback) labels
+    # cannot train a probe, before the other splits are rolled out
+    with pytest.raises(ThinklensError, match="bad cue events.*no tom has 7 in 4 rollouts"):
         run_lynx(zooish, tmp_path, "nocue", cue_words=("Tom has 7",), n_train=4, n_calibration=4, n_test=4,
                  max_steps=1, max_new_tokens=12, skip_vacuous=True, prompt_format="think")
 
 
 def test_one_class_labels_stop_with_a_clear_error(zooish, tmp_path):
-    # the random model never answers right: nothing to learn, said in one line
-    with pytest.raises(ThinklensError, match="probe training data"):
+    # the random model never answers right: nothing to learn, said in one line after the train split
+    with pytest.raises(ThinklensError, match=r"labels of the train split: received 'class counts \[\d+, 0\] after 6 of 6"):
         run_lynx(zooish, tmp_path, "oneclass", n_train=6, n_calibration=6, n_test=6, max_steps=1, max_new_tokens=16,
                  cue_words=("hmm", "wait", "so", "tom", "ann", "sam", "apples", "pears", "coins"), skip_vacuous=True,
                  prompt_format="think")
