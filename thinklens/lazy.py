@@ -32,6 +32,25 @@ def package_dir(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def refuse_generic_name(package: str) -> None:
+    """Refuse a capability folder imported by its folder's name (``import probes.conformal`` from a checkout's root,
+    where the folder sits on ``sys.path``): it would load a second copy of ``thinklens.probes.conformal``, with its
+    own classes and state. Installed, the name does not exist at all; from a checkout it says which name to use.
+
+    Example:
+        >>> refuse_generic_name("thinklens.probes")
+        >>> refuse_generic_name("probes")
+        Traceback (most recent call last):
+        ...
+        ImportError: 'probes' is thinklens's folder of thinklens.probes, not a package: import thinklens.probes
+    """
+    from thinklens import CAPABILITIES
+
+    if package in CAPABILITIES:
+        raise ImportError(f"{package!r} is thinklens's folder of thinklens.{package}, not a package: import thinklens.{package}",
+                          name=package)
+
+
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
     """``(__getattr__, __dir__, __all__)`` for ``package`` from ``exports`` (public name -> defining module).
 
@@ -40,6 +59,7 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
     a function named like its own module (``thinklens.analyses.explore.explore``) is not exported, since importing the
     submodule would rebind the package attribute to the module.
     """
+    refuse_generic_name(package)
     table = dict(exports)
 
     def __getattr__(name: str) -> object:

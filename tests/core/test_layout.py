@@ -11,6 +11,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ def test_one_installed_top_level_package_and_its_package_list_matches_the_folder
 
 def test_the_core_is_grouped_by_layer():
     flat = sorted(f.stem for f in (ROOT / "thinklens").glob("*.py"))
-    assert flat == ["__init__", "cli", "errors", "lazy"], flat
+    assert flat == ["__init__", "__main__", "cli", "errors", "lazy"], flat
     subpackages = {d.name for d in (ROOT / "thinklens").iterdir() if (d / "__init__.py").is_file()}
     assert subpackages == LAYERS
     for layer in LAYERS:  # each layer says what it holds
@@ -122,6 +123,8 @@ def test_the_install_puts_no_generic_top_level_name_on_the_path(tmp_path):
             "print([n for n in ('probes', 'steering', 'latent', 'analyses', 'zoo', 'tools') if importlib.util.find_spec(n)])")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    if "No module named 'thinklens'" in out.stderr:
+        pytest.skip("thinklens is not installed (a checkout's tests run too: tests/core/test_checkout.py)")
     assert out.returncode == 0, out.stderr
     path, generic = out.stdout.split("\n")[:2]
     assert Path(path) == ROOT / "probes" / "__init__.py" and generic == "[]", out.stdout

@@ -82,7 +82,7 @@ def test_importing_the_packages_loads_no_heavy_module():
     exported module; the first use of a name loads its module (and only then torch, for a torch-backed one)."""
     code = """
 import json, sys
-import thinklens, probes, steering, latent, analyses
+import thinklens, thinklens.probes as probes, thinklens.steering as steering, thinklens.latent, thinklens.analyses
 dir(thinklens); dir(probes); dir(steering)
 before = {m: m in sys.modules for m in ("torch", "numpy", "sklearn", "transformers", "thinklens.probes.estimators",
     "thinklens.steering.vectors")}

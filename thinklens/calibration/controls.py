@@ -158,10 +158,10 @@ def failed_check(error: BaseException, *, statistic: str = "error") -> Check:
 
 def all_settings() -> list[Setting]:
     """Every registered setting, in entry-point name order, then as each module lists them."""
-    from importlib.metadata import entry_points
+    from thinklens.runs.entry_points import entry_points
 
     out: list[Setting] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for ep in sorted(entry_points(ENTRY_POINT_GROUP), key=lambda e: e.name):
         settings = ep.load()
         for s in settings:
             if not isinstance(s, Setting):

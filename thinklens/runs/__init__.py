@@ -1,6 +1,7 @@
 """Runs and jobs: the one contract every analysis, trainer and evaluation runs under.
 
-- ``jobs``: :class:`Job`, the registry (the ``thinklens.jobs`` entry points), :func:`run_job`
+- ``jobs``: :class:`Job`, the registry (the ``thinklens.jobs`` entry points), :func:`run_job`; ``entry_points``: a
+  registry group's entry points, from a checkout's pyproject.toml when thinklens runs from one
 - ``folders``: run folders ``runs/<job>/<id>/`` (config, meta, results, figures), written atomically
 - ``stages``: resumable stages cached in a run folder; ``provenance``: the code version of a run, and the
   resume check against the code running now

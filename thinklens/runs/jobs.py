@@ -415,10 +415,10 @@ def _entry_points() -> dict[str, Any]:
     """
     global _ENTRY
     if _ENTRY is None:
-        from importlib.metadata import entry_points
+        from thinklens.runs.entry_points import entry_points
 
         out: dict[str, Any] = {}
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        for ep in entry_points(ENTRY_POINT_GROUP):  # a checkout's own pyproject.toml, installed or not
             if ep.attr is not None and ep.attr.endswith("JOBS"):
                 out.update({job.name: job for job in _job_list(ep)})
             else:
