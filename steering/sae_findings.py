@@ -8,7 +8,8 @@ row's sums resampled together:
   definition): ``effect`` when the interval lies above 0. ``at ceiling`` when zero-ablating the site costs nothing
   (no loss to recover). A value above 1 means the spliced SAE predicts the generated tokens *better* than the clean
   model, which a faithful reconstruction cannot do: the claim says so and ``extra["flag"]`` holds the comment (it
-  was the symptom of scoring padding and prompt positions); below 0 the SAE hurts more than zero-ablation.
+  was the symptom of scoring padding and prompt positions); below 0 the SAE hurts more than zero-ablation. Either
+  is flagged only beyond :data:`RANGE_TOLERANCE` (float32 rounding puts a perfect SAE at 1.00008).
 - ``KL recovered`` (sae-lens's KL score) = ``(KL_zero - KL_sae) / KL_zero``, against zero ablation likewise.
 - ``explained variance`` = ``1 - sum |x - x_hat|^2 / sum |x - mean|^2`` at the same positions (mean: their pooled
   mean), against predicting the mean (0); the claim carries the SAE's L0 in plain words (:func:`format_l0`).
@@ -42,6 +43,10 @@ from thinklens.errors import ThinklensError
 
 ZERO_ABLATION = "zero ablation"
 MEAN = "predicting the mean activation"
+RANGE_TOLERANCE = 1e-3
+"""How far outside [0, 1] a recovery may fall before it is flagged, as a share of the zero-ablation gap: an SAE as
+good as the clean model recovers 1 up to float32 rounding of the summed losses (1.00008 was seen), while scoring the
+wrong positions put it well above (the flag's reason)."""
 MAX_DEAD_SHARE = 0.5
 """A share of dead features above this is flagged, stated before any run: most of the dictionary then codes nothing
 (an SAE trained too briefly, at a too high learning rate, or on a residual whose mean it never learned)."""
@@ -107,10 +112,16 @@ def _columns(per_row: Mapping[str, Sequence[float]], keys: Sequence[str]) -> dic
 
 
 def _range_comment(value: float, what: str) -> str | None:
-    if value > 1:
+    """The flag of a recovery outside [0, 1] by more than :data:`RANGE_TOLERANCE`, else None.
+
+    Example:
+        >>> _range_comment(1.00008, "CE loss recovered") is None, _range_comment(1.02, "CE loss recovered")[:30]
+        (True, 'CE loss recovered above 1: the')
+    """
+    if value > 1 + RANGE_TOLERANCE:
         return (f"{what} above 1: the SAE-spliced model predicts the generated tokens better than the clean model, "
                 "which a faithful reconstruction cannot do; check which positions are scored")
-    if value < 0:
+    if value < -RANGE_TOLERANCE:
         return f"{what} below 0: splicing the SAE in hurts more than zero-ablating the site"
     return None
 

@@ -182,3 +182,14 @@ def test_an_sae_with_most_features_dead_says_so(tmp_path):
     fs = sae_findings({"site": "resid_post.2", "l0": 8.0, "per_row": _per_row(30, sae_ce=np.full(30, 1.5)),
                        "dead_features": 333, "d_sae": 512})
     assert "333 of 512 features (65%) are dead" in fs[2].claim and all("dead" not in f.claim for f in fs[:2])
+
+
+def test_a_recovery_within_rounding_of_one_or_zero_is_not_flagged():
+    """Issue 41 item 2: CE recovered 1.00008 (an SAE as good as the clean model, float32 rounding) is no symptom."""
+    flat = np.ones(20)
+    at_one = recovered_finding("c", "CE loss recovered", flat * 3, flat * (1 - 0.00008 * 2), flat, what_costs="x")
+    assert at_one.value == pytest.approx(1.00008) and "flag" not in at_one.extra and "above 1" not in at_one.claim
+    at_zero = recovered_finding("c", "CE loss recovered", flat * 3, flat * (3 + 0.00008 * 2), flat, what_costs="x")
+    assert at_zero.value == pytest.approx(-0.00008) and "flag" not in at_zero.extra
+    above = recovered_finding("c", "CE loss recovered", flat * 3, flat * (1 - 0.01 * 2), flat, what_costs="x")
+    assert above.value == pytest.approx(1.01) and "above 1" in above.extra["flag"]
