@@ -18,7 +18,8 @@ once. Results: ``results/hybrid.json`` (the first seed's table, what the app sho
 ``hybrid_reach.json`` (per seed, how far the vectors move the base model:
 :func:`thinklens.steering.hybrid_generate.steering_reach`) and the figure hybrid. The findings' "effect" for the
 hybrid requires it to beat every control it ran, the ablations and the base in its own prompt format
-(:func:`thinklens.steering.hybrid_generate.hybrid_findings`).
+(:func:`thinklens.steering.hybrid_generate.hybrid_findings`). A thinking model that is the base model (the same
+weights: a null setting, or a mistake) is flagged in the log, the summary's ``warnings`` and the report.
 Both fractions are reported: ``fired_fraction`` (tokens where the models disagree and
 steering is tried) and ``changed_fraction`` (tokens actually changed); at a disagreement the thinking
 model picks the token among the steered base model's candidates
@@ -71,6 +72,26 @@ def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["Re
     return evaluated, vector
 
 
+def same_weights(a: Any, b: Any) -> bool:
+    """Whether two HookedModels hold the same weights (one object, or equal tensors under the same names); stops at
+    the first tensor that differs, so a base and its fine-tune cost one comparison."""
+    import torch
+
+    if a is b or a.hf is b.hf:
+        return True
+    pa, pb = dict(a.hf.named_parameters()), dict(b.hf.named_parameters())
+    if pa.keys() != pb.keys():
+        return False
+    return all(x.shape == pb[n].shape and torch.equal(x, pb[n].to(x.device, x.dtype)) for n, x in pa.items())
+
+
+def same_model_flag(job: HybridJobConfig) -> str:
+    """The flag of a run whose thinking model is its base (:func:`same_weights`)."""
+    return (f"the thinking model is the base model ({job.thinking} and {job.model} hold the same weights): the two never "
+            "disagree, so steering never fires and there is no gap to recover; a null setting on purpose, else pass "
+            f"the base as {opt_name('model')} and its thinking fine-tune as {opt_name('thinking')}")
+
+
 def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Train and evaluate hybrid steering for each seed, every (seed, mode) a resumable stage.
 
@@ -90,6 +111,9 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     job, run, log = config, ctx.run, ctx.progress.log
     base, thinking = ctx.models["model"], ctx.models["thinking"]
     check_pair(base, thinking)  # before any generation: a mismatch found after the traces wastes them
+    flags = [same_model_flag(job)] if same_weights(base, thinking) else []  # a null on purpose, or a mistake: said
+    for f in flags:
+        log(f"warning: {f}")
     t_fmt = data_format(thinking, job.prompt_format)
     b_fmt = base_format(job, base, t_fmt)
     evaluated, vector = hybrid_problems(job)
@@ -186,6 +210,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
                                                      "gap_recovered", "gap_recovered_std")}
                            for m, r in summary_rows.items()}
     out["findings"] = findings
+    out["warnings"] = flags
     return out
 
 
@@ -196,7 +221,7 @@ def report(summary: dict[str, Any]) -> str:
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
 
-    modes = {m: r for m, r in summary.items() if m != "findings"}
+    modes = {m: r for m, r in summary.items() if m not in ("findings", "warnings")}
     lines = [f"{m}: accuracy {num(r['accuracy'])} +- {num(r['accuracy_std'])}, models disagree (fired) "
              f"{num(r['fired_fraction'])}, tokens changed {num(r.get('changed_fraction'))}, gap recovered "
              f"{num(r['gap_recovered'])}" for m, r in modes.items()]
@@ -211,6 +236,7 @@ def report(summary: dict[str, Any]) -> str:
                               otherwise=(gap.get("extra") or {}).get("otherwise") or "the hybrid recovers no gap shown"))
         if beaten and not all(f["verdict"] == "effect" for f in beaten):
             lines.append("not every ablation is beaten: " + ", ".join(f["control"] for f in beaten if f["verdict"] != "effect"))
+    lines += [f"warning: {w}" for w in summary.get("warnings") or []]
     return "\n".join(lines)
 
 

@@ -101,6 +101,11 @@ class ReasoningVectorJobConfig(DataOptions):
                      "--alphas=-1,0,0.5,1")
         for g in self.groups:
             check_group(g)
+        if self.a == self.b:  # v = a - a = 0: every alpha scores the target itself
+            raise ThinklensError.of(f"{opt_name('a')} / {opt_name('b')}", (self.a, self.b),
+                                    "two different checkpoints (v = a - b is zero when they are one)",
+                                    f"pass the fine-tune whose behaviour is wanted as {opt_name('a')} and its sibling as "
+                                    f"{opt_name('b')}, e.g. {opt('a', 'my/grpo')} {opt('b', 'my/sft')}")
         if (self.null_a is None) != (self.null_b is None):
             raise ThinklensError.of(f"{opt_name('null_a')} / {opt_name('null_b')}", (self.null_a, self.null_b), "both or neither",
                                     f"pass {opt('null_a', '<continued-SFT model>')} {opt('null_b', '<its parent>')}")
@@ -131,6 +136,11 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     cfg, run, log = config, ctx.run, ctx.progress.log
     v, lineage = reasoning_vector(cfg.a, cfg.b, base=cfg.base)
+    if v.norm() == 0:  # two names of one checkpoint: nothing to add
+        raise ThinklensError.of(f"{opt_name('a')} / {opt_name('b')}", f"{cfg.a} and {cfg.b}: |v| = 0",
+                                "two checkpoints whose weights differ (v = a - b is zero: they hold the same weights)",
+                                f"pass the fine-tune whose behaviour is wanted as {opt_name('a')} and its sibling as "
+                                f"{opt_name('b')}")
     target, tok = ctx.model.hf, ctx.model.tokenizer
     tw, tcfg = load_weights(target)
     wa, ca = load_weights(cfg.a)
