@@ -21,7 +21,7 @@ delta 0.1) and rollouts for a 2-point harm margin.
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['lynx/planted', 'lynx/null']
+    ['lynx/planted', 'lynx/null', 'lynx/planted-model']
     >>> judge_planted([row(0.05, 0.42, 0.99, 1.0, True), row(0.1, 0.45, 0.995, 1.0, True)])
     (True, [])
     >>> judge_planted([row(0.05, 0.0, 1.0, 1.0, True), row(0.1, 0.31, 0.97, 1.0, True)])[1]
@@ -88,6 +88,11 @@ QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=100, max_steps=3, violati
 #: The full runs: 0.95 (planted) and 0.87 (null) test negatives per test rollout in the 2026-12-02 record, and the
 #: test needs 1,510 negatives for power 0.8 against 0.12 at delta 0.1 (855 at 0.05): 1,800 and 2,000 test rollouts.
 FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
+#: ``validate --model M`` (an R1-format organism with re-check rounds, smol-r1): the planted setting on M's own
+#: rollouts. A real 135M model's rollouts cost ten times tiny-overthink's on a CPU, so the quick size is small and
+#: says how coarse a violation and a harm it sees; the full one is the zoo's quick size.
+QUICK_MODEL = Size(n_train=40, n_calibration=40, n_test=40, max_steps=1, violation=0.3, harm_margin=0.1)
+FULL_MODEL = QUICK_PLANTED
 FULL_NULL = Size(n_train=300, n_calibration=300, n_test=2000, max_steps=4)
 
 
@@ -257,6 +262,18 @@ def _null(ctx: SettingContext) -> Check:
                         + _validity_target(size))
 
 
+def _planted_model(ctx: SettingContext) -> Check:
+    size = QUICK_MODEL if ctx.quick else FULL_MODEL
+    rows, missing, details = _run(ctx, str(ctx.model), "lynx-planted-model", size)
+    ok, misses = judge_planted(rows)
+    misses += [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
+    details["misses"] = misses
+    value, ci, n = _check(rows, min)
+    return Check("saving", value, ci, "recovered" if ok and not missing else "failed", n=n, details=details,
+                 target=f"at every delta in {DELTAS}: saving >= {MIN_SAVING}, accuracy loss <= {MAX_ACCURACY_LOSS}, "
+                        + _validity_target(size))
+
+
 SETTINGS = [
     Setting("lynx", "planted", "recovered", _planted,
             help=f"{PLANTED_MODEL} re-checks after the answer: LYNX saves >= 30% at <= 1 point accuracy loss, bound "
@@ -264,4 +281,6 @@ SETTINGS = [
     Setting("lynx", "null", "no-effect", _null,
             help=f"{NULL_MODEL}'s cues come before the answer is known: saving shown below 5%, accuracy change shown "
                  "within the harm margin (TOST), bound shown"),
+    Setting("lynx", "planted-model", "recovered", _planted_model, on_model=True,
+            help="--model M that re-checks after its answer (smol-r1): the planted targets on M's own rollouts"),
 ]

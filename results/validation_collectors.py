@@ -29,7 +29,7 @@ def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any
     records = VALIDATION_RECORDS if records is None else records
     rows, seen = [], {}
     for name, methods in records.items():
-        keys = {s.key for s in select_settings(tuple(methods.split(",")))}
+        keys = {s.key for s in select_settings(tuple(methods.split(","))) if not s.on_model}  # real weights: their own table
         got = {f"{r['method']}/{r['setting']}": r for r in read_json(RECORDS / name / "results" / "validate.json")["rows"]}
         for key in sorted(keys):
             if key not in got:

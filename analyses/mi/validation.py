@@ -53,7 +53,7 @@ shuffled, on the same states, is.
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['mi-peaks/planted', 'mi-peaks/null', 'mi-peaks/planted-synthetic', 'mi-peaks/null-synthetic']
+    ['mi-peaks/planted', 'mi-peaks/null', 'mi-peaks/planted-synthetic', 'mi-peaks/null-synthetic', 'mi-peaks/planted-model', 'mi-peaks/null-model']
 """
 
 from __future__ import annotations
@@ -129,8 +129,10 @@ def write_problems(path: Path, n: int, *, seed: int, independent: bool) -> list[
     return [str(c.answer) for c in chains]
 
 
-def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, Any]:
-    """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps."""
+def measure(ctx: SettingContext, *, independent: bool, sub: str, model: str | None = None,
+            site: str = SITE) -> dict[str, Any]:
+    """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps (``model``:
+    default the zoo's :func:`organism`; ``site``: where the states are read)."""
     from thinklens.analyses.mi.planted import answer_steps, score_trajectory
     from thinklens.analyses.mi.run_format import read_index, read_trajectory
 
@@ -141,8 +143,8 @@ def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, An
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
     data = Path(ctx.workdir) / f"{sub}.jsonl"
     truth = write_problems(data, n, seed=ctx.seed, independent=independent)
-    model = organism()
-    ctx.run_job("mi-peaks", sub, model=model, data=str(data), prompt_format="chat", n_problems=n, sites=(SITE,),
+    model = model or organism()
+    ctx.run_job("mi-peaks", sub, model=model, data=str(data), prompt_format="chat", n_problems=n, sites=(site,),
                 estimators=("reference",), k=3, max_new_tokens=160, batch_size=16, seed=ctx.seed)
     run = Path(ctx.workdir) / sub
     entry = read_index(run)["models"][0]
@@ -159,7 +161,7 @@ def measure(ctx: SettingContext, *, independent: bool, sub: str) -> dict[str, An
                                  steps=answer_steps(rec.tokens, truth[rec.index], every=True))
         scores.append(dataclasses.replace(s, precision=every.precision, recall=every.recall,
                                           chance_precision=every.chance_precision, chance_recall=every.chance_recall))
-    return {"model": model, "n_problems": n, "scores": scores, "run": str(run)}
+    return {"model": model, "n_problems": n, "scores": scores, "run": str(run), "site": site}
 
 
 def reads_the_curve(scores: list[Any], *, seed: int) -> tuple[bool, float, float]:
@@ -197,7 +199,7 @@ def gap_check(m: dict[str, Any], *, seed: int, planted: bool, margin: float | No
     rec = np.asarray([s.recall for s in scores])
     reads, contrast, p_contrast = reads_the_curve(scores, seed=seed)
     details = {
-        "model": m["model"], "site": SITE, "n_problems": m["n_problems"], "n_with_answer": len(scores), "run": m["run"],
+        "model": m["model"], "site": m.get("site", SITE), "n_problems": m["n_problems"], "n_with_answer": len(scores), "run": m["run"],
         "p_gap": p_gap, "p_rise": p_rise, "mi_own": float(own.mean()) if scores else None,
         "mi_shuffled": float(shuf.mean()) if scores else None, "mi_elsewhere": float(rest.mean()) if scores else None,
         "peak_precision": float(prec.mean()) if prec.size else None,
@@ -287,6 +289,21 @@ def _null(ctx: SettingContext) -> Check:
     return gap_check(measure(ctx, independent=True, sub="null"), seed=ctx.seed, planted=False)
 
 
+def model_site(ctx: SettingContext) -> str:
+    """The site of ``validate --model M``: a quarter of the way up M's blocks (the zoo's block 1 of tiny-r1's 4)."""
+    return f"resid_post.{max(1, ctx.hooked().n_layers // 4)}"
+
+
+def _planted_model(ctx: SettingContext) -> Check:
+    m = measure(ctx, independent=False, sub="planted-model", model=ctx.model, site=model_site(ctx))
+    return gap_check(m, seed=ctx.seed, planted=True)
+
+
+def _null_model(ctx: SettingContext) -> Check:
+    m = measure(ctx, independent=True, sub="null-model", model=ctx.model, site=model_site(ctx))
+    return gap_check(m, seed=ctx.seed, planted=False)
+
+
 SETTINGS = [
     Setting("mi-peaks", "planted", "recovered", _planted,
             help="the answer first written at a known step: own-answer MI beats the shuffled answer there (paired)"),
@@ -296,4 +313,8 @@ SETTINGS = [
             help="constructed states: the answer's own part added at 3 known steps over a shared profile"),
     Setting("mi-peaks", "null-synthetic", "no-effect", lambda ctx: _synthetic(ctx, 0.0),
             help="constructed states with the answer information removed"),
+    Setting("mi-peaks", "planted-model", "recovered", _planted_model, on_model=True,
+            help="--model M that reasons in the R1 format (smol-r1): the planted setting on M's own chains"),
+    Setting("mi-peaks", "null-model", "no-effect", _null_model, on_model=True,
+            help="--model M: answers independent of M's chains score alike (the null on M, its margins unchanged)"),
 ]

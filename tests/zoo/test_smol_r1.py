@@ -90,3 +90,13 @@ def test_per_trace_truth_on_tiny_overthink():
     assert s["n"] == 3 and s["cues"] == len(cues)
     assert s["forced_matches_construction"]["k"] == len(cues)
     assert s["forced_pre_answer_cues"]["n"] + s["forced_post_answer_cues"]["n"] == len(cues)
+
+
+def test_validate_on_a_model_runs_lynx_and_mi_peaks_on_it():
+    """``validate --model smol-r1 --methods lynx,mi-peaks``: the settings that need only the model and its ground truth
+    (the zoo's own settings stay off a real model; the zoo's validation table does not ask records for these)."""
+    from thinklens.calibration.controls import select_settings
+
+    on_model = {s.key: s.expected for s in select_settings(("lynx", "mi-peaks")) if s.on_model}
+    assert on_model == {"lynx/planted-model": "recovered", "mi-peaks/planted-model": "recovered",
+                        "mi-peaks/null-model": "no-effect"}
