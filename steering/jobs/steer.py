@@ -62,7 +62,8 @@ class SteerJobConfig(DataOptions, StepRange):
     """Problems steered and scored (and, a disjoint part, whose traces pick the feature): a .jsonl/.json/.parquet/.csv
     file, a saved HF datasets folder, a cached hub id or synthetic:MIN-MAX[:N]; empty: --prompts."""
     word: str = "wait"
-    """Thinking word whose most correlated feature is steered, and whose frequency is reported (case-insensitive)."""
+    """Word whose most correlated feature is steered, and whose frequency is reported (case-insensitive): any word the
+    model writes; one the SAE run's statistics did not score is scored on the model's own traces first."""
     mode: Literal["add", "clamp"] = "add"
     """add: x + c * |x|_mean * unit(W_dec[f]); clamp: set the feature to c * its max activation (error term kept)."""
     coeffs: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
@@ -178,16 +179,23 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     trs = traces(stats_prompts[: max(8, min(cfg.stats_traces, 64))])
     unit = mean_norm([t.hidden[site] for t in trs])
-    if stats_file is not None and stats_file.is_file():
-        stats = FeatureStats.from_json(json.loads(stats_file.read_text()))
-    else:
+    saved = FeatureStats.from_json(json.loads(stats_file.read_text())) if stats_file is not None and stats_file.is_file() \
+        else None
+    word = stats_word(saved, cfg) if saved is not None else None
+    if word is not None:
+        stats, word_source = saved, "sae run"
+    else:  # no saved statistics, or they did not score --word: score it (and the thinking words) on the model's traces
+        if saved is not None:
+            log(f"{cfg.word!r} is not among the words the SAE run scored ({', '.join(saved.corr_words)}): scoring it "
+                f"on {len(stats_prompts)} traces of the model")
+        word_source = "scored on the fly"
         trs = traces(stats_prompts)
         fmt = stats_set.fmt
         reasoning = [fmt.split_trace(t).reasoning for t in trs] if fmt is not None and fmt.span is not None else None
         stats = feature_stats(sae, trs, site, tokenizer=model.tokenizer, correct=stats_set.correct([t.text for t in trs]),
                               words=(cfg.word, *(w for w in THINKING_WORDS if w != cfg.word.lower())), reasoning=reasoning,
                               span=fmt.span.family if reasoning else None)
-    word = stats_word(stats, cfg)
+        word = stats_word(stats, cfg)  # scored now, so found; refused when the model never writes it
     feature = check_feature(sae, cfg.feature) if cfg.feature is not None else stats.best_for_word(word)
     top = stats.top_activating(exclude=[feature])
     alive = torch.tensor(stats.freq) > 0
@@ -209,7 +217,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
                            seed=seed, log=log)
         per_seed += [{**r, "seed": seed} for r in rows]
     rows = aggregate_seeds(per_seed, cfg.word)
-    chosen = {"feature": feature, "word": cfg.word, "corr": stats.corr_words[word][feature],
+    chosen = {"feature": feature, "word": cfg.word, "word_stats": word_source, "corr": stats.corr_words[word][feature],
               "top_activating": top, "random_feature": random_features[0], "random_features": random_features,
               "unit_norm": unit, "top_contexts": stats.top_contexts.get(feature, [])[:8],
               "diff_of_means_cos_feature": None if dom is None else
@@ -228,22 +236,21 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     return summary
 
 
-def stats_word(stats: "FeatureStats", cfg: SteerJobConfig) -> str:
-    """The statistics' own spelling of ``cfg.word`` (words match case-insensitively), refused when the statistics
-    cannot pick a feature for it (:func:`check_word_seen`; with ``cfg.feature`` given, only its spelling is looked up).
+def stats_word(stats: "FeatureStats", cfg: SteerJobConfig) -> str | None:
+    """The statistics' own spelling of ``cfg.word`` (words match case-insensitively), or None when they did not score
+    it (the job then scores it on the model's traces); refused when they scored it and cannot pick a feature for it
+    (:func:`check_word_seen`: the model never wrote it; with ``cfg.feature`` given, only its spelling is looked up).
     One rule for the job and its preflight (which reads an SAE run's saved statistics before the model loads)."""
     word = next((w for w in stats.corr_words if w.lower() == cfg.word.lower()), None)
-    if word is None:
-        raise ThinklensError.of(opt_name("word"), cfg.word, f"a word of the SAE run's statistics ({', '.join(stats.corr_words)})",
-                                f"pass one of those, or {opt('feature', '<N>')}")
-    if cfg.feature is None:
+    if word is not None and cfg.feature is None:
         check_word_seen(stats, word, cfg.word)
     return word
 
 
 def preflight(cfg: SteerJobConfig) -> None:
     """What can be refused before the model loads: the SAE folder, the problems or prompts, and ``--word`` against the
-    SAE run's saved feature statistics (when it has them; otherwise they come from the model's traces)."""
+    SAE run's saved feature statistics when they scored it (a word they did not score is scored once the model has
+    loaded)."""
     import json
 
     from thinklens.data.prompts import read_prompts

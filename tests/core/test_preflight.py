@@ -78,8 +78,7 @@ def _sae_run(tmp_path, counts: dict[str, int]):
     return folder
 
 
-@pytest.mark.parametrize("word, why", [("zebra", "a word of the SAE run's statistics"),
-                                       ("hmm", "a word the model writes")])
+@pytest.mark.parametrize("word, why", [("hmm", "a word the model writes")])
 def test_steer_word_is_refused_from_the_saved_statistics_before_the_model_loads(word, why, tmp_path):
     sae = _sae_run(tmp_path, {"wait": 12, "hmm": 0})
     with pytest.raises(ThinklensError, match=why):
@@ -90,5 +89,7 @@ def test_steer_word_is_refused_from_the_saved_statistics_before_the_model_loads(
 def test_steer_preflight_passes_a_word_the_statistics_saw(tmp_path):
     from thinklens.runs.jobs import preflight
 
-    job = get_job("steer")
-    preflight(job, job.make_config(sae=str(_sae_run(tmp_path, {"wait": 12, "hmm": 0})), word="Wait"))
+    job, sae = get_job("steer"), str(_sae_run(tmp_path, {"wait": 12, "hmm": 0}))
+    preflight(job, job.make_config(sae=sae, word="Wait"))
+    # a word the statistics did not score is scored once the model loads (issue 41 item 7), not refused here
+    preflight(job, job.make_config(sae=sae, word="zebra"))
