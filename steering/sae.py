@@ -156,9 +156,10 @@ def _proxy(model: "HookedModel", name: str, device: str):
 
 
 @contextmanager
-def quiet_training(seed: int):
+def quiet_training(seed: int, progress: bool = False):
     """Fork the RNG (sae-lens inits and shuffles from the global one), restore the signal handlers
-    sae-lens installs for SIGINT/SIGTERM and its logger level, so training leaves no global state behind."""
+    sae-lens installs for SIGINT/SIGTERM and its logger level, so training leaves no global state behind; sae-lens's
+    "Training SAE" bar is shown only with ``progress`` (a job passes its ``--progress``; small inner SAEs never)."""
     import logging
     import warnings
 
@@ -171,7 +172,8 @@ def quiet_training(seed: int):
         warnings.simplefilter("ignore", RuntimeWarning)
         torch.manual_seed(seed)
         try:
-            yield
+            with _trainer_bar(progress):
+                yield
         finally:
             log.setLevel(level)
             for s, h in old.items():
@@ -292,11 +294,12 @@ def _trainer_bar(enabled: bool):
 
 
 def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *,
-              out_dir: str | Path, progress: bool = True) -> tuple["SAE", dict[str, Any]]:
+              out_dir: str | Path, progress: bool = False) -> tuple["SAE", dict[str, Any]]:
     """Train an SAE with sae-lens on ``cfg.site`` of ``model`` from local ``texts``; save and evaluate it.
 
     Returns the SAE as loaded back from ``out_dir`` (sae-lens format) and sae-lens's metrics
-    (also written to ``out_dir/thinklens_metrics.json``). ``progress``: show sae-lens's training bar. SIGINT and
+    (also written to ``out_dir/thinklens_metrics.json``). ``progress``: show sae-lens's training bar (the ``sae`` job
+    passes its own ``--progress``). SIGINT and
     SIGTERM reach the caller as they would anywhere else (sae-lens's own handlers are not installed).
     """
     from sae_lens import LanguageModelSAERunnerConfig, LoggingConfig
@@ -320,12 +323,11 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
         n_batches_for_norm_estimate=8, dead_feature_window=max(50, cfg.training_tokens // cfg.train_batch_size_tokens // 4),
         feature_sampling_window=max(100, cfg.training_tokens // cfg.train_batch_size_tokens // 2),
     )
-    with quiet_training(cfg.seed):  # sae-lens shows its own progress bar (tqdm reads its settings at import)
+    with quiet_training(cfg.seed, progress):  # sae-lens's own bar follows progress (tqdm reads its settings at import)
         runner = _training_runner()(runner_cfg, override_dataset=ds, override_model=_proxy(model, name, device))
         runner.sae.cfg.metadata.thinklens_site = str(site)
         center_decoder_bias(runner.sae, _store_rows(runner.activations_store, MEAN_INIT_BATCHES))
-        with _trainer_bar(progress):
-            trained = runner.run()
+        trained = runner.run()
         metrics = _evals(trained, runner.model, runner.activations_store, cfg.n_eval_batches, exclude)
     metrics.update(site=str(site), hook_name=name, architecture=cfg.architecture, k=cfg.k,
                    training_tokens=cfg.training_tokens, n_texts=len(texts))
@@ -446,7 +448,7 @@ def row_metrics(sae: "SAE", rows: torch.Tensor) -> dict[str, Any]:
 
 
 def train_sae_on_rows(rows: torch.Tensor, cfg: SAETrainConfig, *, out_dir: str | Path, held_out: torch.Tensor | None = None,
-                      source: str = "") -> tuple["SAE", dict[str, Any]]:
+                      source: str = "", progress: bool = False) -> tuple["SAE", dict[str, Any]]:
     """Train an SAE with sae-lens's own trainer on stored activation rows ``[rows, d]``; save and evaluate it.
 
     The model-free path of ``thinklens run sae --activations``: the same training config and architectures as
@@ -469,7 +471,7 @@ def train_sae_on_rows(rows: torch.Tensor, cfg: SAETrainConfig, *, out_dir: str |
         dead_feature_window=max(50, steps // 4), feature_sampling_window=max(100, steps // 2),
         logger=LoggingConfig(log_to_wandb=False), n_batches_for_norm_estimate=8)
     out = Path(out_dir)
-    with quiet_training(cfg.seed):
+    with quiet_training(cfg.seed, progress):
         sae = SAE_TRAINING_CLASS_REGISTRY[cfg.architecture][0](sae_cfg)
         sae.cfg.metadata.thinklens_site = cfg.site
         sae.cfg.metadata.hook_name = cfg.site

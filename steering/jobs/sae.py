@@ -200,7 +200,7 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     ctx.progress.log(f"training {config.architecture} SAE ({config.d_sae} features, k={config.k}) on {len(train)} stored "
                      f"rows of width {rows.shape[1]} from {config.activations} ({n_held} held out)")
     sae, metrics = train_sae_on_rows(train, config, out_dir=ctx.run.path / "sae", held_out=held if n_held else None,
-                                     source=str(config.activations))
+                                     source=str(config.activations), progress=ctx.progress.enabled)
     warnings = sae_warnings(metrics)
     if n_held:
         metrics["findings"] = findings_doc([rows_variance_finding(sae, held, site=config.site, l0=metrics.get("l0"),
