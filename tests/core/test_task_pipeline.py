@@ -228,7 +228,7 @@ def test_steering_imports_neither_probes_nor_the_zoo_trainers():
 
 def test_the_recheck_count_of_the_hybrid_validation_is_the_zoos():
     """Oracle: thinklens.zoo.overthink.ground_truth's rounds (the count tiny-overthink's reasoning defines), on rendered traces."""
-    from thinklens.steering.hybrid_validation import rechecks
+    from thinklens.steering.hybrid_behaviour import rechecks
     from thinklens.tasks import Problem, Step
     from thinklens.zoo.overthink import ground_truth, overthink_reasoning
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from thinklens.calibration.controls import SettingContext, validate_line
+from thinklens.steering import hybrid_behaviour as hb
 from thinklens.steering import hybrid_validation as hv
 from thinklens.steering.configs import HybridConfig
 from thinklens.zoo.registry import zoo_path
@@ -205,7 +206,7 @@ needs_behaviour_zoo = pytest.mark.skipif(any(zoo_path(m) is None for m in hv.BEH
 def _brows(base: list[int], thinking: list[int], hybrid: list[int], random: list[int]) -> dict:
     return {m: {"recheck": [bool(x) for x in c], "correct": [True] * len(c), "texts": ["t"] * len(c),
                 "fired_fraction": 0.1, "changed_fraction": 0.01}
-            for m, c in zip(hv.BEHAVIOUR_MODES, (base, thinking, hybrid, random))}
+            for m, c in zip(hb.BEHAVIOUR_MODES, (base, thinking, hybrid, random))}
 
 
 def test_rechecks_reads_rounds_from_text():
@@ -217,7 +218,7 @@ def test_rechecks_reads_rounds_from_text():
     p = Problem(name="Ann", obj="cards", start=3, steps=(Step("+", 3, 4, 7), Step("*", 7, 2, 14)))
     texts = [overthink_reasoning(p, rounds=r) for r in range(4)]
     r1 = "Okay, Ann has 3 cards. First, so 3 + 4 = 8. Wait, 3 + 4 = 7. Hmm, then 7 * 2 = 14. So Ann has 14 cards."
-    assert hv.rechecks([*texts, r1 + "\n</think>\n\nWait, let me double-check."]) == [False, True, True, True, False]
+    assert hb.rechecks([*texts, r1 + "\n</think>\n\nWait, let me double-check."]) == [False, True, True, True, False]
 
 
 @pytest.mark.parametrize("quick", [True, False])
