@@ -97,13 +97,13 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """``thinklens runs``: the runs under the runs root; ``thinklens runs show REF``: one run in full."""
-    from thinklens.runs.listing import run_table, show_lines
+    from thinklens.runs.listing import run_table, show_lines, write_lines
 
     root = getattr(args, "show_runs", None) or args.runs
     if getattr(args, "runs_command", None) == "show":
-        print("\n".join(show_lines(args.ref, root)))
+        write_lines(show_lines(args.ref, root))
     else:
-        print("\n".join(run_table(root, args.kind)))
+        write_lines(run_table(root, args.kind))  # `thinklens runs | head -1` ends quietly, exit 0
     return 0
 
 

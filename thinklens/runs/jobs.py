@@ -603,6 +603,10 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
                 if main_process:
                     opened.write_meta(status="failed", error=str(e))
                 raise
+            except Exception as e:  # a crash: failed with its error too (`thinklens runs`), never left "running"
+                if main_process:
+                    opened.write_meta(status="failed", error=f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}")
+                raise
             if main_process and opened.meta().get("status") != "done":
                 summary = job.summary(result) if job.summary else (result if isinstance(result, dict) else {})
                 opened.finish(summary)

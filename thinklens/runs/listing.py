@@ -120,6 +120,21 @@ def find_run(ref: str, root: Path | str | None = None) -> RunEntry:
                             f"{hint}`thinklens runs --runs {root}` lists its {len(names)} runs")
 
 
+def write_lines(lines: list[str]) -> None:
+    """Print ``lines`` to stdout; a reader that stops early (``thinklens runs | head -1``) ends the output quietly.
+
+    Python's advice for a closed pipe: point stdout at devnull, so the flush at exit cannot raise again.
+    """
+    import os
+
+    try:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def _value(v: Any, width: int = 100) -> str:
     text = v if isinstance(v, str) else json.dumps(v)
     return text if len(text) <= width else text[: width - 3] + "..."
