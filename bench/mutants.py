@@ -288,16 +288,16 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("hybrid effect without beating its controls", "hybrid", "steering/hybrid_generate.py",
            '    lost = [c for c in controls if c.verdict != "effect"]', "    lost = []",
            ("tests/steering/test_hybrid_findings.py",)),
-    Mutant("no_headroom tested one-sided", "stats", "thinklens/calibration/stats.py",
+    Mutant("no_headroom tested one-sided", "stats", "thinklens/calibration/findings.py",
            "    return min(1.0, 2.0 * 0.5 ** room) >= alpha", "    return min(1.0, 0.5 ** room) >= alpha", STATS_TESTS),
     Mutant("bootstrap: a 90% interval labelled 95%", "stats", "thinklens/calibration/stats.py",
            "    a = (1.0 - level) / 2.0", "    a = 1.0 - level", STATS_TESTS),
-    Mutant("paired 0/1 difference interval from the bootstrap, not McNemar's", "stats", "thinklens/calibration/stats.py",
+    Mutant("paired 0/1 difference interval from the bootstrap, not McNemar's", "stats", "thinklens/calibration/findings.py",
            "        diff_ci = mcnemar_interval(a.astype(bool), b.astype(bool), level=1.0 - alpha)", "        diff_ci = pr.ci",
            STATS_TESTS),
-    Mutant("'no headroom' called 'at ceiling'", "stats", "thinklens/calibration/stats.py",
+    Mutant("'no headroom' called 'at ceiling'", "stats", "thinklens/calibration/findings.py",
            'alpha=alpha):\n        verdict = "no headroom"', 'alpha=alpha):\n        verdict = "at ceiling"', STATS_TESTS),
-    Mutant("a winning control read as 'at ceiling'", "stats", "thinklens/calibration/stats.py",
+    Mutant("a winning control read as 'at ceiling'", "stats", "thinklens/calibration/findings.py",
            'if verdict in ("effect", "no effect") and at_bound and not control_wins:',
            'if verdict in ("effect", "no effect") and at_bound:', STATS_TESTS + ("tests/latent/test_trainer_findings.py",)),
     Mutant("reasoning-token finding without a thinking span", "eval", "analyses/eval_findings.py",
@@ -311,6 +311,27 @@ MUTANTS: tuple[Mutant, ...] = (
            "            raise", GRADING_TESTS),
     Mutant("plain integers built as floats", "answers", "thinklens/data/equivalence.py",
            "        return sympy.Integer(digits)", "        return sympy.Float(digits)", GRADING_TESTS),
+    # ---- interrupts and early refusals (issue 41 items 3 and 4)
+    Mutant("an interrupted run left 'running'", "jobs", "thinklens/runs/jobs.py",
+           '                    run.write_meta(status="interrupted", interruptions=[*run.meta().get("interruptions", []), at])',
+           "                    pass", ("tests/core/test_job_interrupts.py", "-k", "import-traces")),
+    Mutant("sae-lens's own signal handlers during SAE training", "jobs", "steering/sae.py",
+           "            return trainer.fit()", "            return super().run_trainer_with_interruption_handling(trainer)",
+           ("tests/core/test_job_interrupts.py", "-k", "ctrl_c")),
+    Mutant("LYNX rollouts never stopped by their labels", "LYNX", "probes/lynx_splits.py",
+           "        left = len(prompts) - batches[k].stop", "        left = len(prompts)",
+           ("tests/probes/test_lynx_label_stop.py",)),
+    # ---- long traces (issue 42): the pre-sized KV cache and continuous batching
+    Mutant("pre-sized KV buffer grown without its contents", "decode loop", "thinklens/generation/presized_cache.py",
+           "            if n:  # what was cached so far", "            if False:  # what was cached so far",
+           ("tests/core/test_long_traces.py", "-k", "doubles")),
+    Mutant("continuous batching refills slots only when the batch drains", "decode loop", "thinklens/generation/decode_loop.py",
+           "if queue and (dec is None or free):", "if queue and (dec is None or len(free) == len(slot)):",
+           ("tests/core/test_long_traces.py", "-k", "total_tokens")),
+    Mutant("admitted prompt left-aligned in its slot", "decode loop", "thinklens/generation/kv_batch.py",
+           "dst[idx] = torch.cat([src.new_zeros((len(rows), width - n)), src], 1)",
+           "dst[idx] = torch.cat([src, src.new_zeros((len(rows), width - n))], 1)",
+           ("tests/core/test_long_traces.py", "-k", "own_decode")),
 )
 
 
@@ -343,7 +364,7 @@ def run_tests(copy: Path, tests: tuple[str, ...], timeout: int) -> tuple[str, st
 
 def check_imports_from(copy: Path) -> None:
     """The copy's packages are the ones imported there (not the checkout's, through the editable install)."""
-    out = subprocess.run([sys.executable, "-c", "import thinklens, latent; print(thinklens.__file__, latent.__file__)"],
+    out = subprocess.run([sys.executable, "-c", "import thinklens, thinklens.latent as latent; print(thinklens.__file__, latent.__file__)"],
                          cwd=copy, capture_output=True, text=True, check=True).stdout.split()
     if not all(Path(f).resolve().is_relative_to(copy.resolve()) for f in out):
         raise SystemExit(f"the copy imports {out}, not its own packages: mutants would not be tested")

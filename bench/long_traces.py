@@ -1,0 +1,245 @@
+"""Long traces at the speed of the hardware (issue 42): per-token time of long greedy generations on SmolLM2-135M.
+
+At each length (512, 2,048 and 4,096 new tokens; 8,192 with ``--long``), batch 1, interleaved repeats:
+plain transformers ``generate`` (dynamic cache), thinklens generate (logit statistics recorded), thinklens generate
+capturing one residual site; at the longest standard length also transformers ``generate`` with a static cache
+(the copy-free limit). Then the peak RSS of thinklens generate with the captured states streamed to an activation
+store, in a fresh process per length, and continuous batching against batch after batch on prompts whose budgets
+range from 50 to 2,000 tokens. EOS is masked out of the logits (a hook on the LM head, the same for every
+candidate), so every run makes exactly its length.
+
+Prints ``name=value`` lines: per length ``plain_ms_per_token_N``, ``ours_..._N``, ``capture_..._N`` (best of the
+repeats) with ``..._spread_N`` (worst / best), ``capture_vs_plain_N``; ``static_ms_per_token_L``,
+``vs_static_L`` (capture / static at L); ``tokens_equal_hf=1`` when every thinklens run made HF's tokens;
+``rss_peak_mb_N``, ``kv_cache_mb_N`` and ``rss_growth_mb`` (peak growth from the shortest to the longest
+standard length beyond the KV cache's own growth); ``continuous_batching_speedup``; and the headline
+``capture_vs_plain_max`` (the worst length) last.
+
+Usage: ``python bench/long_traces.py [--long] [--lengths 512,2048,4096] [--static-at 4096] [--repeats 3]
+[--batching 32,50,2000,8] [--model smollm2-135m|random] [--threads 2]``. Without the real weights (``make real``)
+a random-weight model of SmolLM2-135M's config runs instead (``--model random``). ``--quick`` runs short lengths
+(a check of the script, not the targets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tools/ (the random model) is the repository's, not installed
+
+#: SmolLM2-135M's config (the converted model's config.json): the random-weight stand-in's shape.
+SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                    num_key_value_heads=3, head_dim=64, vocab_size=49152, max_position_embeddings=8192,
+                    rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+                    tie_word_embeddings=True, hidden_act="silu", bos_token_id=1, eos_token_id=2, pad_token_id=2)
+PROMPT = "Solve step by step. A train leaves at 9:40 and arrives at 13:05. How long is the trip?"
+TARGETS = {"capture_vs_plain_max": 1.05, "vs_static": 1.05, "rss_growth_mb": 100}
+
+
+def emit(name: str, value: object) -> None:
+    print(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}", flush=True)
+
+
+def load(which: str, device: str):
+    """The real SmolLM2-135M when installed (or asked), else a random-weight model of its config."""
+    from thinklens import HookedModel
+    from thinklens.engine.real_models import installed
+
+    if which == "smollm2-135m" or (which == "auto" and installed("smollm2-135m")):
+        return HookedModel.load("smollm2-135m", device=device), "smollm2-135m"
+    import transformers as tf
+
+    from tools.testing import word_tokenizer
+
+    torch.manual_seed(0)
+    hf = tf.LlamaForCausalLM(tf.LlamaConfig(**SMOLLM2_135M)).eval()
+    tok = word_tokenizer(SMOLLM2_135M["vocab_size"] - 3)
+    return HookedModel(hf.to(device), tok), "random-smollm2-135m-config"
+
+
+def mask_eos(model) -> None:
+    """Every run makes its full length: EOS ids get -inf logits (the same hook for HF and thinklens)."""
+    from thinklens.generation.kv_batch import eos_ids
+
+    ids = sorted(eos_ids(model))
+    head = model.hf.get_output_embeddings()
+
+    def hook(mod, args, out):
+        out[..., ids] = float("-inf")
+        return out
+    head.register_forward_hook(hook)
+
+
+def kv_bytes_per_token(model) -> int:
+    c = model.config
+    heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
+    d_head = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    return 2 * c.num_hidden_layers * heads * d_head * model.hf.dtype.itemsize
+
+
+def timing(model, lengths: list[int], static_at: int, repeats: int, site: str) -> dict[str, float]:
+    from thinklens.generation.generate import GenerateConfig, generate
+
+    enc = model.tokenize([PROMPT])
+    width = enc["input_ids"].shape[1]
+    equal = True
+
+    def plain(n: int, static: bool = False):
+        kw = {"cache_implementation": "static"} if static else {}
+        with torch.no_grad():
+            return model.hf.generate(**enc, max_new_tokens=n, do_sample=False, pad_token_id=model.tokenizer.pad_token_id, **kw)
+
+    def ours(n: int, capture: bool):
+        return generate(model, [PROMPT], GenerateConfig(max_new_tokens=n), capture=[site] if capture else [])
+
+    out: dict[str, float] = {}
+    for n in lengths:
+        fns = {"plain": lambda: plain(n), "ours": lambda: ours(n, False), "capture": lambda: ours(n, True)}
+        if n == static_at:
+            fns["static"] = lambda: plain(n, True)
+        times: dict[str, list[float]] = {k: [] for k in fns}
+        ref = None
+        for _ in range(repeats):  # interleaved: drift on a shared machine hits every candidate alike
+            for k, f in fns.items():
+                t = time.perf_counter()
+                got = f()
+                times[k].append(time.perf_counter() - t)
+                if k == "plain":
+                    ref = got[0, width:].tolist()
+                elif k in ("ours", "capture"):
+                    equal &= got[0].token_ids == ref and len(got[0]) == n
+        for k, v in times.items():
+            emit(f"{k}_ms_per_token_{n}", 1000 * min(v) / n)
+            emit(f"{k}_spread_{n}", max(v) / min(v))
+            out[f"{k}_{n}"] = min(v)
+        emit(f"capture_vs_plain_{n}", out[f"capture_{n}"] / out[f"plain_{n}"])
+        emit(f"ours_vs_plain_{n}", out[f"ours_{n}"] / out[f"plain_{n}"])
+        if n == static_at:
+            emit(f"vs_static_{n}", out[f"capture_{n}"] / out[f"static_{n}"])
+    emit("tokens_equal_hf", int(equal))
+    return out
+
+
+RSS_CHILD = """
+import json, sys, tempfile, threading, time, torch
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+torch.set_num_threads({threads})
+import psutil
+from long_traces import PROMPT, load, mask_eos
+from thinklens.engine.activation_store import ActivationStore
+from thinklens.generation.generate import GenerateConfig, generate
+model, _ = load({which!r}, {device!r})
+mask_eos(model)
+generate(model, [PROMPT], GenerateConfig(max_new_tokens=8), capture=[{site!r}])  # warm: lazy imports, allocator
+proc = psutil.Process()
+base, peak, stop = proc.memory_info().rss, [0], threading.Event()
+def watch():
+    while not stop.is_set():
+        peak[0] = max(peak[0], proc.memory_info().rss)
+        time.sleep(0.005)
+th = threading.Thread(target=watch); th.start()
+try:
+    store = ActivationStore(tempfile.mkdtemp())
+    tr = generate(model, [PROMPT], GenerateConfig(max_new_tokens={n}, stream_every=64), capture=[{site!r}],
+                  stream_to=store.writer(shard_mb=4))
+finally:
+    stop.set(); th.join()
+print(json.dumps({{"base_mb": base / 2**20, "peak_mb": peak[0] / 2**20, "tokens": len(tr[0]), "rows": len(store)}}))
+"""
+
+
+def rss(which: str, device: str, lengths: list[int], threads: int, site: str, per_token: int) -> None:
+    """Peak RSS of streamed-capture generation, a fresh process per length (glibc maps large blocks, so RSS counts
+    live memory rather than heap fragments)."""
+    peaks = {}
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
+    for n in (lengths[0], lengths[-1]):
+        code = RSS_CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), threads=threads, which=which, device=device,
+                                site=site, n=n)
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        got = json.loads(res.stdout.strip().splitlines()[-1])
+        peaks[n] = got["peak_mb"] - got["base_mb"]
+        emit(f"rss_peak_mb_{n}", peaks[n])
+        emit(f"kv_cache_mb_{n}", per_token * n / 2**20)
+    lo, hi = lengths[0], lengths[-1]
+    emit("rss_growth_mb", peaks[hi] - peaks[lo] - per_token * (hi - lo) / 2**20)
+
+
+def batching(model, n_prompts: int, shortest: int, longest: int, slots: int) -> None:
+    """32 prompts whose traces run from 50 to 2,000 tokens (budgets evenly spread, shuffled): continuous batching
+    against batch after batch, ``slots`` rows at a time."""
+    from thinklens.generation.generate import GenerateConfig, generate
+
+    g = torch.Generator().manual_seed(0)
+    budgets = torch.linspace(shortest, longest, n_prompts).round().long()[torch.randperm(n_prompts, generator=g)].tolist()
+    prompts = [f"{PROMPT} (case {i})" for i in range(n_prompts)]
+    times, toks = {}, {}
+    for name, cont in (("continuous", True), ("batched", False)):
+        t = time.perf_counter()
+        got = generate(model, prompts, GenerateConfig(max_new_tokens=tuple(budgets), batch_size=slots, continuous=cont,
+                                                     top_k_stats=5))
+        times[name] = time.perf_counter() - t
+        toks[name] = [tr.token_ids for tr in got]
+        emit(f"{name}_batching_s", times[name])
+    emit("batching_prompts", n_prompts)
+    emit("batching_tokens", sum(budgets))
+    emit("batching_slots", slots)
+    emit("batching_tokens_equal", int(toks["continuous"] == toks["batched"]))
+    emit("continuous_batching_speedup", times["batched"] / times["continuous"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="auto", choices=["auto", "smollm2-135m", "random"])
+    ap.add_argument("--lengths", default="512,2048,4096")
+    ap.add_argument("--long", action="store_true", help="add 8,192 new tokens")
+    ap.add_argument("--static-at", type=int, default=4096, help="the length timed against HF generate with a static cache")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batching", default="32,50,2000,8", help="prompts,shortest,longest,slots")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--quick", action="store_true", help="lengths 64,256 (static at 256), batching 8,10,120,4, 2 repeats")
+    ap.add_argument("--skip", default="", help="comma-separated stages to skip: timing,rss,batching")
+    args = ap.parse_args()
+    if args.quick:
+        args.lengths, args.static_at, args.batching, args.repeats = "64,256", 256, "8,10,120,4", 2
+    lengths = [int(x) for x in args.lengths.split(",")] + ([8192] if args.long else [])
+    skip = set(filter(None, args.skip.split(",")))
+    torch.set_num_threads(args.threads)
+    model, name = load(args.model, args.device)
+    mask_eos(model)
+    site = f"resid_post.{model.n_layers // 2}"
+    emit("model", name)
+    emit("params", sum(p.numel() for p in model.hf.parameters()))
+    emit("threads", args.threads)
+    emit("lengths", ",".join(map(str, lengths)))
+    emit("capture_site", site)
+    ratios = {}
+    if "timing" not in skip:
+        t = timing(model, lengths, args.static_at, args.repeats, site)
+        ratios = {n: t[f"capture_{n}"] / t[f"plain_{n}"] for n in lengths}
+    if "rss" not in skip:
+        standard = [n for n in lengths if n <= 4096] or lengths
+        rss("smollm2-135m" if name == "smollm2-135m" else "random", args.device, standard, args.threads, site,
+            kv_bytes_per_token(model))
+    if "batching" not in skip:
+        n, lo, hi, slots = (int(x) for x in args.batching.split(","))
+        batching(model, n, lo, hi, slots)
+    if ratios:
+        emit("capture_vs_plain_max_target", TARGETS["capture_vs_plain_max"])
+        emit("capture_vs_plain_max", max(ratios.values()))
+
+
+if __name__ == "__main__":
+    main()
