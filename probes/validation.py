@@ -90,8 +90,9 @@ QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=100, max_steps=3, violati
 FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
 #: ``validate --model M`` (an R1-format organism with re-check rounds, smol-r1): the planted setting on M's own
 #: rollouts. A real 135M model's rollouts cost ten times tiny-overthink's on a CPU, so the quick size is small and
-#: says how coarse a violation and a harm it sees; the full one is the zoo's quick size.
-QUICK_MODEL = Size(n_train=40, n_calibration=40, n_test=40, max_steps=1, violation=0.3, harm_margin=0.1)
+#: says how coarse a violation and a harm it sees (with 40 calibration rollouts tiny-overthink, run as --model, left
+#: 17 negatives: delta 0.05 was not evaluated, so 60); the full one is the zoo's quick size.
+QUICK_MODEL = Size(n_train=40, n_calibration=60, n_test=40, max_steps=1, violation=0.3, harm_margin=0.1)
 FULL_MODEL = QUICK_PLANTED
 FULL_NULL = Size(n_train=300, n_calibration=300, n_test=2000, max_steps=4)
 
