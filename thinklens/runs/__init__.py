@@ -3,6 +3,7 @@
 - ``jobs``: :class:`Job`, the registry (the ``thinklens.jobs`` entry points), :func:`run_job`; ``entry_points``: a
   registry group's entry points, from a checkout's pyproject.toml when thinklens runs from one
 - ``folders``: run folders ``runs/<job>/<id>/`` (config, meta, results, figures), written atomically
+- ``interrupts``: SIGINT and SIGTERM stop any job as :class:`JobInterrupted` (run marked interrupted, exit 130/143)
 - ``stages``: resumable stages cached in a run folder; ``provenance``: the code version of a run, and the
   resume check against the code running now
 - ``configcli``: command-line options generated from a job's config; ``headlines``: a run's one-line headline
