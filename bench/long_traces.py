@@ -16,7 +16,7 @@ standard length beyond the KV cache's own growth); ``continuous_batching_speedup
 ``capture_vs_plain_max`` (the worst length) last.
 
 Usage: ``python bench/long_traces.py [--long] [--lengths 512,2048,4096] [--static-at 4096] [--repeats 3]
-[--batching 32,50,2000,8] [--model smollm2-135m|random] [--threads 2]``. Without the real weights (``make real``)
+[--batching 32,50,2000,8] [--model smollm2-135m|random|tiny] [--threads 2] [--device cuda] [--tiny]``. Without the real weights (``make real``)
 a random-weight model of SmolLM2-135M's config runs instead (``--model random``). ``--quick`` runs short lengths
 (a check of the script, not the targets).
 """
@@ -24,6 +24,7 @@ a random-weight model of SmolLM2-135M's config runs instead (``--model random``)
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -43,6 +44,9 @@ SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=3
                     num_key_value_heads=3, head_dim=64, vocab_size=49152, max_position_embeddings=8192,
                     rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
                     tie_word_embeddings=True, hidden_act="silu", bos_token_id=1, eos_token_id=2, pad_token_id=2)
+#: ``--tiny``: the script's logic in seconds on a CPU (a default-tier test runs it through bench/gpu/run.sh).
+TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=16, vocab_size=512)
 PROMPT = "Solve step by step. A train leaves at 9:40 and arrives at 13:05. How long is the trip?"
 TARGETS = {"capture_vs_plain_max": 1.05, "vs_static": 1.05, "rss_growth_mb": 100}
 
@@ -62,10 +66,11 @@ def load(which: str, device: str):
 
     from tools.testing import word_tokenizer
 
+    cfg = dict(SMOLLM2_135M, **(TINY if which == "tiny" else {}))
     torch.manual_seed(0)
-    hf = tf.LlamaForCausalLM(tf.LlamaConfig(**SMOLLM2_135M)).eval()
-    tok = word_tokenizer(SMOLLM2_135M["vocab_size"] - 3)
-    return HookedModel(hf.to(device), tok), "random-smollm2-135m-config"
+    hf = tf.LlamaForCausalLM(tf.LlamaConfig(**cfg)).eval()
+    tok = word_tokenizer(cfg["vocab_size"] - 3)
+    return HookedModel(hf.to(device), tok), "tiny-random-llama" if which == "tiny" else "random-smollm2-135m-config"
 
 
 def mask_eos(model) -> None:
@@ -114,6 +119,8 @@ def timing(model, lengths: list[int], static_at: int, repeats: int, site: str) -
             for k, f in fns.items():
                 t = time.perf_counter()
                 got = f()
+                if model.hf.device.type == "cuda":
+                    torch.cuda.synchronize()
                 times[k].append(time.perf_counter() - t)
                 if k == "plain":
                     ref = got[0, width:].tolist()
@@ -201,7 +208,7 @@ def batching(model, n_prompts: int, shortest: int, longest: int, slots: int) -> 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="auto", choices=["auto", "smollm2-135m", "random"])
+    ap.add_argument("--model", default="auto", choices=["auto", "smollm2-135m", "random", "tiny"])
     ap.add_argument("--lengths", default="512,2048,4096")
     ap.add_argument("--long", action="store_true", help="add 8,192 new tokens")
     ap.add_argument("--static-at", type=int, default=4096, help="the length timed against HF generate with a static cache")
@@ -211,9 +218,13 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--quick", action="store_true", help="lengths 64,256 (static at 256), batching 8,10,120,4, 2 repeats")
     ap.add_argument("--skip", default="", help="comma-separated stages to skip: timing,rss,batching")
+    ap.add_argument("--tiny", action="store_true", help="a tiny random model, lengths 8,16, no RSS stage: the logic only")
     args = ap.parse_args()
     if args.quick:
         args.lengths, args.static_at, args.batching, args.repeats = "64,256", 256, "8,10,120,4", 2
+    if args.tiny:
+        args.model, args.lengths, args.static_at, args.batching, args.repeats = "tiny", "8,16", 16, "4,2,10,2", 1
+        args.skip = ",".join(filter(None, [args.skip, "rss"]))
     lengths = [int(x) for x in args.lengths.split(",")] + ([8192] if args.long else [])
     skip = set(filter(None, args.skip.split(",")))
     torch.set_num_threads(args.threads)
@@ -229,9 +240,11 @@ def main() -> None:
     if "timing" not in skip:
         t = timing(model, lengths, args.static_at, args.repeats, site)
         ratios = {n: t[f"capture_{n}"] / t[f"plain_{n}"] for n in lengths}
-    if "rss" not in skip:
+    if "rss" not in skip and importlib.util.find_spec("psutil") is None:
+        emit("rss", "skipped (no psutil)")
+    elif "rss" not in skip:
         standard = [n for n in lengths if n <= 4096] or lengths
-        rss("smollm2-135m" if name == "smollm2-135m" else "random", args.device, standard, args.threads, site,
+        rss({"smollm2-135m": "smollm2-135m", "tiny-random-llama": "tiny"}.get(name, "random"), args.device, standard, args.threads, site,
             kv_bytes_per_token(model))
     if "batching" not in skip:
         n, lo, hi, slots = (int(x) for x in args.batching.split(","))

@@ -7,6 +7,9 @@
 #   bash bench/gpu/run.sh --tests      the GPU test tier first (at most 3 minutes), then the bench in what is left
 #                                      of 10 minutes (one device call with timeout_s=600)
 #   bash bench/gpu/run.sh --tiny       the bench's logic with tiny models, on a CPU in seconds (a default test runs it)
+#   bash bench/gpu/run.sh --long-traces   the long-trace bench instead (bench/long_traces.py, issue 42: SmolLM2-135M's
+#                                      config with random weights, 512-4,096 new tokens against HF generate dynamic and
+#                                      static, continuous batching; within 9 minutes); with --tiny its logic on a CPU
 #
 # Other options go to bench_gpu.py (--budget-s, --models qwen,llama, --device). Output is copied to $OUT (or /tmp):
 # bench_gpu.txt, test_gpu.txt. Without sae-lens the SAE tests steer with a stand-in TopK SAE, and without
@@ -26,13 +29,22 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 
 tests=0
+long=0
 budget=420
 args=()
 for a in "$@"; do
-  if [ "$a" = --tests ]; then tests=1; else args+=("$a"); fi
+  if [ "$a" = --tests ]; then tests=1; elif [ "$a" = --long-traces ]; then long=1; else args+=("$a"); fi
 done
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+
+if [ "$long" = 1 ]; then
+  # the options it takes: --tiny, --device, --repeats, --lengths, --long (bench/long_traces.py --help); default cuda
+  lt=(--device cuda --repeats 2)
+  for a in ${args[@]+"${args[@]}"}; do lt+=("$a"); done
+  timeout 540 "$PY" bench/long_traces.py "${lt[@]}" 2>&1 | tee "$OUTDIR/long_traces.txt"
+  exit "${PIPESTATUS[0]}"
+fi
 
 status=0
 if [ "$tests" = 1 ]; then
