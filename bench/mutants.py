@@ -311,6 +311,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "            raise", GRADING_TESTS),
     Mutant("plain integers built as floats", "answers", "thinklens/data/equivalence.py",
            "        return sympy.Integer(digits)", "        return sympy.Float(digits)", GRADING_TESTS),
+    # ---- steer --word (issue 41 item 7): a word the SAE run did not score is scored, not swapped for one it did
+    Mutant("steer: an unscored word replaced by the saved statistics' first word", "SAE steering", "steering/jobs/steer.py",
+           "    word = stats_word(saved, cfg) if saved is not None else None",
+           "    word = (stats_word(saved, cfg) or next(iter(saved.corr_words))) if saved is not None else None",
+           ("tests/steering/test_steer_word.py",)),
     # ---- interrupts and early refusals (issue 41 items 3 and 4)
     Mutant("an interrupted run left 'running'", "jobs", "thinklens/runs/jobs.py",
            '                    run.write_meta(status="interrupted", interruptions=[*run.meta().get("interruptions", []), at])',
