@@ -100,3 +100,25 @@ def test_import_probes_conformal_from_the_root_leaves_one_module_object():
                   "import json; print(json.dumps([k for k, v in sys.modules.items() if getattr(v, '__file__', None) == c.__file__]))")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == ["thinklens.probes.conformal"]
+
+
+def test_an_editor_resolves_thinklens_probes():
+    """jedi (the completion engine of most Python editors) reads the file tree, not the import hooks: thinklens/probes
+    etc. are links to the capability folders, so completion and go-to-definition reach them."""
+    jedi = pytest.importorskip("jedi")
+    for name in ("probes", "steering", "latent", "analyses"):
+        link = ROOT / "thinklens" / name
+        assert link.is_symlink() and link.resolve() == ROOT / name
+    project = jedi.Project(str(ROOT))
+    source = "from thinklens.probes.conformal import MondrianCalibrator\nMondrianCalibrator\n"
+    found = jedi.Script(source, path=str(ROOT / "scratch.py"), project=project).goto(2, 3, follow_imports=True)
+    assert [Path(d.module_path).resolve() for d in found] == [ROOT / "probes" / "conformal.py"]
+    completions = jedi.Script("import thinklens.steering.fea", path=str(ROOT / "scratch.py"), project=project).complete()
+    assert "features" in {c.name for c in completions}
+
+
+def test_the_links_leave_one_module_per_file():
+    """Imported through thinklens, a capability module comes from its own folder (not through the link), once."""
+    out = _python("import thinklens.probes.conformal as c, thinklens.analyses.mi as mi; print(c.__file__); print(mi.__file__)")
+    conformal, mi = out.stdout.split("\n")[:2]
+    assert Path(conformal) == ROOT / "probes" / "conformal.py" and Path(mi) == ROOT / "analyses" / "mi" / "__init__.py"

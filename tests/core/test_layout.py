@@ -59,8 +59,11 @@ def test_one_installed_top_level_package_and_its_package_list_matches_the_folder
 def test_the_core_is_grouped_by_layer():
     flat = sorted(f.stem for f in (ROOT / "thinklens").glob("*.py"))
     assert flat == ["__init__", "__main__", "cli", "errors", "lazy"], flat
-    subpackages = {d.name for d in (ROOT / "thinklens").iterdir() if (d / "__init__.py").is_file()}
+    subpackages = {d.name for d in (ROOT / "thinklens").iterdir() if (d / "__init__.py").is_file() and not d.is_symlink()}
     assert subpackages == LAYERS
+    # the capabilities appear inside thinklens/ as links to their folders only, for editors (tests/core/test_checkout.py)
+    links = {d.name: os.readlink(d) for d in (ROOT / "thinklens").iterdir() if d.is_symlink()}
+    assert links == {c: f"../{c}" for c in CAPABILITIES}
     for layer in LAYERS:  # each layer says what it holds
         assert ast.get_docstring(ast.parse((ROOT / "thinklens" / layer / "__init__.py").read_text())), layer
     assert not (ROOT / "zoo").exists(), "the zoo is one package, thinklens/zoo"
