@@ -33,7 +33,10 @@ CAPABILITIES = ("probes", "steering", "latent", "analyses")
 class _CheckoutFinder(importlib.abc.MetaPathFinder):
     """``thinklens.<capability>`` from the repository's ``<capability>/`` folder, for a source checkout used
     without installing (``PYTHONPATH=.``, as the GPU machine runs it): the mapping pyproject's ``package-dir``
-    makes for an install. Only those four names, and only beside this checkout's pyproject.toml."""
+    makes for an install. Only those four names, and only beside this checkout's pyproject.toml. (``thinklens/probes``
+    etc. are also links to those folders, for editors that read the file tree; this finder comes first, so a module's
+    ``__file__`` is its folder's, never the link's.) ``import probes`` by the folder's own name is refused
+    (:func:`thinklens.lazy.refuse_generic_name`), as an install has no such name."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
