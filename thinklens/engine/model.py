@@ -488,15 +488,43 @@ class HookedModel:
 
         A remote model generates through nnsight on NDIF (same traces; no interventions). ``stream_to`` (an
         ActivationStore) writes the states there every ``stream_every`` steps instead of keeping them in memory.
+
+        The model's context bounds every prompt and its completion, by the rule every job follows
+        (:func:`thinklens.generation.budgets.prompt_budgets`): a budget that would run past it is cut to fit, with a
+        warning, and a prompt that leaves no room for one new token is refused.
         """
         from thinklens.generation.generate import GenerateConfig, generate
 
         budget = max_new_tokens if isinstance(max_new_tokens, int) else tuple(max_new_tokens)  # one, or one per prompt
+        budget = self._within_context(prompts, budget)
         cfg = GenerateConfig(max_new_tokens=budget, do_sample=do_sample, seed=seed, temperature=temperature,
                              top_p=top_p, stop=tuple(stop), top_k_stats=top_k_stats, batch_size=batch_size,
                              stream_every=stream_every)
         return generate(self, prompts, cfg, capture=capture, interventions=interventions, progress=progress,
                         stream_to=stream_to, backend=backend)
+
+    def _within_context(self, prompts: "str | Sequence[str]", budget: "int | tuple[int, ...]") -> "int | tuple[int, ...]":
+        """``budget`` (one, or one per prompt) cut so that each prompt and its completion fit :attr:`max_context`,
+        with a warning when one was cut; a prompt with no room left is refused (``prompt_budgets``'s error)."""
+        from thinklens.generation.budgets import prompt_budgets, token_lengths
+        from thinklens.generation.decode_loop import row_budgets
+
+        ctx = self.max_context
+        texts = [prompts] if isinstance(prompts, str) else list(prompts)
+        if ctx is None or not texts or not all(isinstance(t, str) for t in texts):
+            return budget  # unknown context, or input generate() refuses with its own message
+        asked = row_budgets(budget, len(texts))
+        lengths = token_lengths(self, texts)
+        prompt_budgets(lengths, 1, ctx)  # raises for a prompt that leaves no room
+        fit = tuple(min(a, ctx - n) for a, n in zip(asked, lengths))
+        cut = [k for k, (a, f) in enumerate(zip(asked, fit)) if f < a]
+        if not cut:
+            return budget
+        warnings.warn(f"{len(cut)} of {len(texts)} prompts would run past {self.name}'s {ctx}-token context with "
+                      f"max_new_tokens={max(asked[k] for k in cut)}: their budgets are cut to fit (prompt {cut[0]}: "
+                      f"{lengths[cut[0]]} tokens, {fit[cut[0]]} new); pass max_new_tokens=budgets_for(model, prompts, n)"
+                      ".per_prompt (thinklens.generation.budgets) to choose them, as the jobs do", stacklevel=3)
+        return fit
 
     def _local_only(self, what: str) -> None:
         raise ThinklensError.of(
