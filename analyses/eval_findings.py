@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from thinklens.calibration.stats import bootstrap_ci, findings_doc, paired_finding
+from thinklens.calibration.findings import findings_doc, paired_finding
+from thinklens.calibration.stats import bootstrap_ci
 
 MAJORITY = "majority-answer guess"
 

@@ -121,10 +121,10 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
 
 def show_findings(run: RunFolder) -> None:
     """The run's findings as the page's headline, in the words of the CLI's closing lines and the Home card
-    (thinklens.calibration.stats.finding_sentence): an effect as a claim, anything else as what was not shown."""
+    (thinklens.calibration.findings.finding_sentence): an effect as a claim, anything else as what was not shown."""
     from dashboard import finding_tone
 
-    from thinklens.calibration.stats import finding_sentence
+    from thinklens.calibration.findings import finding_sentence
 
     findings = (run.meta().get("summary") or {}).get("findings") or []
     for f in findings:

@@ -109,9 +109,9 @@ def data_of(entry: RunEntry) -> str:
 
 
 def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
-    """The run's first findings in words (thinklens.calibration.stats.finding_sentence): what the CLI's closing lines and the
+    """The run's first findings in words (thinklens.calibration.findings.finding_sentence): what the CLI's closing lines and the
     page headline say too, so a claim whose verdict is not ``effect`` is never headlined as one."""
-    from thinklens.calibration.stats import finding_sentence
+    from thinklens.calibration.findings import finding_sentence
 
     return " · ".join(finding_sentence(f) for f in findings[:limit])
 

@@ -268,7 +268,7 @@ def _noised(name: str, problems: list, seed: int) -> tuple[dict, list[dict]]:
 
 
 def _gain(codi: list[bool], nocot: list[bool], label: str, seed: int) -> Any:
-    from thinklens.calibration.stats import paired_finding
+    from thinklens.calibration.findings import paired_finding
 
     return paired_finding(f"{label} beats the matched No-CoT on the same {MIN_STEPS}-{MAX_STEPS} step problems",
                           [float(x) for x in codi], [float(x) for x in nocot], control=f"matched No-CoT ({ORGANISMS['nocot']})",
@@ -292,7 +292,7 @@ def _accuracy(correct: list[bool], steps: list[int] | None = None) -> dict[str, 
 
 
 def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
 
     lo, hi = gain.extra["diff_ci"]
     return Check("gain_over_nocot", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,

@@ -19,15 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from thinklens.calibration.stats import (
-    Finding,
-    accuracy_finding,
-    bootstrap_ci,
-    findings_doc,
-    paired_finding,
-    verdict_from_interval,
-    wilson,
-)
+from thinklens.calibration.findings import Finding, accuracy_finding, findings_doc, paired_finding, verdict_from_interval
+from thinklens.calibration.stats import bootstrap_ci, wilson
 
 if TYPE_CHECKING:
     from thinklens.runs.jobs import Job, JobContext

@@ -164,14 +164,14 @@ def error_places(doc: dict[str, Any], plan: Plan, seed: int) -> dict[str, Any]:
 
 
 def _gain(o: dict[str, list[bool]], seed: int) -> Any:
-    from thinklens.calibration.stats import paired_finding
+    from thinklens.calibration.findings import paired_finding
 
     return paired_finding("LatentSeek raises accuracy over its start (the greedy chain)", o["seek"], o["start"],
                           control="greedy chain", statistic="accuracy", binary=True, seed=seed)
 
 
 def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
 
     lo, hi = gain.extra["diff_ci"]
     more = details.pop("more", [])
@@ -180,7 +180,8 @@ def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Che
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from thinklens.calibration.stats import paired_finding, wilson
+    from thinklens.calibration.findings import paired_finding
+    from thinklens.calibration.stats import wilson
 
     plan = QUICK if ctx.quick else FULL
     doc = _seek(ctx, plan, "psrm", "seek-psrm")

@@ -44,7 +44,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from thinklens.calibration.stats import MIN_N, Finding, bootstrap_ci, headline, paired_finding, verdict_from_interval
+from thinklens.calibration.findings import MIN_N, Finding, headline, paired_finding, verdict_from_interval
+from thinklens.calibration.stats import bootstrap_ci
 from thinklens.calibration.tost import Equivalence, tost_mean
 from thinklens.probes.conformal import ValidityCurve
 from thinklens.probes.exits import EventTable, ExitReport, RolloutTable, policy_costs
@@ -179,7 +180,7 @@ def find(findings: Sequence[Finding | dict], statistic: str, delta: float) -> Fi
 
 
 def headline_lines(findings: Sequence[Finding | dict]) -> list[str]:
-    """One headline per delta (:func:`thinklens.calibration.stats.headline`: a saving whose verdict is not ``effect`` is never
+    """One headline per delta (:func:`thinklens.calibration.findings.headline`: a saving whose verdict is not ``effect`` is never
     stated as one), then every finding's own line."""
     doc = [f.to_dict() if isinstance(f, Finding) else f for f in findings]
     lines = []

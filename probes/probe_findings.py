@@ -11,7 +11,7 @@ full-data best score (the summary's ``best_score``) is optimistic by the winner'
   against the shuffled-label probe at the same site or chance (0.5), whichever is higher (the control task of
   Hewitt and Liang 2019: labels permuted over the report problems, predicted out of fold and scored against the
   permuted labels; the mean of :data:`N_SHUFFLES` permutations); the accuracy (Wilson) against the majority class
-  (``at ceiling`` when even a perfect probe could not beat it significantly, :func:`thinklens.calibration.stats.no_headroom`);
+  (``at ceiling`` when even a perfect probe could not beat it significantly, :func:`thinklens.calibration.findings.no_headroom`);
   on synthetic problems the AUROC against the steps-only probe (problem difficulty) on the same problems, the
   difference bootstrapped paired.
 - ``intermediate`` target: the pooled R^2 at the chosen site with a bootstrap interval over report problems
@@ -20,7 +20,7 @@ full-data best score (the summary's ``best_score``) is optimistic by the winner'
 
 Verdicts: ``effect`` when the interval lies above the control; ``at ceiling`` when the control leaves no room (the
 majority class, or a steps-only probe that ranks every problem right); ``too few samples`` below
-:data:`thinklens.calibration.stats.MIN_N` report problems, or when a half cannot be cross-validated.
+:data:`thinklens.calibration.findings.MIN_N` report problems, or when a half cannot be cross-validated.
 
 Example:
     >>> rng = np.random.default_rng(0); y = np.tile([0, 1], 40)
@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-from thinklens.calibration.stats import Finding, accuracy_finding, bootstrap_units, no_headroom, split_indices, verdict_from_interval
+from thinklens.calibration.findings import Finding, accuracy_finding, no_headroom, verdict_from_interval
+from thinklens.calibration.stats import bootstrap_units, split_indices
 from thinklens.errors import ThinklensError, opt
 
 #: Label permutations of the shuffled-label control (its score is their mean: one permutation is noisy).

@@ -123,7 +123,7 @@ def demo_findings() -> dict[str, Any]:
                          "control_value": f["control_value"], "verdict": f["verdict"]})
     if not runs:
         raise FileNotFoundError(2, "no demo run recorded", str(DEMO_RECORD))
-    from thinklens.calibration.stats import VERDICTS
+    from thinklens.calibration.findings import VERDICTS
 
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     return summary(DEMO_COMMAND, runs, {"steps": [s.name for s in DEMO_STEPS]},

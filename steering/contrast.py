@@ -37,7 +37,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from thinklens.calibration.stats import MIN_N, Finding, bootstrap_ci, paired_bootstrap, wilson
+from thinklens.calibration.findings import MIN_N, Finding
+from thinklens.calibration.stats import bootstrap_ci, paired_bootstrap, wilson
 from thinklens.engine.interventions import AddVector
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError

@@ -383,7 +383,8 @@ def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0, own_style
     """
     import numpy as np
 
-    from thinklens.calibration.stats import Finding, bootstrap_ci, paired_finding, verdict_from_interval
+    from thinklens.calibration.findings import Finding, paired_finding, verdict_from_interval
+    from thinklens.calibration.stats import bootstrap_ci
 
     have = {m: np.asarray(r["correct"], dtype=float) for m, r in rows.items() if r.get("correct") is not None}
     if "base" not in have or "thinking" not in have:
@@ -430,7 +431,7 @@ OWN_STYLE = "base model in its own prompt format"
 
 def _own_style_finding(hybrid: Any, own: dict[str, Any], seed: int) -> Any:
     """The hybrid against the base model on its own prompt format, on the same problems."""
-    from thinklens.calibration.stats import accuracy_finding, paired_finding
+    from thinklens.calibration.findings import accuracy_finding, paired_finding
 
     claim = "the hybrid beats the base model in its own prompt format"
     words = "the base model in its own prompt format does as well"
@@ -449,7 +450,7 @@ def _claims_beat_every_control(findings: list[Any], controls: list[Any], hybrid_
     """The hybrid's claims (accuracy over the base, gap recovered) stay ``effect`` only if every control is beaten."""
     import dataclasses
 
-    from thinklens.calibration.stats import _fmt
+    from thinklens.calibration.findings import _fmt
 
     lost = [c for c in controls if c.verdict != "effect"]
     if not lost:
@@ -467,7 +468,7 @@ def _claims_beat_every_control(findings: list[Any], controls: list[Any], hybrid_
 
 
 def with_extra(f: Any, **extra: Any) -> Any:
-    """``f`` (a frozen :class:`thinklens.calibration.stats.Finding`) with ``extra`` added to its ``extra``."""
+    """``f`` (a frozen :class:`thinklens.calibration.findings.Finding`) with ``extra`` added to its ``extra``."""
     import dataclasses
 
     return dataclasses.replace(f, extra={**f.extra, **extra})

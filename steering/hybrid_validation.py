@@ -50,8 +50,8 @@ perturbed candidates, not from the vectors' direction; a category vector cannot 
 - ``hybrid absent-behaviour`` (planted; failed when measured): a gap that is a behaviour the base lacks.
   Base ``tiny-r1``, thinking ``tiny-overthink`` (tiny-r1 fine-tuned to re-check an answer it already has: "Wait, let
   me double-check." / "Hmm, let me verify." rounds), 2-4 step problems. Statistic: the share of traces with at least
-  one re-check round (:func:`~thinklens.steering.hybrid_behaviour.rechecks`, read by :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus
-  under its random-vector control, paired over problems (McNemar); the precondition is the gap, thinking's rate minus
+  one re-check round (:func:`~thinklens.steering.hybrid_behaviour.rechecks`, read by
+  :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus under its random-vector control, paired over problems (McNemar); the precondition is the gap, thinking's rate minus
   base's. Recovered when the hybrid beats its control by the paired test. Measured (full, n=100): base 0/100,
   thinking 100/100 (gap 1.0, p=1.6e-30), hybrid 0/100, random 0/100: not recovered (failed). Why (``cue_diagnostics``, kept on
   every run of the setting): at the end of the hybrid's
@@ -148,7 +148,7 @@ def _recovered(gap: Any, beats: Any, what: str) -> tuple[str, str]:
     """A planted setting's rule, the same for the three, quick or full: recovered when the gap is there (McNemar) and
     the hybrid beats its random-vector control (McNemar, whose exact interval is the check's). The verdict, and why
     in words with the numbers when it is not recovered."""
-    from thinklens.calibration.stats import MIN_N, _fmt
+    from thinklens.calibration.findings import MIN_N, _fmt
 
     if gap.verdict == "too few samples" or beats.verdict == "too few samples":
         return "failed", f"too few problems to test: {gap.n} (at least {MIN_N})"
@@ -166,7 +166,7 @@ def _recovered(gap: Any, beats: Any, what: str) -> tuple[str, str]:
 
 
 def _skill_gap(ctx: SettingContext) -> Check:
-    from thinklens.calibration.stats import findings_doc, paired_finding
+    from thinklens.calibration.findings import findings_doc, paired_finding
     from thinklens.steering.hybrid_generate import hybrid_findings
 
     plan = QUICK if ctx.quick else FULL
@@ -212,7 +212,7 @@ def _null(ctx: SettingContext) -> Check:
     (at :data:`NULL_ALPHA` a side), and vectors that move the base model (an inert method fails here)."""
     import numpy as np
 
-    from thinklens.calibration.stats import _fmt, findings_doc, paired_finding
+    from thinklens.calibration.findings import _fmt, findings_doc, paired_finding
     from thinklens.calibration.tost import tost_mean
 
     plan = QUICK_NULL if ctx.quick else FULL
@@ -257,7 +257,7 @@ SETTINGS = [
 
 # ---------------------------------------------------------------- absent-behaviour: a gap that is a behaviour the base lacks
 
-#: The quick behaviour plans evaluate 10 problems: the paired tests' fewest units (thinklens.calibration.stats.MIN_N;
+#: The quick behaviour plans evaluate 10 problems: the paired tests' fewest units (thinklens.calibration.findings.MIN_N;
 #: at 8 every finding is "too few samples" and nothing can be recovered).
 QUICK_BEHAVIOUR = Plan(n_eval=10, n_train=6, sae_steps=20, vector_iters=2)
 FULL_BEHAVIOUR = Plan(n_eval=100, n_train=100, sae_steps=600, vector_iters=50)
@@ -281,7 +281,8 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overri
     than its random-vector control (McNemar, :func:`_recovered`); otherwise failed, with why
     and the cue diagnostics. The accuracy cost (the hybrid's accuracy minus the base's, McNemar with its own exact
     interval) is part of every check: in ``details["accuracy_cost"]`` and in the target line."""
-    from thinklens.calibration.stats import _fmt, findings_doc, paired_finding, wilson
+    from thinklens.calibration.findings import _fmt, findings_doc, paired_finding
+    from thinklens.calibration.stats import wilson
     from thinklens.steering.configs import HybridConfig
 
     plan = quick if ctx.quick else FULL_BEHAVIOUR

@@ -416,7 +416,7 @@ def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str
     and against every control at the control's own chosen alpha. ``min_gain``: an effect against alpha 0 must also
     gain at least this much accuracy on the reporting split.
 
-    Returns ``(findings, choice)``: :class:`thinklens.calibration.stats.Finding` s and ``{alpha, select, report, select_accuracy,
+    Returns ``(findings, choice)``: :class:`thinklens.calibration.findings.Finding` s and ``{alpha, select, report, select_accuracy,
     control_alphas}``.
 
     Example:
@@ -427,7 +427,8 @@ def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str
     """
     import numpy as np
 
-    from thinklens.calibration.stats import paired_finding, split_indices
+    from thinklens.calibration.findings import paired_finding
+    from thinklens.calibration.stats import split_indices
 
     if 0.0 not in method:
         raise ThinklensError.of("alpha sweep", sorted(method), "a sweep that includes alpha 0 (the target itself)",

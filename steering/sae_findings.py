@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from thinklens.calibration.stats import Finding, bootstrap_units, verdict_from_interval
+from thinklens.calibration.findings import Finding, verdict_from_interval
+from thinklens.calibration.stats import bootstrap_units
 from thinklens.errors import ThinklensError
 
 ZERO_ABLATION = "zero ablation"

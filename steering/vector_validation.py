@@ -149,7 +149,7 @@ def model_equals(model: Any, target: Any) -> bool:
 
 def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any], verdict: str, target: str,
            value: float | None = None, ci: tuple[float, float] | None = None, n: int | None = None) -> Check:
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
 
     gain = findings[0]
     lo, hi = gain.extra["diff_ci"] if ci is None else ci
@@ -174,7 +174,7 @@ def planted_verdict(headroom: float, over_zero: Any, over_random: Any) -> str:
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from thinklens.calibration.stats import findings_doc, paired_finding
+    from thinklens.calibration.findings import findings_doc, paired_finding
     from thinklens.steering.reasoning_vectors import apply_vector, load_causal_lm
 
     plan = QUICK if ctx.quick else FULL

@@ -161,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\n".join(lines))
     findings = (run.meta().get("summary") or {}).get("findings") or []
     if findings:  # the closing lines: the same verdicts as the summary JSON, the Home card and the page
-        from thinklens.calibration.stats import finding_sentence
+        from thinklens.calibration.findings import finding_sentence
 
         print("findings:")
         for f in findings:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from thinklens.calibration.stats import VERDICTS
+from thinklens.calibration.findings import VERDICTS
 from thinklens.errors import ThinklensError
 from thinklens.runs.demo_plan import DemoStep, demo_steps  # noqa: F401  (DemoStep: the plan's type, for callers)
 

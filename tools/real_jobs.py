@@ -30,6 +30,9 @@ RECORD = ROOT / "results" / "records" / "real-jobs" / "jobs.json"
 MODELS = ("smollm2-135m", "gemma-3-270m")
 #: Layers of each model (the SAE and steering sites sit at mid-depth).
 LAYERS = {"smollm2-135m": 30, "gemma-3-270m": 18}
+#: SAE training tokens per model: Gemma's forward pass (18 layers of d 640, a 262k vocabulary) costs about twice
+#: SmolLM2's on 2 cores, and 60k tokens took SmolLM2 48 minutes on a shared machine.
+SAE_TOKENS = {"smollm2-135m": 60000, "gemma-3-270m": 20000}
 DATA = "synthetic:2-3:4"  # the project's task, 4 problems per step count
 TIMEOUT_S = 3600
 
@@ -56,13 +59,14 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
                   "--max-new-tokens", "96"]),
         ("steer-vector", ["--n-prompts", "12", "--samples", "2", "--max-new-tokens", "24", "--coeffs=-0.2,0.2"]),
         ("sae", ["--data", str(INPUTS / "texts.txt"), "--site", mid, "--d-sae", "1024", "--k", "32", "--n-texts", "120",
-                 "--eval-texts", "32", "--training-tokens", "60000", "--context-size", "48", "--stats-traces", "8",
+                 "--eval-texts", "32", "--training-tokens", str(SAE_TOKENS[model]), "--context-size", "48", "--stats-traces", "8",
                  "--fidelity-traces", "8", "--max-new-tokens", "32"]),
         ("sae-eval", ["--sae", sae, "--data", str(INPUTS / "texts.txt"), "--n-texts", "64", "--n-batches", "2",
                       "--fidelity-traces", "8", "--max-new-tokens", "32"]),
         ("steer", ["--sae", sae, "--data", DATA, "--word", "so", "--coeffs=-1,0,1", "--n-prompts", "6",
                    "--stats-traces", "8", "--max-new-tokens", "64"]),
-        ("sft", train + ["--train-steps", "8", "--lora-r", "8"]),
+        # no --add-tokens: hybrid and reasoning-vector pair this fine-tune with its base, which needs one vocabulary
+        ("sft", [a for a in train if a != "--add-tokens"] + ["--train-steps", "8", "--lora-r", "8"]),
         ("hybrid", ["--thinking", sft, "--data", DATA, "--site", mid, "--n-train", "8", "--n-eval", "8",
                     "--max-new-tokens", "64", "--sae-steps", "50", "--vector-iters", "10",
                     "--modes", "base,thinking,hybrid,random_vectors"]),
@@ -98,7 +102,7 @@ def write_inputs() -> None:
 
 def summary_of(out: Path) -> dict[str, Any]:
     """A finished run's status and its findings, each as the sentence the CLI prints for it."""
-    from thinklens.calibration.stats import finding_sentence
+    from thinklens.calibration.findings import finding_sentence
 
     meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").exists() else {}
     found = (meta.get("summary") or {}).get("findings") or []

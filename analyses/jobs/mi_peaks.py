@@ -94,8 +94,8 @@ def _num(v: float | None) -> str:
 
 
 def _finding_line(f: dict[str, Any]) -> str:
-    """One finding of the summary as the CLI prints it (thinklens.calibration.stats.Finding.line on the JSON form)."""
-    from thinklens.calibration.stats import Finding
+    """One finding of the summary as the CLI prints it (thinklens.calibration.findings.Finding.line on the JSON form)."""
+    from thinklens.calibration.findings import Finding
 
     keep = {k: f.get(k) for k in ("claim", "statistic", "value", "n", "control", "control_value", "verdict", "p")}
     nan = float("nan")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from thinklens.analyses.mi.planted import score_trajectory
-from thinklens.calibration.stats import Finding, accuracy_finding, headline, paired_finding, ratio_finding
+from thinklens.calibration.findings import Finding, accuracy_finding, headline, paired_finding, ratio_finding
 
 if TYPE_CHECKING:
     from thinklens.analyses.mi.run_format import TrajectoryRecord

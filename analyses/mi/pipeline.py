@@ -310,7 +310,7 @@ def findings_of(cfg: MIPeaksJobConfig, run: RunFolder, models: Sequence[Mapping[
     trajectories (all steps, and where the answer is first written), the peak fraction, the thinking words; then
     the interventions on the reasoning model against their controls."""
     from thinklens.analyses.mi import mi_findings as fnd
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
 
     out = []
     for m in models:

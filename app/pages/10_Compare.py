@@ -79,7 +79,7 @@ else:
         (st.markdown if paired.get("paired") else st.caption)(rd.paired_sentence(paired))
 
         st.subheader("Findings side by side")
-        from thinklens.calibration.stats import finding_sentence
+        from thinklens.calibration.findings import finding_sentence
 
         cols = st.columns(2)
         for col, label, e in zip(cols, ("A", "B"), (a, b)):

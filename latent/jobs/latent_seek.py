@@ -60,7 +60,7 @@ def findings(problems: list[dict[str, Any]], summary: dict[str, Any]) -> list[di
         >>> [f["verdict"] for f in findings([p(i) for i in range(20)], {"baseline": b})]
         ['effect', 'effect']
     """
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.latent.latent_findings import seek_findings
     from thinklens.latent.seek_runs import seek_from_json
 

@@ -162,7 +162,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     """Run (or resume) the LYNX job in ``ctx.run``; writes results, arrays, figures and the probe."""
     import numpy as np
 
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.data.answers import is_correct
     from thinklens.data.formats import format_for
     from thinklens.probes.conformal import MondrianCalibrator, validity_curve

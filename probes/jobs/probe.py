@@ -287,7 +287,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     """Run (or resume) the probe job into ``ctx.run``; returns the sweep result written to results/sweep.json."""
     import numpy as np
 
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.data.formats import format_for
     from thinklens.engine.sites import parse_sites
     from thinklens.probes.datasets import layer_sweep, prompt_states

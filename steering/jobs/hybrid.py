@@ -100,7 +100,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     import dataclasses
     import statistics
 
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.data.formats import format_for
     from thinklens.generation.budgets import budgets_for, new_token_budget
     from thinklens.steering import figures
@@ -216,7 +216,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
 
 def report(summary: dict[str, Any]) -> str:
     """Each mode's line, then the headline: the gap recovered, or what was not shown (the CLI prints every finding after it)."""
-    from thinklens.calibration.stats import headline
+    from thinklens.calibration.findings import headline
 
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"

@@ -119,7 +119,7 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     import torch
 
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering import figures
     from thinklens.steering.reasoning_vectors import (
         alpha_sweep,
@@ -252,7 +252,7 @@ def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any]
 
 def report(summary: dict[str, Any]) -> str:
     """The lineage line and the headlines (the CLI prints every finding in words after it)."""
-    from thinklens.calibration.stats import headline
+    from thinklens.calibration.findings import headline
 
     line = f"|v| = {summary['norm']:.4g}; lineage {'ok' if summary['related'] else 'SUSPICIOUS (see results/vector.json)'}"
     lines = [line]

@@ -102,7 +102,7 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
 
 def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Train, evaluate (held out), scan traces for feature statistics, write figures; returns the summary."""
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering import figures
     from thinklens.steering.corpora import corpus
     from thinklens.steering.problems import data_format
@@ -188,7 +188,7 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     """``--activations``: train on stored rows with a held-out random part for the metrics; returns the summary."""
     import torch
 
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering import figures
     from thinklens.steering.sae import read_activation_rows, train_sae_on_rows
     from thinklens.steering.sae_findings import rows_variance_finding, sae_warnings

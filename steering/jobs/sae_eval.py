@@ -55,7 +55,7 @@ class SAEEvalConfig(DataOptions):
 
 def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     """Load the SAE on the model's device and compute sae-lens's metrics over the texts."""
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering.corpora import corpus
     from thinklens.steering.problems import held_out_prompts
     from thinklens.steering.sae import evaluate_sae, load_sae, sae_folder

@@ -39,7 +39,7 @@ from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
-    from thinklens.calibration.stats import Finding
+    from thinklens.calibration.findings import Finding
     from thinklens.engine.model import HookedModel
     from thinklens.engine.sites import Site
     from thinklens.steering.features import FeatureStats
@@ -157,7 +157,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     import torch
 
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering import figures
     from thinklens.steering.effects import mean_norm, steer_sweep
     from thinklens.steering.feature_steering import equal_norm_arms
@@ -346,7 +346,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
     finding's ``control`` is the equal-norm random feature; every comparison is in ``extra["controls"]``) and the
     feature's steered text stays within ``harm`` (``max_accuracy_drop``, ``max_degenerate_rise`` against the unsteered
     run; ``extra["harm"]``). Otherwise ``no effect`` with the reason in ``extra["not_shown"]`` (and the sentence the CLI,
-    Home and pages state in ``extra["otherwise"]``, :func:`thinklens.calibration.stats.finding_sentence`). ``harm``
+    Home and pages state in ``extra["otherwise"]``, :func:`thinklens.calibration.findings.finding_sentence`). ``harm``
     defaults to :class:`SteerJobConfig`'s bound; in ``clamp`` mode coefficient 0 is the feature clamped to 0, which
     then stands where the unsteered run does.
 
@@ -357,7 +357,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
         >>> f.verdict, f.extra["not_shown"]
         ('no effect', 'beyond the harm bound: accuracy 0.500 -> 0.050 (drop 0.450 > 0.1)')
     """
-    from thinklens.calibration.stats import accuracy_finding
+    from thinklens.calibration.findings import accuracy_finding
 
     harm = harm_bound(SteerJobConfig()) if harm is None else harm
     reference = "unsteered" if mode == "add" else "feature clamped to 0"
@@ -400,7 +400,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
 
 def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
     """The report's lines: each finding's headline (an effect only when its verdict is one; else why not)."""
-    from thinklens.calibration.stats import headline
+    from thinklens.calibration.findings import headline
 
     lines = []
     for f in found:

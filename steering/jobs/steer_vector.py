@@ -164,7 +164,7 @@ def steer_site(model: "HookedModel", site: str) -> "Site":
 
 def run(config: SteerVectorConfig, ctx: JobContext) -> dict[str, Any]:
     """Build the vector, sweep the coefficients against both controls, write the results; returns the summary."""
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering.contrast import Fluency, contrast_vector, sweep, token_norm
 
     cfg, model, log = config, ctx.model, ctx.progress.log
@@ -194,7 +194,7 @@ def run(config: SteerVectorConfig, ctx: JobContext) -> dict[str, Any]:
 
 def headlines(findings: list[dict[str, Any]]) -> list[str]:
     """One line per coefficient: the finding in words (never an effect unless its verdict is one)."""
-    from thinklens.calibration.stats import finding_sentence
+    from thinklens.calibration.findings import finding_sentence
 
     return [finding_sentence(f) for f in findings]
 

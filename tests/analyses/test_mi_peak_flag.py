@@ -18,7 +18,7 @@ from thinklens.analyses.mi.mi_findings import (
     word_findings,
     words_headline,
 )
-from thinklens.calibration.stats import finding_sentence
+from thinklens.calibration.findings import finding_sentence
 
 WORDS = [{"word": "wait", "peak_count": 30, "total_count": 40, "ratio": 1.9, "ci_low": 1.5, "ci_high": 2.0, "n_units": 20},
          {"word": "so", "peak_count": 9, "total_count": 40, "ratio": 1.007, "ci_low": 0.33, "ci_high": 1.80, "n_units": 20}]

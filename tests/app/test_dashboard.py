@@ -99,7 +99,7 @@ def test_a_harm_is_never_shown_as_a_success():
 def test_headline_states_findings_and_never_a_non_effect_as_one(runs):
     """A summary with findings is headlined by them: an effect as a claim, anything else as what was not shown
     (mutant killed: a headline that reads the top word / best alpha whatever the verdict)."""
-    from thinklens.calibration.stats import findings_doc, paired_finding, ratio_finding
+    from thinklens.calibration.findings import findings_doc, paired_finding, ratio_finding
 
     null = ratio_finding("'so' is enriched at MI peaks", 1.007, (0.33, 1.8), n=40)
     real = paired_finding("steering the wait feature raises the wait rate", [1.0] * 30, [0.0] * 30,

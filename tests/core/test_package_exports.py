@@ -148,7 +148,7 @@ def test_run_job_returns_a_typed_result(tmp_path):
     from dataclasses import dataclass
 
     import thinklens
-    from thinklens.calibration.stats import accuracy_finding, findings_doc
+    from thinklens.calibration.findings import accuracy_finding, findings_doc
     from thinklens.runs.jobs import Job, JobResult, run_job
     from thinklens.runs.listing import run_table
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from thinklens.calibration.stats import accuracy_finding, finding_sentence, findings_doc
+from thinklens.calibration.findings import accuracy_finding, finding_sentence, findings_doc
 from thinklens.cli import main
 from thinklens.errors import ThinklensError
 from thinklens.runs.folders import RunFolder, config_differences

@@ -20,22 +20,16 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom, norm
 
-from thinklens.calibration.stats import (
+from thinklens.calibration.findings import (
     Finding,
     accuracy_finding,
-    bootstrap_ci,
-    clopper_pearson,
     findings_doc,
     headline,
-    holm,
-    mcnemar,
-    paired_bootstrap,
     paired_finding,
     ratio_finding,
-    sign_flip_test,
     verdict_from_interval,
-    wilson,
 )
+from thinklens.calibration.stats import bootstrap_ci, clopper_pearson, holm, mcnemar, paired_bootstrap, sign_flip_test, wilson
 from thinklens.errors import ThinklensError
 
 
@@ -181,7 +175,7 @@ def test_no_headroom_is_its_own_verdict_not_at_ceiling():
     """59/60 right leaves one problem to fix: no method could reach p < 0.05 (mutant killed: a ceiling only at exactly
     1.0, which let recycling and TTTS at 0.983 read "no effect" as if they had been tested). That is "no headroom",
     not "at ceiling" (issue 39: one meaning per verdict; 59/60 is not the top of the scale, and a rate of 0 is a floor)."""
-    from thinklens.calibration.stats import no_headroom
+    from thinklens.calibration.findings import no_headroom
 
     assert no_headroom(59, 60) and not no_headroom(54, 60) and not no_headroom(59, 60, higher_is_effect=False)
     assert accuracy_finding("recycling raises accuracy", 59, 60, control="greedy", control_k=59, control_n=60).verdict \

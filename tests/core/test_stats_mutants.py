@@ -60,7 +60,8 @@ def test_bootstrap_interval_is_the_quantiles_of_its_level(level):
 def test_no_headroom_is_two_sided_like_mcnemar():
     """Five problems to fix: the best a method could do is McNemar p = 2 * 0.5**5 = 0.0625 (two-sided, as mcnemar
     tests) -> no headroom; one-sided (0.031) would call it testable. Six: 0.031 -> headroom."""
-    from thinklens.calibration.stats import mcnemar, no_headroom
+    from thinklens.calibration.findings import no_headroom
+    from thinklens.calibration.stats import mcnemar
 
     fixed_all = [True] * 60
     control5, control6 = [True] * 55 + [False] * 5, [True] * 54 + [False] * 6
@@ -73,7 +74,8 @@ def test_paired_binary_interval_is_mcnemars_own():
     """The hybrid's skill gap: 8 problems against 2 of 200 had a bootstrap interval [0.005, 0.06] excluding 0 beside
     McNemar's p = 0.11. The finding's difference interval is now the exact test's: it contains 0 exactly when p >=
     0.05, and excludes it when p < 0.05 (checked over every split of up to 20 discordant pairs)."""
-    from thinklens.calibration.stats import mcnemar, paired_finding
+    from thinklens.calibration.findings import paired_finding
+    from thinklens.calibration.stats import mcnemar
 
     a, b = [1] * 8 + [0] * 2 + [0] * 190, [0] * 8 + [1] * 2 + [0] * 190
     f = paired_finding("h beats r", a, b, control="r", statistic="accuracy", binary=True)

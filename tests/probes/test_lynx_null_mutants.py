@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from thinklens.calibration.stats import findings_doc
+from thinklens.calibration.findings import findings_doc
 from thinklens.probes.conformal import MondrianCalibrator, validity_curve
 from thinklens.probes.exits import EventTable, RolloutTable, base_rate_by_position, evaluate_exit_policies
 from thinklens.probes.lynx_findings import lynx_findings

@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import r2_score, roc_auc_score
 from zoo_fixtures import reasoner, zooish  # noqa: F401 - fixtures
 
-from thinklens.calibration.stats import VERDICTS
+from thinklens.calibration.findings import VERDICTS
 from thinklens.probes.probe_findings import auroc_rows, held_out_choice, probe_findings, r2_rows
 from thinklens.runs.folders import RunFolder
 from thinklens.runs.jobs import run_job

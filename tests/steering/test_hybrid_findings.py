@@ -79,7 +79,7 @@ def test_no_gap_no_claim_and_resumed_rows_without_outcomes():
 
 
 def test_report_headlines_the_gap_and_the_ablations_not_beaten():
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering.jobs.hybrid import report
 
     n = 120

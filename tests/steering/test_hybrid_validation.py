@@ -334,7 +334,7 @@ def test_every_quick_plan_can_reach_a_verdict(tmp_path, monkeypatch):
     """Fewer problems than the paired tests' minimum makes every finding "too few samples", so a planted setting could
     never be recovered (the behaviour settings' quick plans once evaluated 8): each quick plan evaluates at least
     MIN_N, and a setting below it fails saying so."""
-    from thinklens.calibration.stats import MIN_N
+    from thinklens.calibration.findings import MIN_N
 
     assert all(p.n_eval >= MIN_N for p in (hv.QUICK, hv.QUICK_NULL, hv.QUICK_BEHAVIOUR, hv.QUICK_LATENT))
     base, thinking, hybrid, random = [0] * 8, [1] * 8, [1] * 8, [0] * 8

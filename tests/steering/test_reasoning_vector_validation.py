@@ -76,7 +76,7 @@ def test_null_tests_a_random_delta_of_vs_norms_not_v(tmp_path, monkeypatch):
         return [gain], {"alpha": 1.0, "report": list(range(60)), "select": [], "control_alphas": {}}, {}, outcomes
 
     monkeypatch.setattr(vv, "sweep", recorded)
-    monkeypatch.setattr("thinklens.calibration.stats.findings_doc", lambda fs: [])
+    monkeypatch.setattr("thinklens.calibration.findings.findings_doc", lambda fs: [])
     check = SETTINGS["null"].run(_ctx(tmp_path))
     tested, control = seen["vector"], next(iter(seen["controls"].values()))
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from thinklens.calibration.stats import VERDICTS
+from thinklens.calibration.findings import VERDICTS
 from thinklens.engine.sites import Site
 from thinklens.runs.folders import RunFolder
 from thinklens.runs.jobs import run_job

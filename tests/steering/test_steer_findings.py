@@ -152,7 +152,7 @@ def test_steer_job_states_its_harm_bound_and_refuses_a_thin_diff_of_means(tiny_l
 def test_the_stated_sentence_says_why_not():
     """The CLI's closing lines, Home and the pages state a finding with finding_sentence: a not-shown steering effect
     says so and why, never the claim as a finding."""
-    from thinklens.calibration.stats import finding_sentence
+    from thinklens.calibration.findings import finding_sentence
 
     up = {f.extra["coeff"]: f for f in steer_findings(_sweep(DEMO), "wait", 633)}[1.0]
     sentence = finding_sentence(up)

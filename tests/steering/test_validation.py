@@ -197,7 +197,7 @@ FULL_RUN = {("feature", -1.0): (2, 0, 130), ("feature", -0.5): (146, 43, 5), ("f
 
 def _planted_from(cells, monkeypatch, tmp_path):
     """The steer/planted check computed from recorded counts (the jobs replaced by their summary)."""
-    from thinklens.calibration.stats import findings_doc
+    from thinklens.calibration.findings import findings_doc
     from thinklens.steering.jobs.steer import SteerJobConfig, harm_bound, headlines, steer_findings, word_rates
 
     rows = [{"arm": a, "coeff": c, "seed": 0, "traces_with_word": k, "correct_traces": r, "degenerate_traces": d,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from thinklens.calibration.stats import _fmt
+from thinklens.calibration.findings import _fmt
 from thinklens.errors import ThinklensError, did_you_mean, opt
 
 ENTRY_POINT_GROUP = "thinklens.validations"

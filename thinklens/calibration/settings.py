@@ -3,7 +3,7 @@ an instrument too, so they are calibrated like every method.
 
 - ``findings planted``: accuracies on the same 400 problems with a planted gain (control 0.50, method
   0.65, drawn independently per problem). Over many simulated
-  experiments, the share whose :func:`~thinklens.calibration.stats.paired_finding` says ``effect`` (the power) must be
+  experiments, the share whose :func:`~thinklens.calibration.findings.paired_finding` says ``effect`` (the power) must be
   shown to be at least 0.8: the lower end of its exact 95% interval clears 0.8 (a point estimate of 0.8 with an
   interval [0.708, 0.873] is not a recovery; issue 39). On 200 problems the power was 0.822 [0.797, 0.845]:
   too close to 0.8 to show it, so the experiment has 400 (power about 0.98).
@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
-from thinklens.calibration.stats import clopper_pearson, paired_finding
+from thinklens.calibration.findings import paired_finding
+from thinklens.calibration.stats import clopper_pearson
 
 ALPHA = 0.05
 MIN_POWER = 0.8

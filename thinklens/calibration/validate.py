@@ -117,7 +117,7 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         >>> validation_findings([row | {"verdict": "failed", "details": {"precondition_met": False}}])[0]["verdict"]
         'no effect'
     """
-    from thinklens.calibration.stats import Finding, findings_doc
+    from thinklens.calibration.findings import Finding, findings_doc
 
     found = []
     for r in rows:

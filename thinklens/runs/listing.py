@@ -2,7 +2,7 @@
 
 A run is named ``KIND/ID`` (its folder under the runs root), by its folder's path, or by its bare ``ID``
 when one kind holds it. The headline of a run is the home page's (``app/dashboard.py``'s ``headline``:
-its first findings in words, :func:`thinklens.calibration.stats.finding_sentence`) when the app sits beside the
+its first findings in words, :func:`thinklens.calibration.findings.finding_sentence`) when the app sits beside the
 package, else the first finding's sentence. No torch, no Streamlit: the command starts fast.
 
 Example:
@@ -60,7 +60,7 @@ def run_headline(entry: RunEntry) -> str:
         return f"failed: {entry.failure}" if entry.failure else "failed"
     findings = (entry.summary or {}).get("findings") or []
     if findings:
-        from thinklens.calibration.stats import finding_sentence
+        from thinklens.calibration.findings import finding_sentence
 
         return finding_sentence(findings[0])
     if entry.status == "interrupted":  # SIGINT or SIGTERM (thinklens.runs.interrupts)
@@ -159,7 +159,7 @@ def show_lines(ref: str, root: Path | str | None = None) -> list[str]:
     summary = e.summary or {}
     findings = summary.get("findings") or []
     if findings:
-        from thinklens.calibration.stats import finding_sentence
+        from thinklens.calibration.findings import finding_sentence
 
         lines.append("findings:")
         lines += [f"  [{f.get('verdict')}] {finding_sentence(f)}" for f in findings]

@@ -70,7 +70,7 @@ def findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
         >>> [(f["statistic"], f["verdict"]) for f in findings(meta)]
         [('accuracy', 'effect'), ('reward change (last - first window)', 'too few samples')]
     """
-    from thinklens.calibration.stats import accuracy_finding, findings_doc
+    from thinklens.calibration.findings import accuracy_finding, findings_doc
     from thinklens.latent.latent_findings import window_change_finding
 
     found = []

@@ -139,7 +139,7 @@ def zoo_findings(results: list) -> list[dict[str, Any]]:
         [('b beats a majority guess per step count on held-out problems (1-2 steps)', 'no effect'), ('b falls below a', 'effect')]
     """
     from thinklens.analyses.eval_findings import MAJORITY
-    from thinklens.calibration.stats import accuracy_finding, findings_doc
+    from thinklens.calibration.findings import accuracy_finding, findings_doc
 
     found, first = [], None
     for r in results:
