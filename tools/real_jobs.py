@@ -76,7 +76,9 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
         ("coconut", train + ["--stage-steps", "4", "--final-stage-steps", "4", "--max-stage", "1"]),
         ("latent-sft", train + ["--encoder-steps", "2", "--decoder-steps", "2", "--joint-steps", "2",
                                 "--stage2-steps", "2"]),
-        ("latent-seek", ["--data", DATA, "--n-eval", "4", "--max-iters", "2", "--max-new-tokens", "64"]),
+        # the self-reward's four verifier prompts decode up to 4096 tokens each by default: an hour on 2 cores
+        ("latent-seek", ["--data", DATA, "--n-eval", "4", "--max-iters", "2", "--max-new-tokens", "64",
+                         "--verifier-max-new-tokens", "64"]),
         ("latent-eval", ["--models", ",".join(latent), "--data", DATA, "--n-eval", "8", "--max-new-tokens", "64",
                          "--seek-n", "0"]),
         ("grpo", ["--train-steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--n-eval", "2"]),
