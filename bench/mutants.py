@@ -320,9 +320,6 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("an interrupted run left 'running'", "jobs", "thinklens/runs/jobs.py",
            '                    run.write_meta(status="interrupted", interruptions=[*run.meta().get("interruptions", []), at])',
            "                    pass", ("tests/core/test_job_interrupts.py", "-k", "import-traces")),
-    Mutant("sae-lens's own signal handlers during SAE training", "jobs", "steering/sae.py",
-           "            return trainer.fit()", "            return super().run_trainer_with_interruption_handling(trainer)",
-           ("tests/core/test_job_interrupts.py", "-k", "ctrl_c")),
     Mutant("LYNX rollouts never stopped by their labels", "LYNX", "probes/lynx_splits.py",
            "        left = len(prompts) - batches[k].stop", "        left = len(prompts)",
            ("tests/probes/test_lynx_label_stop.py",)),
@@ -337,6 +334,17 @@ MUTANTS: tuple[Mutant, ...] = (
            "dst[idx] = torch.cat([src.new_zeros((len(rows), width - n)), src], 1)",
            "dst[idx] = torch.cat([src, src.new_zeros((len(rows), width - n))], 1)",
            ("tests/core/test_long_traces.py", "-k", "own_decode")),
+    # ---- issue 41 items 1, 2, 8: special tokens kept, a probe at chance flagged, rounding not flagged, the context kept
+    Mutant("a trace's text_with_specials decoded without its special tokens", "traces", "thinklens/generation/trace.py",
+           '"text_with_specials": tokenizer.decode(ids, skip_special_tokens=False)}',
+           '"text_with_specials": tokenizer.decode(ids, skip_special_tokens=True)}', ("tests/core/test_trace_specials.py",)),
+    Mutant("a probe sweep at chance reported as its best site", "probes", "probes/jobs/probe.py",
+           "    if chance is None or score > chance:", "    if True:", ("tests/probes/test_probe_degenerate.py",)),
+    Mutant("CE recovered flagged above 1 at float32 rounding", "SAE", "steering/sae_findings.py",
+           "    if value > 1 + RANGE_TOLERANCE:", "    if value > 1:", ("tests/steering/test_sae_findings.py",)),
+    Mutant("HookedModel.generate runs past the model's context", "decode loop", "thinklens/engine/model.py",
+           "        fit = tuple(min(a, ctx - n) for a, n in zip(asked, lengths))", "        fit = tuple(asked)",
+           ("tests/core/test_generate_context.py",)),
 )
 
 
