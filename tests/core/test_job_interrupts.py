@@ -240,8 +240,8 @@ def test_interrupted_job_resumes_to_the_uninterrupted_results(name, inputs, tmp_
 
 def test_ctrl_c_from_outside_during_sae_training(tmp_path):
     """The issue's case, as a user meets it: ``thinklens run sae`` in its own process, SIGINT sent from outside while
-    sae-lens trains (a seeded random wait after the job logs that training starts): exit 130, one line, meta
-    interrupted. It ended in sae-lens's InterruptedException, exit 1, meta "running"."""
+    sae-lens trains (a seeded random wait after its "Training SAE" bar shows): exit 130, one line, meta interrupted.
+    It ended in sae-lens's InterruptedException, exit 1, meta "running"."""
     import os
     import subprocess
     import sys
@@ -251,19 +251,19 @@ def test_ctrl_c_from_outside_during_sae_training(tmp_path):
     args = list(CASES["sae"])
     args[args.index("--training-tokens") + 1] = "400000"  # long enough to be inside the training when the signal comes
     cmd = [sys.executable, "-c", "import sys; from thinklens.cli import main; sys.exit(main())", "run", "sae", *args,
-           "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": os.getcwd()})
-    lines = []
-    while not lines or not lines[-1].startswith("training topk SAE"):
-        line = proc.stderr.readline()
-        assert line, f"sae ended before training: {''.join(lines)}"
-        lines.append(line)
-    time.sleep(random.Random(SEED).uniform(0.2, 1.0))
+           "--out", str(out)]  # with its bars: the trainer's tells when the training runs
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    seen = b""
+    while b"Training SAE" not in seen:
+        chunk = os.read(proc.stderr.fileno(), 4096)
+        assert chunk, f"sae ended before training: {seen.decode(errors='replace')}"
+        seen += chunk
+    time.sleep(random.Random(SEED).uniform(0.1, 0.5))
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    _, rest = proc.communicate(timeout=120)
+    err = (seen + rest).decode(errors="replace")
     assert proc.returncode == 130, err
-    assert "Traceback" not in err and "InterruptedException" not in err and "Training SAE" not in err, err
-    assert err.strip().splitlines()[-1] == f"interrupted by SIGINT; re-run the same command to resume {out}"
+    assert "Traceback" not in err and "InterruptedException" not in err, err
+    assert err.count(f"interrupted by SIGINT; re-run the same command to resume {out}\n") == 1, err  # after the bar
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "interrupted" and not (out / "sae" / "cfg.json").exists()  # stopped inside the training
