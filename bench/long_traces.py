@@ -3,7 +3,7 @@
 At each length (512, 2,048 and 4,096 new tokens; 8,192 with ``--long``), batch 1, interleaved repeats:
 plain transformers ``generate`` (dynamic cache), thinklens generate (logit statistics recorded), thinklens generate
 capturing one residual site; at the longest standard length also transformers ``generate`` with a static cache
-(the copy-free limit). Then the peak RSS of thinklens generate with the captured states streamed to an activation
+(the copy-free limit; eager, as the others). Then the peak RSS of thinklens generate with the captured states streamed to an activation
 store, in a fresh process per length, and continuous batching against batch after batch on prompts whose budgets
 range from 50 to 2,000 tokens. EOS is masked out of the logits (a hook on the LM head, the same for every
 candidate), so every run makes exactly its length.
@@ -16,9 +16,9 @@ standard length beyond the KV cache's own growth); ``continuous_batching_speedup
 ``capture_vs_plain_max`` (the worst length) last.
 
 Usage: ``python bench/long_traces.py [--long] [--lengths 512,2048,4096] [--static-at 4096] [--repeats 3]
-[--batching 32,50,2000,8] [--model smollm2-135m|random|tiny] [--threads 2] [--device cuda] [--tiny]``. Without the real weights (``make real``)
-a random-weight model of SmolLM2-135M's config runs instead (``--model random``). ``--quick`` runs short lengths
-(a check of the script, not the targets).
+[--batching 32,50,2000,8] [--model smollm2-135m|random|tiny] [--threads 2] [--device cuda] [--tiny]``.
+Without the real weights (``make real``) a random-weight model of SmolLM2-135M's config runs instead
+(``--model random``). ``--quick`` runs short lengths (a check of the script, not the targets).
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -101,7 +99,8 @@ def timing(model, lengths: list[int], static_at: int, repeats: int, site: str) -
     equal = True
 
     def plain(n: int, static: bool = False):
-        kw = {"cache_implementation": "static"} if static else {}
+        # eager like the others: on CUDA, transformers would otherwise torch.compile the static-cache forward
+        kw = {"cache_implementation": "static", "disable_compile": True} if static else {}
         with torch.no_grad():
             return model.hf.generate(**enc, max_new_tokens=n, do_sample=False, pad_token_id=model.tokenizer.pad_token_id, **kw)
 

@@ -78,8 +78,9 @@ class GenerateConfig:
     """With a store to stream to: steps between two hand-overs of the states to the store."""
     continuous: bool = True
     """With more prompts than ``batch_size``: a row that stops frees its slot for the next prompt (continuous
-    batching, :func:`thinklens.generation.decode_loop.decode_queue`); False: batch after batch. Greedy tokens are the
-    same; the local loop only, without interventions, on full-attention caches (else batch after batch)."""
+    batching, :func:`thinklens.generation.decode_loop.decode_queue`); False: batch after batch. Greedy decoding only
+    (the same tokens; sampling keeps batch after batch, so a seed draws the samples it drew before), in the local
+    loop, without interventions, on full-attention caches (else batch after batch)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_new_tokens, int):
@@ -192,13 +193,13 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
     bs = cfg.batch_size or len(prompts)
     starts = range(0, len(prompts), bs)
     out: list[Trace] = []
-    queued = (backend == "hooks" and cfg.continuous and bs < len(prompts)
-              and continuous_ready(model, Sample(gen) if cfg.do_sample else Greedy(), interventions))
+    queued = (backend == "hooks" and cfg.continuous and not cfg.do_sample and bs < len(prompts)
+              and continuous_ready(model, Greedy(), interventions))
     with ExitStack() as stack:
         if own_writer:
             stack.enter_context(writer)
         if queued:
-            return _generate_queue(model, prompts, cfg, sites, gen, writer, call, budgets)
+            return _generate_queue(model, prompts, cfg, sites, writer, call, budgets)
         for start in tqdm(starts, desc="generate", disable=not progress or len(starts) < 2):
             rows = list(range(start, min(start + bs, len(prompts))))
             # the hook loop gives each row its own budget; HF generate (nnsight) one per call: runs of equal budget
@@ -219,9 +220,9 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
 
 
 def _generate_queue(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
-                    gen: torch.Generator | None, writer: "StoreWriter | None", call: str, budgets: list[int]) -> list[Trace]:
-    """Every prompt by continuous batching, ``cfg.batch_size`` rows in flight (:func:`decode_queue`)."""
-    choice = Sample(gen, cfg.temperature, cfg.top_p) if cfg.do_sample else Greedy()
+                    writer: "StoreWriter | None", call: str, budgets: list[int]) -> list[Trace]:
+    """Every prompt greedily by continuous batching, ``cfg.batch_size`` rows in flight (:func:`decode_queue`)."""
+    choice = Greedy()
     streams = None
     if writer is not None and sites:
         from thinklens.engine.activation_store import TraceStream
