@@ -93,10 +93,27 @@ def nothing_found(what: str, want: str, root: Path | None = None) -> None:
              "below.")
 
 
+def not_done_card(entry: Any) -> None:
+    """What a run that has no results to show is: failed (with its one-line reason), interrupted or still running."""
+    from thinklens.runs.listing import run_headline
+
+    where = f"run `{entry.kind}/{entry.run_id}`"
+    if entry.status == "failed":
+        st.error(f"**failed** · {where} stopped with an error, so it has no results to show: "
+                 f"{entry.failure or run_headline(entry)}")
+    elif entry.status == "interrupted":
+        st.warning(f"**interrupted** · {where} was stopped before it finished; re-run the same command to resume it.")
+    else:
+        st.info(f"**{entry.status}** · {where} has not finished yet; its results appear here when it does.")
+
+
 def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFolder | None:
-    """A select box of the readable runs of ``kind``; error cards for broken ones; None if none."""
+    """A select box of the readable runs of ``kind``, finished ones first (the newest finished run is the default;
+    failed, interrupted and running ones are listed after them with their status, and picking one says what it is);
+    error cards for broken ones; None if none, or if the pick has no results."""
     runs = discover_runs(runs_root(), kind)
-    good = [r for r in runs if r.error is None]
+    readable = [r for r in runs if r.error is None]
+    good = [r for r in readable if r.status == "done"] + [r for r in readable if r.status != "done"]
     for r in runs:
         if r.error is not None:
             _broken_card(r)
@@ -113,6 +130,9 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
     if choice is None:
         return None
     r = good[choice]
+    if r.status != "done":
+        not_done_card(r)
+        return None
     run = RunFolder(safe_run_path(r.kind, r.run_id))
     if not results_missing(run):  # a half-written run: its card and command instead of its stale findings
         show_findings(run)

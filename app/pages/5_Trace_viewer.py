@@ -124,7 +124,8 @@ def lens_figure(lens: dict[str, Any], pos: int, token: str):
 root = runs_root()
 qp = st.query_params
 kinds = cached_trace_kinds(str(root))
-runs = [f"{e.kind}/{e.run_id}" for kind in kinds for e in discover_runs(root, kind) if e.error is None]
+# finished runs only: a failed or running run has no complete traces (the other pages' pickers say what it is)
+runs = [f"{e.kind}/{e.run_id}" for kind in kinds for e in discover_runs(root, kind) if e.error is None and e.status == "done"]
 linked = qp.get("run")
 if linked and linked not in runs:  # a setting's own run inside a validate run, or a link that names nothing
     try:
