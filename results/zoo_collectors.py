@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collect_core import RECORDS, ROOT, collector, mean, read_json, summary, zoo_record
+from collect_core import RECORDS, collector, mean, read_json, summary, zoo_record
 
 ZOO_TABLE = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry", "tiny-r1")
 FREE_CORE_MODEL = "tiny-think"  # trained on a free core: its seconds per step estimate the others'

@@ -42,7 +42,8 @@ def jobs_template(values: dict) -> str:
         return f"| `{v('job')}` | {v('model')} | {v('outcome')} | {v('minutes|.1f')} | {v('said')} |"
 
     counts = ", ".join(f'{m}: {{{{values.count["{m}"].ran|.0f}}}} ran, {{{{values.count["{m}"].refused|.0f}}}} refused, '
-                       f'{{{{values.count["{m}"].error|.0f}}}} errors' for m in values["count"])
+                       f'{{{{values.count["{m}"].error|.0f}}}} errors, {{{{values.count["{m}"]["not run yet"]|.0f}}}} not run yet'
+                       for m in values["count"])
     lines = ["| job | model | outcome | minutes | what it said (its first finding, or its refusal) |", "|---" * 5 + "|",
              *(jrow(i) for i in range(len(values["rows"])))]
     tail = (f"{{{{values.n_jobs|.0f}}}} of the {{{{values.n_registered|.0f}}}} registered jobs recorded so far, on "
