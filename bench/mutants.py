@@ -58,6 +58,8 @@ MI_WORD_TESTS = ("tests/analyses/test_mi_peak_flag.py", "-k", "not cli")
 LYNX_TESTS = ("tests/probes/test_lynx.py", "tests/probes/test_datasets.py")
 SAE_STEER_TESTS = ("tests/steering/test_feature_steering.py",)
 SEEK_TESTS = ("tests/latent/test_latentseek.py",)
+#: The latent table's matched No-CoT rule (issue 39).
+MATCHED_TESTS = ("tests/latent/test_matched_baseline.py",)
 ANSWER_TESTS = ("tests/test_answers.py",)
 #: The faster LaTeX parse against latex2sympy's own verdicts and numbers (issue 41 item 9).
 GRADING_TESTS = ("tests/test_grading_latency.py",)
@@ -187,6 +189,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "loss = -r * logp.gather(1, x[:, None]).sum()", "loss = r * logp.gather(1, x[:, None]).sum()", SEEK_TESTS),
     Mutant("reward ignoring the answer", "LatentSeek", "latent/latentseek.py",
            "return 0.0 if is_correct(text, answer) else -1.0", "return 0.0 if text.strip() else -1.0", SEEK_TESTS),
+    # ---- latent table, issue 39: each latent method against the No-CoT trained like it (latent/latent_findings.py)
+    Mutant("latent table: a No-CoT trained for fewer steps counted as matched", "latent table", "latent/latent_findings.py",
+           'theirs["steps"] < mine["steps"]', 'theirs["steps"] < 0', MATCHED_TESTS),
+    Mutant("latent table: a No-CoT from another parent counted as matched", "latent table", "latent/latent_findings.py",
+           'if theirs.get("parent") != mine.get("parent"):', "if False:", MATCHED_TESTS),
+    Mutant("latent table: the unmatched No-CoT comparisons headlined first", "latent table", "latent/latent_findings.py",
+           "return findings_doc(found + unmatched)", "return findings_doc(unmatched + found)", MATCHED_TESTS),
     # ---- validation: the verdict rules of the planted and null settings (thinklens run validate)
     Mutant("LYNX planted: the validity bound not required", "validation", "probes/validation.py",
            "        if not r[\"not_rejected\"]:\n            misses.append(f\"{d}: the bound P(S={{1}}|y=0) <= "

@@ -28,7 +28,7 @@ from thinklens.data.answers import is_correct
 from thinklens.generation.budgets import budgets_for, new_token_budget
 from thinklens.latent.config import EvalConfig, LatentSeekConfig
 from thinklens.latent.examples import gold_of, n_steps_of, problem_record
-from thinklens.latent.latent_findings import add_intervals, table_findings
+from thinklens.latent.latent_findings import add_intervals, table_findings, training_of
 from thinklens.latent.latent_model import (
     load_hooked_model,
     load_latent_model,
@@ -195,6 +195,7 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
                "eval_s": round(time.monotonic() - t0, 1)}
     if method == "sft" and not meta["config"].get("cot", True):  # an answer-only SFT baseline: a No-CoT control
         summary["no_cot"] = True
+    summary["training"] = training_of(meta) if meta else None  # whether a No-CoT row is matched to a method's
     return summary, records
 
 

@@ -1,14 +1,17 @@
 """The latent findings: the latent table's (every latent method against the matched No-CoT row on the same problems,
-McNemar; every row's accuracy with its Wilson interval), LatentSeek's (:func:`seek_findings`: against the CoT chain it
+McNemar, :func:`baseline_mismatch`; a No-CoT trained otherwise is compared too, said to be unmatched and never
+first; every row's accuracy with its Wilson interval), LatentSeek's (:func:`seek_findings`: against the CoT chain it
 starts from and against oracle best-of-N at equal compute, both paired on the same problems) and the trainers'
 (:func:`training_findings`: the held-out accuracy against the majority guess, the training-loss change).
 
 Example:
-    >>> rows = [{"label": "No-CoT SFT", "method": "direct", "problems": "3-4 steps", "accuracy": 0.1, "n": 20},
-    ...         {"label": "CODI", "method": "codi", "problems": "3-4 steps", "accuracy": 0.9, "n": 20}]
+    >>> trained = {"parent": "tiny-cot", "steps": 15000, "problems": "3-4 steps"}
+    >>> rows = [{"label": "No-CoT SFT", "method": "sft", "no_cot": True, "problems": "3-4 steps", "accuracy": 0.1,
+    ...          "n": 20, "training": trained},
+    ...         {"label": "CODI", "method": "codi", "problems": "3-4 steps", "accuracy": 0.9, "n": 20, "training": trained}]
     >>> correct = {"No-CoT SFT": [False] * 18 + [True] * 2, "CODI": [True] * 18 + [False] * 2}
-    >>> [f["verdict"] for f in table_findings(rows, correct)]
-    ['effect']
+    >>> [(f["verdict"], f["extra"]["baseline"]) for f in table_findings(rows, correct)]
+    [('effect', 'matched')]
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from thinklens.calibration.findings import Finding, accuracy_finding, findings_doc, paired_finding, verdict_from_interval
+from thinklens.calibration.findings import (
+    Finding,
+    accuracy_finding,
+    findings_doc,
+    paired_finding,
+    verdict_from_interval,
+)
 from thinklens.calibration.stats import bootstrap_ci, wilson
 
 if TYPE_CHECKING:
@@ -47,32 +56,137 @@ def is_no_cot(row: Mapping[str, Any]) -> bool:
     return row["method"] == "direct" or bool(row.get("no_cot"))
 
 
+def _parent_name(name: Any) -> str | None:
+    """A parent as the matching rule compares it: a zoo model's folder (``data/zoo/tiny-cot``) by its zoo name."""
+    if not name:
+        return None
+    text = str(name).rstrip("/")
+    return text.rsplit("/", 1)[-1] if "data/zoo/" in text else text
+
+
+def training_of(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """How a table row's model was trained, as :func:`baseline_mismatch` reads it: the model its training started from
+    (``parent``: a latent trainer's first start model, a zoo recipe's ``init``), its optimizer steps since then
+    (``steps``: a continued run's total) and its training problems (``problems``: the step range or the data set).
+
+    Args:
+        meta: the model folder's latent.json (a latent trainer's model) or zoo.json (a zoo recipe's).
+
+    Returns None for a folder with neither (a hub model: its training is not known here).
+
+    Example:
+        >>> training_of({"init": "tiny-pre", "steps": 250, "recipe": {"task": {"min_steps": 1, "max_steps": 8}}})
+        {'parent': 'tiny-pre', 'steps': 250, 'problems': '1-8 steps'}
+        >>> training_of({"method": "sft", "parent": "tiny-cot", "total_steps": 15000,
+        ...              "config": {"method": "sft", "min_steps": 3, "max_steps": 4, "data": ""}})
+        {'parent': 'tiny-cot', 'steps': 15000, 'problems': '3-4 steps'}
+    """
+    if "method" in meta:  # a latent trainer's model
+        saved = meta.get("config") or {}
+        parent = meta.get("parent") or (meta.get("start_model") or {}).get("name") or saved.get("model")
+        steps = meta.get("total_steps")
+        if steps is None:
+            steps = _phase_steps(meta["method"], saved)
+        where = saved.get("data") or f"{saved.get('min_steps')}-{saved.get('max_steps')} steps"
+        return {"parent": _parent_name(parent), "steps": steps, "problems": where}
+    if "recipe" in meta or "init" in meta:  # a zoo recipe's model
+        task = (meta.get("recipe") or {}).get("task") or {}
+        where = f"{task.get('min_steps')}-{task.get('max_steps')} steps" if task else None
+        return {"parent": _parent_name(meta.get("init")), "steps": meta.get("steps"), "problems": where}
+    return None
+
+
+def _phase_steps(method: str, saved: Mapping[str, Any]) -> int | None:
+    """The optimizer steps of a saved latent model's config: the sum of its method's training phases."""
+    from thinklens.latent.methods import METHODS
+
+    m = METHODS.get(method)
+    if m is None:
+        return None
+    names = {f.name for f in dataclasses.fields(m.config)}
+    # null fields (an older latent.json's "data": null) take the config's defaults
+    cfg = m.config(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in names and v is not None})
+    return sum(p.steps for p in m.module.train_phases(cfg))
+
+
+def baseline_mismatch(row: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:
+    """Why the No-CoT row ``baseline`` is not matched to the method row ``row`` ("" when it is): it is matched when it
+    was trained from the same parent, on the same problems, for at least the method's optimizer steps (a baseline
+    trained longer can only make the method's win harder; one trained less, or from elsewhere, can make it easier).
+
+    Example:
+        >>> codi = {"label": "CODI", "training": {"parent": "tiny-cot", "steps": 15000, "problems": "3-4 steps"}}
+        >>> baseline_mismatch(codi, {"training": {"parent": "tiny-cot", "steps": 15000, "problems": "3-4 steps"}})
+        ''
+        >>> baseline_mismatch(codi, {"training": {"parent": "tiny-pre", "steps": 250, "problems": "1-8 steps"}})
+        "trained from tiny-pre, CODI from tiny-cot; 250 steps against CODI's 15000; on 1-8 steps problems, CODI on 3-4 steps"
+    """
+    mine, theirs = row.get("training"), baseline.get("training")
+    if not mine or not theirs:
+        return "how it or the method was trained is not known"
+    label, why = row.get("label", "the method"), []
+    if theirs.get("parent") != mine.get("parent"):
+        why.append(f"trained from {theirs.get('parent')}, {label} from {mine.get('parent')}")
+    if theirs.get("steps") is None or mine.get("steps") is None or theirs["steps"] < mine["steps"]:
+        why.append(f"{theirs.get('steps')} steps against {label}'s {mine.get('steps')}")
+    if theirs.get("problems") != mine.get("problems"):
+        why.append(f"on {theirs.get('problems')} problems, {label} on {mine.get('problems')}")
+    return "; ".join(why)
+
+
 def table_findings(rows: Sequence[Mapping[str, Any]], correct: Mapping[str, Sequence[bool]], *,
                    seek: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Findings of a latent table: every latent method (and token-level SFT row) against every No-CoT row on the same
     problems (:func:`is_no_cot`; McNemar), and LatentSeek against its start and oracle best-of-N.
 
+    The matched No-CoT comparisons come first (:func:`baseline_mismatch`; ``extra["baseline"]`` is ``matched``); a
+    method with no matched No-CoT on its problems gets a ``too few samples`` finding in its place (no matched unit to
+    compare: the table needs one); comparisons with an unmatched No-CoT come last, say so in their claim and give
+    why in ``extra["unmatched"]``, so that none is ever the run's headline.
+
     Args:
-        rows: the table's rows (label, method, problems, accuracy, n).
+        rows: the table's rows (label, method, problems, accuracy, n; ``training`` from :func:`training_of`).
         correct: row label -> per-problem correctness, in the table's problem order.
         seek: the LatentSeek run's per-problem ``original_correct`` / ``final_correct`` lists and its
             summary's ``baseline`` (oracle best-of-N by temperature), when the table has LatentSeek rows.
     """
-    found = []
+    matched: list[Finding] = []
+    unmatched: list[Finding] = []
     controls = [r for r in rows if is_no_cot(r)]
     for r in rows:
         if r["method"] in BASELINES or is_no_cot(r):
             continue
+        found_matched = False
         for direct in controls:
             a, b = correct.get(r["label"]), correct.get(direct["label"])
             if r["problems"] != direct["problems"] or a is None or b is None or len(a) != len(b):
                 continue
-            found.append(paired_finding(f"{r['label']} beats {direct['label']} on the same {r['problems']} problems",
-                                        [float(x) for x in a], [float(x) for x in b], control=direct["label"],
-                                        statistic="accuracy", binary=True, ceiling=1.0, ceiling_margin=0.0))
+            why = baseline_mismatch(r, direct)
+            said = f" (an unmatched No-CoT: {why})" if why else " (the matched No-CoT)"
+            f = paired_finding(f"{r['label']} beats {direct['label']} on the same {r['problems']} problems{said}",
+                               [float(x) for x in a], [float(x) for x in b], control=direct["label"],
+                               statistic="accuracy", binary=True, ceiling=1.0, ceiling_margin=0.0)
+            f.extra.update(baseline="unmatched" if why else "matched", **({"unmatched": why} if why else {}))
+            (unmatched if why else matched).append(f)
+            found_matched = found_matched or not why
+        if not found_matched:
+            matched.append(_no_matched_baseline(r))
+    found = matched
     if seek:
         found += seek_findings(seek["original_correct"], seek["final_correct"], baseline=seek.get("baseline"))
-    return findings_doc(found)
+    return findings_doc(found + unmatched)
+
+
+def _no_matched_baseline(row: Mapping[str, Any]) -> Finding:
+    """The finding of a method that has no matched No-CoT in its table: nothing to compare (n = 0)."""
+    t = row.get("training") or {}
+    like = (f"from {t.get('parent')}, at least {t.get('steps')} steps on {t.get('problems')} problems" if t
+            else "its training is not known")
+    k, n = int(round(row["accuracy"] * row["n"])), int(row["n"])
+    return Finding(f"{row['label']} beats a matched No-CoT on the same {row['problems']} problems", "accuracy",
+                   float(row["accuracy"]), wilson(k, n), 0, "no matched No-CoT in this table", None, "too few samples",
+                   extra={"baseline": "missing", "otherwise": f"{row['label']} has no matched No-CoT in this table (one "
+                          f"trained like it: {like}; the zoo's is tiny-nocot): not compared"})
 
 
 def seek_findings(original_correct: Sequence[bool], final_correct: Sequence[bool], *,

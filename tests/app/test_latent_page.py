@@ -55,7 +55,7 @@ def test_latent_page_shows_table_and_decoding(runs):
     # the page headline: the run's finding with its verdict, not as an effect (CoT-SFT at 9/10 leaves one problem
     # to fix: no result could be significant, so the verdict is "no headroom" (not "at ceiling": 0.9 is not the top of
     # the scale; issue 39), never "effect")
-    (warning,) = [w.value for w in at.warning if "CODI beats" in w.value]
+    (warning,) = [w.value for w in at.warning if "CODI beats CoT-SFT" in w.value]
     assert warning.startswith("**no headroom** · not shown (no headroom): CODI beats CoT-SFT") and "n=10" in warning
     assert not [s.value for s in at.success if "CODI beats" in s.value]
     assert len(at.get("plotly_chart")) >= 3  # accuracy, LatentSeek budget, Latent-SFT entropy

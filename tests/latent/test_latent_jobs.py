@@ -124,14 +124,16 @@ def test_two_models_under_one_label_keep_their_own_rows_and_findings(tmp_path):
                 seek_n=0, decode_examples=0, runs=tmp_path, run_id="x", progress=False)
     labels = [r["label"] for r in t["rows"]]
     assert labels[1].endswith("[tiny-codi]") and labels[2].endswith("[codi-copy]") and labels[1][:-11] == labels[2][:-11]
-    claims = [f["claim"] for f in t["findings"] if f["claim"].startswith(labels[1][:-11])]
+    claims = [f["claim"] for f in t["findings"] if f["claim"].startswith(labels[1][:-11]) and f["control"] == labels[0]]
     assert len(claims) == len(set(claims)) == 2 and {c.split(" beats")[0] for c in claims} == set(labels[1:])
 
 
 def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(tmp_path):
     """tiny-codi against tiny-direct on the same 12 problems: the finding is McNemar's on the per-problem grades (an
     oracle recomputed here from decoding-free records), every row has its Wilson interval, and the CLI prints the
-    verdict (mutants killed: an unpaired comparison; findings missing from the summary the Home card reads)."""
+    verdict (mutants killed: an unpaired comparison; findings missing from the summary the Home card reads).
+    tiny-direct is not tiny-codi's matched No-CoT (250 steps from tiny-pre): the comparison says so and comes after
+    the finding that the table has no matched one."""
     import subprocess
     import sys
 
@@ -142,8 +144,10 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
                           "--threads", "1", "--out", str(tmp_path / "t")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     meta = json.loads((tmp_path / "t" / "meta.json").read_text())
-    (f,) = meta["summary"]["findings"]
+    missing, f = meta["summary"]["findings"]
+    assert missing["verdict"] == "too few samples" and missing["extra"]["baseline"] == "missing"
     assert f["control"] == "No-CoT SFT (tiny-direct)" and f["n"] == 12 and f["extra"]["test"] == "mcnemar"
+    assert f["extra"]["baseline"] == "unmatched" and "trained from tiny-pre, CODI" in f["extra"]["unmatched"]
     decoding = json.loads((tmp_path / "t" / "results" / "decoding.json").read_text())
     direct = [d["methods"]["tiny-direct"]["correct"] for d in decoding]
     codi = [d["methods"]["tiny-codi"]["correct"] for d in decoding]
@@ -151,7 +155,7 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     for row in json.loads((tmp_path / "t" / "results" / "table.json").read_text()):
         k = round(row["accuracy"] * row["n"])
         assert row["ci"] == pytest.approx(list(wilson(k, row["n"])))
-    assert f"  [{f['verdict']}] " in out.stdout and "beats No-CoT SFT (tiny-direct) on the same 3-3 steps problems" in out.stdout
+    assert f"  [{f['verdict']}] " in out.stdout and "beats No-CoT SFT (tiny-direct) on the same 3-3 steps problems (an unmatched No-CoT" in out.stdout
 
 
 @pytest.mark.parametrize("bad", [dict(models=()), dict(n_eval=0), dict(min_steps=3, max_steps=2)])

@@ -91,23 +91,27 @@ def test_sft_job_summary_holds_its_findings(zoo_like_dir, tmp_path):
 
 def test_table_findings_compare_every_latent_row_with_every_no_cot_row_on_the_same_problems():
     """The matched No-CoT SFT (answer-only, ``no_cot``) is a control beside tiny-direct, never a method compared with
-    them; a row on other problems is compared with nothing (mutants killed: only the first No-CoT row as control; the
+    them, and comes first (tiny-direct is unmatched: tests/latent/test_matched_baseline.py); a row on other problems is
+    compared with nothing and says it has no matched No-CoT (mutants killed: only the first No-CoT row as control; the
     matched No-CoT compared as a method; rows on other problems paired)."""
     from thinklens.calibration.stats import mcnemar
 
-    rows = [{"label": "No-CoT SFT (tiny-direct)", "method": "direct", "problems": "6-8 steps", "accuracy": 0.1, "n": 20},
+    serial = {"parent": "tiny-cot", "steps": 7000, "problems": "6-8 steps"}
+    rows = [{"label": "No-CoT SFT (tiny-direct)", "method": "direct", "problems": "6-8 steps", "accuracy": 0.1, "n": 20,
+             "training": {"parent": "tiny-pre", "steps": 250, "problems": "1-8 steps"}},
             {"label": "SFT (No-CoT, 7000 steps)", "method": "sft", "no_cot": True, "problems": "6-8 steps", "accuracy": 0.3,
-             "n": 20},
-            {"label": "CODI", "method": "codi", "problems": "6-8 steps", "accuracy": 0.8, "n": 20},
-            {"label": "CODI (3-4)", "method": "codi", "problems": "3-4 steps", "accuracy": 0.8, "n": 20}]
+             "n": 20, "training": serial},
+            {"label": "CODI", "method": "codi", "problems": "6-8 steps", "accuracy": 0.8, "n": 20, "training": serial},
+            {"label": "CODI (3-4)", "method": "codi", "problems": "3-4 steps", "accuracy": 0.8, "n": 20, "training": serial}]
     correct = {"No-CoT SFT (tiny-direct)": [True] * 2 + [False] * 18, "SFT (No-CoT, 7000 steps)": [True] * 6 + [False] * 14,
                "CODI": [True] * 16 + [False] * 4, "CODI (3-4)": [True] * 16 + [False] * 4}
     found = table_findings(rows, correct)
     assert [(f["claim"].split(" beats ")[0], f["control"]) for f in found] == [
-        ("CODI", "No-CoT SFT (tiny-direct)"), ("CODI", "SFT (No-CoT, 7000 steps)")]
-    matched = found[1]
+        ("CODI", "SFT (No-CoT, 7000 steps)"), ("CODI (3-4)", "no matched No-CoT in this table"), ("CODI", "No-CoT SFT (tiny-direct)")]
+    matched = found[0]
     assert matched["p"] == pytest.approx(mcnemar(correct["CODI"], correct["SFT (No-CoT, 7000 steps)"]), abs=1e-6)
     assert matched["verdict"] == "effect" and matched["n"] == 20
+    assert found[1]["verdict"] == "too few samples" and found[1]["n"] == 0
 
 
 def test_seek_findings_are_mcnemar_on_the_same_problems():
