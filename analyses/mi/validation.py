@@ -52,8 +52,10 @@ state of ``... #### N``). So a rise or peak at the answer is no evidence by itse
 shuffled, on the same states, is.
 
 Example:
-    >>> [s.key for s in SETTINGS]
-    ['mi-peaks/planted', 'mi-peaks/null', 'mi-peaks/planted-synthetic', 'mi-peaks/null-synthetic', 'mi-peaks/planted-model', 'mi-peaks/null-model']
+    >>> [s.key for s in SETTINGS if not s.on_model]
+    ['mi-peaks/planted', 'mi-peaks/null', 'mi-peaks/planted-synthetic', 'mi-peaks/null-synthetic']
+    >>> [s.key for s in SETTINGS if s.on_model]  # validate --model M (smol-r1)
+    ['mi-peaks/planted-model', 'mi-peaks/null-model']
 """
 
 from __future__ import annotations

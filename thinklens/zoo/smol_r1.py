@@ -16,7 +16,7 @@ the merged model is rebuilt from the installed wheel on first use (:mod:`thinkle
 
 Example:
     >>> SMOL_R1.base, SMOL_R1.task.max_steps, SMOL_R1.lora_rank
-    ('smollm2-135m', 4, 8)
+    ('smollm2-135m', 8, 8)
 """
 
 from __future__ import annotations
@@ -67,10 +67,11 @@ class RealR1Recipe(ZooRecipe):
         return json.loads(json.dumps({**super().to_json(), "eval_style": None}))
 
 
-#: smol-r1: 2-5 texts of 1-4 steps per step (1024 padded tokens), 60 steps at lr 2e-3 (LoRA r=8 on every linear
-#: layer, 2.4M parameters). Measured on the shared 2-core machine at 1 thread: 20-30 s per step (about 27 tokens/s
-#: forward and backward through the 135M base), so the budget is in steps and fits --minutes 45 only when the
-#: machine is quiet (a capped run is published anyway, marked truncated).
+#: smol-r1: texts of 1-8 arithmetic steps (tiny-overthink's task), about 1024 padded tokens per optimizer step, 60
+#: steps at lr 2e-3 (LoRA r=8 on every linear layer, 2.4M parameters). Measured on the shared 2-core machine at 1
+#: thread: 25-50 s per step (forward and backward through the 135M base, other agents' jobs beside it): 60 steps took
+#: 2710 s, loss average 0.95 -> 0.16. The budget is in steps; --minutes 45 caps a slower machine (a capped run is
+#: published anyway, marked truncated).
 SMOL_R1 = RealR1Recipe(name="smol-r1", styles=(("think", 1.0),), steps=60, lr=2e-3, warmup_steps=6,
                        min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=1024, task=CARRY_THINK_TASK, eval_style="think")
 
@@ -131,9 +132,6 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
     to ``out_dir`` (default ``data/real-organisms/<name>``); the held-out evaluation is a separate step
     (:func:`thinklens.zoo.smol_r1_eval.evaluate_organism`), far heavier than the zoo's on this CPU.
     """
-    import numpy as np  # noqa: F401 - the batch streams are numpy generators
-    import torch
-
     from thinklens.engine.real_models import REAL_MODELS, real_model_folder
     from thinklens.engine.real_organisms import adapter_dir
     from thinklens.zoo.r1 import R1Encoder

@@ -71,7 +71,6 @@ def evaluate_model(model: Any, *, n_per_steps: int, steps: Sequence[int], seed: 
     """
     from thinklens.data.answers import extract_answer, is_correct
     from thinklens.tasks.protocol import problems_by_steps
-    from thinklens.zoo.overthink_eval import forced_answers
 
     t0 = time.monotonic()
     out: dict[str, Any] = {"model": model.name, "think": {}, "no_think": {}, "traces": []}
@@ -97,7 +96,6 @@ def evaluate_model(model: Any, *, n_per_steps: int, steps: Sequence[int], seed: 
     for mode, (k, n) in tallies.items():
         out[mode]["all"] = wilson_row(k, n)
     out["wall_s"] = round(time.monotonic() - t0, 1)
-    _ = forced_answers  # (imported here so a missing zoo module fails before the generations)
     return out
 
 
