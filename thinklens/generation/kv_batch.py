@@ -162,7 +162,7 @@ class Decoder:
         forward: full-attention layers then write into buffers (:func:`presized_layer`) instead of growing by
         ``torch.cat``. A no-op once the cache holds anything, and for layers that are not plain attention (the
         dynamic cache is the fallback). Returns how many layers were pre-sized."""
-        if self.cache_length or self._last_pos is not None:
+        if self._last_pos is not None or self.length:  # (a linear-attention-only cache has no seq length to ask)
             return 0
         self._reserved = positions
         return presize_cache(self.cache, positions)
