@@ -216,6 +216,21 @@ def special_ids(tokenizer) -> list[int]:
     return sorted(i for i in ids if i is not None)
 
 
+
+def sink_slice(rows: Sequence[Sequence[int]], exclude: Sequence[int]) -> tuple[int | None, ...]:
+    """sae-lens's ``seqpos_slice`` for token rows: ``(1, None)`` (each row's first position dropped) when some row starts
+    with a regular token, else ``(None,)``. A tokenizer that prepends no BOS (SmolLM2's) puts a word at position 0, the
+    attention sink, whose residual norm is orders of magnitude above the others' (at SmolLM2's ``resid_post.15``
+    about 22,000 against about 180): kept, those rows dominate the SAE's loss and its decoder bias becomes that one
+    state. With a BOS the first position is a special token, already excluded, and nothing changes.
+
+    Example:
+        >>> sink_slice([[1, 7, 8], [1, 9, 0]], exclude=[0, 1]), sink_slice([[7, 8, 1], [9, 1, 0]], exclude=[0, 1])
+        ((None,), (1, None))
+    """
+    first = {int(r[0]) for r in rows}
+    return (None,) if first <= {int(x) for x in exclude} else (1, None)
+
 def encode(tokenizer, texts: "Sequence[str] | Sequence[Sequence[int]]", *, add_eos: bool = True) -> list[list[int]]:
     """Token ids per text as generation reads them (:func:`thinklens.engine.tokenization.prompt_ids`: one BOS even when a
     chat template wrote one), eos appended when it has one. A row of ids (a generated sequence) is kept as it is."""

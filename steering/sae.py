@@ -38,7 +38,7 @@ import torch
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.steering.configs import SAETrainConfig
-from thinklens.steering.corpora import special_ids, token_rows
+from thinklens.steering.corpora import sink_slice, special_ids, token_rows
 
 if TYPE_CHECKING:
     from sae_lens import SAE
@@ -319,7 +319,8 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
         store_batch_size_prompts=cfg.store_batch_size_prompts, n_batches_in_buffer=n_buffer,
         lr=cfg.lr, lr_warm_up_steps=cfg.lr_warm_up_steps, seed=cfg.seed, device=device, prepend_bos=False,
         logger=LoggingConfig(log_to_wandb=False), checkpoint_path=None, output_path=str(out),
-        exclude_special_tokens=exclude, n_eval_batches=cfg.n_eval_batches, verbose=False,
+        exclude_special_tokens=exclude, seqpos_slice=sink_slice(ds["input_ids"], exclude),
+        n_eval_batches=cfg.n_eval_batches, verbose=False,
         n_batches_for_norm_estimate=8, dead_feature_window=max(50, cfg.training_tokens // cfg.train_batch_size_tokens // 4),
         feature_sampling_window=max(100, cfg.training_tokens // cfg.train_batch_size_tokens // 2),
     )
@@ -358,7 +359,7 @@ def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site
                 d_in=int(sae.cfg.d_in), n_batches_in_buffer=2, total_training_tokens=10**9,
                 store_batch_size_prompts=batch_prompts, train_batch_size_tokens=4096, prepend_bos=False,
                 normalize_activations="none", device=torch.device(device), dtype="float32",
-                exclude_special_tokens=torch.tensor(exclude),
+                exclude_special_tokens=torch.tensor(exclude), seqpos_slice=sink_slice(ds["input_ids"], exclude),
             )
             return _evals(sae, proxy, store, n_batches, exclude) | {"site": str(s), "hook_name": name}
     finally:
