@@ -27,6 +27,7 @@ from pathlib import Path
 import bench_collectors  # noqa: F401
 import latent_collectors  # noqa: F401
 import mi_collectors  # noqa: F401
+import organism_collectors  # noqa: F401
 import probe_collectors  # noqa: F401
 import steering_collectors  # noqa: F401
 import validation_collectors  # noqa: F401
