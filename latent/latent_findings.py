@@ -110,27 +110,28 @@ def _phase_steps(method: str, saved: Mapping[str, Any]) -> int | None:
 
 
 def baseline_mismatch(row: Mapping[str, Any], baseline: Mapping[str, Any]) -> str:
-    """Why the No-CoT row ``baseline`` is not matched to the method row ``row`` ("" when it is): it is matched when it
-    was trained from the same parent, on the same problems, for at least the method's optimizer steps (a baseline
-    trained longer can only make the method's win harder; one trained less, or from elsewhere, can make it easier).
+    """Why the No-CoT row ``baseline`` is not matched to the method row ``row`` ("" when it is; each difference as the
+    baseline's, not the method's). It is matched when it was trained from the same parent, on the same problems, for
+    at least the method's optimizer steps (a baseline trained longer can only make the method's win harder; one
+    trained less, or from elsewhere, can make it easier).
 
     Example:
         >>> codi = {"label": "CODI", "training": {"parent": "tiny-cot", "steps": 15000, "problems": "3-4 steps"}}
         >>> baseline_mismatch(codi, {"training": {"parent": "tiny-cot", "steps": 15000, "problems": "3-4 steps"}})
         ''
         >>> baseline_mismatch(codi, {"training": {"parent": "tiny-pre", "steps": 250, "problems": "1-8 steps"}})
-        "trained from tiny-pre, CODI from tiny-cot; 250 steps against CODI's 15000; on 1-8 steps problems, CODI on 3-4 steps"
+        'trained from tiny-pre, not tiny-cot; 250 steps, not 15000; on 1-8 steps problems, not 3-4 steps'
     """
     mine, theirs = row.get("training"), baseline.get("training")
     if not mine or not theirs:
         return "how it or the method was trained is not known"
-    label, why = row.get("label", "the method"), []
+    why = []  # each difference as "the baseline's, not the method's"
     if theirs.get("parent") != mine.get("parent"):
-        why.append(f"trained from {theirs.get('parent')}, {label} from {mine.get('parent')}")
+        why.append(f"trained from {theirs.get('parent')}, not {mine.get('parent')}")
     if theirs.get("steps") is None or mine.get("steps") is None or theirs["steps"] < mine["steps"]:
-        why.append(f"{theirs.get('steps')} steps against {label}'s {mine.get('steps')}")
+        why.append(f"{theirs.get('steps')} steps, not {mine.get('steps')}")
     if theirs.get("problems") != mine.get("problems"):
-        why.append(f"on {theirs.get('problems')} problems, {label} on {mine.get('problems')}")
+        why.append(f"on {theirs.get('problems')} problems, not {mine.get('problems')}")
     return "; ".join(why)
 
 

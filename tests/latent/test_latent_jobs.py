@@ -147,7 +147,7 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     missing, f = meta["summary"]["findings"]
     assert missing["verdict"] == "too few samples" and missing["extra"]["baseline"] == "missing"
     assert f["control"] == "No-CoT SFT (tiny-direct)" and f["n"] == 12 and f["extra"]["test"] == "mcnemar"
-    assert f["extra"]["baseline"] == "unmatched" and "trained from tiny-pre, CODI" in f["extra"]["unmatched"]
+    assert f["extra"]["baseline"] == "unmatched" and "trained from tiny-pre, not tiny-cot" in f["extra"]["unmatched"]
     decoding = json.loads((tmp_path / "t" / "results" / "decoding.json").read_text())
     direct = [d["methods"]["tiny-direct"]["correct"] for d in decoding]
     codi = [d["methods"]["tiny-codi"]["correct"] for d in decoding]

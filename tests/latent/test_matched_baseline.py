@@ -47,7 +47,7 @@ def test_the_matched_no_cot_comes_first_and_an_unmatched_one_says_so_last():
     assert coconut_matched["verdict"] == "no effect"  # the matched baseline does better: never an effect
     assert codi_direct["verdict"] == "effect" and "an unmatched No-CoT" in codi_direct["claim"]
     why = codi_direct["extra"]["unmatched"]
-    assert "tiny-pre" in why and "250 steps against CODI's 15000" in why and "1-8 steps" in why
+    assert why == "trained from tiny-pre, not tiny-cot; 250 steps, not 15000; on 1-8 steps problems, not 3-4 steps"
 
 
 def test_a_method_without_a_matched_no_cot_leads_with_that_not_with_the_unmatched_comparison():
@@ -64,9 +64,9 @@ def test_a_method_without_a_matched_no_cot_leads_with_that_not_with_the_unmatche
 @pytest.mark.parametrize("baseline, expect", [
     (CODI, ""),
     ({**CODI, "steps": 20000}, ""),  # trained longer: the method's win can only be harder
-    ({**CODI, "steps": 14999}, "14999 steps against CODI's 15000"),
-    ({**CODI, "parent": "tiny-pre"}, "trained from tiny-pre, CODI from tiny-cot"),
-    ({**CODI, "problems": "6-8 steps"}, "on 6-8 steps problems, CODI on 3-4 steps"),
+    ({**CODI, "steps": 14999}, "14999 steps, not 15000"),
+    ({**CODI, "parent": "tiny-pre"}, "trained from tiny-pre, not tiny-cot"),
+    ({**CODI, "problems": "6-8 steps"}, "on 6-8 steps problems, not 3-4 steps"),
     (None, "not known"),
 ])
 def test_a_no_cot_is_matched_only_from_the_same_parent_problems_and_at_least_the_steps(baseline, expect):
