@@ -118,7 +118,8 @@ def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
 
 def finding_tone(finding: Mapping[str, Any]) -> str:
     """How a page shows a finding: ``success`` for an effect the method claims, ``error`` for an effect that is a
-    harm (``extra["harm"]``: a significant accuracy loss, a rejected LYNX bound), ``warning`` for anything not shown.
+    harm (``extra["harm"]``: a significant accuracy loss, a rejected LYNX bound), ``warning`` for anything not shown
+    and for an effect over an unmatched baseline (``extra["baseline"]``: the latent table's tiny-direct).
 
     Example:
         >>> finding_tone({"verdict": "effect"}), finding_tone({"verdict": "effect", "extra": {"harm": True}})
@@ -131,7 +132,7 @@ def finding_tone(finding: Mapping[str, Any]) -> str:
     extra = finding.get("extra") or {}
     if extra.get("as_expected") is False:  # a validation setting that did not come out as a working method's would
         return "error"
-    if finding.get("verdict") != "effect":
+    if finding.get("verdict") != "effect" or extra.get("baseline") == "unmatched":
         return "warning"
     return "error" if extra.get("harm") else "success"
 

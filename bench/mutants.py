@@ -181,7 +181,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("steer: diff of means from too few states", "SAE steering", "steering/jobs/steer.py",
            "    if sv.n_a < cfg.min_dom_states:", "    if False:", ("tests/steering/test_steer_findings.py",)),
     Mutant("steer null-word: a word never written is steered (the argmax of zero correlations)", "SAE steering",
-           "steering/jobs/steer.py", "    if cfg.feature is None:\n        check_word_seen(stats, word, cfg.word)\n", "",
+           "steering/jobs/steer.py", "    if word is not None and cfg.feature is None:\n        check_word_seen(stats, word, cfg.word)\n",
+           "",
            ("tests/steering/test_steer_findings.py",)),
     # ---- end issue 39 SAE and feature steering
     # ---- LatentSeek: the policy-gradient step and the reward (latent/latentseek.py)
