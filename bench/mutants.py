@@ -197,6 +197,9 @@ MUTANTS: tuple[Mutant, ...] = (
            'if theirs.get("parent") != mine.get("parent"):', "if False:", MATCHED_TESTS),
     Mutant("latent table: the unmatched No-CoT comparisons headlined first", "latent table", "latent/latent_findings.py",
            "return findings_doc(found + unmatched)", "return findings_doc(unmatched + found)", MATCHED_TESTS),
+    Mutant("latent table: an effect over an unmatched No-CoT shown green", "latent table", "app/dashboard.py",
+           'if finding.get("verdict") != "effect" or extra.get("baseline") == "unmatched":',
+           'if finding.get("verdict") != "effect":', ("tests/app/test_unmatched_tone.py",)),
     # ---- validation: the verdict rules of the planted and null settings (thinklens run validate)
     Mutant("LYNX planted: the validity bound not required", "validation", "probes/validation.py",
            "        if not r[\"not_rejected\"]:\n            misses.append(f\"{d}: the bound P(S={{1}}|y=0) <= "
