@@ -34,12 +34,12 @@ import validation_collectors  # noqa: F401
 import zoo_collectors  # noqa: F401
 from collect_core import COLLECTORS, DEMO_RECORD, MAX_BYTES, OUT, RECORDS, ROOT, RUNS, WEIGHTS_RECORD, show
 from lynx_summary import DELTA_SETS, delta_sets
-from mi_collectors import TRAJECTORY_NORMS, trajectory_norms
+from mi_collectors import TRAJECTORY_NORMS, mi_model_values, trajectory_norms
 from validation_collectors import validation_rows
 
 from thinklens.runs.folders import to_jsonable
 
-__all__ = ["COLLECTORS", "TRAJECTORY_NORMS", "validation_rows"]
+__all__ = ["COLLECTORS", "TRAJECTORY_NORMS", "mi_model_values", "validation_rows"]
 
 # ---------------------------------------------------------------------------------------------- records
 
@@ -132,7 +132,7 @@ CHECK_SUFFIXES = (".json", ".jsonl", ".md", ".log", ".txt", ".py")
 #: Environment variables naming run folders outside the copy; ``--check`` runs without them.
 RUN_ENV = ("THINKLENS_RUNS",)
 #: Reads that are not inputs: code, the interpreter's own files, the kernel's.
-_CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".pyi", ".typed")
+_CODE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".pyi", ".typed", "pyproject.toml")
 
 
 def tracked_copy(dest: Path) -> int:

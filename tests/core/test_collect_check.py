@@ -167,7 +167,9 @@ def test_validation_rows_take_each_setting_from_exactly_one_record(tmp_path, mon
     collect = _collect_module()
     settings = [Setting("a", n, "no-effect", lambda ctx: Check("s", 0.0, (0.0, 0.0), "no-effect")) for n in ("null", "new")]
     monkeypatch.setattr(controls, "all_settings", lambda: settings)
-    monkeypatch.setattr(collect, "RECORDS", tmp_path)
+    import sys
+
+    monkeypatch.setattr(sys.modules[collect.validation_rows.__module__], "RECORDS", tmp_path)  # where it reads them
 
     def record(name: str, *names: str) -> None:
         rows = [dict(method="a", setting=n, expected="no-effect", statistic="s", value=0.0, ci=[0, 0], verdict="no-effect",

@@ -53,6 +53,7 @@ BAD: dict[str, dict] = {
     "LatentSeekConfig": {"rho": 2.0},
     "EvalConfig": {"decode_examples": -1},
     "ZooEvalConfig": {"n_eval": 0},
+    "OrganismEvalConfig": {"n_eval": 0},
     "ZooTrainConfig": {"minutes": 0.0},
     "ValidateConfig": {"seed": -1},
 }

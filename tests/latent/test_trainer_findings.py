@@ -205,6 +205,7 @@ FINDINGS_OF = {
     "sae-eval": "thinklens.steering.sae_findings:sae_findings", "zoo-train": "thinklens.zoo.jobs.zoo_train:findings",
     "validate": "thinklens.calibration.validate:validation_findings",
     "steer-vector": "thinklens.steering.contrast:coefficient_finding",
+    "organism-eval": "thinklens.zoo.jobs.organism_eval:findings",
 }
 #: Jobs whose findings another change adds (issue #27's other parts); listed so a new job cannot be forgotten.
 NOT_YET: set[str] = set()

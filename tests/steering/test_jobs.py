@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -65,10 +66,18 @@ def test_sae_eval_job(tiny_llama, trained_sae, word_texts, tmp_path):
 def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
     from tools.testing import build_tiny_model
 
+    from safetensors.torch import load_file, save_file
+
     paths = {n: str(build_tiny_model("llama", tmp_path / n, seed=s)) for n, s in (("pre", 0), ("a", 0), ("b", 0), ("t", 1))}
+    # b: a's weights with one tensor moved by 1e-3 (identical checkpoints are refused: |v| = 0)
+    (weights,) = Path(paths["b"]).glob("*.safetensors")
+    w = load_file(weights)
+    moved = next(k for k in w if "mlp" in k)
+    w[moved] = w[moved] + 1e-3
+    save_file(w, weights, metadata={"format": "pt"})
     summary = run_job("reasoning-vector", model=paths["t"], a=paths["a"], b=paths["b"], base=paths["pre"], n_eval=0,
                       save_alpha=0.5, out=tmp_path / "rv", progress=False)
-    assert summary["norm"] == 0.0  # identical checkpoints: no false alarm
+    assert 0.0 < summary["norm"] < 1.0  # one tensor moved a little: a small v
     run = RunFolder.open(tmp_path / "rv")
     assert run.read_result("vector")["norms"].keys() == {"all", "attention", "mlp", "no_embeddings"}
     # the target's lineage is checked by weights too: t is another init than pre, so it is flagged
@@ -82,7 +91,9 @@ def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
     from thinklens import HookedModel
 
     merged, target = HookedModel.load(str(run.path / "merged")), HookedModel.load(paths["t"])
-    assert all(torch.equal(p, q) for p, q in zip(merged.hf.parameters(), target.hf.parameters()))
+    # target + 0.5 v: equal to the target but in the moved tensor, by half of a's minus b's move
+    diffs = [float((p - q).abs().max()) for p, q in zip(merged.hf.parameters(), target.hf.parameters())]
+    assert max(diffs) == pytest.approx(0.5e-3, rel=1e-2) and sum(d > 0 for d in diffs) == 1
 
 
 def test_reasoning_vector_sweep_has_the_random_direction_control(tmp_path):

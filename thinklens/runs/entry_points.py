@@ -54,5 +54,6 @@ def entry_points(group: str) -> list[metadata.EntryPoint]:
     if own is None:
         return installed
     names = {ep.name for ep in own}
-    others = [ep for ep in installed if not (ep.dist is not None and ep.dist.name == PROJECT) and ep.name not in names]
+    others = [ep for ep in installed if not (getattr(ep, "dist", None) is not None and ep.dist.name == PROJECT)
+              and ep.name not in names]
     return [*own, *others]

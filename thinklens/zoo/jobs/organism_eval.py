@@ -30,7 +30,7 @@ class OrganismEvalConfig(ConfigGroup):
     models: tuple[str, ...] = ("smollm2-135m", "tiny-r1", "tiny-overthink")
     """The models it is compared with, comma-separated (its base, the zoo's R1 models)."""
     n_eval: int = 10
-    """Held-out problems per step count."""
+    """Held-out problems evaluated per step count."""
     step_counts: tuple[int, ...] = (1, 2, 3, 4)
     """Step counts of the held-out problems, comma-separated (smol-r1 trains on 1-8; 1-4 keeps the CPU cost small)."""
     seed: int = HELD_OUT["eval"]
@@ -86,9 +86,22 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def findings(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The organism (the first model) with thinking against each other model with thinking, on the same held-out
+    problems (Wilson intervals, unpaired: :func:`~thinklens.calibration.findings.accuracy_finding`)."""
+    from thinklens.calibration.findings import accuracy_finding, findings_doc
+
+    org, *others = result["models"]
+    t = org["think"]["all"]
+    return findings_doc([accuracy_finding(
+        f"{org['model']} with thinking beats {o['model']} with thinking on the same held-out problems", t["k"], t["n"],
+        control=f"{o['model']} with thinking", control_k=o["think"]["all"]["k"], control_n=o["think"]["all"]["n"])
+        for o in others])
+
+
 def summary(result: dict[str, Any]) -> dict[str, Any]:
     return {"models": [{k: ev.get(k) for k in ("model", "think", "no_think", "truth", "wall_s")} for ev in result["models"]],
-            "gsm8k": result["gsm8k"]}
+            "gsm8k": result["gsm8k"], "findings": findings(result)}
 
 
 JOB = Job("organism-eval", OrganismEvalConfig, run, models=(), report=report, summary=summary,
