@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.record:
         table = json.loads(TABLE.read_text())
         save(table, RECORD)
-        save({"kind": "real-jobs", "created": max(r["date"] for r in table.values()),
+        save({"kind": "real-jobs", "created": max(r.get("date", "") for r in table.values()),
               "command": "python -m tools.real_jobs; python -m tools.real_jobs --record"}, RECORD.parent / "meta.json")
         print(f"recorded {RECORD.relative_to(ROOT)}")
         return 0
