@@ -130,3 +130,34 @@ def demo_findings() -> dict[str, Any]:
                    {"rows": rows, "n_findings": len(rows), "verdicts": counts,
                     "runs_without_findings": sorted({f"{s.kind}/{s.run_id}" for s in DEMO_STEPS if s.kind} -
                                                     {r["run"] for r in rows})})
+
+
+#: ``bench/long_traces.py`` (issue 42): each committed log of ``results/records/long-traces`` (``conditions.txt`` says
+#: what each is: SmolLM2-135M at short lengths, a tiny random llama at the issue's lengths, batching reruns).
+LONG_TRACES_RECORD = RECORDS / "long-traces"
+LONG_TRACES_COMMAND = ("python bench/long_traces.py --quick > run-1.log (SmolLM2-135M); python bench/long_traces.py --tiny "
+                       "> tiny-1.log; the batching rerun > tiny-batching.log; all in results/records/long-traces")
+
+
+def name_values(log: Path) -> dict[str, float]:
+    """The numeric ``name=value`` lines of a bench log (the last value of a name wins)."""
+    out: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        name, eq, value = line.partition("=")
+        if eq and name.replace("_", "").isalnum():
+            try:
+                out[name] = float(value)
+            except ValueError:
+                continue
+    return out
+
+
+@collector("long_traces")
+def long_traces() -> dict[str, Any]:
+    """Long traces at the speed of the hardware (issue 42): every log's lines, from the committed record."""
+    logs = {p.stem: name_values(p) for p in sorted(LONG_TRACES_RECORD.glob("*.log"))}
+    if not logs:
+        raise FileNotFoundError(2, "no long-traces log recorded", str(LONG_TRACES_RECORD))
+    return {"command": LONG_TRACES_COMMAND, "date": (LONG_TRACES_RECORD / "date.txt").read_text().strip(),
+            "source": show(LONG_TRACES_RECORD), "config": {"conditions": (LONG_TRACES_RECORD / "conditions.txt").read_text().strip()},
+            "values": logs}
