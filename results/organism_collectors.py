@@ -35,7 +35,8 @@ def smol_r1() -> dict[str, Any]:
                 "train_minutes": round(meta["train_wall_s"] / 60, 1), "final_loss_ema": meta["final_loss_ema"],
                 "trainable_params": meta["trainable_params"], "lr": meta["recipe"]["lr"],
                 "lora_rank": meta["recipe"]["lora_rank"], "batch_tokens": meta["recipe"]["batch_tokens"],
-                "adapter_mb": round((SMOL_R1_ADAPTER / "adapter_model.safetensors").stat().st_size / 1e6, 2),
+                # the adapter's size from its weights.json (sha256 and bytes): --check copies JSON, not weights
+                "adapter_mb": round(read_json(SMOL_R1_ADAPTER / "weights.json")["adapter_model.safetensors"]["bytes"] / 1e6, 2),
                 "base_gguf": meta["base_gguf"], "base_gguf_sha256": meta["base_gguf_sha256"],
                 "torch_threads": meta["torch_threads"]}
     command = ("thinklens run zoo-train --model smol-r1 --minutes 45 & thinklens run organism-eval --threads 1 --out RUN; "
