@@ -123,7 +123,7 @@ def load_latent_model(path: str, *, device: str | torch.device = "cpu", dtype: t
     meta = read_latent_meta(folder)
     method = method_named(meta["method"])
     model = load_hooked_model(str(folder), device=device, dtype=dtype)
-    tokens = latent_tokens(model.tokenizer)
+    tokens = latent_tokens(model.tokenizer, method.special_tokens)
     module = method.module.build_for_inference(model, tokens, meta["config"])
     load_side_state(module, folder, meta)
     module.to(device=model.device, dtype=dtype).eval()  # side modules in the LM's dtype

@@ -86,6 +86,8 @@ class LatentMethod:
     """Why a saved model of this method cannot be trained further ("": it can)."""
     lora_copies: tuple[str, ...] = ()
     """Trainer-module attributes holding another copy of the LM, given their own LoRA adapters."""
+    special_tokens: tuple[str, ...] = ("<bot>", "<eot>", "<latent>", "<think>", "</think>", "<compress>")
+    """The special tokens the method's sequences hold (``--add-tokens`` adds them to a tokenizer that lacks them)."""
 
     @property
     def module(self) -> MethodModule:
@@ -105,7 +107,9 @@ METHODS: dict[str, LatentMethod] = {m.name: m for m in (
     LatentMethod("codi", "CODI", CODIConfig, "thinklens.latent.codi", continue_fields=("projection", "prj_dim")),
     LatentMethod("latent-sft", "Latent-SFT", LatentSFTConfig, "thinklens.latent.latent_sft", lora_copies=("encoder",),
                  cannot_continue="a saved Latent-SFT model has no encoder to continue stage 1 or 2 with"),
-    LatentMethod("sft", "SFT", SFTConfig, "thinklens.latent.sft", continue_fields=("cot",)),
+    # token-level SFT writes the prompt, the chain and the answer in the model's own tokens: no special token, so
+    # a fine-tune keeps its base's vocabulary (hybrid and reasoning-vector pair the two)
+    LatentMethod("sft", "SFT", SFTConfig, "thinklens.latent.sft", continue_fields=("cot",), special_tokens=()),
 )}
 
 
@@ -170,12 +174,23 @@ def training_headline(summary: dict[str, Any], folder: Any) -> str:
     return f"{m.get('method', '?')}: {m.get('steps', '?')} steps in {num(m.get('train_wall_s'), 0)} s, held-out accuracy {held_out}"
 
 
+def training_preflight(config: TrainConfig) -> None:
+    """What a trainer reads, checked before its model loads: ``--data`` (the training problems) and, when it
+    evaluates (``--n-eval`` > 0), ``--eval-data`` (a missing, malformed or empty file costs no load)."""
+    from thinklens.data.problemsets import load_problems
+
+    if config.data:
+        config.load()
+    if config.eval_data and config.n_eval:
+        load_problems(config.eval_data, limit=config.n_eval)
+
+
 def training_job(name: str) -> Job:
     """The job training method ``name``: run folders ``runs/<name>/<id>`` (older runs, ``runs/latent-train/<id>``,
     are still this job's, as the app and ``thinklens runs`` read them)."""
     method = METHODS[name]
     doc = " ".join((method.config.__doc__ or "").split())
-    return Job(name, method.config, run_training, help=doc or name,
+    return Job(name, method.config, run_training, preflight=training_preflight, help=doc or name,
                description=f"{doc} Starts from a CoT model (or continues a saved {method.label} model); the trained "
                "model is written to <run folder>/model and, with --publish, to a model folder. Re-running the same "
                "--run-id resumes from the last checkpoint; `accelerate launch -m thinklens.cli run ...` trains on "

@@ -50,8 +50,11 @@ class LatentTokens:
     pad: int
 
 
-def latent_tokens(tokenizer: Any) -> LatentTokens:
-    """The special-token ids of ``tokenizer``; a clear error when some are missing.
+def latent_tokens(tokenizer: Any, required: tuple[str, ...] = SPECIAL) -> LatentTokens:
+    """The special-token ids of ``tokenizer``; a clear error when some of ``required`` are missing.
+
+    A token the method does not use (not in ``required``; token-level SFT uses none) and the tokenizer lacks gets the
+    id -1, which no sequence holds.
 
     Example:
         >>> from thinklens.zoo.tokenizer import build_zoo_tokenizer
@@ -64,11 +67,13 @@ def latent_tokens(tokenizer: Any) -> LatentTokens:
     for t in SPECIAL:
         i = tokenizer.convert_tokens_to_ids(t)
         if i is None or i == unk or len(tokenizer(t, add_special_tokens=False)["input_ids"]) != 1:
-            missing.append(t)
+            if t in required:
+                missing.append(t)
+            i = -1
         ids[t] = i
     if missing:
         raise ThinklensError.of(
-            "tokenizer", f"no single-token {' '.join(missing)}", f"a tokenizer with {' '.join(SPECIAL)} (the zoo tokenizer has them)",
+            "tokenizer", f"no single-token {' '.join(missing)}", f"a tokenizer with {' '.join(required)} (the zoo tokenizer has them)",
             f"pass {opt('add_tokens', True)} to the job (or call thinklens.latent.segments.add_latent_tokens(model)) to add them "
             "and resize the embeddings",
         )
@@ -106,7 +111,8 @@ def init_special_embeddings(model: "HookedModel", tokens: LatentTokens, source: 
     with torch.no_grad():
         row = emb[src].mean(0)
         for i in (tokens.bot, tokens.eot, tokens.latent, tokens.compress):
-            emb[i] = row
+            if i >= 0:  # a token the method does not use may be absent (latent_tokens gives it -1)
+                emb[i] = row
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ def prepare(cfg: TrainConfig, device: torch.device | str = "cpu",
     model = load_hooked_model(cfg.model, device=device, dtype=dtype)
     if cfg.add_tokens:
         model = add_latent_tokens(model)
-    tokens = latent_tokens(model.tokenizer)
+    tokens = latent_tokens(model.tokenizer, method.special_tokens)
     if start is None:
         init_special_embeddings(model, tokens)
     # torch.nn / peft initialise from the global RNG: fork it so the init depends on cfg.seed only
@@ -169,7 +169,7 @@ def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, builder: 
     method = method_of(cfg)
     builder = builder or example_builder(model, cfg)
     meta = {"method": method.name, "config": method.saved_config(cfg), "prompt_format": builder.format.kind}
-    lm = LatentModel(model, meta, module, latent_tokens(model.tokenizer))
+    lm = LatentModel(model, meta, module, latent_tokens(model.tokenizer, method.special_tokens))
     acc, positions = {}, {}
     for n, problems in evaluation_problems(cfg, seed=seed).items():
         res = lm.infer_problems(problems)

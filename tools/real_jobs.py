@@ -67,7 +67,8 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
                    "--stats-traces", "8", "--max-new-tokens", "64"]),
         # no --add-tokens: hybrid and reasoning-vector pair this fine-tune with its base, which needs one vocabulary
         ("sft", [a for a in train if a != "--add-tokens"] + ["--train-steps", "8", "--lora-r", "8"]),
-        ("hybrid", ["--thinking", sft, "--data", DATA, "--site", mid, "--n-train", "8", "--n-eval", "8",
+        # hybrid evaluates --n-eval problems and builds its vectors from the rest of --data
+        ("hybrid", ["--thinking", sft, "--data", "synthetic:2-3:8", "--site", mid, "--n-train", "8", "--n-eval", "8",
                     "--max-new-tokens", "64", "--sae-steps", "50", "--vector-iters", "10",
                     "--modes", "base,thinking,hybrid,random_vectors"]),
         ("reasoning-vector", ["--a", sft, "--b", model, "--base", "none", "--data", DATA, "--max-new-tokens", "64",
@@ -163,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     table = json.loads(TABLE.read_text()) if TABLE.exists() else {}
     for row in table.values():  # finished runs re-read (their findings' sentences follow the current code)
         row["command"] = row["command"].replace("real-jobs/inputs/", "real-jobs/.inputs/")
-        if row["outcome"] == "ran":
-            row.update(summary_of(out_of(row["model"], row["job"])))
+        if row["outcome"] == "ran" and (out_of(row["model"], row["job"]) / "meta.json").exists():
+            row.update(summary_of(out_of(row["model"], row["job"])))  # a row whose run folder is gone keeps its record
     only, redo = set(filter(None, a.jobs.split(","))), set(filter(None, a.redo.split(",")))
     for model in a.models.split(","):
         for job, args in plan(model):
@@ -173,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"{key}: running", flush=True)
             table[key] = run_one(model, job, args)
-            save(table, TABLE)
+            # merged into the table on disk: another stream (--models of its own) may have saved rows meanwhile
+            save({**(json.loads(TABLE.read_text()) if TABLE.exists() else {}), key: table[key]}, TABLE)
             r = table[key]
             print(f"{key}: {r['outcome']} rc={r['rc']} {r['seconds']} s {r.get('headlines') or r['reason']}", flush=True)
     return 0

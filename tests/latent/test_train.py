@@ -153,3 +153,20 @@ def test_continuing_with_another_method_or_projection_is_a_clear_error(zoo_like_
     with pytest.raises(ThinklensError, match="projection"):
         train(CODIConfig(model=str(tmp_path / "m1"), train_steps=1, projection=False), tmp_path, "p")
     assert not (tmp_path / "coconut" / "c" / "checkpoint").exists()  # refused before any training
+
+
+def test_token_level_sft_needs_no_special_tokens_and_keeps_the_vocabulary(tiny_dirs, tmp_path):
+    """SFT writes only the model's own tokens: a tokenizer without <bot> ... trains, and the fine-tune keeps its base's
+    vocabulary, so hybrid and reasoning-vector can pair the two (a check of every method's tokens refuses it)."""
+    from thinklens import HookedModel
+    from thinklens.latent.config import SFTConfig
+
+    base = tiny_dirs["llama"]
+    n = HookedModel.load(str(base)).hf.get_input_embeddings().weight.shape[0]
+    cfg = SFTConfig(model=str(base), train_steps=1, batch_size=2, n_eval=1, min_steps=2, max_steps=2)
+    train(cfg, tmp_path, publish=str(tmp_path / "m"))
+    tuned = load_latent_model(str(tmp_path / "m"))
+    assert tuned.model.hf.get_input_embeddings().weight.shape[0] == n
+    assert tuned.tokens.bot == -1 and tuned.tokens.latent == -1
+    with pytest.raises(ThinklensError, match="add_latent_tokens"):
+        latent_tokens(tuned.model.tokenizer, method_of(CODIConfig()).special_tokens)  # CODI still needs them
