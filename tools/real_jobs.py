@@ -9,6 +9,7 @@ LYNX refuses a model that never writes its cues, for instance, and says so. ``--
 ``results/records/real-jobs/jobs.json``, the input of ``results/collect.py real_jobs``.
 
     python -m tools.real_jobs [--models smollm2-135m,gemma-3-270m] [--jobs capture,eval] [--redo JOB] [--record]
+    python -m tools.real_jobs --models smol-r1      # the reasoning jobs on the real-weight organism (issue 38)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -29,7 +31,7 @@ INPUTS = RUNS / ".inputs"  # hidden: not a run (run discovery skips dot folders)
 RECORD = ROOT / "results" / "records" / "real-jobs" / "jobs.json"
 MODELS = ("smollm2-135m", "gemma-3-270m")
 #: Layers of each model (the SAE and steering sites sit at mid-depth).
-LAYERS = {"smollm2-135m": 30, "gemma-3-270m": 18}
+LAYERS = {"smollm2-135m": 30, "gemma-3-270m": 18, "smol-r1": 30}
 #: SAE training tokens per model: Gemma's forward pass (18 layers of d 640, a 262k vocabulary) costs about twice
 #: SmolLM2's on 2 cores, and 60k tokens took SmolLM2 48 minutes on a shared machine.
 SAE_TOKENS = {"smollm2-135m": 60000, "gemma-3-270m": 20000}
@@ -41,8 +43,51 @@ def out_of(model: str, job: str) -> Path:
     return RUNS / job / model
 
 
+#: The reasoning organism on real weights (issue 38): its plan runs every reasoning job with smol-r1 as the subject
+#: (``--models smol-r1``; not in the default models, whose plan is every job at a first look's settings).
+ORGANISM = "smol-r1"
+ORGANISM_BASE = "smollm2-135m"
+
+
+def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
+    """The reasoning jobs on smol-r1 (issue 38 item 3): problems of 1-3 steps (its training mix), its own R1 format
+    (``--prompt-format auto``: its chat template opens ``<think>``), budgets that hold a think span and its re-checks.
+
+    Hybrid steers the untuned base with smol-r1 as the thinking model; the reasoning vector is smol-r1 minus the base's
+    CoT-SFT sibling (both fine-tunes of SmolLM2-Instruct, the lineage the method needs), added to the base. The latent
+    trainers start from smol-r1 and are compared with a No-CoT fine-tune of smol-r1 trained as long on the same
+    stream (``sft --no-cot``), in latent-eval.
+    """
+    data = "synthetic:1-3:8"
+    budget = ["--max-new-tokens", "192"]
+    train = ["--min-steps", "1", "--max-steps", "3", "--batch-size", "4", "--n-eval", "4", "--ckpt-every", "10",
+             "--lora-r", "8"]
+    sibling = str(out_of(ORGANISM_BASE, "sft") / "model")  # the base's CoT-SFT fine-tune (the default plan's sft row)
+    latent = [str(out_of(model, j) / "model") for j in ("codi", "coconut", "latent-sft", "sft")]
+    return [
+        ("eval", ["--data", data, *budget]),
+        ("mi-peaks", ["--data", "synthetic:1-3:12", *budget, "--no-recycling", "--no-ttts"]),
+        ("probe", ["--data", "synthetic:1-2:24", "--target", "correct", *budget, "--n-bootstrap", "200"]),
+        ("lynx", ["--data", "synthetic:1-3:36", "--n-train", "12", "--n-calibration", "12", "--n-test", "12", *budget]),
+        ("hybrid", ["--model", ORGANISM_BASE, "--thinking", model, "--data", "synthetic:1-3:6", "--site",
+                    f"resid_post.{LAYERS[ORGANISM_BASE] // 2}", "--n-train", "8", "--n-eval", "8", *budget,
+                    "--sae-steps", "50", "--vector-iters", "10", "--modes", "base,thinking,hybrid,random_vectors"]),
+        ("reasoning-vector", ["--model", ORGANISM_BASE, "--a", model, "--b", sibling, "--base", ORGANISM_BASE,
+                              "--data", data, *budget, "--alphas=-1,0,1", "--groups", "all", "--save-alpha", "none"]),
+        ("codi", [*train, "--add-tokens", "--train-steps", "40"]),
+        ("coconut", [*train, "--add-tokens", "--stage-steps", "10", "--final-stage-steps", "20", "--max-stage", "1"]),
+        ("latent-sft", [*train, "--add-tokens", "--encoder-steps", "10", "--decoder-steps", "10", "--joint-steps", "10",
+                        "--stage2-steps", "10"]),
+        ("sft", [*train, "--no-cot", "--train-steps", "40"]),
+        ("latent-seek", ["--data", data, "--n-eval", "4", "--max-iters", "2", *budget, "--verifier-max-new-tokens", "64"]),
+        ("latent-eval", ["--models", ",".join(latent), "--data", data, "--n-eval", "8", *budget, "--seek-n", "0"]),
+    ]
+
+
 def plan(model: str) -> list[tuple[str, list[str]]]:
     """(job, its arguments) in an order that lets later jobs use earlier runs (sae before steer, sft before hybrid)."""
+    if model == ORGANISM:
+        return organism_plan(model)
     mid = f"resid_post.{LAYERS[model] // 2}"
     sft = str(out_of(model, "sft") / "model")
     latent = [str(out_of(model, j) / "model") for j in ("codi", "coconut", "latent-sft")]
@@ -109,13 +154,25 @@ def summary_of(out: Path) -> dict[str, Any]:
 
     meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").exists() else {}
     found = (meta.get("summary") or {}).get("findings") or []
+    keep = ("claim", "statistic", "value", "ci", "n", "control", "control_value", "verdict")
     return {"status": meta.get("status"), "headlines": [f"[{f.get('verdict')}] {finding_sentence(f)}" for f in found],
-            "verdicts": [f.get("verdict") for f in found], "n_findings": len(found)}
+            "verdicts": [f.get("verdict") for f in found], "n_findings": len(found),
+            "findings": [{k: f.get(k) for k in keep} for f in found]}
+
+
+def reread(table: dict[str, Any]) -> None:
+    """Finished runs re-read from their folders (their findings' sentences follow the current code); a row whose run
+    folder is gone keeps its record."""
+    for row in table.values():
+        row["command"] = row["command"].replace("real-jobs/inputs/", "real-jobs/.inputs/")
+        if row["outcome"] == "ran" and (out_of(row["model"], row["job"]) / "meta.json").exists():
+            row.update(summary_of(out_of(row["model"], row["job"])))
 
 
 def run_one(model: str, job: str, args: list[str]) -> dict[str, Any]:
     out = out_of(model, job)
-    cmd = [str(ROOT / ".venv" / "bin" / "thinklens"), "run", job, "--model", model, *args, "--out", str(out),
+    own = [] if "--model" in args else ["--model", model]  # a job whose --model is another (hybrid's base) says so
+    cmd = [str(ROOT / ".venv" / "bin" / "thinklens"), "run", job, *own, *args, "--out", str(out),
            "--threads", "1", "--no-progress"]
     if job == "validate":
         cmd = [c for c in cmd if c != "--no-progress"]
@@ -130,7 +187,7 @@ def run_one(model: str, job: str, args: list[str]) -> dict[str, Any]:
     seconds = round(time.perf_counter() - t, 1)
     lines = [x for x in err.strip().splitlines() if x.strip() and not x.startswith(("Loading weights", "Warning"))]
     row = {"model": model, "job": job, "rc": rc, "seconds": seconds, "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-           "command": " ".join(["thinklens", "run", job, "--model", model, *args]).replace(str(ROOT) + "/", "")
+           "command": " ".join(["thinklens", "run", job, *own, *args]).replace(str(ROOT) + "/", "")
                       .replace("real-jobs/inputs/", "real-jobs/.inputs/"),
            "outcome": "ran" if rc == 0 else "refused" if rc == 2 else "error",
            "reason": lines[-1][:400] if rc != 0 and lines else "", "stdout_tail": stdout.strip().splitlines()[-3:]}
@@ -155,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.record:
         table = json.loads(TABLE.read_text())
+        reread(table)
         save(table, RECORD)
         save({"kind": "real-jobs", "created": max(r.get("date", "") for r in table.values()),
               "command": "python -m tools.real_jobs; python -m tools.real_jobs --record"}, RECORD.parent / "meta.json")
@@ -162,16 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     write_inputs()
     table = json.loads(TABLE.read_text()) if TABLE.exists() else {}
-    for row in table.values():  # finished runs re-read (their findings' sentences follow the current code)
-        row["command"] = row["command"].replace("real-jobs/inputs/", "real-jobs/.inputs/")
-        if row["outcome"] == "ran" and (out_of(row["model"], row["job"]) / "meta.json").exists():
-            row.update(summary_of(out_of(row["model"], row["job"])))  # a row whose run folder is gone keeps its record
+    reread(table)
     only, redo = set(filter(None, a.jobs.split(","))), set(filter(None, a.redo.split(",")))
     for model in a.models.split(","):
         for job, args in plan(model):
             key = f"{model}/{job}"
             if (only and job not in only) or (key in table and job not in redo):
                 continue
+            if job in redo and out_of(model, job).exists():  # a redo starts over: the old folder's code is not today's
+                shutil.rmtree(out_of(model, job))
             print(f"{key}: running", flush=True)
             table[key] = run_one(model, job, args)
             # merged into the table on disk: another stream (--models of its own) may have saved rows meanwhile
