@@ -153,6 +153,8 @@ def headline(entry: RunEntry) -> str:
     three headline numbers in words (``'-'`` for a run without a summary)."""
     if entry.status == "running":
         return "still running (or stopped before it finished: rerun the same command to resume)"
+    if entry.status == "interrupted":  # SIGINT or SIGTERM (thinklens.runs.interrupts): no summary to read yet
+        return INTERRUPTED
     if entry.status == "failed":  # its summary is empty: a job's own headline would read it as results ("0/0 valid")
         return failed_headline(entry)
     from thinklens.runs.headlines import generic
@@ -169,6 +171,8 @@ def headline(entry: RunEntry) -> str:
 
 NONE = "–"
 """What a table cell shows for a value a run or a model does not have (never ``None``)."""
+INTERRUPTED = "interrupted: stopped by SIGINT or SIGTERM before it finished; rerun the same command to resume"
+"""The headline of a run the runner marked ``interrupted`` (:mod:`thinklens.runs.interrupts`)."""
 
 
 def run_state(entry: RunEntry, lacking: list[str] | None = None) -> tuple[str, str]:
@@ -221,20 +225,26 @@ def validation_count(entry: RunEntry) -> tuple[int, int, list[str]] | None:
     return s["validated"], s["n_settings"], [str(x) for x in s.get("failed") or []]
 
 
+STATUS_COLOURS: dict[str, str] = {"done": "green", "running": "orange", "interrupted": "blue", "results missing": "red",
+                                  "incomplete": "red", "failed": "red", "older version": "gray"}
+"""The badge colour of each run status (:func:`status_badge`; any other status is grey)."""
+
+
 def status_badge(status: str) -> str:
     """A run status as a coloured badge: green only for a plain ``done`` or every setting validated (K/N with K = N),
-    red for a failure, a half-written run or a validation short of N, grey for an older version, orange while running.
+    red for a failure, a half-written run or a validation short of N, grey for an older version, orange while running,
+    blue for a run stopped by a signal (``interrupted``: resumable, neither a failure nor still running).
 
     Example:
         >>> status_badge("validated 5/6"), status_badge("validated 6/6"), status_badge("incomplete")
         (':red-badge[validated 5/6]', ':green-badge[validated 6/6]', ':red-badge[incomplete]')
+        >>> status_badge("interrupted")
+        ':blue-badge[interrupted]'
     """
     if status.startswith("validated "):
         k, _, n = status.removeprefix("validated ").partition("/")
         return f":{'green' if k == n else 'red'}-badge[{status}]"
-    colour = {"done": "green", "running": "orange", "results missing": "red", "incomplete": "red", "failed": "red",
-              "older version": "gray"}.get(status, "gray")
-    return f":{colour}-badge[{status}]"
+    return f":{STATUS_COLOURS.get(status, 'gray')}-badge[{status}]"
 
 
 def _job_package(kind: str) -> str | None:

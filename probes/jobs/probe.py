@@ -403,9 +403,16 @@ def headline(summary: dict, folder: Path) -> str:
             f"({summary.get('scoring', 'score')} {num(summary.get('best_score'))})")
 
 
+def preflight(config: ProbeJobConfig) -> None:
+    """What the job reads, checked before the model loads: ``--data`` (a seeded sample of it) and each
+    ``--test-data`` set, read, parsed and checked disjoint from it (a missing, malformed or empty file costs no load)."""
+    if config.data or config.test_data:
+        config.test_sets(config.problems())
+
+
 DEMO = (DemoRun(("--model", "tiny-think", "--target", "intermediate", "--n-problems", "120"), progress=True),)
 
 
-JOB = Job("probe", ProbeJobConfig, run, order=50, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
+JOB = Job("probe", ProbeJobConfig, run, preflight=preflight, order=50, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
           report=report,
           help="layer sweep of probes decoding the running value or answer correctness")

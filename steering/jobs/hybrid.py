@@ -72,6 +72,13 @@ def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["Re
     return evaluated, vector
 
 
+def preflight(job: HybridJobConfig) -> None:
+    """The problems (``--data``, ``--vector-data``) read, drawn and checked disjoint before either model loads: a
+    missing, malformed or empty file, or two sets sharing a question, costs no load."""
+    if job.data or job.vector_data:
+        hybrid_problems(job)
+
+
 def same_weights(a: Any, b: Any) -> bool:
     """Whether two HookedModels hold the same weights (one object, or equal tensors under the same names); stops at
     the first tensor that differs, so a base and its fine-tune cost one comparison."""
@@ -257,7 +264,7 @@ DEMO = (DemoRun(("--n-train", "60", "--n-eval", "100", "--sae-steps", "150", "--
 
 
 JOB = Job(
-    "hybrid", HybridJobConfig, run, order=90, page="pages/4_Steering.py", demo=DEMO, headline=headline,
+    "hybrid", HybridJobConfig, run, preflight=preflight, order=90, page="pages/4_Steering.py", demo=DEMO, headline=headline,
     models=("model", "thinking"), report=report,
     help="hybrid base/thinking steering (Venhoff et al.) with ablations",
     description="Sentences of the thinking model's traces are clustered into behaviours by a top-k SAE; one steering "

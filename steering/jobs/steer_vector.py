@@ -162,6 +162,14 @@ def steer_site(model: "HookedModel", site: str) -> "Site":
     return default_site(model) if site == "auto" else model.resolve_site(site)
 
 
+def preflight(config: SteerVectorConfig) -> None:
+    """The sentence files (``--prompts``, ``--prompts-a``, ``--prompts-b``) read before the model loads: a missing,
+    malformed or empty file costs no load."""
+    for spec in (config.prompts, config.prompts_a, config.prompts_b):
+        if spec:
+            read_texts(spec)
+
+
 def run(config: SteerVectorConfig, ctx: JobContext) -> dict[str, Any]:
     """Build the vector, sweep the coefficients against both controls, write the results; returns the summary."""
     from thinklens.calibration.findings import findings_doc
@@ -213,5 +221,5 @@ def headline(summary: dict, folder: Path) -> str:
             f"{', '.join(hits) if hits else 'none'} of {len(found)} coefficients")
 
 
-JOB = Job("steer-vector", SteerVectorConfig, run, order=72, headline=headline, report=report,
+JOB = Job("steer-vector", SteerVectorConfig, run, preflight=preflight, order=72, headline=headline, report=report,
           help="contrastive activation addition (ActAdd/CAA) scored by VADER against a random direction")

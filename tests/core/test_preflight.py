@@ -93,3 +93,38 @@ def test_steer_preflight_passes_a_word_the_statistics_saw(tmp_path):
     preflight(job, job.make_config(sae=sae, word="Wait"))
     # a word the statistics did not score is scored once the model loads (issue 41 item 7), not refused here
     preflight(job, job.make_config(sae=sae, word="zebra"))
+
+
+# Inputs besides --data that a job reads (issue 41): each was read only after the model loaded.
+# (job, option, extra arguments); the file given to the option is missing, malformed or empty.
+OTHER_INPUTS = [
+    ("probe", "--test-data", ("--target", "correct")),
+    *((name, "--eval-data", ()) for name in ("codi", "coconut", "latent-sft", "sft")),
+    ("hybrid", "--vector-data", ()),
+    ("capture", "--prompts", ("--model", "tiny-think")),
+    ("steer-vector", "--prompts", ()),
+    ("steer-vector", "--prompts-a", ("--prompts-b", "data/real/sentiment_sets.json:negative")),
+]
+BAD_FILES = {"missing": None, "malformed": '{"question": "1 + 1?", "answer": "2"}\n{"question": \n', "empty": ""}
+
+
+@pytest.mark.parametrize("job, option, extra", OTHER_INPUTS, ids=[f"{j}{o}" for j, o, _ in OTHER_INPUTS])
+@pytest.mark.parametrize("bad", sorted(BAD_FILES))
+def test_a_bad_input_file_is_refused_in_one_line_before_any_model_loads(job, option, extra, bad, tmp_path, capsys,
+                                                                        monkeypatch):
+    from thinklens.cli import main
+    from thinklens.engine.model import HookedModel
+
+    loads = []
+    monkeypatch.setattr(HookedModel, "load", lambda *a, **k: loads.append(a) or pytest.fail("a model was loaded"))
+    path = tmp_path / "inputs.jsonl"
+    if BAD_FILES[bad] is not None:
+        path.write_text(BAD_FILES[bad])
+    out = tmp_path / "run"
+    code = main(["run", job, option, str(path), *extra, "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "inputs.jsonl" in err or "line 2" in err, err  # what was received: the file, or its bad line
+    assert "expected" in err and "fix:" in err, err
+    assert not loads and not out.exists()

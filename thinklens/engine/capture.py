@@ -120,14 +120,24 @@ def _check_same_prompts(ctx: JobContext, prompts: list[str], path: str) -> None:
                                 f"pass another {opt('run_id')}, or restore the file")
 
 
-def run(config: CaptureConfig, ctx: JobContext) -> CaptureResult:
-    """Capture every batch not yet in the store; write results/capture.json."""
+def _prompts(config: CaptureConfig) -> list[str]:
     from thinklens.data.prompts import read_prompts
-    from thinklens.engine.activation_store import ActivationStore
 
     if not config.prompts:
         raise ThinklensError.of("prompts", "nothing", "a prompt file", f"pass {opt('prompts', 'prompts.txt')}")
-    prompts = read_prompts(config.prompts)
+    return read_prompts(config.prompts)
+
+
+def preflight(config: CaptureConfig) -> None:
+    """The prompt file read before the model loads (a missing, malformed or empty file costs no load)."""
+    _prompts(config)
+
+
+def run(config: CaptureConfig, ctx: JobContext) -> CaptureResult:
+    """Capture every batch not yet in the store; write results/capture.json."""
+    from thinklens.engine.activation_store import ActivationStore
+
+    prompts = _prompts(config)
     model = ctx.model
     sites = model.resolve_sites(config.sites)
     last = config.positions == "last"
@@ -174,5 +184,5 @@ def headline(summary: dict, folder: Path) -> str:
 DEMO = (DemoRun(("--model", "tiny-think", "--sites", "resid_post.*", "--prompts", "{runs}/demo-prompts.txt")),)
 
 
-JOB = Job("capture", CaptureConfig, run, order=20, demo=DEMO, headline=headline,
+JOB = Job("capture", CaptureConfig, run, preflight=preflight, order=20, demo=DEMO, headline=headline,
           report=report, help="capture activations of prompts into an activation store")
