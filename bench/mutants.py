@@ -330,7 +330,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "    word = (stats_word(saved, cfg) or next(iter(saved.corr_words))) if saved is not None else None",
            ("tests/steering/test_steer_word.py",)),
     # ---- interrupts and early refusals (issue 41 items 3 and 4)
-    Mutant("an interrupted run left 'running'", "jobs", "thinklens/runs/jobs.py",
+    Mutant("an interrupted run left 'running'", "jobs", "thinklens/runs/runner.py",
            '                    run.write_meta(status="interrupted", interruptions=[*run.meta().get("interruptions", []), at])',
            "                    pass", ("tests/core/test_job_interrupts.py", "-k", "import-traces")),
     Mutant("LYNX rollouts never stopped by their labels", "LYNX", "probes/lynx_splits.py",

@@ -279,7 +279,7 @@ def tally_job(monkeypatch):
     """A job no file of the app or the demo names, registered through the registry only (as an entry point would)."""
     from dataclasses import dataclass
 
-    from thinklens.runs import jobs
+    from thinklens.runs import job_registry, jobs
 
     @dataclass(frozen=True)
     class TallyConfig:
@@ -297,8 +297,8 @@ def tally_job(monkeypatch):
     job = jobs.Job("tally", TallyConfig, run, help="count to n", models=(), order=45, page="pages/9_Explore.py",
                    headline=lambda summary, folder: f"counted to {summary['n']} ({(folder / 'results').name} written)",
                    demo=(jobs.DemoRun(("--n", "5")),))
-    monkeypatch.setitem(jobs._entry_points(), "tally", job)
-    monkeypatch.setattr(jobs, "_JOBS", dict(jobs._JOBS or {}))
+    monkeypatch.setitem(job_registry._entry_points(), "tally", job)
+    monkeypatch.setattr(job_registry, "_JOBS", dict(job_registry._JOBS or {}))
     return job
 
 
@@ -347,14 +347,14 @@ def test_a_job_that_cannot_load_never_hides_the_others(runs, monkeypatch):
     with its own job's words; the demo plan leaves it out and says why."""
     from types import SimpleNamespace
 
-    from thinklens.runs import jobs
+    from thinklens.runs import job_registry
     from thinklens.runs.demo_plan import demo_steps
 
     def fail():
         raise SyntaxError("half-edited job module")
 
-    monkeypatch.setitem(jobs._entry_points(), "broken-job", SimpleNamespace(value="pkg.broken:JOB", load=fail))
-    monkeypatch.setattr(jobs, "_JOBS", dict(jobs._JOBS or {}))
+    monkeypatch.setitem(job_registry._entry_points(), "broken-job", SimpleNamespace(value="pkg.broken:JOB", load=fail))
+    monkeypatch.setattr(job_registry, "_JOBS", dict(job_registry._JOBS or {}))
     run = RunFolder.create("probe", SUMMARIES["probe"][0], root=runs, run_id="demo")
     run.write_result("x", {})
     run.finish(SUMMARIES["probe"][1])

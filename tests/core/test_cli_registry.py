@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from thinklens.cli import main
-from thinklens.runs import jobs
+from thinklens.runs import job_registry, jobs
 from thinklens.runs.folders import RunFolder
 
 
@@ -31,13 +31,13 @@ def test_an_entry_point_named_JOBS_registers_each_job_of_its_list(monkeypatch):
            SimpleNamespace(name="methods", attr="JOBS", value="pkg.methods:JOBS", load=lambda: listed)]
     # the registry's one source of entry points (installed distributions', or a checkout's pyproject.toml)
     monkeypatch.setattr("thinklens.runs.entry_points.entry_points", lambda group: eps if group == jobs.ENTRY_POINT_GROUP else [])
-    monkeypatch.setattr(jobs, "_ENTRY", None)
-    monkeypatch.setattr(jobs, "_JOBS", {})
+    monkeypatch.setattr(job_registry, "_ENTRY", None)
+    monkeypatch.setattr(job_registry, "_JOBS", {})
     assert jobs.job_names() == ["alpha-method", "beta-method", "one"]  # the list's jobs by name, not the entry point's
     assert jobs.get_job("beta-method") is listed[1] and jobs.get_job("one").name == "one"
     bad = SimpleNamespace(name="broken", attr="JOBS", value="pkg.broken:JOBS", load=lambda: ["not a job"])
     monkeypatch.setattr("thinklens.runs.entry_points.entry_points", lambda group: [bad])
-    monkeypatch.setattr(jobs, "_ENTRY", None)
+    monkeypatch.setattr(job_registry, "_ENTRY", None)
     with pytest.raises(TypeError, match="pkg.broken:JOBS is not a list of Jobs"):
         jobs.job_names()
 

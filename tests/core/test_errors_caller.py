@@ -11,7 +11,7 @@ import pytest
 
 from thinklens.cli import main
 from thinklens.errors import ThinklensError, cli_terms, in_cli, opt, opt_name
-from thinklens.runs import jobs
+from thinklens.runs import job_registry
 from thinklens.runs.jobs import Job, run_job
 
 
@@ -77,8 +77,8 @@ def _count(config, ctx):
 @pytest.fixture
 def count_job(monkeypatch):
     job = Job("count-to", CountConfig, _count, help="count to n", models=())
-    monkeypatch.setitem(jobs._entry_points(), "count-to", job)
-    monkeypatch.setattr(jobs, "_JOBS", dict(jobs._JOBS or {}))
+    monkeypatch.setitem(job_registry._entry_points(), "count-to", job)
+    monkeypatch.setattr(job_registry, "_JOBS", dict(job_registry._JOBS or {}))
     return job
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+import thinklens.runs.job_registry as job_registry
 import thinklens.runs.jobs as jobs
 from thinklens.cli import main
 from thinklens.errors import ThinklensError
@@ -43,8 +44,8 @@ COUNT = Job("count", CountConfig, count_run, help="count items", models=())
 @pytest.fixture
 def registered(monkeypatch):
     """``thinklens run count`` on the CLI, without an entry point."""
-    monkeypatch.setattr(jobs, "_ENTRY", {**jobs._entry_points(), "count": None})
-    monkeypatch.setattr(jobs, "_JOBS", {**(jobs._JOBS or {}), "count": COUNT})
+    monkeypatch.setattr(job_registry, "_ENTRY", {**job_registry._entry_points(), "count": None})
+    monkeypatch.setattr(job_registry, "_JOBS", {**(job_registry._JOBS or {}), "count": COUNT})
     CALLS.clear()
 
 

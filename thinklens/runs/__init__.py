@@ -1,7 +1,10 @@
 """Runs and jobs: the one contract every analysis, trainer and evaluation runs under.
 
-- ``jobs``: :class:`Job`, the registry (the ``thinklens.jobs`` entry points), :func:`run_job`; ``entry_points``: a
-  registry group's entry points, from a checkout's pyproject.toml when thinklens runs from one
+- ``jobs``: the job contract in one import (:class:`Job`, the registry, :func:`run_job`), gathered from ``contract``
+  (what a job module declares: :class:`Job`, :class:`DemoRun`), ``context`` (run options, progress, shards, the job
+  context), ``config_files`` (a config from JSON), ``job_registry`` (every job by name) and ``runner`` (preflight, run
+  folder, :func:`execute`, :func:`run_job`); ``entry_points``: a registry group's entry points, from a checkout's
+  pyproject.toml when thinklens runs from one
 - ``folders``: run folders ``runs/<job>/<id>/`` (config, meta, results, figures), written atomically
 - ``interrupts``: SIGINT and SIGTERM stop any job as :class:`JobInterrupted` (run marked interrupted, exit 130/143)
 - ``stages``: resumable stages cached in a run folder; ``provenance``: the code version of a run, and the
