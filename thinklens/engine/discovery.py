@@ -1,4 +1,4 @@
-"""Finding the :class:`~thinklens.engine.adapters.Adapter` of a model the table does not list.
+"""Finding the :class:`~thinklens.engine.module_paths.Adapter` of a model the table does not list.
 
 Two sources, in order: TransformerLens's bridge architecture adapters (their component mapping names the
 embedding, block list, final norm, unembedding, attention and MLP modules of about 140 architectures),
@@ -30,7 +30,7 @@ from typing import Any
 
 from torch import nn
 
-from thinklens.engine.adapters import Adapter
+from thinklens.engine.module_paths import Adapter
 from thinklens.errors import ThinklensError
 
 _ATTN_NAME = re.compile(r"(^|_)(self_?)?attn$|attention$", re.IGNORECASE)
