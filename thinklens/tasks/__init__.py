@@ -9,8 +9,9 @@ Example:
 """
 
 from thinklens.tasks.config import KNOWN_OPS, MAX_STEPS, ZOO_MAX_NUMBER, StepRange, TaskConfig, check_step_range
-from thinklens.tasks.generator import NAMES, OBJECTS, PHRASES, as_rng, generate_problem, generate_problems
+from thinklens.tasks.generator import NAMES, OBJECTS, as_rng, generate_problem, generate_problems
 from thinklens.tasks.problem import (
+    PHRASES,
     WORD_PATTERN,
     Distractor,
     Problem,

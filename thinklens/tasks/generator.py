@@ -13,38 +13,13 @@ import numpy as np
 
 from thinklens.errors import ThinklensError
 from thinklens.tasks.config import TaskConfig
-from thinklens.tasks.problem import Distractor, Problem, Step, ThinkStep, apply_op
+from thinklens.tasks.problem import PHRASES, Distractor, Problem, Step, ThinkStep, apply_op
 
 NAMES: tuple[str, ...] = ("Tom", "Ann", "Sam", "Mia", "Leo", "Eva")
 OBJECTS: tuple[str, ...] = ("apples", "pears", "coins", "books", "cards", "stones")
 
-#: Sentence templates per operator; a problem stores which variant each step uses.
-PHRASES: dict[str, tuple[str, ...]] = {
-    "+": ("{name} buys {n} more.", "{name} finds {n} more."),
-    "-": ("{name} sells {n}.", "{name} loses {n}."),
-    "*": ("{name} multiplies them by {n}.",),
-    "/": ("{name} splits them into {n} equal parts and keeps one.",),
-}
-START = "{name} has {n} {obj}."
-DISTRACTOR = "{name} has {n} {obj}."
-FINAL = "How many {obj} does {name} have?"
-
 #: Attempts before giving up on a config that admits (almost) no problem.
 _MAX_TRIES = 200
-
-
-def question_text(p: Problem) -> str:
-    """Render the question of a problem (natural punctuation; see :func:`spaced` for the model form)."""
-    sentences = [START.format(name=p.name, n=p.start, obj=p.obj)]
-    for i, step in enumerate(p.steps):
-        variant = p.phrasing[i] if p.phrasing else 0
-        sentences.append(PHRASES[step.op][variant].format(name=p.name, n=step.right))
-    out: list[str] = []
-    for i, sentence in enumerate(sentences):
-        out.append(sentence)
-        out.extend(DISTRACTOR.format(name=d.name, n=d.value, obj=d.obj) for d in p.distractors if d.after == i)
-    out.append(FINAL.format(obj=p.obj, name=p.name))
-    return " ".join(out)
 
 
 def as_rng(seed: int | np.random.Generator) -> np.random.Generator:

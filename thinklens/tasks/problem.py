@@ -156,9 +156,6 @@ class Problem:
         if self.conclusion not in (None, "so", "therefore"):
             raise ThinklensError.of("Problem.conclusion", self.conclusion, "None, 'so' or 'therefore'", "fix it")
         if not self.question:
-            # Local import: the phrasing tables live with the generator.
-            from thinklens.tasks.generator import question_text
-
             object.__setattr__(self, "question", question_text(self))
 
     @property
@@ -180,3 +177,31 @@ class Problem:
     def cot(self) -> str:
         """The chain in GSM8k-Aug form, e.g. ``<<7+5=12>> <<12*3=36>>``."""
         return " ".join(s.equation for s in self.steps)
+
+
+# ---------------------------------------------------------------- the question's phrasing
+
+#: Sentence templates per operator; a problem stores which variant each step uses.
+PHRASES: dict[str, tuple[str, ...]] = {
+    "+": ("{name} buys {n} more.", "{name} finds {n} more."),
+    "-": ("{name} sells {n}.", "{name} loses {n}."),
+    "*": ("{name} multiplies them by {n}.",),
+    "/": ("{name} splits them into {n} equal parts and keeps one.",),
+}
+START = "{name} has {n} {obj}."
+DISTRACTOR = "{name} has {n} {obj}."
+FINAL = "How many {obj} does {name} have?"
+
+
+def question_text(p: Problem) -> str:
+    """Render the question of a problem (natural punctuation; see :func:`spaced` for the model form)."""
+    sentences = [START.format(name=p.name, n=p.start, obj=p.obj)]
+    for i, step in enumerate(p.steps):
+        variant = p.phrasing[i] if p.phrasing else 0
+        sentences.append(PHRASES[step.op][variant].format(name=p.name, n=step.right))
+    out: list[str] = []
+    for i, sentence in enumerate(sentences):
+        out.append(sentence)
+        out.extend(DISTRACTOR.format(name=d.name, n=d.value, obj=d.obj) for d in p.distractors if d.after == i)
+    out.append(FINAL.format(obj=p.obj, name=p.name))
+    return " ".join(out)

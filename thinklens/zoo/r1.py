@@ -40,7 +40,7 @@ import numpy as np
 
 from thinklens.data.formats import R1_INSTRUCTION
 from thinklens.tasks import PHRASES, Problem, TaskConfig, generate_problem, generate_problems
-from thinklens.tasks.generator import START
+from thinklens.tasks.problem import START
 
 if TYPE_CHECKING:
     from thinklens.zoo.recipes import R1TextMix

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from thinklens.tasks import NAMES, OBJECTS, PHRASES, REFLECTION_WORDS, WORD_PATTERN, ZOO_MAX_NUMBER, words
-from thinklens.tasks.generator import DISTRACTOR, FINAL, START
+from thinklens.tasks.problem import DISTRACTOR, FINAL, START
 from thinklens.tasks.render import CUES
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
