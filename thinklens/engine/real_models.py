@@ -21,10 +21,14 @@ Example:
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from thinklens.engine.gguf import cache_root, converted_folder, sha256_file
+from thinklens.engine.real_organisms import REAL_ORGANISMS, is_organism_name, organism_folder
 from thinklens.errors import ThinklensError
 from thinklens.lazy import package_dir as _module_dir  # the tests replace it to play a machine without the packages
 
@@ -65,8 +69,6 @@ REAL_MODELS: dict[str, RealModel] = {m.name: m for m in (
 
 def is_real_name(name: str) -> bool:
     """Whether ``name`` names a packaged real model or a fine-tune of one (:mod:`thinklens.engine.real_organisms`)."""
-    from thinklens.engine.real_organisms import is_organism_name
-
     return name in REAL_MODELS or is_organism_name(name)
 
 
@@ -77,8 +79,6 @@ def _missing(model: RealModel) -> ThinklensError:
 
 def installed(name: str) -> bool:
     """Whether the package of real model ``name`` is installed (no conversion, no error); an organism's: its base's."""
-    from thinklens.engine.real_organisms import REAL_ORGANISMS
-
     if name in REAL_ORGANISMS:
         return installed(REAL_ORGANISMS[name].base)
     model = REAL_MODELS[name]
@@ -101,11 +101,6 @@ def gguf_path(name: str, *, progress: bool = True) -> Path:
 
 def _assembled(model: RealModel, *, progress: bool) -> Path:
     """Concatenate the chunk files into ``<cache>/gguf/<file>`` (atomically) and check the package's SHA-256."""
-    import os
-    import sys
-
-    from thinklens.engine.gguf import cache_root, sha256_file
-
     parts = []
     for module, fname in model.chunks:
         d = _module_dir(module)
@@ -138,11 +133,8 @@ def _assembled(model: RealModel, *, progress: bool) -> Path:
 
 def real_model_folder(name_or_gguf: str, *, progress: bool = True) -> Path:
     """The converted (cached) model folder of a real model's name or of any ``*.gguf`` path."""
-    from thinklens.engine.gguf import converted_folder
-    from thinklens.engine.real_organisms import is_organism_name, organism_folder
-
     if is_organism_name(name_or_gguf):  # a committed adapter merged into its packaged base
-        return organism_folder(name_or_gguf, progress=progress)
+        return organism_folder(name_or_gguf, base_folder=real_model_folder, progress=progress)
     if is_real_name(name_or_gguf):
         model = REAL_MODELS[name_or_gguf]
         return converted_folder(gguf_path(model.name, progress=progress), name=model.name, package=model.distribution,
@@ -152,8 +144,6 @@ def real_model_folder(name_or_gguf: str, *, progress: bool = True) -> Path:
 
 def list_real_models() -> list[dict[str, Any]]:
     """One row per packaged real model: name, whether installed, whether converted, description."""
-    from thinklens.engine.gguf import cache_root
-
     rows = []
     for m in REAL_MODELS.values():
         conv = sorted(cache_root().glob(f"{m.name}-*/thinklens_source.json")) if cache_root().is_dir() else []

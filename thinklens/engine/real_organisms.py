@@ -16,14 +16,17 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from thinklens.engine.gguf import SOURCE_FILE, cache_root
 from thinklens.errors import ThinklensError
 
 ADAPTER_FILE = "adapter_model.safetensors"
@@ -68,25 +71,25 @@ def adapter_present(name: str) -> bool:
 
 
 def _adapter_digest(folder: Path) -> str:
-    import hashlib
-
     h = hashlib.sha256()
     for fname in ("adapter_config.json", ADAPTER_FILE, ORGANISM_FILE):
         h.update((folder / fname).read_bytes())
     return h.hexdigest()
 
 
-def organism_folder(name: str, *, progress: bool = True) -> Path:
-    """The cached merged folder of organism ``name``, merging its adapter into the converted base on first use."""
-    from thinklens.engine.gguf import SOURCE_FILE, cache_root
-    from thinklens.engine.real_models import real_model_folder
+def organism_folder(name: str, *, base_folder: Callable[..., Path], progress: bool = True) -> Path:
+    """The cached merged folder of organism ``name``, merging its adapter into the converted base on first use.
 
+    ``base_folder(base_name, progress=...)`` gives the converted folder of its packaged base
+    (:func:`thinklens.engine.real_models.real_model_folder`, which calls this: the packaged models know their
+    organisms, not the other way round).
+    """
     org = REAL_ORGANISMS[name]
     folder = adapter_dir(name)
     if not adapter_present(name):
         raise ThinklensError.of("real organism", name, f"its adapter in {org.adapter}/ ({ADAPTER_FILE}, {ORGANISM_FILE})",
                                 f"train it: thinklens run zoo-train --model {name} --minutes 45")
-    base = real_model_folder(org.base, progress=progress)  # names `make real` when the base's package is absent
+    base = base_folder(org.base, progress=progress)  # names `make real` when the base's package is absent
     digest = _adapter_digest(folder)
     target = cache_root() / f"{name}-{base.name.rsplit('-', 1)[-1][:8]}-{digest[:16]}"
     if (target / SOURCE_FILE).is_file():
