@@ -1,5 +1,6 @@
-"""The registry behind `thinklens run`: an entry point may hold a list of jobs (the latent trainers, one per row of
-the method table), and `thinklens runs` lists every trainer's runs, in their own kinds and in the former shared one."""
+"""The registry behind `thinklens run`: a job module registers by its file alone (named after its job), an entry point
+or a job module may hold a list of jobs (the latent trainers, one per row of the method table), and `thinklens runs`
+lists every trainer's runs, in their own kinds and in the former shared one."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def test_an_entry_point_named_JOBS_registers_each_job_of_its_list(monkeypatch):
            SimpleNamespace(name="methods", attr="JOBS", value="pkg.methods:JOBS", load=lambda: listed)]
     # the registry's one source of entry points (installed distributions', or a checkout's pyproject.toml)
     monkeypatch.setattr("thinklens.runs.entry_points.entry_points", lambda group: eps if group == jobs.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(job_registry, "job_modules", lambda: [])  # the entry points alone
     monkeypatch.setattr(job_registry, "_ENTRY", None)
     monkeypatch.setattr(job_registry, "_JOBS", {})
     assert jobs.job_names() == ["alpha-method", "beta-method", "one"]  # the list's jobs by name, not the entry point's
@@ -40,6 +42,43 @@ def test_an_entry_point_named_JOBS_registers_each_job_of_its_list(monkeypatch):
     monkeypatch.setattr(job_registry, "_ENTRY", None)
     with pytest.raises(TypeError, match="pkg.broken:JOBS is not a list of Jobs"):
         jobs.job_names()
+
+
+def test_a_job_module_registers_by_its_file_alone(tmp_path, monkeypatch):
+    """A file in a jobs package is a job, named after the file, with no entry point and nothing reinstalled: the
+    registry lists the folders (here a capability whose folder is a temporary one) without importing any module."""
+    import importlib.util
+
+    import thinklens
+
+    cap = tmp_path / "toycap"
+    (cap / "jobs").mkdir(parents=True)
+    (cap / "__init__.py").write_text("")
+    (cap / "jobs" / "__init__.py").write_text("")
+    (cap / "jobs" / "count_up.py").write_text("raise SystemExit('listing a job must not import it')\nJOB = None\n")
+    (cap / "jobs" / "methods.py").write_text("JOBS: list = []\n")
+    (cap / "jobs" / "_helpers.py").write_text("")
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        if name == "thinklens.toycap":
+            return importlib.util.spec_from_file_location(name, cap / "__init__.py", submodule_search_locations=[str(cap)])
+        return real(name, *args)
+
+    monkeypatch.setattr(thinklens, "CAPABILITIES", (*thinklens.CAPABILITIES, "toycap"))
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    found = {ep.name: ep.value for ep in job_registry.job_modules()}
+    assert found["count-up"] == "thinklens.toycap.jobs.count_up:JOB" and found["methods"] == "thinklens.toycap.jobs.methods:JOBS"
+    assert "-helpers" not in found and "helpers" not in found
+    assert found["steer-vector"] == "thinklens.steering.jobs.steer_vector:JOB"  # the package's own, found the same way
+
+
+def test_a_job_module_holding_another_name_is_refused(monkeypatch):
+    monkeypatch.setitem(job_registry._entry_points(), "wrong-name", SimpleNamespace(value="pkg.wrong_name:JOB",
+                                                                                load=lambda: _job("right-name")))
+    monkeypatch.setattr(job_registry, "_JOBS", {})
+    with pytest.raises(TypeError, match=r"wrong_name.py holds Job\('wrong-name'"):
+        jobs.get_job("wrong-name")
 
 
 def test_the_latent_trainers_come_from_one_list_with_their_own_kinds():

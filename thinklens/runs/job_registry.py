@@ -1,14 +1,35 @@
 """The job registry: every job by name, loaded on first use (:func:`job_names` imports none), and the orders the CLI,
-the demo and the app read them in. Part of the job contract (:mod:`thinklens.runs.jobs`)."""
+the demo and the app read them in. Part of the job contract (:mod:`thinklens.runs.jobs`).
+
+Where jobs come from:
+
+- every module of a ``jobs`` package of thinklens (a core layer's, ``thinklens/zoo/jobs/``, or a capability's,
+  ``steering/jobs/``) is a job, named after its file (``steer_vector.py`` is ``steer-vector``) and holding it as
+  ``JOB`` (or a list ``JOBS``, one job per row of a method table): found by listing those folders, so a new job is
+  its file, with no entry point to write and nothing to reinstall (:func:`job_modules`);
+- the ``thinklens.jobs`` entry points: the core jobs whose module is also their library (``capture``,
+  ``import-traces``, ``validate``: pyproject.toml, read from the checkout when thinklens runs from one) and other
+  distributions' jobs (plugins). A name a job module already has is not taken again.
+
+Example:
+    >>> scanned = {ep.name: ep.value for ep in job_modules()}
+    >>> scanned["steer-vector"], scanned["trainers"]
+    ('thinklens.steering.jobs.steer_vector:JOB', 'thinklens.latent.jobs.trainers:JOBS')
+"""
 
 from __future__ import annotations
 
+import re
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.runs.contract import Job
 
 ENTRY_POINT_GROUP = "thinklens.jobs"
+_LIST = re.compile(r"^JOBS\s*(?::[^=\n]*)?=", re.M)
+"""A module-level ``JOBS = ...`` (or ``JOBS: list[Job] = ...``): the module holds a list of jobs."""
 
 _JOBS: dict[str, Job] | None = None
 _ENTRY: dict[str, Any] | None = None
@@ -25,13 +46,41 @@ def _entry_points() -> dict[str, Any]:
         from thinklens.runs.entry_points import entry_points
 
         out: dict[str, Any] = {}
-        for ep in entry_points(ENTRY_POINT_GROUP):  # a checkout's own pyproject.toml, installed or not
+        # the job modules first; then a checkout's own pyproject.toml (installed or not) and other distributions'
+        for ep in [*job_modules(), *entry_points(ENTRY_POINT_GROUP)]:
             if ep.attr is not None and ep.attr.endswith("JOBS"):
-                out.update({job.name: job for job in _job_list(ep)})
-            else:
+                out.update({job.name: job for job in _job_list(ep) if job.name not in out})
+            elif ep.name not in out:
                 out[ep.name] = ep
         _ENTRY = out
     return _ENTRY
+
+
+def job_modules() -> list[metadata.EntryPoint]:
+    """Every job module, as the entry point that would register it: each ``<name>.py`` of a ``jobs`` package of
+    thinklens is ``<name with - for _> = "thinklens.<package>.jobs.<name>:JOB"`` (``:JOBS`` when the module holds a
+    list of jobs). The folders are listed and the files read as text: no job module is imported."""
+    import importlib.util
+    import pkgutil
+
+    import thinklens
+
+    packages = {m.name for m in pkgutil.iter_modules(thinklens.__path__) if m.ispkg} | set(thinklens.CAPABILITIES)
+    out = []
+    for package in sorted(packages):
+        spec = importlib.util.find_spec(f"thinklens.{package}")  # imports nothing but thinklens itself
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            folder = Path(location) / "jobs"
+            if not (folder / "__init__.py").is_file():
+                continue
+            for f in sorted(folder.glob("*.py")):
+                if f.stem.startswith("_"):
+                    continue
+                attr = "JOBS" if _LIST.search(f.read_text(encoding="utf-8")) else "JOB"
+                out.append(metadata.EntryPoint(f.stem.replace("_", "-"), f"thinklens.{package}.jobs.{f.stem}:{attr}",
+                                               ENTRY_POINT_GROUP))
+            break
+    return out
 
 
 def _job_list(ep: Any) -> list[Job]:
@@ -61,7 +110,8 @@ def get_job(name: str | Job) -> Job:
         if isinstance(job, (list, tuple)):  # an entry point returning a list of jobs: the one named here
             job = next((j for j in job if isinstance(j, Job) and j.name == name), None)
         if not isinstance(job, Job) or job.name != name:
-            raise TypeError(f"entry point {name} = {getattr(entry, 'value', entry)} is not a Job named {name!r}")
+            raise TypeError(f"entry point {name} = {getattr(entry, 'value', entry)} is not a Job named {name!r} (a job "
+                            f"module's file is named after its job: {name.replace('-', '_')}.py holds Job({name!r}, ...))")
         _JOBS[name] = job
     return _JOBS[name]
 
