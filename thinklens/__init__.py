@@ -26,8 +26,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-CAPABILITIES = ("probes", "steering", "latent", "analyses")
-"""Subpackages of thinklens whose sources sit in the repository's top-level folders of these names."""
+from thinklens.lazy import CAPABILITIES  # the package's own module: no capability is imported before the finder
 
 
 class _CheckoutFinder(importlib.abc.MetaPathFinder):

@@ -20,6 +20,10 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+CAPABILITIES = ("probes", "steering", "latent", "analyses")
+"""Subpackages of thinklens whose sources sit in the repository's top-level folders of these names (exported as
+``thinklens.CAPABILITIES``)."""
+
 
 def package_dir(name: str) -> Path | None:
     """The folder of an installed package (a subpackage imports its parent), or None when it is not installed."""
@@ -44,8 +48,6 @@ def refuse_generic_name(package: str) -> None:
         ...
         ImportError: 'probes' is thinklens's folder of thinklens.probes, not a package: import thinklens.probes
     """
-    from thinklens import CAPABILITIES
-
     if package in CAPABILITIES:
         raise ImportError(f"{package!r} is thinklens's folder of thinklens.{package}, not a package: import thinklens.{package}",
                           name=package)

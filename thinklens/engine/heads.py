@@ -26,13 +26,13 @@ from thinklens.engine.interventions import Intervention
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.base import BaseHookedModel
 
 OUTPUT_PROJECTIONS = ("o_proj", "out_proj", "c_proj", "dense", "wo")
 """Names of an attention module's output projection, by family (the first one present is used)."""
 
 
-def head_shape(model: "HookedModel") -> tuple[int, int]:
+def head_shape(model: "BaseHookedModel") -> tuple[int, int]:
     """``(n_heads, head_dim)`` of the query heads (the output projection's input is their concatenation)."""
     cfg = model.config
     cfg = getattr(cfg, "text_config", None) or cfg
@@ -44,7 +44,7 @@ def head_shape(model: "HookedModel") -> tuple[int, int]:
     return int(n_heads), int(head_dim)
 
 
-def output_projection(model: "HookedModel", layer: int) -> torch.nn.Module:
+def output_projection(model: "BaseHookedModel", layer: int) -> torch.nn.Module:
     """The output projection of block ``layer``'s attention (:data:`OUTPUT_PROJECTIONS`)."""
     parts = model.adapter.parts(layer)
     attn_path = parts.get("attn_out")
@@ -72,11 +72,11 @@ class AblateHeads(Intervention):
     heads: Mapping[int, Sequence[int]]
     means: "Mapping[int, Tensor] | None" = None
 
-    def install(self, model: "HookedModel"):
+    def install(self, model: "BaseHookedModel"):
         return self._install(model)
 
     @contextmanager
-    def _install(self, model: "HookedModel") -> Iterator[None]:
+    def _install(self, model: "BaseHookedModel") -> Iterator[None]:
         n_heads, head_dim = head_shape(model)
         handles = []
         try:
@@ -106,7 +106,7 @@ def _ablate_hook(idx: Tensor, n_heads: int, head_dim: int, mean: Tensor | None):
 
 
 @torch.no_grad()
-def head_means(model: "HookedModel", input_ids: Tensor, layers: Sequence[int], *, batch_size: int = 16) -> dict[int, Tensor]:
+def head_means(model: "BaseHookedModel", input_ids: Tensor, layers: Sequence[int], *, batch_size: int = 16) -> dict[int, Tensor]:
     """``{layer: [n_heads, head_dim]}``: each head's output averaged over every position of ``input_ids`` (what mean
     ablation puts in its place)."""
     n_heads, head_dim = head_shape(model)
@@ -130,7 +130,7 @@ def head_means(model: "HookedModel", input_ids: Tensor, layers: Sequence[int], *
     return {layer: (s / count).float().reshape(n_heads, head_dim) for layer, s in sums.items()}
 
 
-def attention_patterns(model: "HookedModel", input_ids: Tensor, attention_mask: Tensor | None = None) -> list[Tensor]:
+def attention_patterns(model: "BaseHookedModel", input_ids: Tensor, attention_mask: Tensor | None = None) -> list[Tensor]:
     """Every layer's attention pattern ``[batch, head, q, k]`` for one forward (eager attention, restored after)."""
     hf = model.hf
     before = getattr(hf.config, "_attn_implementation", None)

@@ -22,20 +22,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Union
 
 import torch
 from torch import Tensor
 
-from thinklens.engine.adapters import get_module
 from thinklens.engine.hooks import ForwardContext, SiteFn, site_hooks
+from thinklens.engine.module_paths import get_module
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.base import BaseHookedModel
 
 Positions = Union[None, Literal["last"], Sequence[int]]
 
@@ -73,7 +73,7 @@ def _rows(v: Tensor, act: Tensor) -> Tensor:
     return v.reshape(v.shape[0], *([1] * (act.ndim - 2)), v.shape[-1])
 
 
-def _stream_view(fn: SiteFn, model: "HookedModel", site: Site, width: int) -> SiteFn:
+def _stream_view(fn: SiteFn, model: "BaseHookedModel", site: Site, width: int) -> SiteFn:
     """``fn`` (written for ``[..., width]`` activations) applied per stream on a flat multi-stream residual
     ``[batch, pos, streams * width]`` (Qwen4-Exp's hyper-connections), the result flattened back; an activation of
     any other width is refused naming the site and its shape."""
@@ -95,15 +95,28 @@ def _stream_view(fn: SiteFn, model: "HookedModel", site: Site, width: int) -> Si
 class Intervention:
     """Base class: subclasses give ``hooks(model)`` or override :meth:`install`."""
 
-    def hooks(self, model: "HookedModel") -> list[tuple[Site, SiteFn]]:  # pragma: no cover - abstract
+    def hooks(self, model: "BaseHookedModel") -> list[tuple[Site, SiteFn]]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def install(self, model: "HookedModel"):
+    def install(self, model: "BaseHookedModel"):
         """A context manager that applies this intervention to ``model`` while open."""
         return site_hooks(model, self.hooks(model))
 
 
-def _check_width(model: "HookedModel", site: Site, width: int, what: str) -> None:
+@contextmanager
+def intervene(model: "BaseHookedModel", interventions: Sequence[Intervention] = ()) -> Iterator[None]:
+    """Apply ``interventions`` to ``model`` for the duration of the block; all hooks are removed on exit
+    (what :meth:`HookedModel.intervene <thinklens.engine.model.HookedModel.intervene>` and the decode loop do)."""
+    with ExitStack() as stack:
+        for iv in interventions:
+            if not isinstance(iv, Intervention):
+                raise ThinklensError.of("intervention", type(iv).__name__, "an Intervention (AddVector, ReplaceActivation, ...)",
+                                        "wrap a function in HookFn(site, fn)")
+            stack.enter_context(iv.install(model))
+        yield
+
+
+def _check_width(model: "BaseHookedModel", site: Site, width: int, what: str) -> None:
     expected = model.site_width(site)
     if width != expected:
         raise ThinklensError.of(
@@ -135,7 +148,7 @@ class AddVector(Intervention):
             raise ThinklensError.of("steering vector", tuple(self.vector.shape), "a finite [d] or [batch, d] tensor",
                                     "check for NaN and pass one vector per row or one shared vector")
 
-    def hooks(self, model: "HookedModel") -> list[tuple[Site, SiteFn]]:
+    def hooks(self, model: "BaseHookedModel") -> list[tuple[Site, SiteFn]]:
         site = model.resolve_site(self.site)
         _check_width(model, site, self.vector.shape[-1], "steering vector")
         vec = self.vector
@@ -160,7 +173,7 @@ class ReplaceActivation(Intervention):
     values: "Tensor | Callable[[Tensor, ForwardContext], Tensor | None]"
     positions: Positions = None
 
-    def hooks(self, model: "HookedModel") -> list[tuple[Site, SiteFn]]:
+    def hooks(self, model: "BaseHookedModel") -> list[tuple[Site, SiteFn]]:
         site = model.resolve_site(self.site)
         values = self.values
         if callable(values) and not isinstance(values, Tensor):
@@ -223,7 +236,7 @@ class HookFn(Intervention):
     site: Site
     fn: "Callable[[Tensor, ForwardContext], Tensor | None]"
 
-    def hooks(self, model: "HookedModel") -> list[tuple[Site, SiteFn]]:
+    def hooks(self, model: "BaseHookedModel") -> list[tuple[Site, SiteFn]]:
         return [(model.resolve_site(self.site), self.fn)]
 
 
@@ -248,11 +261,11 @@ class RepeatBlock(Intervention):
     positions: Positions = None
     when: "Callable[[ForwardContext], Tensor] | None" = None
 
-    def install(self, model: "HookedModel"):
+    def install(self, model: "BaseHookedModel"):
         return self._install(model)
 
     @contextmanager
-    def _install(self, model: "HookedModel") -> Iterator[None]:
+    def _install(self, model: "BaseHookedModel") -> Iterator[None]:
         from transformers.cache_utils import Cache
 
         layer = model.resolve_site(Site("resid_post", self.layer)).layer
@@ -375,7 +388,7 @@ def _restore_linear_state(cache_layer, saved: dict, n_new: int) -> None:
         kv.crop(cache_layer, -n_new)
 
 
-def _refuse_foreign_cache(model: "HookedModel", args, kwargs, layer: int) -> None:
+def _refuse_foreign_cache(model: "BaseHookedModel", args, kwargs, layer: int) -> None:
     """A block given a state object that is not a transformers ``Cache`` (a family's own cache class): running it
     twice would advance that state twice, so RepeatBlock refuses in one line instead of decoding wrongly."""
     for a in (*args, *kwargs.values()):

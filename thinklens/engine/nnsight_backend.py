@@ -27,11 +27,12 @@ from torch import Tensor
 
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
+from thinklens.generation.decode_loop import Decoded, mark_stops
+from thinklens.generation.generate_config import GenerateConfig
+from thinklens.generation.kv_batch import eos_ids
 
 if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
-    from thinklens.generation.decode_loop import Decoded
-    from thinklens.generation.generate import GenerateConfig
+    from thinklens.engine.base import BaseHookedModel
 
 
 def _envoy(root: Any, path: str) -> Any:
@@ -41,7 +42,7 @@ def _envoy(root: Any, path: str) -> Any:
     return node
 
 
-def site_envoys(model: "HookedModel", lm: Any, sites: list[Site]) -> tuple[list[Site], list[tuple[Any, bool, bool]]]:
+def site_envoys(model: "BaseHookedModel", lm: Any, sites: list[Site]) -> tuple[list[Site], list[tuple[Any, bool, bool]]]:
     """``sites`` in forward order (nnsight serves requests in that order), and per site ``(envoy, is_input,
     first_of_tuple)``: plain values only, because a remote trace body ships (pickled) every name it reads, and
     the server has nnsight and torch but not thinklens."""
@@ -55,7 +56,7 @@ def site_envoys(model: "HookedModel", lm: Any, sites: list[Site]) -> tuple[list[
 
 
 @contextmanager
-def remote_errors(model: "HookedModel", remote: bool | str) -> Iterator[None]:
+def remote_errors(model: "BaseHookedModel", remote: bool | str) -> Iterator[None]:
     """Around an nnsight trace: on NDIF (``remote is True``) any failure but our own errors becomes one clear
     error naming the server and the key (connection errors surface as many types); elsewhere errors pass as they are."""
     try:
@@ -69,7 +70,7 @@ def remote_errors(model: "HookedModel", remote: bool | str) -> Iterator[None]:
         raise
 
 
-def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: list[Site], *,
+def capture_with_nnsight(model: "BaseHookedModel", enc: dict[str, Tensor], sites: list[Site], *,
                          remote: bool | str = False) -> dict[Site, Tensor]:
     """Save the activations at ``sites`` inside one ``LanguageModel.trace`` (``remote``: see :func:`decode_with_nnsight`)."""
     lm = model.to_nnsight()
@@ -93,10 +94,10 @@ def capture_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], sites: li
     return out
 
 
-def generation_config(model: "HookedModel", cfg: "GenerateConfig", eos: list[int]) -> Any:
+def generation_config(model: "BaseHookedModel", cfg: GenerateConfig, eos: list[int]) -> Any:
     """An HF ``GenerationConfig`` that decodes as :func:`thinklens.generation.decode_loop.decode` does: every processor set to
     its neutral value (so none of the model's own ``generation_config.json`` applies), our EOS ids and padding."""
-    from transformers import GenerationConfig
+    from transformers import GenerationConfig  # heavy: imported on first use
 
     neutral = {k: v for k, v in GenerationConfig()._get_default_generation_params().items() if v is not None}
     neutral.pop("max_length", None)
@@ -107,8 +108,8 @@ def generation_config(model: "HookedModel", cfg: "GenerateConfig", eos: list[int
 
 
 @torch.no_grad()
-def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "GenerateConfig", sites: list[Site], *,
-                        remote: bool | str = False, reseed: bool = True) -> "Decoded":
+def decode_with_nnsight(model: "BaseHookedModel", enc: dict[str, Tensor], cfg: GenerateConfig, sites: list[Site], *,
+                        remote: bool | str = False, reseed: bool = True) -> Decoded:
     """One batch decoded by HF ``generate`` inside an nnsight generation trace (on NDIF with ``remote``).
 
     ``remote``: True runs on NDIF; ``"local"`` is nnsight's simulation of it (the request is serialized, then
@@ -120,10 +121,7 @@ def decode_with_nnsight(model: "HookedModel", enc: dict[str, Tensor], cfg: "Gene
     (unless ``reseed`` is False: a later batch continues it), which gives the samples of the local loop's
     seeded generator.
     """
-    from nnsight import save
-
-    from thinklens.generation.decode_loop import Decoded, mark_stops
-    from thinklens.generation.kv_batch import eos_ids
+    from nnsight import save  # heavy: imported on first use
 
     lm = model.to_nnsight()
     eos = sorted(eos_ids(model))

@@ -22,20 +22,20 @@ from thinklens.engine.sites import Site, hidden_state_site
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.base import BaseHookedModel
 
 #: Relative tolerance by weight dtype (the captured tensors are HF's own; any wrong path is far off).
 _TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-9}
 _LOW_PRECISION_TOLERANCE = 1e-2
 
 
-def _fix(model: "HookedModel") -> str:
+def _fix(model: "BaseHookedModel") -> str:
     return (f"the module paths came from {model.adapter.source}; pass HookedModel.load(..., adapter=Adapter(...)) "
             "with this model's paths, or thinklens.engine.adapters.register_adapter(model_type, Adapter(...)) "
             "(print(model.hf) shows the modules)")
 
 
-def check_site_parity(model: "HookedModel", n_tokens: int = 5) -> None:
+def check_site_parity(model: "BaseHookedModel", n_tokens: int = 5) -> None:
     """Refuse ``model`` (a ThinklensError) when a site differs from HF ``output_hidden_states``.
 
     Skipped for remote models and weights on the meta device (nothing to run locally).

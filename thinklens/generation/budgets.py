@@ -20,12 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.engine.context_window import context_length as context_length  # importable here too, as before
 from thinklens.errors import ThinklensError, opt
+from thinklens.tasks.protocol import token_budget
 
-CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
-"""Config fields that hold a model's context length, in the order they are trusted."""
-NO_LENGTH = 10**7
-"""A tokenizer's ``model_max_length`` at or above this is HF's "not set" sentinel, not a context."""
 ANSWER_TOKENS = 1024
 """New tokens of a completion in a real model's format when a job is not told (--max-new-tokens): steering,
 latent-eval. R1 distills often think longer on MATH: raise it there."""
@@ -55,35 +53,7 @@ def new_token_budget(fmt: Any, requested: int | None, *, max_steps: int | None =
     if max_steps is None:
         raise ThinklensError.of(f"budget of the {fmt.kind} style", "no max_steps", "the most steps of the problems "
                                 "(a zoo style's budget is sized by steps)", "pass max_steps, or max_new_tokens")
-    from thinklens.tasks.protocol import token_budget
-
     return token_budget(fmt.kind, max_steps)
-
-
-def context_length(config: Any, tokenizer: Any = None) -> int | None:
-    """The context a model really has: its config's position limit (``max_position_embeddings``,
-    ``n_positions``, ... of the text config), else the tokenizer's ``model_max_length`` when it is set.
-
-    The config wins when both exist: its position table (or RoPE range) is what the weights were built
-    for, while a tokenizer's limit is often a training-time choice (the R1 distills: 131072 vs 16384).
-
-    Example:
-        >>> from types import SimpleNamespace as NS
-        >>> context_length(NS(max_position_embeddings=512)), context_length(NS(), NS(model_max_length=2048))
-        (512, 2048)
-        >>> context_length(NS(), NS(model_max_length=int(1e30))) is None
-        True
-    """
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    for cfg in (text, config):
-        for key in CONTEXT_KEYS:
-            v = getattr(cfg, key, None)
-            if isinstance(v, int) and v > 0:
-                return v
-    n = getattr(tokenizer, "model_max_length", None)
-    if isinstance(n, int) and 0 < n < NO_LENGTH:
-        return n
-    return None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from thinklens.engine.interventions import intervene
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
 from thinklens.generation.kv_batch import Decoder, eos_ids
@@ -233,7 +234,7 @@ def decode(decoder: Decoder, choice: TokenChoice | None = None, *, max_new_token
         sunk = upto
 
     with ExitStack() as stack:
-        stack.enter_context(model.intervene(interventions))
+        stack.enter_context(intervene(model, interventions))
         stack.enter_context(choice.hooks())
         if logits is None:
             if presize:

@@ -20,18 +20,20 @@ Example:
 
 from __future__ import annotations
 
-import math
 import uuid
+import warnings
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from thinklens.engine.activation_store import ActivationStore, StoredStates, StoreWriter, TraceStream
 from thinklens.engine.interventions import Intervention
+from thinklens.engine.nnsight_backend import decode_with_nnsight
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
 from thinklens.generation.decode_loop import (
@@ -44,71 +46,23 @@ from thinklens.generation.decode_loop import (
     decode_queue,
     row_budgets,
 )
-from thinklens.generation.trace import Trace
+from thinklens.generation.generate_config import GenerateConfig
+from thinklens.generation.trace import Trace, decoded_texts, open_span_warning
 
 if TYPE_CHECKING:
-    from thinklens.engine.activation_store import ActivationStore, StoredStates, StoreWriter, TraceStream
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.base import BaseHookedModel
+
+__all__ = ["BACKENDS", "GenerateConfig", "generate", "traces_of"]
 
 BACKENDS = ("hooks", "nnsight")
 
 
-@dataclass(frozen=True)
-class GenerateConfig:
-    """Decoding settings."""
-
-    max_new_tokens: int | tuple[int, ...] = 64
-    """Upper bound on generated tokens per prompt: one for all, or one per prompt
-    (:func:`thinklens.generation.budgets.budgets_for` gives them inside the context)."""
-    do_sample: bool = False
-    """Sample (True) or greedy argmax (False)."""
-    seed: int | None = None
-    """Seed of the local torch.Generator used for sampling."""
-    temperature: float = 1.0
-    """Softmax temperature when sampling."""
-    top_p: float = 1.0
-    """Nucleus mass when sampling (1.0 = off)."""
-    stop: tuple[str, ...] = ()
-    """Stop once the generated text contains any of these strings."""
-    top_k_stats: int = 5
-    """How many top tokens (ids, probabilities) to record per step."""
-    batch_size: int | None = None
-    """Prompts per batch (None = all at once)."""
-    stream_every: int = 64
-    """With a store to stream to: steps between two hand-overs of the states to the store."""
-    continuous: bool = True
-    """With more prompts than ``batch_size``: a row that stops frees its slot for the next prompt (continuous
-    batching, :func:`thinklens.generation.decode_loop.decode_queue`); False: batch after batch. Greedy decoding only
-    (the same tokens; sampling keeps batch after batch, so a seed draws the samples it drew before), in the local
-    loop, without interventions, on full-attention caches (else batch after batch)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.max_new_tokens, int):
-            row_budgets(self.max_new_tokens, len(self.max_new_tokens))
-        elif self.max_new_tokens < 1:
-            raise ThinklensError.of("max_new_tokens", self.max_new_tokens, "an integer >= 1", "pass e.g. max_new_tokens=64")
-        if not (self.temperature > 0 and math.isfinite(self.temperature)):
-            raise ThinklensError.of("temperature", self.temperature, "a finite number > 0", "use do_sample=False for greedy")
-        if not 0 < self.top_p <= 1:
-            raise ThinklensError.of("top_p", self.top_p, "a number in (0, 1]", "pass top_p=0.95")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ThinklensError.of("batch_size", self.batch_size, "an integer >= 1 or None", "pass batch_size=16")
-        if not isinstance(self.stream_every, int) or self.stream_every < 1:
-            raise ThinklensError.of("stream_every", self.stream_every, "an integer >= 1", "pass stream_every=64")
-        if any(not isinstance(s, str) or not s for s in self.stop):
-            raise ThinklensError.of("stop strings", self.stop, "non-empty strings", "remove empty stop strings")
-
-
-def traces_of(model: "HookedModel", prompts: list[str], prompt: dict[str, Tensor], out: Decoded, sites: list[Site],
+def traces_of(model: "BaseHookedModel", prompts: list[str], prompt: dict[str, Tensor], out: Decoded, sites: list[Site],
               stored: "Sequence[StoredStates] | None" = None) -> list[Trace]:
     """One :class:`Trace` per row of a decoded batch (``prompt``: its left-padded encoding); ``stored``: the
     rows' states in a store (streamed), else they are cut from ``out.hidden``. Each keeps both texts (without and with
     the special tokens, :func:`thinklens.generation.trace.decoded_texts`); a warning names the rows that stopped
     inside a thinking span they opened (:func:`thinklens.generation.trace.open_span_warning`)."""
-    import warnings
-
-    from thinklens.generation.trace import decoded_texts, open_span_warning
-
     traces = []
     for r in range(len(prompts)):
         n = out.lengths[r]
@@ -128,14 +82,10 @@ def traces_of(model: "HookedModel", prompts: list[str], prompt: dict[str, Tensor
 
 
 @torch.no_grad()
-def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
+def _generate_batch(model: "BaseHookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
                     interventions: Sequence[Intervention], gen: torch.Generator | None, backend: str,
                     stream: "TraceStream | None", first_batch: bool, budgets: list[int]) -> list[Trace]:
     if backend == "nnsight":  # HF generate: one budget per call (generate splits a batch by budget)
-        from dataclasses import replace
-
-        from thinklens.engine.nnsight_backend import decode_with_nnsight
-
         enc = model.tokenize(prompts)
         # a later batch continues torch's global generator, as the hook loop continues its own
         out = decode_with_nnsight(model, enc, replace(cfg, max_new_tokens=max(budgets)), sites, remote=model.remote,
@@ -150,14 +100,12 @@ def _generate_batch(model: "HookedModel", prompts: list[str], cfg: GenerateConfi
                      interventions=interventions, top_k_stats=cfg.top_k_stats, sink=stream, sink_every=cfg.stream_every)
     stored = None
     if stream is not None:
-        from thinklens.engine.activation_store import StoredStates
-
         stream.writer.flush()  # the traces read their states back from the store
         stored = [StoredStates(stream.writer.store, tid, sites, model.n_layers) for tid in stream.trace_ids]
     return traces_of(model, prompts, enc, out, sites, stored)
 
 
-def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: GenerateConfig, *, capture: Sequence[Site | str] = (),
+def generate(model: "BaseHookedModel", prompts: "str | Sequence[str]", cfg: GenerateConfig, *, capture: Sequence[Site | str] = (),
              interventions: Sequence[Intervention] = (), progress: bool = False,
              stream_to: "ActivationStore | StoreWriter | None" = None,
              backend: str | None = None) -> list[Trace]:
@@ -209,8 +157,6 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
             for part in parts:
                 stream = None
                 if writer is not None and sites:
-                    from thinklens.engine.activation_store import TraceStream
-
                     stream = TraceStream(writer, [f"{call}-{r}" for r in part])
                 traces = _generate_batch(model, [prompts[r] for r in part], cfg, sites, interventions, gen, backend,
                                          stream, start == 0 and part is parts[0], [budgets[r] for r in part])
@@ -219,21 +165,17 @@ def generate(model: "HookedModel", prompts: "str | Sequence[str]", cfg: Generate
     return out
 
 
-def _generate_queue(model: "HookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
+def _generate_queue(model: "BaseHookedModel", prompts: list[str], cfg: GenerateConfig, sites: list[Site],
                     writer: "StoreWriter | None", call: str, budgets: list[int]) -> list[Trace]:
     """Every prompt greedily by continuous batching, ``cfg.batch_size`` rows in flight (:func:`decode_queue`)."""
     choice = Greedy()
     streams = None
     if writer is not None and sites:
-        from thinklens.engine.activation_store import TraceStream
-
         streams = [TraceStream(writer, [f"{call}-{r}"]) for r in range(len(prompts))]
     parts = decode_queue(model, prompts, choice, max_new_tokens=budgets, slots=cfg.batch_size, stop=cfg.stop,
                          capture=sites, top_k_stats=cfg.top_k_stats, sinks=streams, sink_every=cfg.stream_every)
     stored = None
     if streams is not None:
-        from thinklens.engine.activation_store import StoredStates
-
         writer.flush()  # the traces read their states back from the store
         stored = [StoredStates(writer.store, st.trace_ids[0], sites, model.n_layers) for st in streams]
     return traces_of(model, prompts, model.tokenize(prompts), _stacked(parts), sites, stored)
@@ -257,8 +199,6 @@ def _stacked(parts: Sequence[Decoded]) -> Decoded:
 
 def _stream_writer(stream_to: Any) -> "tuple[StoreWriter | None, bool]":
     """(writer, whether generate opened it) for ``stream_to``."""
-    from thinklens.engine.activation_store import ActivationStore, StoreWriter
-
     if stream_to is None:
         return None, False
     if isinstance(stream_to, ActivationStore):

@@ -1,4 +1,4 @@
-"""The KV-cached state of one decoding batch (:class:`Decoder`), and the one left-padder.
+"""The KV-cached state of one decoding batch (:class:`Decoder`).
 
 :class:`Decoder` owns one batch's growing sequence: ``prefill``, ``step`` (a token or an input
 embedding per row), ``extend`` (k tokens in one forward), ``append`` (a masked segment, returning
@@ -23,33 +23,14 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from thinklens.engine.base import left_pad as left_pad  # the one left-padder, importable here too, as before
 from thinklens.engine.hooks import ForwardContext, site_hooks
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
 from thinklens.generation.presized_cache import PresizedLayer, presize_cache
 
 if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
-
-
-def left_pad(rows: Sequence[Sequence[int]], pad_id: int, *, device: Any = None) -> dict[str, Tensor]:
-    """Token-id rows -> ``{"input_ids", "attention_mask"}`` ``[batch, pos]``, left padded (rows end together).
-
-    Example:
-        >>> left_pad([[5, 6, 7], [8]], 0)["input_ids"].tolist()
-        [[5, 6, 7], [0, 0, 8]]
-    """
-    if not rows:
-        raise ThinklensError.of("token rows", rows, "at least one row", "pass a non-empty list of token-id lists")
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)  # [batch, pos]
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if len(r):
-            ids[i, width - len(r):] = torch.as_tensor(list(r), dtype=torch.long)
-            mask[i, width - len(r):] = 1
-    return {"input_ids": ids.to(device) if device is not None else ids,
-            "attention_mask": mask.to(device) if device is not None else mask}
+    from thinklens.engine.base import BaseHookedModel
 
 
 _CACHE_KW: dict[type, str] = {}
@@ -76,7 +57,7 @@ def takes_logits_to_keep(hf: torch.nn.Module) -> bool:
     return _LOGITS_TO_KEEP[cls]
 
 
-def eos_ids(model: "HookedModel") -> set[int]:
+def eos_ids(model: "BaseHookedModel") -> set[int]:
     """Every end-of-sequence id the tokenizer, the config and the generation config name."""
     ids: set[int] = set()
     for src in (model.tokenizer.eos_token_id, getattr(model.config, "eos_token_id", None),
@@ -88,7 +69,7 @@ def eos_ids(model: "HookedModel") -> set[int]:
     return ids
 
 
-def new_cache(model: "HookedModel") -> Any:
+def new_cache(model: "BaseHookedModel") -> Any:
     """An empty KV cache for ``model``. Sliding-window layers (Mistral, Gemma 2/3, OLMo 3, gpt-oss) keep
     their past until cropped, so :meth:`Decoder.rollback` and ``RepeatBlock`` work past the window (the
     attention still sees only the window; memory as a full-attention layer)."""
@@ -139,7 +120,7 @@ class Decoder:
         >>> # logits = dec.step(logits.argmax(-1)); dec.rollback(1); logits = dec.step(tok)
     """
 
-    def __init__(self, model: "HookedModel", inputs: Any = None, *, output_hidden_states: bool = False,
+    def __init__(self, model: "BaseHookedModel", inputs: Any = None, *, output_hidden_states: bool = False,
                  capture: Sequence[Site | str] = ()):
         self.model = model
         self.states: dict[Site, dict[int, Tensor]] = {}
@@ -184,7 +165,7 @@ class Decoder:
         return self.prompt["input_ids"] if self.prompt is not None else self.ids
 
     @classmethod
-    def from_cache(cls, model: "HookedModel", cache: Any, attention_mask: Tensor, last_positions: Tensor) -> "Decoder":
+    def from_cache(cls, model: "BaseHookedModel", cache: Any, attention_mask: Tensor, last_positions: Tensor) -> "Decoder":
         """A decoder that continues after a prefix already in ``cache`` (e.g. a slice of a longer rollout's cache).
 
         Args:

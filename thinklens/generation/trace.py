@@ -17,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from thinklens.data.formats import detect_span, prompt_opens_span, split_thinking
 from thinklens.engine.sites import Site
 
 
@@ -94,8 +96,6 @@ def open_span_warning(traces: "list[Trace]", tokenizer: Any, *, what: str, label
     ``max_new_tokens`` says so in its ``stop_reason``; ``"imported"`` counts every trace). ``labels`` name the
     traces in the line (an imported file's ``line 3``; default: ``index 2``).
     """
-    from thinklens.data.formats import detect_span, prompt_opens_span, split_thinking
-
     span = detect_span(tokenizer)
     if span is None or not span.open:
         return None
@@ -141,8 +141,6 @@ def trace_from_json(doc: dict[str, Any]) -> Trace:
                   token_ids=[int(i) for i in doc["token_ids"]], tokens=list(doc["tokens"]), text=doc["text"],
                   stop_reason=doc["stop_reason"], text_with_specials=doc.get("text_with_specials"))
     if doc.get("entropy") is not None:
-        import torch
-
         n = len(trace.token_ids)
         trace.entropy = torch.tensor(doc["entropy"], dtype=torch.float32)
         if doc.get("topk_ids") is not None:  # [step, k]; reshape keeps a 0-step trace 2-D

@@ -27,9 +27,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from thinklens import CAPABILITIES
 from thinklens.errors import ThinklensError, opt
-from thinklens.lazy import package_dir
+from thinklens.lazy import CAPABILITIES, package_dir
 
 PACKAGES = ("thinklens", *(f"thinklens.{name}" for name in CAPABILITIES))
 """The packages whose ``.py`` files make up the source hash."""
