@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -151,13 +151,16 @@ class LynxConfig(ConfigGroup):
     styles)."""
     deltas: tuple[float, ...] = VALIDITY_DELTAS
     """Miscoverage levels of the sweep and of the validity measurement, each in (0, 1)."""
-    layers: tuple[int, ...] | None = None
-    """HF hidden-state indices whose states are concatenated; None: :func:`lynx_layers` of the depth."""
+    sites: tuple[str, ...] | None = None
+    """Sites whose states are concatenated, in order: site names (resid_post.8,final_norm) or HF hidden-state indices
+    as the reference gives them (9 = resid_post.8, the depth = final_norm); none: the reference's for the depth
+    (lynx_layers)."""
     val_fraction: float = 0.2
     """Share of the training rollouts (all their events) held out to report probe accuracy/AUROC, stratified by label
     as far as the rollouts allow."""
     probe_seed: int = 42
     """Seed of the probe's validation split and initialisation (reference: 42)."""
+    renamed: ClassVar[dict[str, str]] = {"layers": "sites"}  # --layers took hidden-state indices, which sites takes too
 
     def check(self) -> None:
         # None (cue words, exit string, answer tokens): the job fills them in from the prompt format
@@ -183,9 +186,13 @@ class LynxConfig(ConfigGroup):
         for d in self.deltas:
             if not 0.0 < float(d) < 1.0:
                 raise ThinklensError.of("delta", d, "every level of deltas strictly between 0 and 1", f"use {VALIDITY_DELTAS}")
-        if self.layers is not None and (not self.layers or min(self.layers) < 0):
-            raise ThinklensError.of("layers", self.layers, "None or non-negative hidden-state indices",
-                                    "use None for the depth's default")
+        if self.sites is not None:  # a config file of an older run holds its hidden-state indices as ints
+            object.__setattr__(self, "sites", tuple(str(s).strip() for s in self.sites))
+            if not self.sites:
+                raise ThinklensError.of("sites", self.sites, "None or at least one site", "use None for the depth's default")
+            for s in self.sites:
+                if not s.isdigit():  # a hidden-state index is checked against the depth once the model loads
+                    Site.parse(s)  # did-you-mean on a typo before any work
 
     def resolved(self) -> LynxConfig:
         """This config with what it leaves to the prompt format set to the reference's (a call without a format).
@@ -315,22 +322,29 @@ def lynx_layers(n_layers: int) -> tuple[int, ...]:
     return tuple(sorted(set(quarters)))
 
 
-def lynx_sites(n_layers: int, layers: Sequence[int] | None = None) -> tuple[Site, ...]:
-    """Sites whose states LYNX concatenates, in order (default: :func:`lynx_layers`); the layers are
-    HF ``hidden_states`` indices, mapped to sites by the core (:func:`thinklens.engine.sites.hidden_state_site`).
+def lynx_sites(n_layers: int, sites: Sequence[int | str | Site] | None = None) -> tuple[Site, ...]:
+    """Sites whose states LYNX concatenates, in order (default: :func:`lynx_layers`): site names, or HF
+    ``hidden_states`` indices as the reference gives them (an int or a string of digits), mapped to sites by the core
+    (:func:`thinklens.engine.sites.hidden_state_site`).
 
     Example:
         >>> [str(s) for s in lynx_sites(28)]
         ['resid_post.8', 'resid_post.15', 'final_norm']
-        >>> [str(s) for s in lynx_sites(4, (0, 4))]
-        ['resid_pre.0', 'final_norm']
+        >>> [str(s) for s in lynx_sites(4, (0, 4))], [str(s) for s in lynx_sites(4, ("2", "resid_post.3"))]
+        (['resid_pre.0', 'final_norm'], ['resid_post.1', 'resid_post.3'])
     """
-    chosen = lynx_layers(n_layers) if layers is None else tuple(layers)
-    for i in chosen:
+    chosen = lynx_layers(n_layers) if sites is None else tuple(sites)
+    out = []
+    for s in chosen:
+        if isinstance(s, Site) or (isinstance(s, str) and not s.strip().isdigit()):
+            out.append(Site.parse(s, n_layers))
+            continue
+        i = int(s)
         if not 0 <= i <= n_layers:
-            raise ThinklensError.of("LYNX layer", i, f"a hidden-state index in [0, {n_layers}]",
+            raise ThinklensError.of("LYNX layer", s, f"a hidden-state index in [0, {n_layers}]",
                                     "0 is the first block's input and n_layers the final (normed) state")
-    return tuple(hidden_state_site(i, n_layers) for i in chosen)
+        out.append(hidden_state_site(i, n_layers))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

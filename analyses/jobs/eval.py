@@ -37,6 +37,9 @@ class EvalJobConfig(DataOptions, SamplingOptions):
 
     model: str = "tiny-r1"
     """The model: zoo name, local model folder or hub id."""
+    data: str = "synthetic:2-4"
+    """Problems: a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a cached hub id (a @split suffix picks a
+    split), or synthetic:MIN-MAX[:N] (the project's task, N per step count)."""
     n_problems: int = 0
     """Evaluate the first n problems of --data (0: all of them)."""
     max_new_tokens: int = 1024

@@ -184,7 +184,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     settings = resolve_settings(config, fmt, prompts=[p for s in active for p in prompts[s]], tokenizer=model.tokenizer,
                                 max_context=model.max_context)
     check_cue_vocabulary(model.tokenizer, settings.cue_words)
-    sites = lynx_sites(model.n_layers, settings.layers)
+    sites = lynx_sites(model.n_layers, settings.sites)
     if settings.probe is not None:  # a mismatching probe fails now, not after the rollouts
         load_probe(settings.probe, expect_site=[str(s) for s in sites], expect_d_model=model.d_model)
     cache = StageCache(ctx.run)

@@ -338,7 +338,8 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         steps = None
         if problems.is_synthetic:
             # control: how much of "will it be right" is just "how many steps does the problem have"
-            steps = np.eye(config.max_steps + 1)[[p.ground_truth.n_steps for p in problems]]  # one-hot [problem, steps]
+            counts = [p.ground_truth.n_steps for p in problems]  # --data synthetic:MIN-MAX may pass --max-steps
+            steps = np.eye(max(config.max_steps, *counts) + 1)[counts]  # one-hot [problem, steps]
             control = layer_sweep({"n_steps": steps}, y, task="classification", probe=LinearProbe(C=config.C),
                                   folds=config.folds, scoring="roc_auc", seed=config.seed)
             extra["steps_only_auroc"] = float(control.mean[0])

@@ -41,6 +41,7 @@ PLAIN: dict[str, str] = {
     "new tokens generated per completion": "max_new_tokens",
     "the prompt format of each model compared (model, then compare)": "prompt_formats",
     "the zoo style a synthetic problem's gold solution is rendered in": "gold_format",
+    "the sites whose states a job reads (LYNX also takes hidden-state indices)": "sites",
 }
 
 #: retired names: each still parses (a hidden alias) in the jobs that used it, to the name of the table.
@@ -57,10 +58,11 @@ RETIRED: dict[str, dict[str, str]] = {
     "latent-seek": {"n": "n_eval"},
     "import-traces": {"fields": "data_fields"},
     "mi-peaks": {"styles": "prompt_formats", "gold_style": "gold_format"},
+    "lynx": {"layers": "sites"},
 }
 
 #: names no job may use as an option: each meant two things, or one thing under several names.
-BANNED = {"n", "steps", "style", "styles", "gold_style", "fields", "eval_n", "n_per_steps", "eval_per_steps"}
+BANNED = {"n", "steps", "style", "styles", "gold_style", "fields", "eval_n", "n_per_steps", "eval_per_steps", "layers"}
 
 JOBS = all_jobs()
 
@@ -126,6 +128,7 @@ def test_no_job_shows_a_retired_flag_and_every_retired_flag_is_an_alias(capsys):
     ("reasoning-vector", "n_per_steps", "n_eval", "3", 3),
     ("import-traces", "fields", "data_fields", "completion=output", "completion=output"),
     ("latent-eval", "n", "n_eval", "12", 12),
+    ("lynx", "layers", "sites", "9,16", ("9", "16")),
 ])
 def test_an_old_flag_still_parses_and_prints_one_line_naming_the_new_one(capsys, job, old, new, value, parsed):
     args = build_parser([job]).parse_args(["run", job, f"--{old.replace('_', '-')}", value])

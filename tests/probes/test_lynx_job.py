@@ -182,7 +182,7 @@ def test_a_saved_probe_is_reused_and_checked(straight, reasoner, tmp_path):
     assert set(again.summary["splits"]) == {"calibration", "test"}  # no training rollouts for a given probe
     assert not list((tmp_path / "lynx" / "reuse" / "cache").glob("rollouts.train.*"))
     with pytest.raises(ThinklensError, match="probe site"):
-        run_lynx(reasoner, tmp_path, "wrong", **SMALL, probe=str(done.path / "probe"), layers=(1, 2))
+        run_lynx(reasoner, tmp_path, "wrong", **SMALL, probe=str(done.path / "probe"), sites=("1", "2"))
 
 
 @pytest.mark.parametrize("kw,needle", [

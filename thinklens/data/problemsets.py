@@ -389,9 +389,10 @@ class DataOptions(ConfigGroup):
         'chat'
     """
 
-    data: str = "synthetic:2-4"
+    data: str = ""
     """Problems: a .jsonl/.json/.parquet/.csv file, a saved HF datasets folder, a cached hub id (a @split suffix picks a
-    split), or synthetic:MIN-MAX[:N] (the project's task, N per step count)."""
+    split), or synthetic:MIN-MAX[:N] (the project's task, N per step count); empty: the synthetic task drawn from
+    --min-steps..--max-steps in a job with a step range."""
     data_fields: str = ""
     """Field mapping for --data when names differ, e.g. question=prompt,answer=target (default: found by name)."""
     prompt_format: str = "auto"
@@ -403,6 +404,7 @@ class DataOptions(ConfigGroup):
 
         check_format(self.prompt_format)
         parse_mapping(self.data_fields or None)
+        check_one_step_range(self)
 
     def load(self, *, limit: int | None = None, seed: int | None = None) -> ProblemSet:
         """The problem set named by ``data`` (``limit`` first problems)."""
@@ -437,6 +439,42 @@ class DataOptions(ConfigGroup):
             return self.load(limit=n)
         loaded = self.load()
         return loaded.split({part: min(n, len(loaded))}, seed=sample_seed)[part]
+
+
+def check_one_step_range(config: Any) -> None:
+    """Refuse a ``synthetic:MIN-MAX`` ``data`` next to a ``min_steps``/``max_steps`` set to another range: both name
+    the problems' step counts, and the data source would win without a word. A step field left at the config's
+    default is not a choice and never conflicts; a config without a step range has nothing to check.
+
+    Example:
+        >>> from thinklens.tasks.config import StepRange
+        >>> @dataclass(frozen=True)
+        ... class Cfg(DataOptions, StepRange):
+        ...     pass
+        >>> Cfg(data="synthetic:2-4", max_steps=4).data, Cfg(min_steps=3, max_steps=6).data
+        ('synthetic:2-4', '')
+        >>> Cfg(data="synthetic:2-4", max_steps=6)
+        Traceback (most recent call last):
+        ...
+        thinklens.errors.ThinklensError: bad data / max_steps: received 'synthetic:2-4 with max_steps=6'; expected one step range ...
+    """
+    import dataclasses
+
+    match = _SYNTHETIC_RE.fullmatch(str(getattr(config, "data", "")).strip())
+    defaults = {f.name: f.default for f in dataclasses.fields(config) if f.name in ("min_steps", "max_steps")}
+    if match is None or len(defaults) < 2:
+        return
+    low, high = int(match.group(1)), int(match.group(2) or match.group(1))
+    clash = [name for name, source in (("min_steps", low), ("max_steps", high))
+             if getattr(config, name) != defaults[name] and getattr(config, name) != source]
+    if clash:
+        flags = [opt_name(name) for name in clash]
+        given = " and ".join(opt(name, getattr(config, name)) for name in clash)
+        raise ThinklensError.of(
+            " / ".join([opt_name("data"), *flags]), f"{config.data} with {given}",
+            f"one step range ({config.data} draws {low}..{high} steps and would ignore {' and '.join(flags)})",
+            f"drop {opt_name('data')} to draw the synthetic task from {config.min_steps}..{config.max_steps} steps, or "
+            f"drop {' and '.join(flags)} to keep {config.data}")
 
 
 @dataclass(frozen=True)
