@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from thinklens.data.answers import is_correct, parse_equations
+from thinklens.data.formats import zoo_format_kind
+from thinklens.engine.model import HookedModel
 from thinklens.errors import ThinklensError
 from thinklens.generation.decode_loop import generate_texts  # the zoo evaluator's decoding, in the core (steering scores with it too)
 from thinklens.tasks import REFLECTION_WORDS, TaskConfig, check_style, generate_problems, render_prompt, words
-
-if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
+from thinklens.zoo.eval_result import ZooEvalResult
+from thinklens.zoo.modeling import load_zoo_model
+from thinklens.zoo.r1_train import evaluate_r1_model
+from thinklens.zoo.registry import zoo_path
 
 #: Style each zoo model answers in, when its zoo.json does not say.
 DEFAULT_STYLES = {
@@ -30,59 +31,7 @@ DEFAULT_STYLES = {
 }
 
 
-@dataclass(frozen=True)
-class ZooEvalResult:
-    """Held-out accuracy of one model, by number of steps, and think-trace statistics."""
-
-    model: str
-    """Zoo name or folder evaluated."""
-    style: str
-    """Prompt style used."""
-    seed: int
-    """Seed of the held-out problems."""
-    n_per_steps: int
-    """Problems per step count."""
-    accuracy: dict[int, float]
-    """Step count -> fraction answered right."""
-    equation_accuracy: dict[int, float]
-    """Step count -> fraction of generated equations whose arithmetic is right."""
-    reflection_rate: float | None = None
-    """Fraction of traces containing a reflection word (think style only)."""
-    correction_right_rate: float | None = None
-    """Fraction of ``wait`` corrections whose following equation is right (think style only)."""
-    n_corrections: int | None = None
-    """Number of ``wait`` followed by an equation (think style only)."""
-    sampled_reflection_rate: float | None = None
-    """Like ``reflection_rate`` but counting only ``hmm``/``wait``, on traces sampled at temperature 1
-    (think style only; the trained near-miss/hmm rates are < 0.5, so greedy decoding rarely picks them)."""
-    sampled_correction_right_rate: float | None = None
-    """``correction_right_rate`` on the sampled traces."""
-    sampled_corrections: int | None = None
-    """``n_corrections`` on the sampled traces."""
-    sampled_accuracy: float | None = None
-    """Accuracy of the sampled traces (all step counts pooled)."""
-    wall_s: float = 0.0
-    """Seconds spent generating."""
-    samples: dict[int, list[str]] = field(default_factory=dict)
-    """A few generations per step count, for eyeballing."""
-
-    def mean_accuracy(self, steps: range | list[int]) -> float:
-        """Mean accuracy over some step counts (each weighted equally)."""
-        values = [self.accuracy[s] for s in steps if s in self.accuracy]
-        return sum(values) / len(values) if values else float("nan")
-
-    def to_json(self) -> dict:
-        """JSON-able dict (step counts become string keys)."""
-        out = asdict(self)
-        for key in ("accuracy", "equation_accuracy", "samples"):
-            out[key] = {str(k): v for k, v in out[key].items()}
-        return out
-
-
 def _resolve(path_or_name):
-    from thinklens.engine.model import HookedModel
-    from thinklens.zoo.modeling import load_zoo_model
-
     return HookedModel(*load_zoo_model(path_or_name), name=str(path_or_name))
 
 
@@ -96,8 +45,6 @@ def _style_for(path_or_name: str | Path, style: str | None) -> str:
         meta = json.loads((folder / "zoo.json").read_text())
         name = meta.get("name", folder.name)
     elif name in DEFAULT_STYLES:
-        from thinklens.zoo.registry import zoo_path
-
         found = zoo_path(name)
         if found is not None and (found / "zoo.json").is_file():
             meta = json.loads((found / "zoo.json").read_text())
@@ -154,11 +101,7 @@ def evaluate_zoo_model(
         sampled: for think style, also sample every problem once at temperature 1 (seeded) and report
             the hmm/wait rate and the corrections there (the ``sampled_*`` fields).
     """
-    from thinklens.data.formats import zoo_format_kind
-
     if zoo_format_kind(str(path_or_name)) == "chat":  # tiny-r1: prompted through its chat template
-        from thinklens.zoo.r1_train import evaluate_r1_model
-
         return evaluate_r1_model(path_or_name, n_per_steps=n_per_steps, steps=steps, seed=seed, task=task,
                                  batch_size=batch_size, n_samples=n_samples)
     style = _style_for(path_or_name, style)
@@ -168,7 +111,7 @@ def evaluate_zoo_model(
 
 
 def evaluate_model(
-    model: "HookedModel",
+    model: HookedModel,
     *,
     label: str,
     style: str,

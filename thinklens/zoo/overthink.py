@@ -3,7 +3,7 @@ truth of where that answer became known, read from any text (a rendered training
 
 A training text is tiny-r1's chain (:func:`thinklens.zoo.r1.reasoning_text`: "Okay, ...", one sentence + equation per
 step, with its "Hmm," and its mid-chain slips corrected by "Wait,"), then a conclusion, then ``R`` re-check
-rounds (``R`` drawn from :attr:`thinklens.zoo.recipes.OverthinkMix.round_weights`). Round ``j`` opens with cue ``j``
+rounds (``R`` drawn from :attr:`thinklens.zoo.overthink.OverthinkMix.round_weights`). Round ``j`` opens with cue ``j``
 of :data:`ROUND_CUES` and re-derives the last ``j`` steps (round 3: the whole chain) as bare equations,
 ending in the same conclusion::
 
@@ -12,9 +12,9 @@ ending in the same conclusion::
     Hmm, let me verify. 7 + 5 = 12, 12 * 2 = 24. So Tom has 24 apples.
 
 The first conclusion slips (it forgets the last multiplication, so it states the value before it) on
-most chains whose last step is a multiplication (:attr:`~thinklens.zoo.recipes.OverthinkMix.slip_rate`), a rule the model can
+most chains whose last step is a multiplication (:attr:`~thinklens.zoo.overthink.OverthinkMix.slip_rate`), a rule the model can
 learn, so greedy decoding shows it; the first round then fixes it. Some texts
-(:attr:`~thinklens.zoo.recipes.OverthinkMix.forced_exit_rate`) stop at a sentence end and exit as LYNX forces it
+(:attr:`~thinklens.zoo.overthink.OverthinkMix.forced_exit_rate`) stop at a sentence end and exit as LYNX forces it
 (:attr:`thinklens.data.formats.PromptFormat.lynx_exit`), answering the last value the reasoning stated: so a
 forced exit after a cue is right exactly when the last value stated before the cue is the answer.
 
@@ -38,17 +38,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from thinklens.data.formats import SPANS, PromptFormat
 from thinklens.data.words import RECHECK, word_pattern
+from thinklens.errors import ThinklensError
 from thinklens.tasks import Problem
-from thinklens.zoo.r1 import THINK_CLOSE, _equation, answer_text, chat_prompt, reasoning_text, user_message
-
-if TYPE_CHECKING:
-    from thinklens.zoo.recipes import OverthinkMix
+from thinklens.zoo.r1 import THINK_CLOSE, R1TextMix, _equation, answer_text, chat_prompt, reasoning_text, user_message
 
 #: The cue that opens re-check round 1, 2, 3 (each starts with one of LYNX's default cue words).
 ROUND_CUES: tuple[str, ...] = ("Wait, let me double-check.", "Hmm, let me verify.", "Alternatively, let me recompute.")
@@ -65,6 +63,47 @@ _CONCLUSION_RE = re.compile(r"\bhas (\d+)\b")
 
 
 # ---------------------------------------------------------------- rendering
+
+
+@dataclass(frozen=True)
+class OverthinkMix(R1TextMix):
+    """tiny-overthink's texts (this module): tiny-r1's chain and conclusion, then re-check rounds
+    that re-derive the same value; a learnable first-conclusion slip that round 1 fixes; forced exits."""
+
+    round_weights: tuple[float, ...] = (0.2, 0.45, 0.35)
+    """Relative weights of 1, 2, 3 re-check rounds after the first conclusion."""
+    round_rate: float = 1.0
+    """Share of texts that re-check at all (the rest conclude once, as tiny-r1 does, without a slip); below 1 the
+    behaviour is there but rare: the base of hybrid's planted-latent setting."""
+    slip_rate: float = 0.9
+    """Share of chains ending in a multiplication whose first conclusion forgets it (round 1 fixes it)."""
+    forced_exit_rate: float = 0.15
+    """Share of texts cut at a sentence end with LYNX's forced exit answering the last value stated."""
+
+    def check(self) -> None:
+        for name in ("slip_rate", "forced_exit_rate", "round_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ThinklensError.of(f"OverthinkMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
+        if not self.round_weights or min(self.round_weights) < 0 or not sum(self.round_weights) > 0:
+            raise ThinklensError.of("OverthinkMix.round_weights", self.round_weights,
+                                    "non-negative weights of 1, 2, 3... rounds, not all 0", "pass (0.2, 0.45, 0.35)")
+
+    def example_texts(self, rng, problem) -> tuple[str, str]:
+        """``(prompt, completion)`` of one training text (:func:`example_texts`)."""
+        return example_texts(rng, problem, self)
+
+    def token_budget(self, n_steps: int) -> int:
+        """New tokens enough for three rounds (:func:`token_budget`)."""
+        return token_budget(n_steps)
+
+    def describe(self) -> str:
+        rounds = ", ".join(f"{i + 1}: {w / sum(self.round_weights):.0%}" for i, w in enumerate(self.round_weights))
+        share = "" if self.round_rate >= 1 else f" in {self.round_rate:.0%} of texts (the rest conclude once)"
+        return (f"{super().describe()}; then{share} re-check rounds ({rounds}) opened by 'Wait, let me double-check.' / "
+                "'Hmm, let me verify.' / 'Alternatively, let me recompute.', re-deriving the last 1, 2 steps / the "
+                f"whole chain and concluding the same value; the first conclusion forgets a final multiplication in "
+                f"{self.slip_rate:.0%} of such chains (round 1 fixes it); {self.forced_exit_rate:.0%} of texts cut at a "
+                "sentence end with '</think>\\n\\nFinal Answer: \\boxed{' and the last value stated (thinklens/zoo/overthink.py)")
 
 
 def slips(p: Problem) -> bool:

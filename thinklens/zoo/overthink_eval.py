@@ -19,11 +19,14 @@ from typing import Any
 
 import torch
 
-from thinklens.data.answers import extract_answer
+from thinklens.data.answers import extract_answer, is_correct
+from thinklens.generation.decode_loop import Greedy, decode
+from thinklens.generation.kv_batch import Decoder, eos_ids
 from thinklens.tasks import TaskConfig
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.zoo.overthink import EXIT_STRING, TraceTruth, trace_truth
 from thinklens.zoo.r1 import user_message
+from thinklens.zoo.recipes import RECIPES
 
 
 @dataclass(frozen=True)
@@ -101,9 +104,6 @@ def forced_answers(model: Any, prefixes: Sequence[list[int]], *, max_answer_toke
                    batch_size: int = 32) -> list[str | None]:
     """What the model answers when each prefix (prompt + generated ids) is cut and LYNX's exit string
     (:data:`thinklens.zoo.overthink.EXIT_STRING`) appended: greedy, read with :func:`thinklens.data.answers.extract_answer`."""
-    from thinklens.generation.decode_loop import Greedy, decode
-    from thinklens.generation.kv_batch import Decoder, eos_ids
-
     exit_ids = model.tokenizer(EXIT_STRING, add_special_tokens=False)["input_ids"]
     rows = [list(p) + exit_ids for p in prefixes]
     order = sorted(range(len(rows)), key=lambda k: len(rows[k]))
@@ -133,9 +133,6 @@ def measure_overthinking(model: Any, *, n_per_steps: int = 10, steps: Sequence[i
         n_per_steps: problems per step count, from the shared held-out stream ``seed``.
         task: the problems' task (default: tiny-overthink's recipe's); ``mix`` its text mix (token budget).
     """
-    from thinklens.data.answers import is_correct
-    from thinklens.zoo.recipes import RECIPES
-
     recipe = RECIPES["tiny-overthink"]
     task, mix = task or recipe.task, mix or recipe.mix
     rows: list[tuple[int, Any, Any, TraceTruth]] = []

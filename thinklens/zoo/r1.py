@@ -34,16 +34,17 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from thinklens.data.formats import R1_INSTRUCTION
+from thinklens.errors import ThinklensError
+from thinklens.runs.configcli import ConfigGroup
 from thinklens.tasks import PHRASES, Problem, TaskConfig, generate_problem, generate_problems
 from thinklens.tasks.problem import START
-
-if TYPE_CHECKING:
-    from thinklens.zoo.recipes import R1TextMix
+from thinklens.zoo.batches import pack_batch
 
 IM_START, IM_END, ENDOFTEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -120,6 +121,43 @@ def chat_prompt(question: str) -> str:
 
 
 # ---------------------------------------------------------------- the training texts
+
+
+@dataclass(frozen=True)
+class R1TextMix(ConfigGroup):
+    """The variants of tiny-r1's training texts, each drawn per text with its rate (what
+    :func:`example_texts` reads), so that the chat path and its near misses are all seen."""
+
+    plain_rate: float = 0.1
+    """Share of training texts whose prompt is the bare question (no chat template)."""
+    no_instruction_rate: float = 0.1
+    """Share of chat texts whose user turn has no R1 instruction line."""
+    final_answer_rate: float = 0.2
+    """Share of answers written ``Final Answer: \\boxed{N}`` instead of ``The answer is \\boxed{N}.``."""
+
+    def check(self) -> None:
+        for name in ("plain_rate", "no_instruction_rate", "final_answer_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ThinklensError.of(f"R1TextMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
+
+    def example_texts(self, rng, problem) -> tuple[str, str]:
+        """``(prompt, completion)`` of one training text drawn with this mix (:func:`example_texts`)."""
+        return example_texts(rng, problem, self)
+
+    def token_budget(self, n_steps: int) -> int:
+        """New tokens enough for an answer to an ``n_steps`` problem (:func:`r1_token_budget`)."""
+        return r1_token_budget(n_steps)
+
+    def describe(self) -> str:
+        """The training texts in one sentence (zoo.json's ``training_data``)."""
+        return ("tiny-r1's chats: chain with Hmm / Wait self-corrections, a conclusion, \\boxed{} answer "
+                f"({self.final_answer_rate:.0%} 'Final Answer:'; {self.plain_rate:.0%} bare question)")
+
+
+
+def r1_token_budget(n_steps: int) -> int:
+    """New tokens enough for tiny-r1's answer to an ``n_steps`` problem (a slipped step doubles a step's ~13)."""
+    return 24 * n_steps + 48
 
 
 def example_texts(rng: np.random.Generator, p: Problem, mix: "R1TextMix") -> tuple[str, str]:
@@ -208,10 +246,8 @@ class R1Encoder:
 
     def batch(self, rng: np.random.Generator, task: TaskConfig, mix: "R1TextMix", *, batch_tokens: int):
         """About ``batch_tokens`` padded tokens of one step count (drawn uniformly from the task's range), texts
-        drawn by the mix (:meth:`thinklens.zoo.recipes.R1TextMix.example_texts`, an overthinking mix's own); labels
+        drawn by the mix (:meth:`R1TextMix.example_texts`, an overthinking mix's own); labels
         ignore the prompt and the padding (:func:`thinklens.zoo.batches.pack_batch`)."""
-        from thinklens.zoo.batches import pack_batch
-
         def draw(n_steps: int) -> tuple[list[int], int]:
             return self.encode(*mix.example_texts(rng, generate_problem(rng, task, n_steps=n_steps)))
 

@@ -26,16 +26,26 @@ from typing import Any
 
 import torch
 
+from thinklens.data.answers import is_correct
+from thinklens.engine.model import HookedModel
 from thinklens.engine.training import warmup_cosine_lr
 from thinklens.errors import ThinklensError
 from thinklens.runs.folders import replace_dir
-from thinklens.tasks import TaskConfig
-from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.tasks import TaskConfig, apply_op
+from thinklens.tasks.protocol import HELD_OUT, problems_by_steps, zoo_meta
+from thinklens.zoo.eval_result import ZooEvalResult
 from thinklens.zoo.modeling import seeded_init
-from thinklens.zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, user_message
-from thinklens.zoo.recipes import OverthinkMix, R1Recipe, get_recipe
-from thinklens.zoo.registry import repo_relative
-from thinklens.zoo.trainer import ZooTraining
+from thinklens.zoo.overthink import OverthinkMix
+from thinklens.zoo.overthink_eval import WithOverthinking, measure_overthinking
+from thinklens.zoo.r1 import IM_END, R1Encoder, build_r1_tokenizer, r1_token_budget, user_message
+from thinklens.zoo.recipes import RECIPES, R1Recipe, get_recipe
+from thinklens.zoo.registry import repo_relative, zoo_dir
+from thinklens.zoo.training_setup import ZooTraining
+
+__all__ = [
+    "build_r1_model", "correction_count", "equation_right", "evaluate_r1_model", "load_r1_parent", "r1_lr", "r1_parent",
+    "r1_token_budget", "r1_training", "save_r1_folder",
+]
 
 
 def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
@@ -44,7 +54,7 @@ def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
     Every tensor is drawn from a local ``torch.Generator`` (HF's own init uses the global RNG), with the
     zoo's scheme: normal(0, 0.02), residual writers scaled by ``(2 * n_layers) ** -0.5``, norms 1, biases 0.
     """
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from transformers import Qwen2Config, Qwen2ForCausalLM  # heavy: imported on first use
 
     shape = recipe.model
     config = Qwen2Config(
@@ -60,7 +70,7 @@ def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
 def save_r1_folder(model, tokenizer, folder: Path, *, meta: dict) -> Path:
     """config.json, generation_config.json, model.safetensors (fp16; the config keeps float32), the
     tokenizer with its chat template inside tokenizer_config.json, and zoo.json."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # heavy: imported on first use
 
     folder.mkdir(parents=True, exist_ok=True)
     model.config.dtype = "float32"
@@ -101,7 +111,7 @@ def _identity(recipe: R1Recipe, seed: int) -> dict:
 def _tokenizer_for(recipe: R1Recipe, seed: int, ckpt: Path, given: Any = None):
     """The tokenizer of this run: the one kept next to the checkpoint if any, else ``given`` or one learned
     now (and kept)."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: imported on first use
 
     kept = ckpt.with_name(ckpt.name + "-tokenizer")
     if (kept / "tokenizer.json").is_file():
@@ -117,8 +127,6 @@ def _tokenizer_for(recipe: R1Recipe, seed: int, ckpt: Path, given: Any = None):
 def r1_parent(recipe: R1Recipe, out: Path | None = None) -> Path:
     """The folder of an R1 recipe's ``init``: next to ``out`` if trained there (a private zoo), else the
     committed one under data/zoo."""
-    from thinklens.zoo.registry import zoo_dir
-
     for folder in ([out.parent / recipe.init] if out is not None else []) + [zoo_dir() / recipe.init]:
         if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
             return folder
@@ -128,7 +136,7 @@ def r1_parent(recipe: R1Recipe, out: Path | None = None) -> Path:
 
 def load_r1_parent(folder: Path):
     """``(model, tokenizer)`` of a published R1 folder, the model in float32 and in training mode."""
-    from transformers import AutoTokenizer, Qwen2ForCausalLM
+    from transformers import AutoTokenizer, Qwen2ForCausalLM  # heavy: imported on first use
 
     model = Qwen2ForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
     return model.train(), AutoTokenizer.from_pretrained(str(folder))
@@ -179,8 +187,6 @@ def equation_right(text: str) -> list[bool]:
         >>> equation_right("First, 7 + 5 = 12. Then 12 * 3 = 35. Wait, 12 * 3 = 36.")
         [True, False, True]
     """
-    from thinklens.tasks import apply_op
-
     out = []
     for a, op, b, c in _STEP_RE.findall(text):
         a, b, c = int(a), int(b), int(c)
@@ -200,29 +206,20 @@ def correction_count(text: str) -> tuple[int, int]:
     return len(found), sum(r[0] for r in found if r)
 
 
-def r1_token_budget(n_steps: int) -> int:
-    """New tokens enough for tiny-r1's answer to an ``n_steps`` problem (a slipped step doubles a step's ~13)."""
-    return 24 * n_steps + 48
-
-
 def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range | list[int] = range(1, 9),
                       seed: int = HELD_OUT["eval"], task: TaskConfig | None = None, batch_size: int = 64,
                       n_samples: int = 2, label: str | None = None, recipe: R1Recipe | None = None):
     """Held-out accuracy of tiny-r1 (or a folder / HookedModel like it) by number of steps, greedy.
 
     ``recipe`` (default: the R1 recipe its zoo.json names, else tiny-r1's) gives the task and the token budget
-    (:meth:`thinklens.zoo.recipes.R1TextMix.token_budget`); an overthinking recipe's result also carries
+    (:meth:`thinklens.zoo.r1.R1TextMix.token_budget`); an overthinking recipe's result also carries
     :func:`thinklens.zoo.overthink_eval.measure_overthinking` (``overthinking`` in its JSON).
 
     Prompts are the tokenizer's chat template applied to the user turn (question + R1 instruction) with
     the generation prompt; problems come from the shared held-out streams
     (:func:`thinklens.tasks.protocol.problems_by_steps`); answers are graded from the last ``\\boxed{}``.
-    Returns a :class:`thinklens.zoo.accuracy.ZooEvalResult` with style ``chat``.
+    Returns a :class:`thinklens.zoo.eval_result.ZooEvalResult` with style ``chat``.
     """
-    from thinklens.data.answers import is_correct
-    from thinklens.engine.model import HookedModel
-    from thinklens.zoo.accuracy import ZooEvalResult
-
     if n_per_steps < 1:
         raise ThinklensError.of("n_per_steps", n_per_steps, "an int >= 1", "pass n_per_steps=25")
     model = path_or_model if isinstance(path_or_model, HookedModel) else HookedModel.load(str(path_or_model))
@@ -256,8 +253,6 @@ def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range
         wall_s=round(time.monotonic() - t0, 1), samples=samples,
     )
     if isinstance(recipe.mix, OverthinkMix):
-        from thinklens.zoo.overthink_eval import WithOverthinking, measure_overthinking
-
         return WithOverthinking(result, measure_overthinking(model, n_per_steps=n_per_steps, steps=steps, seed=seed,
                                                              task=task, mix=recipe.mix, batch_size=batch_size))
     return result
@@ -265,9 +260,6 @@ def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range
 
 def _recipe_of(path_or_model: Any) -> R1Recipe:
     """The R1 recipe a model's zoo.json names (tiny-r1's when it names none or another kind)."""
-    from thinklens.tasks.protocol import zoo_meta
-    from thinklens.zoo.recipes import RECIPES
-
     name = getattr(path_or_model, "name", path_or_model)
     found = RECIPES.get(zoo_meta(str(name)).get("name", ""))
     return found if isinstance(found, R1Recipe) else get_recipe("tiny-r1")

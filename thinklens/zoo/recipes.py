@@ -14,6 +14,9 @@ from thinklens.errors import ThinklensError
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.tasks import STYLES, TaskConfig
 from thinklens.zoo.modeling import ZooModelConfig
+from thinklens.zoo.overthink import OverthinkMix
+from thinklens.zoo.r1 import R1TextMix
+from thinklens.zoo.registry import check_zoo_name
 
 
 @dataclass(frozen=True)
@@ -101,94 +104,12 @@ RECIPES: dict[str, ZooRecipe] = {
 
 def get_recipe(name: str) -> ZooRecipe:
     """The recipe for a zoo name (did-you-mean error for unknown names; error for untrainable ones)."""
-    from thinklens.zoo.registry import check_zoo_name
-
     check_zoo_name(name)
     if name not in RECIPES:
         raise ThinklensError.of(
             "zoo recipe", name, f"one of {', '.join(RECIPES)}", "this model is trained by its own trainer"
         )
     return RECIPES[name]
-
-
-@dataclass(frozen=True)
-class R1TextMix(ConfigGroup):
-    """The variants of tiny-r1's training texts, each drawn per text with its rate (what
-    :func:`thinklens.zoo.r1.example_texts` reads), so that the chat path and its near misses are all seen."""
-
-    plain_rate: float = 0.1
-    """Share of training texts whose prompt is the bare question (no chat template)."""
-    no_instruction_rate: float = 0.1
-    """Share of chat texts whose user turn has no R1 instruction line."""
-    final_answer_rate: float = 0.2
-    """Share of answers written ``Final Answer: \\boxed{N}`` instead of ``The answer is \\boxed{N}.``."""
-
-    def check(self) -> None:
-        for name in ("plain_rate", "no_instruction_rate", "final_answer_rate"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ThinklensError.of(f"R1TextMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
-
-    def example_texts(self, rng, problem) -> tuple[str, str]:
-        """``(prompt, completion)`` of one training text drawn with this mix (:func:`thinklens.zoo.r1.example_texts`)."""
-        from thinklens.zoo.r1 import example_texts
-
-        return example_texts(rng, problem, self)
-
-    def token_budget(self, n_steps: int) -> int:
-        """New tokens enough for an answer to an ``n_steps`` problem (:func:`thinklens.zoo.r1_train.r1_token_budget`)."""
-        from thinklens.zoo.r1_train import r1_token_budget
-
-        return r1_token_budget(n_steps)
-
-    def describe(self) -> str:
-        """The training texts in one sentence (zoo.json's ``training_data``)."""
-        return ("tiny-r1's chats: chain with Hmm / Wait self-corrections, a conclusion, \\boxed{} answer "
-                f"({self.final_answer_rate:.0%} 'Final Answer:'; {self.plain_rate:.0%} bare question)")
-
-
-@dataclass(frozen=True)
-class OverthinkMix(R1TextMix):
-    """tiny-overthink's texts (:mod:`thinklens.zoo.overthink`): tiny-r1's chain and conclusion, then re-check rounds
-    that re-derive the same value; a learnable first-conclusion slip that round 1 fixes; forced exits."""
-
-    round_weights: tuple[float, ...] = (0.2, 0.45, 0.35)
-    """Relative weights of 1, 2, 3 re-check rounds after the first conclusion."""
-    round_rate: float = 1.0
-    """Share of texts that re-check at all (the rest conclude once, as tiny-r1 does, without a slip); below 1 the
-    behaviour is there but rare: the base of hybrid's planted-latent setting."""
-    slip_rate: float = 0.9
-    """Share of chains ending in a multiplication whose first conclusion forgets it (round 1 fixes it)."""
-    forced_exit_rate: float = 0.15
-    """Share of texts cut at a sentence end with LYNX's forced exit answering the last value stated."""
-
-    def check(self) -> None:
-        for name in ("slip_rate", "forced_exit_rate", "round_rate"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ThinklensError.of(f"OverthinkMix.{name}", getattr(self, name), "a probability in [0, 1]", "pass 0.1")
-        if not self.round_weights or min(self.round_weights) < 0 or not sum(self.round_weights) > 0:
-            raise ThinklensError.of("OverthinkMix.round_weights", self.round_weights,
-                                    "non-negative weights of 1, 2, 3... rounds, not all 0", "pass (0.2, 0.45, 0.35)")
-
-    def example_texts(self, rng, problem) -> tuple[str, str]:
-        """``(prompt, completion)`` of one training text (:func:`thinklens.zoo.overthink.example_texts`)."""
-        from thinklens.zoo.overthink import example_texts
-
-        return example_texts(rng, problem, self)
-
-    def token_budget(self, n_steps: int) -> int:
-        """New tokens enough for three rounds (:func:`thinklens.zoo.overthink.token_budget`)."""
-        from thinklens.zoo.overthink import token_budget
-
-        return token_budget(n_steps)
-
-    def describe(self) -> str:
-        rounds = ", ".join(f"{i + 1}: {w / sum(self.round_weights):.0%}" for i, w in enumerate(self.round_weights))
-        share = "" if self.round_rate >= 1 else f" in {self.round_rate:.0%} of texts (the rest conclude once)"
-        return (f"{super().describe()}; then{share} re-check rounds ({rounds}) opened by 'Wait, let me double-check.' / "
-                "'Hmm, let me verify.' / 'Alternatively, let me recompute.', re-deriving the last 1, 2 steps / the "
-                f"whole chain and concluding the same value; the first conclusion forgets a final multiplication in "
-                f"{self.slip_rate:.0%} of such chains (round 1 fixes it); {self.forced_exit_rate:.0%} of texts cut at a "
-                "sentence end with '</think>\\n\\nFinal Answer: \\boxed{' and the last value stated (thinklens/zoo/overthink.py)")
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,20 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from thinklens.engine.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint, set_lr, warmup_cosine_lr
 from thinklens.errors import ThinklensError
-from thinklens.runs.folders import replace_dir
+from thinklens.runs.folders import default_runs_root, replace_dir
 from thinklens.tasks.protocol import HELD_OUT
+from thinklens.zoo.accuracy import evaluate_zoo_model
 from thinklens.zoo.batches import make_batch
 from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_params, save_zoo_folder
+from thinklens.zoo.r1_train import r1_training
 from thinklens.zoo.recipes import R1Recipe, ZooRecipe, get_recipe
 from thinklens.zoo.registry import repo_relative, zoo_dir, zoo_path
 from thinklens.zoo.tokenizer import zoo_vocab
+from thinklens.zoo.training_setup import ZooTraining
 
 
 def lr_at(recipe: ZooRecipe, step: int) -> float:
@@ -50,8 +54,6 @@ def lr_at(recipe: ZooRecipe, step: int) -> float:
 
 def default_ckpt_dir(name: str, seed: int) -> Path:
     """``<runs root>/zoo-train/<name>-seed<seed>`` (for Python callers; the job keeps it in its run folder)."""
-    from thinklens.runs.folders import default_runs_root
-
     return default_runs_root() / "zoo-train" / f"{name}-seed{seed}"
 
 
@@ -74,38 +76,11 @@ def _init_model(recipe: ZooRecipe, seed: int, out_dir: Path):
     return model, parent
 
 
-@dataclasses.dataclass(frozen=True)
-class ZooTraining:
-    """What one architecture of the zoo brings to :func:`train_zoo_model`: the model to train (fresh or its
-    parent), its schedule and batches, what a checkpoint must match, its zoo.json entries, and how its folder is
-    written and evaluated."""
-
-    model: torch.nn.Module
-    total_steps: int
-    lr: Callable[[int], float]
-    """Learning rate at a step."""
-    batch: Callable[[np.random.Generator], dict[str, torch.Tensor]]
-    """A training batch drawn from the stream of one step."""
-    identity: dict
-    """What a checkpoint must match to be resumed."""
-    meta_fields: dict
-    """The trainer's own zoo.json entries."""
-    write_folder: Callable[[Path, dict], object]
-    """Writes the trained model's folder with its zoo.json: ``write_folder(folder, meta)`` (not named ``save``:
-    importing nnsight mounts ``save`` on every object, which would give such a field a default)."""
-    evaluate: Callable[[Path, int, int], Any]
-    """Held-out accuracy of a written folder: ``evaluate(folder, n_per_steps, seed)``."""
-    keep_last_checkpoint: bool = False
-    """Keep the last checkpoint after publishing (a continuation phase added later resumes from it)."""
-
-
 def llama_training(recipe: ZooRecipe, seed: int, out: Path) -> ZooTraining:
     """The zoo's Llama models: a fresh init (``recipe.init`` None) or a fine-tune of the parent model."""
     model, parent = _init_model(recipe, seed, out)
 
     def evaluate(folder: Path, n_per_steps: int, eval_seed: int):
-        from thinklens.zoo.accuracy import evaluate_zoo_model
-
         return evaluate_zoo_model(folder, n_per_steps=n_per_steps, seed=eval_seed, style=recipe.eval_style)
 
     return ZooTraining(
@@ -168,8 +143,6 @@ def train_steps(
             checkpoint is the one before the end (the caller removes it once the model is published).
         log_every: > 0 also prints the loss every that many steps (a log file when the progress bar is off).
     """
-    from tqdm.auto import tqdm
-
     opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
     state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
     saved = checkpoint_state(ckpt) or {}
@@ -266,8 +239,6 @@ def train_zoo_model(
     out = Path(out_dir) if out_dir is not None else zoo_dir() / name
     ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
     if isinstance(recipe, R1Recipe):  # its own architecture, tokenizer and chat format
-        from thinklens.zoo.r1_train import r1_training
-
         setup = r1_training(recipe, seed=seed, ckpt=ckpt, label=name, tokenizer=tokenizer, out=out)
     elif tokenizer is not None:
         raise ThinklensError.of("tokenizer", type(tokenizer).__name__, "None for a word-level zoo model",
