@@ -1,7 +1,8 @@
 """The findings of an evaluation (``thinklens run eval``, ``zoo-eval``, the trainers' held-out accuracy), built with
 :mod:`thinklens.calibration.stats`, and the control every accuracy of free-form answers is measured against: the majority guess.
 
-- :func:`majority_correct`: which problems a constant guess of the most frequent gold answer gets right (per group
+- :func:`~thinklens.calibration.findings.majority_correct` (in the core, which every evaluation's findings share):
+  which problems a constant guess of the most frequent gold answer gets right (per group
   when given, e.g. per number of steps: a guesser that knows the group). Free-form answers have no chance level; the
   majority guess is the strongest answer-blind predictor that the gold answers themselves allow.
 - :func:`eval_findings`: a model's accuracy against the majority guess on the same problems (McNemar with one
@@ -24,29 +25,13 @@ Example:
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from thinklens.calibration.findings import findings_doc, paired_finding
+from thinklens.calibration.findings import MAJORITY, findings_doc, majority_correct, paired_finding
 from thinklens.calibration.stats import bootstrap_ci
-
-MAJORITY = "majority-answer guess"
-
-
-def majority_correct(golds: Sequence[Any], groups: Sequence[Hashable] | None = None) -> list[bool]:
-    """Per problem: whether always answering the most frequent gold answer (of its group, when ``groups`` is given)
-    is right. Answers compare as strings (``72`` and ``"72"`` are one answer); ties go to the first seen.
-
-    Example:
-        >>> majority_correct([1, 2, 2, 1, 1], groups=["a", "a", "a", "b", "b"])
-        [False, True, True, True, True]
-    """
-    keys = list(groups) if groups is not None else [None] * len(golds)
-    top = {g: Counter(str(a) for a, k in zip(golds, keys) if k == g).most_common(1)[0][0] for g in dict.fromkeys(keys)}
-    return [str(a) == top[k] for a, k in zip(golds, keys)]
 
 
 def _per_problem(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, float]:

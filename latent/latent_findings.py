@@ -20,16 +20,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from thinklens.calibration.findings import (
-    Finding,
-    accuracy_finding,
-    findings_doc,
-    paired_finding,
-    verdict_from_interval,
-)
-from thinklens.calibration.stats import bootstrap_ci, wilson
+from thinklens.calibration.findings import MAJORITY, Finding, accuracy_finding, findings_doc, majority_correct, paired_finding
+from thinklens.calibration.findings import window_change_finding as window_change_finding  # importable here, as before
+from thinklens.calibration.stats import wilson
 
 if TYPE_CHECKING:
     from thinklens.runs.jobs import Job, JobContext
@@ -260,40 +253,6 @@ def _seek_words(f: Finding) -> Finding:
     return dataclasses.replace(f, extra={**f.extra, "otherwise": why})
 
 
-#: Steps per window of :func:`window_change_finding` at most (fewer on short runs: a quarter of the steps each).
-WINDOW = 50
-
-
-def window_change_finding(claim: str, values: Sequence[float], *, statistic: str, higher_is_effect: bool,
-                          window: int | None = None, seed: int = 0, otherwise: str = "") -> Finding:
-    """How a training curve moved: the mean of its last ``window`` values minus the mean of its first ``window``,
-    with a percentile bootstrap interval over the window's step pairs (step i of the first window with step i of
-    the last), against no change (0). ``window`` defaults to a quarter of the curve, at most :data:`WINDOW`;
-    ``n`` is the window, so a short run says ``too few samples``.
-
-    Example:
-        >>> f = window_change_finding("loss falls", [2.0 - 0.01 * i for i in range(100)], statistic="loss change",
-        ...                           higher_is_effect=False)
-        >>> f.verdict, f.n, round(f.value, 3)
-        ('effect', 25, -0.75)
-        >>> window_change_finding("loss falls", [1.0, 1.1] * 50, statistic="loss change", higher_is_effect=False).verdict
-        'no effect'
-    """
-    v = np.asarray(values, dtype=np.float64)  # [steps]
-    w = int(window) if window else min(WINDOW, v.size // 4)
-    extra: dict[str, Any] = {"window": w, "steps": int(v.size), "interval": "bootstrap over the windows' step pairs"}
-    if otherwise:
-        extra["otherwise"] = otherwise
-    if w < 1 or v.size < 2 * w:
-        return Finding(claim, statistic, float("nan"), (float("nan"), float("nan")), max(w, 0), "no change", 0.0,
-                       "too few samples", extra=extra)
-    first, last = v[:w], v[-w:]  # [w] each
-    ci = bootstrap_ci(last - first, seed=seed)
-    extra.update(first_mean=float(first.mean()), last_mean=float(last.mean()))
-    return Finding(claim, statistic, float(last.mean() - first.mean()), ci, w, "no change", 0.0,
-                   verdict_from_interval(ci, 0.0, n=w, higher_is_effect=higher_is_effect), extra=extra)
-
-
 def training_findings(cfg: Any, metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A trainer's findings: the trained model's held-out accuracy (all evaluated groups pooled) against the majority
     guess per group on the same problems (per-problem outcomes are not kept: an unpaired Wilson comparison,
@@ -304,7 +263,6 @@ def training_findings(cfg: Any, metrics: Mapping[str, Any]) -> list[dict[str, An
         cfg: the trainer's config (its ``n_eval`` and problem settings name the evaluated problems).
         metrics: what :func:`thinklens.latent.training_loop.train_latent` returned (``history``, ``eval``).
     """
-    from thinklens.analyses.eval_findings import MAJORITY, majority_correct
     from thinklens.latent.methods import method_of
     from thinklens.latent.training_loop import evaluation_problems
 

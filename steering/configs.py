@@ -1,5 +1,6 @@
 """Settings of the steering algorithms: SAE training, hybrid steering (and its job's config, which
-:mod:`thinklens.steering.hybrid_validation` reads), GRPO.
+:mod:`thinklens.steering.hybrid_validation` reads); GRPO's (the reasoning vector's donor) are the zoo's
+(:mod:`thinklens.zoo.grpo_config`, importable here too).
 
 Each is a frozen dataclass with a one-line docstring per field. They live apart from their algorithms
 (which import torch) so that a job's config can subclass them and ``thinklens run --help`` stays fast:
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from thinklens.data.problemsets import DataOptions
-from thinklens.engine.training import OptimOptions
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.tasks import StepRange
+from thinklens.zoo.grpo_config import GRPOConfig as GRPOConfig  # the zoo's trainer's; importable here, as before
 
 if TYPE_CHECKING:
     from thinklens.data.formats import PromptFormat
@@ -132,53 +133,6 @@ class HybridConfig(ConfigGroup):
 
 
 @dataclass(frozen=True)
-class GRPOConfig(StepRange, OptimOptions):
-    """Settings of the GRPO run: by default the committed tiny-grpo (GRPO from tiny-cot on 6-8 step problems)."""
-
-    model: str = "tiny-cot"
-    """Zoo name or folder to start from: the SFT model, as in Zbeeb et al.'s code (v = theta_GRPO - theta_SFT is then
-    the RL update alone)."""
-    prompt_format: str = "cot"
-    """Prompt format: a zoo style (cot: tiny-cot's data)."""
-    train_steps: int = 150
-    """Optimizer steps (150 trained the committed tiny-grpo: its training time is in README.md "Steering",
-    results/reasoning_vectors.json values.training)."""
-    prompts_per_step: int = 32
-    """Distinct problems per step (8 at lr 1e-4 did not lift greedy accuracy in 180 steps: too noisy; 32 did)."""
-    group_size: int = 8
-    """Samples per problem (the group of GRPO)."""
-    lr: float = 1e-4
-    """AdamW learning rate, constant (3e-4 collapsed the reward)."""
-    weight_decay: float = 0.0
-    """AdamW weight decay on matrices (0: the delta should come from the reward alone)."""
-    temperature: float = 1.0
-    """Sampling temperature (1: the policy's own distribution, so the gradient is unbiased)."""
-    kl_coef: float = 0.02
-    """Weight of the KL penalty to the init (k3 estimator)."""
-    min_steps: int = 6
-    max_steps: int = 8
-    seed: int = 0
-    """Problem and sampling seed (local generators only)."""
-    max_minutes: float = 30.0
-    """Cap on this process's CPU time (not wall time: shared machines stretch wall time several-fold);
-    the model is written anyway, marked truncated."""
-    n_eval: int = 25
-    """Held-out problems evaluated per step count (1..8) for the final accuracy; 0 skips."""
-    renamed: ClassVar[dict[str, str]] = {"steps": "train_steps", "style": "prompt_format", "eval_per_steps": "n_eval"}
-
-    def check(self) -> None:
-        for name in ("train_steps", "prompts_per_step", "group_size"):
-            if getattr(self, name) < 1:
-                raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {opt(name, 8)}")
-        if self.group_size < 2:
-            raise ThinklensError.of("GRPOConfig.group_size", self.group_size, ">= 2 (advantages are relative to the group)",
-                                    f"pass {opt('group_size', 8)}")
-        if not (self.temperature > 0) or self.kl_coef < 0:
-            raise ThinklensError.of("GRPOConfig", (self.temperature, self.kl_coef), "temperature > 0, kl_coef >= 0",
-                                    "fix the config")
-
-
-@dataclass(frozen=True)
 class HybridJobConfig(HybridConfig, DataOptions, StepRange):
     """``thinklens run hybrid``: the hybrid-steering settings, plus the two models, their formats, the problems and the seeds."""
 
@@ -199,7 +153,7 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
     """The thinking model's prompt format: auto (a zoo model's own style, else its chat template when it has one, else
     plain), chat, plain, direct, cot or think."""
     base_format: str = "same"
-    """The base model's prompt format: same (the thinking model's kind, rendered with the base's tokenizer), auto,
+    """The base model's prompt format: same (the thinking model's prompt format, rendered with the base's tokenizer), auto,
     chat, plain, direct, cot or think."""
     max_new_tokens: int | None = None
     """New tokens per completion; None: the task protocol's budget for a zoo style and max_steps, 1024 for a real
@@ -233,7 +187,7 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
 
 
 def base_format(job: HybridJobConfig, base: "HookedModel", thinking_fmt: "PromptFormat") -> "PromptFormat":
-    """The base model's prompt format (``same``: the thinking format's kind, resolved with the base's tokenizer)."""
+    """The base model's prompt format (``same``: the thinking model's prompt format, resolved with the base's tokenizer)."""
     from thinklens.data.formats import format_for
 
-    return format_for(base, thinking_fmt.kind if job.base_format == "same" else job.base_format)
+    return format_for(base, thinking_fmt.name if job.base_format == "same" else job.base_format)

@@ -23,7 +23,8 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -309,3 +310,55 @@ def finding_sentence(finding: Finding | dict[str, Any]) -> str:
     otherwise = (d.get("extra") or {}).get("otherwise")
     what = otherwise or f"not shown ({d.get('verdict', '?')}): {d.get('claim', '?')}"
     return f"{what}; {numbers}" if not otherwise else f"{what} ({d.get('verdict', '?')}; {numbers})"
+
+
+# ---------------------------------------------------------------- shared controls and curves
+
+MAJORITY = "majority-answer guess"
+
+
+def majority_correct(golds: Sequence[Any], groups: Sequence[Hashable] | None = None) -> list[bool]:
+    """Per problem: whether always answering the most frequent gold answer (of its group, when ``groups`` is given)
+    is right. Answers compare as strings (``72`` and ``"72"`` are one answer); ties go to the first seen.
+
+    Example:
+        >>> majority_correct([1, 2, 2, 1, 1], groups=["a", "a", "a", "b", "b"])
+        [False, True, True, True, True]
+    """
+    keys = list(groups) if groups is not None else [None] * len(golds)
+    top = {g: Counter(str(a) for a, k in zip(golds, keys) if k == g).most_common(1)[0][0] for g in dict.fromkeys(keys)}
+    return [str(a) == top[k] for a, k in zip(golds, keys)]
+
+
+#: Steps per window of :func:`window_change_finding` at most (fewer on short runs: a quarter of the steps each).
+WINDOW = 50
+
+
+def window_change_finding(claim: str, values: Sequence[float], *, statistic: str, higher_is_effect: bool,
+                          window: int | None = None, seed: int = 0, otherwise: str = "") -> Finding:
+    """How a training curve moved: the mean of its last ``window`` values minus the mean of its first ``window``,
+    with a percentile bootstrap interval over the window's step pairs (step i of the first window with step i of
+    the last), against no change (0). ``window`` defaults to a quarter of the curve, at most :data:`WINDOW`;
+    ``n`` is the window, so a short run says ``too few samples``.
+
+    Example:
+        >>> f = window_change_finding("loss falls", [2.0 - 0.01 * i for i in range(100)], statistic="loss change",
+        ...                           higher_is_effect=False)
+        >>> f.verdict, f.n, round(f.value, 3)
+        ('effect', 25, -0.75)
+        >>> window_change_finding("loss falls", [1.0, 1.1] * 50, statistic="loss change", higher_is_effect=False).verdict
+        'no effect'
+    """
+    v = np.asarray(values, dtype=np.float64)  # [steps]
+    w = int(window) if window else min(WINDOW, v.size // 4)
+    extra: dict[str, Any] = {"window": w, "steps": int(v.size), "interval": "bootstrap over the windows' step pairs"}
+    if otherwise:
+        extra["otherwise"] = otherwise
+    if w < 1 or v.size < 2 * w:
+        return Finding(claim, statistic, float("nan"), (float("nan"), float("nan")), max(w, 0), "no change", 0.0,
+                       "too few samples", extra=extra)
+    first, last = v[:w], v[-w:]  # [w] each
+    ci = bootstrap_ci(last - first, seed=seed)
+    extra.update(first_mean=float(first.mean()), last_mean=float(last.mean()))
+    return Finding(claim, statistic, float(last.mean() - first.mean()), ci, w, "no change", 0.0,
+                   verdict_from_interval(ci, 0.0, n=w, higher_is_effect=higher_is_effect), extra=extra)

@@ -33,9 +33,13 @@ import numpy as np
 import torch
 
 from thinklens.data.answers import is_correct
+from thinklens.engine.model import HookedModel
 from thinklens.engine.training import adamw, checkpoint_state, load_checkpoint, save_checkpoint
 from thinklens.runs.folders import replace_dir
-from thinklens.steering.configs import GRPOConfig
+from thinklens.tasks import TaskConfig, generate_problems, render_prompt
+from thinklens.zoo.accuracy import evaluate_zoo_model
+from thinklens.zoo.grpo_config import GRPOConfig
+from thinklens.zoo.modeling import save_zoo_folder
 
 
 def rewards(texts: list[str], answers: list[int]) -> torch.Tensor:
@@ -81,8 +85,6 @@ def _token_logprobs(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 def _load(name_or_path: str):
-    from thinklens.engine.model import HookedModel
-
     return HookedModel.load(name_or_path)
 
 
@@ -96,10 +98,6 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     from ``(seed, k)``, so a resumed run ends as a straight one). None: no checkpoints.
     Returns the metadata written to ``zoo.json`` (reward curve, accuracy, wall time).
     """
-    from thinklens.engine.model import HookedModel
-    from thinklens.tasks import TaskConfig, generate_problems, render_prompt
-    from thinklens.zoo.modeling import save_zoo_folder
-
     policy = model if model is not None else _load(cfg.model)
     ref = copy.deepcopy(policy.hf).eval()
     for p in ref.parameters():
@@ -183,8 +181,6 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     shutil.rmtree(tmp, ignore_errors=True)
     save_zoo_folder(hf, tmp, meta=meta)
     if cfg.n_eval > 0:
-        from thinklens.zoo.accuracy import evaluate_zoo_model
-
         res = evaluate_zoo_model(tmp, n_per_steps=cfg.n_eval, style=cfg.prompt_format)  # the fp16 weights written
         meta["eval"] = res.to_json()
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")

@@ -28,9 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from thinklens.engine.real_models import REAL_MODELS, real_model_folder
+from thinklens.engine.real_organisms import adapter_dir
 from thinklens.errors import ThinklensError
-from thinklens.zoo.r1 import CHAT_TEMPLATE
+from thinklens.zoo.r1 import CHAT_TEMPLATE, R1Encoder
 from thinklens.zoo.recipes import CARRY_THINK_TASK, OverthinkMix, ZooRecipe
+from thinklens.zoo.trainer import TrainedSteps, default_ckpt_dir, lr_at, publish_folder, train_steps
 
 #: The linear layers of every Llama block that the adapter adapts.
 LORA_TARGETS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -54,8 +59,6 @@ class RealR1Recipe(ZooRecipe):
     """How the model is prompted (its chat template opens ``<think>``)."""
 
     def check(self) -> None:
-        from thinklens.engine.real_models import REAL_MODELS
-
         if self.base not in REAL_MODELS:
             raise ThinklensError.of(f"recipe {self.name} base", self.base, f"one of {', '.join(REAL_MODELS)}", "fix the recipe")
         if self.lora_rank < 1 or not self.lora_alpha > 0 or not self.lora_targets:
@@ -82,7 +85,7 @@ REAL_RECIPES: dict[str, RealR1Recipe] = {SMOL_R1.name: SMOL_R1}
 def organism_tokenizer(base_folder: str | Path):
     """The base's tokenizer with tiny-r1's chat template (ChatML, no default system turn, generation prompt
     ``<|im_start|>assistant\\n<think>\\n``): its ``<|im_start|>`` / ``<|im_end|>`` are SmolLM2's own tokens."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: imported on first use
 
     tok = AutoTokenizer.from_pretrained(str(base_folder))
     tok.chat_template = CHAT_TEMPLATE
@@ -91,9 +94,8 @@ def organism_tokenizer(base_folder: str | Path):
 
 def lora_model(recipe: RealR1Recipe, base_folder: str | Path, *, seed: int):
     """The base model (float32) wrapped with a fresh LoRA adapter (A drawn from ``torch.Generator(seed)``, B zero)."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
+    from peft import LoraConfig, get_peft_model  # heavy: imported on first use
+    from transformers import AutoModelForCausalLM  # heavy: imported on first use
 
     model = AutoModelForCausalLM.from_pretrained(str(base_folder), dtype=torch.float32)
     config = LoraConfig(r=recipe.lora_rank, lora_alpha=recipe.lora_alpha, target_modules=list(recipe.lora_targets),
@@ -111,9 +113,8 @@ def lora_model(recipe: RealR1Recipe, base_folder: str | Path, *, seed: int):
 def save_adapter(peft_model: Any, folder: Path, *, meta: dict) -> Path:
     """adapter_config.json, adapter_model.safetensors (the LoRA matrices in fp16) and organism.json (meta with the
     chat template) into ``folder``."""
-    import torch
-    from peft import get_peft_model_state_dict
-    from safetensors.torch import save_file
+    from peft import get_peft_model_state_dict  # heavy: imported on first use
+    from safetensors.torch import save_file  # heavy: imported on first use
 
     folder.mkdir(parents=True, exist_ok=True)
     peft_model.peft_config["default"].save_pretrained(str(folder))
@@ -132,11 +133,6 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
     to ``out_dir`` (default ``data/real-organisms/<name>``); the held-out evaluation is a separate step
     (:func:`thinklens.zoo.smol_r1_eval.evaluate_organism`), far heavier than the zoo's on this CPU.
     """
-    from thinklens.engine.real_models import REAL_MODELS, real_model_folder
-    from thinklens.engine.real_organisms import adapter_dir
-    from thinklens.zoo.r1 import R1Encoder
-    from thinklens.zoo.trainer import TrainedSteps, default_ckpt_dir, publish_folder, train_steps
-
     recipe = recipe or REAL_RECIPES[name]
     base = real_model_folder(recipe.base)
     out = Path(out_dir) if out_dir is not None else adapter_dir(name)
@@ -168,6 +164,4 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
 
 
 def _lr(recipe: RealR1Recipe, step: int) -> float:
-    from thinklens.zoo.trainer import lr_at
-
     return lr_at(recipe, step)

@@ -24,16 +24,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from thinklens.calibration.stats import wilson
+from thinklens.data.answers import extract_answer, is_correct
 from thinklens.data.formats import LYNX_ANSWER
 from thinklens.tasks import TaskConfig
+from thinklens.tasks.protocol import problems_by_steps
 from thinklens.zoo.overthink import EXIT_STRING, trace_truth
+from thinklens.zoo.overthink_eval import forced_answers
 from thinklens.zoo.r1 import THINK_OPEN, user_message
 
 
 def wilson_row(k: int, n: int) -> dict[str, Any]:
     """``{"k", "n", "rate", "interval"}`` with the 95% Wilson interval (:func:`thinklens.calibration.stats.wilson`)."""
-    from thinklens.calibration.stats import wilson
-
     lo, hi = wilson(k, n) if n else (float("nan"), float("nan"))
     return {"k": k, "n": n, "rate": k / n if n else None, "interval": [round(lo, 4), round(hi, 4)]}
 
@@ -51,8 +53,6 @@ def opens_think(prompt: str) -> bool:
 
 def no_think_answers(model: Any, prompts: Sequence[str], *, batch_size: int = 64) -> list[str | None]:
     """The answer each prompt gets when it is forced at once (8 greedy tokens after the exit cue)."""
-    from thinklens.data.answers import extract_answer
-
     cues = [EXIT_STRING if opens_think(p) else LYNX_ANSWER.lstrip("\n") for p in prompts]
     traces = model.generate([p + c for p, c in zip(prompts, cues)], max_new_tokens=8, batch_size=batch_size)
     return [extract_answer("\\boxed{" + t.text) for t in traces]
@@ -69,9 +69,6 @@ def evaluate_model(model: Any, *, n_per_steps: int, steps: Sequence[int], seed: 
     Returns ``{"model", "opens_think", "think": {steps: row}, "no_think": {steps: row}, "traces": [...], "wall_s"}``
     where a row is :func:`wilson_row` and ``"all"`` pools the step counts.
     """
-    from thinklens.data.answers import extract_answer, is_correct
-    from thinklens.tasks.protocol import problems_by_steps
-
     t0 = time.monotonic()
     out: dict[str, Any] = {"model": model.name, "think": {}, "no_think": {}, "traces": []}
     tallies = {"think": [0, 0], "no_think": [0, 0]}
@@ -103,9 +100,6 @@ def trace_records(model: Any, problems: Sequence[Any], traces: Sequence[Any], ri
                   n_steps: int) -> list[dict[str, Any]]:
     """Per trace: its text, whether its span closed and its answer is boxed and right, ``answer_known_at`` (tokens),
     and each cue with the construction's value there and what a forced exit there answers."""
-    from thinklens.data.answers import extract_answer
-    from thinklens.zoo.overthink_eval import forced_answers
-
     truths = [trace_truth(t.tokens, p) for p, t in zip(problems, traces)]
     exits = []  # (trace, token cut, cue index or None for answer_known_at)
     for i, truth in enumerate(truths):

@@ -64,8 +64,8 @@ def zoo_vocab() -> dict[str, int]:
 
 def build_zoo_tokenizer():  # -> transformers.PreTrainedTokenizerFast (import kept lazy: transformers is slow)
     """Build the zoo tokenizer: left padding, ``<bos>`` prepended, decode joins words by spaces."""
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors  # heavy: imported on first use
+    from transformers import PreTrainedTokenizerFast  # heavy: imported on first use
 
     vocab = zoo_vocab()
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))

@@ -20,10 +20,13 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from thinklens.calibration.findings import accuracy_finding, findings_doc, window_change_finding
 from thinklens.runs.jobs import Job, JobContext
-from thinklens.steering.configs import GRPOConfig
+from thinklens.zoo.grpo_config import GRPOConfig
+from thinklens.zoo.registry import zoo_dir
 
 
 @dataclass(frozen=True)
@@ -36,19 +39,17 @@ class GRPOJobConfig(GRPOConfig):
 
 def run(config: GRPOJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Train, publish, and return the zoo.json metadata (with ``published_to``)."""
-    from pathlib import Path
-
+    # torch and the trainer (torch): imported when the job runs, not when the CLI lists it
     import torch
 
     from thinklens.zoo.grpo import train_grpo
-    from thinklens.zoo.registry import zoo_dir
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # one thread by default, as the zoo trainer: shared CPUs stall 2-thread barriers
     out = Path(config.publish) if config.publish else zoo_dir() / "tiny-grpo"
     start = None
     if config.n_eval > 0:  # the starting point, graded as train_grpo grades the trained model (same problems)
-        from thinklens.zoo.accuracy import evaluate_zoo_model
+        from thinklens.zoo.accuracy import evaluate_zoo_model  # torch: imported when the job runs
 
         start = evaluate_zoo_model(config.model, n_per_steps=config.n_eval, style=config.prompt_format).to_json()
     meta = train_grpo(config, out_dir=out, progress=ctx.progress.enabled, log=ctx.progress.log, model=ctx.model,
@@ -70,9 +71,6 @@ def findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
         >>> [(f["statistic"], f["verdict"]) for f in findings(meta)]
         [('accuracy', 'effect'), ('reward change (last - first window)', 'too few samples')]
     """
-    from thinklens.calibration.findings import accuracy_finding, findings_doc
-    from thinklens.latent.latent_findings import window_change_finding
-
     found = []
     trained, start = meta.get("eval"), meta.get("start_eval")
     if trained and start:
@@ -105,4 +103,5 @@ def summary(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 JOB = Job("grpo", GRPOJobConfig, run, report=report, summary=summary,
-          help="GRPO on the zoo task from tiny-cot; publishes tiny-grpo (the reasoning-vector donor)")
+          help="GRPO on the zoo task from tiny-cot; publishes tiny-grpo (the reasoning-vector donor)",
+          findings="thinklens.zoo.jobs.grpo:findings", capability="Steering")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.calibration.findings import accuracy_finding, findings_doc
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.runs.jobs import Job, JobContext
@@ -48,6 +49,7 @@ class OrganismEvalConfig(ConfigGroup):
 
 def run(config: OrganismEvalConfig, ctx: JobContext) -> dict[str, Any]:
     """Evaluate each model in turn (loaded one at a time) and write ``organism_eval.json``."""
+    # the model and the organism's evaluation (torch): imported when the job runs, not when the CLI lists it
     from thinklens.engine.model import HookedModel
     from thinklens.zoo.smol_r1 import REAL_RECIPES, SMOL_R1
     from thinklens.zoo.smol_r1_eval import evaluate_model, truth_summary
@@ -89,8 +91,6 @@ def report(result: dict[str, Any]) -> str:
 def findings(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The organism (the first model) with thinking against each other model with thinking, on the same held-out
     problems (Wilson intervals, unpaired: :func:`~thinklens.calibration.findings.accuracy_finding`)."""
-    from thinklens.calibration.findings import accuracy_finding, findings_doc
-
     org, *others = result["models"]
     t = org["think"]["all"]
     return findings_doc([accuracy_finding(
@@ -105,4 +105,5 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 JOB = Job("organism-eval", OrganismEvalConfig, run, models=(), report=report, summary=summary,
-          help="a real organism (smol-r1) against its base and the zoo's R1 models: accuracy with/without thinking, ground truth per trace")
+          help="a real organism (smol-r1) against its base and the zoo's R1 models: accuracy with/without thinking, ground truth per trace",
+          findings="thinklens.zoo.jobs.organism_eval:findings", capability="Real weights")

@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from thinklens.calibration.findings import MAJORITY, accuracy_finding, findings_doc, majority_correct
+from thinklens.calibration.stats import wilson
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
+from thinklens.runs.headlines import pct
 from thinklens.runs.jobs import DemoRun, Job, JobContext
-from thinklens.tasks.protocol import HELD_OUT
+from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.tasks.render import check_style
-from thinklens.zoo.registry import LATENT_ZOO_NAMES
+from thinklens.zoo.registry import LATENT_ZOO_NAMES, ZOO_NAMES, zoo_path
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,10 @@ class ZooEvalConfig(ConfigGroup):
 
 def run(config: ZooEvalConfig, ctx: JobContext) -> list:
     """One :class:`~thinklens.zoo.accuracy.ZooEvalResult` per model; all of them written to ``zoo_eval.json``."""
+    # torch and the evaluator (torch): imported when the job runs, not when the CLI lists it
     import torch
 
     from thinklens.zoo.accuracy import evaluate_zoo_model
-    from thinklens.zoo.registry import ZOO_NAMES, zoo_path
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine (see zoo-train)
@@ -114,9 +117,6 @@ def report(results: list) -> str:
 
 def _counts(r: Any) -> tuple[int, int, int]:
     """``(right, problems, right by the majority guess per step count)`` of one result, all step counts pooled."""
-    from thinklens.analyses.eval_findings import majority_correct
-    from thinklens.tasks.protocol import problems_by_steps
-
     steps = sorted(r.accuracy)
     golds, groups = [], []
     for s in steps:  # the held-out problems evaluate_zoo_model graded (the protocol's stream per step count)
@@ -138,9 +138,6 @@ def zoo_findings(results: list) -> list[dict[str, Any]]:
         >>> [(f["claim"], f["verdict"]) for f in zoo_findings([a, b])][1:]
         [('b beats a majority guess per step count on held-out problems (1-2 steps)', 'no effect'), ('b falls below a', 'effect')]
     """
-    from thinklens.analyses.eval_findings import MAJORITY
-    from thinklens.calibration.findings import accuracy_finding, findings_doc
-
     found, first = [], None
     for r in results:
         right, n, guess = _counts(r)
@@ -164,8 +161,6 @@ def zoo_findings(results: list) -> list[dict[str, Any]]:
 
 def summary(results: list) -> dict[str, Any]:
     """Accuracy by step count with its Wilson interval (``accuracy_ci``), and the findings (:func:`zoo_findings`)."""
-    from thinklens.calibration.stats import wilson
-
     return {"accuracy": {r.model: {str(k): v for k, v in r.accuracy.items()} for r in results},
             "accuracy_ci": {r.model: {str(k): list(wilson(round(v * r.n_per_steps), r.n_per_steps))
                                       for k, v in r.accuracy.items()} for r in results},
@@ -175,8 +170,6 @@ def summary(results: list) -> dict[str, Any]:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): each model's mean held-out accuracy, best first."""
-    from thinklens.runs.headlines import pct
-
     acc = summary.get("accuracy") or {}
     means = {m: sum(v.values()) / len(v) for m, v in acc.items() if v}
     return ", ".join(f"{m} {pct(a)}" for m, a in sorted(means.items(), key=lambda kv: -kv[1])) + " (mean over step counts)"
@@ -187,4 +180,5 @@ DEMO = (DemoRun(("--models", "tiny-direct,tiny-cot,tiny-think", "--n-eval", "20"
 
 JOB = Job("zoo-eval", ZooEvalConfig, run, order=10, demo=DEMO, headline=headline,
           models=(), report=report, summary=summary,
-          help="held-out accuracy of zoo models by number of steps")
+          help="held-out accuracy of zoo models by number of steps",
+          findings="thinklens.zoo.jobs.zoo_eval:zoo_findings", capability="The embedded zoo")

@@ -16,13 +16,18 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
+from thinklens.engine.real_organisms import REAL_ORGANISMS, is_organism_name
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.runs.jobs import Job, JobContext
-from thinklens.zoo.registry import check_zoo_name
+from thinklens.zoo.eval_result import ZooEvalResult
+from thinklens.zoo.jobs.zoo_eval import zoo_findings
+from thinklens.zoo.registry import check_zoo_name, zoo_dir
 
 
 @dataclass(frozen=True)
@@ -42,10 +47,6 @@ class ZooTrainConfig(ConfigGroup):
     renamed: ClassVar[dict[str, str]] = {"eval_n": "n_eval"}
 
     def check(self) -> None:
-        import difflib
-
-        from thinklens.engine.real_organisms import REAL_ORGANISMS
-
         if self.model not in REAL_ORGANISMS:  # smol-r1: a packaged real model's LoRA fine-tune (thinklens/zoo/smol_r1.py)
             near = difflib.get_close_matches(self.model, list(REAL_ORGANISMS), n=1, cutoff=0.8)
             if near:
@@ -60,22 +61,17 @@ class ZooTrainConfig(ConfigGroup):
 
 def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
     """Train (resuming this run's checkpoint), publish, and return the zoo.json metadata."""
-    from pathlib import Path
-
+    # torch and the trainers (torch): imported when the job runs, not when the CLI lists it
     import torch
 
-    from thinklens.zoo.registry import zoo_dir
+    from thinklens.zoo.smol_r1 import train_real_organism
     from thinklens.zoo.trainer import train_zoo_model
 
     if ctx.options.threads is None:
         # One thread by default: on a shared 2-core machine, 2 OpenMP threads stall at every barrier when
         # another process holds a core (measured: median step 2.2 s with 2 threads vs 0.47 s with 1).
         torch.set_num_threads(1)
-    from thinklens.engine.real_organisms import is_organism_name
-
     if is_organism_name(config.model):
-        from thinklens.zoo.smol_r1 import train_real_organism
-
         meta = train_real_organism(config.model, seed=config.seed, out_dir=config.publish, max_minutes=config.minutes,
                                    progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint")
         meta = {**meta, "published_to": str(Path(config.publish) if config.publish else meta_folder(config.model))}
@@ -93,8 +89,6 @@ def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
 
 def meta_folder(name: str) -> str:
     """Where an organism's adapter is published by default (``data/real-organisms/<name>``)."""
-    from thinklens.engine.real_organisms import REAL_ORGANISMS
-
     return REAL_ORGANISMS[name].adapter
 
 
@@ -110,9 +104,6 @@ def report(meta: dict[str, Any]) -> str:
 def findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
     """The published model's held-out accuracy against the majority guess per step count
     (:func:`thinklens.zoo.jobs.zoo_eval.zoo_findings` on the evaluation stored in zoo.json); none when ``--n-eval 0``."""
-    from thinklens.zoo.accuracy import ZooEvalResult
-    from thinklens.zoo.jobs.zoo_eval import zoo_findings
-
     ev = meta.get("eval")
     if not ev or not ev.get("accuracy"):
         return []
@@ -129,4 +120,5 @@ def summary(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 JOB = Job("zoo-train", ZooTrainConfig, run, models=(), report=report, summary=summary,
-          help="train one zoo model from its recipe (seeded, resumable) and publish it to data/zoo")
+          help="train one zoo model from its recipe (seeded, resumable) and publish it to data/zoo",
+          findings="thinklens.zoo.jobs.zoo_train:findings", capability="The embedded zoo")
