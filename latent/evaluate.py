@@ -35,7 +35,7 @@ from thinklens.latent.latent_model import (
     marker_index,
     predicted_answer,
     resolve_model,
-    saved_format_kind,
+    saved_prompt_format,
 )
 from thinklens.latent.methods import METHODS
 from thinklens.latent.seek_runs import seek_problem_list, seek_problems, seek_summary, seek_to_json
@@ -167,7 +167,7 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
     latent = METHODS.get(meta.get("method", ""))
     if latent is not None and explicit:
         model = load_hooked_model(name, device=device, dtype=dtype)
-        fmt = format_for(model, saved_format_kind(meta))
+        fmt = format_for(model, saved_prompt_format(meta))
         method, label = "explicit", f"{latent.label} in explicit-CoT mode" + latent.module.label_tags(
             meta["config"], (meta.get("continued") or {}).get("steps"))
         records = eval_text_model(model, problems, fmt, max_new_tokens=max_new_tokens)
@@ -180,9 +180,9 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
         model = load_hooked_model(name, device=device, dtype=dtype)
         fmt = format_for(model, prompt_format)
         # a token-level model outside the zoo's styles is the CoT row its latent siblings compress
-        method = fmt.kind if fmt.is_zoo else "cot"
+        method = fmt.name if fmt.is_zoo else "cot"
         # the model's name in the label: a No-CoT row is only the matched baseline when the reader can see which it is
-        label = f"{LABELS[fmt.kind]} ({folder.name})" if fmt.is_zoo else f"{folder.name} ({fmt.kind})"
+        label = f"{LABELS[fmt.name]} ({folder.name})" if fmt.is_zoo else f"{folder.name} ({fmt.name})"
         records = eval_text_model(model, problems, fmt, max_new_tokens=max_new_tokens)
     train_s = lineage_train_s(name) if meta else None
     own = meta.get("total_train_wall_s", meta.get("train_wall_s")) if meta else None

@@ -68,7 +68,7 @@ def predicted_answer(text: str) -> int | str | None:
     return pred
 
 
-def saved_format_kind(meta: dict) -> str:
+def saved_prompt_format(meta: dict) -> str:
     """The prompt format a saved latent model was trained in (models saved before formats existed: the zoo's cot)."""
     return meta.get("prompt_format") or "cot"
 
@@ -85,7 +85,7 @@ class LatentModel:
         self.model, self.meta, self.module, self.tokens = model, meta, module, tokens
         self.method = meta["method"]
         self.entry: LatentMethod = method_named(self.method)
-        self.builder = ExampleBuilder(model.tokenizer, format_for(model, saved_format_kind(meta)))
+        self.builder = ExampleBuilder(model.tokenizer, format_for(model, saved_prompt_format(meta)))
 
     @torch.no_grad()
     def infer(self, examples: list[Example], *, batch_size: int = 64) -> list[dict[str, Any]]:

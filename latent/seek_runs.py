@@ -158,7 +158,7 @@ def run_seek(model: Any, cfg: LatentSeekConfig, run: RunFolder, *, progress: Pro
     reward = reward_name(cfg.reward, fmt)
     results = seek_problems(model, seek_problem_list(cfg), cfg, run, progress)
     summary = seek_summary(results, cfg)
-    setting = {"reward": reward, "prompt_format": fmt.kind, "max_new_tokens": seek_budget(cfg, fmt)}
+    setting = {"reward": reward, "prompt_format": fmt.name, "max_new_tokens": seek_budget(cfg, fmt)}
     run.write_result("seek", {"config": cfg, "setting": setting, "summary": summary,
                               "problems": [seek_to_json(r) for r in results]})
     run.write_figure("seek_budget", figures.figure_seek_budget(summary["accuracy_by_budget"], reward, summary["baseline"]))

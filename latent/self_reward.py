@@ -188,7 +188,7 @@ class SelfReward:
         from dataclasses import replace
 
         self.model, self.max_new_tokens, self.question = model, max_new_tokens, question
-        self.format = replace(fmt, instruction="") if fmt.kind == "chat" else fmt
+        self.format = replace(fmt, instruction="") if fmt.name == "chat" else fmt
 
     def for_question(self, question: str) -> "SelfReward":
         """The reward of one problem (its question shown to the verifiers)."""
@@ -197,7 +197,7 @@ class SelfReward:
     def prompts(self, solution: str) -> list[str]:
         """The four verifier prompts in the model's format."""
         texts = [verifier_prompt(name, self.question, solution) for name in VERIFIER_WEIGHTS]
-        if self.format.kind == "chat":
+        if self.format.name == "chat":
             return [self.format.render(t, self.model.tokenizer) for t in texts]
         return texts
 

@@ -42,7 +42,7 @@ from thinklens.engine.training import (
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.latent.config import TrainConfig
 from thinklens.latent.examples import ExampleBuilder, ExampleSource
-from thinklens.latent.latent_model import load_hooked_model, load_side_state, resolve_model, saved_format_kind
+from thinklens.latent.latent_model import load_hooked_model, load_side_state, resolve_model, saved_prompt_format
 from thinklens.latent.methods import Phase, method_of
 from thinklens.latent.saved_model import merge_lora, read_latent_meta, save_latent_model
 from thinklens.latent.segments import add_latent_tokens, init_special_embeddings, latent_tokens, shard
@@ -142,13 +142,14 @@ def example_builder(model: Any, cfg: TrainConfig, start: dict | None = None) -> 
     resolved for the model; a continued latent model keeps the format it was trained in)."""
     from thinklens.data.formats import format_for
 
-    kind = cfg.prompt_format
+    prompt_format = cfg.prompt_format
     if start is not None:
-        saved = saved_format_kind(start)
-        if kind not in ("auto", saved):
-            raise ThinklensError.of("prompt_format", kind, f"the start model's {saved}", f"pass {opt('prompt_format', saved)}")
-        kind = saved
-    return ExampleBuilder(model.tokenizer, format_for(model, kind))
+        saved = saved_prompt_format(start)
+        if prompt_format not in ("auto", saved):
+            raise ThinklensError.of("prompt_format", prompt_format, f"the start model's {saved}",
+                                    f"pass {opt('prompt_format', saved)}")
+        prompt_format = saved
+    return ExampleBuilder(model.tokenizer, format_for(model, prompt_format))
 
 
 def evaluation_problems(cfg: TrainConfig, *, seed: int = HELD_OUT["eval"]) -> dict[Any, list]:
@@ -168,7 +169,7 @@ def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, builder: 
 
     method = method_of(cfg)
     builder = builder or example_builder(model, cfg)
-    meta = {"method": method.name, "config": method.saved_config(cfg), "prompt_format": builder.format.kind}
+    meta = {"method": method.name, "config": method.saved_config(cfg), "prompt_format": builder.format.name}
     lm = LatentModel(model, meta, module, latent_tokens(model.tokenizer, method.special_tokens))
     acc, positions = {}, {}
     for n, problems in evaluation_problems(cfg, seed=seed).items():
@@ -277,7 +278,7 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
             metrics["eval"] = evaluate_after(model, module, cfg, builder=builder)
         if cfg.lora_r:
             merge_lora(model.hf)
-        meta = {"method": method, "config": method_of(cfg).saved_config(cfg), "prompt_format": builder.format.kind,
+        meta = {"method": method, "config": method_of(cfg).saved_config(cfg), "prompt_format": builder.format.name,
                 "train_wall_s": metrics["train_wall_s"],
                 "eval": metrics.get("eval"), "run": repo_relative(run.path), "start_model": start_model_id(cfg.model),
                 # the token-level model the first run started from (latent-eval adds its training time to this one's)

@@ -191,7 +191,7 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
     if kind == "reference" and spec.startswith("zoo:") and (fmt is None or fmt.is_zoo):
         from thinklens.tasks import check_style
 
-        return zoo_texts(fmt.kind if fmt is not None else check_style(spec[4:]), n, seed=seed)
+        return zoo_texts(fmt.name if fmt is not None else check_style(spec[4:]), n, seed=seed)
     if is_text_file(spec):
         return read_texts(spec)[:n]
     if fmt is None:

@@ -124,7 +124,7 @@ def problem_texts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer:
     out = []
     for prompt, p in zip(prompts, problems):
         if fmt.is_zoo and p.ground_truth is not None:
-            zoo_prompt, target = render_example(p.ground_truth, fmt.kind)
+            zoo_prompt, target = render_example(p.ground_truth, fmt.name)
             out.append(f"{zoo_prompt} {target}")
             continue
         body = p.solution.strip() or p.answer

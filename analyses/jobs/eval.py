@@ -100,7 +100,7 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
         ctx.run.mark_done(name)
     rows = [r for name in names for r in json.loads((folder / f"{name}.json").read_text())]
     summary = summarize_eval(rows, groups)
-    summary = {**summary, "model": config.model, "data": config.data, "prompt_format": fmt.kind,
+    summary = {**summary, "model": config.model, "data": config.data, "prompt_format": fmt.name,
                "thinking_span": fmt.span.family if fmt.span is not None else None, "budgets": budgets.summary(),
                "decoding": {"temperature": config.temperature, "top_p": config.top_p, "samples": config.samples}
                if config.sampled else {"greedy": True}}

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from thinklens.data.problemsets import DataOptions
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, did_you_mean, opt, opt_name
 from thinklens.tasks import STYLES, StepRange
 
 Bandwidth = Literal["fixed", "median"]
@@ -178,9 +178,11 @@ class MIPeaksJobConfig(DataOptions, StepRange):
             raise ThinklensError.of("prompt_formats", self.prompt_formats,
                                     f"{len(self.models)} prompt formats (model, then compare) or none",
                                     f"e.g. {opt('prompt_formats', ('think', 'cot', 'direct'))}, or leave it empty")
-        bad_styles = [s for s in (*self.prompt_formats, self.gold_format) if s not in STYLES]
-        if bad_styles:
-            raise ThinklensError.of("style", bad_styles[0], f"one of {STYLES}", "use think, cot or direct")
+        for name, values in (("prompt_formats", self.prompt_formats), ("gold_format", (self.gold_format,))):
+            bad = [s for s in values if s not in STYLES]
+            if bad:
+                raise ThinklensError.of(opt_name(name), bad[0], f"a zoo prompt format: one of {', '.join(STYLES)}",
+                                        did_you_mean(bad[0], STYLES) or "use think, cot or direct")
         if self.random_pool not in ("words", "any"):
             raise ThinklensError.of("random_pool", self.random_pool, "'words' or 'any'", "use words")
         if self.k < 1 or self.batch_size < 1 or self.max_new_tokens < 1 or self.top_words < 1:

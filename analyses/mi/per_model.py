@@ -308,7 +308,7 @@ def collect_model(model: HookedModel, *, key: str, name: str, role: str, fmt: Pr
     records = [read_trajectory(run_path, key, i) for i in range(len(prompts))]
     separator = next((token_separator(model.tokenizer, list(r.token_ids[:16])) for r in records if len(r.token_ids) >= 2), "")
     alike = answers_alike(gold[sites[0]], perm, fixed_estimator(cfg.estimators) or cfg.estimators[0])
-    return {**summarize_model(records, key=key, name=name, role=role, style=fmt.kind, fmt=fmt.kind, n_layers=model.n_layers,
+    return {**summarize_model(records, key=key, name=name, role=role, style=fmt.name, fmt=fmt.name, n_layers=model.n_layers,
                            d_model=model.d_model, cfg=cfg, token_separator=separator or "",
                            thinking_span=fmt.span.family if fmt.span is not None else None, answers_alike=alike),
             "budgets": budgets.summary()}

@@ -257,7 +257,7 @@ def stage_intervention(stage: str, model: HookedModel, problems: ProblemSet, cfg
                            "in the vocabulary", "summary": None}
     runner = {"suppression": stage_suppression, "recycling": stage_recycling, "ttts": stage_ttts}[stage]
     return {**runner(model, cfg, run, prompts, problems.answers, words, fmt), "word_source": source,
-            "prompt_format": fmt.kind}
+            "prompt_format": fmt.name}
 
 
 def shuffled_control_of(entry: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -49,7 +49,7 @@ def default_prompt(name: str) -> str:
 
         p = generate_problems(1, seed=123, config=TaskConfig(min_steps=3, max_steps=3))[0]
         fmt = format_for(name)  # a zoo model's own format, read from its folder without loading it
-        return fmt.render(p, get_model(name).tokenizer if fmt.kind == "chat" else None)
+        return fmt.render(p, get_model(name).tokenizer if fmt.name == "chat" else None)
     except Exception:  # noqa: BLE001 - a default is a convenience only
         return ""
 

@@ -224,7 +224,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     findings = lynx_findings(report, validity, table, rollouts, seed=settings.seed)
     summary = {
         "model": settings.model, "sites": [str(s) for s in sites], "skipped_deltas": list(report.skipped_deltas),
-        "prompt_format": fmt.kind, "exit_string": settings.exit_string, "cue_words": list(settings.cue_words),
+        "prompt_format": fmt.name, "exit_string": settings.exit_string, "cue_words": list(settings.cue_words),
         "max_answer_tokens": settings.max_answer_tokens, "max_new_tokens": settings.max_new_tokens,
         "exit_string_tokens": n_exit_string,
         "splits": {s: {"source": problems[s].source, "rollouts": len(d.traces), "events": d.n_events, "cue_events": d.n_cues,

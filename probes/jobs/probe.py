@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from thinklens.data.formats import ZOO_KINDS, check_format
+from thinklens.data.formats import ZOO_FORMATS, check_format
 from thinklens.data.problemsets import DataOptions
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt, opt_name
@@ -159,7 +159,7 @@ def check_intermediate(config: ProbeJobConfig, fmt: PromptFormat, problems: Prob
             "against the gold answers")
     if not fmt.is_zoo:
         raise ThinklensError.of(
-            "target intermediate", f"prompt format {fmt.kind}", f"a zoo style ({', '.join(ZOO_KINDS)}): the running "
+            "target intermediate", f"prompt format {fmt.name}", f"a zoo style ({', '.join(ZOO_FORMATS)}): the running "
             "value is aligned to the words of the zoo's renderings", f"pass {opt('prompt_format', 'think')} (or cot), or use "
             f"{opt('target', 'correct')}")
 
@@ -191,7 +191,7 @@ def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: P
     prompts = fmt.render_problems(problems, model.tokenizer)
     budget = budgets_for(model, prompts, new_token_budget(fmt, config.max_new_tokens, max_steps=config.max_steps,
                                                           default=ROLLOUT_TOKENS)).shared
-    texts = greedy_answers(model, prompts, cache, name=f"{name}.{fmt.kind}", batch_size=config.batch_size,
+    texts = greedy_answers(model, prompts, cache, name=f"{name}.{fmt.name}", batch_size=config.batch_size,
                            max_new_tokens=budget, progress=progress)
     return prompts, np.array([int(is_correct(t, p.answer)) for t, p in zip(texts, problems)])
 
@@ -208,7 +208,7 @@ def intention_metrics(model, config: ProbeJobConfig, fmt: PromptFormat, problems
     from thinklens.probes.intention import effective_dimensionality, intention_entropy, recoverability
     from thinklens.runs.stages import batch_ranges
 
-    names = config.intention_formats or (ZOO_KINDS if fmt.is_zoo else (fmt.kind,))
+    names = config.intention_formats or (ZOO_FORMATS if fmt.is_zoo else (fmt.name,))
     last = [hidden_state_site(i, model.n_layers) for i in range(max(1, model.n_layers - 4), model.n_layers + 1)]
     out: dict[str, Any] = {"sites": [str(s) for s in last], "styles": {}}
     for name in names:
@@ -307,7 +307,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         from thinklens.probes.value_dataset import value_dataset
 
         check_intermediate(config, fmt, problems)
-        ds = value_dataset(model, [p.ground_truth for p in problems], fmt.kind, sites,
+        ds = value_dataset(model, [p.ground_truth for p in problems], fmt.name, sites,
                            exclude_value_tokens=config.exclude_value_tokens, batch_size=config.batch_size)
         X, y, groups = ds["features"], ds["running"].astype(np.float64), ds["group"]
         sweeps = {"r2": layer_sweep(X, y, task="regression", probe=RidgeProbe(alpha=config.alpha),
@@ -318,7 +318,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         found = probe_findings(X, y, target="intermediate", probe=RidgeProbe(alpha=config.alpha), folds=config.folds,
                                seed=config.seed, groups=groups)
         final = RidgeProbe(alpha=config.alpha).fit(X[best], y)
-        title = f"Decoding the running value ({fmt.kind} text, ridge R², grouped {config.folds}-fold CV)"
+        title = f"Decoding the running value ({fmt.name} text, ridge R², grouped {config.folds}-fold CV)"
     else:
         prompts, y = graded_answers(model, config, fmt, problems, cache, progress=ctx.progress)
         n_min = int(min(y.sum(), len(y) - y.sum()))
@@ -349,7 +349,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         final = LinearProbe(C=config.C).fit(X[best], y)
         if tests:
             extra["transfer"] = transfer_scores(model, config, fmt, X, y, sites, tests, cache, progress=ctx.progress)
-        title = f"Predicting answer correctness from the last prompt token ({fmt.kind}, {config.folds}-fold CV)"
+        title = f"Predicting answer correctness from the last prompt token ({fmt.name}, {config.folds}-fold CV)"
     primary = next(iter(sweeps.values()))
     degenerate = at_chance(primary, X)
     if degenerate is None:
@@ -359,7 +359,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     findings_site = next((f.extra["site"] for f in found if "site" in f.extra), None)
     doc = {"target": config.target, "best_site": best, "findings_site": findings_site, "degenerate": degenerate,
            "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
-           "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.kind, **extra,
+           "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.name, **extra,
            "findings": findings_doc(found)}
     run_folder.write_result("sweep", doc)
     run_folder.write_figure("layer_sweep", figure_layer_sweep(sweeps, title=title))

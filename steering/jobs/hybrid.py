@@ -184,7 +184,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
         budget = budgets_for(base, op, new_token_budget(own, job.max_new_tokens, max_steps=steps)).shared
         texts = [t.text for t in base.generate(op, max_new_tokens=budget, batch_size=64)]
         correct = [bool(x) for x in graded(texts, ea)]  # per problem: a control the hybrid's findings pair with
-        row = {"style": own.kind, "accuracy": sum(correct) / max(1, len(correct)), "tokens": 0, "fired_fraction": 0.0,
+        row = {"style": own.name, "accuracy": sum(correct) / max(1, len(correct)), "tokens": 0, "fired_fraction": 0.0,
                "changed_fraction": 0.0, "samples": texts[:3], "correct": correct}
         run.mark_done("own_style", row)
         done["own_style"] = row
@@ -205,7 +205,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     run.write_result("hybrid_reach", reaches)
     run.write_result("hybrid_info", {
         "token_choice": TOKEN_CHOICE, "chooser_at_disagreement": "thinking",
-        "thinking_format": t_fmt.kind, "base_format": b_fmt.kind, "base_own_format": own.kind,
+        "thinking_format": t_fmt.name, "base_format": b_fmt.name, "base_own_format": own.name,
         "thinking_span": t_fmt.span.family if t_fmt.span is not None else None,
         "data": job.data or "zoo stream", "vector_data": job.vector_data or (job.data and "rest of --data") or "zoo stream",
         "n_evaluated": len(evaluated), "n_vector_problems": len(vector), "max_new_tokens": max_new})

@@ -225,7 +225,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     fmt = steer_set.fmt
     ctx.run.write_result("steer", {"rows": rows, "rows_by_seed": per_seed, "chosen": chosen, "site": str(site),
                                    "seeds": list(range(cfg.seed, cfg.seed + cfg.n_seeds)),
-                                   "data": cfg.data or cfg.prompts, "prompt_format": fmt.kind if fmt else None,
+                                   "data": cfg.data or cfg.prompts, "prompt_format": fmt.name if fmt else None,
                                    "max_new_tokens": max_new})
     ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
     found = steer_findings(per_seed, cfg.word, feature, harm=harm_bound(cfg), mode=cfg.mode)

@@ -141,7 +141,7 @@ def test_config_validation_and_stages() -> None:
         MIPeaksJobConfig(compare=("tiny-cot",), prompt_formats=("think",))
     with pytest.raises(ThinklensError, match="compare"):
         MIPeaksJobConfig(compare=("tiny-think",))
-    with pytest.raises(ThinklensError, match="style"):
+    with pytest.raises(ThinklensError, match="gold_format"):
         MIPeaksJobConfig(gold_format="essay")
     assert stage_names(MIPeaksJobConfig(model="/m/a", compare=("/n/a",), recycling=True)) == [
         "trajectories:a", "trajectories:a-2", "enrichment", "comparison", "recycling"]

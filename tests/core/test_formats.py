@@ -85,7 +85,7 @@ QUESTION = "Tom has 7 apples. Tom buys 5 more. How many apples does Tom have?"
 def test_r1_chat_prompt_opens_the_span_and_the_output_splits_inside_it():
     tok = tiny_tokenizer(R1_TEMPLATE)
     fmt = format_for("org/r1-distill", "chat", tokenizer=tok)
-    assert fmt.kind == "chat" and fmt.span == SPANS["think"]
+    assert fmt.name == "chat" and fmt.span == SPANS["think"]
     prompt = fmt.render(QUESTION, tok)
     assert prompt == f"<s><｜User｜>{QUESTION}\n{R1_INSTRUCTION}<｜Assistant｜><think>\n"
     assert fmt.opens_span(prompt)
@@ -171,13 +171,13 @@ def test_auto_picks_zoo_style_then_chat_then_plain():
     from thinklens.tasks import generate_problems, render_prompt
 
     think = format_for("tiny-think")
-    assert think.kind == "think" and think.lynx_exit == "</think> ####"
+    assert think.name == "think" and think.lynx_exit == "</think> ####"
     assert (format_for("tiny-cot").ttts_cue, format_for("tiny-cot").ttts_tokens) == (" ####", 8)
     p = generate_problems(1, seed=0)[0]
     assert think.render(p) == render_prompt(p, "think")
-    assert format_for("org/chat-model", tokenizer=tiny_tokenizer(R1_TEMPLATE)).kind == "chat"
+    assert format_for("org/chat-model", tokenizer=tiny_tokenizer(R1_TEMPLATE)).name == "chat"
     plain = format_for("org/base-model", tokenizer=tiny_tokenizer(None))
-    assert plain.kind == "plain" and plain.render(p) == p.question and plain.span == SPANS["think"]
+    assert plain.name == "plain" and plain.render(p) == p.question and plain.span == SPANS["think"]
 
 
 def test_zoo_think_and_cot_traces_split_on_their_markers():

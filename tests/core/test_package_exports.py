@@ -134,7 +134,7 @@ def test_format_for_renders_with_the_models_own_chat_template():
     q = "What is 7 + 5 ?"
     expected = model.tokenizer.apply_chat_template([{"role": "user", "content": f"{q}\n{R1_INSTRUCTION}"}],
                                                    add_generation_prompt=True, tokenize=False)
-    assert fmt.kind == "chat" and fmt.render(q) == expected and fmt.render_all([q, q]) == [expected, expected]
+    assert fmt.name == "chat" and fmt.render(q) == expected and fmt.render_all([q, q]) == [expected, expected]
     assert expected.startswith("<|im_start|>user\n") and q in expected  # the template applied, not the bare question
     assert fmt.render(q, model.tokenizer) == expected
     assert fmt == PromptFormat("chat", span=fmt.span) and "tokenizer" not in json.dumps(to_jsonable(fmt))

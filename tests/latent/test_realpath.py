@@ -57,7 +57,7 @@ def test_the_patches_catch_a_zoo_branch(r1, gsm8k_aug, no_zoo_paths):
 def test_examples_are_in_the_models_own_format_and_tokens(r1, gsm8k_aug, no_zoo_paths):
     tok = r1.tokenizer
     fmt = format_for(r1)
-    assert fmt.kind == "chat"
+    assert fmt.name == "chat"
     builder = ExampleBuilder(tok, fmt)
     problem = load_problems(str(gsm8k_aug))[0]  # Natalia: 72, chain <<48/2=24>> <<48+24=72>>
     ex = builder.build(problem)
@@ -221,7 +221,7 @@ def test_codi_in_plain_format_on_other_families_with_a_bpe_tokenizer(r1_twin, gs
     run_job("codi", model=str(path), data=str(gsm8k_aug), prompt_format="plain", add_tokens=True, train_steps=1, batch_size=2,
             n_latents=3, n_eval=0, publish=str(tmp_path / "m"), runs=tmp_path, run_id=family, progress=False)
     lm = load_latent_model(str(tmp_path / "m"))
-    assert lm.builder.format.kind == "plain"
+    assert lm.builder.format.name == "plain"
     problems = list(load_problems(str(gsm8k_aug)))[:4]
     examples = lm.builder.build_all(problems)
     assert list(examples[0].prompt) == lm.model.tokenizer(problems[0].question)["input_ids"]

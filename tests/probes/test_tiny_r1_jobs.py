@@ -206,6 +206,6 @@ def test_auto_format_of_a_chat_model_is_chat_with_the_r1_instruction(r1, files):
 
     fmt = format_for(r1, "auto")
     prompt = fmt.render(load_problems(files["test"])[0].question, r1.tokenizer)
-    assert fmt.kind == "chat" and fmt.lynx_exit == R1_EXIT
+    assert fmt.name == "chat" and fmt.lynx_exit == R1_EXIT
     assert prompt.startswith("<|im_start|>user\n") and prompt.endswith(f"\n{R1_INSTRUCTION}<|im_end|>\n<|im_start|>assistant\n<think>\n")
     assert fmt.opens_span(prompt)

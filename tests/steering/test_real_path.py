@@ -151,7 +151,7 @@ def test_the_zoo_stream_follows_the_models_own_format(tiny_r1):
     from thinklens.steering.problems import data_format
     from thinklens.zoo.registry import zoo_path
 
-    assert data_format(HookedModel.load(tiny_r1), "auto", "zoo:think").kind == "chat"  # not the zoo's spaced words
+    assert data_format(HookedModel.load(tiny_r1), "auto", "zoo:think").name == "chat"  # not the zoo's spaced words
     if zoo_path("tiny-think") is not None:
         think = HookedModel.load("tiny-think")
-        assert data_format(think, "auto", "zoo:cot").kind == "cot" and data_format(think, "plain", "zoo:cot").kind == "plain"
+        assert data_format(think, "auto", "zoo:cot").name == "cot" and data_format(think, "plain", "zoo:cot").name == "plain"

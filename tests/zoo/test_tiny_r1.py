@@ -75,7 +75,7 @@ def test_chat_template_opens_the_thinking_span(r1):
                                      tokenize=False)
     assert prompt == "<|im_start|>user\nTom has 7 apples.<|im_end|>\n<|im_start|>assistant\n<think>\n"
     fmt = format_for(r1)
-    assert fmt.kind == "chat" and fmt.span == SPANS["think"] and fmt.opens_span(prompt)
+    assert fmt.name == "chat" and fmt.span == SPANS["think"] and fmt.opens_span(prompt)
 
 
 def test_greedy_answers_reason_in_the_span_then_box_the_answer(r1):

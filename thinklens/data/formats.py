@@ -2,7 +2,8 @@
 are reasoning and which are the answer, and the answer cues that forced exits (LYNX) and test-time
 scaling (TTTS) append. A format is data chosen per model, never a zoo constant in an analysis.
 
-Kinds:
+Prompt formats (one name for the idea: ``--prompt-format``, a config's ``prompt_format``, :attr:`PromptFormat.name`;
+the zoo's task calls its three renderings "styles": a zoo style is a zoo model's prompt format):
 
 - ``chat``: the model's own ``apply_chat_template`` with the generation prompt, keeping whatever the
   template opens the thinking span with (R1's ``<think>\\n``); the user turn is the problem and, on its
@@ -41,9 +42,10 @@ from thinklens.errors import ThinklensError, did_you_mean, opt
 #: The user-message instruction the R1 distills and LYNX recommend (after the problem, on its own line).
 R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
-#: Format names accepted by ``--prompt-format``.
-FORMAT_KINDS: tuple[str, ...] = ("auto", "chat", "plain", "direct", "cot", "think")
-ZOO_KINDS: tuple[str, ...] = ("direct", "cot", "think")
+#: The prompt formats ``--prompt-format`` accepts.
+PROMPT_FORMATS: tuple[str, ...] = ("auto", "chat", "plain", "direct", "cot", "think")
+#: The zoo's prompt formats (its styles: spaced words, ``####`` answers).
+ZOO_FORMATS: tuple[str, ...] = ("direct", "cot", "think")
 
 #: The answer cues of the papers' reference code: LYNX's forced exit after the span's close marker,
 #: TTTS's final-answer request and how many tokens it reads after it.
@@ -219,8 +221,8 @@ class PromptFormat:
     format can be written to a run's config and compared.
     """
 
-    kind: str
-    """chat, plain, direct, cot or think."""
+    name: str
+    """The prompt format: chat, plain, direct, cot or think."""
     span: ThinkingSpan | None = None
     """The model's thinking-span markers (None: it has none)."""
     instruction: str = R1_INSTRUCTION
@@ -231,14 +233,22 @@ class PromptFormat:
     """chat: extra keywords of ``apply_chat_template``, e.g. ``(("enable_thinking", True),)`` for Qwen3."""
 
     def __post_init__(self) -> None:
-        if self.kind not in FORMAT_KINDS or self.kind == "auto":
-            raise ThinklensError.of("prompt format", self.kind, f"one of {', '.join(FORMAT_KINDS[1:])}",
-                                    did_you_mean(self.kind, FORMAT_KINDS[1:]) or "resolve auto with format_for")
+        if self.name not in PROMPT_FORMATS or self.name == "auto":
+            raise ThinklensError.of("prompt format", self.name, f"one of {', '.join(PROMPT_FORMATS[1:])}",
+                                    did_you_mean(self.name, PROMPT_FORMATS[1:]) or "resolve auto with format_for")
+
+    @property
+    def kind(self) -> str:
+        """Deprecated: :attr:`name` (the prompt format has one name)."""
+        import warnings
+
+        warnings.warn("PromptFormat.kind is deprecated; use PromptFormat.name", DeprecationWarning, stacklevel=2)
+        return self.name
 
     @property
     def is_zoo(self) -> bool:
         """A zoo style (the zoo's spaced word prompts and ``####`` answers)."""
-        return self.kind in ZOO_KINDS
+        return self.name in ZOO_FORMATS
 
     # ---- answer cues ------------------------------------------------------------------------
     @property
@@ -246,7 +256,7 @@ class PromptFormat:
         """Appended to a prefix cut at a cue word to force an answer (LYNX): the span's close, then
         ``Final Answer: \\boxed{``; the zoo's ``####`` (after ``</think>`` in think traces)."""
         if self.is_zoo:
-            return "</think> ####" if self.kind == "think" else ZOO_CUE
+            return "</think> ####" if self.name == "think" else ZOO_CUE
         if self.span is None:
             return LYNX_ANSWER
         if self.span.exit_open:
@@ -290,8 +300,8 @@ class PromptFormat:
             from thinklens.tasks.problem import spaced
             from thinklens.tasks.render import CUES, render_prompt
 
-            return render_prompt(problem, self.kind) if isinstance(problem, Problem) else f"{spaced(question)} {CUES[self.kind]}"
-        if self.kind == "plain":
+            return render_prompt(problem, self.name) if isinstance(problem, Problem) else f"{spaced(question)} {CUES[self.name]}"
+        if self.name == "plain":
             return question
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):
             raise ThinklensError.of("chat format", "a tokenizer without a chat template", "a tokenizer with one",
@@ -342,14 +352,14 @@ class PromptFormat:
 
 
 def check_format(name: str) -> str:
-    """``name`` if it is a format kind, else a did-you-mean :class:`ThinklensError`."""
-    if name not in FORMAT_KINDS:
-        raise ThinklensError.of("prompt format", name, f"one of {', '.join(FORMAT_KINDS)}",
-                                did_you_mean(name, FORMAT_KINDS) or f"pass {opt('prompt_format', 'auto')}")
+    """``name`` if it is a prompt format, else a did-you-mean :class:`ThinklensError`."""
+    if name not in PROMPT_FORMATS:
+        raise ThinklensError.of("prompt format", name, f"one of {', '.join(PROMPT_FORMATS)}",
+                                did_you_mean(name, PROMPT_FORMATS) or f"pass {opt('prompt_format', 'auto')}")
     return name
 
 
-def zoo_format_kind(name_or_path: str) -> str | None:
+def zoo_prompt_format(name_or_path: str) -> str | None:
     """The format a zoo model answers in (its zoo.json's ``prompt_format``, else its zoo style), or None
     for a model that is not from the zoo."""
     from thinklens.tasks.protocol import model_style, zoo_meta
@@ -361,8 +371,8 @@ def zoo_format_kind(name_or_path: str) -> str | None:
     return check_format(declared) if declared else model_style(name_or_path)
 
 
-def format_for(model: Any, kind: str = "auto", *, tokenizer: Any = None, **fields: Any) -> PromptFormat:
-    """The prompt format of a model: ``kind`` (auto, chat, plain, direct, cot, think) resolved with its
+def format_for(model: Any, prompt_format: str = "auto", *, tokenizer: Any = None, **fields: Any) -> PromptFormat:
+    """The prompt format of a model: ``prompt_format`` (auto, chat, plain, direct, cot, think) resolved with its
     tokenizer, the span detected from it.
 
     The format keeps the tokenizer (outside its fields: not compared, not written to a config, dropped by
@@ -371,23 +381,30 @@ def format_for(model: Any, kind: str = "auto", *, tokenizer: Any = None, **field
     Args:
         model: a :class:`~thinklens.engine.model.HookedModel` (its ``name`` and ``tokenizer``), or a model name
             or folder with ``tokenizer`` given.
+        prompt_format: the ``--prompt-format`` choice (``kind=``, its former name, still works with a warning).
         fields: overrides of :class:`PromptFormat` fields (instruction, system, template_kwargs).
 
     Example:
-        >>> format_for("tiny-think", tokenizer=None).kind  # doctest: +SKIP
+        >>> format_for("tiny-think", tokenizer=None).name  # doctest: +SKIP
         'think'
     """
+    if "kind" in fields:  # the keyword's name before the prompt format had one name
+        import warnings
+
+        warnings.warn("format_for(kind=...) is deprecated; use format_for(prompt_format=...)", DeprecationWarning,
+                      stacklevel=2)
+        prompt_format = fields.pop("kind")
     name = str(getattr(model, "name", model))
     tok = tokenizer if tokenizer is not None else getattr(model, "tokenizer", None)
-    kind = check_format(kind)
-    if kind == "auto":
+    prompt_format = check_format(prompt_format)
+    if prompt_format == "auto":
         has_template = bool(getattr(tok, "chat_template", None))
-        kind = zoo_format_kind(name) or ("chat" if has_template else "plain")
-    if kind in ZOO_KINDS:
-        span = ZOO_THINK_SPAN if kind == "think" else ZOO_COT_SPAN if kind == "cot" else None
+        prompt_format = zoo_prompt_format(name) or ("chat" if has_template else "plain")
+    if prompt_format in ZOO_FORMATS:
+        span = ZOO_THINK_SPAN if prompt_format == "think" else ZOO_COT_SPAN if prompt_format == "cot" else None
     else:
         span = detect_span(tok) if tok is not None else None
-    fmt = PromptFormat(kind, span=fields.pop("span", span), **fields)
+    fmt = PromptFormat(prompt_format, span=fields.pop("span", span), **fields)
     object.__setattr__(fmt, "_tokenizer", tok)  # frozen: bound once here, never a field
     return fmt
 

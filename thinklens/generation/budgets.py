@@ -51,9 +51,9 @@ def new_token_budget(fmt: Any, requested: int | None, *, max_steps: int | None =
     if not fmt.is_zoo:
         return default
     if max_steps is None:
-        raise ThinklensError.of(f"budget of the {fmt.kind} style", "no max_steps", "the most steps of the problems "
+        raise ThinklensError.of(f"budget of the {fmt.name} prompt format", "no max_steps", "the most steps of the problems "
                                 "(a zoo style's budget is sized by steps)", "pass max_steps, or max_new_tokens")
-    return token_budget(fmt.kind, max_steps)
+    return token_budget(fmt.name, max_steps)
 
 
 @dataclass(frozen=True)

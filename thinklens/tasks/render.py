@@ -60,7 +60,7 @@ def check_style(style: str) -> str:
 
         near = difflib.get_close_matches(str(style), STYLES, n=1)
         fix = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(STYLES)}"
-        raise ThinklensError.of("style", style, f"one of {', '.join(STYLES)}", fix)
+        raise ThinklensError.of("prompt format", style, f"a zoo prompt format (a zoo style): one of {', '.join(STYLES)}", fix)
     return style
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from thinklens.data.answers import is_correct, parse_equations
-from thinklens.data.formats import zoo_format_kind
+from thinklens.data.formats import zoo_prompt_format
 from thinklens.engine.model import HookedModel
 from thinklens.errors import ThinklensError
 from thinklens.generation.decode_loop import generate_texts  # the zoo evaluator's decoding, in the core (steering scores with it too)
@@ -101,7 +101,7 @@ def evaluate_zoo_model(
         sampled: for think style, also sample every problem once at temperature 1 (seeded) and report
             the hmm/wait rate and the corrections there (the ``sampled_*`` fields).
     """
-    if zoo_format_kind(str(path_or_name)) == "chat":  # tiny-r1: prompted through its chat template
+    if zoo_prompt_format(str(path_or_name)) == "chat":  # tiny-r1: prompted through its chat template
         return evaluate_r1_model(path_or_name, n_per_steps=n_per_steps, steps=steps, seed=seed, task=task,
                                  batch_size=batch_size, n_samples=n_samples)
     style = _style_for(path_or_name, style)
