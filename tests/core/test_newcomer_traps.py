@@ -158,9 +158,7 @@ def _format_options() -> list:
     for job in all_jobs():
         for name in ("prompt_format", "base_format", "intention_formats", "gold_format", "prompt_formats"):
             if name in {f.name for f in dataclasses.fields(job.config)}:
-                marks = [pytest.mark.xfail(strict=True, reason="grpo checks its format only when it evaluates (its config "
-                                           "moves to thinklens/zoo/grpo_config.py)")] if job.name == "grpo" else []
-                out.append(pytest.param(job.name, name, marks=marks, id=f"{job.name}-{name}"))
+                out.append(pytest.param(job.name, name, id=f"{job.name}-{name}"))
     return out
 
 

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from thinklens.engine.training import OptimOptions
 from thinklens.errors import ThinklensError, opt
-from thinklens.tasks import StepRange
+from thinklens.tasks import StepRange, check_style
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class GRPOConfig(StepRange, OptimOptions):
     renamed: ClassVar[dict[str, str]] = {"steps": "train_steps", "style": "prompt_format", "eval_per_steps": "n_eval"}
 
     def check(self) -> None:
+        check_style(self.prompt_format)  # a typo is refused here, not once the trained model is evaluated
         for name in ("train_steps", "prompts_per_step", "group_size"):
             if getattr(self, name) < 1:
                 raise ThinklensError.of(f"GRPOConfig.{name}", getattr(self, name), "a positive integer", f"pass {opt(name, 8)}")
