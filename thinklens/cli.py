@@ -4,7 +4,9 @@
 fields are its options (help = the field docstrings), followed by the options every job shares
 (``--model``, ``--seed`` from the config; ``--device``, ``--dtype``, ``--threads``, ``--runs``,
 ``--run-id``, ``--out``, ``--no-progress``, ``--config FILE``). Jobs are imported only when named, so
-``thinklens --help`` stays fast. Every user error exits with code 2 and one line on stderr.
+``thinklens --help`` stays fast, and each command imports the modules it needs inside its function (the imports
+marked ``start-up``): importing this module loads :mod:`thinklens.errors` alone. Every user error exits with code 2
+and one line on stderr.
 
 Example:
     >>> build_parser().parse_args(["info", "tiny-think"]).model
@@ -35,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.model import HookedModel  # torch: imported when the command runs
 
     m = HookedModel.load(args.model, device=args.device)
     n_params = sum(p.numel() for p in m.hf.parameters())
@@ -59,8 +61,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_models(args: argparse.Namespace) -> int:
     """``thinklens models``: the zoo (committed) and the packaged real models (installed by ``make real``)."""
-    from thinklens.engine.real_models import list_real_models, real_model_folder
-    from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_path
+    from thinklens.engine.real_models import list_real_models, real_model_folder  # each command imports its own (start-up)
+    from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_path  # (start-up)
 
     if args.convert:
         for row in list_real_models():
@@ -85,7 +87,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    import subprocess
+    import subprocess  # (start-up: subprocess, selectors, threading)
 
     app = Path(__file__).resolve().parent.parent / "app" / "Home.py"
     if not app.exists():
@@ -97,7 +99,7 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """``thinklens runs``: the runs under the runs root; ``thinklens runs show REF``: one run in full."""
-    from thinklens.runs.listing import run_table, show_lines, write_lines
+    from thinklens.runs.listing import run_table, show_lines, write_lines  # each command imports its own (start-up)
 
     root = getattr(args, "show_runs", None) or args.runs
     if getattr(args, "runs_command", None) == "show":
@@ -109,8 +111,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def add_job_parser(jobs: Any, job: Any) -> argparse.ArgumentParser:
     """``thinklens run <job.name>``: the config's fields, then the common options."""
-    from thinklens.runs.configcli import add_config_arguments
-    from thinklens.runs.jobs import RunOptions
+    from thinklens.runs.configcli import add_config_arguments  # the job contract: imported by the parser,
+    from thinklens.runs.jobs import RunOptions  # not by `import thinklens.cli` (start-up)
 
     p = jobs.add_parser(job.name, help=job.help, description=job.about)
     g = p.add_argument_group(f"{job.name} options (a field of {job.config.__name__} each)")
@@ -139,16 +141,16 @@ def _unknown_options(parser: argparse.ArgumentParser, args: argparse.Namespace, 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the job named by ``args.job`` through the contract; print its folder and report."""
-    import dataclasses
+    import dataclasses  # (start-up: dataclasses imports inspect, ast, dis)
 
-    from thinklens.runs.jobs import RunOptions, execute, get_job
+    from thinklens.runs.jobs import RunOptions, execute, get_job  # each command imports its own (start-up)
 
     job = get_job(args.job)
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(job.config) if hasattr(args, f.name)}
     config = job.make_config(preset=getattr(args, "preset", None), config_file=args.config_file, **given)
     options = RunOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunOptions) if hasattr(args, f.name)})
     result, run = execute(job, config, options)
-    from thinklens.engine.training import launched_rank
+    from thinklens.engine.training import launched_rank  # (start-up)
 
     if launched_rank() != 0:  # under a multi-process launch the main process reports
         return 0
@@ -161,7 +163,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\n".join(lines))
     findings = (run.meta().get("summary") or {}).get("findings") or []
     if findings:  # the closing lines: the same verdicts as the summary JSON, the Home card and the page
-        from thinklens.calibration.findings import finding_sentence
+        from thinklens.calibration.findings import finding_sentence  # numpy: only for a run with findings
 
         print("findings:")
         for f in findings:
@@ -174,14 +176,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _jsonable(obj: Any) -> Any:
-    from thinklens.runs.folders import to_jsonable
+    from thinklens.runs.folders import to_jsonable  # (start-up)
 
     return to_jsonable(obj)
 
 
 def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
     """The parser; ``jobs`` names the jobs whose options are loaded (None: every registered job)."""
-    from thinklens.runs.jobs import get_job, job_names
+    from thinklens.runs.jobs import get_job, job_names  # the job contract (start-up: not at import)
 
     p = _Parser(prog="thinklens", description="interpretability and latent-reasoning workbench")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -230,7 +232,7 @@ def _jobs_to_load(argv: list[str]) -> "list[str] | None":
 def _quiet_libraries() -> None:
     """The CLI prints its own progress; silence the libraries' bars and info logs (CLI only)."""
     try:
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # heavy: imported on first use
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
@@ -256,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {e}\n")
         return 2
     except KeyboardInterrupt as e:  # SIGINT or SIGTERM: one line, exit 128 + the signal (130, 143), as a shell reports it
-        from thinklens.runs.interrupts import JobInterrupted
+        from thinklens.runs.interrupts import JobInterrupted  # (start-up)
 
         stopped = e if isinstance(e, JobInterrupted) else JobInterrupted.of(e)
         sys.stderr.write(f"{stopped}\n" if stopped.run is not None else

@@ -108,7 +108,7 @@ def did_you_mean(word: str, choices: "list[str] | tuple[str, ...]") -> str:
         >>> did_you_mean("lnyx", ["lynx", "probe"])
         "did you mean 'lynx'?"
     """
-    import difflib
+    import difflib  # only when an error is raised: every command imports this module at start-up
 
     close = difflib.get_close_matches(str(word), list(choices), n=1)
     return f"did you mean {close[0]!r}?" if close else f"choose one of {', '.join(choices)}"

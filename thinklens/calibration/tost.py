@@ -60,7 +60,7 @@ def tost_mean(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: floa
         >>> tost_mean([0.0] * 60, margin=0.02).equivalent
         False
     """
-    from scipy import stats
+    from scipy import stats  # heavy: imported on first use
 
     d = np.asarray(diffs, dtype=float)
     if d.ndim != 1 or len(d) < 2 or not np.isfinite(d).all():

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import queue
 import re
@@ -85,7 +86,7 @@ def plain_number(text: str):
         >>> plain_number("1,024"), plain_number("3.50"), plain_number("1e5")
         (1024, 3.50000000000000, None)
     """
-    import sympy
+    import sympy  # heavy: imported on first use
 
     digits = text.replace(",", "")
     if _INTEGER_RE.fullmatch(digits):
@@ -110,8 +111,8 @@ def fast_parsing() -> None:
     Called in the worker process only (it changes a third-party class of that process); the oracle test
     (tests/test_grading_latency.py) holds the verdicts of every answer case equal with and without it.
     """
-    from antlr4.atn.PredictionMode import PredictionMode
-    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+    from antlr4.atn.PredictionMode import PredictionMode  # heavy: imported on first use
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy  # heavy: imported on first use
 
     if getattr(_Latex2Sympy, "_thinklens_fast", False):
         return
@@ -141,12 +142,10 @@ def fast_parsing() -> None:
 
 def serve() -> None:
     """The worker loop: one JSON request per stdin line (``{"gold", "pred"}``), one JSON reply per line."""
-    import logging
-
     # The parent enforces the time limit, so math-verify's own (signal) limits are off; silence the
     # warning it logs about that, and its parse-failure chatter.
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # heavy: imported on first use
 
     if os.environ.get("THINKLENS_GRADING_PARSE") != "reference":  # "reference": latex2sympy as shipped (the oracle test)
         fast_parsing()

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import re
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from thinklens.data.answers import extract_answer, is_correct, parse_answer
+from thinklens.data.formats import check_format
+from thinklens.data.sources import read_rows
 from thinklens.errors import ThinklensError, did_you_mean, opt, opt_name
 from thinklens.runs.configcli import ConfigGroup
 
@@ -139,6 +142,7 @@ class ProblemSet:
             >>> [p.metadata["n_steps"] for p in ProblemSet.synthetic(1, seed=5, min_steps=2, max_steps=3, per_steps=True)]
             [2, 3]
         """
+        # the task (numpy): imported on first use, so a job's --help (DataOptions) starts without numpy
         from thinklens.tasks.config import TaskConfig, check_step_range
         from thinklens.tasks.generator import generate_problems
         from thinklens.tasks.protocol import problems_by_steps
@@ -155,7 +159,7 @@ class ProblemSet:
             drawn = problems_by_steps(n, min_steps, max_steps, seed=seed)
             ids = [f"{prefix}-{p.n_steps}-{i % n}" for i, p in enumerate(drawn)]
         else:
-            import numpy as np
+            import numpy as np  # numpy: imported on first use (see above)
 
             rng = seed if isinstance(seed, int) else np.random.default_rng(list(seed))
             drawn = generate_problems(n, seed=rng, config=TaskConfig(min_steps=min_steps, max_steps=max_steps))
@@ -263,8 +267,6 @@ def load_problems(
         seed: synthetic only: the seed base of the problem streams (default: the held-out ``eval`` seeds).
         cache_dir: the Hugging Face hub cache to look hub ids up in (default: the user's cache).
     """
-    from thinklens.data.sources import read_rows
-
     text = str(source)
     fields = parse_mapping(mapping)
     match = _SYNTHETIC_RE.fullmatch(text.strip())
@@ -289,7 +291,7 @@ def load_problems(
 
 def synthetic_problems(min_steps: int, max_steps: int, per_steps: int, *, seed: int | None = None) -> list[RealProblem]:
     """``per_steps`` synthetic problems of every step count, from the held-out ``eval`` seeds unless ``seed``."""
-    from thinklens.tasks.protocol import HELD_OUT
+    from thinklens.tasks.protocol import HELD_OUT  # numpy: imported on first use (see ProblemSet.synthetic)
 
     base = HELD_OUT["eval"] if seed is None else seed
     if isinstance(per_steps, bool) or not isinstance(per_steps, int) or per_steps < 1:
@@ -400,8 +402,6 @@ class DataOptions(ConfigGroup):
     direct, cot or think."""
 
     def check(self) -> None:
-        from thinklens.data.formats import check_format
-
         check_format(self.prompt_format)
         parse_mapping(self.data_fields or None)
         check_one_step_range(self)
@@ -458,8 +458,6 @@ def check_one_step_range(config: Any) -> None:
         ...
         thinklens.errors.ThinklensError: bad data / max_steps: received 'synthetic:2-4 with max_steps=6'; expected one step range ...
     """
-    import dataclasses
-
     match = _SYNTHETIC_RE.fullmatch(str(getattr(config, "data", "")).strip())
     defaults = {f.name: f.default for f in dataclasses.fields(config) if f.name in ("min_steps", "max_steps")}
     if match is None or len(defaults) < 2:

@@ -31,6 +31,7 @@ from typing import Any
 from torch import nn
 
 from thinklens.engine.module_paths import Adapter
+from thinklens.engine.sites import PART_KINDS
 from thinklens.errors import ThinklensError
 
 _ATTN_NAME = re.compile(r"(^|_)(self_?)?attn$|attention$", re.IGNORECASE)
@@ -56,6 +57,7 @@ def _transformer_lens():
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # heavy (seconds): imported on first use, only for a family the adapter table does not list
             from transformer_lens.config import TransformerBridgeConfig
             from transformer_lens.factories.architecture_adapter_factory import ArchitectureAdapterFactory
             from transformer_lens.model_bridge.sources.transformers import (
@@ -134,8 +136,8 @@ def adapter_from_transformer_lens(hf: nn.Module) -> Adapter | None:
 
 def adapter_from_model_type(model_type: str) -> Adapter | None:
     """TransformerLens's adapter for an HF ``model_type`` from its default config (no model needed)."""
-    from transformers import AutoConfig
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers import AutoConfig  # heavy: imported on first use
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # heavy: imported on first use
 
     architecture = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
     if architecture is None:
@@ -273,7 +275,6 @@ def _hybrid_parts(blocks: nn.ModuleList) -> tuple[tuple[tuple[str, str], ...], .
     attn_paths = {parts.get("attn_out") for parts in per_block}
     if not mixers and len(attn_paths) == 1 and None not in attn_paths:
         return None
-    from thinklens.engine.sites import PART_KINDS
 
     return tuple(tuple((k, parts[k]) for k in PART_KINDS if k in parts) for parts in per_block)
 

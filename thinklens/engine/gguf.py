@@ -24,11 +24,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
 import struct
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -93,8 +96,6 @@ def converted_folder(gguf_path: str | Path, *, name: str | None = None, package:
         progress: print what happens on stderr (the conversion takes ~20-60 s on 2 cores).
         extra: more fields for ``thinklens_source.json`` (the model's registry name, its license).
     """
-    import sys
-
     gguf_path = Path(gguf_path).expanduser().resolve()
     header = check_gguf(gguf_path, package=package)
     digest = sha256_file(gguf_path)
@@ -128,11 +129,8 @@ def converted_folder(gguf_path: str | Path, *, name: str | None = None, package:
 
 def _dequantize_into(gguf_path: Path, out: Path, *, package: str | None, say: Any) -> None:
     """Load the GGUF with transformers, rebuild the model without its quantization config, save model and tokenizer."""
-    import contextlib
-    import io
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # heavy: imported on first use
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: imported on first use
 
     try:
         import gguf  # noqa: F401 - transformers needs it to read the file

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
@@ -56,16 +57,14 @@ def folder_problem(folder: str | Path) -> ThinklensError | None:
     if not isinstance(cfg, dict):
         return _error("config.json holds no JSON object", cfg_path, "an object of config fields",
                       "save the model again with save_pretrained")
-    from transformers import CONFIG_MAPPING
+    from transformers import CONFIG_MAPPING  # heavy: imported on first use
 
     model_type = cfg.get("model_type")
     if not model_type:
         return _error("config.json names no model_type", cfg_path, "a model_type field (e.g. \"llama\")",
                       "add the model_type of the architecture, or save the model again")
     if model_type not in CONFIG_MAPPING:
-        import difflib
-
-        import transformers
+        import transformers  # heavy: imported on first use
 
         close = difflib.get_close_matches(str(model_type), list(CONFIG_MAPPING.keys()), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""

@@ -41,11 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
+from thinklens.runs.folders import RunFolder, atomic_write_json, replace_dir
 
 if TYPE_CHECKING:
     import torch
-
-    from thinklens.runs.folders import RunFolder
 
 
 # ---------------------------------------------------------------- learning rate
@@ -113,7 +112,7 @@ def decay_groups(named_params: Iterable[tuple[str, "torch.nn.Parameter"]], weigh
 def adamw(named_params: Iterable[tuple[str, "torch.nn.Parameter"]], *, lr: float, weight_decay: float,
           betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> "torch.optim.AdamW":
     """AdamW over ``named_params`` with weight decay on matrices only (:func:`decay_groups`)."""
-    import torch
+    import torch  # heavy: imported on first use
 
     return torch.optim.AdamW(decay_groups(named_params, weight_decay), lr=lr, betas=betas, eps=eps)
 
@@ -123,7 +122,7 @@ def adamw(named_params: Iterable[tuple[str, "torch.nn.Parameter"]], *, lr: float
 
 def optimizer_tensors(module: "torch.nn.Module", opt: "torch.optim.Optimizer") -> dict[str, "torch.Tensor"]:
     """``{"<param name>::<key>": tensor}`` for every optimizer state entry (``step`` included), on CPU."""
-    import torch
+    import torch  # heavy: imported on first use
 
     out: dict[str, torch.Tensor] = {}
     for name, p in module.named_parameters():
@@ -135,9 +134,7 @@ def optimizer_tensors(module: "torch.nn.Module", opt: "torch.optim.Optimizer") -
 def save_checkpoint(folder: str | Path, module: "torch.nn.Module", opt: "torch.optim.Optimizer | None",
                     state: dict[str, Any]) -> None:
     """Write weights, optimizer state and the JSON ``state`` to ``folder`` atomically (temp folder, then swap)."""
-    from safetensors.torch import save_file, save_model
-
-    from thinklens.runs.folders import atomic_write_json, replace_dir
+    from safetensors.torch import save_file, save_model  # heavy: imported on first use
 
     folder = Path(folder)
     tmp = folder.with_name(folder.name + ".tmp")
@@ -157,7 +154,7 @@ def checkpoint_state(folder: str | Path) -> dict[str, Any] | None:
 
 def load_optimizer(folder: str | Path, module: "torch.nn.Module", opt: "torch.optim.Optimizer") -> None:
     """Restore the optimizer state of a checkpoint into ``opt`` (matched by parameter name)."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # heavy: imported on first use
 
     by_name: dict[str, dict[str, Any]] = {}
     for key, value in load_file(str(Path(folder) / "optimizer.safetensors")).items():
@@ -170,7 +167,7 @@ def load_optimizer(folder: str | Path, module: "torch.nn.Module", opt: "torch.op
 
 def load_checkpoint(folder: str | Path, module: "torch.nn.Module", opt: "torch.optim.Optimizer | None" = None) -> dict[str, Any]:
     """Load a checkpoint's weights into ``module`` (and its optimizer state into ``opt``); returns its JSON state."""
-    from safetensors.torch import load_model
+    from safetensors.torch import load_model  # heavy: imported on first use
 
     folder = Path(folder)
     state = checkpoint_state(folder)
@@ -192,7 +189,7 @@ def make_accelerator(device: str = "cpu") -> Any:
     Under ``accelerate launch`` or torchrun (their environment variables) it joins the process group, so
     the same script trains on one CPU, several CPU processes (gloo) or several GPUs.
     """
-    from accelerate import Accelerator
+    from accelerate import Accelerator  # heavy: imported on first use
 
     return Accelerator(cpu=str(device) == "cpu")
 
@@ -230,7 +227,7 @@ def close_process_group() -> None:
     then, after its work is done and its results are written; a relaunch then reads as a crash. Runs at
     exit of every process that joined a group through :func:`shared_run_folder`; a no-op when none is open.
     """
-    import torch.distributed as dist
+    import torch.distributed as dist  # heavy: imported on first use
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
@@ -249,10 +246,8 @@ def shared_run_folder(create: Callable[[], "RunFolder"], *, cpu: bool = True) ->
     """
     if launched_world_size() <= 1:
         return create()
-    import torch.distributed as dist
-    from accelerate import PartialState
-
-    from thinklens.runs.folders import RunFolder
+    import torch.distributed as dist  # heavy: imported on first use
+    from accelerate import PartialState  # heavy: imported on first use
 
     state = PartialState(cpu=cpu)  # joins the launch's process group (the trainer's Accelerator reuses it)
     atexit.unregister(close_process_group)  # one registration however many jobs this process runs

@@ -41,6 +41,8 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from thinklens.errors import ThinklensError
+
 
 class ConfigGroup:
     """Base of every config field group: validation is each class's own ``check(self)``, run along the MRO.
@@ -132,8 +134,6 @@ def rename_deprecated(cls: type, values: Mapping[str, Any], *, cli: bool = False
             out[key] = value
             continue
         if new in values:
-            from thinklens.errors import ThinklensError
-
             raise ThinklensError.of(key, value, f"only {new} (the deprecated name {key} was given with it)",
                                     f"drop {key}")
         print(deprecation_line(key, new, cli=cli), file=sys.stderr)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.runs.jobs import pipeline_jobs
+
 
 @dataclass(frozen=True)
 class DemoStep:
@@ -33,8 +35,6 @@ def demo_steps(errors: list[str] | None = None) -> tuple[DemoStep, ...]:
 
     A job whose module fails to import is left out (its error is appended to ``errors``).
     """
-    from thinklens.runs.jobs import pipeline_jobs
-
     return tuple(DemoStep(run.name(job.name), run.argv(job.name), job.run_kind if run.print_summary else None, run.run_id)
                  for job in pipeline_jobs(errors) for run in job.demo)
 

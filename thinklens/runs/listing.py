@@ -16,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -60,7 +62,7 @@ def run_headline(entry: RunEntry) -> str:
         return f"failed: {entry.failure}" if entry.failure else "failed"
     findings = (entry.summary or {}).get("findings") or []
     if findings:
-        from thinklens.calibration.findings import finding_sentence
+        from thinklens.calibration.findings import finding_sentence  # numpy: imported only for a run with findings
 
         return finding_sentence(findings[0])
     if entry.status == "interrupted":  # SIGINT or SIGTERM (thinklens.runs.interrupts)
@@ -112,7 +114,6 @@ def find_run(ref: str, root: Path | str | None = None) -> RunEntry:
         return hits[0]
     if len(hits) > 1:
         raise ThinklensError.of("run", ref, "one run", f"name it by kind: {', '.join(f'{e.kind}/{e.run_id}' for e in hits)}")
-    import difflib
 
     close = difflib.get_close_matches(ref, names, n=1) or difflib.get_close_matches(ref, [e.run_id for e in entries], n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
@@ -125,8 +126,6 @@ def write_lines(lines: list[str]) -> None:
 
     Python's advice for a closed pipe: point stdout at devnull, so the flush at exit cannot raise again.
     """
-    import os
-
     try:
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
@@ -159,7 +158,7 @@ def show_lines(ref: str, root: Path | str | None = None) -> list[str]:
     summary = e.summary or {}
     findings = summary.get("findings") or []
     if findings:
-        from thinklens.calibration.findings import finding_sentence
+        from thinklens.calibration.findings import finding_sentence  # numpy: imported only for a run with findings
 
         lines.append("findings:")
         lines += [f"  [{f.get('verdict')}] {finding_sentence(f)}" for f in findings]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import subprocess
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,6 @@ def git_state() -> dict[str, Any]:
 @functools.lru_cache(maxsize=None)
 def versions() -> dict[str, str]:
     """The installed version of each of :data:`DISTRIBUTIONS` ("not installed" when absent)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in DISTRIBUTIONS:
         try:

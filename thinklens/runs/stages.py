@@ -66,8 +66,8 @@ class StageCache:
 
     def arrays(self, item: str, compute: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         """The cached arrays of ``item`` (safetensors), computing and caching them first if needed."""
-        import numpy as np
-        import safetensors.numpy
+        import numpy as np  # heavy: imported on first use
+        import safetensors.numpy  # heavy: imported on first use
 
         path = self.dir / f"{validate_id(item, 'stage item')}.safetensors"
         if self.done(item) and path.is_file():
@@ -97,6 +97,6 @@ def batch_seed(seed: int, *coordinates: int) -> int:
         >>> batch_seed(0, 1, 2) == batch_seed(0, 1, 2) != batch_seed(0, 1, 3)
         True
     """
-    import numpy as np
+    import numpy as np  # heavy: imported on first use
 
     return int(np.random.default_rng([int(seed), *map(int, coordinates)]).integers(2**31 - 1))

@@ -21,7 +21,10 @@ import json
 from pathlib import Path
 
 from thinklens.errors import ThinklensError
+from thinklens.tasks.config import check_step_range
+from thinklens.tasks.generator import generate_problems
 from thinklens.tasks.render import check_style
+from thinklens.zoo.registry import is_zoo_name, zoo_path
 
 #: Style each zoo model answers in, when its zoo.json recipe does not say.
 ZOO_STYLES: dict[str, str] = {
@@ -48,8 +51,6 @@ def zoo_meta(name_or_path: str | Path) -> dict:
     """The zoo.json of a zoo model (by name or folder), or ``{}``."""
     folder = Path(name_or_path).expanduser()
     if not (folder / "zoo.json").is_file():
-        from thinklens.zoo.registry import is_zoo_name, zoo_path
-
         found = zoo_path(str(name_or_path)) if is_zoo_name(str(name_or_path)) else None
         if found is None:
             return {}
@@ -78,9 +79,6 @@ def token_budget(style: str, n_steps: int) -> int:
 
 def problems_by_steps(n: int, min_steps: int, max_steps: int, *, seed: int, config=None) -> list:
     """``n`` problems of every step count in ``min_steps..max_steps`` (stream ``seed * 1000 + steps`` each)."""
-    from thinklens.tasks.config import check_step_range
-    from thinklens.tasks.generator import generate_problems
-
     check_step_range(min_steps, max_steps)
     return [p for s in range(min_steps, max_steps + 1) for p in generate_problems(n, seed=seed * 1000 + s, config=config, n_steps=s)]
 
