@@ -1,6 +1,8 @@
-"""Several runs side by side (the app's comparison views): LYNX Pareto curves of several runs, and for
-latent-eval, hybrid, reasoning-vector, SAE and steer runs one table per model and data set
-(:func:`comparison_rows`) with a chart of their headline numbers (:func:`figure_comparison`).
+"""Several runs side by side (the app's comparison views): LYNX Pareto curves of several runs, and for every job one
+table per model and data set (:func:`comparison_rows`) with a chart of their headline numbers
+(:func:`figure_comparison`). What a job's rows and chart hold is the job's own declaration (``Job.compare``: SAE, steer,
+reasoning-vector, hybrid and latent-eval runs have theirs); any other job's runs are compared by their findings and
+summary numbers, so a new job is compared with no edit here.
 
 The row and figure functions are pure (run entries and result files in, rows and plotly figures out);
 :func:`show_comparison` is the page section that renders them.
@@ -12,15 +14,14 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from thinklens.errors import ThinklensError
+from thinklens.runs.run_views import Comparison, rounded
 
 if TYPE_CHECKING:
     from thinklens.runs.folders import RunEntry
@@ -67,103 +68,93 @@ def figure_pareto_runs(results: Mapping[str, Any], x: str = "tokens") -> go.Figu
 
 # ---------------------------------------------------------------- every kind side by side
 
-COMPARED: tuple[str, ...] = ("latent-eval", "hybrid", "reasoning-vector", "sae", "steer")
-"""Kinds with a side-by-side table (MI and LYNX have their own overlays on their pages)."""
 
-HYBRID_ABLATIONS = ("bias_only", "random_category", "random_firing", "random_vectors")
+def comparison_of(kind: str) -> Any:
+    """The side-by-side view of ``kind``'s runs: its job's own (``Job.compare``, a
+    :class:`~thinklens.runs.run_views.Comparison`), else each run's findings and summary numbers (:data:`GENERIC`); a
+    ThinklensError for a kind no registered job writes."""
+    from thinklens.runs.jobs import jobs_by_kind
 
-
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _r(x: Any, digits: int = 3) -> Any:
-    return round(x, digits) if isinstance(x, float) else x
+    kinds = jobs_by_kind()
+    if kind not in kinds:
+        raise ThinklensError.of("run kind to compare", kind, f"one of {', '.join(kinds)}", "pick one of those kinds")
+    return kinds[kind].declared("compare") or GENERIC
 
 
-def _interval(ci: Any) -> str:
-    return f"{ci[0]:.3f}-{ci[1]:.3f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "-"
+def __getattr__(name: str) -> Any:
+    if name == "COMPARED":  # read from the registry each time (a job registered since is in it)
+        from thinklens.runs.jobs import jobs_by_kind
+
+        return tuple(k for k, job in jobs_by_kind().items() if job.compare)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _verdicts(summary: Mapping[str, Any]) -> str:
-    found = summary.get("findings") or []
-    return "; ".join(f"{f.get('verdict')}: {f.get('claim')}" for f in found) or "-"
+def compared_kinds(capability: str, root: Any = None) -> list[str]:
+    """The run kinds a capability's page puts side by side, in pipeline order: its jobs' (``Job.capability``) that
+    declare a comparison of their own, and any other of its jobs' with finished runs under ``root``."""
+    from thinklens.runs.folders import discover_runs
+    from thinklens.runs.jobs import pipeline_jobs
+
+    out = []
+    for job in pipeline_jobs():
+        if job.capability != capability or job.run_kind in out:
+            continue
+        if job.compare or (root is not None and any(e.error is None and e.status == "done"
+                                                    for e in discover_runs(root, job.run_kind))):
+            out.append(job.run_kind)
+    return out
 
 
-def _sae_row(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    m = _json(entry.path / "results" / "metrics.json") or {}
-    return [{"site": cfg.get("site"), "architecture": cfg.get("architecture"), "features": m.get("d_sae", cfg.get("d_sae")),
-             "k": cfg.get("k"), "training tokens": cfg.get("training_tokens"),
-             "explained variance": _r(s.get("explained_variance", m.get("explained_variance"))),
-             "L0": _r(s.get("l0", m.get("l0")), 1), "dead features": s.get("dead_features", m.get("dead_features")),
-             "CE loss recovered": _r(s.get("ce_loss_recovered", m.get("ce_loss_recovered"))),
-             "KL score": _r(s.get("kl_div_score", m.get("kl_div_score")))}]
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _steer_row(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    rates = s.get("rates") or {}
+def generic_rows(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Any job's run as one row: each finding's estimate with its interval and verdict, then the numbers at the top
+    of its summary (a job that declares no comparison of its own is still compared, with what every summary holds).
 
-    def rate(arm: str, c: str) -> str:
-        k_n = (rates.get(arm) or {}).get(c)
-        return f"{k_n[0]}/{k_n[1]}" if k_n else "-"
-
-    top = max((c for c in (rates.get("feature") or {}) if c not in ("0", "0.0")), key=lambda c: float(c), default=None)
-    return [{"SAE": Path(str(cfg.get("sae") or "-")).name, "site": s.get("site"), "word": cfg.get("word"),
-             "feature": s.get("feature"), "correlation with the word": _r(s.get("corr")),
-             "unsteered: traces with the word": rate("feature", "0"),
-             "feature at largest c": rate("feature", top) if top else "-",
-             "random feature at largest c": rate("random_feature", top) if top else "-",
-             "largest c": top, "findings": _verdicts(s)}]
-
-
-def _sweep_accuracy(entry: "RunEntry", group: Any, alpha: Any) -> float | None:
-    """Accuracy of one (group, alpha) of a reasoning-vector sweep over all its problems (``results/alpha_sweep.json``),
-    the split ``alpha0_accuracy`` is measured on."""
-    rows = _json(entry.path / "results" / "alpha_sweep.json") or []
-    for r in rows if isinstance(rows, list) else []:
-        if r.get("group") == group and isinstance(alpha, (int, float)) and float(r.get("alpha", "nan")) == float(alpha):
-            got = r.get("correct")
-            return _r(sum(map(bool, got)) / len(got)) if got else _r(r.get("accuracy"))
-    return None
+    Example:
+        >>> from pathlib import Path
+        >>> from thinklens.runs.folders import RunEntry
+        >>> e = RunEntry(path=Path("/nonexistent"), kind="x", run_id="a", status="done")
+        >>> generic_rows(e, {"n": 4, "norm": 1.23456, "findings": [{"claim": "c", "value": 0.5, "ci": [0.25, 0.75],
+        ...              "verdict": "effect"}]}, {})
+        [{'c': '0.5 [0.25, 0.75] effect', 'n': 4, 'norm': 1.235}]
+    """
+    row: dict[str, Any] = {}
+    for f in s.get("findings") or []:
+        ci = f.get("ci") or [None, None]
+        interval = f" [{ci[0]:.3g}, {ci[1]:.3g}]" if len(ci) == 2 and all(map(_number, ci)) else ""
+        value = f"{f['value']:.3g}" if _number(f.get("value")) else "-"
+        row[str(f.get("claim"))] = f"{value}{interval} {f.get('verdict')}"
+    row.update({k: rounded(v) for k, v in s.items() if _number(v)})
+    return [row]
 
 
-def _vector_row(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    best = s.get("best") or {}
-    return [{"vector": f"{cfg.get('a')} - {cfg.get('b')}", "added to": cfg.get("model"),
-             "accuracy at alpha 0": _r(s.get("alpha0_accuracy")), "best group": best.get("group"),
-             "best alpha": best.get("alpha"), "accuracy there (reporting split)": _r(best.get("accuracy")),
-             "problems (reporting split)": best.get("n_report"),
-             "accuracy there (all problems)": _sweep_accuracy(entry, best.get("group"), best.get("alpha")),
-             "vector norm": _r(s.get("norm")),
-             "a and b related": s.get("related"), "findings": _verdicts(s)}]
+def generic_figure(rows: Sequence[Mapping[str, Any]], findings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
+                   ) -> go.Figure:
+    """Each run's findings as points with their intervals, one colour per run (``findings``: run id -> its findings);
+    without findings, the runs' first summary number."""
+    fig = go.Figure()
+    for i, (run, found) in enumerate((findings or {}).items()):
+        est = [f for f in found if _number(f.get("value"))]
+        ci = [f.get("ci") if isinstance(f.get("ci"), (list, tuple)) and len(f["ci"]) == 2 else [f["value"]] * 2 for f in est]
+        fig.add_trace(go.Scatter(
+            x=[str(f.get("claim"))[:60] for f in est], y=[f["value"] for f in est], mode="markers", name=run,
+            marker={"size": 10, "color": qualitative.Plotly[i % len(qualitative.Plotly)]},
+            error_y={"type": "data", "symmetric": False, "array": [c[1] - f["value"] for c, f in zip(ci, est)],
+                     "arrayminus": [f["value"] - c[0] for c, f in zip(ci, est)]},
+            text=[f.get("verdict") for f in est], hovertemplate="%{x}: %{y:.4g} (%{text})<extra>" + run + "</extra>"))
+    if not fig.data:
+        key = next((k for r in rows for k, v in r.items() if k not in ("model", "data", "run") and _number(v)), None)
+        if key is not None:
+            fig.add_trace(go.Bar(x=[r["run"] for r in rows], y=[r.get(key) for r in rows], name=key))
+        return fig.update_layout(title=f"Runs side by side: {key or 'no numbers'}", xaxis_title="run", yaxis_title=key or "-")
+    return fig.update_layout(title="Findings across runs (95% intervals)", xaxis_title="finding", yaxis_title="estimate")
 
 
-def _hybrid_row(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    def acc(mode: str) -> Any:
-        return _r((s.get(mode) or {}).get("accuracy"))
-
-    ablations = {m: acc(m) for m in HYBRID_ABLATIONS if isinstance(acc(m), (int, float))}
-    best = max(ablations, key=ablations.get) if ablations else None
-    hy = s.get("hybrid") or {}
-    return [{"base model": cfg.get("model"), "thinking model": cfg.get("thinking"), "problems": cfg.get("n_eval"),
-             "base accuracy": acc("base"), "thinking accuracy": acc("thinking"), "hybrid accuracy": acc("hybrid"),
-             "best ablation": f"{best} ({ablations[best]})" if best else "-",
-             "gap recovered": _r(hy.get("gap_recovered")), "steering fired (fraction)": _r(hy.get("fired_fraction")),
-             "tokens changed (fraction)": _r(hy.get("changed_fraction")), "findings": _verdicts(s)}]
-
-
-def _latent_rows(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
-    table = _json(entry.path / "results" / "table.json") or s.get("rows") or []
-    return [{"model": r.get("model") or r.get("label"), "data": r.get("problems") or "-", "method": r.get("label"),
-             "accuracy": _r(r.get("accuracy")), "95% interval": _interval(r.get("ci")), "n": r.get("n"),
-             "reasoning positions": _r(r.get("reasoning_positions"), 1)} for r in table]
-
-
-_ROWS = {"sae": _sae_row, "steer": _steer_row, "reasoning-vector": _vector_row, "hybrid": _hybrid_row,
-         "latent-eval": _latent_rows}
+GENERIC = Comparison(generic_rows)
+"""The comparison of a job that declares none: its runs' findings and summary numbers."""
 
 
 def comparison_rows(kind: str, entries: Sequence["RunEntry"]) -> list[dict[str, Any]]:
@@ -171,6 +162,7 @@ def comparison_rows(kind: str, entries: Sequence["RunEntry"]) -> list[dict[str, 
     so the runs of one model and data set sit together (the table the pages group by those two columns).
 
     Example:
+        >>> from pathlib import Path
         >>> from thinklens.runs.folders import RunEntry
         >>> e = RunEntry(path=Path("/nonexistent"), kind="sae", run_id="a", status="done",
         ...              summary={"explained_variance": 0.9, "l0": 32.0}, config={"model": "m", "data": "zoo:think"})
@@ -180,12 +172,11 @@ def comparison_rows(kind: str, entries: Sequence["RunEntry"]) -> list[dict[str, 
     """
     from dashboard import data_of, model_of
 
-    if kind not in _ROWS:
-        raise ThinklensError.of("run kind to compare", kind, f"one of {', '.join(_ROWS)}", "pick one of those kinds")
+    compare = comparison_of(kind)
     out = []
     for e in entries:
         cfg, s = e.config or {}, e.summary or {}
-        for row in _ROWS[kind](e, s, cfg):
+        for row in compare.rows(e, s, cfg):
             model = row.pop("model", None) or model_of(e)
             data = row.pop("data", None) or data_of(e)
             out.append({"model": model, "data": data, "run": e.run_id, **row})
@@ -200,51 +191,15 @@ def groups(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapp
     return out
 
 
-def figure_comparison(kind: str, rows: Sequence[Mapping[str, Any]]) -> go.Figure:
-    """The comparison table's headline numbers as one chart: accuracy per method (latent-eval) or per mode
-    (hybrid) with one bar per run, the best reasoning-vector accuracy against alpha 0, an SAE's explained
-    variance against L0, a steer run's word rate with the feature and the random control."""
-    fig = go.Figure()
-    title, x, y = "", "", ""
-    if kind == "latent-eval":
-        for run in dict.fromkeys(r["run"] for r in rows):
-            sel = [r for r in rows if r["run"] == run]
-            fig.add_trace(go.Bar(x=[f"{r['method']} ({r['data']})" for r in sel], y=[r["accuracy"] for r in sel], name=run))
-        title, x, y = "Latent reasoning across runs", "method (problems)", "accuracy"
-    elif kind == "hybrid":
-        modes = [("base accuracy", "base"), ("thinking accuracy", "thinking"), ("hybrid accuracy", "hybrid")]
-        for r in rows:
-            fig.add_trace(go.Bar(x=[m for _, m in modes], y=[r.get(k) for k, _ in modes], name=f"{r['run']} ({r['model']})"))
-        title, x, y = "Hybrid steering across runs", "mode", "accuracy"
-    elif kind == "reasoning-vector":
-        # one split per chart: alpha 0 is measured on all problems, so the chosen alpha is drawn on all problems too
-        # (its reporting-split accuracy, on half of them, is in the table)
-        labels = [f"{r['run']} ({r['model']})" for r in rows]
-        fig.add_trace(go.Bar(x=labels, y=[r.get("accuracy at alpha 0") for r in rows], name="alpha 0 (target alone)"))
-        fig.add_trace(go.Bar(x=labels, y=[r.get("accuracy there (all problems)") for r in rows],
-                             name="chosen group and alpha"))
-        title, x, y = "Reasoning vectors across runs (all problems)", "run (model)", "accuracy on all problems"
-    elif kind == "sae":
-        fig.add_trace(go.Scatter(x=[r.get("L0") for r in rows], y=[r.get("explained variance") for r in rows],
-                                 mode="markers+text", text=[f"{r['run']} ({r['model']}, {r['site']})" for r in rows],
-                                 textposition="top center", marker={"size": 11}, name="SAE runs"))
-        title, x, y = "SAEs across runs: sparsity against reconstruction", "L0 (active features per token)", "explained variance"
-    elif kind == "steer":
-        def frac(s: Any) -> float | None:
-            try:
-                k, n = str(s).split("/")
-                return int(k) / int(n)
-            except ValueError:
-                return None
-
-        labels = [f"{r['run']} (feature {r['feature']})" for r in rows]
-        for key, name in (("unsteered: traces with the word", "unsteered"), ("feature at largest c", "feature"),
-                          ("random feature at largest c", "random feature (equal norm)")):
-            fig.add_trace(go.Bar(x=labels, y=[frac(r.get(key)) for r in rows], name=name))
-        title, x, y = "Feature steering across runs (largest coefficient)", "run (feature)", "share of traces saying the word"
-    else:
-        raise ThinklensError.of("run kind to compare", kind, f"one of {', '.join(_ROWS)}", "pick one of those kinds")
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", barmode="group")
+def figure_comparison(kind: str, rows: Sequence[Mapping[str, Any]],
+                      findings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> go.Figure:
+    """The comparison table's headline numbers as one chart: the job's own (``Comparison.figure``: accuracy per method
+    for latent-eval, per mode for hybrid, the best reasoning-vector accuracy against alpha 0, an SAE's explained
+    variance against L0, a steer run's word rate with the feature and the random control), else the runs' findings
+    with their intervals (``findings``: run id -> its findings)."""
+    compare = comparison_of(kind)
+    fig = compare.figure(rows) if compare.figure is not None else generic_figure(rows, findings)
+    fig.update_layout(template="plotly_white", barmode="group")
     return fig
 
 
@@ -272,4 +227,5 @@ def show_comparison(kind: str, default: int = 6) -> None:
         st.markdown(f"**{model}** · {data}")
         table([{k: v for k, v in r.items() if k not in ("model", "data")} for r in sel],
               key=f"compare-{kind}-{model}-{data}", name=f"compare-{kind}-{model}-{data}")
-    chart(figure_comparison(kind, rows), key=f"compare-{kind}-fig", name=f"compare-{kind}")
+    findings = {e.run_id: (e.summary or {}).get("findings") or [] for e in done if e.run_id in chosen}
+    chart(figure_comparison(kind, rows, findings), key=f"compare-{kind}-fig", name=f"compare-{kind}")

@@ -3,8 +3,8 @@ every number that summarises generated text leads to the texts it was computed o
 
 Pure functions of a run folder (no Streamlit): ``links(root, run)`` -> ``[(label, url)]``.
 
-* a run with a trace reader of its own (``traces.KINDS``: MI trajectories, LYNX test rollouts, steer samples, latent
-  problems) links its viewer;
+* a run whose job declares a trace reader of its own (``Job.traces``: MI trajectories, LYNX test rollouts, steered
+  samples, latent problems) links its viewer;
 * any other run whose folder holds generated texts (``trace_records``) links all of them and, for each true/false
   field of its records (``correct``, ``closed``), the ones on each side (``correct=false``: what its accuracy counts
   as wrong);
@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trace_records import outcome_fields, trace_records
-from traces import KINDS, run_kind, traces_link
+from traces import reader, run_kind, traces_link
 
 FEATURES_PAGE = "/Features"
 
@@ -48,7 +48,7 @@ def links(root: Path, run: str) -> list[tuple[str, str]]:
             if inner:
                 out.append((f"{sub.parent.parent.name}: {inner[0][0]}", inner[0][1]))
         return out
-    if kind in KINDS:
+    if reader(kind) is not None:
         out.append((f"its {kind} traces", traces_link(run)))
         return out
     records = trace_records(path)

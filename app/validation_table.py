@@ -4,13 +4,14 @@ Two sources, each labelled: the committed validation records (``results/records/
 ``results/collect.py``'s own readers: ``validation_rows`` for the zoo's settings, ``real_validation`` for the
 real-weight ones) and every ``validate`` run in the runs folder (its ``results/validate.json``). Each row: method,
 setting, kind (planted, null, benchmark), the statistic with its interval, the threshold it is judged against, the
-verdict, whether that is what a working method gives, the organism or model, and the traces behind it.
+verdict, whether that is what a working method gives, the organism or model, the job the setting validates (from the
+job registry) and the traces behind it.
 
 Example:
     >>> rows = [{"method": "sae", "setting": "null", "kind": "null", "statistic": "cos", "value": 0.37, "ci": [0.36, 0.38],
     ...          "target": "within 0.1", "verdict": "no-effect", "expected": "no-effect", "ok": True, "n": 256}]
-    >>> display_rows(rows, "record")[0]["interval"], k_of_n(rows)
-    ('[0.36, 0.38]', (1, 1))
+    >>> display_rows(rows, "record")[0]["interval"], display_rows(rows, "record")[0]["job"], k_of_n(rows)
+    ('[0.36, 0.38]', 'sae', (1, 1))
 """
 
 from __future__ import annotations
@@ -142,14 +143,21 @@ def _num(x: Any) -> str:
     return "–" if not isinstance(x, (int, float)) or isinstance(x, bool) else f"{x:.4g}"
 
 
-def display_rows(rows: Sequence[Mapping[str, Any]], source: str, trace_links: Mapping[str, str] | None = None
-                 ) -> list[dict[str, Any]]:
-    """The page's table: one row of plain values per setting (no JSON), the traces link last ("" when none)."""
+def display_rows(rows: Sequence[Mapping[str, Any]], source: str, trace_links: Mapping[str, str] | None = None,
+                 jobs: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The page's table: one row of plain values per setting (no JSON), the job the setting validates (``jobs``:
+    method -> job, by default the registry's: each job declares its settings, ``Job.validations``), the traces link
+    last ("" when none)."""
+    if jobs is None:
+        from thinklens.calibration.controls import method_jobs
+
+        jobs = method_jobs(errors=[])
     out = []
     for r in rows:
         ci = r.get("ci") or [None, None]
         key = f"{r['method']}-{r['setting']}"
-        out.append({"method": r["method"], "setting": r["setting"], "kind": r.get("kind") or "–",
+        out.append({"method": r["method"], "job": jobs.get(r["method"], "–"), "setting": r["setting"],
+                    "kind": r.get("kind") or "–",
                     "statistic": r.get("statistic") or "–", "value": _num(r.get("value")),
                     "interval": f"[{_num(ci[0])}, {_num(ci[1])}]" if len(ci) == 2 else "–",
                     "threshold": r.get("target") or "–", "n": r.get("n") if isinstance(r.get("n"), int) else None,

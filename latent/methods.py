@@ -88,6 +88,8 @@ class LatentMethod:
     """Trainer-module attributes holding another copy of the LM, given their own LoRA adapters."""
     special_tokens: tuple[str, ...] = ("<bot>", "<eot>", "<latent>", "<think>", "</think>", "<compress>")
     """The special tokens the method's sequences hold (``--add-tokens`` adds them to a tokenizer that lacks them)."""
+    validations: tuple[tuple[str, str], ...] = ()
+    """Its planted and null settings (``Job.validations``): (name, ``module:SETTINGS``) pairs."""
 
     @property
     def module(self) -> MethodModule:
@@ -103,8 +105,10 @@ class LatentMethod:
 
 #: Every latent method, by name.
 METHODS: dict[str, LatentMethod] = {m.name: m for m in (
-    LatentMethod("coconut", "Coconut", CoconutConfig, "thinklens.latent.coconut"),
-    LatentMethod("codi", "CODI", CODIConfig, "thinklens.latent.codi", continue_fields=("projection", "prj_dim")),
+    LatentMethod("coconut", "Coconut", CoconutConfig, "thinklens.latent.coconut",
+                 validations=(("codi", "thinklens.latent.codi_validation:SETTINGS"),)),
+    LatentMethod("codi", "CODI", CODIConfig, "thinklens.latent.codi", continue_fields=("projection", "prj_dim"),
+                 validations=(("codi", "thinklens.latent.codi_validation:SETTINGS"),)),
     LatentMethod("latent-sft", "Latent-SFT", LatentSFTConfig, "thinklens.latent.latent_sft", lora_copies=("encoder",),
                  cannot_continue="a saved Latent-SFT model has no encoder to continue stage 1 or 2 with"),
     # token-level SFT writes the prompt, the chain and the answer in the model's own tokens: no special token, so
@@ -196,4 +200,6 @@ def training_job(name: str) -> Job:
                "--run-id resumes from the last checkpoint; `accelerate launch -m thinklens.cli run ...` trains on "
                "several processes.",
                models=(), report=report_training, headline=training_headline, order=110,
-               page="pages/6_Latent_reasoning.py", former_kinds=("latent-train",))
+               page="pages/6_Latent_reasoning.py", former_kinds=("latent-train",),
+               findings="thinklens.latent.latent_findings:training_findings", capability="Latent reasoning",
+               validations=dict(method.validations))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -106,19 +107,16 @@ def demo() -> dict[str, Any]:
 @collector("demo_findings")
 def demo_findings() -> dict[str, Any]:
     """Every finding of every ``make demo`` run (its summary's ``findings``), with its verdict: what the CLI, the Home
-    card and the pages state. Read from the runs' meta.json in the committed demo record ``results/records/demo``."""
-    from thinklens.runs.demo_plan import DEMO_STEPS
-
-    rows, runs = [], []
-    for step in DEMO_STEPS:
-        if step.kind is None:
-            continue
-        run = DEMO_RECORD / step.kind / step.run_id
+    card and the pages state. Read from the runs' meta.json in the committed demo record ``results/records/demo``, the
+    steps as its log names them (the demo the record holds, whatever the plan is now)."""
+    rows, runs, steps = [], [], recorded_steps()
+    for _name, kind, run_id in steps:
+        run = DEMO_RECORD / kind / run_id
         if not (run / "meta.json").is_file():
             continue
         runs.append(run)
         for f in read_json(run / "meta.json").get("summary", {}).get("findings") or []:
-            rows.append({"run": f"{step.kind}/{step.run_id}", "claim": f["claim"], "statistic": f["statistic"],
+            rows.append({"run": f"{kind}/{run_id}", "claim": f["claim"], "statistic": f["statistic"],
                          "value": f["value"], "ci": f["ci"], "n": f["n"], "control": f["control"],
                          "control_value": f["control_value"], "verdict": f["verdict"]})
     if not runs:
@@ -126,10 +124,24 @@ def demo_findings() -> dict[str, Any]:
     from thinklens.calibration.findings import VERDICTS
 
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    return summary(DEMO_COMMAND, runs, {"steps": [s.name for s in DEMO_STEPS]},
+    return summary(DEMO_COMMAND, runs, {"steps": [name for name, _, _ in steps]},
                    {"rows": rows, "n_findings": len(rows), "verdicts": counts,
-                    "runs_without_findings": sorted({f"{s.kind}/{s.run_id}" for s in DEMO_STEPS if s.kind} -
-                                                    {r["run"] for r in rows})})
+                    "runs_without_findings": sorted({f"{r.parent.name}/{r.name}" for r in runs} - {r["run"] for r in rows})})
+
+
+def recorded_steps() -> list[tuple[str, str, str]]:
+    """``(step name, run kind, run id)`` of every step the recorded demo ran, from its log's step lines
+    (``[3/12] mi-peaks-hard: thinklens run mi-peaks ... --run-id demo-hard ...``)."""
+    from thinklens.runs.jobs import get_job
+
+    out = []
+    for line in (DEMO_RECORD / "demo.log").read_text().splitlines():
+        m = re.match(r"\[\d+/\d+\] (\S+): thinklens run (\S+) (.*)$", line)
+        if m:
+            args = m.group(3).split()
+            run_id = args[args.index("--run-id") + 1] if "--run-id" in args else "demo"
+            out.append((m.group(1), get_job(m.group(2)).run_kind, run_id))
+    return out
 
 
 #: ``bench/long_traces.py`` (issue 42): each committed log of ``results/records/long-traces`` (``conditions.txt`` says

@@ -130,4 +130,5 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-JOB = Job("eval", EvalJobConfig, run, report=report, help="accuracy and token counts of a model on a problem set")
+JOB = Job("eval", EvalJobConfig, run, report=report, help="accuracy and token counts of a model on a problem set",
+          findings="thinklens.analyses.eval_findings:eval_findings", capability="Models and sites")

@@ -192,4 +192,6 @@ DEMO = (
 
 JOB = Job("mi-peaks", MIPeaksJobConfig, run, order=30, page="pages/2_MI_peaks.py", demo=DEMO, headline=headline,
           presets=PRESETS, report=report,
-          help="MI peaks and thinking tokens (Qian et al. 2025)")
+          help="MI peaks and thinking tokens (Qian et al. 2025)",
+          findings="thinklens.analyses.mi.pipeline:findings_of", capability="MI peaks and thinking tokens",
+          validations={"mi-peaks": "thinklens.analyses.mi.validation:SETTINGS"}, traces="thinklens.analyses.mi.mi_traces:READER")

@@ -1,8 +1,9 @@
 """Compare: two runs of one job and why they differ. Their config diff (only the keys that differ), the code version
 of each, the data set each read with its hash, their findings side by side, and where both graded the same problems
 the accuracy difference with its paired interval (``app/run_diff.py``). Every registered job is listed (the job
-registry, ``thinklens.runs.jobs.jobs_by_kind``), so a new job's runs can be compared with no edit here; jobs with
-a table of their own (``compare.COMPARED``) show it below.
+registry, ``thinklens.runs.jobs.jobs_by_kind``), so a new job's runs can be compared with no edit here; below, every
+finished run of the job side by side: the job's own table (``Job.compare``) or, for a job that declares none, each
+run's findings and summary numbers.
 
 Links: ``?kind=<kind>&a=<run id>&b=<run id>``.
 """
@@ -17,7 +18,7 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import run_diff as rd  # noqa: E402
 from common import display_path, missing_results, runs_root  # noqa: E402
-from compare import COMPARED, show_comparison  # noqa: E402
+from compare import show_comparison  # noqa: E402
 from dashboard import finding_tone, jobs_of_kinds  # noqa: E402
 from exports import table  # noqa: E402
 
@@ -92,5 +93,5 @@ else:
                 {"success": col.success, "error": col.error}.get(tone, col.warning)(
                     f"**{f.get('verdict')}** · {finding_sentence(f)}")
 
-if kind in COMPARED:
+if kind in registered:
     show_comparison(kind)

@@ -17,8 +17,8 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import background  # noqa: E402
-from common import error_card, missing_results, read_result, run_picker, show_figure  # noqa: E402
-from compare import show_comparison  # noqa: E402
+from common import error_card, missing_results, read_result, run_picker, runs_root, show_figure  # noqa: E402
+from compare import compared_kinds, show_comparison  # noqa: E402
 from exports import chart, table  # noqa: E402
 from feature_views import (  # noqa: E402
     feature_input,
@@ -362,7 +362,7 @@ with tab_rv:
         vec = optional_result(rv, "vector")
         if vec:
             st.subheader("The vector")
-            table(vector_rows(vec), key="steer-vector", name=f"reasoning-vector-{rv.run_id}-vector")
+            table(vector_rows(vec), key="steer-rv-vector", name=f"reasoning-vector-{rv.run_id}-vector")
 
 with tab_hybrid:
     hy = run_picker("hybrid", "hybrid run", key="hybrid-run")
@@ -384,6 +384,6 @@ with tab_hybrid:
             st.subheader("Categories of the thinking model's sentences")
             table(category_rows(cats), key="steer-hybrid-categories", name=f"hybrid-{hy.run_id}-categories")
 
-with tab_compare:
-    for kind in ("sae", "steer", "reasoning-vector", "hybrid"):
+with tab_compare:  # every steering job's (Job.capability), each with its own table or its findings and numbers
+    for kind in compared_kinds("Steering", runs_root()):
         show_comparison(kind)

@@ -30,6 +30,7 @@ COLUMNS = {"traces": st.column_config.LinkColumn("traces", display_text="open tr
                                                  help="the trace viewer on the setting's own run"),
            "threshold": st.column_config.TextColumn(width=260, help="what the statistic is judged against"),
            "method": st.column_config.TextColumn(width=110), "setting": st.column_config.TextColumn(width=150),
+           "job": st.column_config.TextColumn(width=110, help="the job whose planted and null settings these are"),
            "source": None}
 
 

@@ -60,4 +60,6 @@ JOB = Job(
     "relative to the CoT row. With --seek-n, LatentSeek rows (harder synthetic problems, or the first --seek-n of "
     "--data). Writes results/table.json, decoding.json (the top tokens of every latent of the first problems), "
     "seek.json and the figures the app shows.",
+    findings="thinklens.latent.latent_findings:table_findings", capability="Latent reasoning",
+    traces="thinklens.latent.decoding_traces:READER", compare="thinklens.latent.latent_comparison:LATENT_EVAL",
 )

@@ -92,4 +92,6 @@ def report(summary: dict[str, Any]) -> str:
 
 
 JOB = Job("latent-seek", LatentSeekConfig, run, load=load, report=report,
-          help="LatentSeek: test-time optimisation of a CoT model's latents (no training)")
+          help="LatentSeek: test-time optimisation of a CoT model's latents (no training)",
+          findings="thinklens.latent.latent_findings:seek_findings", capability="Latent reasoning",
+          validations={"latent-seek": "thinklens.latent.validation:SETTINGS"})

@@ -317,4 +317,6 @@ DEMO = (
 
 
 JOB = Job("lynx", LynxJobConfig, run, preflight=preflight, order=40, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
-          report=report, help="LYNX: conformal early exit from hidden-state probes")
+          report=report, help="LYNX: conformal early exit from hidden-state probes",
+          findings="thinklens.probes.lynx_findings:lynx_findings", capability="LYNX early exit",
+          validations={"lynx": "thinklens.probes.validation:SETTINGS"}, traces="thinklens.probes.lynx_traces:READER")

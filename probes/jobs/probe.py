@@ -416,4 +416,6 @@ DEMO = (DemoRun(("--model", "tiny-think", "--target", "intermediate", "--n-probl
 
 JOB = Job("probe", ProbeJobConfig, run, preflight=preflight, order=50, page="pages/3_Probes_and_LYNX.py", demo=DEMO, headline=headline,
           report=report,
-          help="layer sweep of probes decoding the running value or answer correctness")
+          help="layer sweep of probes decoding the running value or answer correctness",
+          findings="thinklens.probes.probe_findings:probe_findings", capability="Probes",
+          validations={"readout": "thinklens.probes.readout_validation:SETTINGS"})

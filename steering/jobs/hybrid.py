@@ -275,4 +275,6 @@ JOB = Job(
     "against the base and thinking models alone and the ablations (bias only, random category, random firing, "
     "random vectors), for seeds seed..seed+n_seeds-1; both the fraction of tokens where steering fired and the "
     "fraction changed are reported; every (seed, mode) resumes after a kill.",
+    findings="thinklens.steering.hybrid_generate:hybrid_findings", capability="Steering",
+    validations={"hybrid": "thinklens.steering.hybrid_validation:SETTINGS"}, compare="thinklens.steering.steering_comparisons:HYBRID",
 )

@@ -287,4 +287,7 @@ JOB = Job(
     "--base), adds alpha * v to --model in each tensor group (all, attention, mlp, no_embeddings; from the model "
     "family's adapter) and scores every (group, alpha) greedily on --data in --prompt-format (or on held-out zoo "
     "problems); saves --model + save_alpha * v.",
+    findings="thinklens.steering.reasoning_vectors:sweep_findings", capability="Steering",
+    validations={"vectors": "thinklens.steering.vector_validation:SETTINGS"},
+    compare="thinklens.steering.steering_comparisons:REASONING_VECTOR",
 )

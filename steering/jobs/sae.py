@@ -288,4 +288,8 @@ def preflight(config: SAEJobConfig) -> None:
 
 JOB = Job("sae", SAEJobConfig, run, preflight=preflight, order=60, page="pages/7_Features.py", demo=DEMO, headline=headline,
           report=report,
-          help="train an SAE (sae-lens) at a site from local data; held-out metrics and feature statistics")
+          help="train an SAE (sae-lens) at a site from local data; held-out metrics and feature statistics",
+          findings="thinklens.steering.sae_findings:sae_findings", capability="Steering",
+          validations={"sae-real": "thinklens.steering.sae_real_validation:SETTINGS",
+                       "steering": "thinklens.steering.validation:SETTINGS"},
+          compare="thinklens.steering.steering_comparisons:SAE")

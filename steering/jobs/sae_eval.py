@@ -106,4 +106,5 @@ JOB = Job(
     description="Evaluates an SAE folder in sae-lens's format (or an `sae` run folder) at its site of --model: "
     "sae-lens's run_evals on local texts (explained variance, L0, dead features), and CE loss recovered and KL on "
     "the tokens the model generates from held-out prompts (never prompt or padding positions).",
+    findings="thinklens.steering.sae_findings:sae_findings", capability="Steering",
 )

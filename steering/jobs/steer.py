@@ -507,4 +507,7 @@ DEMO = (DemoRun(("--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-promp
 
 
 JOB = Job("steer", SteerJobConfig, run, preflight=preflight, order=70, page="pages/4_Steering.py", demo=DEMO, headline=headline,
-          report=report, help="steer generation with an SAE feature vs equal-norm baselines")
+          report=report, help="steer generation with an SAE feature vs equal-norm baselines",
+          findings="thinklens.steering.jobs.steer:steer_findings", capability="Steering",
+          validations={"steering": "thinklens.steering.validation:SETTINGS"}, traces="thinklens.steering.steer_traces:READER",
+          compare="thinklens.steering.steering_comparisons:STEER")

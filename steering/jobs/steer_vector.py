@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from thinklens.data.problemsets import SamplingOptions
 from thinklens.errors import ThinklensError, opt, opt_name
-from thinklens.runs.jobs import Job, JobContext
+from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.runs.run_views import TraceReader
 from thinklens.steering.configs import check_finite
 
 if TYPE_CHECKING:
@@ -221,5 +222,44 @@ def headline(summary: dict, folder: Path) -> str:
             f"{', '.join(hits) if hits else 'none'} of {len(found)} coefficients")
 
 
+def list_traces(path: Path) -> list[tuple[str, str]]:
+    """The app's traces of a run: the sample continuations each arm kept (``<arm>/<coeff>/<i>``: the i-th prompt's)."""
+    from thinklens.runs.run_views import read_result_json
+
+    rows = read_result_json(Path(path) / "results" / "steer_vector.json").get("rows", [])
+    return [(f"{r['arm']}/{r['coeff']:g}/{i}", f"{r['arm']} c={r['coeff']:+g}: prompt {i}")
+            for r in rows for i in range(len(r.get("examples") or []))]
+
+
+def load_trace(path: Path, run: str, trace: str) -> Any:
+    """One sample continuation, with its arm's mean sentiment, shift, perplexity ratio and degenerate share as facts."""
+    from thinklens.runs.run_views import TraceData, read_result_json
+
+    arm, coeff, i = trace.rsplit("/", 2)
+    doc = read_result_json(Path(path) / "results" / "steer_vector.json")
+    row = next(r for r in doc.get("rows", []) if r["arm"] == arm and f"{r['coeff']:g}" == coeff)
+    config = read_result_json(Path(path) / "config.json") if (Path(path) / "config.json").is_file() else {}
+    tokens = str(row["examples"][int(i)]).split() or [""]
+    prompts = read_texts(config["prompts"]) if config.get("prompts") and texts_path(config["prompts"]) else []
+    return TraceData(
+        run=run, kind="steer-vector", trace_id=trace, model=config.get("model"), prompt=prompts[int(i)] if int(i) < len(prompts) else "",
+        tokens=tokens, quantities={"words": [None] * len(tokens)}, default_quantity="words", separator=" ",
+        facts={"arm": arm, "coefficient": row["coeff"], "vector": doc.get("vector", {}).get("source"), "site": doc.get("site"),
+               "mean compound (arm)": row.get("compound"), "shift against unsteered": row.get("shift"),
+               "perplexity ratio": row.get("ppl_ratio"), "degenerate share": row.get("degenerate")},
+        no_lens="the continuation was generated under the steering intervention and its token ids were not stored")
+
+
+TRACES = TraceReader(list_traces, load_trace)
+
+
+# The zoo has no sentiment to move: the demo run shows the job, its controls and its findings end to end (``no effect``
+# is the expected verdict there); the real models of `make real` are where the effect is measured (docs/real-models.md).
+DEMO = (DemoRun(("--model", "tiny-think", "--pair", " yes, no", "--site", "resid_post.2", "--n-prompts", "16",
+                 "--samples", "1", "--max-new-tokens", "12", "--coeffs=-1,0,1")),)
+
 JOB = Job("steer-vector", SteerVectorConfig, run, preflight=preflight, order=72, headline=headline, report=report,
-          help="contrastive activation addition (ActAdd/CAA) scored by VADER against a random direction")
+          help="contrastive activation addition (ActAdd/CAA) scored by VADER against a random direction",
+          findings="thinklens.steering.contrast:coefficient_finding", capability="Steering", demo=DEMO,
+          validations={"actadd": "thinklens.steering.actadd_validation:SETTINGS"},
+          traces="thinklens.steering.jobs.steer_vector:TRACES")

@@ -1,5 +1,6 @@
-"""Runs of one kind side by side (app/compare.py) for latent-eval, hybrid, reasoning-vector, SAE and steer:
-rows carry what each run wrote, grouped by model and data set; every comparison chart has axis titles;
+"""Runs of one kind side by side (app/compare.py) for latent-eval, hybrid, reasoning-vector, SAE and steer (the
+comparisons their jobs declare) and for any other job (its findings and summary numbers): rows carry what each run
+wrote, grouped by model and data set; every comparison chart has axis titles;
 the Steering page's comparison tab shows one table per kind and group; a half-written run (results
 removed, meta says done) shows "results missing" with its finishing command and stays out of comparisons."""
 
@@ -106,7 +107,7 @@ def test_rows_carry_what_each_run_wrote(runs):
         ("l1", "tiny-codi", "3-4 steps", 0.975), ("l1", "tiny-cot", "3-4 steps", round(0.9375, 3)), ("l2", "tiny-cot", "6-8 steps", 0.875)]
     assert {r["95% interval"] for r in latent} >= {"0.860-0.970"}
     with pytest.raises(ThinklensError, match="run kind to compare"):
-        comparison_rows("mi-peaks", [])
+        comparison_rows("no-such-job", [])  # every registered job's runs compare; a kind no job writes does not
 
 
 def test_rows_are_grouped_by_model_and_data(runs):
@@ -125,6 +126,24 @@ def test_every_comparison_chart_has_axis_titles(runs, kind):
     fig = figure_comparison(kind, _rows(runs, kind))
     assert fig.layout.title.text and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
     assert fig.data and all(len(t.x) for t in fig.data)
+
+
+def test_a_job_that_declares_no_comparison_is_compared_by_its_findings_and_numbers(runs):
+    """A job whose module declares no ``compare`` (here eval) still has rows and a chart: each finding's estimate,
+    interval and verdict, and the numbers at the top of its summary."""
+    found = [{"claim": "accuracy beats the majority guess", "value": 0.8, "ci": [0.7, 0.9], "verdict": "effect"}]
+    for run_id, acc in (("e1", 0.8), ("e2", 0.6)):
+        run = RunFolder.create("eval", {"model": "tiny-cot", "data": "synthetic:2-3:4"}, root=runs, run_id=run_id)
+        run.write_result("eval", {"accuracy": acc})
+        run.finish({"accuracy": acc, "n": 8, "findings": [{**found[0], "value": acc}]})
+    assert "eval" not in COMPARED
+    rows = {r["run"]: r for r in _rows(runs, "eval")}
+    assert rows["e1"]["accuracy"] == 0.8 and rows["e2"]["n"] == 8
+    assert rows["e2"]["accuracy beats the majority guess"] == "0.6 [0.7, 0.9] effect"
+    entries = [e for e in discover_runs(runs, "eval") if e.error is None]
+    fig = figure_comparison("eval", list(rows.values()), {e.run_id: e.summary["findings"] for e in entries})
+    assert {t.name: list(t.y) for t in fig.data} == {"e1": [0.8], "e2": [0.6]}
+    assert fig.layout.title.text and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
 
 
 def test_missing_results(runs):

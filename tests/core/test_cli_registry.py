@@ -49,7 +49,7 @@ def test_a_job_module_registers_by_its_file_alone(tmp_path, monkeypatch):
     registry lists the folders (here a capability whose folder is a temporary one) without importing any module."""
     import importlib.util
 
-    import thinklens
+    from thinklens import lazy
 
     cap = tmp_path / "toycap"
     (cap / "jobs").mkdir(parents=True)
@@ -65,7 +65,7 @@ def test_a_job_module_registers_by_its_file_alone(tmp_path, monkeypatch):
             return importlib.util.spec_from_file_location(name, cap / "__init__.py", submodule_search_locations=[str(cap)])
         return real(name, *args)
 
-    monkeypatch.setattr(thinklens, "CAPABILITIES", (*thinklens.CAPABILITIES, "toycap"))
+    monkeypatch.setattr(lazy, "CAPABILITIES", (*lazy.CAPABILITIES, "toycap"))
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     found = {ep.name: ep.value for ep in job_registry.job_modules()}
     assert found["count-up"] == "thinklens.toycap.jobs.count_up:JOB" and found["methods"] == "thinklens.toycap.jobs.methods:JOBS"

@@ -115,13 +115,16 @@ def test_the_tour_points_at_the_notebooks_and_the_checklist():
 
 
 def test_the_capability_table_names_every_job_and_links_its_docs():
+    """The jobs column is the registry's (each job names its row, ``Job.capability``; ``python -m tools.job_table
+    --write`` writes it): every job is named, none by hand."""
     from thinklens.runs.jobs import job_names
+    from tools.job_table import render, table_lines
 
-    table = [line for line in README.split("## What it does", 1)[1].split("\n## ", 1)[0].splitlines()
-             if line.startswith("| ") and not line.startswith("| capability")]
+    assert README == render(README), "the README's capability table is out of date: python -m tools.job_table --write"
+    table = [README.splitlines()[i] for i in table_lines(README)]
     named = {m for line in table for m in re.findall(r"`([a-z0-9-]+)`", line.split("|")[2])}
     missing = sorted(set(job_names()) - named)
-    assert not missing, f"jobs the README's capability table does not name: {missing}"
+    assert not missing, f"jobs the README's capability table does not name (Job(capability=...)): {missing}"
     assert all("(docs/" in line.split("|")[4] for line in table), "every capability row links its docs page"
 
 

@@ -15,7 +15,7 @@ from scipy.stats import binomtest
 from thinklens.latent.config import SFTConfig
 from thinklens.latent.latent_findings import seek_findings, table_findings, training_findings, window_change_finding
 from thinklens.latent.training_loop import evaluation_problems
-from thinklens.runs.jobs import job_names, run_job
+from thinklens.runs.jobs import run_job
 
 
 def _wilson(k, n, z=1.959963984540054):  # the score interval by its formula (Wilson 1927)
@@ -190,34 +190,14 @@ def test_data_jobs_say_they_claim_nothing(zoo_like_dir, tmp_path, capsys):
     assert "findings: none (data job: no findings)" in capsys.readouterr().out
 
 
-#: Where every registered job's summary gets its ``findings`` (and the test that shows it).
-FINDINGS_OF = {
-    "capture": "thinklens.engine.capture:NO_FINDINGS", "import-traces": "thinklens.engine.capture:NO_FINDINGS",
-    "eval": "thinklens.analyses.eval_findings:eval_findings", "zoo-eval": "thinklens.zoo.jobs.zoo_eval:zoo_findings",
-    "sft": "thinklens.latent.latent_findings:training_findings", "codi": "thinklens.latent.latent_findings:training_findings",
-    "coconut": "thinklens.latent.latent_findings:training_findings", "latent-sft": "thinklens.latent.latent_findings:training_findings",
-    "latent-seek": "thinklens.latent.latent_findings:seek_findings", "latent-eval": "thinklens.latent.latent_findings:table_findings",
-    "grpo": "thinklens.zoo.jobs.grpo:findings", "lynx": "thinklens.probes.lynx_findings:lynx_findings",
-    "mi-peaks": "thinklens.analyses.mi.pipeline:findings_of", "steer": "thinklens.steering.jobs.steer:steer_findings",
-    "reasoning-vector": "thinklens.steering.reasoning_vectors:sweep_findings",
-    "hybrid": "thinklens.steering.hybrid_generate:hybrid_findings",
-    "probe": "thinklens.probes.probe_findings:probe_findings", "sae": "thinklens.steering.sae_findings:sae_findings",
-    "sae-eval": "thinklens.steering.sae_findings:sae_findings", "zoo-train": "thinklens.zoo.jobs.zoo_train:findings",
-    "validate": "thinklens.calibration.validate:validation_findings",
-    "steer-vector": "thinklens.steering.contrast:coefficient_finding",
-    "organism-eval": "thinklens.zoo.jobs.organism_eval:findings",
-}
-#: Jobs whose findings another change adds (issue #27's other parts); listed so a new job cannot be forgotten.
-NOT_YET: set[str] = set()
-
-
 def test_every_registered_job_names_where_its_findings_come_from():
-    import importlib
+    """Each job declares it in its own module (``Job.findings``, ``module:name``); the name exists there."""
+    from thinklens.runs.jobs import all_jobs
 
-    assert set(job_names()) == set(FINDINGS_OF) | NOT_YET, "a new job: give its summary findings and list it here"
-    for job, where in FINDINGS_OF.items():
-        module, name = where.split(":")
-        assert hasattr(importlib.import_module(module), name), (job, where)
+    missing = sorted(job.name for job in all_jobs() if not job.findings)
+    assert not missing, f"jobs that do not declare where their findings come from (Job(findings=...)): {missing}"
+    for job in all_jobs():
+        assert job.declared("findings") is not None, (job.name, job.findings)
 
 
 def test_zoo_train_findings_read_the_published_evaluation():

@@ -1,8 +1,9 @@
 """Planted and null settings: how ``thinklens run validate`` checks that each method finds what it looks for.
 
-A capability package declares its settings in a module holding ``SETTINGS`` (a list of :class:`Setting`)
-and registers it in the ``thinklens.validations`` entry-point group of pyproject.toml
-(``sae = "thinklens.steering.validation:SETTINGS"``), so the core never imports a capability package. A setting
+A capability package declares its settings in a module holding ``SETTINGS`` (a list of :class:`Setting`), and the
+job they validate names it among its declarations (``Job(..., validations={"actadd":
+"thinklens.steering.actadd_validation:SETTINGS"})``), so the core never imports a capability package; settings of no
+one job (induction on any model) and other packages' are entry points of the ``thinklens.validations`` group. A setting
 is planted (the effect exists by construction, with a known size and place: the method must report it)
 or null (everything kept but the effect: the method must report no effect). Its ``run`` returns a
 :class:`Check`: the statistic, its interval and what the method concluded (``recovered``, ``no-effect``,
@@ -156,17 +157,70 @@ def failed_check(error: BaseException, *, statistic: str = "error") -> Check:
                  details={"error": f"{type(error).__name__}: {error}"})
 
 
-def all_settings() -> list[Setting]:
-    """Every registered setting, in entry-point name order, then as each module lists them."""
-    from thinklens.runs.entry_points import entry_points
+def setting_sources(errors: list[str] | None = None) -> dict[str, tuple[Any, tuple[str, ...]]]:
+    """Name -> (its ``module:SETTINGS`` as an entry point, the jobs that declare it, in pipeline order): every job's
+    ``Job.validations`` (the job registry), then the ``thinklens.validations`` entry points (settings of no one job,
+    such as induction on any model, and other packages'); a name already taken is not taken again. Nothing is loaded.
 
+    With ``errors``, a job module that fails to import is left out and its error appended (a reader such as the app
+    still shows the rest); without, it raises.
+
+    Example:
+        >>> sources = setting_sources()
+        >>> sources["actadd"][0].value, sources["actadd"][1], sources["steering"][1], sources["induction"][1]
+        ('thinklens.steering.actadd_validation:SETTINGS', ('steer-vector',), ('sae', 'steer'), ())
+    """
+    from importlib import metadata
+
+    from thinklens.runs.entry_points import entry_points
+    from thinklens.runs.jobs import all_jobs, pipeline_jobs
+
+    out: dict[str, tuple[Any, tuple[str, ...]]] = {}
+    jobs = pipeline_jobs(errors) if errors is not None else sorted(all_jobs(), key=lambda j: (j.order is None, j.order or 0, j.name))
+    for job in jobs:
+        for name, ref in job.validations.items():
+            ep, by = out.get(name, (metadata.EntryPoint(name, ref, ENTRY_POINT_GROUP), ()))
+            if ep.value != ref:
+                clash = f"validations {name!r}: job {job.name} declares {ref}, job {by[0]} declares {ep.value} (rename one)"
+                if errors is None:
+                    raise TypeError(clash)
+                errors.append(clash)
+                continue
+            out[name] = (ep, (*by, job.name))
+    for ep in entry_points(ENTRY_POINT_GROUP):
+        out.setdefault(ep.name, (ep, ()))
+    return out
+
+
+def all_settings() -> list[Setting]:
+    """Every registered setting (:func:`setting_sources`), in name order, then as each module lists them."""
     out: list[Setting] = []
-    for ep in sorted(entry_points(ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for _, (ep, _job) in sorted(setting_sources().items()):
         settings = ep.load()
         for s in settings:
             if not isinstance(s, Setting):
-                raise TypeError(f"entry point {ep.name} = {ep.value} holds {type(s).__name__}, not a Setting")
+                raise TypeError(f"validations {ep.name} = {ep.value} holds {type(s).__name__}, not a Setting")
         out.extend(settings)
+    return out
+
+
+def method_jobs(errors: list[str] | None = None) -> dict[str, str]:
+    """Setting method -> the job whose declared settings hold it (``actadd`` -> ``steer-vector``; of several jobs that
+    declare one module, the one named like the method, else the first); methods of settings no job declares are
+    absent. Loads every settings module (cheap: a setting runs nothing until asked)."""
+    out: dict[str, str] = {}
+    for _, (ep, jobs) in sorted(setting_sources(errors).items()):
+        if not jobs:
+            continue
+        try:
+            settings = ep.load()
+        except Exception as e:  # noqa: BLE001 - one broken settings module never hides the others
+            if errors is not None:
+                errors.append(f"validations {ep.name}: {type(e).__name__}: {e}")
+                continue
+            raise
+        for s in settings:
+            out.setdefault(s.method, s.method if s.method in jobs else jobs[0])
     return out
 
 

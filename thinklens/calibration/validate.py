@@ -61,8 +61,8 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
                                     "methods with settings that run on any model ("
                                     + ", ".join(sorted({s.method for s in select_settings() if s.on_model})) + ")",
                                     f"drop {opt('model')} to run the zoo's settings, or pick one of those methods")
-        raise ThinklensError.of("validation settings", "none registered", "entry points in thinklens.validations",
-                                "reinstall the package (pip install -e .)")
+        raise ThinklensError.of("validation settings", "none registered", "a job's validations or entry points in "
+                                "thinklens.validations", "declare Job(..., validations={name: 'module:SETTINGS'}) in a job module")
     shared_models: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     done = ctx.run.finished()
@@ -157,4 +157,6 @@ def report(doc: dict[str, Any]) -> str:
 
 
 JOB = Job("validate", ValidateConfig, run, report=report, models=(),
-          help="every method on a planted effect (must recover it) and a null (must report none)")
+          help="every method on a planted effect (must recover it) and a null (must report none)",
+          findings="thinklens.calibration.validate:validation_findings", capability="Validation and findings",
+          validations={"stats": "thinklens.calibration.settings:SETTINGS"})

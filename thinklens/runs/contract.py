@@ -7,7 +7,7 @@ import dataclasses
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,25 @@ class Job:
     """``preflight(config)``: the checks of its inputs that need no model (data files read and parsed, a word list,
     an SAE folder), run before any model loads or any run folder is made, so bad input costs neither; raises
     ThinklensError. Default: :func:`preflight` reads the config's problem set (``data``) when it has one."""
+    # What the rest of the project reads of a job, each named as ``module:name`` and imported only by its reader, so
+    # that a job module stays cheap to import and a new job needs no edit anywhere else.
+    findings: str | None = None
+    """Where its summary's ``findings`` come from: ``module:name`` of the function that makes them, or of the reason a
+    data job has none (``thinklens.engine.capture:NO_FINDINGS``)."""
+    capability: str = ""
+    """The row of the README's capability table that names it (``Steering``; ``tools/job_table.py`` writes the row's
+    jobs); "": none."""
+    validations: Mapping[str, str] = field(default_factory=dict)
+    """Its planted and null settings, run by ``thinklens run validate`` and shown on the app's Validation page: a
+    name (unique across jobs; settings run in name order) -> ``module:SETTINGS``, a list of
+    :class:`~thinklens.calibration.controls.Setting`."""
+    traces: str | None = None
+    """How the app's trace viewer reads its runs: ``module:name`` of a :class:`~thinklens.runs.trace_view.TraceReader`
+    (per-token quantities, marks, tables); None: the generated texts its run folders hold, found by their shape."""
+    compare: str | None = None
+    """What the app shows of several of its runs side by side: ``module:name`` of a
+    :class:`~thinklens.runs.trace_view.Comparison` (a row per run and a chart); None: each run's findings and the numbers
+    of its summary."""
 
     def __post_init__(self) -> None:
         if not (dataclasses.is_dataclass(self.config) and self.config.__dataclass_params__.frozen):  # type: ignore[attr-defined]
@@ -102,6 +121,11 @@ class Job:
             raise TypeError(f"job {self.name}: config fields {sorted(clash)} clash with the runner's options")
         if set(self.models) - names:
             raise TypeError(f"job {self.name}: models {sorted(set(self.models) - names)} are not config fields")
+        refs = {what: getattr(self, what) for what in ("findings", "traces", "compare")}
+        refs.update({f"validations[{k!r}]": v for k, v in dict(self.validations).items()})
+        for what, ref in refs.items():
+            if ref is not None and (not isinstance(ref, str) or not re.fullmatch(r"[\w.]+:\w+", ref)):
+                raise TypeError(f"job {self.name}: {what} = {ref!r} is not a 'module:name' reference")
 
     @property
     def about(self) -> str:
@@ -114,6 +138,18 @@ class Job:
     @property
     def run_kind(self) -> str:
         return self.kind or self.name
+
+    def declared(self, what: str) -> Any:
+        """The object a ``module:name`` declaration of this job names (``findings``, ``traces``, ``compare``), imported
+        now; None when the job declares none.
+
+        Example:
+            >>> from thinklens.runs.jobs import get_job
+            >>> get_job("steer-vector").declared("findings").__name__, get_job("capture").declared("traces")
+            ('coefficient_finding', None)
+        """
+        ref = getattr(self, what)
+        return None if ref is None else resolve(ref, f"{what} of job {self.name}")
 
     def make_config(self, *, preset: str | None = None, config_file: str | Path | None = None, **fields: Any) -> Any:
         """Defaults < preset < config file < ``fields``; the config's ``__post_init__`` validates."""
@@ -147,3 +183,19 @@ def plain_text(rest: str) -> str:
     """
     text = re.sub(r":[a-z]+:`(~?)([^`]+)`", lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], rest)
     return " ".join(text.replace("``", "").replace("\\ ", "").split())
+
+
+def resolve(ref: str, what: str = "declaration") -> Any:
+    """The object ``module:name`` names (imported now); a TypeError saying which declaration is wrong otherwise.
+
+    Example:
+        >>> resolve("thinklens.runs.contract:plain_text").__name__
+        'plain_text'
+    """
+    import importlib
+
+    module, _, name = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise TypeError(f"{what} = {ref!r}: expected 'module:name' of an existing object ({type(e).__name__}: {e})") from e

@@ -63,9 +63,11 @@ def job_modules() -> list[metadata.EntryPoint]:
     import importlib.util
     import pkgutil
 
-    import thinklens
+    from thinklens import lazy
 
-    packages = {m.name for m in pkgutil.iter_modules(thinklens.__path__) if m.ispkg} | set(thinklens.CAPABILITIES)
+    top = importlib.util.find_spec("thinklens")
+    packages = {m.name for m in pkgutil.iter_modules(top.submodule_search_locations or []) if m.ispkg}
+    packages |= set(lazy.CAPABILITIES)
     out = []
     for package in sorted(packages):
         spec = importlib.util.find_spec(f"thinklens.{package}")  # imports nothing but thinklens itself

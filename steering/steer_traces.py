@@ -1,0 +1,72 @@
+"""The trace viewer's reader of steer runs (``Job.traces`` of ``thinklens run steer``): one trace per row of
+``results/steer.json`` (its sample), ``<arm>/<feature>/<coeff>`` (:func:`steer_trace_id`), coloured by where it differs
+from the unsteered sample (:func:`token_diff`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
+
+
+def list_traces(path: Path) -> list[tuple[str, str]]:
+    """``(trace id, label)`` of every steered sample."""
+    return [(steer_trace_id(r), f"{r.get('arm')} {r.get('feature')} × {r.get('coeff'):g}: sample")
+            for r in read_result_json(path / "results" / "steer.json").get("rows", [])]
+
+
+def steer_trace_id(row: dict[str, Any]) -> str:
+    """The trace id of one row of a steer run's ``results/steer.json`` (its sample): ``<arm>/<feature>/<coeff>``.
+
+    >>> steer_trace_id({"arm": "feature", "feature": 633, "coeff": -1.0})
+    'feature/633/-1'
+    """
+    feature = row.get("feature")
+    return f"{row.get('arm')}/{'-' if feature is None else int(feature)}/{float(row.get('coeff', 0.0)):g}"
+
+
+def load_trace(path: Path, run: str, trace: str) -> TraceData:
+    """One steered sample, coloured by where it differs from the unsteered sample (coefficient 0)."""
+    doc = read_result_json(path / "results" / "steer.json")
+    rows = doc.get("rows", [])
+    row = next(r for r in rows if steer_trace_id(r) == trace)
+    base = next((r for r in rows if r.get("arm") == row.get("arm") and r.get("feature") == row.get("feature")
+                 and float(r.get("coeff", 1)) == 0.0), None) or next((r for r in rows if float(r.get("coeff", 1)) == 0.0), None)
+    tokens = str(row.get("sample", "")).split()
+    base_tokens = str(base.get("sample", "")).split() if base else []
+    changed, ops = token_diff(base_tokens, tokens)
+    config = read_result_json(path / "config.json") if (path / "config.json").is_file() else {}
+    return TraceData(
+        run=run, kind="steer", trace_id=trace, model=config.get("model"), prompt=f"(one of {row.get('n_traces', '?'):g} "
+        f"steered samples; prompts: {doc.get('data', '?')})" if isinstance(row.get("n_traces"), float) else "",
+        tokens=tokens, quantities={"diff": changed}, default_quantity="diff", separator=" ",
+        facts={"arm": row.get("arm"), "feature": row.get("feature"), "coefficient": row.get("coeff"),
+               "accuracy (all samples)": row.get("accuracy"), "unsteered accuracy": None if base is None else base.get("accuracy"),
+               "site": doc.get("site")},
+        tables={"token diff against the unsteered sample (coefficient 0)": ops},
+        no_lens="the sample was generated under the steering intervention and its token ids were not stored")
+
+
+def token_diff(before: list[str], after: list[str]) -> tuple[list[float | None], list[dict[str, Any]]]:
+    """Per token of ``after``: 1.0 where it is not in a matching block with ``before`` (inserted or replaced), else
+    0.0; and the diff's operations (what was removed, what came instead).
+
+    >>> token_diff(["a", "b", "c"], ["a", "x", "c", "d"])[0]
+    [0.0, 1.0, 0.0, 1.0]
+    """
+    changed: list[float | None] = [1.0] * len(after)
+    ops = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            for j in range(j1, j2):
+                changed[j] = 0.0
+        else:
+            ops.append({"change": tag, "at position": j1, "unsteered": " ".join(before[i1:i2]),
+                        "steered": " ".join(after[j1:j2])})
+    return changed, ops
+
+
+READER = TraceReader(list_traces, load_trace)

@@ -1,0 +1,111 @@
+"""What the app shows of a job's runs, as a job declares it (``Job.traces``, ``Job.compare``): a :class:`TraceReader`
+turns a run folder into the trace viewer's :class:`TraceData`, a :class:`Comparison` turns several finished runs into
+rows side by side and a chart. Both live beside the job's results format (in its capability package), so the app reads
+the registry and never names a job.
+
+Example:
+    >>> t = TraceData(run="x/a", kind="x", trace_id="0", model=None, prompt="Q", tokens=["so", "4"])
+    >>> t.quantities, rounded(0.12345), interval_text([0.1, 0.2]), verdicts_text({"findings": []})
+    ({}, 0.123, '0.100-0.200', '-')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from thinklens.errors import ThinklensError
+
+if TYPE_CHECKING:
+    from thinklens.runs.folders import RunEntry
+
+
+@dataclass
+class TraceData:
+    """One trace as the viewer shows it: tokens, per-token quantities, marks and facts."""
+
+    run: str
+    """Run folder relative to the runs root."""
+    kind: str
+    trace_id: str
+    model: str | None
+    """The model that wrote it (a zoo name or folder), None when unknown."""
+    prompt: str
+    tokens: list[str]
+    token_ids: list[int] | None = None
+    """Generated ids (None: the trace cannot be re-run through the model, e.g. latent thoughts)."""
+    prompt_ids: list[int] | None = None
+    """Prompt ids as the job fed them (None: tokenise ``prompt``)."""
+    quantities: dict[str, list[float | None]] = field(default_factory=dict)
+    """Name -> one value per token (None: not defined at that token, e.g. a probe score off a cue)."""
+    marks: dict[str, list[int]] = field(default_factory=dict)
+    """Name -> positions (peaks, cue events, the exit)."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """Correctness, answers, stop reason: shown above the tokens."""
+    details: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
+    """Position -> a stored top-k (a latent thought's decoded tokens and probabilities)."""
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Named tables shown under the tokens (per-cue scores, exits per δ, the unsteered text's diff)."""
+    separator: str = ""
+    """Text between tokens when the job joined them (the zoo's word tokens: " "), for finding words."""
+    default_quantity: str = ""
+    no_lens: str = ""
+    """Why the logit lens is not available for this trace ("" when it is)."""
+
+
+@dataclass(frozen=True)
+class TraceReader:
+    """How the trace viewer reads one job's runs (``Job.traces``): the traces a run holds, and one of them."""
+
+    list: Callable[[Path], list[tuple[str, str]]]
+    """``list(run folder)`` -> ``(trace id, label)`` of every trace, in the run's order."""
+    load: Callable[[Path, str, str], TraceData]
+    """``load(run folder, run, trace id)`` -> the trace (``run``: the folder relative to the runs root)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What the app shows of several runs of one job side by side (``Job.compare``)."""
+
+    rows: Callable[["RunEntry", Mapping[str, Any], Mapping[str, Any]], list[dict[str, Any]]]
+    """``rows(run entry, summary, config)`` -> its rows (one per run, or per run and method); a row may set ``model``
+    and ``data``, else the run's are used."""
+    figure: Callable[[Sequence[Mapping[str, Any]]], Any] | None = None
+    """``figure(rows)`` -> a plotly Figure of their headline numbers with its title and axis titles; None: the app's
+    chart of the findings."""
+
+
+def read_result_json(path: Path) -> Any:
+    """A JSON file a job wrote; a ThinklensError that says to re-run the job when it cannot be read."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ThinklensError.of("result file", str(path), "a readable JSON file written by the job",
+                                f"re-run the job for this run ({type(e).__name__})") from None
+
+
+def json_or_none(path: Path) -> Any:
+    """A JSON file's content, None when it is missing or unreadable (a comparison row shows ``-`` for it)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def rounded(x: Any, digits: int = 3) -> Any:
+    """A float rounded for a table; anything else as it is."""
+    return round(x, digits) if isinstance(x, float) else x
+
+
+def interval_text(ci: Any) -> str:
+    """A ``[lo, hi]`` interval as ``lo-hi`` (3 decimals); ``-`` when it is not one."""
+    return f"{ci[0]:.3f}-{ci[1]:.3f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "-"
+
+
+def verdicts_text(summary: Mapping[str, Any]) -> str:
+    """A summary's findings as ``verdict: claim; ...``; ``-`` for none."""
+    found = summary.get("findings") or []
+    return "; ".join(f"{f.get('verdict')}: {f.get('claim')}" for f in found) or "-"
