@@ -104,6 +104,10 @@ class Job:
     traces: str | None = None
     """How the app's trace viewer reads its runs: ``module:name`` of a :class:`~thinklens.runs.trace_view.TraceReader`
     (per-token quantities, marks, tables); None: the generated texts its run folders hold, found by their shape."""
+    smallest: tuple[str, ...] = ()
+    """Its smallest run: options it runs with in seconds on the committed zoo (``{prompts}`` and ``{completions}``: a
+    three-problem prompts file and completions JSONL, ``{out}``: the run folder), which
+    ``tests/core/test_job_interrupts.py`` interrupts and resumes; empty: none (that test says so)."""
     compare: str | None = None
     """What the app shows of several of its runs side by side: ``module:name`` of a
     :class:`~thinklens.runs.trace_view.Comparison` (a row per run and a chart); None: each run's findings and the numbers
