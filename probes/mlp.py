@@ -26,6 +26,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from thinklens.errors import ThinklensError
+from thinklens.probes.grouped_split import validation_split
 from thinklens.probes.numerics import (
     ScoreClassifierMixin,
     as_features,
@@ -59,7 +60,7 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
     Early stopping needs a stratified validation split with some samples of every class; when a
     class has fewer than ``ceil(2 / validation_fraction)`` samples (10 at the default 0.2) the probe
     trains on all data without it and records ``early_stopping_used_ = False``. With ``groups`` (the rollout
-    of every event) the early-stopping split is grouped (:func:`thinklens.probes.lynx.validation_split`): scikit-learn's
+    of every event) the early-stopping split is grouped (:func:`thinklens.probes.grouped_split.validation_split`): scikit-learn's
     own split is by sample, so events of one rollout would sit on both sides and the validation score that
     stops training would reward memorised neighbours. The epochs are then driven here (``partial_fit``, Adam
     state kept) with scikit-learn's rule: stop after ``n_iter_no_change`` epochs without a validation
@@ -126,8 +127,6 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
         import warnings
 
         from sklearn.metrics import accuracy_score
-
-        from thinklens.probes.lynx import validation_split
 
         groups = np.asarray(groups)
         if groups.shape != y_index.shape:

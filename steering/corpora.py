@@ -17,10 +17,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from thinklens.engine.tokenization import prompt_ids
 from thinklens.errors import ThinklensError, opt
+from thinklens.steering.problems import data_format, max_steps_of, problem_texts, prompt_set
+from thinklens.steering.text_files import is_text_file, read_texts
 
 
 def zoo_problems(n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8):
@@ -63,46 +64,6 @@ def zoo_texts(style: str, n: int, *, seed: int, min_steps: int = 1, max_steps: i
         prompt, target = render_example(p, style)
         out.append(f"{prompt} {target}")
     return out
-
-
-def read_texts(path: str | Path) -> list[str]:
-    """Non-empty lines of a UTF-8 text file (or the ``text`` field of a .jsonl file)."""
-    import json
-
-    p = Path(path)
-    if not p.is_file():
-        raise ThinklensError.of("text file", str(p), "an existing .txt or .jsonl file", "check the path")
-    lines = [ln for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    if p.suffix == ".jsonl":
-        lines = [json.loads(ln).get("text", "") for ln in lines]
-        lines = [t for t in lines if isinstance(t, str) and t.strip()]
-    if not lines:
-        raise ThinklensError.of("text file", str(p), "at least one non-empty line", "add texts, one per line")
-    return lines
-
-
-def is_text_file(spec: str) -> bool:
-    """Whether ``spec`` is a file of texts for :func:`read_texts`: a .txt file, or a .jsonl file whose first row
-    has a ``text`` field (any other source is a problem set).
-
-    Example:
-        >>> is_text_file("zoo:think"), is_text_file("synthetic:2-4")
-        (False, False)
-    """
-    import json
-
-    p = Path(spec)
-    if not p.is_file() or p.suffix not in (".txt", ".jsonl"):
-        return False
-    if p.suffix == ".txt":
-        return True
-    with p.open(encoding="utf-8") as f:
-        first = next((ln for ln in f if ln.strip()), "")
-    try:
-        row = json.loads(first)
-    except json.JSONDecodeError:
-        return False
-    return isinstance(row, dict) and "text" in row
 
 
 def check_corpus(spec: str, data_fields: str = "") -> None:
@@ -181,7 +142,6 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
         4
     """
     from thinklens.data.problemsets import ProblemSet, load_problems
-    from thinklens.steering.problems import data_format, max_steps_of, problem_texts, prompt_set
 
     fmt = data_format(model, prompt_format, spec) if model is not None else None
     kind = corpus_kind(kind, spec, fmt)

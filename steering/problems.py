@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from thinklens.data.answers import is_correct
 from thinklens.data.problemsets import ProblemSet, RealProblem
+from thinklens.steering.text_files import is_text_file, read_texts
 
 if TYPE_CHECKING:
     from thinklens.data.formats import PromptFormat
@@ -144,7 +145,6 @@ def held_out_prompts(model: HookedModel, data: str, n: int, *, prompt_format: st
         >>> # held_out_prompts(model, "zoo:think", 64).prompts[:1]
     """
     from thinklens.data.problemsets import load_problems
-    from thinklens.steering.corpora import is_text_file, read_texts
     from thinklens.tasks.protocol import HELD_OUT
 
     if data.startswith("zoo:"):
