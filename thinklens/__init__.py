@@ -1,12 +1,14 @@
 """thinklens: see how language models reason from the inside, and act on it.
 
-The core, by layer: :mod:`thinklens.engine` (any HF causal LM behind one hook layer),
-:mod:`thinklens.generation` (traced, KV-cached decoding), :mod:`thinklens.data` (problems, prompt formats,
-answers), :mod:`thinklens.tasks` (the synthetic task), :mod:`thinklens.runs` (the job contract and run
-folders), :mod:`thinklens.calibration` (findings and planted/null settings) and :mod:`thinklens.zoo` (the
-embedded models). The capabilities: :mod:`thinklens.probes`, :mod:`thinklens.steering`,
-:mod:`thinklens.latent` and :mod:`thinklens.analyses`, whose sources are the repository's ``probes/``,
-``steering/``, ``latent/`` and ``analyses/`` folders (pyproject's ``package-dir`` maps them).
+The core, from the bottom layer up (docs/architecture.md, "Layers", which a test holds): :mod:`thinklens.tasks`
+(the synthetic task) and :mod:`thinklens.data` (problems, prompt formats, answers), :mod:`thinklens.engine` (any HF
+causal LM behind one hook layer), :mod:`thinklens.generation` (traced, KV-cached decoding), then
+:class:`~thinklens.engine.model.HookedModel` over them, :mod:`thinklens.runs` (the job contract; its run folders and
+config groups sit at the bottom), :mod:`thinklens.calibration` (planted/null settings; its statistics and findings sit
+at the bottom) and :mod:`thinklens.zoo` (the embedded models). The capabilities, above the core and side by side:
+:mod:`thinklens.probes`, :mod:`thinklens.steering`, :mod:`thinklens.latent` and :mod:`thinklens.analyses`, whose
+sources are the repository's ``probes/``, ``steering/``, ``latent/`` and ``analyses/`` folders (pyproject's
+``package-dir`` maps them).
 
 Names are imported on first use (torch loads only when a model-facing name is touched), so the CLI
 starts fast.
