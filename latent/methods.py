@@ -90,6 +90,8 @@ class LatentMethod:
     """The special tokens the method's sequences hold (``--add-tokens`` adds them to a tokenizer that lacks them)."""
     validations: tuple[tuple[str, str], ...] = ()
     """Its planted and null settings (``Job.validations``): (name, ``module:SETTINGS``) pairs."""
+    smallest: tuple[str, ...] = ()
+    """Its smallest run (``Job.smallest``): options that train it in seconds."""
 
     @property
     def module(self) -> MethodModule:
@@ -106,14 +108,21 @@ class LatentMethod:
 #: Every latent method, by name.
 METHODS: dict[str, LatentMethod] = {m.name: m for m in (
     LatentMethod("coconut", "Coconut", CoconutConfig, "thinklens.latent.coconut",
-                 validations=(("codi", "thinklens.latent.codi_validation:SETTINGS"),)),
+                 validations=(("codi", "thinklens.latent.codi_validation:SETTINGS"),),
+                 smallest=("--max-stage", "1", "--stage-steps", "2", "--final-stage-steps", "2", "--batch-size", "4",
+                           "--n-eval", "2", "--publish", "{out}/model")),
     LatentMethod("codi", "CODI", CODIConfig, "thinklens.latent.codi", continue_fields=("projection", "prj_dim"),
-                 validations=(("codi", "thinklens.latent.codi_validation:SETTINGS"),)),
+                 validations=(("codi", "thinklens.latent.codi_validation:SETTINGS"),),
+                 smallest=("--train-steps", "4", "--batch-size", "8", "--n-eval", "2", "--n-latents", "2", "--publish", "{out}/model")),
     LatentMethod("latent-sft", "Latent-SFT", LatentSFTConfig, "thinklens.latent.latent_sft", lora_copies=("encoder",),
-                 cannot_continue="a saved Latent-SFT model has no encoder to continue stage 1 or 2 with"),
+                 cannot_continue="a saved Latent-SFT model has no encoder to continue stage 1 or 2 with",
+                 smallest=("--encoder-steps", "2", "--decoder-steps", "2", "--joint-steps", "2", "--stage2-steps", "2",
+                           "--batch-size", "4", "--n-eval", "2", "--publish", "{out}/model")),
     # token-level SFT writes the prompt, the chain and the answer in the model's own tokens: no special token, so
     # a fine-tune keeps its base's vocabulary (hybrid and reasoning-vector pair the two)
-    LatentMethod("sft", "SFT", SFTConfig, "thinklens.latent.sft", continue_fields=("cot",), special_tokens=()),
+    LatentMethod("sft", "SFT", SFTConfig, "thinklens.latent.sft", continue_fields=("cot",), special_tokens=(),
+                 smallest=("--train-steps", "4", "--batch-size", "4", "--n-eval", "2", "--min-steps", "3", "--max-steps", "3",
+                           "--publish", "{out}/model")),
 )}
 
 
@@ -202,4 +211,4 @@ def training_job(name: str) -> Job:
                models=(), report=report_training, headline=training_headline, order=110,
                page="pages/6_Latent_reasoning.py", former_kinds=("latent-train",),
                findings="thinklens.latent.latent_findings:training_findings", capability="Latent reasoning",
-               validations=dict(method.validations))
+               validations=dict(method.validations), smallest=method.smallest)

@@ -131,4 +131,5 @@ def report(summary: dict[str, Any]) -> str:
 
 
 JOB = Job("eval", EvalJobConfig, run, report=report, help="accuracy and token counts of a model on a problem set",
-          findings="thinklens.analyses.eval_findings:eval_findings", capability="Models and sites")
+          findings="thinklens.analyses.eval_findings:eval_findings", capability="Models and sites",
+          smallest=("--model", "tiny-cot", "--data", "synthetic:2-2:3", "--max-new-tokens", "24", "--batch-size", "1"))

@@ -194,4 +194,6 @@ JOB = Job("mi-peaks", MIPeaksJobConfig, run, order=30, page="pages/2_MI_peaks.py
           presets=PRESETS, report=report,
           help="MI peaks and thinking tokens (Qian et al. 2025)",
           findings="thinklens.analyses.mi.pipeline:findings_of", capability="MI peaks and thinking tokens",
-          validations={"mi-peaks": "thinklens.analyses.mi.validation:SETTINGS"}, traces="thinklens.analyses.mi.mi_traces:READER")
+          validations={"mi-peaks": "thinklens.analyses.mi.validation:SETTINGS"}, traces="thinklens.analyses.mi.mi_traces:READER",
+          smallest=("--model", "tiny-cot", "--n-problems", "3", "--max-steps", "2", "--max-new-tokens", "24", "--k", "2", "--estimators",
+                    "reference", "--ci", "wilson"))

@@ -62,4 +62,6 @@ JOB = Job(
     "seek.json and the figures the app shows.",
     findings="thinklens.latent.latent_findings:table_findings", capability="Latent reasoning",
     traces="thinklens.latent.decoding_traces:READER", compare="thinklens.latent.latent_comparison:LATENT_EVAL",
+    smallest=("--models", "tiny-cot", "--n-eval", "1", "--min-steps", "2", "--max-steps", "2", "--seek-n", "1", "--seek-min-steps", "2",
+              "--seek-max-steps", "2", "--decode-examples", "1"),
 )

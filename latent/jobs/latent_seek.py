@@ -94,4 +94,6 @@ def report(summary: dict[str, Any]) -> str:
 JOB = Job("latent-seek", LatentSeekConfig, run, load=load, report=report,
           help="LatentSeek: test-time optimisation of a CoT model's latents (no training)",
           findings="thinklens.latent.latent_findings:seek_findings", capability="Latent reasoning",
-          validations={"latent-seek": "thinklens.latent.validation:SETTINGS"})
+          validations={"latent-seek": "thinklens.latent.validation:SETTINGS"},
+          smallest=("--model", "tiny-cot", "--n-eval", "1", "--min-steps", "2", "--max-steps", "2", "--max-iters", "1", "--max-new-tokens",
+                    "8", "--rho", "0.5", "--threshold", "1.0"))

@@ -277,4 +277,7 @@ JOB = Job(
     "fraction changed are reported; every (seed, mode) resumes after a kill.",
     findings="thinklens.steering.hybrid_generate:hybrid_findings", capability="Steering",
     validations={"hybrid": "thinklens.steering.hybrid_validation:SETTINGS"}, compare="thinklens.steering.steering_comparisons:HYBRID",
+    smallest=("--model", "tiny-cot", "--thinking", "tiny-think", "--n-categories", "3", "--k", "1", "--sae-steps", "20", "--vector-iters",
+              "3", "--vector-batch", "8", "--strengths", "0.5,1.0", "--windows", "1", "--n-train", "12", "--n-eval", "6", "--max-steps",
+              "3", "--modes", "base,thinking,hybrid"),
 )

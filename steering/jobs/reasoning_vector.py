@@ -290,4 +290,6 @@ JOB = Job(
     findings="thinklens.steering.reasoning_vectors:sweep_findings", capability="Steering",
     validations={"vectors": "thinklens.steering.vector_validation:SETTINGS"},
     compare="thinklens.steering.steering_comparisons:REASONING_VECTOR",
+    smallest=("--model", "tiny-pre", "--a", "data/zoo/tiny-grpo", "--b", "tiny-cot", "--base", "tiny-pre", "--alphas", "0,1", "--groups",
+              "all", "--n-eval", "2", "--step-counts", "2", "--no-random-control"),
 )

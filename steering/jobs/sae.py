@@ -292,4 +292,7 @@ JOB = Job("sae", SAEJobConfig, run, preflight=preflight, order=60, page="pages/7
           findings="thinklens.steering.sae_findings:sae_findings", capability="Steering",
           validations={"sae-real": "thinklens.steering.sae_real_validation:SETTINGS",
                        "steering": "thinklens.steering.validation:SETTINGS"},
-          compare="thinklens.steering.steering_comparisons:SAE")
+          compare="thinklens.steering.steering_comparisons:SAE",
+          smallest=("--model", "tiny-think", "--site", "resid_post.0", "--n-texts", "60", "--eval-texts", "16", "--stats-traces", "6",
+                    "--fidelity-traces", "6", "--d-sae", "32", "--k", "4", "--training-tokens", "3000", "--train-batch-size-tokens", "256",
+                    "--store-batch-size-prompts", "8", "--n-batches-in-buffer", "4", "--n-eval-batches", "1"))

@@ -107,4 +107,6 @@ JOB = Job(
     "sae-lens's run_evals on local texts (explained variance, L0, dead features), and CE loss recovered and KL on "
     "the tokens the model generates from held-out prompts (never prompt or padding positions).",
     findings="thinklens.steering.sae_findings:sae_findings", capability="Steering",
+    smallest=("--model", "tiny-think", "--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-texts", "16", "--n-batches", "1",
+              "--fidelity-traces", "4"),
 )

@@ -262,4 +262,6 @@ JOB = Job("steer-vector", SteerVectorConfig, run, preflight=preflight, order=72,
           help="contrastive activation addition (ActAdd/CAA) scored by VADER against a random direction",
           findings="thinklens.steering.contrast:coefficient_finding", capability="Steering", demo=DEMO,
           validations={"actadd": "thinklens.steering.actadd_validation:SETTINGS"},
-          traces="thinklens.steering.jobs.steer_vector:TRACES")
+          traces="thinklens.steering.jobs.steer_vector:TRACES",
+          smallest=("--model", "tiny-think", "--pair", " wait, hmm", "--n-prompts", "4", "--samples", "1", "--max-new-tokens", "8",
+                    "--coeffs=-0.2,0,0.2", "--site", "resid_post.1"))

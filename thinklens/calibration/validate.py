@@ -159,4 +159,5 @@ def report(doc: dict[str, Any]) -> str:
 JOB = Job("validate", ValidateConfig, run, report=report, models=(),
           help="every method on a planted effect (must recover it) and a null (must report none)",
           findings="thinklens.calibration.validate:validation_findings", capability="Validation and findings",
-          validations={"stats": "thinklens.calibration.settings:SETTINGS"})
+          validations={"stats": "thinklens.calibration.settings:SETTINGS"},
+          smallest=("--methods", "findings/null", "--quick"))

@@ -389,4 +389,5 @@ def preflight(config: ImportTracesConfig) -> None:
 
 JOB = Job("import-traces", ImportTracesConfig, run, report=report, preflight=preflight,
           help="import completions generated elsewhere (vLLM, SGLang, an API) as traces with states",
-          findings="thinklens.engine.capture:NO_FINDINGS", capability="Models and sites")
+          findings="thinklens.engine.capture:NO_FINDINGS", capability="Models and sites",
+          smallest=("--model", "tiny-think", "--data", "{completions}", "--sites", "resid_post.0", "--batch-size", "1"))

@@ -186,4 +186,5 @@ DEMO = (DemoRun(("--model", "tiny-think", "--sites", "resid_post.*", "--prompts"
 
 JOB = Job("capture", CaptureConfig, run, preflight=preflight, order=20, demo=DEMO, headline=headline,
           report=report, help="capture activations of prompts into an activation store",
-          findings="thinklens.engine.capture:NO_FINDINGS", capability="Models and sites")
+          findings="thinklens.engine.capture:NO_FINDINGS", capability="Models and sites",
+          smallest=("--model", "tiny-think", "--prompts", "{prompts}", "--sites", "resid_post.0,resid_post.1", "--batch-size", "1"))

@@ -104,4 +104,5 @@ def summary(meta: dict[str, Any]) -> dict[str, Any]:
 
 JOB = Job("grpo", GRPOJobConfig, run, report=report, summary=summary,
           help="GRPO on the zoo task from tiny-cot; publishes tiny-grpo (the reasoning-vector donor)",
-          findings="thinklens.zoo.jobs.grpo:findings", capability="Steering")
+          findings="thinklens.zoo.jobs.grpo:findings", capability="Steering",
+          smallest=("--train-steps", "2", "--prompts-per-step", "2", "--group-size", "4", "--n-eval", "0", "--publish", "{out}/model"))

@@ -181,4 +181,5 @@ DEMO = (DemoRun(("--models", "tiny-direct,tiny-cot,tiny-think", "--n-eval", "20"
 JOB = Job("zoo-eval", ZooEvalConfig, run, order=10, demo=DEMO, headline=headline,
           models=(), report=report, summary=summary,
           help="held-out accuracy of zoo models by number of steps",
-          findings="thinklens.zoo.jobs.zoo_eval:zoo_findings", capability="The embedded zoo")
+          findings="thinklens.zoo.jobs.zoo_eval:zoo_findings", capability="The embedded zoo",
+          smallest=("--model", "tiny-cot", "--n-eval", "2", "--step-counts", "2,3"))

@@ -121,4 +121,5 @@ def summary(meta: dict[str, Any]) -> dict[str, Any]:
 
 JOB = Job("zoo-train", ZooTrainConfig, run, models=(), report=report, summary=summary,
           help="train one zoo model from its recipe (seeded, resumable) and publish it to data/zoo",
-          findings="thinklens.zoo.jobs.zoo_train:findings", capability="The embedded zoo")
+          findings="thinklens.zoo.jobs.zoo_train:findings", capability="The embedded zoo",
+          smallest=("--model", "tiny-pre", "--seed", "2", "--n-eval", "0", "--publish", "{out}/model"))
