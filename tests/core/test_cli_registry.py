@@ -70,7 +70,7 @@ def test_a_job_module_registers_by_its_file_alone(tmp_path, monkeypatch):
     found = {ep.name: ep.value for ep in job_registry.job_modules()}
     assert found["count-up"] == "thinklens.toycap.jobs.count_up:JOB" and found["methods"] == "thinklens.toycap.jobs.methods:JOBS"
     assert "-helpers" not in found and "helpers" not in found
-    assert found["steer-vector"] == "thinklens.steering.jobs.steer_vector:JOB"  # the package's own, found the same way
+    assert found["sae-eval"] == "thinklens.steering.jobs.sae_eval:JOB"  # the package's own, found the same way
 
 
 def test_a_job_module_holding_another_name_is_refused(monkeypatch):

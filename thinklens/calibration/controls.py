@@ -167,8 +167,8 @@ def setting_sources(errors: list[str] | None = None) -> dict[str, tuple[Any, tup
 
     Example:
         >>> sources = setting_sources()
-        >>> sources["actadd"][0].value, sources["actadd"][1], sources["steering"][1], sources["induction"][1]
-        ('thinklens.steering.actadd_validation:SETTINGS', ('steer-vector',), ('sae', 'steer'), ())
+        >>> sources["lynx"][0].value, sources["lynx"][1], sources["steering"][1], sources["induction"][1]
+        ('thinklens.probes.validation:SETTINGS', ('lynx',), ('sae', 'steer'), ())
     """
     from importlib import metadata
 
@@ -205,7 +205,7 @@ def all_settings() -> list[Setting]:
 
 
 def method_jobs(errors: list[str] | None = None) -> dict[str, str]:
-    """Setting method -> the job whose declared settings hold it (``actadd`` -> ``steer-vector``; of several jobs that
+    """Setting method -> the job whose declared settings hold it (``readout`` -> ``probe``; of several jobs that
     declare one module, the one named like the method, else the first); methods of settings no job declares are
     absent. Loads every settings module (cheap: a setting runs nothing until asked)."""
     out: dict[str, str] = {}

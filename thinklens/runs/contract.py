@@ -149,8 +149,8 @@ class Job:
 
         Example:
             >>> from thinklens.runs.jobs import get_job
-            >>> get_job("steer-vector").declared("findings").__name__, get_job("capture").declared("traces")
-            ('coefficient_finding', None)
+            >>> get_job("lynx").declared("findings").__name__, get_job("capture").declared("traces")
+            ('lynx_findings', None)
         """
         ref = getattr(self, what)
         return None if ref is None else resolve(ref, f"{what} of job {self.name}")

@@ -4,7 +4,7 @@ the demo and the app read them in. Part of the job contract (:mod:`thinklens.run
 Where jobs come from:
 
 - every module of a ``jobs`` package of thinklens (a core layer's, ``thinklens/zoo/jobs/``, or a capability's,
-  ``steering/jobs/``) is a job, named after its file (``steer_vector.py`` is ``steer-vector``) and holding it as
+  ``steering/jobs/``) is a job, named after its file (``sae_eval.py`` is ``sae-eval``) and holding it as
   ``JOB`` (or a list ``JOBS``, one job per row of a method table): found by listing those folders, so a new job is
   its file, with no entry point to write and nothing to reinstall (:func:`job_modules`);
 - the ``thinklens.jobs`` entry points: the core jobs whose module is also their library (``capture``,
@@ -13,8 +13,8 @@ Where jobs come from:
 
 Example:
     >>> scanned = {ep.name: ep.value for ep in job_modules()}
-    >>> scanned["steer-vector"], scanned["trainers"]
-    ('thinklens.steering.jobs.steer_vector:JOB', 'thinklens.latent.jobs.trainers:JOBS')
+    >>> scanned["sae-eval"], scanned["trainers"]
+    ('thinklens.steering.jobs.sae_eval:JOB', 'thinklens.latent.jobs.trainers:JOBS')
 """
 
 from __future__ import annotations
