@@ -1,10 +1,12 @@
 """The job contract: one way to run every analysis, trainer and evaluation.
 
 A job is one file holding one frozen config dataclass and one ``run(config, ctx)`` function, exported
-as a :class:`Job` named ``JOB``. Capability packages register their jobs in the ``thinklens.jobs``
-entry-point group of pyproject.toml (``lynx = "thinklens.probes.jobs.lynx:JOB"``), so the core never imports a
-capability package. The CLI (``thinklens run <job>``), :func:`run_job` (Python and notebooks), the demo
-and the app's "how to reproduce" hints are all built from that one contract.
+as a :class:`Job` named ``JOB``, which also declares what the rest reads of it (its findings, README row, demo runs,
+validation settings, trace reader, comparison, smallest run: :class:`~thinklens.runs.contract.Job`). A module of a
+``jobs`` package registers by its file (``probes/jobs/lynx.py`` is ``thinklens run lynx``: the registry lists those
+folders, :mod:`thinklens.runs.job_registry`), so the core never imports a capability package and a new job needs no
+entry point and no reinstall. The CLI (``thinklens run <job>``), :func:`run_job` (Python and notebooks), the demo,
+the app's pages and the README's table are all built from that one contract.
 
 What the runner does for every job, in order:
 1. the config: the job's defaults, then a named preset, then a JSON ``--config`` file (a run folder's
