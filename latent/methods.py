@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.latent.config import CoconutConfig, CODIConfig, LatentSFTConfig, SFTConfig, TrainConfig
-from thinklens.runs.jobs import Job, JobContext
 
 if TYPE_CHECKING:
     from torch import nn
@@ -140,75 +139,3 @@ def method_of(cfg: Any) -> LatentMethod:
             return m
     raise ThinklensError.of("config", type(cfg).__name__, ", ".join(m.config.__name__ for m in METHODS.values()),
                             "build the config of a latent method")
-
-
-# ---------------------------------------------------------------- the training jobs
-
-
-def run_training(config: TrainConfig, ctx: JobContext) -> dict[str, Any]:
-    """Train ``config`` in the job's run folder (resuming its checkpoint) on the job's device and dtype."""
-    import torch
-
-    from thinklens.latent.training_loop import train_latent
-
-    if ctx.options.threads is None:
-        torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
-    return train_latent(config, ctx.run, device=ctx.options.device, dtype=ctx.options.torch_dtype,
-                        progress=ctx.progress.enabled)
-
-
-def report_training(metrics: dict[str, Any]) -> str:
-    """Steps, time and the held-out accuracy of a finished training run.
-
-    Example:
-        >>> print(report_training({"method": "codi", "steps": 10, "train_wall_s": 3.0, "processes": 1}))
-        codi: 10 steps in 3s on 1 process(es)
-    """
-    lines = [f"{metrics['method']}: {metrics['steps']} steps in {metrics['train_wall_s']:.0f}s on {metrics['processes']} process(es)"]
-    if metrics.get("eval"):
-        ev = metrics["eval"]
-        lines.append("accuracy by steps: " + " ".join(f"{k}:{v:.2f}" for k, v in ev["accuracy"].items())
-                     + "; reasoning positions: " + " ".join(f"{k}:{v:.1f}" for k, v in ev["reasoning_positions"].items()))
-    return "\n".join(lines)
-
-
-def training_headline(summary: dict[str, Any], folder: Any) -> str:
-    """A training run in a line (Home, ``thinklens runs``): method, steps, time and held-out accuracy.
-
-    Example:
-        >>> training_headline({"method": "codi", "steps": 10, "train_wall_s": 3.0, "eval": {"accuracy": 0.5}}, "/none")
-        'codi: 10 steps in 3 s, held-out accuracy 50%'
-    """
-    from thinklens.runs.headlines import num, pct, result_json
-
-    m = result_json(folder, "metrics") or summary
-    ev = (m.get("eval") or {}).get("mean_accuracy", (m.get("eval") or {}).get("accuracy"))
-    held_out = ev if isinstance(ev, dict) else pct(ev)
-    return f"{m.get('method', '?')}: {m.get('steps', '?')} steps in {num(m.get('train_wall_s'), 0)} s, held-out accuracy {held_out}"
-
-
-def training_preflight(config: TrainConfig) -> None:
-    """What a trainer reads, checked before its model loads: ``--data`` (the training problems) and, when it
-    evaluates (``--n-eval`` > 0), ``--eval-data`` (a missing, malformed or empty file costs no load)."""
-    from thinklens.data.problemsets import load_problems
-
-    if config.data:
-        config.load()
-    if config.eval_data and config.n_eval:
-        load_problems(config.eval_data, limit=config.n_eval)
-
-
-def training_job(name: str) -> Job:
-    """The job training method ``name``: run folders ``runs/<name>/<id>`` (older runs, ``runs/latent-train/<id>``,
-    are still this job's, as the app and ``thinklens runs`` read them)."""
-    method = METHODS[name]
-    doc = " ".join((method.config.__doc__ or "").split())
-    return Job(name, method.config, run_training, preflight=training_preflight, help=doc or name,
-               description=f"{doc} Starts from a CoT model (or continues a saved {method.label} model); the trained "
-               "model is written to <run folder>/model and, with --publish, to a model folder. Re-running the same "
-               "--run-id resumes from the last checkpoint; `accelerate launch -m thinklens.cli run ...` trains on "
-               "several processes.",
-               models=(), report=report_training, headline=training_headline, order=110,
-               page="pages/6_Latent_reasoning.py", former_kinds=("latent-train",),
-               findings="thinklens.latent.latent_findings:training_findings", capability="Latent reasoning",
-               validations=dict(method.validations), smallest=method.smallest)
