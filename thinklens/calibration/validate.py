@@ -75,16 +75,18 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
                                   device=ctx.options.device, dtype=ctx.options.dtype, threads=ctx.options.threads,
                                   progress=ctx.progress.enabled, model=config.model or None, _models=shared_models)
             t0 = time.perf_counter()
+            crashed = False
             try:
                 check = setting.run(sctx)
             except Exception as e:  # a setting that crashes is a failed validation, reported with its error
-                check = failed_check(e)
+                check, crashed = failed_check(e), True
             row = to_jsonable({"method": setting.method, "setting": setting.name, "kind": setting.kind,
                                "expected": setting.expected,
                    **asdict(check), "ci": list(check.ci), "ok": check.verdict == setting.expected,
                    "seconds": round(time.perf_counter() - t0, 1), "line": validate_line(setting, check),
                    "help": setting.help})  # as a resumed run reads it back (NaN -> None)
-            ctx.run.mark_done(key, row)
+            if not crashed:  # a crash is not a result: the resumed run tries the setting again
+                ctx.run.mark_done(key, row)
         ctx.progress.log(row["line"])
         rows.append(row)
     k = sum(r["ok"] for r in rows)
