@@ -68,7 +68,10 @@ def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
         ("eval", ["--data", data, *budget]),
         ("mi-peaks", ["--data", "synthetic:1-3:12", *budget, "--no-recycling", "--no-ttts"]),
         ("probe", ["--data", "synthetic:1-2:24", "--target", "correct", *budget, "--n-bootstrap", "200"]),
-        ("lynx", ["--data", "synthetic:1-3:36", "--n-train", "12", "--n-calibration", "12", "--n-test", "12", *budget]),
+        # calibration needs ceil(1/delta) - 1 events of each class: smol-r1's forced exits are mostly wrong, so
+        # deltas of 0.1 and 0.2 on 24 calibration rollouts (0.01, the default's smallest, needs 99 right ones)
+        ("lynx", ["--data", "synthetic:1-3:36", "--n-train", "12", "--n-calibration", "24", "--n-test", "12",
+                  "--deltas", "0.1,0.2", *budget]),
         ("hybrid", ["--model", ORGANISM_BASE, "--thinking", model, "--data", "synthetic:1-3:6", "--site",
                     f"resid_post.{LAYERS[ORGANISM_BASE] // 2}", "--n-train", "8", "--n-eval", "8", *budget,
                     "--sae-steps", "50", "--vector-iters", "10", "--modes", "base,thinking,hybrid,random_vectors"]),
