@@ -12,7 +12,8 @@ Modules (one concept each):
 - :mod:`thinklens.steering.reasoning_vectors`: weight-space task vectors between checkpoints of one lineage
   (parameter groups from the core adapters); the GRPO donor ``tiny-grpo`` is the zoo's (:mod:`thinklens.zoo.grpo`).
 - :mod:`thinklens.steering.hybrid` / :mod:`thinklens.steering.hybrid_generate`: hybrid base/thinking steering (Venhoff et al.).
-- :mod:`thinklens.steering.configs`: the algorithms' settings (SAE training, hybrid steering, GRPO), light to import.
+- :mod:`thinklens.steering.configs`: the algorithms' settings (SAE training, hybrid steering), light to import (GRPO's are
+  the zoo's: :mod:`thinklens.zoo.grpo_config`).
 - :mod:`thinklens.steering.jobs`: one file per job (``thinklens run sae|sae-eval|steer|reasoning-vector|hybrid``);
   :mod:`thinklens.steering.figures`: plotly figures.
 
@@ -45,7 +46,6 @@ _EXPORTS: dict[str, str] = {
     "HybridResult": "thinklens.steering.hybrid_generate",
     "evaluate_hybrid": "thinklens.steering.hybrid_generate",
     "SAETrainConfig": "thinklens.steering.configs", "HybridConfig": "thinklens.steering.configs",
-    "GRPOConfig": "thinklens.steering.configs",
     "steer_sweep": "thinklens.steering.effects", "steer_prompt": "thinklens.steering.effects",
     "SAEJobConfig": "thinklens.steering.jobs.sae",
     "SAEEvalConfig": "thinklens.steering.jobs.sae_eval",

@@ -1,14 +1,14 @@
 """Settings of the steering algorithms: SAE training, hybrid steering (and its job's config, which
 :mod:`thinklens.steering.hybrid_validation` reads); GRPO's (the reasoning vector's donor) are the zoo's
-(:mod:`thinklens.zoo.grpo_config`, importable here too).
+(:mod:`thinklens.zoo.grpo_config`).
 
 Each is a frozen dataclass with a one-line docstring per field. They live apart from their algorithms
 (which import torch) so that a job's config can subclass them and ``thinklens run --help`` stays fast:
 the ``sae``, ``hybrid`` and ``grpo`` jobs' configs are these plus the job's own fields.
 
 Example:
-    >>> SAETrainConfig().site, HybridConfig().n_categories, GRPOConfig().model
-    ('resid_post.2', 6, 'tiny-cot')
+    >>> SAETrainConfig().site, HybridConfig().n_categories
+    ('resid_post.2', 6)
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.tasks import StepRange
-from thinklens.zoo.grpo_config import GRPOConfig as GRPOConfig  # the zoo's trainer's; importable here, as before
 
 if TYPE_CHECKING:
     from thinklens.data.formats import PromptFormat

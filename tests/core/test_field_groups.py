@@ -56,7 +56,7 @@ def test_every_optimiser_config_refuses_bad_values(config, bad):
 
 def test_grpo_keeps_its_optimiser():
     """The committed tiny-grpo was trained without weight decay and with a clip at 1 (then hard-coded)."""
-    from thinklens.steering.configs import GRPOConfig
+    from thinklens.zoo.grpo_config import GRPOConfig
 
     cfg = GRPOConfig()
     assert (cfg.lr, cfg.weight_decay, cfg.grad_clip) == (1e-4, 0.0, 1.0)

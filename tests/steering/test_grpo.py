@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from thinklens import ThinklensError
-from thinklens.steering.configs import GRPOConfig
 from thinklens.zoo.grpo import _batch, _token_logprobs, group_advantages, rewards
+from thinklens.zoo.grpo_config import GRPOConfig
 
 
 def test_reward_uses_the_shared_parser():

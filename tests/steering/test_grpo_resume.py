@@ -10,8 +10,8 @@ from tools.testing import assert_same_weights, dies_after
 
 
 def test_killed_and_resumed_grpo_equals_a_straight_run(tmp_path, monkeypatch):
-    from thinklens.steering.configs import GRPOConfig
     from thinklens.zoo import grpo
+    from thinklens.zoo.grpo_config import GRPOConfig
     from thinklens.zoo.registry import zoo_path
 
     if zoo_path("tiny-cot") is None:

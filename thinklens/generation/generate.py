@@ -107,12 +107,13 @@ def _generate_batch(model: "BaseHookedModel", prompts: list[str], cfg: GenerateC
 
 def generate(model: "BaseHookedModel", prompts: "str | Sequence[str]", cfg: GenerateConfig, *, capture: Sequence[Site | str] = (),
              interventions: Sequence[Intervention] = (), progress: bool = False,
-             stream_to: "ActivationStore | StoreWriter | None" = None,
+             stream_to: Any = None,
              backend: str | None = None) -> list[Trace]:
     """Generate for every prompt; see :class:`GenerateConfig` and :class:`thinklens.generation.trace.Trace`.
 
     Args:
-        stream_to: an activation store (or a writer of one): the captured states are written there while
+        stream_to: an :class:`ActivationStore` (or a :class:`StoreWriter` of one; anything else is refused with a
+            ThinklensError, so the annotation is ``Any``): the captured states are written there while
             generating (every ``cfg.stream_every`` steps) and each trace's ``hidden`` reads them back
             (trace ids ``<call id>-<prompt index>`` in the rows' metadata).
         backend: ``hooks`` (the local decode loop) or ``nnsight`` (HF ``generate`` in an nnsight trace);
