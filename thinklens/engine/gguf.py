@@ -33,6 +33,7 @@ import shutil
 import struct
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,15 +107,28 @@ def converted_folder(gguf_path: str | Path, *, name: str | None = None, package:
     say = (lambda msg: print(f"[thinklens] {msg}", file=sys.stderr, flush=True)) if progress else (lambda msg: None)
     say(f"converting {gguf_path.name} (sha256 {digest[:16]}, {header['bytes'] / 1e6:.0f} MB) once into {target}")
     t0 = time.perf_counter()
+
+    def build(tmp: Path) -> dict[str, Any]:
+        _dequantize_into(gguf_path, tmp, package=package, say=say)
+        return {"gguf": gguf_path.name, "gguf_sha256": digest, "gguf_bytes": header["bytes"], "gguf_version": header["version"],
+                "package": package, "dequantized": True,
+                "note": "4-bit quantized weights dequantized to float32: close to, not equal to, the released model",
+                **(extra or {})}
+
+    publish_folder(target, build)
+    say(f"converted in {time.perf_counter() - t0:.0f} s")
+    return target
+
+
+def publish_folder(target: Path, build: Callable[[Path], dict[str, Any]]) -> Path:
+    """Build a cache folder once, atomically: ``build(tmp)`` writes the files into a private temporary folder and
+    returns its provenance, written as :data:`SOURCE_FILE`; the folder then takes ``target``'s name in one rename
+    (another process that finished first keeps its folder). A failure or an interrupt leaves no half-written folder."""
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        _dequantize_into(gguf_path, tmp, package=package, say=say)
-        source = {"gguf": gguf_path.name, "gguf_sha256": digest, "gguf_bytes": header["bytes"], "gguf_version": header["version"],
-                  "package": package, "dequantized": True,
-                  "note": "4-bit quantized weights dequantized to float32: close to, not equal to, the released model",
-                  **(extra or {})}
+        source = build(tmp)
         (tmp / SOURCE_FILE).write_text(json.dumps(source, indent=1))
         if target.exists():  # another process finished first: keep its folder
             shutil.rmtree(tmp, ignore_errors=True)
@@ -123,7 +137,6 @@ def converted_folder(gguf_path: str | Path, *, name: str | None = None, package:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    say(f"converted in {time.perf_counter() - t0:.0f} s")
     return target
 
 

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from thinklens.engine.gguf import SOURCE_FILE, cache_root
+from thinklens.engine.gguf import SOURCE_FILE, cache_root, publish_folder
 from thinklens.errors import ThinklensError
 
 ADAPTER_FILE = "adapter_model.safetensors"
@@ -97,21 +95,14 @@ def organism_folder(name: str, *, base_folder: Callable[..., Path], progress: bo
     if progress:
         print(f"[thinklens] merging {org.adapter} into {org.base} once into {target}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
+
+    def build(tmp: Path) -> dict:
         merge_adapter(base, folder, tmp)
-        source = {**json.loads((base / SOURCE_FILE).read_text()), "organism": name, "base": org.base,
-                  "adapter": org.adapter, "adapter_sha256": digest,
-                  "note": "the base's dequantized weights with thinklens's LoRA adapter merged in"}
-        (tmp / SOURCE_FILE).write_text(json.dumps(source, indent=1))
-        if target.exists():  # another process finished first: keep its folder
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return {**json.loads((base / SOURCE_FILE).read_text()), "organism": name, "base": org.base,
+                "adapter": org.adapter, "adapter_sha256": digest,
+                "note": "the base's dequantized weights with thinklens's LoRA adapter merged in"}
+
+    publish_folder(target, build)
     if progress:
         print(f"[thinklens] merged in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return target
