@@ -13,12 +13,6 @@ from thinklens.zoo.registry import zoo_path
 APP = Path(__file__).resolve().parents[2] / "app"
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
-    return tmp_path
-
-
 def test_home_lists_runs_and_shows_error_card_for_broken(runs):
     good = RunFolder.create("demo", {"x": 1}, root=runs, run_id="good")
     good.finish({"acc": 0.9})

@@ -46,12 +46,6 @@ EXPECTED = {
 }
 
 
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
-    return tmp_path
-
-
 def test_headline_words_per_kind(runs):
     for kind, (config, summary) in SUMMARIES.items():
         RunFolder.create(kind, config, root=runs, run_id="a").finish(summary)

@@ -9,19 +9,12 @@ import sys
 from pathlib import Path
 
 import plotly.graph_objects as go
-import pytest
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "app"
 sys.path.insert(0, str(APP))
 
 from exports import LOOK, display_figure  # noqa: E402
-
-
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
-    return tmp_path
 
 
 def _streamlit_wrap(spec: dict) -> dict:

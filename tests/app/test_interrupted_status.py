@@ -7,19 +7,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "app"
 sys.path.insert(0, str(APP))
 
 from thinklens.runs.folders import RunFolder, discover_runs  # noqa: E402
-
-
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path))
-    return tmp_path
 
 
 def _interrupted(root: Path):
