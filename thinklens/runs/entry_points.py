@@ -8,7 +8,7 @@ distribution's, and other distributions' entry points (plugins) are kept.
 
 Example:
     >>> names = {ep.name for ep in entry_points("thinklens.jobs")}
-    >>> {"capture", "lynx", "steer"} <= names
+    >>> {"capture", "import-traces", "validate"} <= names
     True
 """
 

@@ -61,12 +61,12 @@ def job_modules() -> list[metadata.EntryPoint]:
     thinklens is ``<name with - for _> = "thinklens.<package>.jobs.<name>:JOB"`` (``:JOBS`` when the module holds a
     list of jobs). The folders are listed and the files read as text: no job module is imported."""
     import importlib.util
-    import pkgutil
 
     from thinklens import lazy
 
     top = importlib.util.find_spec("thinklens")
-    packages = {m.name for m in pkgutil.iter_modules(top.submodule_search_locations or []) if m.ispkg}
+    packages = {d.name for loc in top.submodule_search_locations or [] for d in Path(loc).iterdir()
+                if d.name.isidentifier() and (d / "__init__.py").is_file()}  # listing package folders only
     packages |= set(lazy.CAPABILITIES)
     out = []
     for package in sorted(packages):
