@@ -4,7 +4,8 @@ dict holding one) has traces in the viewer, links from its findings and paired c
 
 A record is a dict with one of :data:`TEXT_KEYS` holding a string. Its other plain fields (``correct``, ``gold``,
 ``extracted``, ``stop_reason``, ...) are its facts; a link may keep only the records whose field has a value
-(``where="correct=false"``). Trace ids are ``<source>/<index>``, the source named after its file
+(``where="correct=false"``; several conditions joined by ``;`` must all hold: ``"point=feature/7/1;broken=true"``).
+Trace ids are ``<source>/<index>``, the source named after its file
 (``completions`` for ``completions/batch-*.json``, ``rollouts.test`` for ``cache/rollouts.test.*.json``).
 
 Example:
@@ -17,6 +18,8 @@ Example:
     [('completions/0', True), ('completions/1', False)]
     >>> [t.trace_id for t in trace_records(run, where="correct=false")]
     ['completions/1']
+    >>> [t.trace_id for t in trace_records(run, where="correct=false;id=p0")]
+    []
 """
 
 from __future__ import annotations
@@ -99,11 +102,13 @@ def _plain(v: Any) -> bool:
 
 
 def _matches(rec: Record, where: str | None) -> bool:
-    if not where:
-        return True
-    key, _, want = where.partition("=")
-    v = rec.facts.get(key.strip())
-    return str(v).lower() == want.strip().lower()
+    for cond in (where or "").split(";"):
+        if not cond.strip():
+            continue
+        key, _, want = cond.partition("=")
+        if str(rec.facts.get(key.strip())).lower() != want.strip().lower():
+            return False
+    return True
 
 
 def trace_records(run: Path | str, where: str | None = None) -> list[Record]:

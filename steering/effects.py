@@ -65,7 +65,8 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
                 arms: dict[str, tuple[Tensor, int | None]], coeffs: Sequence[float], *, unit_norm: float = 1.0,
                 mode: str = "add", sae: "SAE | None" = None, max_acts: Sequence[float] | None = None,
                 positions: Positions = None, max_new_tokens: int = 64, batch_size: int = 64, word: str = "wait",
-                do_sample: bool = False, seed: int = 0, log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                do_sample: bool = False, seed: int = 0, log: Callable[[str], None] | None = None,
+                outcomes: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Generate greedily under every (arm, coefficient) and measure the effect.
 
     ``mode="add"``: add ``coeff * unit_norm * direction`` (arms have unit directions, so every arm adds
@@ -75,6 +76,8 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     arm samples with the same seed (common random numbers: differences come from the steering).
     ``answers``: gold answers (graded by :func:`thinklens.data.answers.is_correct`), or None. Each row counts the traces
     that say ``word``, the correct ones and the degenerate ones (:func:`thinklens.steering.contrast.is_degenerate`).
+    ``outcomes``, when given, gets one entry per generation (``arm``, ``feature``, ``coeff``, ``texts``, ``correct``:
+    per prompt; the unsteered baseline once, as arm ``None``), the texts behind each row's numbers.
     """
     from thinklens.steering.contrast import is_degenerate
 
@@ -106,10 +109,15 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
                 res: dict[str, Any] = {**reflection_counts(texts, (word,)), "mean_tokens": sum(len(t) for t in trs) / len(trs),
                                        "sample": texts[0], "traces_with_word": traces_with(texts, word), "n_traces": len(texts),
                                        "degenerate_traces": sum(is_degenerate(t) for t in texts)}
-                if answers is not None:
-                    res["correct_traces"] = sum(graded(texts, answers))
+                right = graded(texts, answers) if answers is not None else None
+                if right is not None:
+                    res["correct_traces"] = sum(right)
                     res["accuracy"] = res["correct_traces"] / len(answers)
                 cache[key] = res
+                if outcomes is not None:
+                    base = key == ("base",)
+                    outcomes.append({"arm": None if base else arm, "feature": None if base else feature, "coeff": c,
+                                     "texts": texts, "correct": None if right is None else [bool(x) for x in right]})
             row = {"arm": arm, "feature": feature, "coeff": c, "added_norm": norm, **cache[key]}
             rows.append(row)
             if log:

@@ -28,6 +28,50 @@ def steer_trace_id(row: dict[str, Any]) -> str:
     return f"{row.get('arm')}/{'-' if feature is None else int(feature)}/{float(row.get('coeff', 0.0)):g}"
 
 
+PROBLEMS = "steer_problems"
+"""The result (``results/steer_problems.json``) holding every steered text with its grade."""
+
+
+def problem_records(outcomes: list[dict[str, Any]], prompts: list[str], golds: list[Any] | None, *,
+                    seed: int) -> list[dict[str, Any]]:
+    """One record per (generation, prompt) of one seed's sweep (``steer_sweep(..., outcomes=)``): its text, prompt,
+    gold, whether it is right, whether the unsteered text of that prompt was, and whether the steering ``broke`` it
+    (right unsteered, wrong steered) or ``fixed`` it; ``point`` is the row's trace id (:func:`steer_trace_id`;
+    ``unsteered`` for the baseline). Without answers or an unsteered generation (clamp mode) those are None."""
+    base = next((o for o in outcomes if o["arm"] is None), None)
+    base_right = base["correct"] if base is not None else None
+    out = []
+    for o in outcomes:
+        point = "unsteered" if o["arm"] is None else steer_trace_id(o)
+        for i, text in enumerate(o["texts"]):
+            right = None if o["correct"] is None else bool(o["correct"][i])
+            was = None if base_right is None or right is None else bool(base_right[i])
+            steered = o["arm"] is not None
+            out.append({"point": point, "seed": seed, "arm": o["arm"], "feature": o["feature"], "coeff": o["coeff"],
+                        "problem": i, "prompt": prompts[i], "text": text,
+                        "gold": None if golds is None else str(golds[i]), "correct": right, "unsteered_correct": was,
+                        "broken": None if was is None else steered and was and not right,
+                        "fixed": None if was is None else steered and not was and bool(right)})
+    return out
+
+
+def broken_where(point: str) -> str:
+    """The viewer's filter (``where``) of the problems the steering at ``point`` broke."""
+    return f"point={point};broken=true"
+
+
+def broken_counts(path: Path) -> dict[str, int] | None:
+    """Row trace id -> how many (seed, problem) pairs its steering broke; None when the run predates per-problem
+    traces (no ``results/steer_problems.json``)."""
+    file = Path(path) / "results" / f"{PROBLEMS}.json"
+    if not file.is_file():
+        return None
+    counts: dict[str, int] = {}
+    for r in read_result_json(file):
+        counts[r["point"]] = counts.get(r["point"], 0) + bool(r.get("broken"))
+    return counts
+
+
 def load_trace(path: Path, run: str, trace: str) -> TraceData:
     """One steered sample, coloured by where it differs from the unsteered sample (coefficient 0)."""
     doc = read_result_json(path / "results" / "steer.json")

@@ -30,7 +30,8 @@ from feature_views import (  # noqa: E402
     sae_picker,
 )
 from features import diff_counts, diff_html, stored_contexts, sweep_rows, word_diff  # noqa: E402
-from traces import steer_trace_id, trace_link  # noqa: E402
+from traces import steer_trace_id, trace_link, traces_link  # noqa: E402
+from thinklens.steering.steer_traces import broken_counts, broken_where  # noqa: E402
 
 st.set_page_config(page_title="thinklens · steering", layout="wide")
 st.title("Steering")
@@ -253,13 +254,28 @@ def steer_results(run, source) -> None:
     if not rows:
         return
     word = chosen.get("word", "wait")
+    rel = f"steer/{run.run_id}"
+    broken = broken_counts(run.path)  # None: the run predates per-problem traces
+
+    def broke(r: dict) -> dict:
+        if broken is None or float(r["coeff"]) == 0.0 or steer_trace_id(r) not in broken:
+            return {}
+        return {"problems it broke": broken[steer_trace_id(r)],
+                "broken problems": traces_link(rel, broken_where(steer_trace_id(r)))}
+
     table([{"arm": r["arm"], "feature": "-" if r.get("feature") is None else str(r["feature"]), "coefficient": r["coeff"],
             "added norm": None if r.get("added_norm") is None else round(r["added_norm"], 2),
             f"{word} per trace": round(r.get(word, 0.0), 3), f"traces saying {word}": r.get("traces_with_word"),
-            "traces": r.get("n_traces"), "accuracy": r.get("accuracy"), "mean tokens": round(r.get("mean_tokens", 0), 1),
-            "trace viewer": trace_link(f"steer/{run.run_id}", steer_trace_id(r), "diff")} for r in rows],
+            "traces": r.get("n_traces"), "accuracy": r.get("accuracy"), **broke(r),
+            "mean tokens": round(r.get("mean_tokens", 0), 1),
+            "trace viewer": trace_link(rel, steer_trace_id(r), "diff")} for r in rows],
           key="steer-rows", name=f"steer-{run.run_id}-rows",
-          column_config={"trace viewer": st.column_config.LinkColumn("trace viewer", display_text="open")})
+          column_config={"trace viewer": st.column_config.LinkColumn("trace viewer", display_text="open"),
+                         "broken problems": st.column_config.LinkColumn("broken problems", display_text="open")})
+    st.caption("Problems it broke: right unsteered and wrong at this coefficient (same seed and prompt), summed over "
+               "seeds; the link opens exactly those texts." if broken is not None else
+               "This run predates per-problem traces: only each row's first sample is stored (re-run it for the texts "
+               "behind each accuracy).")
     base = next((r for r in rows if float(r["coeff"]) == 0.0), None)
     pick = st.selectbox("sample", range(len(rows)), key="steer-sample",
                         index=next((i for i, r in enumerate(rows) if r["arm"] == "feature" and r["coeff"] > 0), 0),

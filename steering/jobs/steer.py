@@ -6,7 +6,8 @@ feature, a random direction and (optionally) the difference of means of the stat
 adds the same norm at a given coefficient, over a sweep of coefficients and seeds. ``--sae`` takes an sae-lens
 folder or an ``sae`` run folder (whose feature statistics are then reused). Results: ``results/steer.json`` (the
 word's frequency, accuracy, degenerate traces and length per arm: rows averaged over seeds, rows per seed, the chosen
-feature) and the figure steer.
+feature), ``results/steer_problems.json`` (every steered text with its grade and whether the steering broke it,
+:func:`thinklens.steering.steer_traces.problem_records`) and the figure steer.
 
 The findings (:func:`steer_findings`), one per non-zero coefficient: steering the feature moves the share of traces
 that say ``--word`` (``effect``) only when, at that coefficient, its Wilson interval lies beyond that of EVERY other
@@ -163,6 +164,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.steering.feature_steering import equal_norm_arms
     from thinklens.steering.features import THINKING_WORDS, FeatureStats, feature_stats
     from thinklens.steering.sae import check_feature, check_sae, load_sae, sae_folder
+    from thinklens.steering.steer_traces import PROBLEMS, problem_records
 
     model, log, cfg = ctx.model, ctx.progress.log, config
     sae_dir, sae_run = sae_folder(cfg.sae)
@@ -204,6 +206,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         if cfg.diff_of_means else None
     prompts, answers, max_new = steer_set.prompts, steer_set.golds, steer_set.max_new_tokens
     per_seed: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []  # every steered text with its grade (results/steer_problems.json)
     random_features: list[int | None] = []
     for seed in range(cfg.seed, cfg.seed + cfg.n_seeds):
         arms = equal_norm_arms(sae, feature, top_feature=top, seed=seed, alive=alive)
@@ -212,9 +215,11 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         random_features.append(arms["random_feature"][1])
         log(f"seed {seed}: feature {feature}: corr with next {cfg.word!r} {stats.corr_words[word][feature]:.3f}; "
             f"baselines random feature {arms['random_feature'][1]}, top-activating {top}; unit norm {unit:.3f}")
+        outcomes: list[dict[str, Any]] = []
         rows = steer_sweep(model, prompts, answers, site, arms, cfg.coeffs, unit_norm=unit, mode=cfg.mode, sae=sae,
                            max_acts=stats.max_act, max_new_tokens=max_new, word=cfg.word, do_sample=cfg.sample,
-                           seed=seed, log=log)
+                           seed=seed, log=log, outcomes=outcomes)
+        problems += problem_records(outcomes, list(prompts), None if answers is None else list(answers), seed=seed)
         per_seed += [{**r, "seed": seed} for r in rows]
     rows = aggregate_seeds(per_seed, cfg.word)
     chosen = {"feature": feature, "word": cfg.word, "word_stats": word_source, "corr": stats.corr_words[word][feature],
@@ -227,6 +232,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
                                    "seeds": list(range(cfg.seed, cfg.seed + cfg.n_seeds)),
                                    "data": cfg.data or cfg.prompts, "prompt_format": fmt.name if fmt else None,
                                    "max_new_tokens": max_new})
+    ctx.run.write_result(PROBLEMS, problems)
     ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
     found = steer_findings(per_seed, cfg.word, feature, harm=harm_bound(cfg), mode=cfg.mode)
     summary = {"feature": feature, "corr": chosen["corr"], "site": str(site), "findings": findings_doc(found),

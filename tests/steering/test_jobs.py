@@ -47,6 +47,15 @@ def test_steer_job_seeds_and_diff_of_means(tiny_llama, trained_sae, tmp_path):
     for row in res["rows"]:  # aggregated rows are the mean of the per-seed rows
         per = [r[word] for r in res["rows_by_seed"] if r["arm"] == row["arm"] and r["coeff"] == row["coeff"]]
         assert row[word] == pytest.approx(sum(per) / 2) and row["n_seeds"] == 2
+    # every text behind a row's numbers is kept: per seed and generation, one record per prompt, the first its sample
+    from thinklens.steering.steer_traces import steer_trace_id
+
+    problems = RunFolder.open(tmp_path / "runs" / "steer" / "s").read_result("steer_problems")
+    for r in res["rows_by_seed"]:
+        point = "unsteered" if r["coeff"] == 0.0 else steer_trace_id(r)
+        texts = [p["text"] for p in problems if p["seed"] == r["seed"] and p["point"] == point]
+        assert len(texts) == r["n_traces"] == 4 and texts[0] == r["sample"]
+    assert all(p["correct"] is None and p["broken"] is None for p in problems)  # a prompt file has no answers
 
 
 def test_sae_eval_job(tiny_llama, trained_sae, word_texts, tmp_path):

@@ -1,0 +1,114 @@
+"""From a headline number to the texts behind it (issue 40 item 2): each job kind's page links its numbers to the
+trace viewer filtered to the traces that count, and the viewer lists exactly those.
+
+Oracles: each filter is recomputed here from the run's own per-problem file (the unsteered grade of the same seed and
+prompt for a broken problem; |p - y| for a probe's most-wrong examples), never read from the field the job wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "app"
+sys.path.insert(0, str(APP))
+PAGES = APP / "pages"
+SAE = ROOT / "data" / "saes" / "tiny-think-resid_post.2-topk32"
+
+
+def _params(url: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+
+
+def _page(name: str, root: Path, monkeypatch, **params) -> AppTest:
+    monkeypatch.setenv("THINKLENS_RUNS", str(root))
+    at = AppTest.from_file(str(PAGES / name), default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = str(v)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _viewer_ids(root: Path, monkeypatch, url: str) -> list[str]:
+    """The trace ids the viewer offers when opened at ``url`` (none: it says the run holds none)."""
+    at = _page("5_Trace_viewer.py", root, monkeypatch, **_params(url))
+    assert not at.error, [e.value for e in at.error]
+    boxes = [b for b in at.selectbox if b.label.startswith("Trace (")]
+    return [o.split()[0] for o in boxes[0].options] if boxes else []  # options show "<id> <label>"
+
+
+def _frame_with(at: AppTest, column: str):
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+# ------------------------------------------------------------------------------------------------------ steer
+
+def _steer_run(root: Path) -> Path:
+    """A steer run of two seeds over six problems: the unsteered run, the feature and a random feature at c = 1."""
+    from thinklens.runs.folders import RunFolder
+    from thinklens.steering.steer_traces import problem_records
+
+    if not SAE.is_dir():
+        pytest.skip("the committed SAE is not there")
+    run = RunFolder.create("steer", {"model": "tiny-think", "sae": str(SAE), "word": "wait", "site": "resid_post.2"},
+                           root=root, run_id="s")
+    grades = {  # (seed, arm) -> right per problem
+        (0, None): [1, 1, 1, 0, 0, 1], (0, "feature"): [0, 1, 0, 1, 0, 1], (0, "random_feature"): [1, 1, 1, 0, 0, 0],
+        (1, None): [1, 0, 1, 1, 0, 1], (1, "feature"): [1, 1, 0, 0, 0, 0], (1, "random_feature"): [1, 0, 1, 1, 1, 1]}
+    prompts, golds = [f"{i} + 1 =" for i in range(6)], [str(i + 1) for i in range(6)]
+    recs, rows = [], []
+    for seed in (0, 1):
+        outcomes = [{"arm": arm, "feature": {None: None, "feature": 7, "random_feature": 3}[arm],
+                     "coeff": 0.0 if arm is None else 1.0, "texts": [f"seed {seed} {arm} says {i}" for i in range(6)],
+                     "correct": [bool(x) for x in grades[(seed, arm)]]} for arm in (None, "feature", "random_feature")]
+        recs += problem_records(outcomes, prompts, golds, seed=seed)
+    for arm, f in (("feature", 7), ("random_feature", 3)):
+        for c in (0.0, 1.0):
+            key = None if c == 0 else arm
+            right = sum(sum(grades[(s, key)]) for s in (0, 1))
+            rows.append({"arm": arm, "feature": f, "coeff": c, "accuracy": right / 12, "n_traces": 6.0,
+                         "wait": 0.0, "sample": f"{arm} {c}", "mean_tokens": 4.0})
+    run.write_result("steer", {"rows": rows, "chosen": {"feature": 7, "word": "wait"}, "site": "resid_post.2"})
+    run.write_result("steer_problems", recs)
+    run.finish({"feature": 7, "site": "resid_post.2"})
+    return run.path
+
+
+def test_steer_rows_link_the_problems_each_coefficient_broke(tmp_path, monkeypatch):
+    """Catches: a broken problem taken across seeds or against another arm's grades, the fixed ones linked instead,
+    a filter that keeps one condition of two (every problem of the point, or every broken one of the run)."""
+    path = _steer_run(tmp_path)
+    recs = json.loads((path / "results" / "steer_problems.json").read_text())
+    base = {(r["seed"], r["problem"]): r["correct"] for r in recs if r["point"] == "unsteered"}
+    at = _page("4_Steering.py", tmp_path, monkeypatch)
+    rows = _frame_with(at, "broken problems")
+    linked = 0
+    for _, row in rows.iterrows():
+        point = f"{row['arm']}/{row['feature']}/{float(row['coefficient']):g}"
+        want = [f"steer_problems/{i}" for i, r in enumerate(recs) if r["point"] == point
+                and base[(r["seed"], r["problem"])] and not r["correct"]]
+        if float(row["coefficient"]) == 0.0:
+            assert not isinstance(row["broken problems"], str)  # the unsteered run breaks nothing
+            continue
+        assert row["problems it broke"] == len(want)
+        assert _viewer_ids(tmp_path, monkeypatch, row["broken problems"]) == want
+        linked += 1
+    assert linked == 2
+    # hand-counted from the grades above: the feature broke 0 and 2 in seed 0 and 2, 3 and 5 in seed 1; the random
+    # feature broke 5 in seed 0
+    assert rows[rows["coefficient"] == 1.0]["problems it broke"].tolist() == [5, 1]
+
+
+def test_a_steer_run_without_per_problem_traces_says_it_predates_them(tmp_path, monkeypatch):
+    path = _steer_run(tmp_path)
+    (path / "results" / "steer_problems.json").unlink()
+    at = _page("4_Steering.py", tmp_path, monkeypatch)
+    assert "broken problems" not in _frame_with(at, "accuracy").columns
+    assert any("predates per-problem traces" in c.value for c in at.caption)
