@@ -118,6 +118,12 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         'effect'
         >>> validation_findings([row | {"verdict": "failed", "details": {"precondition_met": False}}])[0]["verdict"]
         'no effect'
+        >>> wide = {"equivalent": False, "margin": 0.03, "ci90": [-0.2, 0.08]}  # holds 0, crosses the margin
+        >>> validation_findings([row | {"verdict": "failed", "details": {"tost_gap": wide}}])[0]["verdict"]
+        'too few samples'
+        >>> off = {"equivalent": False, "margin": 0.03, "ci90": [0.1, 0.3]}  # excludes 0: an effect on the null
+        >>> validation_findings([row | {"verdict": "failed", "details": {"tost_gap": wide, "tost_p": off}}])[0]["verdict"]
+        'effect'
     """
     from thinklens.calibration.findings import Finding, findings_doc
 
@@ -139,11 +145,20 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                   f"({details.get('precondition', 'see its details')})")
         elif planted and r["verdict"] == "failed":
             extra["otherwise"] = f"{r['method']} does not recover its planted effect ({r['setting']}): short of its target"
+        # a null failed because its equivalence tests are not shown while every one's interval still holds 0: the
+        # method found no effect there either; the sample cannot tell (a 3-trajectory null on smol-r1)
+        tosts = [t for k, t in details.items() if k.startswith("tost") and isinstance(t, dict) and "equivalent" in t]
+        undecided = (not planted and r["verdict"] == "failed" and not error and not unmet and tosts
+                     and all(t["equivalent"] or t["ci90"][0] <= 0 <= t["ci90"][1] for t in tosts))
+        if undecided:
+            extra["otherwise"] = (f"{r['method']} {r['setting']}: neither an effect nor its absence is shown (every "
+                                  "equivalence interval holds 0 and crosses its margin: too few samples)")
         # planted: the claim holds when recovered; null: when the method found an effect there (verdict failed)
-        holds = r["verdict"] == "recovered" if planted else (r["verdict"] == "failed" and not error and not unmet)
+        holds = r["verdict"] == "recovered" if planted else (r["verdict"] == "failed" and not error and not unmet
+                                                             and not undecided)
         found.append(Finding(claim=claim, statistic=r["statistic"], value=float("nan") if r["value"] is None else r["value"],
                              ci=ci, n=int(r.get("n") or 0), control=r.get("target", ""), control_value=None,
-                             verdict="effect" if holds else "no effect", extra=extra))
+                             verdict="effect" if holds else "too few samples" if undecided else "no effect", extra=extra))
     return findings_doc(found)
 
 
