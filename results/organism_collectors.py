@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from collect_core import RECORDS, ROOT, collector, read_json, summary
+from collect_core import DEMO_RECORD, RECORDS, ROOT, collector, read_json, summary
+from validation_collectors import validation_rows
 
 #: The committed run of ``thinklens run organism-eval`` (its per-trace ground truth is in its results).
 SMOL_R1_EVAL_RECORD = "smol-r1-eval"
@@ -48,3 +49,89 @@ def smol_r1() -> dict[str, Any]:
                     "step_counts": doc["task"]["step_counts"], "n_eval": doc["task"]["n_eval"], "gsm8k": doc["gsm8k"]},
                    extra_sources=("data/real-organisms/smol-r1/organism.json",))
 
+
+
+#: smol-r1's reasoning jobs (``python -m tools.real_jobs --models smol-r1``; rows of the real-jobs record) and its
+#: ``validate --model smol-r1`` run, each beside the zoo's: issue 38's transfer table.
+REAL_JOBS_RECORD = "real-jobs"
+SMOL_R1_VALIDATE_RECORD = "validate-smol-r1"
+ORGANISM = "smol-r1"
+
+
+def _said(f: dict[str, Any] | None) -> str:
+    """A finding as one cell: statistic value [interval], n, control, verdict."""
+    if f is None:
+        return "-"
+    ci = f.get("ci") or [None, None]
+    interval = f" [{ci[0]:.3g}, {ci[1]:.3g}]" if None not in ci else ""
+    control = f" vs {f['control']} {f['control_value']:.3g}" if f.get("control_value") is not None else ""
+    return f"{f['statistic']} {f['value']:.3g}{interval}{control}, n={f['n']:.0f}: {f['verdict']}"
+
+
+#: The zoo run each smol-r1 job is set beside, where a committed record is closer than the demo's: the zoo's own R1
+#: organism (tiny-r1, the same format trained from scratch) for mi-peaks and LYNX, and the README's correctness probe
+#: (the demo's probe reads another target).
+ZOO_R1_RECORDS = {"mi-peaks": "tiny-r1-mi-peaks", "lynx": "tiny-r1-lynx", "probe": "probe-readme-correct"}
+
+
+def _zoo_findings() -> dict[str, tuple[str, list[dict[str, Any]]]]:
+    """Per job kind, the zoo run it is compared with and its findings: the R1 organism's record where there is one
+    (:data:`ZOO_R1_RECORDS`), else the committed demo's run (its run id ``demo`` where the demo has two)."""
+    from thinklens.runs.demo_plan import DEMO_STEPS
+
+    out: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    for step in DEMO_STEPS:
+        run = DEMO_RECORD / str(step.kind) / step.run_id
+        if step.kind is None or not (run / "meta.json").is_file() or (step.kind in out and step.run_id != "demo"):
+            continue
+        meta = read_json(run / "meta.json")
+        model = (meta.get("config") or {}).get("model") or read_json(run / "config.json").get("model", "")
+        out[step.kind] = (f"{model} ({step.kind}/{step.run_id})", meta.get("summary", {}).get("findings") or [])
+    for kind, name in ZOO_R1_RECORDS.items():
+        meta = read_json(RECORDS / name / "meta.json")
+        out[kind] = (f"{read_json(RECORDS / name / 'config.json')['model']} (record {name})",
+                     meta.get("summary", {}).get("findings") or [])
+    return out
+
+
+@collector("smol_r1_transfer")
+def smol_r1_transfer() -> dict[str, Any]:
+    """What transfers from the zoo to real weights (issue 38 item 4): per reasoning job, the zoo demo's first finding
+    and smol-r1's, each with its statistic, interval, n and verdict (or smol-r1's refusal); per validation setting of
+    ``validate --model smol-r1``, its verdict beside the zoo's setting of the same method and kind."""
+    jobs = read_json(RECORDS / REAL_JOBS_RECORD / "jobs.json")
+    zoo = _zoo_findings()
+    rows = []
+    for r in (r for r in jobs.values() if r["model"] == ORGANISM):
+        subject, found = zoo.get(r["job"], ("-", []))
+        mine = (r.get("findings") or [None])[0]
+        theirs = found[0] if found else None
+        smol = _said(mine) if r["outcome"] == "ran" else f"{r['outcome']}: {r['reason']}"
+        same = ("-" if theirs is None or mine is None or r["outcome"] != "ran"
+                else "same verdict" if mine["verdict"] == theirs["verdict"] else "differs")
+        rows.append({"job": r["job"], "zoo_subject": subject, "zoo": _said(theirs).replace("|", "/"),
+                     "smol_r1": smol.replace("|", "/")[:240], "transfer": same, "outcome": r["outcome"],
+                     "minutes": round(r["seconds"] / 60, 1), "n_findings": r.get("n_findings", 0),
+                     "verdicts": r.get("verdicts") or []})
+    sources = [RECORDS / REAL_JOBS_RECORD, *(RECORDS / n for n in ZOO_R1_RECORDS.values())]
+    settings = []
+    validate = RECORDS / SMOL_R1_VALIDATE_RECORD / "results" / "validate.json"
+    if validate.is_file():
+        sources.append(validate.parents[1])
+        zoo_rows = validation_rows()
+        for s in read_json(validate)["rows"]:
+            twin = next((z for z in zoo_rows if z["method"] == s["method"] and z["kind"] == s.get("kind")), None)
+            settings.append({"method": s["method"], "setting": s["setting"], "kind": s.get("kind", "-"),
+                             "smol_r1": _said(s), "expected": s["expected"], "ok": s["verdict"] == s["expected"],
+                             "zoo_setting": twin["setting"] if twin else "-", "zoo": _said(twin) if twin else "-",
+                             "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
+    return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "
+                   f"--model smol-r1 --methods lynx,mi-peaks --quick --out RUN; python results/collect.py --record RUN "
+                   f"{SMOL_R1_VALIDATE_RECORD}", sources, {"organism": ORGANISM},
+                   {"rows": rows, "settings": settings, "n_jobs": len(rows),
+                    "ran": sum(r["outcome"] == "ran" for r in rows),
+                    "validated": sum(s["ok"] for s in settings), "n_settings": len(settings),
+                    "transfers": sum(r["transfer"] == "same verdict" for r in rows),
+                    # the most any exit rule could save on smol-r1's rollouts (first cue whose forced exit is right)
+                    "lynx_oracle_saving": next((s["oracle_saving"] for s in settings if s.get("oracle_saving") is not None), None),
+                    "differs": [r["job"] for r in rows if r["transfer"] == "differs"]})

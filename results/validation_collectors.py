@@ -112,7 +112,7 @@ def real_jobs() -> dict[str, Any]:
     """Every job on each real model at a first look's settings (issue 37 item 3; docs/real-models.md): per (job, model)
     whether it ran or refused, its minutes, and its first finding's sentence or its one-line refusal."""
     run = RECORDS / REAL_JOBS_RECORD
-    table = read_json(run / "jobs.json")
+    table = {k: r for k, r in read_json(run / "jobs.json").items() if r["model"] in REAL_MODEL_NAMES}  # not smol-r1's
     models = sorted({r["model"] for r in table.values()}, key=REAL_MODEL_NAMES.index)
     order = list(dict.fromkeys(r["job"] for r in table.values()))
     rows = []

@@ -53,9 +53,40 @@ def jobs_template(values: dict) -> str:
     return "\n".join(lines) + "\n\n" + tail + "\n"
 
 
+def transfer_template(values: dict) -> str:
+    """smol-r1's transfer table (results/smol_r1_transfer.json): per reasoning job, the zoo's finding and smol-r1's;
+    then its validation settings beside the zoo's."""
+    def jrow(i: int) -> str:
+        v = lambda f: "{{values.rows[%d].%s}}" % (i, f)  # noqa: E731
+        return f"| `{v('job')}` | {v('zoo_subject')} | {v('zoo')} | {v('smol_r1')} | {v('transfer')} | {v('minutes|.1f')} |"
+
+    def srow(i: int) -> str:
+        v = lambda f: "{{values.settings[%d].%s}}" % (i, f)  # noqa: E731
+        return (f"| {v('method')} | {v('kind')} | {v('zoo_setting')}: {v('zoo')} | {v('setting')}: {v('smol_r1')} | "
+                f"{v('expected')} |")
+
+    lines = ["| job | zoo run | zoo: first finding | smol-r1: first finding, or its refusal | transfer | minutes |",
+             "|---" * 6 + "|", *(jrow(i) for i in range(len(values["rows"])))]
+    tail = ("{{values.ran|.0f}} of {{values.n_jobs|.0f}} reasoning jobs ran on smol-r1 ({{values.transfers|.0f}} with the "
+            "zoo's verdict; verdicts that differ: {{values.differs}}); minutes on a shared machine, one thread each. "
+            "Record `results/records/real-jobs/jobs.json` (smol-r1's rows).")
+    out = "\n".join(lines) + "\n\n" + tail + "\n"
+    if values["settings"]:
+        out += ("\n| method | kind | zoo setting: result | smol-r1 setting: result | expected |\n" + "|---" * 5 + "|\n"
+                + "\n".join(srow(i) for i in range(len(values["settings"])))
+                + "\n\n`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on smol-r1 (`validate --quick`; "
+                "record `results/records/validate-smol-r1`). The most any exit rule could save on smol-r1's LYNX "
+                "rollouts (the oracle: the first cue whose forced exit is right): {{values.lynx_oracle_saving|.3g}}.\n")
+    return out
+
+
 if __name__ == "__main__":
     doc = json.loads((ROOT / "results" / "real_validation.json").read_text())["values"]
     (ROOT / "results" / "readme" / "real_validation.md").write_text(template(doc))
     jobs = ROOT / "results" / "real_jobs.json"
     if jobs.exists():
         (ROOT / "results" / "readme" / "real_jobs.md").write_text(jobs_template(json.loads(jobs.read_text())["values"]))
+    transfer = ROOT / "results" / "smol_r1_transfer.json"
+    if transfer.exists():
+        (ROOT / "results" / "readme" / "smol_r1_transfer.md").write_text(
+            transfer_template(json.loads(transfer.read_text())["values"]))

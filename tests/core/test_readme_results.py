@@ -174,7 +174,7 @@ def test_summaries_are_small():
         assert size < 50_000, f"{name} is {size} bytes: prune per-item arrays in results/collect.py"
 
 
-@pytest.mark.parametrize("name", ["validation", "demo_findings"])
+@pytest.mark.parametrize("name", ["validation", "demo_findings", "real_jobs", "smol_r1_transfer"])
 def test_table_templates_quote_every_row(name):
     """A table block names its rows one by one: a summary that grows (a new setting, a job with new findings)
     must not lose its last rows from the docs silently."""

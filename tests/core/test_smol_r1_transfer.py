@@ -1,0 +1,56 @@
+"""The transfer table (docs/real-models.md, issue 38 item 4) against the raw records it is rendered from: every smol-r1
+row of the real-jobs record appears once, with the verdict of its own first finding, beside the zoo run's first
+finding, and 'same verdict' only where the two verdicts are equal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDS = ROOT / "results" / "records"
+
+
+def _summary() -> dict:
+    return json.loads((ROOT / "results" / "smol_r1_transfer.json").read_text())["values"]
+
+
+def test_every_smol_r1_job_once_with_its_own_verdict():
+    jobs = json.loads((RECORDS / "real-jobs" / "jobs.json").read_text())
+    mine = {r["job"]: r for r in jobs.values() if r["model"] == "smol-r1"}
+    rows = _summary()["rows"]
+    assert [r["job"] for r in rows] == list(mine), "one row per smol-r1 job of the record, in its order"
+    for row in rows:
+        rec = mine[row["job"]]
+        if rec["outcome"] == "ran" and rec.get("findings"):
+            assert row["smol_r1"].endswith(": " + rec["findings"][0]["verdict"]), row
+        else:
+            assert row["smol_r1"].startswith(rec["outcome"]), row
+
+
+def test_same_verdict_only_where_the_zoo_run_says_the_same():
+    for row in _summary()["rows"]:
+        if row["transfer"] == "-":
+            continue
+        zoo_verdict = row["zoo"].rsplit(": ", 1)[1]
+        smol_verdict = row["smol_r1"].rsplit(": ", 1)[1]
+        assert (row["transfer"] == "same verdict") == (zoo_verdict == smol_verdict), row
+
+
+def test_zoo_side_is_the_closest_record_where_there_is_one():
+    twins = {"mi-peaks": "tiny-r1 (record tiny-r1-mi-peaks)", "lynx": "tiny-r1 (record tiny-r1-lynx)",
+             "probe": "tiny-think (record probe-readme-correct)"}
+    for row in _summary()["rows"]:
+        if row["job"] in twins:
+            assert row["zoo_subject"] == twins[row["job"]], row
+
+
+def test_validation_settings_beside_the_zoo_ones():
+    values = _summary()
+    run = RECORDS / "validate-smol-r1" / "results" / "validate.json"
+    if not run.is_file():
+        assert values["settings"] == []
+        return
+    doc = json.loads(run.read_text())
+    assert [(s["method"], s["setting"]) for s in values["settings"]] == [(r["method"], r["setting"]) for r in doc["rows"]]
+    assert values["validated"] == sum(r["verdict"] == r["expected"] for r in doc["rows"])
