@@ -16,10 +16,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import error_card, read_result, rerun_command, run_picker, runs_multiselect, show_figure  # noqa: E402
 from compare import AXES, figure_pareto_runs  # noqa: E402
 from exports import chart, table  # noqa: E402
-from traces import lynx_rollout_rows  # noqa: E402
+from traces import lynx_rollout_rows, traces_link  # noqa: E402
 
 from thinklens.errors import ThinklensError  # noqa: E402
 from thinklens.probes.lynx_result import load_lynx_result  # noqa: E402
+from thinklens.probes.lynx_traces import exits_at, exits_where  # noqa: E402
+from thinklens.probes.probe_traces import MOST_WRONG_WHERE, most_wrong_count  # noqa: E402
 
 st.set_page_config(page_title="thinklens: probes and LYNX", layout="wide")
 st.title("Probes and LYNX")
@@ -89,15 +91,31 @@ def lynx_section() -> None:
     for col, name in ((left, "validity"), (right, "pareto"), (left, "exit_histogram"), (right, "base_rate")):
         chart(figs[name], key=f"lynx-{name.replace('_', '-')}", name=f"lynx-{run.run_id}-{name}", container=col)
     st.subheader("Per δ")
+    rel = f"lynx/{run.run_id}"
+
+    def exits(d: float) -> dict:
+        """The rollouts LYNX exits early at ``d`` behind its exit rate and saving, and the wrong ones behind its
+        accuracy change, each counted and linked."""
+        try:
+            taken = exits_at(run.path, d)
+        except (ThinklensError, OSError, KeyError, ValueError):
+            return {}
+        return {"early exits": len(taken), "exits taken": traces_link(rel, exits_where(d)),
+                "wrong exits": sum(not right for _, right in taken),
+                "exits answering wrong": traces_link(rel, exits_where(d, correct=False))}
+
     table([{
         "δ": r["delta"], "accuracy": r["accuracy"], "Δ accuracy vs full": r["accuracy_change"],
         "mean tokens": r["mean_tokens"], "token saving": r["saving"], "exit rate": r["exit_rate"],
+        **exits(float(r["delta"])),
         "P(S={1}|y=0)": r["rate"], "95% upper": r["upper"], "margin": r["margin"],
         "bound not rejected": r["consistent"], "binomial p": r.get("p_value"),
         f"power vs δ+{r.get('violation', 0.02):g}": r.get("power"),
         "bound": r.get("validity_verdict", "not rejected" if r["consistent"] else "rejected"),
         "q_pos": r["q_pos"], "q_neg": r["q_neg"],
-    } for r in result.per_delta], key="lynx-per-delta", name=f"lynx-{run.run_id}-per-delta")
+    } for r in result.per_delta], key="lynx-per-delta", name=f"lynx-{run.run_id}-per-delta",
+          column_config={c: st.column_config.LinkColumn(c, display_text="open")
+                         for c in ("exits taken", "exits answering wrong")})
     rollouts_section(run, deltas)
     skipped = list(s.get("skipped_deltas") or result.report.skipped_deltas)
     if skipped:
@@ -157,6 +175,18 @@ def lynx_compare_section() -> None:
         table(rows, key="lynx-compare-table", name="lynx-runs-per-delta")
 
 
+def most_wrong_link(run, doc: dict) -> None:
+    """The examples a correctness probe gets most wrong (largest |p - y|, held out), linked in the trace viewer."""
+    if doc.get("target") != "correct":  # a value probe reads teacher-forced text: no generated answers behind it
+        return
+    n = most_wrong_count(run.path)
+    if n is None:
+        st.caption("This run predates per-problem traces: re-run it for the answers behind its score.")
+        return
+    st.markdown(f"[The {n} examples the probe gets most wrong →]({traces_link(f'probe/{run.run_id}', MOST_WRONG_WHERE)}) "
+                "(largest |p − y|: its held-out probability that the answer is right against whether it is)")
+
+
 def probe_section() -> None:
     run = run_picker("probe", "Probe run", key="probe-run")
     if run is None:
@@ -182,6 +212,7 @@ def probe_section() -> None:
             rows += [{"score": name, "site": site, "mean": m, "std": sd}
                      for site, m, sd in zip(sw["sites"], sw["mean"], sw["std"])]
         table(rows, key="probe-table", name=f"probe-{run.run_id}-sweep")
+        most_wrong_link(run, doc)
     except (KeyError, TypeError, ValueError) as e:
         error_card(f"probe run {run.run_id} has unexpected results", f"{type(e).__name__}: {e}")
         return

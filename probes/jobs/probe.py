@@ -25,7 +25,9 @@ its score reported on the other half, with a bootstrap interval over problems, a
 The probe at the best site is refitted on all rows and saved with :mod:`thinklens.probes.io`. A sweep whose best
 site scores no better than chance (AUROC 0.5, R^2 0: e.g. only ``embed`` at the last prompt token, the same token in
 every prompt) is flagged instead (:func:`at_chance`): ``best_site`` is None, ``degenerate`` says why, no probe is
-saved, and the report says there is no best site. Results: ``results/sweep.json`` (and ``results/intention.json``),
+saved, and the report says there is no best site. Results: ``results/sweep.json`` (and ``results/intention.json``;
+with ``--target correct`` ``results/probe_problems.json``, each problem's answer and held-out probability,
+:mod:`thinklens.probes.probe_traces`),
 the figure ``layer_sweep``, ``probe/``.
 
 Example:
@@ -193,7 +195,7 @@ def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: P
                                                           default=ROLLOUT_TOKENS)).shared
     texts = greedy_answers(model, prompts, cache, name=f"{name}.{fmt.name}", batch_size=config.batch_size,
                            max_new_tokens=budget, progress=progress)
-    return prompts, np.array([int(is_correct(t, p.answer)) for t, p in zip(texts, problems)])
+    return prompts, np.array([int(is_correct(t, p.answer)) for t, p in zip(texts, problems)]), texts
 
 
 def intention_metrics(model, config: ProbeJobConfig, fmt: PromptFormat, problems: ProblemSet, cache, *,
@@ -212,7 +214,7 @@ def intention_metrics(model, config: ProbeJobConfig, fmt: PromptFormat, problems
     last = [hidden_state_site(i, model.n_layers) for i in range(max(1, model.n_layers - 4), model.n_layers + 1)]
     out: dict[str, Any] = {"sites": [str(s) for s in last], "styles": {}}
     for name in names:
-        prompts, y = graded_answers(model, config, format_for(model, name), problems, cache, progress=progress)
+        prompts, y, _ = graded_answers(model, config, format_for(model, name), problems, cache, progress=progress)
         logits = np.concatenate([model.capture([prompts[i] for i in part], [Site("logits")], positions="last")
                                  .acts[Site("logits")][:, -1].float().cpu().numpy()
                                  for part in batch_ranges(len(prompts), config.batch_size)])
@@ -244,7 +246,7 @@ def transfer_scores(model, config: ProbeJobConfig, fmt: PromptFormat, X: dict, y
     fitted = {site: LinearProbe(C=config.C).fit(X[site], y) for site in sites}
     out = []
     for i, test in enumerate(tests):
-        prompts, y_test = graded_answers(model, config, fmt, test, cache, name=f"test{i}", progress=progress)
+        prompts, y_test, _ = graded_answers(model, config, fmt, test, cache, name=f"test{i}", progress=progress)
         X_test = prompt_states(model, prompts, sites, batch_size=config.batch_size)
         both = 0 < int(y_test.sum()) < len(y_test)
         p = {site: fitted[site].predict_proba(X_test[site])[:, 1] for site in sites}
@@ -320,7 +322,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         final = RidgeProbe(alpha=config.alpha).fit(X[best], y)
         title = f"Decoding the running value ({fmt.name} text, ridge R², grouped {config.folds}-fold CV)"
     else:
-        prompts, y = graded_answers(model, config, fmt, problems, cache, progress=ctx.progress)
+        prompts, y, texts = graded_answers(model, config, fmt, problems, cache, progress=ctx.progress)
         n_min = int(min(y.sum(), len(y) - y.sum()))
         if n_min < config.folds:
             raise ThinklensError.of("correctness labels", f"{int(y.sum())} correct of {len(y)} answers",
@@ -357,6 +359,13 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     else:  # a probe at chance is no readout: flagged, never saved or reported as the best
         best = None
     findings_site = next((f.extra["site"] for f in found if "site" in f.extra), None)
+    if config.target == "correct":  # the texts behind its score, the most wrong flagged (results/probe_problems.json)
+        from thinklens.probes.probe_traces import PROBLEMS, held_out_probabilities, problem_records
+
+        site = findings_site or best or sites[0]
+        p = held_out_probabilities(LinearProbe(C=config.C), X[site], y, folds=config.folds, seed=config.seed)
+        run_folder.write_result(PROBLEMS, problem_records(prompts, texts, y.tolist(), p.tolist(), ids=[q.id for q in problems],
+                                                          golds=[q.answer for q in problems], site=site))
     doc = {"target": config.target, "best_site": best, "findings_site": findings_site, "degenerate": degenerate,
            "sweeps": {k: _sweep_doc(v) for k, v in sweeps.items()},
            "n_problems": len(problems), "data": problems.source, "prompt_format": fmt.name, **extra,

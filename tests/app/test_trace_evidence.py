@@ -112,3 +112,68 @@ def test_a_steer_run_without_per_problem_traces_says_it_predates_them(tmp_path, 
     at = _page("4_Steering.py", tmp_path, monkeypatch)
     assert "broken problems" not in _frame_with(at, "accuracy").columns
     assert any("predates per-problem traces" in c.value for c in at.caption)
+
+
+# ------------------------------------------------------------------------------------------------------ probe
+
+def _probe_run(root: Path, n: int = 30) -> Path:
+    """A --target correct probe run of ``n`` problems with held-out probabilities, written by the job's own builder."""
+    import random
+
+    from thinklens.probes.probe_traces import problem_records
+    from thinklens.runs.folders import RunFolder
+
+    rng = random.Random(3)
+    y = [rng.randrange(2) for _ in range(n)]
+    p = [round(rng.random(), 2) for _ in range(n)]  # rounded: ties in |p - y| happen, the earlier problem wins
+    run = RunFolder.create("probe", {"model": "tiny-think", "target": "correct"}, root=root, run_id="c")
+    run.write_result("sweep", {"target": "correct", "best_site": "resid_post.1", "findings_site": "resid_post.1",
+                               "degenerate": None, "n_rows": n, "n_problems": n, "model_accuracy": sum(y) / n,
+                               "sweeps": {"auroc": {"sites": ["resid_post.1"], "mean": [0.7], "std": [0.1]}}})
+    run.write_result("probe_problems", problem_records([f"Q{i}" for i in range(n)], [f"answer {i}" for i in range(n)],
+                                                       y, p, ids=[f"p{i}" for i in range(n)], golds=list(range(n)),
+                                                       site="resid_post.1"))
+    run.finish({"target": "correct", "best_site": "resid_post.1"})
+    return run.path
+
+
+def test_probe_score_links_its_most_wrong_examples(tmp_path, monkeypatch):
+    """Catches: the most wrong taken by p alone (the confident right ones), by the wrong sign, too many or too few,
+    or a link to every example."""
+    import re
+
+    from thinklens.probes.probe_traces import MOST_WRONG
+
+    path = _probe_run(tmp_path)
+    recs = json.loads((path / "results" / "probe_problems.json").read_text())
+    errors = [abs(r["p_correct"] - int(r["correct"])) for r in recs]
+    worst = sorted(range(len(recs)), key=lambda i: (-errors[i], i))[:MOST_WRONG]
+    want = [f"probe_problems/{i}" for i in sorted(worst)]
+    at = _page("3_Probes_and_LYNX.py", tmp_path, monkeypatch)
+    md = next(m.value for m in at.markdown if "most wrong" in m.value)
+    assert f"The {MOST_WRONG} examples" in md
+    url = re.search(r"\]\(([^)]+)\)", md)[1]
+    assert _viewer_ids(tmp_path, monkeypatch, url) == want
+    (path / "results" / "probe_problems.json").unlink()  # a run from before: it says so, and links nothing
+    at = _page("3_Probes_and_LYNX.py", tmp_path, monkeypatch)
+    assert not any("most wrong" in m.value for m in at.markdown)
+    assert any("predates per-problem traces" in c.value for c in at.caption)
+
+
+def test_probe_probabilities_are_held_out():
+    """Catches: probabilities of the probe fitted on every row (in-sample: its own training labels)."""
+    import numpy as np
+    from sklearn.model_selection import StratifiedKFold
+
+    from thinklens.probes.estimators import LinearProbe
+    from thinklens.probes.probe_traces import held_out_probabilities
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 3))
+    y = (X[:, 0] + 0.8 * rng.normal(size=24) > 0).astype(int)
+    want = np.zeros(24)
+    for train, test in StratifiedKFold(n_splits=3, shuffle=True, random_state=5).split(X, y):
+        want[test] = LinearProbe(C=1.0).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+    got = held_out_probabilities(LinearProbe(C=1.0), X, y, folds=3, seed=5)
+    assert np.allclose(got, want)
+    assert not np.allclose(got, LinearProbe(C=1.0).fit(X, y).predict_proba(X)[:, 1])

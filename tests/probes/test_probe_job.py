@@ -116,6 +116,11 @@ def test_correct_target_and_intention_on_the_zoo(reasoner, tmp_path):
         assert 0 <= s["entropy_bits_mean"] <= np.log2(100) and 0 <= s["accuracy"] <= 1
         assert set(s["effective_dim"]) == set(intention["sites"])
         assert "auroc" in s["recoverability"] or "error" in s["recoverability"]
+    # the answers behind the score, one per problem, graded as the sweep's labels (its accuracy is their mean)
+    problems = run.read_result("probe_problems")
+    assert len(problems) == 80 and sum(r["correct"] for r in problems) / 80 == pytest.approx(doc["model_accuracy"])
+    assert all(r["error"] == pytest.approx(abs(r["p_correct"] - r["correct"])) for r in problems)
+    assert sum(r["most_wrong"] for r in problems) == 20 and problems[0]["site"] in (doc["findings_site"], doc["best_site"])
 
 
 # ---------------------------------------------------------------- the CLI
