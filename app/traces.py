@@ -114,12 +114,16 @@ def trace_kinds(root: Path) -> list[str]:
 
 
 def list_traces(root: Path, run: str, where: str | None = None) -> list[tuple[str, str]]:
-    """``(trace id, label)`` of every trace of ``root/run``, in the run's order (only those matching ``where``, a
-    ``field=value`` of the generic records, when given)."""
+    """``(trace id, label)`` of every trace of ``root/run``, in the run's order (only those matching ``where`` when
+    given: a filter the job's reader knows, else ``field=value`` conditions of the generic records)."""
     kind, path = run_kind(run, root), Path(root) / run
     own = reader(kind)
     if own is not None and where is None:
         return own.list(path)
+    if own is not None and own.where is not None:
+        kept = own.where(path, where)
+        if kept is not None:
+            return kept
     from trace_records import trace_records
 
     if own is not None and not trace_records(path):

@@ -1,6 +1,9 @@
 """The trace viewer's reader of LYNX runs (``Job.traces`` of ``thinklens run lynx``): one trace per test rollout, in the
 order of ``arrays/test_rollouts.safetensors``, coloured by the probe's score at each cue event, with the exit LYNX
 takes at each δ marked; and the arrays the app's LYNX views read (rollouts, exits per δ).
+
+A link may keep only the rollouts LYNX exits early at one δ (:func:`exits_where`: ``exit_at=<δ>``, and with
+``;exit_correct=false`` only those whose forced exit answer is wrong, the ones its accuracy loses).
 """
 
 from __future__ import annotations
@@ -17,6 +20,40 @@ def list_traces(path: Path) -> list[tuple[str, str]]:
     ro = lynx_rollouts(path)
     return [(str(i), f"test rollout #{i} {'right' if c else 'wrong'}, {n} tokens")
             for i, (c, n) in enumerate(zip(ro["correct"].tolist(), ro["length"].tolist()))]
+
+
+def exits_where(delta: float, correct: bool | None = None) -> str:
+    """The viewer's filter of the test rollouts LYNX exits early at ``delta`` (only right or wrong exits when given).
+
+    >>> exits_where(0.1), exits_where(0.2, correct=False)
+    ('exit_at=0.1', 'exit_at=0.2;exit_correct=false')
+    """
+    return f"exit_at={float(delta):g}" + ("" if correct is None else f";exit_correct={str(bool(correct)).lower()}")
+
+
+def exits_at(path: Path, delta: float) -> list[tuple[int, bool]]:
+    """``(rollout, forced exit correct)`` of every test rollout LYNX exits early at ``delta``."""
+    import safetensors.numpy
+
+    exits = lynx_exits(Path(path))
+    if float(delta) not in exits:
+        raise ThinklensError.of("δ", delta, f"one of {sorted(exits)}", "pick a δ LYNX was evaluated at")
+    label = safetensors.numpy.load_file(str(Path(path) / "arrays" / "test_events.safetensors"))["label"]
+    return [(i, bool(label[row])) for i, row in enumerate(exits[float(delta)]) if row >= 0]
+
+
+def where_traces(path: Path, where: str) -> list[tuple[str, str]] | None:
+    """The test rollouts a filter keeps (``exit_at=<δ>[;exit_correct=<true|false>]``); None for another filter."""
+    conds = dict(c.split("=", 1) for c in where.split(";") if "=" in c)
+    if "exit_at" not in conds or set(conds) - {"exit_at", "exit_correct"}:
+        return None
+    try:
+        delta = float(conds["exit_at"])
+    except ValueError:
+        raise ThinklensError.of("exit_at", conds["exit_at"], "a δ LYNX was evaluated at", "open the link from the LYNX page") from None
+    want = conds.get("exit_correct", "").strip().lower()
+    keep = {i for i, right in exits_at(path, delta) if not want or str(right).lower() == want}
+    return [t for t in list_traces(path) if int(t[0]) in keep]
 
 
 def lynx_rollouts(path: Path) -> dict[str, Any]:
@@ -86,4 +123,4 @@ def load_trace(path: Path, run: str, trace: str) -> TraceData:
         tables={"cue events (probe score per cue)": cues, "LYNX exit per δ": exits}, default_quantity="probe")
 
 
-READER = TraceReader(list_traces, load_trace)
+READER = TraceReader(list_traces, load_trace, where_traces)

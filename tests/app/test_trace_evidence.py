@@ -36,12 +36,13 @@ def _page(name: str, root: Path, monkeypatch, **params) -> AppTest:
     return at
 
 
-def _viewer_ids(root: Path, monkeypatch, url: str) -> list[str]:
-    """The trace ids the viewer offers when opened at ``url`` (none: it says the run holds none)."""
+def _viewer_ids(root: Path, monkeypatch, url: str, id_of=lambda label: label.split()[0]) -> list[str]:
+    """The trace ids the viewer offers when opened at ``url`` (none: it says the run holds none); ``id_of`` reads
+    an id from an option's label (a generic record's starts with its id)."""
     at = _page("5_Trace_viewer.py", root, monkeypatch, **_params(url))
     assert not at.error, [e.value for e in at.error]
     boxes = [b for b in at.selectbox if b.label.startswith("Trace (")]
-    return [o.split()[0] for o in boxes[0].options] if boxes else []  # options show "<id> <label>"
+    return [id_of(o) for o in boxes[0].options] if boxes else []
 
 
 def _frame_with(at: AppTest, column: str):
@@ -177,3 +178,57 @@ def test_probe_probabilities_are_held_out():
     got = held_out_probabilities(LinearProbe(C=1.0), X, y, folds=3, seed=5)
     assert np.allclose(got, want)
     assert not np.allclose(got, LinearProbe(C=1.0).fit(X, y).predict_proba(X)[:, 1])
+
+
+# ------------------------------------------------------------------------------------------------------ LYNX
+
+def _lynx_run(root: Path) -> Path:
+    """A LYNX run's traces in the job's format: four test rollouts, five cue events, exits at two δs."""
+    import numpy as np
+    import safetensors.numpy
+
+    from thinklens.runs.folders import RunFolder
+
+    run = RunFolder.create("lynx", {"model": "tiny-think"}, root=root, run_id="hand")
+    rollouts = [{"prompt": f"Q{i}", "tokens": ["so", "wait", "####", str(i)], "text": f"so wait #### {i}"} for i in range(4)]
+    (run.path / "cache").mkdir()
+    (run.path / "cache" / "rollouts.test.0000.json").write_text(json.dumps(rollouts))
+    (run.path / "arrays").mkdir()
+    events = {"rollout": np.array([0, 1, 1, 2, 3]), "position": np.array([1, 0, 1, 1, 0]),
+              "label": np.array([1, 0, 1, 0, 1]), "prob": np.array([0.9, 0.8, 0.95, 0.7, 0.6]),
+              "exit_tokens": np.array([2.0, 1.0, 2.0, 2.0, 1.0]), "is_cue": np.ones(5, np.int8)}
+    safetensors.numpy.save_file(events, str(run.path / "arrays" / "test_events.safetensors"))
+    safetensors.numpy.save_file({"length": np.array([4] * 4), "correct": np.array([1, 1, 0, 1]),
+                                 "tokens": np.array([4.0] * 4)}, str(run.path / "arrays" / "test_rollouts.safetensors"))
+    outcomes = [{"policy": "lynx", "param": 0.1, "exit_event": [0, -1, -1, 4]},
+                {"policy": "lynx", "param": 0.3, "exit_event": [0, 1, 3, -1]},
+                {"policy": "full", "param": None, "exit_event": [-1, -1, -1, -1]}]
+    run.write_result("lynx", {"summary": {"model": "tiny-think"}, "outcomes": outcomes})
+    run.finish({})
+    return run.path
+
+
+def test_lynx_exit_filters_keep_exactly_the_early_exits(tmp_path, monkeypatch):
+    """Catches: every rollout listed, the exits of another δ, an exit's correctness read from the full rollout (not
+    its event's label), the wrong exits mixed with the right ones."""
+    import re
+
+    import safetensors.numpy
+
+    from thinklens.probes.lynx_traces import exits_where
+    from traces import traces_link
+
+    def rollout(label: str) -> str:  # "test rollout #3 right, 4 tokens"
+        return re.search(r"#(\d+)", label)[1]
+
+    path = _lynx_run(tmp_path)
+    label = safetensors.numpy.load_file(str(path / "arrays" / "test_events.safetensors"))["label"].tolist()
+    outcomes = json.loads((path / "results" / "lynx.json").read_text())["outcomes"]
+    for o in (o for o in outcomes if o["policy"] == "lynx"):
+        taken = [(i, bool(label[e])) for i, e in enumerate(o["exit_event"]) if e >= 0]
+        url = traces_link("lynx/hand", exits_where(o["param"]))
+        assert _viewer_ids(tmp_path, monkeypatch, url, rollout) == [str(i) for i, _ in taken]
+        wrong = [str(i) for i, right in taken if not right]
+        url = traces_link("lynx/hand", exits_where(o["param"], correct=False))
+        assert _viewer_ids(tmp_path, monkeypatch, url, rollout) == wrong
+    assert wrong == ["1", "2"]  # at δ 0.3 rollouts 1 and 2 exit at events labelled 0 (rollout 1 is right in full)

@@ -64,6 +64,9 @@ class TraceReader:
     """``list(run folder)`` -> ``(trace id, label)`` of every trace, in the run's order."""
     load: Callable[[Path, str, str], TraceData]
     """``load(run folder, run, trace id)`` -> the trace (``run``: the folder relative to the runs root)."""
+    where: Callable[[Path, str], list[tuple[str, str]] | None] | None = None
+    """``where(run folder, filter)`` -> the traces a link's filter keeps (``exit_at=0.1``: the rollouts LYNX exits at
+    δ 0.1), None for a filter it does not know (the viewer then filters the run's generic records); None: no filters."""
 
 
 @dataclass(frozen=True)
