@@ -9,7 +9,8 @@ word's frequency, accuracy, degenerate traces and length per arm: rows averaged 
 feature), ``results/steer_problems.json`` (every steered text with its grade and whether the steering broke it,
 :func:`thinklens.steering.steer_traces.problem_records`) and the figure steer.
 
-The findings (:func:`steer_findings`), one per non-zero coefficient: steering the feature moves the share of traces
+The findings (:func:`thinklens.steering.steer_findings.steer_findings`, beside the seed means and the report's lines),
+one per non-zero coefficient: steering the feature moves the share of traces
 that say ``--word`` (``effect``) only when, at that coefficient, its Wilson interval lies beyond that of EVERY other
 arm the job ran (the random feature, the random direction, the top-activating feature, the difference of means: a
 competing method that does as well or better leaves the feature's effect not shown) and beyond the unsteered run's,
@@ -27,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,11 +36,19 @@ from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 from thinklens.steering.configs import check_finite
+from thinklens.steering.steer_findings import ARM_NAMES as ARM_NAMES  # re-exported: the arms named in the findings
+from thinklens.steering.steer_findings import (
+    MAX_ACCURACY_DROP,
+    MAX_DEGENERATE_RISE,
+    aggregate_seeds,
+    headlines,
+    steer_findings,
+    word_rates,
+)
 from thinklens.tasks import StepRange
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
-    from thinklens.calibration.findings import Finding
     from thinklens.engine.model import HookedModel
     from thinklens.engine.sites import Site
     from thinklens.steering.features import FeatureStats
@@ -96,10 +104,10 @@ class SteerJobConfig(DataOptions, StepRange):
     min_dom_states: int = 20
     """Fewest states before --word the difference of means is built from; fewer: the arm is not run and the run's
     warnings say so (a mean of 3 states is mostly noise)."""
-    max_accuracy_drop: float = 0.10
+    max_accuracy_drop: float = MAX_ACCURACY_DROP
     """Harm bound, stated before the run: a steered point whose accuracy falls more than this below the unsteered
     accuracy is not an effect, whatever it does to the word."""
-    max_degenerate_rise: float = 0.20
+    max_degenerate_rise: float = MAX_DEGENERATE_RISE
     """Harm bound, stated before the run: a steered point whose share of degenerate traces (no word, or a repeated
     3-gram share above 0.3) rises more than this over the unsteered share is not an effect."""
 
@@ -291,134 +299,9 @@ def check_word_seen(stats: "FeatureStats", word: str, asked: str) -> None:
                                 "texts where the model writes the word")
 
 
-def word_rates(rows: list[dict[str, Any]], word: str) -> dict[str, dict[str, list[float]]]:
-    """``{arm: {coeff: [traces saying word, traces]}}`` summed over seeds (coefficient 0: the unsteered runs)."""
-    return _counts(rows, "traces_with_word")
-
-
-def _counts(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, list[float]]]:
-    """``{arm: {coeff: [sum of row[key], traces]}}`` summed over seeds; arms whose rows lack ``key`` are left out."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for r in rows:
-        if r.get(key) is None:
-            continue
-        cell = out.setdefault(r["arm"], {}).setdefault(f"{r['coeff']:g}", [0, 0])
-        cell[0] += int(r[key])
-        cell[1] += int(r["n_traces"])
-    return out
-
-
 def harm_bound(cfg: SteerJobConfig) -> dict[str, float]:
     """The harm bound of a run, as its config states it before any steering."""
     return {"max_accuracy_drop": cfg.max_accuracy_drop, "max_degenerate_rise": cfg.max_degenerate_rise}
-
-
-#: What each arm is, for the reason a finding is not shown: controls (nothing to steer with) and competing methods.
-ARM_NAMES = {"random_feature": "the equal-norm random feature", "random_direction": "the equal-norm random direction",
-             "top_activating": "the top-activating feature (a competing choice of feature)",
-             "diff_of_means": "the difference-of-means baseline (a competing method)", "unsteered": "the unsteered run"}
-
-
-def _harm(rows_acc: dict[str, dict[str, list[float]]], rows_deg: dict[str, dict[str, list[float]]], c: str,
-          harm: dict[str, float]) -> dict[str, Any]:
-    """The steered feature's accuracy and degenerate share at ``c`` against the unsteered run (coefficient 0)."""
-    from thinklens.calibration.stats import wilson
-
-    out: dict[str, Any] = {**harm, "within": True, "exceeded": []}
-    base = "0"
-    for key, counts, bound, worse in (("accuracy", rows_acc, "max_accuracy_drop", -1),
-                                      ("degenerate", rows_deg, "max_degenerate_rise", 1)):
-        here, ref = counts.get("feature", {}).get(c), counts.get("feature", {}).get(base)
-        if here is None or ref is None:
-            out[key] = None  # not graded (a prompt file without answers), or no unsteered run
-            continue
-        value, unsteered = here[0] / here[1], ref[0] / ref[1]
-        change = worse * (value - unsteered)  # > 0: worse than unsteered
-        out[key] = {"steered": value, "unsteered": unsteered, "ci": list(wilson(int(here[0]), int(here[1]))),
-                    "n": int(here[1]), "worse_by": change}
-        if change > harm[bound] + 1e-12:
-            out["within"] = False
-            out["exceeded"].append(f"{key} {unsteered:.3f} -> {value:.3f} ({'drop' if worse < 0 else 'rise'} "
-                                   f"{change:.3f} > {harm[bound]:g})")
-    return out
-
-
-def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
-                   harm: dict[str, float] | None = None, mode: str = "add") -> list["Finding"]:
-    """One finding per non-zero coefficient: the share of traces that say ``word`` when steering ``feature``, pooled
-    over seeds, against every other arm at the same coefficient and the unsteered run.
-
-    ``effect`` only when the feature's Wilson interval lies beyond each of theirs in the coefficient's direction (the
-    finding's ``control`` is the equal-norm random feature; every comparison is in ``extra["controls"]``) and the
-    feature's steered text stays within ``harm`` (``max_accuracy_drop``, ``max_degenerate_rise`` against the unsteered
-    run; ``extra["harm"]``). Otherwise ``no effect`` with the reason in ``extra["not_shown"]`` (and the sentence the CLI,
-    Home and pages state in ``extra["otherwise"]``, :func:`thinklens.calibration.findings.finding_sentence`). ``harm``
-    defaults to :class:`SteerJobConfig`'s bound; in ``clamp`` mode coefficient 0 is the feature clamped to 0, which
-    then stands where the unsteered run does.
-
-    Example:
-        >>> rows = [{"arm": a, "coeff": c, "traces_with_word": k, "n_traces": 40, "correct_traces": r, "degenerate_traces": 0}
-        ...         for a, c, k, r in (("feature", 0.0, 10, 20), ("feature", 1.0, 38, 2), ("random_feature", 1.0, 10, 20))]
-        >>> f = steer_findings(rows, "wait", 7)[0]
-        >>> f.verdict, f.extra["not_shown"]
-        ('no effect', 'beyond the harm bound: accuracy 0.500 -> 0.050 (drop 0.450 > 0.1)')
-    """
-    from thinklens.calibration.findings import accuracy_finding
-
-    harm = harm_bound(SteerJobConfig()) if harm is None else harm
-    reference = "unsteered" if mode == "add" else "feature clamped to 0"
-    rates = word_rates(rows, word)
-    acc, deg = _counts(rows, "correct_traces"), _counts(rows, "degenerate_traces")
-    steered, control = rates.get("feature", {}), rates.get("random_feature", {})
-    out = []
-    for c in sorted((k for k in steered if float(k) != 0 and k in control), key=float):
-        (k, n), (kc, nc) = steered[c], control[c]
-        up = float(c) > 0
-        way = "raises" if up else "lowers"
-        claim = f"steering feature {feature} at c={c} {way} the share of traces that say {word!r}"
-        f = accuracy_finding(claim, int(k), int(n), control="random feature (equal norm)", control_k=int(kc),
-                             control_n=int(nc), statistic=f"{word}_rate", higher_is_effect=up)
-        others = {arm: by_c[c] for arm, by_c in rates.items() if arm not in ("feature", "random_feature") and c in by_c}
-        if "0" in steered:
-            others[reference] = steered["0"]
-        compared: dict[str, Any] = {}
-        for arm, (ka, na) in others.items():
-            g = accuracy_finding(claim, int(k), int(n), control=arm, control_k=int(ka), control_n=int(na),
-                                 statistic=f"{word}_rate", higher_is_effect=up)
-            compared[arm] = {"rate": ka / na if na else None, "k": int(ka), "n": int(na), "ci": g.extra.get("control_ci"),
-                             "beaten": g.verdict == "effect"}
-        h = _harm(acc, deg, c, harm)
-        reasons = [] if f.verdict == "effect" else ["random feature does as well"]
-        if f.verdict == "effect":
-            reasons += [f"{ARM_NAMES.get(arm, arm)} does as well or better ({word!r} rate {r['rate']:.2f} vs {k / n:.2f})"
-                        for arm, r in compared.items() if not r["beaten"]]
-        if not h["within"]:
-            reasons.append("beyond the harm bound: " + "; ".join(h["exceeded"]))
-        extra = {**f.extra, "coeff": float(c), "controls": compared, "harm": h}
-        verdict = f.verdict
-        if reasons:
-            extra["not_shown"] = "; ".join(reasons)
-            extra["otherwise"] = f"steering feature {feature} at c={c} ({way} {word!r}): not shown: {extra['not_shown']}"
-            verdict = "no effect" if verdict == "effect" else verdict
-        out.append(dataclasses.replace(f, verdict=verdict, extra=extra))
-    return out
-
-
-def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
-    """The report's lines: each finding's headline (an effect only when its verdict is one; else why not)."""
-    from thinklens.calibration.findings import headline
-
-    lines = []
-    for f in found:
-        c = f"c={f.extra['coeff']:g}"
-        ci = f"[{f.ci[0]:.2f}, {f.ci[1]:.2f}]"
-        lo, hi = f.extra["control_ci"]
-        ctrl = f"random feature {f.control_value:.2f} [{lo:.2f}, {hi:.2f}]"
-        why = f.extra.get("not_shown", "random feature does as well")
-        lines.append(headline(f, effect=f"{c}: feature {feature} moves the {word!r} rate to {f.value:.2f} {ci} vs {ctrl} "
-                                        f"and beats every other arm within the harm bound (n={f.n}; effect)",
-                              otherwise=f"{c}: not shown: {why}: {word!r} rate {f.value:.2f} {ci} vs {ctrl} (n={f.n})"))
-    return lines
 
 
 def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", traces, prompts, max_new: int, log,
@@ -451,33 +334,6 @@ def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", t
         return None
     log(f"diff_of_means: {sv.n_a} states before {cfg.word!r} vs {sv.n_b} others, |v| {sv.norm:.3f}")
     return sv.vector
-
-
-def aggregate_seeds(rows: list[dict[str, Any]], word: str) -> list[dict[str, Any]]:
-    """Rows of several seeds -> one row per (arm, coefficient): means, plus ``<metric>_std`` over seeds.
-
-    Example:
-        >>> r = [{"arm": "a", "coeff": 1.0, "seed": s, "wait": w, "accuracy": 0.5} for s, w in ((0, 1.0), (1, 3.0))]
-        >>> out = aggregate_seeds(r, "wait")[0]
-        >>> out["wait"], out["wait_std"], out["n_seeds"]
-        (2.0, 1.0, 2)
-    """
-    import statistics
-
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault((r["arm"], r["coeff"]), []).append(r)
-    out = []
-    for rs in groups.values():
-        row = {k: v for k, v in rs[0].items() if k != "seed"}
-        for k in {k for k, v in rs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)} - {
-                "coeff", "feature", "seed", "added_norm"}:
-            vals = [float(r[k]) for r in rs]
-            row[k] = statistics.fmean(vals)
-            row[f"{k}_std"] = statistics.pstdev(vals)
-        row["n_seeds"] = len(rs)
-        out.append(row)
-    return out
 
 
 def report(summary: dict[str, Any]) -> str:
@@ -514,7 +370,7 @@ DEMO = (DemoRun(("--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-promp
 
 JOB = Job("steer", SteerJobConfig, run, preflight=preflight, order=70, page="pages/4_Steering.py", demo=DEMO, headline=headline,
           report=report, help="steer generation with an SAE feature vs equal-norm baselines",
-          findings="thinklens.steering.jobs.steer:steer_findings", capability="Steering",
+          findings="thinklens.steering.steer_findings:steer_findings", capability="Steering",
           validations={"steering": "thinklens.steering.validation:SETTINGS"}, traces="thinklens.steering.steer_traces:READER",
           compare="thinklens.steering.steering_comparisons:STEER",
           smallest=("--model", "tiny-think", "--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "4", "--stats-traces", "8",
