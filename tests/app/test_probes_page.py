@@ -65,6 +65,16 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
     for _, r in rollouts.iterrows():
         pos = None if r["exit position"] is None or r["exit position"] != r["exit position"] else int(r["exit position"])
         assert r["trace"] == trace_link("lynx/good", str(int(r["rollout"])), "probe", token=pos)
+    # each δ row's exit counts and links are those of LYNX's exits at that δ (the viewer's filter: test_trace_evidence)
+    from traces import traces_link
+
+    from thinklens.probes.lynx_traces import exits_where
+
+    report = load_lynx_result(RunFolder(runs_root / "lynx" / "good")).report
+    for _, r in per_delta.iterrows():
+        exits = report.get("lynx", r["δ"]).exit_event
+        assert r["early exits"] == int((exits >= 0).sum()) and r["exits taken"] == traces_link("lynx/good", exits_where(r["δ"]))
+        assert r["exits answering wrong"] == traces_link("lynx/good", exits_where(r["δ"], correct=False))
     assert sweep.shape[0] == 3 and sweep["site"].tolist() == ["embed", "resid_post.0", "resid_post.1"]
     at.selectbox(key="lynx-delta").set_value(at.selectbox(key="lynx-delta").options[0]).run()
     assert not at.exception
