@@ -360,8 +360,18 @@ def save_merged(model: torch.nn.Module, tokenizer: Any, out_dir: str | Path, met
 # ---------------------------------------------------------------- findings: alpha chosen on one split, reported on another
 
 
+def alpha_point(group: str, alpha: float) -> str:
+    """The name of one (group, α) of the sweep in its per-problem records: ``<group> α <alpha>``.
+
+    >>> alpha_point("mlp", -0.5)
+    'mlp α -0.5'
+    """
+    return f"{group} α {float(alpha):g}"
+
+
 def zoo_scorer(tokenizer: Any, problems: Sequence[Any], style: str, batch_size: int = 64) -> Callable[[Any], dict[str, Any]]:
-    """``score(model) -> {accuracy, by_steps, correct}``: greedy per-problem correctness on zoo ``problems`` in ``style``.
+    """``score(model) -> {accuracy, by_steps, correct, texts, prompts, golds}``: greedy per-problem correctness on zoo
+    ``problems`` in ``style``, with the texts it graded.
 
     Problems are generated per step count with the zoo evaluator's token budget (:func:`thinklens.tasks.protocol.token_budget`),
     so ``correct[i]`` is problem ``i``'s outcome, the unit of the paired tests."""
@@ -375,17 +385,21 @@ def zoo_scorer(tokenizer: Any, problems: Sequence[Any], style: str, batch_size: 
     for i, p in enumerate(problems):
         by_steps.setdefault(int(p.n_steps), []).append(i)
 
+    prompts = [render_prompt(p, style) for p in problems]
+
     def score(model: Any) -> dict[str, Any]:
         hooked = HookedModel(model, tokenizer)
         correct = [False] * len(problems)
+        out = [""] * len(problems)
         for s, idx in sorted(by_steps.items()):
-            texts = generate_texts(hooked, [render_prompt(problems[i], style) for i in idx],
-                                   max_new_tokens=token_budget(style, s), batch_size=batch_size)
+            texts = generate_texts(hooked, [prompts[i] for i in idx], max_new_tokens=token_budget(style, s),
+                                   batch_size=batch_size)
             for i, t in zip(idx, texts):
                 correct[i] = bool(is_correct(t, problems[i].answer))
+                out[i] = t
         return {"accuracy": sum(correct) / max(1, len(correct)),
                 "by_steps": {str(s): sum(correct[i] for i in idx) / len(idx) for s, idx in sorted(by_steps.items())},
-                "correct": correct}
+                "correct": correct, "texts": out, "prompts": prompts, "golds": [str(p.answer) for p in problems]}
 
     return score
 

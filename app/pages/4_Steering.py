@@ -10,6 +10,7 @@ steered here. The page reads run folders and calls steering functions (``trace_p
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from feature_views import (  # noqa: E402
 )
 from features import diff_counts, diff_html, stored_contexts, sweep_rows, word_diff  # noqa: E402
 from traces import steer_trace_id, trace_link, traces_link  # noqa: E402
+from thinklens.runs.run_views import changed_counts, changed_where  # noqa: E402
+from thinklens.steering.reasoning_vectors import alpha_point  # noqa: E402
 from thinklens.steering.steer_traces import broken_counts, broken_where  # noqa: E402
 
 st.set_page_config(page_title="thinklens · steering", layout="wide")
@@ -287,6 +290,35 @@ def steer_results(run, source) -> None:
         st.markdown(f"[Open this sample in the trace viewer →]({trace_link(f'steer/{run.run_id}', steer_trace_id(r), 'diff')})")
 
 
+CHANGED_COLUMNS = {c: st.column_config.LinkColumn(c, display_text="open") for c in ("broken problems", "fixed problems")}
+
+
+def changed_links(run, kind: str, result: str, point: str) -> dict:
+    """The problems ``point`` broke and fixed against the run's baseline, counted and linked in the trace viewer
+    (``results/<result>.json``, :func:`thinklens.runs.run_views.paired_records`); {} for a run without it."""
+    counts = _changed_counts(str(run.path / "results" / f"{result}.json"))
+    if counts is None or point not in counts:
+        return {}
+    rel = f"{kind}/{run.run_id}"
+    return {"broke": counts[point]["broken"], "broken problems": traces_link(rel, changed_where(point, "broken")),
+            "fixed": counts[point]["fixed"], "fixed problems": traces_link(rel, changed_where(point, "fixed"))}
+
+
+def _changed_counts(file: str) -> dict | None:
+    try:
+        return changed_counts(json.loads(Path(file).read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def changed_caption(run, result: str, baseline: str) -> None:
+    if _changed_counts(str(run.path / "results" / f"{result}.json")) is None:
+        st.caption("This run predates per-problem traces: re-run it for the texts behind each accuracy.")
+    else:
+        st.caption(f"Broke: problems right at {baseline} and wrong here; fixed: the reverse. The links open exactly "
+                   "those texts.")
+
+
 def vector_rows(vec: dict) -> list[dict]:
     """The reasoning vector's facts as labelled rows (norms and cosines per tensor group, lineage checks)."""
     rows = [{"what": "vector", "group": "-", "value": vec.get("label")}]
@@ -373,8 +405,10 @@ with tab_rv:
         if "alpha_sweep" in rv.figures():
             show_figure(rv, "alpha_sweep")
             rows = optional_result(rv, "alpha_sweep") or []
-            table([{k: r[k] for k in ("group", "alpha", "accuracy")} for r in rows], key="steer-alpha-sweep",
-                  name=f"reasoning-vector-{rv.run_id}-alpha-sweep")
+            table([{**{k: r[k] for k in ("group", "alpha", "accuracy")}, **changed_links(rv, "reasoning-vector",
+                    "alpha_problems", alpha_point(r["group"], r["alpha"]))} for r in rows], key="steer-alpha-sweep",
+                  name=f"reasoning-vector-{rv.run_id}-alpha-sweep", column_config=CHANGED_COLUMNS)
+            changed_caption(rv, "alpha_problems", "α 0 (the target itself)")
         vec = optional_result(rv, "vector")
         if vec:
             st.subheader("The vector")

@@ -7,7 +7,8 @@ at several scales and scored, greedily, on ``--data`` (any problem set, prompted
 problems by the zoo's evaluator. Any three Hugging Face checkpoints of one architecture work: the
 config shapes of a, b, the target and the base must match (a clear error otherwise), the weights must
 look like one lineage (a warning otherwise), and zoo models' recorded inits must share a root. Results:
-``results/vector.json`` (norms per group, cosines, lineage checks), ``results/alpha_sweep.json`` (every
+``results/vector.json`` (norms per group, cosines, lineage checks), ``results/alpha_problems.json`` (every graded text,
+each against α 0 on its problem: what each α broke or fixed), ``results/alpha_sweep.json`` (every
 problem's outcome per group and alpha) and the figure alpha_sweep; the target plus ``save_alpha * v`` in HF
 format under ``merged/``.
 
@@ -178,6 +179,8 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
             ctrl = {name: sweep_of(f"{g} ({suffix})") for name, (suffix, _) in controls.items()}
             findings_by_group[g] = sweep_findings(sweep_of(g), ctrl, label=f"v ({g})", seed=cfg.seed,
                                                   fraction=cfg.select_fraction)
+        run.write_result(PROBLEMS, alpha_problem_records(rows))
+        rows = [{k: v for k, v in r.items() if k not in TEXT_FIELDS} for r in rows]
         run.write_result("alpha_sweep", rows)
         run.write_figure("alpha_sweep", figures.figure_alpha_sweep(rows))
     if cfg.save_alpha is not None:
@@ -201,6 +204,27 @@ def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
             "target_related": stats["target_lineage"]["related"] if "target_lineage" in stats else None,
             "alpha0_accuracy": next((r["accuracy"] for r in rows if r["alpha"] == 0 and r["group"] == "all"), None),
             "best": best, "findings": findings_doc(findings)}
+
+
+PROBLEMS = "alpha_problems"
+"""The result (``results/alpha_problems.json``) holding every graded text of the sweep, one per (group, α, problem)."""
+TEXT_FIELDS = ("texts", "prompts", "golds")
+"""An evaluation's per-problem fields, kept in ``alpha_problems.json`` rather than in each row of the sweep."""
+
+
+def alpha_problem_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every graded text of the sweep, each against α 0 (the target itself) on its problem
+    (:func:`thinklens.runs.run_views.paired_records`): the problems each (group, α) broke or fixed."""
+    from thinklens.runs.run_views import paired_records
+    from thinklens.steering.reasoning_vectors import alpha_point
+
+    base = next((r for r in rows if float(r["alpha"]) == 0.0 and "texts" in r), None)
+    if base is None:  # no α 0 in the sweep: nothing to pair against
+        return []
+    points = [(alpha_point(r["group"], r["alpha"]), r["texts"], r["correct"]) for r in rows
+              if "texts" in r and float(r["alpha"]) != 0.0]
+    return paired_records([("α 0 (target)", base["texts"], base["correct"])] + points, "α 0 (target)",
+                          base["prompts"], base["golds"])
 
 
 def structured_null(cfg: ReasoningVectorJobConfig, v: Any) -> Any:
@@ -245,7 +269,8 @@ def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any]
             if s is not None:
                 by_steps.setdefault(str(s), []).append(ok)
         return {"accuracy": sum(right) / len(right), "by_steps": {k: sum(v) / len(v) for k, v in sorted(by_steps.items())},
-                "n": len(right), "correct": [bool(x) for x in right]}
+                "n": len(right), "correct": [bool(x) for x in right], "texts": [t.text for t in traces],
+                "prompts": list(ps.prompts), "golds": [str(g) for g in ps.golds]}
 
     return evaluate
 

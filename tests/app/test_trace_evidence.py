@@ -232,3 +232,49 @@ def test_lynx_exit_filters_keep_exactly_the_early_exits(tmp_path, monkeypatch):
         url = traces_link("lynx/hand", exits_where(o["param"], correct=False))
         assert _viewer_ids(tmp_path, monkeypatch, url, rollout) == wrong
     assert wrong == ["1", "2"]  # at δ 0.3 rollouts 1 and 2 exit at events labelled 0 (rollout 1 is right in full)
+
+
+# ------------------------------------------------------------------------------------------- reasoning-vector
+
+def _rv_run(root: Path) -> Path:
+    """A reasoning-vector run's sweep over five problems, two groups, α in {0, 1}, its records made by the job."""
+    from thinklens.runs.folders import RunFolder
+    from thinklens.steering import figures
+    from thinklens.steering.jobs.reasoning_vector import TEXT_FIELDS, alpha_problem_records
+
+    grades = {("all", 0.0): [1, 1, 0, 0, 1], ("all", 1.0): [0, 1, 1, 0, 0], ("mlp", 0.0): [1, 1, 0, 0, 1],
+              ("mlp", 1.0): [1, 1, 1, 1, 0]}
+    rows = [{"group": g, "alpha": a, "accuracy": sum(c) / 5, "correct": [bool(x) for x in c],
+             "texts": [f"{g} {a} answer {i}" for i in range(5)], "prompts": [f"Q{i}" for i in range(5)],
+             "golds": [str(i) for i in range(5)]} for (g, a), c in grades.items()]
+    run = RunFolder.create("reasoning-vector", {"a": "x"}, root=root, run_id="rv")
+    run.write_result("alpha_problems", alpha_problem_records(rows))
+    rows = [{k: v for k, v in r.items() if k not in TEXT_FIELDS} for r in rows]
+    run.write_result("alpha_sweep", rows)
+    run.write_figure("alpha_sweep", figures.figure_alpha_sweep(rows))
+    run.finish({})
+    return run.path
+
+
+def test_alpha_rows_link_the_problems_each_alpha_broke_and_fixed(tmp_path, monkeypatch):
+    """Catches: a point compared with another group's α (not α 0, the target), broke and fixed swapped, the α-0 rows
+    linked, or the texts of another α."""
+    path = _rv_run(tmp_path)
+    recs = json.loads((path / "results" / "alpha_problems.json").read_text())
+    base = {r["problem"]: r["correct"] for r in recs if r["point"] == "α 0 (target)"}
+    at = _page("4_Steering.py", tmp_path, monkeypatch)
+    rows = _frame_with(at, "broken problems")
+    checked = 0
+    for _, row in rows.iterrows():
+        if float(row["alpha"]) == 0.0:
+            assert not isinstance(row["broken problems"], str)
+            continue
+        point = f"{row['group']} α {float(row['alpha']):g}"
+        for change, keep in (("broken", lambda was, now: was and not now), ("fixed", lambda was, now: now and not was)):
+            want = [f"alpha_problems/{i}" for i, r in enumerate(recs) if r["point"] == point
+                    and keep(base[r["problem"]], r["correct"])]
+            assert row[{"broken": "broke", "fixed": "fixed"}[change]] == len(want)
+            assert _viewer_ids(tmp_path, monkeypatch, row[f"{change} problems"]) == want
+            checked += 1
+    assert checked == 4
+    assert rows[rows["alpha"] == 1.0][["broke", "fixed"]].values.tolist() == [[2, 1], [1, 2]]  # hand-counted

@@ -113,6 +113,12 @@ def test_reasoning_vector_sweep_has_the_random_direction_control(tmp_path):
                                                          ("all (random direction)", 1.0)]
     assert rows[0]["accuracy"] == rows[2]["accuracy"]  # alpha 0 is the target itself in both sweeps
     assert summary["best"]["group"] == "all" and summary["target_related"] is True  # tiny-think and tiny-cot share tiny-pre
+    # the texts behind each accuracy: one record per problem of each non-zero α (and of α 0), graded as the row says
+    problems = RunFolder.open(tmp_path / "rv").read_result("alpha_problems")
+    assert "texts" not in rows[0]  # kept beside the sweep, not in each row
+    for r in rows:
+        point = "α 0 (target)" if r["alpha"] == 0.0 else f"{r['group']} α {r['alpha']:g}"
+        assert [p["correct"] for p in problems if p["point"] == point] == r["correct"]
 
 
 def test_every_steering_job_has_the_common_options():

@@ -112,3 +112,44 @@ def verdicts_text(summary: Mapping[str, Any]) -> str:
     """A summary's findings as ``verdict: claim; ...``; ``-`` for none."""
     found = summary.get("findings") or []
     return "; ".join(f"{f.get('verdict')}: {f.get('claim')}" for f in found) or "-"
+
+
+def paired_records(points: Sequence[tuple[str, Sequence[str], Sequence[bool]]], baseline: str,
+                   prompts: Sequence[str], golds: Sequence[Any], **fields: Any) -> list[dict[str, Any]]:
+    """One record per (point, problem) of a job that scores one problem set under several settings (an alpha, a mode):
+    its ``text``, ``prompt``, ``gold``, ``correct``, the ``baseline`` point's grade of that problem
+    (``baseline_correct``), and whether the point ``broke`` it (right at the baseline, wrong here) or ``fixed`` it;
+    ``point`` names the setting. The trace viewer reads them as generic records, so a number links
+    :func:`changed_where` of its point. ``fields`` are added to every record.
+
+    Example:
+        >>> recs = paired_records([("a=0", ["4", "9"], [True, False]), ("a=1", ["5", "9"], [False, True])], "a=0",
+        ...                       ["2+2", "4+5"], ["4", "9"])
+        >>> [(r["point"], r["broken"], r["fixed"]) for r in recs], changed_where("a=1", "broken")
+        ([('a=0', False, False), ('a=0', False, False), ('a=1', True, False), ('a=1', False, True)], 'point=a=1;broken=true')
+    """
+    base = next(c for name, _, c in points if name == baseline)
+    out = []
+    for name, texts, correct in points:
+        for i, (text, right) in enumerate(zip(texts, correct)):
+            was = bool(base[i])
+            out.append({"point": name, "problem": i, "prompt": str(prompts[i]), "text": text, "gold": str(golds[i]),
+                        "correct": bool(right), "baseline_correct": was, "broken": was and not right,
+                        "fixed": not was and bool(right), **fields})
+    return out
+
+
+def changed_where(point: str, change: str) -> str:
+    """The trace viewer's filter of the problems ``point`` broke (``change="broken"``) or fixed (``"fixed"``)."""
+    return f"point={point};{change}=true"
+
+
+def changed_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Point -> how many problems it broke and fixed (``{"broken": n, "fixed": m}``)."""
+    out: dict[str, dict[str, int]] = {}
+    for r in records:
+        c = out.setdefault(str(r["point"]), {"broken": 0, "fixed": 0})
+        c["broken"] += bool(r.get("broken"))
+        c["fixed"] += bool(r.get("fixed"))
+    return out
+
