@@ -100,10 +100,17 @@ def smol_r1_transfer() -> dict[str, Any]:
     and smol-r1's, each with its statistic, interval, n and verdict (or smol-r1's refusal); per validation setting of
     ``validate --model smol-r1``, its verdict beside the zoo's setting of the same method and kind."""
     jobs = read_json(RECORDS / REAL_JOBS_RECORD / "jobs.json")
+    planned = read_json(RECORDS / REAL_JOBS_RECORD / "meta.json").get("plans", {}).get(ORGANISM, [])
     zoo = _zoo_findings()
     rows = []
-    for r in (r for r in jobs.values() if r["model"] == ORGANISM):
-        subject, found = zoo.get(r["job"], ("-", []))
+    for job in dict.fromkeys([*planned, *(r["job"] for r in jobs.values() if r["model"] == ORGANISM)]):
+        subject, found = zoo.get(job, ("-", []))
+        r = jobs.get(f"{ORGANISM}/{job}")
+        if r is None:  # the record is taken while the plan is still running: said as such, not skipped
+            rows.append({"job": job, "zoo_subject": subject, "zoo": _said(found[0] if found else None).replace("|", "/"),
+                         "smol_r1": "not run yet", "transfer": "-", "outcome": "not run yet", "minutes": 0.0,
+                         "n_findings": 0, "verdicts": []})
+            continue
         mine = (r.get("findings") or [None])[0]
         theirs = found[0] if found else None
         smol = _said(mine) if r["outcome"] == "ran" else f"{r['outcome']}: {r['reason']}"

@@ -217,8 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         table = json.loads(TABLE.read_text())
         reread(table)
         save(table, RECORD)
+        models = list(dict.fromkeys(r["model"] for r in table.values()))
         save({"kind": "real-jobs", "created": max(r.get("date", "") for r in table.values()),
-              "command": "python -m tools.real_jobs; python -m tools.real_jobs --record"}, RECORD.parent / "meta.json")
+              "command": "python -m tools.real_jobs; python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record",
+              # each model's plan, in order: a job of it with no row yet is 'not run yet' in the tables
+              "plans": {m: [job for job, _ in plan(m)] for m in models}}, RECORD.parent / "meta.json")
         print(f"recorded {RECORD.relative_to(ROOT)}")
         return 0
     write_inputs()
