@@ -290,7 +290,7 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
                     log: Any = None, done: dict[str, dict[str, Any]] | None = None,
                     on_mode: Any = None, thinking_prompts: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     """Accuracy (:func:`thinklens.data.answers.is_correct` against ``answers``) with every problem's outcome
-    (``correct``, for the paired tests), the fractions of tokens where steering fired and where the token changed,
+    (``correct``, for the paired tests) and text (``texts``), the fractions of tokens where steering fired and where the token changed,
     and the fraction of the base->thinking gap recovered per mode.
 
     ``done``: results of modes already evaluated (a resumed run), not recomputed; ``on_mode(mode, row)``
@@ -313,7 +313,7 @@ def evaluate_hybrid(base: "HookedModel", thinking: "HookedModel", hv: HybridVect
         correct = [bool(x) for x in graded(r.texts, answers)]  # per problem: the unit of the paired tests
         out[m] = {"accuracy": sum(correct) / max(1, len(correct)), "tokens": r.n_tokens,
                   "fired_fraction": r.fired / max(1, r.n_tokens), "changed_fraction": r.changed / max(1, r.n_tokens),
-                  "samples": r.texts[:3], "correct": correct}
+                  "samples": r.texts[:3], "correct": correct, "texts": list(r.texts)}
         if on_mode:
             on_mode(m, out[m])
         if log:

@@ -428,7 +428,9 @@ with tab_hybrid:
                    if info else "At a disagreement the thinking model picks the token among the steered base model's "
                    "candidates."))
         res = read_result(hy, "hybrid") or {}
-        table(hybrid_rows(res), key="steer-hybrid", name=f"hybrid-{hy.run_id}")
+        table([{**row, **(changed_links(hy, "hybrid", "hybrid_problems", row["mode"]) if row["mode"] != "base" else {})}
+               for row in hybrid_rows(res)], key="steer-hybrid", name=f"hybrid-{hy.run_id}", column_config=CHANGED_COLUMNS)
+        changed_caption(hy, "hybrid_problems", "the base model alone")
         cats = optional_result(hy, "categories")
         if cats:
             st.subheader("Categories of the thinking model's sentences")

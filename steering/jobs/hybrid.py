@@ -12,7 +12,8 @@ Without ``--data``, the synthetic task's zoo stream (held-out seeds, ``--min-ste
 
 Every (seed, mode) is a resumable stage: the same command with the same ``--run-id`` skips the stages in
 ``progress.jsonl``; the unsteered ``base`` and ``thinking`` modes do not depend on the seed and run
-once. Results: ``results/hybrid.json`` (the first seed's table, what the app shows), ``hybrid_seeds.json``
+once. Results: ``results/hybrid.json`` (the first seed's table, what the app shows), ``hybrid_problems.json`` (the first
+seed's texts, each mode's against the base model's on its problem: what each mode broke or fixed), ``hybrid_seeds.json``
 (every seed's), ``hybrid_summary.json`` (mean and standard deviation over seeds per mode),
 ``hybrid_info.json`` (formats, data and who picks the token at a disagreement), ``categories.json``,
 ``hybrid_reach.json`` (per seed, how far the vectors move the base model:
@@ -185,7 +186,7 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
         texts = [t.text for t in base.generate(op, max_new_tokens=budget, batch_size=64)]
         correct = [bool(x) for x in graded(texts, ea)]  # per problem: a control the hybrid's findings pair with
         row = {"style": own.name, "accuracy": sum(correct) / max(1, len(correct)), "tokens": 0, "fired_fraction": 0.0,
-               "changed_fraction": 0.0, "samples": texts[:3], "correct": correct}
+               "changed_fraction": 0.0, "samples": texts[:3], "correct": correct, "texts": texts}
         run.mark_done("own_style", row)
         done["own_style"] = row
     res["base_own_style"] = done["own_style"]
@@ -199,6 +200,9 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
                 summary_rows.setdefault(m, {"n_seeds": len(vals)})
                 summary_rows[m][k] = statistics.fmean(vals)
                 summary_rows[m][f"{k}_std"] = statistics.pstdev(vals)
+    run.write_result(PROBLEMS, mode_problem_records(res, bp, ea))
+    res = {m: without_texts(r) for m, r in res.items()}
+    per_seed = {s: {m: without_texts(r) for m, r in modes.items()} for s, modes in per_seed.items()}
     run.write_result("hybrid", res)
     run.write_result("hybrid_seeds", per_seed)
     run.write_result("hybrid_summary", summary_rows)
@@ -219,6 +223,27 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
     out["findings"] = findings
     out["warnings"] = flags
     return out
+
+
+PROBLEMS = "hybrid_problems"
+"""The result (``results/hybrid_problems.json``) holding every graded text of the first seed, one per (mode, problem)."""
+
+
+def without_texts(row: dict[str, Any]) -> dict[str, Any]:
+    """A mode's row without its texts (they are kept once, in ``hybrid_problems.json``)."""
+    return {k: v for k, v in row.items() if k != "texts"}
+
+
+def mode_problem_records(rows: dict[str, dict[str, Any]], prompts: list[str], golds: list[Any]) -> list[dict[str, Any]]:
+    """Every graded text of the first seed's modes, each against the base model alone on its problem
+    (:func:`thinklens.runs.run_views.paired_records`): the problems each mode broke or fixed; [] when the base's texts
+    are not there (a mode resumed from a run before per-problem traces)."""
+    from thinklens.runs.run_views import paired_records
+
+    have = [(m, r["texts"], r["correct"]) for m, r in rows.items() if isinstance(r.get("texts"), list) and r.get("correct")]
+    if "base" not in {m for m, _, _ in have}:
+        return []
+    return paired_records(have, "base", prompts, golds)
 
 
 def report(summary: dict[str, Any]) -> str:

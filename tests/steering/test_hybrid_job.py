@@ -37,6 +37,10 @@ def test_seeds_and_resume_after_a_kill(tmp_path, monkeypatch):
     assert seeds["0"]["base"] == seeds["1"]["base"]
     items = list(ref.finished())
     assert items[:2] == ["mode:base", "mode:thinking"] and "seed1:random_firing" in items
+    # the first seed's texts, one per (mode, problem), graded as its row says; kept out of the tables
+    problems, first = ref.read_result("hybrid_problems"), ref.read_result("hybrid")
+    for mode, row in first.items():
+        assert "texts" not in row and [p["correct"] for p in problems if p["point"] == mode] == row["correct"]
 
     # the same run killed after seed 0's hybrid mode: its config and the first stages only
     killed = tmp_path / "b"
