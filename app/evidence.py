@@ -7,7 +7,8 @@ Pure functions of a run folder (no Streamlit): ``links(root, run)`` -> ``[(label
   samples, latent problems) links its viewer;
 * any other run whose folder holds generated texts (``trace_records``) links all of them and, for each true/false
   field of its records (``correct``, ``closed``), the ones on each side (``correct=false``: what its accuracy counts
-  as wrong);
+  as wrong); records paired against a baseline (``run_views.paired_records``: zoo-eval's models, hybrid's modes,
+  reasoning-vector's αs) link per setting its wrong answers and the problems it broke and fixed;
 * an SAE run links its features' top-activating contexts (the Features page);
 * a validate run links each setting's own run that holds traces.
 
@@ -55,11 +56,34 @@ def links(root: Path, run: str) -> list[tuple[str, str]]:
     if not records:
         return out
     out.append((f"all {len(records)} traces", traces_link(run)))
+    points = paired_points(records)
+    if points:  # a number per setting (a model, a mode, an α): its wrong answers, and what it broke and fixed
+        for point, (wrong, broken, fixed, baseline) in points.items():
+            out.append((f"{point}: {wrong} wrong", traces_link(run, f"point={point};correct=false")))
+            if point != baseline:
+                out += [(f"{point}: {n} {change} against {baseline}", traces_link(run, f"point={point};{change}=true"))
+                        for change, n in (("broken", broken), ("fixed", fixed)) if n]
+        return out
     for name, counts in outcome_fields(records).items():
         for value in ("true", "false"):
             if counts[value]:
                 out.append((f"{name}: {counts[value]} {value}", traces_link(run, f"{name}={value}")))
     return out
+
+
+def paired_points(records: list) -> dict[str, tuple[int, int, int, str]]:
+    """Point -> ``(wrong, broken, fixed, baseline)`` of records paired against a baseline, the first point
+    (:func:`thinklens.runs.run_views.paired_records`), in their order; {} for records that are not."""
+    counts: dict[str, list[int]] = {}
+    for r in records:
+        f = r.facts
+        if "point" in f and "baseline_correct" in f:
+            c = counts.setdefault(str(f["point"]), [0, 0, 0])
+            c[0] += f.get("correct") is False
+            c[1] += bool(f.get("broken"))
+            c[2] += bool(f.get("fixed"))
+    baseline = next(iter(counts), "")
+    return {p: (c[0], c[1], c[2], baseline) for p, c in counts.items()}
 
 
 def links_html(found: list[tuple[str, str]]) -> str:

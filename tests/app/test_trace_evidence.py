@@ -278,3 +278,73 @@ def test_alpha_rows_link_the_problems_each_alpha_broke_and_fixed(tmp_path, monke
             checked += 1
     assert checked == 4
     assert rows[rows["alpha"] == 1.0][["broke", "fixed"]].values.tolist() == [[2, 1], [1, 2]]  # hand-counted
+
+
+# ------------------------------------------------------------------------------------------------------ hybrid
+
+def test_hybrid_modes_link_the_problems_each_broke_and_fixed_against_the_base(tmp_path, monkeypatch):
+    """Catches: a mode paired with the thinking model (not the base), broke and fixed swapped, the base linked against
+    itself, a run's texts left in hybrid.json."""
+    from thinklens.runs.folders import RunFolder
+    from thinklens.steering import figures
+    from thinklens.steering.jobs.hybrid import PROBLEMS, mode_problem_records, without_texts
+
+    grades = {"base": [1, 0, 0, 1, 0, 1], "thinking": [1, 1, 1, 1, 0, 0], "hybrid": [0, 1, 1, 1, 0, 1]}
+    res = {m: {"accuracy": sum(c) / 6, "fired_fraction": 0.1, "changed_fraction": 0.05, "gap_recovered": None,
+               "correct": [bool(x) for x in c], "texts": [f"{m} says {i}" for i in range(6)]} for m, c in grades.items()}
+    run = RunFolder.create("hybrid", {"b": "x"}, root=tmp_path, run_id="hy")
+    run.write_result(PROBLEMS, mode_problem_records(res, [f"Q{i}" for i in range(6)], list(range(6))))
+    res = {m: without_texts(r) for m, r in res.items()}
+    run.write_result("hybrid", res)
+    run.write_figure("hybrid", figures.figure_hybrid(res))
+    run.finish({})
+    recs = json.loads((run.path / "results" / "hybrid_problems.json").read_text())
+    base = {r["problem"]: r["correct"] for r in recs if r["point"] == "base"}
+    at = _page("4_Steering.py", tmp_path, monkeypatch)
+    rows = _frame_with(at, "broken problems").set_index("mode")
+    assert not isinstance(rows.loc["base", "broken problems"], str)
+    for mode in ("thinking", "hybrid"):
+        for change, col, keep in (("broken", "broke", lambda was, now: was and not now),
+                                  ("fixed", "fixed", lambda was, now: now and not was)):
+            want = [f"hybrid_problems/{i}" for i, r in enumerate(recs) if r["point"] == mode
+                    and keep(base[r["problem"]], r["correct"])]
+            assert rows.loc[mode, col] == len(want)
+            assert _viewer_ids(tmp_path, monkeypatch, rows.loc[mode, f"{change} problems"]) == want
+    assert rows.loc["hybrid", ["broke", "fixed"]].tolist() == [1, 2]  # hand-counted: broke 0, fixed 1 and 2
+
+
+# ------------------------------------------------------------------------------------------------------ zoo-eval
+
+def test_zoo_eval_card_links_each_models_wrong_answers_and_what_it_broke(tmp_path, monkeypatch):
+    """Catches: a model's wrong answers mixed with another model's, the pairing against a model other than the first,
+    broke and fixed swapped, links for a run without per-problem traces."""
+    import re
+
+    from thinklens.runs.folders import RunFolder
+    from thinklens.zoo.eval_result import ZooEvalResult
+    from thinklens.zoo.jobs.zoo_eval import PROBLEMS, problem_records
+
+    grades = {"tiny-cot": [1, 1, 0, 1], "tiny-think": [0, 1, 1, 0], "tiny-direct": [1, 0, 0, 1]}
+    results = [ZooEvalResult(m, "cot", 0, 2, {1: sum(c[:2]) / 2, 2: sum(c[2:]) / 2}, {},
+                             problems=[{"steps": 1 + i // 2, "prompt": f"Q{i}", "text": f"{m} {i}", "gold": str(i),
+                                        "correct": bool(x)} for i, x in enumerate(c)]) for m, c in grades.items()]
+    run = RunFolder.create("zoo-eval", {"model": "tiny-cot"}, root=tmp_path, run_id="z")
+    run.write_result("zoo_eval", [r.to_json() for r in results])
+    run.write_result(PROBLEMS, problem_records(results))
+    run.finish({})
+    assert "problems" not in json.loads((run.path / "results" / "zoo_eval.json").read_text())[0]
+    recs = json.loads((run.path / "results" / "zoo_problems.json").read_text())
+    first = {r["problem"]: r["correct"] for r in recs if r["point"] == "tiny-cot"}
+    at = _page("../Home.py", tmp_path, monkeypatch)
+    md = next(m.value for m in at.markdown if "tl-link" in m.value and "wrong" in m.value)
+    links = {label: url.replace("&amp;", "&") for url, label in re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', md)}
+    for model, c in grades.items():
+        want = [f"zoo_problems/{i}" for i, r in enumerate(recs) if r["point"] == model and not r["correct"]]
+        assert _viewer_ids(tmp_path, monkeypatch, links[f"{model}: {len(want)} wrong"]) == want
+    broke = [f"zoo_problems/{i}" for i, r in enumerate(recs) if r["point"] == "tiny-think"
+             and first[r["problem"]] and not r["correct"]]
+    assert len(broke) == 2 and _viewer_ids(tmp_path, monkeypatch, links["tiny-think: 2 broken against tiny-cot"]) == broke
+    fixed = [f"zoo_problems/{i}" for i, r in enumerate(recs) if r["point"] == "tiny-think"
+             and not first[r["problem"]] and r["correct"]]
+    assert _viewer_ids(tmp_path, monkeypatch, links["tiny-think: 1 fixed against tiny-cot"]) == fixed
+    assert not any(label.startswith("tiny-cot: ") and "against" in label for label in links)

@@ -205,6 +205,8 @@ def test_zoo_eval_job_writes_its_table(tmp_path):
     assert [r.model for r in results] == ["tiny-direct"] and results[0].style == "direct"
     saved = json.loads((tmp_path / "results" / "zoo_eval.json").read_text())
     assert saved[0]["accuracy"].keys() == {"2"}
+    problems = json.loads((tmp_path / "results" / "zoo_problems.json").read_text())  # the answers behind the accuracy
+    assert len(problems) == 4 and sum(p["correct"] for p in problems) / 4 == saved[0]["accuracy"]["2"]
     assert get_job("zoo-eval").report(results).splitlines()[0].split() == ["model", "style", "2"]
     with pytest.raises(ThinklensError):
         run_job("zoo-eval", step_counts=(0,), out=str(tmp_path / "x"))

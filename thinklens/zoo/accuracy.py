@@ -137,12 +137,16 @@ def evaluate_model(
     think = style == "think"
     sampled = sampled and think
     s_traces = s_reflect = s_corr = s_corr_right = s_right = 0
+    graded: list[dict] = []
     for n_steps in steps:
         # One stream per step count: adding a step count never changes the others' problems.
         problems = generate_problems(n_per_steps, seed=(seed * 1000 + n_steps), config=task, n_steps=n_steps)
         prompts = [render_prompt(p, style) for p in problems]
         texts = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size)
-        acc[n_steps] = sum(is_correct(t, p.answer) for t, p in zip(texts, problems)) / len(problems)
+        right = [bool(is_correct(t, p.answer)) for t, p in zip(texts, problems)]
+        acc[n_steps] = sum(right) / len(problems)
+        graded += [{"steps": n_steps, "prompt": q, "text": t, "gold": str(p.answer), "correct": r}
+                   for q, t, p, r in zip(prompts, texts, problems, right)]
         eqs = [e for t in texts for e in parse_equations(t)]
         eq_acc[n_steps] = sum(e.correct for e in eqs) / len(eqs) if eqs else float("nan")
         samples[n_steps] = texts[:n_samples]
@@ -171,5 +175,5 @@ def evaluate_model(
         sampled_correction_right_rate=s_corr_right / s_corr if s_corr else None,
         sampled_corrections=s_corr if sampled else None,
         sampled_accuracy=s_right / s_traces if s_traces else None,
-        wall_s=round(time.monotonic() - t0, 1), samples=samples,
+        wall_s=round(time.monotonic() - t0, 1), samples=samples, problems=graded,
     )

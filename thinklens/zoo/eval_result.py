@@ -49,6 +49,9 @@ class ZooEvalResult:
     """Seconds spent generating."""
     samples: dict[int, list[str]] = field(default_factory=dict)
     """A few generations per step count, for eyeballing."""
+    problems: list[dict] = field(default_factory=list, compare=False)
+    """Every graded problem in order (``steps``, ``prompt``, ``text``, ``gold``, ``correct``): the texts behind the
+    accuracy, which ``zoo-eval`` keeps in ``zoo_problems.json``; not in :meth:`to_json`. Empty: not kept."""
 
     def mean_accuracy(self, steps: range | list[int]) -> float:
         """Mean accuracy over some step counts (each weighted equally)."""
@@ -58,6 +61,7 @@ class ZooEvalResult:
     def to_json(self) -> dict:
         """JSON-able dict (step counts become string keys)."""
         out = asdict(self)
+        out.pop("problems")
         for key in ("accuracy", "equation_accuracy", "samples"):
             out[key] = {str(k): v for k, v in out[key].items()}
         return out

@@ -2,7 +2,8 @@
 
 Greedy answers of each zoo model (default: every trained token-level one) to held-out problems of each step
 count, graded by the shared answer parser; for think-style models also how often traces reflect (hmm / wait) and
-how often a correction is right, greedy and sampled at T=1. Results go to ``zoo_eval.json`` in the run folder; the
+how often a correction is right, greedy and sampled at T=1. Results go to ``zoo_eval.json`` in the run folder (every
+graded answer to ``zoo_problems.json``, :func:`problem_records`); the
 summary holds each accuracy's Wilson interval and the findings (:func:`zoo_findings`).
 
 Example:
@@ -78,7 +79,27 @@ def run(config: ZooEvalConfig, ctx: JobContext) -> list:
         results.append(evaluate_zoo_model(name, n_per_steps=config.n_eval, steps=list(config.step_counts), seed=config.seed,
                                           style=config.prompt_format))
     ctx.run.write_result("zoo_eval", [r.to_json() for r in results])
+    ctx.run.write_result(PROBLEMS, problem_records(results))
     return results
+
+
+PROBLEMS = "zoo_problems"
+"""The result (``results/zoo_problems.json``) holding every graded answer, one per (model, problem)."""
+
+
+def problem_records(results: list) -> list[dict[str, Any]]:
+    """Every graded answer of the models that kept them (:attr:`ZooEvalResult.problems`), each against the first such
+    model on its problem (:func:`thinklens.runs.run_views.paired_records`; ``point``: the model): the problems each
+    model gets wrong, and those it broke or fixed against the first. [] when none kept them (tiny-r1's chats)."""
+    from thinklens.runs.run_views import paired_records
+
+    kept = [r for r in results if r.problems]
+    if not kept:
+        return []
+    first = kept[0].problems
+    kept = [r for r in kept if [q["gold"] for q in r.problems] == [q["gold"] for q in first]]  # the same problems
+    points = [(r.model, [q["text"] for q in r.problems], [q["correct"] for q in r.problems]) for r in kept]
+    return paired_records(points, kept[0].model, [q["prompt"] for q in first], [q["gold"] for q in first])
 
 
 def format_table(results: list) -> str:
