@@ -90,7 +90,8 @@ def stats_of(run, source):
     return None
 
 
-def feature_table(stats) -> None:
+def feature_table(stats, source) -> None:
+    """The run's top 15 features by the chosen score, each linked to its top-activating contexts (the Features page)."""
     orders = [f"correlation with next {w!r}" for w in stats.corr_words] + ["correlation with correctness", "firing frequency"]
     order = st.selectbox("order features by", orders, key="order")
     if order.startswith("correlation with next"):
@@ -101,7 +102,9 @@ def feature_table(stats) -> None:
         score = stats.freq
     ranked = sorted(range(len(score)), key=lambda i: -score[i])
     table([{"feature": i, "score": round(score[i], 4), "firing frequency": round(stats.freq[i], 4),
-            "max activation": round(stats.max_act[i], 3)} for i in ranked[:15]], key="steer-features", name="sae-features")
+            "max activation": round(stats.max_act[i], 3), "top contexts": page_link("Features", source, i)}
+           for i in ranked[:15]], key="steer-features", name="sae-features",
+          column_config={"top contexts": st.column_config.LinkColumn("top contexts", display_text="open")})
 
 
 def text_block(text: str) -> str:
@@ -184,7 +187,7 @@ def feature_section() -> None:
     st.caption(f"model `{source.model}`, site `{source.site}`, SAE folder `{source.sae_dir}` (sae-lens format)")
     stats = stats_of(run, source)
     if stats is not None:
-        feature_table(stats)
+        feature_table(stats, source)
     feature = feature_input(source, "feature", "feature", stats)
     st.markdown(f"[Open feature {feature} on the Features page (histogram, contexts, logits) →]"
                 f"({page_link('Features', source, feature)})")

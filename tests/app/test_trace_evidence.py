@@ -348,3 +348,38 @@ def test_zoo_eval_card_links_each_models_wrong_answers_and_what_it_broke(tmp_pat
              and not first[r["problem"]] and r["correct"]]
     assert _viewer_ids(tmp_path, monkeypatch, links["tiny-think: 1 fixed against tiny-cot"]) == fixed
     assert not any(label.startswith("tiny-cot: ") and "against" in label for label in links)
+
+
+# ------------------------------------------------------------------------------------------------------ sae
+
+def test_sae_feature_rows_link_their_top_contexts(tmp_path, monkeypatch):
+    """Catches: a row linked to another feature's contexts (the rank instead of the index), or to another run."""
+    import random
+    import shutil
+
+    from thinklens.runs.folders import RunFolder
+    from thinklens.steering.features import FeatureStats
+
+    if not SAE.is_dir():
+        pytest.skip("the committed SAE is not there")
+    d = json.loads((SAE / "cfg.json").read_text())["d_sae"]
+    rng = random.Random(1)
+    freq = [rng.random() for _ in range(d)]
+    run = RunFolder.create("sae", {"model": "tiny-think", "site": "resid_post.2"}, root=tmp_path, run_id="s")
+    shutil.copytree(SAE, run.path / "sae")
+    stats = FeatureStats(site="resid_post.2", n_traces=4, n_tokens=40, freq=freq, mean_act=freq, max_act=freq,
+                         corr_words={"wait": [rng.uniform(-1, 1) for _ in range(d)]}, word_counts={"wait": 3},
+                         corr_correct=None, accuracy=None)
+    run.write_result("feature_stats", stats.to_json())
+    run.finish({})
+    at = _page("4_Steering.py", tmp_path, monkeypatch)
+    rows = _frame_with(at, "top contexts")
+    corr = stats.corr_words["wait"]
+    assert rows["feature"].tolist() == sorted(range(d), key=lambda i: -corr[i])[:15]
+    for _, r in rows.iterrows():
+        assert _params(r["top contexts"]) == {"kind": "sae", "run": "s", "feature": str(r["feature"])}
+        assert urlsplit(r["top contexts"]).path == "/Features"
+    # the link opens the Features page on that feature (its run statistics and its contexts)
+    f = int(rows["feature"].iloc[0])
+    at = _page("7_Features.py", tmp_path, monkeypatch, **_params(rows["top contexts"].iloc[0]))
+    assert any(h.value == f"Top contexts of feature {f}" for h in at.subheader)
