@@ -308,8 +308,10 @@ def changed_links(run, kind: str, result: str, point: str) -> dict:
 
 
 def _changed_counts(file: str) -> dict | None:
+    """Point -> broken and fixed counts; None when the run has no per-problem traces (a run from before them, or one
+    resumed from such a run's stages, writes an empty file)."""
     try:
-        return changed_counts(json.loads(Path(file).read_text()))
+        return changed_counts(json.loads(Path(file).read_text())) or None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -278,6 +278,10 @@ def test_alpha_rows_link_the_problems_each_alpha_broke_and_fixed(tmp_path, monke
             checked += 1
     assert checked == 4
     assert rows[rows["alpha"] == 1.0][["broke", "fixed"]].values.tolist() == [[2, 1], [1, 2]]  # hand-counted
+    (path / "results" / "alpha_problems.json").write_text("[]")  # resumed from a run before per-problem traces
+    at = _page("4_Steering.py", tmp_path, monkeypatch)
+    assert "broken problems" not in _frame_with(at, "alpha").columns
+    assert any("predates per-problem traces" in c.value for c in at.caption)
 
 
 # ------------------------------------------------------------------------------------------------------ hybrid
