@@ -193,7 +193,10 @@ def run_one(model: str, job: str, args: list[str]) -> dict[str, Any]:
            "command": " ".join(["thinklens", "run", job, *own, *args]).replace(str(ROOT) + "/", "")
                       .replace("real-jobs/inputs/", "real-jobs/.inputs/"),
            "outcome": "ran" if rc == 0 else "refused" if rc == 2 else "error",
-           "reason": lines[-1][:400] if rc != 0 and lines else "", "stdout_tail": stdout.strip().splitlines()[-3:]}
+           "reason": (f"killed by signal {-rc}" + (" (SIGKILL: the kernel's out-of-memory killer, or a kill)" if rc == -9 else "")
+                      if rc < 0
+                      else lines[-1][:400] if rc != 0 and lines else ""),
+           "stdout_tail": stdout.strip().splitlines()[-3:]}
     if rc == 0:
         row.update(summary_of(out))
     return row
