@@ -114,7 +114,11 @@ def test_home_incomplete_and_a_trace_link_from_a_number(browser, app, runs):
     wait_for_text(browser, "Only the traces with correct=false", timeout=120)
     _clean(browser)
     assert f"correct=false ({wrong})" in browser.find_element(By.TAG_NAME, "body").text
-    assert browser.find_elements(By.CSS_SELECTOR, "div.tl-trace")
+    traces, t0 = [], time.perf_counter()
+    while not traces and time.perf_counter() - t0 < 60:  # the filter's caption comes before the traces it lists
+        traces = browser.find_elements(By.CSS_SELECTOR, "div.tl-trace")
+        time.sleep(0.2)
+    assert traces, "the filtered viewer lists no trace"
     _shot(browser, "trace_viewer_filtered.png")
 
 
