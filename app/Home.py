@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import plotly.graph_objects as go
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,7 +28,9 @@ from dashboard import (  # noqa: E402
     zoo_accuracy_rows,
     zoo_table_rows,
 )
+from evidence import links, links_html  # noqa: E402
 from exports import chart, table  # noqa: E402
+from validation_table import home_counts  # noqa: E402
 
 from thinklens.runs.folders import discover_runs  # noqa: E402
 
@@ -48,8 +51,6 @@ lacking = {k: v for k, v in lacking.items() if v}  # half-written: meta.json say
 
 def validation_line() -> None:
     """K/N of the committed validation record and of the newest validate run, red where a setting failed."""
-    from validation_table import home_counts
-
     parts = []
     for label, k, n, failed in home_counts(root):
         colour = "green" if k == n and n else "red"
@@ -83,8 +84,6 @@ for r in broken:
 
 def card_links(r) -> str:
     """The traces behind the card's numbers (``evidence.links``), as a line of links."""
-    from evidence import links, links_html
-
     try:
         return links_html(links(root, f"{r.kind}/{r.run_id}"))
     except Exception:  # noqa: BLE001 - a run whose texts cannot be listed still gets its card
@@ -125,7 +124,7 @@ if good:
 
 st.header("Models")
 try:
-    from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir
+    from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir  # lazy: a zoo that cannot load leaves Home up
 
     rows, step_cols = zoo_accuracy_rows(list(ZOO_NAMES), zoo_dir(), ZOO_DESCRIPTIONS)
     config = {c: st.column_config.TextColumn(c.split()[0], width=46, help=f"held-out accuracy at {c} ('–': not evaluated)")
@@ -138,8 +137,6 @@ try:
     table(zoo_table_rows(rows, step_cols), key="home-models", name="zoo-models", column_config=config)
     curves = [r for r in rows if any(c in r for c in step_cols)]
     if curves:
-        import plotly.graph_objects as go
-
         fig = go.Figure()
         for r in curves:
             xs = [int(c.split()[0]) for c in step_cols if c in r]

@@ -108,7 +108,11 @@ def data_of(entry: RunEntry) -> str:
     return "-"
 
 
-def findings_headline(findings: list[Mapping[str, Any]], limit: int = 2) -> str:
+HEADLINED = 2
+"""How many of a run's findings its headline states (Home's card; ``evidence`` links the traces behind each)."""
+
+
+def findings_headline(findings: list[Mapping[str, Any]], limit: int = HEADLINED) -> str:
     """The run's first findings in words (thinklens.calibration.findings.finding_sentence): what the CLI's closing lines and the
     page headline say too, so a claim whose verdict is not ``effect`` is never headlined as one."""
     from thinklens.calibration.findings import finding_sentence

@@ -151,13 +151,13 @@ def test_probe_score_links_its_most_wrong_examples(tmp_path, monkeypatch):
     worst = sorted(range(len(recs)), key=lambda i: (-errors[i], i))[:MOST_WRONG]
     want = [f"probe_problems/{i}" for i in sorted(worst)]
     at = _page("3_Probes_and_LYNX.py", tmp_path, monkeypatch)
-    md = next(m.value for m in at.markdown if "most wrong" in m.value)
+    md = next(m.value for m in at.markdown if "probe gets most wrong" in m.value)  # beside the sweep's table
     assert f"The {MOST_WRONG} examples" in md
     url = re.search(r"\]\(([^)]+)\)", md)[1]
     assert _viewer_ids(tmp_path, monkeypatch, url) == want
     (path / "results" / "probe_problems.json").unlink()  # a run from before: it says so, and links nothing
     at = _page("3_Probes_and_LYNX.py", tmp_path, monkeypatch)
-    assert not any("most wrong" in m.value for m in at.markdown)
+    assert not any("most wrong" in m.value for m in at.markdown)  # neither beside the table nor under the headline
     assert any("predates per-problem traces" in c.value for c in at.caption)
 
 
@@ -387,3 +387,77 @@ def test_sae_feature_rows_link_their_top_contexts(tmp_path, monkeypatch):
     f = int(rows["feature"].iloc[0])
     at = _page("7_Features.py", tmp_path, monkeypatch, **_params(rows["top contexts"].iloc[0]))
     assert any(h.value == f"Top contexts of feature {f}" for h in at.subheader)
+
+
+# ------------------------------------------------------------------------------- Home: the headline's own traces
+
+def _with_findings(path: Path, findings: list[dict]) -> None:
+    """The run's meta.json summary given ``findings`` (what Home's card headlines: the first two)."""
+    meta = json.loads((path / "meta.json").read_text())
+    meta["summary"] = {**(meta.get("summary") or {}), "findings": findings}
+    (path / "meta.json").write_text(json.dumps(meta))
+
+
+def _card_links(root: Path, monkeypatch, run: str) -> dict[str, str]:
+    """Label -> URL of the links on Home's card of ``run`` (``<kind>/<id>``)."""
+    import re
+
+    at = _page("../Home.py", root, monkeypatch)
+    md = [m.value for m in at.markdown if "tl-link" in m.value and f"run={run}" in m.value]
+    assert len(md) == 1, md
+    return {label: url.replace("&amp;", "&") for url, label in re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', md[0])}
+
+
+def _finding(statistic: str, value: float, **extra) -> dict:
+    return {"claim": "c", "statistic": statistic, "value": value, "ci": [0.0, 1.0], "n": 12, "control": "x",
+            "control_value": 0.1, "verdict": "effect", "extra": extra}
+
+
+def test_steer_card_links_each_headlined_coefficients_texts_and_what_it_broke(tmp_path, monkeypatch):
+    """Catches: a coefficient's texts mixed with another arm's (the random feature at the same c), the broken problems
+    counted against another seed's unsteered grade, a link to every steered sample instead of the headline's."""
+    path = _steer_run(tmp_path)
+    _with_findings(path, [_finding("wait_rate", 0.5, coeff=1.0)])
+    recs = json.loads((path / "results" / "steer_problems.json").read_text())
+    base = {(r["seed"], r["problem"]): r["correct"] for r in recs if r["point"] == "unsteered"}
+    links = _card_links(tmp_path, monkeypatch, "steer/s")
+    texts = [f"steer_problems/{i}" for i, r in enumerate(recs) if r["point"] == "feature/7/1"]
+    assert len(texts) == 12 and _viewer_ids(tmp_path, monkeypatch, links["c=1: the 12 steered texts"]) == texts
+    broke = [f"steer_problems/{i}" for i, r in enumerate(recs) if r["point"] == "feature/7/1"
+             and base[(r["seed"], r["problem"])] and not r["correct"]]
+    assert len(broke) == 5  # hand-counted in _steer_run
+    assert _viewer_ids(tmp_path, monkeypatch, links["c=1: 5 problems it broke"]) == broke
+    assert list(links)[0] == "its steer traces"  # the whole run first (a validate setting's link is the first)
+    (path / "results" / "steer_problems.json").unlink()  # a run from before: its one sample at that coefficient
+    links = _card_links(tmp_path, monkeypatch, "steer/s")
+    assert _params(links["c=1: its first sample"]) == {"run": "steer/s", "trace": "feature/7/1", "quantity": "diff"}
+
+
+def test_lynx_card_links_the_exits_at_its_headlined_delta(tmp_path, monkeypatch):
+    """Catches: the exits of another δ than the headline's, the wrong exits read from the full rollouts."""
+    import re
+
+    path = _lynx_run(tmp_path)
+    _with_findings(path, [_finding("saving", 0.2, delta=0.3), _finding("accuracy", 0.5, delta=0.3)])
+    links = _card_links(tmp_path, monkeypatch, "lynx/hand")
+
+    def rollout(label: str) -> str:
+        return re.search(r"#(\d+)", label)[1]
+
+    assert _viewer_ids(tmp_path, monkeypatch, links["δ 0.3: 3 early exits"], rollout) == ["0", "1", "2"]
+    assert _viewer_ids(tmp_path, monkeypatch, links["δ 0.3: 2 exits answering wrong"], rollout) == ["1", "2"]
+    assert not [label for label in links if label.startswith("δ 0.1")]  # not headlined
+
+
+def test_probe_card_links_the_examples_its_score_gets_most_wrong(tmp_path, monkeypatch):
+    from thinklens.probes.probe_traces import MOST_WRONG
+
+    path = _probe_run(tmp_path)
+    _with_findings(path, [_finding("auroc", 0.7123, site="resid_post.1")])
+    recs = json.loads((path / "results" / "probe_problems.json").read_text())
+    errors = [abs(r["p_correct"] - int(r["correct"])) for r in recs]
+    worst = sorted(sorted(range(len(recs)), key=lambda i: (-errors[i], i))[:MOST_WRONG])
+    links = _card_links(tmp_path, monkeypatch, "probe/c")
+    url = links[f"auroc 0.712: the {MOST_WRONG} examples it gets most wrong"]
+    assert _viewer_ids(tmp_path, monkeypatch, url) == [f"probe_problems/{i}" for i in worst]
+    assert not [label for label in links if label.startswith("most_wrong")]  # said once, by the headline's link
