@@ -40,7 +40,7 @@ def main() -> None:
         if name != "tiny-think":  # its 2-4 figure is the headline, printed last
             print(f"zoo_{short}_acc_2to4={r.mean_accuracy([2, 3, 4]):.3f}")
         print(f"zoo_{short}_acc_6to8={r.mean_accuracy([6, 7, 8]):.3f}")
-        if r.style == "think":
+        if r.prompt_format == "think":
             print(f"zoo_{short}_reflection_rate={r.reflection_rate:.3f}")
             print(f"zoo_{short}_corrections={r.n_corrections}")
             rate = r.correction_right_rate

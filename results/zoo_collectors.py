@@ -26,8 +26,8 @@ def zoo() -> dict[str, Any]:
     rows = eval_rows(run)
     accuracy = {name: {**r["accuracy"], "2-4": mean([r["accuracy"][s] for s in "234"]),
                        "6-8": mean([r["accuracy"][s] for s in "678"])} for name, r in rows.items()}
-    think = {name: {k: v for k, v in r.items() if k not in ("accuracy", "model", "style", "seed", "n_per_steps")}
-             for name, r in rows.items() if r["style"] == "think"}
+    think = {name: {k: v for k, v in r.items() if k not in ("accuracy", "model", "style", "prompt_format", "seed", "n_per_steps")}
+             for name, r in rows.items() if r.get("prompt_format", r.get("style")) == "think"}  # style: before the rename
     records = {name: zoo_record(name) for name in ZOO_TABLE if name != "tiny-r1"}
     free_s = records[FREE_CORE_MODEL]["train_wall_s"] / records[FREE_CORE_MODEL]["steps"]
     training = {name: {"steps": r["steps"], "train_minutes": r["train_wall_s"] / 60,

@@ -146,5 +146,5 @@ def test_zoo_eval_prompts_tiny_r1_through_its_chat_template():
     from thinklens.zoo.accuracy import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-r1", n_per_steps=3, steps=[2])
-    assert r.style == "chat" and r.accuracy[2] >= 2 / 3
+    assert r.prompt_format == "chat" and r.accuracy[2] >= 2 / 3
     assert r.samples[2][0].startswith("Okay,") and "</think>" in r.samples[2][0]

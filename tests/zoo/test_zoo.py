@@ -101,7 +101,7 @@ def test_tiny_cot_accuracy_on_fixed_held_out_sample():
     from thinklens.zoo.accuracy import evaluate_zoo_model
 
     r = evaluate_zoo_model("tiny-cot", n_per_steps=20, steps=[2, 3], seed=4242)
-    assert r.style == "cot"
+    assert r.prompt_format == "cot"
     committed = ZOO_SUMMARY["accuracy"]["tiny-cot"]
     assert r.mean_accuracy([2, 3]) >= (committed["2"] + committed["3"]) / 2 - TOL, r.samples  # 0.96 committed
 
@@ -111,7 +111,7 @@ def test_tiny_think_reflects():
 
     r = evaluate_zoo_model("tiny-think", n_per_steps=16, steps=[3], seed=4243)
     committed = ZOO_SUMMARY["think"]["tiny-think"]  # README: reflects 100% greedy, 81.5% sampled; 88.1% right after wait
-    assert r.style == "think" and r.reflection_rate >= committed["reflection_rate"] - TOL
+    assert r.prompt_format == "think" and r.reflection_rate >= committed["reflection_rate"] - TOL
     # sampled at T=1, most traces say hmm/wait, and the equation after "wait" is mostly right
     assert r.sampled_reflection_rate >= committed["sampled_reflection_rate"] - TOL_SAMPLED, r.samples
     assert r.sampled_corrections >= 4
@@ -202,12 +202,12 @@ def test_zoo_eval_job_writes_its_table(tmp_path):
     from thinklens.runs.jobs import get_job, run_job
 
     results = run_job("zoo-eval", model="tiny-direct", n_eval=4, step_counts=(2,), out=str(tmp_path), progress=False)
-    assert [r.model for r in results] == ["tiny-direct"] and results[0].style == "direct"
+    assert [r.model for r in results] == ["tiny-direct"] and results[0].prompt_format == "direct"
     saved = json.loads((tmp_path / "results" / "zoo_eval.json").read_text())
-    assert saved[0]["accuracy"].keys() == {"2"}
+    assert saved[0]["accuracy"].keys() == {"2"} and saved[0]["prompt_format"] == "direct" and "style" not in saved[0]
     problems = json.loads((tmp_path / "results" / "zoo_problems.json").read_text())  # the answers behind the accuracy
     assert len(problems) == 4 and sum(p["correct"] for p in problems) / 4 == saved[0]["accuracy"]["2"]
-    assert get_job("zoo-eval").report(results).splitlines()[0].split() == ["model", "style", "2"]
+    assert get_job("zoo-eval").report(results).splitlines()[0].split() == ["model", "format", "2"]
     with pytest.raises(ThinklensError):
         run_job("zoo-eval", step_counts=(0,), out=str(tmp_path / "x"))
 

@@ -62,8 +62,9 @@ def zoo_meta(name_or_path: str | Path) -> dict:
 
 def model_style(name_or_path: str | Path, fallback: str = "cot") -> str:
     """The zoo prompt style a model answers in: its zoo.json recipe's, else its zoo name's, else ``fallback``."""
-    style = (zoo_meta(name_or_path).get("recipe") or {}).get("eval_style")
-    if style:
+    recipe = zoo_meta(name_or_path).get("recipe") or {}
+    style = recipe.get("prompt_format") or recipe.get("eval_style")  # eval_style: its key in a zoo.json before the rename
+    if style and style != "chat":  # chat: an R1 model's chat template, not a zoo style
         return check_style(style)
     name = Path(str(name_or_path)).name
     return ZOO_STYLES.get(str(name_or_path), ZOO_STYLES.get(name, check_style(fallback)))

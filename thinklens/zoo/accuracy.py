@@ -9,7 +9,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -19,43 +18,14 @@ from thinklens.engine.model import HookedModel
 from thinklens.errors import ThinklensError
 from thinklens.generation.decode_loop import generate_texts  # the zoo evaluator's decoding, in the core (steering scores with it too)
 from thinklens.tasks import REFLECTION_WORDS, TaskConfig, check_style, generate_problems, render_prompt, words
+from thinklens.tasks.protocol import model_style, token_budget
 from thinklens.zoo.eval_result import ZooEvalResult
 from thinklens.zoo.modeling import load_zoo_model
 from thinklens.zoo.r1_train import evaluate_r1_model
-from thinklens.zoo.registry import zoo_path
-
-#: Style each zoo model answers in, when its zoo.json does not say.
-DEFAULT_STYLES = {
-    "tiny-pre": "cot", "tiny-direct": "direct", "tiny-cot": "cot", "tiny-think": "think", "tiny-think-carry": "think",
-    "tiny-grpo": "cot",
-}
 
 
 def _resolve(path_or_name):
     return HookedModel(*load_zoo_model(path_or_name), name=str(path_or_name))
-
-
-def _style_for(path_or_name: str | Path, style: str | None) -> str:
-    if style is not None:
-        return check_style(style)
-    name = str(path_or_name)
-    meta = None
-    folder = Path(path_or_name)
-    if (folder / "zoo.json").is_file():
-        meta = json.loads((folder / "zoo.json").read_text())
-        name = meta.get("name", folder.name)
-    elif name in DEFAULT_STYLES:
-        found = zoo_path(name)
-        if found is not None and (found / "zoo.json").is_file():
-            meta = json.loads((found / "zoo.json").read_text())
-    if meta and meta.get("recipe", {}).get("eval_style"):
-        return meta["recipe"]["eval_style"]
-    return DEFAULT_STYLES.get(Path(name).name, "cot")
-
-
-def _max_new_tokens(style: str, n_steps: int) -> int:
-    # An equation is 7 tokens; a think step can add hmm + a wrong equation + wait (9 more).
-    return {"direct": 4, "cot": 7 * n_steps + 6, "think": 16 * n_steps + 8}[style]
 
 
 def correction_stats(text: str) -> tuple[int, int]:
@@ -81,7 +51,7 @@ def evaluate_zoo_model(
     n_per_steps: int = 50,
     steps: range | list[int] = range(1, 9),
     seed: int = 10_000,
-    style: str | None = None,
+    prompt_format: str | None = None,
     task: TaskConfig | None = None,
     batch_size: int = 64,
     n_samples: int = 2,
@@ -94,27 +64,30 @@ def evaluate_zoo_model(
         n_per_steps: problems per step count.
         steps: step counts to evaluate.
         seed: problem seed (training uses ``[seed, step]`` streams; pick one not used for training).
-        style: prompt style (default: the model's own, from zoo.json or its name).
+        prompt_format: a zoo prompt format, direct, cot or think (default: the model's own, from its zoo.json or
+            its name: :func:`thinklens.data.formats.zoo_prompt_format`, else cot).
         task: task config (default :class:`TaskConfig` defaults, as in training).
         batch_size: generation batch size.
         n_samples: generations kept per step count in the result.
-        sampled: for think style, also sample every problem once at temperature 1 (seeded) and report
+        sampled: for the think format, also sample every problem once at temperature 1 (seeded) and report
             the hmm/wait rate and the corrections there (the ``sampled_*`` fields).
     """
-    if zoo_prompt_format(str(path_or_name)) == "chat":  # tiny-r1: prompted through its chat template
+    own = zoo_prompt_format(str(path_or_name))
+    if own == "chat":  # tiny-r1: prompted through its chat template
         return evaluate_r1_model(path_or_name, n_per_steps=n_per_steps, steps=steps, seed=seed, task=task,
                                  batch_size=batch_size, n_samples=n_samples)
-    style = _style_for(path_or_name, style)
+    prompt_format = check_style(prompt_format) if prompt_format is not None else own or model_style(path_or_name)
     model = _resolve(path_or_name)
     return evaluate_model(model, label=str(path_or_name), n_per_steps=n_per_steps, steps=steps, seed=seed,
-                          style=style, task=task, batch_size=batch_size, n_samples=n_samples, sampled=sampled)
+                          prompt_format=prompt_format, task=task, batch_size=batch_size, n_samples=n_samples,
+                          sampled=sampled)
 
 
 def evaluate_model(
     model: HookedModel,
     *,
     label: str,
-    style: str,
+    prompt_format: str,
     n_per_steps: int = 50,
     steps: range | list[int] = range(1, 9),
     seed: int = 10_000,
@@ -127,22 +100,23 @@ def evaluate_model(
     tokenizer: ``HookedModel(hf, tok)``, which never changes the tokenizer)."""
     if n_per_steps < 1:
         raise ThinklensError.of("n_per_steps", n_per_steps, "an int >= 1", "pass n_per_steps=50")
-    check_style(style)
+    check_style(prompt_format)
     task = task or TaskConfig()
     t0 = time.monotonic()
     acc: dict[int, float] = {}
     eq_acc: dict[int, float] = {}
     samples: dict[int, list[str]] = {}
     n_traces = n_reflect = n_corr = n_corr_right = 0
-    think = style == "think"
+    think = prompt_format == "think"
     sampled = sampled and think
     s_traces = s_reflect = s_corr = s_corr_right = s_right = 0
     graded: list[dict] = []
     for n_steps in steps:
         # One stream per step count: adding a step count never changes the others' problems.
         problems = generate_problems(n_per_steps, seed=(seed * 1000 + n_steps), config=task, n_steps=n_steps)
-        prompts = [render_prompt(p, style) for p in problems]
-        texts = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size)
+        prompts = [render_prompt(p, prompt_format) for p in problems]
+        texts = generate_texts(model, prompts, max_new_tokens=token_budget(prompt_format, n_steps),
+                               batch_size=batch_size)
         right = [bool(is_correct(t, p.answer)) for t, p in zip(texts, problems)]
         acc[n_steps] = sum(right) / len(problems)
         graded += [{"steps": n_steps, "prompt": q, "text": t, "gold": str(p.answer), "correct": r}
@@ -150,15 +124,15 @@ def evaluate_model(
         eqs = [e for t in texts for e in parse_equations(t)]
         eq_acc[n_steps] = sum(e.correct for e in eqs) / len(eqs) if eqs else float("nan")
         samples[n_steps] = texts[:n_samples]
-        if style == "think":
+        if think:
             for t in texts:
                 n_traces += 1
                 n_reflect += any(w in REFLECTION_WORDS for w in words(t))
                 c, r = correction_stats(t)
                 n_corr, n_corr_right = n_corr + c, n_corr_right + r
         if sampled:
-            drawn = generate_texts(model, prompts, max_new_tokens=_max_new_tokens(style, n_steps), batch_size=batch_size,
-                                   sample_seed=seed * 1000 + n_steps)
+            drawn = generate_texts(model, prompts, max_new_tokens=token_budget(prompt_format, n_steps),
+                                   batch_size=batch_size, sample_seed=seed * 1000 + n_steps)
             for t, p in zip(drawn, problems):
                 s_traces += 1
                 s_right += is_correct(t, p.answer)
@@ -166,7 +140,7 @@ def evaluate_model(
                 c, r = correction_stats(t)
                 s_corr, s_corr_right = s_corr + c, s_corr_right + r
     return ZooEvalResult(
-        model=label, style=style, seed=seed, n_per_steps=n_per_steps, accuracy=acc,
+        model=label, prompt_format=prompt_format, seed=seed, n_per_steps=n_per_steps, accuracy=acc,
         equation_accuracy=eq_acc,
         reflection_rate=(n_reflect / n_traces if n_traces else None) if think else None,
         correction_right_rate=(n_corr_right / n_corr if n_corr else None) if think else None,

@@ -1,4 +1,4 @@
-"""Training batches for the zoo: problems rendered in a mixture of styles, encoded word by word.
+"""Training batches for the zoo: problems rendered in a mixture of prompt formats, encoded word by word.
 
 A rendered word is exactly one zoo token (see :mod:`thinklens.zoo.tokenizer`), so encoding is a dict
 lookup, much faster than calling the HF tokenizer per example (a test checks both agree).
@@ -42,9 +42,9 @@ def encode_words(text: str) -> list[int]:
     return [vocab.get(w, vocab[UNK]) for w in text.split()]
 
 
-def encode_example(problem: Problem, style: str) -> tuple[list[int], int]:
-    """``(ids, n_prompt)``: ``<bos> prompt target <eos>`` and how many leading ids are prompt."""
-    prompt, target = render_example(problem, style)
+def encode_example(problem: Problem, prompt_format: str) -> tuple[list[int], int]:
+    """``(ids, n_prompt)``: ``<bos> prompt target <eos>`` in a zoo prompt format, and how many leading ids are prompt."""
+    prompt, target = render_example(problem, prompt_format)
     vocab = _vocab()
     head = [vocab[BOS], *encode_words(prompt)]
     return [*head, *encode_words(target), vocab[EOS]], len(head)
@@ -89,20 +89,21 @@ def pack_batch(rng: np.random.Generator, task: TaskConfig, draw: Callable[[int],
 def make_batch(
     rng: np.random.Generator,
     task: TaskConfig,
-    styles: tuple[tuple[str, float], ...],
+    format_mix: tuple[tuple[str, float], ...],
     *,
     batch_tokens: int,
 ) -> dict[str, torch.Tensor]:
-    """One batch of about ``batch_tokens`` (padded) tokens, each problem rendered in a style drawn from the
-    mixture (see :func:`pack_batch`)."""
-    names = [s for s, _ in styles]
-    weights = np.asarray([w for _, w in styles], dtype=float)
+    """One batch of about ``batch_tokens`` (padded) tokens, each problem rendered in a prompt format drawn from
+    ``format_mix``, ``(prompt_format, weight)`` pairs (see :func:`pack_batch`)."""
+    names = [s for s, _ in format_mix]
+    weights = np.asarray([w for _, w in format_mix], dtype=float)
     if not len(names) or (weights < 0).any() or weights.sum() <= 0:
-        raise ThinklensError.of("style mixture", styles, "(style, weight) pairs with positive total", "fix the recipe")
+        raise ThinklensError.of("format_mix", format_mix, "(prompt format, weight) pairs with positive total",
+                                "fix the recipe")
     weights = weights / weights.sum()
 
     def draw(n_steps: int) -> tuple[list[int], int]:
-        style = names[int(rng.choice(len(names), p=weights))]
-        return encode_example(generate_problem(rng, task, n_steps=n_steps), style)
+        prompt_format = names[int(rng.choice(len(names), p=weights))]
+        return encode_example(generate_problem(rng, task, n_steps=n_steps), prompt_format)
 
     return pack_batch(rng, task, draw, batch_tokens=batch_tokens)

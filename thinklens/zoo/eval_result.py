@@ -3,15 +3,28 @@ think-trace statistics, the same for the word-level models (:func:`thinklens.zoo
 chats (:func:`thinklens.zoo.r1_train.evaluate_r1_model`).
 
 Example:
-    >>> r = ZooEvalResult(model="tiny-cot", style="cot", seed=0, n_per_steps=10, accuracy={1: 1.0, 2: 0.5},
+    >>> r = ZooEvalResult(model="tiny-cot", prompt_format="cot", seed=0, n_per_steps=10, accuracy={1: 1.0, 2: 0.5},
     ...                   equation_accuracy={1: 1.0, 2: 0.75})
     >>> r.mean_accuracy([1, 2]), r.to_json()["accuracy"]
     (0.75, {'1': 1.0, '2': 0.5})
+    >>> ZooEvalResult.from_json(r.to_json()) == r
+    True
+    >>> old = {**r.to_json(), "style": "cot"}  # a result saved before the prompt format had one name
+    >>> del old["prompt_format"]
+    >>> ZooEvalResult.from_json(old).prompt_format
+    'cot'
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from thinklens.errors import ThinklensError
+
+#: Keys a saved result held before the prompt format had one name: ``{old key: field}``.
+LEGACY_KEYS: dict[str, str] = {"style": "prompt_format"}
 
 
 @dataclass(frozen=True)
@@ -20,8 +33,8 @@ class ZooEvalResult:
 
     model: str
     """Zoo name or folder evaluated."""
-    style: str
-    """Prompt style used."""
+    prompt_format: str
+    """Prompt format the model was evaluated in (a zoo format: direct, cot, think; or chat for an R1 model)."""
     seed: int
     """Seed of the held-out problems."""
     n_per_steps: int
@@ -31,14 +44,14 @@ class ZooEvalResult:
     equation_accuracy: dict[int, float]
     """Step count -> fraction of generated equations whose arithmetic is right."""
     reflection_rate: float | None = None
-    """Fraction of traces containing a reflection word (think style only)."""
+    """Fraction of traces containing a reflection word (think format only)."""
     correction_right_rate: float | None = None
-    """Fraction of ``wait`` corrections whose following equation is right (think style only)."""
+    """Fraction of ``wait`` corrections whose following equation is right (think format only)."""
     n_corrections: int | None = None
-    """Number of ``wait`` followed by an equation (think style only)."""
+    """Number of ``wait`` followed by an equation (think format only)."""
     sampled_reflection_rate: float | None = None
     """Like ``reflection_rate`` but counting only ``hmm``/``wait``, on traces sampled at temperature 1
-    (think style only; the trained near-miss/hmm rates are < 0.5, so greedy decoding rarely picks them)."""
+    (think format only; the trained near-miss/hmm rates are < 0.5, so greedy decoding rarely picks them)."""
     sampled_correction_right_rate: float | None = None
     """``correction_right_rate`` on the sampled traces."""
     sampled_corrections: int | None = None
@@ -65,3 +78,22 @@ class ZooEvalResult:
         for key in ("accuracy", "equation_accuracy", "samples"):
             out[key] = {str(k): v for k, v in out[key].items()}
         return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ZooEvalResult:
+        """A result from its :meth:`to_json` (a zoo.json's ``eval``, a ``zoo_eval.json`` row); a key saved before a
+        rename (``style``: :data:`LEGACY_KEYS`) still reads, and keys that are not fields (a GRPO or overthinking
+        result's extras) are ignored."""
+        doc = dict(doc)
+        for old, new in LEGACY_KEYS.items():
+            if old in doc:
+                if new in doc and doc[new] != doc[old]:
+                    raise ThinklensError.of(f"saved result {old!r}", (doc[old], doc[new]),
+                                            f"only {new!r} (its former name {old!r} holds another value)",
+                                            f"drop {old!r} from the file")
+                doc.setdefault(new, doc.pop(old))
+        keep = {f.name for f in fields(cls)}
+        values = {k: v for k, v in doc.items() if k in keep}
+        for key in ("accuracy", "equation_accuracy", "samples"):
+            values[key] = {int(s): v for s, v in (values.get(key) or {}).items()}
+        return cls(**values)

@@ -1,6 +1,6 @@
 """A small GRPO trainer for the zoo: group-relative advantages, a verifiable integer reward.
 
-It makes ``tiny-grpo`` from the SFT model ``tiny-cot`` on the same task (cot-style prompts, by default the 6-8
+It makes ``tiny-grpo`` from the SFT model ``tiny-cot`` on the same task (prompts in the cot format, by default the 6-8
 step problems where tiny-cot still fails often), so ``theta_grpo - theta_cot`` is the reasoning vector of Zbeeb et
 al.: the RL update alone, as in their code where GRPO starts from the SFT checkpoint.
 
@@ -173,7 +173,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
         "name": "tiny-grpo", "init": cfg.model, "trainer": "thinklens.zoo.grpo", "grpo": asdict(cfg), "steps": step,
         "truncated": truncated, "train_wall_s": round(wall, 1), "train_cpu_s": round(cpu, 1), "reward_curve": curve,
         "weights_dtype": "float16",
-        "recipe": {"eval_style": cfg.prompt_format}, "torch_threads": torch.get_num_threads(),
+        "recipe": {"prompt_format": cfg.prompt_format}, "torch_threads": torch.get_num_threads(),
         "retrain": f"thinklens run grpo --train-steps {cfg.train_steps} --max-minutes {cfg.max_minutes:g} --seed {cfg.seed}",
     }
     out = Path(out_dir)
@@ -181,7 +181,7 @@ def train_grpo(cfg: GRPOConfig, *, out_dir: str | Path, progress: bool = True, l
     shutil.rmtree(tmp, ignore_errors=True)
     save_zoo_folder(hf, tmp, meta=meta)
     if cfg.n_eval > 0:
-        res = evaluate_zoo_model(tmp, n_per_steps=cfg.n_eval, style=cfg.prompt_format)  # the fp16 weights written
+        res = evaluate_zoo_model(tmp, n_per_steps=cfg.n_eval, prompt_format=cfg.prompt_format)  # the fp16 weights written
         meta["eval"] = res.to_json()
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     replace_dir(tmp, out)

@@ -25,7 +25,7 @@ class GRPOConfig(StepRange, OptimOptions):
     """Zoo name or folder to start from: the SFT model, as in Zbeeb et al.'s code (v = theta_GRPO - theta_SFT is then
     the RL update alone)."""
     prompt_format: str = "cot"
-    """Prompt format: a zoo style (cot: tiny-cot's data)."""
+    """Prompt format: a zoo format, direct, cot or think (cot: tiny-cot's data)."""
     train_steps: int = 150
     """Optimizer steps (150 trained the committed tiny-grpo: its training time is in README.md "Steering",
     results/reasoning_vectors.json values.training)."""

@@ -218,7 +218,7 @@ def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range
     Prompts are the tokenizer's chat template applied to the user turn (question + R1 instruction) with
     the generation prompt; problems come from the shared held-out streams
     (:func:`thinklens.tasks.protocol.problems_by_steps`); answers are graded from the last ``\\boxed{}``.
-    Returns a :class:`thinklens.zoo.eval_result.ZooEvalResult` with style ``chat``.
+    Returns a :class:`thinklens.zoo.eval_result.ZooEvalResult` with prompt format ``chat``.
     """
     if n_per_steps < 1:
         raise ThinklensError.of("n_per_steps", n_per_steps, "an int >= 1", "pass n_per_steps=25")
@@ -247,7 +247,7 @@ def evaluate_r1_model(path_or_model: Any, *, n_per_steps: int = 25, steps: range
             c, r = correction_count(t)
             n_corr, n_corr_right = n_corr + c, n_corr_right + r
     result = ZooEvalResult(
-        model=label, style="chat", seed=seed, n_per_steps=n_per_steps, accuracy=acc, equation_accuracy=eq_acc,
+        model=label, prompt_format="chat", seed=seed, n_per_steps=n_per_steps, accuracy=acc, equation_accuracy=eq_acc,
         reflection_rate=n_reflect / n_traces if n_traces else None,
         correction_right_rate=n_corr_right / n_corr if n_corr else None, n_corrections=n_corr,
         wall_s=round(time.monotonic() - t0, 1), samples=samples,

@@ -8,7 +8,9 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
 
 from thinklens.errors import ThinklensError
 from thinklens.runs.configcli import ConfigGroup
@@ -25,8 +27,8 @@ class ZooRecipe(ConfigGroup):
 
     name: str
     """The zoo name it produces."""
-    styles: tuple[tuple[str, float], ...]
-    """Mixture of rendering styles ``(style, weight)`` in the training data."""
+    format_mix: tuple[tuple[str, float], ...]
+    """Mixture of zoo prompt formats ``(prompt_format, weight)`` the training problems are rendered in."""
     steps: int
     """Optimizer steps."""
     lr: float
@@ -47,8 +49,10 @@ class ZooRecipe(ConfigGroup):
     """Problems drawn for training (held-out evaluation uses other seeds)."""
     model: ZooModelConfig = field(default_factory=ZooModelConfig)
     """Model shape (ignored when ``init`` is set: the parent's shape is kept)."""
-    eval_style: str = "cot"
-    """Style the model is evaluated in."""
+    prompt_format: str = "cot"
+    """The prompt format the model answers in: the one it is evaluated in, and the one ``auto`` picks for it."""
+    own_formats: ClassVar[tuple[str, ...]] = STYLES
+    """The prompt formats a model of this kind of recipe can answer in (the zoo formats: a word-level model)."""
 
     def check(self) -> None:
         if self.steps < 1 or self.warmup_steps < 0 or self.warmup_steps > self.steps:
@@ -58,18 +62,46 @@ class ZooRecipe(ConfigGroup):
             )
         if not self.lr > 0 or not 0 <= self.min_lr_ratio <= 1:
             raise ThinklensError.of(f"recipe {self.name} lr", (self.lr, self.min_lr_ratio), "lr > 0, ratio in [0,1]", "fix it")
-        for style, weight in self.styles:
-            if style not in STYLES or weight < 0:
-                raise ThinklensError.of(f"recipe {self.name} style", (style, weight), f"a style in {STYLES}", "fix it")
-        if self.eval_style not in STYLES:
-            raise ThinklensError.of(f"recipe {self.name} eval_style", self.eval_style, f"one of {STYLES}", "fix it")
+        for prompt_format, weight in self.format_mix:
+            if prompt_format not in STYLES or weight < 0:
+                raise ThinklensError.of(f"recipe {self.name} format_mix", (prompt_format, weight),
+                                        f"(prompt format, weight >= 0) pairs, the format one of {', '.join(STYLES)}",
+                                        "fix the recipe")
+        if self.prompt_format not in self.own_formats:
+            raise ThinklensError.of(f"recipe {self.name} prompt_format", self.prompt_format,
+                                    f"one of {', '.join(self.own_formats)}", "fix the recipe")
 
     def to_json(self) -> dict:
         """The recipe as a JSON-able dict (stored in zoo.json and in checkpoints)."""
         out = asdict(self)
-        out["styles"] = [list(s) for s in self.styles]
+        out["format_mix"] = [list(s) for s in self.format_mix]
         out["task"]["ops"] = list(self.task.ops)
         return out
+
+
+#: Keys a saved recipe (a zoo.json's ``recipe``, a checkpoint's identity) held before the prompt format had one
+#: name: ``{old key: field}``.
+LEGACY_RECIPE_KEYS: dict[str, str] = {"styles": "format_mix", "eval_style": "prompt_format"}
+
+
+def upgrade_recipe_json(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A recipe's JSON written before the prompt format had one name, with today's keys (a copy; today's JSON is
+    returned as it is). An R1 recipe held both ``eval_style`` (None) and ``prompt_format`` (chat): the latter wins.
+
+    Example:
+        >>> old = {"name": "tiny-cot", "styles": [["cot", 1.0]], "eval_style": "cot"}
+        >>> upgrade_recipe_json(old)
+        {'name': 'tiny-cot', 'format_mix': [['cot', 1.0]], 'prompt_format': 'cot'}
+        >>> upgrade_recipe_json({"styles": [["think", 1.0]], "eval_style": None, "prompt_format": "chat"})
+        {'prompt_format': 'chat', 'format_mix': [['think', 1.0]]}
+    """
+    out = dict(doc)
+    for old, new in LEGACY_RECIPE_KEYS.items():
+        if old in out:
+            value = out.pop(old)
+            if out.get(new) is None:
+                out[new] = value
+    return out
 
 
 #: The zoo's task: the TaskConfig defaults (values 0..99, + - * with operands up to 10 / factors up to 4).
@@ -81,16 +113,17 @@ _TASK = TaskConfig()
 CARRY_THINK_TASK = TaskConfig(correction_rate=0.7, correction_on="carry", hmm_rate=0.7, hmm_on="mul")
 
 
-def finetune_recipe(name: str, style: str, steps: int, *, warmup_steps: int = 50, task: TaskConfig = _TASK) -> ZooRecipe:
-    """A fine-tune of tiny-pre on one style at lr 1e-3, evaluated in that style."""
-    return ZooRecipe(name=name, init="tiny-pre", styles=((style, 1.0),), steps=steps, lr=1e-3,
-                     warmup_steps=warmup_steps, task=task, eval_style=style)
+def finetune_recipe(name: str, prompt_format: str, steps: int, *, warmup_steps: int = 50,
+                    task: TaskConfig = _TASK) -> ZooRecipe:
+    """A fine-tune of tiny-pre on one prompt format at lr 1e-3, evaluated in that format."""
+    return ZooRecipe(name=name, init="tiny-pre", format_mix=((prompt_format, 1.0),), steps=steps, lr=1e-3,
+                     warmup_steps=warmup_steps, task=task, prompt_format=prompt_format)
 
 
 RECIPES: dict[str, ZooRecipe] = {
     "tiny-pre": ZooRecipe(
-        name="tiny-pre", styles=(("cot", 0.45), ("think", 0.4), ("direct", 0.15)),
-        steps=2400, lr=3e-3, warmup_steps=100, task=_TASK, eval_style="cot",
+        name="tiny-pre", format_mix=(("cot", 0.45), ("think", 0.4), ("direct", 0.15)),
+        steps=2400, lr=3e-3, warmup_steps=100, task=_TASK, prompt_format="cot",
     ),
     "tiny-direct": finetune_recipe("tiny-direct", "direct", 250, warmup_steps=20),
     "tiny-cot": finetune_recipe("tiny-cot", "cot", 1500),
@@ -123,7 +156,8 @@ class R1Recipe(ZooRecipe):
     positions, so a child may take longer texts than its parent)."""
 
     prompt_format: str = "chat"
-    """How the model is prompted (the format ``auto`` picks for it)."""
+    """How the model is prompted (the format ``auto`` picks for it): its chat template."""
+    own_formats: ClassVar[tuple[str, ...]] = ("chat",)
     vocab_size: int = 512
     """Target size of the learned BPE vocabulary (bytes + merges; the control tokens come on top)."""
     mix: R1TextMix = field(default_factory=R1TextMix)
@@ -149,17 +183,17 @@ class R1Recipe(ZooRecipe):
         return self.steps + self.more_steps
 
     def to_json(self) -> dict:
-        """As :meth:`ZooRecipe.to_json`; ``eval_style`` is None: the model answers in its chat format. JSON
-        values only (a mix's tuples become lists), so a checkpoint's stored identity compares equal."""
-        return json.loads(json.dumps({**super().to_json(), "eval_style": None}))
+        """As :meth:`ZooRecipe.to_json`, JSON values only (a mix's tuples become lists), so a checkpoint's stored
+        identity compares equal."""
+        return json.loads(json.dumps(super().to_json()))
 
 
 #: tiny-r1 trains at lr 1e-3: at the zoo's 3e-3 its first layer's attention collapses to uniform on these
 #: longer chat texts (the input norm's gain shrinks step after step) and operands are never copied from
 #: the question; at 1e-3 they are copied after about 700 steps (measured on 900-step pilots).
 RECIPES["tiny-r1"] = R1Recipe(
-    name="tiny-r1", styles=(("think", 1.0),), steps=7000, lr=1e-3, warmup_steps=200, task=CARRY_THINK_TASK,
-    model=ZooModelConfig(max_positions=512, n_kv_heads=2), eval_style="think",
+    name="tiny-r1", format_mix=(("think", 1.0),), steps=7000, lr=1e-3, warmup_steps=200, task=CARRY_THINK_TASK,
+    model=ZooModelConfig(max_positions=512, n_kv_heads=2),
 )
 
 #: The overthinking organism (the controls spec's "Overthinking"): tiny-r1 fine-tuned on chains that conclude,
@@ -169,8 +203,8 @@ RECIPES["tiny-r1"] = R1Recipe(
 #: traces and a forced exit there answers it 398/398, yet the whole-chain round 3 still miscopies the start of
 #: 5-8 step chains, so their final answers (0.5-0.78) are below tiny-r1's: re-checking hurts those.
 RECIPES["tiny-overthink"] = R1Recipe(
-    name="tiny-overthink", styles=(("think", 1.0),), steps=2000, lr=5e-4, warmup_steps=60, init="tiny-r1",
-    task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
+    name="tiny-overthink", format_mix=(("think", 1.0),), steps=2000, lr=5e-4, warmup_steps=60, init="tiny-r1",
+    task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2),
     mix=OverthinkMix(),
 )
 
@@ -179,7 +213,7 @@ RECIPES["tiny-overthink"] = R1Recipe(
 #: job's planted-latent setting (:mod:`thinklens.steering.hybrid_validation`), whose thinking model is
 #: tiny-overthink (re-checks always). Fewer steps than tiny-overthink: the rounds are the only new text.
 RECIPES["tiny-r1-sometimes"] = R1Recipe(
-    name="tiny-r1-sometimes", styles=(("think", 1.0),), steps=1200, lr=5e-4, warmup_steps=60, init="tiny-r1",
-    task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2), eval_style="think",
+    name="tiny-r1-sometimes", format_mix=(("think", 1.0),), steps=1200, lr=5e-4, warmup_steps=60, init="tiny-r1",
+    task=CARRY_THINK_TASK, model=ZooModelConfig(max_positions=1024, n_kv_heads=2),
     mix=OverthinkMix(round_rate=0.1, slip_rate=0.0, forced_exit_rate=0.0),
 )

@@ -26,7 +26,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -57,6 +57,7 @@ class RealR1Recipe(ZooRecipe):
     """Module names adapted in every block."""
     prompt_format: str = "chat"
     """How the model is prompted (its chat template opens ``<think>``)."""
+    own_formats: ClassVar[tuple[str, ...]] = ("chat",)
 
     def check(self) -> None:
         if self.base not in REAL_MODELS:
@@ -67,7 +68,7 @@ class RealR1Recipe(ZooRecipe):
 
     def to_json(self) -> dict:
         """JSON values only (tuples become lists), so a checkpoint's stored identity compares equal."""
-        return json.loads(json.dumps({**super().to_json(), "eval_style": None}))
+        return json.loads(json.dumps(super().to_json()))
 
 
 #: smol-r1: texts of 1-8 arithmetic steps (tiny-overthink's task), about 1024 padded tokens per optimizer step, 60
@@ -75,8 +76,8 @@ class RealR1Recipe(ZooRecipe):
 #: thread: 25-50 s per step (forward and backward through the 135M base, other agents' jobs beside it): 60 steps took
 #: 2710 s, loss average 0.95 -> 0.16. The budget is in steps; --minutes 45 caps a slower machine (a capped run is
 #: published anyway, marked truncated).
-SMOL_R1 = RealR1Recipe(name="smol-r1", styles=(("think", 1.0),), steps=60, lr=2e-3, warmup_steps=6,
-                       min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=1024, task=CARRY_THINK_TASK, eval_style="think")
+SMOL_R1 = RealR1Recipe(name="smol-r1", format_mix=(("think", 1.0),), steps=60, lr=2e-3, warmup_steps=6,
+                       min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=1024, task=CARRY_THINK_TASK)
 
 #: Every real organism's recipe, by name (what ``zoo-train --model`` accepts beside the zoo).
 REAL_RECIPES: dict[str, RealR1Recipe] = {SMOL_R1.name: SMOL_R1}

@@ -33,7 +33,7 @@ from thinklens.zoo.accuracy import evaluate_zoo_model
 from thinklens.zoo.batches import make_batch
 from thinklens.zoo.modeling import build_model, load_zoo_model, model_meta, n_params, save_zoo_folder
 from thinklens.zoo.r1_train import r1_training
-from thinklens.zoo.recipes import R1Recipe, ZooRecipe, get_recipe
+from thinklens.zoo.recipes import R1Recipe, ZooRecipe, get_recipe, upgrade_recipe_json
 from thinklens.zoo.registry import repo_relative, zoo_dir, zoo_path
 from thinklens.zoo.tokenizer import zoo_vocab
 from thinklens.zoo.training_setup import ZooTraining
@@ -81,11 +81,11 @@ def llama_training(recipe: ZooRecipe, seed: int, out: Path) -> ZooTraining:
     model, parent = _init_model(recipe, seed, out)
 
     def evaluate(folder: Path, n_per_steps: int, eval_seed: int):
-        return evaluate_zoo_model(folder, n_per_steps=n_per_steps, seed=eval_seed, style=recipe.eval_style)
+        return evaluate_zoo_model(folder, n_per_steps=n_per_steps, seed=eval_seed, prompt_format=recipe.prompt_format)
 
     return ZooTraining(
         model=model, total_steps=recipe.steps, lr=lambda step: lr_at(recipe, step),
-        batch=lambda rng: make_batch(rng, recipe.task, recipe.styles, batch_tokens=recipe.batch_tokens),
+        batch=lambda rng: make_batch(rng, recipe.task, recipe.format_mix, batch_tokens=recipe.batch_tokens),
         identity={"recipe": recipe.to_json(), "seed": seed},
         meta_fields={"init": recipe.init, "parent_dir": repo_relative(parent) if parent else None, "recipe": recipe.to_json(),
                      "model": model_meta(recipe.model) if recipe.init is None else None},
@@ -146,7 +146,7 @@ def train_steps(
     opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
     state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
     saved = checkpoint_state(ckpt) or {}
-    if saved.get("identity") == identity and saved.get("step", 0) <= total_steps:
+    if _upgrade_identity(saved.get("identity")) == identity and saved.get("step", 0) <= total_steps:
         state = load_checkpoint(ckpt, model, opt)
     state["identity"] = identity
     start_step, elapsed0 = state["step"], state["elapsed_s"]
@@ -181,6 +181,14 @@ def train_steps(
             last_ckpt = time.monotonic()
     bar.close()
     return TrainedSteps(step, truncated, elapsed0 + time.monotonic() - t0, state["losses"], ema)
+
+
+def _upgrade_identity(identity: Any) -> Any:
+    """A checkpoint's identity with its recipe's keys of before the prompt format had one name renamed
+    (:func:`thinklens.zoo.recipes.upgrade_recipe_json`), so a checkpoint written before the rename still resumes."""
+    if isinstance(identity, dict) and isinstance(identity.get("recipe"), dict):
+        return {**identity, "recipe": upgrade_recipe_json(identity["recipe"])}
+    return identity
 
 
 def publish_folder(out: Path, meta: dict, save: Callable[[Path], object],

@@ -51,7 +51,7 @@ def run(config: GRPOJobConfig, ctx: JobContext) -> dict[str, Any]:
     if config.n_eval > 0:  # the starting point, graded as train_grpo grades the trained model (same problems)
         from thinklens.zoo.accuracy import evaluate_zoo_model  # torch: imported when the job runs
 
-        start = evaluate_zoo_model(config.model, n_per_steps=config.n_eval, style=config.prompt_format).to_json()
+        start = evaluate_zoo_model(config.model, n_per_steps=config.n_eval, prompt_format=config.prompt_format).to_json()
     meta = train_grpo(config, out_dir=out, progress=ctx.progress.enabled, log=ctx.progress.log, model=ctx.model,
                       ckpt_dir=ctx.run.path / "checkpoint")  # the same --run-id resumes a killed run
     meta = {**meta, "published_to": str(out), "start_eval": start}

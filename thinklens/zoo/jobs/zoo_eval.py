@@ -1,7 +1,7 @@
 """``thinklens run zoo-eval``: held-out accuracy of zoo models by number of steps (and think statistics).
 
 Greedy answers of each zoo model (default: every trained token-level one) to held-out problems of each step
-count, graded by the shared answer parser; for think-style models also how often traces reflect (hmm / wait) and
+count, graded by the shared answer parser; for models answering in the think format also how often traces reflect (hmm / wait) and
 how often a correction is right, greedy and sampled at T=1. Results go to ``zoo_eval.json`` in the run folder (every
 graded answer to ``zoo_problems.json``, :func:`problem_records`); the
 summary holds each accuracy's Wilson interval and the findings (:func:`zoo_findings`).
@@ -43,7 +43,7 @@ class ZooEvalConfig(ConfigGroup):
     seed: int = HELD_OUT["eval"]
     """Seed of the held-out problems."""
     prompt_format: str | None = None
-    """Prompt format of every model: a zoo style, direct, cot or think (default: each model's own)."""
+    """Prompt format of every model: a zoo format, direct, cot or think (default: each model's own)."""
     renamed: ClassVar[dict[str, str]] = {"n": "n_eval", "steps": "step_counts", "style": "prompt_format"}
 
     def check(self) -> None:
@@ -77,7 +77,7 @@ def run(config: ZooEvalConfig, ctx: JobContext) -> list:
     results = []
     for name in ctx.progress.iter(names, desc="zoo-eval", total=len(names)):
         results.append(evaluate_zoo_model(name, n_per_steps=config.n_eval, steps=list(config.step_counts), seed=config.seed,
-                                          style=config.prompt_format))
+                                          prompt_format=config.prompt_format))
     ctx.run.write_result("zoo_eval", [r.to_json() for r in results])
     ctx.run.write_result(PROBLEMS, problem_records(results))
     return results
@@ -109,23 +109,23 @@ def format_table(results: list) -> str:
         >>> from thinklens.zoo.accuracy import ZooEvalResult
         >>> r = ZooEvalResult("m", "cot", 0, 10, {1: 1.0, 2: 0.5}, {1: 1.0, 2: 0.9})
         >>> print(format_table([r]))
-        model  style     1    2
+        model  format    1    2
         m      cot    1.00 0.50
     """
     steps = sorted({s for r in results for s in r.accuracy})
     width = max([5, *(len(r.model) for r in results)])
-    lines = [f"{'model':<{width}}  style  " + " ".join(f"{s:>4}" for s in steps)]
+    lines = [f"{'model':<{width}}  format " + " ".join(f"{s:>4}" for s in steps)]
     for r in results:
         cells = " ".join(f"{r.accuracy[s]:4.2f}" if s in r.accuracy else "   -" for s in steps)
-        lines.append(f"{r.model:<{width}}  {r.style:<6} {cells}")
+        lines.append(f"{r.model:<{width}}  {r.prompt_format:<6} {cells}")
     return "\n".join(lines)
 
 
 def report(results: list) -> str:
-    """The table, then the reflection statistics of think-style models."""
+    """The table, then the reflection statistics of the models evaluated in the think format."""
     lines = [format_table(results)]
     for r in results:
-        if r.style == "think":
+        if r.prompt_format == "think":
             corr = "n/a" if r.correction_right_rate is None else f"{r.correction_right_rate:.2f}"
             lines.append(f"{r.model}: greedy: traces with reflection words {r.reflection_rate:.2f}; "
                          f"corrections right {corr} (of {r.n_corrections})")

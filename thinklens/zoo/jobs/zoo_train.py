@@ -107,10 +107,9 @@ def findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
     ev = meta.get("eval")
     if not ev or not ev.get("accuracy"):
         return []
-    keys = ("accuracy", "equation_accuracy", "samples")
-    fields = {k: v for k, v in ev.items() if k in ZooEvalResult.__dataclass_fields__ and k not in keys}
-    fields["model"] = meta.get("name", fields.get("model"))  # eval ran on the temporary publish folder
-    result = ZooEvalResult(**fields, **{k: {int(s): v for s, v in (ev.get(k) or {}).items()} for k in keys})
+    # named as published (eval ran on the temporary publish folder); a zoo.json's ``style`` (the key before the
+    # prompt format had one name) still reads
+    result = ZooEvalResult.from_json({**ev, "model": meta.get("name", ev.get("model"))})
     return zoo_findings([result])
 
 
