@@ -141,8 +141,32 @@ def rename_deprecated(cls: type, values: Mapping[str, Any], *, cli: bool = False
     return out
 
 
+#: The namespace attribute where a parse notes which flag set each field that has a former name, so a field given
+#: under both names is refused (:func:`_note_flag`).
+GIVEN_AS = "_given_as"
+
+
+def _note_flag(parser: argparse.ArgumentParser, namespace: argparse.Namespace, field: str, flag: str,
+               value: Any) -> None:
+    """Note that ``flag`` set ``field`` to ``value``; refuse (exit 2) a field set under two of its names, a renamed
+    option's new flag and its former one (argparse would keep whichever came last). The same flag twice is
+    argparse's, as for every option: the last wins."""
+    given = namespace.__dict__.setdefault(GIVEN_AS, {})
+    if field in given and given[field][0] != flag:
+        first, first_value = given[field]
+        new = "--" + field.replace("_", "-")
+        old = ", ".join(sorted({first, flag} - {new}))
+        shown = f"{first} {_show(first_value)} and {flag} {_show(value)}"
+        fix = (f"drop {old}" if _show(first_value) == _show(value) else
+               f"pass one of {new} {_show(first_value)} or {new} {_show(value)}, not both names")
+        parser.error(f"bad {new}: received {shown} ({old} is its former name, deprecated); "
+                     f"expected {new} once; fix: {fix}")
+    given[field] = (flag, value)
+
+
 class _Deprecated(argparse.Action):
-    """A hidden alias of a renamed option: stores under the new field and prints one line naming the new flag."""
+    """A hidden alias of a renamed option: stores under the new field and prints one line naming the new flag;
+    given with the new flag, it is an error."""
 
     def __init__(self, *args: Any, new: str = "", **kwargs: Any) -> None:
         self.new = new
@@ -150,8 +174,18 @@ class _Deprecated(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
+        _note_flag(parser, namespace, self.new, option_string or "--" + self.dest.replace("_", "-"), values)
         print(deprecation_line(self.dest, self.new, cli=True), file=sys.stderr)
         setattr(namespace, self.new, values)
+
+
+class _Renamed(argparse._StoreAction):
+    """The flag of a field that has a former name: stores as usual, and notes it (see :func:`_note_flag`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        _note_flag(parser, namespace, self.dest, option_string or "--" + self.dest.replace("_", "-"), values)
+        super().__call__(parser, namespace, values, option_string)
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -268,6 +302,7 @@ def add_config_arguments(parser: "argparse._ActionsContainer", cls: type, *, ski
     docs = field_docs(cls)
     target = parser.add_argument_group(group) if group else parser
     skip = set(skip)
+    renamed = renamed_fields(cls)
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
@@ -283,9 +318,10 @@ def add_config_arguments(parser: "argparse._ActionsContainer", cls: type, *, ski
         parse, metavar = _parser_for(tp)
         choices = list(typing.get_args(tp)) if typing.get_origin(tp) is typing.Literal else None
         target.add_argument(flag, dest=f.name, type=parse, default=argparse.SUPPRESS,
-                            metavar=None if choices else metavar, choices=choices, help=help_text)
+                            metavar=None if choices else metavar, choices=choices, help=help_text,
+                            **({"action": _Renamed} if f.name in renamed.values() else {}))
     # deprecated names (results commands and scripts written before a rename still run); hidden from --help
-    for old, new in renamed_fields(cls).items():
+    for old, new in renamed.items():
         if new in skip:
             continue
         parse, _ = _parser_for(hints[new])
