@@ -246,13 +246,15 @@ def sentence_nll(model: "HookedModel", batch: dict[str, Tensor], vec: Tensor | N
         return act + steer[..., None].to(act.dtype) * vec.to(act.dtype)
 
     ivs = [HookFn(site, add)] if vec is not None else []
+    at = steer.clone()
+    at[:, -1] = False  # position t predicts token t+1: the last position predicts nothing here
     with model.intervene(ivs):
-        logits = model.forward({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}).logits  # [b, pos, vocab]
-    lp = torch.log_softmax(logits[:, :-1].float(), -1)
-    tgt = batch["input_ids"][:, 1:].to(model.device)
-    nll = -lp.gather(-1, tgt[..., None])[..., 0]  # [b, pos-1]: predicting token t+1 at position t
-    m = steer[:, :-1].float()
-    return (nll * m).sum() / m.sum()
+        # the LM head on the sentence positions only: [tokens, vocab], not [batch, pos, vocab]
+        logits = model.forward({"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]},
+                               logits_at=at).logits
+    tgt = batch["input_ids"].to(model.device)[:, 1:][at[:, :-1]]  # [tokens]
+    lp = torch.log_softmax(logits.float(), -1)
+    return -lp.gather(-1, tgt[:, None]).mean()
 
 
 @torch.no_grad()

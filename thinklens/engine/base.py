@@ -259,11 +259,35 @@ class BaseHookedModel:
             for p, f in flags:
                 p.requires_grad_(f)
 
-    def forward(self, inputs: Any, *, position_ids: Tensor | None = None, output_hidden_states: bool = False) -> Any:
+    def forward(self, inputs: Any, *, position_ids: Tensor | None = None, output_hidden_states: bool = False,
+                logits_at: Tensor | None = None) -> Any:
         """One forward pass over ``inputs`` (see :meth:`tokenize`) with the hook context set; returns the HF
-        output (``logits``, ``hidden_states``). Gradients flow unless the caller disables them (trainers)."""
+        output (``logits``, ``hidden_states``). Gradients flow unless the caller disables them (trainers).
+
+        ``logits_at``: a ``[batch, pos]`` boolean mask; the LM head then runs on those positions only and ``logits``
+        is ``[n, vocab]``, row ``i`` the ``i``-th True position in row-major order (``full.logits[logits_at]``, with
+        whatever the model applies after its head, e.g. Gemma's soft-capping). A loss on a few positions of long
+        sequences needs ``n x vocab`` floats instead of ``batch x pos x vocab`` (with a 262k vocabulary, gigabytes).
+        """
         enc = self.tokenize(inputs)
-        return self._forward(enc, position_ids=position_ids, output_hidden_states=output_hidden_states)
+        if logits_at is None:
+            return self._forward(enc, position_ids=position_ids, output_hidden_states=output_hidden_states)
+        keep = logits_at.to(self.device).bool()
+
+        def only_kept(_module: Any, args: tuple) -> tuple:
+            hidden = args[0]
+            if hidden.shape[:2] != keep.shape:
+                raise ThinklensError.of("logits_at", tuple(keep.shape), f"a mask shaped like the LM head's input "
+                                        f"{tuple(hidden.shape[:2])}", "pass one boolean per input position")
+            return (hidden[keep][None], *args[1:])
+
+        handle = get_module(self.hf, self.adapter.lm_head).register_forward_pre_hook(only_kept)
+        try:
+            out = self._forward(enc, position_ids=position_ids, output_hidden_states=output_hidden_states)
+        finally:
+            handle.remove()
+        out.logits = out.logits[0]
+        return out
 
 
     # ---- embeddings ------------------------------------------------------------------------
