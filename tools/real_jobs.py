@@ -72,9 +72,11 @@ def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
         # deltas of 0.1 and 0.2 on 24 calibration rollouts (0.01, the default's smallest, needs 99 right ones)
         ("lynx", ["--data", "synthetic:1-3:36", "--n-train", "12", "--n-calibration", "24", "--n-test", "12",
                   "--deltas", "0.1,0.2", *budget]),
+        # 8 sentences per vector step: smol-r1's traces are 250-token prefixes, a 48-sentence step takes minutes
         ("hybrid", ["--model", ORGANISM_BASE, "--thinking", model, "--data", "synthetic:1-3:6", "--site",
                     f"resid_post.{LAYERS[ORGANISM_BASE] // 2}", "--n-train", "8", "--n-eval", "8", *budget,
-                    "--sae-steps", "50", "--vector-iters", "10", "--modes", "base,thinking,hybrid,random_vectors"]),
+                    "--sae-steps", "50", "--vector-iters", "10", "--vector-batch", "8",
+                    "--modes", "base,thinking,hybrid,random_vectors"]),
         ("reasoning-vector", ["--model", ORGANISM_BASE, "--a", model, "--b", sibling, "--base", ORGANISM_BASE,
                               "--data", data, *budget, "--alphas=-1,0,1", "--groups", "all", "--save-alpha", "none"]),
         ("codi", [*train, "--add-tokens", "--train-steps", "40"]),
@@ -116,8 +118,9 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
         # no --add-tokens: hybrid and reasoning-vector pair this fine-tune with its base, which needs one vocabulary
         ("sft", [a for a in train if a != "--add-tokens"] + ["--train-steps", "8", "--lora-r", "8"]),
         # hybrid evaluates --n-eval problems and builds its vectors from the rest of --data
+        # 16 sentences per vector step, not 48: one step of 48 prefixes is a minute of one thread on a real model
         ("hybrid", ["--thinking", sft, "--data", "synthetic:2-3:8", "--site", mid, "--n-train", "8", "--n-eval", "8",
-                    "--max-new-tokens", "64", "--sae-steps", "50", "--vector-iters", "10",
+                    "--max-new-tokens", "64", "--sae-steps", "50", "--vector-iters", "10", "--vector-batch", "16",
                     "--modes", "base,thinking,hybrid,random_vectors"]),
         ("reasoning-vector", ["--a", sft, "--b", model, "--base", "none", "--data", DATA, "--max-new-tokens", "64",
                               "--alphas=-1,0,1", "--groups", "all", "--save-alpha", "none"]),
