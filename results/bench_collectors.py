@@ -173,3 +173,26 @@ def long_traces() -> dict[str, Any]:
     return {"command": LONG_TRACES_COMMAND, "date": (LONG_TRACES_RECORD / "date.txt").read_text().strip(),
             "source": show(LONG_TRACES_RECORD), "config": {"conditions": (LONG_TRACES_RECORD / "conditions.txt").read_text().strip()},
             "values": logs}
+
+
+#: ``bench/grading.py`` (issue 41 item 9): five runs and one of the parse as shipped, ``results/records/grading``.
+GRADING_RECORD = RECORDS / "grading"
+GRADING_COMMAND = ("(echo '== bench/grading.py'; .venv/bin/python bench/grading.py) > results/records/grading/run-N.log "
+                   "for N in 1..5; the same with --reference > results/records/grading/reference.log")
+
+
+@collector("grading")
+def grading() -> dict[str, Any]:
+    """Grading latency per output (``is_correct``) on GSM8K-style outputs and math-verify's 268 cases: each numeric
+    line's median, min and max over the runs, and the same lines of one run with latex2sympy as shipped (the parse
+    before issue 41), from the committed record ``results/records/grading``."""
+    runs = [bench_lines(p)["bench/grading.py"] for p in sorted(GRADING_RECORD.glob("run-*.log"))]
+    if not runs:
+        raise FileNotFoundError(2, "no grading run recorded", str(GRADING_RECORD))
+    lines = {name: [r[name] for r in runs] for name in runs[0] if all(isinstance(r.get(name), float) for r in runs)}
+    reference = bench_lines(GRADING_RECORD / "reference.log")["bench/grading.py"]
+    return {"command": GRADING_COMMAND, "date": (GRADING_RECORD / "date.txt").read_text().strip(),
+            "source": show(GRADING_RECORD), "config": {"conditions": (GRADING_RECORD / "conditions.txt").read_text().strip()},
+            "values": {name: {"runs": v, "median": float(np.median(v)), "min": min(v), "max": max(v)} for name, v in lines.items()}
+            | {"n_runs": len(runs), "over_20ms": {k: runs[0][k] for k in ("gsm8k_over_20ms", "math_verify_over_20ms")},
+               "reference": {k: v for k, v in reference.items() if isinstance(v, float)}}}
