@@ -4,9 +4,8 @@
 fields are its options (help = the field docstrings), followed by the options every job shares
 (``--model``, ``--seed`` from the config; ``--device``, ``--dtype``, ``--threads``, ``--runs``,
 ``--run-id``, ``--out``, ``--no-progress``, ``--config FILE``). Jobs are imported only when named, so
-``thinklens --help`` stays fast, and each command imports the modules it needs inside its function (the imports
-marked ``start-up``): importing this module loads :mod:`thinklens.errors` alone. Every user error exits with code 2
-and one line on stderr.
+``thinklens --help`` stays fast: importing this module loads the job contract and the run listing, never a job
+module nor torch (the imports marked ``lazy``). Every user error exits with code 2 and one line on stderr.
 
 Example:
     >>> build_parser().parse_args(["info", "tiny-think"]).model
@@ -16,14 +15,25 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from thinklens.calibration.findings import finding_sentence
+from thinklens.engine.real_models import list_real_models, real_model_folder
+from thinklens.engine.training import launched_rank
 from thinklens.errors import ThinklensError, cli_terms, did_you_mean
+from thinklens.runs.configcli import add_config_arguments
+from thinklens.runs.folders import to_jsonable
+from thinklens.runs.interrupts import JobInterrupted
+from thinklens.runs.jobs import RunOptions, execute, get_job, job_names
+from thinklens.runs.listing import run_table, show_lines, write_lines
+from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_path
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from thinklens.engine.model import HookedModel  # torch: imported when the command runs
+    from thinklens.engine.model import HookedModel  # lazy: CLI start-up (torch, for `thinklens info` alone)
 
     m = HookedModel.load(args.model, device=args.device)
     n_params = sum(p.numel() for p in m.hf.parameters())
@@ -61,9 +71,6 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_models(args: argparse.Namespace) -> int:
     """``thinklens models``: the zoo (committed) and the packaged real models (installed by ``make real``)."""
-    from thinklens.engine.real_models import list_real_models, real_model_folder  # each command imports its own (start-up)
-    from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_path  # (start-up)
-
     if args.convert:
         for row in list_real_models():
             if row["installed"]:
@@ -87,8 +94,6 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    import subprocess  # (start-up: subprocess, selectors, threading)
-
     app = Path(__file__).resolve().parent.parent / "app" / "Home.py"
     if not app.exists():
         raise ThinklensError.of("app", str(app), "app/Home.py in the thinklens checkout", "run from a source checkout")
@@ -99,8 +104,6 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """``thinklens runs``: the runs under the runs root; ``thinklens runs show REF``: one run in full."""
-    from thinklens.runs.listing import run_table, show_lines, write_lines  # each command imports its own (start-up)
-
     root = getattr(args, "show_runs", None) or args.runs
     if getattr(args, "runs_command", None) == "show":
         write_lines(show_lines(args.ref, root))
@@ -111,9 +114,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def add_job_parser(jobs: Any, job: Any) -> argparse.ArgumentParser:
     """``thinklens run <job.name>``: the config's fields, then the common options."""
-    from thinklens.runs.configcli import add_config_arguments  # the job contract: imported by the parser,
-    from thinklens.runs.jobs import RunOptions  # not by `import thinklens.cli` (start-up)
-
     p = jobs.add_parser(job.name, help=job.help, description=job.about)
     g = p.add_argument_group(f"{job.name} options (a field of {job.config.__name__} each)")
     if job.presets:
@@ -141,21 +141,15 @@ def _unknown_options(parser: argparse.ArgumentParser, args: argparse.Namespace, 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the job named by ``args.job`` through the contract; print its folder and report."""
-    import dataclasses  # (start-up: dataclasses imports inspect, ast, dis)
-
-    from thinklens.runs.jobs import RunOptions, execute, get_job  # each command imports its own (start-up)
-
     job = get_job(args.job)
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(job.config) if hasattr(args, f.name)}
     config = job.make_config(preset=getattr(args, "preset", None), config_file=args.config_file, **given)
     options = RunOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RunOptions) if hasattr(args, f.name)})
     result, run = execute(job, config, options)
-    from thinklens.engine.training import launched_rank  # (start-up)
-
     if launched_rank() != 0:  # under a multi-process launch the main process reports
         return 0
     print(f"run: {run.path}")
-    text = job.report(result) if job.report else json.dumps(_jsonable(result), indent=1)
+    text = job.report(result) if job.report else json.dumps(to_jsonable(result), indent=1)
     lines = text.splitlines() if text else []
     # a report that ends in a headline (``validated=14/14``) keeps it last, after the findings
     last = lines.pop() if lines and re.fullmatch(r"[A-Za-z_][\w.-]*=\S+", lines[-1]) else None
@@ -163,8 +157,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("\n".join(lines))
     findings = (run.meta().get("summary") or {}).get("findings") or []
     if findings:  # the closing lines: the same verdicts as the summary JSON, the Home card and the page
-        from thinklens.calibration.findings import finding_sentence  # numpy: only for a run with findings
-
         print("findings:")
         for f in findings:
             print(f"  [{f.get('verdict')}] {finding_sentence(f)}")
@@ -175,16 +167,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jsonable(obj: Any) -> Any:
-    from thinklens.runs.folders import to_jsonable  # (start-up)
-
-    return to_jsonable(obj)
-
-
 def build_parser(jobs: "list[str] | None" = None) -> argparse.ArgumentParser:
     """The parser; ``jobs`` names the jobs whose options are loaded (None: every registered job)."""
-    from thinklens.runs.jobs import get_job, job_names  # the job contract (start-up: not at import)
-
     p = _Parser(prog="thinklens", description="interpretability and latent-reasoning workbench")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="family, layers and sites of a model")
@@ -232,7 +216,7 @@ def _jobs_to_load(argv: list[str]) -> "list[str] | None":
 def _quiet_libraries() -> None:
     """The CLI prints its own progress; silence the libraries' bars and info logs (CLI only)."""
     try:
-        from transformers.utils import logging as hf_logging  # heavy: imported on first use
+        from transformers.utils import logging as hf_logging  # lazy: CLI start-up (transformers)
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
@@ -258,8 +242,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {e}\n")
         return 2
     except KeyboardInterrupt as e:  # SIGINT or SIGTERM: one line, exit 128 + the signal (130, 143), as a shell reports it
-        from thinklens.runs.interrupts import JobInterrupted  # (start-up)
-
         stopped = e if isinstance(e, JobInterrupted) else JobInterrupted.of(e)
         sys.stderr.write(f"{stopped}\n" if stopped.run is not None else
                          f"{stopped}; re-run the same command to resume\n")

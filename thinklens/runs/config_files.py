@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from thinklens.errors import ThinklensError, did_you_mean, in_cli, opt_name
+from thinklens.runs.configcli import rename_deprecated
 
 
 def fields_of(config: Any) -> dict[str, Any]:
@@ -26,7 +28,7 @@ def _coerce(tp: Any, value: Any) -> Any:
     if origin is tuple and isinstance(value, list):
         inner = args[0] if args else Any
         return tuple(_coerce(inner, v) for v in value)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         for a in args:
             if a is not type(None):
                 return _coerce(a, value)
@@ -39,8 +41,6 @@ def config_from_dict(cls: type, data: Mapping[str, Any], *, source: str = "confi
     """Validated field values of ``cls`` from a JSON object (unknown keys are an error with a hint)."""
     if not isinstance(data, Mapping):
         raise ThinklensError.of(source, type(data).__name__, f"a JSON object of {cls.__name__} fields", "write {\"field\": value, ...}")
-    from thinklens.runs.configcli import rename_deprecated
-
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     out = {}

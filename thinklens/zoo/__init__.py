@@ -16,7 +16,8 @@ model (:mod:`.recipes`), training batches (:mod:`.batches`), the trainer (:mod:`
 accuracy (:mod:`.accuracy`), tiny-r1's and tiny-overthink's worlds (:mod:`.r1`, :mod:`.overthink`), GRPO
 (:mod:`.grpo`, which publishes ``tiny-grpo``, the reasoning-vector donor) and their jobs: ``thinklens run
 zoo-train --model tiny-pre`` then ``--model tiny-cot`` (etc.), ``thinklens run zoo-eval``, ``thinklens run
-grpo``. Heavy imports (torch, transformers) happen inside the functions.
+grpo``. Those modules import torch and transformers; this package's own names do not (the CLI lists the zoo at
+start-up), ``load_zoo_model`` loads them when first used.
 
     >>> from thinklens.zoo.recipes import RECIPES
     >>> RECIPES["tiny-cot"].init
@@ -29,9 +30,8 @@ __all__ = ["ZOO_DESCRIPTIONS", "ZOO_NAMES", "check_zoo_name", "is_zoo_name", "lo
 
 
 def __getattr__(name: str):
-    # Lazy: `from thinklens.zoo import load_zoo_model` should not import torch for registry users.
-    if name == "load_zoo_model":
-        from thinklens.zoo.modeling import load_zoo_model
+    if name == "load_zoo_model":  # registry users (the CLI at start-up) never import torch
+        from thinklens.zoo.modeling import load_zoo_model  # lazy: CLI start-up (torch, transformers)
 
         return load_zoo_model
     raise AttributeError(f"module 'thinklens.zoo' has no attribute {name!r}")

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from thinklens.errors import ThinklensError
 from thinklens.zoo.registry import check_zoo_name, is_zoo_name, zoo_path
@@ -65,8 +67,6 @@ class ZooModelConfig:
 
     def hf_config(self, vocab_size: int, *, pad_id: int = 0, bos_id: int = 1, eos_id: int = 2):
         """The ``transformers.LlamaConfig`` for this shape."""
-        from transformers import LlamaConfig  # heavy: imported on first use
-
         return LlamaConfig(
             vocab_size=vocab_size,
             hidden_size=self.d_model,
@@ -89,8 +89,6 @@ class ZooModelConfig:
 
 def build_model(cfg: ZooModelConfig, vocab_size: int, *, seed: int):
     """A freshly initialised ``LlamaForCausalLM``; the init draws only from a local ``torch.Generator``."""
-    from transformers import LlamaForCausalLM  # heavy: imported on first use
-
     return seeded_init(LlamaForCausalLM(cfg.hf_config(vocab_size)), cfg.n_layers, seed)
 
 
@@ -118,8 +116,6 @@ def n_params(model) -> int:
 
 def save_zoo_folder(model, folder: Path, *, meta: dict, half: bool = True) -> Path:
     """Write a complete zoo folder: config.json, model.safetensors (fp16), tokenizer files, zoo.json."""
-    from safetensors.torch import save_file  # heavy: imported on first use
-
     folder.mkdir(parents=True, exist_ok=True)
     model.config.dtype = "float32"
     model.save_pretrained(str(folder))
@@ -139,8 +135,6 @@ def load_zoo_model(path_or_name: str | Path, *, device: str = "cpu", dtype: torc
     Example:
         >>> model, tok = load_zoo_model("tiny-cot")  # doctest: +SKIP
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: imported on first use
-
     if isinstance(path_or_name, str) and is_zoo_name(path_or_name):
         folder = zoo_path(path_or_name)
         if folder is None:

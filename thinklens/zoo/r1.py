@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX, Qwen2Tokenizer
 
 from thinklens.data.formats import R1_INSTRUCTION
 from thinklens.errors import ThinklensError
@@ -177,9 +179,6 @@ def example_texts(rng: np.random.Generator, p: Problem, mix: "R1TextMix") -> tup
 
 def _qwen_pipeline(tokenizer: Any) -> None:
     """Qwen2's normalizer, pre-tokenizer (one token per digit) and decoder, set on a ``tokenizers.Tokenizer``."""
-    from tokenizers import Regex, decoders, normalizers, pre_tokenizers  # heavy: imported on first use
-    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX  # heavy: imported on first use
-
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
@@ -209,9 +208,6 @@ def build_r1_tokenizer(vocab_size: int = 512, *, seed: int = 0, task: TaskConfig
         >>> tok.convert_ids_to_tokens(tok("36")["input_ids"])  # doctest: +SKIP
         ['3', '6']
     """
-    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers, trainers  # heavy: imported on first use
-    from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer  # heavy: imported on first use
-
     bpe = Tokenizer(models.BPE())
     _qwen_pipeline(bpe)
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import save_file
+from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
 from thinklens.data.answers import is_correct
 from thinklens.engine.model import HookedModel
@@ -54,8 +56,6 @@ def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
     Every tensor is drawn from a local ``torch.Generator`` (HF's own init uses the global RNG), with the
     zoo's scheme: normal(0, 0.02), residual writers scaled by ``(2 * n_layers) ** -0.5``, norms 1, biases 0.
     """
-    from transformers import Qwen2Config, Qwen2ForCausalLM  # heavy: imported on first use
-
     shape = recipe.model
     config = Qwen2Config(
         vocab_size=len(tokenizer), hidden_size=shape.d_model, intermediate_size=shape.d_ffn,
@@ -70,8 +70,6 @@ def build_r1_model(recipe: R1Recipe, tokenizer: Any, *, seed: int):
 def save_r1_folder(model, tokenizer, folder: Path, *, meta: dict) -> Path:
     """config.json, generation_config.json, model.safetensors (fp16; the config keeps float32), the
     tokenizer with its chat template inside tokenizer_config.json, and zoo.json."""
-    from safetensors.torch import save_file  # heavy: imported on first use
-
     folder.mkdir(parents=True, exist_ok=True)
     model.config.dtype = "float32"
     model.generation_config.eos_token_id = model.config.eos_token_id
@@ -111,8 +109,6 @@ def _identity(recipe: R1Recipe, seed: int) -> dict:
 def _tokenizer_for(recipe: R1Recipe, seed: int, ckpt: Path, given: Any = None):
     """The tokenizer of this run: the one kept next to the checkpoint if any, else ``given`` or one learned
     now (and kept)."""
-    from transformers import AutoTokenizer  # heavy: imported on first use
-
     kept = ckpt.with_name(ckpt.name + "-tokenizer")
     if (kept / "tokenizer.json").is_file():
         return AutoTokenizer.from_pretrained(str(kept))
@@ -136,8 +132,6 @@ def r1_parent(recipe: R1Recipe, out: Path | None = None) -> Path:
 
 def load_r1_parent(folder: Path):
     """``(model, tokenizer)`` of a published R1 folder, the model in float32 and in training mode."""
-    from transformers import AutoTokenizer, Qwen2ForCausalLM  # heavy: imported on first use
-
     model = Qwen2ForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
     return model.train(), AutoTokenizer.from_pretrained(str(folder))
 

@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
+from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
+from safetensors.torch import save_file
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from thinklens.engine.real_models import REAL_MODELS, real_model_folder
 from thinklens.engine.real_organisms import adapter_dir
@@ -86,8 +89,6 @@ REAL_RECIPES: dict[str, RealR1Recipe] = {SMOL_R1.name: SMOL_R1}
 def organism_tokenizer(base_folder: str | Path):
     """The base's tokenizer with tiny-r1's chat template (ChatML, no default system turn, generation prompt
     ``<|im_start|>assistant\\n<think>\\n``): its ``<|im_start|>`` / ``<|im_end|>`` are SmolLM2's own tokens."""
-    from transformers import AutoTokenizer  # heavy: imported on first use
-
     tok = AutoTokenizer.from_pretrained(str(base_folder))
     tok.chat_template = CHAT_TEMPLATE
     return tok
@@ -95,9 +96,6 @@ def organism_tokenizer(base_folder: str | Path):
 
 def lora_model(recipe: RealR1Recipe, base_folder: str | Path, *, seed: int):
     """The base model (float32) wrapped with a fresh LoRA adapter (A drawn from ``torch.Generator(seed)``, B zero)."""
-    from peft import LoraConfig, get_peft_model  # heavy: imported on first use
-    from transformers import AutoModelForCausalLM  # heavy: imported on first use
-
     model = AutoModelForCausalLM.from_pretrained(str(base_folder), dtype=torch.float32)
     config = LoraConfig(r=recipe.lora_rank, lora_alpha=recipe.lora_alpha, target_modules=list(recipe.lora_targets),
                         lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
@@ -114,9 +112,6 @@ def lora_model(recipe: RealR1Recipe, base_folder: str | Path, *, seed: int):
 def save_adapter(peft_model: Any, folder: Path, *, meta: dict) -> Path:
     """adapter_config.json, adapter_model.safetensors (the LoRA matrices in fp16) and organism.json (meta with the
     chat template) into ``folder``."""
-    from peft import get_peft_model_state_dict  # heavy: imported on first use
-    from safetensors.torch import save_file  # heavy: imported on first use
-
     folder.mkdir(parents=True, exist_ok=True)
     peft_model.peft_config["default"].save_pretrained(str(folder))
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in get_peft_model_state_dict(peft_model).items()}

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
+from transformers import PreTrainedTokenizerFast
+
 from thinklens.tasks import NAMES, OBJECTS, PHRASES, REFLECTION_WORDS, WORD_PATTERN, ZOO_MAX_NUMBER, words
 from thinklens.tasks.problem import DISTRACTOR, FINAL, START
 from thinklens.tasks.render import CUES
@@ -37,7 +40,7 @@ EXTRA_WORDS: tuple[str, ...] = ("The", "answer", "is", "boxed", "yes", "no")
 
 
 def template_words() -> list[str]:
-    """Every word the question templates and style cues can produce, in a stable order."""
+    """Every word the question templates and the prompt formats' cues can produce, in a stable order."""
     texts = [START, DISTRACTOR, FINAL, *CUES.values(), *(p for ps in PHRASES.values() for p in ps)]
     out: list[str] = []
     for text in texts:
@@ -62,11 +65,8 @@ def zoo_vocab() -> dict[str, int]:
     return {tok: i for i, tok in enumerate(order)}
 
 
-def build_zoo_tokenizer():  # -> transformers.PreTrainedTokenizerFast (import kept lazy: transformers is slow)
+def build_zoo_tokenizer() -> PreTrainedTokenizerFast:
     """Build the zoo tokenizer: left padding, ``<bos>`` prepended, decode joins words by spaces."""
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors  # heavy: imported on first use
-    from transformers import PreTrainedTokenizerFast  # heavy: imported on first use
-
     vocab = zoo_vocab()
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     # Whitespace first, then the task's word regex: "<<7+5=12>>" -> << 7 + 5 = 12 >>.

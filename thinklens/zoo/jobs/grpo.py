@@ -39,18 +39,16 @@ class GRPOJobConfig(GRPOConfig):
 
 def run(config: GRPOJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Train, publish, and return the zoo.json metadata (with ``published_to``)."""
-    # torch and the trainer (torch): imported when the job runs, not when the CLI lists it
-    import torch
+    import torch  # lazy: CLI start-up (torch: `thinklens run --help` imports every job's config)
 
-    from thinklens.zoo.grpo import train_grpo
+    from thinklens.zoo.accuracy import evaluate_zoo_model  # lazy: CLI start-up (torch)
+    from thinklens.zoo.grpo import train_grpo  # lazy: CLI start-up (torch)
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # one thread by default, as the zoo trainer: shared CPUs stall 2-thread barriers
     out = Path(config.publish) if config.publish else zoo_dir() / "tiny-grpo"
     start = None
     if config.n_eval > 0:  # the starting point, graded as train_grpo grades the trained model (same problems)
-        from thinklens.zoo.accuracy import evaluate_zoo_model  # torch: imported when the job runs
-
         start = evaluate_zoo_model(config.model, n_per_steps=config.n_eval, prompt_format=config.prompt_format).to_json()
     meta = train_grpo(config, out_dir=out, progress=ctx.progress.enabled, log=ctx.progress.log, model=ctx.model,
                       ckpt_dir=ctx.run.path / "checkpoint")  # the same --run-id resumes a killed run

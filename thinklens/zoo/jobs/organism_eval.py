@@ -49,10 +49,10 @@ class OrganismEvalConfig(ConfigGroup):
 
 def run(config: OrganismEvalConfig, ctx: JobContext) -> dict[str, Any]:
     """Evaluate each model in turn (loaded one at a time) and write ``organism_eval.json``."""
-    # the model and the organism's evaluation (torch): imported when the job runs, not when the CLI lists it
-    from thinklens.engine.model import HookedModel
-    from thinklens.zoo.smol_r1 import REAL_RECIPES, SMOL_R1
-    from thinklens.zoo.smol_r1_eval import evaluate_model, truth_summary
+    # the model and the organism's evaluation: imported when the job runs, not when `thinklens run --help` lists it
+    from thinklens.engine.model import HookedModel  # lazy: CLI start-up (torch)
+    from thinklens.zoo.smol_r1 import REAL_RECIPES, SMOL_R1  # lazy: CLI start-up (torch, peft)
+    from thinklens.zoo.smol_r1_eval import evaluate_model, truth_summary  # lazy: CLI start-up (torch)
 
     recipe = REAL_RECIPES.get(config.model, SMOL_R1)
     rows = []

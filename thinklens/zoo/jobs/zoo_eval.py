@@ -23,6 +23,7 @@ from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.runs.headlines import pct
 from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.runs.run_views import paired_records
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.tasks.render import check_style
 from thinklens.zoo.registry import LATENT_ZOO_NAMES, ZOO_NAMES, zoo_path
@@ -66,10 +67,9 @@ class ZooEvalConfig(ConfigGroup):
 
 def run(config: ZooEvalConfig, ctx: JobContext) -> list:
     """One :class:`~thinklens.zoo.accuracy.ZooEvalResult` per model; all of them written to ``zoo_eval.json``."""
-    # torch and the evaluator (torch): imported when the job runs, not when the CLI lists it
-    import torch
+    import torch  # lazy: CLI start-up (torch: `thinklens run --help` imports every job's config)
 
-    from thinklens.zoo.accuracy import evaluate_zoo_model
+    from thinklens.zoo.accuracy import evaluate_zoo_model  # lazy: CLI start-up (torch)
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine (see zoo-train)
@@ -91,8 +91,6 @@ def problem_records(results: list) -> list[dict[str, Any]]:
     """Every graded answer of the models that kept them (:attr:`ZooEvalResult.problems`), each against the first such
     model on its problem (:func:`thinklens.runs.run_views.paired_records`; ``point``: the model): the problems each
     model gets wrong, and those it broke or fixed against the first. [] when none kept them (tiny-r1's chats)."""
-    from thinklens.runs.run_views import paired_records
-
     kept = [r for r in results if r.problems]
     if not kept:
         return []

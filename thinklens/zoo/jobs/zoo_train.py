@@ -61,11 +61,10 @@ class ZooTrainConfig(ConfigGroup):
 
 def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
     """Train (resuming this run's checkpoint), publish, and return the zoo.json metadata."""
-    # torch and the trainers (torch): imported when the job runs, not when the CLI lists it
-    import torch
+    import torch  # lazy: CLI start-up (torch: `thinklens run --help` imports every job's config)
 
-    from thinklens.zoo.smol_r1 import train_real_organism
-    from thinklens.zoo.trainer import train_zoo_model
+    from thinklens.zoo.smol_r1 import train_real_organism  # lazy: CLI start-up (torch, peft)
+    from thinklens.zoo.trainer import train_zoo_model  # lazy: CLI start-up (torch)
 
     if ctx.options.threads is None:
         # One thread by default: on a shared 2-core machine, 2 OpenMP threads stall at every barrier when
