@@ -79,3 +79,15 @@ def test_a_checkpoint_saved_under_the_old_recipe_keys_resumes(tmp_path, monkeypa
     monkeypatch.setattr(trainer, "make_batch", lambda *a, **k: batches.append(1) or real(*a, **k))
     resumed = trainer.train_zoo_model("tiny-pre", out_dir=tmp_path / "m", ckpt_dir=tmp_path / "ck", **kw)
     assert resumed["steps"] == 6 and len(batches) == 2  # steps 5 and 6: resumed at step 4, not restarted
+
+
+def test_a_recipe_answers_in_a_format_its_kind_of_model_has():
+    from thinklens.zoo.trainer import with_overrides
+
+    assert RECIPES["tiny-think"].prompt_format == "think" and RECIPES["tiny-r1"].prompt_format == "chat"
+    with pytest.raises(ThinklensError, match="prompt_format"):
+        with_overrides(RECIPES["tiny-cot"], prompt_format="chat")  # a word-level model has no chat template
+    with pytest.raises(ThinklensError, match="prompt_format"):
+        with_overrides(RECIPES["tiny-r1"], prompt_format="think")  # tiny-r1 is prompted through its chat template
+    with pytest.raises(ThinklensError, match="format_mix"):
+        with_overrides(RECIPES["tiny-pre"], format_mix=(("cot", 0.5), ("chain", 0.5)))

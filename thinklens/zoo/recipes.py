@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from thinklens.data.formats import ZOO_FORMATS
 from thinklens.errors import ThinklensError
 from thinklens.runs.configcli import ConfigGroup
-from thinklens.tasks import STYLES, TaskConfig
+from thinklens.tasks import TaskConfig
 from thinklens.zoo.modeling import ZooModelConfig
 from thinklens.zoo.overthink import OverthinkMix
 from thinklens.zoo.r1 import R1TextMix
@@ -51,7 +52,7 @@ class ZooRecipe(ConfigGroup):
     """Model shape (ignored when ``init`` is set: the parent's shape is kept)."""
     prompt_format: str = "cot"
     """The prompt format the model answers in: the one it is evaluated in, and the one ``auto`` picks for it."""
-    own_formats: ClassVar[tuple[str, ...]] = STYLES
+    own_formats: ClassVar[tuple[str, ...]] = ZOO_FORMATS
     """The prompt formats a model of this kind of recipe can answer in (the zoo formats: a word-level model)."""
 
     def check(self) -> None:
@@ -63,9 +64,9 @@ class ZooRecipe(ConfigGroup):
         if not self.lr > 0 or not 0 <= self.min_lr_ratio <= 1:
             raise ThinklensError.of(f"recipe {self.name} lr", (self.lr, self.min_lr_ratio), "lr > 0, ratio in [0,1]", "fix it")
         for prompt_format, weight in self.format_mix:
-            if prompt_format not in STYLES or weight < 0:
+            if prompt_format not in ZOO_FORMATS or weight < 0:
                 raise ThinklensError.of(f"recipe {self.name} format_mix", (prompt_format, weight),
-                                        f"(prompt format, weight >= 0) pairs, the format one of {', '.join(STYLES)}",
+                                        f"(prompt format, weight >= 0) pairs, the format one of {', '.join(ZOO_FORMATS)}",
                                         "fix the recipe")
         if self.prompt_format not in self.own_formats:
             raise ThinklensError.of(f"recipe {self.name} prompt_format", self.prompt_format,
