@@ -35,6 +35,9 @@ LAYERS = {"smollm2-135m": 30, "gemma-3-270m": 18, "smol-r1": 30}
 #: SAE training tokens per model: Gemma's forward pass (18 layers of d 640, a 262k vocabulary) costs about twice
 #: SmolLM2's on 2 cores, and 60k tokens took SmolLM2 48 minutes on a shared machine (past the hour on a busier one).
 SAE_TOKENS = {"smollm2-135m": 30000, "gemma-3-270m": 20000}
+#: The word steer moves: one each model writes in the SAE's scanned traces (Gemma-3-270M base writes no "so" there;
+#: its scanned texts start "the" often, as its top-activating contexts show).
+STEER_WORD = {"smollm2-135m": "so", "gemma-3-270m": "the"}
 DATA = "synthetic:2-3:4"  # the project's task, 4 problems per step count
 TIMEOUT_S = 5400
 
@@ -113,7 +116,7 @@ def plan(model: str) -> list[tuple[str, list[str]]]:
                  "--fidelity-traces", "8", "--max-new-tokens", "32"]),
         ("sae-eval", ["--sae", sae, "--data", str(INPUTS / "texts.txt"), "--n-texts", "64", "--n-batches", "2",
                       "--fidelity-traces", "8", "--max-new-tokens", "32"]),
-        ("steer", ["--sae", sae, "--data", DATA, "--word", "so", "--coeffs=-1,0,1", "--n-prompts", "6",
+        ("steer", ["--sae", sae, "--data", DATA, "--word", STEER_WORD[model], "--coeffs=-1,0,1", "--n-prompts", "6",
                    "--stats-traces", "8", "--max-new-tokens", "64"]),
         # no --add-tokens: hybrid and reasoning-vector pair this fine-tune with its base, which needs one vocabulary
         ("sft", [a for a in train if a != "--add-tokens"] + ["--train-steps", "8", "--lora-r", "8"]),
