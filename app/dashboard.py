@@ -24,14 +24,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from thinklens.calibration.findings import finding_sentence
+from thinklens.runs import demo_plan
 from thinklens.runs.folders import RunEntry
+from thinklens.runs.headlines import generic
+from thinklens.runs.jobs import jobs_by_kind
+from thinklens.runs.provenance import package_hashes
 
 
 def jobs_of_kinds(errors: list[str] | None = None) -> dict[str, Any]:
     """Run kind -> the registered job whose runs it holds (``thinklens.runs.jobs.jobs_by_kind``; a job whose module
     fails to import is left out, its error appended to ``errors``)."""
-    from thinklens.runs.jobs import jobs_by_kind
-
     return jobs_by_kind(errors)
 
 
@@ -115,8 +118,6 @@ HEADLINED = 2
 def findings_headline(findings: list[Mapping[str, Any]], limit: int = HEADLINED) -> str:
     """The run's first findings in words (thinklens.calibration.findings.finding_sentence): what the CLI's closing lines and the
     page headline say too, so a claim whose verdict is not ``effect`` is never headlined as one."""
-    from thinklens.calibration.findings import finding_sentence
-
     return " · ".join(finding_sentence(f) for f in findings[:limit])
 
 
@@ -161,8 +162,6 @@ def headline(entry: RunEntry) -> str:
         return INTERRUPTED
     if entry.status == "failed":  # its summary is empty: a job's own headline would read it as results ("0/0 valid")
         return failed_headline(entry)
-    from thinklens.runs.headlines import generic
-
     s = entry.summary or {}
     if s.get("findings"):
         return findings_headline(list(s["findings"]))
@@ -266,8 +265,6 @@ _CURRENT_CODE: dict[str, Any] = {}
 def current_package_hashes() -> dict[str, str]:
     """The source hash of each package of the code running now (computed once per process)."""
     if "hashes" not in _CURRENT_CODE:
-        from thinklens.runs.provenance import package_hashes
-
         _CURRENT_CODE["hashes"] = package_hashes()
     return _CURRENT_CODE["hashes"]
 
@@ -369,11 +366,11 @@ def fix_command(entry: RunEntry, demo_argv: Mapping[str, list[str]] | None = Non
 def demo_commands(runs: Path) -> dict[str, list[str]]:
     """``'kind/run_id'`` -> the demo's ``thinklens`` arguments that make that run (from :mod:`thinklens.runs.demo_plan`)."""
     try:
-        from thinklens.runs.demo_plan import DEMO_STEPS
+        steps = demo_plan.DEMO_STEPS  # read from the job registry each time
     except ImportError:
         return {}
     out: dict[str, list[str]] = {}
-    for step in DEMO_STEPS:
+    for step in steps:
         args = [a.format(runs=runs) for a in step.argv]
         if args[:1] == ["run"] and len(args) > 1 and "--run-id" in args[:-1]:
             out.setdefault(f"{args[1]}/{args[args.index('--run-id') + 1]}", args)
