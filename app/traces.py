@@ -131,6 +131,24 @@ def list_traces(root: Path, run: str, where: str | None = None) -> list[tuple[st
     return [(r.trace_id, _record_label(r)) for r in trace_records(path, where)]
 
 
+def where_marks(marks: dict[str, list[int]], where: str | None) -> list[str]:
+    """The marks of a trace that a link's filter names: ``exit_at=<δ>`` names LYNX's exit at that δ (the mark
+    ``exit at δ <δ>`` of ``thinklens.probes.lynx_traces.load_trace``), so the view shows that exit, not another δ's;
+    [] for any other filter.
+
+    >>> where_marks({"cue event": [1], "exit at δ 0.05": [3], "exit at δ 0.2": [1]}, "exit_at=0.050;exit_correct=false")
+    ['exit at δ 0.05']
+    >>> where_marks({"exit at δ 0.2": [1]}, "correct=false"), where_marks({"exit at δ 0.2": [1]}, "exit_at=x")
+    ([], [])
+    """
+    conds = dict(c.split("=", 1) for c in (where or "").split(";") if "=" in c)
+    try:
+        delta = float(conds["exit_at"])
+    except (KeyError, ValueError):
+        return []
+    return [m for m in marks if m == f"exit at δ {delta:g}"]
+
+
 def _record_label(r: Any) -> str:
     verdict = {True: "right", False: "wrong"}.get(r.facts.get("correct"), "")
     name = r.facts.get("id") or r.facts.get("problem_id") or ""

@@ -204,6 +204,9 @@ token = _int(qp.get("token")) if same_trace else None
 if token is not None and not 0 <= token < len(t.tokens):
     st.warning(f"Position {token} is outside this trace (0..{len(t.tokens) - 1}); nothing is opened.")
     token = None
+named = tr.where_marks(t.marks, where)  # a link to LYNX's exits at a δ: that δ's exit, opened
+if token is None and not (same_trace and qp.get("token")) and named and t.marks[named[0]]:
+    token = t.marks[named[0]][0]
 new_qp = {"run": run, "trace": trace_id, "quantity": quantity_name}
 if where:
     new_qp["where"] = where
@@ -215,7 +218,7 @@ if dict(qp) != new_qp:
     st.query_params.from_dict(new_qp)
 
 # ------------------------------------------------------------------------------------------------ the facts
-facts = {k: v for k, v in t.facts.items() if v is not None and v != ""}
+facts = {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in t.facts.items() if v is not None and v != ""}
 st.markdown(" · ".join(f"**{k}**: {v}" for k, v in facts.items()))
 if t.prompt:
     with st.expander("Prompt", expanded=False):
@@ -254,7 +257,7 @@ mark_names = list(t.marks)
 default_marks = [m for m in mark_names if not m.startswith("exit") and "(iqr)" not in m]
 exits = [m for m in mark_names if m.startswith("exit")]
 at_token = [m for m in exits if token in t.marks[m]]  # a link that opened an exit shows the δs exiting there
-default_marks += at_token or exits[len(exits) // 2:len(exits) // 2 + 1]
+default_marks += named or at_token or exits[len(exits) // 2:len(exits) // 2 + 1]
 shown = st.multiselect("Marks", mark_names, default=default_marks, key=f"tv-marks-{run}") if mark_names else []
 st.markdown(tr.tokens_html(t, values, quantity=quantity_name, selected=token, highlight=highlight, marks=tuple(shown)),
             unsafe_allow_html=True)

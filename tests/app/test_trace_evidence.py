@@ -214,9 +214,9 @@ def test_lynx_exit_filters_keep_exactly_the_early_exits(tmp_path, monkeypatch):
     import re
 
     import safetensors.numpy
+    from traces import traces_link
 
     from thinklens.probes.lynx_traces import exits_where
-    from traces import traces_link
 
     def rollout(label: str) -> str:  # "test rollout #3 right, 4 tokens"
         return re.search(r"#(\d+)", label)[1]
@@ -342,7 +342,7 @@ def test_zoo_eval_card_links_each_models_wrong_answers_and_what_it_broke(tmp_pat
     at = _page("../Home.py", tmp_path, monkeypatch)
     md = next(m.value for m in at.markdown if "tl-link" in m.value and "wrong" in m.value)
     links = {label: url.replace("&amp;", "&") for url, label in re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', md)}
-    for model, c in grades.items():
+    for model in grades:
         want = [f"zoo_problems/{i}" for i, r in enumerate(recs) if r["point"] == model and not r["correct"]]
         assert _viewer_ids(tmp_path, monkeypatch, links[f"{model}: {len(want)} wrong"]) == want
     broke = [f"zoo_problems/{i}" for i, r in enumerate(recs) if r["point"] == "tiny-think"
@@ -461,3 +461,24 @@ def test_probe_card_links_the_examples_its_score_gets_most_wrong(tmp_path, monke
     url = links[f"auroc 0.712: the {MOST_WRONG} examples it gets most wrong"]
     assert _viewer_ids(tmp_path, monkeypatch, url) == [f"probe_problems/{i}" for i in worst]
     assert not [label for label in links if label.startswith("most_wrong")]  # said once, by the headline's link
+
+
+def test_a_link_to_lynx_exits_at_a_delta_opens_that_deltas_exit(tmp_path, monkeypatch):
+    """Catches: the view marking another δ's exit (the middle one of the sweep) than the δ the link names, and no
+    position opened where the filter names one."""
+    from traces import traces_link
+
+    from thinklens.probes.lynx_traces import exits_where
+
+    _lynx_run(tmp_path)
+    for delta, first, position in ((0.1, "0", 1), (0.3, "0", 1)):
+        at = _page("5_Trace_viewer.py", tmp_path, monkeypatch, **_params(traces_link("lynx/hand", exits_where(delta))))
+        assert not at.error, [e.value for e in at.error]
+        marks = next(m for m in at.multiselect if m.label == "Marks")
+        assert [m for m in marks.value if m.startswith("exit")] == [f"exit at δ {delta:g}"]
+        assert next(b for b in at.selectbox if b.label.startswith("Trace (")).value == first
+        assert any(h.value == f"Token {position}: `wait`" for h in at.subheader), [h.value for h in at.subheader]
+    # the wrong exits at δ 0.3: rollout 1 exits at event 1 (position 0), its first
+    at = _page("5_Trace_viewer.py", tmp_path, monkeypatch,
+               **_params(traces_link("lynx/hand", exits_where(0.3, correct=False))))
+    assert any(h.value == "Token 0: `so`" for h in at.subheader), [h.value for h in at.subheader]
