@@ -10,8 +10,10 @@ steered here. The page reads run folders and calls steering functions (``trace_p
 
 from __future__ import annotations
 
+import html
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import streamlit as st
@@ -30,11 +32,19 @@ from feature_views import (  # noqa: E402
     page_link,
     sae_picker,
 )
-from features import diff_counts, diff_html, stored_contexts, sweep_rows, word_diff  # noqa: E402
+from features import coefficient_sweep, diff_counts, diff_html, stored_contexts, sweep_rows, word_diff  # noqa: E402
 from traces import steer_trace_id, trace_link, traces_link  # noqa: E402
+
+from thinklens.calibration.stats import wilson  # noqa: E402
+from thinklens.data.formats import format_for  # noqa: E402
+from thinklens.data.problemsets import ProblemSet  # noqa: E402
 from thinklens.runs.run_views import changed_counts, changed_where  # noqa: E402
+from thinklens.steering.feature_steering import add_feature, clamp_feature  # noqa: E402
+from thinklens.steering.features import FeatureStats, trace_prompt  # noqa: E402
+from thinklens.steering.figures import figure_feature_trace  # noqa: E402
 from thinklens.steering.reasoning_vectors import alpha_point  # noqa: E402
 from thinklens.steering.steer_traces import broken_counts, broken_where  # noqa: E402
+from thinklens.tasks.protocol import zoo_meta  # noqa: E402
 
 st.set_page_config(page_title="thinklens · steering", layout="wide")
 st.title("Steering")
@@ -45,13 +55,8 @@ WORDS = ("wait", "hmm", "so", "therefore")
 
 def default_prompt(model_name: str) -> str:
     """A synthetic problem in a zoo model's own format (its zoo style, or tiny-r1's chat template); "" otherwise."""
-    from thinklens.tasks.protocol import zoo_meta
-
     if not zoo_meta(str(model_name)):
         return ""
-    from thinklens.data.formats import format_for
-    from thinklens.data.problemsets import ProblemSet
-
     model = load_hooked_model(model_name)
     fmt = format_for(model, "auto")
     return fmt.render_problems(ProblemSet.synthetic(1, seed=7, min_steps=3, max_steps=3), model.tokenizer)[0]
@@ -64,10 +69,6 @@ def optional_result(run, name: str):
 
 @st.cache_resource(show_spinner=False)
 def load_stats(path: str):
-    import json
-
-    from thinklens.steering.features import FeatureStats
-
     return FeatureStats.from_json(json.loads(Path(path).read_text()))
 
 
@@ -109,8 +110,6 @@ def feature_table(stats, source) -> None:
 
 def text_block(text: str) -> str:
     """Generated text, whole and wrapped (never cut off, no code colouring), escaped."""
-    import html
-
     return ('<div style="font-family:monospace;white-space:pre-wrap;word-break:break-word;border:1px solid #ddd;'
             f'border-radius:6px;padding:8px">{html.escape(text) or "&nbsp;"}</div>')
 
@@ -132,10 +131,6 @@ def show_diff(plain: str, steered: str, label: str) -> None:
 def steer_live(model, sae, site, feature: int, mode: str, unit: float, top: float, prompt: str, coeff: float,
                sweep: list[float], max_new_tokens: int = 64) -> dict:
     """Unsteered, steered at ``coeff`` and at each sweep coefficient (greedy, same prompt)."""
-    from features import coefficient_sweep
-
-    from thinklens.steering.feature_steering import add_feature, clamp_feature
-
     def make(c: float):
         return add_feature(site, sae, feature, c * unit, unit=True) if mode == "add" else clamp_feature(site, sae, feature, c * top)
 
@@ -211,16 +206,12 @@ def trace_section(source, feature: int) -> None:
     prompt = st.text_input("prompt", value=default_prompt(source.model), key="trace-prompt")
     if st.button("generate and trace", key="trace-btn", disabled=background.pending("trace")) and prompt:
         try:  # generation runs on a worker thread: the page (and every other page) stays responsive
-            from thinklens.steering.features import trace_prompt
-
             background.start("trace", trace_prompt, load_hooked_model(source.model), load_sae_cached(str(source.sae_dir)),
                              prompt, [feature], site=source.site, max_new_tokens=64, lock=source.model)
         except Exception as e:  # noqa: BLE001 - show the error, keep the page alive
             error_card("trace", f"{type(e).__name__}: {e}")
 
     def render_trace(ft) -> None:
-        from thinklens.steering.figures import figure_feature_trace
-
         st.markdown(text_block(ft.text), unsafe_allow_html=True)
         chart(figure_feature_trace(ft), key="steer-trace", name="feature-trace")
 
@@ -307,6 +298,17 @@ def changed_links(run, kind: str, result: str, point: str) -> dict:
             "fixed": counts[point]["fixed"], "fixed problems": traces_link(rel, changed_where(point, "fixed"))}
 
 
+def after(row: dict, key: str, extra: dict) -> dict:
+    """``row`` with ``extra``'s columns right after ``key`` (a wide table's links stay in view without scrolling).
+
+    >>> list(after({"a": 1, "b": 2, "c": 3}, "b", {"x": 0}))
+    ['a', 'b', 'x', 'c']
+    """
+    keys = list(row)
+    at = keys.index(key) + 1 if key in keys else len(keys)
+    return {**{k: row[k] for k in keys[:at]}, **extra, **{k: row[k] for k in keys[at:]}}
+
+
 def _changed_counts(file: str) -> dict | None:
     """Point -> broken and fixed counts; None when the run has no per-problem traces (a run from before them, or one
     resumed from such a run's stages, writes an empty file)."""
@@ -347,8 +349,6 @@ def vector_rows(vec: dict) -> list[dict]:
 
 
 def hybrid_rows(res: dict) -> list[dict]:
-    from thinklens.calibration.stats import wilson
-
     out = []
     for mode, r in res.items():
         correct = r.get("correct") or []
@@ -374,8 +374,6 @@ MODE_TEXT = {
 
 def category_rows(cats: dict) -> list[dict]:
     """One row per category of the hybrid's clustering SAE, labelled by its commonest example."""
-    from collections import Counter
-
     counts, norms, losses = cats.get("counts") or [], cats.get("vector_norms") or [], cats.get("losses") or {}
     examples = {int(k): v for k, v in (cats.get("examples") or {}).items()}
     out = []
@@ -433,8 +431,13 @@ with tab_hybrid:
                    if info else "At a disagreement the thinking model picks the token among the steered base model's "
                    "candidates."))
         res = read_result(hy, "hybrid") or {}
-        table([{**row, **(changed_links(hy, "hybrid", "hybrid_problems", row["mode"]) if row["mode"] != "base" else {})}
-               for row in hybrid_rows(res)], key="steer-hybrid", name=f"hybrid-{hy.run_id}", column_config=CHANGED_COLUMNS)
+        rows = hybrid_rows(res)
+        links = [changed_links(hy, "hybrid", "hybrid_problems", row["mode"]) if row["mode"] != "base" else {}
+                 for row in rows]
+        shown = list(dict.fromkeys(k for extra in links for k in extra))  # the base row's cells stay empty
+        table([after(row, "95% interval (Wilson)", {k: extra.get(k) for k in shown}) for row, extra in zip(rows, links)],
+              key="steer-hybrid", name=f"hybrid-{hy.run_id}",
+              column_config={**CHANGED_COLUMNS, "what it is": st.column_config.TextColumn(width="medium")})
         changed_caption(hy, "hybrid_problems", "the base model alone")
         cats = optional_result(hy, "categories")
         if cats:
