@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import difflib
 from collections.abc import Iterator
 
 _CLI_TERMS: contextvars.ContextVar[bool] = contextvars.ContextVar("thinklens_cli_terms", default=False)
@@ -108,7 +109,5 @@ def did_you_mean(word: str, choices: "list[str] | tuple[str, ...]") -> str:
         >>> did_you_mean("lnyx", ["lynx", "probe"])
         "did you mean 'lynx'?"
     """
-    import difflib  # only when an error is raised: every command imports this module at start-up
-
     close = difflib.get_close_matches(str(word), list(choices), n=1)
     return f"did you mean {close[0]!r}?" if close else f"choose one of {', '.join(choices)}"

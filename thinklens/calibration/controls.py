@@ -21,13 +21,20 @@ Example:
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+import torch
+
 from thinklens.calibration.findings import _fmt
+from thinklens.engine.model import HookedModel
 from thinklens.errors import ThinklensError, did_you_mean, opt
+from thinklens.runs.entry_points import entry_points
+from thinklens.runs.jobs import all_jobs, pipeline_jobs, run_job
 
 ENTRY_POINT_GROUP = "thinklens.validations"
 #: What a setting is (:attr:`Setting.kind`).
@@ -86,21 +93,13 @@ class SettingContext:
         if not self.model:
             raise ThinklensError.of("model", self.model, "a model for this setting", f"pass {opt('model', '<NAME>')}")
         if self.model not in self._models:
-            import torch
-
-            from thinklens.engine.model import HookedModel
-
             self._models[self.model] = HookedModel.load(self.model, device=self.device, dtype=getattr(torch, self.dtype))
         return self._models[self.model]
 
     def run_job(self, name: str, sub: str, **fields: Any) -> Any:
         """Run another job into ``<workdir>/<sub>`` (resumed when it is already there) and return its own result
         (:attr:`~thinklens.runs.jobs.JobResult.value`: what a setting records stays plain data)."""
-        from thinklens.runs.jobs import run_job
-
         if self.workdir is None:
-            import tempfile
-
             self.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
         return run_job(name, out=self.workdir / sub, device=self.device, dtype=self.dtype, threads=self.threads,
                        progress=self.progress, **fields).value
@@ -170,11 +169,6 @@ def setting_sources(errors: list[str] | None = None) -> dict[str, tuple[Any, tup
         >>> sources["lynx"][0].value, sources["lynx"][1], sources["steering"][1], sources["induction"][1]
         ('thinklens.probes.validation:SETTINGS', ('lynx',), ('sae', 'steer'), ())
     """
-    from importlib import metadata
-
-    from thinklens.runs.entry_points import entry_points
-    from thinklens.runs.jobs import all_jobs, pipeline_jobs
-
     out: dict[str, tuple[Any, tuple[str, ...]]] = {}
     jobs = pipeline_jobs(errors) if errors is not None else sorted(all_jobs(), key=lambda j: (j.order is None, j.order or 0, j.name))
     for job in jobs:

@@ -55,7 +55,7 @@ def wilson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     _check_level(level)
     if n == 0:
         return 0.0, 1.0
-    from scipy.stats import binomtest  # heavy: imported on first use
+    from scipy.stats import binomtest  # lazy: CLI start-up (scipy)
 
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
     return float(max(0.0, ci.low)), float(min(1.0, ci.high))
@@ -72,7 +72,7 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
     _check_level(level)
     if n == 0:
         return 0.0, 1.0
-    from scipy.stats import binomtest  # heavy: imported on first use
+    from scipy.stats import binomtest  # lazy: CLI start-up (scipy)
 
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
     return float(ci.low), float(ci.high)
@@ -234,7 +234,7 @@ def mcnemar(a: Sequence[bool] | Sequence[int] | np.ndarray, b: Sequence[bool] | 
     only_a, only_b = _discordant(a, b)
     if only_a + only_b == 0:
         return 1.0
-    from scipy.stats import binomtest  # heavy: imported on first use
+    from scipy.stats import binomtest  # lazy: CLI start-up (scipy)
 
     return float(binomtest(only_a, only_a + only_b, 0.5).pvalue)
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from thinklens.errors import ThinklensError
 
@@ -60,8 +61,6 @@ def tost_mean(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: floa
         >>> tost_mean([0.0] * 60, margin=0.02).equivalent
         False
     """
-    from scipy import stats  # heavy: imported on first use
-
     d = np.asarray(diffs, dtype=float)
     if d.ndim != 1 or len(d) < 2 or not np.isfinite(d).all():
         raise ThinklensError.of("differences", f"{len(d)} values", "at least 2 finite paired differences",

@@ -25,8 +25,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from thinklens.calibration.findings import Finding, findings_doc
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
+from thinklens.runs.folders import to_jsonable
 from thinklens.runs.jobs import Job, JobContext
 
 
@@ -51,8 +53,7 @@ class ValidateConfig(ConfigGroup):
 
 
 def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
-    from thinklens.calibration.controls import SettingContext, failed_check, select_settings, validate_line
-    from thinklens.runs.folders import to_jsonable
+    from thinklens.calibration.controls import SettingContext, failed_check, select_settings, validate_line  # lazy: CLI start-up (torch)
 
     settings = [s for s in select_settings(config.methods) if s.on_model == bool(config.model)]
     if not settings:
@@ -125,8 +126,6 @@ def validation_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         >>> validation_findings([row | {"verdict": "failed", "details": {"tost_gap": wide, "tost_p": off}}])[0]["verdict"]
         'effect'
     """
-    from thinklens.calibration.findings import Finding, findings_doc
-
     found = []
     for r in rows:
         planted = r["expected"] == "recovered"

@@ -86,7 +86,7 @@ def plain_number(text: str):
         >>> plain_number("1,024"), plain_number("3.50"), plain_number("1e5")
         (1024, 3.50000000000000, None)
     """
-    import sympy  # heavy: imported on first use
+    import sympy  # lazy: CLI start-up (sympy)
 
     digits = text.replace(",", "")
     if _INTEGER_RE.fullmatch(digits):
@@ -111,8 +111,8 @@ def fast_parsing() -> None:
     Called in the worker process only (it changes a third-party class of that process); the oracle test
     (tests/test_grading_latency.py) holds the verdicts of every answer case equal with and without it.
     """
-    from antlr4.atn.PredictionMode import PredictionMode  # heavy: imported on first use
-    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy  # heavy: imported on first use
+    from antlr4.atn.PredictionMode import PredictionMode  # lazy: CLI start-up (antlr4)
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy  # lazy: CLI start-up (latex2sympy2_extended)
 
     if getattr(_Latex2Sympy, "_thinklens_fast", False):
         return
@@ -145,7 +145,7 @@ def serve() -> None:
     # The parent enforces the time limit, so math-verify's own (signal) limits are off; silence the
     # warning it logs about that, and its parse-failure chatter.
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
-    from math_verify import parse, verify  # heavy: imported on first use
+    from math_verify import parse, verify  # lazy: CLI start-up (math_verify)
 
     if os.environ.get("THINKLENS_GRADING_PARSE") != "reference":  # "reference": latex2sympy as shipped (the oracle test)
         fast_parsing()

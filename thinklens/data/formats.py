@@ -33,11 +33,16 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from thinklens.errors import ThinklensError, did_you_mean, opt
+from thinklens.tasks import Problem
+from thinklens.tasks.problem import spaced
+from thinklens.tasks.protocol import model_style, zoo_meta
+from thinklens.tasks.render import CUES, render_prompt
 
 #: The user-message instruction the R1 distills and LYNX recommend (after the problem, on its own line).
 R1_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -240,8 +245,6 @@ class PromptFormat:
     @property
     def kind(self) -> str:
         """Deprecated: :attr:`name` (the prompt format has one name)."""
-        import warnings
-
         warnings.warn("PromptFormat.kind is deprecated; use PromptFormat.name", DeprecationWarning, stacklevel=2)
         return self.name
 
@@ -286,8 +289,6 @@ class PromptFormat:
         ``tokenizer`` is needed for ``chat`` (its ``apply_chat_template``); a format from :func:`format_for`
         holds its model's tokenizer, so ``format_for(model).render(q)`` needs none.
         """
-        from thinklens.tasks import Problem
-
         tokenizer = tokenizer if tokenizer is not None else getattr(self, "_tokenizer", None)
         if hasattr(problem, "ground_truth") and hasattr(problem, "question"):  # a problem set's RealProblem
             problem = problem.ground_truth if self.is_zoo and problem.ground_truth is not None else problem.question
@@ -297,9 +298,6 @@ class PromptFormat:
             raise ThinklensError.of("problem", repr(problem)[:80], "a Problem or a non-empty question string",
                                     "check the data set's question field")
         if self.is_zoo:
-            from thinklens.tasks.problem import spaced
-            from thinklens.tasks.render import CUES, render_prompt
-
             return render_prompt(problem, self.name) if isinstance(problem, Problem) else f"{spaced(question)} {CUES[self.name]}"
         if self.name == "plain":
             return question
@@ -362,8 +360,6 @@ def check_format(name: str) -> str:
 def zoo_prompt_format(name_or_path: str) -> str | None:
     """The format a zoo model answers in (its zoo.json's ``prompt_format``, else its zoo style), or None
     for a model that is not from the zoo."""
-    from thinklens.tasks.protocol import model_style, zoo_meta
-
     meta = zoo_meta(name_or_path)
     if not meta:
         return None
@@ -389,7 +385,6 @@ def format_for(model: Any, prompt_format: str = "auto", *, tokenizer: Any = None
         'think'
     """
     if "kind" in fields:  # the keyword's name before the prompt format had one name
-        import warnings
 
         warnings.warn("format_for(kind=...) is deprecated; use format_for(prompt_format=...)", DeprecationWarning,
                       stacklevel=2)

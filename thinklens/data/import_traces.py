@@ -32,21 +32,25 @@ Example:
 
 from __future__ import annotations
 
+import shutil
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from thinklens.data.answers import is_correct
 from thinklens.data.problemsets import parse_mapping
 from thinklens.data.sources import json_lines
 from thinklens.engine.capture import NO_FINDINGS, STORE, ReadOptions
+from thinklens.engine.sites import Site
 from thinklens.engine.tokenization import prompt_ids as tokenized_prompt
 from thinklens.errors import ThinklensError, did_you_mean, opt
+from thinklens.runs.folders import RunFolder
 from thinklens.runs.jobs import Job, JobContext, Progress
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
-    from thinklens.engine.sites import Site
     from thinklens.generation.trace import Trace
 
 #: Our fields and the names that fill them when no mapping says otherwise (first match wins).
@@ -199,7 +203,7 @@ def tokenize_record(model: "HookedModel", rec: ImportRecord) -> tuple[str, list[
 def _logit_stats(logits: Any, k: int, chunk: int = 256) -> tuple[Any, Any, Any]:
     """Entropy (nats) and top-k of ``[batch, n, vocab]`` logits, in float32 as the decode loop computes them;
     ``chunk`` positions at a time, so only one chunk is upcast at once."""
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
     ent, ids, probs = [], [], []
     for j in range(0, logits.shape[1], chunk):
@@ -217,10 +221,10 @@ def _logit_stats(logits: Any, k: int, chunk: int = 256) -> tuple[Any, Any, Any]:
 def teacher_force(model: "HookedModel", rows: Sequence[tuple[str, list[int], list[int]]], sites: Sequence["Site"],
                   top_k: int = 5) -> list["Trace"]:
     """Traces of (prompt, prompt ids, completion ids) rows from ONE left-padded forward with the site hooks."""
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
-    from thinklens.engine.hooks import site_hooks
-    from thinklens.generation.trace import Trace, decoded_texts
+    from thinklens.engine.hooks import site_hooks  # lazy: CLI start-up (torch)
+    from thinklens.generation.trace import Trace, decoded_texts  # lazy: CLI start-up (torch)
 
     n = [len(ids) for _, _, ids in rows]
     nmax = max(n)
@@ -260,7 +264,7 @@ def import_traces(model: "HookedModel", records: Iterable[ImportRecord | Mapping
     Example:
         >>> # traces = import_traces(model, [{"prompt": "Q: 3+4 =", "completion": " 7"}], sites="resid_post.*")
     """
-    from thinklens.generation.trace import open_span_warning
+    from thinklens.generation.trace import open_span_warning  # lazy: CLI start-up (torch)
 
     recs = [r if isinstance(r, ImportRecord) else read_record(r, k + 1, fields) for k, r in enumerate(records)]
     if not recs:
@@ -275,7 +279,6 @@ def import_traces(model: "HookedModel", records: Iterable[ImportRecord | Mapping
     traces = [out[k] for k in range(len(rows))]
     note = open_span_warning(traces, model.tokenizer, what="imported", labels=[f"line {r.line}" for r in recs])
     if note:  # a completion whose span never closes: its reasoning/answer split would be all reasoning
-        import warnings
 
         warnings.warn(note, stacklevel=2)
     return traces
@@ -313,12 +316,10 @@ class ImportTracesResult:
 
 def load_traces(run: str | Path) -> list["Trace"]:
     """The traces of an import-traces run folder: token-level JSON, logit statistics and the stored states."""
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
-    from thinklens.engine.activation_store import ActivationStore
-    from thinklens.engine.sites import Site
-    from thinklens.generation.trace import trace_from_json
-    from thinklens.runs.folders import RunFolder
+    from thinklens.engine.activation_store import ActivationStore  # lazy: CLI start-up (torch)
+    from thinklens.generation.trace import trace_from_json  # lazy: CLI start-up (torch)
 
     folder = RunFolder.open(run)
     traces = [trace_from_json(doc) for doc in folder.read_result("traces")["traces"]]
@@ -340,11 +341,8 @@ def load_traces(run: str | Path) -> list["Trace"]:
 
 def run(config: ImportTracesConfig, ctx: JobContext) -> ImportTracesResult:
     """Read the file, teacher-force every batch, write the store, traces.json and import.json."""
-    import shutil
-
-    from thinklens.data.answers import is_correct
-    from thinklens.engine.activation_store import ActivationStore
-    from thinklens.generation.trace import open_span_warning, trace_to_json
+    from thinklens.engine.activation_store import ActivationStore  # lazy: CLI start-up (torch)
+    from thinklens.generation.trace import open_span_warning, trace_to_json  # lazy: CLI start-up (torch)
 
     if not config.data:
         raise ThinklensError.of("data", "nothing", "a JSONL file of prompts and completions", f"pass {opt('data', 'completions.jsonl')}")

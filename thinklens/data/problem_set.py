@@ -17,8 +17,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from thinklens.data.answers import is_correct, parse_answer
 from thinklens.errors import ThinklensError, opt
+from thinklens.tasks.config import TaskConfig, check_step_range
+from thinklens.tasks.generator import generate_problems
+from thinklens.tasks.protocol import problems_by_steps
 
 
 @dataclass(frozen=True)
@@ -109,11 +114,6 @@ class ProblemSet:
             >>> [p.metadata["n_steps"] for p in ProblemSet.synthetic(1, seed=5, min_steps=2, max_steps=3, per_steps=True)]
             [2, 3]
         """
-        # the task (numpy): imported on first use, so a job's --help (DataOptions) starts without numpy
-        from thinklens.tasks.config import TaskConfig, check_step_range
-        from thinklens.tasks.generator import generate_problems
-        from thinklens.tasks.protocol import problems_by_steps
-
         if isinstance(n, bool) or not isinstance(n, int) or n < (1 if per_steps else 0):
             raise ThinklensError.of("number of synthetic problems", n, f"an integer >= {1 if per_steps else 0}",
                                     "pass e.g. n=100")
@@ -126,8 +126,6 @@ class ProblemSet:
             drawn = problems_by_steps(n, min_steps, max_steps, seed=seed)
             ids = [f"{prefix}-{p.n_steps}-{i % n}" for i, p in enumerate(drawn)]
         else:
-            import numpy as np  # numpy: imported on first use (see above)
-
             rng = seed if isinstance(seed, int) else np.random.default_rng(list(seed))
             drawn = generate_problems(n, seed=rng, config=TaskConfig(min_steps=min_steps, max_steps=max_steps))
             ids = [f"{prefix}-{i}" for i in range(len(drawn))]

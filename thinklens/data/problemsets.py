@@ -42,6 +42,7 @@ from thinklens.data.problem_set import ProblemSet, RealProblem, check_disjoint, 
 from thinklens.data.sources import read_rows
 from thinklens.errors import ThinklensError, did_you_mean, opt, opt_name
 from thinklens.runs.configcli import ConfigGroup
+from thinklens.tasks.protocol import HELD_OUT
 
 # the types and the splits live in thinklens/data/problem_set.py; importable from here as before
 __all__ = [
@@ -101,8 +102,6 @@ def load_problems(
 
 def synthetic_problems(min_steps: int, max_steps: int, per_steps: int, *, seed: int | None = None) -> list[RealProblem]:
     """``per_steps`` synthetic problems of every step count, from the held-out ``eval`` seeds unless ``seed``."""
-    from thinklens.tasks.protocol import HELD_OUT  # numpy: imported on first use (see ProblemSet.synthetic)
-
     base = HELD_OUT["eval"] if seed is None else seed
     if isinstance(per_steps, bool) or not isinstance(per_steps, int) or per_steps < 1:
         raise ThinklensError.of("problems per step count", per_steps, "an integer >= 1", "e.g. synthetic:2-4:50")

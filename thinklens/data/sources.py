@@ -50,7 +50,7 @@ def read_rows(source: str, *, split: str | None = None, cache_dir: str | Path | 
 
 def cached_snapshot(repo_id: str, cache_dir: str | Path | None = None) -> Path:
     """The folder of a data set repository in the local Hugging Face hub cache (nothing is downloaded)."""
-    from huggingface_hub import snapshot_download  # heavy: imported on first use
+    from huggingface_hub import snapshot_download  # lazy: CLI start-up (huggingface_hub)
 
     try:
         return Path(snapshot_download(repo_id, repo_type="dataset", local_files_only=True, cache_dir=cache_dir))
@@ -68,7 +68,7 @@ def read_file(path: Path) -> list[dict[str, Any]]:
     if kind is None:
         raise ThinklensError.of("data file format", path.name, f"one of {', '.join(FORMATS)}", "convert the file, e.g. to .jsonl")
     if kind == "parquet":
-        import pyarrow.parquet as pq  # heavy: imported on first use
+        import pyarrow.parquet as pq  # lazy: CLI start-up (pyarrow)
 
         rows = pq.read_table(path).to_pylist()
     elif kind == "csv":
@@ -141,7 +141,7 @@ def read_folder(folder: Path, *, split: str | None = None, config: str | None = 
     """The rows of a ``save_to_disk`` folder (Dataset or DatasetDict) or of a folder of data files."""
     name = name or str(folder)
     if any((folder / f).is_file() for f in ("dataset_dict.json", "state.json")):
-        import datasets  # heavy: imported on first use
+        import datasets  # lazy: CLI start-up (datasets)
 
         loaded = datasets.load_from_disk(str(folder))
         if isinstance(loaded, datasets.DatasetDict):

@@ -313,7 +313,7 @@ class BaseHookedModel:
         A copy, because the bridge rewires the modules it wraps (our KV-cached generation on the
         original would break). Canonical hook names: ``blocks.{i}.hook_out`` equals our ``resid_post.i``.
         """
-        from transformer_lens.model_bridge import TransformerBridge  # heavy: imported on first use
+        from transformer_lens.model_bridge import TransformerBridge  # lazy: import cost (transformer_lens: seconds)
 
         return TransformerBridge.boot_transformers(
             self.config._name_or_path or self.name, hf_model=copy.deepcopy(self.hf), tokenizer=self.tokenizer,
@@ -323,7 +323,7 @@ class BaseHookedModel:
     def to_nnsight(self):
         """An nnsight ``LanguageModel`` wrapping the same HF module and tokenizer."""
         if self._nnsight is None:
-            from nnsight import LanguageModel  # heavy: imported on first use
+            from nnsight import LanguageModel  # lazy: import cost (nnsight: mounts .save on every object)
 
             with warnings.catch_warnings():  # 0.8 deprecates LanguageModel for TransformersModel; both wrap the module
                 warnings.simplefilter("ignore")

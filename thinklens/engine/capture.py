@@ -16,10 +16,12 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from thinklens.data.prompts import read_prompts
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.runs.jobs import DemoRun, Job, JobContext
@@ -93,7 +95,7 @@ class CaptureResult:
 
     def open_store(self) -> "ActivationStore":
         """The store, to stream its rows back."""
-        from thinklens.engine.activation_store import ActivationStore
+        from thinklens.engine.activation_store import ActivationStore  # lazy: CLI start-up (torch)
 
         return ActivationStore(self.store)
 
@@ -109,8 +111,6 @@ def _written_batches(store: "ActivationStore") -> set[str]:
 
 def _check_same_prompts(ctx: JobContext, prompts: list[str], path: str) -> None:
     """Record the prompts' digest on the first run; a resumed run must read the same prompts."""
-    import hashlib
-
     digest = hashlib.sha256("\n".join(prompts).encode()).hexdigest()
     seen = ctx.run.finished().get("prompts")
     if seen is None:
@@ -121,8 +121,6 @@ def _check_same_prompts(ctx: JobContext, prompts: list[str], path: str) -> None:
 
 
 def _prompts(config: CaptureConfig) -> list[str]:
-    from thinklens.data.prompts import read_prompts
-
     if not config.prompts:
         raise ThinklensError.of("prompts", "nothing", "a prompt file", f"pass {opt('prompts', 'prompts.txt')}")
     return read_prompts(config.prompts)
@@ -135,7 +133,7 @@ def preflight(config: CaptureConfig) -> None:
 
 def run(config: CaptureConfig, ctx: JobContext) -> CaptureResult:
     """Capture every batch not yet in the store; write results/capture.json."""
-    from thinklens.engine.activation_store import ActivationStore
+    from thinklens.engine.activation_store import ActivationStore  # lazy: CLI start-up (torch)
 
     prompts = _prompts(config)
     model = ctx.model

@@ -29,6 +29,8 @@ from dataclasses import replace
 from typing import Any
 
 from torch import nn
+from transformers import AutoConfig
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 from thinklens.engine.module_paths import Adapter
 from thinklens.engine.sites import PART_KINDS
@@ -58,9 +60,11 @@ def _transformer_lens():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # heavy (seconds): imported on first use, only for a family the adapter table does not list
-            from transformer_lens.config import TransformerBridgeConfig
-            from transformer_lens.factories.architecture_adapter_factory import ArchitectureAdapterFactory
-            from transformer_lens.model_bridge.sources.transformers import (
+            from transformer_lens.config import TransformerBridgeConfig  # lazy: optional dependency (transformer_lens)
+            from transformer_lens.factories.architecture_adapter_factory import (  # lazy: optional dependency (transformer_lens)
+                ArchitectureAdapterFactory,
+            )
+            from transformer_lens.model_bridge.sources.transformers import (  # lazy: optional dependency (transformer_lens)
                 determine_architecture_from_hf_config,
                 map_default_transformer_lens_config,
             )
@@ -136,9 +140,6 @@ def adapter_from_transformer_lens(hf: nn.Module) -> Adapter | None:
 
 def adapter_from_model_type(model_type: str) -> Adapter | None:
     """TransformerLens's adapter for an HF ``model_type`` from its default config (no model needed)."""
-    from transformers import AutoConfig  # heavy: imported on first use
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # heavy: imported on first use
-
     architecture = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
     if architecture is None:
         return None

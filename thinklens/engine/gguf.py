@@ -142,11 +142,11 @@ def publish_folder(target: Path, build: Callable[[Path], dict[str, Any]]) -> Pat
 
 def _dequantize_into(gguf_path: Path, out: Path, *, package: str | None, say: Any) -> None:
     """Load the GGUF with transformers, rebuild the model without its quantization config, save model and tokenizer."""
-    import torch  # heavy: imported on first use
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: imported on first use
+    import torch  # lazy: CLI start-up (torch)
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: CLI start-up (transformers)
 
     try:
-        import gguf  # noqa: F401 - transformers needs it to read the file
+        import gguf  # noqa: F401 - transformers needs it to read the file  # lazy: optional dependency (gguf)
     except ImportError:
         raise ThinklensError.of("GGUF support", "the gguf package is not installed", "gguf (the `real` extra)",
                                 "run `make real` (or pip install -e '.[real]')") from None

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal, Union
 
 import torch
 from torch import Tensor
+from transformers.cache_utils import Cache, CacheLayerMixin, LinearAttentionCacheLayerMixin
 
 from thinklens.engine.hooks import ForwardContext, SiteFn, site_hooks
 from thinklens.engine.module_paths import get_module
@@ -266,8 +267,6 @@ class RepeatBlock(Intervention):
 
     @contextmanager
     def _install(self, model: "BaseHookedModel") -> Iterator[None]:
-        from transformers.cache_utils import Cache  # heavy: imported on first use
-
         layer = model.resolve_site(Site("resid_post", self.layer)).layer
         block = get_module(model.hf, model.adapter.layer_path(layer))
         holder = model.context
@@ -356,8 +355,6 @@ class RepeatBlock(Intervention):
 
 
 def _is_linear_layer(cache, layer: int) -> bool:
-    from transformers.cache_utils import LinearAttentionCacheLayerMixin  # heavy: imported on first use
-
     layers = getattr(cache, "layers", None)
     return layers is not None and layer < len(layers) and isinstance(layers[layer], LinearAttentionCacheLayerMixin)
 
@@ -377,8 +374,6 @@ def _save_linear_state(cache_layer) -> dict:
 def _restore_linear_state(cache_layer, saved: dict, n_new: int) -> None:
     """Put a linear-attention cache layer back as :func:`_save_linear_state` saw it; a layer that also keeps
     attention keys (transformers' hybrid layers) drops the ``n_new`` keys of the first pass."""
-    from transformers.cache_utils import CacheLayerMixin, LinearAttentionCacheLayerMixin  # heavy: imported on first use
-
     for f in _LINEAR_FIELDS:
         setattr(cache_layer, f, dict(saved[f]))
     if isinstance(cache_layer, CacheLayerMixin) and getattr(cache_layer, "keys", None) is not None:

@@ -26,6 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import transformers
+from transformers import CONFIG_MAPPING
+
 from thinklens.errors import ThinklensError
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -57,15 +60,12 @@ def folder_problem(folder: str | Path) -> ThinklensError | None:
     if not isinstance(cfg, dict):
         return _error("config.json holds no JSON object", cfg_path, "an object of config fields",
                       "save the model again with save_pretrained")
-    from transformers import CONFIG_MAPPING  # heavy: imported on first use
 
     model_type = cfg.get("model_type")
     if not model_type:
         return _error("config.json names no model_type", cfg_path, "a model_type field (e.g. \"llama\")",
                       "add the model_type of the architecture, or save the model again")
     if model_type not in CONFIG_MAPPING:
-        import transformers  # heavy: imported on first use
-
         close = difflib.get_close_matches(str(model_type), list(CONFIG_MAPPING.keys()), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         return _error(f"unknown model_type {model_type!r} (transformers {transformers.__version__} does not know it)",

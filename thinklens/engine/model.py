@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from jaxtyping import Float
 from torch import Tensor
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
 from thinklens.engine.adapters import Adapter
 from thinklens.engine.base import BaseHookedModel
@@ -100,8 +101,6 @@ def load_tokenizer(path: str):
     transformers 5 maps some model types (qwen2) to their own tokenizer class even when the folder
     holds a generic ``tokenizers`` file, which then tokenizes to nothing.
     """
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast  # heavy: imported on first use
-
     cfg = Path(path) / "tokenizer_config.json"
     if cfg.exists():
         cls = json.loads(cfg.read_text()).get("tokenizer_class")
@@ -144,8 +143,6 @@ class HookedModel(BaseHookedModel):
                 simulation of a server (a check that code will run on NDIF, offline).
             adapter: the model's module paths, overriding discovery (when the self-check refuses a model).
         """
-        from transformers import AutoModelForCausalLM  # heavy: imported on first use
-
         path = resolve_model_path(name_or_path)
         if str(device) == "auto" and device_map is None:
             device_map = "auto"
@@ -192,7 +189,7 @@ class HookedModel(BaseHookedModel):
 
     @classmethod
     def _load_remote(cls, path: str, adapter: Adapter | None = None) -> "HookedModel":
-        from nnsight import LanguageModel  # heavy: imported on first use
+        from nnsight import LanguageModel  # lazy: import cost (nnsight: mounts .save on every object)
 
         kw: dict[str, Any] = {}
         if Path(path).is_dir():  # a local config (tests, or a model NDIF also serves): no hub lookup for the tokenizer

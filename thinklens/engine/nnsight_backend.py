@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
+from transformers import GenerationConfig
 
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
@@ -97,8 +98,6 @@ def capture_with_nnsight(model: "BaseHookedModel", enc: dict[str, Tensor], sites
 def generation_config(model: "BaseHookedModel", cfg: GenerateConfig, eos: list[int]) -> Any:
     """An HF ``GenerationConfig`` that decodes as :func:`thinklens.generation.decode_loop.decode` does: every processor set to
     its neutral value (so none of the model's own ``generation_config.json`` applies), our EOS ids and padding."""
-    from transformers import GenerationConfig  # heavy: imported on first use
-
     neutral = {k: v for k, v in GenerationConfig()._get_default_generation_params().items() if v is not None}
     neutral.pop("max_length", None)
     return GenerationConfig(**{**neutral, "max_new_tokens": cfg.max_new_tokens, "do_sample": cfg.do_sample,
@@ -121,7 +120,7 @@ def decode_with_nnsight(model: "BaseHookedModel", enc: dict[str, Tensor], cfg: G
     (unless ``reseed`` is False: a later batch continues it), which gives the samples of the local loop's
     seeded generator.
     """
-    from nnsight import save  # heavy: imported on first use
+    from nnsight import save  # lazy: import cost (nnsight: mounts .save on every object)
 
     lm = model.to_nnsight()
     eos = sorted(eos_ids(model))

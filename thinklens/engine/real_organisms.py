@@ -111,9 +111,9 @@ def organism_folder(name: str, *, base_folder: Callable[..., Path], progress: bo
 def merge_adapter(base: Path, adapter: Path, out: Path) -> Path:
     """Write ``base`` (a model folder) with the peft adapter in ``adapter`` merged into its weights to ``out``; the
     tokenizer is the base's with the chat template of the adapter's ``organism.json``."""
-    import torch  # heavy: imported on first use
-    from peft import PeftModel  # heavy: imported on first use
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: imported on first use
+    import torch  # lazy: CLI start-up (torch)
+    from peft import PeftModel  # lazy: CLI start-up (peft)
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: CLI start-up (transformers)
 
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()

@@ -112,7 +112,7 @@ def decay_groups(named_params: Iterable[tuple[str, "torch.nn.Parameter"]], weigh
 def adamw(named_params: Iterable[tuple[str, "torch.nn.Parameter"]], *, lr: float, weight_decay: float,
           betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> "torch.optim.AdamW":
     """AdamW over ``named_params`` with weight decay on matrices only (:func:`decay_groups`)."""
-    import torch  # heavy: imported on first use
+    import torch  # lazy: CLI start-up (torch)
 
     return torch.optim.AdamW(decay_groups(named_params, weight_decay), lr=lr, betas=betas, eps=eps)
 
@@ -122,7 +122,7 @@ def adamw(named_params: Iterable[tuple[str, "torch.nn.Parameter"]], *, lr: float
 
 def optimizer_tensors(module: "torch.nn.Module", opt: "torch.optim.Optimizer") -> dict[str, "torch.Tensor"]:
     """``{"<param name>::<key>": tensor}`` for every optimizer state entry (``step`` included), on CPU."""
-    import torch  # heavy: imported on first use
+    import torch  # lazy: CLI start-up (torch)
 
     out: dict[str, torch.Tensor] = {}
     for name, p in module.named_parameters():
@@ -134,7 +134,7 @@ def optimizer_tensors(module: "torch.nn.Module", opt: "torch.optim.Optimizer") -
 def save_checkpoint(folder: str | Path, module: "torch.nn.Module", opt: "torch.optim.Optimizer | None",
                     state: dict[str, Any]) -> None:
     """Write weights, optimizer state and the JSON ``state`` to ``folder`` atomically (temp folder, then swap)."""
-    from safetensors.torch import save_file, save_model  # heavy: imported on first use
+    from safetensors.torch import save_file, save_model  # lazy: CLI start-up (safetensors)
 
     folder = Path(folder)
     tmp = folder.with_name(folder.name + ".tmp")
@@ -154,7 +154,7 @@ def checkpoint_state(folder: str | Path) -> dict[str, Any] | None:
 
 def load_optimizer(folder: str | Path, module: "torch.nn.Module", opt: "torch.optim.Optimizer") -> None:
     """Restore the optimizer state of a checkpoint into ``opt`` (matched by parameter name)."""
-    from safetensors.torch import load_file  # heavy: imported on first use
+    from safetensors.torch import load_file  # lazy: CLI start-up (safetensors)
 
     by_name: dict[str, dict[str, Any]] = {}
     for key, value in load_file(str(Path(folder) / "optimizer.safetensors")).items():
@@ -167,7 +167,7 @@ def load_optimizer(folder: str | Path, module: "torch.nn.Module", opt: "torch.op
 
 def load_checkpoint(folder: str | Path, module: "torch.nn.Module", opt: "torch.optim.Optimizer | None" = None) -> dict[str, Any]:
     """Load a checkpoint's weights into ``module`` (and its optimizer state into ``opt``); returns its JSON state."""
-    from safetensors.torch import load_model  # heavy: imported on first use
+    from safetensors.torch import load_model  # lazy: CLI start-up (safetensors)
 
     folder = Path(folder)
     state = checkpoint_state(folder)
@@ -189,7 +189,7 @@ def make_accelerator(device: str = "cpu") -> Any:
     Under ``accelerate launch`` or torchrun (their environment variables) it joins the process group, so
     the same script trains on one CPU, several CPU processes (gloo) or several GPUs.
     """
-    from accelerate import Accelerator  # heavy: imported on first use
+    from accelerate import Accelerator  # lazy: CLI start-up (accelerate)
 
     return Accelerator(cpu=str(device) == "cpu")
 
@@ -227,7 +227,7 @@ def close_process_group() -> None:
     then, after its work is done and its results are written; a relaunch then reads as a crash. Runs at
     exit of every process that joined a group through :func:`shared_run_folder`; a no-op when none is open.
     """
-    import torch.distributed as dist  # heavy: imported on first use
+    import torch.distributed as dist  # lazy: CLI start-up (torch)
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
@@ -246,8 +246,8 @@ def shared_run_folder(create: Callable[[], "RunFolder"], *, cpu: bool = True) ->
     """
     if launched_world_size() <= 1:
         return create()
-    import torch.distributed as dist  # heavy: imported on first use
-    from accelerate import PartialState  # heavy: imported on first use
+    import torch.distributed as dist  # lazy: CLI start-up (torch)
+    from accelerate import PartialState  # lazy: CLI start-up (accelerate)
 
     state = PartialState(cpu=cpu)  # joins the launch's process group (the trainer's Accelerator reuses it)
     atexit.unregister(close_process_group)  # one registration however many jobs this process runs

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
+from transformers import DynamicCache
+from transformers.cache_utils import Cache, DynamicLayer
 
 from thinklens.engine.base import left_pad as left_pad  # the one left-padder, importable here too, as before
 from thinklens.engine.hooks import ForwardContext, site_hooks
@@ -74,8 +76,6 @@ def new_cache(model: "BaseHookedModel") -> Any:
     """An empty KV cache for ``model``. Sliding-window layers (Mistral, Gemma 2/3, OLMo 3, gpt-oss) keep
     their past until cropped, so :meth:`Decoder.rollback` and ``RepeatBlock`` work past the window (the
     attention still sees only the window; memory as a full-attention layer)."""
-    from transformers import DynamicCache  # heavy: imported on first use
-
     own = own_cache_class(model.hf)
     if own is not None:  # a family whose forward takes its own cache class only (MiniMax)
         return own()
@@ -94,8 +94,6 @@ OWN_CACHE_TYPES = frozenset({"minimax"})
 
 def own_cache_class(hf: torch.nn.Module) -> Any:
     """The cache class defined in ``hf``'s modeling module for :data:`OWN_CACHE_TYPES`, else None."""
-    from transformers.cache_utils import Cache  # heavy: imported on first use
-
     if getattr(hf.config, "model_type", None) not in OWN_CACHE_TYPES:
         return None
     module = sys.modules.get(type(hf).__module__)
@@ -346,8 +344,6 @@ class Decoder:
     def can_splice(self) -> bool:
         """Whether :meth:`splice` can replace rows: every cache layer keeps the keys and values of every position
         (full attention), no state lives in the modules, and every step takes the attention mask."""
-        from transformers.cache_utils import DynamicLayer  # heavy: imported on first use
-
         layers = getattr(self.cache, "layers", None)
         return (isinstance(layers, list) and bool(layers) and not self.model.adapter.module_state
                 and getattr(self.model.config, "model_type", None) not in MASK_AT_PREFILL_ONLY

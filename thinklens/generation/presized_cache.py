@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from transformers.cache_utils import DynamicLayer
 
 
 class PresizedLayer:
@@ -50,7 +51,6 @@ _PRESIZED: list[type] = []
 def _presized_class() -> type:
     if _PRESIZED:
         return _PRESIZED[0]
-    from transformers.cache_utils import DynamicLayer  # heavy: imported on first use
 
     class PresizedDynamicLayer(PresizedLayer, DynamicLayer):
         def __init__(self, capacity: int):
@@ -114,8 +114,6 @@ def presize_cache(cache: Any, positions: int) -> int:
     """Swap the empty full-attention layers of a fresh transformers cache (exactly ``DynamicLayer``, or pre-sized
     ones: re-sized) for :func:`presized_layer` ones of ``positions`` positions; other layers (sliding windows, linear attention, a family's
     own) stay as they are. Returns how many layers were swapped (0: the fallback, the dynamic cache as it was)."""
-    from transformers.cache_utils import DynamicLayer  # heavy: imported on first use
-
     layers = getattr(cache, "layers", None)
     if not isinstance(layers, list):
         return 0

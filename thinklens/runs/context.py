@@ -49,7 +49,7 @@ class RunOptions:
 
     @property
     def torch_dtype(self) -> Any:
-        import torch
+        import torch  # lazy: CLI start-up (torch)
 
         return getattr(torch, self.dtype)
 
@@ -76,7 +76,7 @@ class Progress:
         if not self.enabled:
             yield from iterable
             return
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # lazy: CLI start-up (tqdm)
 
         yield from tqdm(iterable, desc=desc, total=total, file=self.stream or sys.stderr, dynamic_ncols=True)
 
@@ -121,7 +121,7 @@ class Shards:
         """Wait until every process has finished its share; then the stage items each recorded in the run
         folder (cache files, progress shards) are there for all to read."""
         if self.size > 1:
-            import torch.distributed as dist
+            import torch.distributed as dist  # lazy: CLI start-up (torch)
 
             dist.barrier()
 
@@ -129,7 +129,7 @@ class Shards:
         """The main process's ``value`` on every process (the others pass anything, e.g. None); waits for the main one."""
         if self.size == 1:
             return value
-        import torch.distributed as dist
+        import torch.distributed as dist  # lazy: CLI start-up (torch)
 
         box = [value if self.is_main else None]
         dist.broadcast_object_list(box, src=0)
@@ -169,7 +169,7 @@ class JobContext:
 
 def hooked_loader(options: RunOptions) -> Callable[[str], Any]:
     def load(name: str) -> Any:
-        from thinklens.engine.model import HookedModel
+        from thinklens.engine.model import HookedModel  # lazy: CLI start-up (torch)
 
         return HookedModel.load(name, device=options.device, dtype=options.torch_dtype)
     return load

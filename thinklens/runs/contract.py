@@ -4,6 +4,7 @@ docs read of it) and :class:`DemoRun` (its runs in ``make demo``). Part of the j
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -13,6 +14,7 @@ from typing import Any
 
 from thinklens.errors import ThinklensError, did_you_mean
 from thinklens.runs.config_files import fields_of, read_config_file
+from thinklens.runs.configcli import rename_deprecated
 from thinklens.runs.context import RESERVED, JobContext, RunOptions
 
 
@@ -165,7 +167,6 @@ class Job:
             base = fields_of(self.presets[preset])
         if config_file is not None:
             base.update(read_config_file(self.config, config_file))
-        from thinklens.runs.configcli import rename_deprecated
 
         fields = rename_deprecated(self.config, fields)  # an old option name: one line naming the new one
         unknown = set(fields) - {f.name for f in dataclasses.fields(self.config)}
@@ -196,8 +197,6 @@ def resolve(ref: str, what: str = "declaration") -> Any:
         >>> resolve("thinklens.runs.contract:plain_text").__name__
         'plain_text'
     """
-    import importlib
-
     module, _, name = ref.partition(":")
     try:
         return getattr(importlib.import_module(module), name)

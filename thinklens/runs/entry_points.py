@@ -33,7 +33,7 @@ def _checkout_entry_points(group: str) -> list[metadata.EntryPoint] | None:
     if path is None:
         return None
     try:
-        import tomllib  # local: the standard library has it from Python 3.11 only
+        import tomllib  # lazy: optional dependency (tomllib: Python 3.11+)
     except ImportError:  # Python 3.10: no TOML reader in the standard library; the installed metadata answers
         return None
     try:

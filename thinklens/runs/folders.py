@@ -288,7 +288,7 @@ class RunFolder:
         return p
 
     def read_figure(self, name: str) -> Any:
-        import plotly.io as pio  # heavy: imported on first use
+        import plotly.io as pio  # lazy: CLI start-up (plotly)
 
         return pio.from_json((self.path / "figures" / f"{validate_id(name, 'figure name')}.json").read_text())
 

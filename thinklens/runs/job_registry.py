@@ -19,12 +19,15 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from thinklens import lazy
 from thinklens.errors import ThinklensError, did_you_mean
+from thinklens.runs import entry_points  # the module: its entry_points is looked up per call (tests patch it)
 from thinklens.runs.contract import Job
 
 ENTRY_POINT_GROUP = "thinklens.jobs"
@@ -43,11 +46,9 @@ def _entry_points() -> dict[str, Any]:
     """
     global _ENTRY
     if _ENTRY is None:
-        from thinklens.runs.entry_points import entry_points
-
         out: dict[str, Any] = {}
         # the job modules first; then a checkout's own pyproject.toml (installed or not) and other distributions'
-        for ep in [*job_modules(), *entry_points(ENTRY_POINT_GROUP)]:
+        for ep in [*job_modules(), *entry_points.entry_points(ENTRY_POINT_GROUP)]:
             if ep.attr is not None and ep.attr.endswith("JOBS"):
                 out.update({job.name: job for job in _job_list(ep) if job.name not in out})
             elif ep.name not in out:
@@ -60,10 +61,6 @@ def job_modules() -> list[metadata.EntryPoint]:
     """Every job module, as the entry point that would register it: each ``<name>.py`` of a ``jobs`` package of
     thinklens is ``<name with - for _> = "thinklens.<package>.jobs.<name>:JOB"`` (``:JOBS`` when the module holds a
     list of jobs). The folders are listed and the files read as text: no job module is imported."""
-    import importlib.util
-
-    from thinklens import lazy
-
     top = importlib.util.find_spec("thinklens")
     packages = {d.name for loc in top.submodule_search_locations or [] for d in Path(loc).iterdir()
                 if d.name.isidentifier() and (d / "__init__.py").is_file()}  # listing package folders only

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from thinklens.calibration.findings import finding_sentence
 from thinklens.errors import ThinklensError, did_you_mean, in_cli, opt, opt_name
 from thinklens.runs.folders import RunEntry, default_runs_root, discover_runs
 
@@ -62,8 +63,6 @@ def run_headline(entry: RunEntry) -> str:
         return f"failed: {entry.failure}" if entry.failure else "failed"
     findings = (entry.summary or {}).get("findings") or []
     if findings:
-        from thinklens.calibration.findings import finding_sentence  # numpy: imported only for a run with findings
-
         return finding_sentence(findings[0])
     if entry.status == "interrupted":  # SIGINT or SIGTERM (thinklens.runs.interrupts)
         return "interrupted: rerun the same command to resume"
@@ -158,8 +157,6 @@ def show_lines(ref: str, root: Path | str | None = None) -> list[str]:
     summary = e.summary or {}
     findings = summary.get("findings") or []
     if findings:
-        from thinklens.calibration.findings import finding_sentence  # numpy: imported only for a run with findings
-
         lines.append("findings:")
         lines += [f"  [{f.get('verdict')}] {finding_sentence(f)}" for f in findings]
     elif summary.get("findings_note"):

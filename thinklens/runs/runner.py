@@ -5,19 +5,22 @@ Python and returns a :class:`JobResult`. Part of the job contract (:mod:`thinkle
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from thinklens.data.problemsets import DataOptions
+from thinklens.engine.training import launched_rank, launched_world_size, shared_run_folder
 from thinklens.errors import ThinklensError
 from thinklens.runs.context import JobContext, Progress, RunOptions, Shards, hooked_loader
 from thinklens.runs.contract import Job
+from thinklens.runs.folders import RunEntry, RunFolder, default_runs_root
+from thinklens.runs.interrupts import JobInterrupted, catch_signals
 from thinklens.runs.job_registry import get_job
-
-if TYPE_CHECKING:
-    from thinklens.runs.folders import RunFolder
+from thinklens.runs.listing import run_headline
 
 
 def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
@@ -26,17 +29,12 @@ def open_run_folder(job: Job, config: Any, options: RunOptions) -> "RunFolder":
     Under a multi-process launch (accelerate launch, torchrun) rank 0 opens it and every rank uses that one,
     recording its finished items in its own progress shard (``RunFolder.shard``).
     """
-    from thinklens.engine.training import shared_run_folder
-    from thinklens.runs.folders import RunFolder, default_runs_root
-
     def create() -> "RunFolder":
         if options.out:
             return RunFolder.create(job.run_kind, config, path=Path(options.out).expanduser(),
                                     allow_stale=options.allow_stale)
         root = Path(options.runs) if options.runs else default_runs_root()
         return RunFolder.create(job.run_kind, config, root=root, run_id=options.run_id, allow_stale=options.allow_stale)
-
-    from thinklens.engine.training import launched_rank
 
     run = shared_run_folder(create, cpu=options.device == "cpu")
     run.shard = launched_rank()
@@ -62,7 +60,6 @@ def preflight(job: Job, config: Any) -> None:
     if job.preflight is not None:
         job.preflight(config)
         return
-    from thinklens.data.problemsets import DataOptions
 
     if isinstance(config, DataOptions) and config.data:
         config.load()
@@ -75,11 +72,8 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
     SIGINT and SIGTERM stop it with :class:`~thinklens.runs.interrupts.JobInterrupted` (the run folder marked
     ``interrupted``; re-running resumes); a refusal (ThinklensError) marks it ``failed`` with its reason.
     """
-    from thinklens.engine.training import launched_rank, launched_world_size
-    from thinklens.runs.interrupts import JobInterrupted, catch_signals
-
     if options.threads:
-        import torch
+        import torch  # lazy: CLI start-up (torch)
 
         torch.set_num_threads(options.threads)
     shards = Shards(launched_rank(), launched_world_size())
@@ -125,8 +119,6 @@ def execute(job: Job, config: Any, options: RunOptions, *, models: Mapping[str, 
             stopped = e if isinstance(e, JobInterrupted) else JobInterrupted.of(e)
             with guard.shield():
                 if run is not None and main_process and run.meta().get("status") != "done":
-                    import datetime as _dt
-
                     at = {"signal": stopped.signal_name, "at": _dt.datetime.now().isoformat(timespec="seconds")}
                     run.write_meta(status="interrupted", interruptions=[*run.meta().get("interruptions", []), at])
             stopped.run = run.path if run is not None else None
@@ -224,9 +216,6 @@ class JobResult:
     @classmethod
     def of(cls, job: str, run: "RunFolder", value: Any) -> "JobResult":
         """The record of a finished ``run`` whose job returned ``value``."""
-        from thinklens.runs.folders import RunEntry
-        from thinklens.runs.listing import run_headline
-
         meta = run.meta()
         summary = dict(meta.get("summary") or {})
         own = getattr(value, "summary", None)

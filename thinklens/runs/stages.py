@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
+import safetensors.numpy
 
 from thinklens.errors import ThinklensError
 from thinklens.runs.folders import RunFolder, atomic_write_bytes, atomic_write_json, validate_id
-
-if TYPE_CHECKING:
-    import numpy as np
 
 
 class StageCache:
@@ -66,9 +66,6 @@ class StageCache:
 
     def arrays(self, item: str, compute: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         """The cached arrays of ``item`` (safetensors), computing and caching them first if needed."""
-        import numpy as np  # heavy: imported on first use
-        import safetensors.numpy  # heavy: imported on first use
-
         path = self.dir / f"{validate_id(item, 'stage item')}.safetensors"
         if self.done(item) and path.is_file():
             return safetensors.numpy.load_file(str(path))
@@ -97,6 +94,4 @@ def batch_seed(seed: int, *coordinates: int) -> int:
         >>> batch_seed(0, 1, 2) == batch_seed(0, 1, 2) != batch_seed(0, 1, 3)
         True
     """
-    import numpy as np  # heavy: imported on first use
-
     return int(np.random.default_rng([int(seed), *map(int, coordinates)]).integers(2**31 - 1))

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from thinklens.errors import ThinklensError
@@ -56,8 +57,6 @@ class TargetAlignment:
 def check_style(style: str) -> str:
     """Return ``style`` if known, else raise a did-you-mean error."""
     if style not in STYLES:
-        import difflib
-
         near = difflib.get_close_matches(str(style), STYLES, n=1)
         fix = f"did you mean {near[0]!r}?" if near else f"use one of {', '.join(STYLES)}"
         raise ThinklensError.of("prompt format", style, f"a zoo prompt format (a zoo style): one of {', '.join(STYLES)}", fix)
