@@ -70,7 +70,7 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     """Forced exits decoded together."""
 
     def check(self) -> None:
-        from thinklens.probes.conformal import min_calibration_events
+        from thinklens.probes.conformal import min_calibration_events  # lazy: CLI start-up (scipy)
 
         if self.data_fields and not self.data:
             raise ThinklensError.of("data_fields", self.data_fields, f"a field mapping for {opt('data')}",

@@ -38,7 +38,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from scipy.stats import binom, binomtest
 
+from thinklens.calibration import stats
 from thinklens.errors import ThinklensError
 
 #: The smallest violation of the per-event bound (a true ``P(S={1}|y=0)`` of delta + this) the validity test must
@@ -281,8 +283,6 @@ def violation_p_value(k: int, n: int, delta: float) -> float:
         >>> round(violation_p_value(19, 379, 0.05), 3), round(violation_p_value(45, 319, 0.1), 4)
         (0.528, 0.012)
     """
-    from scipy.stats import binomtest
-
     return float("nan") if n <= 0 else float(binomtest(int(k), int(n), float(delta), alternative="greater").pvalue)
 
 
@@ -294,8 +294,6 @@ def binomial_power(n: int, delta: float, violation: float, alpha: float = 0.05) 
         >>> round(binomial_power(379, 0.05, 0.02), 3), round(binomial_power(1600, 0.1, 0.02), 3)
         (0.491, 0.811)
     """
-    from scipy.stats import binom
-
     if n <= 0:
         return 0.0
     c = int(binom.isf(alpha, n, delta))  # about the critical count; the loops make it exact
@@ -314,8 +312,6 @@ def clopper_pearson(k: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np
         >>> lo.round(4).tolist(), hi.round(4).tolist()
         ([0.0, 0.1871], [0.3085, 0.8129])
     """
-    from thinklens.calibration import stats
-
     k = np.asarray(k)
     bounds = [stats.clopper_pearson(int(ki), int(max(n, 0)), level=confidence) for ki in k.ravel()]  # the one exact interval
     lower = np.array([b[0] for b in bounds], dtype=np.float64).reshape(k.shape)

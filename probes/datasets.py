@@ -35,6 +35,7 @@ from thinklens.generation.trace import Trace
 from thinklens.probes.estimators import LinearProbe, RidgeProbe
 from thinklens.probes.exits import EventTable, RolloutTable
 from thinklens.probes.lynx import CueEvent, LynxConfig, find_cue_events
+from thinklens.tasks import TaskConfig, generate_problems, render_prompt
 
 
 def rollout_events(traces: Sequence[Trace], tokenizer, config: LynxConfig, split: str) -> list[list[CueEvent]]:
@@ -53,8 +54,6 @@ def sampled_think_rollouts(model, n: int, *, max_steps: int, max_new_tokens: int
     """``n`` sampled think rollouts of zoo problems (1..``max_steps`` steps), their test-split cue events and gold
     answers: the inputs of a forced-exit labelling. With ``every``, events sit at fixed strides instead (one-token
     cues every ``every`` tokens: a random model writes few cue words)."""
-    from thinklens.tasks import TaskConfig, generate_problems, render_prompt
-
     problems = generate_problems(n, seed=seed, config=TaskConfig(min_steps=1, max_steps=max_steps))
     traces = model.generate([render_prompt(p, "think") for p in problems], max_new_tokens=max_new_tokens,
                             do_sample=True, seed=seed, temperature=temperature, top_p=top_p)

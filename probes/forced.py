@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from transformers import DynamicCache
 
 from thinklens.data.answers import extract_answer, is_correct
 from thinklens.engine.hooks import site_hooks
@@ -50,8 +51,6 @@ def _event_cache(model, layers, rows_b: torch.Tensor, offsets: torch.Tensor, len
             tokens start; lengths: [event] prefix length L (prompt + tokens before the cue).
     Returns ``(cache, mask)`` with ``mask`` [event, Lmax], left padded.
     """
-    from transformers import DynamicCache
-
     width = int(lengths.max())
     col = torch.arange(width, device=lengths.device)[None]  # [1, Lmax]
     pad = (width - lengths)[:, None]  # [event, 1]

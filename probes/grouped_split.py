@@ -26,7 +26,7 @@ def validation_split(y: np.ndarray, groups: np.ndarray, val_fraction: float, see
         >>> len(va), set(groups[tr]) & set(groups[va])
         (20, set())
     """
-    from sklearn.model_selection import GroupShuffleSplit, StratifiedGroupKFold  # heavy: off the lynx job's --help
+    from sklearn.model_selection import GroupShuffleSplit, StratifiedGroupKFold  # lazy: CLI start-up (sklearn)
 
     y, groups = np.asarray(y), np.asarray(groups)
     if groups.shape != y.shape:

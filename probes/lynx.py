@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import re
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from thinklens.data.formats import ZOO_CUE_TOKENS
+from thinklens.data.words import find_words
 from thinklens.engine.sites import Site, hidden_state_site
 from thinklens.errors import ThinklensError, opt_name
 from thinklens.probes.grouped_split import validation_split
@@ -118,8 +121,6 @@ def format_settings(fmt: PromptFormat) -> dict[str, Any]:
         >>> format_settings(PromptFormat("think", span=ZOO_THINK_SPAN))
         {'cue_words': ('hmm', 'wait'), 'exit_string': '</think> ####', 'max_answer_tokens': 8}
     """
-    from thinklens.data.formats import ZOO_CUE_TOKENS
-
     if fmt.is_zoo:
         return {"cue_words": ZOO_CUES, "exit_string": fmt.lynx_exit, "max_answer_tokens": ZOO_CUE_TOKENS}
     return {"cue_words": DEFAULT_CUES, "exit_string": fmt.lynx_exit, "max_answer_tokens": REFERENCE_ANSWER_TOKENS}
@@ -202,8 +203,6 @@ class LynxConfig(ConfigGroup):
             >>> LynxConfig().resolved().cue_words, LynxConfig(cue_words=("wait",)).resolved().cue_words
             (('hmm', 'wait', 'alternatively'), ('wait',))
         """
-        import dataclasses
-
         fill = {"cue_words": DEFAULT_CUES, "exit_string": REFERENCE_EXIT, "max_answer_tokens": REFERENCE_ANSWER_TOKENS}
         return dataclasses.replace(self, **{k: v for k, v in fill.items() if getattr(self, k) is None})
 
@@ -291,7 +290,6 @@ def find_cue_events(tokens: Sequence[str], *, cue_words: Sequence[str] = DEFAULT
         raise ThinklensError.of("fallback_fraction", fallback_fraction, "a fraction in (0, 1)", "use 0.7")
     if len(tokens) == 0:
         return []
-    from thinklens.data.words import find_words
 
     events = [CueEvent(h.end_index, h.start_index, h.word, h.char_span) for h in find_words(tokens, words, separator=separator)]
     events = events[:max_events] if max_events is not None else events
@@ -387,8 +385,8 @@ def train_lynx_probe(X: np.ndarray, y: np.ndarray, config: LynxConfig = LynxConf
         >>> (val.n_train, val.n_val), val.auroc > 0.9
         ((240, 60), True)
     """
-    from thinklens.probes.intention import auroc_score
-    from thinklens.probes.mlp import LynxMLPProbe
+    from thinklens.probes.intention import auroc_score  # lazy: CLI start-up (sklearn)
+    from thinklens.probes.mlp import LynxMLPProbe  # lazy: CLI start-up (sklearn)
 
     X, y = np.asarray(X), np.asarray(y)
     counts = np.bincount(y.astype(np.int64), minlength=2) if y.size else np.zeros(2, int)

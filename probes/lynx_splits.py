@@ -33,7 +33,7 @@ from thinklens.generation.trace import Trace
 from thinklens.probes.datasets import ForcedExits, rollout_events
 from thinklens.probes.forced import event_features_and_labels
 from thinklens.probes.lynx import CueEvent
-from thinklens.probes.rollouts import cached_rollouts
+from thinklens.probes.rollouts import cached_rollouts, rollout_batch
 from thinklens.runs.jobs import Progress, Shards
 from thinklens.runs.stages import StageCache, batch_ranges, batch_seed
 
@@ -200,7 +200,6 @@ def labelled_split(model, config: LynxJobConfig, split: str, prompts: list[str],
             check_cues_found(config, {**(earlier or {}), split: data})
         check_label_classes(split, counts, need, len(prompts), len(prompts), 0)
         return data
-    from thinklens.probes.rollouts import rollout_batch
 
     traces: list[Trace] = []
     events: list[list[CueEvent]] = []

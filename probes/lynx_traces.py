@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import safetensors.numpy
+
 from thinklens.errors import ThinklensError
 from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
 
@@ -33,8 +35,6 @@ def exits_where(delta: float, correct: bool | None = None) -> str:
 
 def exits_at(path: Path, delta: float) -> list[tuple[int, bool]]:
     """``(rollout, forced exit correct)`` of every test rollout LYNX exits early at ``delta``."""
-    import safetensors.numpy
-
     exits = lynx_exits(Path(path))
     if float(delta) not in exits:
         raise ThinklensError.of("δ", delta, f"one of {sorted(exits)}", "pick a δ LYNX was evaluated at")
@@ -57,8 +57,6 @@ def where_traces(path: Path, where: str) -> list[tuple[str, str]] | None:
 
 
 def lynx_rollouts(path: Path) -> dict[str, Any]:
-    import safetensors.numpy
-
     try:
         return safetensors.numpy.load_file(str(path / "arrays" / "test_rollouts.safetensors"))
     except OSError as e:
@@ -83,8 +81,6 @@ def lynx_exits(path: Path) -> dict[float, list[int]]:
 
 def load_trace(path: Path, run: str, trace: str) -> TraceData:
     """One test rollout: the probe's score at each cue event, the cue events and LYNX's exit at each δ marked."""
-    import safetensors.numpy
-
     i = int(trace)
     rollouts = lynx_test_traces(path)
     ro = lynx_rollouts(path)

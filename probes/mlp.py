@@ -18,10 +18,12 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import accuracy_score
 from sklearn.neural_network import MLPClassifier
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -124,10 +126,6 @@ class LynxMLPProbe(ScoreClassifierMixin, ClassifierMixin, BaseEstimator):
                      groups) -> float:
         """Epochs of ``mlp`` on a grouped training share until the grouped validation accuracy stalls; leaves the
         best epoch's weights in ``mlp`` and returns its score."""
-        import warnings
-
-        from sklearn.metrics import accuracy_score
-
         groups = np.asarray(groups)
         if groups.shape != y_index.shape:
             raise ThinklensError.of("groups", groups.shape, f"one group (rollout) id per sample, shape {y_index.shape}",

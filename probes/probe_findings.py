@@ -38,10 +38,14 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import rankdata
+from sklearn.base import clone
+from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold, cross_val_predict
 
 from thinklens.calibration.findings import Finding, accuracy_finding, no_headroom, verdict_from_interval
 from thinklens.calibration.stats import bootstrap_units, split_indices
 from thinklens.errors import ThinklensError, opt
+from thinklens.probes.datasets import layer_sweep
+from thinklens.probes.estimators import LinearProbe, RidgeProbe
 
 #: Label permutations of the shuffled-label control (its score is their mean: one permutation is noisy).
 N_SHUFFLES = 5
@@ -136,9 +140,6 @@ def _folds_for(y: np.ndarray, groups: np.ndarray | None, classify: bool, folds: 
 def _oof(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None, probe: Any, classify: bool, folds: int,
          seed: int) -> np.ndarray:
     """Out-of-fold predictions of ``probe`` (grouped folds when ``groups``), P(class 1) for labels."""
-    from sklearn.base import clone
-    from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold, cross_val_predict
-
     if groups is None:
         cv = (StratifiedKFold if classify else KFold)(n_splits=folds, shuffle=True, random_state=seed)
     else:
@@ -152,8 +153,6 @@ def held_out_choice(features: Mapping[str, np.ndarray], y: np.ndarray, *, probe:
                     control: np.ndarray | None = None) -> HeldOutChoice | None:
     """Choose the site on one half of the problems, predict out of fold on the other (None when a half cannot be
     cross-validated: too few problems, or one class only)."""
-    from thinklens.probes.datasets import layer_sweep
-
     y = np.asarray(y)
     sel, rep = _halves(y, groups, classify, seed)
     g_sel = None if groups is None else groups[sel]
@@ -260,8 +259,6 @@ def probe_findings(features: Mapping[str, np.ndarray], y: np.ndarray, *, target:
                    folds: int = 5, seed: int = 0, groups: np.ndarray | None = None,
                    steps: np.ndarray | None = None) -> list[Finding]:
     """The findings of a probe sweep over ``features`` (site -> ``[rows, d]``): see the module docstring."""
-    from thinklens.probes.estimators import LinearProbe, RidgeProbe
-
     if target not in ("correct", "intermediate"):
         raise ThinklensError.of("probe target", target, "correct or intermediate", f"pass the probe job's {opt('target')}")
     if target == "correct":

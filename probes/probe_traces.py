@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+from thinklens.runs.run_views import read_result_json
 
 PROBLEMS = "probe_problems"
 """The result (``results/probe_problems.json``) holding one record per problem."""
@@ -29,9 +33,6 @@ MOST_WRONG_WHERE = "most_wrong=true"
 def held_out_probabilities(probe: Any, X: np.ndarray, y: np.ndarray, *, folds: int, seed: int) -> np.ndarray:
     """``P(y = 1)`` of each row from the probe fitted on the other folds (stratified, shuffled, seeded as the sweep's
     folds, :func:`thinklens.probes.datasets.layer_sweep`): ``[row]``."""
-    from sklearn.base import clone
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
-
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     return cross_val_predict(clone(probe), np.asarray(X), y, cv=splitter, method="predict_proba")[:, 1]
 
@@ -49,7 +50,5 @@ def problem_records(prompts: Sequence[str], texts: Sequence[str], y: Sequence[in
 
 def most_wrong_count(path: Path) -> int | None:
     """How many examples the run flags as most wrong; None when it predates per-problem traces."""
-    from thinklens.runs.run_views import read_result_json
-
     file = Path(path) / "results" / f"{PROBLEMS}.json"
     return sum(bool(r.get("most_wrong")) for r in read_result_json(file)) if file.is_file() else None

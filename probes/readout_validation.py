@@ -30,6 +30,11 @@ from typing import Any
 import numpy as np
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.stats import bootstrap_units
+from thinklens.calibration.tost import tost_mean
+from thinklens.probes.datasets import prompt_states
+from thinklens.probes.estimators import DiffMeanProbe, LinearProbe
+from thinklens.zoo.registry import repo_root
 
 MIN_ACCURACY = 0.8
 """Report accuracy the planted verdict needs."""
@@ -54,8 +59,6 @@ FULL = Plan(n_sentences=1200)
 @lru_cache(maxsize=1)
 def templates() -> dict[str, Any]:
     """``data/real/sentiment_templates.json``."""
-    from thinklens.zoo.registry import repo_root
-
     return json.loads((repo_root() / "data" / "real" / "sentiment_templates.json").read_text())
 
 
@@ -79,18 +82,11 @@ def sentences(n: int, *, seed: int) -> tuple[list[str], np.ndarray, np.ndarray, 
 
 
 def _fit_score(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, Any]:
-    from thinklens.probes.estimators import LinearProbe
-
     probe = LinearProbe().fit(X[train], y[train])
     return probe.predict(X[test]) == y[test], probe
 
 
 def _measure(ctx: SettingContext, *, null: bool) -> Check:
-    from thinklens.calibration.stats import bootstrap_units
-    from thinklens.calibration.tost import tost_mean
-    from thinklens.probes.datasets import prompt_states
-    from thinklens.probes.estimators import DiffMeanProbe
-
     model = ctx.hooked()
     plan = QUICK if ctx.quick else FULL
     texts, y, split, adjectives = sentences(plan.n_sentences, seed=ctx.seed)

@@ -36,8 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.errors import ThinklensError
 from thinklens.probes.conformal import MIN_POWER, VIOLATION, binomial_power
-from thinklens.probes.lynx_findings import ACCURACY_MARGIN
+from thinklens.probes.lynx_findings import ACCURACY, ACCURACY_MARGIN, SAVING, find
+from thinklens.zoo.registry import zoo_dir, zoo_path
 
 PLANTED_MODEL = "tiny-overthink"
 NULL_MODEL = "tiny-r1"
@@ -114,8 +116,6 @@ def delta_rows(result, size: Size | None = None) -> tuple[list[dict[str, Any]], 
     """Per target delta the saving (with its bootstrap interval from the run's findings), accuracy, full accuracy and
     the paired change's TOST interval, exits, oracle saving and validity (its test's power against ``size``'s
     violation) of a LYNX result; and the target deltas the run could not evaluate."""
-    from thinklens.probes.lynx_findings import ACCURACY, SAVING, find
-
     size = size or FULL_NULL
     full = result.report.get("full").accuracy
     oracle = result.report.get("oracle").saving
@@ -199,9 +199,6 @@ def model_ref(name: str) -> str:
     """``name`` when it is a zoo name; the folder ``data/zoo/<name>`` when the model is published there but its name
     is not registered in this checkout yet (the job loads a local folder the same way); else ``name`` (the job then
     says what is missing)."""
-    from thinklens.errors import ThinklensError
-    from thinklens.zoo.registry import zoo_dir, zoo_path
-
     try:
         zoo_path(name)
         return name

@@ -42,8 +42,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from thinklens.calibration.findings import findings_doc
+from thinklens.data.answers import is_correct
+from thinklens.data.formats import format_for
+from thinklens.engine.tokenization import prompt_ids
 from thinklens.errors import ThinklensError, opt, opt_name
+from thinklens.generation.budgets import ROLLOUT_TOKENS, new_token_budget, prompt_budgets
 from thinklens.probes.config import LynxJobConfig
+from thinklens.probes.lynx import check_cue_vocabulary, format_settings, lynx_sites, train_lynx_probe
+from thinklens.runs.headlines import num, result_json
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 
 if TYPE_CHECKING:
@@ -57,10 +66,6 @@ def resolve_settings(config: LynxJobConfig, fmt: PromptFormat, *, prompts: Seque
     tokens (:func:`thinklens.probes.lynx.format_settings`) and the rollout cap (:func:`thinklens.generation.budgets.new_token_budget`,
     one for every rollout: the longest of ``prompts``, the rollout, the exit and the forced answer fit in
     ``max_context``)."""
-    from thinklens.engine.tokenization import prompt_ids
-    from thinklens.generation.budgets import ROLLOUT_TOKENS, new_token_budget, prompt_budgets
-    from thinklens.probes.lynx import format_settings
-
     fill = {k: v for k, v in format_settings(fmt).items() if getattr(config, k) is None}
     if config.max_new_tokens is None:
         exit_string = fill.get("exit_string", config.exit_string)
@@ -83,7 +88,7 @@ def usable_deltas(config: LynxJobConfig, calibrator: MondrianCalibrator) -> tupl
             usable.append(float(d))
         except ThinklensError:
             if not config.skip_vacuous:
-                from thinklens.probes.conformal import min_calibration_events
+                from thinklens.probes.conformal import min_calibration_events  # lazy: CLI start-up (scipy)
 
                 raise ThinklensError.of(
                     "calibration class size", f"{calibrator.n_pos} positive and {calibrator.n_neg} negative "
@@ -110,7 +115,7 @@ def label_need(config: LynxJobConfig, split: str) -> int:
         >>> label_need(dataclasses.replace(cfg, skip_vacuous=True), "calibration")
         3
     """
-    from thinklens.probes.conformal import min_calibration_events
+    from thinklens.probes.conformal import min_calibration_events  # lazy: CLI start-up (scipy)
 
     if split == "train":
         return 2 if config.probe is None else 0
@@ -122,11 +127,11 @@ def label_need(config: LynxJobConfig, split: str) -> int:
 def preflight(config: LynxJobConfig) -> None:
     """Every split's problems loaded and checked disjoint before the model loads (a missing or malformed file, a
     question in two splits); a given probe's folder read."""
-    from thinklens.probes.lynx_splits import split_problem_sets
+    from thinklens.probes.lynx_splits import split_problem_sets  # lazy: CLI start-up (torch)
 
     split_problem_sets(config)
     if config.probe is not None:
-        from thinklens.probes.io import read_probe_meta
+        from thinklens.probes.io import read_probe_meta  # lazy: CLI start-up (sklearn)
 
         read_probe_meta(config.probe)
 
@@ -134,11 +139,8 @@ def preflight(config: LynxJobConfig) -> None:
 def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, sites, train):
     """The probe and its validation record: the given one, the one this run saved, or a new one trained on the
     train split's events (``train``: its SplitData; None with a given probe)."""
-    import numpy as np
-
-    from thinklens.probes.io import load_probe, save_probe
-    from thinklens.probes.lynx import train_lynx_probe
-    from thinklens.probes.mlp import LynxMLPProbe
+    from thinklens.probes.io import load_probe, save_probe  # lazy: CLI start-up (sklearn)
+    from thinklens.probes.mlp import LynxMLPProbe  # lazy: CLI start-up (sklearn)
 
     site_names = [str(s) for s in sites]
     if config.probe is not None:
@@ -160,21 +162,15 @@ def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, s
 
 def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     """Run (or resume) the LYNX job in ``ctx.run``; writes results, arrays, figures and the probe."""
-    import numpy as np
-
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.data.answers import is_correct
-    from thinklens.data.formats import format_for
-    from thinklens.probes.conformal import MondrianCalibrator, validity_curve
-    from thinklens.probes.datasets import exit_tables
-    from thinklens.probes.exits import base_rate_by_position, evaluate_exit_policies
-    from thinklens.probes.intention import auroc_score
-    from thinklens.probes.io import load_probe
-    from thinklens.probes.lynx import check_cue_vocabulary, lynx_sites
-    from thinklens.probes.lynx_findings import lynx_findings
-    from thinklens.probes.lynx_result import LynxResult, write_lynx_result
-    from thinklens.probes.lynx_splits import SPLITS, check_cues_found, labelled_split, split_problem_sets
-    from thinklens.runs.stages import StageCache
+    from thinklens.probes.conformal import MondrianCalibrator, validity_curve  # lazy: CLI start-up (scipy)
+    from thinklens.probes.datasets import exit_tables  # lazy: CLI start-up (torch)
+    from thinklens.probes.exits import base_rate_by_position, evaluate_exit_policies  # lazy: CLI start-up (scipy)
+    from thinklens.probes.intention import auroc_score  # lazy: CLI start-up (sklearn)
+    from thinklens.probes.io import load_probe  # lazy: CLI start-up (sklearn)
+    from thinklens.probes.lynx_findings import lynx_findings  # lazy: CLI start-up (scipy)
+    from thinklens.probes.lynx_result import LynxResult, write_lynx_result  # lazy: CLI start-up (scipy)
+    from thinklens.probes.lynx_splits import SPLITS, check_cues_found, labelled_split, split_problem_sets  # lazy: CLI start-up (torch)
+    from thinklens.runs.stages import StageCache  # lazy: CLI start-up (safetensors)
 
     model = ctx.model
     fmt = format_for(model, config.prompt_format)
@@ -276,7 +272,7 @@ def report(result: LynxResult) -> str:
     if s.get("skipped_deltas"):
         lines.append(f"skipped deltas (calibration too small): {s['skipped_deltas']}")
     if s.get("findings"):
-        from thinklens.probes.lynx_findings import headline_lines
+        from thinklens.probes.lynx_findings import headline_lines  # lazy: CLI start-up (scipy)
 
         lines += headline_lines(s["findings"])
     return "\n".join(lines)
@@ -286,8 +282,6 @@ def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the most conservative δ whose bound is shown (not rejected by the
     one-sided exact binomial test, with power >= 0.8 against δ + 0.02) that saves tokens, and the probe. A bound
     that is merely not rejected is not called valid."""
-    from thinklens.runs.headlines import num, result_json
-
     rows = result_json(folder, "per_delta") or []
     skipped = (summary.get("skipped_deltas") or ((result_json(folder, "lynx") or {}).get("summary") or {}).get("skipped_deltas")
                or [])

@@ -44,10 +44,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from thinklens.data.formats import ZOO_FORMATS, check_format
-from thinklens.data.problemsets import DataOptions
-from thinklens.engine.sites import Site
+import numpy as np
+
+from thinklens.calibration.findings import findings_doc
+from thinklens.data.answers import is_correct
+from thinklens.data.formats import ZOO_FORMATS, check_format, format_for
+from thinklens.data.problemsets import DataOptions, check_disjoint, load_problems
+from thinklens.engine.sites import Site, hidden_state_site, parse_sites
 from thinklens.errors import ThinklensError, opt, opt_name
+from thinklens.generation.budgets import ROLLOUT_TOKENS, budgets_for, new_token_budget
+from thinklens.runs.headlines import num
 from thinklens.runs.jobs import DemoRun, Job, JobContext, Progress
 from thinklens.tasks import StepRange
 
@@ -140,8 +146,6 @@ class ProbeJobConfig(DataOptions, StepRange):
 
     def test_sets(self, problems: ProblemSet) -> list[ProblemSet]:
         """The test data sets (a seeded sample of ``n_test`` each), checked disjoint from ``problems``."""
-        from thinklens.data.problemsets import check_disjoint, load_problems
-
         out = []
         for source in self.test_data:
             loaded = load_problems(source)
@@ -174,7 +178,7 @@ def _sweep_doc(sweep) -> dict:
 def greedy_answers(model, prompts: list[str], cache, *, name: str, max_new_tokens: int, batch_size: int,
                    progress: Progress | None = None) -> list[str]:
     """Greedy continuations of ``prompts`` (cached batch by batch as ``<name>.<k>``)."""
-    from thinklens.probes.rollouts import cached_rollouts
+    from thinklens.probes.rollouts import cached_rollouts  # lazy: CLI start-up (torch)
 
     return [t.text for t in cached_rollouts(model, prompts, cache, name=name, batch_size=batch_size,
                                             max_new_tokens=max_new_tokens, progress=progress)]
@@ -185,11 +189,6 @@ def graded_answers(model, config: ProbeJobConfig, fmt: PromptFormat, problems: P
     """The prompts of ``problems`` in ``fmt`` and whether the model's greedy answer to each is right
     (:func:`thinklens.data.answers.is_correct` against the gold answer): ``(prompts, y [problem] 0/1)``; the
     answers are cached as ``<name>.<format>.<k>``."""
-    import numpy as np
-
-    from thinklens.data.answers import is_correct
-    from thinklens.generation.budgets import ROLLOUT_TOKENS, budgets_for, new_token_budget
-
     prompts = fmt.render_problems(problems, model.tokenizer)
     budget = budgets_for(model, prompts, new_token_budget(fmt, config.max_new_tokens, max_steps=config.max_steps,
                                                           default=ROLLOUT_TOKENS)).shared
@@ -202,13 +201,9 @@ def intention_metrics(model, config: ProbeJobConfig, fmt: PromptFormat, problems
                       progress: Progress | None = None) -> dict:
     """Intention entropy, effective dimensionality and recoverability per prompt format (``config.intention_formats``;
     by default the zoo's three styles for a zoo style, else ``fmt`` alone)."""
-    import numpy as np
-
-    from thinklens.data.formats import format_for
-    from thinklens.engine.sites import hidden_state_site
-    from thinklens.probes.datasets import prompt_states
-    from thinklens.probes.intention import effective_dimensionality, intention_entropy, recoverability
-    from thinklens.runs.stages import batch_ranges
+    from thinklens.probes.datasets import prompt_states  # lazy: CLI start-up (torch)
+    from thinklens.probes.intention import effective_dimensionality, intention_entropy, recoverability  # lazy: CLI start-up (sklearn)
+    from thinklens.runs.stages import batch_ranges  # lazy: CLI start-up (safetensors)
 
     names = config.intention_formats or (ZOO_FORMATS if fmt.is_zoo else (fmt.name,))
     last = [hidden_state_site(i, model.n_layers) for i in range(max(1, model.n_layers - 4), model.n_layers + 1)]
@@ -237,11 +232,9 @@ def transfer_scores(model, config: ProbeJobConfig, fmt: PromptFormat, X: dict, y
                     cache, *, progress: Progress | None = None) -> list[dict]:
     """Per test data set: a logistic probe per site fitted on all of ``X``/``y`` (the --data rows), scored by
     AUROC (None with one outcome only) and accuracy on that set's rows."""
-    import numpy as np
-
-    from thinklens.probes.datasets import prompt_states
-    from thinklens.probes.estimators import LinearProbe
-    from thinklens.probes.intention import auroc_score
+    from thinklens.probes.datasets import prompt_states  # lazy: CLI start-up (torch)
+    from thinklens.probes.estimators import LinearProbe  # lazy: CLI start-up (sklearn)
+    from thinklens.probes.intention import auroc_score  # lazy: CLI start-up (sklearn)
 
     fitted = {site: LinearProbe(C=config.C).fit(X[site], y) for site in sites}
     out = []
@@ -271,8 +264,6 @@ def at_chance(sweep: Any, features: dict) -> dict | None:
         >>> at_chance(sw, {"embed": np.ones((4, 2)), "resid_post.0": np.eye(4)})["reason"][:60]
         'no site reads the target above chance: the best, embed, scor'
     """
-    import numpy as np
-
     chance = CHANCE.get(sweep.scoring)
     score = float(np.max(sweep.mean))
     if chance is None or score > chance:
@@ -287,17 +278,12 @@ def at_chance(sweep: Any, features: dict) -> dict | None:
 
 def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     """Run (or resume) the probe job into ``ctx.run``; returns the sweep result written to results/sweep.json."""
-    import numpy as np
-
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.data.formats import format_for
-    from thinklens.engine.sites import parse_sites
-    from thinklens.probes.datasets import layer_sweep, prompt_states
-    from thinklens.probes.estimators import LinearProbe, RidgeProbe
-    from thinklens.probes.figures import figure_layer_sweep
-    from thinklens.probes.io import save_probe
-    from thinklens.probes.probe_findings import probe_findings
-    from thinklens.runs.stages import StageCache
+    from thinklens.probes.datasets import layer_sweep, prompt_states  # lazy: CLI start-up (torch)
+    from thinklens.probes.estimators import LinearProbe, RidgeProbe  # lazy: CLI start-up (sklearn)
+    from thinklens.probes.figures import figure_layer_sweep  # lazy: CLI start-up (scipy)
+    from thinklens.probes.io import save_probe  # lazy: CLI start-up (sklearn)
+    from thinklens.probes.probe_findings import probe_findings  # lazy: CLI start-up (torch)
+    from thinklens.runs.stages import StageCache  # lazy: CLI start-up (safetensors)
 
     model, run_folder = ctx.model, ctx.run
     fmt = format_for(model, config.prompt_format)
@@ -306,7 +292,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
     tests = config.test_sets(problems)  # a bad test source or an overlap fails before any work
     cache = StageCache(run_folder)
     if config.target == "intermediate":
-        from thinklens.probes.value_dataset import value_dataset
+        from thinklens.probes.value_dataset import value_dataset  # lazy: CLI start-up (safetensors)
 
         check_intermediate(config, fmt, problems)
         ds = value_dataset(model, [p.ground_truth for p in problems], fmt.name, sites,
@@ -360,7 +346,7 @@ def run(config: ProbeJobConfig, ctx: JobContext) -> dict:
         best = None
     findings_site = next((f.extra["site"] for f in found if "site" in f.extra), None)
     if config.target == "correct":  # the texts behind its score, the most wrong flagged (results/probe_problems.json)
-        from thinklens.probes.probe_traces import PROBLEMS, held_out_probabilities, problem_records
+        from thinklens.probes.probe_traces import PROBLEMS, held_out_probabilities, problem_records  # lazy: CLI start-up (sklearn)
 
         site = findings_site or best or sites[0]
         p = held_out_probabilities(LinearProbe(C=config.C), X[site], y, folds=config.folds, seed=config.seed)
@@ -405,8 +391,6 @@ def report(doc: dict) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): where the target is read best, and how well."""
-    from thinklens.runs.headlines import num
-
     if summary.get("degenerate"):
         return f"{summary.get('target', '?')} value: {summary['degenerate']}"
     return (f"{summary.get('target', '?')} value read best at {summary.get('best_site', '?')} "
