@@ -34,12 +34,15 @@ Example:
 
 from __future__ import annotations
 
+import json
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
-from thinklens.steering.contrast import Fluency
+from thinklens.calibration.tost import tost_mean
+from thinklens.steering.contrast import Fluency, contrast_vector, default_site, sweep, token_norm
+from thinklens.zoo.registry import repo_root
 
 if TYPE_CHECKING:
     from thinklens.steering.contrast import SweepResult
@@ -75,17 +78,11 @@ _RUNS: "weakref.WeakKeyDictionary[Any, dict[tuple, SweepResult]]" = weakref.Weak
 
 def neutral_prompts(n: int) -> list[str]:
     """The first ``n`` reported prompts of data/real/neutral_prompts.json."""
-    import json
-
-    from thinklens.zoo.registry import repo_root
-
     return json.loads((repo_root() / "data" / "real" / "neutral_prompts.json").read_text(encoding="utf-8"))["prompts"][:n]
 
 
 def measure(ctx: SettingContext, arms: tuple[str, ...]) -> "SweepResult":
     """The sweep at ``c = -COEFF, +COEFF`` on the context's model (a full sweep already run is reused)."""
-    from thinklens.steering.contrast import contrast_vector, default_site, sweep, token_norm
-
     model, plan = ctx.hooked(), QUICK if ctx.quick else FULL
     done = _RUNS.setdefault(model, {})
     for have in (("contrast", "random"), arms):
@@ -131,8 +128,6 @@ def planted(ctx: SettingContext) -> Check:
 
 def null_random(ctx: SettingContext) -> Check:
     """The equal-norm random direction's shift is equivalent to 0 within MARGIN at both coefficients."""
-    from thinklens.calibration.tost import tost_mean
-
     res = measure(ctx, ("random",))
     base = res.scores[("unsteered", 0.0)].compound
     tests = {c: tost_mean(res.scores[("random", c)].compound - base, margin=MARGIN) for c in (-COEFF, COEFF)}

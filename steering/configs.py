@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from thinklens.data.formats import check_format, format_for
 from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs.configcli import ConfigGroup
@@ -169,8 +170,6 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
     """Seeds run (seed, seed+1, ...)."""
 
     def check(self) -> None:
-        from thinklens.data.formats import check_format
-
         if self.base_format != "same":
             check_format(self.base_format)
         if self.n_seeds < 1:
@@ -187,6 +186,4 @@ class HybridJobConfig(HybridConfig, DataOptions, StepRange):
 
 def base_format(job: HybridJobConfig, base: "HookedModel", thinking_fmt: "PromptFormat") -> "PromptFormat":
     """The base model's prompt format (``same``: the thinking model's prompt format, resolved with the base's tokenizer)."""
-    from thinklens.data.formats import format_for
-
     return format_for(base, thinking_fmt.name if job.base_format == "same" else job.base_format)

@@ -36,11 +36,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from torch import Tensor
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from thinklens.calibration.findings import MIN_N, Finding
 from thinklens.calibration.stats import bootstrap_ci, paired_bootstrap, wilson
 from thinklens.engine.interventions import AddVector
 from thinklens.engine.sites import Site
+from thinklens.engine.tokenization import adds_bos, prompt_ids
 from thinklens.errors import ThinklensError
 from thinklens.steering.vectors import SteeringVector
 
@@ -73,8 +75,6 @@ def read_prefix(model: "HookedModel", prefix: str | None = "auto") -> list[int]:
     (the BOS or EOS id when a tokenizer drops the newline); a string: its ids; None or "": nothing (a one-token text
     is then refused by :func:`last_states`).
     """
-    from thinklens.engine.tokenization import adds_bos
-
     tok = model.tokenizer
     if prefix is None or prefix == "":
         return []
@@ -99,8 +99,6 @@ def default_site(model: "HookedModel") -> Site:
 
 def read_rows(model: "HookedModel", texts: Sequence[str], prefix: str | None = "auto") -> list[list[int]]:
     """The token ids each text is read from: ``[BOS] + prefix + text``."""
-    from thinklens.engine.tokenization import prompt_ids
-
     pre, bos = read_prefix(model, prefix), model.tokenizer.bos_token_id
     rows = []
     for ids in prompt_ids(model.tokenizer, list(texts)):
@@ -205,8 +203,6 @@ def actadd(site: Site | str, direction: Tensor, coeff: float, *, unit_norm: floa
 
 @lru_cache(maxsize=1)
 def _vader() -> Any:
-    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-
     return SentimentIntensityAnalyzer()
 
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from thinklens.data.problemsets import ProblemSet, load_problems
 from thinklens.engine.tokenization import prompt_ids
-from thinklens.errors import ThinklensError, opt
+from thinklens.errors import ThinklensError, did_you_mean, opt
 from thinklens.steering.problems import data_format, max_steps_of, problem_texts, prompt_set
 from thinklens.steering.text_files import is_text_file, read_texts
+from thinklens.tasks import TaskConfig, check_style, generate_problems, render_example, render_prompt
 
 
 def zoo_problems(n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8):
@@ -31,8 +33,6 @@ def zoo_problems(n: int, *, seed: int, min_steps: int = 1, max_steps: int = 8):
         >>> [p.n_steps >= 1 for p in zoo_problems(2, seed=0)]
         [True, True]
     """
-    from thinklens.tasks import TaskConfig, generate_problems
-
     return generate_problems(n, seed=seed, config=TaskConfig(min_steps=min_steps, max_steps=max_steps))
 
 
@@ -44,8 +44,6 @@ def zoo_prompts(n: int, *, seed: int, style: str, min_steps: int, max_steps: int
         >>> p[0].endswith("<think>"), len(a)
         (True, 2)
     """
-    from thinklens.tasks import render_prompt
-
     ps = zoo_problems(n, seed=seed, min_steps=min_steps, max_steps=max_steps)
     return [render_prompt(p, style) for p in ps], [p.answer for p in ps]
 
@@ -57,8 +55,6 @@ def zoo_texts(style: str, n: int, *, seed: int, min_steps: int = 1, max_steps: i
         >>> zoo_texts("cot", 1, seed=0)[0].endswith(str(zoo_problems(1, seed=0)[0].answer))
         True
     """
-    from thinklens.tasks import render_example
-
     out = []
     for p in zoo_problems(n, seed=seed, min_steps=min_steps, max_steps=max_steps):
         prompt, target = render_example(p, style)
@@ -77,11 +73,7 @@ def check_corpus(spec: str, data_fields: str = "") -> None:
         ...
         thinklens.errors.ThinklensError: bad data source: received 'missing.jsonl'; ...
     """
-    from thinklens.data.problemsets import load_problems
-
     if spec.startswith("zoo:"):
-        from thinklens.tasks import check_style
-
         check_style(spec[4:])
     elif is_text_file(spec):
         read_texts(spec)
@@ -103,8 +95,6 @@ def corpus_kind(kind: str, spec: str, fmt=None) -> str:
         ('generated', 'reference', 'reference')
     """
     if kind not in CORPORA:
-        from thinklens.errors import did_you_mean
-
         raise ThinklensError.of("corpus", kind, f"one of {', '.join(CORPORA)}", did_you_mean(kind, CORPORA))
     if kind != "auto":
         return kind
@@ -141,16 +131,12 @@ def corpus(spec: str, n: int, *, seed: int, model=None, prompt_format: str = "au
         >>> len(corpus("zoo:think", 4, seed=0))
         4
     """
-    from thinklens.data.problemsets import ProblemSet, load_problems
-
     fmt = data_format(model, prompt_format, spec) if model is not None else None
     kind = corpus_kind(kind, spec, fmt)
     if kind == "generated" and (model is None or is_text_file(spec)):
         raise ThinklensError.of("generated corpus", spec, "a problem set and a model to complete its prompts",
                                 f"pass {opt('corpus', 'reference')} for a text file")
     if kind == "reference" and spec.startswith("zoo:") and (fmt is None or fmt.is_zoo):
-        from thinklens.tasks import check_style
-
         return zoo_texts(fmt.name if fmt is not None else check_style(spec[4:]), n, seed=seed)
     if is_text_file(spec):
         return read_texts(spec)[:n]
@@ -211,7 +197,7 @@ def token_rows(tokenizer, texts: Sequence[str], context_size: int | None = None)
         >>> [list(r) for r in ds["input_ids"]]
         [[4, 5, 1], [6, 1, 0]]
     """
-    from datasets import Dataset
+    from datasets import Dataset  # lazy: CLI start-up (datasets)
 
     if not texts:
         raise ThinklensError.of("corpus", 0, "at least one text", f"pass more texts or a larger {opt('n_texts')}")

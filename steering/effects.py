@@ -22,6 +22,7 @@ from thinklens.data.words import word_pattern
 from thinklens.engine.interventions import AddVector, Intervention, Positions
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt
+from thinklens.steering.contrast import is_degenerate
 from thinklens.steering.feature_steering import ClampFeature
 from thinklens.steering.problems import graded
 from thinklens.tasks import REFLECTION_WORDS
@@ -79,8 +80,6 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     ``outcomes``, when given, gets one entry per generation (``arm``, ``feature``, ``coeff``, ``texts``, ``correct``:
     per prompt; the unsteered baseline once, as arm ``None``), the texts behind each row's numbers.
     """
-    from thinklens.steering.contrast import is_degenerate
-
     s = model.resolve_site(site)
     if mode not in ("add", "clamp"):
         raise ThinklensError.of("steering mode", mode, "'add' or 'clamp'", f"pass {opt('mode', 'add')}")

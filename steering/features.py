@@ -31,6 +31,8 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from thinklens.data.formats import token_separator as separator_of
+from thinklens.data.words import find_words
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt_name
 from thinklens.generation.trace import Trace
@@ -127,8 +129,6 @@ class FeatureStats:
 def word_starts(tokens: Sequence[str], words: Sequence[str], *, separator: str = "") -> dict[str, list[bool]]:
     """For each word, whether an occurrence of it starts in each token (case-insensitive, word boundaries,
     on the tokens joined by ``separator``: ``" "`` for word-level tokenizers such as the zoo's)."""
-    from thinklens.data.words import find_words
-
     out = {}
     for w in words:
         hits = [False] * len(tokens)
@@ -140,8 +140,6 @@ def word_starts(tokens: Sequence[str], words: Sequence[str], *, separator: str =
 
 def token_separator(tokenizer: Any, traces: Sequence[Trace]) -> str:
     """What joins ``traces``' tokens into their text: ``" "`` for word-level tokenizers, else ``""``."""
-    from thinklens.data.formats import token_separator as separator_of
-
     ids = next((t.token_ids[:16] for t in traces if len(t.token_ids) >= 2), [])
     return separator_of(tokenizer, ids)
 

@@ -40,6 +40,7 @@ from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt
 from thinklens.steering.configs import HybridConfig
 from thinklens.steering.features import THINKING_WORDS
+from thinklens.steering.sae import quiet_training
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
@@ -186,11 +187,9 @@ def normalise(x: Tensor, mean: Tensor) -> Tensor:
 def train_category_sae(acts: Tensor, cfg: HybridConfig):
     """A top-k SAE (sae-lens ``TopKTrainingSAE``, trained by sae-lens's ``SAETrainer``) over sentence
     activations; its argmax latent is the category. Returns the SAE in eval mode."""
-    from sae_lens import TopKTrainingSAE, TopKTrainingSAEConfig
-    from sae_lens.config import LoggingConfig, SAETrainerConfig
-    from sae_lens.training.sae_trainer import SAETrainer
-
-    from thinklens.steering.sae import quiet_training
+    from sae_lens import TopKTrainingSAE, TopKTrainingSAEConfig  # lazy: import cost (sae_lens: seconds)
+    from sae_lens.config import LoggingConfig, SAETrainerConfig  # lazy: import cost (sae_lens: seconds)
+    from sae_lens.training.sae_trainer import SAETrainer  # lazy: import cost (sae_lens: seconds)
 
     batch = min(128, len(acts))
     gen = torch.Generator().manual_seed(cfg.seed)

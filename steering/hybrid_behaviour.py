@@ -11,10 +11,28 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import statistics
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import torch
+
 from thinklens.calibration.controls import SettingContext
+from thinklens.data.formats import SPANS
+from thinklens.data.problemsets import ProblemSet
+from thinklens.data.words import RECHECK
+from thinklens.engine.model import HookedModel
+from thinklens.engine.tokenization import prompt_ids
+from thinklens.generation.budgets import budgets_for, new_token_budget
+from thinklens.steering.configs import HybridJobConfig, base_format
+from thinklens.steering.hybrid import train_hybrid_vectors
+from thinklens.steering.hybrid_generate import hybrid_generate
+from thinklens.steering.problems import data_format, graded
+from thinklens.tasks.protocol import HELD_OUT
 
 
 @dataclass(frozen=True)
@@ -48,9 +66,6 @@ def rechecks(texts: list[str]) -> list[bool]:
         >>> rechecks(["Okay, 3 + 4 = 7. So Ann has 7 cards. Wait, let me double-check. 3 + 4 = 7.", "Okay. Wait, 7."])
         [True, False]
     """
-    from thinklens.data.formats import SPANS
-    from thinklens.data.words import RECHECK
-
     return [RECHECK.search(t.split(SPANS["think"].close, 1)[0]) is not None for t in texts]
 
 
@@ -62,23 +77,6 @@ def behaviour_rows(ctx: SettingContext, plan: Plan, sub: str = "behaviour", pair
     ``100 * ctx.seed`` (seed 0: the test problems; settings were chosen on seed 1). Written to
     ``<workdir>/<sub>/behaviour.json`` and read back from there when present. ``pair``: base and thinking
     model (default :data:`BEHAVIOUR_PAIR`); ``overrides``: HybridConfig fields (default :data:`BEHAVIOUR_OVERRIDES`)."""
-    import dataclasses
-    import json
-    import tempfile
-    from pathlib import Path
-
-    import torch
-
-    from thinklens.data.problemsets import ProblemSet
-    from thinklens.engine.model import HookedModel
-    from thinklens.engine.tokenization import prompt_ids
-    from thinklens.generation.budgets import budgets_for, new_token_budget
-    from thinklens.steering.configs import HybridJobConfig, base_format
-    from thinklens.steering.hybrid import train_hybrid_vectors
-    from thinklens.steering.hybrid_generate import hybrid_generate
-    from thinklens.steering.problems import data_format, graded
-    from thinklens.tasks.protocol import HELD_OUT
-
     pair = pair or BEHAVIOUR_PAIR
     if ctx.workdir is None:
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
@@ -133,17 +131,6 @@ def cue_diagnostics(ctx: SettingContext, rows: dict[str, dict[str, Any]], min_ba
     probability of it (the guardrail keeps only tokens with probability >= ``min_base_prob`` under the unsteered
     base, so a token below it can never be emitted, whatever the vectors) and the base's own probability of any
     cue word."""
-    import statistics
-
-    import torch
-
-    from thinklens.data.formats import SPANS
-    from thinklens.data.problemsets import ProblemSet
-    from thinklens.engine.model import HookedModel
-    from thinklens.steering.configs import HybridJobConfig, base_format
-    from thinklens.steering.problems import data_format
-    from thinklens.tasks.protocol import HELD_OUT
-
     THINK_CLOSE = SPANS["think"].close
 
     pair = pair or BEHAVIOUR_PAIR

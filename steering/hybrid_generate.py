@@ -26,14 +26,18 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from thinklens.calibration.findings import Finding, _fmt, accuracy_finding, paired_finding, verdict_from_interval
+from thinklens.calibration.stats import bootstrap_ci
 from thinklens.engine.hooks import ForwardContext
 from thinklens.engine.interventions import HookFn
 from thinklens.engine.sites import Site
@@ -41,6 +45,7 @@ from thinklens.engine.tokenization import prompt_ids as tokenized
 from thinklens.errors import ThinklensError
 from thinklens.generation.decode_loop import DecodeState, Greedy, Guided, decode
 from thinklens.generation.kv_batch import Decoder, eos_ids
+from thinklens.steering.features import THINKING_WORDS
 from thinklens.steering.hybrid import HybridConfig, HybridVectors, categorise, normalise, segment_sentences
 from thinklens.steering.problems import graded
 
@@ -80,7 +85,6 @@ def _open_sentence_start(tokens: list[str]) -> int | None:
     if not spans or spans[-1][1] != len(tokens):
         return None
     last = tokens[-1].strip()
-    from thinklens.steering.features import THINKING_WORDS
 
     if last in THINKING_WORDS or last == "</think>" or last.endswith(_CLOSES):
         return None
@@ -338,8 +342,6 @@ CONTROL_WORDS: dict[str, str] = {
 def _gap_codes(method: Sequence[bool], base: Sequence[bool], thinking: Sequence[bool]) -> Any:
     """One code per problem, ``method + 2 base + 4 thinking``, so a bootstrap over problems resamples the three
     outcomes of a problem together (:func:`gap_recovered_of`)."""
-    import numpy as np
-
     return (np.asarray(method, dtype=int) + 2 * np.asarray(base, dtype=int) + 4 * np.asarray(thinking, dtype=int)).astype(float)
 
 
@@ -352,8 +354,6 @@ def gap_recovered_of(codes: Any, axis: int = -1) -> Any:
         >>> float(gap_recovered_of(_gap_codes([1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0])))
         0.5
     """
-    import numpy as np
-
     c = np.asarray(codes, dtype=int)
     m, b, t = (c % 2).mean(axis), ((c // 2) % 2).mean(axis), ((c // 4) % 2).mean(axis)
     gap = t - b
@@ -381,11 +381,6 @@ def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0, own_style
         >>> [f.verdict for f in hybrid_findings(r)]
         ['effect', 'effect', 'effect']
     """
-    import numpy as np
-
-    from thinklens.calibration.findings import Finding, paired_finding, verdict_from_interval
-    from thinklens.calibration.stats import bootstrap_ci
-
     have = {m: np.asarray(r["correct"], dtype=float) for m, r in rows.items() if r.get("correct") is not None}
     if "base" not in have or "thinking" not in have:
         return []
@@ -431,8 +426,6 @@ OWN_STYLE = "base model in its own prompt format"
 
 def _own_style_finding(hybrid: Any, own: dict[str, Any], seed: int) -> Any:
     """The hybrid against the base model on its own prompt format, on the same problems."""
-    from thinklens.calibration.findings import accuracy_finding, paired_finding
-
     claim = "the hybrid beats the base model in its own prompt format"
     words = "the base model in its own prompt format does as well"
     correct = own.get("correct")
@@ -448,10 +441,6 @@ def _own_style_finding(hybrid: Any, own: dict[str, Any], seed: int) -> Any:
 
 def _claims_beat_every_control(findings: list[Any], controls: list[Any], hybrid_accuracy: float) -> list[Any]:
     """The hybrid's claims (accuracy over the base, gap recovered) stay ``effect`` only if every control is beaten."""
-    import dataclasses
-
-    from thinklens.calibration.findings import _fmt
-
     lost = [c for c in controls if c.verdict != "effect"]
     if not lost:
         return findings
@@ -469,6 +458,4 @@ def _claims_beat_every_control(findings: list[Any], controls: list[Any], hybrid_
 
 def with_extra(f: Any, **extra: Any) -> Any:
     """``f`` (a frozen :class:`thinklens.calibration.findings.Finding`) with ``extra`` added to its ``extra``."""
-    import dataclasses
-
     return dataclasses.replace(f, extra={**f.extra, **extra})

@@ -88,8 +88,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.findings import MIN_N, _fmt, findings_doc, paired_finding
+from thinklens.calibration.stats import wilson
+from thinklens.calibration.tost import tost_mean
+from thinklens.runs.folders import RunFolder
+from thinklens.steering.configs import HybridConfig
 from thinklens.steering.hybrid_behaviour import BEHAVIOUR_OVERRIDES, BEHAVIOUR_PAIR, BEHAVIOUR_STEPS, Plan, behaviour_rows, cue_diagnostics
+from thinklens.steering.hybrid_generate import hybrid_findings
 
 PAIR: dict[str, str] = {"base": "tiny-cot-short", "thinking": "tiny-cot"}
 """The planted pair: a base weak on long chains and its better-trained sibling (same format and vocabulary)."""
@@ -109,8 +117,6 @@ FULL = Plan(n_eval=200, n_train=150, sae_steps=600, vector_iters=50)
 
 def _hybrid(ctx: SettingContext, plan: Plan, base: str, thinking: str, sub: str) -> dict[str, dict[str, Any]]:
     """Run the ``hybrid`` job into ``<workdir>/<sub>``; every mode's row (with its per-problem ``correct``)."""
-    from thinklens.runs.folders import RunFolder
-
     ctx.run_job("hybrid", sub, model=base, thinking=thinking, min_steps=MIN_STEPS, max_steps=MAX_STEPS,
                 n_eval=plan.n_eval, n_train=plan.n_train, sae_steps=plan.sae_steps, vector_iters=plan.vector_iters,
                 modes=MODES, seed=ctx.seed, n_seeds=1)
@@ -122,8 +128,6 @@ def vector_diagnostics(ctx: SettingContext, sub: str) -> dict[str, Any]:
     """What the trained vectors do for the base (the run's categories.json): each vector's training loss (the base
     model's mean NLL per token of its category's sentences) before and after, and the vectors' norms. A vector
     that barely lowers the NLL carries little of the thinking model's behaviour beyond a random direction."""
-    from thinklens.runs.folders import RunFolder
-
     assert ctx.workdir is not None
     cats = RunFolder.open(ctx.workdir / sub).read_result("categories")
     return {"nll_before_after": {k: [round(float(x), 4) for x in (v[0], v[-1])] for k, v in cats["losses"].items()},
@@ -131,8 +135,6 @@ def vector_diagnostics(ctx: SettingContext, sub: str) -> dict[str, Any]:
 
 
 def _acc(rows: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
-    from thinklens.calibration.stats import wilson
-
     c = rows[mode]["correct"]
     return {"accuracy": sum(c) / len(c), "ci": list(wilson(sum(c), len(c))), "n": len(c),
             "fired_fraction": rows[mode].get("fired_fraction"), "changed_fraction": rows[mode].get("changed_fraction")}
@@ -148,8 +150,6 @@ def _recovered(gap: Any, beats: Any, what: str) -> tuple[str, str]:
     """A planted setting's rule, the same for the three, quick or full: recovered when the gap is there (McNemar) and
     the hybrid beats its random-vector control (McNemar, whose exact interval is the check's). The verdict, and why
     in words with the numbers when it is not recovered."""
-    from thinklens.calibration.findings import MIN_N, _fmt
-
     if gap.verdict == "too few samples" or beats.verdict == "too few samples":
         return "failed", f"too few problems to test: {gap.n} (at least {MIN_N})"
     has_gap = gap.is_effect
@@ -166,9 +166,6 @@ def _recovered(gap: Any, beats: Any, what: str) -> tuple[str, str]:
 
 
 def _skill_gap(ctx: SettingContext) -> Check:
-    from thinklens.calibration.findings import findings_doc, paired_finding
-    from thinklens.steering.hybrid_generate import hybrid_findings
-
     plan = QUICK if ctx.quick else FULL
     rows = _hybrid(ctx, plan, PAIR["base"], PAIR["thinking"], "pair")
     findings = hybrid_findings(rows, seed=ctx.seed)
@@ -201,8 +198,6 @@ NULL_ALPHA = 0.025
 
 def _reach(ctx: SettingContext, sub: str) -> dict[str, Any]:
     """The sub-run's :func:`thinklens.steering.hybrid_generate.steering_reach` of this seed (its hybrid_reach.json)."""
-    from thinklens.runs.folders import RunFolder
-
     assert ctx.workdir is not None
     return RunFolder.open(ctx.workdir / sub).read_result("hybrid_reach")[str(ctx.seed)]
 
@@ -210,11 +205,6 @@ def _reach(ctx: SettingContext, sub: str) -> dict[str, Any]:
 def _null(ctx: SettingContext) -> Check:
     """No effect shown, not assumed: the hybrid's accuracy minus the base's within +-:data:`NULL_MARGIN` by TOST
     (at :data:`NULL_ALPHA` a side), and vectors that move the base model (an inert method fails here)."""
-    import numpy as np
-
-    from thinklens.calibration.findings import _fmt, findings_doc, paired_finding
-    from thinklens.calibration.tost import tost_mean
-
     plan = QUICK_NULL if ctx.quick else FULL
     rows = _hybrid(ctx, plan, PAIR["base"], PAIR["base"], "same-model")
     reach = _reach(ctx, "same-model")
@@ -281,10 +271,6 @@ def _behaviour_check(ctx: SettingContext, pair: dict[str, str], sub: str, overri
     than its random-vector control (McNemar, :func:`_recovered`); otherwise failed, with why
     and the cue diagnostics. The accuracy cost (the hybrid's accuracy minus the base's, McNemar with its own exact
     interval) is part of every check: in ``details["accuracy_cost"]`` and in the target line."""
-    from thinklens.calibration.findings import _fmt, findings_doc, paired_finding
-    from thinklens.calibration.stats import wilson
-    from thinklens.steering.configs import HybridConfig
-
     plan = quick if ctx.quick else FULL_BEHAVIOUR
     rows = behaviour_rows(ctx, plan, sub, pair, overrides)
     gap = paired_finding("the thinking model re-checks more often than the base", rows["thinking"]["recheck"],

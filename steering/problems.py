@@ -24,8 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from thinklens.data.answers import is_correct
-from thinklens.data.problemsets import ProblemSet, RealProblem
+from thinklens.data.formats import format_for
+from thinklens.data.problemsets import ProblemSet, RealProblem, load_problems
+from thinklens.generation.budgets import budgets_for, new_token_budget
 from thinklens.steering.text_files import is_text_file, read_texts
+from thinklens.tasks import check_style, render_example
+from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
     from thinklens.data.formats import PromptFormat
@@ -89,8 +93,6 @@ def prompt_set(model: HookedModel, fmt: PromptFormat, problems: Sequence[RealPro
                max_steps: int) -> PromptSet:
     """The :class:`PromptSet` of ``problems`` for ``model`` in ``fmt`` (``max_steps``: a zoo style's budget; one
     budget for the set, inside the model's context)."""
-    from thinklens.generation.budgets import budgets_for, new_token_budget
-
     prompts = fmt.render_problems(problems, model.tokenizer)
     budget = budgets_for(model, prompts, new_token_budget(fmt, max_new_tokens, max_steps=max_steps)).shared
     return PromptSet(prompts, [p.answer for p in problems], budget, fmt)
@@ -100,12 +102,8 @@ def data_format(model: HookedModel, prompt_format: str, zoo_spec: str | None = N
     """The format of a job's prompts: ``prompt_format`` resolved for ``model``. For a ``zoo:<style>`` spec with
     ``prompt_format`` auto: that zoo style for a model that answers in a zoo style, else the model's own
     format (a chat model gets the synthetic problems in its chat template)."""
-    from thinklens.data.formats import format_for
-
     fmt = format_for(model, prompt_format)
     if zoo_spec is not None and zoo_spec.startswith("zoo:") and prompt_format == "auto" and fmt.is_zoo:
-        from thinklens.tasks import check_style
-
         return format_for(model, check_style(zoo_spec[4:]))
     return fmt
 
@@ -119,8 +117,6 @@ def problem_texts(fmt: PromptFormat, problems: Sequence[RealProblem], tokenizer:
         >>> problem_texts(PromptFormat("plain"), [RealProblem("a", "What is 2+2?", "4", "2+2=4. #### 4")], None)
         ['What is 2+2?\\n2+2=4. #### 4']
     """
-    from thinklens.tasks import render_example
-
     prompts = fmt.render_problems(problems, tokenizer)
     out = []
     for prompt, p in zip(prompts, problems):
@@ -144,9 +140,6 @@ def held_out_prompts(model: HookedModel, data: str, n: int, *, prompt_format: st
     Example:
         >>> # held_out_prompts(model, "zoo:think", 64).prompts[:1]
     """
-    from thinklens.data.problemsets import load_problems
-    from thinklens.tasks.protocol import HELD_OUT
-
     if data.startswith("zoo:"):
         problems = ProblemSet.synthetic(n, seed=HELD_OUT["sampling"], min_steps=min_steps, max_steps=max_steps)
         return prompt_set(model, data_format(model, prompt_format, data), problems, max_new_tokens=max_new_tokens,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,11 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
+from transformers import AutoModelForCausalLM
 
+from thinklens.calibration import stats
+from thinklens.calibration.findings import paired_finding
+from thinklens.data.answers import is_correct
 from thinklens.engine.adapters import PARAMETER_KINDS, Adapter, adapter_for
+from thinklens.engine.model import HookedModel, resolve_model_path
 from thinklens.errors import ThinklensError, did_you_mean, opt
+from thinklens.generation.decode_loop import generate_texts
+from thinklens.tasks import render_prompt
+from thinklens.tasks.protocol import token_budget, zoo_meta
+from thinklens.zoo.registry import repo_root
 
 #: Tensor groups a vector can be applied to (CLI choices derive from this registry).
 GROUPS: dict[str, str] = {
@@ -91,11 +102,6 @@ def load_weights(model_or_path: Any) -> tuple[dict[str, Tensor], Any]:
 
 def load_causal_lm(name_or_path: str):
     """An HF causal LM (float32, eval) from a zoo name or a local folder (offline)."""
-    from transformers import AutoModelForCausalLM
-
-    from thinklens.engine.model import resolve_model_path
-    from thinklens.zoo.registry import repo_root
-
     p = Path(name_or_path)
     if not p.exists() and not p.is_absolute() and (repo_root() / p / "config.json").is_file():
         name_or_path = str(repo_root() / p)  # e.g. data/zoo/tiny-grpo from any working directory
@@ -261,9 +267,6 @@ def zoo_lineage(models: Mapping[str, str]) -> dict[str, Any]:
         >>> zoo_lineage({"a": "org/not-a-zoo-model"})
         {'chains': {}, 'roots_match': None}
     """
-    from thinklens.tasks.protocol import zoo_meta
-    from thinklens.zoo.registry import repo_root
-
     def meta_of(name: str) -> dict:
         meta = zoo_meta(name)
         if not meta and not Path(name).is_absolute() and (repo_root() / name / "zoo.json").is_file():
@@ -346,8 +349,6 @@ def alpha_sweep(target: torch.nn.Module, v: ReasoningVector, alphas: Sequence[fl
 
 def save_merged(model: torch.nn.Module, tokenizer: Any, out_dir: str | Path, meta: dict[str, Any] | None = None) -> Path:
     """Save a merged model in HF format (``save_pretrained`` + tokenizer), loadable by ``HookedModel.load``."""
-    import json
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
@@ -375,12 +376,6 @@ def zoo_scorer(tokenizer: Any, problems: Sequence[Any], style: str, batch_size: 
 
     Problems are generated per step count with the zoo evaluator's token budget (:func:`thinklens.tasks.protocol.token_budget`),
     so ``correct[i]`` is problem ``i``'s outcome, the unit of the paired tests."""
-    from thinklens.data.answers import is_correct
-    from thinklens.engine.model import HookedModel
-    from thinklens.generation.decode_loop import generate_texts
-    from thinklens.tasks import render_prompt
-    from thinklens.tasks.protocol import token_budget
-
     by_steps: dict[int, list[int]] = {}
     for i, p in enumerate(problems):
         by_steps.setdefault(int(p.n_steps), []).append(i)
@@ -439,11 +434,6 @@ def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str
         >>> fs[0].verdict, len(set(choice["select"]) & set(choice["report"]))
         ('no effect', 0)
     """
-    import numpy as np
-
-    from thinklens.calibration.findings import paired_finding
-    from thinklens.calibration.stats import split_indices
-
     if 0.0 not in method:
         raise ThinklensError.of("alpha sweep", sorted(method), "a sweep that includes alpha 0 (the target itself)",
                                 f"pass {opt('alphas', (-1, 0, 1))}")
@@ -453,7 +443,7 @@ def sweep_findings(method: Mapping[float, Sequence[bool]], controls: Mapping[str
             if len(c) != n:
                 raise ThinklensError.of(f"{name} at alpha {a}", f"{len(c)} outcomes", f"{n}, one per problem of alpha 0",
                                         "score every alpha on the same problems")
-    select, report = split_indices(n, fraction=fraction, seed=seed)
+    select, report = stats.split_indices(n, fraction=fraction, seed=seed)
     alpha = choose_alpha(method, select)
 
     def on(sweep: Mapping[float, Sequence[bool]], a: float, idx: Any) -> Any:

@@ -26,15 +26,22 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
+import functools
 import json
+import logging
 import signal
+import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from safetensors.torch import load_file
 
+from thinklens.engine.activation_store import ActivationStore
+from thinklens.engine.adapters import site_of_transformer_lens
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.steering.configs import SAETrainConfig
@@ -50,7 +57,7 @@ METRICS_FILE = "thinklens_metrics.json"
 
 def architectures() -> list[str]:
     """Trainable SAE architectures, read from sae-lens's registry (CLI choices derive from it)."""
-    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY
+    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY  # lazy: import cost (sae_lens: seconds)
 
     return sorted(SAE_TRAINING_CLASS_REGISTRY)
 
@@ -80,8 +87,6 @@ def sae_site(sae: "SAE", model: "HookedModel") -> Site:
 
     Example: ``blocks.3.hook_resid_post`` -> ``resid_post.3``; ``model.layers.3`` -> ``resid_post.3``.
     """
-    from thinklens.engine.adapters import site_of_transformer_lens
-
     md = sae.cfg.metadata
     ours = md.get("thinklens_site") if hasattr(md, "get") else None
     if ours:
@@ -127,7 +132,7 @@ def sae_folder(path: str | Path) -> tuple[Path, Path | None]:
 
 def load_sae(path: str | Path, device: str = "cpu") -> "SAE":
     """Load any sae-lens SAE folder (``cfg.json`` + ``sae_weights.safetensors``) with sae-lens itself."""
-    from sae_lens import SAE
+    from sae_lens import SAE  # lazy: import cost (sae_lens: seconds)
 
     p = Path(path)
     if not (p / "cfg.json").is_file() or not (p / "sae_weights.safetensors").is_file():
@@ -148,7 +153,7 @@ def read_metrics(path: str | Path) -> dict[str, Any] | None:
 
 def _proxy(model: "HookedModel", name: str, device: str):
     """sae-lens's HookedProxyLM over a *copy*: it registers forward hooks it never removes."""
-    from sae_lens.load_model import HookedProxyLM
+    from sae_lens.load_model import HookedProxyLM  # lazy: import cost (sae_lens: seconds)
 
     hf = copy.deepcopy(model.hf).to(device)
     hf.eval()
@@ -160,9 +165,6 @@ def quiet_training(seed: int, progress: bool = False):
     """Fork the RNG (sae-lens inits and shuffles from the global one), restore the signal handlers
     sae-lens installs for SIGINT/SIGTERM and its logger level, so training leaves no global state behind; sae-lens's
     "Training SAE" bar is shown only with ``progress`` (a job passes its ``--progress``; small inner SAEs never)."""
-    import logging
-    import warnings
-
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     log = logging.getLogger("sae_lens")
     level = log.level
@@ -194,8 +196,8 @@ def _flatten_metrics(all_metrics: dict[str, Any], feature_metrics: dict[str, Any
 
 
 def _evals(sae: "SAE", proxy, store, n_batches: int, exclude: list[int]) -> dict[str, Any]:
-    from sae_lens.evals import EvalConfig, run_evals
-    from sae_lens.training.activation_scaler import ActivationScaler
+    from sae_lens.evals import EvalConfig, run_evals  # lazy: import cost (sae_lens: seconds)
+    from sae_lens.training.activation_scaler import ActivationScaler  # lazy: import cost (sae_lens: seconds)
 
     ec = EvalConfig(n_eval_reconstruction_batches=n_batches, n_eval_sparsity_variance_batches=n_batches,
                     compute_ce_loss=False, compute_kl=False, compute_l2_norms=True, compute_sparsity_metrics=True,
@@ -211,11 +213,9 @@ def _evals(sae: "SAE", proxy, store, n_batches: int, exclude: list[int]) -> dict
 
 def training_sae_config(cfg: SAETrainConfig, d_in: int, device: str = "cpu"):
     """sae-lens's training config of ``cfg.architecture`` (from its registry) for a ``d_in``-wide site."""
-    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY
+    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY  # lazy: import cost (sae_lens: seconds)
 
     if cfg.architecture not in SAE_TRAINING_CLASS_REGISTRY:
-        import difflib
-
         near = difflib.get_close_matches(cfg.architecture, list(SAE_TRAINING_CLASS_REGISTRY), n=1)
         raise ThinklensError.of("SAE architecture", cfg.architecture, f"one of {', '.join(architectures())}",
                                 f"did you mean {near[0]!r}?" if near else "pick one of the listed architectures")
@@ -265,7 +265,7 @@ def _training_runner():
     "running"). Here the trainer just fits, so the job runner's handlers (:mod:`thinklens.runs.interrupts`) stay in
     force: the run is marked interrupted and resumes (it saves no checkpoint: ``checkpoint_path`` is None).
     """
-    from sae_lens import LanguageModelSAETrainingRunner
+    from sae_lens import LanguageModelSAETrainingRunner  # lazy: import cost (sae_lens: seconds)
 
     class Runner(LanguageModelSAETrainingRunner):
         def run_trainer_with_interruption_handling(self, trainer):  # type: ignore[override]
@@ -281,9 +281,8 @@ def _trainer_bar(enabled: bool):
     if enabled:
         yield
         return
-    import functools
 
-    from sae_lens.training import sae_trainer
+    from sae_lens.training import sae_trainer  # lazy: import cost (sae_lens: seconds)
 
     bar = sae_trainer.tqdm
     sae_trainer.tqdm = functools.partial(bar, disable=True)
@@ -302,7 +301,7 @@ def train_sae(model: "HookedModel", texts: Sequence[str], cfg: SAETrainConfig, *
     passes its own ``--progress``). SIGINT and
     SIGTERM reach the caller as they would anywhere else (sae-lens's own handlers are not installed).
     """
-    from sae_lens import LanguageModelSAERunnerConfig, LoggingConfig
+    from sae_lens import LanguageModelSAERunnerConfig, LoggingConfig  # lazy: import cost (sae_lens: seconds)
 
     site = model.resolve_site(cfg.site)
     name = hook_name(model, site)
@@ -340,7 +339,7 @@ def evaluate_sae(model: "HookedModel", sae: "SAE", texts: Sequence[str], *, site
                  n_batches: int = 8, batch_prompts: int = 32, context_size: int | None = None) -> dict[str, Any]:
     """sae-lens's metrics for any SAE on ``model`` over local ``texts`` (explained variance, L0, dead features);
     CE loss recovered and KL come from :func:`thinklens.steering.sae_fidelity.sae_fidelity` on generated tokens."""
-    from sae_lens.training.activations_store import ActivationsStore
+    from sae_lens.training.activations_store import ActivationsStore  # lazy: import cost (sae_lens: seconds)
 
     s = check_sae(model, sae, site)
     name = hook_name(model, s)
@@ -386,8 +385,6 @@ def read_activation_rows(path: str | Path, site: Site | str | None = None) -> to
     p = Path(path)
     want = None if site is None else str(site)
     if p.is_file() and p.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
         tensors = load_file(str(p))
         names = sorted(tensors)
         key = want if want in tensors else ("activations" if "activations" in tensors else None)
@@ -398,8 +395,6 @@ def read_activation_rows(path: str | Path, site: Site | str | None = None) -> to
                                     f"{want or 'activations'}", f"pass {opt('site', '<name>')} or save one [rows, d] tensor")
         rows = tensors[key]
     elif p.is_dir() and any(p.glob("shard-*.json")):
-        from thinklens.engine.activation_store import ActivationStore
-
         store = ActivationStore(p)
         sites = [str(s) for s in store.sites]
         key = want if want is not None else (sites[0] if len(sites) == 1 else None)
@@ -458,10 +453,10 @@ def train_sae_on_rows(rows: torch.Tensor, cfg: SAETrainConfig, *, out_dir: str |
     ``cfg.site``, the site the rows were read at); metrics (:func:`row_metrics`) are on ``held_out`` rows
     (default: the training rows).
     """
-    from sae_lens import LoggingConfig
-    from sae_lens.config import SAETrainerConfig
-    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY
-    from sae_lens.training.sae_trainer import SAETrainer
+    from sae_lens import LoggingConfig  # lazy: import cost (sae_lens: seconds)
+    from sae_lens.config import SAETrainerConfig  # lazy: import cost (sae_lens: seconds)
+    from sae_lens.registry import SAE_TRAINING_CLASS_REGISTRY  # lazy: import cost (sae_lens: seconds)
+    from sae_lens.training.sae_trainer import SAETrainer  # lazy: import cost (sae_lens: seconds)
 
     device = "cpu"
     sae_cfg = training_sae_config(cfg, int(rows.shape[1]), device)

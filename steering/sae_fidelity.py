@@ -36,6 +36,8 @@ from torch import Tensor
 from thinklens.engine.interventions import ReplaceActivation
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
+from thinklens.steering.corpora import special_ids
+from thinklens.steering.sae import check_sae
 
 if TYPE_CHECKING:
     from sae_lens import SAE
@@ -76,9 +78,6 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
     (positions scored) and ``per_row``: each row's summed CEs and KLs, its scored positions, and the SAE's squared
     reconstruction error and the activations' squared deviation from their pooled mean at those positions
     (``res_ss``, ``tot_ss``), from which :mod:`thinklens.steering.sae_findings` bootstraps intervals over rows."""
-    from thinklens.steering.corpora import special_ids
-    from thinklens.steering.sae import check_sae
-
     s = check_sae(model, sae, site)
     special = torch.tensor(special_ids(model.tokenizer), dtype=torch.long)
     rows = [(list(p), list(g)) for p, g in rows if len(g) > 0 and len(p) > 0]

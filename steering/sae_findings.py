@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from thinklens.calibration.findings import Finding, verdict_from_interval
 from thinklens.calibration.stats import bootstrap_units
@@ -198,8 +199,6 @@ def rows_variance_finding(sae: Any, rows: Any, *, site: str, l0: float | None, s
                           warning: str | None = None) -> Finding:
     """Explained variance of ``sae`` on held-out activation rows ``[rows, d]`` (one unit per row), for an SAE trained
     on stored rows (no model, so no CE or KL)."""
-    import torch
-
     with torch.no_grad():
         x = rows.to(next(sae.parameters()).device, torch.float32)  # [rows, d]
         xhat = sae(x)  # [rows, d]

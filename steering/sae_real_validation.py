@@ -46,18 +46,31 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import tempfile
 import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.stats import bootstrap_units
+from thinklens.data.formats import format_for
+from thinklens.engine.interventions import HookFn
+from thinklens.engine.tokenization import prompt_ids
+from thinklens.steering.configs import SAETrainConfig
+from thinklens.steering.corpora import generated_rows, special_ids
+from thinklens.steering.sae import row_metrics, train_sae, train_sae_on_rows
+from thinklens.steering.sae_fidelity import sae_fidelity
+from thinklens.steering.sae_findings import recovered_finding
+from thinklens.zoo.registry import repo_root
 
 if TYPE_CHECKING:
     from sae_lens import SAE
@@ -109,8 +122,6 @@ def sae_site(model: "HookedModel") -> str:
 
 def neutral_prompts() -> list[str]:
     """The neutral sentence starts of ``data/real/neutral_prompts.json`` (its ``prompts`` then its ``held_out``)."""
-    from thinklens.zoo.registry import repo_root
-
     doc = json.loads((repo_root() / "data" / "real" / "neutral_prompts.json").read_text())
     return list(doc["prompts"]) + list(doc.get("held_out", []))
 
@@ -120,10 +131,6 @@ Row = tuple[list[int], list[int]]  # (prompt ids, generated ids)
 
 def corpus(model: "HookedModel", plan: Plan, seed: int) -> tuple[list[Row], list[Row]]:
     """``(train, held_out)``: sampled completions of the neutral starts, split by start (seeded)."""
-    from thinklens.data.formats import format_for
-    from thinklens.engine.tokenization import prompt_ids
-    from thinklens.steering.corpora import generated_rows, special_ids
-
     tok, exclude = model.tokenizer, set(special_ids(model.tokenizer))
     starts = neutral_prompts()[: plan.n_prompts]
     fmt = format_for(model, "chat" if getattr(tok, "chat_template", None) else "plain", instruction="")
@@ -166,8 +173,6 @@ def capture_rows(model: "HookedModel", site: str, rows: Sequence[Sequence[int]],
 
     Example: ``capture_rows(m, "resid_post.0", [[4, 5, 1]], [0, 1]).acts.shape`` is ``(2, d_model)``.
     """
-    from thinklens.engine.interventions import HookFn
-
     s, drop = model.resolve_site(site), torch.tensor(sorted(exclude), dtype=torch.long)
     acts, text, pos = [], [], []
     seen: dict[str, torch.Tensor] = {}
@@ -194,8 +199,6 @@ def capture_rows(model: "HookedModel", site: str, rows: Sequence[Sequence[int]],
 
 def random_decoder(sae: "SAE", seed: int) -> "SAE":
     """A copy of ``sae`` whose decoder rows are random unit vectors times the original rows' norms (seeded)."""
-    import copy
-
     out = copy.deepcopy(sae)
     w = out.W_dec.data  # [feature, d]
     r = torch.randn(w.shape, generator=torch.Generator().manual_seed(seed)).to(w)  # [feature, d]
@@ -226,8 +229,6 @@ def gap_stat(res_a: np.ndarray, res_b: np.ndarray, tot: np.ndarray):
 
 
 def _interval(stat, n: int, seed: int) -> tuple[float, tuple[float, float]]:
-    from thinklens.calibration.stats import bootstrap_units
-
     return float(stat(np.arange(n)[None])[0]), bootstrap_units(n, stat, seed=seed)
 
 
@@ -250,8 +251,6 @@ def top_contexts(sae: "SAE", rows: SiteRows, texts: Sequence[Sequence[int]], tok
 
 
 def _config(model: "HookedModel", plan: Plan, seed: int):
-    from thinklens.steering.configs import SAETrainConfig
-
     return SAETrainConfig(site=sae_site(model), architecture="topk", d_sae=EXPANSION * model.d_model, k=K,
                           training_tokens=plan.training_tokens, train_batch_size_tokens=plan.batch_tokens, lr=plan.lr,
                           store_batch_size_prompts=16, n_eval_batches=1, seed=seed)
@@ -284,16 +283,9 @@ def _memo(ctx: SettingContext, key: tuple, make):
 
 
 def _trained(ctx: SettingContext) -> _Trained:
-    from pathlib import Path
-
-    from thinklens.steering.corpora import special_ids
-    from thinklens.steering.sae import train_sae_on_rows
-
     plan = QUICK if ctx.quick else FULL
 
     def make(model: "HookedModel") -> _Trained:
-        import tempfile
-
         folder = Path(ctx.workdir) if ctx.workdir is not None else Path(tempfile.mkdtemp(prefix="thinklens-sae-real-"))
         t0 = time.perf_counter()
         train, held = corpus(model, plan, ctx.seed)
@@ -328,10 +320,6 @@ def random_scores(ctx: SettingContext) -> tuple[float, tuple[float, float], int,
 def measure(ctx: SettingContext) -> dict[str, Any]:
     """Train SAELens's SAE B beside A and score A, B and the random decoder on the held-out rows: every number the
     planted verdict reads (``ev_a``, ``ev_b``, ``gap``, ``ev_random``: ``(value, (lo, hi))``) and the details."""
-    from thinklens.steering.sae import row_metrics, train_sae
-    from thinklens.steering.sae_fidelity import sae_fidelity
-    from thinklens.steering.sae_findings import recovered_finding
-
     t = _trained(ctx)
     plan = QUICK if ctx.quick else FULL
 

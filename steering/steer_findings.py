@@ -11,7 +11,11 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from typing import TYPE_CHECKING, Any
+
+from thinklens.calibration.findings import accuracy_finding, headline
+from thinklens.calibration.stats import wilson
 
 if TYPE_CHECKING:
     from thinklens.calibration.findings import Finding
@@ -49,8 +53,6 @@ ARM_NAMES = {"random_feature": "the equal-norm random feature", "random_directio
 def _harm(rows_acc: dict[str, dict[str, list[float]]], rows_deg: dict[str, dict[str, list[float]]], c: str,
           harm: dict[str, float]) -> dict[str, Any]:
     """The steered feature's accuracy and degenerate share at ``c`` against the unsteered run (coefficient 0)."""
-    from thinklens.calibration.stats import wilson
-
     out: dict[str, Any] = {**harm, "within": True, "exceeded": []}
     base = "0"
     for key, counts, bound, worse in (("accuracy", rows_acc, "max_accuracy_drop", -1),
@@ -91,8 +93,6 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
         >>> f.verdict, f.extra["not_shown"]
         ('no effect', 'beyond the harm bound: accuracy 0.500 -> 0.050 (drop 0.450 > 0.1)')
     """
-    from thinklens.calibration.findings import accuracy_finding
-
     harm = {"max_accuracy_drop": MAX_ACCURACY_DROP, "max_degenerate_rise": MAX_DEGENERATE_RISE} if harm is None else harm
     reference = "unsteered" if mode == "add" else "feature clamped to 0"
     rates = word_rates(rows, word)
@@ -134,8 +134,6 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
 
 def headlines(found: list["Finding"], word: str, feature: int) -> list[str]:
     """The report's lines: each finding's headline (an effect only when its verdict is one; else why not)."""
-    from thinklens.calibration.findings import headline
-
     lines = []
     for f in found:
         c = f"c={f.extra['coeff']:g}"
@@ -158,8 +156,6 @@ def aggregate_seeds(rows: list[dict[str, Any]], word: str) -> list[dict[str, Any
         >>> out["wait"], out["wait_std"], out["n_seeds"]
         (2.0, 1.0, 2)
     """
-    import statistics
-
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["arm"], r["coeff"]), []).append(r)

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import plotly.graph_objects as go
+
 from thinklens.runs.run_views import Comparison, json_or_none, rounded, verdicts_text
 
 if TYPE_CHECKING:
@@ -37,8 +39,6 @@ def sae_rows(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) ->
 
 
 def sae_figure(rows: Sequence[Mapping[str, Any]]) -> Any:
-    import plotly.graph_objects as go
-
     fig = go.Figure(go.Scatter(x=[r.get("L0") for r in rows], y=[r.get("explained variance") for r in rows],
                                mode="markers+text", text=[f"{r['run']} ({r['model']}, {r['site']})" for r in rows],
                                textposition="top center", marker={"size": 11}, name="SAE runs"))
@@ -63,8 +63,6 @@ def steer_rows(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any]) 
 
 
 def steer_figure(rows: Sequence[Mapping[str, Any]]) -> Any:
-    import plotly.graph_objects as go
-
     def frac(s: Any) -> float | None:
         try:
             k, n = str(s).split("/")
@@ -104,8 +102,6 @@ def vector_rows(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any])
 
 
 def vector_figure(rows: Sequence[Mapping[str, Any]]) -> Any:
-    import plotly.graph_objects as go
-
     # one split per chart: alpha 0 is measured on all problems, so the chosen alpha is drawn on all problems too
     # (its reporting-split accuracy, on half of them, is in the table)
     fig = go.Figure()
@@ -131,8 +127,6 @@ def hybrid_rows(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any])
 
 
 def hybrid_figure(rows: Sequence[Mapping[str, Any]]) -> Any:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     modes = [("base accuracy", "base"), ("thinking accuracy", "thinking"), ("hybrid accuracy", "hybrid")]
     for r in rows:

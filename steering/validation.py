@@ -39,16 +39,29 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+from safetensors.torch import save_file
 from torch import Tensor
 
 from thinklens.calibration.controls import Check, Setting, SettingContext
-from thinklens.calibration.stats import bootstrap_ci, rate_difference, wilson
+from thinklens.calibration.stats import bootstrap_ci, bootstrap_units, rate_difference, wilson
+from thinklens.calibration.tost import tost_mean
+from thinklens.data.problemsets import ProblemSet
+from thinklens.engine.model import HookedModel
 from thinklens.errors import ThinklensError
+from thinklens.steering.corpora import read_texts
+from thinklens.steering.effects import traces_with
+from thinklens.steering.problems import data_format, prompt_set
+from thinklens.steering.sae import load_sae, sae_folder
+from thinklens.zoo.registry import zoo_dir
 
 RECOVERY_COSINE = 0.9
 """A true feature counts as recovered when some decoder row reaches this cosine with it."""
@@ -139,10 +152,6 @@ def fit_over_pca(sae: Any, train_rows: Tensor, held: Tensor, *, k: int, seed: in
 
     An SAE with a random decoder reconstructs worse than the mean (explained variance far below 0); one that learned
     nothing (left at its initialisation) explains ~0.02 of isotropic rows, where rank-k PCA explains ~k/d."""
-    import numpy as np
-
-    from thinklens.calibration.stats import bootstrap_units
-
     mu = train_rows.double().mean(0)  # [d]
     basis = torch.linalg.svd(train_rows.double() - mu, full_matrices=False).Vh[:k]  # [k, d]
     x = held.double()  # [rows, d]
@@ -167,8 +176,6 @@ def null_check(decoder: Tensor, reference: Tensor, fit: dict[str, Any], *, seed:
     """The ``sae null`` check: the SAE fits its rows (``fit``, :func:`fit_over_pca`) and its decoder ``[d_sae, d]``
     matches the random ``reference`` dictionary ``[n_ref, d]`` no better than chance, shown by a TOST within
     +-:data:`NULL_MARGIN` on the per-feature best cosine above chance (:func:`chance_cosines`)."""
-    from thinklens.calibration.tost import tost_mean
-
     best = best_cosines(reference, decoder)  # [n_ref]
     chance = chance_cosines(reference, tuple(decoder.shape), seed=seed)  # [n_ref]
     eq = tost_mean((best - chance).double().numpy(), margin=NULL_MARGIN)
@@ -200,10 +207,6 @@ def _sae_sizes(ctx: SettingContext) -> tuple[PlantedDictionary, dict[str, Any]]:
 
 def _train_on_rows(ctx: SettingContext, rows: Tensor, name: str, train: dict[str, Any]):
     """Save ``rows`` as a safetensors file and train the ``sae`` job on it (``--activations``); the SAE."""
-    from safetensors.torch import save_file
-
-    from thinklens.steering.sae import load_sae, sae_folder
-
     path = _workdir(ctx) / f"{name}.safetensors"
     save_file({"activations": rows.contiguous()}, str(path))
     summary = ctx.run_job("sae", name, model="", activations=str(path), **train)
@@ -219,8 +222,6 @@ def _sae_planted(ctx: SettingContext) -> Check:
 
 
 def _sae_null(ctx: SettingContext) -> Check:
-    import dataclasses
-
     spec, train = _sae_sizes(ctx)
     rows = gaussian_rows(spec, ctx.seed + 1)
     reference, _ = planted_rows(spec, ctx.seed + 2)  # a random dictionary of the planted shape, never in the data
@@ -236,8 +237,6 @@ def _sae_null(ctx: SettingContext) -> Check:
 
 def _workdir(ctx: SettingContext) -> Path:
     if ctx.workdir is None:
-        import tempfile
-
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
     ctx.workdir.mkdir(parents=True, exist_ok=True)
     return ctx.workdir
@@ -245,9 +244,6 @@ def _workdir(ctx: SettingContext) -> Path:
 
 def organism(name: str):
     """The zoo organism ``name`` loaded (float32, CPU), or a clear error while it is not trained yet."""
-    from thinklens.engine.model import HookedModel
-    from thinklens.zoo.registry import zoo_dir
-
     if not (zoo_dir() / name / "zoo.json").is_file():
         raise ThinklensError.of("steering organism", f"{name} (no {zoo_dir() / name / 'zoo.json'})",
                                 f"the trained zoo model {name}", f"train it: `thinklens run zoo-train --model {name}`")
@@ -258,11 +254,6 @@ def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max
     """Write ``n`` of the model's own sampled traces (prompt and completion) to ``path``, a .jsonl file of ``text``
     rows (newlines kept): the SAE of a steering setting is trained on the text the model writes, re-check rounds
     included."""
-    import json
-
-    from thinklens.data.problemsets import ProblemSet
-    from thinklens.steering.problems import data_format, prompt_set
-
     problems = ProblemSet.synthetic(n, seed=seed, min_steps=min_steps, max_steps=max_steps)
     ps = prompt_set(model, data_format(model, "auto", "zoo:think"), problems,
                     max_new_tokens=None, max_steps=max_steps)
@@ -359,9 +350,6 @@ NULL_WORD_MODEL = "tiny-r1"
 def steer_null_word_on(ctx: SettingContext, model_name: str, *, word: str = NULL_WORD, site: str = "resid_post.1") -> Check:
     """The ``steer null-word`` check: the word's rate in the model's own traces (0 by choice of the word) and
     whether the steer job refused (or found no effect) instead of steering a feature chosen among zeros."""
-    from thinklens.steering.corpora import read_texts
-    from thinklens.steering.effects import traces_with
-
     model = organism(model_name)
     sizes = {**_steer_sizes(ctx), "training_tokens": 30_000, "n_texts": 32} if ctx.quick else _steer_sizes(ctx)
     sae = _steer_sae(ctx, model, sizes, site)

@@ -38,8 +38,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import torch
+from transformers import AutoTokenizer
+
+from thinklens.calibration import findings as calibration_findings
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.findings import paired_finding
+from thinklens.calibration.tost import tost_mean
 from thinklens.errors import ThinklensError
+from thinklens.steering.reasoning_vectors import alpha_sweep, apply_vector, load_causal_lm, reasoning_vector, sweep_findings, zoo_scorer
+from thinklens.tasks.protocol import problems_by_steps, zoo_meta
+from thinklens.zoo.registry import repo_root
 
 #: The headroom lineage: role -> zoo model (data/zoo/<name>).
 LINEAGE: dict[str, str] = {"base": "tiny-pre", "a": "tiny-cot", "grpo": "tiny-grpo", "b": "tiny-cot-short"}
@@ -70,8 +79,6 @@ FULL = Plan(n_per_steps=400, alphas=(-1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0))
 
 def zoo_folder(name: str) -> str:
     """The committed folder of zoo model ``name`` (a clear error when it is missing)."""
-    from thinklens.zoo.registry import repo_root
-
     path = repo_root() / "data" / "zoo" / name
     if not (path / "config.json").is_file():
         raise ThinklensError.of("zoo model", name, f"a committed model under {path.parent}",
@@ -81,9 +88,6 @@ def zoo_folder(name: str) -> str:
 
 def lineage_vector(lineage: dict[str, str] | None = None) -> Any:
     """``v = theta_GRPO - theta_A``, refusing an A that is not the GRPO model's recorded parent (zoo.json ``init``)."""
-    from thinklens.steering.reasoning_vectors import reasoning_vector
-    from thinklens.tasks.protocol import zoo_meta
-
     lin = lineage or LINEAGE
     parent = zoo_meta(zoo_folder(lin["grpo"])).get("init")
     if parent is None or Path(str(parent)).name != lin["a"]:  # a zoo name or its folder (data/zoo/<name>)
@@ -98,16 +102,10 @@ def lineage_vector(lineage: dict[str, str] | None = None) -> Any:
 
 @lru_cache(maxsize=4)
 def _problems(n_per_steps: int, seed: int) -> tuple:
-    from thinklens.tasks.protocol import problems_by_steps
-
     return tuple(problems_by_steps(n_per_steps, SKILL["min_steps"], SKILL["max_steps"], seed=PROBLEM_SEED + seed))
 
 
 def _scorer(plan: Plan, seed: int):
-    from transformers import AutoTokenizer
-
-    from thinklens.steering.reasoning_vectors import load_causal_lm, zoo_scorer
-
     tok = AutoTokenizer.from_pretrained(zoo_folder(LINEAGE["b"]))
     target = load_causal_lm(zoo_folder(LINEAGE["b"]))
     return target, zoo_scorer(tok, list(_problems(plan.n_per_steps, seed)), SKILL["style"])
@@ -124,8 +122,6 @@ def sweep(v: Any, controls: dict[str, Any], plan: Plan, seed: int) -> tuple[list
                                                                        dict[float, list[bool]]]:
     """``v`` and each control added to B over ``plan.alphas``; returns ``(findings, choice, accuracies, outcomes)``
     (``outcomes``: alpha -> v's per-problem correctness)."""
-    from thinklens.steering.reasoning_vectors import alpha_sweep, sweep_findings
-
     target, score = _scorer(plan, seed)
     at_zero = _alpha0(plan.n_per_steps, seed)
 
@@ -142,21 +138,17 @@ def sweep(v: Any, controls: dict[str, Any], plan: Plan, seed: int) -> tuple[list
 
 def model_equals(model: Any, target: Any) -> bool:
     """Whether ``model`` has exactly ``target``'s weights (alpha 0: the scored target is reused, not re-scored)."""
-    import torch
-
     return all(torch.equal(p, q) for p, q in zip(model.parameters(), target.parameters()))
 
 
 def _check(findings: list[Any], choice: dict[str, Any], details: dict[str, Any], verdict: str, target: str,
            value: float | None = None, ci: tuple[float, float] | None = None, n: int | None = None) -> Check:
-    from thinklens.calibration.findings import findings_doc
-
     gain = findings[0]
     lo, hi = gain.extra["diff_ci"] if ci is None else ci
     value = float(gain.extra["diff"]) if value is None else value
     return Check("gain_over_alpha0", value, (float(lo), float(hi)), verdict, n=gain.n if n is None else n, target=target,
                  details={**details, "alpha": choice["alpha"], "control_alphas": choice["control_alphas"],
-                          "n_select": len(choice["select"]), "findings": findings_doc(findings)})
+                          "n_select": len(choice["select"]), "findings": calibration_findings.findings_doc(findings)})
 
 
 def planted_verdict(headroom: float, over_zero: Any, over_random: Any) -> str:
@@ -174,9 +166,6 @@ def planted_verdict(headroom: float, over_zero: Any, over_random: Any) -> str:
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from thinklens.calibration.findings import findings_doc, paired_finding
-    from thinklens.steering.reasoning_vectors import apply_vector, load_causal_lm
-
     plan = QUICK if ctx.quick else FULL
     v = lineage_vector()
     _, score = _scorer(plan, ctx.seed)
@@ -190,7 +179,7 @@ def _planted(ctx: SettingContext) -> Check:
     headroom = on_grpo["accuracy"] - b0
     verdict = planted_verdict(headroom, findings[0], findings[1])
     return _check(findings, choice, {"headroom": headroom, "grpo_accuracy": on_grpo["accuracy"], "a_accuracy": on_a["accuracy"],
-                                     "b_accuracy": b0, "gain_on_parent": findings_doc([parent])[0], "accuracy": acc,
+                                     "b_accuracy": b0, "gain_on_parent": calibration_findings.findings_doc([parent])[0], "accuracy": acc,
                                      "lineage": LINEAGE, "skill": SKILL, "norm_v": v.norm()}, verdict,
                   f"headroom >= {MIN_HEADROOM}; v beats alpha 0 by >= {MIN_GAIN} (McNemar, alpha chosen on the other "
                   "split) and beats the norm-matched random direction")
@@ -208,8 +197,6 @@ def null_equivalence(outcomes: dict[float, Any]) -> dict[float, Any]:
         >>> {a: e.equivalent for a, e in null_equivalence(gain).items()}
         {1.0: False, 2.0: True}
     """
-    from thinklens.calibration.tost import tost_mean
-
     base = [float(x) for x in outcomes[0.0]]
     return {a: tost_mean([float(x) - b for x, b in zip(c, base)], margin=NULL_MARGIN, bounds=(-1.0, 1.0))
             for a, c in sorted(outcomes.items()) if a != 0.0}

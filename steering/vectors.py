@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from thinklens.engine.interventions import AddVector, Positions
@@ -66,8 +67,6 @@ class SteeringVector:
 
     def save(self, path: str | Path) -> Path:
         """Write ``<path>.safetensors`` (the vector) and ``<path>.json`` (site, counts, norm)."""
-        from safetensors.torch import save_file
-
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         save_file({"vector": self.vector.contiguous()}, str(p.with_suffix(".safetensors")))
@@ -77,8 +76,6 @@ class SteeringVector:
 
     @classmethod
     def load(cls, path: str | Path) -> "SteeringVector":
-        from safetensors.torch import load_file
-
         p = Path(path)
         if not p.with_suffix(".safetensors").is_file() or not p.with_suffix(".json").is_file():
             raise ThinklensError.of("steering vector file", str(p), "<name>.safetensors next to <name>.json",

@@ -37,13 +37,24 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from thinklens.calibration.findings import findings_doc
+from thinklens.calibration.findings import headline as finding_headline
+from thinklens.data.formats import format_for
+from thinklens.data.problemsets import ProblemSet, check_disjoint, load_problems
 from thinklens.engine.tokenization import prompt_ids
 from thinklens.errors import ThinklensError, opt, opt_name
+from thinklens.generation.budgets import budgets_for, new_token_budget
+from thinklens.runs.headlines import pct, result_json
 from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.runs.run_views import paired_records
 from thinklens.steering.configs import HybridJobConfig, base_format
+from thinklens.steering.problems import data_format, draw, graded, max_steps_of
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
@@ -52,9 +63,6 @@ if TYPE_CHECKING:
 
 def hybrid_problems(job: HybridJobConfig) -> tuple[list["RealProblem"], list["RealProblem"]]:
     """``(evaluated, vector)`` problems: from --data / --vector-data (seeded, disjoint), else the zoo stream."""
-    from thinklens.data.problemsets import ProblemSet, check_disjoint, load_problems
-    from thinklens.steering.problems import draw
-
     steps = dict(min_steps=job.min_steps, max_steps=job.max_steps)
     if job.data and not job.vector_data:
         parts = draw(job.load(), {"eval": job.n_eval, "train": job.n_train}, seed=job.seed)
@@ -83,7 +91,7 @@ def preflight(job: HybridJobConfig) -> None:
 def same_weights(a: Any, b: Any) -> bool:
     """Whether two HookedModels hold the same weights (one object, or equal tensors under the same names); stops at
     the first tensor that differs, so a base and its fine-tune cost one comparison."""
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
     if a is b or a.hf is b.hf:
         return True
@@ -105,16 +113,14 @@ def run(config: HybridJobConfig, ctx: JobContext) -> dict[str, Any]:
 
     The vectors of a seed are retrained (seeded: the same vectors) only if one of its modes is still to run.
     """
-    import dataclasses
-    import statistics
-
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.data.formats import format_for
-    from thinklens.generation.budgets import budgets_for, new_token_budget
-    from thinklens.steering import figures
-    from thinklens.steering.hybrid import check_pair, train_hybrid_vectors
-    from thinklens.steering.hybrid_generate import TOKEN_CHOICE, evaluate_hybrid, hybrid_findings, steering_reach
-    from thinklens.steering.problems import data_format, graded, max_steps_of
+    from thinklens.steering import figures  # lazy: CLI start-up (torch)
+    from thinklens.steering.hybrid import check_pair, train_hybrid_vectors  # lazy: CLI start-up (torch)
+    from thinklens.steering.hybrid_generate import (  # lazy: CLI start-up (torch)
+        TOKEN_CHOICE,
+        evaluate_hybrid,
+        hybrid_findings,
+        steering_reach,
+    )
 
     job, run, log = config, ctx.run, ctx.progress.log
     base, thinking = ctx.models["model"], ctx.models["thinking"]
@@ -238,8 +244,6 @@ def mode_problem_records(rows: dict[str, dict[str, Any]], prompts: list[str], go
     """Every graded text of the first seed's modes, each against the base model alone on its problem
     (:func:`thinklens.runs.run_views.paired_records`): the problems each mode broke or fixed; [] when the base's texts
     are not there (a mode resumed from a run before per-problem traces)."""
-    from thinklens.runs.run_views import paired_records
-
     have = [(m, r["texts"], r["correct"]) for m, r in rows.items() if isinstance(r.get("texts"), list) and r.get("correct")]
     if "base" not in {m for m, _, _ in have}:
         return []
@@ -248,8 +252,6 @@ def mode_problem_records(rows: dict[str, dict[str, Any]], prompts: list[str], go
 
 def report(summary: dict[str, Any]) -> str:
     """Each mode's line, then the headline: the gap recovered, or what was not shown (the CLI prints every finding after it)."""
-    from thinklens.calibration.findings import headline
-
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:.3f}"
 
@@ -263,7 +265,7 @@ def report(summary: dict[str, Any]) -> str:
     gap = next((f for f in findings if f.get("statistic") == "gap recovered"), None)
     if gap is not None:
         beaten = [f for f in findings if f.get("claim", "").startswith("the hybrid beats")]
-        lines.append(headline(gap, effect=f"the hybrid recovers {num(gap['value'])} [{num(gap['ci'][0])}, {num(gap['ci'][1])}] "
+        lines.append(finding_headline(gap, effect=f"the hybrid recovers {num(gap['value'])} [{num(gap['ci'][0])}, {num(gap['ci'][1])}] "
                               f"of the gap on {gap['n']} problems",
                               otherwise=(gap.get("extra") or {}).get("otherwise") or "the hybrid recovers no gap shown"))
         if beaten and not all(f["verdict"] == "effect" for f in beaten):
@@ -274,10 +276,6 @@ def report(summary: dict[str, Any]) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): hybrid, base and thinking accuracy, and how often steering fired."""
-    from collections.abc import Mapping
-
-    from thinklens.runs.headlines import pct, result_json
-
     res = summary if isinstance(summary.get("hybrid"), Mapping) else (result_json(folder, "hybrid") or {})
     acc = {m: r.get("accuracy") for m, r in res.items() if isinstance(r, Mapping)}
     parts = [f"{m} {pct(acc[m])}" for m in ("hybrid", "base", "thinking") if m in acc]

@@ -29,15 +29,22 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from thinklens.calibration.findings import findings_doc
+from thinklens.calibration.findings import headline as finding_headline
 from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt, opt_name
+from thinklens.runs.headlines import num, pct
 from thinklens.runs.jobs import DemoRun, Job, JobContext
+from thinklens.runs.run_views import paired_records
 from thinklens.steering.configs import check_finite
-from thinklens.tasks.protocol import HELD_OUT
+from thinklens.steering.problems import data_format, graded, max_steps_of, prompt_set
+from thinklens.tasks import STYLES
+from thinklens.tasks.generator import generate_problems
+from thinklens.tasks.protocol import HELD_OUT, model_style
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,7 @@ class ReasoningVectorJobConfig(DataOptions):
     renamed: ClassVar[dict[str, str]] = {"n_per_steps": "n_eval", "steps": "step_counts", "style": "prompt_format"}
 
     def check(self) -> None:
-        from thinklens.steering.reasoning_vectors import check_group
-        from thinklens.tasks import STYLES
+        from thinklens.steering.reasoning_vectors import check_group  # lazy: CLI start-up (torch)
 
         if not self.data and self.prompt_format not in ("auto", *STYLES):
             raise ThinklensError.of("prompt_format", self.prompt_format, f"auto or a zoo style ({', '.join(STYLES)}) for "
@@ -116,13 +122,10 @@ class ReasoningVectorJobConfig(DataOptions):
 
 def run(config: ReasoningVectorJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Vector and lineage checks, the alpha sweep over groups, the merged model; returns the summary."""
-    from dataclasses import asdict
+    import torch  # lazy: CLI start-up (torch)
 
-    import torch
-
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.steering import figures
-    from thinklens.steering.reasoning_vectors import (
+    from thinklens.steering import figures  # lazy: CLI start-up (torch)
+    from thinklens.steering.reasoning_vectors import (  # lazy: CLI start-up (torch)
         alpha_sweep,
         apply_vector,
         check_lineage_shapes,
@@ -215,8 +218,7 @@ TEXT_FIELDS = ("texts", "prompts", "golds")
 def alpha_problem_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every graded text of the sweep, each against α 0 (the target itself) on its problem
     (:func:`thinklens.runs.run_views.paired_records`): the problems each (group, α) broke or fixed."""
-    from thinklens.runs.run_views import paired_records
-    from thinklens.steering.reasoning_vectors import alpha_point
+    from thinklens.steering.reasoning_vectors import alpha_point  # lazy: CLI start-up (torch)
 
     base = next((r for r in rows if float(r["alpha"]) == 0.0 and "texts" in r), None)
     if base is None:  # no α 0 in the sweep: nothing to pair against
@@ -229,7 +231,7 @@ def alpha_problem_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def structured_null(cfg: ReasoningVectorJobConfig, v: Any) -> Any:
     """The delta null_a - null_b rescaled to |v| (a weight change of v's size that should carry no skill)."""
-    from thinklens.steering.reasoning_vectors import ReasoningVector, check_lineage_shapes, load_weights
+    from thinklens.steering.reasoning_vectors import ReasoningVector, check_lineage_shapes, load_weights  # lazy: CLI start-up (torch)
 
     (wa, ca), (wb, cb) = load_weights(cfg.null_a), load_weights(cfg.null_b)
     check_lineage_shapes(wa, wb, ca, cb, what="structured null")
@@ -240,9 +242,7 @@ def structured_null(cfg: ReasoningVectorJobConfig, v: Any) -> Any:
 
 def zoo_evaluator(cfg: ReasoningVectorJobConfig, tok: Any) -> Callable[[Any], dict[str, Any]]:
     """Accuracy of a merged model on held-out zoo problems (the zoo's evaluator, its style)."""
-    from thinklens.steering.reasoning_vectors import zoo_scorer
-    from thinklens.tasks.generator import generate_problems
-    from thinklens.tasks.protocol import model_style
+    from thinklens.steering.reasoning_vectors import zoo_scorer  # lazy: CLI start-up (torch)
 
     style = cfg.prompt_format if cfg.prompt_format != "auto" else model_style(cfg.model)
     # the zoo evaluator's problems: one stream per step count (seed * 1000 + steps)
@@ -253,8 +253,7 @@ def zoo_evaluator(cfg: ReasoningVectorJobConfig, tok: Any) -> Callable[[Any], di
 def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any], dict[str, Any]]:
     """Greedy accuracy of a merged model on --data in the target's --prompt-format (is_correct against the gold
     answers), by step count when the problems are synthetic."""
-    from thinklens.engine.model import HookedModel
-    from thinklens.steering.problems import data_format, graded, max_steps_of, prompt_set
+    from thinklens.engine.model import HookedModel  # lazy: CLI start-up (torch)
 
     problems = list(cfg.load(limit=cfg.n_problems or None))
     ps = prompt_set(target, data_format(target, cfg.prompt_format), problems, max_new_tokens=cfg.max_new_tokens,
@@ -277,25 +276,21 @@ def data_evaluator(cfg: ReasoningVectorJobConfig, target: Any) -> Callable[[Any]
 
 def report(summary: dict[str, Any]) -> str:
     """The lineage line and the headlines (the CLI prints every finding in words after it)."""
-    from thinklens.calibration.findings import headline
-
     line = f"|v| = {summary['norm']:.4g}; lineage {'ok' if summary['related'] else 'SUSPICIOUS (see results/vector.json)'}"
     lines = [line]
     b, fs = summary.get("best"), summary.get("findings") or []
     if b and fs:
-        lines.append(headline(fs[0], effect=f"v raises accuracy: {b['group']} at alpha {b['alpha']:+g}, {b['accuracy']:.3f} on "
+        lines.append(finding_headline(fs[0], effect=f"v raises accuracy: {b['group']} at alpha {b['alpha']:+g}, {b['accuracy']:.3f} on "
                               f"{b['n_report']} held-out problems against {fs[0]['control_value']:.3f} at alpha 0",
                               otherwise=f"v does not raise accuracy on held-out problems ({b['group']} at alpha "
                               f"{b['alpha']:+g} chosen on {b['n_select']} others)"))
         if len(fs) > 1 and fs[1].get("control", "").startswith("norm-matched random"):
-            lines.append(headline(fs[1], effect="v beats the norm-matched random direction", otherwise="random vectors do as well"))
+            lines.append(finding_headline(fs[1], effect="v beats the norm-matched random direction", otherwise="random vectors do as well"))
     return "\n".join(lines)
 
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the vector's norm, accuracy at α 0 and the best (group, α)."""
-    from thinklens.runs.headlines import num, pct
-
     best = summary.get("best") or {}
     return (f"|v| {num(summary.get('norm'), 1)}, accuracy {pct(summary.get('alpha0_accuracy'))} at α 0, best "
             f"{best.get('group', '?')} at α {best.get('alpha', '?')} ({pct(best.get('accuracy'))})")

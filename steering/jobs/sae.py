@@ -33,15 +33,19 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from thinklens.calibration.findings import findings_doc
 from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt, opt_name
+from thinklens.runs.headlines import num, result_json
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 from thinklens.steering.configs import SAETrainConfig
-from thinklens.steering.corpora import corpus_kind
+from thinklens.steering.corpora import check_corpus, corpus, corpus_kind, is_text_file
+from thinklens.steering.problems import data_format, held_out_prompts
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
@@ -102,13 +106,10 @@ class SAEJobConfig(SAETrainConfig, DataOptions):
 
 def run(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Train, evaluate (held out), scan traces for feature statistics, write figures; returns the summary."""
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.steering import figures
-    from thinklens.steering.corpora import corpus
-    from thinklens.steering.problems import data_format
-    from thinklens.steering.sae import evaluate_sae, train_sae
-    from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows
-    from thinklens.steering.sae_findings import sae_findings, sae_warnings
+    from thinklens.steering import figures  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae import evaluate_sae, train_sae  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae_findings import sae_findings, sae_warnings  # lazy: CLI start-up (torch)
 
     if config.activations:
         return run_on_rows(config, ctx)
@@ -153,7 +154,7 @@ def trace_rows_ids(traces) -> list[list[int]]:
 def metric_line(m: dict[str, Any]) -> str:
     """The held-out metrics in one line: L0 as a mean (a whole number when it is one), CE/KL scores with the tokens
     they rest on (their intervals and verdicts are the findings)."""
-    from thinklens.steering.sae_findings import format_l0
+    from thinklens.steering.sae_findings import format_l0  # lazy: CLI start-up (torch)
 
     parts = []
     if isinstance(m.get("explained_variance"), (int, float)):
@@ -172,8 +173,6 @@ def metric_line(m: dict[str, Any]) -> str:
 
 def held_out_traces(model: "HookedModel", config: SAEJobConfig):
     """``(prompt set, traces)``: completions of held-out prompts (captured at the site), for fidelity and statistics."""
-    from thinklens.steering.problems import held_out_prompts
-
     n = max(config.stats_traces, config.fidelity_traces)
     ps = held_out_prompts(model, config.data, n, prompt_format=config.prompt_format, data_fields=config.data_fields,
                           min_steps=config.stats_min_steps, max_steps=config.stats_max_steps,
@@ -186,12 +185,11 @@ def held_out_traces(model: "HookedModel", config: SAEJobConfig):
 
 def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
     """``--activations``: train on stored rows with a held-out random part for the metrics; returns the summary."""
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.steering import figures
-    from thinklens.steering.sae import read_activation_rows, train_sae_on_rows
-    from thinklens.steering.sae_findings import rows_variance_finding, sae_warnings
+    from thinklens.steering import figures  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae import read_activation_rows, train_sae_on_rows  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae_findings import rows_variance_finding, sae_warnings  # lazy: CLI start-up (torch)
 
     rows = read_activation_rows(config.activations, config.site)
     n_held = min(config.eval_texts, len(rows) // 5)
@@ -215,8 +213,6 @@ def run_on_rows(config: SAEJobConfig, ctx: JobContext) -> dict[str, Any]:
 def held_out_texts(config: SAEJobConfig, texts: list[str], source: dict[str, Any]) -> list[str]:
     """Texts for the held-out metrics: other zoo problems; the problems after the training ones (else the first
     texts) of a problem set; the first texts of a text file."""
-    from thinklens.steering.corpora import corpus, is_text_file
-
     if config.data.startswith("zoo:"):
         return corpus(config.data, config.eval_texts, seed=config.seed + 1_000_003, **source)
     if not is_text_file(config.data):
@@ -229,10 +225,8 @@ def held_out_texts(config: SAEJobConfig, texts: list[str], source: dict[str, Any
 
 def write_feature_stats(model: "HookedModel", sae: Any, config: SAEJobConfig, run: "RunFolder", ps, trs):
     """Compute :class:`FeatureStats` over the held-out traces ``trs`` (of prompt set ``ps``), write them and their figures."""
-    import dataclasses
-
-    from thinklens.steering import figures
-    from thinklens.steering.features import feature_stats
+    from thinklens.steering import figures  # lazy: CLI start-up (torch)
+    from thinklens.steering.features import feature_stats  # lazy: CLI start-up (torch)
 
     site = model.resolve_site(config.site)
     ps = dataclasses.replace(ps, prompts=ps.prompts[: len(trs)], golds=None if ps.golds is None else ps.golds[: len(trs)])
@@ -256,8 +250,7 @@ def report(summary: dict[str, Any]) -> str:
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): explained variance, L0 and dead features of the SAE."""
-    from thinklens.runs.headlines import num, result_json
-    from thinklens.steering.sae_findings import sae_warnings
+    from thinklens.steering.sae_findings import sae_warnings  # lazy: CLI start-up (torch)
 
     m = {**summary, **(result_json(folder, "metrics") or {})}
     dead = m.get("dead_features")
@@ -275,8 +268,6 @@ DEMO = (DemoRun(("--model", "tiny-think", "--d-sae", "512", "--k", "32", "--trai
 
 def preflight(config: SAEJobConfig) -> None:
     """What the job reads, checked before the model loads: the stored rows (``activations``), or the corpus."""
-    from thinklens.steering.corpora import check_corpus
-
     if config.activations:
         if not Path(config.activations).exists():
             raise ThinklensError.of(opt_name("activations"), config.activations, "an activation store folder or a "

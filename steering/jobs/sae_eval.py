@@ -17,9 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.calibration.findings import findings_doc
 from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.jobs import Job, JobContext
+from thinklens.steering.corpora import check_corpus, corpus
+from thinklens.steering.jobs.sae import metric_line
+from thinklens.steering.problems import held_out_prompts
+from thinklens.tasks.protocol import HELD_OUT
 
 
 @dataclass(frozen=True)
@@ -55,13 +60,9 @@ class SAEEvalConfig(DataOptions):
 
 def run(config: SAEEvalConfig, ctx: JobContext) -> dict[str, Any]:
     """Load the SAE on the model's device and compute sae-lens's metrics over the texts."""
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.steering.corpora import corpus
-    from thinklens.steering.problems import held_out_prompts
-    from thinklens.steering.sae import evaluate_sae, load_sae, sae_folder
-    from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows
-    from thinklens.steering.sae_findings import sae_findings, sae_warnings
-    from thinklens.tasks.protocol import HELD_OUT
+    from thinklens.steering.sae import evaluate_sae, load_sae, sae_folder  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae_fidelity import sae_fidelity, trace_rows  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae_findings import sae_findings, sae_warnings  # lazy: CLI start-up (torch)
 
     sae = load_sae(sae_folder(config.sae)[0], device=str(ctx.model.device))
     texts = corpus(config.data, config.n_texts, seed=config.seed, model=ctx.model, prompt_format=config.prompt_format,
@@ -85,16 +86,13 @@ def summary(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def report(metrics: dict[str, Any]) -> str:
-    from thinklens.steering.jobs.sae import metric_line
-
     return "\n".join([f"SAE at {metrics.get('site')}: " + metric_line(metrics)]
                      + [f"warning: {w}" for w in metrics.get("warnings") or []])
 
 
 def preflight(config: SAEEvalConfig) -> None:
     """The SAE folder and the corpus, checked before the model loads."""
-    from thinklens.steering.corpora import check_corpus
-    from thinklens.steering.sae import sae_folder
+    from thinklens.steering.sae import sae_folder  # lazy: CLI start-up (torch)
 
     sae_folder(config.sae)
     check_corpus(config.data, config.data_fields)

@@ -28,14 +28,19 @@ Example:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from thinklens.data.problemsets import DataOptions
+from thinklens.calibration.findings import findings_doc
+from thinklens.data.problemsets import DataOptions, ProblemSet
+from thinklens.data.prompts import read_prompts
 from thinklens.errors import ThinklensError, opt, opt_name
+from thinklens.runs.headlines import num, result_json
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 from thinklens.steering.configs import check_finite
+from thinklens.steering.problems import PromptSet, data_format, draw, max_steps_of, prompt_set
 from thinklens.steering.steer_findings import ARM_NAMES as ARM_NAMES  # re-exported: the arms named in the findings
 from thinklens.steering.steer_findings import (
     MAX_ACCURACY_DROP,
@@ -45,14 +50,14 @@ from thinklens.steering.steer_findings import (
     steer_findings,
     word_rates,
 )
-from thinklens.tasks import StepRange
+from thinklens.steering.steer_traces import PROBLEMS, problem_records
+from thinklens.tasks import StepRange, check_style
 from thinklens.tasks.protocol import HELD_OUT
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
     from thinklens.engine.sites import Site
     from thinklens.steering.features import FeatureStats
-    from thinklens.steering.problems import PromptSet
 
 
 @dataclass(frozen=True)
@@ -130,9 +135,6 @@ class SteerJobConfig(DataOptions, StepRange):
 
 def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["PromptSet", "PromptSet"]:
     """``(stats, steered)``: the prompts whose traces pick the feature and the prompts steered and scored."""
-    from thinklens.data.problemsets import ProblemSet
-    from thinklens.steering.problems import PromptSet, data_format, draw, max_steps_of, prompt_set
-
     if cfg.data:
         fmt = data_format(model, cfg.prompt_format)
         parts = draw(cfg.load(), {"steer": cfg.n_prompts, "stats": cfg.stats_traces},
@@ -149,7 +151,6 @@ def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["Prompt
                                                                  max_steps=cfg.max_steps),
                                 max_new_tokens=cfg.max_new_tokens, max_steps=cfg.max_steps)
                      for n, purpose in ((cfg.stats_traces, "sampling"), (cfg.n_prompts, "steer")))
-    from thinklens.data.prompts import read_prompts
 
     if cfg.prompt_format != "auto":
         raise ThinklensError.of(opt_name("prompt_format"), cfg.prompt_format, "auto with a prompt file (its prompts are used as "
@@ -162,17 +163,13 @@ def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["Prompt
 
 def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Pick the feature, build the equal-norm arms, sweep the coefficients for every seed; returns the summary."""
-    import json
+    import torch  # lazy: CLI start-up (torch)
 
-    import torch
-
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.steering import figures
-    from thinklens.steering.effects import mean_norm, steer_sweep
-    from thinklens.steering.feature_steering import equal_norm_arms
-    from thinklens.steering.features import THINKING_WORDS, FeatureStats, feature_stats
-    from thinklens.steering.sae import check_feature, check_sae, load_sae, sae_folder
-    from thinklens.steering.steer_traces import PROBLEMS, problem_records
+    from thinklens.steering import figures  # lazy: CLI start-up (torch)
+    from thinklens.steering.effects import mean_norm, steer_sweep  # lazy: CLI start-up (torch)
+    from thinklens.steering.feature_steering import equal_norm_arms  # lazy: CLI start-up (torch)
+    from thinklens.steering.features import THINKING_WORDS, FeatureStats, feature_stats  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae import check_feature, check_sae, load_sae, sae_folder  # lazy: CLI start-up (torch)
 
     model, log, cfg = ctx.model, ctx.progress.log, config
     sae_dir, sae_run = sae_folder(cfg.sae)
@@ -265,18 +262,13 @@ def preflight(cfg: SteerJobConfig) -> None:
     """What can be refused before the model loads: the SAE folder, the problems or prompts, and ``--word`` against the
     SAE run's saved feature statistics when they scored it (a word they did not score is scored once the model has
     loaded)."""
-    import json
-
-    from thinklens.data.prompts import read_prompts
-    from thinklens.steering.features import FeatureStats
-    from thinklens.steering.sae import sae_folder
+    from thinklens.steering.features import FeatureStats  # lazy: CLI start-up (torch)
+    from thinklens.steering.sae import sae_folder  # lazy: CLI start-up (torch)
 
     _, sae_run = sae_folder(cfg.sae)
     if cfg.data:
         cfg.load()
     elif cfg.prompts.startswith("zoo:"):
-        from thinklens.tasks import check_style
-
         check_style(cfg.prompts[4:])
     elif cfg.prompt_format == "auto":  # another format with a prompt file is refused by prompt_sets, as before
         read_prompts(cfg.prompts)
@@ -309,8 +301,8 @@ def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", t
     """The difference-of-means direction for ``cfg.word`` (un-normalised): the mean state before the word
     (where it starts on the decoded text) minus the mean state before any other token; None with a log line, and a
     line in ``warnings``, when it cannot be built or rests on fewer than ``cfg.min_dom_states`` states before the word."""
-    from thinklens.steering.features import token_separator, word_starts
-    from thinklens.steering.vectors import marked_diff_of_means
+    from thinklens.steering.features import token_separator, word_starts  # lazy: CLI start-up (torch)
+    from thinklens.steering.vectors import marked_diff_of_means  # lazy: CLI start-up (torch)
 
     if traces is None:  # greedy sweep: the direction still needs traces that say the word
         traces = model.generate(prompts[:64], max_new_tokens=max_new, capture=[site], batch_size=64, do_sample=True,
@@ -349,8 +341,6 @@ def report(summary: dict[str, Any]) -> str:
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the steered feature, its correlation with the next word, and what
     its findings show (never more than their verdicts)."""
-    from thinklens.runs.headlines import num, result_json
-
     word = ((result_json(folder, "steer") or {}).get("chosen") or {}).get("word")
     where = f"feature {summary.get('feature', '?')} at {summary.get('site', '?')}"
     line = (f"{where}: correlation {num(summary.get('corr'))} with the next {word!r}" if word

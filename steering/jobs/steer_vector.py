@@ -20,19 +20,23 @@ Example:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from thinklens.calibration.findings import finding_sentence, findings_doc
 from thinklens.data.problemsets import SamplingOptions
+from thinklens.data.prompts import read_prompts
+from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.runs.jobs import DemoRun, Job, JobContext
-from thinklens.runs.run_views import TraceReader
+from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
 from thinklens.steering.configs import check_finite
+from thinklens.zoo.registry import repo_root
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
-    from thinklens.engine.sites import Site
 
 DEFAULT_PROMPTS = "data/real/neutral_prompts.json:prompts"
 
@@ -105,8 +109,6 @@ class SteerVectorConfig(SamplingOptions):
                                         "an existing .txt, .jsonl or .json file (relative to here or to the repository)",
                                         "check the path")
         if self.site != "auto":
-            from thinklens.engine.sites import Site
-
             if Site.parse(self.site).kind in ("logits", "router_logits"):
                 raise ThinklensError.of(opt_name("site"), self.site, "a site of model width (resid_post.6, resid_pre.3, mlp_out.2)",
                                         f"pass {opt('site', 'resid_post.6')}")
@@ -122,8 +124,6 @@ class SteerVectorConfig(SamplingOptions):
 def texts_path(spec: str) -> Path | None:
     """The file of a ``FILE`` or ``FILE.json:KEY`` spec, relative to the working directory or else to the repository;
     None when it does not exist."""
-    from thinklens.zoo.registry import repo_root
-
     path = Path(spec.rsplit(":", 1)[0] if ".json:" in spec else spec).expanduser()
     for p in (path, repo_root() / path):
         if p.is_file():
@@ -134,10 +134,6 @@ def texts_path(spec: str) -> Path | None:
 def read_texts(spec: str) -> list[str]:
     """The texts of a ``FILE`` (.txt / .jsonl: :func:`thinklens.data.prompts.read_prompts`; .json: a list of strings)
     or ``FILE.json:KEY`` (the list under KEY) spec."""
-    import json
-
-    from thinklens.data.prompts import read_prompts
-
     path, key = texts_path(spec), spec.rsplit(":", 1)[1] if ".json:" in spec else None
     if path is None:
         raise ThinklensError.of("text file", spec, "an existing file", "check the path")
@@ -158,7 +154,7 @@ def read_texts(spec: str) -> list[str]:
 
 def steer_site(model: "HookedModel", site: str) -> "Site":
     """``site`` on this model (a clear error out of range); ``auto``: :func:`thinklens.steering.contrast.default_site`."""
-    from thinklens.steering.contrast import default_site
+    from thinklens.steering.contrast import default_site  # lazy: CLI start-up (torch)
 
     return default_site(model) if site == "auto" else model.resolve_site(site)
 
@@ -173,8 +169,7 @@ def preflight(config: SteerVectorConfig) -> None:
 
 def run(config: SteerVectorConfig, ctx: JobContext) -> dict[str, Any]:
     """Build the vector, sweep the coefficients against both controls, write the results; returns the summary."""
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.steering.contrast import Fluency, contrast_vector, sweep, token_norm
+    from thinklens.steering.contrast import Fluency, contrast_vector, sweep, token_norm  # lazy: CLI start-up (torch)
 
     cfg, model, log = config, ctx.model, ctx.progress.log
     prompts = read_texts(cfg.prompts)[: cfg.n_prompts]
@@ -203,8 +198,6 @@ def run(config: SteerVectorConfig, ctx: JobContext) -> dict[str, Any]:
 
 def headlines(findings: list[dict[str, Any]]) -> list[str]:
     """One line per coefficient: the finding in words (never an effect unless its verdict is one)."""
-    from thinklens.calibration.findings import finding_sentence
-
     return [finding_sentence(f) for f in findings]
 
 
@@ -224,8 +217,6 @@ def headline(summary: dict, folder: Path) -> str:
 
 def list_traces(path: Path) -> list[tuple[str, str]]:
     """The app's traces of a run: the sample continuations each arm kept (``<arm>/<coeff>/<i>``: the i-th prompt's)."""
-    from thinklens.runs.run_views import read_result_json
-
     rows = read_result_json(Path(path) / "results" / "steer_vector.json").get("rows", [])
     return [(f"{r['arm']}/{r['coeff']:g}/{i}", f"{r['arm']} c={r['coeff']:+g}: prompt {i}")
             for r in rows for i in range(len(r.get("examples") or []))]
@@ -233,8 +224,6 @@ def list_traces(path: Path) -> list[tuple[str, str]]:
 
 def load_trace(path: Path, run: str, trace: str) -> Any:
     """One sample continuation, with its arm's mean sentiment, shift, perplexity ratio and degenerate share as facts."""
-    from thinklens.runs.run_views import TraceData, read_result_json
-
     arm, coeff, i = trace.rsplit("/", 2)
     doc = read_result_json(Path(path) / "results" / "steer_vector.json")
     row = next(r for r in doc.get("rows", []) if r["arm"] == arm and f"{r['coeff']:g}" == coeff)
