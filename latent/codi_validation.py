@@ -41,11 +41,19 @@ Example:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import torch
+
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.findings import findings_doc, paired_finding
+from thinklens.calibration.stats import wilson
+from thinklens.latent.evaluate import table_row
+from thinklens.latent.latent_model import load_latent_model
+from thinklens.tasks.protocol import problems_by_steps
 
 ORGANISMS: dict[str, str] = {"nocot": "tiny-nocot-serial", "cot": "tiny-cot-serial", "codi": "tiny-codi-serial",
                              "codi_full": "tiny-codi-serial-full", "coconut": "tiny-coconut-serial",
@@ -122,8 +130,6 @@ def noise_latents(module: Any, seed: int) -> None:
         >>> torch.allclose(out.norm(dim=-1), (2 * h).norm(dim=-1)), bool((out == 2 * h).all())
         (True, False)
     """
-    import torch
-
     own = module.latent_input
     gen = torch.Generator().manual_seed(seed)
 
@@ -136,8 +142,6 @@ def noise_latents(module: Any, seed: int) -> None:
 
 
 def _problems(ctx: SettingContext) -> list:
-    from thinklens.tasks.protocol import problems_by_steps
-
     plan = QUICK if ctx.quick else FULL
     return problems_by_steps(plan.n_per_steps, MIN_STEPS, MAX_STEPS, seed=PROBLEM_SEED + ctx.seed)
 
@@ -180,8 +184,6 @@ def last_step_misses(problems: list, records: list[dict]) -> float:
         >>> last_step_misses([p, p], [{"text": text, "correct": False}, {"text": text, "correct": True}])
         0.5
     """
-    import re
-
     def written(text: str) -> list[int]:
         return [int(x) for x in re.findall(r"=\s*(-?\d+)\s*>>", text)]
 
@@ -198,10 +200,6 @@ def distillation_distance(name: str, problems: list, *, batch_size: int = 64) ->
     Example:
         >>> # d = distillation_distance("tiny-codi-serial-full", problems); sum(d) / len(d)
     """
-    import torch
-
-    from thinklens.latent.latent_model import load_latent_model
-
     lm = load_latent_model(name)
     examples = lm.builder.build_all(problems)
     out: list[float] = []
@@ -230,10 +228,6 @@ def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) ->
     """Each organism's table row and per-problem grades on the settings' problems (CODI's latents noised when asked;
     a latent row holds :func:`latent_hits`, a CODI's its :func:`distillation_distance` per problem; ``explicit`` /
     ``explicit_full``: a CODI's LM in explicit-CoT mode, its row holding :func:`last_step_misses`)."""
-    import torch
-
-    from thinklens.latent.evaluate import table_row
-
     if ctx.threads:
         torch.set_num_threads(ctx.threads)
     problems = _problems(ctx)
@@ -255,8 +249,6 @@ def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) ->
 
 
 def _noised(name: str, problems: list, seed: int) -> tuple[dict, list[dict]]:
-    from thinklens.latent.latent_model import load_latent_model
-
     lm = load_latent_model(name)
     noise_latents(lm.module, seed)
     records = lm.infer_problems(problems)
@@ -268,8 +260,6 @@ def _noised(name: str, problems: list, seed: int) -> tuple[dict, list[dict]]:
 
 
 def _gain(codi: list[bool], nocot: list[bool], label: str, seed: int) -> Any:
-    from thinklens.calibration.findings import paired_finding
-
     return paired_finding(f"{label} beats the matched No-CoT on the same {MIN_STEPS}-{MAX_STEPS} step problems",
                           [float(x) for x in codi], [float(x) for x in nocot], control=f"matched No-CoT ({ORGANISMS['nocot']})",
                           statistic="accuracy", binary=True, seed=seed, ceiling=1.0, ceiling_margin=0.0)
@@ -282,8 +272,6 @@ def _accuracy(correct: list[bool], steps: list[int] | None = None) -> dict[str, 
         >>> _accuracy([True, False, True, True], [6, 6, 7, 7])["by_steps"]
         {'6': 0.5, '7': 1.0}
     """
-    from thinklens.calibration.stats import wilson
-
     out: dict[str, Any] = {"accuracy": sum(correct) / len(correct), "ci": list(wilson(sum(correct), len(correct))),
                            "n": len(correct)}
     if steps is not None:
@@ -292,8 +280,6 @@ def _accuracy(correct: list[bool], steps: list[int] | None = None) -> dict[str, 
 
 
 def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
-    from thinklens.calibration.findings import findings_doc
-
     lo, hi = gain.extra["diff_ci"]
     return Check("gain_over_nocot", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,
                  details={**details, "findings": findings_doc([gain])})

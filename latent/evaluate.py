@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from thinklens.data.answers import is_correct
+from thinklens.data.formats import format_for
 from thinklens.generation.budgets import budgets_for, new_token_budget
+from thinklens.latent import figures
 from thinklens.latent.config import EvalConfig, LatentSeekConfig
 from thinklens.latent.examples import gold_of, n_steps_of, problem_record
 from thinklens.latent.latent_findings import add_intervals, table_findings, training_of
@@ -142,8 +145,6 @@ def unique_labels(rows: list[dict]) -> None:
         >>> unique_labels(rows); [r["label"] for r in rows]
         ['CODI [codi-6]', 'CODI [codi-12]', 'No-CoT [x #1]', 'No-CoT [x #2]']
     """
-    from collections import Counter
-
     labels = Counter(r["label"] for r in rows)
     named = Counter((r["label"], Path(str(r["model"])).name) for r in rows)
     seen: Counter = Counter()
@@ -159,8 +160,6 @@ def table_row(name: str, problems: list, *, prompt_format: str = "auto", max_new
     """The comparison-table row of one model (latent or token-level) on ``problems``, and its per-problem records.
 
     ``explicit``: a latent model's LM as a token-level model in the format it was trained in (no latents)."""
-    from thinklens.data.formats import format_for
-
     folder = Path(resolve_model(name))
     meta = _folder_meta(folder) if folder.is_dir() else {}
     t0 = time.monotonic()
@@ -217,8 +216,6 @@ def add_compression(rows: list[dict]) -> None:
 def run_table(cfg: EvalConfig, run: RunFolder, *, seek: LatentSeekConfig | None = None, progress: Progress | None = None,
               device: str = "cpu", dtype: torch.dtype = torch.float32) -> dict:
     """Evaluate every model, add LatentSeek rows, write table/decoding/seek results and figures."""
-    from thinklens.latent import figures
-
     progress = progress or Progress(False)
     problems, where = table_problems(cfg)
     rows, decoding = [], []

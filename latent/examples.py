@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from thinklens.data.formats import PromptFormat
 from thinklens.errors import ThinklensError, opt
 from thinklens.latent.segments import Example, make_example
 from thinklens.tasks import ANSWER_MARKER, Problem, TaskConfig, generate_problem, spaced
 
 if TYPE_CHECKING:
-    from thinklens.data.formats import PromptFormat
     from thinklens.data.problemsets import RealProblem
 
 #: The answer line of latent models outside the zoo's formats (CODI's reference writes ``The answer is: N``).
@@ -133,8 +133,6 @@ class ExampleSource:
 
     def __init__(self, tokenizer: Any, *, seed: int, min_steps: int, max_steps: int, problems: Any = None,
                  builder: ExampleBuilder | None = None, task: TaskConfig | None = None):
-        from thinklens.data.formats import PromptFormat
-
         self.builder = builder or ExampleBuilder(tokenizer, PromptFormat("cot"))
         self.seed, self.task = seed, task or TaskConfig()
         self.min_steps, self.max_steps = min_steps, max_steps

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import plotly.graph_objects as go
+
 
 def figure_accuracy(rows: list[dict[str, Any]]):
     """Accuracy per method (bars), reasoning positions and compression in the hover text."""
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for problems in dict.fromkeys(r["problems"] for r in rows):  # one group of bars per problem set
         group = [r for r in rows if r["problems"] == problems]
@@ -33,8 +33,6 @@ def figure_accuracy(rows: list[dict[str, Any]]):
 def figure_seek_budget(accuracy: list[float], reward: str = "psrm", baseline: dict[str, Any] | None = None):
     """LatentSeek accuracy against the iteration budget (0 = plain greedy CoT); with ``baseline`` (the summary's
     oracle best-of-N by temperature), the greedy chain or any of the first b samples, dashed, at the same budget."""
-    import plotly.graph_objects as go
-
     fig = go.Figure(go.Scatter(x=list(range(len(accuracy))), y=[100 * a for a in accuracy], mode="lines+markers",
                                name=f"LatentSeek ({reward})"))
     for t, b in (baseline or {}).items():
@@ -49,8 +47,6 @@ def figure_seek_budget(accuracy: list[float], reward: str = "psrm", baseline: di
 
 def figure_entropy(latents: list[dict[str, Any]], title: str = "Latent-SFT: per-step entropy"):
     """Entropy (nats) and exp(entropy) of each latent step's top-K superposition."""
-    import plotly.graph_objects as go
-
     steps = list(range(1, len(latents) + 1))
     fig = go.Figure([
         go.Scatter(x=steps, y=[s["entropy"] for s in latents], name="entropy (nats)", mode="lines+markers"),

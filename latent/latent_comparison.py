@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import plotly.graph_objects as go
+
 from thinklens.runs.run_views import Comparison, interval_text, json_or_none, rounded
 
 if TYPE_CHECKING:
@@ -28,8 +30,6 @@ def latent_rows(entry: "RunEntry", s: Mapping[str, Any], cfg: Mapping[str, Any])
 
 
 def latent_figure(rows: Sequence[Mapping[str, Any]]) -> Any:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for run in dict.fromkeys(r["run"] for r in rows):
         sel = [r for r in rows if r["run"] == run]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from thinklens.calibration.findings import MAJORITY, Finding, accuracy_finding, findings_doc, majority_correct, paired_finding
 from thinklens.calibration.findings import window_change_finding as window_change_finding  # importable here, as before
 from thinklens.calibration.stats import wilson
+from thinklens.latent.methods import METHODS, method_of
 
 if TYPE_CHECKING:
     from thinklens.runs.jobs import Job, JobContext
@@ -91,8 +92,6 @@ def training_of(meta: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _phase_steps(method: str, saved: Mapping[str, Any]) -> int | None:
     """The optimizer steps of a saved latent model's config: the sum of its method's training phases."""
-    from thinklens.latent.methods import METHODS
-
     m = METHODS.get(method)
     if m is None:
         return None
@@ -263,8 +262,7 @@ def training_findings(cfg: Any, metrics: Mapping[str, Any]) -> list[dict[str, An
         cfg: the trainer's config (its ``n_eval`` and problem settings name the evaluated problems).
         metrics: what :func:`thinklens.latent.training_loop.train_latent` returned (``history``, ``eval``).
     """
-    from thinklens.latent.methods import method_of
-    from thinklens.latent.training_loop import evaluation_problems
+    from thinklens.latent.training_loop import evaluation_problems  # lazy: CLI start-up (torch)
 
     label = method_of(cfg).label
     found = []

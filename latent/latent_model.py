@@ -14,25 +14,24 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
+from safetensors.torch import load_file
 from torch import nn
 
 from thinklens.data.answers import extract_answer, is_correct
+from thinklens.data.formats import format_for
+from thinklens.engine.model import HookedModel
 from thinklens.latent.examples import ExampleBuilder
 from thinklens.latent.methods import LatentMethod, method_named
 from thinklens.latent.saved_model import read_latent_meta
 from thinklens.latent.segments import Example, LatentTokens, latent_tokens
-
-if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
+from thinklens.zoo.registry import zoo_dir
 
 
 def resolve_model(name: str) -> str:
     """A zoo sibling folder (``data/zoo/<name>``, e.g. tiny-codi) for a bare name, else the name itself."""
-    from thinklens.zoo.registry import zoo_dir
-
     if "/" not in name and (zoo_dir() / name / "config.json").is_file():
         return str(zoo_dir() / name)
     return name
@@ -40,8 +39,6 @@ def resolve_model(name: str) -> str:
 
 def load_hooked_model(name: str, *, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> "HookedModel":
     """The plain :class:`~thinklens.engine.model.HookedModel` of ``name`` (a zoo sibling folder, a folder or a hub id)."""
-    from thinklens.engine.model import HookedModel
-
     return HookedModel.load(resolve_model(name), device=device, dtype=dtype)
 
 
@@ -80,8 +77,6 @@ class LatentModel:
     """
 
     def __init__(self, model: "HookedModel", meta: dict, module: nn.Module, tokens: LatentTokens):
-        from thinklens.data.formats import format_for
-
         self.model, self.meta, self.module, self.tokens = model, meta, module, tokens
         self.method = meta["method"]
         self.entry: LatentMethod = method_named(self.method)
@@ -111,8 +106,6 @@ class LatentModel:
 
 def load_side_state(module: nn.Module, folder: Path, meta: dict) -> None:
     """Load what a saved latent model keeps beside the LM weights (its method's side modules) into ``module``."""
-    from safetensors.torch import load_file
-
     for key, part in method_named(meta["method"]).module.side_modules(module, meta["config"]).items():
         part.load_state_dict(load_file(str(Path(folder) / f"{key}.safetensors")))
 

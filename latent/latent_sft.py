@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from thinklens.engine.interventions import InjectEmbeddings
 from thinklens.latent.lsft_layout import (
     ANSWER,
     LATENT,
@@ -148,8 +149,6 @@ class LatentSFT(nn.Module):
 
     def _decode(self, batch: dict[str, Any], z: Tensor) -> Any:
         """Decoder forward with the latent slots' embeddings replaced by ``z`` through the embed site."""
-        from thinklens.engine.interventions import InjectEmbeddings
-
         dev = self.model.device
         rows = torch.tensor([b for b, s in enumerate(batch["slots"]) for _ in s], device=dev)
         cols = torch.tensor([j for s in batch["slots"] for j in s], device=dev)

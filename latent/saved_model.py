@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import save_file
 from torch import nn
 
 from thinklens.errors import ThinklensError
@@ -27,7 +28,7 @@ from thinklens.runs.folders import atomic_write_json, replace_dir
 def merge_lora(hf: nn.Module) -> nn.Module:
     """Fold injected LoRA adapters into their base layers and remove them (in place)."""
     try:
-        from peft.tuners.lora import LoraLayer
+        from peft.tuners.lora import LoraLayer  # lazy: optional dependency (peft)
     except ImportError:  # no peft: nothing can have been injected
         return hf
     for name, mod in list(hf.named_modules()):
@@ -40,8 +41,6 @@ def merge_lora(hf: nn.Module) -> nn.Module:
 
 def save_latent_model(folder: Path, model: Any, meta: dict, extra: dict[str, nn.Module] | None = None) -> Path:
     """Write a loadable latent model folder (see the module docstring); atomic via a temp folder."""
-    from safetensors.torch import save_file
-
     folder = Path(folder)
     tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)

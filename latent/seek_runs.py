@@ -17,10 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from thinklens.data.formats import format_for
 from thinklens.engine.tokenization import prompt_ids
+from thinklens.latent import figures
+from thinklens.latent.best_of_n import best_of_n_summary, oracle_samples, temperature_key
 from thinklens.latent.config import LatentSeekConfig
 from thinklens.latent.examples import gold_of
 from thinklens.latent.latentseek import RewardFn, SeekIteration, SeekResult, accuracy_by_budget, latent_seek, load_reward
+from thinklens.latent.self_reward import SelfConfidence, SelfReward
 from thinklens.runs.folders import RunFolder
 from thinklens.runs.jobs import Progress
 from thinklens.tasks.protocol import problems_by_steps
@@ -34,8 +38,6 @@ ZOO_SEEK_TOKENS, SEEK_TOKENS = 72, 1024
 
 def seek_format(model: Any, cfg: LatentSeekConfig) -> "PromptFormat":
     """The prompt format LatentSeek uses for ``model`` (``cfg.prompt_format`` resolved for it)."""
-    from thinklens.data.formats import format_for
-
     return format_for(model, cfg.prompt_format)
 
 
@@ -61,12 +63,8 @@ def make_reward(spec: str, model: Any, fmt: "PromptFormat", cfg: LatentSeekConfi
     """The reward named ``spec`` (resolved by :func:`reward_name`); ``self`` judges with ``model`` in ``fmt``."""
     name = reward_name(spec, fmt)
     if name == "self":
-        from thinklens.latent.self_reward import SelfReward
-
         return SelfReward(model, fmt, max_new_tokens=cfg.verifier_max_new_tokens)
     if name == "confidence":
-        from thinklens.latent.self_reward import SelfConfidence
-
         return SelfConfidence(model)
     return load_reward(name)
 
@@ -91,8 +89,6 @@ def seek_problems(model: Any, problems: list, cfg: LatentSeekConfig, run: RunFol
                   progress: Progress | None = None) -> list[SeekResult]:
     """LatentSeek on every problem (resumable per problem through the run folder's progress log), and on the same
     prompt the oracle best-of-N baseline of ``cfg.baseline_temperatures`` (:mod:`thinklens.latent.best_of_n`)."""
-    from thinklens.latent.best_of_n import oracle_samples
-
     fmt = seek_format(model, cfg)
     reward = make_reward(cfg.reward, model, fmt, cfg)
     budget = seek_budget(cfg, fmt)
@@ -127,8 +123,6 @@ def seek_from_json(d: dict) -> SeekResult:
 
 def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
     """Accuracy before/after, by iteration budget, mean iterations / flips / ||z'-z||."""
-    from thinklens.latent.best_of_n import best_of_n_summary, temperature_key
-
     its = [r.iterations for r in results if r.iterations]
     flat = [it for rs in its for it in rs]
     baseline = {}
@@ -152,8 +146,6 @@ def seek_summary(results: list[SeekResult], cfg: LatentSeekConfig) -> dict:
 
 def run_seek(model: Any, cfg: LatentSeekConfig, run: RunFolder, *, progress: Progress | None = None) -> dict:
     """The ``latent-seek`` job: LatentSeek on its problems; writes results/seek.json and the budget figure."""
-    from thinklens.latent import figures
-
     fmt = seek_format(model, cfg)
     reward = reward_name(cfg.reward, fmt)
     results = seek_problems(model, seek_problem_list(cfg), cfg, run, progress)

@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from thinklens.engine.model import HookedModel
 from thinklens.engine.tokenization import prompt_ids
 from thinklens.errors import ThinklensError, opt
 from thinklens.tasks import ANSWER_MARKER, Problem, render_prompt, spaced
-
-if TYPE_CHECKING:
-    from thinklens.engine.model import HookedModel
 
 #: The special tokens the trainers use; the zoo tokenizer has them all.
 SPECIAL = ("<bot>", "<eot>", "<latent>", "<think>", "</think>", "<compress>")
@@ -90,8 +88,6 @@ def add_latent_tokens(model: "HookedModel") -> "HookedModel":
     The HF model's embeddings are resized in place (new rows are initialised later by the trainer
     from the embedding of ``<<``, as Coconut does); the caller's tokenizer is never mutated.
     """
-    from thinklens.engine.model import HookedModel
-
     tok = copy.deepcopy(model.tokenizer)
     missing = [t for t in SPECIAL if tok.convert_tokens_to_ids(t) in (None, tok.unk_token_id)]
     if missing:  # the tokenizer's own special tokens (chat roles) stay special

@@ -28,7 +28,10 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from thinklens.engine.tokenization import prompt_ids
 from thinklens.errors import ThinklensError, opt
@@ -185,8 +188,6 @@ class SelfReward:
     """
 
     def __init__(self, model: "HookedModel", fmt: "PromptFormat", *, max_new_tokens: int = 4096, question: str = ""):
-        from dataclasses import replace
-
         self.model, self.max_new_tokens, self.question = model, max_new_tokens, question
         self.format = replace(fmt, instruction="") if fmt.name == "chat" else fmt
 
@@ -238,8 +239,6 @@ class SelfConfidence:
 
     def token_probabilities(self, text: str) -> "list[float]":
         """p(x_t | prompt, x_<t) of each token of ``text`` (teacher forcing, one forward pass)."""
-        import torch
-
         tok = self.model.tokenizer
         prompt = prompt_ids(tok, self.prompt)  # as generate reads it: one BOS
         chain = tok(text, add_special_tokens=False)["input_ids"]

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Callable
@@ -26,7 +27,10 @@ from typing import Any
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
+from thinklens.data.formats import format_for
+from thinklens.data.problemsets import load_problems
 from thinklens.engine.training import (
     adamw,
     checkpoint_state,
@@ -41,8 +45,8 @@ from thinklens.engine.training import (
 )
 from thinklens.errors import ThinklensError, opt, opt_name
 from thinklens.latent.config import TrainConfig
-from thinklens.latent.examples import ExampleBuilder, ExampleSource
-from thinklens.latent.latent_model import load_hooked_model, load_side_state, resolve_model, saved_prompt_format
+from thinklens.latent.examples import ExampleBuilder, ExampleSource, check_chains
+from thinklens.latent.latent_model import LatentModel, load_hooked_model, load_side_state, resolve_model, saved_prompt_format
 from thinklens.latent.methods import Phase, method_of
 from thinklens.latent.saved_model import merge_lora, read_latent_meta, save_latent_model
 from thinklens.latent.segments import add_latent_tokens, init_special_embeddings, latent_tokens, shard
@@ -66,7 +70,7 @@ def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
 def add_lora(hf: nn.Module, cfg: TrainConfig) -> None:
     """Inject LoRA adapters (peft) into an HF model in place; module paths (and so sites) stay valid."""
     try:
-        from peft import LoraConfig, inject_adapter_in_model
+        from peft import LoraConfig, inject_adapter_in_model  # lazy: optional dependency (peft)
     except ImportError:
         raise ThinklensError.of("lora_r", cfg.lora_r, "peft installed for LoRA", f"pip install peft, or pass {opt('lora_r', 0)}") from None
     lcfg = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear")
@@ -140,8 +144,6 @@ def prepare(cfg: TrainConfig, device: torch.device | str = "cpu",
 def example_builder(model: Any, cfg: TrainConfig, start: dict | None = None) -> ExampleBuilder:
     """How this run's problems become examples: the model's tokenizer and its prompt format (``cfg.prompt_format``
     resolved for the model; a continued latent model keeps the format it was trained in)."""
-    from thinklens.data.formats import format_for
-
     prompt_format = cfg.prompt_format
     if start is not None:
         saved = saved_prompt_format(start)
@@ -156,8 +158,6 @@ def evaluation_problems(cfg: TrainConfig, *, seed: int = HELD_OUT["eval"]) -> di
     """The problems evaluated after training, by group: ``n_eval`` held-out synthetic problems per step count, or
     the first ``n_eval`` of ``eval_data`` (one group, ``all``)."""
     if cfg.eval_data:
-        from thinklens.data.problemsets import load_problems
-
         return {"all": list(load_problems(cfg.eval_data, limit=cfg.n_eval))}
     return {n: problems_by_steps(cfg.n_eval, n, n, seed=seed) for n in range(cfg.min_steps, cfg.max_steps + 1)}
 
@@ -165,8 +165,6 @@ def evaluation_problems(cfg: TrainConfig, *, seed: int = HELD_OUT["eval"]) -> di
 def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, builder: ExampleBuilder | None = None,
                    seed: int = HELD_OUT["eval"]) -> dict[str, Any]:
     """Held-out accuracy of the trained module (see :func:`evaluation_problems`), graded by ``is_correct``."""
-    from thinklens.latent.latent_model import LatentModel
-
     method = method_of(cfg)
     builder = builder or example_builder(model, cfg)
     meta = {"method": method.name, "config": method.saved_config(cfg), "prompt_format": builder.format.name}
@@ -182,8 +180,6 @@ def evaluate_after(model: Any, module: nn.Module, cfg: TrainConfig, *, builder: 
 
 def start_model_id(name: str) -> dict[str, Any]:
     """Which start model a run used: its folder and a hash of its weights (zoo models get retrained)."""
-    import hashlib
-
     folder = Path(resolve_model(name))
     files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16] if files else None
@@ -204,8 +200,6 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
 
     Returns the metrics written to ``results/metrics.json``.
     """
-    from tqdm.auto import tqdm
-
     acc = accelerator or make_accelerator(device)
     rank, world = acc.process_index, acc.num_processes
     if cfg.batch_size % world:
@@ -215,8 +209,6 @@ def train_latent(cfg: TrainConfig, run: RunFolder, *, device: str = "cpu", dtype
     start_meta = continued_from(cfg)  # before any checkpoint: a bad start model is refused first
     problems = None
     if cfg.data:  # read (and checked) before the model loads: a bad file fails fast
-        from thinklens.data.problemsets import load_problems
-        from thinklens.latent.examples import check_chains
 
         problems = load_problems(cfg.data, mapping=cfg.data_fields or None)
         check_chains(problems, cfg.data)

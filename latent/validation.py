@@ -39,7 +39,16 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from transformers import AutoTokenizer
+
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.findings import findings_doc, paired_finding
+from thinklens.calibration.stats import wilson
+from thinklens.data.answers import is_correct
+from thinklens.runs.folders import RunFolder
+from thinklens.tasks.problem import spaced
+from thinklens.tasks.protocol import problems_by_steps
+from thinklens.zoo.registry import zoo_path
 
 ORGANISM = "tiny-cot-short"
 """The frozen model: weak on long chains, right in some of its samples (headroom for a search)."""
@@ -85,8 +94,6 @@ def coin_reward(text: str, answer: int | str) -> float:
 
 def _seek(ctx: SettingContext, plan: Plan, reward: str, sub: str) -> dict[str, Any]:
     """Run the ``latent-seek`` job into ``<workdir>/<sub>`` and return its seek.json (resumed when there)."""
-    from thinklens.runs.folders import RunFolder
-
     ctx.run_job("latent-seek", sub, model=ORGANISM, reward=reward, lr=plan.lr, max_iters=plan.max_iters,
                 n_eval=plan.n_per_steps, min_steps=plan.steps[0], max_steps=plan.steps[1], seed=PROBLEM_SEED + ctx.seed,
                 baseline_temperatures=(TEMPERATURE,), baseline_samples=0)
@@ -106,8 +113,6 @@ def outcomes(doc: dict[str, Any]) -> dict[str, list[bool]]:
         >>> outcomes({"problems": [p]})
         {'start': [False], 'seek': [True], 'sample': [True], 'matched': [False], 'full': [True]}
     """
-    from thinklens.data.answers import is_correct
-
     out: dict[str, list[bool]] = {k: [] for k in ("start", "seek", "sample", "matched", "full")}
     for p in doc["problems"]:
         start, samples = is_correct(p["original_text"], p["answer"]), list(p["baseline"][repr(TEMPERATURE)])
@@ -133,8 +138,6 @@ def first_error(problem: Any, text: str, tokenizer: Any) -> int:
         >>> first_error(p, gold, tok) == len(tok(gold, add_special_tokens=False)["input_ids"]), first_error(p, "<< 0", tok)
         (True, 1)
     """
-    from thinklens.tasks.problem import spaced
-
     gold, got = (tokenizer(t, add_special_tokens=False)["input_ids"] for t in (spaced(problem.cot), text))
     return next((i for i, (a, b) in enumerate(zip(got, gold)) if a != b), min(len(got), len(gold)))
 
@@ -142,12 +145,6 @@ def first_error(problem: Any, text: str, tokenizer: Any) -> int:
 def error_places(doc: dict[str, Any], plan: Plan, seed: int) -> dict[str, Any]:
     """Where the greedy chains that are wrong first go wrong, against the optimised span (``n_optimised``
     first tokens), and how many of each kind LatentSeek fixed: the diagnostic of a small gain."""
-    from transformers import AutoTokenizer
-
-    from thinklens.data.answers import is_correct
-    from thinklens.tasks.protocol import problems_by_steps
-    from thinklens.zoo.registry import zoo_path
-
     tok = AutoTokenizer.from_pretrained(str(zoo_path(ORGANISM)))
     problems = problems_by_steps(plan.n_per_steps, *plan.steps, seed=PROBLEM_SEED + seed)
     inside = outside = fixed_inside = fixed_outside = 0
@@ -164,15 +161,11 @@ def error_places(doc: dict[str, Any], plan: Plan, seed: int) -> dict[str, Any]:
 
 
 def _gain(o: dict[str, list[bool]], seed: int) -> Any:
-    from thinklens.calibration.findings import paired_finding
-
     return paired_finding("LatentSeek raises accuracy over its start (the greedy chain)", o["seek"], o["start"],
                           control="greedy chain", statistic="accuracy", binary=True, seed=seed)
 
 
 def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Check:
-    from thinklens.calibration.findings import findings_doc
-
     lo, hi = gain.extra["diff_ci"]
     more = details.pop("more", [])
     return Check("gain_over_start", float(gain.extra["diff"]), (float(lo), float(hi)), verdict, n=gain.n, target=target,
@@ -180,9 +173,6 @@ def _check(gain: Any, verdict: str, target: str, details: dict[str, Any]) -> Che
 
 
 def _planted(ctx: SettingContext) -> Check:
-    from thinklens.calibration.findings import paired_finding
-    from thinklens.calibration.stats import wilson
-
     plan = QUICK if ctx.quick else FULL
     doc = _seek(ctx, plan, "psrm", "seek-psrm")
     o = outcomes(doc)

@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from thinklens.latent.config import EvalConfig
+from thinklens.runs.headlines import pct
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 
 
 def run(config: EvalConfig, ctx: JobContext) -> dict[str, Any]:
     """Every model on the same held-out problems, then the LatentSeek rows; results, decodings and figures."""
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
-    from thinklens.latent.evaluate import run_table
+    from thinklens.latent.evaluate import run_table  # lazy: CLI start-up (torch)
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
@@ -30,15 +31,13 @@ def run(config: EvalConfig, ctx: JobContext) -> dict[str, Any]:
 
 def report(result: dict[str, Any]) -> str:
     """The table in markdown."""
-    from thinklens.latent.evaluate import format_table
+    from thinklens.latent.evaluate import format_table  # lazy: CLI start-up (torch)
 
     return format_table(result["rows"])
 
 
 def headline(summary: dict, folder: Path) -> str:
     """The run in a line (Home, ``thinklens runs``): the three most accurate methods."""
-    from thinklens.runs.headlines import pct
-
     rows = [r for r in (summary.get("rows") or []) if isinstance(r.get("accuracy"), (int, float))]
     if not rows:
         return "no methods evaluated"

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from thinklens.calibration.findings import findings_doc
 from thinklens.latent.config import LatentSeekConfig
+from thinklens.latent.latent_findings import seek_findings
 from thinklens.runs.jobs import Job, JobContext, RunOptions
 
 
 def load(name: str, options: RunOptions) -> Any:
     """The frozen model (zoo siblings in data/zoo by bare name) on the job's device and dtype."""
-    from thinklens.latent.latent_model import load_hooked_model
+    from thinklens.latent.latent_model import load_hooked_model  # lazy: CLI start-up (torch)
 
     return load_hooked_model(name, device=options.device, dtype=options.torch_dtype)
 
@@ -37,9 +39,9 @@ def load(name: str, options: RunOptions) -> Any:
 def run(config: LatentSeekConfig, ctx: JobContext) -> dict[str, Any]:
     """LatentSeek on every problem not yet done (resumable); the summary (accuracy before/after, by budget, and the
     findings: after against before and against oracle best-of-N, McNemar on the same problems)."""
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
-    from thinklens.latent.seek_runs import run_seek
+    from thinklens.latent.seek_runs import run_seek  # lazy: CLI start-up (torch)
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
@@ -60,9 +62,7 @@ def findings(problems: list[dict[str, Any]], summary: dict[str, Any]) -> list[di
         >>> [f["verdict"] for f in findings([p(i) for i in range(20)], {"baseline": b})]
         ['effect', 'effect']
     """
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.latent.latent_findings import seek_findings
-    from thinklens.latent.seek_runs import seek_from_json
+    from thinklens.latent.seek_runs import seek_from_json  # lazy: CLI start-up (torch)
 
     results = [seek_from_json(p) for p in problems]
     oracle = {t: [any(r.baseline[t]) if t in r.baseline else None for r in results] for t in (summary.get("baseline") or {})}

@@ -29,9 +29,9 @@ from thinklens.runs.jobs import Job, JobContext
 def run_training(config: TrainConfig, ctx: JobContext) -> dict[str, Any]:
     """Train ``config`` in the job's run folder (resuming its checkpoint) on the job's device and dtype."""
     # torch and the training loop: imported when the job runs, not when the CLI lists it
-    import torch
+    import torch  # lazy: CLI start-up (torch)
 
-    from thinklens.latent.training_loop import train_latent
+    from thinklens.latent.training_loop import train_latent  # lazy: CLI start-up (torch)
 
     if ctx.options.threads is None:
         torch.set_num_threads(1)  # fastest on a shared 2-core machine; --threads overrides
