@@ -22,12 +22,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
 from thinklens.data.answers import extract_answer, is_correct
 from thinklens.errors import ThinklensError, did_you_mean, opt
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
     from thinklens.data.formats import PromptFormat
     from thinklens.data.problemsets import ProblemSet, RealProblem
     from thinklens.generation.trace import Trace
@@ -121,9 +122,6 @@ def summarize_eval(rows: Sequence[Mapping[str, Any]], groups: Sequence[str]) -> 
 def figure_eval(summary: Mapping[str, Any], title: str = "") -> go.Figure:
     """Accuracy (top) and mean reasoning / answer tokens (bottom, stacked) per value of each group; one
     column per group (one "all" column without groups)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     panels = [(g, summary["by"][g]) for g in summary["groups"]] or [("all", {"all": summary["overall"]})]
     fig = make_subplots(rows=2, cols=len(panels), shared_xaxes=False, vertical_spacing=0.12,
                         subplot_titles=[f"accuracy by {g}" for g, _ in panels] + [f"tokens by {g}" for g, _ in panels])

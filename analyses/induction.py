@@ -26,6 +26,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from thinklens.engine.heads import attention_patterns
 from thinklens.errors import ThinklensError
 
 if TYPE_CHECKING:
@@ -85,8 +86,6 @@ def copy_losses(model: "HookedModel", ids: Int[Tensor, "batch pos"], *, batch_si
 
 def prefix_matching_scores(model: "HookedModel", ids: Int[Tensor, "batch pos"], *, batch_size: int = 8) -> Float[Tensor, "layer head"]:
     """Per head, the mean attention from each second-copy token ``r_i`` to the token after its first occurrence."""
-    from thinklens.engine.heads import attention_patterns
-
     length = (ids.shape[1] - 1) // 2
     q = torch.arange(length + 1, 2 * length)  # second-copy positions of r_1 .. r_{T-1}
     k = q - length + 1  # first-copy positions of r_2 .. r_T

@@ -38,7 +38,19 @@ from typing import Any
 
 import numpy as np
 
+from thinklens.analyses.induction import (
+    copy_losses,
+    ordinary_tokens,
+    prefix_id,
+    prefix_matching_scores,
+    random_heads,
+    repeated_tokens,
+    top_heads,
+)
 from thinklens.calibration.controls import Check, Setting, SettingContext
+from thinklens.calibration.stats import bootstrap_ci
+from thinklens.calibration.tost import tost_mean
+from thinklens.engine.heads import AblateHeads, head_means, head_shape
 
 MIN_GAIN = 2.0
 """Nats the second copy must gain over a fresh second half for the planted verdict."""
@@ -69,17 +81,11 @@ FULL = Plan(n_seqs=64, length=50, n_select=16)
 
 
 def _setup(ctx: SettingContext) -> tuple[Any, Any, Plan, int]:
-    from thinklens.analyses.induction import ordinary_tokens, prefix_id
-
     model = ctx.hooked()
     return model, ordinary_tokens(model), QUICK if ctx.quick else FULL, prefix_id(model)
 
 
 def _copy_gain(ctx: SettingContext, *, null: bool) -> Check:
-    from thinklens.analyses.induction import copy_losses, repeated_tokens
-    from thinklens.calibration.stats import bootstrap_ci
-    from thinklens.calibration.tost import tost_mean
-
     model, vocab, plan, prefix = _setup(ctx)
     seed = 10_000 + ctx.seed
     base = repeated_tokens(vocab, n_seqs=plan.n_seqs, length=plan.length, prefix_id=prefix, seed=seed, repeat=False)
@@ -104,11 +110,6 @@ def _copy_gain(ctx: SettingContext, *, null: bool) -> Check:
 
 
 def _heads(ctx: SettingContext, *, null: bool) -> Check:
-    from thinklens.analyses.induction import copy_losses, prefix_matching_scores, random_heads, repeated_tokens, top_heads
-    from thinklens.calibration.stats import bootstrap_ci
-    from thinklens.calibration.tost import tost_mean
-    from thinklens.engine.heads import AblateHeads, head_means, head_shape
-
     model, vocab, plan, prefix = _setup(ctx)
     select = repeated_tokens(vocab, n_seqs=plan.n_select, length=plan.length, prefix_id=prefix, seed=20_000 + ctx.seed)
     scores = prefix_matching_scores(model, select)  # [layer, head], on sequences of their own

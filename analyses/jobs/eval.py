@@ -25,8 +25,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from thinklens.analyses.eval_findings import eval_findings
+from thinklens.data.formats import format_for
 from thinklens.data.problemsets import DataOptions, SamplingOptions
 from thinklens.errors import ThinklensError, opt
+from thinklens.generation.budgets import budget_note, budgets_for
+from thinklens.runs.folders import atomic_write_json, to_jsonable
 from thinklens.runs.jobs import Job, JobContext
 
 
@@ -74,11 +78,7 @@ def _batches(n_problems: int, samples: int, batch_size: int) -> list[list[tuple[
 
 def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Generate and grade every batch not yet done; returns the summary (also ``results/eval.json``)."""
-    from thinklens.analyses.eval_findings import eval_findings
-    from thinklens.analyses.evaluation import completion_row, figure_eval, group_fields, summarize_eval
-    from thinklens.data.formats import format_for
-    from thinklens.generation.budgets import budgets_for
-    from thinklens.runs.folders import atomic_write_json, to_jsonable
+    from thinklens.analyses.evaluation import completion_row, figure_eval, group_fields, summarize_eval  # lazy: CLI start-up (plotly)
 
     model = ctx.model
     problems = config.load(limit=config.n_problems or None)
@@ -114,8 +114,6 @@ def run(config: EvalJobConfig, ctx: JobContext) -> dict[str, Any]:
 
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
-    from thinklens.generation.budgets import budget_note
-
     o = summary["overall"]
     stops = ", ".join(f"{k} {v}" for k, v in sorted(o["stop_reasons"].items()))
     lines = [f"{summary['model']} on {summary['data']} ({summary['prompt_format']}): accuracy {o['accuracy']:.3f} "

@@ -24,7 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from thinklens.analyses.mi.config import MIPeaksJobConfig
+from thinklens.analyses.mi.mi_findings import mi_headline, saturation_flag, words_headline
+from thinklens.calibration.findings import Finding
 from thinklens.errors import ThinklensError, opt
+from thinklens.generation.budgets import budget_note
+from thinklens.runs.folders import to_jsonable
+from thinklens.runs.headlines import pct
 from thinklens.runs.jobs import DemoRun, Job, JobContext
 
 PRESETS: dict[str, MIPeaksJobConfig] = {
@@ -50,8 +55,7 @@ PRESETS: dict[str, MIPeaksJobConfig] = {
 
 def run(config: MIPeaksJobConfig, ctx: JobContext) -> dict[str, Any]:
     """Every stage not yet done (see :mod:`thinklens.analyses.mi.pipeline`); returns the summary written to meta.json."""
-    from thinklens.analyses.mi import pipeline
-    from thinklens.runs.folders import to_jsonable
+    from thinklens.analyses.mi import pipeline  # lazy: CLI start-up (torch)
 
     log = ctx.progress.log if ctx.progress.enabled else None
     problems = config.problems(config.n_problems, seed=config.seed)  # the synthetic stream without --data
@@ -95,8 +99,6 @@ def _num(v: float | None) -> str:
 
 def _finding_line(f: dict[str, Any]) -> str:
     """One finding of the summary as the CLI prints it (thinklens.calibration.findings.Finding.line on the JSON form)."""
-    from thinklens.calibration.findings import Finding
-
     keep = {k: f.get(k) for k in ("claim", "statistic", "value", "n", "control", "control_value", "verdict", "p")}
     nan = float("nan")
     ci = tuple(nan if v is None else v for v in f.get("ci", (None, None)))
@@ -107,9 +109,6 @@ def _finding_line(f: dict[str, Any]) -> str:
 
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
-    from thinklens.analyses.mi.mi_findings import mi_headline, saturation_flag, words_headline
-    from thinklens.generation.budgets import budget_note
-
     findings = summary.get("findings") or []
     main = findings[0]["claim"].split(":", 1)[0] if findings else None
     mine = [f for f in findings if f["claim"].startswith(f"{main}:")]
@@ -161,8 +160,6 @@ def headline(summary: dict, folder: Path) -> str:
         >>> headline(s, Path("."))
         'm 50% right, MI not answer-specific (no effect), no thinking word shown (4 problems)'
     """
-    from thinklens.runs.headlines import pct
-
     models = summary.get("models") or {}
     key = next(iter(models), "?")
     main = models.get(key, {})

@@ -13,6 +13,8 @@ Example:
     (1,)
 """
 
+import importlib
+
 _EXPORTS: dict[str, str] = {
     "CI_METHODS": "thinklens.analyses.mi.thinking_tokens",
     "ESTIMATORS": "thinklens.analyses.mi.config",
@@ -88,8 +90,6 @@ model-side modules."""
 
 def __getattr__(name: str) -> object:
     if name in _EXPORTS:
-        import importlib
-
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value  # cache: the next access is a plain attribute lookup
         return value

@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from thinklens.analyses.mi.peaks import PEAK_RULES
+from thinklens.analyses.mi.thinking_tokens import CI_METHODS
 from thinklens.data.problemsets import DataOptions
 from thinklens.errors import ThinklensError, did_you_mean, opt, opt_name
 from thinklens.tasks import STYLES, StepRange
@@ -158,9 +160,6 @@ class MIPeaksJobConfig(DataOptions, StepRange):
     """Extra-token budgets of TTTS."""
 
     def check(self) -> None:
-        from thinklens.analyses.mi.peaks import PEAK_RULES
-        from thinklens.analyses.mi.thinking_tokens import CI_METHODS
-
         bad = [e for e in self.estimators if e not in ESTIMATORS]
         if bad or not self.estimators:
             raise ThinklensError.of("estimators", self.estimators, f"names among {sorted(ESTIMATORS)}",

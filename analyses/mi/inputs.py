@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from thinklens.data.answers import extract_answer
 from thinklens.data.problemsets import RealProblem
+from thinklens.tasks import render_target, spaced
 
 if TYPE_CHECKING:
     from thinklens.data.formats import PromptFormat
@@ -59,7 +60,6 @@ def gold_text(problem: RealProblem, fmt: PromptFormat, gold_style: str) -> str:
     """The text run through the model once for h_gt (see the module docstring)."""
     if not fmt.is_zoo:
         return solution_text(problem)
-    from thinklens.tasks import render_target, spaced
 
     if problem.ground_truth is not None:
         return render_target(problem.ground_truth, gold_style)

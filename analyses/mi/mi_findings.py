@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from thinklens.analyses.mi.config import DEFAULT_ESTIMATOR, ESTIMATORS, MAX_KERNEL_SCALE
 from thinklens.analyses.mi.planted import score_trajectory
 from thinklens.calibration.findings import Finding, accuracy_finding, headline, paired_finding, ratio_finding
 
@@ -223,8 +224,6 @@ def saturation_flag(estimator: str, scales: Sequence[float]) -> str | None:
         >>> saturation_flag("reference", [0.05]), saturation_flag("median_sigma", [669.0])
         (None, None)
     """
-    from thinklens.analyses.mi.config import DEFAULT_ESTIMATOR, ESTIMATORS, MAX_KERNEL_SCALE
-
     cfg = ESTIMATORS.get(estimator)
     if cfg is None or cfg.bandwidth != "fixed" or not len(scales):
         return None

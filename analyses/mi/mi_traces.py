@@ -10,21 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.runs.run_views import TraceData, TraceReader
 
 
 def list_traces(path: Path) -> list[tuple[str, str]]:
     """``(trace id, label)`` of every trajectory of the run, model by model."""
-    from thinklens.analyses.mi.run_format import read_index
-
     return [(f"{m['key']}/{r['i']}", f"{m['name']} #{r['i']} {'right' if r['correct'] else 'wrong'}, "
              f"{r['n_tokens']} tokens") for m in read_index(path)["models"] for r in m["index"]]
 
 
 def load_trace(path: Path, run: str, trace: str) -> TraceData:
     """One trajectory: MI per token (at each stored site, and under the shuffled-answer controls), state norms, peaks."""
-    from thinklens.analyses.mi.run_format import read_index, read_trajectory
-
     key, _, i = trace.rpartition("/")
     rec = read_trajectory(path, key, int(i))
     entry = next((m for m in read_index(path)["models"] if m["key"] == key), {})

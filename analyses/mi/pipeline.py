@@ -28,9 +28,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from thinklens.analyses.mi import mi_findings as fnd
+from thinklens.analyses.mi.figures import figure_enrichment
+from thinklens.analyses.mi.figures_interventions import figure_suppression, figure_ttts
+from thinklens.analyses.mi.figures_runs import controls_table, figure_controls, figure_overlay, figure_rr_sweep, figure_sites, models_table
 from thinklens.analyses.mi.inputs import gold_text
+from thinklens.analyses.mi.mi_findings import peak_fraction_note
 from thinklens.analyses.mi.peaks import PEAK_RULES
+from thinklens.analyses.mi.per_model import collect_model
+from thinklens.analyses.mi.recycling import default_layer, recycling_eval
 from thinklens.analyses.mi.run_format import model_key, read_index, read_trajectory, write_index
+from thinklens.analyses.mi.suppression import suppression_test
+from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory, thinking_token_enrichment, word_of
+from thinklens.analyses.mi.ttts import ttts_eval
+from thinklens.analyses.mi.vocab import decoded_vocab, token_ids_for_words
+from thinklens.calibration.findings import findings_doc
+from thinklens.data.formats import format_for
 from thinklens.errors import ThinklensError
 from thinklens.runs.folders import to_jsonable
 
@@ -67,8 +80,6 @@ def stage_names(cfg: MIPeaksJobConfig) -> list[str]:
 def format_of(model: HookedModel, cfg: MIPeaksJobConfig, j: int) -> PromptFormat:
     """Prompt format of model ``j``: ``--prompt-format`` resolved for it (auto: a zoo model's own style, else
     its chat template, else plain); where that is a zoo style, ``--prompt-formats`` picks the style when given."""
-    from thinklens.data.formats import format_for
-
     fmt = format_for(model, cfg.prompt_format)
     return format_for(model, cfg.prompt_formats[j]) if fmt.is_zoo and cfg.prompt_formats else fmt
 
@@ -92,8 +103,6 @@ def stage_trajectories(model: HookedModel, j: int, problems: ProblemSet, cfg: MI
                        run: RunFolder, log: Callable[[str], None] | None, shards: Shards | None = None) -> None:
     """Generate and score model ``j``'s trajectories (each process its share under a multi-process launch);
     its entry joins the run index (written by the main process)."""
-    from thinklens.analyses.mi.per_model import collect_model
-
     order = model_keys(cfg)
     key = order[j]
     prompts, solutions, fmt = prompts_for(problems, cfg, j, model)
@@ -109,9 +118,6 @@ def stage_trajectories(model: HookedModel, j: int, problems: ProblemSet, cfg: MI
 
 def stage_enrichment(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
     """{model key: {unit: {rule: enrichment}}}; unit "words" (the paper) or "all" tokens."""
-    from thinklens.analyses.mi.figures import figure_enrichment
-    from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory, thinking_token_enrichment
-
     out: dict[str, Any] = {}
     for m in read_index(run.path)["models"]:
         records = [read_trajectory(run.path, m["key"], r["i"]) for r in m["index"]]
@@ -134,8 +140,6 @@ def stage_enrichment(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
 
 def stage_comparison(run: RunFolder) -> dict[str, Any]:
     """The models side by side: overlay, controls and per-site figures; the models and controls tables."""
-    from thinklens.analyses.mi.figures_runs import controls_table, figure_controls, figure_overlay, figure_sites, models_table
-
     models = read_index(run.path)["models"]
     run.write_figure("overlay", figure_overlay(models, x="fraction", shuffled=True))
     run.write_figure("overlay-step", figure_overlay(models, x="step"))
@@ -168,9 +172,6 @@ def thinking_words_for(model: HookedModel, cfg: MIPeaksJobConfig, rows: Sequence
     The interventions act on token ids, so enrichment words that are no whole token of the vocabulary
     (a word the tokenizer always splits, "W" + "ait") are passed over; explicit words must be tokens.
     """
-    from thinklens.analyses.mi.thinking_tokens import word_of
-    from thinklens.analyses.mi.vocab import decoded_vocab, token_ids_for_words
-
     if cfg.thinking_words:
         token_ids_for_words(model.tokenizer, cfg.thinking_words, lowercase=cfg.lowercase)  # raises on a word it lacks
         return list(cfg.thinking_words), "explicit"
@@ -185,9 +186,6 @@ def thinking_words_for(model: HookedModel, cfg: MIPeaksJobConfig, rows: Sequence
 def stage_suppression(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, prompts: list[str],
                       answers: list[str], words: list[str], fmt: PromptFormat) -> dict[str, Any]:
     """Accuracy with the thinking words suppressed vs random words vs none."""
-    from thinklens.analyses.mi.figures_interventions import figure_suppression
-    from thinklens.analyses.mi.suppression import suppression_test
-
     res = suppression_test(model, prompts, answers, words, n_random=cfg.n_random, seed=cfg.seed, pool=cfg.random_pool,
                            max_new_tokens=cfg.max_new_tokens, lowercase=cfg.lowercase, batch_size=cfg.batch_size)
     run.write_figure("suppression", figure_suppression(res))
@@ -198,8 +196,6 @@ def stage_suppression(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder,
 
 def rr_layers(model: HookedModel, cfg: MIPeaksJobConfig) -> list[int]:
     """The main RR layer (``rr_layer`` or about 0.72 of the depth) first, then the sweep, each once."""
-    from thinklens.analyses.mi.recycling import default_layer
-
     main = model.resolve_site(f"resid_post.{default_layer(model.n_layers) if cfg.rr_layer is None else cfg.rr_layer}")
     out = [int(main.layer)]  # type: ignore[arg-type]
     for layer in cfg.rr_layers:
@@ -212,9 +208,6 @@ def rr_layers(model: HookedModel, cfg: MIPeaksJobConfig) -> list[int]:
 def stage_recycling(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, prompts: list[str],
                     answers: list[str], words: list[str], fmt: PromptFormat) -> dict[str, Any]:
     """Representation Recycling vs greedy at the main layer and every swept layer."""
-    from thinklens.analyses.mi.figures_runs import figure_rr_sweep
-    from thinklens.analyses.mi.recycling import recycling_eval
-
     plain = [t.text for t in model.generate(prompts, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)]
     rows = []
     layers = rr_layers(model, cfg)
@@ -234,9 +227,6 @@ def stage_ttts(model: HookedModel, cfg: MIPeaksJobConfig, run: RunFolder, prompt
                words: list[str], fmt: PromptFormat) -> dict[str, Any]:
     """Thinking-token test-time scaling vs plain continuation at every extra-token budget; the final
     answer is asked for with the format's cue (`` Final Answer within \\boxed{}:``; the zoo's ``####``)."""
-    from thinklens.analyses.mi.figures_interventions import figure_ttts
-    from thinklens.analyses.mi.ttts import ttts_eval
-
     use = list(cfg.ttts_words) or words[:2] or ["Wait"]
     res = ttts_eval(model, prompts, answers, words=use, budgets=cfg.ttts_budgets, max_new_tokens=cfg.max_new_tokens,
                     batch_size=cfg.batch_size, answer_prompt=fmt.ttts_cue, answer_tokens=fmt.ttts_tokens)
@@ -295,7 +285,6 @@ def summary_of(cfg: MIPeaksJobConfig, run: RunFolder) -> dict[str, Any]:
         if getattr(cfg, stage):
             summary[stage] = run.read_result(stage).get("summary")
     summary["findings"] = findings_of(cfg, run, models, enrichment)
-    from thinklens.analyses.mi.mi_findings import peak_fraction_note
 
     # the share of tokens the rule marks: a fact of the run (top-k sets it), with its flag when the peaks are not sparse
     summary["peak_fraction_note"] = peak_fraction_note(
@@ -309,9 +298,6 @@ def findings_of(cfg: MIPeaksJobConfig, run: RunFolder, models: Sequence[Mapping[
     """The run's ``findings`` (:mod:`thinklens.analyses.mi.mi_findings`): per model, MI against the shuffled answer paired over
     trajectories (all steps, and where the answer is first written), the peak fraction, the thinking words; then
     the interventions on the reasoning model against their controls."""
-    from thinklens.analyses.mi import mi_findings as fnd
-    from thinklens.calibration.findings import findings_doc
-
     out = []
     for m in models:
         records = [read_trajectory(run.path, m["key"], r["i"]) for r in m["index"]]

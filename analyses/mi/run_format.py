@@ -35,6 +35,7 @@ from typing import Any
 
 from thinklens.analyses.mi.peaks import Peaks
 from thinklens.errors import ThinklensError
+from thinklens.runs.folders import atomic_write_bytes
 
 SCHEMA = 1
 """Version of this format (stored in the index; a newer reader can migrate older runs)."""
@@ -151,8 +152,6 @@ def trajectory_path(run_path: Path | str, key: str, index: int) -> Path:
 
 def _write(path: Path, data: bytes, durable: bool) -> None:
     if durable:
-        from thinklens.runs.folders import atomic_write_bytes
-
         atomic_write_bytes(path, data)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,8 +181,6 @@ def read_trajectory(run_path: Path | str, key: str, index: int) -> TrajectoryRec
 
 def write_index(run_path: Path | str, models: list[dict[str, Any]], **extra: Any) -> Path:
     """Write ``results/mi_models.json``: ``{"schema", "models": [...], **extra}``."""
-    from thinklens.runs.folders import atomic_write_bytes
-
     path = Path(run_path) / "results" / f"{INDEX}.json"
     # compact: the index holds one row per trajectory and is read on every page load
     data = json.dumps({"schema": SCHEMA, "models": models, **extra}, separators=(",", ":"), allow_nan=False)

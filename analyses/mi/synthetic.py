@@ -21,9 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from thinklens.analyses.mi.config import MIPeaksJobConfig
+from thinklens.analyses.mi.figures_interventions import figure_suppression, figure_ttts
+from thinklens.analyses.mi.figures_runs import figure_rr_sweep
 from thinklens.analyses.mi.peaks import PEAK_RULES, find_peaks
 from thinklens.analyses.mi.per_model import peak_options, summarize_model
+from thinklens.analyses.mi.pipeline import stage_comparison, stage_enrichment, summary_of
 from thinklens.analyses.mi.run_format import TrajectoryRecord, write_index, write_trajectory
+from thinklens.analyses.mi.suppression import SuppressionResult, SuppressionRow
+from thinklens.analyses.mi.ttts import TTTSResult, TTTSRow
+from thinklens.runs.folders import RunFolder, to_jsonable
 from thinklens.tasks.protocol import model_style
 
 _BUMP = {"<<": 0.6, "</think>": 1.2, "wait": 0.8, "so": 0.4, "hmm": 0.5}
@@ -72,9 +78,6 @@ def synthetic_record(i: int, key: str, style: str, n_problems: int, cfg: MIPeaks
 def build_synthetic_run(root: str | Path, *, n: int = 1000, models: Sequence[str] = ("tiny-think", "tiny-cot"),
                         run_id: str = "synthetic", seed: int = 0, interventions: bool = True):
     """Write ``<root>/mi-peaks/<run_id>`` with ``n`` fake trajectories per model; returns the RunFolder."""
-    from thinklens.analyses.mi.pipeline import stage_comparison, stage_enrichment, summary_of
-    from thinklens.runs.folders import RunFolder, to_jsonable
-
     cfg = MIPeaksJobConfig(model=models[0], compare=tuple(models[1:]), n_problems=n, seed=seed, k=3,
                            sites=("resid_post.3", "resid_post.1"), ci="wilson", suppression=interventions,
                            recycling=interventions, ttts=interventions)
@@ -100,11 +103,6 @@ def build_synthetic_run(root: str | Path, *, n: int = 1000, models: Sequence[str
 
 def _fake_interventions(run) -> None:
     """Made-up suppression / RR / TTTS tables in the job's result format (no model)."""
-    from thinklens.analyses.mi.figures_interventions import figure_suppression, figure_ttts
-    from thinklens.analyses.mi.figures_runs import figure_rr_sweep
-    from thinklens.analyses.mi.suppression import SuppressionResult, SuppressionRow
-    from thinklens.analyses.mi.ttts import TTTSResult, TTTSRow
-
     rows = (SuppressionRow("none", 0, n_correct=70, n=100), SuppressionRow("thinking", 4, n_correct=40, n=100),
             SuppressionRow("random_0", 4, n_correct=69, n=100))
     sup = SuppressionResult(rows=rows, thinking_words=("wait", "so"), thinking_ids=(1, 2), random_ids=((3, 4),), seed=0)

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from thinklens.analyses.mi.peaks import Peaks
+from thinklens.calibration.stats import wilson
 from thinklens.errors import ThinklensError
 
 CI_METHODS = ("bootstrap", "wilson")
@@ -208,8 +209,6 @@ UNITS = {"words": lambda t, lowercase: token_words(t.tokens, t.separator, lowerc
 
 
 def _wilson(successes: int, n: int, level: float) -> tuple[float, float]:
-    from thinklens.calibration.stats import wilson
-
     return (math.nan, math.nan) if n == 0 else wilson(int(successes), int(n), level)
 
 

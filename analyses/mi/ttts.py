@@ -23,6 +23,7 @@ from thinklens.analyses.mi.suppression import accuracy_of
 from thinklens.data.answers import Tally
 from thinklens.data.formats import TTTS_CUE, TTTS_TOKENS
 from thinklens.errors import ThinklensError
+from thinklens.generation.kv_batch import eos_ids
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
@@ -67,7 +68,6 @@ def continuation_text(model: object, trace: object) -> str:
     ids = getattr(trace, "token_ids", None)
     if tok is None or ids is None:
         return trace.text  # type: ignore[attr-defined]
-    from thinklens.generation.kv_batch import eos_ids
 
     drop = eos_ids(model) | {tok.pad_token_id}  # type: ignore[arg-type]
     return tok.decode([i for i in ids if i not in drop], skip_special_tokens=False)

@@ -62,14 +62,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from thinklens.analyses.mi.answer_controls import derangement
+from thinklens.analyses.mi.estimator import nhsic_trajectory
+from thinklens.analyses.mi.peaks import top_k_peaks
+from thinklens.analyses.mi.planted import answer_steps, score_trajectory
+from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.calibration.controls import Check, Setting, SettingContext
 from thinklens.calibration.stats import bootstrap_ci, paired_bootstrap, sign_flip_test
+from thinklens.calibration.tost import tost_mean
 from thinklens.errors import ThinklensError
+from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.zoo.registry import zoo_path
 
 ALPHA = 0.01
 GAP_MARGIN = 0.03
@@ -93,8 +103,6 @@ STEPS = (2, 4)
 
 def organism() -> str:
     """The first of :data:`ORGANISMS` that the zoo has."""
-    from thinklens.zoo.registry import zoo_path
-
     for name in ORGANISMS:
         try:
             if zoo_path(name) is not None:
@@ -109,8 +117,6 @@ def write_problems(path: Path, n: int, *, seed: int, independent: bool) -> list[
 
     ``independent``: every question is paired with the solution (and answer) of a problem drawn from another
     seeded stream, so the answer the job scores against is independent of the chain the model writes."""
-    from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
-
     per = -(-n // (STEPS[1] - STEPS[0] + 1))
     chains = problems_by_steps(per, *STEPS, seed=HELD_OUT["eval"] + seed)
     rng = np.random.default_rng(seed)
@@ -135,13 +141,8 @@ def measure(ctx: SettingContext, *, independent: bool, sub: str, model: str | No
             site: str = SITE) -> dict[str, Any]:
     """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps (``model``:
     default the zoo's :func:`organism`; ``site``: where the states are read)."""
-    from thinklens.analyses.mi.planted import answer_steps, score_trajectory
-    from thinklens.analyses.mi.run_format import read_index, read_trajectory
-
     n = 16 if ctx.quick else 64
     if ctx.workdir is None:
-        import tempfile
-
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
     data = Path(ctx.workdir) / f"{sub}.jsonl"
     truth = write_problems(data, n, seed=ctx.seed, independent=independent)
@@ -178,8 +179,6 @@ def reads_the_curve(scores: list[Any], *, seed: int) -> tuple[bool, float, float
 
 
 def _equivalence(diffs: np.ndarray, margin: float, bounds: tuple[float, float] | None = None) -> dict[str, Any]:
-    from thinklens.calibration.tost import tost_mean
-
     if len(diffs) < 2:
         return {"equivalent": False, "margin": margin, "n": int(len(diffs)), "mean": None, "ci90": None, "p": None}
     eq = tost_mean(diffs, margin=margin, bounds=bounds)
@@ -247,13 +246,6 @@ def synthetic_scores(n: int, *, strength: float, seed: int, n_steps: int = 60, d
     noise, and at ``n_planted`` random steps also ``strength * z_i``: the answer information, at known steps.
     ``strength`` 0: the information removed (a null). Scales as a small model's last block (|x - mean| ~ 10 at
     sigma 50)."""
-    import torch
-
-    from thinklens.analyses.mi.answer_controls import derangement
-    from thinklens.analyses.mi.estimator import nhsic_trajectory
-    from thinklens.analyses.mi.peaks import top_k_peaks
-    from thinklens.analyses.mi.planted import score_trajectory
-
     g = torch.Generator().manual_seed(seed)
     mu = torch.randn(d_model, generator=g) * 3.0  # [d_model] the shared profile
     z = torch.randn(n, d_model, generator=g) * 3.0  # [problem, d_model] what is specific to each answer
