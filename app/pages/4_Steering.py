@@ -257,8 +257,8 @@ def steer_results(run, source) -> None:
     def broke(r: dict) -> dict:
         if broken is None or float(r["coeff"]) == 0.0 or steer_trace_id(r) not in broken:
             return {}
-        return {"problems it broke": broken[steer_trace_id(r)],
-                "broken problems": traces_link(rel, broken_where(steer_trace_id(r)))}
+        n = broken[steer_trace_id(r)]  # a link only to something: a row that broke nothing says 0
+        return {"problems it broke": n, "broken problems": traces_link(rel, broken_where(steer_trace_id(r))) if n else None}
 
     table([{"arm": r["arm"], "feature": "-" if r.get("feature") is None else str(r["feature"]), "coefficient": r["coeff"],
             "added norm": None if r.get("added_norm") is None else round(r["added_norm"], 2),
@@ -294,8 +294,9 @@ def changed_links(run, kind: str, result: str, point: str) -> dict:
     if counts is None or point not in counts:
         return {}
     rel = f"{kind}/{run.run_id}"
-    return {"broke": counts[point]["broken"], "broken problems": traces_link(rel, changed_where(point, "broken")),
-            "fixed": counts[point]["fixed"], "fixed problems": traces_link(rel, changed_where(point, "fixed"))}
+    broke, fixed = counts[point]["broken"], counts[point]["fixed"]  # a link only to something: 0 says so, unlinked
+    return {"broke": broke, "broken problems": traces_link(rel, changed_where(point, "broken")) if broke else None,
+            "fixed": fixed, "fixed problems": traces_link(rel, changed_where(point, "fixed")) if fixed else None}
 
 
 def after(row: dict, key: str, extra: dict) -> dict:

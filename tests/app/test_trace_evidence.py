@@ -288,12 +288,13 @@ def test_alpha_rows_link_the_problems_each_alpha_broke_and_fixed(tmp_path, monke
 
 def test_hybrid_modes_link_the_problems_each_broke_and_fixed_against_the_base(tmp_path, monkeypatch):
     """Catches: a mode paired with the thinking model (not the base), broke and fixed swapped, the base linked against
-    itself, a run's texts left in hybrid.json."""
+    itself, a run's texts left in hybrid.json, a link to nothing (a mode that broke none)."""
     from thinklens.runs.folders import RunFolder
     from thinklens.steering import figures
     from thinklens.steering.jobs.hybrid import PROBLEMS, mode_problem_records, without_texts
 
-    grades = {"base": [1, 0, 0, 1, 0, 1], "thinking": [1, 1, 1, 1, 0, 0], "hybrid": [0, 1, 1, 1, 0, 1]}
+    grades = {"base": [1, 0, 0, 1, 0, 1], "thinking": [1, 1, 1, 1, 0, 0], "hybrid": [0, 1, 1, 1, 0, 1],
+              "random_firing": [1, 0, 0, 1, 0, 1]}
     res = {m: {"accuracy": sum(c) / 6, "fired_fraction": 0.1, "changed_fraction": 0.05, "gap_recovered": None,
                "correct": [bool(x) for x in c], "texts": [f"{m} says {i}" for i in range(6)]} for m, c in grades.items()}
     run = RunFolder.create("hybrid", {"b": "x"}, root=tmp_path, run_id="hy")
@@ -315,6 +316,9 @@ def test_hybrid_modes_link_the_problems_each_broke_and_fixed_against_the_base(tm
             assert rows.loc[mode, col] == len(want)
             assert _viewer_ids(tmp_path, monkeypatch, rows.loc[mode, f"{change} problems"]) == want
     assert rows.loc["hybrid", ["broke", "fixed"]].tolist() == [1, 2]  # hand-counted: broke 0, fixed 1 and 2
+    assert rows.loc["random_firing", ["broke", "fixed"]].tolist() == [0, 0]  # the base's own grades: 0, and no link
+    assert not isinstance(rows.loc["random_firing", "broken problems"], str)
+    assert not isinstance(rows.loc["random_firing", "fixed problems"], str)
 
 
 # ------------------------------------------------------------------------------------------------------ zoo-eval
