@@ -33,6 +33,7 @@ from exports import chart, table  # noqa: E402
 from validation_table import home_counts  # noqa: E402
 
 from thinklens.runs.folders import discover_runs  # noqa: E402
+from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir  # noqa: E402
 
 st.set_page_config(page_title="thinklens", layout="wide")
 st.title("thinklens")
@@ -124,7 +125,6 @@ if good:
 
 st.header("Models")
 try:
-    from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir  # lazy: a zoo that cannot load leaves Home up
 
     rows, step_cols = zoo_accuracy_rows(list(ZOO_NAMES), zoo_dir(), ZOO_DESCRIPTIONS)
     config = {c: st.column_config.TextColumn(c.split()[0], width=46, help=f"held-out accuracy at {c} ('–': not evaluated)")

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import safetensors.numpy
 from trace_display import (  # noqa: F401  (the viewer's names, importable from here)
     MARK_STYLES,
     PROBABILITIES,
@@ -37,9 +38,14 @@ from trace_display import (  # noqa: F401  (the viewer's names, importable from 
 )
 from trace_lens import Lens, logit_lens, prompt_ids_of, sae_activations, saes_for  # noqa: F401
 from trace_links import VIEWER_PATH, feature_quantity, parse_feature_quantity, trace_link, traces_link  # noqa: F401
+from trace_records import has_traces, record, trace_records
 
+from thinklens.analyses.mi.run_format import read_index, read_trajectory
+from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory
 from thinklens.errors import ThinklensError
 from thinklens.probes.lynx_traces import lynx_exits, lynx_rollouts, lynx_test_traces  # noqa: F401
+from thinklens.runs.folders import discover_runs, validate_id
+from thinklens.runs.jobs import jobs_by_kind
 from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
 from thinklens.steering.steer_traces import steer_trace_id, token_diff  # noqa: F401
 
@@ -53,8 +59,6 @@ def run_kind(run: str, root: Path | None = None) -> str:
     """The kind of a run given as ``<kind>/<run id>`` (or, for a validation setting's own run, the path of its folder
     under the runs root, ``validate/<id>/settings/<key>/<run>``, whose meta.json names its kind); a clear error for
     anything else."""
-    from thinklens.runs.folders import validate_id
-
     parts = Path(run).parts
     try:
         if len(parts) < 2 or any(p in ("..", ".") for p in parts):
@@ -76,16 +80,12 @@ def run_kind(run: str, root: Path | None = None) -> str:
 def reader(kind: str) -> TraceReader | None:
     """The trace reader ``kind``'s job declares (``Job.traces``), None when it declares none (its generated texts are
     found by their shape) or no registered job writes ``kind``."""
-    from thinklens.runs.jobs import jobs_by_kind
-
     job = jobs_by_kind().get(kind)
     return None if job is None else job.declared("traces")
 
 
 def reader_kinds() -> tuple[str, ...]:
     """Run kinds whose job declares a trace reader of its own (per-token quantities, marks), in pipeline order."""
-    from thinklens.runs.jobs import jobs_by_kind
-
     return tuple(k for k, job in jobs_by_kind().items() if job.traces)
 
 
@@ -98,11 +98,6 @@ def __getattr__(name: str) -> Any:
 def trace_kinds(root: Path) -> list[str]:
     """Every run kind whose runs under ``root`` hold traces: the registered jobs' kinds (the job registry, so a new job
     needs no edit here) and any other kind found there, those with a reader of their own first."""
-    from trace_records import has_traces
-
-    from thinklens.runs.folders import discover_runs
-    from thinklens.runs.jobs import jobs_by_kind
-
     own = reader_kinds()
     kinds = list(own) + [k for k in jobs_by_kind() if k not in own]
     out = []
@@ -124,8 +119,6 @@ def list_traces(root: Path, run: str, where: str | None = None) -> list[tuple[st
         kept = own.where(path, where)
         if kept is not None:
             return kept
-    from trace_records import trace_records
-
     if own is not None and not trace_records(path):
         return []
     return [(r.trace_id, _record_label(r)) for r in trace_records(path, where)]
@@ -170,15 +163,12 @@ def load_trace(root: Path, run: str, trace: str) -> TraceData:
 
 
 def _is_record_id(path: Path, trace: str) -> bool:
-    from trace_records import trace_records
 
     return "/" in trace and any(r.trace_id == trace for r in trace_records(path))
 
 
 def _record_trace(path: Path, run: str, trace: str) -> TraceData:
     """A generic record (``trace_records``): its words, its prompt and its plain fields as facts."""
-    from trace_records import record
-
     r = record(path, trace)
     config = read_result_json(path / "config.json") if (path / "config.json").is_file() else {}
     tokens = r.text.split() or [""]
@@ -196,9 +186,6 @@ def peak_occurrences(root: Path, run: str, key: str, rule: str, word: str, unit:
                      lowercase: bool = False) -> list[tuple[int, int]]:
     """``(trajectory index, position)`` of every peak (of ``rule``) whose token counts as ``word`` in the
     enrichment's ``unit`` (``thinklens.analyses.mi.thinking_tokens.UNITS``): the trajectories behind one enrichment row."""
-    from thinklens.analyses.mi.run_format import read_index, read_trajectory
-    from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory
-
     path = Path(root) / run
     entry = next(m for m in read_index(path)["models"] if m["key"] == key)
     separator = entry.get("token_separator", "")
@@ -213,8 +200,6 @@ def peak_occurrences(root: Path, run: str, key: str, rule: str, word: str, unit:
 def lynx_rollout_rows(path: Path, run: str, delta: float) -> list[dict[str, Any]]:
     """One row per test rollout of a LYNX run at ``delta``: its cue events, where LYNX exits (position, cue), whether
     the full rollout and the exit are correct, and its trace-viewer link (coloured by the probe score, the exit opened)."""
-    import safetensors.numpy
-
     ev = safetensors.numpy.load_file(str(Path(path) / "arrays" / "test_events.safetensors"))
     ro = lynx_rollouts(Path(path))
     exits = lynx_exits(Path(path))

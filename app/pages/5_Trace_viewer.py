@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -57,14 +58,14 @@ def cached_trace(root: str, run: str, trace: str, mtime: float) -> tr.TraceData:
 
 @st.cache_resource(show_spinner="loading the model")
 def get_model(name: str):
-    from thinklens import HookedModel
+    from thinklens import HookedModel  # lazy: import cost (torch, seconds; only for a clicked token's logit lens)
 
     return HookedModel.load(name)
 
 
 @st.cache_resource(show_spinner="loading the SAE")
 def get_sae(folder: str):
-    from thinklens.steering.sae import load_sae, sae_folder
+    from thinklens.steering.sae import load_sae, sae_folder  # lazy: import cost (sae-lens, seconds; only for a feature)
 
     return load_sae(sae_folder(folder)[0])
 
@@ -97,8 +98,6 @@ def _int(v: str | None) -> int | None:
 
 
 def quantity_figure(t: tr.TraceData, values: list[float | None], quantity: str, selected: int | None):
-    import plotly.graph_objects as go
-
     x = list(range(len(t.tokens)))
     y = [None if v is None else float(v) for v in values]
     colours = ["#111" if i == selected else "#1f77b4" for i in x]
@@ -110,8 +109,6 @@ def quantity_figure(t: tr.TraceData, values: list[float | None], quantity: str, 
 
 
 def lens_figure(lens: dict[str, Any], pos: int, token: str):
-    import plotly.graph_objects as go
-
     fig = go.Figure(go.Bar(x=[f"layer {li}" for li in lens["layers"]], y=lens["p_token"][pos],
                            hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
     fig.update_layout(title="Logit lens by layer", xaxis_title="layer (block output)",

@@ -33,9 +33,9 @@ MARKER = re.compile(r"#\s*lazy: (?:" + "|".join(re.escape(r) for r in REASONS) +
 ALLOWLIST = {
     # app/ is converted separately
     "app/common.py", "app/compare.py", "app/exports.py", "app/feature_views.py", "app/features.py",
-    "app/pages/3_Probes_and_LYNX.py", "app/pages/5_Trace_viewer.py", "app/pages/6_Latent_reasoning.py",
-    "app/pages/8_Validation.py", "app/pages/9_Explore.py", "app/run_diff.py", "app/trace_display.py",
-    "app/trace_lens.py", "app/trace_records.py", "app/traces.py", "app/validation_table.py",
+    "app/pages/3_Probes_and_LYNX.py", "app/pages/6_Latent_reasoning.py", "app/pages/8_Validation.py",
+    "app/pages/9_Explore.py", "app/run_diff.py", "app/trace_display.py", "app/trace_lens.py", "app/trace_records.py",
+    "app/validation_table.py",
 }
 """Files that still hold unmarked function-local imports."""
 
