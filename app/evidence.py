@@ -115,6 +115,8 @@ def steer_headline_links(path: Path, run: str) -> list[tuple[str, str]]:
     out = []
     for c, point in points.items():
         mine = [r for r in records if r.get("point") == point]
+        if not mine:
+            continue
         out.append((f"c={c:g}: the {len(mine)} steered texts", traces_link(run, f"point={point}")))
         broken = sum(bool(r.get("broken")) for r in mine)
         if broken:
@@ -130,6 +132,8 @@ def lynx_headline_links(path: Path, run: str) -> list[tuple[str, str]]:
         try:
             taken = exits_at(path, d)
         except (OSError, KeyError, ValueError):  # a run whose arrays are gone: its card says so
+            continue
+        if not taken:
             continue
         out.append((f"δ {d:g}: {len(taken)} early exits", traces_link(run, exits_where(d))))
         wrong = sum(not right for _, right in taken)

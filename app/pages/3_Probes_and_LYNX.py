@@ -100,9 +100,9 @@ def lynx_section() -> None:
             taken = exits_at(run.path, d)
         except (ThinklensError, OSError, KeyError, ValueError):
             return {}
-        return {"early exits": len(taken), "exits taken": traces_link(rel, exits_where(d)),
-                "wrong exits": sum(not right for _, right in taken),
-                "exits answering wrong": traces_link(rel, exits_where(d, correct=False))}
+        wrong = sum(not right for _, right in taken)  # a link only to something: a count of 0 is not linked
+        return {"early exits": len(taken), "exits taken": traces_link(rel, exits_where(d)) if taken else None,
+                "wrong exits": wrong, "exits answering wrong": traces_link(rel, exits_where(d, correct=False)) if wrong else None}
 
     table([{
         "δ": r["delta"], "accuracy": r["accuracy"], "Δ accuracy vs full": r["accuracy_change"],
