@@ -358,6 +358,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("HookedModel.generate runs past the model's context", "decode loop", "thinklens/engine/model.py",
            "        fit = tuple(min(a, ctx - n) for a, n in zip(asked, lengths))", "        fit = tuple(asked)",
            ("tests/core/test_generate_context.py",)),
+    Mutant("SAE fidelity spliced at the attention sink (each row's first position)", "SAE", "steering/sae_fidelity.py",
+           "            splice[i, width - len(r)] = False", "            pass", ("tests/steering/test_sae_fidelity.py",)),
+    Mutant("hybrid's vector loss on the logits one position late", "hybrid", "steering/hybrid.py",
+           "    tgt = batch[\"input_ids\"].to(model.device)[:, 1:][at[:, :-1]]",
+           "    tgt = batch[\"input_ids\"].to(model.device)[:, :-1][at[:, :-1]]", ("tests/core/test_logits_at.py",)),
 )
 
 

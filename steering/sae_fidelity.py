@@ -13,12 +13,14 @@ generated token; the last generated token predicts nothing), pooled over rows. P
 user's text, not the model's; padding is nothing at all: scoring either (as sae-lens's ``run_evals`` does on
 right-padded rows) gave "CE loss recovered" above 1.
 
-The SAE is spliced in at every position but those of pad, bos and eos tokens (:func:`thinklens.steering.corpora.special_ids`),
-which keep their own activation, as sae-lens's ``get_recons_loss`` does: the SAE never trained on them, and one of
-them is often the attention sink (SmolLM2's ``<|im_start|>`` at position 0 of a chat, ~30x the others' norm).
-Spliced there too, the SAE's reconstruction of a state it never saw broke every later position's attention, and
-an SAE explaining 0.89 of the variance "recovered" -0.41 of the CE loss. Zero ablation zeroes every position, as in
-sae-lens.
+The SAE is spliced in at every position but those of pad, bos and eos tokens (:func:`thinklens.steering.corpora.special_ids`)
+and each row's first position, which keep their own activation, as sae-lens's ``get_recons_loss`` does for the
+special tokens: the SAE never trained on them (training leaves a row's first position out too,
+:func:`thinklens.steering.corpora.sink_slice`), and the first position is the attention sink whether it holds a BOS or,
+with a tokenizer that prepends none (SmolLM2's), a word (at SmolLM2's ``resid_post.15`` its norm is about 120x an
+ordinary state's). Spliced there too, the SAE's reconstruction of a state it never saw broke every later position's
+attention: an SAE explaining 0.89 of the variance "recovered" -0.41 of the CE loss at a chat's ``<|im_start|>``, and
+0.04 at a plain text's first word. Zero ablation zeroes every position, as in sae-lens.
 
 Example:
     >>> generated_targets([[5, 6, 7], [8]], [[1, 2], [3, 4, 5]], width=6).tolist()
@@ -108,7 +110,10 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
         for i, r in enumerate(ids):
             targets[i, width - len(r): width - 1] = torch.tensor(r[1:])
         padded = model.tokenize(ids)["input_ids"]  # [batch, width]: left-padded as forward_with pads them
-        seen["splice"] = ~torch.isin(padded.cpu(), special)  # [batch, width]
+        splice = ~torch.isin(padded.cpu(), special)  # [batch, width]
+        for i, r in enumerate(ids):
+            splice[i, width - len(r)] = False  # the row's first position: the attention sink, never trained on
+        seen["splice"] = splice
         clean = model.forward_with(ids).cpu()  # [batch, width, vocab]
         with_sae = model.forward_with(ids, [ReplaceActivation(s, spliced)]).cpu()
         zero = model.forward_with(ids, [ReplaceActivation(s, ablated)]).cpu()

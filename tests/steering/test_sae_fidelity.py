@@ -33,9 +33,9 @@ def _layer_out(replace):
 
 
 @torch.no_grad()
-def _by_hand(model, sae, rows, *, score_prompt: bool = False, keep: tuple[int, ...] = ()):
+def _by_hand(model, sae, rows, *, score_prompt: bool = False, keep: tuple[int, ...] = (), splice_first: bool = False):
     """One unpadded row at a time through the raw HF model, the SAE spliced in at layer 0's output by a torch
-    hook (positions holding a token of ``keep`` keep their own state); CE and KL summed over the positions predicting
+    hook (positions holding a token of ``keep``, and the first, keep their own state); CE and KL summed over the positions predicting
     generated tokens (or every position, for a mutant)."""
     layer = model.hf.model.layers[0]
     sums = {"clean": 0.0, "sae": 0.0, "zero": 0.0, "kl_sae": 0.0, "kl_zero": 0.0}
@@ -47,6 +47,8 @@ def _by_hand(model, sae, rows, *, score_prompt: bool = False, keep: tuple[int, .
         tgt = ids[0, pos + 1]
         logps = {}
         own = torch.isin(ids, torch.tensor(keep, dtype=torch.long))[..., None]  # [1, pos, 1]
+        if not splice_first:
+            own[0, 0] = True  # the first position (the attention sink) keeps its own state
 
         def splice(x, own=own):
             return torch.where(own, x, sae(x))
@@ -74,7 +76,8 @@ def test_fidelity_matches_a_hand_computation_on_generated_tokens(tiny_llama, ran
     """Oracle: CE with and without the SAE spliced in (and zero-ablated), one unpadded row at a time, over the positions
     that predict generated tokens. Kills the mutants: scoring padding positions (the batch is left-padded to the longest
     row, so any pad position scored changes the means), scoring prompt positions (`score_prompt`), an off-by-one in the
-    target positions, and splicing the SAE without its error term dropped (x instead of decode(encode(x)))."""
+    target positions, splicing the SAE without its error term dropped (x instead of decode(encode(x))), and splicing
+    it at each row's first position (the attention sink, never trained on; SmolLM2's rows start with a word there)."""
     rows = _rows()
     got = sae_fidelity(tiny_llama, random_sae, rows, site="resid_post.0", batch_size=3)
     want = _by_hand(tiny_llama, random_sae, rows)
@@ -84,6 +87,9 @@ def test_fidelity_matches_a_hand_computation_on_generated_tokens(tiny_llama, ran
     with_prompt = _by_hand(tiny_llama, random_sae, rows, score_prompt=True)
     assert not math.isclose(with_prompt["ce_loss_with_sae"], got["ce_loss_with_sae"], rel_tol=1e-3)
     assert got["ce_loss_with_sae"] != pytest.approx(got["ce_loss_without_sae"])  # the splice really happened
+    # rows that start with a word (no BOS): spliced at the first position too (the attention sink) is another number
+    sink_spliced = _by_hand(tiny_llama, random_sae, rows, splice_first=True)
+    assert not math.isclose(sink_spliced["ce_loss_with_sae"], got["ce_loss_with_sae"], rel_tol=2e-4)  # twice the oracle tolerance
 
 
 def test_fidelity_does_not_depend_on_batching(tiny_llama, random_sae):
@@ -117,6 +123,6 @@ def test_special_tokens_keep_their_state_when_the_sae_is_spliced(tiny_llama, ran
     want = _by_hand(tiny_llama, random_sae, rows, keep=tuple(special_ids(tiny_llama.tokenizer)))
     for key in ("ce_loss_without_sae", "ce_loss_with_sae", "ce_loss_with_ablation", "kl_div_score"):
         assert _num(got[key]) == pytest.approx(want[key], rel=1e-4, abs=1e-5, nan_ok=True), key
-    everywhere = _by_hand(tiny_llama, random_sae, rows)
+    everywhere = _by_hand(tiny_llama, random_sae, rows, splice_first=True)
     assert not math.isclose(everywhere["ce_loss_with_sae"], got["ce_loss_with_sae"], rel_tol=1e-3)
     assert got["ce_loss_with_ablation"] == pytest.approx(everywhere["ce_loss_with_ablation"], rel=1e-5)
