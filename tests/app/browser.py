@@ -101,3 +101,58 @@ def wait_for_text(drv, text: str, timeout: float = 30.0) -> float:
             pass
         time.sleep(0.05)
     raise AssertionError(f"{text!r} did not appear within {timeout} s")
+
+
+_GRID = """
+var table = arguments[0].querySelector('table[role=grid]');
+if (!table) { return null; }
+return Array.from(table.querySelectorAll('tr')).map(function (r) {
+  return Array.from(r.children).map(function (c) { return c.textContent; }); });
+"""
+
+
+def grid_rows(drv, frame) -> list[dict[str, str]]:
+    """The rows of a dataframe element as header -> text, read from the grid's accessible table (which holds only the
+    columns in view; a link cell's text is its URL)."""
+    rows = drv.execute_script(_GRID, frame) or []
+    if not rows:
+        return []
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+def click_grid_link(drv, frame, row: int, column: str, row_px: int = 35, header_px: int = 36) -> str:
+    """Click the link of ``column`` in ``row`` of a dataframe (a ``LinkColumn``, drawn on a canvas) as a user does: the
+    link's area is where the mouse pointer becomes a hand on that row; returns the handle of the tab it opens
+    (Streamlit opens a table's links in a new tab)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    cells = grid_rows(drv, frame)[row]
+    linked = [h for h, v in cells.items() if v.startswith("/") or v.startswith("http")]
+    assert column in linked, f"row {row} has no link in {column!r} (links in view: {linked})"
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", frame)
+    time.sleep(0.5)
+    canvas = frame.find_element(By.CSS_SELECTOR, "canvas[data-testid='data-grid-canvas']")
+    w, h = canvas.rect["width"], canvas.rect["height"]
+    y = header_px + row * row_px + row_px // 2
+    assert y < h, f"row {row} is below the table's view"
+    spans, start = [], None
+    for x in range(2, int(w) - 2, 4):  # the pointer areas of the row's links, left to right
+        ActionChains(drv).move_to_element_with_offset(canvas, int(x - w / 2), int(y - h / 2)).perform()
+        hand = drv.execute_script("return getComputedStyle(arguments[0]).cursor", canvas) == "pointer"
+        if hand and start is None:
+            start = x
+        elif not hand and start is not None:
+            spans.append((start, x))
+            start = None
+    assert len(spans) == len(linked), f"{len(spans)} link areas on row {row} for the links {linked}"
+    x0, x1 = spans[linked.index(column)]
+    before = set(drv.window_handles)
+    ActionChains(drv).move_to_element_with_offset(canvas, int((x0 + x1) / 2 - w / 2), int(y - h / 2)).click().perform()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 10:
+        new = set(drv.window_handles) - before
+        if new:
+            return new.pop()
+        time.sleep(0.1)
+    raise AssertionError(f"clicking {column!r} of row {row} opened no tab")
