@@ -75,7 +75,8 @@ def links(root: Path, run: str) -> list[tuple[str, str]]:
     points = paired_points(records)
     if points:  # a number per setting (a model, a mode, an α): its wrong answers, and what it broke and fixed
         for point, (wrong, broken, fixed, baseline) in points.items():
-            out.append((f"{point}: {wrong} wrong", traces_link(run, f"point={point};correct=false")))
+            if wrong:  # a link only to something: a setting with no wrong answer says so in its number
+                out.append((f"{point}: {wrong} wrong", traces_link(run, f"point={point};correct=false")))
             if point != baseline:
                 out += [(f"{point}: {n} {change} against {baseline}", traces_link(run, f"point={point};{change}=true"))
                         for change, n in (("broken", broken), ("fixed", fixed)) if n]
