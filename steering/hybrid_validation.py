@@ -51,10 +51,11 @@ perturbed candidates, not from the vectors' direction; a category vector cannot 
   Base ``tiny-r1``, thinking ``tiny-overthink`` (tiny-r1 fine-tuned to re-check an answer it already has: "Wait, let
   me double-check." / "Hmm, let me verify." rounds), 2-4 step problems. Statistic: the share of traces with at least
   one re-check round (:func:`~thinklens.steering.hybrid_behaviour.rechecks`, read by
-  :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus under its random-vector control, paired over problems (McNemar); the precondition is the gap, thinking's rate minus
-  base's. Recovered when the hybrid beats its control by the paired test. Measured (full, n=100): base 0/100,
-  thinking 100/100 (gap 1.0, p=1.6e-30), hybrid 0/100, random 0/100: not recovered (failed). Why (``cue_diagnostics``, kept on
-  every run of the setting): at the end of the hybrid's
+  :func:`thinklens.zoo.overthink.ground_truth`) under the hybrid minus under its random-vector control, paired over
+  problems (McNemar); the precondition is the gap, thinking's rate minus base's. Recovered when the hybrid beats its
+  control by the paired test. Measured (full, n=100): base 0/100, thinking 100/100 (gap 1.0, p=1.6e-30), hybrid
+  0/100, random 0/100: not recovered (failed). Why (``cue_diagnostics``, kept on every run of the setting): at the
+  end of the hybrid's
   reasoning the thinking model's next token is " Wait" on 100/100 and the models disagree on 98; the unsteered
   base gives it median 2.7e-5 (11% pass the guardrail ``min_base_prob`` 1e-3), and a steered candidate is only
   ever the steered base's argmax: on seed 1 (n=8, vectors from 24 traces, 25 iterations), bias + category vector at

@@ -14,7 +14,6 @@ default tier.
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import re

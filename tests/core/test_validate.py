@@ -145,7 +145,8 @@ KINDS_AS_FILED = {
     "benchmark": {"actadd/planted", "codi/planted-serial", "codi/planted-serial-full-chain", "coconut/planted-serial",
                   "induction/planted", "induction/planted-heads", "latent-seek/planted", "readout/planted",
                   "sae-real/planted", "steer/planted", "reasoning-vector/planted"},
-    "planted": {"hybrid/skill-gap", "hybrid/absent-behaviour", "hybrid/planted-latent", "lynx/planted", "lynx/planted-model", "mi-peaks/planted", "mi-peaks/planted-model",
+    "planted": {"hybrid/skill-gap", "hybrid/absent-behaviour", "hybrid/planted-latent", "lynx/planted", "lynx/planted-model",
+                "mi-peaks/planted", "mi-peaks/planted-model",
                 "mi-peaks/planted-synthetic", "findings/planted", "sae/planted"},
 }
 

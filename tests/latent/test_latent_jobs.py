@@ -155,7 +155,8 @@ def test_latent_table_findings_are_paired_against_no_cot_and_printed_by_the_cli(
     for row in json.loads((tmp_path / "t" / "results" / "table.json").read_text()):
         k = round(row["accuracy"] * row["n"])
         assert row["ci"] == pytest.approx(list(wilson(k, row["n"])))
-    assert f"  [{f['verdict']}] " in out.stdout and "beats No-CoT SFT (tiny-direct) on the same 3-3 steps problems (an unmatched No-CoT" in out.stdout
+    unmatched = "beats No-CoT SFT (tiny-direct) on the same 3-3 steps problems (an unmatched No-CoT"
+    assert f"  [{f['verdict']}] " in out.stdout and unmatched in out.stdout
 
 
 @pytest.mark.parametrize("bad", [dict(models=()), dict(n_eval=0), dict(min_steps=3, max_steps=2)])

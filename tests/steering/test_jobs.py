@@ -73,9 +73,9 @@ def test_sae_eval_job(tiny_llama, trained_sae, word_texts, tmp_path):
 
 
 def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
-    from tools.testing import build_tiny_model
-
     from safetensors.torch import load_file, save_file
+
+    from tools.testing import build_tiny_model
 
     paths = {n: str(build_tiny_model("llama", tmp_path / n, seed=s)) for n, s in (("pre", 0), ("a", 0), ("b", 0), ("t", 1))}
     # b: a's weights with one tensor moved by 1e-3 (identical checkpoints are refused: |v| = 0)
@@ -95,7 +95,6 @@ def test_reasoning_vector_job_uses_its_model_as_the_target(tmp_path):
     assert merge["alpha"] == 0.5 and merge["target"] == paths["t"]
     # the merged model is the target's (seed 1), not a's: the runner's model really is the target
     assert json.loads((run.path / "config.json").read_text())["model"] == paths["t"]
-    import torch
 
     from thinklens import HookedModel
 

@@ -43,9 +43,8 @@ def test_corpus_kinds_and_bad_input(tmp_path):
 def test_rows_without_a_bos_drop_their_first_position_the_attention_sink():
     """SmolLM2 prepends no BOS: position 0 is a word whose residual norm dwarfs the rest (the attention sink); the SAE
     trains and evaluates from position 1 then, and rows that start with a special token keep every position."""
-    from tools.testing import word_tokenizer
-
     from thinklens.steering.corpora import sink_slice, special_ids, token_rows
+    from tools.testing import word_tokenizer
 
     tok = word_tokenizer()
     no_bos = token_rows(tok, ["w1 w2", "w3"])["input_ids"]
