@@ -91,10 +91,11 @@ def sae_fidelity(model: "HookedModel", sae: "SAE", rows: Sequence[tuple[Sequence
     seen: dict[str, Tensor] = {}
 
     def spliced(act: Tensor, ctx) -> Tensor:
-        out = sae(act.to(dev, torch.float32)).to(act.device, act.dtype)  # decode(encode(x)) in place of x
-        out = torch.where(seen["splice"].to(act.device)[..., None], out, act)  # special tokens keep their own state
-        seen["x"], seen["xhat"] = act.detach(), out.detach()
-        return out
+        recon = sae(act.to(dev, torch.float32)).to(act.device, act.dtype)  # decode(encode(x)) in place of x
+        # special tokens and the first position keep their own state in the forward pass; the reconstruction error
+        # (explained variance) is the SAE's own at every scored position
+        seen["x"], seen["xhat"] = act.detach(), recon.detach()
+        return torch.where(seen["splice"].to(act.device)[..., None], recon, act)
 
     def ablated(act: Tensor, ctx) -> Tensor:
         return torch.zeros_like(act)
