@@ -30,6 +30,7 @@ from thinklens.runs.folders import RunEntry
 from thinklens.runs.headlines import generic
 from thinklens.runs.jobs import jobs_by_kind
 from thinklens.runs.provenance import package_hashes
+from thinklens.runs.run_views import HEADLINED
 
 
 def jobs_of_kinds(errors: list[str] | None = None) -> dict[str, Any]:
@@ -109,10 +110,6 @@ def data_of(entry: RunEntry) -> str:
     if cfg.get("n_problems") or cfg.get("n"):
         return "synthetic task"
     return "-"
-
-
-HEADLINED = 2
-"""How many of a run's findings its headline states (Home's card; ``evidence`` links the traces behind each)."""
 
 
 def findings_headline(findings: list[Mapping[str, Any]], limit: int = HEADLINED) -> str:

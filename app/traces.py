@@ -125,21 +125,21 @@ def list_traces(root: Path, run: str, where: str | None = None) -> list[tuple[st
 
 
 def where_marks(marks: dict[str, list[int]], where: str | None) -> list[str]:
-    """The marks of a trace that a link's filter names: ``exit_at=<δ>`` names LYNX's exit at that δ (the mark
-    ``exit at δ <δ>`` of ``thinklens.probes.lynx_traces.load_trace``), so the view shows that exit, not another δ's;
-    [] for any other filter.
+    """The marks of a trace that a link's filter names (the view opens the first): those the trace readers of the
+    registered jobs name for it (``TraceReader.marks``; a filter of another job's names none of this trace's marks);
+    [] for no filter or one that names none.
 
-    >>> where_marks({"cue event": [1], "exit at δ 0.05": [3], "exit at δ 0.2": [1]}, "exit_at=0.050;exit_correct=false")
-    ['exit at δ 0.05']
-    >>> where_marks({"exit at δ 0.2": [1]}, "correct=false"), where_marks({"exit at δ 0.2": [1]}, "exit_at=x")
+    >>> where_marks({"cue event": [1]}, None), where_marks({"cue event": [1]}, "correct=false")
     ([], [])
     """
-    conds = dict(c.split("=", 1) for c in (where or "").split(";") if "=" in c)
-    try:
-        delta = float(conds["exit_at"])
-    except (KeyError, ValueError):
+    if not where:
         return []
-    return [m for m in marks if m == f"exit at δ {delta:g}"]
+    named: list[str] = []
+    for kind in reader_kinds():
+        own = reader(kind)
+        if own is not None and own.marks is not None:
+            named += [m for m in own.marks(marks, where) if m not in named]
+    return named
 
 
 def _record_label(r: Any) -> str:

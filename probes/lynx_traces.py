@@ -3,18 +3,21 @@ order of ``arrays/test_rollouts.safetensors``, coloured by the probe's score at 
 takes at each δ marked; and the arrays the app's LYNX views read (rollouts, exits per δ).
 
 A link may keep only the rollouts LYNX exits early at one δ (:func:`exits_where`: ``exit_at=<δ>``, and with
-``;exit_correct=false`` only those whose forced exit answer is wrong, the ones its accuracy loses).
+``;exit_correct=false`` only those whose forced exit answer is wrong, the ones its accuracy loses); such a link opens
+that δ's exit (:func:`filter_marks`: the mark :func:`exit_mark`). The δs its headline states link those exits
+(``Job.headline_traces``: :func:`headline_traces`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import safetensors.numpy
 
 from thinklens.errors import ThinklensError
-from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
+from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader, headline_findings, read_result_json
 
 
 def list_traces(path: Path) -> list[tuple[str, str]]:
@@ -33,6 +36,35 @@ def exits_where(delta: float, correct: bool | None = None) -> str:
     return f"exit_at={float(delta):g}" + ("" if correct is None else f";exit_correct={str(bool(correct)).lower()}")
 
 
+def exit_mark(delta: float) -> str:
+    """The name of the mark of LYNX's exit at ``delta`` in a trace (:func:`load_trace`).
+
+    >>> exit_mark(0.05), exit_mark("0.300")
+    ('exit at δ 0.05', 'exit at δ 0.3')
+    """
+    return f"exit at δ {float(delta):g}"
+
+
+def _conditions(where: str | None) -> dict[str, str]:
+    return dict(c.split("=", 1) for c in (where or "").split(";") if "=" in c)
+
+
+def filter_marks(marks: Mapping[str, list[int]], where: str | None) -> list[str]:
+    """The marks of a trace that a link's filter names (``TraceReader.marks``): ``exit_at=<δ>`` names the exit at that
+    δ, so the view opens that exit, not another δ's; [] for any other filter.
+
+    >>> filter_marks({"cue event": [1], "exit at δ 0.05": [3], "exit at δ 0.2": [1]}, "exit_at=0.050;exit_correct=false")
+    ['exit at δ 0.05']
+    >>> filter_marks({"exit at δ 0.2": [1]}, "correct=false"), filter_marks({"exit at δ 0.2": [1]}, "exit_at=x")
+    ([], [])
+    """
+    try:
+        name = exit_mark(float(_conditions(where)["exit_at"]))
+    except (KeyError, ValueError):
+        return []
+    return [m for m in marks if m == name]
+
+
 def exits_at(path: Path, delta: float) -> list[tuple[int, bool]]:
     """``(rollout, forced exit correct)`` of every test rollout LYNX exits early at ``delta``."""
     exits = lynx_exits(Path(path))
@@ -44,7 +76,7 @@ def exits_at(path: Path, delta: float) -> list[tuple[int, bool]]:
 
 def where_traces(path: Path, where: str) -> list[tuple[str, str]] | None:
     """The test rollouts a filter keeps (``exit_at=<δ>[;exit_correct=<true|false>]``); None for another filter."""
-    conds = dict(c.split("=", 1) for c in where.split(";") if "=" in c)
+    conds = _conditions(where)
     if "exit_at" not in conds or set(conds) - {"exit_at", "exit_correct"}:
         return None
     try:
@@ -54,6 +86,24 @@ def where_traces(path: Path, where: str) -> list[tuple[str, str]] | None:
     want = conds.get("exit_correct", "").strip().lower()
     keep = {i for i, right in exits_at(path, delta) if not want or str(right).lower() == want}
     return [t for t in list_traces(path) if int(t[0]) in keep]
+
+
+def headline_traces(path: Path) -> list[HeadlineTraces]:
+    """Per δ of the headlined findings (its saving and accuracy change): the test rollouts LYNX exits early at δ and
+    those whose exit answers wrong."""
+    out = []
+    for d in dict.fromkeys(float(f["extra"]["delta"]) for f in headline_findings(path) if "delta" in (f.get("extra") or {})):
+        try:
+            taken = exits_at(path, d)
+        except (OSError, KeyError, ValueError):  # a run whose arrays are gone: its card says so
+            continue
+        if not taken:
+            continue
+        out.append(HeadlineTraces(f"δ {d:g}: {len(taken)} early exits", where=exits_where(d)))
+        wrong = sum(not right for _, right in taken)
+        if wrong:
+            out.append(HeadlineTraces(f"δ {d:g}: {wrong} exits answering wrong", where=exits_where(d, correct=False)))
+    return out
 
 
 def lynx_rollouts(path: Path) -> dict[str, Any]:
@@ -108,7 +158,7 @@ def load_trace(path: Path, run: str, trace: str) -> TraceData:
                       "cue": "" if pos is None else tokens[pos], "forced exit correct":
                       None if row < 0 else bool(ev["label"][row])})
         if pos is not None:
-            marks.setdefault(f"exit at δ {d:g}", []).append(pos)
+            marks.setdefault(exit_mark(d), []).append(pos)
     summary = read_result_json(path / "results" / "lynx.json").get("summary", {})
     return TraceData(
         run=run, kind="lynx", trace_id=trace, model=summary.get("model"), prompt=r.get("prompt", ""), tokens=tokens,
@@ -119,4 +169,4 @@ def load_trace(path: Path, run: str, trace: str) -> TraceData:
         tables={"cue events (probe score per cue)": cues, "LYNX exit per δ": exits}, default_quantity="probe")
 
 
-READER = TraceReader(list_traces, load_trace, where_traces)
+READER = TraceReader(list_traces, load_trace, where_traces, filter_marks)

@@ -1,7 +1,8 @@
 """The texts behind a ``--target correct`` probe's score: one record per problem in ``results/probe_problems.json``
 (its prompt, the model's greedy answer, whether it is right, and the probe's held-out probability that it is, at the
 site the findings report), read by the trace viewer as generic records. The probe's ``most_wrong`` examples (largest
-``|p - y|``) are the ones a link opens (:func:`MOST_WRONG_WHERE`). Runs before it have no such file.
+``|p - y|``) are the ones a link opens (:data:`MOST_WRONG_WHERE`; under a run's headline: :func:`headline_traces`).
+Runs before it have no such file.
 
 Example:
     >>> recs = problem_records(["Q0", "Q1", "Q2"], ["4", "7", "9"], [1, 0, 1], [0.9, 0.8, 0.3], ids=["a", "b", "c"],
@@ -20,7 +21,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-from thinklens.runs.run_views import read_result_json
+from thinklens.runs.run_views import HeadlineTraces, headline_findings, read_result_json
 
 PROBLEMS = "probe_problems"
 """The result (``results/probe_problems.json``) holding one record per problem."""
@@ -52,3 +53,14 @@ def most_wrong_count(path: Path) -> int | None:
     """How many examples the run flags as most wrong; None when it predates per-problem traces."""
     file = Path(path) / "results" / f"{PROBLEMS}.json"
     return sum(bool(r.get("most_wrong")) for r in read_result_json(file)) if file.is_file() else None
+
+
+def headline_traces(path: Path) -> list[HeadlineTraces]:
+    """A correctness probe's score: the examples it gets most wrong (largest held-out ``|p - y|``); nothing for a value
+    probe (it reads teacher-forced text, no generated answer) or a run that predates per-problem traces."""
+    n = most_wrong_count(path)
+    if not n:
+        return []
+    score = next((f for f in headline_findings(path) if isinstance(f.get("value"), (int, float))), None)
+    what = f"{score.get('statistic', 'score')} {score['value']:.3f}: " if score else ""
+    return [HeadlineTraces(f"{what}the {n} examples it gets most wrong", where=MOST_WRONG_WHERE)]

@@ -1,6 +1,7 @@
 """The trace viewer's reader of steer runs (``Job.traces`` of ``thinklens run steer``): one trace per row of
 ``results/steer.json`` (its sample), ``<arm>/<feature>/<coeff>`` (:func:`steer_trace_id`), coloured by where it differs
-from the unsteered sample (:func:`token_diff`).
+from the unsteered sample (:func:`token_diff`); and the traces behind its headline's coefficients
+(``Job.headline_traces``: :func:`headline_traces`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
+from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader, headline_findings, read_result_json
 
 
 def list_traces(path: Path) -> list[tuple[str, str]]:
@@ -70,6 +71,31 @@ def broken_counts(path: Path) -> dict[str, int] | None:
     for r in read_result_json(file):
         counts[r["point"]] = counts.get(r["point"], 0) + bool(r.get("broken"))
     return counts
+
+
+def headline_traces(path: Path) -> list[HeadlineTraces]:
+    """Per coefficient of the headlined findings (the feature's word rate at c): the steered texts it counts and the
+    problems that steering broke (``results/steer_problems.json``); a run from before that file: its one sample."""
+    coeffs = list(dict.fromkeys(float(f["extra"]["coeff"]) for f in headline_findings(path)
+                                if "coeff" in (f.get("extra") or {})))
+    if not coeffs:
+        return []
+    feature = (read_result_json(Path(path) / "meta.json").get("summary") or {}).get("feature")
+    points = {c: steer_trace_id({"arm": "feature", "feature": feature, "coeff": c}) for c in coeffs}
+    file = Path(path) / "results" / f"{PROBLEMS}.json"
+    if not file.is_file():
+        return [HeadlineTraces(f"c={c:g}: its first sample", trace=point, quantity="diff") for c, point in points.items()]
+    records = read_result_json(file)
+    out = []
+    for c, point in points.items():
+        mine = [r for r in records if r.get("point") == point]
+        if not mine:
+            continue
+        out.append(HeadlineTraces(f"c={c:g}: the {len(mine)} steered texts", where=f"point={point}"))
+        broken = sum(bool(r.get("broken")) for r in mine)
+        if broken:
+            out.append(HeadlineTraces(f"c={c:g}: {broken} problems it broke", where=broken_where(point)))
+    return out
 
 
 def load_trace(path: Path, run: str, trace: str) -> TraceData:

@@ -412,5 +412,6 @@ JOB = Job("probe", ProbeJobConfig, run, preflight=preflight, order=50, page="pag
           help="layer sweep of probes decoding the running value or answer correctness",
           findings="thinklens.probes.probe_findings:probe_findings", capability="Probes",
           validations={"readout": "thinklens.probes.readout_validation:SETTINGS"},
+          headline_traces="thinklens.probes.probe_traces:headline_traces",
           smallest=("--model", "tiny-think", "--n-problems", "12", "--n-test", "6", "--max-steps", "1", "--folds", "2", "--n-bootstrap",
                     "20", "--sites", "resid_post.0,resid_post.1"))

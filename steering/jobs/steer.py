@@ -362,6 +362,6 @@ JOB = Job("steer", SteerJobConfig, run, preflight=preflight, order=70, page="pag
           report=report, help="steer generation with an SAE feature vs equal-norm baselines",
           findings="thinklens.steering.steer_findings:steer_findings", capability="Steering",
           validations={"steering": "thinklens.steering.validation:SETTINGS"}, traces="thinklens.steering.steer_traces:READER",
-          compare="thinklens.steering.steering_comparisons:STEER",
+          compare="thinklens.steering.steering_comparisons:STEER", headline_traces="thinklens.steering.steer_traces:headline_traces",
           smallest=("--model", "tiny-think", "--sae", "data/saes/tiny-think-resid_post.2-topk32", "--n-prompts", "4", "--stats-traces", "8",
                     "--coeffs", "0,1", "--min-dom-states", "1000000", "--max-new-tokens", "12"))

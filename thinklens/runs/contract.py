@@ -104,7 +104,7 @@ class Job:
     name (unique across jobs; settings run in name order) -> ``module:SETTINGS``, a list of
     :class:`~thinklens.calibration.controls.Setting`."""
     traces: str | None = None
-    """How the app's trace viewer reads its runs: ``module:name`` of a :class:`~thinklens.runs.trace_view.TraceReader`
+    """How the app's trace viewer reads its runs: ``module:name`` of a :class:`~thinklens.runs.run_views.TraceReader`
     (per-token quantities, marks, tables); None: the generated texts its run folders hold, found by their shape."""
     smallest: tuple[str, ...] = ()
     """Its smallest run: options it runs with in seconds on the committed zoo (``{prompts}`` and ``{completions}``: a
@@ -112,8 +112,14 @@ class Job:
     ``tests/core/test_job_interrupts.py`` interrupts and resumes; empty: none (that test says so)."""
     compare: str | None = None
     """What the app shows of several of its runs side by side: ``module:name`` of a
-    :class:`~thinklens.runs.trace_view.Comparison` (a row per run and a chart); None: each run's findings and the numbers
+    :class:`~thinklens.runs.run_views.Comparison` (a row per run and a chart); None: each run's findings and the numbers
     of its summary."""
+    headline_traces: str | None = None
+    """The traces behind the numbers its headline states (Home's card, after the link to all its traces):
+    ``module:name`` of a function ``(run folder) -> list`` of :class:`~thinklens.runs.run_views.HeadlineTraces`, per
+    number (of the findings ``run_views.headline_findings`` reads) a label and the trace viewer's filter of the traces
+    it counts; the app makes the links. None: the link to all its traces (and, for generated texts found by their
+    shape, to those on each side of their true/false fields)."""
 
     def __post_init__(self) -> None:
         if not (dataclasses.is_dataclass(self.config) and self.config.__dataclass_params__.frozen):  # type: ignore[attr-defined]
@@ -127,7 +133,7 @@ class Job:
             raise TypeError(f"job {self.name}: config fields {sorted(clash)} clash with the runner's options")
         if set(self.models) - names:
             raise TypeError(f"job {self.name}: models {sorted(set(self.models) - names)} are not config fields")
-        refs = {what: getattr(self, what) for what in ("findings", "traces", "compare")}
+        refs = {what: getattr(self, what) for what in ("findings", "traces", "compare", "headline_traces")}
         refs.update({f"validations[{k!r}]": v for k, v in dict(self.validations).items()})
         for what, ref in refs.items():
             if ref is not None and (not isinstance(ref, str) or not re.fullmatch(r"[\w.]+:\w+", ref)):
@@ -146,8 +152,8 @@ class Job:
         return self.kind or self.name
 
     def declared(self, what: str) -> Any:
-        """The object a ``module:name`` declaration of this job names (``findings``, ``traces``, ``compare``), imported
-        now; None when the job declares none.
+        """The object a ``module:name`` declaration of this job names (``findings``, ``traces``, ``compare``,
+        ``headline_traces``), imported now; None when the job declares none.
 
         Example:
             >>> from thinklens.runs.jobs import get_job

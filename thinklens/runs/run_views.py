@@ -1,7 +1,8 @@
-"""What the app shows of a job's runs, as a job declares it (``Job.traces``, ``Job.compare``): a :class:`TraceReader`
-turns a run folder into the trace viewer's :class:`TraceData`, a :class:`Comparison` turns several finished runs into
-rows side by side and a chart. Both live beside the job's results format (in its capability package), so the app reads
-the registry and never names a job.
+"""What the app shows of a job's runs, as a job declares it (``Job.traces``, ``Job.compare``,
+``Job.headline_traces``): a :class:`TraceReader` turns a run folder into the trace viewer's :class:`TraceData`, a
+:class:`Comparison` turns several finished runs into rows side by side and a chart, and :class:`HeadlineTraces` name the
+traces each number of a run's headline counts (the app makes their links). All live beside the job's results format
+(in its capability package), so the app reads the registry and never names a job.
 
 Example:
     >>> t = TraceData(run="x/a", kind="x", trace_id="0", model=None, prompt="Q", tokens=["so", "4"])
@@ -67,6 +68,30 @@ class TraceReader:
     where: Callable[[Path, str], list[tuple[str, str]] | None] | None = None
     """``where(run folder, filter)`` -> the traces a link's filter keeps (``exit_at=0.1``: the rollouts LYNX exits at
     δ 0.1), None for a filter it does not know (the viewer then filters the run's generic records); None: no filters."""
+    marks: Callable[[Mapping[str, list[int]], str], list[str]] | None = None
+    """``marks(a trace's marks, filter)`` -> those of its marks a link's filter names (``exit_at=0.1``: LYNX's exit at
+    δ 0.1), which the viewer opens; [] for a filter that names none; None: its filters name no marks."""
+
+
+@dataclass(frozen=True)
+class HeadlineTraces:
+    """One number a run's headline states and the traces it counts (``Job.headline_traces``): those a trace viewer's
+    filter keeps, or one trace. The app makes the link, so the job never knows its URLs.
+
+    Example:
+        >>> HeadlineTraces("δ 0.3: 2 exits answering wrong", where="exit_at=0.3;exit_correct=false").trace is None
+        True
+    """
+
+    label: str
+    """The number in words (``δ 0.3: 3 early exits``)."""
+    where: str | None = None
+    """The trace viewer's filter of the traces it counts (``field=value`` conditions joined by ``;``, or a filter the
+    job's :class:`TraceReader` knows); None: every trace of the run, or the one ``trace``."""
+    trace: str | None = None
+    """The id of the one trace it stands for (a run that kept one sample per setting), shown coloured by ``quantity``."""
+    quantity: str = ""
+    """The per-token quantity ``trace`` is coloured by ("": the reader's default)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +113,20 @@ def read_result_json(path: Path) -> Any:
     except (OSError, ValueError) as e:
         raise ThinklensError.of("result file", str(path), "a readable JSON file written by the job",
                                 f"re-run the job for this run ({type(e).__name__})") from None
+
+
+HEADLINED = 2
+"""How many of a run's findings its headline states (Home's card; ``Job.headline_traces`` link the traces behind
+each)."""
+
+
+def headline_findings(path: Path) -> list[dict[str, Any]]:
+    """The findings a run's headline states: the first :data:`HEADLINED` of the ``findings`` in the summary of
+    ``path/meta.json``; [] when it is unreadable or holds none."""
+    meta = json_or_none(Path(path) / "meta.json")
+    summary = (meta.get("summary") if isinstance(meta, dict) else None) or {}
+    found = (summary.get("findings") or []) if isinstance(summary, dict) else []
+    return [f for f in found[:HEADLINED] if isinstance(f, dict)]
 
 
 def json_or_none(path: Path) -> Any:
