@@ -295,8 +295,9 @@ class EvalConfig(DataOptions, StepRange):
 
     model: str = ""
     """A model compared before ``models`` (zoo name or folder; empty: ``models`` only)."""
-    models: tuple[str, ...] = ("tiny-direct", "tiny-cot", "tiny-coconut", "tiny-codi", "tiny-latent-sft")
-    """Models to compare: zoo names or folders (latent models carry latent.json)."""
+    models: tuple[str, ...] = ("tiny-nocot", "tiny-cot", "tiny-coconut", "tiny-codi", "tiny-latent-sft")
+    """Models to compare: zoo names or folders (latent models carry latent.json); tiny-nocot is the No-CoT matched to
+    tiny-codi (tiny-direct, trained otherwise, is compared only as an unmatched No-CoT)."""
     explicit: tuple[str, ...] = ()
     """Latent models also scored in explicit-CoT mode: their LM prompted and decoded as a token-level model in the format
     they were trained in, no latents (CODI's teacher; e.g. --explicit tiny-codi)."""

@@ -22,14 +22,14 @@ ZOO_NAMES: tuple[str, ...] = (
     "tiny-pre", "tiny-direct", "tiny-cot", "tiny-think", "tiny-think-carry",
     "tiny-grpo", "tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-r1", "tiny-overthink", "tiny-cot-short",
     "tiny-r1-sometimes", "tiny-nocot-serial", "tiny-cot-serial", "tiny-codi-serial",
-    "tiny-codi-serial-full", "tiny-coconut-serial", "tiny-latent-sft-serial",
+    "tiny-codi-serial-full", "tiny-coconut-serial", "tiny-latent-sft-serial", "tiny-nocot",
 )
 
 #: Zoo models written by the latent trainers (``latent.json`` in their folder): the latent methods and the SFT
 #: baselines matched to one of them; evaluated by the latent evaluation job, not by ``thinklens run zoo-eval``.
 LATENT_ZOO_NAMES: tuple[str, ...] = ("tiny-coconut", "tiny-codi", "tiny-latent-sft", "tiny-nocot-serial",
                                      "tiny-cot-serial", "tiny-codi-serial", "tiny-codi-serial-full",
-                                     "tiny-coconut-serial", "tiny-latent-sft-serial")
+                                     "tiny-coconut-serial", "tiny-latent-sft-serial", "tiny-nocot")
 
 #: One-line description of each model (CLI help, app menus).
 ZOO_DESCRIPTIONS: dict[str, str] = {
@@ -46,6 +46,8 @@ ZOO_DESCRIPTIONS: dict[str, str] = {
     "(Wait / Hmm / Alternatively, let me ...); the planted organism of LYNX, MI peaks and feature steering",
     "tiny-r1-sometimes": "tiny-r1 fine-tuned on tiny-overthink's texts of which 10% re-check: the behaviour is there "
     "but rare (the hybrid's planted-latent base)",
+    "tiny-nocot": "tiny-cot + 12000+3000 answer-only SFT steps on 3-4 step chains: tiny-codi's matched No-CoT (the "
+    "same parent, problems and optimizer steps; thinklens latent)",
     "tiny-nocot-serial": "tiny-cot + 7000 answer-only SFT steps on 6-8 step chains: CODI's matched No-CoT on a task "
     "that needs serial computation (thinklens latent)",
     "tiny-cot-serial": "tiny-cot + 7000 CoT-SFT steps on 6-8 step chains: CODI's matched CoT-SFT (thinklens latent)",
