@@ -7,15 +7,12 @@ from typing import Any
 from collect_core import RECORDS, collector, read_json, summary
 
 #: The full validation table's records, each with the settings taken from it (the ``--methods`` of the command that
-#: reproduces those rows; runs side by side, one per core). validate-latent-hybrid also holds the hybrid pair's row
-#: from before it became the skill-gap boundary, superseded by validate-hybrid-skill-gap.
+#: reproduces those rows; runs side by side, one per core).
 VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
-                      "validate-latent-hybrid": "latent-seek,hybrid/null", "validate-hybrid-skill-gap": "hybrid/skill-gap",
-                      "validate-hybrid-absent-behaviour": "hybrid/absent-behaviour",
-                      "validate-hybrid-latent": "hybrid/planted-latent", "validate-codi": "codi",
+                      "validate-latent-hybrid": "latent-seek,hybrid", "validate-codi": "codi",
                       "validate-coconut": "coconut"}
 #: Threads of a record's run where it was not 1.
-VALIDATION_THREADS = {"validate-hybrid-latent": 2, "validate-codi": 2}
+VALIDATION_THREADS: dict[str, int] = {}
 VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "coconut",
                     "findings")
 
