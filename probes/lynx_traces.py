@@ -17,7 +17,7 @@ from typing import Any
 import safetensors.numpy
 
 from thinklens.errors import ThinklensError
-from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader, headline_findings, read_result_json
+from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader, headlined_values, read_result_json
 
 
 def list_traces(path: Path) -> list[tuple[str, str]]:
@@ -92,7 +92,7 @@ def headline_traces(path: Path) -> list[HeadlineTraces]:
     """Per δ of the headlined findings (its saving and accuracy change): the test rollouts LYNX exits early at δ and
     those whose exit answers wrong."""
     out = []
-    for d in dict.fromkeys(float(f["extra"]["delta"]) for f in headline_findings(path) if "delta" in (f.get("extra") or {})):
+    for d in headlined_values(path, "delta"):
         try:
             taken = exits_at(path, d)
         except (OSError, KeyError, ValueError):  # a run whose arrays are gone: its card says so

@@ -10,7 +10,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader, headline_findings, read_result_json
+from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader, headlined_values, read_result_json
 
 
 def list_traces(path: Path) -> list[tuple[str, str]]:
@@ -76,8 +76,7 @@ def broken_counts(path: Path) -> dict[str, int] | None:
 def headline_traces(path: Path) -> list[HeadlineTraces]:
     """Per coefficient of the headlined findings (the feature's word rate at c): the steered texts it counts and the
     problems that steering broke (``results/steer_problems.json``); a run from before that file: its one sample."""
-    coeffs = list(dict.fromkeys(float(f["extra"]["coeff"]) for f in headline_findings(path)
-                                if "coeff" in (f.get("extra") or {})))
+    coeffs = headlined_values(path, "coeff")
     if not coeffs:
         return []
     feature = (read_result_json(Path(path) / "meta.json").get("summary") or {}).get("feature")

@@ -129,6 +129,21 @@ def headline_findings(path: Path) -> list[dict[str, Any]]:
     return [f for f in found[:HEADLINED] if isinstance(f, dict)]
 
 
+def headlined_values(path: Path, key: str) -> list[float]:
+    """The distinct values of ``extra[key]`` across the run's headlined findings (:func:`headline_findings`), in order:
+    the coefficients or δs whose numbers its headline states.
+
+    Example:
+        >>> import json, tempfile
+        >>> run = Path(tempfile.mkdtemp())
+        >>> _ = (run / "meta.json").write_text(json.dumps({"summary": {"findings": [
+        ...     {"extra": {"delta": 0.1}}, {"extra": {"delta": 0.1}}, {"extra": {}}]}}))
+        >>> headlined_values(run, "delta")
+        [0.1]
+    """
+    return list(dict.fromkeys(float(f["extra"][key]) for f in headline_findings(path) if key in (f.get("extra") or {})))
+
+
 def json_or_none(path: Path) -> Any:
     """A JSON file's content, None when it is missing or unreadable (a comparison row shows ``-`` for it)."""
     try:
