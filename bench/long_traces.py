@@ -8,9 +8,15 @@ store, in a fresh process per length, and continuous batching against batch afte
 range from 50 to 2,000 tokens. EOS is masked out of the logits (a hook on the LM head, the same for every
 candidate), so every run makes exactly its length.
 
-Prints ``name=value`` lines: per length ``plain_ms_per_token_N``, ``ours_..._N``, ``capture_..._N`` (best of the
-repeats) with ``..._spread_N`` (worst / best), ``capture_vs_plain_N``; ``static_ms_per_token_L``,
-``vs_static_L`` (capture / static at L); ``tokens_equal_hf=1`` when every thinklens run made HF's tokens;
+Shorter lengths get more repeats (:func:`repeats_at`). Per-token time is per decode step (:class:`StepClock`:
+each step's best interval over the interleaved repeats, so a stall of the shared machine in one repeat drops out
+and a cost the loop pays at some step stays in); the whole call's best time per token is printed beside it
+(``..._wall_...``).
+
+Prints ``name=value`` lines: per length ``plain_ms_per_token_N``, ``ours_..._N``, ``capture_..._N`` (per step) and
+``..._wall_ms_per_token_N`` (the whole call, best of the repeats) with ``..._spread_N`` (the whole call's worst /
+best), ``capture_vs_plain_N`` (and ``capture_vs_plain_wall_N``); ``static_ms_per_token_L``,
+``vs_static_L`` (capture / static at L, and ``vs_static_wall_L``); ``tokens_equal_hf=1`` when every thinklens run made HF's tokens;
 ``rss_peak_mb_N``, ``kv_cache_mb_N`` and ``rss_growth_mb`` (peak growth from the shortest to the longest
 standard length beyond the KV cache's own growth); ``continuous_batching_speedup``; and the headline
 ``capture_vs_plain_max`` (the worst length) last.
@@ -84,11 +90,56 @@ def mask_eos(model) -> None:
     head.register_forward_hook(hook)
 
 
+class StepClock:
+    """Times every decode step: a hook on the LM head stamps each forward's end (one head call per new token, the
+    same for every candidate), so a run of n tokens gives n - 1 step intervals, each a whole step of its loop
+    (choice, bookkeeping, capture, the forward). Across repeats, :meth:`per_token` sums each step's best interval:
+    a transient stall of the shared machine hits a few steps of one repeat and drops out, while a cost the loop pays
+    at some step (a buffer that grows, states handed over) is there in every repeat and stays in."""
+
+    def __init__(self, model):
+        self.stamps: list[float] | None = None
+        self.sync = model.hf.device.type == "cuda"
+        model.hf.get_output_embeddings().register_forward_hook(self._stamp)
+
+    def _stamp(self, mod, args, out) -> None:
+        if self.stamps is not None:
+            if self.sync:
+                torch.cuda.synchronize()
+            self.stamps.append(time.perf_counter())
+
+    def run(self, fn):
+        """``fn()``'s result, its wall time and its step intervals."""
+        self.stamps = []
+        t = time.perf_counter()
+        try:
+            got = fn()
+            if self.sync:
+                torch.cuda.synchronize()
+            wall = time.perf_counter() - t
+            steps = [b - a for a, b in zip(self.stamps, self.stamps[1:])]
+        finally:
+            self.stamps = None
+        return got, wall, steps
+
+    @staticmethod
+    def per_token(repeats: list[list[float]]) -> float:
+        """Seconds per step: each step's best interval over the repeats, averaged over the steps."""
+        n = min(len(r) for r in repeats)
+        return sum(min(r[k] for r in repeats) for k in range(n)) / n
+
+
 def kv_bytes_per_token(model) -> int:
     c = model.config
     heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
     d_head = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
     return 2 * c.num_hidden_layers * heads * d_head * model.hf.dtype.itemsize
+
+
+def repeats_at(n: int, repeats: int) -> int:
+    """Repeats at ``n`` new tokens: ``repeats`` at 2,048 and above, more at shorter lengths (up to 8; as many tokens
+    as ``repeats`` at 2,048), where a run is short beside the shared machine's slow and fast phases of a minute or so."""
+    return max(repeats, min(8, repeats * 2048 // n))
 
 
 def timing(model, lengths: list[int], static_at: int, repeats: int, site: str) -> dict[str, float]:
@@ -97,6 +148,7 @@ def timing(model, lengths: list[int], static_at: int, repeats: int, site: str) -
     enc = model.tokenize([PROMPT])
     width = enc["input_ids"].shape[1]
     equal = True
+    clock = StepClock(model)
 
     def plain(n: int, static: bool = False):
         # eager like the others: on CUDA, transformers would otherwise torch.compile the static-cache forward
@@ -112,27 +164,30 @@ def timing(model, lengths: list[int], static_at: int, repeats: int, site: str) -
         fns = {"plain": lambda: plain(n), "ours": lambda: ours(n, False), "capture": lambda: ours(n, True)}
         if n == static_at:
             fns["static"] = lambda: plain(n, True)
-        times: dict[str, list[float]] = {k: [] for k in fns}
+        walls: dict[str, list[float]] = {k: [] for k in fns}
+        steps: dict[str, list[list[float]]] = {k: [] for k in fns}
         ref = None
-        for _ in range(repeats):  # interleaved: drift on a shared machine hits every candidate alike
-            for k, f in fns.items():
-                t = time.perf_counter()
-                got = f()
-                if model.hf.device.type == "cuda":
-                    torch.cuda.synchronize()
-                times[k].append(time.perf_counter() - t)
+        order = list(fns.items())
+        emit(f"repeats_{n}", repeats_at(n, repeats))
+        for r in range(repeats_at(n, repeats)):  # interleaved, the order reversed each repeat: drift hits all alike
+            for k, f in (order if r % 2 == 0 else order[::-1]):
+                got, wall, intervals = clock.run(f)
+                walls[k].append(wall)
+                steps[k].append(intervals)
                 if k == "plain":
                     ref = got[0, width:].tolist()
                 elif k in ("ours", "capture"):
                     equal &= got[0].token_ids == ref and len(got[0]) == n
-        for k, v in times.items():
-            emit(f"{k}_ms_per_token_{n}", 1000 * min(v) / n)
-            emit(f"{k}_spread_{n}", max(v) / min(v))
-            out[f"{k}_{n}"] = min(v)
-        emit(f"capture_vs_plain_{n}", out[f"capture_{n}"] / out[f"plain_{n}"])
-        emit(f"ours_vs_plain_{n}", out[f"ours_{n}"] / out[f"plain_{n}"])
-        if n == static_at:
-            emit(f"vs_static_{n}", out[f"capture_{n}"] / out[f"static_{n}"])
+        for k in fns:
+            out[f"{k}_{n}"] = StepClock.per_token(steps[k])
+            out[f"{k}_wall_{n}"] = min(walls[k])
+            emit(f"{k}_ms_per_token_{n}", 1000 * out[f"{k}_{n}"])
+            emit(f"{k}_wall_ms_per_token_{n}", 1000 * out[f"{k}_wall_{n}"] / n)
+            emit(f"{k}_spread_{n}", max(walls[k]) / min(walls[k]))
+        for a, b in [("capture", "plain"), ("ours", "plain")] + ([("capture", "static")] if n == static_at else []):
+            name = f"vs_static_{n}" if b == "static" else f"{a}_vs_plain_{n}"
+            emit(name.replace(f"_{n}", f"_wall_{n}"), out[f"{a}_wall_{n}"] / out[f"{b}_wall_{n}"])
+            emit(name, out[f"{a}_{n}"] / out[f"{b}_{n}"])
     emit("tokens_equal_hf", int(equal))
     return out
 
@@ -256,6 +311,7 @@ def main() -> None:
         n, lo, hi, slots = (int(x) for x in args.batching.split(","))
         batching(model, n, lo, hi, slots, args.batching_repeats)
     if ratios:
+        emit("capture_vs_plain_wall_max", max(t[f"capture_wall_{n}"] / t[f"plain_wall_{n}"] for n in lengths))
         emit("capture_vs_plain_max_target", TARGETS["capture_vs_plain_max"])
         emit("capture_vs_plain_max", max(ratios.values()))
 

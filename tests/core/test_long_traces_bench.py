@@ -1,9 +1,11 @@
 """bench/long_traces.py through the device script (``bench/gpu/run.sh --long-traces --tiny``), on the CPU with a tiny
 random model: every ``name=value`` line the issue names is printed, thinklens' greedy tokens equal HF's, continuous
-batching gives batch after batch's tokens, and the headline ``capture_vs_plain_max`` comes last."""
+batching gives batch after batch's tokens, and the headline ``capture_vs_plain_max`` comes last; and the bench's
+per-step estimator against hand-made step times."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -27,3 +29,27 @@ def test_long_traces_bench_tiny_prints_its_lines_headline_last(tmp_path):
     assert values["model"] == "tiny-random-llama" and "rss_growth_mb" not in values
     assert lines[-2] == "capture_vs_plain_max_target=1.05" and lines[-1].startswith("capture_vs_plain_max=")
     assert (tmp_path / "long_traces.txt").read_text().strip().splitlines()[-1] == lines[-1]
+    assert int(values["repeats_8"]) == 8 and int(values["repeats_16"]) == 8  # short runs get more repeats
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("long_traces_bench", ROOT / "bench" / "long_traces.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_per_step_time_drops_a_stall_and_keeps_a_cost_every_repeat_pays():
+    """Oracle: hand-made intervals. A stall in one repeat (step 1 of the first) drops out; a cost at step 3 that every
+    repeat pays stays in. Killed mutants: the best whole run (when every repeat stalls once, at different steps: 3, not
+    1), the mean over repeats (2.25, not 1.75), a step dropped at either end (the cost at step 3, or 2/3 not 1)."""
+    clock = _bench().StepClock
+    runs = [[1.0, 9.0, 1.0, 4.0], [1.0, 1.0, 1.0, 4.0], [2.0, 1.0, 1.0, 4.0]]
+    assert clock.per_token(runs) == 7.0 / 4
+    assert clock.per_token([[1.0, 5.0], [5.0, 1.0]]) == 1.0  # each repeat stalled once, at different steps
+
+
+def test_short_lengths_get_more_repeats_up_to_eight():
+    at = _bench().repeats_at
+    assert [at(n, 2) for n in (512, 1024, 2048, 4096, 8192)] == [8, 4, 2, 2, 2]
+    assert at(512, 10) == 10 and at(64, 1) == 8
