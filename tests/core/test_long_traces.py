@@ -19,7 +19,7 @@ from thinklens.generation.presized_cache import PresizedLayer
 from tools.testing import TINY_FAMILIES, check_generate
 
 PROMPTS = ["w1 w2 w3 w4", "w5 w6", "w7", "w9 w9 w9 w9 w9 w9 w9 w9 w9 w9 w9 w9", "w3", "w2 w8 w1", "w4 w4"]
-BUDGETS = [3, 14, 2, 12, 5, 1, 9]
+BUDGETS = [2, 14, 12, 3, 4, 1, 2]  # the longest prompt is admitted after the first short trace, wider than the batch
 SITES = ["embed", "resid_post.1", "final_norm"]
 #: Families whose attention layers all keep every position (no sliding window in the tiny configs): their cache
 #: is pre-sized throughout, and continuous batching can replace their rows.
@@ -96,15 +96,18 @@ def test_continuous_batching_gives_each_prompt_its_own_decode(tiny_models, monke
             seen[_name] += 1 if _name == "pad_left" else int(bool(got))
             return got
         monkeypatch.setattr(Decoder, "_pad_left" if name == "pad_left" else name, counted)
-    outs = decode_queue(m, PROMPTS, max_new_tokens=BUDGETS, slots=3, eos=set(), capture=SITES, top_k_stats=4)
+    # the first queue admits a longer prompt than the batch is wide; in the second, the last admitted trace outlives
+    # the first two, and their columns are dropped
+    for prompts, budgets, slots in ((PROMPTS, BUDGETS, 3), (PROMPTS[:3], [20, 18, 17], 2)):
+        outs = decode_queue(m, prompts, max_new_tokens=budgets, slots=slots, eos=set(), capture=SITES, top_k_stats=4)
+        for p, b, got in zip(prompts, budgets, outs):
+            want = _solo(m, p, b, capture=SITES, top_k_stats=4)
+            assert got.row(0) == want.row(0) and got.lengths == [b] and got.stop_reasons == ["max_new_tokens"]
+            for s in want.hidden:
+                torch.testing.assert_close(got.hidden[s], want.hidden[s], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(got.entropy, want.entropy, atol=1e-5, rtol=1e-5)
+            assert torch.equal(got.topk_ids, want.topk_ids)
     assert seen["compact"] > 0 and seen["pad_left"] > 0  # finished rows' columns dropped; a longer prompt admitted
-    for p, b, got in zip(PROMPTS, BUDGETS, outs):
-        want = _solo(m, p, b, capture=SITES, top_k_stats=4)
-        assert got.row(0) == want.row(0) and got.lengths == [b] and got.stop_reasons == ["max_new_tokens"]
-        for s in want.hidden:
-            torch.testing.assert_close(got.hidden[s], want.hidden[s], atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(got.entropy, want.entropy, atol=1e-5, rtol=1e-5)
-        assert torch.equal(got.topk_ids, want.topk_ids)
 
 
 def test_continuous_batching_runs_about_the_total_tokens(tiny_models):
@@ -126,6 +129,24 @@ def test_continuous_batching_runs_about_the_total_tokens(tiny_models):
         handle.remove()
     assert batched == sum(2 * max(budgets[k:k + 2]) for k in range(0, 8, 2))  # 2 x longest per batch
     assert queued <= sum(budgets) + 2 * len(budgets) < 0.75 * batched
+
+
+def test_continuous_batching_admits_the_largest_budget_first(tiny_models):
+    """Six short prompts before a long one, two slots: in prompt order the long trace would decode alone after the
+    short ones (about 6 + 30 steps); admitted first, it runs beside them (about 30). Results stay in prompt order."""
+    m = tiny_models["llama"]
+    steps: list[int] = []
+    handle = m.hf.register_forward_pre_hook(
+        lambda mod, args, kw: steps.append(int(kw["input_ids"].shape[1] == 1)), with_kwargs=True)
+    budgets = [2, 2, 2, 2, 2, 2, 30]
+    prompts = [f"w{i} w{i + 1} w{i + 2}" for i in range(len(budgets))]
+    try:
+        outs = decode_queue(m, prompts, max_new_tokens=budgets, slots=2, eos=set())
+    finally:
+        handle.remove()
+    assert sum(steps) <= max(budgets) + 1
+    assert [o.lengths[0] for o in outs] == budgets
+    assert [o.row(0) for o in outs] == [_solo(m, p, b).row(0) for p, b in zip(prompts, budgets)]
 
 
 def test_generate_batches_continuously_and_streams(tiny_models, tmp_path):

@@ -318,8 +318,9 @@ def decode_queue(model: Any, inputs: Sequence[Any], choice: TokenChoice | None =
                  sinks: "Sequence[StateSink] | None" = None, sink_every: int = 64) -> list[Decoded]:
     """Continuous batching: decode every prompt of ``inputs`` with at most ``slots`` rows in flight; a row that stops
     frees its slot, and the next prompt's prefill takes it while the other rows go on. A batch of mixed-length traces
-    then costs about its total tokens, not ``batches x longest``. Returns one one-row :class:`Decoded` per prompt,
-    in order: the tokens and states :func:`decode` gives each prompt (greedy: the same tokens).
+    then costs about its total tokens, not ``batches x longest``. Prompts are admitted largest budget first (a long
+    trace admitted last would decode alone at the end). Returns one one-row :class:`Decoded` per prompt, in prompt
+    order: the tokens and states :func:`decode` gives each prompt (greedy: the same tokens).
 
     Args:
         inputs: prompts or token-id rows, one per prompt (each as :meth:`HookedModel.tokenize` takes it).
@@ -348,7 +349,9 @@ def decode_queue(model: Any, inputs: Sequence[Any], choice: TokenChoice | None =
     budgets = row_budgets(max_new_tokens, len(inputs))
     sites = [model.resolve_site(s) for s in capture]
     rows = [_Row(n, sites) for n in budgets]
-    queue = list(range(len(inputs)))[::-1]  # popped from the end: prompt order
+    # popped from the end: the largest budget first (ties in prompt order), so the longest traces start early and the
+    # batch does not end with one long row decoding alone
+    queue = sorted(range(len(inputs)), key=lambda p: (budgets[p], -p))
     tail = max((len(s) for s in stop), default=0) + 4
     dec: Decoder | None = None
     slot: list[int | None] = []  # prompt of each decoder row (None: finished, masked padding until replaced)
