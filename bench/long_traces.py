@@ -5,7 +5,8 @@ plain transformers ``generate`` (dynamic cache), thinklens generate (logit stati
 capturing one residual site; at the longest standard length also transformers ``generate`` with a static cache
 (the copy-free limit; eager, as the others). Then the peak RSS of thinklens generate with the captured states streamed to an activation
 store, in a fresh process per length, and continuous batching against batch after batch on prompts whose budgets
-range from 50 to 2,000 tokens. EOS is masked out of the logits (a hook on the LM head, the same for every
+range from 50 to 2,000 tokens (with each candidate's decode steps and its rows x attention width summed over
+them: what a step reads). EOS is masked out of the logits (a hook on the LM head, the same for every
 candidate), so every run makes exactly its length.
 
 Shorter lengths get more repeats (:func:`repeats_at`). Per-token time is per decode step (:class:`StepClock`:
@@ -18,7 +19,8 @@ Prints ``name=value`` lines: per length ``plain_ms_per_token_N``, ``ours_..._N``
 best), ``capture_vs_plain_N`` (and ``capture_vs_plain_wall_N``); ``static_ms_per_token_L``,
 ``vs_static_L`` (capture / static at L, and ``vs_static_wall_L``); ``tokens_equal_hf=1`` when every thinklens run made HF's tokens;
 ``rss_peak_mb_N``, ``kv_cache_mb_N`` and ``rss_growth_mb`` (peak growth from the shortest to the longest
-standard length beyond the KV cache's own growth); ``continuous_batching_speedup``; and the headline
+standard length beyond the KV cache's own growth); ``..._batching_steps``, ``..._batching_row_columns``,
+``continuous_batching_speedup``; and the headline
 ``capture_vs_plain_max`` (the worst length) last.
 
 Usage: ``python bench/long_traces.py [--long] [--lengths 512,2048,4096] [--static-at 4096] [--repeats 3]
@@ -247,14 +249,27 @@ def batching(model, n_prompts: int, shortest: int, longest: int, slots: int, rep
     prompts = [f"{PROMPT} (case {i})" for i in range(n_prompts)]
     times: dict[str, list[float]] = {"continuous": [], "batched": []}
     toks = {}
+    counts = {"steps": 0, "row_columns": 0}  # decode steps and rows x attention width summed over them
+
+    def count(mod, args, kw):
+        ids, mask = kw.get("input_ids"), kw.get("attention_mask")
+        if ids is not None and ids.shape[1] == 1:
+            counts["steps"] += 1
+            counts["row_columns"] += ids.shape[0] * (mask.shape[1] if mask is not None else 0)
+    handle = model.hf.register_forward_pre_hook(count, with_kwargs=True)
     for k in range(repeats):  # alternating, the first candidate swapped each repeat: drift hits both alike
         order = (("continuous", True), ("batched", False))
         for name, cont in (order if k % 2 == 0 else order[::-1]):
+            counts.update(steps=0, row_columns=0)
             t = time.perf_counter()
             got = generate(model, prompts, GenerateConfig(max_new_tokens=tuple(budgets), batch_size=slots, continuous=cont,
                                                          top_k_stats=5))
             times[name].append(time.perf_counter() - t)
             toks[name] = [tr.token_ids for tr in got]
+            if k < 2:
+                emit(f"{name}_batching_steps", counts["steps"])
+                emit(f"{name}_batching_row_columns", counts["row_columns"])
+    handle.remove()
     for name, v in times.items():
         emit(f"{name}_batching_s", min(v))
         emit(f"{name}_batching_spread", max(v) / min(v))
