@@ -145,14 +145,14 @@ def recorded_steps() -> list[tuple[str, str, str]]:
 
 
 #: ``bench/long_traces.py`` (issue 42): each committed log of ``results/records/long-traces`` (``conditions.txt`` says
-#: what each is: SmolLM2-135M at short lengths, a tiny random llama at the issue's lengths, batching reruns).
+#: what each is: SmolLM2-135M at the issue's lengths, its batching, 512-token reruns, a tiny random llama).
 LONG_TRACES_RECORD = RECORDS / "long-traces"
-LONG_TRACES_COMMAND = ("python bench/long_traces.py --threads 1 --repeats 2 --batching-repeats 2 > smollm2-1.log; "
-                       "python bench/long_traces.py --threads 1 --lengths 512 --static-at 512 --repeats 3 "
-                       "--skip rss,batching > smollm2-512-N.log for N in 1..3, the same with --repeats 5 > "
-                       "smollm2-512-4.log (SmolLM2-135M, after make real); python bench/long_traces.py --quick > "
-                       "run-1.log; python bench/long_traces.py --model tiny --threads 1 > tiny-1.log; the batching "
-                       "rerun > tiny-batching.log; all in results/records/long-traces")
+LONG_TRACES_COMMAND = ("python bench/long_traces.py --threads 1 --repeats 2 --skip batching > smollm2-2.log, and at the same "
+                       "time python bench/long_traces.py --threads 1 --skip timing,rss --batching-repeats 2 > "
+                       "smollm2-batching-2.log; python bench/long_traces.py --threads 1 --lengths 512 --static-at 512 "
+                       "--repeats 2 --skip rss,batching > smollm2-512-N.log for N in 1, 2 (SmolLM2-135M, after make real); "
+                       "python bench/long_traces.py --model tiny --threads 1 --repeats 3 --batching-repeats 2 > tiny-2.log; "
+                       "each log's first line is its command; all in results/records/long-traces")
 
 
 def name_values(log: Path) -> dict[str, float]:
