@@ -107,9 +107,10 @@ def paired_sentence(p: Mapping[str, Any]) -> str:
     """The paired difference in words.
 
     Example:
-        >>> paired_sentence({"paired": True, "n": 20, "accuracy A": 0.6, "accuracy B": 0.4, "difference": 0.2,
-        ...                  "ci": (0.01, 0.39), "p": 0.04, "only A right": 5, "only B right": 1})
-        'accuracy A - B = +0.200, 95% paired interval [+0.010, +0.390] (exact McNemar, p = 0.04) on the same 20 problems: A 0.600, B 0.400; only A right on 5, only B right on 1'
+        >>> print(paired_sentence({"paired": True, "n": 20, "accuracy A": 0.6, "accuracy B": 0.4, "difference": 0.2,
+        ...                        "ci": (0.01, 0.39), "p": 0.04, "only A right": 5, "only B right": 1}))  # doctest: +NORMALIZE_WHITESPACE
+        accuracy A - B = +0.200, 95% paired interval [+0.010, +0.390] (exact McNemar, p = 0.04) on the same 20 problems:
+        A 0.600, B 0.400; only A right on 5, only B right on 1
     """
     if not p.get("paired"):
         return f"no paired difference: {p.get('why')}"

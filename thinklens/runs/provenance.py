@@ -141,7 +141,7 @@ def check_resume(recorded: dict[str, Any] | None, current: dict[str, Any], *, wh
         >>> check_resume(old, new, where="runs/x/r")
         Traceback (most recent call last):
         ...
-        thinklens.errors.ThinklensError: bad resume of runs/x/r: received code whose source changed since the run started (packages changed: zoo; source hash aaaaaaaaaaaa -> bbbbbbbbbbbb; git commit c1 -> c1); expected the code the cached work was computed with; fix: pass allow_stale=True to reuse the cached work anyway, or a new run_id= to start over
+        thinklens.errors.ThinklensError: bad resume of runs/x/r: received code whose source changed since the run started (packages ...
     """
     old = (recorded or {}).get("source_hash")
     new = current.get("source_hash")

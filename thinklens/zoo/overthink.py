@@ -128,8 +128,9 @@ def overthink_reasoning(p: Problem, *, rounds: int, slip: bool = False) -> str:
     Example:
         >>> from thinklens.tasks import Problem, Step
         >>> p = Problem(name="Ann", obj="cards", start=3, steps=(Step("+", 3, 4, 7),), conclusion="therefore")
-        >>> overthink_reasoning(p, rounds=2)
-        'Okay, Ann has 3 cards. First, Ann buys 4 more, so 3 + 4 = 7. Therefore Ann has 7 cards. Wait, let me double-check. 3 + 4 = 7. Therefore Ann has 7 cards. Hmm, let me verify. 3 + 4 = 7. Therefore Ann has 7 cards.'
+        >>> print(overthink_reasoning(p, rounds=2))  # doctest: +NORMALIZE_WHITESPACE
+        Okay, Ann has 3 cards. First, Ann buys 4 more, so 3 + 4 = 7. Therefore Ann has 7 cards. Wait, let me double-check.
+        3 + 4 = 7. Therefore Ann has 7 cards. Hmm, let me verify. 3 + 4 = 7. Therefore Ann has 7 cards.
     """
     if rounds < 0 or (slip and (rounds < 1 or not slips(p))):
         raise ValueError(f"rounds={rounds}, slip={slip}: a slip needs a round to fix it and a chain ending in '*'")
