@@ -222,12 +222,31 @@ print(json.dumps({{"base_mb": base / 2**20, "peak_mb": peak[0] / 2**20, "tokens"
 """
 
 
-def rss(which: str, device: str, lengths: list[int], threads: int, site: str, per_token: int) -> None:
+def rss_lengths(lengths: list[int], span: int = 4096) -> tuple[int, list[int]]:
+    """The shortest length and the longer ones whose peak RSS is measured against it: the longest within the issue's
+    span (its ``rss_growth_mb``) and the longest of all, when they differ; none when there is one length.
+
+    Example:
+        >>> rss_lengths([512, 2048, 4096]), rss_lengths([512, 2048, 4096, 8192]), rss_lengths([512, 8192]), rss_lengths([512])
+        ((512, [4096]), (512, [4096, 8192]), (512, [8192]), (512, []))
+    """
+    ordered = sorted(lengths)
+    within = [n for n in ordered if n <= span]
+    ends = {within[-1] if within else ordered[0], ordered[-1]}
+    return ordered[0], sorted(n for n in ends if n > ordered[0])
+
+
+def rss(which: str, device: str, lengths: list[int], threads: int, site: str, per_token: int, span: int = 4096) -> None:
     """Peak RSS of streamed-capture generation, a fresh process per length (glibc maps large blocks, so RSS counts
-    live memory rather than heap fragments)."""
+    live memory rather than heap fragments): ``rss_growth_mb`` from the shortest length to the longest within
+    ``span``, ``rss_growth_mb_N`` to each longer one measured (``rss_lengths``)."""
+    lo, longer = rss_lengths(lengths, span)
+    if not longer:
+        emit("rss", f"skipped (one length, {lo}: the growth needs a longer one)")
+        return
     peaks = {}
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
-    for n in (lengths[0], lengths[-1]):
+    for n in (lo, *longer):
         code = RSS_CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), threads=threads, which=which, device=device,
                                 site=site, n=n)
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -235,8 +254,11 @@ def rss(which: str, device: str, lengths: list[int], threads: int, site: str, pe
         peaks[n] = got["peak_mb"] - got["base_mb"]
         emit(f"rss_peak_mb_{n}", peaks[n])
         emit(f"kv_cache_mb_{n}", per_token * n / 2**20)
-    lo, hi = lengths[0], lengths[-1]
-    emit("rss_growth_mb", peaks[hi] - peaks[lo] - per_token * (hi - lo) / 2**20)
+    for n in longer:
+        growth = peaks[n] - peaks[lo] - per_token * (n - lo) / 2**20
+        emit(f"rss_growth_mb_{n}", growth)
+        if n <= span:
+            emit("rss_growth_mb", growth)
 
 
 def batching(model, n_prompts: int, shortest: int, longest: int, slots: int, repeats: int = 1) -> None:
@@ -319,8 +341,7 @@ def main() -> None:
     if "rss" not in skip and importlib.util.find_spec("psutil") is None:
         emit("rss", "skipped (no psutil)")
     elif "rss" not in skip:
-        standard = [n for n in lengths if n <= 4096] or lengths
-        rss({"smollm2-135m": "smollm2-135m", "tiny-random-llama": "tiny"}.get(name, "random"), args.device, standard, args.threads, site,
+        rss({"smollm2-135m": "smollm2-135m", "tiny-random-llama": "tiny"}.get(name, "random"), args.device, lengths, args.threads, site,
             kv_bytes_per_token(model))
     if "batching" not in skip:
         n, lo, hi, slots = (int(x) for x in args.batching.split(","))

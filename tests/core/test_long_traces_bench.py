@@ -53,3 +53,16 @@ def test_short_lengths_get_more_repeats_up_to_eight():
     at = _bench().repeats_at
     assert [at(n, 2) for n in (512, 1024, 2048, 4096, 8192)] == [8, 4, 2, 2, 2]
     assert at(512, 10) == 10 and at(64, 1) == 8
+
+
+def test_rss_measures_growth_to_a_longer_length_only():
+    """Peak RSS is measured at the shortest length and at longer ones only: a run of 512 and 8,192 tokens measures
+    8,192 (not 512 twice, a growth of 0 that measured nothing), the issue's span keeps its own ``rss_growth_mb``,
+    and one length measures no growth."""
+    rss_lengths = _bench().rss_lengths
+    assert rss_lengths([512, 2048, 4096]) == (512, [4096])
+    assert rss_lengths([512, 2048, 4096, 8192]) == (512, [4096, 8192])
+    assert rss_lengths([512, 8192]) == (512, [8192])
+    assert rss_lengths([8192, 512]) == (512, [8192])
+    assert rss_lengths([512]) == (512, [])
+    assert rss_lengths([64, 256], span=4096) == (64, [256])
