@@ -150,7 +150,9 @@ LONG_TRACES_RECORD = RECORDS / "long-traces"
 LONG_TRACES_COMMAND = ("python bench/long_traces.py --threads 1 --repeats 2 --skip batching > smollm2-2.log, and at the same "
                        "time python bench/long_traces.py --threads 1 --skip timing,rss --batching-repeats 2 > "
                        "smollm2-batching-2.log; python bench/long_traces.py --threads 1 --lengths 512 --static-at 512 "
-                       "--repeats 2 --skip rss,batching > smollm2-512-N.log for N in 1, 2 (SmolLM2-135M, after make real); "
+                       "--repeats 2 --skip rss,batching > smollm2-512-N.log for N in 1, 2; python bench/long_traces.py --threads 1 "
+                       "--lengths 512,8192 --static-at 8192 --repeats 1 --skip batching > smollm2-long-1.log; the same with "
+                       "--skip timing,batching > smollm2-long-rss-1.log (SmolLM2-135M, after make real); "
                        "python bench/long_traces.py --model tiny --threads 1 --repeats 3 --batching-repeats 2 > tiny-2.log; "
                        "each log's first line is its command; all in results/records/long-traces")
 
