@@ -222,7 +222,11 @@ print(json.dumps({{"base_mb": base / 2**20, "peak_mb": peak[0] / 2**20, "tokens"
 """
 
 
-def rss_lengths(lengths: list[int], span: int = 4096) -> tuple[int, list[int]]:
+#: The longest length of the issue's memory target (``rss_growth_mb``: peak RSS growth from 512 to 4,096 tokens).
+RSS_SPAN = 4096
+
+
+def rss_lengths(lengths: list[int], span: int = RSS_SPAN) -> tuple[int, list[int]]:
     """The shortest length and the longer ones whose peak RSS is measured against it: the longest within the issue's
     span (its ``rss_growth_mb``) and the longest of all, when they differ; none when there is one length.
 
@@ -236,11 +240,11 @@ def rss_lengths(lengths: list[int], span: int = 4096) -> tuple[int, list[int]]:
     return ordered[0], sorted(n for n in ends if n > ordered[0])
 
 
-def rss(which: str, device: str, lengths: list[int], threads: int, site: str, per_token: int, span: int = 4096) -> None:
+def rss(which: str, device: str, lengths: list[int], threads: int, site: str, per_token: int) -> None:
     """Peak RSS of streamed-capture generation, a fresh process per length (glibc maps large blocks, so RSS counts
     live memory rather than heap fragments): ``rss_growth_mb`` from the shortest length to the longest within
-    ``span``, ``rss_growth_mb_N`` to each longer one measured (``rss_lengths``)."""
-    lo, longer = rss_lengths(lengths, span)
+    ``RSS_SPAN``, ``rss_growth_mb_N`` to each longer one measured (``rss_lengths``)."""
+    lo, longer = rss_lengths(lengths)
     if not longer:
         emit("rss", f"skipped (one length, {lo}: the growth needs a longer one)")
         return
@@ -257,7 +261,7 @@ def rss(which: str, device: str, lengths: list[int], threads: int, site: str, pe
     for n in longer:
         growth = peaks[n] - peaks[lo] - per_token * (n - lo) / 2**20
         emit(f"rss_growth_mb_{n}", growth)
-        if n <= span:
+        if n <= RSS_SPAN:
             emit("rss_growth_mb", growth)
 
 

@@ -228,10 +228,11 @@ def check_label_classes(split: str, counts: np.ndarray, need: int, done: int, to
 
     Example:
         >>> check_label_classes("train", np.array([33, 1]), 2, 8, 10, 4)  # 1 + 4 >= 2: not yet decided
-        >>> check_label_classes("train", np.array([33, 1]), 2, 10, 10, 0)
+        >>> check_label_classes("train", np.array([33, 1]), 2, 10, 10, 0)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        thinklens.errors.ThinklensError: bad forced-exit labels of the train split: received 'class counts [33, 1] after 10 of 10 ...
+        thinklens.errors.ThinklensError: bad forced-exit labels of the train split: received
+        'class counts [33, 1] after 10 of 10 rollouts'; ...
     """
     if int(counts.min()) + reachable >= need:
         return

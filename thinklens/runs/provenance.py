@@ -138,10 +138,13 @@ def check_resume(recorded: dict[str, Any] | None, current: dict[str, Any], *, wh
         >>> new = {"source_hash": "b" * 64, "package_hashes": {"probes": "1", "zoo": "3"}, "git_commit": "c1"}
         >>> check_resume(old, new, where="runs/x/r", allow_stale=True)["changed"]
         ['zoo']
-        >>> check_resume(old, new, where="runs/x/r")
+        >>> check_resume(old, new, where="runs/x/r")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        thinklens.errors.ThinklensError: bad resume of runs/x/r: received code whose source changed since the run started (packages ...
+        thinklens.errors.ThinklensError: bad resume of runs/x/r: received code whose source changed since the run started
+        (packages changed: zoo; source hash aaaaaaaaaaaa -> bbbbbbbbbbbb; git commit c1 -> c1); expected the code the
+        cached work was computed with; fix: pass allow_stale=True to reuse the cached work anyway, or a new run_id= to
+        start over
     """
     old = (recorded or {}).get("source_hash")
     new = current.get("source_hash")
