@@ -67,6 +67,8 @@ HYBRID_TESTS = ("tests/steering/test_hybrid.py",)
 RV_TESTS = ("tests/steering/test_reasoning_vectors.py", "tests/steering/test_reasoning_vector_mutants.py")
 #: The validation job's verdict rules (issue 22): each method's planted/null judgement and the findings it gives.
 CODI_VALIDATION_TESTS = ("tests/latent/test_codi_validation.py",)
+#: The latent nulls' equivalence rule (issue 52 item 2): CODI's, Coconut's and LatentSeek's nulls by TOST.
+LATENT_NULL_TESTS = ("tests/latent/test_null_equivalence.py",)
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- CODI: the distillation loss (latent/codi.py)
@@ -279,8 +281,29 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("CODI planted: the task's precondition ignored", "validation", "latent/codi_validation.py",
            '"recovered" if precondition and met else "failed"', '"recovered" if met else "failed"', CODI_VALIDATION_TESTS),
     Mutant("latent null: the trained latents kept", "validation", "latent/codi_validation.py",
-           'got = _rows(ctx, ("nocot", key), noise=True)', 'got = _rows(ctx, ("nocot", key), noise=False)',
-           CODI_VALIDATION_TESTS),
+           'got = _rows(ctx, ("nocot", key), noise=True, plan=NULL_PLAN)',
+           'got = _rows(ctx, ("nocot", key), noise=False, plan=NULL_PLAN)', CODI_VALIDATION_TESTS),
+    # ---- issue 52 item 2: the latent nulls pass by an equivalence test, never on a difference that is not significant
+    Mutant("latent null passed on no significant gain (the old rule)", "validation", "latent/null_equivalence.py",
+           'return ("no-effect" if eq.equivalent else "failed"), tost', 'return ("no-effect" if eq.ci[0] <= 0 else "failed"), tost',
+           LATENT_NULL_TESTS),
+    Mutant("latent null: one-sided TOST (only a gain ruled out)", "validation", "latent/null_equivalence.py",
+           'return ("no-effect" if eq.equivalent else "failed"), tost',
+           'return ("no-effect" if eq.ci[1] < margin else "failed"), tost', LATENT_NULL_TESTS),
+    Mutant("latent null: one-sided TOST (only a loss ruled out)", "validation", "latent/null_equivalence.py",
+           'return ("no-effect" if eq.equivalent else "failed"), tost',
+           'return ("no-effect" if -margin < eq.ci[0] else "failed"), tost', LATENT_NULL_TESTS),
+    Mutant("latent null: margin ignored", "validation", "latent/null_equivalence.py",
+           "eq = tost_mean(d, margin=margin, alpha=ALPHA,", "eq = tost_mean(d, margin=1.0, alpha=ALPHA,", LATENT_NULL_TESTS),
+    Mutant("latent null: the exact bound dropped", "validation", "latent/null_equivalence.py",
+           "bounds=(-1.0, 1.0))", "bounds=None)", LATENT_NULL_TESTS),
+    Mutant("CODI null judged by non-significance (no equivalence test)", "validation", "latent/codi_validation.py",
+           "    return _check(gain, verdict,\n", '    return _check(gain, "no-effect" if not gain.is_effect else "failed",\n',
+           LATENT_NULL_TESTS),
+    Mutant("LatentSeek null judged by non-significance (no equivalence test)", "validation", "latent/validation.py",
+           '    verdict, tost = null_verdict(o["seek"], o["start"], margin=NULL_MARGIN)',
+           '    tost = null_verdict(o["seek"], o["start"], margin=NULL_MARGIN)[1]\n'
+           '    verdict = "no-effect" if not gain.is_effect else "failed"', LATENT_NULL_TESTS),
     Mutant("findings: a failed precondition read as a miss", "validation", "thinklens/calibration/validate.py",
            'unmet = r["verdict"] == "failed" and details.get("precondition_met") is False', "unmet = False",
            ("tests/core/test_validation_findings_words.py",)),

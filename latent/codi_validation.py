@@ -30,7 +30,14 @@ what ``thinklens run latent-eval`` runs) on held-out problems, paired on the sam
 - ``codi null-latents-full-chain``: null-latents with ``tiny-codi-serial-full``.
 - ``codi null-latents``: the same CODI model with every latent replaced by a random vector of the latent's own
   norm (:func:`noise_latents`): the information the latents carry is removed, so a gain over the matched No-CoT
-  that came through them must vanish (the paired test shows none).
+  that came through them must vanish. No effect is shown, not read from a non-significant test: the noised
+  model's accuracy minus the matched No-CoT's, paired on the same problems, must lie within +-:data:`NULL_MARGIN`
+  (TOST, its 90% interval inside the margin: :func:`thinklens.latent.null_equivalence.null_verdict`). A loss fails
+  it as a gain does: noise that breaks the model does not show that the latents carried nothing. The null scores
+  :data:`NULL_PLAN`'s problems, quick or full. Measured (issue 52, 300 problems): the noised CODIs score 0.06
+  against the matched No-CoT's 0.33, -0.27 (90% interval [-0.31, -0.22]), the noised Coconut 0.03, -0.29: the
+  noise breaks the models, and the nulls fail (the records of results/records/validate-codi and validate-coconut
+  were judged by the earlier rule, no significant gain, and read no-effect).
 
 Example:
     >>> [s.key for s in SETTINGS][:4]
@@ -53,6 +60,7 @@ from thinklens.calibration.findings import findings_doc, paired_finding
 from thinklens.calibration.stats import wilson
 from thinklens.latent.evaluate import table_row
 from thinklens.latent.latent_model import load_latent_model
+from thinklens.latent.null_equivalence import null_verdict
 from thinklens.tasks.protocol import problems_by_steps
 
 ORGANISMS: dict[str, str] = {"nocot": "tiny-nocot-serial", "cot": "tiny-cot-serial", "codi": "tiny-codi-serial",
@@ -113,6 +121,17 @@ class Plan:
 
 QUICK = Plan(n_per_steps=8)
 FULL = Plan(n_per_steps=100)
+NULL_PLAN = FULL
+"""The null settings' problems, quick or full: 24 problems cannot show an accuracy difference within
++-:data:`NULL_MARGIN` (even with no problem changed the exact bound is 0.12), 300 can (see :data:`NULL_MARGIN`), and
+scoring them with noise latents takes seconds (3-5 s a setting on one CPU thread)."""
+NULL_MARGIN = MIN_GAIN / 2
+"""The null-latents settings' margin of no practical effect, stated before the runs it judges: the noised model's accuracy minus
+the matched No-CoT's, paired over problems, must be shown inside +-0.10 by TOST (90% interval). Half the gain the
+planted setting requires (:data:`MIN_GAIN`): a gain carried by the latents at the planted size lies outside it, and
+so does a loss as large (noise that breaks the model instead of removing what the latents carry). The arms are two
+models that disagree on about a third of the problems, so on :data:`NULL_PLAN`'s 300 problems the interval's
+half-width is about 0.055: equivalence is shown when the two accuracies agree within about 0.045."""
 
 
 def noise_latents(module: Any, seed: int) -> None:
@@ -141,13 +160,14 @@ def noise_latents(module: Any, seed: int) -> None:
     module.latent_input = random_latent
 
 
-def _problems(ctx: SettingContext) -> list:
-    plan = QUICK if ctx.quick else FULL
+def _problems(ctx: SettingContext, plan: Plan | None = None) -> list:
+    """The settings' held-out problems: ``plan``'s count, by default the quick or the full one."""
+    plan = plan or (QUICK if ctx.quick else FULL)
     return problems_by_steps(plan.n_per_steps, MIN_STEPS, MAX_STEPS, seed=PROBLEM_SEED + ctx.seed)
 
 
-def _steps(ctx: SettingContext) -> list[int]:
-    return [p.n_steps for p in _problems(ctx)]
+def _steps(ctx: SettingContext, plan: Plan | None = None) -> list[int]:
+    return [p.n_steps for p in _problems(ctx, plan)]
 
 
 def latent_hits(problems: list, records: list[dict]) -> float:
@@ -224,13 +244,15 @@ def by_outcome(values: list[float], correct: list[bool]) -> dict[str, Any]:
     return {"correct": mean(right), "wrong": mean(wrong), "n_correct": len(right), "n_wrong": len(wrong)}
 
 
-def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False) -> dict[str, tuple[dict, list[bool]]]:
-    """Each organism's table row and per-problem grades on the settings' problems (CODI's latents noised when asked;
-    a latent row holds :func:`latent_hits`, a CODI's its :func:`distillation_distance` per problem; ``explicit`` /
-    ``explicit_full``: a CODI's LM in explicit-CoT mode, its row holding :func:`last_step_misses`)."""
+def _rows(ctx: SettingContext, keys: tuple[str, ...], *, noise: bool = False,
+          plan: Plan | None = None) -> dict[str, tuple[dict, list[bool]]]:
+    """Each organism's table row and per-problem grades on the settings' problems (``plan``'s, by default the quick or
+    the full ones; CODI's latents noised when asked; a latent row holds :func:`latent_hits`, a CODI's its
+    :func:`distillation_distance` per problem; ``explicit`` / ``explicit_full``: a CODI's LM in explicit-CoT mode, its
+    row holding :func:`last_step_misses`)."""
     if ctx.threads:
         torch.set_num_threads(ctx.threads)
-    problems = _problems(ctx)
+    problems = _problems(ctx, plan)
     out = {}
     for key in keys:
         if key.startswith("explicit"):
@@ -317,19 +339,24 @@ def _planted(ctx: SettingContext, key: str = "codi") -> Check:
 
 
 def _null(ctx: SettingContext, key: str = "codi") -> Check:
-    """``key`` as in :func:`_planted`."""
+    """``key`` as in :func:`_planted`. No effect only when shown: the noised model's accuracy minus the matched
+    No-CoT's within +-:data:`NULL_MARGIN` (:func:`~thinklens.latent.null_equivalence.null_verdict`; the TOST in the
+    details as ``tost_accuracy``); the paired test's finding (McNemar) beside it."""
     method, label = LATENT_METHODS[key]
-    got = _rows(ctx, ("nocot", key), noise=True)
+    got = _rows(ctx, ("nocot", key), noise=True, plan=NULL_PLAN)
     (_, nocot), (latent_row, latent) = got["nocot"], got[key]
-    steps = _steps(ctx)  # the problems' step counts, drawn once
+    steps = _steps(ctx, NULL_PLAN)  # the problems' step counts, drawn once
     gain = _gain(latent, nocot, f"{label} with noise latents", ctx.seed)
+    verdict, tost = null_verdict(latent, nocot, margin=NULL_MARGIN)
     details = {"organisms": {k: ORGANISMS[k] for k in ("nocot", key)},
                "steps": [MIN_STEPS, MAX_STEPS], "problem_seed": PROBLEM_SEED + ctx.seed,
                "latents": "random Gaussian directions at each latent's own norm",
                **{f"{k}_accuracy": _accuracy(v, steps) for k, v in (("nocot", nocot), (f"noised_{method}", latent))},
-               "latent_hits": latent_row.get("latent_hits"), "p": gain.p}
-    return _check(gain, "no-effect" if not gain.is_effect else "failed",
-                  f"{label} with its latents replaced by same-norm noise: no gain over the matched No-CoT (McNemar)", details)
+               "latent_hits": latent_row.get("latent_hits"), "p": gain.p, "tost_accuracy": tost}
+    return _check(gain, verdict,
+                  f"{label} with its latents replaced by same-norm noise: accuracy minus the matched No-CoT's on the same "
+                  f"problems shown within +-{NULL_MARGIN:g} (paired TOST: its 90% interval inside the margin, else failed; "
+                  "a loss fails as a gain does)", details)
 
 
 SETTINGS = [
@@ -337,7 +364,8 @@ SETTINGS = [
             help="6-8 step chains the matched No-CoT cannot do (<= 40%) and the matched CoT-SFT can (>= 90%): CODI at "
             ">= 3x compression beats the matched No-CoT by >= 20 points (McNemar)"),
     Setting("codi", "null-latents", "no-effect", partial(_null, key="codi"),
-            help="the same CODI with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
+            help=f"the same CODI with its latents replaced by same-norm noise: accuracy within +-{NULL_MARGIN:g} of the "
+            "matched No-CoT (paired TOST)"),
     Setting("codi", "planted-serial-full-chain", "recovered", partial(_planted, key="codi_full"), kind="benchmark",
             help="planted-serial with the CODI whose teacher keeps the chain's last step (--include-last-step)"),
     Setting("codi", "null-latents-full-chain", "no-effect", partial(_null, key="codi_full"),
@@ -345,5 +373,6 @@ SETTINGS = [
     Setting("coconut", "planted-serial", "recovered", partial(_planted, key="coconut"), kind="benchmark",
             help="codi's planted-serial task and targets with Coconut (tiny-coconut-serial, 6 latents, trained as long)"),
     Setting("coconut", "null-latents", "no-effect", partial(_null, key="coconut"),
-            help="the same Coconut with its latents replaced by same-norm noise: no gain over the matched No-CoT"),
+            help=f"the same Coconut with its latents replaced by same-norm noise: accuracy within +-{NULL_MARGIN:g} of "
+            "the matched No-CoT (paired TOST)"),
 ]

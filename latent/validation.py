@@ -15,7 +15,11 @@ the oracle best-of-N baseline at T=1 on the same prompts) and read its per-probl
   interval; and where the greedy chain first goes wrong against the optimised span (LatentSeek re-decodes only
   the first ``rho * T`` tokens from its latents).
 - ``latent-seek null``: the reward is a fair coin per chain (:func:`coin_reward`: the CRC32 of its text), which
-  carries no information about correctness, with the same stopping rule: the method must show no gain.
+  carries no information about correctness, with the same stopping rule: the method must show no effect, shown
+  rather than read from a non-significant test: LatentSeek's accuracy minus its start's, paired on the same
+  problems, within +-:data:`NULL_MARGIN` (TOST, its 90% interval inside the margin:
+  :func:`thinklens.latent.null_equivalence.null_verdict`), quick (:data:`QUICK_NULL`) or full. A search that breaks
+  right chains fails it as one that fixes wrong ones does.
 
 Measured (full run, results/records/validate-latent-hybrid, 150 problems): planted recovered, 0.46 -> 0.52 (9
 fixed, 0 broken, McNemar p=0.004), headroom 0.35; oracle best-of-N with as many chains 0.77, LatentSeek minus it
@@ -24,7 +28,9 @@ span (rho = 0.2: the first ~10 of 51 tokens; the organism's errors are operand c
 needs the re-decoded first step to steer the regenerated rest, while a sample can differ anywhere. No bug found
 in the reward sign (a wrong chain's tokens are pushed down), the latents (final-norm states, aligned with the
 greedy tokens) or the stopping rule (PSRM never breaks a right chain). Null: the coin reward breaks 24 right
-chains and fixes none (0.46 -> 0.30): no gain.
+chains and fixes none (0.46 -> 0.30): no gain, and a loss of 0.16 (90% interval [-0.21, -0.11]) far outside
++-:data:`NULL_MARGIN`, so under the equivalence rule the null fails (that record was judged by the earlier rule,
+"no significant gain", and read no-effect).
 
 Example:
     >>> [s.key for s in SETTINGS]
@@ -45,6 +51,7 @@ from thinklens.calibration.controls import Check, Setting, SettingContext
 from thinklens.calibration.findings import findings_doc, paired_finding
 from thinklens.calibration.stats import wilson
 from thinklens.data.answers import is_correct
+from thinklens.latent.null_equivalence import null_verdict
 from thinklens.runs.folders import RunFolder
 from thinklens.tasks.problem import spaced
 from thinklens.tasks.protocol import problems_by_steps
@@ -59,6 +66,14 @@ TEMPERATURE = 1.0
 """Temperature of the oracle best-of-N baseline's samples."""
 MIN_HEADROOM = 0.10
 """Share of problems greedy gets wrong and a sample gets right, below which the planted setting has no room."""
+NULL_MARGIN = 0.05
+"""The null's margin of no practical effect, stated before the runs it judges: LatentSeek's accuracy minus its start's
+(the greedy chain's), paired over problems, must be shown inside +-0.05 by TOST (90% interval). Five points: a
+search guided by a reward that knows nothing about correctness and still moves accuracy by as much as the planted
+setting's measured gain (+0.06) is not doing nothing, in either direction; it is the margin of the project's other
+accuracy nulls on the same problems (``steering/hybrid_validation.py``, ``steering/vector_validation.py``). The two
+arms are one model, differing only where the search regenerated a chain, so a tight margin can be shown: with no
+problem changed the exact bound is 0.02 on the full 150 problems and 0.049 on :data:`QUICK_NULL`'s 60."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +89,16 @@ class Plan:
     steps: tuple[int, int] = (MIN_STEPS, MAX_STEPS)
     """Step counts of the problems (min, max)."""
     paired: bool = True
-    """Judge the gain by the paired test (McNemar); False (the quick version: too few problems for the test to
-    reach p < 0.05 in seconds): by its direction, some problem fixed and none broken."""
+    """The planted setting: judge the gain by the paired test (McNemar); False (the quick version: too few problems
+    for the test to reach p < 0.05 in seconds): by its direction, some problem fixed and none broken. The null is
+    judged by its equivalence test whatever this says."""
 
 
 QUICK = Plan(n_per_steps=8, steps=(6, 7), paired=False)
 FULL = Plan(n_per_steps=50)
+QUICK_NULL = Plan(n_per_steps=30, steps=(6, 7))
+"""The quick null: 60 problems, the fewest (59) at which a null that changes no problem shows +-:data:`NULL_MARGIN`
+(the exact bound ``1 - 0.05 ** (1 / n)``); the quick planted setting's 16 never could."""
 
 
 def coin_reward(text: str, answer: int | str) -> float:
@@ -208,19 +227,24 @@ def _planted(ctx: SettingContext) -> Check:
 
 
 def _null(ctx: SettingContext) -> Check:
-    plan = QUICK if ctx.quick else FULL
+    """No effect only when shown: LatentSeek's accuracy minus its start's within +-:data:`NULL_MARGIN`
+    (:func:`~thinklens.latent.null_equivalence.null_verdict`; the TOST in the details as ``tost_accuracy``); the
+    paired test's finding (McNemar) beside it."""
+    plan = QUICK_NULL if ctx.quick else FULL
     doc = _seek(ctx, plan, "thinklens.latent.validation:coin_reward", "seek-coin")
     o = outcomes(doc)
     n = len(o["start"])
     gain = _gain(o, ctx.seed)
     fixed = sum(f and not g for f, g in zip(o["seek"], o["start"]))
     broken = sum(g and not f for f, g in zip(o["seek"], o["start"]))
-    # quick: no net gain (fixed <= broken); full: the paired test shows no gain
-    verdict = "no-effect" if not (gain.is_effect if plan.paired else fixed > broken) else "failed"
+    verdict, tost = null_verdict(o["seek"], o["start"], margin=NULL_MARGIN)
     details = {"organism": ORGANISM, "reward": "coin_reward (independent of correctness)", "lr": plan.lr,
-               "start_accuracy": sum(o["start"]) / n, "seek_accuracy": sum(o["seek"]) / n,
-               "fixed": fixed, "broken": broken, "paired_test": plan.paired, "mean_checked_chains": doc["summary"]["mean_checked_chains"]}
-    return _check(gain, verdict, "a reward independent of correctness: no gain over the start (McNemar)", details)
+               "steps": list(plan.steps), "start_accuracy": sum(o["start"]) / n, "seek_accuracy": sum(o["seek"]) / n,
+               "fixed": fixed, "broken": broken, "mean_checked_chains": doc["summary"]["mean_checked_chains"],
+               "tost_accuracy": tost}
+    return _check(gain, verdict, f"a reward independent of correctness: LatentSeek's accuracy minus its start's on the "
+                  f"same problems shown within +-{NULL_MARGIN:g} (paired TOST: its 90% interval inside the margin, else "
+                  "failed; a loss fails as a gain does)", details)
 
 
 SETTINGS = [
@@ -228,5 +252,6 @@ SETTINGS = [
             help="tiny-cot-short on 6-8 step problems (headroom: greedy wrong, a sample right), PSRM reward: accuracy "
             "above the greedy start (McNemar); LatentSeek minus oracle best-of-N at equal chains reported"),
     Setting("latent-seek", "null", "no-effect", _null,
-            help="the same problems with a coin-flip reward (no information about correctness): no gain"),
+            help=f"the same problems with a coin-flip reward (no information about correctness): accuracy within "
+            f"+-{NULL_MARGIN:g} of the greedy start (paired TOST)"),
 ]

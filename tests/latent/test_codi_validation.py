@@ -81,20 +81,24 @@ def test_last_step_misses_counts_a_right_chain_short_of_its_last_step_with_a_wro
     assert cv.last_step_misses([p] * 4, records) == 0.25
 
 
-@pytest.mark.parametrize("noised, verdict", [(32, "no-effect"), (10, "no-effect"), (70, "failed")])
-def test_null_verdict_is_no_gain_of_the_noised_codi_over_the_matched_no_cot(tmp_path, monkeypatch, noised, verdict):
+# a 20-point loss passed the old rule (no significant gain); the equivalence rule fails it as it fails a gain
+# (tests/latent/test_null_equivalence.py holds the rule's oracle tests)
+@pytest.mark.parametrize("noised, verdict", [(32, "no-effect"), (30, "no-effect"), (10, "failed"), (70, "failed")])
+def test_null_verdict_is_the_noised_codi_shown_equivalent_to_the_matched_no_cot(tmp_path, monkeypatch, noised, verdict):
     seen = {}
 
-    def rows(ctx, keys, noise=False):
+    def rows(ctx, keys, noise=False, plan=None):
         seen.update(keys=keys, noise=noise)
         return {"nocot": ({}, _grades(30)), "codi": ({"latent_hits": 0.0}, _grades(noised))}
 
     monkeypatch.setattr(cv, "_rows", rows)
+    monkeypatch.setattr(cv, "_steps", lambda ctx, plan=None: [6] * 100)
     check = SETTINGS["null-latents"].run(_ctx(tmp_path))
     assert check.verdict == verdict and check.value == pytest.approx((noised - 30) / 100)
+    assert check.details["tost_accuracy"]["equivalent"] is (verdict == "no-effect")
     assert seen == {"keys": ("nocot", "codi"), "noise": True}  # mutant killed: a null that scores CODI's own latents
     seen.clear()
-    monkeypatch.setattr(cv, "_rows", lambda ctx, keys, noise=False: seen.update(keys=keys, noise=noise) or {
+    monkeypatch.setattr(cv, "_rows", lambda ctx, keys, noise=False, plan=None: seen.update(keys=keys, noise=noise) or {
         "nocot": ({}, _grades(30)), "codi_full": ({"latent_hits": 0.0}, _grades(noised))})
     assert SETTINGS["null-latents-full-chain"].run(_ctx(tmp_path)).verdict == verdict
     assert seen == {"keys": ("nocot", "codi_full"), "noise": True}
@@ -128,9 +132,13 @@ def test_quick_planted_serial(tmp_path, setting):
 @needs_zoo
 @pytest.mark.slow
 @pytest.mark.parametrize("setting", ["null-latents", "null-latents-full-chain"])
-def test_quick_null_latents(tmp_path, setting):
+def test_quick_null_latents_fails_as_measured(tmp_path, setting):
+    # measured (issue 52, the null's 300 problems quick or full): the noised CODIs score 0.06 against the matched
+    # No-CoT's 0.33, -0.27 [-0.31, -0.22] (90%): the noise breaks the model, far outside +-0.10, so the null fails
     check = SETTINGS[setting].run(_ctx(tmp_path))
-    assert check.verdict == "no-effect", check
+    tost = check.details["tost_accuracy"]
+    assert check.n == 3 * cv.NULL_PLAN.n_per_steps and (check.verdict == "no-effect") is tost["equivalent"], check
+    assert check.verdict == "failed" and tost["ci90"][1] < -cv.NULL_MARGIN, check
 
 
 @pytest.mark.parametrize("key, positions", [("coconut", 6.0), ("latent_sft", 8.0)])
@@ -141,12 +149,13 @@ def test_other_latent_methods_score_their_own_organism_without_an_explicit_mode(
     seen = []
     grades = {"n": 58}
 
-    def rows(ctx, keys, noise=False):
+    def rows(ctx, keys, noise=False, plan=None):
         seen.append((keys, noise))
         return {"nocot": ({"reasoning_positions": 0.0}, _grades(30)), "cot": ({"reasoning_positions": 48.0}, _grades(99)),
                 key: ({"reasoning_positions": positions, "latent_hits": 0.2}, _grades(grades["n"]))}
 
     monkeypatch.setattr(cv, "_rows", rows)
+    monkeypatch.setattr(cv, "_steps", lambda ctx, plan=None: [6] * 100)
     name = cv.LATENT_METHODS[key][0]
     for n, verdict in ((58, "recovered"), (45, "failed")):
         grades["n"] = n
@@ -181,8 +190,9 @@ def test_noise_reaches_latent_sft_latents():
 @pytest.mark.parametrize("setting", ["planted-serial", "null-latents"])
 def test_quick_coconut_settings(tmp_path, setting):
     check = COCONUT[setting].run(_ctx(tmp_path))
-    assert check.n == 3 * cv.QUICK.n_per_steps, check
-    if setting == "null-latents":
-        assert check.verdict == "no-effect", check
+    if setting == "null-latents":  # measured (issue 52): 0.03 against the matched No-CoT's 0.33, -0.29 [-0.34, -0.25]
+        assert check.n == 3 * cv.NULL_PLAN.n_per_steps and check.verdict == "failed", check
+        assert check.details["tost_accuracy"]["ci90"][1] < -cv.NULL_MARGIN, check
     else:  # 6 latents against the chain's positions; too few problems for the 20-point paired verdict
+        assert check.n == 3 * cv.QUICK.n_per_steps, check
         assert check.details["compression"] >= cv.MIN_COMPRESSION and check.details["coconut_positions"] == 6.0
