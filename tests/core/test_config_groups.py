@@ -56,6 +56,7 @@ BAD: dict[str, dict] = {
     "OrganismEvalConfig": {"n_eval": 0},
     "ZooTrainConfig": {"minutes": 0.0},
     "ValidateConfig": {"seed": -1},
+    "TunedLensConfig": {"n_train": 0},
 }
 
 #: Values a config needs besides its defaults (eval refuses an empty --data).

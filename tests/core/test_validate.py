@@ -144,10 +144,10 @@ def test_model_runs_only_the_on_model_settings_on_that_model(tmp_path, monkeypat
 KINDS_AS_FILED = {
     "benchmark": {"actadd/planted", "codi/planted-serial", "codi/planted-serial-full-chain", "coconut/planted-serial",
                   "induction/planted", "induction/planted-heads", "latent-seek/planted", "readout/planted",
-                  "sae-real/planted", "steer/planted", "reasoning-vector/planted"},
+                  "sae-real/planted", "steer/planted", "reasoning-vector/planted", "tuned-lens/benchmark"},
     "planted": {"hybrid/skill-gap", "hybrid/absent-behaviour", "hybrid/planted-latent", "lynx/planted", "lynx/planted-model",
                 "mi-peaks/planted", "mi-peaks/planted-model",
-                "mi-peaks/planted-synthetic", "findings/planted", "sae/planted"},
+                "mi-peaks/planted-synthetic", "findings/planted", "sae/planted", "tuned-lens/planted"},
 }
 
 
