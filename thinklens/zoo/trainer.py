@@ -96,20 +96,22 @@ def llama_training(recipe: ZooRecipe, seed: int, out: Path) -> ZooTraining:
 @dataclasses.dataclass(frozen=True)
 class TrainedSteps:
     """What :func:`train_steps` did: the steps reached, whether the time cap cut them, the wall time over all
-    resumed sessions, the loss curve (``[step, ema]`` every 10 steps) and the final loss average."""
+    resumed sessions, the loss curve (``[step, ema]`` every 10 steps), the final loss average and the run's checks
+    (``[step, value]``, when it had a ``check``)."""
 
     steps: int
     truncated: bool
     wall_s: float
     losses: list
     ema: float | None
+    checks: list = dataclasses.field(default_factory=list)
 
     def meta(self, name: str, seed: int, model: torch.nn.Module, /, *, planned_steps: int, **fields) -> dict:
         """The zoo.json metadata: this run's numbers around ``fields`` (the trainer's own entries)."""
         return {
             "name": name, "seed": seed, "steps": self.steps, "planned_steps": planned_steps, "truncated": self.truncated,
             "train_wall_s": round(self.wall_s, 1), "torch_threads": torch.get_num_threads(), "n_params": n_params(model),
-            **fields, "loss_curve": self.losses, "final_loss_ema": round(self.ema, 4) if self.ema is not None else None,
+            **fields, **({"checks": self.checks} if self.checks else {}), "loss_curve": self.losses, "final_loss_ema": round(self.ema, 4) if self.ema is not None else None,
             "weights_dtype": "float16", "retrain": f"thinklens run zoo-train --model {name} --seed {seed}",
         }
 
@@ -131,6 +133,8 @@ def train_steps(
     desc: str,
     device: str = "cpu",
     log_every: int = 0,
+    check: Callable[[], dict] | None = None,
+    check_every: int = 0,
 ) -> TrainedSteps:
     """The zoo's training loop: AdamW (decay on matrices only) with ``lr(step)``, gradient clipping, batch ``k``
     from ``batch(numpy.random.default_rng([seed, k]))``, resumed from the checkpoint in ``ckpt`` when its
@@ -142,9 +146,11 @@ def train_steps(
         keep_last_checkpoint: also checkpoint the last step (a later phase resumes from it); else the last
             checkpoint is the one before the end (the caller removes it once the model is published).
         log_every: > 0 also prints the loss every that many steps (a log file when the progress bar is off).
+        check: measured every ``check_every`` steps (and at the last step; e.g. per-operation accuracy), kept as
+            ``[step, check()]`` in :attr:`TrainedSteps.checks` and in the checkpoint, so a resumed run keeps its curve.
     """
     opt = adamw(model.named_parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
-    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None}
+    state: dict = {"step": 0, "elapsed_s": 0.0, "losses": [], "ema": None, "checks": []}
     saved = checkpoint_state(ckpt) or {}
     if _upgrade_identity(saved.get("identity")) == identity and saved.get("step", 0) <= total_steps:
         state = load_checkpoint(ckpt, model, opt)
@@ -172,6 +178,9 @@ def train_steps(
         if log_every and step % log_every == 0:
             print(f"step {step} loss_ema {ema:.4f} lr {step_lr:.2e} elapsed_s {elapsed0 + time.monotonic() - t0:.0f}",
                   flush=True)
+        if check is not None and check_every > 0 and (step % check_every == 0 or step == total_steps):
+            state.setdefault("checks", []).append([step, check()])
+            print(f"step {step} check {json.dumps(state['checks'][-1][1])}", flush=True)
         bar.update(1)
         bar.set_postfix(loss=f"{ema:.3f}", lr=f"{step_lr:.1e}")
         due = time.monotonic() - last_ckpt > ckpt_every_s
@@ -180,7 +189,7 @@ def train_steps(
             save_checkpoint(ckpt, model, opt, state)
             last_ckpt = time.monotonic()
     bar.close()
-    return TrainedSteps(step, truncated, elapsed0 + time.monotonic() - t0, state["losses"], ema)
+    return TrainedSteps(step, truncated, elapsed0 + time.monotonic() - t0, state["losses"], ema, state.get("checks", []))
 
 
 def _upgrade_identity(identity: Any) -> Any:

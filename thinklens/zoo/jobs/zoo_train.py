@@ -72,14 +72,15 @@ def run(config: ZooTrainConfig, ctx: JobContext) -> dict[str, Any]:
         torch.set_num_threads(1)
     if is_organism_name(config.model):
         meta = train_real_organism(config.model, seed=config.seed, out_dir=config.publish, max_minutes=config.minutes,
-                                   progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint")
+                                   progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint",
+                                   log_every=0 if ctx.progress.enabled else 10)
         meta = {**meta, "published_to": str(Path(config.publish) if config.publish else meta_folder(config.model))}
         ctx.run.write_result("zoo_train", meta)
         return meta
     meta = train_zoo_model(
         config.model, seed=config.seed, out_dir=config.publish, max_minutes=config.minutes,
         progress=ctx.progress.enabled, ckpt_dir=ctx.run.path / "checkpoint", eval_per_steps=config.n_eval,
-        device=ctx.options.device,
+        device=ctx.options.device, log_every=0 if ctx.progress.enabled else 10,
     )
     meta = {**meta, "published_to": str(Path(config.publish) if config.publish else zoo_dir() / config.model)}
     ctx.run.write_result("zoo_train", meta)
