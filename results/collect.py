@@ -26,6 +26,7 @@ from pathlib import Path
 # results/ is on sys.path as a script; each module registers its summaries, in this order
 import bench_collectors  # noqa: F401
 import latent_collectors  # noqa: F401
+import lens_collectors  # noqa: F401
 import mi_collectors  # noqa: F401
 import organism_collectors  # noqa: F401
 import probe_collectors  # noqa: F401
