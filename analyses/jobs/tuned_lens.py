@@ -237,8 +237,8 @@ def headline(summary: dict, folder: Path) -> str:
     """
     f = (summary.get("findings") or [{}])[0]
     if f.get("verdict") == "effect":
-        return (f"{summary.get('model')}: tuned lens below the logit lens at every block (worst block "
-                f"-{f.get('value'):.3g} nats; {summary.get('n_eval')} held-out texts)")
+        return (f"{summary.get('model')}: tuned lens below the logit lens at every block (by {f.get('value'):.3g} nats "
+                f"at the closest; {summary.get('n_eval')} held-out texts)")
     return (f"{summary.get('model')}: tuned lens not shown below the logit lens at every block ({f.get('verdict')}; "
             f"{summary.get('n_eval')} held-out texts)")
 

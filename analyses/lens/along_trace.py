@@ -97,9 +97,9 @@ def read_along(model: "HookedModel", states: Mapping[int, Float[Tensor, "step d"
     if lens is not None:
         lens.check_model(model)
     layers = sorted(states)
-    n = min(int(states[li].shape[0]) for li in layers)
+    n = min((int(states[li].shape[0]) for li in layers), default=0)
     n = n if steps is None else min(n, steps)
-    if n == 0 or not layers:
+    if n == 0:
         raise ThinklensError.of("states", f"{n} steps at {len(layers)} blocks", "at least one step and one block",
                                 "read a trace with generated tokens")
     prob = torch.empty(n, len(layers))  # [step, layer]

@@ -38,8 +38,6 @@ LENS_KIND = "tuned-lens"
 """``state.json``'s kind of a saved tuned lens (and the job's run-folder kind)."""
 LENS_FOLDER = "lens"
 """The folder of a ``tuned-lens`` run that holds its lens."""
-LENSES = ("logit", "tuned")
-"""The two lenses, by name."""
 
 
 class TunedLens(nn.Module):
@@ -125,17 +123,6 @@ def lens_logits(model: "BaseHookedModel", h: Float[Tensor, "... d"], layer: int,
     if lens is not None:
         h = lens.translate(h, layer)
     return model.unembed(h.to(model.device))
-
-
-def lens_named(name: str, lens: TunedLens | None) -> TunedLens | None:
-    """The lens a name picks: None for ``logit``, ``lens`` for ``tuned`` (which then must be given)."""
-    if name not in LENSES:
-        from thinklens.errors import did_you_mean
-
-        raise ThinklensError.of("lens", name, f"one of {', '.join(LENSES)}", did_you_mean(name, LENSES))
-    if name == "tuned" and lens is None:
-        raise ThinklensError.of("tuned lens", None, "a trained TunedLens", "load one with load_lens(model name or run)")
-    return lens if name == "tuned" else None
 
 
 def load_lens(spec: str | Path, *, root: str | Path | None = None) -> TunedLens:

@@ -129,9 +129,7 @@ def measure(model: Any, plan: Plan, seed: int, *, shuffle_targets: bool = False,
 def _zoo_model(ctx: SettingContext) -> Any:
     from thinklens.engine.model import HookedModel
 
-    if MODEL not in ctx._models:
-        ctx._models[MODEL] = HookedModel.load(MODEL, device=ctx.device, dtype=getattr(torch, ctx.dtype))
-    return ctx._models[MODEL]
+    return HookedModel.load(MODEL, device=ctx.device, dtype=getattr(torch, ctx.dtype))
 
 
 @torch.no_grad()
