@@ -16,8 +16,8 @@ Mutants killed (each named in the test that kills it):
 - the first top-1 taken by block before step (the order test).
 
 A translator trained as one shared map for every block is *not* killed by the planted setting on tiny-r1: its states at
-different blocks lie in separable subspaces, so one affine map recovers the planted block too (recovered share about
-0.92 against 0.96; measured while writing the setting, docs/lens.md).
+different blocks lie in separable subspaces, so one affine map recovers the planted block too (a recovered share of
+about 0.92 against 0.96 for per-block translators, quick size, measured while writing the setting).
 """
 
 from __future__ import annotations
