@@ -21,7 +21,7 @@ delta 0.1) and rollouts for a 2-point harm margin.
 
 Example:
     >>> [s.key for s in SETTINGS]
-    ['lynx/planted', 'lynx/null', 'lynx/planted-model']
+    ['lynx/planted', 'lynx/null', 'lynx/planted-model', 'lynx/null-model']
     >>> judge_planted([row(0.05, 0.42, 0.99, 1.0, True), row(0.1, 0.45, 0.995, 1.0, True)])
     (True, [])
     >>> judge_planted([row(0.05, 0.0, 1.0, 1.0, True), row(0.1, 0.31, 0.97, 1.0, True)])[1]
@@ -96,6 +96,11 @@ FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
 #: 17 negatives: delta 0.05 was not evaluated, so 60); the full one is the zoo's quick size.
 QUICK_MODEL = Size(n_train=40, n_calibration=60, n_test=40, max_steps=1, violation=0.3, harm_margin=0.1)
 FULL_MODEL = QUICK_PLANTED
+#: ``validate --model M``'s null, on M's sibling that concludes once (smol-r1-once beside smol-r1): its cues ("Hmm,"
+#: before most multiplications) all come before the answer is known. Up to 4 steps, so that most rollouts hold a cue;
+#: the quick size sees the same coarse violation and harm as QUICK_MODEL, the full one is the zoo's quick null.
+QUICK_MODEL_NULL = Size(n_train=40, n_calibration=60, n_test=60, max_steps=4, violation=0.3, harm_margin=0.1)
+FULL_MODEL_NULL = QUICK_NULL
 FULL_NULL = Size(n_train=300, n_calibration=300, n_test=2000, max_steps=4)
 
 
@@ -264,12 +269,55 @@ def _planted_model(ctx: SettingContext) -> Check:
     size = QUICK_MODEL if ctx.quick else FULL_MODEL
     rows, missing, details = _run(ctx, str(ctx.model), "lynx-planted-model", size)
     ok, misses = judge_planted(rows)
-    misses += [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
+    oracle_misses = against_oracle(rows, details["oracle_accuracy"])
+    misses += oracle_misses + [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
     details["misses"] = misses
     value, ci, n = _check(rows, min)
-    return Check("saving", value, ci, "recovered" if ok and not missing else "failed", n=n, details=details,
-                 target=f"at every delta in {DELTAS}: saving >= {MIN_SAVING}, accuracy loss <= {MAX_ACCURACY_LOSS}, "
+    return Check("saving", value, ci, "recovered" if ok and not oracle_misses and not missing else "failed", n=n,
+                 details=details,
+                 target=f"at every delta in {DELTAS}: saving >= {MIN_SAVING}, accuracy loss <= {MAX_ACCURACY_LOSS} against "
+                        "the full rollouts and against the oracle's exits (a real model's re-checks can change its "
+                        "answer, so the full rollouts alone may sit below what an exit could keep), "
                         + _validity_target(size))
+
+
+def against_oracle(rows: list[dict[str, Any]], oracle_accuracy: float) -> list[str]:
+    """What misses "within :data:`MAX_ACCURACY_LOSS` of the oracle's accuracy" (the oracle exits at the first cue
+    whose forced exit is right): each row gets ``oracle_accuracy`` and ``accuracy_loss_vs_oracle``.
+
+    Example:
+        >>> print(*against_oracle([row(0.05, 0.4, 0.95, 0.95, True)], 0.99))
+        delta 0.05: accuracy 0.95 is 0.04 below the oracle's 0.99 (> 0.01)
+    """
+    misses = []
+    for r in rows:
+        loss = round(oracle_accuracy - r["accuracy"], 12)
+        r.update(oracle_accuracy=oracle_accuracy, accuracy_loss_vs_oracle=loss)
+        if loss > MAX_ACCURACY_LOSS + 1e-12:
+            misses.append(f"delta {r['delta']:g}: accuracy {r['accuracy']:.3g} is {loss:.3g} below the oracle's "
+                          f"{oracle_accuracy:.3g} (> {MAX_ACCURACY_LOSS})")
+    return misses
+
+
+def _null_model(ctx: SettingContext) -> Check:
+    from thinklens.engine.real_organisms import once_sibling  # lazy: CLI start-up
+
+    size = QUICK_MODEL_NULL if ctx.quick else FULL_MODEL_NULL
+    target = (f"on --model M's sibling that concludes once, at every delta in {DELTAS} (equivalence, margins stated "
+              f"beforehand): saving's 95% interval below {NULL_SAVING}, paired accuracy change's 90% TOST interval inside "
+              f"+-{size.harm_margin:g}, " + _validity_target(size))
+    sibling = once_sibling(str(ctx.model))
+    if sibling is None:
+        why = (f"{ctx.model} has no sibling that concludes once (a real organism's once_sibling, as smol-r1-once is "
+               "smol-r1's): LYNX's null needs a model whose cues all come before its answer; try --model smol-r1")
+        return Check("saving", float("nan"), (float("nan"), float("nan")), "failed", n=0, target=target,
+                     details={"precondition_met": False, "precondition": why})
+    rows, missing, details = _run(ctx, sibling, "lynx-null-model", size)
+    ok, misses = judge_null(rows)
+    misses += [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
+    details["misses"] = misses
+    value, ci, n = _check(rows, max)
+    return Check("saving", value, ci, "no-effect" if ok and not missing else "failed", n=n, details=details, target=target)
 
 
 SETTINGS = [
@@ -281,4 +329,6 @@ SETTINGS = [
                  "within the harm margin (TOST), bound shown"),
     Setting("lynx", "planted-model", "recovered", _planted_model, on_model=True,
             help="--model M that re-checks after its answer (smol-r1): the planted targets on M's own rollouts"),
+    Setting("lynx", "null-model", "no-effect", _null_model, on_model=True,
+            help="--model M's sibling that concludes once (smol-r1-once): the null's targets on its own rollouts"),
 ]

@@ -52,17 +52,24 @@ def answer_span(text: str, answer: str) -> tuple[int, int] | None:
     return None if m is None else (m.start(1), m.end(1))
 
 
-def answer_steps(tokens: Sequence[str], answer: str, *, every: bool = False) -> list[int]:
+def answer_steps(tokens: Sequence[str], answer: str, *, every: bool = False, producing: bool = False) -> list[int]:
     """Planted steps of one trajectory: ``t + 1`` for every generated token ``g[t]`` that overlaps the first
     statement of ``answer`` (:func:`answer_span` on the concatenated tokens), kept below ``len(tokens)``.
 
     ``every``: every statement of the value from the first one on (the first, and each restatement: an organism
     that re-checks writes it again in every round, where the value is as known as at its first statement).
+    ``producing``: instead, the step ``t`` of each statement's first token ``g[t]``: the state that *produces* the
+    value's first digit, at the token before it (``=`` or a space), whose input carries nothing of the value. Only a
+    state that has computed the value can hold it there, so a reader of the raw token embeddings scores nothing at
+    these steps; at the statement's own tokens (the default) the input token *is* the value, and token identity alone
+    scores (a reader of the ``embed`` site recovers those steps).
     ``tokens[t]`` is decoded from one generated id, so the concatenation is the generated text.
 
     Example:
         >>> answer_steps(["=", " 1", "2", ". So", " 1", "2", "."], "12", every=True)
         [2, 3, 5, 6]
+        >>> answer_steps(["=", " 1", "2", ". So", " 1", "2", "."], "12", every=True, producing=True)
+        [1, 4]
     """
     text = "".join(tokens)
     span = answer_span(text, answer)
@@ -74,11 +81,19 @@ def answer_steps(tokens: Sequence[str], answer: str, *, every: bool = False) -> 
         spans += [(m.start(1), m.end(1)) for m in re.finditer(rf"(?<![\d.])({value})(?!\d)(?![.]\d)", text)
                   if m.start(1) > span[0]]
     out, pos = [], 0
+    first_of: set[int] = set()  # spans whose first token was seen (producing: one step per statement)
     for t, tok in enumerate(tokens):
         start, pos = pos, pos + len(tok)
-        if any(start < a1 and pos > a0 for a0, a1 in spans) and t + 1 < len(tokens):
-            out.append(t + 1)
-    return out
+        for k, (a0, a1) in enumerate(spans):
+            if not (start < a1 and pos > a0):
+                continue
+            if producing:
+                if k not in first_of and 0 < t:
+                    out.append(t)
+                first_of.add(k)
+            elif t + 1 < len(tokens):
+                out.append(t + 1)
+    return sorted(set(out))
 
 
 @dataclass(frozen=True)
@@ -133,15 +148,17 @@ def peak_contrast(curve: Sequence[float] | np.ndarray, peaks: Sequence[int]) -> 
 
 
 def score_trajectory(own: Sequence[float] | np.ndarray, shuffled: Sequence[float] | np.ndarray, tokens: Sequence[str],
-                     answer: str, *, peaks: Sequence[int] = (), steps: Sequence[int] | None = None) -> PlantedScore | None:
+                     answer: str, *, peaks: Sequence[int] = (), steps: Sequence[int] | None = None,
+                     producing: bool = False) -> PlantedScore | None:
     """Score one trajectory's own and shuffled MI curves at its planted steps (``steps``, default
-    :func:`answer_steps`); None when it has none (the answer is never written, or fills the whole trajectory)."""
+    :func:`answer_steps`, ``producing`` as there); None when it has none (the answer is never written, or fills the
+    whole trajectory)."""
     o, s = np.asarray(own, dtype=np.float64), np.asarray(shuffled, dtype=np.float64)
     n = len(tokens)
     if o.shape != (n,) or s.shape != (n,):
         raise ThinklensError.of("MI curves", (o.shape, s.shape), f"two curves of {n} steps (one per token)",
                                 "pass the own and the shuffled curve of the same trajectory")
-    planted = sorted(set(answer_steps(tokens, answer) if steps is None else steps))
+    planted = sorted(set(answer_steps(tokens, answer, producing=producing) if steps is None else steps))
     if not planted or len(planted) >= n:
         return None
     mask = np.zeros(n, dtype=bool)

@@ -97,6 +97,13 @@ MIN_PEAK_CONTRAST = 1.0
 ORGANISMS = ("tiny-overthink", "tiny-r1")
 """Preferred organism first; the first one in the zoo is used."""
 SITE = "resid_post.1"
+MODEL_PRODUCING = True
+"""``validate --model M``'s planted steps are the states that produce the value's first digit (at the token before it),
+where only a state that computed the value can hold it, and the gap must beat the same estimator on the raw token
+embeddings (:func:`beats_raw_tokens`). At the value's own tokens (the zoo settings' steps) a reader of the raw tokens
+scores as well: measured on tiny-overthink (quick, 16 trajectories), the embed site's gap there is 0.047 [0.034, 0.058]
+against block 1's 0.053 [0.040, 0.065] (paired difference 0.006, p = 0.26); at the producing steps block 1's gap is
+0.003 [-0.009, 0.014] and blocks 2 and 3 score no more (:func:`measure` at each site, seed 0; docs/mi-peaks.md)."""
 STEPS = (2, 4)
 """Chain lengths of the problems (min, max)."""
 
@@ -138,9 +145,10 @@ def write_problems(path: Path, n: int, *, seed: int, independent: bool) -> list[
 
 
 def measure(ctx: SettingContext, *, independent: bool, sub: str, model: str | None = None,
-            site: str = SITE) -> dict[str, Any]:
+            site: str = SITE, producing: bool = False) -> dict[str, Any]:
     """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps (``model``:
-    default the zoo's :func:`organism`; ``site``: where the states are read)."""
+    default the zoo's :func:`organism`; ``site``: where the states are read; ``producing``: the planted steps are the
+    states that produce the value, :func:`~thinklens.analyses.mi.planted.answer_steps`)."""
     n = 16 if ctx.quick else 64
     if ctx.workdir is None:
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
@@ -151,20 +159,44 @@ def measure(ctx: SettingContext, *, independent: bool, sub: str, model: str | No
                 estimators=("reference",), k=3, max_new_tokens=160, batch_size=16, seed=ctx.seed)
     run = Path(ctx.workdir) / sub
     entry = read_index(run)["models"][0]
-    scores = []
+    scores, indices = [], []
     for row in entry["index"]:
         rec = read_trajectory(run, entry["key"], row["i"])
         own, shuffled = rec.variants[rec.estimator], rec.shuffled[rec.estimator]
-        s = score_trajectory(own, shuffled, rec.tokens, truth[rec.index], peaks=rec.peaks["top_k"])
+        s = score_trajectory(own, shuffled, rec.tokens, truth[rec.index], peaks=rec.peaks["top_k"], producing=producing)
         if s is None:
             continue
         # peaks are scored against every statement of the value: the organism writes it again in each re-check
         # round, where it is as known as at its first statement (the gap and the rise stay at the first one)
         every = score_trajectory(own, shuffled, rec.tokens, truth[rec.index], peaks=rec.peaks["top_k"],
-                                 steps=answer_steps(rec.tokens, truth[rec.index], every=True))
+                                 steps=answer_steps(rec.tokens, truth[rec.index], every=True, producing=producing))
         scores.append(dataclasses.replace(s, precision=every.precision, recall=every.recall,
                                           chance_precision=every.chance_precision, chance_recall=every.chance_recall))
-    return {"model": model, "n_problems": n, "scores": scores, "run": str(run), "site": site}
+        indices.append(rec.index)
+    return {"model": model, "n_problems": n, "scores": scores, "indices": indices, "run": str(run), "site": site,
+            "producing": producing}
+
+
+def beats_raw_tokens(check: Check, m: dict[str, Any], raw: dict[str, Any], *, seed: int) -> Check:
+    """``check`` (a planted :func:`gap_check` of ``m``) recovered only if its answer-specific MI also beats the same
+    estimator reading the raw token embeddings (``raw``: :func:`measure` at the ``embed`` site, on the same problems
+    and traces): gap at the state minus gap at ``embed``, paired over the trajectories scored in both, > 0 by a
+    one-sided sign-flip test at p < :data:`ALPHA`. A method that never reads the model's computation fails here."""
+    raw_gap = {i: s.gap for i, s in zip(raw["indices"], raw["scores"])}
+    pairs = [(s.gap, raw_gap[i]) for i, s in zip(m["indices"], m["scores"]) if i in raw_gap]
+    diff = np.asarray([a - b for a, b in pairs])
+    p = sign_flip_test(diff, seed=seed, alternative="greater") if diff.size >= 2 else 1.0
+    beats = bool(diff.size >= 10 and p < ALPHA and diff.mean() > 0)
+    raw_check = gap_check(raw, seed=seed, planted=True)
+    details = {**check.details, "raw_tokens": {
+        "site": raw["site"], "gap": raw_check.value, "gap_ci": list(raw_check.ci), "verdict_alone": raw_check.verdict,
+        "p_gap": raw_check.details["p_gap"], "peak_precision": raw_check.details["peak_precision"], "run": raw["run"],
+        "state_minus_raw": float(diff.mean()) if diff.size else None, "n_paired": int(diff.size), "p_state_beats_raw": p,
+        "beaten": beats}}
+    verdict = check.verdict if beats else "failed"
+    return Check(check.statistic, check.value, check.ci, verdict, n=check.n, details=details,
+                 target=f"{check.target}; and the gap beats the same estimator on the raw token embeddings (embed site, "
+                        f"paired over trajectories, sign-flip p < {ALPHA})")
 
 
 def reads_the_curve(scores: list[Any], *, seed: int) -> tuple[bool, float, float]:
@@ -289,12 +321,13 @@ def model_site(ctx: SettingContext) -> str:
 
 
 def _planted_model(ctx: SettingContext) -> Check:
-    m = measure(ctx, independent=False, sub="planted-model", model=ctx.model, site=model_site(ctx))
-    return gap_check(m, seed=ctx.seed, planted=True)
+    m = measure(ctx, independent=False, sub="planted-model", model=ctx.model, site=model_site(ctx), producing=MODEL_PRODUCING)
+    raw = measure(ctx, independent=False, sub="planted-model-embed", model=ctx.model, site="embed", producing=MODEL_PRODUCING)
+    return beats_raw_tokens(gap_check(m, seed=ctx.seed, planted=True), m, raw, seed=ctx.seed)
 
 
 def _null_model(ctx: SettingContext) -> Check:
-    m = measure(ctx, independent=True, sub="null-model", model=ctx.model, site=model_site(ctx))
+    m = measure(ctx, independent=True, sub="null-model", model=ctx.model, site=model_site(ctx), producing=MODEL_PRODUCING)
     return gap_check(m, seed=ctx.seed, planted=False)
 
 

@@ -98,5 +98,5 @@ def test_validate_on_a_model_runs_lynx_and_mi_peaks_on_it():
     from thinklens.calibration.controls import select_settings
 
     on_model = {s.key: s.expected for s in select_settings(("lynx", "mi-peaks")) if s.on_model}
-    assert on_model == {"lynx/planted-model": "recovered", "mi-peaks/planted-model": "recovered",
+    assert on_model == {"lynx/planted-model": "recovered", "lynx/null-model": "no-effect", "mi-peaks/planted-model": "recovered",
                         "mi-peaks/null-model": "no-effect"}

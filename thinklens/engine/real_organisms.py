@@ -11,7 +11,7 @@ Without the base's package the error names ``make real``; without the adapter it
 
 Example:
     >>> sorted(REAL_ORGANISMS), REAL_ORGANISMS["smol-r1"].base
-    (['smol-r1'], 'smollm2-135m')
+    (['smol-r1', 'smol-r1-once'], 'smollm2-135m')
 """
 
 from __future__ import annotations
@@ -43,13 +43,30 @@ class RealOrganism:
     """The adapter folder, relative to the repository root."""
     description: str
     """One line: what it is."""
+    once_sibling: str | None = None
+    """Its sibling organism that concludes once (no re-check rounds; LYNX's null on real weights), if it has one."""
 
 
 REAL_ORGANISMS: dict[str, RealOrganism] = {o.name: o for o in (
     RealOrganism("smol-r1", "smollm2-135m", "data/real-organisms/smol-r1",
                  "SmolLM2-135M-Instruct + LoRA taught the R1 format (<think> ... </think>, \\boxed{}) on thinklens's "
-                 "synthetic chains with re-check rounds; ground truth per trace (thinklens/zoo/smol_r1.py)"),
+                 "synthetic chains with re-check rounds; ground truth per trace (thinklens/zoo/smol_r1.py)",
+                 once_sibling="smol-r1-once"),
+    RealOrganism("smol-r1-once", "smollm2-135m", "data/real-organisms/smol-r1-once",
+                 "smol-r1 fine-tuned to conclude once (no re-check rounds): its cues all come before the answer is "
+                 "known (LYNX's null on real weights; thinklens/zoo/smol_r1.py)"),
 )}
+
+
+def once_sibling(name: str) -> str | None:
+    """The organism that concludes once beside organism ``name`` (None: ``name`` is no organism or has none).
+
+    Example:
+        >>> once_sibling("smol-r1"), once_sibling("tiny-r1")
+        ('smol-r1-once', None)
+    """
+    org = REAL_ORGANISMS.get(name)
+    return None if org is None else org.once_sibling
 
 
 def is_organism_name(name: str) -> bool:

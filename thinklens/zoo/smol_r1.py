@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from peft import LoraConfig, get_peft_model, get_peft_model_state_dict
-from safetensors.torch import save_file
+from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from thinklens.engine.real_models import REAL_MODELS, real_model_folder
-from thinklens.engine.real_organisms import adapter_dir
+from thinklens.engine.real_organisms import REAL_ORGANISMS, adapter_dir
 from thinklens.errors import ThinklensError
 from thinklens.tasks import TaskConfig
 from thinklens.zoo.batches import IGNORE
@@ -72,6 +72,10 @@ class RealR1Recipe(ZooRecipe):
     own_formats: ClassVar[tuple[str, ...]] = ("chat",)
 
     def check(self) -> None:
+        if self.init is not None and self.init not in REAL_ORGANISMS:
+            raise ThinklensError.of(f"recipe {self.name} init", self.init,
+                                    f"None (a fresh adapter) or a real organism ({', '.join(REAL_ORGANISMS)}) of the same "
+                                    "base, rank and targets", "pass init='smol-r1' or drop init")
         if self.base not in REAL_MODELS:
             raise ThinklensError.of(f"recipe {self.name} base", self.base, f"one of {', '.join(REAL_MODELS)}", "fix the recipe")
         if self.lora_rank < 1 or not self.lora_alpha > 0 or not self.lora_targets:
@@ -98,8 +102,17 @@ SMOL_R1 = RealR1Recipe(name="smol-r1", format_mix=(("think", 1.0),), steps=360, 
                        min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=640, task=SMOL_R1_TASK, lora_rank=16,
                        lora_alpha=32.0, mix=OverthinkMix(round_weights=(0.5, 0.5)), drill=DrillMix())
 
+#: smol-r1's sibling that concludes once: smol-r1 fine-tuned 60 steps on the same texts without re-check rounds (and so
+#: without the first conclusion's slip), drill kept. Its cues ("Hmm," before a multiplication) all come before the
+#: answer is known: LYNX's null on real weights, as tiny-r1 is the zoo's; and the "base" of a base/thinking pair whose
+#: thinking model (smol-r1) re-checks.
+SMOL_R1_ONCE = RealR1Recipe(name="smol-r1-once", init="smol-r1", format_mix=(("think", 1.0),), steps=60, lr=1e-3,
+                            warmup_steps=4, min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=640, task=SMOL_R1_TASK,
+                            lora_rank=16, lora_alpha=32.0, mix=OverthinkMix(round_rate=0.0, slip_rate=0.0),
+                            drill=DrillMix(rows=1), check_every=20)
+
 #: Every real organism's recipe, by name (what ``zoo-train --model`` accepts beside the zoo).
-REAL_RECIPES: dict[str, RealR1Recipe] = {SMOL_R1.name: SMOL_R1}
+REAL_RECIPES: dict[str, RealR1Recipe] = {r.name: r for r in (SMOL_R1, SMOL_R1_ONCE)}
 
 
 def organism_tokenizer(base_folder: str | Path):
@@ -150,7 +163,17 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
     out = Path(out_dir) if out_dir is not None else adapter_dir(name)
     ckpt = Path(ckpt_dir) if ckpt_dir is not None else default_ckpt_dir(name, seed)
     tok = organism_tokenizer(base)
-    model = lora_model(recipe, base, seed=seed).train()
+    model = lora_model(recipe, base, seed=seed)
+    if recipe.init is not None:  # a child organism starts from its parent's committed adapter
+        parent = adapter_dir(recipe.init) / "adapter_model.safetensors"
+        if not parent.is_file():
+            raise ThinklensError.of(f"{name}'s parent adapter", str(parent), "a trained parent organism",
+                                    f"run thinklens run zoo-train --model {recipe.init} first")
+        loaded = set_peft_model_state_dict(model, {k: v.float() for k, v in load_file(str(parent)).items()})
+        if loaded.unexpected_keys:
+            raise ThinklensError.of(f"{name}'s parent adapter", loaded.unexpected_keys[:3],
+                                    "an adapter of the same rank and target modules", f"retrain {recipe.init} or fix the recipe")
+    model.train()
     encoder = R1Encoder(tok)
     backend = tok.backend_tokenizer
     equations = held_out_equations(recipe.task, n_per_kind=recipe.check_per_kind, seed=HELD_OUT_EQUATIONS)
@@ -169,7 +192,7 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
     )
     model.eval()
     source = json.loads((base / "thinklens_source.json").read_text())
-    meta = trained.meta(name, seed, model, planned_steps=recipe.steps, init=recipe.base,
+    meta = trained.meta(name, seed, model, planned_steps=recipe.steps, init=recipe.init or recipe.base,
                         base_description=REAL_MODELS[recipe.base].description,
                         base_gguf=source["gguf"], base_gguf_sha256=source["gguf_sha256"], recipe=recipe.to_json(),
                         trainable_params=sum(p.numel() for p in model.parameters() if p.requires_grad),

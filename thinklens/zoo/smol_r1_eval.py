@@ -86,10 +86,13 @@ def evaluate_model(model: Any, *, n_per_steps: int, steps: Sequence[int], seed: 
             tallies[mode][0] += sum(r)
             tallies[mode][1] += len(r)
         if truth and out["opens_think"]:
-            out["traces"] += trace_records(model, problems, traces, right, n_steps)
+            records = trace_records(model, problems, traces, right, n_steps)
         else:
-            out["traces"] += [{"n_steps": n_steps, "answer": p.answer, "correct": c, "text": t.text,
-                               "boxed": extract_answer(t.text)} for p, t, c in zip(problems, traces, right)]
+            records = [{"n_steps": n_steps, "answer": p.answer, "correct": c, "text": t.text,
+                        "boxed": extract_answer(t.text)} for p, t, c in zip(problems, traces, right)]
+        for record, forced_answer, c in zip(records, forced, right_nt):  # the same problem without thinking
+            record["no_think_answer"], record["no_think_correct"] = forced_answer, bool(c)
+        out["traces"] += records
     for mode, (k, n) in tallies.items():
         out[mode]["all"] = wilson_row(k, n)
     out["wall_s"] = round(time.monotonic() - t0, 1)

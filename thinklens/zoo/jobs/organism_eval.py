@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from thinklens.calibration.findings import accuracy_finding, findings_doc
+from thinklens.calibration.findings import accuracy_finding, findings_doc, paired_finding
 from thinklens.errors import ThinklensError, opt
 from thinklens.runs.configcli import ConfigGroup
 from thinklens.runs.jobs import Job, JobContext
@@ -30,7 +30,7 @@ class OrganismEvalConfig(ConfigGroup):
     """The organism evaluated first (its traces carry the ground truth)."""
     models: tuple[str, ...] = ("smollm2-135m", "tiny-r1", "tiny-overthink")
     """The models it is compared with, comma-separated (its base, the zoo's R1 models)."""
-    n_eval: int = 10
+    n_eval: int = 25
     """Held-out problems evaluated per step count."""
     step_counts: tuple[int, ...] = (1, 2, 3, 4)
     """Step counts of the held-out problems, comma-separated (smol-r1 trains on 1-8; 1-4 keeps the CPU cost small)."""
@@ -93,10 +93,16 @@ def findings(result: dict[str, Any]) -> list[dict[str, Any]]:
     problems (Wilson intervals, unpaired: :func:`~thinklens.calibration.findings.accuracy_finding`)."""
     org, *others = result["models"]
     t = org["think"]["all"]
-    return findings_doc([accuracy_finding(
+    out = [accuracy_finding(
         f"{org['model']} with thinking beats {o['model']} with thinking on the same held-out problems", t["k"], t["n"],
         control=f"{o['model']} with thinking", control_k=o["think"]["all"]["k"], control_n=o["think"]["all"]["n"])
-        for o in others])
+        for o in others]
+    paired = [tr for tr in org["traces"] if "no_think_correct" in tr]
+    if paired:  # each problem graded both ways (records written before they were paired have no such field)
+        out.insert(0, paired_finding(f"{org['model']} answers more problems with thinking than with the answer forced at once",
+                                     [float(tr["correct"]) for tr in paired], [float(tr["no_think_correct"]) for tr in paired],
+                                     control=f"{org['model']} without thinking", statistic="accuracy", binary=True))
+    return findings_doc(out)
 
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:
