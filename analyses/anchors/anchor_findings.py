@@ -10,6 +10,9 @@ find an "anchor" in noise: the maximum of S noisy scores is above their mean):
 - *suppression agrees*: the same sentence's attention-suppression importance against the other sentences' mean;
 - *receivers agree*: the same for the receiver-head score.
 
+A trace whose forced-answer importance has no single maximum (a tie, e.g. no sentence moves the forced answer) has no
+anchor and is left out of the findings.
+
 Example:
     >>> rows = [{"scores": {"forced": [0.0, 1.0, 0.0], "resampling": [0.1, 0.6 + k / 100, 0.0]}} for k in range(12)]
     >>> f = anchor_findings(rows, model="m")[0]
@@ -41,7 +44,10 @@ def anchor_vs_rest(scores: dict[str, Sequence[float]], measure: str) -> tuple[fl
     if chooser is None or other is None or len(chooser) < 2:
         return None
     c, o = np.asarray(chooser, dtype=float), np.asarray(other, dtype=float)
-    top = int(np.argmax(np.where(np.isfinite(c), c, -np.inf)))
+    c = np.where(np.isfinite(c), c, -np.inf)
+    top = int(np.argmax(c))
+    if (c == c[top]).sum() > 1:  # no single anchor (e.g. no sentence moves the forced answer): the trace picks none
+        return None
     rest = np.delete(o, top)
     rest = rest[np.isfinite(rest)]
     if not np.isfinite(o[top]) or not rest.size:

@@ -201,5 +201,9 @@ def receiver_heads(model: Any, ids: Sequence[int], owner: Sequence[int], *, prox
     order = np.argsort(-flat, kind="stable")[:top_k]
     heads = [(int(o // k.shape[1]), int(o % k.shape[1])) for o in order if np.isfinite(flat[o])]
     vert = np.asarray(vertical)  # [layer, head, sentence]
-    imp = np.nanmean(np.stack([vert[a, b] for a, b in heads]), 0).tolist() if heads else [float("nan")] * n
+    if heads:
+        sel = np.stack([vert[a, b] for a, b in heads])  # [head, sentence]; NaN where a sentence has no later receivers
+        imp = [float(np.mean(c[np.isfinite(c)])) if np.isfinite(c).any() else float("nan") for c in sel.T]
+    else:
+        imp = [float("nan")] * n
     return ReceiverHeads(k.tolist(), heads, vertical, [float(x) for x in imp], proximity)

@@ -57,6 +57,7 @@ BAD: dict[str, dict] = {
     "ZooTrainConfig": {"minutes": 0.0},
     "ValidateConfig": {"seed": -1},
     "TunedLensConfig": {"n_train": 0},
+    "ThoughtAnchorsConfig": {"n_rollouts": 1},
 }
 
 #: Values a config needs besides its defaults (eval refuses an empty --data).
