@@ -173,7 +173,7 @@ def headline(summary: dict, folder: Path) -> str:
 JOB = Job("thought-anchors", ThoughtAnchorsConfig, run, report=report, headline=headline, order=36,
           help="thought anchors (Bogdan et al. 2025): forced-answer, resampling, attention-suppression and receiver-head "
                "importance of each sentence",
-          findings="thinklens.analyses.anchors.anchor_findings:anchor_findings", capability="Lenses",
+          findings="thinklens.analyses.anchors.anchor_findings:anchor_findings", capability="Thought anchors",
           validations={"thought-anchors": "thinklens.analyses.anchors.validation:SETTINGS"},
           smallest=("--model", "tiny-overthink", "--n-traces", "1", "--max-new-tokens", "40", "--max-sentences", "3",
                     "--n-forced", "2", "--n-rollouts", "2", "--rollout-tokens", "8"))

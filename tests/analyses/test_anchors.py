@@ -7,16 +7,16 @@ forward with an empty mask against the unmasked logits (exactly equal) and, with
 suppressed sentence's end unchanged (exactly); the sentence-averaged attention against a loop over tokens; the answer
 KL against a hand-computed sum.
 
-Mutants killed (each named in the test that kills it):
-- a sentence ended at a decimal point, a short piece kept on its own, a line break ignored (the split test);
-- the forced answer read without the exit string, or the importance's sign flipped (the forced-answer oracle);
-- rollouts that do not continue the prefix's cache (a fork of the wrong row, or logits of another prefix; the fork oracle);
-- suppression that also masks the queries before the sentence ends, or that changes the mask when it has no keys (the
-  suppression oracles);
-- hooks left on the attention modules, or eager attention left on, after an exception (the exception test);
-- sentence attention averaged over the wrong axis (the loop oracle);
+Mutants killed (each named with the test that kills it; each applied by hand to the source and seen to fail it):
+- a sentence ended at any terminal punctuation, decimal points included (``test_split_hand_examples``);
+- forced-answer importance with its sign flipped (without minus with), or answers read without the exit string
+  appended (``test_forced_answer_oracle``);
+- forked rollouts whose first token is chosen from logits other than the prefix's (``test_fork_equals_fresh_generation``);
+- suppression that also masks the queries before the sentence's end (``test_suppression_empty_mask_is_exact``);
+- hooks removed outside a ``finally`` (left on after an exception; ``test_hooks_removed_after_exception``);
+- sentence attention with the two sentence axes swapped (``test_sentence_attention_oracle``);
 - scoring sentences by position or by length instead of by the measured importance (``by-position``, ``by-length``:
-  the planted check fails both), and a null check that passes a clear effect (the null check's own test).
+  ``test_planted_mutants_fail``), and a planted check that counts misses as hits (the same test).
 """
 
 from __future__ import annotations
