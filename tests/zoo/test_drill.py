@@ -19,7 +19,15 @@ from thinklens.tasks import TaskConfig
 from thinklens.tasks.problem import Step
 from thinklens.zoo.batches import IGNORE
 from thinklens.zoo.drill import (
-    CONTEXT, OP_KINDS, DrillMix, draw_equation, drill_rows, encode_equations, equation_accuracy, held_out_equations, op_kind,
+    CONTEXT,
+    OP_KINDS,
+    DrillMix,
+    draw_equation,
+    drill_rows,
+    encode_equations,
+    equation_accuracy,
+    held_out_equations,
+    op_kind,
     with_rows,
 )
 

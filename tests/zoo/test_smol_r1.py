@@ -4,6 +4,7 @@ against the construction's values)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -62,6 +63,9 @@ def test_adapter_saved_and_merged_is_the_lora_formula(tmp_path):
     q = peft_model.base_model.model.model.layers[0].self_attn.q_proj
     a, b = q.lora_A["default"].weight.detach().clone(), q.lora_B["default"].weight.detach().clone()
     save_adapter(peft_model, tmp_path / "adapter", meta={"name": "test"})
+    weights = tmp_path / "adapter" / "adapter_model.safetensors"
+    assert json.loads((tmp_path / "adapter" / "weights.json").read_text()) == {
+        weights.name: {"sha256": hashlib.sha256(weights.read_bytes()).hexdigest(), "bytes": weights.stat().st_size}}
     assert json.loads((tmp_path / "adapter" / "organism.json").read_text())["chat_template"] == CHAT_TEMPLATE
     merge_adapter(base, tmp_path / "adapter", tmp_path / "merged")
     merged = AutoModelForCausalLM.from_pretrained(str(tmp_path / "merged"), dtype=torch.float32)

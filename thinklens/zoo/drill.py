@@ -181,14 +181,15 @@ def equation_accuracy(model: torch.nn.Module, backend: Any, equations: dict[str,
     after the ``context`` equations in its own row (only its own result is scored; the model called as a causal LM:
     ``model(input_ids=..., attention_mask=...).logits``)."""
     out = {}
+    n_context = sum(label != IGNORE for label in encode_equations(backend, context)[1]) if context else 0
     for kind, steps in equations.items():
         encoded = [encode_equations(backend, [*context, s]) for s in steps]
         batch = collate([(ids, 0) for ids, _ in encoded], pad)
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # [batch, pos, vocab]
         top = logits[:, :-1].argmax(-1)  # [batch, pos - 1]: the prediction of token t + 1
         right = 0
-        for row, ((ids, labels), s) in enumerate(zip(encoded, steps)):
-            wanted = [(t, label) for t, label in enumerate(labels) if label != IGNORE][-len(str(s.result)):]
+        for row, (_, labels) in enumerate(encoded):
+            wanted = [(t, label) for t, label in enumerate(labels) if label != IGNORE][n_context:]  # its own result
             right += all(int(top[row, t - 1]) == label for t, label in wanted)
         out[kind] = [right, len(steps)]
     return out

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -139,12 +140,16 @@ def lora_model(recipe: RealR1Recipe, base_folder: str | Path, *, seed: int):
 
 
 def save_adapter(peft_model: Any, folder: Path, *, meta: dict) -> Path:
-    """adapter_config.json, adapter_model.safetensors (the LoRA matrices in fp16) and organism.json (meta with the
-    chat template) into ``folder``."""
+    """adapter_config.json, adapter_model.safetensors (the LoRA matrices in fp16), weights.json (its sha256 and size, what
+    a results summary reads without the weights) and organism.json (meta with the chat template) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     peft_model.peft_config["default"].save_pretrained(str(folder))
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in get_peft_model_state_dict(peft_model).items()}
-    save_file(state, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+    weights = folder / "adapter_model.safetensors"
+    save_file(state, str(weights), metadata={"format": "pt"})
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    (folder / "weights.json").write_text(json.dumps({weights.name: {"sha256": digest, "bytes": weights.stat().st_size}},
+                                                    indent=1) + "\n")
     (folder / "organism.json").write_text(json.dumps({**meta, "chat_template": CHAT_TEMPLATE}, indent=2, sort_keys=True) + "\n")
     return folder
 

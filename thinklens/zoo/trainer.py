@@ -111,7 +111,8 @@ class TrainedSteps:
         return {
             "name": name, "seed": seed, "steps": self.steps, "planned_steps": planned_steps, "truncated": self.truncated,
             "train_wall_s": round(self.wall_s, 1), "torch_threads": torch.get_num_threads(), "n_params": n_params(model),
-            **fields, **({"checks": self.checks} if self.checks else {}), "loss_curve": self.losses, "final_loss_ema": round(self.ema, 4) if self.ema is not None else None,
+            **fields, **({"checks": self.checks} if self.checks else {}), "loss_curve": self.losses,
+            "final_loss_ema": round(self.ema, 4) if self.ema is not None else None,
             "weights_dtype": "float16", "retrain": f"thinklens run zoo-train --model {name} --seed {seed}",
         }
 
