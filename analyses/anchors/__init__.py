@@ -6,8 +6,8 @@ The public names below are importable from the package; each loads its module on
 
 Example:
     >>> from thinklens.analyses.anchors import split_sentences
-    >>> split_sentences("One. Two.")
-    [(0, 4), (5, 9)]
+    >>> split_sentences("The first one. The second one.")
+    [(0, 14), (15, 30)]
 """
 
 from thinklens.lazy import lazy_exports

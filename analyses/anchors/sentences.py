@@ -1,18 +1,22 @@
 """Sentences of a reasoning trace, the units of thought-anchor analysis (Bogdan et al. 2025, arXiv 2506.19143).
 
-The rules (the paper's splitter, ``split_solution_into_chunks`` of its reference code, restated; :func:`split_sentences`):
+The rules (the paper's splitter, ``split_solution_into_chunks`` in its reference code's ``utils.py``, restated;
+:func:`split_sentences`):
 
-1. a sentence ends after ``.``, ``!`` or ``?`` (with any closing quote or bracket right after) when whitespace or the
-   end of the text follows: a decimal point (``3.5``) or an abbreviation glued to the next word never ends one;
-2. a line break ends a sentence (a paragraph, a list item or an equation on its own line is one unit);
-3. a piece with fewer than ``min_chars`` non-space characters (``"1."``, ``"Ok."``) is merged into the sentence that
-   follows it, or into the one before it at the end of the text;
+1. a sentence ends after ``.``, ``!`` or ``?`` when a space or a line break follows it: a decimal point (``3.5``),
+   a period before a closing quote (``"stop." He``) or a period at the very end never ends one;
+2. a paragraph break (a blank line, ``\n\n``) ends a sentence; a single line break does not;
+3. a piece shorter than ``min_chars`` (10) characters, surrounding whitespace left out, is merged into the sentence
+   that follows it (and the merged piece checked again), or into the one before it at the end of the text;
 4. whitespace between sentences belongs to no sentence: a span starts at its first non-space character and ends after
    its last one.
 
+One deliberate difference: the paper's code drops the text after the last sentence end (an unterminated tail);
+here the tail is a sentence of its own (a trace cut by its token budget still has a last, unfinished sentence).
+
 Example:
-    >>> [text[a:b] for text in ["So x = 3.5 now. Wait!\\nThen y = 2?  ok"] for a, b in split_sentences(text)]
-    ['So x = 3.5 now.', 'Wait!', 'Then y = 2?  ok']
+    >>> [text[a:b] for text in ["So x = 3.5 now. Wait!\\nThen y = 2? Fine"] for a, b in split_sentences(text)]
+    ['So x = 3.5 now.', 'Wait!\\nThen y = 2? Fine']
 """
 
 from __future__ import annotations
@@ -23,17 +27,17 @@ from typing import Any
 
 from thinklens.errors import ThinklensError
 
-MIN_CHARS = 3
-"""Pieces with fewer non-space characters than this are merged into a neighbour (rule 3)."""
+MIN_CHARS = 10
+"""Pieces shorter than this (characters, surrounding whitespace left out) are merged into a neighbour (rule 3)."""
 
-_END = re.compile(r"[.!?]+[\"')\]}]*(?=\s|$)|\n")
-"""Where a sentence ends (rules 1 and 2): terminal punctuation before whitespace or the end, or a line break."""
+_END = re.compile(r"[.!?](?=[ \n])|\n\n|\r\n\r\n")
+"""Where a sentence ends (rules 1 and 2): terminal punctuation before a space or a line break, or a blank line."""
 
 
 def split_sentences(text: str, *, min_chars: int = MIN_CHARS) -> list[tuple[int, int]]:
     """``(start, end)`` character spans of the sentences of ``text`` by the module's rules, in order."""
     if min_chars < 1:
-        raise ThinklensError.of("min_chars", min_chars, "an integer >= 1", "pass e.g. min_chars=3")
+        raise ThinklensError.of("min_chars", min_chars, "an integer >= 1", "pass e.g. min_chars=10")
     pieces: list[tuple[int, int]] = []
     start = 0
     for m in _END.finditer(text):
@@ -53,7 +57,7 @@ def split_sentences(text: str, *, min_chars: int = MIN_CHARS) -> list[tuple[int,
     for a, b in spans:
         if carry is not None:
             a, carry = carry, None
-        if len(re.sub(r"\s", "", text[a:b])) < min_chars:
+        if len(text[a:b]) < min_chars:
             carry = a
             continue
         out.append((a, b))

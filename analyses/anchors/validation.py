@@ -55,7 +55,7 @@ MIN_HIT = 0.5
 """The planted target: the lower end of each measure's top-1 hit rate interval."""
 NULL_MARGIN = 0.2
 """The null's equivalence margin on every sentence's mean accuracy difference."""
-FILLERS = ("Okay, let me think.", "Hmm, let me see.", "Let me verify.", "Okay.", "Hmm, let me verify.",
+FILLERS = ("Okay, let me think.", "Hmm, let me see.", "Let me verify.", "Okay, so far so good.", "Hmm, let me verify.",
            "Let me think step by step here.")
 """Filler sentences, each checked to leave tiny-overthink's greedy forced answer alone (others, such as "Wait, let me go
 over the problem once more.", make it lose the value); the last is longer than any value sentence."""

@@ -8,7 +8,8 @@ suppressed sentence's end unchanged (exactly); the sentence-averaged attention a
 KL against a hand-computed sum.
 
 Mutants killed (each named with the test that kills it; each applied by hand to the source and seen to fail it):
-- a sentence ended at any terminal punctuation, decimal points included (``test_split_hand_examples``);
+- a sentence ended at any terminal punctuation, decimal points included, or at a single line break
+  (``test_split_hand_examples``);
 - forced-answer importance with its sign flipped (without minus with), or answers read without the exit string
   appended (``test_forced_answer_oracle``);
 - forked rollouts whose first token is chosen from logits other than the prefix's (``test_fork_equals_fresh_generation``);
@@ -67,10 +68,12 @@ def _texts(text: str, **kw) -> list[str]:
 
 
 def test_split_hand_examples():
-    assert _texts("So x = 3.5 now. Wait!\nThen y = 2?  ok") == ["So x = 3.5 now.", "Wait!", "Then y = 2?  ok"]
+    """The paper's rules: punctuation before a space or line break, blank lines, pieces under 10 characters merged."""
+    assert _texts("So x = 3.5 now. Wait!\nThen y = 2? Fine") == ["So x = 3.5 now.", "Wait!\nThen y = 2? Fine"]
     assert _texts("1. First do x. 2. Then y.") == ["1. First do x.", "2. Then y."]  # short "1." joins the next
-    assert _texts("He said \"stop.\" Then he left.") == ["He said \"stop.\"", "Then he left."]
-    assert _texts("a\n\nLong line one\nok.") == ["a\n\nLong line one", "ok."]  # "a" (1 char) joins; "ok." is 3
+    assert _texts('He said "stop." Then he left.') == ['He said "stop." Then he left.']  # "." before a quote: no end
+    assert _texts("Para one here.\n\nPara two here.") == ["Para one here.", "Para two here."]
+    assert _texts("A long first line\nand its second.\n\nNext paragraph") == ["A long first line\nand its second.", "Next paragraph"]
     assert _texts("Done. x") == ["Done. x"]  # a short piece at the end joins the one before
     assert _texts("  ") == []
     with pytest.raises(ThinklensError):
@@ -78,13 +81,13 @@ def test_split_hand_examples():
 
 
 def test_sentences_prefix_and_tokens(model):
-    s = sentences_of("P:", " One two. Three four.")
-    assert s.sentences == ["One two.", "Three four."]
-    assert [s.prefix(i) for i in range(3)] == ["P:", "P: One two.", "P: One two. Three four."]
+    s = sentences_of("P:", " One two three. Three four five.")
+    assert s.sentences == ["One two three.", "Three four five."]
+    assert [s.prefix(i) for i in range(3)] == ["P:", "P: One two three.", "P: One two three. Three four five."]
     ids, owner = s.token_sentence(model.tokenizer)
     assert len(ids) == len(owner)
     text = model.tokenizer.decode([t for t, o in zip(ids, owner) if o == 1])
-    assert text.strip() == "Three four."
+    assert text.strip() == "Three four five."
     with pytest.raises(ThinklensError):
         s.prefix(3)
 
@@ -179,7 +182,7 @@ def test_receiver_heads_shapes(model, planted):
 
 
 def _rows(importance: list[list[float]], value_index: list[int]) -> list[dict]:
-    sents = ["Okay.", "So Leo has 77 stones.", "Let me think step by step here.", "Hmm, let me see.", "Let me verify."]
+    sents = ["Okay, so far so good.", "So Leo has 77 stones.", "Let me think step by step here.", "Hmm, let me see.", "Let me verify."]
     return [{"value_index": v, "sentences": sents, "forced": imp, "resampling": imp} for imp, v in zip(importance, value_index)]
 
 
