@@ -98,7 +98,7 @@ def run(config: ThoughtAnchorsConfig, ctx: JobContext) -> dict[str, Any]:
 
     from thinklens.analyses.anchors.anchor_findings import anchor_findings
     from thinklens.analyses.anchors.figures import figure_importance, figure_suppression
-    from thinklens.analyses.anchors.per_trace import anchors_of_trace
+    from thinklens.analyses.anchors.per_trace import TraceAnchors, anchors_of_trace
     from thinklens.analyses.anchors.sentences import sentences_of
     from thinklens.calibration.findings import findings_doc
     from thinklens.data.formats import format_for
@@ -134,8 +134,6 @@ def run(config: ThoughtAnchorsConfig, ctx: JobContext) -> dict[str, Any]:
     if first.get("suppression"):
         ctx.run.write_figure("suppression", figure_suppression(first["sentences"], first["suppression"]["matrix"],
                                                                title=f"{config.model}, {first['problem']}: attention suppression"))
-    from thinklens.analyses.anchors.per_trace import TraceAnchors
-
     summary = {"model": config.model, "n_traces": len(rows), "measures": list(config.measure_names),
                "traces": [{"problem": r["problem"], "gold": r["gold"], "sentences": len(r["sentences"]),
                            "top": {m: TraceAnchors.ranks(v)[0] for m, v in r["scores"].items()},

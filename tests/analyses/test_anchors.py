@@ -224,3 +224,19 @@ def test_settings_quick(name):
     setting = next(s for s in validation.SETTINGS if s.name == name)
     check = setting.run(SettingContext(quick=True, seed=0, workdir=None))
     assert check.verdict == setting.expected, check.details
+
+
+def test_job_smallest_run(tmp_path):
+    """The job end to end at its smallest size: the run folder's records, figures and summary."""
+    import json
+
+    from thinklens.runs.jobs import run_job
+
+    res = run_job("thought-anchors", model="tiny-overthink", n_traces=1, max_new_tokens=40, max_sentences=3, n_forced=2,
+                  n_rollouts=2, rollout_tokens=8, out=tmp_path / "r", progress=False, threads=1)
+    rows = json.loads((res.run_dir / "results" / "anchors.json").read_text())
+    assert len(rows) == 1 and set(rows[0]["scores"]) == {"forced", "resampling", "suppression", "receivers"}
+    assert len(rows[0]["forced"]["answers"]) == len(rows[0]["sentences"]) + 1
+    assert res.value["n_traces"] == 1 and "thought-anchors" not in res.value["measures"]
+    with pytest.raises(ThinklensError, match="measures"):
+        run_job("thought-anchors", measures="forced,nope", out=tmp_path / "x", progress=False)
