@@ -7,7 +7,7 @@ there) and its pooled summary. GSM8K is not read: thinklens has no local copy (`
 
 Example:
     >>> JOB.name, OrganismEvalConfig().models
-    ('organism-eval', ('smollm2-135m', 'tiny-r1', 'tiny-overthink'))
+    ('organism-eval', ('smollm2-135m', 'smol-r1-once', 'tiny-r1', 'tiny-overthink'))
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ class OrganismEvalConfig(ConfigGroup):
 
     model: str = "smol-r1"
     """The organism evaluated first (its traces carry the ground truth)."""
-    models: tuple[str, ...] = ("smollm2-135m", "tiny-r1", "tiny-overthink")
-    """The models it is compared with, comma-separated (its base, the zoo's R1 models)."""
+    models: tuple[str, ...] = ("smollm2-135m", "smol-r1-once", "tiny-r1", "tiny-overthink")
+    """The models it is compared with, comma-separated (its base, its sibling that concludes once, the zoo's R1 models)."""
     n_eval: int = 25
     """Held-out problems evaluated per step count."""
     step_counts: tuple[int, ...] = (1, 2, 3, 4)
-    """Step counts of the held-out problems, comma-separated (smol-r1 trains on 1-8; 1-4 keeps the CPU cost small)."""
+    """Step counts of the held-out problems, comma-separated (smol-r1 trains on 1-4)."""
     seed: int = HELD_OUT["eval"]
     """Seed of the held-out problems."""
     batch_size: int = 40
