@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 # results/ is on sys.path as a script; each module registers its summaries, in this order
+import anchors_collectors  # noqa: F401
 import bench_collectors  # noqa: F401
 import latent_collectors  # noqa: F401
 import lens_collectors  # noqa: F401
