@@ -14,8 +14,9 @@ Both read the answer distribution that follows a prefix of the trace (``prompt +
   embedding cosine) replaced it; the rollouts from prefix ``i + 1`` kept it. Importance: accuracy kept minus accuracy
   replaced (Newcombe), and KL(kept || replaced) (bootstrap over rollouts).
 
-Answer distributions are counts of the extracted answers; a KL divergence adds one pseudo-count to every answer seen
-in either distribution (Laplace smoothing: finite with a few samples; the paper's code smooths by 1e-9 with 100).
+Answer distributions are counts of the extracted answers themselves; a KL divergence adds one pseudo-count to every
+answer seen in either distribution (the reference code's ``calculate_kl_divergence`` with ``use_prob_true=False`` and
+``laplace_smooth=True``; its defaults, a binary correct/incorrect distribution smoothed by 1e-9, suit 100 samples).
 
 Example:
     >>> round(answer_kl(["7", "7", "8"], ["7", "8", "8"]), 4)
