@@ -4,7 +4,8 @@
   attending to sentence ``i``'s tokens, in every layer and head (:class:`SuppressAttention`: the additive attention mask
   that each attention module receives gets ``-inf``-like entries there, with eager attention; a forward pre-hook per
   layer, removed and the attention implementation restored on exit, exception or not). ``M[i, j]`` is the mean over
-  sentence ``j``'s tokens (``j > i``) of ``KL(clean || suppressed)`` of the next-token distributions (nats).
+  sentence ``j``'s tokens (``j > i``) of ``KL(clean || suppressed)`` of the full next-token distributions (nats; the
+  reference code's ``get_suppression_KL_matrix`` averages the log of a KL of temperature-0.6 top-p distributions).
 - **Receiver heads** (:func:`receiver_heads`): per head, the sentence-averaged attention pattern (the mean weight from
   sentence ``j``'s tokens to sentence ``i``'s), each sentence's *vertical score* (the mean it receives from sentences
   ``j >= i + proximity``), and the kurtosis of those scores across sentences (Fisher's, scipy); the ``top_k`` heads of
