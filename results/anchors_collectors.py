@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collect_core import RECORDS, collector, read_json, summary
+from collect_core import RECORDS, collector, read_json, setting_rows, summary
 
 #: model -> the committed record of its ``thought-anchors`` run.
 ANCHORS_RECORDS = {"tiny-overthink": "thought-anchors-tiny-overthink", "smollm2-135m": "thought-anchors-smollm2-135m"}
@@ -30,17 +30,8 @@ def _job_values(record: str) -> dict[str, Any]:
     return {"n_traces": n, "findings": findings, "traces": traces, "mean_seconds": mean_seconds}
 
 
-def _setting_rows(record: str) -> list[dict[str, Any]]:
-    doc = read_json(RECORDS / record / "results" / "validate.json")
-    keep = ("method", "setting", "kind", "statistic", "value", "ci", "verdict", "expected", "n", "seconds")
-    rows = []
-    for r in doc["rows"]:
-        if r["method"] != "thought-anchors":
-            continue
-        d = r.get("details") or {}
-        extra = {k: d[k] for k in ("hit_rate", "hit_ci", "mutants", "means", "margin") if k in d}
-        rows.append({k: r[k] for k in keep} | {"details": extra})
-    return rows
+#: What the docs read of each thought-anchors setting's details.
+ANCHOR_DETAILS = ("hit_rate", "hit_ci", "mutants", "means", "margin")
 
 
 @collector("anchors")
@@ -51,7 +42,7 @@ def anchors() -> dict[str, Any]:
     runs = [RECORDS / r for r in recs]
     config = {model: read_json(RECORDS / rec / "config.json") for model, rec in ANCHORS_RECORDS.items()}
     values = {"models": {model: _job_values(rec) for model, rec in ANCHORS_RECORDS.items()},
-              "settings": _setting_rows(ANCHORS_VALIDATE_RECORD)}
+              "settings": setting_rows(ANCHORS_VALIDATE_RECORD, "thought-anchors", ANCHOR_DETAILS)}
     command = ("thinklens run thought-anchors --model tiny-overthink --n-traces 12 --threads 1 --out RUN1; thinklens run "
                "thought-anchors --model smollm2-135m --n-traces 2 --max-new-tokens 160 --max-sentences 7 --n-forced 4 "
                "--n-rollouts 4 --rollout-tokens 24 --threads 1 --out RUN2; thinklens run validate --methods thought-anchors "

@@ -53,6 +53,14 @@ def summary(command: str, runs: list[Path], config: Any, values: Any, extra_sour
             "config": config, "values": values}
 
 
+def setting_rows(record: str, method: str, detail_keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``method``'s rows of a committed validate record: the row's headline fields and the named keys of its details."""
+    doc = read_json(RECORDS / record / "results" / "validate.json")
+    keep = ("method", "setting", "kind", "statistic", "value", "ci", "verdict", "expected", "n", "seconds")
+    return [{k: r[k] for k in keep} | {"details": {k: d[k] for k in detail_keys if k in d}}
+            for r in doc["rows"] if r["method"] == method for d in [r.get("details") or {}]]
+
+
 def zoo_record(name: str) -> dict[str, Any]:
     """A zoo model's training record (data/zoo/NAME/zoo.json)."""
     return read_json(ROOT / "data" / "zoo" / name / "zoo.json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collect_core import RECORDS, collector, read_json, summary
+from collect_core import RECORDS, collector, read_json, setting_rows, summary
 
 #: model -> the committed record of its ``tuned-lens`` run at the job's default size.
 LENS_RECORDS = {"smollm2-135m": "tuned-lens-smollm2-135m", "tiny-r1": "tuned-lens-tiny-r1"}
@@ -29,18 +29,9 @@ def _job_values(record: str) -> dict[str, Any]:
             "n_traces_answered": len(traces)}
 
 
-def _setting_rows(record: str) -> list[dict[str, Any]]:
-    doc = read_json(RECORDS / record / "results" / "validate.json")
-    keep = ("method", "setting", "kind", "statistic", "value", "ci", "verdict", "expected", "n", "seconds")
-    rows = []
-    for r in doc["rows"]:
-        if r["method"] != "tuned-lens":
-            continue
-        d = r.get("details") or {}
-        extra = {k: d[k] for k in ("blowup", "logit_kl_clean", "tuned_kl_clean", "logit_kl_planted", "tuned_kl_planted",
-                                   "marginal_kl", "output_change", "shown_worse", "worst_block") if k in d}
-        rows.append({k: r[k] for k in keep} | {"details": extra})
-    return rows
+#: What the docs read of each tuned-lens setting's details.
+LENS_DETAILS = ("blowup", "logit_kl_clean", "tuned_kl_clean", "logit_kl_planted", "tuned_kl_planted",
+                                   "marginal_kl", "output_change", "shown_worse", "worst_block")
 
 
 @collector("lens")
@@ -50,7 +41,8 @@ def lens() -> dict[str, Any]:
     runs = [RECORDS / r for r in (*LENS_RECORDS.values(), LENS_VALIDATE_RECORD, LENS_REAL_RECORD)]
     config = {model: read_json(RECORDS / rec / "config.json") for model, rec in LENS_RECORDS.items()}
     values = {"models": {model: _job_values(rec) for model, rec in LENS_RECORDS.items()},
-              "settings": _setting_rows(LENS_VALIDATE_RECORD) + _setting_rows(LENS_REAL_RECORD)}
+              "settings": [*setting_rows(LENS_VALIDATE_RECORD, "tuned-lens", LENS_DETAILS),
+                           *setting_rows(LENS_REAL_RECORD, "tuned-lens", LENS_DETAILS)]}
     command = ("thinklens run tuned-lens --model smollm2-135m --threads 1 --out RUN1; thinklens run tuned-lens --model tiny-r1 "
                "--threads 1 --out RUN2; thinklens run validate --methods tuned-lens --threads 1 --out RUN3; thinklens run "
                "validate --model smollm2-135m --methods tuned-lens --quick --threads 1 --out RUN4; "
