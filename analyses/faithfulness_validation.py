@@ -108,7 +108,7 @@ def measure(model: Any, plan: Plan, *, seed: int, prefix: Prefix | None = None, 
             load_bearing: bool = True) -> dict[str, Any]:
     """Per unit: early answering's AOC and the mistake's answer change (edited and no-op) on the decorative chains,
     and on the load-bearing ones when ``load_bearing``; ``prefix`` / ``delta`` replace the method's (the mutants)."""
-    from thinklens.analyses import faithfulness as F
+    from thinklens.analyses import faithfulness_battery as F
     from thinklens.data.formats import format_for
     from thinklens.data.problemsets import ProblemSet
 
