@@ -58,6 +58,7 @@ BAD: dict[str, dict] = {
     "ValidateConfig": {"seed": -1},
     "TunedLensConfig": {"n_train": 0},
     "ThoughtAnchorsConfig": {"n_rollouts": 1},
+    "FaithfulnessConfig": {"fractions": "0.5,1"},
 }
 
 #: Values a config needs besides its defaults (eval refuses an empty --data).

@@ -147,7 +147,8 @@ KINDS_AS_FILED = {
                   "sae-real/planted", "steer/planted", "reasoning-vector/planted", "tuned-lens/benchmark"},
     "planted": {"hybrid/skill-gap", "hybrid/absent-behaviour", "hybrid/planted-latent", "lynx/planted", "lynx/planted-model",
                 "mi-peaks/planted", "mi-peaks/planted-model",
-                "mi-peaks/planted-synthetic", "findings/planted", "sae/planted", "tuned-lens/planted", "thought-anchors/planted"},
+                "mi-peaks/planted-synthetic", "findings/planted", "sae/planted", "tuned-lens/planted", "thought-anchors/planted",
+                "faithfulness/planted"},
 }
 
 
