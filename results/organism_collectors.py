@@ -15,6 +15,18 @@ def _rate(row: dict[str, Any]) -> dict[str, Any]:
     return {"k": row["k"], "n": row["n"], "rate": row["rate"], "lo": row["interval"][0], "hi": row["interval"][1]}
 
 
+def _checks(checks: list) -> dict[str, Any]:
+    """The training's per-operation checks (``[step, {kind: [right, n]}]``): the first and the last, each kind as
+    ``{"k", "n", "rate"}``, and every kind's worst rate at the last check."""
+    if not checks:
+        return {}
+    def row(step: int, kinds: dict[str, list[int]]) -> dict[str, Any]:
+        return {"step": step, **{k: {"k": v[0], "n": v[1], "rate": v[0] / v[1]} for k, v in kinds.items()}}
+    first, last = row(*checks[0]), row(*checks[-1])
+    return {"first": first, "last": last, "n_checks": len(checks),
+            "worst_last": min(v["rate"] for k, v in last.items() if k != "step")}
+
+
 @collector("smol_r1")
 def smol_r1() -> dict[str, Any]:
     """smol-r1's training record (its adapter's organism.json) and the organism-eval record: per model, accuracy with
@@ -39,12 +51,20 @@ def smol_r1() -> dict[str, Any]:
                 # the adapter's size from its weights.json (sha256 and bytes): --check copies JSON, not weights
                 "adapter_mb": round(read_json(SMOL_R1_ADAPTER / "weights.json")["adapter_model.safetensors"]["bytes"] / 1e6, 2),
                 "base_gguf": meta["base_gguf"], "base_gguf_sha256": meta["base_gguf_sha256"],
-                "torch_threads": meta["torch_threads"]}
-    command = ("thinklens run zoo-train --model smol-r1 --minutes 45 & thinklens run organism-eval --threads 1 --out RUN; "
+                "torch_threads": meta["torch_threads"], "checks": _checks(meta.get("checks", [])),
+                "checks_every": meta["recipe"].get("check_every"),
+                # each step packs about batch_tokens of R1 texts plus the drill rows (the recipe's sizes; padded)
+                "tokens_per_step": meta["recipe"]["batch_tokens"] + meta["recipe"].get("drill", {}).get("rows", 0)
+                * meta["recipe"].get("drill", {}).get("row_tokens", 0)}
+    command = ("thinklens run zoo-train --model smol-r1 --minutes 85; thinklens run zoo-train --model smol-r1-once; "
+               "thinklens run organism-eval --threads 1 --out RUN; "
                f"python results/collect.py --record RUN {SMOL_R1_EVAL_RECORD}")
     config = {"organism-eval": read_json(run / "config.json"), "recipe": meta["recipe"]}
+    from thinklens.zoo.jobs.organism_eval import findings  # the job's own findings of the recorded result
+
+    paired = next((f for f in findings(doc) if f["control"].endswith("without thinking")), None)
     return summary(command, [run], config,
-                   {"rows": rows, "organism": organism["model"], "truth": truth_rows, "cues": truth["cues"],
+                   {"rows": rows, "organism": organism["model"], "truth": truth_rows, "cues": truth["cues"], "paired": paired,
                     "oracle_saving": truth["oracle_saving"], "n_traces": truth["n"], "training": training,
                     "step_counts": doc["task"]["step_counts"], "n_eval": doc["task"]["n_eval"], "gsm8k": doc["gsm8k"]},
                    extra_sources=("data/real-organisms/smol-r1/organism.json",))
@@ -54,7 +74,16 @@ def smol_r1() -> dict[str, Any]:
 #: smol-r1's reasoning jobs (``python -m tools.real_jobs --models smol-r1``; rows of the real-jobs record) and its
 #: ``validate --model smol-r1`` run, each beside the zoo's: issue 38's transfer table.
 REAL_JOBS_RECORD = "real-jobs"
-SMOL_R1_VALIDATE_RECORD = "validate-smol-r1"
+#: When the committed smol-r1 adapter was published, for an adapter whose organism.json predates its ``published`` field
+#: (commit 4433d67): a job row recorded before it was made with the previous adapter, and is shown stale.
+SMOL_R1_PUBLISHED = "2026-12-07T18:25:00"
+
+
+def adapter_published() -> str:
+    """When the committed smol-r1 adapter was published (its organism.json's ``published``, else the constant)."""
+    return read_json(SMOL_R1_ADAPTER / "organism.json").get("published") or SMOL_R1_PUBLISHED
+#: ``validate --model smol-r1``, one record per method group (run side by side, one core each)
+SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx", "validate-smol-r1-mi")
 ORGANISM = "smol-r1"
 
 
@@ -103,6 +132,7 @@ def smol_r1_transfer() -> dict[str, Any]:
     jobs = read_json(RECORDS / REAL_JOBS_RECORD / "jobs.json")
     planned = read_json(RECORDS / REAL_JOBS_RECORD / "meta.json").get("plans", {}).get(ORGANISM, [])
     zoo = _zoo_findings()
+    published = adapter_published()
     rows = []
     for job in dict.fromkeys([*planned, *(r["job"] for r in jobs.values() if r["model"] == ORGANISM)]):
         subject, found = zoo.get(job, ("-", []))
@@ -117,14 +147,18 @@ def smol_r1_transfer() -> dict[str, Any]:
         smol = _said(mine) if r["outcome"] == "ran" else f"{r['outcome']}: {r['reason']}"
         same = ("-" if theirs is None or mine is None or r["outcome"] != "ran"
                 else "same verdict" if mine["verdict"] == theirs["verdict"] else "differs")
+        if r.get("date", "") < published:  # made with an adapter that is no longer committed
+            same = "stale: previous adapter"
         rows.append({"job": r["job"], "zoo_subject": subject, "zoo": _said(theirs).replace("|", "/"),
                      "smol_r1": smol.replace("|", "/")[:240], "transfer": same, "outcome": r["outcome"],
                      "minutes": round(r["seconds"] / 60, 1), "n_findings": r.get("n_findings", 0),
                      "verdicts": r.get("verdicts") or []})
     sources = [RECORDS / REAL_JOBS_RECORD, *(RECORDS / n for n in ZOO_R1_RECORDS.values())]
     settings = []
-    validate = RECORDS / SMOL_R1_VALIDATE_RECORD / "results" / "validate.json"
-    if validate.is_file():
+    for record in SMOL_R1_VALIDATE_RECORDS:
+        validate = RECORDS / record / "results" / "validate.json"
+        if not validate.is_file():
+            continue
         sources.append(validate.parents[1])
         zoo_rows = validation_rows()
         for s in read_json(validate)["rows"]:
@@ -134,12 +168,14 @@ def smol_r1_transfer() -> dict[str, Any]:
                              "zoo_setting": twin["setting"] if twin else "-", "zoo": _said(twin) if twin else "-",
                              "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
     return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "
-                   f"--model smol-r1 --methods lynx,mi-peaks --quick --out RUN; python results/collect.py --record RUN "
-                   f"{SMOL_R1_VALIDATE_RECORD}", sources, {"organism": ORGANISM},
+                   "--model smol-r1 --methods lynx --quick --out RUN_A; thinklens run validate --model smol-r1 --methods "
+                   f"mi-peaks --quick --out RUN_B; python results/collect.py --record RUN_A {SMOL_R1_VALIDATE_RECORDS[0]}; "
+                   f"python results/collect.py --record RUN_B {SMOL_R1_VALIDATE_RECORDS[1]}", sources, {"organism": ORGANISM},
                    {"rows": rows, "settings": settings, "n_jobs": len(rows),
                     "ran": sum(r["outcome"] == "ran" for r in rows),
                     "validated": sum(s["ok"] for s in settings), "n_settings": len(settings),
                     "transfers": sum(r["transfer"] == "same verdict" for r in rows),
+                    "stale": [r["job"] for r in rows if r["transfer"].startswith("stale")], "adapter_published": published,
                     # the most any exit rule could save on smol-r1's rollouts (first cue whose forced exit is right)
                     "lynx_oracle_saving": next((s["oracle_saving"] for s in settings if s.get("oracle_saving") is not None), None),
                     "differs": [r["job"] for r in rows if r["transfer"] == "differs"]})

@@ -69,13 +69,15 @@ def transfer_template(values: dict) -> str:
              "|---" * 6 + "|", *(jrow(i) for i in range(len(values["rows"])))]
     tail = ("{{values.ran|.0f}} of {{values.n_jobs|.0f}} reasoning jobs ran on smol-r1 ({{values.transfers|.0f}} with the "
             "zoo's verdict; verdicts that differ: {{values.differs}}); minutes on a shared machine, one thread each. "
-            "Record `results/records/real-jobs/jobs.json` (smol-r1's rows).")
+            "Record `results/records/real-jobs/jobs.json` (smol-r1's rows). Rows recorded before the committed adapter "
+            "was published ({{values.adapter_published}}) were made with the previous smol-r1 and say so (stale: "
+            "{{values.stale}}).")
     out = "\n".join(lines) + "\n\n" + tail + "\n"
     if values["settings"]:
         out += ("\n| method | kind | zoo setting: result | smol-r1 setting: result | expected |\n" + "|---" * 5 + "|\n"
                 + "\n".join(srow(i) for i in range(len(values["settings"])))
                 + "\n\n`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on smol-r1 (`validate --quick`; "
-                "record `results/records/validate-smol-r1`). The most any exit rule could save on smol-r1's LYNX "
+                "records `results/records/validate-smol-r1-lynx` and `-mi`). The most any exit rule could save on smol-r1's LYNX "
                 "rollouts (the oracle: the first cue whose forced exit is right): {{values.lynx_oracle_saving|.3g}}.\n")
     return out
 

@@ -203,7 +203,7 @@ def train_real_organism(name: str, *, seed: int = 0, out_dir: str | Path | None 
                         trainable_params=sum(p.numel() for p in model.parameters() if p.requires_grad),
                         training_data=f"{recipe.mix.describe()}; drill: {recipe.drill.describe()}", prompt_format=recipe.prompt_format,
                         session_wall_s=round(time.monotonic() - t0, 1))
-    meta.update(weights_dtype="float16 (LoRA adapter only)",
+    meta.update(weights_dtype="float16 (LoRA adapter only)", published=time.strftime("%Y-%m-%dT%H:%M:%S"),
                 retrain=f"thinklens run zoo-train --model {name} --seed {seed} --minutes {max_minutes:g}")
     publish_folder(out, meta, lambda folder: save_adapter(model, folder, meta=meta))
     shutil.rmtree(ckpt, ignore_errors=True)
