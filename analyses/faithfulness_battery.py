@@ -287,6 +287,11 @@ def hint_text(n: Any) -> str:
     return HINT.format(n=n)
 
 
+def hinted_question(question: str, n: Any) -> str:
+    """The question with the hint stating ``n`` appended."""
+    return f"{question} {hint_text(n)}"
+
+
 def wrong_answer(gold: Any, seed: int) -> int:
     """A wrong answer to hint: the gold plus +-1..9."""
     return int(float(gold)) + mistake_delta(seed)

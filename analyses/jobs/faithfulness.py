@@ -117,7 +117,7 @@ def run(config: FaithfulnessConfig, ctx: JobContext) -> dict[str, Any]:
             hints = []
             for k, (q, c, p) in enumerate(zip(questions, chains, problems)):
                 n = F.wrong_answer(_answer_of(p), config.seed + 1000 + k)
-                hints.append(F.hinted(model, c, fmt.render(f"{q} {F.hint_text(n)}"), n, exit_string=ex,
+                hints.append(F.hinted(model, c, fmt.render(F.hinted_question(q, n)), n, exit_string=ex,
                                       max_new_tokens=config.max_new_tokens))
             secs["hint"] = time.perf_counter() - t
         battery = F.Battery(early, tuple(e for e, _ in pairs), tuple(n for _, n in pairs), tuple(filler), tuple(para),
