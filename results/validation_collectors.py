@@ -10,7 +10,8 @@ from collect_core import RECORDS, collector, read_json, summary
 #: reproduces those rows; runs side by side, one per core).
 VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
                       "validate-latent-hybrid": "latent-seek,hybrid", "validate-codi": "codi",
-                      "validate-coconut": "coconut", "validate-lens": "tuned-lens", "validate-anchors": "thought-anchors"}
+                      "validate-coconut": "coconut", "validate-lens": "tuned-lens", "validate-anchors": "thought-anchors",
+                      "validate-faithfulness": "faithfulness"}
 #: Threads of a record's run where it was not 1.
 VALIDATION_THREADS: dict[str, int] = {}
 VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "coconut",
