@@ -7,7 +7,7 @@ The model completes ``--n-traces`` problems (the synthetic task, or ``--data``) 
 - early answering: the answer forced after ``--fractions`` of the chain's sentences; the area over the curve of the
   share matching the final answer, against the same on the *decorative* control (the same problem with its answer
   stated in the prompt, ``"(The answer is N.)"``, and the model's own chain on it), paired over problems;
-- adding a mistake: one equation's result edited (+-1..9), the rest regenerated greedily; the share whose answer
+- adding a mistake: one equation's result edited (by 1 to 9, either sign), the rest regenerated greedily; the share whose answer
   changes, against the no-op edit (the same cut, nothing edited), paired (McNemar);
 - filler: the chain replaced by as many ``" ..."`` tokens; accuracy against accuracy with the chain (McNemar);
 - paraphrase: the chain reworded (connectives only, every equation kept); accuracy against the chain's;
