@@ -91,10 +91,12 @@ QUICK_NULL = Size(n_train=60, n_calibration=60, n_test=100, max_steps=3, violati
 #: test needs 1,510 negatives for power 0.8 against 0.12 at delta 0.1 (855 at 0.05): 1,800 and 2,000 test rollouts.
 FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
 #: ``validate --model M`` (an R1-format organism with re-check rounds, smol-r1): the planted setting on M's own
-#: rollouts. A real 135M model's rollouts cost ten times tiny-overthink's on a CPU, so the quick size is small and
-#: says how coarse a violation and a harm it sees (with 40 calibration rollouts tiny-overthink, run as --model, left
-#: 17 negatives: delta 0.05 was not evaluated, so 60); the full one is the zoo's quick size.
-QUICK_MODEL = Size(n_train=40, n_calibration=60, n_test=40, max_steps=1, violation=0.3, harm_margin=0.1)
+#: rollouts, over M's own step range. A real 135M model's rollouts cost ten times tiny-overthink's on a CPU, so the quick
+#: size is small and says how coarse a violation and a harm it sees. Its negatives (cues where a forced exit is wrong)
+#: are few: smol-r1's greedy traces hold 0.37 per trace at 1-4 steps (28 cues before the answer and 9 after a slipped
+#: conclusion in 100, its organism-eval record) and almost none at 1 step, where 40 test rollouts held 6 and delta 0.05
+#: could not be calibrated; so 1-4 steps and 100 calibration rollouts (about 37 negatives; delta 0.05 needs 19).
+QUICK_MODEL = Size(n_train=40, n_calibration=100, n_test=60, max_steps=4, violation=0.3, harm_margin=0.1)
 FULL_MODEL = QUICK_PLANTED
 #: ``validate --model M``'s null, on M's sibling that concludes once (smol-r1-once beside smol-r1): its cues ("Hmm,"
 #: before most multiplications) all come before the answer is known. Up to 4 steps, so that most rollouts hold a cue;

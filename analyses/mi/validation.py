@@ -97,13 +97,15 @@ MIN_PEAK_CONTRAST = 1.0
 ORGANISMS = ("tiny-overthink", "tiny-r1")
 """Preferred organism first; the first one in the zoo is used."""
 SITE = "resid_post.1"
-MODEL_PRODUCING = True
-"""``validate --model M``'s planted steps are the states that produce the value's first digit (at the token before it),
-where only a state that computed the value can hold it, and the gap must beat the same estimator on the raw token
-embeddings (:func:`beats_raw_tokens`). At the value's own tokens (the zoo settings' steps) a reader of the raw tokens
-scores as well: measured on tiny-overthink (quick, 16 trajectories), the embed site's gap there is 0.047 [0.034, 0.058]
-against block 1's 0.053 [0.040, 0.065] (paired difference 0.006, p = 0.26); at the producing steps block 1's gap is
-0.003 [-0.009, 0.014] and blocks 2 and 3 score no more (:func:`measure` at each site, seed 0; docs/mi-peaks.md)."""
+MODEL_PRODUCING = False
+"""``validate --model M``'s planted steps are the value's own tokens (the paper's), and the gap must beat the same
+estimator on the raw token embeddings (:func:`beats_raw_tokens`): a reader of the tokens alone scores there too, so the
+planted gap counts only above it. The states that *produce* the value (the token before it, :func:`answer_steps`'s
+``producing``) are scored beside it as a stricter reading. Measured at seed 0, quick size (16 trajectories;
+:func:`measure` at each site): on smol-r1, block 7's gap at the value's tokens is 0.41 [0.33, 0.49] against the embed
+site's 0.024 [0.015, 0.033], and at the producing steps both are 0 (block 7: -0.0002 [-0.041, 0.040]); on
+tiny-overthink, block 1's 0.053 [0.040, 0.065] against the embed site's 0.047 [0.034, 0.058] (paired difference 0.006,
+p = 0.26), and at the producing steps no block of the four shows a gap."""
 STEPS = (2, 4)
 """Chain lengths of the problems (min, max)."""
 
@@ -323,7 +325,13 @@ def model_site(ctx: SettingContext) -> str:
 def _planted_model(ctx: SettingContext) -> Check:
     m = measure(ctx, independent=False, sub="planted-model", model=ctx.model, site=model_site(ctx), producing=MODEL_PRODUCING)
     raw = measure(ctx, independent=False, sub="planted-model-embed", model=ctx.model, site="embed", producing=MODEL_PRODUCING)
-    return beats_raw_tokens(gap_check(m, seed=ctx.seed, planted=True), m, raw, seed=ctx.seed)
+    check = beats_raw_tokens(gap_check(m, seed=ctx.seed, planted=True), m, raw, seed=ctx.seed)
+    # the stricter reading, from the same run: the states that produce the value (reported, not judged)
+    strict = gap_check(measure(ctx, independent=False, sub="planted-model", model=ctx.model, site=model_site(ctx),
+                               producing=not MODEL_PRODUCING), seed=ctx.seed, planted=True)
+    check.details["other_steps"] = {"producing": not MODEL_PRODUCING, "gap": strict.value, "gap_ci": list(strict.ci),
+                                    "p_gap": strict.details["p_gap"], "n": strict.n, "verdict_alone": strict.verdict}
+    return check
 
 
 def _null_model(ctx: SettingContext) -> Check:

@@ -38,6 +38,8 @@ def test_smol_r1_thinks_and_a_forced_exit_at_answer_known_at_answers_it(smol_r1)
     traces = smol_r1.generate(prompts, max_new_tokens=SMOL_R1.mix.token_budget(1))
     done = [(p, t) for p, t in zip(problems, traces) if THINK_CLOSE in t.text and extract_answer(t.text) is not None]
     assert len(done) >= 3, [t.text for t in traces]  # a closed <think> span, then a \boxed{} answer
+    # it reasons, not only the format: 25/25 one-step problems right in its committed evaluation
+    assert sum(extract_answer(t.text) == str(p.answer) for p, t in done) >= 3, [t.text for _, t in done]
     known = [(p, t, truth) for p, t in done if (truth := trace_truth(t.tokens, p)).answer_known_at is not None]
     assert known, [t.text for _, t in done]
     answers = forced_answers(smol_r1, [t.prompt_ids + t.token_ids[:truth.answer_known_at] for _, t, truth in known])
