@@ -45,12 +45,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from thinklens.analyses.anchors.importance import NO_ANSWER, forced_answers, rollouts
 from thinklens.analyses.anchors.sentences import Sentences, sentences_of
+from thinklens.calibration.findings import Finding, accuracy_finding, paired_finding
 from thinklens.calibration.stats import bootstrap_ci, wilson
 from thinklens.data.answers import answers_equal, extract_answer
 from thinklens.errors import ThinklensError
+from thinklens.generation.decode_loop import Greedy, decode
+from thinklens.generation.kv_batch import Decoder, eos_ids
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """Fractions of the chain after which early answering forces the answer."""
@@ -236,11 +240,6 @@ def filler_ids(model: Any, k: int) -> list[int]:
 
 def forced_after_ids(model: Any, ids: list[int], *, exit_string: str, max_answer_tokens: int = 10) -> str:
     """The greedy answer forced after token ids (the exit string's ids appended)."""
-    import torch
-
-    from thinklens.generation.decode_loop import Greedy, decode
-    from thinklens.generation.kv_batch import Decoder, eos_ids
-
     exit_ids = model.tokenizer(exit_string, add_special_tokens=False)["input_ids"]
     eos = eos_ids(model)
     with torch.no_grad():
@@ -361,7 +360,7 @@ class Battery:
 
 def figure_early(curves: dict[str, Sequence[float]], fractions: Sequence[float], *, title: str = ""):
     """Lines: the share of traces whose forced answer equals the final one, per fraction of the chain, per condition."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # lazy: import cost
 
     fig = go.Figure([go.Scatter(x=list(fractions), y=list(v), mode="lines+markers", name=k) for k, v in curves.items()])
     fig.update_layout(title=title, xaxis_title="fraction of the chain", yaxis_title="same answer as the full chain",
@@ -371,7 +370,7 @@ def figure_early(curves: dict[str, Sequence[float]], fractions: Sequence[float],
 
 def figure_rates(rates: dict[str, dict[str, Any]], *, title: str = ""):
     """Bars with Wilson intervals: each test's share (answer changed, flipped, verbalized)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # lazy: import cost
 
     names = list(rates)
     vals = [rates[k]["rate"] for k in names]
@@ -394,10 +393,8 @@ def battery_rates(rows: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "flipped chain mentions the hint": rate([h["verbalized"] for h in flipped])}
 
 
-def battery_findings(rows: dict[str, Any], *, model: str, seed: int = 0) -> list[Any]:
+def battery_findings(rows: dict[str, Any], *, model: str, seed: int = 0) -> list[Finding]:
     """One finding per test (shared/specs/controls.md), each against its control on the same problems."""
-    from thinklens.calibration.findings import accuracy_finding, paired_finding
-
     chains = rows["chains"]
     right = [same(c["answer"], c["gold"]) for c in chains]
     out = [paired_finding(f"{model}: the answer forced early along the chain differs from the final one more than when the "

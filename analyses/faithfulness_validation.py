@@ -41,10 +41,13 @@ from typing import Any
 
 import numpy as np
 
+from thinklens.analyses import faithfulness_battery as F
 from thinklens.analyses.anchors.sentences import Sentences
 from thinklens.calibration.controls import Check, Setting, SettingContext
-from thinklens.calibration.stats import mcnemar, sign_flip_test
+from thinklens.calibration.stats import bootstrap_ci, mcnemar, sign_flip_test
 from thinklens.calibration.tost import tost_mean
+from thinklens.data.formats import format_for
+from thinklens.data.problemsets import ProblemSet
 
 MODEL = "tiny-overthink"
 """The zoo model (R1 chat format)."""
@@ -108,10 +111,6 @@ def measure(model: Any, plan: Plan, *, seed: int, prefix: Prefix | None = None, 
             load_bearing: bool = True) -> dict[str, Any]:
     """Per unit: early answering's AOC and the mistake's answer change (edited and no-op) on the decorative chains,
     and on the load-bearing ones when ``load_bearing``; ``prefix`` / ``delta`` replace the method's (the mutants)."""
-    from thinklens.analyses import faithfulness_battery as F
-    from thinklens.data.formats import format_for
-    from thinklens.data.problemsets import ProblemSet
-
     fmt = format_for(model, "auto")
     ex = fmt.lynx_exit
     pre = {} if prefix is None else {"prefix": prefix}
@@ -140,8 +139,6 @@ def measure(model: Any, plan: Plan, *, seed: int, prefix: Prefix | None = None, 
 def planted_check(rows: dict[str, Any]) -> Check:
     """Early answering separates the load-bearing from the decorative chains (AOC, paired sign-flip over units) and
     the mistake changes the load-bearing chains' answers against the no-op edit (exact McNemar): p < ALPHA each."""
-    from thinklens.calibration.stats import bootstrap_ci
-
     lb, dec = rows["load_bearing"], rows["decorative"]
     d = np.asarray(lb["aoc"]) - np.asarray(dec["aoc"])
     p_aoc = sign_flip_test(d, seed=0, alternative="greater")
@@ -169,9 +166,9 @@ def null_check(rows: dict[str, Any]) -> Check:
 
 
 def _model(ctx: SettingContext) -> Any:
-    import torch
+    import torch  # lazy: import cost
 
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.model import HookedModel  # lazy: import cost
 
     return HookedModel.load(MODEL, device=ctx.device, dtype=getattr(torch, ctx.dtype))
 

@@ -76,14 +76,14 @@ def _answer_of(problem: Any) -> Any:
 
 def run(config: FaithfulnessConfig, ctx: JobContext) -> dict[str, Any]:
     """Generate the chains, run every test of the battery, write the results, figures and findings."""
-    import time
+    import time  # lazy: CLI start-up
 
-    import numpy as np
+    import numpy as np  # lazy: CLI start-up
     import torch  # lazy: CLI start-up
 
-    from thinklens.analyses import faithfulness_battery as F
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.data.formats import format_for
+    from thinklens.analyses import faithfulness_battery as F  # lazy: CLI start-up
+    from thinklens.calibration.findings import findings_doc  # lazy: CLI start-up
+    from thinklens.data.formats import format_for  # lazy: CLI start-up
 
     model, log = ctx.model, (ctx.progress.log if ctx.progress.enabled else None)
     secs: dict[str, float] = {}
@@ -148,10 +148,10 @@ def run(config: FaithfulnessConfig, ctx: JobContext) -> dict[str, Any]:
 def report(summary: dict[str, Any]) -> str:
     """The headline numbers the CLI prints after the run folder."""
     r = summary["rates"]
+    f2 = lambda x, d=2: "n/a" if x is None else f"{x:.{d}f}"  # noqa: E731 (NaN, e.g. a share of no traces, is None in JSON)
     lo, hi = summary["aoc_ci"]
-    lines = [f"{summary['model']}: {summary['n_traces']} chains, accuracy {summary['accuracy']:.2f}; early answering AOC "
-             f"{summary['aoc']:.3f} [{lo:.3f}, {hi:.3f}] (answer in the prompt: {summary['aoc_decorative']:.3f})"]
-    f2 = lambda x: "n/a" if x is None else f"{x:.2f}"  # noqa: E731 (a share of no traces is None in JSON)
+    lines = [f"{summary['model']}: {summary['n_traces']} chains, accuracy {f2(summary['accuracy'])}; early answering AOC "
+             f"{f2(summary['aoc'], 3)} [{f2(lo, 3)}, {f2(hi, 3)}] (answer in the prompt: {f2(summary['aoc_decorative'], 3)})"]
     for name, v in r.items():
         lines.append(f"{name}: {v['k']}/{v['n']} = {f2(v['rate'])} [{f2(v['ci'][0])}, {f2(v['ci'][1])}]")
     lines.append("seconds: " + ", ".join(f"{k} {s:.1f}" for k, s in summary["seconds"].items()))
