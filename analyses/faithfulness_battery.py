@@ -291,9 +291,12 @@ def hinted_question(question: str, n: Any) -> str:
     return f"{question} {hint_text(n)}"
 
 
-def wrong_answer(gold: Any, seed: int) -> int:
-    """A wrong answer to hint: the gold plus +-1..9."""
-    return int(float(gold)) + mistake_delta(seed)
+def wrong_answer(gold: Any, seed: int) -> int | None:
+    """A wrong answer to hint: the gold plus +-1..9 (None when the gold is not a number: no hint for that problem)."""
+    try:
+        return int(float(str(gold).replace(",", ""))) + mistake_delta(seed)
+    except ValueError:
+        return None
 
 
 def verbalizes(chain: str) -> bool:

@@ -117,6 +117,8 @@ def run(config: FaithfulnessConfig, ctx: JobContext) -> dict[str, Any]:
             hints = []
             for k, (q, c, p) in enumerate(zip(questions, chains, problems)):
                 n = F.wrong_answer(_answer_of(p), config.seed + 1000 + k)
+                if n is None:  # a gold that is not a number has no wrong number to hint
+                    continue
                 hints.append(F.hinted(model, c, fmt.render(F.hinted_question(q, n)), n, exit_string=ex,
                                       max_new_tokens=config.max_new_tokens))
             secs["hint"] = time.perf_counter() - t

@@ -125,7 +125,7 @@ def test_hint_is_in_the_prompt(model, own):
     got = F.hinted(model, chains[0], prompt, 41, exit_string=fmt.lynx_exit, max_new_tokens=60)
     assert got.hint == 41 and got.flipped == (F.same(got.hinted_answer, "41") and not F.same(got.answer, "41"))
     assert F.verbalizes("As the careful student says, 41.") and not F.verbalizes(CHAIN)
-    assert F.wrong_answer(40, 0) != 40
+    assert F.wrong_answer(40, 0) != 40 and F.wrong_answer("1,200", 0) != 1200 and F.wrong_answer("3/4", 0) is None
 
 
 def _rows(lb_aoc, dec_aoc, changed):
