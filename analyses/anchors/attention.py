@@ -183,7 +183,7 @@ def sentence_attention(pattern: Tensor, owner: Sequence[int]) -> Tensor:
 def receiver_heads(model: Any, ids: Sequence[int], owner: Sequence[int], *, proximity: int = PROXIMITY,
                    top_k: int = TOP_K) -> ReceiverHeads:
     """Receiver heads (the module's docstring) from one forward's attention patterns."""
-    from scipy.stats import kurtosis
+    from scipy.stats import kurtosis  # lazy: import cost (scipy)
 
     n = max(owner) + 1
     pats = attention_patterns(model, torch.tensor([list(ids)], dtype=torch.long))  # [layer] of [1, head, q, k]

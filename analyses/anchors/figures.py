@@ -17,7 +17,7 @@ def _label(k: int, text: str, width: int = 28) -> str:
 
 def figure_importance(sentences: Sequence[str], measures: Mapping[str, Sequence[float]], *, title: str = ""):
     """Grouped bars: each measure's importance per sentence (hover: the sentence)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # lazy: import cost (plotly)
 
     labels = [_label(k, s) for k, s in enumerate(sentences)]
     fig = go.Figure([go.Bar(name=name, x=labels, y=list(vals), hovertext=list(sentences)) for name, vals in measures.items()])
@@ -27,7 +27,7 @@ def figure_importance(sentences: Sequence[str], measures: Mapping[str, Sequence[
 
 def figure_suppression(sentences: Sequence[str], matrix: Sequence[Sequence[float]], *, title: str = ""):
     """Heatmap of the suppression matrix: row = suppressed sentence, column = later sentence, colour = mean KL (nats)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # lazy: import cost (plotly)
 
     labels = [_label(k, s, 20) for k, s in enumerate(sentences)]
     fig = go.Figure(go.Heatmap(z=[list(r) for r in matrix], x=labels, y=labels, colorscale="Viridis", colorbar={"title": "KL"}))

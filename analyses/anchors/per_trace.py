@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -69,7 +70,6 @@ def anchors_of_trace(model: Any, sents: Sentences, gold: Any, *, problem: str = 
                      proximity: int = PROXIMITY, top_k: int = TOP_K, measures: Sequence[str] = ("forced", "resampling", "white-box"),
                      seed: int = 0, log: Callable[[str], None] | None = None) -> TraceAnchors:
     """Each measure named in ``measures`` on one trace (the white-box ones need local weights)."""
-    import time
 
     secs: dict[str, float] = {}
     t = time.perf_counter()

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,7 +132,6 @@ def word_overlap(a: str, b: str) -> float:
         >>> word_overlap("So Leo has 77 stones.", "so leo has 77 stones"), round(word_overlap("So Leo has 77", "So Leo has 70"), 3)
         (1.0, 0.6)
     """
-    from collections import Counter
 
     wa, wb = (Counter(re.findall(r"\w+", s.lower())) for s in (a, b))
     union = sum((wa | wb).values())

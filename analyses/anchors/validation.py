@@ -46,6 +46,7 @@ from thinklens.analyses.anchors.sentences import Sentences, sentences_of
 from thinklens.calibration.controls import Check, Setting, SettingContext
 from thinklens.calibration.stats import wilson
 from thinklens.calibration.tost import tost_mean
+from thinklens.data.formats import format_for
 
 MODEL = "tiny-overthink"
 """The zoo model that answers and rolls out."""
@@ -116,7 +117,6 @@ def planted_unit(k: int, *, seed: int, planted: bool) -> Unit:
 
 def unit_sentences(model: Any, unit: Unit) -> Sentences:
     """The unit as a trace continuing the model's own prompt."""
-    from thinklens.data.formats import format_for
 
     prompt = format_for(model, "auto").render(unit.question)
     got = sentences_of(prompt, " ".join(unit.sentences))
@@ -127,7 +127,6 @@ def unit_sentences(model: Any, unit: Unit) -> Sentences:
 
 def measure_units(model: Any, plan: Plan, *, seed: int, planted: bool) -> list[dict[str, Any]]:
     """Both black-box measures on every unit: per unit its value index and each measure's accuracy differences."""
-    from thinklens.data.formats import format_for
 
     exit_string = format_for(model, "auto").lynx_exit
     rows = []
@@ -193,9 +192,9 @@ def null_check(rows: Sequence[dict[str, Any]]) -> Check:
 
 
 def _model(ctx: SettingContext) -> Any:
-    import torch
+    import torch  # lazy: import cost (torch)
 
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.model import HookedModel  # lazy: import cost (transformers, nnsight)
 
     return HookedModel.load(MODEL, device=ctx.device, dtype=getattr(torch, ctx.dtype))
 

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,16 +93,15 @@ class ThoughtAnchorsConfig(DataOptions, StepRange):
 
 def run(config: ThoughtAnchorsConfig, ctx: JobContext) -> dict[str, Any]:
     """Generate the traces, score every sentence by each measure, write the results, figures and findings."""
-    import time
 
     import torch  # lazy: CLI start-up
 
-    from thinklens.analyses.anchors.anchor_findings import anchor_findings
-    from thinklens.analyses.anchors.figures import figure_importance, figure_suppression
-    from thinklens.analyses.anchors.per_trace import TraceAnchors, anchors_of_trace
-    from thinklens.analyses.anchors.sentences import sentences_of
-    from thinklens.calibration.findings import findings_doc
-    from thinklens.data.formats import format_for
+    from thinklens.analyses.anchors.anchor_findings import anchor_findings  # lazy: CLI start-up (torch)
+    from thinklens.analyses.anchors.figures import figure_importance, figure_suppression  # lazy: CLI start-up (torch)
+    from thinklens.analyses.anchors.per_trace import TraceAnchors, anchors_of_trace  # lazy: CLI start-up (torch)
+    from thinklens.analyses.anchors.sentences import sentences_of  # lazy: CLI start-up (torch)
+    from thinklens.calibration.findings import findings_doc  # lazy: CLI start-up (torch)
+    from thinklens.data.formats import format_for  # lazy: CLI start-up (torch)
 
     model, log = ctx.model, (ctx.progress.log if ctx.progress.enabled else None)
     if "anchors" not in ctx.run.pending(("anchors",)):

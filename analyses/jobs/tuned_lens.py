@@ -84,25 +84,27 @@ class TunedLensConfig(DataOptions, StepRange, SamplingOptions, OptimOptions):
 
 def _texts_rows(config: TunedLensConfig, model: Any) -> dict[str, Any]:
     """Token rows of the training and held-out texts, and where each row's kept tokens start."""
-    from thinklens.analyses.lens.lens_training import own_texts, text_rows
-    from thinklens.data.formats import format_for
+    from thinklens.analyses.lens.lens_training import own_texts, text_rows  # lazy: CLI start-up (torch)
+    from thinklens.data.formats import format_for  # lazy: CLI start-up (torch)
 
     n = config.n_train + config.n_eval
     if config.texts:
-        from thinklens.data.sources import read_rows
+        from thinklens.data.sources import read_rows  # lazy: CLI start-up (torch)
 
         rows_in, _ = read_rows(config.texts)
         texts = [r["text"] for r in rows_in if isinstance(r.get("text"), str) and r["text"].strip()]
         rows = text_rows(model.tokenizer, texts)[:n]
         if len(rows) < n:
-            raise ThinklensError.of("texts", f"{len(rows)} texts of 2+ tokens in {config.texts}", f"at least {n} (--n-train + --n-eval)",
+            raise ThinklensError.of("texts", f"{len(rows)} texts of 2+ tokens in {config.texts}",
+                                    f"at least {n} ({opt('n_train')} + {opt('n_eval')})",
                                     f"pass fewer ({opt('n_train')}, {opt('n_eval')}) or more texts")
         starts = [1] * n
         source = config.texts
     else:
         problems = list(config.problems(n + config.n_traces, seed=config.seed))
         if len(problems) < n:
-            raise ThinklensError.of("problems", len(problems), f"at least {n} (--n-train + --n-eval)", f"pass more {opt('data')}")
+            raise ThinklensError.of("problems", len(problems), f"at least {n} ({opt('n_train')} + {opt('n_eval')})",
+                                    f"pass more {opt('data')}")
         fmt = format_for(model, config.prompt_format)
         prompts = fmt.render_problems(problems[:n], model.tokenizer)
         rows, starts = own_texts(model, prompts, max_new_tokens=config.max_new_tokens, seed=config.seed,
@@ -113,8 +115,8 @@ def _texts_rows(config: TunedLensConfig, model: Any) -> dict[str, Any]:
 
 def _traces(config: TunedLensConfig, model: Any, lens: Any) -> list[dict[str, Any]]:
     """The answer read along ``n_traces`` greedy traces through both lenses (problems after the texts' own)."""
-    from thinklens.analyses.lens.along_trace import answer_target, read_along, trace_states
-    from thinklens.data.formats import format_for
+    from thinklens.analyses.lens.along_trace import answer_target, read_along, trace_states  # lazy: CLI start-up (torch)
+    from thinklens.data.formats import format_for  # lazy: CLI start-up (torch)
 
     n = config.n_train + config.n_eval
     problems = list(config.problems(n + config.n_traces, seed=config.seed))[n:]
@@ -140,14 +142,14 @@ def _traces(config: TunedLensConfig, model: Any, lens: Any) -> list[dict[str, An
 
 def run(config: TunedLensConfig, ctx: JobContext) -> dict[str, Any]:
     """Every stage not yet done (texts, train, eval, traces); returns the summary written to meta.json."""
-    import numpy as np
+    import numpy as np  # lazy: CLI start-up (torch)
     import torch  # lazy: CLI start-up (torch)
 
-    from thinklens.analyses.lens.figures import figure_answer_lens, figure_kl_by_layer
-    from thinklens.analyses.lens.lens_findings import layer_table, lens_findings
-    from thinklens.analyses.lens.lens_training import collect_states, kl_by_layer, per_text, train_translators
-    from thinklens.analyses.lens.translators import LENS_FOLDER, TunedLens
-    from thinklens.calibration.findings import findings_doc
+    from thinklens.analyses.lens.figures import figure_answer_lens, figure_kl_by_layer  # lazy: CLI start-up (torch)
+    from thinklens.analyses.lens.lens_findings import layer_table, lens_findings  # lazy: CLI start-up (torch)
+    from thinklens.analyses.lens.lens_training import collect_states, kl_by_layer, per_text, train_translators  # lazy: CLI start-up (torch)
+    from thinklens.analyses.lens.translators import LENS_FOLDER, TunedLens  # lazy: CLI start-up (torch)
+    from thinklens.calibration.findings import findings_doc  # lazy: CLI start-up (torch)
 
     model, folder = ctx.model, ctx.run.path
     log = ctx.progress.log if ctx.progress.enabled else None
@@ -199,7 +201,7 @@ def run(config: TunedLensConfig, ctx: JobContext) -> dict[str, Any]:
     grids = json.loads((folder / GRIDS).read_text())
     read = next((t for t in grids if t.get("reads")), None)
     if read is not None:
-        from thinklens.analyses.lens.along_trace import AnswerLens
+        from thinklens.analyses.lens.along_trace import AnswerLens  # lazy: CLI start-up (torch)
 
         res = [AnswerLens(**{**r, "first": tuple(r["first"]) if r["first"] else None}) for r in read["reads"].values()]
         target = res[0].target_text

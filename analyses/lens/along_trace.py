@@ -26,6 +26,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from thinklens.analyses.lens.translators import TunedLens, layer_list, lens_logits
+from thinklens.data.answers import extract_answer
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError
 
@@ -118,7 +119,6 @@ def read_along(model: "HookedModel", states: Mapping[int, Float[Tensor, "step d"
 def answer_target(trace: "Trace") -> tuple[int, int] | None:
     """``(token id, step)`` of the first token of the trace's final answer where the model last wrote it (the answer as
     :func:`thinklens.data.answers.extract_answer` reads the text), or None when the trace states no answer."""
-    from thinklens.data.answers import extract_answer  # lazy: math-verify
 
     answer = extract_answer(trace.text)
     if not answer:

@@ -21,7 +21,7 @@ def figure_answer_lens(*results: AnswerLens, title: str = ""):
     """Heat maps (block x step) of the target's probability under each lens given, side by side in rows, the first
     (step, block) where it is the top token marked."""
     import plotly.graph_objects as go  # lazy: CLI start-up (plotly)
-    from plotly.subplots import make_subplots
+    from plotly.subplots import make_subplots  # lazy: import cost (plotly)
 
     if not results:
         raise ThinklensError.of("lens results", 0, "at least one AnswerLens", "pass read_along's result")

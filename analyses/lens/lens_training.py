@@ -29,6 +29,7 @@ from torch import Tensor
 
 from thinklens.analyses.lens.translators import TunedLens
 from thinklens.engine.sites import Site
+from thinklens.engine.tokenization import prompt_ids
 from thinklens.engine.training import adamw, set_lr, warmup_cosine_lr
 from thinklens.errors import ThinklensError
 
@@ -236,7 +237,6 @@ def per_text(values: Float[Tensor, "tok layer"], text: Int[Tensor, " tok"], n_te
 
 def text_rows(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     """Token-id rows of provided texts, as generation reads a prompt (one BOS even when a text starts with one)."""
-    from thinklens.engine.tokenization import prompt_ids
 
     rows = prompt_ids(tokenizer, list(texts))
     return [r for r in rows if len(r) >= 2]

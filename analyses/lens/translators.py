@@ -30,6 +30,8 @@ from torch import Tensor, nn
 
 from thinklens.engine.training import checkpoint_state, load_checkpoint, save_checkpoint
 from thinklens.errors import ThinklensError
+from thinklens.runs.folders import discover_runs
+from thinklens.runs.listing import find_run
 
 if TYPE_CHECKING:
     from thinklens.engine.base import BaseHookedModel
@@ -134,8 +136,6 @@ def load_lens(spec: str | Path, *, root: str | Path | None = None) -> TunedLens:
         >>> # lens = load_lens("smollm2-135m")          # the newest finished tuned-lens run of SmolLM2-135M
         >>> # lens = load_lens("runs/tuned-lens/demo")  # a run folder
     """
-    from thinklens.runs.folders import discover_runs  # lazy: only when loading by name
-    from thinklens.runs.listing import find_run
 
     p = Path(spec).expanduser()
     for folder in (p, p / LENS_FOLDER):

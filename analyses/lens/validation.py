@@ -39,6 +39,8 @@ from thinklens.analyses.lens.lens_findings import every_block_finding
 from thinklens.calibration.controls import Check, Setting, SettingContext
 from thinklens.calibration.stats import bootstrap_ci, bootstrap_units
 from thinklens.calibration.tost import tost_mean
+from thinklens.data.formats import format_for
+from thinklens.data.problemsets import ProblemSet
 from thinklens.engine.interventions import HookFn, Intervention
 from thinklens.engine.sites import Site
 
@@ -92,8 +94,6 @@ def planted_map(layer: int, m: Tensor, inv: Tensor) -> list[Intervention]:
 
 def own_split(model: Any, plan: Plan, seed: int) -> tuple[list[list[int]], list[int]]:
     """The model's sampled completions of ``n_train + n_eval`` synthetic problems in its own format."""
-    from thinklens.data.formats import format_for
-    from thinklens.data.problemsets import ProblemSet
 
     problems = ProblemSet.synthetic(plan.n_train + plan.n_eval, seed=10_000 + seed, min_steps=1, max_steps=4)
     prompts = format_for(model, "auto").render_problems(problems, model.tokenizer)
@@ -127,7 +127,7 @@ def measure(model: Any, plan: Plan, seed: int, *, shuffle_targets: bool = False,
 
 
 def _zoo_model(ctx: SettingContext) -> Any:
-    from thinklens.engine.model import HookedModel
+    from thinklens.engine.model import HookedModel  # lazy: import cost (transformers, nnsight)
 
     return HookedModel.load(MODEL, device=ctx.device, dtype=getattr(torch, ctx.dtype))
 
