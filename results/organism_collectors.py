@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from collect_core import DEMO_RECORD, RECORDS, ROOT, collector, read_json, summary
@@ -82,8 +83,21 @@ SMOL_R1_PUBLISHED = "2026-12-07T18:25:00"
 def adapter_published() -> str:
     """When the committed smol-r1 adapter was published (its organism.json's ``published``, else the constant)."""
     return read_json(SMOL_R1_ADAPTER / "organism.json").get("published") or SMOL_R1_PUBLISHED
-#: ``validate --model smol-r1``, one record per method group (run side by side, one core each)
-SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx", "validate-smol-r1-mi")
+#: ``validate --model smol-r1``'s records, run side by side (one core each); a later record's row of a setting replaces
+#: an earlier one's (the lynx-null run also holds a planted-model row at a size since changed: 1-step problems)
+SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx", "validate-smol-r1-mi")
+
+
+def smol_r1_validate_rows() -> tuple[list[dict[str, Any]], list[Path]]:
+    """The rows of :data:`SMOL_R1_VALIDATE_RECORDS`, one per setting (the latest record's), and the records read."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    read = []
+    for record in SMOL_R1_VALIDATE_RECORDS:
+        validate = RECORDS / record / "results" / "validate.json"
+        if validate.is_file():
+            read.append(validate.parents[1])
+            rows |= {(r["method"], r["setting"]): r for r in read_json(validate)["rows"]}
+    return list(rows.values()), read
 ORGANISM = "smol-r1"
 
 
@@ -155,27 +169,26 @@ def smol_r1_transfer() -> dict[str, Any]:
                      "verdicts": r.get("verdicts") or []})
     sources = [RECORDS / REAL_JOBS_RECORD, *(RECORDS / n for n in ZOO_R1_RECORDS.values())]
     settings = []
-    for record in SMOL_R1_VALIDATE_RECORDS:
-        validate = RECORDS / record / "results" / "validate.json"
-        if not validate.is_file():
-            continue
-        sources.append(validate.parents[1])
-        zoo_rows = validation_rows()
-        for s in read_json(validate)["rows"]:
-            twin = next((z for z in zoo_rows if z["method"] == s["method"] and z["kind"] == s.get("kind")), None)
-            settings.append({"method": s["method"], "setting": s["setting"], "kind": s.get("kind", "-"),
-                             "smol_r1": _said(s), "expected": s["expected"], "ok": s["verdict"] == s["expected"],
-                             "zoo_setting": twin["setting"] if twin else "-", "zoo": _said(twin) if twin else "-",
-                             "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
+    validate_rows, records = smol_r1_validate_rows()
+    sources += records
+    zoo_rows = validation_rows() if validate_rows else []
+    for s in validate_rows:
+        twin = next((z for z in zoo_rows if z["method"] == s["method"] and z["kind"] == s.get("kind")), None)
+        settings.append({"method": s["method"], "setting": s["setting"], "kind": s.get("kind", "-"),
+                         "smol_r1": _said(s), "expected": s["expected"], "ok": s["verdict"] == s["expected"],
+                         "zoo_setting": twin["setting"] if twin else "-", "zoo": _said(twin) if twin else "-",
+                         "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
     return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "
                    "--model smol-r1 --methods lynx --quick --out RUN_A; thinklens run validate --model smol-r1 --methods "
-                   f"mi-peaks --quick --out RUN_B; python results/collect.py --record RUN_A {SMOL_R1_VALIDATE_RECORDS[0]}; "
-                   f"python results/collect.py --record RUN_B {SMOL_R1_VALIDATE_RECORDS[1]}", sources, {"organism": ORGANISM},
+                   "lynx/planted-model --quick --out RUN_B; thinklens run validate --model smol-r1 --methods mi-peaks --quick "
+                   "--out RUN_C; python results/collect.py --record RUN_X NAME, for RUN_A, RUN_B, RUN_C and each of "
+                   f"{', '.join(SMOL_R1_VALIDATE_RECORDS)}", sources, {"organism": ORGANISM},
                    {"rows": rows, "settings": settings, "n_jobs": len(rows),
                     "ran": sum(r["outcome"] == "ran" for r in rows),
                     "validated": sum(s["ok"] for s in settings), "n_settings": len(settings),
                     "transfers": sum(r["transfer"] == "same verdict" for r in rows),
                     "stale": [r["job"] for r in rows if r["transfer"].startswith("stale")], "adapter_published": published,
                     # the most any exit rule could save on smol-r1's rollouts (first cue whose forced exit is right)
-                    "lynx_oracle_saving": next((s["oracle_saving"] for s in settings if s.get("oracle_saving") is not None), None),
+                    "lynx_oracle_saving": next((s["oracle_saving"] for s in settings
+                                                if s["setting"] == "planted-model" and s.get("oracle_saving") is not None), None),
                     "differs": [r["job"] for r in rows if r["transfer"] == "differs"]})
