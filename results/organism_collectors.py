@@ -85,7 +85,8 @@ def adapter_published() -> str:
     return read_json(SMOL_R1_ADAPTER / "organism.json").get("published") or SMOL_R1_PUBLISHED
 #: ``validate --model smol-r1``'s records, run side by side (one core each); a later record's row of a setting replaces
 #: an earlier one's (the lynx-null run also holds a planted-model row at a size since changed: 1-step problems)
-SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx", "validate-smol-r1-mi")
+SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx", "validate-smol-r1-mi",
+                            "validate-smol-r1-mi-full")
 
 
 def smol_r1_validate_rows() -> tuple[list[dict[str, Any]], list[Path]]:
@@ -181,7 +182,8 @@ def smol_r1_transfer() -> dict[str, Any]:
     return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "
                    "--model smol-r1 --methods lynx --quick --out RUN_A; thinklens run validate --model smol-r1 --methods "
                    "lynx/planted-model --quick --out RUN_B; thinklens run validate --model smol-r1 --methods mi-peaks --quick "
-                   "--out RUN_C; python results/collect.py --record RUN_X NAME, for RUN_A, RUN_B, RUN_C and each of "
+                   "--out RUN_C; thinklens run validate --model smol-r1 --methods mi-peaks --out RUN_D; "
+                   "python results/collect.py --record RUN_X NAME, for RUN_A-RUN_D and each of "
                    f"{', '.join(SMOL_R1_VALIDATE_RECORDS)}", sources, {"organism": ORGANISM},
                    {"rows": rows, "settings": settings, "n_jobs": len(rows),
                     "ran": sum(r["outcome"] == "ran" for r in rows),

@@ -76,9 +76,10 @@ def transfer_template(values: dict) -> str:
     if values["settings"]:
         out += ("\n| method | kind | zoo setting: result | smol-r1 setting: result | expected |\n" + "|---" * 5 + "|\n"
                 + "\n".join(srow(i) for i in range(len(values["settings"])))
-                + "\n\n`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on smol-r1 (`validate --quick`; "
-                "records `results/records/validate-smol-r1-*`). The most any exit rule could save on smol-r1's LYNX "
-                "rollouts (the oracle: the first cue whose forced exit is right): {{values.lynx_oracle_saving|.3g}}.\n")
+                + "\n\n`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on smol-r1 (LYNX at `validate --quick`'s "
+                "size, mi-peaks at the full size; records `results/records/validate-smol-r1-*`). The most any exit rule "
+                "could save on smol-r1's LYNX rollouts (the oracle: the first cue whose forced exit is right): "
+                "{{values.lynx_oracle_saving|.3g}}.\n")
     return out
 
 

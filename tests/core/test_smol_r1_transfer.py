@@ -52,7 +52,7 @@ def test_zoo_side_is_the_closest_record_where_there_is_one():
 def test_validation_settings_beside_the_zoo_ones():
     values = _summary()
     by_setting: dict = {}  # a later record's row of a setting replaces an earlier one's
-    for name in ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx", "validate-smol-r1-mi"):
+    for name in ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx", "validate-smol-r1-mi", "validate-smol-r1-mi-full"):
         if (run := RECORDS / name / "results" / "validate.json").is_file():
             by_setting |= {(r["method"], r["setting"]): r for r in json.loads(run.read_text())["rows"]}
     rows = list(by_setting.values())
