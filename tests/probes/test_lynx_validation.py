@@ -41,9 +41,10 @@ def _run(name: str, quick: bool, tmp_path):
 
 
 def test_settings_are_registered_under_lynx():
-    assert [s.key for s in select_settings(("lynx",))] == ["lynx/planted", "lynx/null", "lynx/planted-model"]
-    assert [s.expected for s in SETTINGS] == ["recovered", "no-effect", "recovered"]
-    assert [s.on_model for s in SETTINGS] == [False, False, True]  # planted-model runs on a --model organism
+    assert [s.key for s in select_settings(("lynx",))] == ["lynx/planted", "lynx/null", "lynx/planted-model",
+                                                           "lynx/null-model"]
+    assert [s.expected for s in SETTINGS] == ["recovered", "no-effect", "recovered", "no-effect"]
+    assert [s.on_model for s in SETTINGS] == [False, False, True, True]  # the -model ones run on a --model organism
 
 
 def test_judges_apply_every_target_at_every_delta():

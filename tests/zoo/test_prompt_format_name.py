@@ -14,7 +14,7 @@ from thinklens.zoo.eval_result import ZooEvalResult
 from thinklens.zoo.jobs import zoo_train
 from thinklens.zoo.recipes import RECIPES, upgrade_recipe_json
 from thinklens.zoo.registry import zoo_path
-from thinklens.zoo.smol_r1 import SMOL_R1
+from thinklens.zoo.smol_r1 import REAL_RECIPES
 from tools.testing import dies_after
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,17 +48,24 @@ def test_the_eval_of_a_committed_zoo_json_still_makes_findings(name):
     assert found and found[0]["extra"]["model"] == name and found[0]["verdict"] == "effect"
 
 
-@pytest.mark.parametrize("name", ["tiny-cot-short", "tiny-r1-sometimes", "smol-r1"])
+@pytest.mark.parametrize("name", ["tiny-cot-short", "tiny-r1-sometimes"])
 def test_a_committed_recipe_reads_as_todays_recipe(name):
     """Recipes unchanged since their model was trained: the JSON saved then (``styles``, ``eval_style``) upgrades to
     today's, so a checkpoint of that time still matches its identity."""
-    folder = ROOT / "data" / ("real-organisms/smol-r1/organism.json" if name == "smol-r1" else f"zoo/{name}/zoo.json")
-    saved = json.loads(folder.read_text())["recipe"]
+    saved = json.loads((ROOT / "data" / f"zoo/{name}/zoo.json").read_text())["recipe"]
     assert "styles" in saved and "eval_style" in saved
-    today = SMOL_R1.to_json() if name == "smol-r1" else RECIPES[name].to_json()
+    today = RECIPES[name].to_json()
     assert "styles" not in today and "eval_style" not in today and today["format_mix"] == saved["styles"]
     assert upgrade_recipe_json(saved) == today
     assert upgrade_recipe_json(today) == today
+
+
+@pytest.mark.parametrize("name", ["smol-r1", "smol-r1-once"])
+def test_a_committed_real_organism_is_todays_recipe(name):
+    """The committed adapter was trained by today's recipe (retrained under today's keys): its organism.json's recipe
+    is the recipe's JSON, so ``zoo-train --model NAME`` would retrain the same organism."""
+    saved = json.loads((ROOT / "data" / "real-organisms" / name / "organism.json").read_text())["recipe"]
+    assert saved == REAL_RECIPES[name].to_json()
 
 
 def test_a_checkpoint_saved_under_the_old_recipe_keys_resumes(tmp_path, monkeypatch):
