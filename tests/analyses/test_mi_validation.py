@@ -182,6 +182,34 @@ def test_gap_check_verdicts_follow_the_paired_test() -> None:
     assert gap_check(_measured(_scores([0.05] * 5)), seed=0, planted=True).verdict == "failed"  # too few
 
 
+def test_planted_model_must_beat_a_reader_of_the_raw_tokens() -> None:
+    """``beats_raw_tokens``: the state's gap must exceed the embed site's on the same trajectories, paired. Kills: "the
+    same estimator on the embed site" passing (it is its own raw-token reader: difference 0); a state that scores what
+    the tokens alone score passing (smol-r1-like numbers: 0.40 at the state against 0.02 at embed passes, the zoo's
+    0.053 against 0.047 does not); pairing by list position instead of by trajectory index."""
+    from thinklens.analyses.mi.validation import beats_raw_tokens
+
+    def measured(gaps, indices):
+        return {**_measured(_scores(gaps)), "indices": list(indices), "site": "s"}
+
+    idx = list(range(16))
+    raw = measured([0.02 + 0.002 * (i % 3) for i in idx], idx)
+    state = measured([0.40 + 0.01 * (i % 3) for i in idx], idx)
+    ok = beats_raw_tokens(gap_check(state, seed=0, planted=True), state, raw, seed=0)
+    assert ok.verdict == "recovered" and ok.details["raw_tokens"]["beaten"]
+    assert ok.details["raw_tokens"]["state_minus_raw"] == pytest.approx(0.38, abs=0.01)
+    embed_reader = beats_raw_tokens(gap_check(raw, seed=0, planted=True), raw, raw, seed=0)
+    assert embed_reader.verdict == "failed" and not embed_reader.details["raw_tokens"]["beaten"]
+    token_like = measured([0.047 + 0.006 * (-1) ** i + 0.02 * (i % 2) for i in idx], idx)  # no better than the tokens
+    raw_like = measured([0.047 + 0.02 * (i % 2) for i in idx], idx)
+    assert beats_raw_tokens(gap_check(token_like, seed=0, planted=True), token_like, raw_like, seed=0).verdict == "failed"
+    # pairs follow the trajectory index: a raw reader that scored only trajectories 8-15, listed backwards
+    rising = measured([0.30 + 0.01 * i for i in idx], idx)
+    some_raw = measured([0.02] * 8, idx[8:][::-1])
+    got = beats_raw_tokens(gap_check(rising, seed=0, planted=True), rising, some_raw, seed=0).details["raw_tokens"]
+    assert got["n_paired"] == 8 and got["state_minus_raw"] == pytest.approx(0.30 + 0.01 * 11.5 - 0.02)
+
+
 def test_planted_verdict_needs_peaks_above_chance() -> None:
     """Kills: a planted verdict that ignores where the peaks are (the gap and the rise shown, the peaks at chance:
     precision and recall equal to what as many peaks placed at random would score)."""
