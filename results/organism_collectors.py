@@ -12,6 +12,10 @@ from validation_collectors import validation_rows
 #: The committed run of ``thinklens run organism-eval`` (its per-trace ground truth is in its results).
 SMOL_R1_EVAL_RECORD = "smol-r1-eval"
 SMOL_R1_ADAPTER = ROOT / "data" / "real-organisms" / "smol-r1"
+#: smol-r1's first stage (the arithmetic and the format; smol-r1 and smol-r1-once are each 60 steps on from it).
+SMOL_R1_BASE_ADAPTER = ROOT / "data" / "real-organisms" / "smol-r1-base"
+
+
 def _rate(row: dict[str, Any]) -> dict[str, Any]:
     return {"k": row["k"], "n": row["n"], "rate": row["rate"], "lo": row["interval"][0], "hi": row["interval"][1]}
 
@@ -34,7 +38,8 @@ def smol_r1() -> dict[str, Any]:
     and without thinking by step count (Wilson 95%), and smol-r1's pooled ground truth with its forced exits."""
     run = RECORDS / SMOL_R1_EVAL_RECORD
     doc = read_json(run / "results" / "organism_eval.json")
-    meta = read_json(SMOL_R1_ADAPTER / "organism.json")
+    meta = read_json(SMOL_R1_BASE_ADAPTER / "organism.json")
+    stage = read_json(SMOL_R1_ADAPTER / "organism.json")
     rows = []
     for ev in doc["models"]:
         steps = [k for k in ev["think"] if k != "all"]
@@ -45,30 +50,50 @@ def smol_r1() -> dict[str, Any]:
     organism = doc["models"][0]
     truth = organism["truth"]
     truth_rows = {k: _rate(v) for k, v in truth.items() if isinstance(v, dict)}
-    training = {"steps": meta["steps"], "planned_steps": meta["planned_steps"], "truncated": meta["truncated"],
-                "train_minutes": round(meta["train_wall_s"] / 60, 1), "final_loss_ema": meta["final_loss_ema"],
-                "trainable_params": meta["trainable_params"], "lr": meta["recipe"]["lr"],
-                "lora_rank": meta["recipe"]["lora_rank"], "batch_tokens": meta["recipe"]["batch_tokens"],
-                # the adapter's size from its weights.json (sha256 and bytes): --check copies JSON, not weights
-                "adapter_mb": round(read_json(SMOL_R1_ADAPTER / "weights.json")["adapter_model.safetensors"]["bytes"] / 1e6, 2),
-                "base_gguf": meta["base_gguf"], "base_gguf_sha256": meta["base_gguf_sha256"],
-                "torch_threads": meta["torch_threads"], "checks": _checks(meta.get("checks", [])),
-                "checks_every": meta["recipe"].get("check_every"),
-                # each step packs about batch_tokens of R1 texts plus the drill rows (the recipe's sizes; padded)
-                "tokens_per_step": meta["recipe"]["batch_tokens"] + meta["recipe"].get("drill", {}).get("rows", 0)
-                * meta["recipe"].get("drill", {}).get("row_tokens", 0)}
-    command = ("thinklens run zoo-train --model smol-r1 --minutes 85; thinklens run zoo-train --model smol-r1-once; "
+    training = _training(meta, SMOL_R1_BASE_ADAPTER)
+    rounds = stage["recipe"]["mix"]["round_weights"]
+    second = {**_training(stage, SMOL_R1_ADAPTER), "init": stage["init"],
+              "round_share": [round(w / sum(rounds), 3) for w in rounds]}
+    command = ("thinklens run zoo-train --model smol-r1-base --minutes 85; thinklens run zoo-train --model smol-r1; "
+               "thinklens run zoo-train --model smol-r1-once; "
                "thinklens run organism-eval --threads 1 --out RUN; "
                f"python results/collect.py --record RUN {SMOL_R1_EVAL_RECORD}")
-    config = {"organism-eval": read_json(run / "config.json"), "recipe": meta["recipe"]}
+    config = {"organism-eval": read_json(run / "config.json"), "recipe": meta["recipe"], "second_stage": stage["recipe"]}
     from thinklens.zoo.jobs.organism_eval import findings  # the job's own findings of the recorded result
 
     paired = next((f for f in findings(doc) if f["control"].endswith("without thinking")), None)
     return summary(command, [run], config,
                    {"rows": rows, "organism": organism["model"], "truth": truth_rows, "cues": truth["cues"], "paired": paired,
                     "oracle_saving": truth["oracle_saving"], "n_traces": truth["n"], "training": training,
+                    "second_stage": second, "rounds": _rounds(organism["traces"]),
                     "step_counts": doc["task"]["step_counts"], "n_eval": doc["task"]["n_eval"], "gsm8k": doc["gsm8k"]},
-                   extra_sources=("data/real-organisms/smol-r1/organism.json",))
+                   extra_sources=("data/real-organisms/smol-r1-base/organism.json",
+                                  "data/real-organisms/smol-r1/organism.json"))
+
+
+def _rounds(traces: list[dict[str, Any]]) -> dict[str, int]:
+    """How many traces re-check 0, 1, 2, ... times (their ground truth's ``rounds``), as ``{"2": 97, ...}``."""
+    out: dict[str, int] = {}
+    for t in traces:
+        out[str(t.get("rounds", 0))] = out.get(str(t.get("rounds", 0)), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _training(meta: dict[str, Any], adapter: Path) -> dict[str, Any]:
+    """One training stage's record (an adapter's organism.json) as the docs read it."""
+    recipe = meta["recipe"]
+    return {"steps": meta["steps"], "planned_steps": meta["planned_steps"], "truncated": meta["truncated"],
+            "train_minutes": round(meta["train_wall_s"] / 60, 1), "final_loss_ema": meta["final_loss_ema"],
+            "trainable_params": meta["trainable_params"], "lr": recipe["lr"], "lora_rank": recipe["lora_rank"],
+            "batch_tokens": recipe["batch_tokens"],
+            # the adapter's size from its weights.json (sha256 and bytes): --check copies JSON, not weights
+            "adapter_mb": round(read_json(adapter / "weights.json")["adapter_model.safetensors"]["bytes"] / 1e6, 2),
+            "base_gguf": meta["base_gguf"], "base_gguf_sha256": meta["base_gguf_sha256"],
+            "torch_threads": meta["torch_threads"], "checks": _checks(meta.get("checks", [])),
+            "checks_every": recipe.get("check_every"),
+            # each step packs about batch_tokens of R1 texts plus the drill rows (the recipe's sizes; padded)
+            "tokens_per_step": recipe["batch_tokens"] + recipe.get("drill", {}).get("rows", 0)
+            * recipe.get("drill", {}).get("row_tokens", 0)}
 
 
 
@@ -80,9 +105,10 @@ REAL_JOBS_RECORD = "real-jobs"
 SMOL_R1_PUBLISHED = "2026-12-07T18:25:00"
 
 
-def adapter_published() -> str:
-    """When the committed smol-r1 adapter was published (its organism.json's ``published``, else the constant)."""
-    return read_json(SMOL_R1_ADAPTER / "organism.json").get("published") or SMOL_R1_PUBLISHED
+def adapter_published(name: str = "smol-r1") -> str:
+    """When organism ``name``'s committed adapter was published (its organism.json's ``published``, else, for
+    smol-r1's, the constant)."""
+    return read_json(ROOT / "data" / "real-organisms" / name / "organism.json").get("published") or SMOL_R1_PUBLISHED
 #: ``validate --model smol-r1``'s records, run side by side (one core each); a later record's row of a setting replaces
 #: an earlier one's (the lynx-null run also holds a planted-model row at a size since changed: 1-step problems)
 SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx", "validate-smol-r1-mi",
@@ -90,15 +116,23 @@ SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx
 
 
 def smol_r1_validate_rows() -> tuple[list[dict[str, Any]], list[Path]]:
-    """The rows of :data:`SMOL_R1_VALIDATE_RECORDS`, one per setting (the latest record's), and the records read."""
+    """The rows of :data:`SMOL_R1_VALIDATE_RECORDS`, one per setting (the latest record's), and the records read. A row
+    made before the adapter it ran on was published (smol-r1's, or smol-r1-once's for LYNX's null) says so:
+    ``stale`` True."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     read = []
     for record in SMOL_R1_VALIDATE_RECORDS:
         validate = RECORDS / record / "results" / "validate.json"
         if validate.is_file():
             read.append(validate.parents[1])
-            rows |= {(r["method"], r["setting"]): r for r in read_json(validate)["rows"]}
+            created = read_json(validate.parents[1] / "meta.json").get("created", "")
+            for r in read_json(validate)["rows"]:
+                on = "smol-r1-once" if (r["method"], r["setting"]) == ("lynx", "null-model") else ORGANISM
+                rows[(r["method"], r["setting"])] = {**r, "record": record, "on": on,
+                                                     "stale": created < adapter_published(on)}
     return list(rows.values()), read
+
+
 ORGANISM = "smol-r1"
 
 
@@ -176,7 +210,9 @@ def smol_r1_transfer() -> dict[str, Any]:
     for s in validate_rows:
         twin = next((z for z in zoo_rows if z["method"] == s["method"] and z["kind"] == s.get("kind")), None)
         settings.append({"method": s["method"], "setting": s["setting"], "kind": s.get("kind", "-"),
-                         "smol_r1": _said(s), "expected": s["expected"], "ok": s["verdict"] == s["expected"],
+                         "smol_r1": ("stale: previous adapter; " if s["stale"] else "") + _said(s),
+                         "expected": s["expected"], "ok": s["verdict"] == s["expected"] and not s["stale"],
+                         "on": s["on"], "record": s["record"],
                          "zoo_setting": twin["setting"] if twin else "-", "zoo": _said(twin) if twin else "-",
                          "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
     return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "

@@ -76,7 +76,7 @@ from thinklens.analyses.mi.planted import answer_steps, score_trajectory
 from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.calibration.controls import Check, Setting, SettingContext
 from thinklens.calibration.stats import bootstrap_ci, paired_bootstrap, sign_flip_test
-from thinklens.calibration.tost import tost_mean
+from thinklens.calibration.tost import tost_mean, units_needed
 from thinklens.errors import ThinklensError
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
 from thinklens.zoo.registry import zoo_path
@@ -147,11 +147,12 @@ def write_problems(path: Path, n: int, *, seed: int, independent: bool) -> list[
 
 
 def measure(ctx: SettingContext, *, independent: bool, sub: str, model: str | None = None,
-            site: str = SITE, producing: bool = False) -> dict[str, Any]:
+            site: str = SITE, producing: bool = False, n: int | None = None) -> dict[str, Any]:
     """Run the mi-peaks job on the setting's problems and score every trajectory at its planted steps (``model``:
     default the zoo's :func:`organism`; ``site``: where the states are read; ``producing``: the planted steps are the
-    states that produce the value, :func:`~thinklens.analyses.mi.planted.answer_steps`)."""
-    n = 16 if ctx.quick else 64
+    states that produce the value, :func:`~thinklens.analyses.mi.planted.answer_steps`; ``n``: trajectories, default
+    16 quick and 64 full)."""
+    n = n or (16 if ctx.quick else 64)
     if ctx.workdir is None:
         ctx.workdir = Path(tempfile.mkdtemp(prefix="thinklens-validate-"))
     data = Path(ctx.workdir) / f"{sub}.jsonl"
@@ -261,8 +262,12 @@ def gap_check(m: dict[str, Any], *, seed: int, planted: bool, margin: float | No
         # each lie within a margin stated beforehand (TOST, 90% interval), and the peak rule is seen to work
         margin = GAP_MARGIN if margin is None else margin
         gap_eq = _equivalence(own - shuf, margin)
-        prec_eq = _equivalence(prec - np.asarray([s.chance_precision for s in with_peaks]), PRECISION_MARGIN,
-                               bounds=(-1.0, 1.0))  # a share minus a share
+        prec_diffs = prec - np.asarray([s.chance_precision for s in with_peaks])
+        prec_eq = _equivalence(prec_diffs, PRECISION_MARGIN, bounds=(-1.0, 1.0))  # a share minus a share
+        if not gap_eq["equivalent"] and len(scores) >= 2:  # what size would show it, if the spread is the one seen
+            gap_eq["units_needed"] = units_needed(own - shuf, margin=margin)
+        if not prec_eq["equivalent"] and prec_diffs.size >= 2:
+            prec_eq["units_needed"] = units_needed(prec_diffs, margin=PRECISION_MARGIN)
         details |= {"tost_gap": gap_eq, "tost_precision": prec_eq}
         shown = len(scores) >= 10 and gap_eq["equivalent"] and prec_eq["equivalent"] and reads
         verdict = "no-effect" if shown else "failed"
@@ -334,9 +339,22 @@ def _planted_model(ctx: SettingContext) -> Check:
     return check
 
 
+MODEL_GAP_MARGIN = 0.1
+"""``validate --model M``'s null margin on the gap: a quarter of the planted gap that smol-r1-base showed at the same
+site (0.40 [0.33, 0.47], 64 trajectories, seed 0: record validate-smol-r1-mi-full), as the zoo's :data:`GAP_MARGIN` is
+0.6 of tiny-overthink's 0.05. Stated before the run on today's smol-r1. The zoo's 0.03 was not shown there at 64
+trajectories (90% interval [-0.059, 0.035]: the own - shuffled gap at a real model's answer steps has SD ~0.22, four
+times the zoo's), and would need several hundred (``units_needed`` in the row's details says how many)."""
+
+
 def _null_model(ctx: SettingContext) -> Check:
     m = measure(ctx, independent=True, sub="null-model", model=ctx.model, site=model_site(ctx), producing=MODEL_PRODUCING)
-    return gap_check(m, seed=ctx.seed, planted=False)
+    check = gap_check(m, seed=ctx.seed, planted=False, margin=MODEL_GAP_MARGIN)
+    zoo_margin = _equivalence(np.asarray([s.own - s.shuffled for s in m["scores"]]), GAP_MARGIN)
+    if len(m["scores"]) >= 2:
+        zoo_margin["units_needed"] = units_needed([s.own - s.shuffled for s in m["scores"]], margin=GAP_MARGIN)
+    check.details["tost_gap_zoo_margin"] = zoo_margin  # the zoo's margin, reported beside (not judged)
+    return check
 
 
 SETTINGS = [
@@ -351,5 +369,6 @@ SETTINGS = [
     Setting("mi-peaks", "planted-model", "recovered", _planted_model, on_model=True,
             help="--model M that reasons in the R1 format (smol-r1): the planted setting on M's own chains"),
     Setting("mi-peaks", "null-model", "no-effect", _null_model, on_model=True,
-            help="--model M: answers independent of M's chains score alike (the null on M, its margins unchanged)"),
+            help="--model M: answers independent of M's chains score alike (gap within +-0.1, a quarter of smol-r1-base's "
+                 "planted gap)"),
 ]

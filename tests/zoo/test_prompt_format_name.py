@@ -60,7 +60,7 @@ def test_a_committed_recipe_reads_as_todays_recipe(name):
     assert upgrade_recipe_json(today) == today
 
 
-@pytest.mark.parametrize("name", ["smol-r1", "smol-r1-once"])
+@pytest.mark.parametrize("name", ["smol-r1-base", "smol-r1", "smol-r1-once"])
 def test_a_committed_real_organism_is_todays_recipe(name):
     """The committed adapter was trained by today's recipe (retrained under today's keys): its organism.json's recipe
     is the recipe's JSON, so ``zoo-train --model NAME`` would retrain the same organism."""

@@ -81,3 +81,25 @@ def tost_mean(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: floa
     p_low = float(t.sf((mean + margin) / se))  # H0: mean <= -margin
     p_high = float(t.cdf((mean - margin) / se))  # H0: mean >= +margin
     return Equivalence(mean, (mean - half, mean + half), margin, max(p_low, p_high), n)
+
+
+def units_needed(diffs: Sequence[float] | np.ndarray, *, margin: float, alpha: float = 0.05,
+                 power: float = 0.8) -> int | None:
+    """About how many units a TOST of ``mean(diffs)`` within ``+-margin`` needs to show equivalence with probability
+    ``power``, if the true mean and SD are the observed ones: ``n = ((z(1 - alpha) + z(power)) sd / (margin - |mean|))^2``
+    (the normal approximation; Chow, Shao and Wang 2008, section 3.2.3). None when ``|mean| >= margin`` (no size shows
+    it) or the sample has no spread.
+
+    Example:
+        >>> units_needed([0.04, -0.05, 0.01, -0.03, 0.06, -0.02, 0.0, 0.03], margin=0.03)
+        14
+        >>> units_needed([0.2, 0.3, 0.25], margin=0.05) is None
+        True
+    """
+    d = np.asarray(diffs, dtype=float)
+    sd = float(d.std(ddof=1)) if len(d) >= 2 else 0.0
+    room = margin - abs(float(d.mean())) if len(d) else 0.0
+    if not sd > 0 or not room > 0:
+        return None
+    z = float(stats.norm.ppf(1 - alpha) + stats.norm.ppf(power))
+    return int(np.ceil((z * sd / room) ** 2))

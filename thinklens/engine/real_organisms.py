@@ -11,7 +11,7 @@ Without the base's package the error names ``make real``; without the adapter it
 
 Example:
     >>> sorted(REAL_ORGANISMS), REAL_ORGANISMS["smol-r1"].base
-    (['smol-r1', 'smol-r1-once'], 'smollm2-135m')
+    (['smol-r1', 'smol-r1-base', 'smol-r1-once'], 'smollm2-135m')
 """
 
 from __future__ import annotations
@@ -48,13 +48,15 @@ class RealOrganism:
 
 
 REAL_ORGANISMS: dict[str, RealOrganism] = {o.name: o for o in (
+    RealOrganism("smol-r1-base", "smollm2-135m", "data/real-organisms/smol-r1-base",
+                 "SmolLM2-135M-Instruct + LoRA taught the R1 format (<think> ... </think>, \\boxed{}) and the arithmetic "
+                 "on thinklens's synthetic chains with 1-2 re-check rounds: the parent of smol-r1 and smol-r1-once"),
     RealOrganism("smol-r1", "smollm2-135m", "data/real-organisms/smol-r1",
-                 "SmolLM2-135M-Instruct + LoRA taught the R1 format (<think> ... </think>, \\boxed{}) on thinklens's "
-                 "synthetic chains with re-check rounds; ground truth per trace (thinklens/zoo/smol_r1.py)",
-                 once_sibling="smol-r1-once"),
+                 "smol-r1-base fine-tuned to re-check twice after its answer; ground truth per trace "
+                 "(thinklens/zoo/smol_r1.py)", once_sibling="smol-r1-once"),
     RealOrganism("smol-r1-once", "smollm2-135m", "data/real-organisms/smol-r1-once",
-                 "smol-r1 fine-tuned to conclude once (no re-check rounds): its cues all come before the answer is "
-                 "known (LYNX's null on real weights; thinklens/zoo/smol_r1.py)"),
+                 "smol-r1-base fine-tuned as long to conclude once (no re-check rounds): its cues all come before the "
+                 "answer is known (LYNX's null on real weights; thinklens/zoo/smol_r1.py)"),
 )}
 
 

@@ -93,27 +93,36 @@ class RealR1Recipe(ZooRecipe):
 #: before most multiplications (cues before the answer is known).
 SMOL_R1_TASK = TaskConfig(max_steps=4, correction_rate=0.0, hmm_rate=0.7, hmm_on="mul")
 
-#: smol-r1: LoRA r=16 on every linear layer (4.9M parameters); each optimizer step about 640 padded tokens of
-#: tiny-overthink's texts (1-2 re-check rounds, the first conclusion's slip that round 1 fixes, forced exits) and two
-#: drill rows of about 256 tokens of bare equations, weighted toward borrows and carries (:mod:`thinklens.zoo.drill`);
-#: lr 2e-3, cosine to 2e-4. The budget is in steps; --minutes caps a slower machine (a capped run is published,
-#: marked truncated). A 9-minute pilot of this shape (shared/specs/organism.md) went from 0.23 to 0.81 per-step
-#: accuracy in 49 steps, still rising.
-SMOL_R1 = RealR1Recipe(name="smol-r1", format_mix=(("think", 1.0),), steps=360, lr=2e-3, warmup_steps=8,
-                       min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=640, task=SMOL_R1_TASK, lora_rank=16,
-                       lora_alpha=32.0, mix=OverthinkMix(round_weights=(0.5, 0.5)), drill=DrillMix())
+#: smol-r1's first stage, ``smol-r1-base``: LoRA r=16 on every linear layer (4.9M parameters); each optimizer step
+#: about 640 padded tokens of tiny-overthink's texts (1-2 re-check rounds, the first conclusion's slip that round 1
+#: fixes, forced exits) and two drill rows of about 256 tokens of bare equations, weighted toward borrows and carries
+#: (:mod:`thinklens.zoo.drill`); lr 2e-3, cosine to 2e-4. The budget is in steps; --minutes caps a slower machine (a
+#: capped run is published, marked truncated). A 9-minute pilot of this shape (shared/specs/organism.md) went from 0.23
+#: to 0.81 per-step accuracy in 49 steps, still rising. It reasons (97/100 with thinking) but, with 1 and 2 rounds
+#: equally likely, its greedy traces re-check once: the oracle's exit saves 0.32-0.39 of the reasoning, too little room
+#: for LYNX's planted target (30% saved).
+SMOL_R1_BASE = RealR1Recipe(name="smol-r1-base", format_mix=(("think", 1.0),), steps=360, lr=2e-3, warmup_steps=8,
+                            min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=640, task=SMOL_R1_TASK, lora_rank=16,
+                            lora_alpha=32.0, mix=OverthinkMix(round_weights=(0.5, 0.5)), drill=DrillMix())
 
-#: smol-r1's sibling that concludes once: smol-r1 fine-tuned 60 steps on the same texts without re-check rounds (and so
-#: without the first conclusion's slip), drill kept. Its cues ("Hmm," before a multiplication) all come before the
-#: answer is known: LYNX's null on real weights, as tiny-r1 is the zoo's; and the "base" of a base/thinking pair whose
-#: thinking model (smol-r1) re-checks.
-SMOL_R1_ONCE = RealR1Recipe(name="smol-r1-once", init="smol-r1", format_mix=(("think", 1.0),), steps=60, lr=1e-3,
+#: smol-r1: smol-r1-base fine-tuned 60 steps on the same texts with a second re-check round in 4 of 5 (so its greedy
+#: traces re-check twice), drill kept; its sibling smol-r1-once is the same base fine-tuned as long without rounds.
+SMOL_R1 = RealR1Recipe(name="smol-r1", init="smol-r1-base", format_mix=(("think", 1.0),), steps=60, lr=1e-3,
+                       warmup_steps=4, min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=640, task=SMOL_R1_TASK,
+                       lora_rank=16, lora_alpha=32.0, mix=OverthinkMix(round_weights=(0.2, 0.8)),
+                       drill=DrillMix(rows=1), check_every=20)
+
+#: smol-r1's sibling that concludes once: smol-r1-base fine-tuned 60 steps on the same texts without re-check rounds
+#: (and so without the first conclusion's slip), drill kept. Its cues ("Hmm," before a multiplication) all come before
+#: the answer is known: LYNX's null on real weights, as tiny-r1 is the zoo's; and the "base" of a base/thinking pair
+#: whose thinking model (smol-r1) re-checks.
+SMOL_R1_ONCE = RealR1Recipe(name="smol-r1-once", init="smol-r1-base", format_mix=(("think", 1.0),), steps=60, lr=1e-3,
                             warmup_steps=4, min_lr_ratio=0.1, weight_decay=0.0, batch_tokens=640, task=SMOL_R1_TASK,
                             lora_rank=16, lora_alpha=32.0, mix=OverthinkMix(round_rate=0.0, slip_rate=0.0),
                             drill=DrillMix(rows=1), check_every=20)
 
 #: Every real organism's recipe, by name (what ``zoo-train --model`` accepts beside the zoo).
-REAL_RECIPES: dict[str, RealR1Recipe] = {r.name: r for r in (SMOL_R1, SMOL_R1_ONCE)}
+REAL_RECIPES: dict[str, RealR1Recipe] = {r.name: r for r in (SMOL_R1_BASE, SMOL_R1, SMOL_R1_ONCE)}
 
 
 def organism_tokenizer(base_folder: str | Path):
