@@ -79,6 +79,7 @@ from thinklens.calibration.stats import bootstrap_ci, paired_bootstrap, sign_fli
 from thinklens.calibration.tost import tost_mean, units_needed
 from thinklens.errors import ThinklensError
 from thinklens.tasks.protocol import HELD_OUT, problems_by_steps
+from thinklens.zoo.reasons import reasoning_precondition
 from thinklens.zoo.registry import zoo_path
 
 ALPHA = 0.01
@@ -367,8 +368,10 @@ SETTINGS = [
     Setting("mi-peaks", "null-synthetic", "no-effect", lambda ctx: _synthetic(ctx, 0.0),
             help="constructed states with the answer information removed"),
     Setting("mi-peaks", "planted-model", "recovered", _planted_model, on_model=True,
+            precondition=reasoning_precondition("mi-peaks"),
             help="--model M that reasons in the R1 format (smol-r1): the planted setting on M's own chains"),
     Setting("mi-peaks", "null-model", "no-effect", _null_model, on_model=True,
+            precondition=reasoning_precondition("mi-peaks"),
             help="--model M: answers independent of M's chains score alike (gap within +-0.1, a quarter of smol-r1-base's "
                  "planted gap)"),
 ]

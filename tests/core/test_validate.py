@@ -161,3 +161,33 @@ def test_every_setting_has_its_filed_kind_and_the_kind_matches_its_expectation()
     with pytest.raises(ThinklensError, match="kind"):
         Setting("toy", "planted", "no-effect", lambda ctx: None, kind="planted")
     assert Setting("toy", "null", "no-effect", lambda ctx: None).kind == "null"
+
+
+def test_a_setting_whose_precondition_fails_is_refused_in_one_line_and_not_run(tmp_path, monkeypatch, family_model):
+    """``validate --model M``: a setting whose precondition M does not meet is not run (its run would take minutes);
+    its row is failed with the reason, its line ends ``refused: <reason>``, the report says why. Mutants killed: the
+    precondition ignored (the setting runs), or checked without ``--model`` (the zoo's settings have their organisms)."""
+    ran: list[str] = []
+    model = family_model("llama")
+
+    def run(ctx):
+        ran.append(ctx.model)
+        return Check("gap", 0.5, (0.4, 0.6), "recovered", n=3)
+
+    settings = [Setting("real", "planted", "recovered", run, on_model=True,
+                        precondition=lambda ctx: f"{ctx.model} answers 0 of 8: real needs a model that reasons; try smol-r1"),
+                Setting("real", "other", "recovered", run, on_model=True, precondition=lambda ctx: None)]
+    monkeypatch.setattr(controls, "all_settings", lambda: settings)
+    from thinklens.engine import model as model_mod
+
+    monkeypatch.setattr(model_mod.HookedModel, "load", classmethod(lambda cls, name, **kw: model))
+    doc = run_job("validate", model="tiny-llama", out=tmp_path / "m", progress=False)
+    refused, other = doc["rows"]
+    assert ran == ["tiny-llama"] and other["ok"] and not refused["ok"]
+    assert refused["details"] == {"precondition_met": False,
+                                  "precondition": "tiny-llama answers 0 of 8: real needs a model that reasons; try smol-r1"}
+    assert refused["line"].endswith("refused: tiny-llama answers 0 of 8: real needs a model that reasons; try smol-r1")
+    assert LINE.match(refused["line"].split(" refused: ")[0])
+    from thinklens.calibration.validate import report
+
+    assert "not validated: real planted: tiny-llama answers 0 of 8" in report(doc.value)

@@ -122,6 +122,9 @@ class Setting:
     on_model: bool = False
     """Runs on any model given to ``validate --model`` (needs only a model and its tokenizer: an effect known from the
     literature, such as induction); False: the setting brings its own zoo organism and runs without ``--model``."""
+    precondition: Callable[[SettingContext], str | None] | None = None
+    """Checked before :attr:`run` on ``validate --model M`` (seconds to a minute): None when M can meet the setting,
+    else the one line that refuses it (then the setting is not run: ``failed``, that line in its details)."""
     kind: Literal["planted", "null", "benchmark"] | None = None
     """What the setting is: ``planted`` (the effect was placed in the subject by construction, its size known),
     ``benchmark`` (a positive control: an effect expected from the literature or from how the subject was trained,
@@ -148,6 +151,13 @@ def validate_line(setting: Setting, check: Check) -> str:
     """``validate <method> <setting> kind=<planted|null|benchmark> <statistic>=<value> [<lo>, <hi>] verdict=<...>``."""
     return (f"validate {setting.method} {setting.name} kind={setting.kind} {check.statistic}={_fmt(check.value)} "
             f"[{_fmt(check.ci[0])}, {_fmt(check.ci[1])}] verdict={check.verdict}")
+
+
+def refused_check(reason: str) -> Check:
+    """The check of a setting whose precondition the model does not meet (:attr:`Setting.precondition`): ``failed``,
+    not run, the one line in details (``precondition_met`` False: its finding shows neither claim)."""
+    return Check("precondition", float("nan"), (float("nan"), float("nan")), "failed", n=0,
+                 details={"precondition_met": False, "precondition": reason}, target="the setting's precondition")
 
 
 def failed_check(error: BaseException, *, statistic: str = "error") -> Check:

@@ -53,7 +53,8 @@ class ValidateConfig(ConfigGroup):
 
 
 def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
-    from thinklens.calibration.controls import SettingContext, failed_check, select_settings, validate_line  # lazy: CLI start-up (torch)
+    from thinklens.calibration.controls import (  # lazy: CLI start-up (torch)
+        SettingContext, failed_check, refused_check, select_settings, validate_line)
 
     settings = [s for s in select_settings(config.methods) if s.on_model == bool(config.model)]
     if not settings:
@@ -78,13 +79,16 @@ def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
             t0 = time.perf_counter()
             crashed = False
             try:
-                check = setting.run(sctx)
+                reason = setting.precondition(sctx) if setting.precondition is not None and config.model else None
+                check = setting.run(sctx) if reason is None else refused_check(reason)
             except Exception as e:  # a setting that crashes is a failed validation, reported with its error
                 check, crashed = failed_check(e), True
             row = to_jsonable({"method": setting.method, "setting": setting.name, "kind": setting.kind,
                                "expected": setting.expected,
                    **asdict(check), "ci": list(check.ci), "ok": check.verdict == setting.expected,
-                   "seconds": round(time.perf_counter() - t0, 1), "line": validate_line(setting, check),
+                   "seconds": round(time.perf_counter() - t0, 1),
+                   "line": validate_line(setting, check) + (f" refused: {check.details['precondition']}"
+                                                            if check.statistic == "precondition" else ""),
                    "help": setting.help})  # as a resumed run reads it back (NaN -> None)
             if not crashed:  # a crash is not a result: the resumed run tries the setting again
                 ctx.run.mark_done(key, row)
@@ -166,7 +170,9 @@ def report(doc: dict[str, Any]) -> str:
     lines = [r["line"] for r in doc["rows"]]
     for r in doc["rows"]:
         if not r["ok"]:
-            why = r.get("details", {}).get("error") or f"expected {r['expected']}"
+            details = r.get("details") or {}
+            why = details.get("error") or (details.get("precondition") if details.get("precondition_met") is False
+                                           else None) or f"expected {r['expected']}"
             lines.append(f"  not validated: {r['method']} {r['setting']}: {why}")
     lines.append(f"validated={doc['validated']}/{doc['n_settings']}")
     return "\n".join(lines)
