@@ -1,19 +1,16 @@
 """thinklens app: the home dashboard (every run with its headline numbers, the zoo's models).
 
-Start with `thinklens app` or `make app`.
+Start with `thinklens app` or `make app`: they serve it with the checkout's root on PYTHONPATH, as the pages
+import `app.<module>` (`python -m streamlit run app/Home.py` from the root works too).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import plotly.graph_objects as go
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import display_path, missing_results, runs_root  # noqa: E402
-from dashboard import (  # noqa: E402
+from app.common import display_path, missing_results, runs_root
+from app.dashboard import (
     age,
     data_of,
     demo_commands,
@@ -28,12 +25,11 @@ from dashboard import (  # noqa: E402
     zoo_accuracy_rows,
     zoo_table_rows,
 )
-from evidence import links, links_html  # noqa: E402
-from exports import chart, table  # noqa: E402
-from validation_table import home_counts  # noqa: E402
-
-from thinklens.runs.folders import discover_runs  # noqa: E402
-from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir  # noqa: E402
+from app.evidence import links, links_html
+from app.exports import chart, table
+from app.validation_table import home_counts
+from thinklens.runs.folders import discover_runs
+from thinklens.zoo.registry import ZOO_DESCRIPTIONS, ZOO_NAMES, zoo_dir
 
 st.set_page_config(page_title="thinklens", layout="wide")
 st.title("thinklens")

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
-from dashboard import INCOMPLETE_MARK
-from exports import chart
 
+from app.dashboard import INCOMPLETE_MARK
+from app.exports import chart
 from thinklens.errors import ThinklensError
 from thinklens.runs.folders import RunFolder, discover_runs, validate_id
 
@@ -52,13 +52,13 @@ def error_card(title: str, err: object, fix: str | None = None) -> None:
 
 
 def rerun_command(job: str, path: Path) -> str:
-    from dashboard import rerun_command as command
+    from app.dashboard import rerun_command as command
 
     return command(job, path)
 
 
 def _broken_card(entry: Any) -> None:
-    from dashboard import demo_commands, fix_command
+    from app.dashboard import demo_commands, fix_command
 
     error_card(f"run {entry.kind}/{entry.run_id} cannot be read", entry.error,
                fix=fix_command(entry, demo_commands(runs_root())))
@@ -142,8 +142,7 @@ def run_picker(kind: str, label: str = "Run", key: str | None = None) -> RunFold
 def show_findings(run: RunFolder) -> None:
     """The run's findings as the page's headline, in the words of the CLI's closing lines and the Home card
     (thinklens.calibration.findings.finding_sentence): an effect as a claim, anything else as what was not shown."""
-    from dashboard import finding_tone
-
+    from app.dashboard import finding_tone
     from thinklens.calibration.findings import finding_sentence
 
     findings = (run.meta().get("summary") or {}).get("findings") or []
@@ -156,7 +155,7 @@ def show_findings(run: RunFolder) -> None:
 
 def show_evidence(run: RunFolder) -> None:
     """The links to the traces behind the run's numbers (``evidence.links``), under its headline."""
-    from evidence import links, links_html
+    from app.evidence import links, links_html
 
     try:
         rel = run.path.resolve().relative_to(runs_root().resolve()).as_posix()
@@ -249,8 +248,7 @@ def results_missing(run: RunFolder, needed: tuple[str, ...] = ()) -> bool:
     lacking = missing_results(run.path, needed)
     if not lacking:
         return False
-    from dashboard import demo_commands, fix_command
-
+    from app.dashboard import demo_commands, fix_command
     from thinklens.runs.folders import RunEntry
 
     entry = RunEntry(path=run.path, kind=run.kind, run_id=run.run_id, status="done", config=_config_or_none(run))

@@ -170,7 +170,7 @@ def comparison_rows(kind: str, entries: Sequence["RunEntry"]) -> list[dict[str, 
         >>> (r["model"], r["data"], r["run"], r["explained variance"], r["L0"])
         ('m', 'zoo:think', 'a', 0.9, 32.0)
     """
-    from dashboard import data_of, model_of
+    from app.dashboard import data_of, model_of
 
     compare = comparison_of(kind)
     out = []
@@ -207,9 +207,9 @@ def show_comparison(kind: str, default: int = 6) -> None:
     """A page section: the finished runs of ``kind`` side by side, one table per model and data set, and a chart.
     Any page calls it (Streamlit is imported here only)."""
     import streamlit as st
-    from common import missing_results, runs_root
-    from exports import chart, table
 
+    from app.common import missing_results, runs_root
+    from app.exports import chart, table
     from thinklens.runs.folders import discover_runs
 
     st.subheader(f"`{kind}` runs side by side")

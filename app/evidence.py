@@ -31,9 +31,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trace_records import outcome_fields, trace_records
-from traces import link_html, reader, run_kind, trace_link, traces_link
-
+from app.trace_records import outcome_fields, trace_records
+from app.traces import link_html, reader, run_kind, trace_link, traces_link
 from thinklens.runs.jobs import jobs_by_kind
 from thinklens.runs.run_views import HeadlineTraces
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
-from common import _broken_card, display_path, results_missing, runs_root, safe_run_path, show_findings
-from features import SAE_KINDS, Histogram, SaeSource, sae_source
 
+from app.common import _broken_card, display_path, results_missing, runs_root, safe_run_path, show_findings
+from app.features import SAE_KINDS, Histogram, SaeSource, sae_source
 from thinklens.errors import ThinklensError
 from thinklens.runs.folders import RunFolder, discover_runs
 
@@ -41,8 +41,7 @@ def scan(source: SaeSource, n: int):
 
 @st.cache_resource(show_spinner="scanning traces for the feature's activations")
 def _scan(model_name: str, site: str, sae_dir: str, data: str, prompt_format: str, min_steps: int, max_steps: int, n: int):
-    from features import scan_traces
-
+    from app.features import scan_traces
     from thinklens.steering.problems import held_out_prompts
     from thinklens.steering.sae import sae_site
 
@@ -93,7 +92,7 @@ def sae_picker(key: str) -> tuple[RunFolder, SaeSource] | None:
     try:
         return run, sae_source(run)
     except (OSError, ValueError, ThinklensError) as err:
-        from common import error_card, rerun_command
+        from app.common import error_card, rerun_command
 
         error_card(f"the SAE of {labels[choice]}", f"{type(err).__name__}: {err}",
                    fix=rerun_command(run.meta().get("job", run.kind), run.path))

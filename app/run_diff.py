@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trace_records import Record, problems_hash, trace_records
+from app.trace_records import Record, problems_hash, trace_records
 
 MISSING = "(not set)"
 

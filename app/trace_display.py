@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from trace_links import trace_link
+from app.trace_links import trace_link
 
 if TYPE_CHECKING:
     from thinklens.runs.run_views import TraceData

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.run_refs import run_kind
 from thinklens.errors import ThinklensError
+from thinklens.runs.folders import discover_runs
 from thinklens.runs.run_views import TraceData, read_result_json
 
 if TYPE_CHECKING:
@@ -86,10 +88,6 @@ def sae_activations(model: "HookedModel", sae: Any, prompt_ids: list[int], token
 def saes_for(root: Path, model: str | None, run: str | None = None) -> list[tuple[str, str]]:
     """``(label, folder)`` of the SAEs trained on ``model``: a steer run's own ``--sae`` first, then the finished
     ``sae`` runs of that model, newest first."""
-    from traces import run_kind
-
-    from thinklens.runs.folders import discover_runs
-
     out: list[tuple[str, str]] = []
     if run and run_kind(run) == "steer":
         cfg_path = Path(root) / run / "config.json"

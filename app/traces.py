@@ -4,8 +4,8 @@ per-token quantities, read through the reader the run's job declares (``Job.trac
 texts its run folder holds (``trace_records``), so a new job's traces show with no edit here.
 
 Beside it: ``trace_links`` (the viewer's URLs, which every page builds with :func:`trace_link`), ``trace_display``
-(colours, the token strip), ``trace_lens`` (the logit lens and SAE features, with the model); their names are
-importable from here too.
+(colours, the token strip), ``trace_lens`` (the logit lens and SAE features, with the model), ``run_refs`` (a
+run's ``<kind>/<run id>`` and its kind, which ``trace_lens`` reads too); their names are importable from here too.
 
 Trace ids per run kind are the reader's (``mi-peaks``: ``<model key>/<problem index>``; ``lynx``: the test rollout
 index; ``steer``: ``<arm>/<feature>/<coeff>``; ``latent-eval``: ``<problem index>/<method>``); generic records are
@@ -21,12 +21,13 @@ Example:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import safetensors.numpy
-from trace_display import (  # noqa: F401  (the viewer's names, importable from here)
+
+from app.run_refs import run_kind
+from app.trace_display import (  # noqa: F401  (the viewer's names, importable from here)
     MARK_STYLES,
     PROBABILITIES,
     colour,
@@ -36,15 +37,14 @@ from trace_display import (  # noqa: F401  (the viewer's names, importable from 
     tokens_html,
     value_range,
 )
-from trace_lens import Lens, logit_lens, prompt_ids_of, sae_activations, saes_for  # noqa: F401
-from trace_links import VIEWER_PATH, feature_quantity, parse_feature_quantity, trace_link, traces_link  # noqa: F401
-from trace_records import has_traces, record, trace_records
-
+from app.trace_lens import Lens, logit_lens, prompt_ids_of, sae_activations, saes_for  # noqa: F401
+from app.trace_links import VIEWER_PATH, feature_quantity, parse_feature_quantity, trace_link, traces_link  # noqa: F401
+from app.trace_records import has_traces, record, trace_records
 from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory
 from thinklens.errors import ThinklensError
 from thinklens.probes.lynx_traces import lynx_exits, lynx_rollouts, lynx_test_traces  # noqa: F401
-from thinklens.runs.folders import discover_runs, validate_id
+from thinklens.runs.folders import discover_runs
 from thinklens.runs.jobs import jobs_by_kind
 from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
 from thinklens.steering.steer_traces import steer_trace_id, token_diff  # noqa: F401
@@ -54,28 +54,6 @@ COMPUTED: tuple[str, ...] = ("entropy",)
 
 
 # ----------------------------------------------------------------------------------------------- listing traces
-
-def run_kind(run: str, root: Path | None = None) -> str:
-    """The kind of a run given as ``<kind>/<run id>`` (or, for a validation setting's own run, the path of its folder
-    under the runs root, ``validate/<id>/settings/<key>/<run>``, whose meta.json names its kind); a clear error for
-    anything else."""
-    parts = Path(run).parts
-    try:
-        if len(parts) < 2 or any(p in ("..", ".") for p in parts):
-            raise ValueError(run)
-        for p in parts:
-            validate_id(p, "run path part")
-    except (ValueError, ThinklensError):
-        raise ThinklensError.of("run", run, "<kind>/<run id> (a run folder under the runs root)",
-                                "open the viewer from a page's link, or pick a run in its run box") from None
-    if len(parts) == 2 or root is None:
-        return parts[0]
-    meta = Path(root) / run / "meta.json"
-    try:
-        return str(json.loads(meta.read_text()).get("kind") or parts[-2])
-    except (OSError, ValueError):
-        return parts[-2]
-
 
 def reader(kind: str) -> TraceReader | None:
     """The trace reader ``kind``'s job declares (``Job.traces``), None when it declares none (its generated texts are

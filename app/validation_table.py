@@ -171,7 +171,7 @@ def display_rows(rows: Sequence[Mapping[str, Any]], source: str, trace_links: Ma
 def setting_trace_links(root: Path, run: str) -> dict[str, str]:
     """``'<method>-<setting>'`` -> the trace viewer on that setting's own run inside the validate run ``root/run``
     (the first of its runs that holds traces)."""
-    from evidence import links
+    from app.evidence import links
 
     out: dict[str, str] = {}
     for cfg in sorted((Path(root) / run / "settings").glob("*/*/config.json")):

@@ -93,13 +93,25 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_app(args: argparse.Namespace) -> int:
-    app = Path(__file__).resolve().parent.parent / "app" / "Home.py"
-    if not app.exists():
-        raise ThinklensError.of("app", str(app), "app/Home.py in the thinklens checkout", "run from a source checkout")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host, "--server.port", str(args.port),
+def app_process(host: str, port: int, runs: str | Path) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that serve the Streamlit app (``thinklens app``; the browser tests start it so).
+
+    Streamlit runs the checkout's ``app/Home.py`` with the checkout's root first on ``PYTHONPATH``, since its pages
+    import ``app.<module>``, and ``THINKLENS_RUNS`` set to ``runs`` (absolute).
+    """
+    root = Path(__file__).resolve().parent.parent
+    home = root / "app" / "Home.py"
+    if not home.exists():
+        raise ThinklensError.of("app", str(home), "app/Home.py in the thinklens checkout", "run from a source checkout")
+    cmd = [sys.executable, "-m", "streamlit", "run", str(home), "--server.address", host, "--server.port", str(port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
-    return subprocess.call(cmd, env={**os.environ, "THINKLENS_RUNS": str(Path(args.runs).resolve())})
+    path = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return cmd, {**os.environ, "PYTHONPATH": path, "THINKLENS_RUNS": str(Path(runs).resolve())}
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    cmd, env = app_process(args.host, args.port, args.runs)
+    return subprocess.call(cmd, env=env)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

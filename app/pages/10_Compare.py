@@ -10,19 +10,14 @@ Links: ``?kind=<kind>&a=<run id>&b=<run id>``.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import run_diff as rd  # noqa: E402
-from common import display_path, missing_results, runs_root  # noqa: E402
-from compare import show_comparison  # noqa: E402
-from dashboard import finding_tone, jobs_of_kinds  # noqa: E402
-from exports import table  # noqa: E402
-
-from thinklens.runs.folders import discover_runs  # noqa: E402
+from app import run_diff as rd
+from app.common import display_path, missing_results, runs_root
+from app.compare import show_comparison
+from app.dashboard import finding_tone, jobs_of_kinds
+from app.exports import table
+from thinklens.runs.folders import discover_runs
 
 st.set_page_config(page_title="thinklens: compare", layout="wide")
 st.title("Compare runs")

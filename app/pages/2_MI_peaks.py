@@ -9,19 +9,16 @@ as fast as a small one. Never loads a model or registers a hook.
 from __future__ import annotations
 
 import html
-import sys
 from pathlib import Path
 from typing import Any
 
 import pandas  # noqa: F401 - imported up front: a lazy import racing another session's (home page) can fail
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card, read_result, run_picker, runs_multiselect, show_figure  # noqa: E402
-from exports import chart, table  # noqa: E402
-from traces import link_html, peak_occurrences, trace_link  # noqa: E402
-
-from thinklens.analyses.mi.figures_runs import (  # noqa: E402
+from app.common import error_card, read_result, run_picker, runs_multiselect, show_figure
+from app.exports import chart, table
+from app.traces import link_html, peak_occurrences, trace_link
+from thinklens.analyses.mi.figures_runs import (
     CURVE_CHOICES,
     controls_table,
     figure_controls,
@@ -31,8 +28,8 @@ from thinklens.analyses.mi.figures_runs import (  # noqa: E402
     model_label,
     models_table,
 )
-from thinklens.analyses.mi.run_format import INDEX, TrajectoryRecord, read_index, read_trajectory  # noqa: E402
-from thinklens.errors import ThinklensError  # noqa: E402
+from thinklens.analyses.mi.run_format import INDEX, TrajectoryRecord, read_index, read_trajectory
+from thinklens.errors import ThinklensError
 
 st.set_page_config(page_title="thinklens: MI peaks", layout="wide")
 st.title("MI peaks and thinking tokens")

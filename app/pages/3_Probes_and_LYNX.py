@@ -7,21 +7,18 @@ the probes package's figure functions; never loads a model or registers a hook.
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card, read_result, rerun_command, run_picker, runs_multiselect, show_figure  # noqa: E402
-from compare import AXES, figure_pareto_runs  # noqa: E402
-from exports import chart, table  # noqa: E402
-from traces import lynx_rollout_rows, traces_link  # noqa: E402
-
-from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.probes.lynx_result import load_lynx_result  # noqa: E402
-from thinklens.probes.lynx_traces import exits_at, exits_where  # noqa: E402
-from thinklens.probes.probe_traces import MOST_WRONG_WHERE, most_wrong_count  # noqa: E402
+from app.common import error_card, read_result, rerun_command, run_picker, runs_multiselect, show_figure
+from app.compare import AXES, figure_pareto_runs
+from app.exports import chart, table
+from app.traces import lynx_rollout_rows, traces_link
+from thinklens.errors import ThinklensError
+from thinklens.probes.lynx_result import load_lynx_result
+from thinklens.probes.lynx_traces import exits_at, exits_where
+from thinklens.probes.probe_traces import MOST_WRONG_WHERE, most_wrong_count
 
 st.set_page_config(page_title="thinklens: probes and LYNX", layout="wide")
 st.title("Probes and LYNX")

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import html
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import background  # noqa: E402
-from common import error_card, missing_results, read_result, run_picker, runs_root, show_figure  # noqa: E402
-from compare import compared_kinds, show_comparison  # noqa: E402
-from exports import chart, table  # noqa: E402
-from feature_views import (  # noqa: E402
+from app import background
+from app.common import error_card, missing_results, read_result, run_picker, runs_root, show_figure
+from app.compare import compared_kinds, show_comparison
+from app.exports import chart, table
+from app.feature_views import (
     feature_input,
     figure_sweep,
     load_hooked_model,
@@ -32,19 +30,18 @@ from feature_views import (  # noqa: E402
     page_link,
     sae_picker,
 )
-from features import coefficient_sweep, diff_counts, diff_html, stored_contexts, sweep_rows, word_diff  # noqa: E402
-from traces import steer_trace_id, trace_link, traces_link  # noqa: E402
-
-from thinklens.calibration.stats import wilson  # noqa: E402
-from thinklens.data.formats import format_for  # noqa: E402
-from thinklens.data.problemsets import ProblemSet  # noqa: E402
-from thinklens.runs.run_views import changed_counts, changed_where  # noqa: E402
-from thinklens.steering.feature_steering import add_feature, clamp_feature  # noqa: E402
-from thinklens.steering.features import FeatureStats, trace_prompt  # noqa: E402
-from thinklens.steering.figures import figure_feature_trace  # noqa: E402
-from thinklens.steering.reasoning_vectors import alpha_point  # noqa: E402
-from thinklens.steering.steer_traces import broken_counts, broken_where  # noqa: E402
-from thinklens.tasks.protocol import zoo_meta  # noqa: E402
+from app.features import coefficient_sweep, diff_counts, diff_html, stored_contexts, sweep_rows, word_diff
+from app.traces import steer_trace_id, trace_link, traces_link
+from thinklens.calibration.stats import wilson
+from thinklens.data.formats import format_for
+from thinklens.data.problemsets import ProblemSet
+from thinklens.runs.run_views import changed_counts, changed_where
+from thinklens.steering.feature_steering import add_feature, clamp_feature
+from thinklens.steering.features import FeatureStats, trace_prompt
+from thinklens.steering.figures import figure_feature_trace
+from thinklens.steering.reasoning_vectors import alpha_point
+from thinklens.steering.steer_traces import broken_counts, broken_where
+from thinklens.tasks.protocol import zoo_meta
 
 st.set_page_config(page_title="thinklens · steering", layout="wide")
 st.title("Steering")

@@ -9,20 +9,17 @@ Links: ``?run=<kind>/<run id>&trace=<id>&quantity=<name>[&token=<position>][&hig
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import traces as tr  # noqa: E402
-from common import display_path, error_card, nothing_found, results_missing, runs_root, show_findings  # noqa: E402
-from exports import chart, table  # noqa: E402
-
-from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs.folders import RunFolder, discover_runs  # noqa: E402
+from app import traces as tr
+from app.common import display_path, error_card, nothing_found, results_missing, runs_root, show_findings
+from app.exports import chart, table
+from thinklens.errors import ThinklensError
+from thinklens.runs.folders import RunFolder, discover_runs
 
 st.set_page_config(page_title="thinklens: trace viewer", layout="wide")
 st.title("Trace viewer")

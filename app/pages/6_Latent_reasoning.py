@@ -3,19 +3,15 @@ decoding of each latent of a chosen problem. Reads `latent-eval` and `latent-tra
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card, read_result, run_picker, runs_root, show_figure  # noqa: E402
-from compare import show_comparison  # noqa: E402
-from exports import chart, table  # noqa: E402
-from traces import link_html, trace_link  # noqa: E402
-
-from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs.folders import discover_runs  # noqa: E402
+from app.common import error_card, read_result, run_picker, runs_root, show_figure
+from app.compare import show_comparison
+from app.exports import chart, table
+from app.traces import link_html, trace_link
+from thinklens.errors import ThinklensError
+from thinklens.runs.folders import discover_runs
+from thinklens.runs.jobs import jobs_by_kind
 
 st.set_page_config(page_title="thinklens: latent reasoning", layout="wide")
 st.title("Latent reasoning")
@@ -124,8 +120,6 @@ show_comparison("latent-eval")
 
 st.header("Training runs")
 # every trainer's runs (runs/<job>/<id>; older ones under runs/latent-train/): the kinds whose job trains a method
-from thinklens.runs.jobs import jobs_by_kind  # noqa: E402
-
 trainer_of = jobs_by_kind()
 train_kinds = sorted({r.kind for r in discover_runs(runs_root())
                       if r.kind == "latent-train" or "latent-train" in getattr(trainer_of.get(r.kind), "former_kinds", ())})

@@ -10,15 +10,12 @@ once per SAE and cached; the page never registers hooks itself.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import error_card  # noqa: E402
-from exports import chart, table  # noqa: E402
-from feature_views import (  # noqa: E402
+from app.common import error_card
+from app.exports import chart, table
+from app.feature_views import (
     feature_input,
     figure_histogram,
     figure_logits,
@@ -29,7 +26,7 @@ from feature_views import (  # noqa: E402
     sae_picker,
     scan,
 )
-from features import (  # noqa: E402
+from app.features import (
     activation_histogram,
     context_html,
     feature_activations,

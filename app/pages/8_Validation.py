@@ -8,17 +8,12 @@ did not come out as a working method's would is red, whatever its numbers.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import validation_table as va  # noqa: E402
-from common import display_path, error_card, results_missing, runs_root  # noqa: E402
-from exports import table_csv  # noqa: E402
-
-from thinklens.runs.folders import RunFolder, discover_runs  # noqa: E402
+from app import validation_table as va
+from app.common import display_path, error_card, results_missing, runs_root
+from app.exports import table_csv
+from thinklens.runs.folders import RunFolder, discover_runs
 
 st.set_page_config(page_title="thinklens: validation", layout="wide")
 st.title("Validation")

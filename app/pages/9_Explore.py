@@ -6,17 +6,12 @@ are in and never blocks other pages.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import background  # noqa: E402
-from common import error_card  # noqa: E402
-from exports import chart, table  # noqa: E402
-
-from thinklens.analyses.explore import explore, figure_entropy, figure_logit_lens  # noqa: E402
+from app import background
+from app.common import error_card
+from app.exports import chart, table
+from thinklens.analyses.explore import explore, figure_entropy, figure_logit_lens
 
 st.set_page_config(page_title="thinklens: explore", layout="wide")
 st.title("Explore")

@@ -7,14 +7,13 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "app" / "Home.py"
+from thinklens.cli import app_process
 
 
 def ensure_chromium() -> tuple[str, str]:
@@ -40,10 +39,8 @@ def free_port() -> int:
 def running_app(runs: Path, cwd: Path | None = None):
     """Start the Streamlit app on 127.0.0.1 with THINKLENS_RUNS=runs (in ``cwd``); yields its base URL."""
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1", "--server.port", str(port),
-           "--server.headless", "true", "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
-    proc = subprocess.Popen(cmd, env={**os.environ, "THINKLENS_RUNS": str(runs)}, cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
+    cmd, env = app_process("127.0.0.1", port, runs)  # as `thinklens app` starts it
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):

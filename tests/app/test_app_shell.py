@@ -27,10 +27,8 @@ def test_home_lists_runs_and_shows_error_card_for_broken(runs):
 
 
 def test_safe_run_path_refuses_traversal(runs):
-    import sys
 
-    sys.path.insert(0, str(APP))
-    from common import safe_run_path
+    from app.common import safe_run_path
 
     with pytest.raises(ThinklensError):
         safe_run_path("demo", "../../etc")

@@ -9,14 +9,11 @@ its shuffled-answer control. Needs a demo's runs folder (``make demo``):
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser import browser_session, running_app, wait_for_text  # noqa: E402
+from browser import browser_session, running_app, wait_for_text
 
 DEMO = os.environ.get("THINKLENS_DEMO_RUNS")
 pytestmark = pytest.mark.skipif(not DEMO, reason="needs a demo's runs folder: set THINKLENS_DEMO_RUNS")

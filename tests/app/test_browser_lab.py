@@ -12,15 +12,12 @@ docs' screenshots, a demo's runs with two eval runs (ids ``think`` and ``cot``) 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from browser import browser_session, running_app, wait_for_text
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lab_runs import eval_run, truncated_run, validate_run  # noqa: E402
+from lab_runs import eval_run, truncated_run, validate_run
 
 SHOTS = Path(os.environ.get("THINKLENS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "runs" / "screenshots"))
 A = [True, True, False, True, False, True, True, True, False, True, True, True]

@@ -16,16 +16,13 @@ element, and every chart has both axis titles. Without ``THINKLENS_DEMO_RUNS`` t
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from browser import browser_session, running_app, wait_for_text
 
-APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
-import traces as tr  # noqa: E402
+from app import traces as tr
 
 SHOTS = Path(os.environ.get("THINKLENS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "runs" / "screenshots"))
 TIMES: dict[str, float] = {}

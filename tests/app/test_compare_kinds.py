@@ -7,19 +7,16 @@ removed, meta says done) shows "results missing" with its finishing command and 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from app.common import missing_results
+from app.compare import COMPARED, comparison_rows, figure_comparison, groups
+from thinklens.errors import ThinklensError
+from thinklens.runs.folders import RunFolder, discover_runs
+
 APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
-
-from common import missing_results  # noqa: E402
-from compare import COMPARED, comparison_rows, figure_comparison, groups  # noqa: E402
-
-from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs.folders import RunFolder, discover_runs  # noqa: E402
 
 STEERING = str(APP / "pages" / "4_Steering.py")
 
@@ -184,7 +181,7 @@ def test_steering_page_compares_every_kind_and_flags_half_written_runs(runs, mon
 def test_latent_eval_comparison_section(runs, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    script = f"import sys\nsys.path.insert(0, {str(APP)!r})\nfrom compare import show_comparison\nshow_comparison('latent-eval')\n"
+    script = "from app.compare import show_comparison\nshow_comparison('latent-eval')\n"
     monkeypatch.setenv("THINKLENS_RUNS", str(runs))
     at = AppTest.from_string(script, default_timeout=60).run()
     assert not at.exception, at.exception

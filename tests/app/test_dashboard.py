@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.dashboard import age, data_of, demo_commands, fix_command, headline, model_of, zoo_accuracy_rows
 from thinklens.runs.folders import RunFolder, discover_runs
 
 APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
-
-from dashboard import age, data_of, demo_commands, fix_command, headline, model_of, zoo_accuracy_rows  # noqa: E402
 
 SUMMARIES = {
     "zoo-eval": ({"models": ["tiny-cot", "tiny-think"], "steps": [2, 3]},
@@ -80,8 +77,7 @@ def test_lynx_headline_never_calls_an_underpowered_bound_valid(runs):
 def test_a_harm_is_never_shown_as_a_success():
     """Issue 39: a LYNX finding whose bound is rejected (verdict effect on "P(S={1}|y=0) exceeds delta") was shown
     green; a harm's effect is shown as an error, an effect the method claims as a success."""
-    from dashboard import finding_tone
-
+    from app.dashboard import finding_tone
     from thinklens.probes.lynx_findings import VALIDITY
 
     rejected = {"statistic": VALIDITY, "verdict": "effect", "extra": {"harm": True}}
@@ -235,8 +231,7 @@ def test_run_rows_and_zoo_rows_oracle():
     """The pure helpers against hand-written rows: '–' for what is missing, a half-written run's status."""
     import datetime as dt
 
-    from dashboard import run_rows, zoo_table_rows
-
+    from app.dashboard import run_rows, zoo_table_rows
     from thinklens.runs.folders import RunEntry
 
     e = RunEntry(path=Path("runs/probe/a"), kind="probe", run_id="a", status="done", created="2026-11-30T10:00:00",
@@ -253,7 +248,7 @@ def test_run_rows_and_zoo_rows_oracle():
 
 
 def test_pages_point_at_the_page_that_shows_each_kind():
-    from dashboard import pages
+    from app.dashboard import pages
 
     PAGES = pages()  # each job's Job.page, from the registry
     assert PAGES["sae"] == ("pages/7_Features.py", "Features")  # the feature browser, not Steering
@@ -312,8 +307,7 @@ def test_a_registered_job_is_in_the_demo_plan_in_its_pipeline_place(tally_job):
 def test_a_registered_job_shows_on_home_with_its_headline_page_and_order(tally_job, runs):
     """The job's demo step runs through the real CLI; Home shows its card between LYNX and probe runs, in the job's
     own headline words, linked to the job's page; the dashboard helpers say the same."""
-    from dashboard import headline, pages
-
+    from app.dashboard import headline, pages
     from thinklens.cli import main
     from thinklens.runs.demo_plan import DEMO_STEPS
 

@@ -3,26 +3,20 @@ Chromium are installed (offline), else a disabled button that says why."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
-
-from exports import figure_html, file_stem, png_unavailable, table_csv  # noqa: E402
+from app.exports import figure_html, file_stem, png_unavailable, table_csv
 
 
 def _page() -> None:
-    import sys
-    from pathlib import Path
 
     import plotly.graph_objects as go
 
-    sys.path.insert(0, str(Path.cwd() / "app"))
-    from exports import chart, table
+    from app.exports import chart, table
 
     chart(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), key="fig", name="a figure")
     table([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], key="tab", name="a table")
@@ -52,7 +46,7 @@ def test_png_export_when_kaleido_and_chromium_are_installed():
     why = png_unavailable()
     if why is not None:
         pytest.skip(why)
-    from exports import figure_png
+    from app.exports import figure_png
 
     png = figure_png(go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2])), scale=1.0)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000

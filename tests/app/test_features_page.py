@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
-
-from features import (  # noqa: E402
+from app.features import (
     Context,
     FeatureScan,
     activation_histogram,
@@ -31,9 +27,10 @@ from features import (  # noqa: E402
     top_contexts,
     word_diff,
 )
+from thinklens.errors import ThinklensError
+from thinklens.runs.folders import RunFolder
 
-from thinklens.errors import ThinklensError  # noqa: E402
-from thinklens.runs.folders import RunFolder  # noqa: E402
+APP = Path(__file__).resolve().parents[2] / "app"
 
 FEATURES = str(APP / "pages" / "7_Features.py")
 STEERING = str(APP / "pages" / "4_Steering.py")
@@ -129,7 +126,7 @@ def test_stat_rows_rank_the_feature_among_all():
 def test_coefficient_sweep_steers_each_coefficient_once():
     from types import SimpleNamespace
 
-    from features import coefficient_sweep
+    from app.features import coefficient_sweep
 
     calls = []
 
@@ -194,8 +191,7 @@ def test_sae_source_of_each_run(demo):
 
 
 def test_feature_logits_are_the_decoder_row_through_the_lm_head(demo):
-    from features import feature_logits
-
+    from app.features import feature_logits
     from thinklens.engine.model import HookedModel
     from thinklens.steering.sae import load_sae
 
@@ -253,7 +249,7 @@ def test_feature_page_renders_the_demo_sae(demo, monkeypatch):
     shown = next(df.value for df in at.dataframe if "statistic" in df.value.columns)
     assert shown["value"].tolist()[0] == round(stats["freq"][3], 4)
     # density against the SAE's own encoder on the page's (cached) scan
-    from feature_views import load_sae_cached, scan
+    from app.feature_views import load_sae_cached, scan
 
     source = sae_source(RunFolder(demo / "sae" / "demo"))
     sc = scan(source, 32)

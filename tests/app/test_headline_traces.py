@@ -8,20 +8,16 @@ Oracles: the URLs are written out by hand from the viewer's convention (``/Trace
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from app import evidence, traces
+from thinklens.runs import job_registry, jobs
+from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "app"))
-
-import evidence  # noqa: E402  (app/ on the path first)
-import traces  # noqa: E402
-
-from thinklens.runs import job_registry, jobs  # noqa: E402
-from thinklens.runs.run_views import HeadlineTraces, TraceData, TraceReader  # noqa: E402
 
 KIND = "tally-words"
 

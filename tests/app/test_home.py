@@ -5,16 +5,14 @@ with ``theme=None`` in the same look (``exports.LOOK``), the title bold by its f
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import plotly.graph_objects as go
 from streamlit.testing.v1 import AppTest
 
-APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
+from app.exports import LOOK, display_figure
 
-from exports import LOOK, display_figure  # noqa: E402
+APP = Path(__file__).resolve().parents[2] / "app"
 
 
 def _streamlit_wrap(spec: dict) -> dict:

@@ -4,15 +4,13 @@ orange of a run still going, and a line that says how to resume it."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
+from thinklens.runs.folders import RunFolder, discover_runs
 
-from thinklens.runs.folders import RunFolder, discover_runs  # noqa: E402
+APP = Path(__file__).resolve().parents[2] / "app"
 
 
 def _interrupted(root: Path):
@@ -23,7 +21,7 @@ def _interrupted(root: Path):
 
 
 def test_an_interrupted_run_has_its_own_colour_and_says_how_to_resume(runs):
-    from dashboard import STATUS_COLOURS, run_rows, run_state, status_badge
+    from app.dashboard import STATUS_COLOURS, run_rows, run_state, status_badge
 
     status, line = run_state(_interrupted(runs))
     assert status == "interrupted" and "resume" in line and line.startswith("interrupted")
@@ -42,7 +40,7 @@ def test_thinklens_runs_lists_an_interrupted_run_with_the_resume_words(runs):
 
 
 def test_home_shows_the_interrupted_badge(runs):
-    from dashboard import status_badge
+    from app.dashboard import status_badge
 
     _interrupted(runs)
     at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()

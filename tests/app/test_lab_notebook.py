@@ -6,17 +6,14 @@ a comparison of two eval runs with its config diff and McNemar's paired interval
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from lab_runs import eval_run, truncated_run, validate_run
+
+from thinklens.runs.folders import discover_runs
 
 APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lab_runs import eval_run, truncated_run, validate_run  # noqa: E402
-
-from thinklens.runs.folders import discover_runs  # noqa: E402
 
 A = [True, True, False, True, False, True, True, True, False, True, True, True]
 B = [False, True, False, False, False, True, False, True, False, False, True, False]
@@ -37,7 +34,7 @@ def _entry(root: Path, kind: str, run_id: str):
 # ------------------------------------------------------------------------------------------------ colours and states
 
 def test_a_validate_run_is_its_k_of_n_and_red_when_a_setting_failed(runs):
-    from dashboard import run_state, status_badge
+    from app.dashboard import run_state, status_badge
 
     validate_run(runs)
     status, line = run_state(_entry(runs, "validate", "quick"))
@@ -48,7 +45,7 @@ def test_a_validate_run_is_its_k_of_n_and_red_when_a_setting_failed(runs):
 
 
 def test_a_finding_is_green_only_for_an_effect_as_a_working_method_gives_it(runs):
-    from dashboard import finding_tone
+    from app.dashboard import finding_tone
 
     run = validate_run(runs)
     planted, null = run.meta()["summary"]["findings"]
@@ -59,8 +56,8 @@ def test_a_finding_is_green_only_for_an_effect_as_a_working_method_gives_it(runs
 
 
 def test_a_truncated_result_file_is_incomplete_not_done(runs):
-    from common import missing_results
-    from dashboard import run_state
+    from app.common import missing_results
+    from app.dashboard import run_state
 
     run = truncated_run(runs)
     lacking = missing_results(run.path)
@@ -70,7 +67,7 @@ def test_a_truncated_result_file_is_incomplete_not_done(runs):
 
 
 def test_a_run_from_an_older_version_says_so_instead_of_numbers(runs):
-    from dashboard import older_version, run_state
+    from app.dashboard import older_version, run_state
 
     run = eval_run(runs, "old", "tiny-think", [True, False])
     meta = run.meta()
@@ -88,8 +85,8 @@ def test_a_run_from_an_older_version_says_so_instead_of_numbers(runs):
 # ------------------------------------------------------------------------------------------------ traces behind numbers
 
 def test_generic_traces_of_a_job_the_viewer_has_no_reader_for(runs):
-    import traces as tr
-    from evidence import links
+    from app import traces as tr
+    from app.evidence import links
 
     eval_run(runs, "a", "tiny-think", A)
     assert "eval" in tr.trace_kinds(runs) and "eval" not in tr.KINDS  # from the registry and the run's shape
@@ -105,8 +102,8 @@ def test_generic_traces_of_a_job_the_viewer_has_no_reader_for(runs):
 
 
 def test_a_validate_run_links_each_setting_to_its_own_runs_traces(runs):
-    import traces as tr
-    from validation_table import setting_trace_links
+    from app import traces as tr
+    from app.validation_table import setting_trace_links
 
     validate_run(runs)
     got = setting_trace_links(runs, "validate/quick")
@@ -120,8 +117,7 @@ def test_a_validate_run_links_each_setting_to_its_own_runs_traces(runs):
 # ------------------------------------------------------------------------------------------------ comparisons
 
 def test_paired_difference_of_two_eval_runs_is_mcnemars(runs):
-    from run_diff import config_diff, dataset, paired_difference
-
+    from app.run_diff import config_diff, dataset, paired_difference
     from thinklens.calibration.stats import clopper_pearson, mcnemar
 
     a, b = eval_run(runs, "a", "tiny-think", A), eval_run(runs, "b", "tiny-cot", B, max_new_tokens=32)
@@ -143,7 +139,7 @@ def test_paired_difference_of_two_eval_runs_is_mcnemars(runs):
 
 
 def test_reasoning_vector_chart_draws_one_split(tmp_path):
-    from compare import figure_comparison
+    from app.compare import figure_comparison
 
     rows = [{"run": "r", "model": "m", "accuracy at alpha 0": 0.5, "accuracy there (reporting split)": 0.9,
              "accuracy there (all problems)": 0.6}]

@@ -52,11 +52,8 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
     assert {"lynx", "full", "first_cue", "fraction", "threshold", "oracle"} <= set(policies["policy"])
     # the rollouts behind a δ row: each exit is the first event at or above LYNX's threshold's set {1}, and its link
     # opens that rollout in the trace viewer coloured by the probe score with the exit token opened
-    import sys
 
-    sys.path.insert(0, str(PAGE.parents[1]))
-    from traces import trace_link
-
+    from app.traces import trace_link
     from thinklens.probes.lynx_result import load_lynx_result
 
     delta = at.selectbox(key="lynx-rollouts-delta").value
@@ -66,8 +63,7 @@ def test_page_renders_lynx_and_probe_runs(runs_root, monkeypatch):
         pos = None if r["exit position"] is None or r["exit position"] != r["exit position"] else int(r["exit position"])
         assert r["trace"] == trace_link("lynx/good", str(int(r["rollout"])), "probe", token=pos)
     # each δ row's exit counts and links are those of LYNX's exits at that δ (the viewer's filter: test_trace_evidence)
-    from traces import traces_link
-
+    from app.traces import traces_link
     from thinklens.probes.lynx_traces import exits_where
 
     report = load_lynx_result(RunFolder(runs_root / "lynx" / "good")).report

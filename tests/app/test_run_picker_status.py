@@ -4,27 +4,16 @@ after it with their status, and picking one says what it is (its one-line reason
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from lab_runs import eval_run
 
-APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from lab_runs import eval_run  # noqa: E402
-
-from thinklens.runs.folders import RunFolder  # noqa: E402
+from thinklens.runs.folders import RunFolder
 
 
 def _picker_script() -> None:
-    import os
-    import sys
-
-    sys.path.insert(0, os.environ["APP_DIR"])
     import streamlit as st
-    from common import run_picker
+
+    from app.common import run_picker
 
     run = run_picker("eval")
     st.write(f"picked: {run.path.name if run is not None else None}")
@@ -39,7 +28,6 @@ def runs(tmp_path, monkeypatch):
     running = RunFolder.create("eval", {"model": "gemma-3-270m"}, root=root, run_id="c-running")
     running.write_meta(job="eval")
     monkeypatch.setenv("THINKLENS_RUNS", str(root))
-    monkeypatch.setenv("APP_DIR", str(APP))
     return root
 
 

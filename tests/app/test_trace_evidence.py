@@ -8,7 +8,6 @@ prompt for a broken problem; |p - y| for a probe's most-wrong examples), never r
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,7 +16,6 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
-sys.path.insert(0, str(APP))
 PAGES = APP / "pages"
 SAE = ROOT / "data" / "saes" / "tiny-think-resid_post.2-topk32"
 
@@ -214,8 +212,8 @@ def test_lynx_exit_filters_keep_exactly_the_early_exits(tmp_path, monkeypatch):
     import re
 
     import safetensors.numpy
-    from traces import traces_link
 
+    from app.traces import traces_link
     from thinklens.probes.lynx_traces import exits_where
 
     def rollout(label: str) -> str:  # "test rollout #3 right, 4 tokens"
@@ -473,8 +471,7 @@ def test_probe_card_links_the_examples_its_score_gets_most_wrong(tmp_path, monke
 def test_a_link_to_lynx_exits_at_a_delta_opens_that_deltas_exit(tmp_path, monkeypatch):
     """Catches: the view marking another δ's exit (the middle one of the sweep) than the δ the link names, and no
     position opened where the filter names one."""
-    from traces import traces_link
-
+    from app.traces import traces_link
     from thinklens.probes.lynx_traces import exits_where
 
     _lynx_run(tmp_path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,9 +16,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from app import traces as tr
+
 APP = Path(__file__).resolve().parents[2] / "app"
-sys.path.insert(0, str(APP))
-import traces as tr  # noqa: E402
 
 VIEWER = APP / "pages" / "5_Trace_viewer.py"
 MI_PAGE = APP / "pages" / "2_MI_peaks.py"

@@ -4,13 +4,8 @@ matched comparison keeps its colour."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
-from dashboard import finding_tone  # noqa: E402
-
-from thinklens.latent.latent_findings import table_findings  # noqa: E402
+from app.dashboard import finding_tone
+from thinklens.latent.latent_findings import table_findings
 
 TRAINED = {"parent": "tiny-cot", "steps": 15000, "problems": "3-4 steps"}
 

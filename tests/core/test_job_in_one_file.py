@@ -18,7 +18,6 @@ import pytest
 from thinklens.runs import job_registry
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "app"
 JOB, MODULE = "steer-vector", "steering/jobs/steer_vector.py"
 #: Code files that may name the job: its module, its own test, and this test.
 OWN = {MODULE, "tests/steering/test_contrast.py", "tests/core/test_job_in_one_file.py"}
@@ -68,14 +67,13 @@ def _validate(root: Path) -> bool:
 
 
 def _traces(root: Path) -> bool:
-    import traces
+    from app import traces
 
     return JOB in traces.reader_kinds() and JOB in traces.trace_kinds(root)
 
 
 def _compare(root: Path) -> bool:
-    from compare import compared_kinds, comparison_of
-
+    from app.compare import compared_kinds, comparison_of
     from thinklens.errors import ThinklensError
 
     try:
@@ -86,13 +84,13 @@ def _compare(root: Path) -> bool:
 
 
 def _compare_page(root: Path) -> bool:
-    from dashboard import jobs_of_kinds
+    from app.dashboard import jobs_of_kinds
 
     return JOB in jobs_of_kinds()
 
 
 def _validation_page(root: Path) -> bool:
-    from validation_table import display_rows
+    from app.validation_table import display_rows
 
     rows = [{"method": "actadd", "setting": "planted", "kind": "planted", "ok": True}]
     return display_rows(rows, "record")[0]["job"] == JOB
@@ -113,7 +111,6 @@ def runs(tmp_path, monkeypatch):
     row = {"arm": "contrast", "coeff": 1.0, "examples": ["so the answer is 4"], "compound": 0.1, "shift": 0.1}
     run.write_result("steer_vector", {"site": "resid_post.1", "vector": {"source": "' yes' - ' no'"}, "rows": [row]})
     run.finish({"vector_norm": 2.0, "n_prompts": 4, "findings": []})
-    monkeypatch.syspath_prepend(str(APP))
     return tmp_path
 
 
