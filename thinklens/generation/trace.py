@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from thinklens.data.formats import detect_span, prompt_opens_span, split_thinking
-from thinklens.engine.sites import Site
+from thinklens.engine.sites import LAYER_KINDS, SITE_KINDS, Site
+from thinklens.errors import ThinklensError, did_you_mean
 
 
 @dataclass
@@ -46,6 +47,48 @@ class ActivationBatch:
 
     def __getitem__(self, site: Site | str) -> Tensor:
         return self.acts[Site.parse(site, self.n_layers)]
+
+    def layers(self, kind: str) -> list[int]:
+        """The layers of ``kind`` this capture holds, ascending: the rows of :meth:`stack`."""
+        return sorted(s.layer for s in self.acts if s.kind == kind and s.layer is not None)
+
+    def stack(self, kind: str, layers: Sequence[int] | None = None) -> Float[Tensor, "layer batch n *d"]:
+        """One per-layer site kind stacked across layers, ``[layer, batch, pos, d]`` (TransformerLens's
+        ``cache.stack_activation``, for a capture).
+
+        Args:
+            kind: a per-layer kind the capture holds (``resid_pre``, ``resid_post``, ``attn_out``, ``mlp_out``, ...).
+            layers: the layers to stack, in this order (negative ones count from the end); None: every layer of
+                ``kind`` the capture holds, ascending (:meth:`layers`; on a hybrid model ``attn_out`` is on some
+                blocks only).
+
+        Example:
+            >>> acts = {Site("resid_post", i): torch.full((2, 3, 4), float(i)) for i in range(3)}
+            >>> b = ActivationBatch(torch.zeros(2, 3, dtype=torch.long), torch.ones(2, 3, dtype=torch.long), acts, n_layers=3)
+            >>> b.stack("resid_post").shape, b.stack("resid_post")[:, 0, 0, 0].tolist(), b.stack("resid_post", [-1, 0])[:, 0, 0, 0].tolist()
+            (torch.Size([3, 2, 3, 4]), [0.0, 1.0, 2.0], [2.0, 0.0])
+        """
+        held = [k for k in SITE_KINDS if any(s.kind == k for s in self.acts)]
+        stackable = [k for k in held if k in LAYER_KINDS]
+        if kind not in stackable:
+            if kind in held:
+                fix = f"{kind} has no layers: read batch[{kind!r}]"
+            elif kind in LAYER_KINDS:
+                fix = f"capture it: model.capture(inputs, [{kind + '.*'!r}])"
+            else:
+                fix = did_you_mean(kind, stackable or sorted(LAYER_KINDS))
+            raise ThinklensError.of("site kind", kind, "a per-layer kind this capture holds: "
+                                    f"{', '.join(stackable) or 'none (it holds ' + ', '.join(held) + ')'}", fix)
+        have = self.layers(kind)
+        if layers is None:
+            picked = have
+        else:
+            picked = [Site.parse(Site(kind, int(i)), self.n_layers).layer for i in layers]
+            missing = [i for i in picked if i not in have]
+            if missing or not picked:
+                raise ThinklensError.of(f"{kind} layers", list(layers), f"layers this capture holds: {have}",
+                                        f"pick among them, or capture {kind}.* (every layer)")
+        return torch.stack([self.acts[Site(kind, i)] for i in picked])  # [layer, batch, n, *d]
 
 
 @dataclass
