@@ -9,6 +9,7 @@ module on first use, so ``import thinklens.probes`` stays cheap):
 - ``conformal``: Mondrian split conformal calibration and the validity curve
 - ``lynx``: LynxConfig, cue events, feature layers per depth, probe training
 - ``exits``: the exit rule, LYNX and baseline policies, Pareto data, label base rate
+- ``exit_gate``: the discrimination gate of LYNX's exits (an uninformative probe abstains)
 - ``datasets``: event features, forced-exit labels and layer sweeps from a HookedModel
   (``forced``: features and labels from one pass per rollout)
 - ``value_dataset``: states at every word of a reasoning text, with the running value

@@ -60,8 +60,14 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     skip_vacuous: bool = False
     """Drop deltas too small for the calibration class sizes instead of stopping with an error."""
     calibration_fallbacks: bool = True
-    """Calibrate on the calibration split's fallback events too, as the reference does; false: on its real cue events
-    only, like the test events that LYNX exits at (the guarantee assumes the two are exchangeable)."""
+    """Let the calibration split's fallback events (of cue-less rollouts) calibrate the positive class's threshold too;
+    false: its real cue events only. The negative class, whose threshold carries the per-event bound, is always
+    calibrated on real cue events only, exchangeable with the test events LYNX exits at (the reference calibrates on
+    fallback negatives too, which broke the bound: issue 52)."""
+    gate_auroc: float | None = 0.5
+    """Discrimination gate: LYNX exits only when the 95% interval of the probe's AUROC on the calibration split's cue
+    events (clustered by rollout; probes/exit_gate.py) lies above this; otherwise it abstains (no exits at any delta)
+    and the findings say so. None: no gate, as the reference."""
     probe: str | None = None
     """Folder of a saved LYNX probe to use instead of training one (must match the sites; no training rollouts then)."""
     batch_size: int = 32
@@ -92,6 +98,9 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
                 f"few events), raise the smallest delta, or pass {opt('skip_vacuous', True)}")
         if any(not 0.0 <= f <= 1.0 for f in self.fractions):
             raise ThinklensError.of("fractions", self.fractions, "fractions in [0, 1]", "use 0.25,0.5,0.75")
+        if self.gate_auroc is not None and not (isinstance(self.gate_auroc, (int, float)) and 0.5 <= self.gate_auroc < 1.0):
+            raise ThinklensError.of("gate_auroc", self.gate_auroc, "None or an AUROC in [0.5, 1)",
+                                    f"use 0.5 (chance), or {opt('gate_auroc', None)} to turn the gate off")
         if not 0.0 < self.threshold < 1.0:
             raise ThinklensError.of("threshold", self.threshold, "a probability in (0, 1)", "use 0.5")
         if not self.hidden_layer_sizes or min(self.hidden_layer_sizes) < 1:

@@ -18,6 +18,11 @@ control and verdict:
   :data:`~thinklens.probes.conformal.MIN_POWER` (``extra["power"]``); ``too few samples`` means it is not rejected
   but the test was underpowered (not shown).
 
+With the run's discrimination gate (:mod:`thinklens.probes.exit_gate`), one ``AUROC`` finding more: the probe's AUROC
+at the calibration split's cue events against chance, ``effect`` when its interval lies above it (the gate opens; the
+finding comes last); otherwise it comes first and its line says that LYNX abstains (no exits at any delta), with the
+AUROC and its interval.
+
 The ``accuracy`` and ``P(S={1}|y=0)`` claims are harms: their ``effect`` is a failure of LYNX, marked
 ``extra["harm"] = True`` so that no page shows it as a success.
 
@@ -48,11 +53,12 @@ from thinklens.calibration.findings import MIN_N, Finding, headline, paired_find
 from thinklens.calibration.stats import bootstrap_ci
 from thinklens.calibration.tost import Equivalence, tost_mean
 from thinklens.probes.conformal import ValidityCurve
+from thinklens.probes.exit_gate import GATE_AUROC, INTERVAL, ExitGate
 from thinklens.probes.exits import EventTable, ExitReport, RolloutTable, policy_costs
 
 #: The deltas whose findings a LYNX run reports (lowest, highest; both included).
 FINDING_DELTAS: tuple[float, float] = (0.05, 0.1)
-SAVING, ACCURACY, VALIDITY = "saving", "accuracy", "P(S={1}|y=0)"
+SAVING, ACCURACY, VALIDITY, GATE = "saving", "accuracy", "P(S={1}|y=0)", "AUROC"
 #: The harm margin on accuracy, stated beforehand: LYNX's paired accuracy change against the full rollouts counts as
 #: no harm only when its 90% TOST interval lies inside +-2 points (issue 39: the null passed at -2.25 points).
 ACCURACY_MARGIN = 0.02
@@ -117,9 +123,37 @@ def in_range(delta: float, deltas: tuple[float, float] = FINDING_DELTAS) -> bool
     return deltas[0] - 1e-9 <= float(delta) <= deltas[1] + 1e-9
 
 
+def gate_finding(gate: ExitGate) -> Finding:
+    """The discrimination gate as a finding (:mod:`thinklens.probes.exit_gate`): the probe's AUROC at the calibration
+    split's cue events against chance, ``effect`` when its interval lies above it on at least MIN_N events (the gate
+    opens); otherwise ``extra["otherwise"]`` says in one line that LYNX abstains, with the AUROC and its interval.
+
+    Example:
+        >>> from thinklens.calibration.findings import finding_sentence
+        >>> from thinklens.probes.exit_gate import ExitGate
+        >>> print(finding_sentence(gate_finding(ExitGate(0.52, (0.31, 0.73), 6, 267, 212))))  # doctest: +NORMALIZE_WHITESPACE
+        LYNX abstains: no exits at any delta (saving 0, accuracy unchanged): the probe does not tell right from wrong
+        forced exits above chance 0.5 at the calibration split's cue events: AUROC 0.52, 95% interval [0.31, 0.73],
+        n=273 events (6 right, 267 wrong) from 212 rollouts (no effect; AUROC 0.52 [0.31, 0.73] against chance 0.5, n=273)
+    """
+    floor = GATE_AUROC if gate.min_auroc is None else gate.min_auroc
+    verdict = verdict_from_interval(gate.ci, floor, n=gate.n) if not np.isnan(gate.ci[0]) else "too few samples"
+    if verdict == "effect" and not gate.discriminates:  # pragma: no cover - one rule decides both
+        raise RuntimeError("the gate and its finding disagree")
+    extra = {"gate": "off" if gate.min_auroc is None else ("open" if gate.open else "closed"), "harm": False,
+             "n_pos": gate.n_pos, "n_neg": gate.n_neg, "n_rollouts": gate.n_rollouts, "interval": INTERVAL,
+             "statement": gate.statement()}
+    if verdict != "effect":
+        extra["otherwise"] = gate.statement()
+    return Finding(f"the probe tells right from wrong forced exits at {gate.events}, so LYNX may exit", GATE,
+                   gate.auroc, gate.ci, gate.n, "chance", floor, verdict, extra=extra)
+
+
 def lynx_findings(report: ExitReport, validity: ValidityCurve, events: EventTable, rollouts: RolloutTable, *,
-                  deltas: tuple[float, float] = FINDING_DELTAS, seed: int = 0) -> list[Finding]:
-    """The saving, accuracy and validity findings of every LYNX delta of ``report`` inside ``deltas`` (module doc)."""
+                  deltas: tuple[float, float] = FINDING_DELTAS, seed: int = 0, gate: ExitGate | None = None) -> list[Finding]:
+    """The saving, accuracy and validity findings of every LYNX delta of ``report`` inside ``deltas`` (module doc);
+    with ``gate``, its finding (:func:`gate_finding`): first when the gate is closed (the run's headline is that LYNX
+    abstained), last otherwise."""
     full_correct, full_tokens = policy_costs(events, rollouts, report.get("full").exit_event)
     oracle = report.get("oracle")
     _, oracle_tokens = policy_costs(events, rollouts, oracle.exit_event)
@@ -156,6 +190,8 @@ def lynx_findings(report: ExitReport, validity: ValidityCurve, events: EventTabl
                    "violation": validity.violation, "min_power": validity.min_power,
                    "validity": validity.verdict(i), "statement": validity.statement(i),
                    "otherwise": _validity_otherwise(validity, i)}))
+    if gate is not None:
+        out = [gate_finding(gate)] + out if not gate.open else out + [gate_finding(gate)]
     return out
 
 
@@ -183,7 +219,7 @@ def headline_lines(findings: Sequence[Finding | dict]) -> list[str]:
     """One headline per delta (:func:`thinklens.calibration.findings.headline`: a saving whose verdict is not ``effect`` is never
     stated as one), then every finding's own line."""
     doc = [f.to_dict() if isinstance(f, Finding) else f for f in findings]
-    lines = []
+    lines = [f["extra"]["statement"] for f in doc if f["statistic"] == GATE]
     for f in doc:
         if f["statistic"] != SAVING:
             continue

@@ -78,6 +78,38 @@ class SplitData:
         """Bool [event]: a real cue (False for a fallback), events flattened rollout by rollout as X and forced."""
         return np.array([not ev.is_fallback for evs in self.events for ev in evs], dtype=bool).reshape(-1)
 
+    @property
+    def rollout(self) -> np.ndarray:
+        """Int [event]: the rollout of each event, events flattened as X and forced."""
+        return np.repeat(np.arange(len(self.events)), [len(evs) for evs in self.events]).astype(np.int64)
+
+    def calibration_events(self, fallback_positives: bool = True) -> np.ndarray:
+        """Bool [event]: the events that calibrate the conformal thresholds (needs ``forced``).
+
+        Negatives (y = 0) only at real cues: their threshold carries the per-event bound, and the test events LYNX is
+        scanned at are real cues, so calibration negatives must be too (exchangeable with them). A fallback event
+        sits at 0.7 of a cue-less rollout, where a wrong forced exit looks unlike one at a cue: on the demo's run
+        their negatives had mean p 0.054 against 0.133 at cues, lowered the threshold at delta 0.1 from 0.62 to 0.51,
+        and the bound was rejected (14 of 68 test negatives in the set {1}; 8 of 68 on cue negatives alone). Fallback
+        positives (with ``fallback_positives``) only move the positive class's threshold, which decides whether 1 can
+        be in a set and never lets a wrong exit through: they keep small deltas calibrated where cues are rarely
+        right (tiny-r1).
+
+        Example:
+            >>> from thinklens.probes.datasets import ForcedExits
+            >>> d = SplitData(traces=[], gold=[], events=[[CueEvent(3, 3, "wait"), CueEvent(6, 6, "hmm")],
+            ...                                           [CueEvent(7, 7, None)], [CueEvent(7, 7, None)]])
+            >>> d.forced = ForcedExits(label=np.array([0, 1, 0, 1]), answer=[""] * 4,
+            ...                        answer_tokens=np.ones(4, dtype=np.int64), text=[""] * 4)
+            >>> d.calibration_events().tolist(), d.calibration_events(False).tolist(), d.rollout.tolist()
+            ([True, True, False, True], [True, True, False, False], [0, 0, 1, 2])
+        """
+        if self.forced is None:
+            raise ThinklensError.of("calibration events", "a split without forced-exit labels", "a labelled split",
+                                    "label the split first (labelled_split)")
+        cue = self.is_cue
+        return cue | (bool(fallback_positives) & (np.asarray(self.forced.label) == 1))
+
 
 def split_problem_sets(config: LynxJobConfig) -> dict[str, ProblemSet]:
     """The problems of each split, from its source (see the module docstring), checked disjoint.

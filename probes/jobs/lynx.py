@@ -3,7 +3,10 @@
 Stages: sampled rollouts on three disjoint problem splits (train, calibration, test) -> cue events ->
 states at the LYNX sites and forced-exit labels from one pass over each rollout
 (:mod:`thinklens.probes.lynx_splits`) -> the MLP probe with class-balanced weights (train split) ->
-class-conditional split conformal (calibration split) -> the exit rule at every delta and the
+class-conditional split conformal (calibration split; its negatives at real cues only,
+:meth:`~thinklens.probes.lynx_splits.SplitData.calibration_events`) -> the discrimination gate (the probe's AUROC at
+the calibration split's cue events must have its 95% interval above ``--gate-auroc``, else LYNX abstains:
+:mod:`thinklens.probes.exit_gate`) -> the exit rule at every delta and the
 baselines (first cue, fixed fraction, p > 0.5 uncalibrated), the Pareto front, and the validity
 measurement P(S={1} | y=0) vs delta with binomial 95% bounds (test split). As in the reference, a
 cue-less rollout's fallback event (at 0.7 of its length) only builds training and calibration data: the
@@ -22,7 +25,9 @@ forced-answer length come from the format unless given. Every answer is graded b
 :func:`thinklens.data.answers.is_correct` against the gold answer.
 
 The guarantee measured here is per cue event and needs calibration and test events to be
-exchangeable; it is not a per-trajectory bound (see :mod:`thinklens.probes.conformal`).
+exchangeable; it is not a per-trajectory bound (see :mod:`thinklens.probes.conformal`). The splits are
+disjoint problems with rollouts of their own (never one trajectory on two sides), and the negative class is
+calibrated on real cue events only, as the test events are (a fallback event is not a place LYNX exits at).
 
 Example:
     >>> JOB.name, JOB.config.__name__
@@ -148,9 +153,8 @@ def _train_or_load_probe(config: LynxJobConfig, model, ctx: JobContext, cache, s
     folder = ctx.run.path / "probe"
     if cache.done("probe") and (folder / "probe.json").is_file():
         return load_probe(folder, expect_site=site_names), ctx.run.read_result("probe_validation")
-    groups = np.repeat(np.arange(len(train.events)), [len(evs) for evs in train.events])  # [event] its rollout
     probe, val = train_lynx_probe(train.X, train.forced.label, config, LynxMLPProbe(hidden_layer_sizes=tuple(config.hidden_layer_sizes),
-                                                             random_state=config.probe_seed), groups=groups)
+                                                             random_state=config.probe_seed), groups=train.rollout)
     save_probe(probe, folder, site=site_names, model_name=config.model)
     info = {"source": "trained", "accuracy": val.accuracy, "auroc": val.auroc, "n_train": val.n_train,
             "n_val": val.n_val, "n_val_rollouts": val.n_val_rollouts, "split": "grouped by rollout",
@@ -164,6 +168,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
     """Run (or resume) the LYNX job in ``ctx.run``; writes results, arrays, figures and the probe."""
     from thinklens.probes.conformal import MondrianCalibrator, validity_curve  # lazy: CLI start-up (scipy)
     from thinklens.probes.datasets import exit_tables  # lazy: CLI start-up (torch)
+    from thinklens.probes.exit_gate import GatedCalibrator, auroc_gate  # lazy: CLI start-up (scipy)
     from thinklens.probes.exits import base_rate_by_position, evaluate_exit_policies  # lazy: CLI start-up (scipy)
     from thinklens.probes.intention import auroc_score  # lazy: CLI start-up (sklearn)
     from thinklens.probes.io import load_probe  # lazy: CLI start-up (sklearn)
@@ -192,17 +197,20 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
         data[s] = labelled_split(model, settings, s, prompts[s], problems[s].answers, sites, cache,
                                  need=label_need(settings, s), earlier=data, progress=ctx.progress, shards=ctx.shards)
         if s == "calibration":  # the class sizes every delta needs, known before any test rollout
-            d = data[s]
-            keep = np.ones(d.n_events, dtype=bool) if settings.calibration_fallbacks else d.is_cue  # [event]
-            usable_deltas(settings, MondrianCalibrator.fit(np.zeros(int(keep.sum())), d.forced.label[keep]))
+            keep = data[s].calibration_events(settings.calibration_fallbacks)  # [event]
+            usable_deltas(settings, MondrianCalibrator.fit(np.zeros(int(keep.sum())), data[s].forced.label[keep]))
     check_cues_found(settings, data)
     if not ctx.shards.is_main:
         return ctx.shards.share(None)
     train, cal, test = data.get("train"), data["calibration"], data["test"]
     probe, validation = _train_or_load_probe(settings, model, ctx, cache, sites, train)
-    keep = np.ones(cal.n_events, dtype=bool) if settings.calibration_fallbacks else cal.is_cue  # [event]
-    calibrator = MondrianCalibrator.fit(probe.predict_proba(cal.X[keep])[:, 1], cal.forced.label[keep])
-    deltas, skipped = usable_deltas(settings, calibrator)
+    p_cal = probe.predict_proba(cal.X)[:, 1]  # [event]
+    keep = cal.calibration_events(settings.calibration_fallbacks)  # [event] cue negatives (+ positives)
+    conformal = MondrianCalibrator.fit(p_cal[keep], cal.forced.label[keep])
+    deltas, skipped = usable_deltas(settings, conformal)
+    # the gate reads the calibration split's cue events: held out from training, and the kind LYNX exits at
+    gate = auroc_gate(p_cal[cal.is_cue], cal.forced.label[cal.is_cue], cal.rollout[cal.is_cue], min_auroc=settings.gate_auroc)
+    calibrator = GatedCalibrator.behind(conformal, gate)  # no exits while the gate is closed
     if test.n_events == 0:
         raise ThinklensError.of("test cue events", f"none in {len(test.traces)} test rollouts", "test rollouts that "
                                 "contain the cue words (exits happen at real cues only)", "draw more test problems "
@@ -217,7 +225,8 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
                                     threshold=settings.threshold, skip_vacuous=True)
     y_test = test.forced.label
     validity = validity_curve(p_test, y_test, calibrator, deltas)
-    findings = lynx_findings(report, validity, table, rollouts, seed=settings.seed)
+    findings = lynx_findings(report, validity, table, rollouts, seed=settings.seed, gate=gate)
+    ungated = validity_curve(p_test, y_test, conformal, deltas)  # what the sets say whatever the gate
     summary = {
         "model": settings.model, "sites": [str(s) for s in sites], "skipped_deltas": list(report.skipped_deltas),
         "prompt_format": fmt.name, "exit_string": settings.exit_string, "cue_words": list(settings.cue_words),
@@ -234,7 +243,11 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
         "probe": validation,
         "test_auroc": auroc_score(y_test, p_test) if 0 < y_test.sum() < len(y_test) else None,
         "calibration": {"n_pos": calibrator.n_pos, "n_neg": calibrator.n_neg, "fallbacks": settings.calibration_fallbacks,
+                        "negatives": "real cue events only", "events": int(keep.sum()),
+                        "fallback_negatives_left_out": int((~cal.is_cue & (cal.forced.label == 0)).sum()),
                         "thresholds": {str(d): list(calibrator.thresholds(d)) for d in deltas}},
+        "exit_gate": gate.to_dict() | {"ungated_rate": {str(d): [int(k), ungated.n_neg] for d, k in
+                                                        zip(deltas, ungated.n_neg_set_one.tolist())}},
         "findings": findings_doc(findings),
     }
     if list(report.skipped_deltas) != skipped:  # pragma: no cover - one rule decides both
@@ -243,7 +256,7 @@ def run(config: LynxJobConfig, ctx: JobContext) -> LynxResult:
                               base_rate=base_rate_by_position(table, rollouts), summary=summary,
                               thresholds={d: calibrator.thresholds(d) for d in deltas})
     write_lynx_result(ctx.run, result, events=table, rollouts=rollouts)
-    ctx.run.finish({k: summary[k] for k in ("model", "test_auroc", "skipped_deltas", "findings")} | {"per_delta": [
+    ctx.run.finish({k: summary[k] for k in ("model", "test_auroc", "skipped_deltas", "findings", "exit_gate")} | {"per_delta": [
         {k: r[k] for k in ("delta", "accuracy", "saving", "n_exit", "n_rollouts", "rate", "consistent", "power",
                            "validity_shown")}
         for r in result.per_delta]})
@@ -287,6 +300,11 @@ def headline(summary: dict, folder: Path) -> str:
                or [])
     valid = [r for r in rows if r.get("validity_shown")]
     auroc = f"probe AUROC {num(summary.get('test_auroc'))}"
+    gate = summary.get("exit_gate") or {}
+    if gate and not gate.get("open", True):  # an uninformative probe: no exits, whatever the deltas say
+        ci = gate.get("ci") or [None, None]
+        return (f"abstained (no exits): calibration-cue AUROC {num(gate.get('auroc'))} [{num(ci[0])}, {num(ci[1])}] not "
+                f"above chance; {auroc}")
     unshown = sum(1 for r in rows if r.get("consistent") and not r.get("validity_shown"))
     tail = (f"{len(valid)}/{len(rows) + len(skipped)} δ shown valid"
             + (f" ({unshown} not rejected but underpowered)" if unshown else "")

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["numerics", "conformal", "estimators", "exits", "figures", "intention", "io", "lynx", "mlp"]
+MODULES = ["numerics", "conformal", "estimators", "exit_gate", "exits", "figures", "intention", "io", "lynx", "lynx_findings",
+           "mlp", "validation"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -24,8 +24,10 @@ from thinklens.probes.lynx_result import load_lynx_result, load_test_tables
 from thinklens.runs.folders import RunFolder
 from thinklens.runs.jobs import run_job
 
+# the discrimination gate off: 40 calibration rollouts hold about 8 cue events, too few to show the probe's AUROC
+# above chance, and these tests exercise LYNX's exits (the gate's own test turns it on)
 SMALL = dict(n_train=40, n_calibration=40, n_test=40, max_steps=2, hidden_layer_sizes=(32,), batch_size=16,
-             deltas=(0.1, 0.2, 0.3), skip_vacuous=True)
+             deltas=(0.1, 0.2, 0.3), skip_vacuous=True, gate_auroc=None)
 
 
 def run_lynx(model, root: Path, run_id: str, **fields):
@@ -102,8 +104,11 @@ def test_calibration_on_real_cues_only(straight, reasoner, tmp_path):
     # --no-calibration-fallbacks: the conformal thresholds come from the calibration split's cue events alone
     _, done, result, _ = straight
     cal = result.summary["calibration"]
-    assert cal["fallbacks"] is True
-    assert cal["n_pos"] + cal["n_neg"] == result.summary["splits"]["calibration"]["events"]
+    assert cal["fallbacks"] is True and cal["negatives"] == "real cue events only"
+    # issue 52: fallback negatives never calibrate (the test events LYNX exits at are cues); fallback positives do
+    assert cal["n_pos"] + cal["n_neg"] == cal["events"]
+    assert cal["events"] + cal["fallback_negatives_left_out"] == result.summary["splits"]["calibration"]["events"]
+    assert cal["fallback_negatives_left_out"] > 0
     # at T = 0.6 tiny-think writes a cue in about one 1-2 step rollout of five: more calibration problems
     fields = SMALL | dict(n_calibration=200, deltas=(0.2, 0.3), probe=str(done.path / "probe"))
     cues = run_lynx(reasoner, tmp_path, "cuecal", **fields, calibration_fallbacks=False)
@@ -304,6 +309,36 @@ def test_skipped_deltas_exits_and_findings_agree_across_the_result(reasoner, tmp
     o = result.report.get("lynx", 0.3)
     assert row["n_exit"] == int((o.exit_event >= 0).sum()) and row["n_rollouts"] == 40
     assert row["n_neg_set_one"] == int(result.validity.n_neg_set_one[0]) and "exact 95% interval" in row["validity"]
-    # findings: only deltas in 0.05-0.1, so none here; the probe's validation split is grouped by rollout
-    assert result.summary["findings"] == []
+    # findings: only deltas in 0.05-0.1, so none here but the discrimination gate's; the probe's validation split is
+    # grouped by rollout
+    assert [f["statistic"] for f in result.summary["findings"]] == ["AUROC"]
     assert result.summary["probe"]["split"] == "grouped by rollout" and result.summary["probe"]["n_val_rollouts"] > 0
+
+
+def test_the_discrimination_gate_is_measured_and_an_uninformative_probe_abstains(straight, reasoner, tmp_path):
+    """Issue 52: the run measures its probe's AUROC at the calibration split's cue events (the summary's ``exit_gate``);
+    a probe whose scores say nothing about the states (a linear probe fitted to random labels) keeps the gate closed,
+    so LYNX makes no exit at any delta (saving 0, accuracy that of the full rollouts) and the findings open with one
+    line that says so, with the AUROC and its interval. With the gate off the same probe exits."""
+    _, done, result, _ = straight
+    gate = result.summary["exit_gate"]  # SMALL turns the gate off: measured, never closed
+    assert gate["min_auroc"] is None and gate["open"] is True and gate["events"] == "the calibration split's cue events"
+    assert gate["n_pos"] + gate["n_neg"] == result.summary["splits"]["calibration"]["cue_events"]
+    assert RunFolder.open(done.path).meta()["summary"]["exit_gate"] == gate
+    sites = result.summary["sites"]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, len(sites) * reasoner.d_model))
+    save_probe(LinearProbe().fit(X, rng.integers(0, 2, 200)), tmp_path / "noise", site=sites)
+    fields = SMALL | dict(n_calibration=200, deltas=(0.2, 0.3), probe=str(tmp_path / "noise"), gate_auroc=0.5)
+    closed = run_lynx(reasoner, tmp_path, "closed", **fields)
+    g = closed.summary["exit_gate"]
+    assert g["open"] is False and g["min_auroc"] == 0.5 and closed.summary["findings"][0]["statistic"] == "AUROC"
+    full = closed.report.get("full").accuracy
+    assert all(r["n_exit"] == 0 and r["saving"] == 0 and r["accuracy"] == full for r in closed.per_delta)
+    line = JOB.report(closed).splitlines()
+    said = [s for s in line if s.startswith("LYNX abstains: no exits at any delta (saving 0, accuracy unchanged)")]
+    assert len(said) == 1 and f"AUROC {g['auroc']:.3g}" in said[0] and f"[{g['ci'][0]:.3g}, {g['ci'][1]:.3g}]" in said[0]
+    assert "abstained (no exits)" in JOB.headline(RunFolder.open(tmp_path / "lynx" / "closed").meta()["summary"],
+                                                  tmp_path / "lynx" / "closed")
+    off = run_lynx(reasoner, tmp_path, "off", **fields | dict(gate_auroc=None))
+    assert off.summary["exit_gate"]["open"] is True and any(r["n_exit"] > 0 for r in off.per_delta)
