@@ -7,12 +7,16 @@
   rollouts' tokens at no more than 1 point of accuracy loss against the full rollouts, and the per-event bound
   P(S={1}|y=0) <= delta is shown: not rejected by the one-sided exact binomial test at delta, with power >= 0.8
   against delta + the size's violation (0.02 full). The oracle's saving (first cue whose forced exit is right) is
-  reported beside it.
+  reported beside it, and so is the accuracy loss against the oracle's exits (``accuracy_loss_vs_oracle`` per delta,
+  ``oracle_misses``): the re-checks can damage a full rollout's answer, so "within 1 point of the full rollouts" alone
+  can hide a loss against the best exit. The verdict reads the full rollouts only (the ``-model`` setting reads both).
 - ``lynx null``: ``tiny-r1`` itself, whose cues ("Hmm," before a step, "Wait," after a slip) all come before the
   answer is known: a forced exit there is wrong, so there is nothing to save. It passes only by equivalence, at every
   delta, within margins stated here beforehand: the saving's 95% interval lies below 5% (:data:`NULL_SAVING`), the
   paired accuracy change's 90% TOST interval lies inside +-the size's harm margin (2 points full), and the bound is
-  shown as in the planted setting. A saving or a loss that is merely not significant does not pass.
+  shown as in the planted setting. A saving or a loss that is merely not significant does not pass. tiny-r1's probe
+  is at chance at its cues, so the job's discrimination gate (:mod:`thinklens.probes.exit_gate`) keeps LYNX from
+  exiting at all (``exit_gate`` in the details): saving 0, accuracy unchanged.
 
 Both run the real ``lynx`` job (:mod:`thinklens.probes.jobs.lynx`) on synthetic problems in the chat format; the quick
 versions (run in the slow tier, organism-level) use few, short problems and say how coarse a violation and a harm
@@ -224,7 +228,7 @@ def _run(ctx: SettingContext, model: str, sub: str, size: Size):
         "violation": size.violation, "min_power": MIN_POWER, "harm_margin": size.harm_margin, "per_delta": rows,
         "missing_deltas": missing, "oracle_saving": result.report.get("oracle").saving,
         "oracle_accuracy": result.report.get("oracle").accuracy, "full_accuracy": result.report.get("full").accuracy,
-        "test_auroc": s.get("test_auroc"),
+        "test_auroc": s.get("test_auroc"), "exit_gate": s.get("exit_gate"),
         "label_base_rate_test": s["splits"]["test"]["label_base_rate"], "calibration": {
             k: s["calibration"][k] for k in ("n_pos", "n_neg")}, "findings": s["findings"]}
     return rows, missing, details
@@ -248,6 +252,9 @@ def _planted(ctx: SettingContext) -> Check:
     ok, misses = judge_planted(rows)
     misses += [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
     details["misses"] = misses
+    # reported beside the verdict, not judged: the organism's own re-checks can damage a full rollout's answer, so the
+    # full rollouts alone understate what an exit loses against the best exit (issue 52: 0.912 full, oracle 0.9994)
+    details["oracle_misses"] = against_oracle(rows, details["oracle_accuracy"])
     value, ci, n = _check(rows, min)  # the smallest saving over the target deltas carries the claim
     return Check("saving", value, ci, "recovered" if ok and not missing else "failed", n=n, details=details,
                  target=f"at every delta in {DELTAS}: saving >= {MIN_SAVING}, accuracy loss <= {MAX_ACCURACY_LOSS}, "
