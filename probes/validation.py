@@ -43,6 +43,7 @@ from thinklens.calibration.controls import Check, Setting, SettingContext
 from thinklens.errors import ThinklensError
 from thinklens.probes.conformal import MIN_POWER, VIOLATION, binomial_power
 from thinklens.probes.lynx_findings import ACCURACY, ACCURACY_MARGIN, SAVING, find
+from thinklens.zoo.reasons import reasoning_precondition
 from thinklens.zoo.registry import zoo_dir, zoo_path
 
 PLANTED_MODEL = "tiny-overthink"
@@ -337,6 +338,7 @@ SETTINGS = [
             help=f"{NULL_MODEL}'s cues come before the answer is known: saving shown below 5%, accuracy change shown "
                  "within the harm margin (TOST), bound shown"),
     Setting("lynx", "planted-model", "recovered", _planted_model, on_model=True,
+            precondition=reasoning_precondition("lynx", rechecks=True),
             help="--model M that re-checks after its answer (smol-r1): the planted targets on M's own rollouts"),
     Setting("lynx", "null-model", "no-effect", _null_model, on_model=True,
             help="--model M's sibling that concludes once (smol-r1-once): the null's targets on its own rollouts"),

@@ -9,8 +9,9 @@ format (its generation prompt opens ``<think>``), graded by their boxed answer; 
 
 Example:
     >>> print(refusal({"model": "smollm2-135m", "n": 8, "right": 0, "rechecked": 0, "opens_think": False},
-    ...               method="lynx", rechecks=True))
-    smollm2-135m answers 0 of 8 held-out problems in the R1 format (its chat prompt opens no <think> span): lynx needs a model that reasons and re-checks after its answer (at least 6 of 8); try smol-r1
+    ...               method="lynx", rechecks=True))  # doctest: +NORMALIZE_WHITESPACE
+    smollm2-135m answers 0 of 8 held-out problems in the R1 format (its chat prompt opens no <think> span):
+    lynx needs a model that reasons and re-checks after its answer (at least 6 of 8); try smol-r1
     >>> refusal({"model": "smol-r1", "n": 8, "right": 8, "rechecked": 8, "opens_think": True}, method="lynx",
     ...         rechecks=True) is None
     True
