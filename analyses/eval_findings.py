@@ -9,7 +9,7 @@
   completion per problem; with several samples the per-problem accuracy, sign-flip test), and, for a format with a
   thinking span, its reasoning tokens against its answer tokens on the same completions (sign-flip), the mean token
   count with its bootstrap interval. Without a thinking span every completion has 0 reasoning tokens by
-  construction, so there is no such finding (issue 39: it read "not shown to write more reasoning than answer
+  construction, so there is no such finding (it once read "not shown to write more reasoning than answer
   tokens" on a model that cannot write any).
 
 Example:

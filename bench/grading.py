@@ -10,7 +10,7 @@ before every call, so no time comes from an earlier call on the same pair. Also 
 - math-verify: the 268 cases of ``tests/fixtures/math_verify_cases.json`` (the reference's own tests).
 
 ``--reference`` grades with latex2sympy as shipped (``THINKLENS_GRADING_PARSE=reference``: no two-stage parse, no
-warm-up), the path before issue 41. ``--record FILE`` writes the reference verdicts of the fixture cases (the oracle
+warm-up), the path before the fast parse. ``--record FILE`` writes the reference verdicts of the fixture cases (the oracle
 of tests/test_grading_latency.py) instead of timing.
 
 Prints name=value lines; last: grading_p95_ms= (the larger of the two sets' p95, milliseconds; target <= 20).
@@ -121,7 +121,7 @@ def record(path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-gsm8k", type=int, default=300, help="GSM8K-style outputs to grade")
-    parser.add_argument("--reference", action="store_true", help="latex2sympy as shipped (the path before issue 41)")
+    parser.add_argument("--reference", action="store_true", help="latex2sympy as shipped (the path before the fast parse)")
     parser.add_argument("--record", type=Path, help="write the reference verdicts of the fixture cases to this file")
     args = parser.parse_args()
     if args.reference or args.record:

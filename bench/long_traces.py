@@ -1,4 +1,4 @@
-"""Long traces at the speed of the hardware (issue 42): per-token time of long greedy generations on SmolLM2-135M.
+"""Long traces at the speed of the hardware: per-token time of long greedy generations on SmolLM2-135M.
 
 At each length (512, 2,048 and 4,096 new tokens; 8,192 with ``--long``), batch 1, interleaved repeats:
 plain transformers ``generate`` (dynamic cache), thinklens generate (logit statistics recorded), thinklens generate

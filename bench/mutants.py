@@ -51,23 +51,23 @@ CODI_TESTS = ("tests/latent/test_codi.py", "tests/latent/test_codi_mutants.py")
 CONFORMAL_TESTS = ("tests/probes/test_conformal.py", "tests/probes/test_conformal_mutants.py")
 STATS_TESTS = ("tests/core/test_stats.py", "tests/core/test_stats_mutants.py")
 MI_TESTS = ("tests/analyses/test_mi_estimator.py",)
-#: The mi-peaks null settings alone (quick, default tier): a broken method must fail its null (issue 39).
+#: The mi-peaks null settings alone (quick, default tier): a broken method must fail its null.
 MI_NULL_TESTS = ("tests/analyses/test_mi_validation.py", "-k", "null")
-#: The thinking-word findings' rules (issue 39), without the CLI run.
+#: The thinking-word findings' rules, without the CLI run.
 MI_WORD_TESTS = ("tests/analyses/test_mi_peak_flag.py", "-k", "not cli")
 LYNX_TESTS = ("tests/probes/test_lynx.py", "tests/probes/test_datasets.py")
 SAE_STEER_TESTS = ("tests/steering/test_feature_steering.py",)
 SEEK_TESTS = ("tests/latent/test_latentseek.py",)
-#: The latent table's matched No-CoT rule (issue 39).
+#: The latent table's matched No-CoT rule.
 MATCHED_TESTS = ("tests/latent/test_matched_baseline.py",)
 ANSWER_TESTS = ("tests/test_answers.py",)
-#: The faster LaTeX parse against latex2sympy's own verdicts and numbers (issue 41 item 9).
+#: The faster LaTeX parse against latex2sympy's own verdicts and numbers.
 GRADING_TESTS = ("tests/test_grading_latency.py",)
 HYBRID_TESTS = ("tests/steering/test_hybrid.py",)
 RV_TESTS = ("tests/steering/test_reasoning_vectors.py", "tests/steering/test_reasoning_vector_mutants.py")
-#: The validation job's verdict rules (issue 22): each method's planted/null judgement and the findings it gives.
+#: The validation job's verdict rules: each method's planted/null judgement and the findings it gives.
 CODI_VALIDATION_TESTS = ("tests/latent/test_codi_validation.py",)
-#: The latent nulls' equivalence rule (issue 52 item 2): CODI's, Coconut's and LatentSeek's nulls by TOST.
+#: The latent nulls' equivalence rule: CODI's, Coconut's and LatentSeek's nulls by TOST.
 LATENT_NULL_TESTS = ("tests/latent/test_null_equivalence.py",)
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -156,7 +156,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("clamp without the error term", "SAE steering", "steering/feature_steering.py",
            "return act + delta.to(act.device, act.dtype)", "return sae.decode(z2).to(act.device, act.dtype)",
            SAE_STEER_TESTS),
-    # ---- issue 39, SAE and feature steering: broken SAEs that the SAE null must fail, and the vector null's vector
+    # ---- SAE and feature steering: broken SAEs that the SAE null must fail, and the vector null's vector
     Mutant("SAE saved with a random decoder", "SAE", "steering/sae.py",
            "        trained.save_inference_model(out)\n",
            "        trained.W_dec.data = torch.randn_like(trained.W_dec)\n        trained.save_inference_model(out)\n",
@@ -186,13 +186,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "steering/jobs/steer.py", "    if word is not None and cfg.feature is None:\n        check_word_seen(stats, word, cfg.word)\n",
            "",
            ("tests/steering/test_steer_findings.py",)),
-    # ---- end issue 39 SAE and feature steering
+    # ---- end SAE and feature steering
     # ---- LatentSeek: the policy-gradient step and the reward (latent/latentseek.py)
     Mutant("gradient sign flipped", "LatentSeek", "latent/latentseek.py",
            "loss = -r * logp.gather(1, x[:, None]).sum()", "loss = r * logp.gather(1, x[:, None]).sum()", SEEK_TESTS),
     Mutant("reward ignoring the answer", "LatentSeek", "latent/latentseek.py",
            "return 0.0 if is_correct(text, answer) else -1.0", "return 0.0 if text.strip() else -1.0", SEEK_TESTS),
-    # ---- latent table, issue 39: each latent method against the No-CoT trained like it (latent/latent_findings.py)
+    # ---- latent table: each latent method against the No-CoT trained like it (latent/latent_findings.py)
     Mutant("latent table: a No-CoT trained for fewer steps counted as matched", "latent table", "latent/latent_findings.py",
            'theirs["steps"] < mine["steps"]', 'theirs["steps"] < 0', MATCHED_TESTS),
     Mutant("latent table: a No-CoT from another parent counted as matched", "latent table", "latent/latent_findings.py",
@@ -207,7 +207,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "        if not r[\"not_rejected\"]:\n            misses.append(f\"{d}: the bound P(S={{1}}|y=0) <= "
            "{r['delta']:g} is rejected\")\n",
            "", ("tests/probes/test_lynx_validation.py",)),
-    # ---- LYNX, issue 39: a broken LYNX fails its null; the null and the validity check count harm and power
+    # ---- LYNX: a broken LYNX fails its null; the null and the validity check count harm and power
     Mutant("LYNX exits at a fixed low threshold (calibration ignored)", "LYNX", "probes/exits.py",
            "return first_exits(events, rollouts, calibrator.exit_mask(events.prob, delta))",
            "return first_exits(events, rollouts, events.prob > 0.05)", ("tests/probes/test_lynx_null_mutants.py",)),
@@ -234,7 +234,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("MI planted: peaks not required to beat chance", "validation", "analyses/mi/validation.py",
            'verdict = "recovered" if effect and p_rise < ALPHA and peaks_found else "failed"',
            'verdict = "recovered" if effect and p_rise < ALPHA else "failed"', ("tests/analyses/test_mi_validation.py",)),
-    # ---- MI peaks: broken peak rules that ignore the states (issue 39): the null settings must fail them
+    # ---- MI peaks: broken peak rules that ignore the states: the null settings must fail them
     Mutant("MI peak rule ignores the states: the first k steps", "MI peaks", "analyses/mi/peaks.py",
            'order = np.argsort(-arr, kind="stable")[:k]', "order = np.arange(k)", MI_NULL_TESTS),
     Mutant("MI peak rule ignores the states: k random steps", "MI peaks", "analyses/mi/peaks.py",
@@ -283,7 +283,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("latent null: the trained latents kept", "validation", "latent/codi_validation.py",
            'got = _rows(ctx, ("nocot", key), noise=True, plan=NULL_PLAN)',
            'got = _rows(ctx, ("nocot", key), noise=False, plan=NULL_PLAN)', CODI_VALIDATION_TESTS),
-    # ---- issue 52 item 2: the latent nulls pass by an equivalence test, never on a difference that is not significant
+    # ---- the latent nulls pass by an equivalence test, never on a difference that is not significant
     Mutant("latent null passed on no significant gain (the old rule)", "validation", "latent/null_equivalence.py",
            'return ("no-effect" if eq.equivalent else "failed"), tost', 'return ("no-effect" if eq.ci[0] <= 0 else "failed"), tost',
            LATENT_NULL_TESTS),
@@ -308,7 +308,7 @@ MUTANTS: tuple[Mutant, ...] = (
            'unmet = r["verdict"] == "failed" and details.get("precondition_met") is False', "unmet = False",
            ("tests/core/test_validation_findings_words.py",)),
     # ---- answers: the stated answer (thinklens/data/answers.py)
-    # ---- issue 39, hybrid / stats / eval: nulls a broken method must fail, intervals and verdict words
+    # ---- hybrid / stats / eval: nulls a broken method must fail, intervals and verdict words
     Mutant("inert vectors: the steering hook adds nothing", "hybrid", "steering/hybrid_generate.py",
            "        return act + m * add[:, None, :].to(act.device, act.dtype)", "        return act",
            ("tests/steering/test_hybrid_validation.py",)),
@@ -338,28 +338,28 @@ MUTANTS: tuple[Mutant, ...] = (
            'if verdict in ("effect", "no effect") and at_bound:', STATS_TESTS + ("tests/latent/test_trainer_findings.py",)),
     Mutant("reasoning-token finding without a thinking span", "eval", "analyses/eval_findings.py",
            "    if not thinking_span:  # no span", "    if False:  # no span", ("tests/analyses/test_eval_findings.py",)),
-    # ---- end issue 39 hybrid / stats / eval
+    # ---- end hybrid / stats / eval
     Mutant("last number instead of the last box", "answers", "thinklens/data/answers.py",
            "boxed = _box_answer(text, boxes)\n", "boxed = None\n", ANSWER_TESTS),
-    # ---- grading latency (issue 41 item 9): the faster parse must parse what latex2sympy parses
+    # ---- grading latency: the faster parse must parse what latex2sympy parses
     Mutant("two-stage parse without its LL fallback", "answers", "thinklens/data/equivalence.py",
            "            self._thinklens_mode = PredictionMode.LL\n            return parse(self, latex_str)",
            "            raise", GRADING_TESTS),
     Mutant("plain integers built as floats", "answers", "thinklens/data/equivalence.py",
            "        return sympy.Integer(digits)", "        return sympy.Float(digits)", GRADING_TESTS),
-    # ---- steer --word (issue 41 item 7): a word the SAE run did not score is scored, not swapped for one it did
+    # ---- steer --word: a word the SAE run did not score is scored, not swapped for one it did
     Mutant("steer: an unscored word replaced by the saved statistics' first word", "SAE steering", "steering/jobs/steer.py",
            "    word = stats_word(saved, cfg) if saved is not None else None",
            "    word = (stats_word(saved, cfg) or next(iter(saved.corr_words))) if saved is not None else None",
            ("tests/steering/test_steer_word.py",)),
-    # ---- interrupts and early refusals (issue 41 items 3 and 4)
+    # ---- interrupts and early refusals
     Mutant("an interrupted run left 'running'", "jobs", "thinklens/runs/runner.py",
            '                    run.write_meta(status="interrupted", interruptions=[*run.meta().get("interruptions", []), at])',
            "                    pass", ("tests/core/test_job_interrupts.py", "-k", "import-traces")),
     Mutant("LYNX rollouts never stopped by their labels", "LYNX", "probes/lynx_splits.py",
            "        left = len(prompts) - batches[k].stop", "        left = len(prompts)",
            ("tests/probes/test_lynx_label_stop.py",)),
-    # ---- long traces (issue 42): the pre-sized KV cache and continuous batching
+    # ---- long traces: the pre-sized KV cache and continuous batching
     Mutant("pre-sized KV buffer grown without its contents", "decode loop", "thinklens/generation/presized_cache.py",
            "            if n:  # what was cached so far", "            if False:  # what was cached so far",
            ("tests/core/test_long_traces.py", "-k", "doubles")),
@@ -373,7 +373,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "dst[idx] = torch.cat([src.new_zeros((len(rows), width - n)), src], 1)",
            "dst[idx] = torch.cat([src, src.new_zeros((len(rows), width - n))], 1)",
            ("tests/core/test_long_traces.py", "-k", "own_decode")),
-    # ---- issue 41 items 1, 2, 8: special tokens kept, a probe at chance flagged, rounding not flagged, the context kept
+    # ---- special tokens kept, a probe at chance flagged, rounding not flagged, the context kept
     Mutant("a trace's text_with_specials decoded without its special tokens", "traces", "thinklens/generation/trace.py",
            '"text_with_specials": tokenizer.decode(ids, skip_special_tokens=False)}',
            '"text_with_specials": tokenizer.decode(ids, skip_special_tokens=True)}', ("tests/core/test_trace_specials.py",)),

@@ -1,4 +1,4 @@
-"""Planted and null settings of CODI (shared/specs/controls.md, issue 22 item 5), run by
+"""Planted and null settings of CODI (shared/specs/controls.md), run by
 ``thinklens run validate --methods codi``.
 
 The task needs serial computation: 6-8 chained operations (values 0..99) that the zoo's 4-layer model cannot do
@@ -34,7 +34,7 @@ what ``thinklens run latent-eval`` runs) on held-out problems, paired on the sam
   model's accuracy minus the matched No-CoT's, paired on the same problems, must lie within +-:data:`NULL_MARGIN`
   (TOST, its 90% interval inside the margin: :func:`thinklens.latent.null_equivalence.null_verdict`). A loss fails
   it as a gain does: noise that breaks the model does not show that the latents carried nothing. The null scores
-  :data:`NULL_PLAN`'s problems, quick or full. Measured (issue 52, 300 problems): the noised CODIs score 0.06
+  :data:`NULL_PLAN`'s problems, quick or full. Measured (300 problems): the noised CODIs score 0.06
   against the matched No-CoT's 0.33, -0.27 (90% interval [-0.31, -0.22]), the noised Coconut 0.03, -0.29: the
   noise breaks the models, and the nulls fail (the records of results/records/validate-codi and validate-coconut
   were judged by the earlier rule, no significant gain, and read no-effect).
@@ -108,7 +108,7 @@ MIN_GAIN = 0.20
 TABLE_TARGETS = {"fraction_of_cot": 0.9, "compression": MIN_COMPRESSION, "points_above_nocot": round(100 * MIN_GAIN)}
 """The latent table's targets for CODI (results/latent_table.json): at least this share of the matched CoT-SFT's
 accuracy (the paper: CODI matches explicit CoT on GSM8k at GPT-2 scale), the compression, and the points above the
-matched No-CoT (issue 22's bar, the same as :data:`MIN_GAIN`)."""
+matched No-CoT (the controls spec's bar, the same as :data:`MIN_GAIN`)."""
 
 
 @dataclass(frozen=True)

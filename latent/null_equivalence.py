@@ -1,4 +1,4 @@
-"""The rule of the latent methods' null settings (issue 52 item 2): "no effect" is shown by an equivalence test, never
+"""The rule of the latent methods' null settings: "no effect" is shown by an equivalence test, never
 read from a difference that is not significant.
 
 A latent null (CODI's and Coconut's noise latents, ``latent/codi_validation.py``; LatentSeek's coin-flip reward,

@@ -1,4 +1,4 @@
-"""Planted and null settings of LatentSeek (shared/specs/controls.md, issue 22 item 6), run by
+"""Planted and null settings of LatentSeek (shared/specs/controls.md), run by
 ``thinklens run validate --methods latent-seek``.
 
 The organism is ``tiny-cot-short`` (tiny-cot's recipe stopped at 300 steps: weak on long chains) on held-out

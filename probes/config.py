@@ -63,7 +63,7 @@ class LynxJobConfig(DataOptions, LynxConfig, StepRange, SamplingOptions):
     """Let the calibration split's fallback events (of cue-less rollouts) calibrate the positive class's threshold too;
     false: its real cue events only. The negative class, whose threshold carries the per-event bound, is always
     calibrated on real cue events only, exchangeable with the test events LYNX exits at (the reference calibrates on
-    fallback negatives too, which broke the bound: issue 52)."""
+    fallback negatives too, which broke the bound)."""
     gate_auroc: float | None = 0.5
     """Discrimination gate: LYNX exits only when the 95% interval of the probe's AUROC on the calibration split's cue
     events (clustered by rollout; probes/exit_gate.py) lies above this; otherwise it abstains (no exits at any delta)

@@ -44,7 +44,7 @@ from thinklens.calibration import stats
 from thinklens.errors import ThinklensError
 
 #: The smallest violation of the per-event bound (a true ``P(S={1}|y=0)`` of delta + this) the validity test must
-#: detect before a bound that is not rejected counts as shown (issue 39: 19/379 = 0.0501 at delta 0.05 is not shown).
+#: detect before a bound that is not rejected counts as shown (19/379 = 0.0501 at delta 0.05 is not shown).
 VIOLATION = 0.02
 #: The power the validity test needs against delta + :data:`VIOLATION` (below it: "not shown, underpowered").
 MIN_POWER = 0.8

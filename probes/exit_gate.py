@@ -1,7 +1,7 @@
 """The discrimination gate of LYNX's exits: a probe that cannot tell right from wrong forced exits abstains.
 
 The conformal bound holds for any probe, even one at chance: a probe whose p says nothing still puts about delta of
-the events whose forced exit is wrong in the set {1}, and each of those exits costs an answer (issue 52: tiny-r1's
+the events whose forced exit is wrong in the set {1}, and each of those exits costs an answer (tiny-r1's
 probe, AUROC 0.52 at its cues, lost 2.4 points at delta 0.05 and 8.3 at 0.1 while the bound held). So LYNX exits
 only when the probe's AUROC on held-out events of the kind it exits at has a 95% interval whose lower end lies above
 ``min_auroc`` (0.5: chance). The events are the calibration split's real cue events: never seen in training (the

@@ -60,7 +60,7 @@ from thinklens.probes.exits import EventTable, ExitReport, RolloutTable, policy_
 FINDING_DELTAS: tuple[float, float] = (0.05, 0.1)
 SAVING, ACCURACY, VALIDITY, GATE = "saving", "accuracy", "P(S={1}|y=0)", "AUROC"
 #: The harm margin on accuracy, stated beforehand: LYNX's paired accuracy change against the full rollouts counts as
-#: no harm only when its 90% TOST interval lies inside +-2 points (issue 39: the null passed at -2.25 points).
+#: no harm only when its 90% TOST interval lies inside +-2 points (a null once passed at -2.25 points).
 ACCURACY_MARGIN = 0.02
 
 
@@ -242,6 +242,6 @@ def headline_lines(findings: Sequence[Finding | dict]) -> list[str]:
 
 def _validity_words(val: dict, delta: float) -> str:
     x = val.get("extra", {})
-    if "power" not in x:  # a summary written before issue 39: not rejected is all it said
+    if "power" not in x:  # a summary written before power was stored: not rejected is all it said
         return f"the data do not reject P(S={{1}}|y=0) <= {delta:g}"
     return x.get("otherwise") or f"P(S={{1}}|y=0) <= {delta:g} not rejected, power {x['power']:.2f}"

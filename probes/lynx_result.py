@@ -96,10 +96,10 @@ class LynxResult:
         v, b = doc["validity"], doc["base_rate"]
         validity = ValidityCurve(deltas=_floats(v["deltas"]), rate=_floats(v["rate"]), lower=_floats(v["lower"]),
                                  upper=_floats(v["upper"]), n_neg=int(v["n_neg"]),
-                                 # runs before issue 27 named the count of y=0 events with the set {1} "n_exit"
+                                 # older runs named the count of y=0 events with the set {1} "n_exit"
                                  n_neg_set_one=np.asarray(v["n_neg_set_one"] if "n_neg_set_one" in v else v["n_exit"],
                                                           dtype=np.int64), confidence=float(v["confidence"]),
-                                 # runs before issue 39 stored no violation: their power is computed at the defaults
+                                 # runs that stored no violation: their power is computed at the defaults
                                  violation=float(v.get("violation", VIOLATION)),
                                  min_power=float(v.get("min_power", MIN_POWER)))
         base = BaseRateCurve(edges=_floats(b["edges"]), rate=_floats(b["rate"]),

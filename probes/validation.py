@@ -145,7 +145,7 @@ def delta_rows(result, size: Size | None = None) -> tuple[list[dict[str, Any]], 
         power = binomial_power(v.n_neg, d, size.violation, v.alpha)
         out = row(d, r["saving"], r["accuracy"], full, bool(r["consistent"]), ci=tuple(f["ci"]), power=power,
                   change_ci=None if eq is None else tuple(eq["ci"]), harm_margin=size.harm_margin)
-        if eq is None:  # a run written before issue 39 holds no TOST: its harm is not shown (rerun it)
+        if eq is None:  # an older run holds no TOST: its harm is not shown (rerun it)
             out["accuracy_change_ci"] = [-1.0, 1.0]
         out.update({"n_exit": r["n_exit"], "n_rollouts": r["n_rollouts"], "oracle_saving": oracle,
                     "oracle_ci": f["extra"]["oracle_ci"], "saving_verdict": f["verdict"],
@@ -254,7 +254,7 @@ def _planted(ctx: SettingContext) -> Check:
     misses += [f"delta {d:g}: not evaluated (calibration too small)" for d in missing]
     details["misses"] = misses
     # reported beside the verdict, not judged: the organism's own re-checks can damage a full rollout's answer, so the
-    # full rollouts alone understate what an exit loses against the best exit (issue 52: 0.912 full, oracle 0.9994)
+    # full rollouts alone understate what an exit loses against the best exit (tiny-overthink: 0.912 full, oracle 0.9994)
     details["oracle_misses"] = against_oracle(rows, details["oracle_accuracy"])
     value, ci, n = _check(rows, min)  # the smallest saving over the target deltas carries the claim
     return Check("saving", value, ci, "recovered" if ok and not missing else "failed", n=n, details=details,

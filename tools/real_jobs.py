@@ -1,4 +1,4 @@
-"""Every registered job on each installed real model (issue 37 item 3), at the small settings a user picks for a first
+"""Every registered job on each installed real model, at the small settings a user picks for a first
 look: one ``thinklens run`` per (model, job) through the CLI, as a user runs it, into ``runs/real-jobs/<job>/<model>`` (the
 layout of a runs folder: ``THINKLENS_RUNS=runs/real-jobs thinklens app`` shows them like any other runs).
 
@@ -9,7 +9,7 @@ LYNX refuses a model that never writes its cues, for instance, and says so. ``--
 ``results/records/real-jobs/jobs.json``, the input of ``results/collect.py real_jobs``.
 
     python -m tools.real_jobs [--models smollm2-135m,gemma-3-270m] [--jobs capture,eval] [--redo JOB] [--record]
-    python -m tools.real_jobs --models smol-r1      # the reasoning jobs on the real-weight organism (issue 38)
+    python -m tools.real_jobs --models smol-r1      # the reasoning jobs on the real-weight organism
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ def out_of(model: str, job: str) -> Path:
     return RUNS / job / model
 
 
-#: The reasoning organism on real weights (issue 38): its plan runs every reasoning job with smol-r1 as the subject
+#: The reasoning organism on real weights: its plan runs every reasoning job with smol-r1 as the subject
 #: (``--models smol-r1``; not in the default models, whose plan is every job at a first look's settings).
 ORGANISM = "smol-r1"
 ORGANISM_BASE = "smollm2-135m"
 
 
 def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
-    """The reasoning jobs on smol-r1 (issue 38 item 3): problems of 1-3 steps (its training mix), its own R1 format
+    """The reasoning jobs on smol-r1: problems of 1-3 steps (its training mix), its own R1 format
     (``--prompt-format auto``: its chat template opens ``<think>``), budgets that hold a think span and its re-checks.
 
     Hybrid steers the untuned base with smol-r1 as the thinking model; the reasoning vector is smol-r1 minus the base's

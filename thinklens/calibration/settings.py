@@ -5,7 +5,7 @@ an instrument too, so they are calibrated like every method.
   0.65, drawn independently per problem). Over many simulated
   experiments, the share whose :func:`~thinklens.calibration.findings.paired_finding` says ``effect`` (the power) must be
   shown to be at least 0.8: the lower end of its exact 95% interval clears 0.8 (a point estimate of 0.8 with an
-  interval [0.708, 0.873] is not a recovery; issue 39). On 200 problems the power was 0.822 [0.797, 0.845]:
+  interval [0.708, 0.873] is not a recovery). On 200 problems the power was 0.822 [0.797, 0.845]:
   too close to 0.8 to show it, so the experiment has 400 (power about 0.98).
 - ``findings null``: the same experiment with no gain (method and control draw from one accuracy,
   independently per problem). The share of ``effect`` verdicts (false positives) must be shown to stay within

@@ -11,7 +11,7 @@ readings of such predictions: ``unstated="wrong"`` (what :func:`is_correct` says
 measures the equivalence alone).
 
 Example:
-    >>> cases = [GradingCase(gold="1", pred=r"\boxed{5} and \boxed{1}", expected=False, source="issue 26")]
+    >>> cases = [GradingCase(gold="1", pred=r"\boxed{5} and \boxed{1}", expected=False, source="two boxes, the last one wrong")]
     >>> result = agreement(cases)
     >>> result.n, result.n_agree, len(result.false_positives)
     (1, 1, 0)
