@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collect_core import RECORDS, collector, read_json, summary
+from collect_core import OUT, RECORDS, collector, read_json, show, summary
 
 #: The full validation table's records, each with the settings taken from it (the ``--methods`` of the command that
 #: reproduces those rows; runs side by side, one per core).
@@ -14,17 +14,29 @@ VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findin
                       "validate-faithfulness": "faithfulness"}
 #: Threads of a record's run where it was not 1.
 VALIDATION_THREADS: dict[str, int] = {}
+#: The docs' marks of the validate records whose method's code changed since they were recorded (written by
+#: ``python -m tools.stale_records --write``, from git: this collector reads the marks, not the history, so that a copy
+#: of the tracked files rebuilds it).
+STALE_MARKS = OUT / "stale_records.json"
 VALIDATION_ORDER = ("lynx", "mi-peaks", "sae", "steer", "reasoning-vector", "hybrid", "latent-seek", "codi", "coconut",
                     "findings")
 
 
+def stale_marks() -> dict[str, dict[str, Any]]:
+    """Record -> its mark (``since``: the commit it was recorded at, ``mark``: ``stale since <commit>: <files>``) for
+    every stale validate record (:data:`STALE_MARKS`); a record not there is not stale."""
+    return {m["record"]: m for m in read_json(STALE_MARKS)["values"]["records"]}
+
+
 def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """Each record's rows of the settings it is listed for (:data:`VALIDATION_RECORDS`), in method order. Every
-    registered setting must come from exactly one record: a setting with no record, a listed setting missing from its
-    record, or one listed twice is an error."""
+    """Each record's rows of the settings it is listed for (:data:`VALIDATION_RECORDS`), in method order, each with its
+    ``record`` and, when that record is stale (:func:`stale_marks`), ``stale``: ``stale since <commit>`` (else "").
+    Every registered setting must come from exactly one record: a setting with no record, a listed setting missing
+    from its record, or one listed twice is an error."""
     from thinklens.calibration.controls import all_settings, select_settings
 
     records = VALIDATION_RECORDS if records is None else records
+    marks = stale_marks()
     rows, seen = [], {}
     for name, methods in records.items():
         keys = {s.key for s in select_settings(tuple(methods.split(","))) if not s.on_model}  # real weights: their own table
@@ -40,7 +52,8 @@ def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any
         # (issue 39: the hybrid's skill gap, recorded as a 'boundary' expecting no effect) counts as failed
         rows += [{k: r[k] for k in ("method", "setting", "statistic", "value", "ci", "verdict", "n", "target", "seconds")}
                  | {"expected": current[key].expected, "kind": current[key].kind,
-                    "ok": r["verdict"] == current[key].expected, "recorded_expected": r["expected"]}
+                    "ok": r["verdict"] == current[key].expected, "recorded_expected": r["expected"], "record": name,
+                    "stale": f"stale since {marks[name]['since']}" if name in marks else ""}
                  for key, r in got.items() if key in keys]
     missing = sorted({s.key for s in all_settings() if not s.on_model} - seen.keys())  # the real-weight table is its own
     if missing:
@@ -57,10 +70,13 @@ def validation() -> dict[str, Any]:
     rows = validation_rows()
     commands = [f"thinklens run validate --methods {m} --threads {VALIDATION_THREADS.get(name, 1)} --out RUN; "
                 f"python results/collect.py --record RUN {name}" for name, m in VALIDATION_RECORDS.items()]
+    stale = sorted({r["record"] for r in rows if r["stale"]})
     return summary(" & ".join(commands), runs, {name: read_json(RECORDS / name / "config.json") for name in VALIDATION_RECORDS},
                    {"rows": rows, "validated": sum(r["ok"] for r in rows), "n_settings": len(rows),
                     "failed": [f"{r['method']}/{r['setting']}" for r in rows if not r["ok"]],
-                    "minutes": round(sum(r["seconds"] for r in rows) / 60, 1)})
+                    "minutes": round(sum(r["seconds"] for r in rows) / 60, 1),
+                    "stale_records": stale, "n_stale_rows": sum(bool(r["stale"]) for r in rows),
+                    "n_records": len(VALIDATION_RECORDS)}, extra_sources=(show(STALE_MARKS),))
 
 
 #: The real-weight validation table's records (``thinklens run validate --model M``, full size): record -> (model, the
