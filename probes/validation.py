@@ -98,11 +98,13 @@ FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
 #: ``validate --model M`` (an R1-format organism with re-check rounds, smol-r1): the planted setting on M's own
 #: rollouts, over M's own step range. A real 135M model's rollouts cost ten times tiny-overthink's on a CPU, so the quick
 #: size is small and says how coarse a violation and a harm it sees. Its negatives (cues where a forced exit is wrong)
-#: are few: smol-r1's greedy traces hold 0.37 per trace at 1-4 steps (28 cues before the answer and 9 after a slipped
-#: conclusion in 100, its organism-eval record) and almost none at 1 step, where 40 test rollouts held 6 and delta 0.05
-#: could not be calibrated; so 1-4 steps and 100 calibration rollouts (about 37 negatives; delta 0.05 needs 19).
+#: are few: smol-r1's greedy traces hold 0.55 per trace at 1-4 steps (45 cues before the answer and 10 after a slipped
+#: conclusion in 100, its organism-eval record) and almost none at 1 step; so 1-4 steps and 100 calibration rollouts
+#: (67 negatives at seed 0; delta 0.05 needs 19). The quick size's probe learns from 40 rollouts (92 events): at seed 0
+#: it told right from wrong exits at AUROC 0.79 [0.71, 0.86] on the calibration cues and LYNX saved 0.08 / 0.14 at
+#: delta 0.05 / 0.1, against the oracle's 0.5; the full size trains it on 200 rollouts.
 QUICK_MODEL = Size(n_train=40, n_calibration=100, n_test=60, max_steps=4, violation=0.3, harm_margin=0.1)
-FULL_MODEL = QUICK_PLANTED
+FULL_MODEL = Size(n_train=200, n_calibration=150, n_test=80, max_steps=4, violation=0.2, harm_margin=0.1)
 #: ``validate --model M``'s null, on M's sibling that concludes once (smol-r1-once beside smol-r1): its cues ("Hmm,"
 #: before most multiplications) all come before the answer is known. Up to 4 steps, so that most rollouts hold a cue;
 #: the quick size sees the same coarse violation and harm as QUICK_MODEL, the full one is the zoo's quick null.
