@@ -102,7 +102,7 @@ FULL_PLANTED = Size(n_train=300, n_calibration=300, n_test=1800, max_steps=4)
 #: conclusion in 100, its organism-eval record) and almost none at 1 step; so 1-4 steps and 100 calibration rollouts
 #: (67 negatives at seed 0; delta 0.05 needs 19). The quick size's probe learns from 40 rollouts (92 events): at seed 0
 #: it told right from wrong exits at AUROC 0.79 [0.71, 0.86] on the calibration cues and LYNX saved 0.08 / 0.14 at
-#: delta 0.05 / 0.1, against the oracle's 0.5; the full size trains it on 200 rollouts.
+#: delta 0.05 / 0.1, where the oracle's exit saved 0.38 [0.34, 0.42]; the full size trains it on 200 rollouts.
 QUICK_MODEL = Size(n_train=40, n_calibration=100, n_test=60, max_steps=4, violation=0.3, harm_margin=0.1)
 FULL_MODEL = Size(n_train=200, n_calibration=150, n_test=80, max_steps=4, violation=0.2, harm_margin=0.1)
 #: ``validate --model M``'s null, on M's sibling that concludes once (smol-r1-once beside smol-r1): its cues ("Hmm,"
