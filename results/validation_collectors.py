@@ -8,8 +8,9 @@ from collect_core import OUT, RECORDS, collector, read_json, show, summary
 
 #: The full validation table's records, each with the settings taken from it (the ``--methods`` of the command that
 #: reproduces those rows; runs side by side, one per core).
-VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "findings,lynx,mi-peaks,reasoning-vector",
-                      "validate-latent-hybrid": "latent-seek,hybrid", "validate-codi": "codi",
+VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "lynx,reasoning-vector",
+                      "validate-mi-peaks": "mi-peaks", "validate-findings": "findings",
+                      "validate-latent-hybrid": "hybrid", "validate-latent-seek": "latent-seek", "validate-codi": "codi",
                       "validate-coconut": "coconut", "validate-lens": "tuned-lens", "validate-anchors": "thought-anchors",
                       "validate-faithfulness": "faithfulness"}
 #: Threads of a record's run where it was not 1.
@@ -30,7 +31,8 @@ def stale_marks() -> dict[str, dict[str, Any]]:
 
 def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Each record's rows of the settings it is listed for (:data:`VALIDATION_RECORDS`), in method order, each with its
-    ``record`` and, when that record is stale (:func:`stale_marks`), ``stale``: ``stale since <commit>`` (else "").
+    ``record`` and, when that record is stale (:func:`stale_marks`), ``stale``: ``stale since <commit>`` (else ""); the
+    table's cell of both is ``record_cell``.
     Every registered setting must come from exactly one record: a setting with no record, a listed setting missing
     from its record, or one listed twice is an error."""
     from thinklens.calibration.controls import all_settings, select_settings
@@ -53,7 +55,8 @@ def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any
         rows += [{k: r[k] for k in ("method", "setting", "statistic", "value", "ci", "verdict", "n", "target", "seconds")}
                  | {"expected": current[key].expected, "kind": current[key].kind,
                     "ok": r["verdict"] == current[key].expected, "recorded_expected": r["expected"], "record": name,
-                    "stale": f"stale since {marks[name]['since']}" if name in marks else ""}
+                    "stale": f"stale since {marks[name]['since']}" if name in marks else "",
+                    "record_cell": f"`{name}`" + (f" stale since {marks[name]['since']}" if name in marks else "")}
                  for key, r in got.items() if key in keys]
     missing = sorted({s.key for s in all_settings() if not s.on_model} - seen.keys())  # the real-weight table is its own
     if missing:
@@ -81,7 +84,8 @@ def validation() -> dict[str, Any]:
 
 #: The real-weight validation table's records (``thinklens run validate --model M``, full size): record -> (model, the
 #: ``--methods`` of the command that reproduces its rows).
-REAL_VALIDATION_RECORDS = {"validate-real-smollm2": ("smollm2-135m", "induction,readout"),
+REAL_VALIDATION_RECORDS = {"validate-real-smollm2": ("smollm2-135m", "induction"),
+                           "validate-real-smollm2-readout": ("smollm2-135m", "readout"),
                            "validate-real-smollm2-steering": ("smollm2-135m", "actadd,sae-real"),
                            "validate-real-gemma": ("gemma-3-270m", "induction,readout")}
 
