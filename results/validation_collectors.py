@@ -8,8 +8,9 @@ from collect_core import OUT, RECORDS, collector, read_json, show, summary
 
 #: The full validation table's records, each with the settings taken from it (the ``--methods`` of the command that
 #: reproduces those rows; runs side by side, one per core).
-VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "lynx,reasoning-vector",
-                      "validate-mi-peaks": "mi-peaks", "validate-findings": "findings",
+VALIDATION_RECORDS = {"validate-steering": "steer,sae", "validate-rest": "lynx",
+                      "validate-reasoning-vector": "reasoning-vector", "validate-mi-peaks": "mi-peaks",
+                      "validate-findings": "findings",
                       "validate-latent-hybrid": "hybrid", "validate-latent-seek": "latent-seek", "validate-codi": "codi",
                       "validate-coconut": "coconut", "validate-lens": "tuned-lens", "validate-anchors": "thought-anchors",
                       "validate-faithfulness": "faithfulness"}
