@@ -88,11 +88,17 @@ def lynx_section() -> None:
     for col, name in ((left, "validity"), (right, "pareto"), (left, "exit_histogram"), (right, "base_rate")):
         chart(figs[name], key=f"lynx-{name.replace('_', '-')}", name=f"lynx-{run.run_id}-{name}", container=col)
     st.subheader("Per δ")
+    gate = s.get("exit_gate") or {}
+    closed = bool(gate) and not gate.get("open", True)
+    if gate.get("statement"):  # the discrimination gate in one line: AUROC, its interval, n (probes/exit_gate.py)
+        (st.warning if closed else st.caption)(f"**Exit gate** · {gate['statement']}")
     rel = f"lynx/{run.run_id}"
 
     def exits(d: float) -> dict:
         """The rollouts LYNX exits early at ``d`` behind its exit rate and saving, and the wrong ones behind its
-        accuracy change, each counted and linked."""
+        accuracy change, each counted and linked; none while the gate is closed (its statement above says why)."""
+        if closed:
+            return {}
         try:
             taken = exits_at(run.path, d)
         except (ThinklensError, OSError, KeyError, ValueError):

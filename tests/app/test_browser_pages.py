@@ -35,7 +35,11 @@ SMALL: dict[str, list[str]] = {
     "mi-peaks": ["--n-problems", "8", "--n-random", "1", "--rr-layers", "2", "--ttts-budgets", "0,8"],
     "mi-peaks-hard": ["--n-problems", "6"],
     "lynx": ["--n-train", "40", "--n-calibration", "40", "--n-test", "40", "--hidden-layer-sizes", "16"],
-    "lynx-long": ["--n-train", "40", "--n-calibration", "120", "--n-test", "40", "--hidden-layer-sizes", "16"],
+    # the discrimination gate needs its AUROC interval above 0.5 at the calibration cues: "lynx" (40 calibration
+    # rollouts, a few dozen cue events) keeps it and abstains, which the page states in one line; at 120 rollouts the
+    # interval's lower end sits at about 0.5, so "lynx-long" turns the gate off to have exits whose links are clicked
+    "lynx-long": ["--n-train", "40", "--n-calibration", "120", "--n-test", "40", "--hidden-layer-sizes", "16",
+                  "--gate-auroc", "none"],
     "probe": ["--n-problems", "24"],
     "sae": ["--d-sae", "64", "--k", "8", "--training-tokens", "20000", "--n-texts", "200", "--eval-texts", "20",
             "--stats-traces", "8", "--n-eval-batches", "1"],
@@ -384,7 +388,14 @@ def test_every_link_from_a_number_lands_on_its_traces(browser, demo_runs):
                                tab=tab, also=("fixed problems", "fixed"))
                    for tab, name in (("Reasoning vectors", "reasoning_vector"), ("Hybrid", "hybrid"))]
         assert any(changed), "neither the α table nor the hybrid table links a problem it broke or fixed"
-        assert _table_link(browser, f"{url}/Probes_and_LYNX", "exits taken", "early exits", None)
+        gates = {run_id: _exit_gate(demo_runs, run_id) for run_id in ("demo", "demo-long")}
+        for run_id, gate in gates.items():  # an open gate: a δ's exits, clicked; a closed one: its line, no exits
+            page = f"{url}/Probes_and_LYNX?kind=lynx&run={run_id}"
+            if gate.get("open", True):
+                assert _table_link(browser, page, "exits taken", "early exits", None), f"lynx {run_id}: no exit linked"
+            else:
+                _gate_line(browser, page, gate)
+        assert any(g.get("open", True) for g in gates.values()), gates
 
         browser.get(f"{url}/Probes_and_LYNX?kind=probe&run=correct")  # the probe tab's link under its sweep
         _click_label_tab(browser, "Probe layer sweep")
@@ -414,6 +425,25 @@ def test_every_link_from_a_number_lands_on_its_traces(browser, demo_runs):
         browser.switch_to.window(home)
     assert [k for k in clicked if k.split(":")[0] in ("zoo-eval", "reasoning-vector", "hybrid")], clicked
     print(clicked)
+
+
+def _exit_gate(runs: Path, run_id: str) -> dict:
+    """The LYNX run's discrimination gate (its summary's ``exit_gate``; {} for a run without one)."""
+    import json
+
+    return (json.loads((runs / "lynx" / run_id / "meta.json").read_text()).get("summary") or {}).get("exit_gate") or {}
+
+
+def _gate_line(drv, page_url: str, gate: dict) -> None:
+    """A LYNX run whose gate is closed: the page states the gate's line (AUROC, interval, n) and links no exit."""
+    from selenium.webdriver.common.by import By
+
+    drv.get(page_url)
+    wait_for_text(drv, "Exit gate · " + gate["statement"], timeout=120)  # "... AUROC a, 95% interval [lo, hi], n=N ..."
+    assert not _errors(_done(drv)), drv.current_url
+    frame = next(f for f in drv.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"]')
+                 if f.is_displayed() and "P(S={1}|y=0)" in f.get_attribute("innerHTML"))
+    assert not any(v.startswith("/") for r in grid_rows(drv, frame) for v in r.values()), "a closed gate links exits"
 
 
 def _wait_el(drv, xpath: str, timeout: float = 120.0):

@@ -127,3 +127,28 @@ def test_broken_runs_show_error_cards(runs_root, tmp_path, monkeypatch):
     at.selectbox(key="lynx-run").set_value(next(i for i, o in enumerate(options) if o.startswith("good"))).run()
     assert not at.exception and len(at.get("plotly_chart")) == 5  # 4 of the run + the comparison of the readable runs
     json.loads((root / "lynx" / "good" / "results" / "lynx.json").read_text())  # the copy is intact
+
+
+def test_a_closed_exit_gate_is_stated_instead_of_exits(runs_root, tmp_path, monkeypatch):
+    """A LYNX run whose discrimination gate is closed (the probe's calibration-cue AUROC interval does not clear
+    chance): the page states the gate's line (AUROC, interval, n) above the per-δ table, which links no exits."""
+    import shutil
+
+    root = tmp_path / "runs"
+    shutil.copytree(runs_root, root)
+    path = root / "lynx" / "good" / "results" / "lynx.json"
+    doc = json.loads(path.read_text())
+    from thinklens.probes.exit_gate import ExitGate
+
+    gate = ExitGate(0.6, (0.4, 0.8), 3, 25, 19)  # a closed gate: its interval reaches below 0.5
+    assert not gate.open
+    doc["summary"]["exit_gate"] = gate.to_dict()
+    path.write_text(json.dumps(doc))
+    at = _page(root, monkeypatch)
+    assert not at.exception and not at.error
+    (line,) = [w.value for w in at.warning if w.value.startswith("**Exit gate**")]
+    assert gate.statement() in line and "AUROC 0.6, 95% interval [0.4, 0.8], n=28 events" in line
+    per_delta = at.dataframe[0].value
+    assert not {"early exits", "exits taken", "wrong exits", "exits answering wrong"} & set(per_delta.columns)
+    open_at = _page(runs_root, monkeypatch)  # an open (or absent) gate: a caption, never a warning
+    assert not [w for w in open_at.warning if w.value.startswith("**Exit gate**")]
