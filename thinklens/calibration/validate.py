@@ -54,7 +54,12 @@ class ValidateConfig(ConfigGroup):
 
 def run(config: ValidateConfig, ctx: JobContext) -> dict[str, Any]:
     from thinklens.calibration.controls import (  # lazy: CLI start-up (torch)
-        SettingContext, failed_check, refused_check, select_settings, validate_line)
+        SettingContext,
+        failed_check,
+        refused_check,
+        select_settings,
+        validate_line,
+    )
 
     settings = [s for s in select_settings(config.methods) if s.on_model == bool(config.model)]
     if not settings:
