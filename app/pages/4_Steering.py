@@ -20,6 +20,7 @@ import streamlit as st
 from app import background
 from app.common import error_card, missing_results, read_result, run_picker, runs_root, show_figure
 from app.compare import compared_kinds, show_comparison
+from app.contrast_section import contrast_section
 from app.exports import chart, table
 from app.feature_views import (
     feature_input,
@@ -395,10 +396,15 @@ def hybrid_figure(run):
     return fig
 
 
-tab_feat, tab_rv, tab_hybrid, tab_compare = st.tabs(["Features and live steering", "Reasoning vectors", "Hybrid",
-                                                     "Compare runs"])
+TABS = ("Features and live steering", "Contrast vectors", "Reasoning vectors", "Hybrid", "Compare runs")
+_OPENS = {"steer-vector": "Contrast vectors", "reasoning-vector": "Reasoning vectors", "hybrid": "Hybrid"}
+tab_feat, tab_contrast, tab_rv, tab_hybrid, tab_compare = st.tabs(
+    TABS, default=_OPENS.get(st.query_params.get("kind"), TABS[0]))  # a Home card's link opens its run's tab
 with tab_feat:
     feature_section()
+
+with tab_contrast:
+    contrast_section()
 
 with tab_rv:
     rv = run_picker("reasoning-vector", "reasoning-vector run", key="rv-run")
