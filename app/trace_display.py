@@ -33,7 +33,7 @@ def colour(value: float | None, lo: float, hi: float) -> str:
     return f"rgba(31,119,180,{a:.2f})"
 
 
-PROBABILITIES: tuple[str, ...] = ("probe", "diff", "latent top-1 probability")
+PROBABILITIES: tuple[str, ...] = ("probe", "diff", "latent top-1 probability", "forced exit right at cue")
 """Quantities in [0, 1] by definition: coloured on that scale, so one trace compares with another."""
 
 
@@ -66,7 +66,8 @@ def highlighted(tokens: list[str], word: str | None, separator: str = "") -> set
 
 
 MARK_STYLES: dict[str, str] = {"peak": "border-bottom:3px solid #2ca02c", "cue event": "border-bottom:3px solid #9467bd",
-                               "exit": "box-shadow:inset 0 -3px 0 #d62728", "latent thought": "font-style:italic"}
+                               "exit": "box-shadow:inset 0 -3px 0 #d62728", "latent thought": "font-style:italic",
+                               "answer known": "box-shadow:inset 3px 0 0 #17becf"}
 """How each kind of mark draws (a mark name starts with one of these)."""
 _ESCAPES = str.maketrans({"*": "&#42;", "_": "&#95;", "`": "&#96;", "$": "&#36;", "#": "&#35;", "[": "&#91;",
                           "]": "&#93;", "~": "&#126;", "\\": "&#92;", "|": "&#124;", "<": "&lt;", ">": "&gt;",

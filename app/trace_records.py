@@ -6,7 +6,10 @@ A record is a dict with one of :data:`TEXT_KEYS` holding a string. Its other pla
 ``extracted``, ``stop_reason``, ...) are its facts; a link may keep only the records whose field has a value
 (``where="correct=false"``; several conditions joined by ``;`` must all hold: ``"point=feature/7/1;broken=true"``).
 Trace ids are ``<source>/<index>``, the source named after its file
-(``completions`` for ``completions/batch-*.json``, ``rollouts.test`` for ``cache/rollouts.test.*.json``).
+(``completions`` for ``completions/batch-*.json``, ``rollouts.test`` for ``cache/rollouts.test.*.json``). Records one
+level down, a list of them in each item of a list (organism-eval's ``{"models": [{"model": "smol-r1", "traces":
+[...]}]}``), are found too: their source names the item by its ``model`` (``organism_eval.models.smol-r1.traces``), which
+becomes a fact of each record.
 
 Example:
     >>> import json, tempfile
@@ -53,6 +56,8 @@ class Record:
     text: str
     prompt: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Its other fields, lists and dicts included (a trace's cues with their positions: ``app.trace_truth``)."""
 
     @property
     def problem(self) -> str | None:
@@ -75,17 +80,37 @@ def _text_of(rec: Mapping[str, Any]) -> str | None:
     return next((rec[k] for k in TEXT_KEYS if isinstance(rec.get(k), str)), None)
 
 
-def _records_in(doc: Any) -> list[tuple[str | None, list[Mapping[str, Any]]]]:
-    """``(key, records)`` of a parsed file: the file itself when it is a list of records, else each of its list fields
-    that is one."""
-    def is_records(x: Any) -> bool:
-        return isinstance(x, list) and bool(x) and isinstance(x[0], Mapping) and _text_of(x[0]) is not None
+OWNER_KEYS: tuple[str, ...] = ("model",)
+"""Fields of an item holding records one level down that name it (and become its records' facts)."""
 
-    if is_records(doc):
-        return [(None, doc)]
+
+def _is_records(x: Any) -> bool:
+    return isinstance(x, list) and bool(x) and isinstance(x[0], Mapping) and _text_of(x[0]) is not None
+
+
+def _owner_name(item: Mapping[str, Any], j: int) -> str:
+    name = next((item[k] for k in OWNER_KEYS if isinstance(item.get(k), str)), "")
+    return name if re.fullmatch(r"[A-Za-z0-9_.+-]+", name) else str(j)
+
+
+def _records_in(doc: Any) -> list[tuple[str | None, list[Mapping[str, Any]], dict[str, Any]]]:
+    """``(key, records, facts its owner adds)`` of a parsed file: the file itself when it is a list of records, else
+    each of its list fields that is one, and each list of records inside the items of its other list fields."""
+    if _is_records(doc):
+        return [(None, doc, {})]
+    out: list[tuple[str | None, list[Mapping[str, Any]], dict[str, Any]]] = []
     if isinstance(doc, Mapping):
-        return [(str(k), v) for k, v in doc.items() if is_records(v)]
-    return []
+        for k, v in doc.items():
+            if _is_records(v):
+                out.append((str(k), v, {}))
+            elif isinstance(v, list):
+                for j, item in enumerate(v):
+                    if not isinstance(item, Mapping):
+                        break
+                    owner = {o: item[o] for o in OWNER_KEYS if _plain(item.get(o)) and item.get(o) is not None}
+                    out += [(f"{k}.{_owner_name(item, j)}.{sub}", recs, owner) for sub, recs in item.items()
+                            if _is_records(recs)]
+    return out
 
 
 def _files(run: Path) -> list[Path]:
@@ -121,7 +146,7 @@ def trace_records(run: Path | str, where: str | None = None) -> list[Record]:
             doc = json.loads(path.read_bytes())
         except (OSError, ValueError):
             continue
-        for key, recs in _records_in(doc):
+        for key, recs, owner in _records_in(doc):
             src = _source(path, key)
             into = by_source.setdefault(src, [])
             for r in recs:
@@ -130,8 +155,9 @@ def trace_records(run: Path | str, where: str | None = None) -> list[Record]:
                     continue
                 text = r[text_key]
                 prompt = next((r[k] for k in PROMPT_KEYS if isinstance(r.get(k), str)), "")
-                facts = {k: v for k, v in r.items() if k != text_key and _plain(v)}
-                into.append(Record(f"{src}/{len(into)}", text, prompt, facts))
+                facts = owner | {k: v for k, v in r.items() if k != text_key and _plain(v)}
+                into.append(Record(f"{src}/{len(into)}", text, prompt, facts,
+                                   {k: v for k, v in r.items() if k != text_key and not _plain(v)}))
     out = [r for recs in by_source.values() for r in recs]
     return [r for r in out if _matches(r, where)]
 

@@ -40,6 +40,7 @@ from app.trace_display import (  # noqa: F401  (the viewer's names, importable f
 from app.trace_lens import Lens, logit_lens, prompt_ids_of, sae_activations, saes_for  # noqa: F401
 from app.trace_links import VIEWER_PATH, feature_quantity, parse_feature_quantity, trace_link, traces_link  # noqa: F401
 from app.trace_records import has_traces, record, trace_records
+from app.trace_truth import FORCED, has_truth, misplaced, model_tokens, tokenizer_of, truth_view
 from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory
 from thinklens.errors import ThinklensError
@@ -146,16 +147,33 @@ def _is_record_id(path: Path, trace: str) -> bool:
 
 
 def _record_trace(path: Path, run: str, trace: str) -> TraceData:
-    """A generic record (``trace_records``): its words, its prompt and its plain fields as facts."""
+    """A generic record (``trace_records``): its words, its prompt and its plain fields as facts; a record with ground
+    truth in its model's tokens (``answer_known_at``, cues: ``app.trace_truth``) by those tokens, with the answer's and
+    each cue's position marked and the forced exit's answer at each cue."""
     r = record(path, trace)
     config = read_result_json(path / "config.json") if (path / "config.json").is_file() else {}
     tokens = r.text.split() or [""]
     ids = r.facts.get("token_ids")
-    return TraceData(run=run, kind=run_kind(run, path.parents[len(Path(run).parts) - 1]), trace_id=trace,
-                     model=config.get("model") or None, prompt=r.prompt, tokens=tokens,
+    data = TraceData(run=run, kind=run_kind(run, path.parents[len(Path(run).parts) - 1]), trace_id=trace,
+                     model=r.facts.get("model") or config.get("model") or None, prompt=r.prompt, tokens=tokens,
                      quantities={"words": [None] * len(tokens)}, default_quantity="words", separator=" ",
                      facts={k: v for k, v in r.facts.items() if k not in ("prompt", "question")},
                      no_lens="the run stored the text, not its token ids" if not isinstance(ids, list) else "")
+    fields = r.facts | r.fields
+    if has_truth(fields) and data.model:
+        try:
+            pieces, _ = model_tokens(r.text, tokenizer_of(str(data.model)))
+            why = misplaced(pieces, r.text, fields)
+        except (ThinklensError, OSError, ValueError, TypeError) as e:
+            why = f"the tokenizer of {data.model} cannot be loaded ({type(e).__name__}: {e})"
+        if why:
+            data.facts["ground truth"] = f"not marked: {why}"
+        else:
+            marks, quantities, tables = truth_view(fields, pieces)
+            data.tokens, data.separator, data.marks, data.tables = pieces, "", marks, tables
+            data.quantities, data.default_quantity = quantities, FORCED
+            data.no_lens = "the run stored the question, not the chat prompt the model read"
+    return data
 
 
 # ----------------------------------------------------------------------------------------------- enrichment links

@@ -257,7 +257,8 @@ st.markdown(tr.tokens_html(t, values, quantity=quantity_name, selected=token, hi
             unsafe_allow_html=True)
 lo, hi = tr.value_range(values, quantity_name)
 legend = [f"background: {quantity_label} from {lo:.3g} (white) to {hi:.3g} (blue)"]
-LOOKS = {"peak": "green line", "cue": "purple line", "exit": "red line", "latent": "italic"}
+LOOKS = {"peak": "green line", "cue": "purple line", "exit": "red line", "latent": "italic",
+         "answer known": "teal bar on its left"}
 legend += [f"{m}: {next((v for k, v in LOOKS.items() if m.startswith(k)), 'marked')}" for m in shown]
 if highlight:
     legend.append(f"orange frame: {highlight!r} ({len(tr.highlighted(t.tokens, highlight, t.separator))} found)")
