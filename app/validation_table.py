@@ -83,6 +83,13 @@ def record_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def real_record_docs() -> dict[str, dict[str, Any]]:
+    """The committed real-weight records' documents (``results/records/<name>/results/validate.json``), by record name,
+    those that exist (``collect.REAL_VALIDATION_RECORDS`` names them)."""
+    docs = {name: _record_doc(name) for name in _Readers().REAL_VALIDATION_RECORDS}
+    return {name: doc for name, doc in docs.items() if doc}
+
+
 def _record_doc(name: str) -> dict[str, Any] | None:
     try:
         return json.loads((RESULTS / "records" / name / "results" / "validate.json").read_text())

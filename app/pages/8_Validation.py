@@ -12,6 +12,8 @@ import streamlit as st
 
 from app import validation_table as va
 from app.common import display_path, error_card, results_missing, runs_root
+from app.control_section import show_controls
+from app.control_views import has_controls
 from app.exports import table_csv
 from thinklens.runs.folders import RunFolder, discover_runs
 
@@ -32,6 +34,11 @@ COLUMNS = {"traces": st.column_config.LinkColumn("traces", display_text="open tr
 @st.cache_data(ttl=600, show_spinner="reading the committed validation records")
 def cached_record_rows() -> list[dict]:
     return va.record_rows()
+
+
+@st.cache_data(ttl=600, show_spinner=False)
+def cached_real_docs() -> dict[str, dict]:
+    return va.real_record_docs()
 
 
 def show_table(rows: list[dict], key: str) -> None:
@@ -71,6 +78,15 @@ if records:
     if real:
         headline("Real weights (committed record)", real)
         show_table(va.display_rows(real, va.RECORD_LABEL), key="validation-record-real")
+        try:
+            real_docs = cached_real_docs()
+        except Exception as e:  # noqa: BLE001 - the table above stands without its pictures
+            error_card("the committed real-weight records cannot be drawn", f"{type(e).__name__}: {e}")
+            real_docs = {}
+        for name, doc in real_docs.items():
+            if has_controls(doc):
+                with st.expander(f"{name} ({va.RECORD_LABEL}): the readout and induction as pictures", expanded=False):
+                    show_controls(doc, key=f"record-{name}")
 
 # ------------------------------------------------------------------------------------------------ the runs
 st.header("Validate runs in this runs folder")
@@ -104,3 +120,4 @@ for e in entries:
         headline(f"validate/{e.run_id}", rows)
         links = va.setting_trace_links(root, f"validate/{e.run_id}")
         show_table(va.display_rows(rows, f"run validate/{e.run_id}", links), key=f"validation-run-{e.run_id}")
+        show_controls(run.read_result("validate"), key=f"run-{e.run_id}")
