@@ -23,7 +23,7 @@ from thinklens.engine.interventions import AddVector, Intervention, Positions
 from thinklens.engine.sites import Site
 from thinklens.errors import ThinklensError, opt
 from thinklens.steering.contrast import is_degenerate
-from thinklens.steering.feature_steering import ClampFeature
+from thinklens.steering.feature_steering import ClampFeature, ScaleFeature
 from thinklens.steering.problems import graded
 from thinklens.tasks import REFLECTION_WORDS
 
@@ -71,9 +71,11 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     """Generate greedily under every (arm, coefficient) and measure the effect.
 
     ``mode="add"``: add ``coeff * unit_norm * direction`` (arms have unit directions, so every arm adds
-    the same norm at a given coefficient). ``mode="clamp"``: set the arm's feature to
-    ``coeff * max_acts[feature]`` keeping the SAE error (arms without a feature are skipped).
-    Coefficient 0 in ``add`` mode is the unsteered baseline (computed once). With ``do_sample`` every
+    the same norm at a given coefficient). ``mode="scale"``: add ``coeff`` times the steered feature's own decoded
+    activation, token by token, along each arm's direction (:class:`~thinklens.steering.feature_steering.ScaleFeature`
+    gated by ``arms["feature"]``'s feature: every arm adds the same norm at the same tokens). ``mode="clamp"``: set the
+    arm's feature to ``coeff * max_acts[feature]`` keeping the SAE error (arms without a feature are skipped).
+    Coefficient 0 in ``add`` and ``scale`` mode is the unsteered baseline (computed once). With ``do_sample`` every
     arm samples with the same seed (common random numbers: differences come from the steering).
     ``answers``: gold answers (graded by :func:`thinklens.data.answers.is_correct`), or None. Each row counts the traces
     that say ``word``, the correct ones and the degenerate ones (:func:`thinklens.steering.contrast.is_degenerate`).
@@ -81,10 +83,15 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
     per prompt; the unsteered baseline once, as arm ``None``), the texts behind each row's numbers.
     """
     s = model.resolve_site(site)
-    if mode not in ("add", "clamp"):
-        raise ThinklensError.of("steering mode", mode, "'add' or 'clamp'", f"pass {opt('mode', 'add')}")
+    if mode not in ("add", "scale", "clamp"):
+        raise ThinklensError.of("steering mode", mode, "'add', 'scale' or 'clamp'", f"pass {opt('mode', 'scale')}")
     if mode == "clamp" and (sae is None or max_acts is None):
         raise ThinklensError.of("clamp steering", "no SAE", "an SAE and per-feature max activations", f"pass {opt('sae')}")
+    gate = arms.get("feature", (None, None))[1]
+    if mode == "scale" and (sae is None or gate is None):
+        raise ThinklensError.of("scale steering", "no SAE" if sae is None else f"arms {sorted(arms)}",
+                                "an SAE and a 'feature' arm (its activation sets every arm's norm, token by token)",
+                                f"pass {opt('sae')} and the arms of equal_norm_arms")
     rows: list[dict[str, Any]] = []
     cache: dict[tuple, dict[str, Any]] = {}
     for arm, (direction, feature) in arms.items():
@@ -96,6 +103,10 @@ def steer_sweep(model: "HookedModel", prompts: Sequence[str], answers: Sequence[
                 key: tuple = ("base",) if c == 0 else (arm, c)
                 ivs: list[Intervention] = [] if c == 0 else [AddVector(s, direction, positions=positions, scale=c * unit_norm)]
                 norm = abs(c) * unit_norm * float(direction.norm())
+            elif mode == "scale":
+                key = ("base",) if c == 0 else (arm, c)
+                ivs = [] if c == 0 else [ScaleFeature(s, sae, int(gate), c, direction, positions)]  # type: ignore[arg-type]
+                norm = None  # per token: |c| times the feature's own decoded activation there
             else:
                 value = c * float(max_acts[feature])  # type: ignore[index]
                 key = (arm, c)

@@ -5,6 +5,10 @@
   *plus the SAE error term*: ``x' = x + decode(z') - decode(z)`` with ``z = encode(x)``. The model's
   own activation is never replaced by the lossy reconstruction, so clamping a feature to its own
   value changes nothing (exactly: both decodes are the same computation on the same input).
+- :class:`ScaleFeature`: add ``c`` times the feature's own decoded activation, token by token:
+  ``x' = x + c * z_f(x) * |W_dec[f]| * u`` with ``u = unit(W_dec[f])`` for the feature itself (``c = -1`` removes the
+  feature where it fires, ``c = 1`` doubles it; nothing is added where it is off), or ``u`` another arm's unit
+  direction: that arm then adds, at every token, exactly the norm the feature's own steering adds there.
 - :func:`equal_norm_arms`: the chosen feature's direction and its baselines at equal norm (a random
   feature, the top-activating feature, a random direction), for honest comparisons.
 
@@ -101,6 +105,56 @@ class ClampFeature(Intervention):
             z2 = z.clone()
             z2[..., f] = value if mode == "set" else z[..., f] * value
             delta = sae.decode(z2) - sae.decode(z)  # the error term x - decode(z) is kept as is
+            return act + delta.to(act.device, act.dtype)
+
+        return ReplaceActivation(site, fn, positions=self.positions).hooks(model)
+
+
+@dataclass(frozen=True)
+class ScaleFeature(Intervention):
+    """``x + coeff * z_f(x) * |W_dec[feature]| * direction`` at ``site``: steering in units of the feature's own
+    activation, where and as much as it fires.
+
+    With ``direction = unit(W_dec[feature])`` (the default) this is ``x + coeff * z_f(x) * W_dec[feature]``: the
+    feature's activation scaled by ``1 + coeff`` with the SAE error term kept (``coeff = -1`` ablates it). With another
+    unit ``direction`` it adds the same norm at the same tokens along that direction: the equal-norm control of the
+    direction, the positions and amounts being the feature's.
+
+    Args:
+        site: the site the SAE reads.
+        sae: an sae-lens SAE whose ``d_in`` is the site's width.
+        feature: the latent whose activation gates the addition.
+        coeff: the multiple of the feature's own activation added; finite.
+        direction: a unit vector ``[d]`` to add along (None: the feature's own decoder direction).
+        positions: which tokens (see :mod:`thinklens.engine.interventions`).
+    """
+
+    site: Site
+    sae: "SAE"
+    feature: int
+    coeff: float
+    direction: Tensor | None = None
+    positions: Positions = None
+
+    def __post_init__(self) -> None:
+        _finite("coeff", self.coeff)
+        check_feature(self.sae, self.feature)
+        if self.direction is not None and tuple(self.direction.shape) != (int(self.sae.cfg.d_in),):
+            raise ThinklensError.of("direction", tuple(self.direction.shape), f"a vector of the SAE's width "
+                                    f"({int(self.sae.cfg.d_in)},)", "pass a unit direction of the site's width")
+
+    def hooks(self, model: "HookedModel") -> list[tuple[Site, SiteFn]]:
+        site = check_sae(model, self.sae, self.site)
+        sae, f, coeff = self.sae, self.feature, float(self.coeff)
+        dev = next(sae.parameters()).device
+        w = sae.W_dec[f].detach().float().to(dev)  # [d]
+        u = (w / w.norm().clamp_min(1e-12) if self.direction is None else self.direction.float().to(dev))  # [d]
+        w_norm = float(w.norm())
+
+        @torch.no_grad()
+        def fn(act: Tensor, ctx: ForwardContext) -> Tensor:
+            z = sae.encode(act.to(dev, torch.float32))[..., f]  # [batch, pos]
+            delta = (coeff * w_norm * z)[..., None] * u  # [batch, pos, d]; zero where the feature is off
             return act + delta.to(act.device, act.dtype)
 
         return ReplaceActivation(site, fn, positions=self.positions).hooks(model)

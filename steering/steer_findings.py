@@ -83,8 +83,8 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
     run; ``extra["harm"]``). Otherwise ``no effect`` with the reason in ``extra["not_shown"]`` (and the sentence the CLI,
     Home and pages state in ``extra["otherwise"]``, :func:`thinklens.calibration.findings.finding_sentence`). ``harm``
     defaults to the steer job's (:data:`MAX_ACCURACY_DROP`, :data:`MAX_DEGENERATE_RISE`); in ``clamp`` mode coefficient
-    0 is the feature clamped to 0, which
-    then stands where the unsteered run does.
+    0 is the feature clamped to 0, which then stands where the unsteered run does (in ``add`` and ``scale`` mode it is
+    the unsteered run).
 
     Example:
         >>> rows = [{"arm": a, "coeff": c, "traces_with_word": k, "n_traces": 40, "correct_traces": r, "degenerate_traces": 0}
@@ -94,7 +94,7 @@ def steer_findings(rows: list[dict[str, Any]], word: str, feature: int, *,
         ('no effect', 'beyond the harm bound: accuracy 0.500 -> 0.050 (drop 0.450 > 0.1)')
     """
     harm = {"max_accuracy_drop": MAX_ACCURACY_DROP, "max_degenerate_rise": MAX_DEGENERATE_RISE} if harm is None else harm
-    reference = "unsteered" if mode == "add" else "feature clamped to 0"
+    reference = "feature clamped to 0" if mode == "clamp" else "unsteered"
     rates = word_rates(rows, word)
     acc, deg = _counts(rows, "correct_traces"), _counts(rows, "degenerate_traces")
     steered, control = rates.get("feature", {}), rates.get("random_feature", {})

@@ -19,15 +19,31 @@
   feature is shown within +-:data:`NULL_WORD_MARGIN` (Newcombe's 95% interval inside the margin: stricter than the
   90% interval of a TOST), not merely not significant.
 - ``steer planted``: on the overthinking organism (``tiny-overthink``: "Wait, let me double-check." rounds),
-  the feature the steer job picks for "wait" must move the share of traces that say wait monotonically with
-  the coefficient, in excess of the equal-norm random feature at each coefficient (any added norm disrupts the
-  re-check rounds; the control pays the same disruption), and rise over the sweep (statistic: the rate at the
-  largest coefficient minus the rate at the smallest, with
-  Newcombe's interval, above 0), and at one end of the sweep its Wilson interval must lie beyond the
-  equal-norm random feature's in the coefficient's direction (the job's own finding says ``effect``: beyond every arm
-  it ran and the unsteered run, within its harm bound on accuracy and degenerate text). The
-  organism re-checks in nearly every sampled trace, so its unsteered rate is near 1: the effect shows as
-  steering down.
+  the feature the steer job picks for "wait" at resid_post.1 is steered in units of its own activation (the job's
+  ``scale`` mode, :data:`STEER_GRID`: c times the feature's activation added where it fires, c = -1 ablating it), and
+  every other arm (the random feature, the top-activating feature, a random direction, the difference of means of
+  the states before "wait") adds that same norm at the same tokens along its own direction. The feature must move the
+  share of traces that say wait monotonically with the coefficient, in excess of the random feature at each
+  coefficient, and rise over the sweep (statistic: the rate at the largest coefficient minus the rate at the
+  smallest, with Newcombe's interval, above 0), and at one end of the sweep the job's own finding must say
+  ``effect``: beyond every arm it ran, the difference of means included, and the unsteered run, within its harm bound
+  on accuracy and degenerate text. A run whose difference-of-means arm was not built fails, saying so.
+
+  Issue 52, measured at seed 0 with this setting's SAE and sizes (200 sampled prompts per point, 256 new tokens;
+  counts of traces saying wait / correct, unsteered 189 / 145): the old grid, c times the mean residual norm (10.6,
+  six times the feature's largest activation, 1.75), broke every arm from |c| = 0.5 (accuracy <= 91/200, the
+  random direction included); at |c| <= 0.3 no arm moved the wait rate (174-191 / 200) while at c = -0.2 every arm
+  cost 16-48 correct traces. Clamping the feature to c times its max activation at every token broke the same way
+  (c = -2: 187 / 72; c = -4: 57 / 0, the random feature 151 / 6). Scaling its own activation where it fires keeps the
+  model (c = -9, 1, 7: 134-145 correct) but moves the wait rate no more than the random feature scaled alike
+  (184-189 against 188-189); ablating it (c = -1) changes nothing (189 / 144). At resid_post.3 the wait feature
+  removes the word (c = -8: 3 / 200 against the random feature's 107) but not the round: the organism re-checks
+  anyway, writing garbage where "Wait" was, and accuracy falls to 17 / 200; the difference of means at the same
+  norms does the same (21 / 200, 32 correct). On
+  tiny-r1-sometimes (wait in 133 / 200 sampled traces, 178 correct), the last block's feature raises the rate at
+  c = 4 (151, 169 correct; the random feature 131) but the difference of means at the same norms raises it more
+  (167). So on the zoo the wait feature chosen by correlation is a detector, not a lever, at strengths the model
+  survives: the setting fails, and says which condition it misses.
 
 Example:
     >>> [s.key for s in SETTINGS]
@@ -263,12 +279,21 @@ def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max
     return path
 
 
+STEER_MODE = "scale"
+"""How ``steer planted`` steers: the steer job's default, c times the feature's own activation where it fires, every arm
+adding that norm token by token (issue 52: the residual-norm grid broke every arm before the feature moved the word)."""
+STEER_GRID = (-4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0)
+"""The full setting's coefficients: the steer job's default ``scale`` grid (:data:`thinklens.steering.jobs.steer.GRIDS`)."""
+STEER_GRID_QUICK = (-4.0, -1.0, 0.0, 4.0)
+"""The quick setting's: both ends of the full grid and the feature's ablation (c = -1)."""
+
+
 def _steer_sizes(ctx: SettingContext) -> dict[str, Any]:
     if ctx.quick:
         return dict(n_texts=96, d_sae=256, k=8, training_tokens=120_000, n_prompts=40, stats_traces=48,
-                    coeffs=(-1.0, 0.0, 1.0), max_steps=3, max_new_tokens=128)
+                    coeffs=STEER_GRID_QUICK, max_steps=3, max_new_tokens=128)
     return dict(n_texts=600, d_sae=512, k=16, training_tokens=1_500_000, n_prompts=200, stats_traces=200,
-                coeffs=(-1.0, -0.5, 0.0, 0.5, 1.0), max_steps=5, max_new_tokens=256)
+                coeffs=STEER_GRID, max_steps=5, max_new_tokens=256)
 
 
 def _steer_sae(ctx: SettingContext, model, sizes: dict[str, Any], site: str) -> dict[str, Any]:
@@ -303,14 +328,25 @@ def monotone(rates: list[tuple[float, int, int]], control: list[tuple[float, int
 
 
 def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid_post.1", word: str = "wait") -> Check:
-    """The ``steer planted`` check on ``model_name`` (the organism; other models for development)."""
+    """The ``steer planted`` check on ``model_name`` (the organism; other models for development).
+
+    The steer job runs every arm, the difference of means included (the competing method the feature must beat): a
+    run whose difference-of-means arm was not built (too few states before the word) fails, saying so, rather than
+    passing on the controls that remain."""
     model = organism(model_name)
     sizes = _steer_sizes(ctx)
     sae = _steer_sae(ctx, model, sizes, site)
     summary = ctx.run_job("steer", "steer", model=model, sae=str(Path(sae["sae"]).parent), word=word, coeffs=sizes["coeffs"],
-                          n_prompts=sizes["n_prompts"], stats_traces=sizes["stats_traces"], diff_of_means=False,
-                          sample=True, seed=ctx.seed, min_steps=2, max_steps=sizes["max_steps"],
+                          mode=STEER_MODE, n_prompts=sizes["n_prompts"], stats_traces=sizes["stats_traces"],
+                          diff_of_means=True, sample=True, seed=ctx.seed, min_steps=2, max_steps=sizes["max_steps"],
                           max_new_tokens=sizes["max_new_tokens"])
+    return planted_check(summary, model_name, word)
+
+
+def planted_check(summary: dict[str, Any], model_name: str, word: str = "wait") -> Check:
+    """The ``steer planted`` verdict from a steer run's summary: the excess over the random feature never falls as the
+    coefficient grows, the rate rises over the sweep (Newcombe interval above 0), the job's finding at one end is an
+    effect (beyond every arm it ran, within its harm bound), and the difference-of-means arm was among the arms."""
     steered, random = summary["rates"]["feature"], summary["rates"]["random_feature"]
     rates = [(float(c), int(k), int(n)) for c, (k, n) in steered.items()]
     control = [(float(c), int(k), int(n)) for c, (k, n) in random.items()]
@@ -318,19 +354,30 @@ def steer_planted_on(ctx: SettingContext, model_name: str, *, site: str = "resid
     swing, ci = rate_difference(k_hi, n_hi, k_lo, n_lo)
     ends = [f for f in summary["findings"] if f["extra"]["coeff"] in (c_lo, c_hi)]
     beyond = [f"c={f['extra']['coeff']:g}" for f in ends if f["verdict"] == "effect"]
-    ok = monotone(rates, control) and ci[0] > 0 and bool(beyond)
-    return Check(f"{word}_rate_swing", swing, ci, "recovered" if ok else "failed", n=n_lo + n_hi,
+    dom_ran = "diff_of_means" in summary["rates"]
+    mono = monotone(rates, control)
+    why = [text for bad, text in (
+        (not dom_ran, "the difference-of-means arm was not run: " + "; ".join(summary.get("warnings") or ["no reason given"])),
+        (not mono, f"the {word!r} rate's excess over the random feature falls as the coefficient grows"),
+        (not ci[0] > 0, f"the {word!r} rate does not rise from c={c_lo:g} to c={c_hi:g} (Newcombe interval "
+                        f"[{ci[0]:.3f}, {ci[1]:.3f}])"),
+        (not beyond, "no end of the sweep is an effect: " + "; ".join(
+            f"c={f['extra']['coeff']:g}: {f['extra'].get('not_shown', f['verdict'])}" for f in ends))) if bad]
+    harm = summary["harm_bound"]
+    return Check(f"{word}_rate_swing", swing, ci, "failed" if why else "recovered", n=n_lo + n_hi,
                  target=f"the {word!r}-feature's trace rate, in excess of the equal-norm random feature's, never falls as the "
                         f"coefficient grows; its rate rises from c={c_lo:g} to "
                         f"c={c_hi:g} (Newcombe interval of the difference above 0), and at c={c_lo:g} or c={c_hi:g} its Wilson "
                         "interval lies beyond the equal-norm random feature's in the coefficient's direction, the "
-                        "job's finding there is an effect (beyond every arm it ran and the unsteered run, within its harm "
-                        f"bound: accuracy drop <= {summary['harm_bound']['max_accuracy_drop']:g}, degenerate share rise <= "
-                        f"{summary['harm_bound']['max_degenerate_rise']:g})",
-                 details={"model": model_name, "feature": summary["feature"], "corr": summary["corr"], "rates": summary["rates"],
-                          "monotone": monotone(rates, control), "monotone_alone": monotone(rates), "beyond_random_at": beyond,
+                        "job's finding there is an effect (beyond every arm it ran, the difference of means included, and "
+                        f"the unsteered run, within its harm bound: accuracy drop <= {harm['max_accuracy_drop']:g}, "
+                        f"degenerate share rise <= {harm['max_degenerate_rise']:g})",
+                 details={"model": model_name, "feature": summary["feature"], "corr": summary["corr"],
+                          "mode": summary.get("mode"), "coeffs": summary.get("coeffs"), "rates": summary["rates"],
+                          "monotone": mono, "monotone_alone": monotone(rates), "beyond_random_at": beyond,
+                          "diff_of_means_run": dom_ran, "why_failed": why,
                           "harm_at_ends": {f"c={f['extra']['coeff']:g}": f["extra"].get("harm") for f in ends},
-                          "findings": summary["findings"],
+                          "findings": summary["findings"], "warnings": summary.get("warnings", []),
                           "headlines": summary["headlines"]})
 
 
@@ -357,9 +404,9 @@ def steer_null_word_on(ctx: SettingContext, model_name: str, *, word: str = NULL
     k, n = traces_with(texts, word), len(texts)
     details: dict[str, Any] = {"model": model_name, "word": word, "traces_with_word": k}
     try:
-        summary = ctx.run_job("steer", "steer", model=model, sae=str(Path(sae["sae"]).parent), word=word, coeffs=(0.0, 0.5),
-                              n_prompts=16, stats_traces=sizes["stats_traces"], diff_of_means=False, seed=ctx.seed,
-                              max_steps=sizes["max_steps"])
+        summary = ctx.run_job("steer", "steer", model=model, sae=str(Path(sae["sae"]).parent), word=word, coeffs=(0.0, 1.0),
+                              mode=STEER_MODE, n_prompts=16, stats_traces=sizes["stats_traces"], diff_of_means=False,
+                              seed=ctx.seed, max_steps=sizes["max_steps"])
     except ThinklensError as e:
         refused = word in str(e)
         details["refusal"] = str(e)

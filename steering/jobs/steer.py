@@ -1,9 +1,12 @@
 """``thinklens run steer``: steer generation with an SAE feature against equal-norm baselines.
 
-Steers ``--model`` with the SAE feature most correlated with the next ``--word`` (or ``--feature``), by adding its
-decoder direction or clamping it, against equal-norm baselines: a random live feature, the most often active
-feature, a random direction and (optionally) the difference of means of the states before ``--word``; every arm
-adds the same norm at a given coefficient, over a sweep of coefficients and seeds. ``--sae`` takes an sae-lens
+Steers ``--model`` with the SAE feature most correlated with the next ``--word`` (or ``--feature``), against
+equal-norm baselines: a random live feature, the most often active feature, a random direction and (optionally) the
+difference of means of the states before ``--word``; every arm adds the same norm at a given coefficient, over a sweep
+of coefficients and seeds. By default (``--mode scale``) the feature's own activation times c is added, token by token
+(c=-1 removes the feature where it fires), and every other arm adds that same norm at the same tokens along its own
+direction; ``--mode add`` adds c times the mean residual norm at every token, ``--mode clamp`` sets the feature to c
+times its max activation (:data:`GRIDS`: each mode's default coefficients, and why ``scale`` is the default). ``--sae`` takes an sae-lens
 folder or an ``sae`` run folder (whose feature statistics are then reused). Results: ``results/steer.json`` (the
 word's frequency, accuracy, degenerate traces and length per arm: rows averaged over seeds, rows per seed, the chosen
 feature), ``results/steer_problems.json`` (every steered text with its grade and whether the steering broke it,
@@ -78,10 +81,14 @@ class SteerJobConfig(DataOptions, StepRange):
     word: str = "wait"
     """Word whose most correlated feature is steered, and whose frequency is reported (case-insensitive): any word the
     model writes; one the SAE run's statistics did not score is scored on the model's own traces first."""
-    mode: Literal["add", "clamp"] = "add"
-    """add: x + c * |x|_mean * unit(W_dec[f]); clamp: set the feature to c * its max activation (error term kept)."""
-    coeffs: tuple[float, ...] = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
-    """Coefficients (add: in units of the mean activation norm at the site; clamp: of the feature's max
+    mode: Literal["scale", "add", "clamp"] = "scale"
+    """scale: x + c * z_f(x) * W_dec[f], the feature's own activation times c added token by token (c=-1 removes it
+    where it fires; nothing is added where it is off), every other arm adding that same norm at the same tokens along
+    its own direction; add: x + c * |x|_mean * unit(direction) at every token; clamp: set the feature to c * its max
+    activation at every token (error term kept)."""
+    coeffs: tuple[float, ...] | None = None
+    """Coefficients; none: the mode's grid (:data:`GRIDS`: scale -4,-2,-1,0,1,2,4 in units of the feature's own
+    activation; add -0.1..0.1 in units of the mean activation norm at the site; clamp -1,0,1 of the feature's max
     activation). Negative lists need the = form: --coeffs=-1,0,1."""
     prompts: str = "zoo:think"
     """Prompts without --data: zoo:<style> (the synthetic task's zoo stream; --prompt-format renders it in another
@@ -117,7 +124,7 @@ class SteerJobConfig(DataOptions, StepRange):
     3-gram share above 0.3) rises more than this over the unsteered share is not an effect."""
 
     def check(self) -> None:
-        check_finite("coefficient", self.coeffs, opt("coeffs", (-1, 0, 1)))
+        check_finite("coefficient", self.grid, opt("coeffs", (-1, 0, 1)))
         if not self.word.strip():
             raise ThinklensError.of(opt_name("word"), self.word, "a thinking word", f"pass {opt('word', 'wait')}")
         if self.n_seeds < 1:
@@ -131,6 +138,28 @@ class SteerJobConfig(DataOptions, StepRange):
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ThinklensError.of(opt_name("max_new_tokens"), self.max_new_tokens, "an integer >= 1 or none",
                                     f"pass {opt('max_new_tokens', 88)}")
+
+    @property
+    def grid(self) -> tuple[float, ...]:
+        """The coefficients swept: ``coeffs``, or the mode's grid (:data:`GRIDS`)."""
+        return GRIDS[self.mode] if self.coeffs is None else tuple(self.coeffs)
+
+
+#: Each mode's default coefficients (issue 52; the measurements behind them: :mod:`thinklens.steering.validation`).
+#: ``add``'s unit, the mean residual norm (10.6 at tiny-overthink's resid_post.1), is six times the wait feature's largest
+#: activation there: no arm moves the wait rate at |c| <= 0.3, every arm costs accuracy beyond the harm bound at c = -0.2,
+#: and |c| >= 0.5 breaks every arm, the random direction included; its grid keeps to the fractions that cost no arm more
+#: than the bound. ``clamp`` (the feature set to c times its max activation at every token) breaks the same way from
+#: |c| = 1 (accuracy 0.725 -> 0.60); its grid stays below that. ``scale`` adds only where the feature fires and in its
+#: own units, and is the default.
+GRIDS: dict[str, tuple[float, ...]] = {"scale": (-4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0),
+                                       "add": (-0.1, -0.05, 0.0, 0.05, 0.1), "clamp": (-0.5, 0.0, 0.5)}
+
+
+#: What a coefficient is in each mode (the report's line).
+MODE_UNITS = {"scale": "c times the feature's own activation, added where it fires; every arm that norm, token by token",
+              "add": "c times the mean activation norm at the site, added at every token",
+              "clamp": "the feature set to c times its max activation at every token"}
 
 
 def prompt_sets(cfg: SteerJobConfig, model: "HookedModel", log) -> tuple["PromptSet", "PromptSet"]:
@@ -221,7 +250,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
         log(f"seed {seed}: feature {feature}: corr with next {cfg.word!r} {stats.corr_words[word][feature]:.3f}; "
             f"baselines random feature {arms['random_feature'][1]}, top-activating {top}; unit norm {unit:.3f}")
         outcomes: list[dict[str, Any]] = []
-        rows = steer_sweep(model, prompts, answers, site, arms, cfg.coeffs, unit_norm=unit, mode=cfg.mode, sae=sae,
+        rows = steer_sweep(model, prompts, answers, site, arms, cfg.grid, unit_norm=unit, mode=cfg.mode, sae=sae,
                            max_acts=stats.max_act, max_new_tokens=max_new, word=cfg.word, do_sample=cfg.sample,
                            seed=seed, log=log, outcomes=outcomes)
         problems += problem_records(outcomes, list(prompts), None if answers is None else list(answers), seed=seed)
@@ -229,7 +258,7 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     rows = aggregate_seeds(per_seed, cfg.word)
     chosen = {"feature": feature, "word": cfg.word, "word_stats": word_source, "corr": stats.corr_words[word][feature],
               "top_activating": top, "random_feature": random_features[0], "random_features": random_features,
-              "unit_norm": unit, "top_contexts": stats.top_contexts.get(feature, [])[:8],
+              "unit_norm": unit, "mode": cfg.mode, "coeffs": list(cfg.grid), "top_contexts": stats.top_contexts.get(feature, [])[:8],
               "diff_of_means_cos_feature": None if dom is None else
               float(torch.nn.functional.cosine_similarity(dom, arms["feature"][0], dim=0))}
     fmt = steer_set.fmt
@@ -240,7 +269,8 @@ def run(config: SteerJobConfig, ctx: JobContext) -> dict[str, Any]:
     ctx.run.write_result(PROBLEMS, problems)
     ctx.run.write_figure("steer", figures.figure_steer(rows, cfg.word))
     found = steer_findings(per_seed, cfg.word, feature, harm=harm_bound(cfg), mode=cfg.mode)
-    summary = {"feature": feature, "corr": chosen["corr"], "site": str(site), "findings": findings_doc(found),
+    summary = {"feature": feature, "corr": chosen["corr"], "site": str(site), "mode": cfg.mode, "coeffs": list(cfg.grid),
+               "findings": findings_doc(found),
                "rates": word_rates(per_seed, cfg.word), "harm_bound": harm_bound(cfg), "warnings": warnings}
     summary["headlines"] = headlines(found, cfg.word, feature)
     ctx.run.finish(summary)
@@ -330,6 +360,9 @@ def diff_of_means_arm(model: "HookedModel", cfg: SteerJobConfig, site: "Site", t
 
 def report(summary: dict[str, Any]) -> str:
     lines = [f"steered feature {summary['feature']} at {summary['site']} (corr with the next word {summary['corr']:.3f})"]
+    if summary.get("mode"):
+        lines.append(f"mode {summary['mode']} ({MODE_UNITS.get(summary['mode'], '')}), coefficients "
+                     f"{', '.join(f'{c:g}' for c in summary.get('coeffs', []))}")
     bound = summary.get("harm_bound")
     if bound:
         lines.append(f"harm bound (stated before the run): accuracy drop <= {bound['max_accuracy_drop']:g}, degenerate "

@@ -1,4 +1,5 @@
-"""Feature steering: AddVector of a decoder row, clamping with the error term kept (exactness oracles)."""
+"""Feature steering: AddVector of a decoder row, clamping with the error term kept, scaling in units of the feature's
+own activation (exactness oracles)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ import pytest
 import torch
 
 from thinklens import Site, ThinklensError
-from thinklens.steering.feature_steering import ClampFeature, add_feature, clamp_feature, equal_norm_arms, feature_direction
+from thinklens.steering.feature_steering import (
+    ClampFeature,
+    ScaleFeature,
+    add_feature,
+    clamp_feature,
+    equal_norm_arms,
+    feature_direction,
+)
 
 PROMPTS = ["w1 w2 w3 w4 w5", "w7 w8 w9"]
 SITE = Site("resid_post", 0)
@@ -61,13 +69,66 @@ def test_steered_generation_differs(tiny_llama, random_sae):
     assert [t.token_ids for t in plain] == [t.token_ids for t in tiny_llama.generate(PROMPTS, max_new_tokens=6)]
 
 
-def test_hooks_removed_after_exception(tiny_llama, random_sae, hooks_of):
+@pytest.mark.parametrize("make", [lambda sae: clamp_feature(SITE, sae, 1, 2.0), lambda sae: ScaleFeature(SITE, sae, 1, -1.0)],
+                         ids=["clamp", "scale"])
+def test_hooks_removed_after_exception(tiny_llama, random_sae, hooks_of, make):
     before = hooks_of(tiny_llama.hf)
     with pytest.raises(RuntimeError):
-        with tiny_llama.intervene([clamp_feature(SITE, random_sae, 1, 2.0)]):
-            assert hooks_of(tiny_llama.hf) != before  # the clamp is hooked in here
+        with tiny_llama.intervene([make(random_sae)]):
+            assert hooks_of(tiny_llama.hf) != before  # the intervention is hooked in here
             raise RuntimeError("boom")
     assert hooks_of(tiny_llama.hf) == before
+
+
+def _active_feature(tiny_llama, sae):
+    """A feature active at some tokens of PROMPTS and off at others (the gate must show both)."""
+    acts = tiny_llama.capture(PROMPTS, [SITE]).acts[SITE]  # [batch, pos, d]
+    mask = tiny_llama.tokenize(PROMPTS)["attention_mask"].bool()  # [batch, pos]
+    with torch.no_grad():
+        z = sae.encode(acts)[mask]  # [tokens, feature]
+    on = (z > 0).float().mean(0)  # [feature]
+    f = int(torch.where((on > 0) & (on < 1), on, torch.zeros_like(on)).argmax())
+    assert 0 < float(on[f]) < 1
+    return f, acts, mask
+
+
+def test_scale_feature_adds_c_times_its_own_activation(tiny_llama, random_sae):
+    """Oracle: x' = x + c * z_f(x) * W_dec[f], token by token, and exactly x where the feature is off; the same as
+    clamping the feature to (1 + c) times its own value with the error term kept. Mutants killed: the gate left out (c *
+    W_dec[f] added at every token, as add mode does), the decoder norm dropped (the rows here are not unit)."""
+    f, acts, mask = _active_feature(tiny_llama, random_sae)
+    for c in (-1.0, 2.5):
+        steered = tiny_llama.capture(PROMPTS, [SITE], interventions=[ScaleFeature(SITE, random_sae, f, c)]).acts[SITE]
+        with torch.no_grad():
+            z = random_sae.encode(acts)[..., f]  # [batch, pos]
+            oracle = acts + c * z[..., None] * random_sae.W_dec[f]  # hand-written formula
+        assert torch.allclose(steered[mask], oracle[mask], atol=1e-5)
+        off = mask & (z == 0)
+        assert off.any() and torch.equal(steered[off], acts[off])  # nothing added where the feature is off
+        assert not torch.equal(steered[mask], acts[mask])
+        clamped = tiny_llama.capture(PROMPTS, [SITE], interventions=[clamp_feature(SITE, random_sae, f, 1 + c, mode="scale")])
+        assert torch.allclose(steered[mask], clamped.acts[SITE][mask], atol=1e-5)
+    same = tiny_llama.capture(PROMPTS, [SITE], interventions=[ScaleFeature(SITE, random_sae, f, 0.0)]).acts[SITE]
+    assert torch.equal(same, acts)
+
+
+def test_scale_feature_along_another_direction_adds_the_same_norm(tiny_llama, random_sae):
+    """An arm's direction gets, at every token, the norm the feature's own steering adds there (the per-token equal-norm
+    control). Mutant killed: the control gated by its own feature's activation instead of the steered one's."""
+    f, acts, mask = _active_feature(tiny_llama, random_sae)
+    u = feature_direction(random_sae, (f + 1) % 64, unit=True)
+    own = tiny_llama.capture(PROMPTS, [SITE], interventions=[ScaleFeature(SITE, random_sae, f, 3.0)]).acts[SITE]
+    other = tiny_llama.capture(PROMPTS, [SITE], interventions=[ScaleFeature(SITE, random_sae, f, 3.0, u)]).acts[SITE]
+    d_own, d_other = (own - acts)[mask], (other - acts)[mask]  # [tokens, d]
+    assert torch.allclose(d_own.norm(dim=-1), d_other.norm(dim=-1), atol=1e-5)
+    with torch.no_grad():
+        z = random_sae.encode(acts)[..., f][mask]  # [tokens]
+        oracle = 3.0 * z[:, None] * float(random_sae.W_dec[f].norm()) * u  # [tokens, d]
+    assert torch.allclose(d_other, oracle, atol=1e-5)
+    with pytest.raises(ThinklensError, match="direction"):
+        ScaleFeature(SITE, random_sae, f, 1.0, torch.ones(5))
+    with pytest.raises(ThinklensError, match="coeff"):
+        ScaleFeature(SITE, random_sae, f, float("nan"))
 
 
 def test_bad_inputs(tiny_llama, random_sae):

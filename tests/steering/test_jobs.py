@@ -19,7 +19,7 @@ def test_steer_job_on_tiny_model(tiny_llama, trained_sae, tmp_path):
     prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
     word = tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3)[0].tokens[0].strip()
     summary = run_job("steer", model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=6,
-                      coeffs=(-1.0, 0.0, 1.0), word=word, runs=tmp_path / "runs", run_id="t", progress=False)
+                      coeffs=(-1.0, 0.0, 1.0), mode="add", word=word, runs=tmp_path / "runs", run_id="t", progress=False)
     run = RunFolder.open(tmp_path / "runs" / "steer" / "t")
     res = run.read_result("steer")
     arms = {r["arm"] for r in res["rows"]}
@@ -32,13 +32,37 @@ def test_steer_job_on_tiny_model(tiny_llama, trained_sae, tmp_path):
     assert run.meta()["status"] == "done" and run.meta()["summary"] == summary
 
 
+def test_steer_job_scales_the_feature_by_default(tiny_llama, trained_sae, tmp_path):
+    """The job's default mode steers in units of the feature's own activation on the scale grid (issue 52), with every
+    arm, the difference of means included, gated by the steered feature; the summary and the report say which mode and
+    coefficients ran. Mutant killed: the residual-norm grid restored as the default (mode add, -1..1)."""
+    from thinklens.runs.jobs import get_job
+    from thinklens.steering.jobs.steer import GRIDS, SteerJobConfig
+
+    _, _, sae_dir = trained_sae
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
+    word = tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3, do_sample=True, seed=20_000)[0].tokens[0].strip()
+    assert SteerJobConfig().mode == "scale" and SteerJobConfig().grid == GRIDS["scale"]
+    assert SteerJobConfig(mode="add").grid == GRIDS["add"] and SteerJobConfig(coeffs=(0.0, 2.0)).grid == (0.0, 2.0)
+    summary = run_job("steer", model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=16,
+                      coeffs=(0.0, 4.0), word=word, min_dom_states=1, runs=tmp_path / "runs", run_id="sc", progress=False)
+    res = RunFolder.open(tmp_path / "runs" / "steer" / "sc").read_result("steer")
+    assert summary["mode"] == res["chosen"]["mode"] == "scale" and summary["coeffs"] == [0.0, 4.0]
+    assert {r["arm"] for r in res["rows"]} == {"feature", "random_feature", "top_activating", "random_direction",
+                                               "diff_of_means"}
+    assert all(r["added_norm"] is None for r in res["rows"])  # per token: the feature's own activation sets it
+    assert "mode scale (c times the feature's own activation" in get_job("steer").report(summary)
+
+
 def test_steer_job_seeds_and_diff_of_means(tiny_llama, trained_sae, tmp_path):
     _, _, sae_dir = trained_sae
     prompts = tmp_path / "p.txt"
     prompts.write_text("\n".join(f"w{i} w{i + 1} w{i + 2}" for i in range(6)))
     word = tiny_llama.generate(["w1 w2 w3"], max_new_tokens=3, do_sample=True, seed=20_000)[0].tokens[0].strip()
     run_job("steer", model=tiny_llama, sae=str(sae_dir), prompts=str(prompts), n_prompts=4, stats_traces=16,
-            coeffs=(0.0, 1.0), word=word, n_seeds=2, min_dom_states=1, runs=tmp_path / "runs", run_id="s", progress=False)
+            coeffs=(0.0, 1.0), mode="add", word=word, n_seeds=2, min_dom_states=1, runs=tmp_path / "runs", run_id="s",
+            progress=False)
     res = RunFolder.open(tmp_path / "runs" / "steer" / "s").read_result("steer")
     assert res["seeds"] == [0, 1] and {r["seed"] for r in res["rows_by_seed"]} == {0, 1}
     assert "diff_of_means" in {r["arm"] for r in res["rows"]}  # the word is sampled, so the direction exists

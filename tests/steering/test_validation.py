@@ -166,16 +166,17 @@ def test_steer_null_word_quick(tmp_path):
 
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_steer_planted_quick(tmp_path):
-    """On the overthinking organism, the 'wait' feature moves the wait rate monotonically and beyond the equal-norm
-    random feature (Wilson intervals apart at the largest coefficient)."""
+    """On the overthinking organism, the setting runs every arm (the difference of means included) on the scale grid
+    and, as measured (issue 52; steering/validation.py), fails: the wait feature of resid_post.1 does not move the wait
+    rate beyond the random feature at any coefficient, and the check says why."""
     from thinklens.zoo.registry import zoo_dir
 
     if not (zoo_dir() / v.STEER_ORGANISM / "zoo.json").is_file():
         pytest.skip(f"{v.STEER_ORGANISM} is not trained yet (thinklens run zoo-train --model {v.STEER_ORGANISM})")
     setting = SETTINGS["steer/planted"]
     check = setting.run(_ctx(tmp_path))
-    assert check.verdict == setting.expected, check
-    assert check.details["monotone"] and check.ci[0] > 0
+    assert check.details["diff_of_means_run"] and check.details["mode"] == "scale", check
+    assert check.verdict == "failed" and check.details["why_failed"] and check.details["beyond_random_at"] == [], check
 
 
 def test_steer_planted_says_what_is_missing(monkeypatch):
@@ -195,21 +196,33 @@ FULL_RUN = {("feature", -1.0): (2, 0, 130), ("feature", -0.5): (146, 43, 5), ("f
             ("random_direction", 1.0): (35, 0, 39)}
 
 
-def _planted_from(cells, monkeypatch, tmp_path):
-    """The steer/planted check computed from recorded counts (the jobs replaced by their summary)."""
+def _summary(cells, warnings=()):
+    """A steer run's summary computed from per-(arm, coefficient) counts (traces saying wait, correct, degenerate)."""
     from thinklens.calibration.findings import findings_doc
     from thinklens.steering.jobs.steer import SteerJobConfig, harm_bound, headlines, steer_findings, word_rates
 
     rows = [{"arm": a, "coeff": c, "seed": 0, "traces_with_word": k, "correct_traces": r, "degenerate_traces": d,
              "n_traces": 200} for (a, c), (k, r, d) in cells.items()]
     found = steer_findings(rows, "wait", 402)
-    summary = {"feature": 402, "corr": 0.646, "findings": findings_doc(found), "rates": word_rates(rows, "wait"),
-               "harm_bound": harm_bound(SteerJobConfig()), "headlines": headlines(found, "wait", 402)}
+    return {"feature": 402, "corr": 0.646, "findings": findings_doc(found), "rates": word_rates(rows, "wait"),
+            "harm_bound": harm_bound(SteerJobConfig()), "headlines": headlines(found, "wait", 402), "warnings": list(warnings)}
+
+
+def _planted_from(cells, monkeypatch, tmp_path, warnings=()):
+    """The steer/planted check computed from recorded counts (the jobs replaced by their summary)."""
+    summary = _summary(cells, warnings)
     monkeypatch.setattr(v, "organism", lambda name: None)
     monkeypatch.setattr(v, "_steer_sae", lambda ctx, model, sizes, site: {"sae": str(tmp_path / "sae" / "sae")})
     ctx = _ctx(tmp_path)
     monkeypatch.setattr(ctx, "run_job", lambda *a, **k: summary)
     return v.steer_planted_on(ctx, "tiny-overthink")
+
+
+def _kept(cells):
+    """``cells`` with the steered feature's accuracy and degenerate share kept at the unsteered run's, and a
+    difference-of-means arm that does what the random feature does."""
+    kept = {k: (w, 145 if k[0] == "feature" else r, 4 if k[0] == "feature" else d) for k, (w, r, d) in cells.items()}
+    return {**kept, **{("diff_of_means", c): cell for (a, c), cell in kept.items() if a == "random_feature"}}
 
 
 def test_steer_planted_counts_the_accuracy_cost(monkeypatch, tmp_path):
@@ -221,5 +234,75 @@ def test_steer_planted_counts_the_accuracy_cost(monkeypatch, tmp_path):
     assert check.verdict == "failed" and check.value == pytest.approx(0.99) and check.details["monotone"]
     assert check.details["beyond_random_at"] == [] and "harm bound" in check.target
     assert all(not h["within"] for h in check.details["harm_at_ends"].values())
-    kept = {k: (w, 145 if k[0] == "feature" else r, 4 if k[0] == "feature" else d) for k, (w, r, d) in FULL_RUN.items()}
-    assert _planted_from(kept, monkeypatch, tmp_path).verdict == "recovered"
+    assert any("beyond the harm bound" in why for why in check.details["why_failed"])
+    assert _planted_from(_kept(FULL_RUN), monkeypatch, tmp_path).verdict == "recovered"
+
+
+def test_steer_planted_needs_the_difference_of_means(monkeypatch, tmp_path):
+    """Issue 52: the setting's verdict includes the difference-of-means control the docs say it beats. Mutants killed:
+    the arm dropped from the run (a steer run whose difference of means was not built passes on the controls that
+    remain), and a difference of means that does as well as the feature left out of the verdict."""
+    clean = _kept(FULL_RUN)
+    assert _planted_from(clean, monkeypatch, tmp_path).details["diff_of_means_run"]
+    dropped = {k: cell for k, cell in clean.items() if k[0] != "diff_of_means"}
+    check = _planted_from(dropped, monkeypatch, tmp_path, warnings=["difference-of-means baseline not run: 3 states"])
+    assert check.verdict == "failed" and not check.details["diff_of_means_run"]
+    assert check.details["why_failed"] == ["the difference-of-means arm was not run: difference-of-means baseline not run: "
+                                           "3 states"]
+    as_well = {**clean, ("diff_of_means", -1.0): (2, 120, 6), ("diff_of_means", 1.0): (200, 120, 6)}
+    check = _planted_from(as_well, monkeypatch, tmp_path)
+    assert check.verdict == "failed" and check.details["beyond_random_at"] == []
+    assert "difference-of-means baseline (a competing method) does as well" in check.details["why_failed"][0]
+
+
+def test_steer_planted_asks_for_every_arm_on_the_scale_grid(monkeypatch, tmp_path):
+    """The setting runs the steer job with the difference of means, in units of the feature's own activation, on the
+    job's default grid (quick: its ends and the ablation). Mutants killed: ``diff_of_means=False`` (issue 52's finding:
+    the control the docs cite was never run), the grid reverted to multiples of the mean residual norm (mode add,
+    -1..1: every arm broken before the feature steers)."""
+    from thinklens.steering.jobs.steer import GRIDS, SteerJobConfig
+
+    calls = []
+    summary = _summary(_kept(FULL_RUN))
+    monkeypatch.setattr(v, "organism", lambda name: None)
+    monkeypatch.setattr(v, "_steer_sae", lambda ctx, model, sizes, site: {"sae": str(tmp_path / "sae" / "sae")})
+    for quick in (True, False):
+        ctx = SettingContext(quick=quick, seed=0, workdir=tmp_path, threads=1, progress=False)
+        monkeypatch.setattr(ctx, "run_job", lambda name, sub, **kw: calls.append(kw) or summary)
+        v.steer_planted_on(ctx, "tiny-overthink")
+    quick, full = calls
+    assert quick["diff_of_means"] is True and full["diff_of_means"] is True
+    assert quick["mode"] == full["mode"] == "scale" == SteerJobConfig().mode
+    assert full["coeffs"] == GRIDS["scale"] == SteerJobConfig().grid and set(quick["coeffs"]) <= set(full["coeffs"])
+    assert -1.0 in quick["coeffs"] and 0.0 in quick["coeffs"]
+
+
+#: tiny-overthink's wait feature at resid_post.1 steered in add mode (c times the mean residual norm, 10.6; issue 52's
+#: sweep: the full setting's SAE and sizes, 200 sampled prompts, 256 new tokens): per arm and coefficient, (traces saying
+#: wait, correct, degenerate). No arm moves the wait rate (189/200 unsteered); accuracy falls for every arm from -0.2.
+ADD_SWEEP = {
+    "feature": {-0.3: (191, 87, 4), -0.2: (191, 114, 3), -0.1: (189, 135, 4), -0.05: (189, 142, 4), 0.0: (189, 145, 4),
+                0.05: (189, 145, 3), 0.1: (189, 145, 3), 0.2: (187, 136, 1)},
+    "random_feature": {-0.3: (188, 56, 1), -0.2: (190, 101, 1), -0.1: (190, 127, 2), -0.05: (189, 135, 3),
+                       0.0: (189, 145, 4), 0.05: (190, 143, 4), 0.1: (190, 138, 4), 0.2: (190, 131, 3)},
+    "top_activating": {-0.3: (174, 52, 1), -0.2: (188, 97, 3), -0.1: (190, 128, 3), -0.05: (189, 139, 3),
+                       0.0: (189, 145, 4), 0.05: (189, 145, 4), 0.1: (190, 144, 4), 0.2: (187, 130, 2)},
+    "random_direction": {-0.3: (183, 109, 2), -0.2: (188, 123, 2), -0.1: (190, 132, 4), -0.05: (189, 138, 4),
+                         0.0: (189, 145, 4), 0.05: (189, 146, 3), 0.1: (189, 146, 3), 0.2: (189, 138, 3)},
+    "diff_of_means": {-0.3: (179, 105, 5), -0.2: (188, 129, 4), -0.1: (189, 140, 4), -0.05: (189, 141, 4),
+                      0.0: (189, 145, 4), 0.05: (190, 143, 2), 0.1: (189, 140, 2), 0.2: (189, 134, 1)}}
+
+
+def test_the_add_grid_breaks_no_arm():
+    """The add mode's default grid lies where no arm leaves the harm bound in the measured sweep, and where the old
+    grid's smallest step (0.5) broke every arm. Mutant killed: the residual-norm grid -1..1 restored as add's default
+    (a grid that breaks every arm before the feature steers)."""
+    from thinklens.steering.jobs.steer import GRIDS, MAX_ACCURACY_DROP
+
+    grid = [c for c in GRIDS["add"] if c != 0]
+    assert grid and all(c in ADD_SWEEP["feature"] for c in grid), "a coefficient outside the measured sweep"
+    for arm, by_c in ADD_SWEEP.items():
+        for c in grid:
+            assert (by_c[0.0][1] - by_c[c][1]) / 200 <= MAX_ACCURACY_DROP, (arm, c)
+    # the old grid: at |c| >= 0.5 the accuracy of every arm it ran fell beyond the bound
+    assert all((145 - r) / 200 > MAX_ACCURACY_DROP for (a, c), (_, r, _) in FULL_RUN.items() if abs(c) >= 0.5)
