@@ -154,3 +154,28 @@ def test_equal_norm_arms(random_sae):
         assert abs(float(vec.norm()) - 1.0) < 1e-5
     assert arms["feature"][1] == 5 and arms["random_feature"][1] not in (5, 9)
     assert torch.equal(feature_direction(random_sae, 5, unit=True), arms["feature"][0])
+
+
+def test_scale_sweep_gates_every_arm_by_the_steered_feature(tiny_llama, random_sae, monkeypatch):
+    """In the steer sweep's scale mode every arm is gated by the steered feature's activation (same tokens, same norm),
+    and coefficient 0 is one unsteered run. Mutant killed: each arm gated by its own feature (the random feature's arm
+    then steers where the random feature fires, by its own amounts: not the equal-norm control)."""
+    from thinklens.steering import effects
+
+    built = []
+
+    class Recording(ScaleFeature):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            built.append(self)
+
+    monkeypatch.setattr(effects, "ScaleFeature", Recording)
+    arms = equal_norm_arms(random_sae, 5, top_feature=9, seed=0)
+    rows = effects.steer_sweep(tiny_llama, PROMPTS, None, SITE, arms, (0.0, 2.0), mode="scale", sae=random_sae,
+                               max_new_tokens=2, word="w1")
+    assert {iv.feature for iv in built} == {5} and len(built) == len(arms)  # one per arm at c=2, none at c=0
+    assert all(torch.equal(iv.direction, arms[r["arm"]][0]) for iv, r in zip(built, [r for r in rows if r["coeff"]]))
+    assert len({r["sample"] for r in rows if r["coeff"] == 0}) == 1
+    with pytest.raises(ThinklensError, match="scale steering"):
+        effects.steer_sweep(tiny_llama, PROMPTS, None, SITE, {"random_direction": arms["random_direction"]}, (1.0,),
+                            mode="scale", sae=random_sae, max_new_tokens=2)
