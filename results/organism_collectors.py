@@ -109,10 +109,9 @@ def adapter_published(name: str = "smol-r1") -> str:
     """When organism ``name``'s committed adapter was published (its organism.json's ``published``, else, for
     smol-r1's, the constant)."""
     return read_json(ROOT / "data" / "real-organisms" / name / "organism.json").get("published") or SMOL_R1_PUBLISHED
-#: ``validate --model smol-r1``'s records, run side by side (one core each); a later record's row of a setting replaces
-#: an earlier one's (the lynx-null run also holds a planted-model row at a size since changed: 1-step problems)
-SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx-null", "validate-smol-r1-lynx", "validate-smol-r1-mi",
-                            "validate-smol-r1-mi-full")
+#: ``validate --model smol-r1``'s records: LYNX at the quick size (planted and null), mi-peaks at the full size; a later
+#: record's row of a setting would replace an earlier one's
+SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx", "validate-smol-r1-mi-full")
 
 
 def smol_r1_validate_rows() -> tuple[list[dict[str, Any]], list[Path]]:
@@ -217,10 +216,8 @@ def smol_r1_transfer() -> dict[str, Any]:
                          "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
     return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "
                    "--model smol-r1 --methods lynx --quick --out RUN_A; thinklens run validate --model smol-r1 --methods "
-                   "lynx/planted-model --quick --out RUN_B; thinklens run validate --model smol-r1 --methods mi-peaks --quick "
-                   "--out RUN_C; thinklens run validate --model smol-r1 --methods mi-peaks --out RUN_D; "
-                   "python results/collect.py --record RUN_X NAME, for RUN_A-RUN_D and each of "
-                   f"{', '.join(SMOL_R1_VALIDATE_RECORDS)}", sources, {"organism": ORGANISM},
+                   "mi-peaks --out RUN_B; python results/collect.py --record RUN_X NAME for RUN_A-RUN_B and "
+                   f"{', '.join(SMOL_R1_VALIDATE_RECORDS)} in turn", sources, {"organism": ORGANISM},
                    {"rows": rows, "settings": settings, "n_jobs": len(rows),
                     "ran": sum(r["outcome"] == "ran" for r in rows),
                     "validated": sum(s["ok"] for s in settings), "n_settings": len(settings),

@@ -342,7 +342,7 @@ def _planted_model(ctx: SettingContext) -> Check:
 
 MODEL_GAP_MARGIN = 0.1
 """``validate --model M``'s null margin on the gap: a quarter of the planted gap that smol-r1-base showed at the same
-site (0.40 [0.33, 0.47], 64 trajectories, seed 0: record validate-smol-r1-mi-full), as the zoo's :data:`GAP_MARGIN` is
+site (0.40 [0.33, 0.47], 64 trajectories, seed 0: record validate-smol-r1-mi-full as made at 074abc3), as the zoo's :data:`GAP_MARGIN` is
 0.6 of tiny-overthink's 0.05. Stated before the run on today's smol-r1. The zoo's 0.03 was not shown there at 64
 trajectories (90% interval [-0.059, 0.035]: the own - shuffled gap at a real model's answer steps has SD ~0.22, four
 times the zoo's), and would need several hundred (``units_needed`` in the row's details says how many)."""
