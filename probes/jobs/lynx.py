@@ -333,5 +333,5 @@ JOB = Job("lynx", LynxJobConfig, run, preflight=preflight, order=40, page="pages
           findings="thinklens.probes.lynx_findings:lynx_findings", capability="LYNX early exit",
           validations={"lynx": "thinklens.probes.validation:SETTINGS"}, traces="thinklens.probes.lynx_traces:READER",
           headline_traces="thinklens.probes.lynx_traces:headline_traces",
-          smallest=("--model", "tiny-think", "--n-train", "8", "--n-calibration", "8", "--n-test", "8", "--max-steps", "2",
+          smallest=("--model", "tiny-think", "--n-train", "8", "--n-calibration", "20", "--n-test", "8", "--max-steps", "2",
                     "--hidden-layer-sizes", "16", "--deltas", "0.3", "--skip-vacuous", "--batch-size", "4", "--label-batch-size", "8"))
