@@ -154,7 +154,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "v = sae.W_dec[f].detach().float().cpu().clone()", "v = sae.W_dec[:, f].detach().float().cpu().clone()",
            SAE_STEER_TESTS),
     Mutant("clamp without the error term", "SAE steering", "steering/feature_steering.py",
-           "return act + delta.to(act.device, act.dtype)", "return sae.decode(z2).to(act.device, act.dtype)",
+           "delta = sae.decode(z2) - sae.decode(z)  # the error term x - decode(z) is kept as is\n"
+           "            return act + delta.to(act.device, act.dtype)",
+           "delta = sae.decode(z2) - sae.decode(z)  # the error term x - decode(z) is kept as is\n"
+           "            return sae.decode(z2).to(act.device, act.dtype)",
            SAE_STEER_TESTS),
     # ---- SAE and feature steering: broken SAEs that the SAE null must fail, and the vector null's vector
     Mutant("SAE saved with a random decoder", "SAE", "steering/sae.py",
