@@ -108,9 +108,10 @@ FULL_MODEL = Size(n_train=200, n_calibration=150, n_test=80, max_steps=4, violat
 #: ``validate --model M``'s null, on M's sibling that concludes once (smol-r1-once beside smol-r1): its cues ("Hmm,"
 #: before most multiplications) all come before the answer is known. Up to 4 steps, so that most rollouts hold a cue;
 #: the quick size sees the same coarse violation and harm as QUICK_MODEL, the full one is the zoo's quick null. Only cue
-#: events calibrate the wrong-exit class: 60 calibration rollouts held 11 at seed 0 (delta 0.05 needs 19), so 120.
-QUICK_MODEL_NULL = Size(n_train=40, n_calibration=120, n_test=60, max_steps=4, violation=0.3, harm_margin=0.1)
-FULL_MODEL_NULL = QUICK_NULL
+#: events calibrate the wrong-exit class: 60 calibration rollouts held 11 at seed 0 and 120 held 17 (delta 0.05 needs
+#: 19: about 0.14 per rollout), so 180 (about 25). The full size is the planted full size's, with calibration at 240.
+QUICK_MODEL_NULL = Size(n_train=40, n_calibration=180, n_test=60, max_steps=4, violation=0.3, harm_margin=0.1)
+FULL_MODEL_NULL = Size(n_train=200, n_calibration=240, n_test=80, max_steps=4, violation=0.2, harm_margin=0.1)
 FULL_NULL = Size(n_train=300, n_calibration=300, n_test=2000, max_steps=4)
 
 

@@ -72,7 +72,10 @@ def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
     return [
         ("eval", ["--data", data, *budget]),
         ("mi-peaks", ["--data", "synthetic:1-3:12", *budget, "--no-recycling", "--no-ttts"]),
-        ("probe", ["--data", "synthetic:1-2:24", "--target", "correct", *budget, "--n-bootstrap", "200"]),
+        # right and wrong answers both: smol-r1 is right on nearly every 1-3-step problem and on about half at 6-8
+        # (0.50 [0.31, 0.69], n=24, 2026-12-07), so 5-7 steps with a budget that holds their longer traces
+        ("probe", ["--data", "synthetic:5-7:12", "--target", "correct", "--max-new-tokens", "320",
+                   "--n-bootstrap", "200"]),
         # calibration needs ceil(1/delta) - 1 events of each class: smol-r1's forced exits are mostly wrong, so
         # deltas of 0.1 and 0.2 on 24 calibration rollouts (0.01, the default's smallest, needs 99 right ones)
         ("lynx", ["--data", "synthetic:1-3:36", "--n-train", "12", "--n-calibration", "24", "--n-test", "12",
@@ -90,7 +93,7 @@ def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
                         "--stage2-steps", "10"]),
         ("sft", [*train, "--no-cot", "--train-steps", "40"]),
         ("latent-seek", ["--data", data, "--n-eval", "4", "--max-iters", "2", *budget, "--verifier-max-new-tokens", "64"]),
-        ("latent-eval", ["--models", ",".join(latent), "--data", data, "--n-eval", "8", *budget, "--seek-n", "0"]),
+        ("latent-eval", ["--models", ",".join(latent), "--data", data, "--n-eval", "24", *budget, "--seek-n", "0"]),
     ]
 
 
