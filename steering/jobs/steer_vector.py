@@ -247,7 +247,8 @@ TRACES = TraceReader(list_traces, load_trace)
 DEMO = (DemoRun(("--model", "tiny-think", "--pair", " yes, no", "--site", "resid_post.2", "--n-prompts", "16",
                  "--samples", "1", "--max-new-tokens", "12", "--coeffs=-1,0,1")),)
 
-JOB = Job("steer-vector", SteerVectorConfig, run, preflight=preflight, order=72, headline=headline, report=report,
+JOB = Job("steer-vector", SteerVectorConfig, run, preflight=preflight, order=72, page="pages/4_Steering.py",
+          headline=headline, report=report,
           help="contrastive activation addition (ActAdd/CAA) scored by VADER against a random direction",
           findings="thinklens.steering.contrast:coefficient_finding", capability="Steering", demo=DEMO,
           validations={"actadd": "thinklens.steering.actadd_validation:SETTINGS"},

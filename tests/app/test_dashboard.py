@@ -254,6 +254,7 @@ def test_pages_point_at_the_page_that_shows_each_kind():
     assert PAGES["sae"] == ("pages/7_Features.py", "Features")  # the feature browser, not Steering
     assert PAGES["steer"][0] == "pages/4_Steering.py"
     assert PAGES["lynx"] == PAGES["probe"] == ("pages/3_Probes_and_LYNX.py", "Probes and LYNX")
+    assert PAGES["validate"] == ("pages/8_Validation.py", "Validation")  # its runs listed there, ?run= opens one
     # every latent trainer has its own kind, and runs of the former shared kind still have their page
     assert PAGES["codi"] == PAGES["sft"] == PAGES["latent-train"] == ("pages/6_Latent_reasoning.py", "Latent reasoning")
     for kind, (page, _) in PAGES.items():

@@ -183,7 +183,7 @@ def report(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-JOB = Job("validate", ValidateConfig, run, report=report, models=(),
+JOB = Job("validate", ValidateConfig, run, report=report, models=(), page="pages/8_Validation.py",
           help="every method on a planted effect (must recover it) and a null (must report none)",
           findings="thinklens.calibration.validate:validation_findings", capability="Validation and findings",
           validations={"stats": "thinklens.calibration.settings:SETTINGS"},
