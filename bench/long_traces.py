@@ -222,12 +222,12 @@ print(json.dumps({{"base_mb": base / 2**20, "peak_mb": peak[0] / 2**20, "tokens"
 """
 
 
-#: The longest length of the issue's memory target (``rss_growth_mb``: peak RSS growth from 512 to 4,096 tokens).
+#: The longest length of the memory target (``rss_growth_mb``: peak RSS growth from 512 to 4,096 tokens).
 RSS_SPAN = 4096
 
 
 def rss_lengths(lengths: list[int], span: int = RSS_SPAN) -> tuple[int, list[int]]:
-    """The shortest length and the longer ones whose peak RSS is measured against it: the longest within the issue's
+    """The shortest length and the longer ones whose peak RSS is measured against it: the longest within the target's
     span (its ``rss_growth_mb``) and the longest of all, when they differ; none when there is one length.
 
     Example:

@@ -60,7 +60,7 @@ def bench() -> dict[str, Any]:
             "values": {"benches": values, "spread": spread_summary}}
 
 
-#: Repeated runs of ``bench/real.py`` on SmolLM2-135M (issue 37 item 5), each log headed ``== bench/real.py``.
+#: Repeated runs of ``bench/real.py`` on SmolLM2-135M, each log headed ``== bench/real.py``.
 BENCH_REAL_RECORD = RECORDS / "bench-real"
 BENCH_REAL_COMMAND = ("(echo '== bench/real.py'; .venv/bin/python bench/real.py) > results/records/bench-real/run-N.log, "
                       "one N per run on a quiet machine; date -I > results/records/bench-real/date.txt")
@@ -144,8 +144,8 @@ def recorded_steps() -> list[tuple[str, str, str]]:
     return out
 
 
-#: ``bench/long_traces.py`` (issue 42): each committed log of ``results/records/long-traces`` (``conditions.txt`` says
-#: what each is: SmolLM2-135M at the issue's lengths, its batching, 512-token reruns, a tiny random llama).
+#: ``bench/long_traces.py``: each committed log of ``results/records/long-traces`` (``conditions.txt`` says
+#: what each is: SmolLM2-135M at 512, 2,048 and 4,096 new tokens, its batching, 512-token reruns, a tiny random llama).
 LONG_TRACES_RECORD = RECORDS / "long-traces"
 LONG_TRACES_COMMAND = ("python bench/long_traces.py --threads 1 --repeats 2 --skip batching > smollm2-2.log, and at the same "
                        "time python bench/long_traces.py --threads 1 --skip timing,rss --batching-repeats 2 > "
@@ -172,7 +172,7 @@ def name_values(log: Path) -> dict[str, float]:
 
 @collector("long_traces")
 def long_traces() -> dict[str, Any]:
-    """Long traces at the speed of the hardware (issue 42): every log's lines, from the committed record."""
+    """Long traces at the speed of the hardware: every log's lines, from the committed record."""
     logs = {p.stem: name_values(p) for p in sorted(LONG_TRACES_RECORD.glob("*.log"))}
     if not logs:
         raise FileNotFoundError(2, "no long-traces log recorded", str(LONG_TRACES_RECORD))
@@ -181,7 +181,7 @@ def long_traces() -> dict[str, Any]:
             "values": logs}
 
 
-#: ``bench/grading.py`` (issue 41 item 9): five runs and one of the parse as shipped, ``results/records/grading``.
+#: ``bench/grading.py``: five runs and one of the parse as shipped, ``results/records/grading``.
 GRADING_RECORD = RECORDS / "grading"
 GRADING_COMMAND = ("(echo '== bench/grading.py'; .venv/bin/python bench/grading.py) > results/records/grading/run-N.log "
                    "for N in 1..5; the same with --reference > results/records/grading/reference.log")
@@ -191,7 +191,7 @@ GRADING_COMMAND = ("(echo '== bench/grading.py'; .venv/bin/python bench/grading.
 def grading() -> dict[str, Any]:
     """Grading latency per output (``is_correct``) on GSM8K-style outputs and math-verify's 268 cases: each numeric
     line's median, min and max over the runs, and the same lines of one run with latex2sympy as shipped (the parse
-    before issue 41), from the committed record ``results/records/grading``."""
+    before the two-stage parse), from the committed record ``results/records/grading``."""
     runs = [bench_lines(p)["bench/grading.py"] for p in sorted(GRADING_RECORD.glob("run-*.log"))]
     if not runs:
         raise FileNotFoundError(2, "no grading run recorded", str(GRADING_RECORD))

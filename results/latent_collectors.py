@@ -80,7 +80,7 @@ def latent_table() -> dict[str, Any]:
 
 @collector("codi_serial")
 def codi_serial() -> dict[str, Any]:
-    """CODI on a task that needs serial computation (issue 22 item 5): the codi settings of the validation record
+    """CODI on a task that needs serial computation: the codi settings of the validation record
     ``results/records/validate-codi`` (each organism's accuracy with its Wilson interval, CODI's gain over the matched
     No-CoT with its paired interval, the compression; the same CODI with noise latents) and the organisms' training
     from their latent.json files."""

@@ -98,7 +98,7 @@ def _training(meta: dict[str, Any], adapter: Path) -> dict[str, Any]:
 
 
 #: smol-r1's reasoning jobs (``python -m tools.real_jobs --models smol-r1``; rows of the real-jobs record) and its
-#: ``validate --model smol-r1`` run, each beside the zoo's: issue 38's transfer table.
+#: ``validate --model smol-r1`` run, each beside the zoo's: the table of what transfers from the zoo to real weights.
 REAL_JOBS_RECORD = "real-jobs"
 #: When the committed smol-r1 adapter was published, for an adapter whose organism.json predates its ``published`` field
 #: (commit 4433d67): a job row recorded before it was made with the previous adapter, and is shown stale.
@@ -174,7 +174,7 @@ def _zoo_findings() -> dict[str, tuple[str, list[dict[str, Any]]]]:
 
 @collector("smol_r1_transfer")
 def smol_r1_transfer() -> dict[str, Any]:
-    """What transfers from the zoo to real weights (issue 38 item 4): per reasoning job, the zoo demo's first finding
+    """What transfers from the zoo to real weights: per reasoning job, the zoo demo's first finding
     and smol-r1's, each with its statistic, interval, n and verdict (or smol-r1's refusal); per validation setting of
     ``validate --model smol-r1``, its verdict beside the zoo's setting of the same method and kind."""
     jobs = read_json(RECORDS / REAL_JOBS_RECORD / "jobs.json")

@@ -52,7 +52,7 @@ def validation_rows(records: dict[str, str] | None = None) -> list[dict[str, Any
             seen[key] = name
         current = {s.key: s for s in select_settings(tuple(methods.split(",")))}
         # judged by the setting's expectation today, not the one it was recorded under: a setting relabelled to pass
-        # (issue 39: the hybrid's skill gap, recorded as a 'boundary' expecting no effect) counts as failed
+        # (as the hybrid's skill gap once was, recorded as a 'boundary' expecting no effect) counts as failed
         rows += [{k: r[k] for k in ("method", "setting", "statistic", "value", "ci", "verdict", "n", "target", "seconds")}
                  | {"expected": current[key].expected, "kind": current[key].kind,
                     "ok": r["verdict"] == current[key].expected, "recorded_expected": r["expected"], "record": name,
@@ -128,7 +128,7 @@ REAL_MODEL_NAMES = ("smollm2-135m", "gemma-3-270m")
 
 @collector("real_jobs")
 def real_jobs() -> dict[str, Any]:
-    """Every job on each real model at a first look's settings (issue 37 item 3; docs/real-models.md): per (job, model)
+    """Every job on each real model at a first look's settings (docs/real-models.md): per (job, model)
     whether it ran or refused, its minutes, and its first finding's sentence or its one-line refusal."""
     run = RECORDS / REAL_JOBS_RECORD
     table = {k: r for k, r in read_json(run / "jobs.json").items() if r["model"] in REAL_MODEL_NAMES}  # not smol-r1's

@@ -240,7 +240,7 @@ def _steer_candidates(dec: Decoder, rows: list[int], vecs: Tensor, cfg: HybridCo
 #: The least :func:`steering_reach` a method must show for a null's "no effect" to count: the RMS over the vocabulary
 #: of the change in the base model's (centred) next-token log-probabilities at the largest strength, mean over
 #: prompts, categories and windows, in nats. Vectors that change nothing score exactly 0 and pass a null only
-#: vacuously (issue 39). Measured on tiny-cot-short at a prompt's end: 0.11 after 2 training iterations, 0.38 after
+#: vacuously. Measured on tiny-cot-short at a prompt's end: 0.11 after 2 training iterations, 0.38 after
 #: 10, 0.84 after 50 (the total variation there is 1e-4 at most: the next token is all but certain, so the log-prob
 #: shift is the measure that sees the vectors act).
 MIN_REACH = 0.01
@@ -371,7 +371,7 @@ def hybrid_findings(rows: dict[str, dict[str, Any]], *, seed: int = 0, own_style
     - with ``own_style`` (the base model on its own prompt format, the job's ``base_own_style`` row): the hybrid
       beats it (McNemar when the row has its per-problem ``correct``, else Wilson intervals).
 
-    One rule (issue 39): the hybrid's own claims (accuracy over the base, gap recovered) are ``effect`` only when the
+    One rule: the hybrid's own claims (accuracy over the base, gap recovered) are ``effect`` only when the
     hybrid also beats every control the run has (each ablation and ``own_style``); otherwise ``no effect``, with
     ``extra["otherwise"]`` naming the controls not beaten and their accuracies (``controls_not_beaten``). Accuracy
     is the claim itself, so its harm bound is the claim's; the job measures no other harm.

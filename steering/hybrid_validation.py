@@ -1,4 +1,4 @@
-"""Planted and null settings of hybrid base/thinking steering (shared/specs/controls.md, issues 22 item 6 and 39),
+"""Planted and null settings of hybrid base/thinking steering (shared/specs/controls.md),
 run by ``thinklens run validate --methods hybrid``.
 
 The hybrid's claim (Venhoff et al., "Base models know how to reason, thinking models learn when") is that the base
@@ -7,7 +7,7 @@ a gap that is a skill (``skill-gap``), a behaviour the base lacks (``absent-beha
 but rarely uses (``planted-latent``). Each is recovered only when the hybrid beats its random-vector control (random
 directions with the trained vectors' norms) by the paired test. The first two were filed as planted effects, failed
 as such, and were once relabelled "boundary" (expected ``no-effect``) so that they counted as passes; passing by
-non-significance is not a pass (issue 39), so they are planted again and count as ``failed`` where the hybrid does
+non-significance is not a pass, so they are planted again and count as ``failed`` where the hybrid does
 not recover them, with the numbers and the reason in the check (``details["why"]``). Measured: both fail (below).
 Quick (seed 0): skill-gap 0.50 against its control's 0.45, +0.05 [-0.049, 0.108], McNemar p=0.45: failed; null 0
 [-0.045, 0.045] on 80 problems, reach 0.15 nats: no-effect; absent-behaviour 0/10 against 0/10: failed;

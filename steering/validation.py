@@ -29,7 +29,7 @@
   ``effect``: beyond every arm it ran, the difference of means included, and the unsteered run, within its harm bound
   on accuracy and degenerate text. A run whose difference-of-means arm was not built fails, saying so.
 
-  Issue 52, measured at seed 0 with this setting's SAE and sizes (200 sampled prompts per point, 256 new tokens;
+  Measured at seed 0 with this setting's SAE and sizes (200 sampled prompts per point, 256 new tokens;
   counts of traces saying wait / correct, unsteered 189 / 145): the old grid, c times the mean residual norm (10.6,
   six times the feature's largest activation, 1.75), broke every arm from |c| = 0.5 (accuracy <= 91/200, the
   random direction included); at |c| <= 0.3 no arm moved the wait rate (174-191 / 200) while at c = -0.2 every arm
@@ -281,7 +281,7 @@ def model_texts(model, n: int, path: Path, *, seed: int, min_steps: int = 2, max
 
 STEER_MODE = "scale"
 """How ``steer planted`` steers: the steer job's default, c times the feature's own activation where it fires, every arm
-adding that norm token by token (issue 52: the residual-norm grid broke every arm before the feature moved the word)."""
+adding that norm token by token (the residual-norm grid broke every arm before the feature moved the word)."""
 STEER_GRID = (-4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0)
 """The full setting's coefficients: the steer job's default ``scale`` grid (:data:`thinklens.steering.jobs.steer.GRIDS`)."""
 STEER_GRID_QUICK = (-4.0, -1.0, 0.0, 4.0)

@@ -255,7 +255,7 @@ def test_is_correct_agrees_with_parse_answer_on_zoo_renderings():
                 assert not is_correct(text, p.answer + 1)
 
 
-# --- issue 26: several boxes, pairs, sentences after "Final Answer:", decimal commas, units ----------------
+# --- several boxes, pairs, sentences after "Final Answer:", decimal commas, units --------------------------
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ def test_agreement_with_math_verify_where_the_prediction_states_an_answer(cases)
 
 
 def test_the_old_last_box_policy_misses_the_target(cases):
-    # The test above has power: the policy before issue 26 (only the last box) fails it.
+    # The test above has power: the old policy (only the last box) fails it.
     result = agreement(cases, boxes="last", timeout=10.0)
     assert result.rate < 0.97 and len(result.false_negatives) >= 10
 

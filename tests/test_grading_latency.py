@@ -1,4 +1,4 @@
-"""Grading latency without a changed verdict (issue 41 item 9).
+"""Grading latency without a changed verdict.
 
 The math-verify worker parses LaTeX with latex2sympy made faster (thinklens.data.equivalence.fast_parsing: ANTLR's
 two-stage SLL/LL prediction, plain numbers without sympify, a parser warm-up). The oracle: the verdicts of every

@@ -145,7 +145,7 @@ class SteerJobConfig(DataOptions, StepRange):
         return GRIDS[self.mode] if self.coeffs is None else tuple(self.coeffs)
 
 
-#: Each mode's default coefficients (issue 52; the measurements behind them: :mod:`thinklens.steering.validation`).
+#: Each mode's default coefficients (the measurements behind them: :mod:`thinklens.steering.validation`).
 #: ``add``'s unit, the mean residual norm (10.6 at tiny-overthink's resid_post.1), is six times the wait feature's largest
 #: activation there: no arm moves the wait rate at |c| <= 0.3, every arm costs accuracy beyond the harm bound at c = -0.2,
 #: and |c| >= 0.5 breaks every arm, the random direction included; its grid keeps to the fractions that cost no arm more

@@ -128,7 +128,7 @@ def test_zoo_eval_job_writes_findings_to_its_summary(tmp_path):
 
 
 def test_no_reasoning_token_finding_without_a_thinking_span():
-    """Seen on real weights (issue 39): eval's "writes more reasoning tokens than answer tokens" finding on a model
+    """Seen on real weights: eval's "writes more reasoning tokens than answer tokens" finding on a model
     whose format has no thinking span, where every completion has 0 reasoning tokens by construction. No such
     finding there; with a span (given or seen in the rows) it stays."""
     golds = [str(i) for i in range(20)]

@@ -205,7 +205,7 @@ def test_compare_estimators_returns_all_variants() -> None:
 
 
 def test_job_default_scales_the_kernel_to_the_states_and_the_paper_keeps_sigma_50() -> None:
-    """Issue 39: on Gemma-3-270M the fixed sigma = 50 meets states hundreds of times wider. The job's default is the
+    """On Gemma-3-270M the fixed sigma = 50 meets states hundreds of times wider. The job's default is the
     median heuristic, so MI is the same number when every activation of a model is 100x larger; the paper's preset
     keeps sigma = 50 driving the peaks. Kills: a default that is the fixed sigma (the 100x rescale moves it)."""
     from thinklens.analyses.jobs.mi_peaks import PRESETS

@@ -80,7 +80,7 @@ def test_model_overlay_means_by_hand() -> None:
 
 def test_trajectory_chart_draws_the_own_curve_above_its_control_and_says_when_the_control_matches() -> None:
     """Kills: the shuffled curve drawn above the real one in the default chart, with nothing saying that the control
-    scores as high (issue 39): the own curve is on top (zorder) and the title states the control's reading."""
+    scores as high: the own curve is on top (zorder) and the title states the control's reading."""
     import dataclasses
 
     import numpy as np

@@ -1,7 +1,7 @@
 """MI peaks: a peak fraction above 20% is flagged in every thinking word's finding of the run (claim, extra and the
 CLI's closing lines), and no word is an effect there; the peak fraction itself is no finding (top-k sets it). A word
 is an effect only where its enrichment interval excludes 1 and has width, over more than one trajectory that holds
-it, in a run whose MI beats its shuffled-answer control (issue 39)."""
+it, in a run whose MI beats its shuffled-answer control."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _records(n_peaks: int, n: int = 20, length: int = 10, own: float = 0.3) -> l
 
 
 def test_dense_peaks_are_flagged_and_hold_every_word_back():
-    """Kills: 'so' enrichment 'effect' under a 'not sparse' banner (issue 39): a word at peaks that mark half of the
+    """Kills: 'so' enrichment 'effect' under a 'not sparse' banner: a word at peaks that mark half of the
     tokens stated as a thinking token."""
     found = model_findings("m", _records(5), word_rows=WORDS, rule="top_k", top=5)
     assert not [f for f in found if f.statistic == "peak_fraction"]  # set by k: no finding
@@ -60,7 +60,7 @@ def test_sparse_peaks_carry_no_flag_and_an_enriched_word_is_an_effect():
 
 def test_words_at_peaks_of_a_signal_that_failed_its_control_are_not_thinking_tokens():
     """Kills: 'The' x4.6 and 'To' x4.4 declared in a run whose own shuffled-answer control says the MI is not
-    answer-specific (1.465 vs 1.456, issue 39)."""
+    answer-specific (1.465 vs 1.456)."""
     rows = [{"word": "The", "peak_count": 40, "total_count": 60, "ratio": 4.6, "ci_low": 3.1, "ci_high": 6.0, "n_units": 30}]
     assert NOT_SPECIFIC.verdict == "no effect" and ANSWER_SPECIFIC.verdict == "effect"
     (held,) = word_findings("m", rows, top=3, mi_control=NOT_SPECIFIC)
@@ -74,8 +74,8 @@ def test_words_at_peaks_of_a_signal_that_failed_its_control_are_not_thinking_tok
 
 
 def test_n_counts_the_trajectories_that_hold_the_word_and_a_zero_width_interval_is_no_effect():
-    """Kills: 'fiber' x3.03 [3.03, 3.03] 'effect' with n=16 though all 19 occurrences sit in one looping trajectory
-    (issue 39): n the job's problem count; one unit accepted; a zero-width interval accepted."""
+    """Kills: 'fiber' x3.03 [3.03, 3.03] 'effect' with n=16 though all 19 occurrences sit in one looping trajectory:
+    n the job's problem count; one unit accepted; a zero-width interval accepted."""
     fiber = {"word": "fiber", "peak_count": 19, "total_count": 19, "ratio": 3.03, "ci_low": 3.03, "ci_high": 3.03,
              "n_units": 1}
     (f,) = word_findings("m", [fiber], top=3, mi_control=ANSWER_SPECIFIC)

@@ -258,7 +258,7 @@ def test_peak_contrast_by_hand() -> None:
 
 
 def test_findings_never_state_a_non_effect_as_an_effect() -> None:
-    """Kills: MI headline read from the pooled means (own 0.2764 vs shuffled 0.2732 on issue 22's run); a
+    """Kills: MI headline read from the pooled means (own 0.2764 vs shuffled 0.2732 on one recorded run); a
     thinking word headlined whose enrichment interval holds 1 ('so' x1.007 [0.33, 1.80]), or in a run whose MI does
     not beat its control; the peak-fraction flag missing on the hard run's 600 of 1312 tokens."""
     f = mi_vs_shuffled_finding("m", [0.2764 + 0.01 * (-1) ** i for i in range(20)],

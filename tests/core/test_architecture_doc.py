@@ -1,4 +1,4 @@
-"""docs/architecture.md's worked examples run (issue 43 item 5): every ``python`` block of the page is marked, and runs.
+"""docs/architecture.md's worked examples run: every ``python`` block of the page is marked, and runs.
 
 A block after ``<!-- example: NAME -->`` is executed, in a temporary folder (the working directory); one after
 ``<!-- example-file: PATH -->`` is saved there at PATH first. A PATH under ``thinklens/`` (the toy job and its

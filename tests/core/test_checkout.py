@@ -1,9 +1,9 @@
-"""A checkout that imports (issue 41 item 10): the repository works from a clone the way the README says, installed
+"""A checkout that imports: the repository works from a clone the way the README says, installed
 or not. Plain ``pytest`` imports ``tools/`` (pyproject's pytest ``pythonpath``); ``python -m thinklens`` runs the CLI
 and lists the jobs without the installed metadata (thinklens.runs.entry_points reads the checkout's pyproject.toml);
 a capability folder imported by its folder's name is refused instead of loading a second copy of
 ``thinklens.probes.*`` (thinklens.lazy.refuse_generic_name). Done by hand as well, in a clone beside a virtual
-environment without thinklens (the commands are in the issue's report)."""
+environment without thinklens."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Errors name options in the caller's vocabulary (issue 41 item 6): a keyword argument from Python, a flag from the
+"""Errors name options in the caller's vocabulary: a keyword argument from Python, a flag from the
 shell. One mechanism does it: a message names an option by its config field through ``opt``/``opt_name``
 (thinklens/errors.py) and the CLI, which runs every command inside ``cli_terms``, turns the field into its flag.
 So no error message in the library may spell a flag itself; a shell command quoted in backticks
@@ -64,7 +64,7 @@ raise ThinklensError.of("x", 1, "y", f"e.g. --data-fields {field}=<field>")
 
 
 def test_no_library_error_spells_a_flag():
-    """Before issue 41 there were 20 such sites (problemsets near 363, LYNX near 91, probes/config.py near 91, ...)."""
+    """There were once 20 such sites (problemsets near 363, LYNX near 91, probes/config.py near 91, ...)."""
     assert _flags_in_error_messages() == []
 
 

@@ -1,4 +1,4 @@
-"""The findings' own planted and null settings (thinklens/calibration/settings.py), issue 39: a power is recovered
+"""The findings' own planted and null settings (thinklens/calibration/settings.py): a power is recovered
 only when its interval clears the target, and the null passes only by an equivalence bound stated beforehand."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from thinklens.calibration.settings import ALPHA, FPR_MARGIN, MIN_POWER, fpr_ver
 
 
 def test_power_is_recovered_only_when_its_interval_clears_the_target():
-    assert power_verdict((0.708, 0.873)) == "failed"  # "power 0.8 [0.708, 0.873] recovered" (issue 39)
+    assert power_verdict((0.708, 0.873)) == "failed"  # once read "power 0.8 [0.708, 0.873] recovered"
     assert power_verdict((0.797, 0.845)) == "failed"  # the recorded 0.822 on 200 problems: not shown
     assert power_verdict((MIN_POWER, 0.9)) == "recovered" and power_verdict((0.964, 1.0)) == "recovered"
 

@@ -1,4 +1,4 @@
-"""Issue 41 item 8: ``HookedModel.generate`` keeps every prompt and its completion inside the model's context, by the
+"""``HookedModel.generate`` keeps every prompt and its completion inside the model's context, by the
 rule the jobs (and so the CLI) follow: a budget that would run past it is cut with a warning, a prompt that leaves no
 room is refused."""
 

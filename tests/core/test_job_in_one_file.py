@@ -1,4 +1,4 @@
-"""A job in one file (issue 43 item 2, issue 40 item 5), shown with the contrast-pair steering job, ``steer-vector``.
+"""A job in one file, shown with the contrast-pair steering job, ``steer-vector``.
 
 Every place that reads job kinds reads the job registry (:data:`PLACES`): the CLI, the demo plan, the README's
 capability table, the findings test, the interrupt test, validate's settings, and the app's trace viewer, Compare page,
@@ -27,7 +27,7 @@ NOT_YET = {"tools/real_jobs.py": "the real-weights plan of issue 37 (per-job opt
            "tests/core/test_preflight.py": "the table of input files each job reads (issue 41), kept by the preflight "
                                            "test; a job does not declare its bad-input cases yet",
            # the app's contrast-vector views and their tests name the job: they move into the job's view module when a
-           # job is its compute plus its view (issue 54 item 1)
+           # job is its compute plus its view
            "app/contrast_section.py": "view", "app/contrast_views.py": "view", "app/pages/4_Steering.py": "view",
            "tests/app/real_view_runs.py": "view test", "tests/app/test_browser_real_views.py": "view test",
            "tests/app/test_contrast_views.py": "view test"}

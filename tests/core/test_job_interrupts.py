@@ -27,7 +27,7 @@ from thinklens.zoo.registry import zoo_path
 pytestmark = pytest.mark.skipif(any(zoo_path(m) is None for m in ("tiny-think", "tiny-cot", "tiny-pre")),
                                 reason="needs the committed zoo")
 
-SEED = 41  # issue 41: the draws of signal and tick, per job
+SEED = 41  # the draws of signal and tick, per job
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +203,7 @@ def test_interrupted_job_resumes_to_the_uninterrupted_results(name, inputs, tmp_
 
 
 def test_ctrl_c_from_outside_during_sae_training(tmp_path):
-    """The issue's case, as a user meets it: ``thinklens run sae`` in its own process, SIGINT sent from outside while
+    """The reported case, as a user meets it: ``thinklens run sae`` in its own process, SIGINT sent from outside while
     sae-lens trains (a seeded random wait after its "Training SAE" bar shows): exit 130, one line, meta interrupted.
     It ended in sae-lens's InterruptedException, exit 1, meta "running"."""
     import os

@@ -99,7 +99,7 @@ def test_cli_exits_2_with_the_cause_and_no_traceback(llama_dir, tmp_path, capsys
         assert len(err.strip().splitlines()) == 1
 
 
-# ---------------------------------------------------------------- weights that do not fit their config (issue 41 item 2)
+# ---------------------------------------------------------------- weights that do not fit their config
 
 
 def _config_edit(llama_dir, tmp_path, name, **fields):

@@ -1,4 +1,4 @@
-"""Long traces (issue 42): the KV cache pre-sized from the budget, and continuous batching in the decode loop.
+"""Long traces: the KV cache pre-sized from the budget, and continuous batching in the decode loop.
 
 Oracles: the dynamic cache (``presize=False``) and HF ``generate`` for the pre-sized one, on every tiny family;
 each prompt decoded alone for continuous batching (same greedy tokens, same states and statistics), and the

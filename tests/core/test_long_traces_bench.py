@@ -1,5 +1,5 @@
 """bench/long_traces.py through the device script (``bench/gpu/run.sh --long-traces --tiny``), on the CPU with a tiny
-random model: every ``name=value`` line the issue names is printed, thinklens' greedy tokens equal HF's, continuous
+random model: every ``name=value`` line of the targets is printed, thinklens' greedy tokens equal HF's, continuous
 batching gives batch after batch's tokens, and the headline ``capture_vs_plain_max`` comes last; and the bench's
 per-step estimator against hand-made step times."""
 
@@ -57,7 +57,7 @@ def test_short_lengths_get_more_repeats_up_to_eight():
 
 def test_rss_measures_growth_to_a_longer_length_only():
     """Peak RSS is measured at the shortest length and at longer ones only: a run of 512 and 8,192 tokens measures
-    8,192 (not 512 twice, a growth of 0 that measured nothing), the issue's span keeps its own ``rss_growth_mb``,
+    8,192 (not 512 twice, a growth of 0 that measured nothing), the 512-4,096 span keeps its own ``rss_growth_mb``,
     and one length measures no growth."""
     rss_lengths = _bench().rss_lengths
     assert rss_lengths([512, 2048, 4096]) == (512, [4096])

@@ -1,4 +1,4 @@
-"""Traps a newcomer fell into (issue 43 item 4), each pinned: a problem set's problems render through ``render_all``
+"""Traps a newcomer fell into, each pinned: a problem set's problems render through ``render_all``
 like any problem; an exception from a user's hook says which site it ran on; a job config's step range is never
 overridden by a default problem source, and a ``synthetic:MIN-MAX`` source that disagrees with it is refused naming
 both; LYNX calls where its states come from ``sites``, as every job does (``--layers`` a deprecated alias)."""

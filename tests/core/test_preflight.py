@@ -1,4 +1,4 @@
-"""Bad input is refused before a model loads and leaves no run folder (issue 41 item 4).
+"""Bad input is refused before a model loads and leaves no run folder.
 
 A data file that is missing or malformed used to be read inside the job, after the models loaded, and its refusal
 left a failed run folder behind; ``steer --word`` was refused only after the model loaded and generated its traces.
@@ -91,11 +91,11 @@ def test_steer_preflight_passes_a_word_the_statistics_saw(tmp_path):
 
     job, sae = get_job("steer"), str(_sae_run(tmp_path, {"wait": 12, "hmm": 0}))
     preflight(job, job.make_config(sae=sae, word="Wait"))
-    # a word the statistics did not score is scored once the model loads (issue 41 item 7), not refused here
+    # a word the statistics did not score is scored once the model loads, not refused here
     preflight(job, job.make_config(sae=sae, word="zebra"))
 
 
-# Inputs besides --data that a job reads (issue 41): each was read only after the model loaded.
+# Inputs besides --data that a job reads: each was once read only after the model loaded.
 # (job, option, extra arguments); the file given to the option is missing, malformed or empty.
 OTHER_INPUTS = [
     ("probe", "--test-data", ("--target", "correct")),

@@ -1,4 +1,4 @@
-"""Issue 41 item 5: ``thinklens runs`` shows a run that crashed as failed with its error (not "still running"), and a
+"""``thinklens runs`` shows a run that crashed as failed with its error (not "still running"), and a
 reader that closes the pipe early (``thinklens runs | head -1``) ends it with exit 0 and no traceback."""
 
 from __future__ import annotations

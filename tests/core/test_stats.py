@@ -174,7 +174,7 @@ def test_finding_json_and_headline():
 def test_no_headroom_is_its_own_verdict_not_at_ceiling():
     """59/60 right leaves one problem to fix: no method could reach p < 0.05 (mutant killed: a ceiling only at exactly
     1.0, which let recycling and TTTS at 0.983 read "no effect" as if they had been tested). That is "no headroom",
-    not "at ceiling" (issue 39: one meaning per verdict; 59/60 is not the top of the scale, and a rate of 0 is a floor)."""
+    not "at ceiling" (one meaning per verdict; 59/60 is not the top of the scale, and a rate of 0 is a floor)."""
     from thinklens.calibration.findings import no_headroom
 
     assert no_headroom(59, 60) and not no_headroom(54, 60) and not no_headroom(59, 60, higher_is_effect=False)

@@ -1,4 +1,4 @@
-"""Issue 41 item 1: a ``</think>`` that is a special token survives in a trace's stored text, and a thinking span
+"""A ``</think>`` that is a special token survives in a trace's stored text, and a thinking span
 that never closes (generated or imported) is named in a warning."""
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ def test_model_runs_only_the_on_model_settings_on_that_model(tmp_path, monkeypat
         run_job("validate", model="tiny-llama", methods=("toy",), out=tmp_path / "x", progress=False)
 
 
-#: Every registered setting's kind as issue 39 found them: planted (placed by construction), benchmark (a positive
+#: Every registered setting's kind as filed: planted (placed by construction), benchmark (a positive
 #: control: expected, not placed), null. A setting may not change kind to pass (the hybrid's skill gap and absent
 #: behaviour were planted; they stay planted and fail until the method recovers them).
 KINDS_AS_FILED = {

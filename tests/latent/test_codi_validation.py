@@ -1,4 +1,4 @@
-"""The CODI settings of ``thinklens run validate`` (issue 22 item 5): their verdict rules against planted rows (the
+"""The CODI settings of ``thinklens run validate``: their verdict rules against planted rows (the
 default tier, no model), the noise that removes what the latents carry, and the quick versions on the committed
 organisms (`slow`)."""
 
@@ -133,7 +133,7 @@ def test_quick_planted_serial(tmp_path, setting):
 @pytest.mark.slow
 @pytest.mark.parametrize("setting", ["null-latents", "null-latents-full-chain"])
 def test_quick_null_latents_fails_as_measured(tmp_path, setting):
-    # measured (issue 52, the null's 300 problems quick or full): the noised CODIs score 0.06 against the matched
+    # measured (the null's 300 problems quick or full): the noised CODIs score 0.06 against the matched
     # No-CoT's 0.33, -0.27 [-0.31, -0.22] (90%): the noise breaks the model, far outside +-0.10, so the null fails
     check = SETTINGS[setting].run(_ctx(tmp_path))
     tost = check.details["tost_accuracy"]
@@ -190,7 +190,7 @@ def test_noise_reaches_latent_sft_latents():
 @pytest.mark.parametrize("setting", ["planted-serial", "null-latents"])
 def test_quick_coconut_settings(tmp_path, setting):
     check = COCONUT[setting].run(_ctx(tmp_path))
-    if setting == "null-latents":  # measured (issue 52): 0.03 against the matched No-CoT's 0.33, -0.29 [-0.34, -0.25]
+    if setting == "null-latents":  # measured: 0.03 against the matched No-CoT's 0.33, -0.29 [-0.34, -0.25]
         assert check.n == 3 * cv.NULL_PLAN.n_per_steps and check.verdict == "failed", check
         assert check.details["tost_accuracy"]["ci90"][1] < -cv.NULL_MARGIN, check
     else:  # 6 latents against the chain's positions; too few problems for the 20-point paired verdict

@@ -1,4 +1,4 @@
-"""The latent table's No-CoT baselines (issue 39): every latent method is compared first with the No-CoT trained like
+"""The latent table's No-CoT baselines: every latent method is compared first with the No-CoT trained like
 it (same parent, same training problems, at least its optimizer steps); a No-CoT trained otherwise (tiny-direct: 250
 steps from tiny-pre, against CODI's 15000 from tiny-cot) is still compared, says it is unmatched and is never first;
 a method with no matched No-CoT gets a finding that says so in first place. Oracles: McNemar recomputed on the

@@ -1,4 +1,4 @@
-"""The latent nulls' equivalence rule (issue 52 item 2): CODI's and Coconut's null-latents and LatentSeek's null say
+"""The latent nulls' equivalence rule: CODI's and Coconut's null-latents and LatentSeek's null say
 ``no-effect`` only when the paired accuracy difference is shown inside the margin stated beforehand (TOST, 90%
 interval), never on a difference that is merely not a significant gain.
 

@@ -222,7 +222,7 @@ def test_zoo_train_findings_read_the_published_evaluation():
 
 
 def test_seek_findings_never_call_a_winning_control_at_ceiling():
-    """Issue 39: LatentSeek "at ceiling" where its control wins. The oracle at 1.0 beating LatentSeek at 0.5 is "no
+    """LatentSeek was once "at ceiling" where its control wins. The oracle at 1.0 beating LatentSeek at 0.5 is "no
     effect" (the control does better); "at ceiling" only where the control is at 1.0 and LatentSeek matches it; "no
     headroom" where the control leaves too few problems to fix."""
     before = [True] * 20

@@ -157,7 +157,7 @@ def test_validity_statement_names_the_exact_interval_and_does_not_claim_proof():
     lo, hi = clopper_pearson(np.array([3, 30]), 100)
     assert (lo[0], hi[0]) == exact(3, 100) and (lo[1], hi[1]) == exact(30, 100)  # thinklens.calibration.stats' interval
     curve = ValidityCurve(np.array([0.05, 0.1]), np.array([0.03, 0.3]), lo, hi, 100, np.array([3, 30]), 0.95)
-    # not rejected is not shown: 100 negatives have power 0.16 against a true rate of 0.07 (issue 39)
+    # not rejected is not shown: 100 negatives have power 0.16 against a true rate of 0.07
     assert curve.statement(0).endswith("not rejected at n=100, but its power against 0.07 is 0.16 (< 0.8): not shown "
                                        "(underpowered)")
     assert "exact 95% interval" in curve.statement(0) and "one-sided exact binomial test of <= 0.05" in curve.statement(0)
@@ -166,7 +166,7 @@ def test_validity_statement_names_the_exact_interval_and_does_not_claim_proof():
 
 
 def test_validity_is_a_one_sided_binomial_test_at_its_level_with_its_power():
-    """Issue 39: the bound is tested one-sided at the declared delta, at level 0.05 (27/379 at delta 0.05: p = 0.043,
+    """The bound is tested one-sided at the declared delta, at level 0.05 (27/379 at delta 0.05: p = 0.043,
     rejected; the two-sided Clopper-Pearson interval's lower end 0.0475 would not reject it), and its power is exact."""
     k = np.array([19, 27])
     lo, hi = clopper_pearson(k, 379)

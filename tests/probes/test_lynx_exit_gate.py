@@ -1,4 +1,4 @@
-"""LYNX's discrimination gate and its calibration negatives (issue 52 item 3), against oracles.
+"""LYNX's discrimination gate and its calibration negatives, against oracles.
 
 - The AUROC interval (probes/exit_gate.py): the point value is sklearn's, the clustered DeLong standard error equals a
   naive double loop over the pairs and the clusters, and a probe at chance opens the gate at about the interval's

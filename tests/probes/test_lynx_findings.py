@@ -1,4 +1,4 @@
-"""What a LYNX result's counts and findings mean (issue 27): exits are rollouts, savings are shares of tokens,
+"""What a LYNX result's counts and findings mean: exits are rollouts, savings are shares of tokens,
 validity is "not rejected at this n" with the exact interval, and a 0% saving is never an effect."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_findings_on_a_planted_saving_and_a_rejected_bound():
 
 
 def test_a_rejected_bound_and_a_loss_are_harms_never_successes():
-    """Issue 39: the validity finding's ``effect`` (the bound rejected) was shown green like a saving; LYNX marks its
+    """The validity finding's ``effect`` (the bound rejected) was once shown green like a saving; LYNX marks its
     harms (``extra["harm"]``) so that pages show them as failures (app/dashboard.py: finding_tone)."""
     ev, ro = _tables()
     cal = _calibrator()

@@ -105,7 +105,7 @@ def test_calibration_on_real_cues_only(straight, reasoner, tmp_path):
     _, done, result, _ = straight
     cal = result.summary["calibration"]
     assert cal["fallbacks"] is True and cal["negatives"] == "real cue events only"
-    # issue 52: fallback negatives never calibrate (the test events LYNX exits at are cues); fallback positives do
+    # fallback negatives never calibrate (the test events LYNX exits at are cues); fallback positives do
     assert cal["n_pos"] + cal["n_neg"] == cal["events"]
     assert cal["events"] + cal["fallback_negatives_left_out"] == result.summary["splits"]["calibration"]["events"]
     assert cal["fallback_negatives_left_out"] > 0
@@ -298,7 +298,7 @@ def test_cli_on_the_zoo_and_its_config_json_reruns_it(capsys, reasoner, tmp_path
 
 
 def test_skipped_deltas_exits_and_findings_agree_across_the_result(reasoner, tmp_path):
-    # issue 27: the result's skipped_deltas were always () while the summary listed the skipped ones; n_exit counted
+    # the result's skipped_deltas were once always () while the summary listed the skipped ones; n_exit counted
     # y=0 events with the set {1}; the summary had no findings. delta 0.01 needs 99 calibration events per class.
     fields = SMALL | dict(deltas=(0.01, 0.3))
     result = run_lynx(reasoner, tmp_path, "skips", **fields)
@@ -316,7 +316,7 @@ def test_skipped_deltas_exits_and_findings_agree_across_the_result(reasoner, tmp
 
 
 def test_the_discrimination_gate_is_measured_and_an_uninformative_probe_abstains(straight, reasoner, tmp_path):
-    """Issue 52: the run measures its probe's AUROC at the calibration split's cue events (the summary's ``exit_gate``);
+    """The run measures its probe's AUROC at the calibration split's cue events (the summary's ``exit_gate``);
     a probe whose scores say nothing about the states (a linear probe fitted to random labels) keeps the gate closed,
     so LYNX makes no exit at any delta (saving 0, accuracy that of the full rollouts) and the findings open with one
     line that says so, with the AUROC and its interval. With the gate off the same probe exits."""

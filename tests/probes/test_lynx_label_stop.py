@@ -1,4 +1,4 @@
-"""LYNX stops its rollouts as soon as the forced-exit labels cannot reach both classes (issue 41 item 4).
+"""LYNX stops its rollouts as soon as the forced-exit labels cannot reach both classes.
 
 A model that never answers correctly gave LYNX 164 s of rollouts (every split's) before the probe refused its class
 counts [33, 1]. The splits are now rolled out and labelled one after another, batch by batch, and a split stops when

@@ -1,4 +1,4 @@
-"""LYNX's null setting, end to end on event tables (issue 39): a working LYNX passes it by equivalence (no saving,
+"""LYNX's null setting, end to end on event tables: a working LYNX passes it by equivalence (no saving,
 no harm, the bound shown), and a LYNX broken on purpose fails it. Each broken LYNX is a named mutant in
 bench/mutants.py that these default-tier tests kill:
 

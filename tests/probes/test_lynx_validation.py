@@ -62,7 +62,7 @@ def test_judges_apply_every_target_at_every_delta():
 
 
 def test_validity_needs_power_not_just_no_rejection():
-    """Issue 39: 19/379 = 0.0501 at delta 0.05 passed the validity check; a one-sided exact binomial test does not
+    """19/379 = 0.0501 at delta 0.05 once passed the validity check; a one-sided exact binomial test does not
     reject it, but its power against 0.07 is 0.49: the bound is not shown, in the planted and the null setting."""
     from thinklens.probes.conformal import binomial_power, violation_p_value
 
@@ -82,7 +82,7 @@ def test_validity_needs_power_not_just_no_rejection():
 
 
 def test_null_counts_accuracy_harm_by_equivalence():
-    """Issue 39: the null passed at -2.25 points (9 of 400 rollouts lost, none gained; McNemar p = 0.004): its paired
+    """The null once passed at -2.25 points (9 of 400 rollouts lost, none gained; McNemar p = 0.004): its paired
     change's TOST interval must lie inside the harm margin stated beforehand (2 points)."""
     import numpy as np
 

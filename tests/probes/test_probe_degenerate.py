@@ -1,4 +1,4 @@
-"""Issue 41 item 2: a probe sweep whose best site scores at chance (AUROC 0.500 at ``embed``, whose last prompt token
+"""A probe sweep whose best site scores at chance (AUROC 0.500 at ``embed``, whose last prompt token
 is the same token in every prompt) is flagged, not saved and not reported as the best site."""
 
 from __future__ import annotations

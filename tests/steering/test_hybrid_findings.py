@@ -32,7 +32,7 @@ def test_random_vectors_doing_as_well_is_said_so():
     fs = {f.claim: f for f in hybrid_findings(rows, seed=0)}
     gap = fs["the hybrid recovers part of the base-to-thinking gap"]
     # hybrid 100/120 and thinking 100/120 against base 60/120: the whole gap, but random vectors do as well, so the
-    # gap is not shown to be the hybrid's (issue 39: an effect must beat every control the job ran)
+    # gap is not shown to be the hybrid's (an effect must beat every control the job ran)
     assert gap.verdict == "no effect" and gap.ci[0] > 0 and gap.value == pytest.approx(1.0)
     assert gap.extra["verdict_before_controls"] == "effect" and gap.extra["controls_not_beaten"] == ["random_vectors"]
     assert gap.extra["otherwise"].startswith("not shown: the hybrid (0.8333) does not beat every control it ran: "

@@ -30,7 +30,7 @@ def test_skill_gap_is_planted_and_fails_when_random_vectors_do_as_well(tmp_path,
     # 60 problems: the base gets 20 right, the thinking model 50, the hybrid 40 (the 20 and 20 more). A random-vector
     # control as good as the hybrid fails the planted setting; 2 problems short of it (McNemar p=0.5) fails too, quick
     # or full (mutant killed: judged by direction alone, which the quick version did: "recovered" at +0.05 [-0.049,
-    # 0.108]); 20 short (p=2e-6) is recovered. Issue 39: the setting was relabelled "boundary" (expected no-effect)
+    # 0.108]); 20 short (p=2e-6) is recovered. The setting was once relabelled "boundary" (expected no-effect)
     # after failing as planted; it is planted again and fails honestly, with why.
     base, thinking, hybrid = [1] * 20 + [0] * 40, [1] * 50 + [0] * 10, [1] * 40 + [0] * 20
     random = [1] * 20 + [1] * random_right + [0] * (40 - random_right)
@@ -115,7 +115,7 @@ def test_null_with_too_few_problems_cannot_pass(tmp_path, monkeypatch):
 ])
 def test_null_passes_only_inside_its_margin_not_by_non_significance(tmp_path, monkeypatch, swaps, gained, verdict):
     # the base right on 40 of 80; the hybrid loses `swaps` of them and gains `swaps + gained` others: passing by a
-    # non-significant difference is not a pass (issue 39)
+    # non-significant difference is not a pass
     base = [1] * 40 + [0] * 40
     hybrid = [1] * (40 - swaps) + [0] * swaps + [1] * (swaps + gained) + [0] * (40 - swaps - gained)
     monkeypatch.setattr(hv, "_hybrid", lambda ctx, plan, b, t, sub: _rows(base, base, hybrid, base))
@@ -244,7 +244,7 @@ def test_planted_latent_verdict_needs_the_hybrid_beyond_its_random_control(tmp_p
 
 def test_planted_latent_reports_its_accuracy_cost(tmp_path, monkeypatch):
     # measured: the hybrid re-checks on 100/100 against 0/100, and its accuracy falls from 1.00 to 0.45 (its rounds
-    # miscopy): recovered, with the cost in the check (issue 39: a planted strength's cost is part of its verdict)
+    # miscopy): recovered, with the cost in the check (a planted strength's cost is part of its verdict)
     base, thinking, hybrid, random = [0] * 100, [1] * 100, [1] * 100, [0] * 100
     rows = _brows(base, thinking, hybrid, random)
     rows["hybrid"]["correct"] = [True] * 45 + [False] * 55
@@ -262,8 +262,8 @@ def test_planted_latent_reports_its_accuracy_cost(tmp_path, monkeypatch):
 def test_absent_behaviour_is_planted_and_fails_when_the_hybrid_does_not_recheck(tmp_path, monkeypatch, hybrid_on,
                                                                                 verdict, quick):
     # the base never re-checks, the thinking model on 50 of 60 problems, the random control on none: a hybrid that
-    # re-checks on none fails; on 2 (McNemar p=0.5) fails, quick or full; on 30 (p=2e-9) recovered. Issue 39: the
-    # setting was relabelled "boundary" (expected no-effect) after failing as planted; it is planted again, fails
+    # re-checks on none fails; on 2 (McNemar p=0.5) fails, quick or full; on 30 (p=2e-9) recovered. The
+    # setting was once relabelled "boundary" (expected no-effect) after failing as planted; it is planted again, fails
     # honestly with why, and keeps its cue diagnostics when it fails.
     base, thinking, random = [0] * 60, [1] * 50 + [0] * 10, [0] * 60
     hybrid = [1] * hybrid_on + [0] * (60 - hybrid_on)

@@ -33,7 +33,7 @@ def test_steer_job_on_tiny_model(tiny_llama, trained_sae, tmp_path):
 
 
 def test_steer_job_scales_the_feature_by_default(tiny_llama, trained_sae, tmp_path):
-    """The job's default mode steers in units of the feature's own activation on the scale grid (issue 52), with every
+    """The job's default mode steers in units of the feature's own activation on the scale grid, with every
     arm, the difference of means included, gated by the steered feature; the summary and the report say which mode and
     coefficients ran. Mutant killed: the residual-norm grid restored as the default (mode add, -1..1)."""
     from thinklens.runs.jobs import get_job

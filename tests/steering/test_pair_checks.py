@@ -1,4 +1,4 @@
-"""Issue 41 item 2: a reasoning vector between one checkpoint and itself (|v| = 0) is a one-line error (CLI exit 2), and a
+"""A reasoning vector between one checkpoint and itself (|v| = 0) is a one-line error (CLI exit 2), and a
 hybrid whose thinking model is its base is flagged in its log, summary and report."""
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def test_sae_job_on_stored_rows_reports_explained_variance(tmp_path):
 
 
 def test_an_sae_with_most_features_dead_says_so(tmp_path):
-    """Issue 39: an SAE with 65% dead features went without a word. Past MAX_DEAD_SHARE of dead features the summary's
+    """An SAE with 65% dead features once went without a word. Past MAX_DEAD_SHARE of dead features the summary's
     warnings, the report, the headline and the explained-variance claim all say so; below it nothing is added. Here
     20 held-out rows can wake at most 20 of a k=1 SAE's 128 features: at least 84% are dead."""
     from safetensors.torch import save_file
@@ -185,7 +185,7 @@ def test_an_sae_with_most_features_dead_says_so(tmp_path):
 
 
 def test_a_recovery_within_rounding_of_one_or_zero_is_not_flagged():
-    """Issue 41 item 2: CE recovered 1.00008 (an SAE as good as the clean model, float32 rounding) is no symptom."""
+    """CE recovered 1.00008 (an SAE as good as the clean model, float32 rounding) is no symptom."""
     flat = np.ones(20)
     at_one = recovered_finding("c", "CE loss recovered", flat * 3, flat * (1 - 0.00008 * 2), flat, what_costs="x")
     assert at_one.value == pytest.approx(1.00008) and "flag" not in at_one.extra and "above 1" not in at_one.claim

@@ -76,7 +76,7 @@ def _sweep(cells):
              "n_traces": 30} for (arm, c), (k, r, d) in cells.items()]
 
 
-#: The demo run issue 39 found (tiny-think, feature 633, 30 prompts): c=1 says wait in every trace, as the
+#: A demo run once headlined as an effect (tiny-think, feature 633, 30 prompts): c=1 says wait in every trace, as the
 #: difference of means does, while accuracy falls 0.467 -> 0 and the text degenerates; the random feature
 #: stays at the unsteered 17/30.
 DEMO = {("feature", 0.0): (17, 14, 1), ("random_feature", 0.0): (17, 14, 1), ("diff_of_means", 0.0): (17, 14, 1),
@@ -87,7 +87,7 @@ DEMO = {("feature", 0.0): (17, 14, 1), ("random_feature", 0.0): (17, 14, 1), ("d
 
 
 def test_the_demo_run_is_not_an_effect():
-    """Issue 39: feature 633 was an "effect" (wait rate 0 -> 1) while the diff-of-means baseline did as well and
+    """Feature 633 was once an "effect" (wait rate 0 -> 1) while the diff-of-means baseline did as well and
     accuracy fell 0.467 -> 0 with degenerate text. Mutants killed: the verdict taken against the random feature alone
     (both ends would be "effect"), the harm bound not applied, the competing method not required."""
     found = {f.extra["coeff"]: f for f in steer_findings(_sweep(DEMO), "wait", 633)}

@@ -1,4 +1,4 @@
-"""``steer --word`` takes any word the model writes (issue 41 item 7): a word the SAE run's saved statistics did not
+"""``steer --word`` takes any word the model writes: a word the SAE run's saved statistics did not
 score is scored on the fly on the model's own traces; a word the model never writes is refused as before."""
 
 from __future__ import annotations

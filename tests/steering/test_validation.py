@@ -167,7 +167,7 @@ def test_steer_null_word_quick(tmp_path):
 @pytest.mark.slow  # an organism-level quick setting (tests/README.md: tiers)
 def test_steer_planted_quick(tmp_path):
     """On the overthinking organism, the setting runs every arm (the difference of means included) on the scale grid
-    and, as measured (issue 52; steering/validation.py), fails: the wait feature of resid_post.1 does not move the wait
+    and, as measured (steering/validation.py), fails: the wait feature of resid_post.1 does not move the wait
     rate beyond the random feature at any coefficient, and the check says why."""
     from thinklens.zoo.registry import zoo_dir
 
@@ -185,7 +185,7 @@ def test_steer_planted_says_what_is_missing(monkeypatch):
         v.organism("tiny-nonexistent")
 
 
-#: tiny-overthink's full steer/planted run after issue 39 (feature 402, 200 sampled prompts, 256 new tokens): per arm and
+#: tiny-overthink's full steer/planted run as measured (feature 402, 200 sampled prompts, 256 new tokens): per arm and
 #: coefficient, (traces saying wait, correct, degenerate). Unsteered accuracy 0.725; every |c| >= 0.5 costs >= 0.51 of it.
 FULL_RUN = {("feature", -1.0): (2, 0, 130), ("feature", -0.5): (146, 43, 5), ("feature", 0.0): (189, 145, 4),
             ("feature", 0.5): (167, 6, 11), ("feature", 1.0): (200, 0, 161),
@@ -226,10 +226,10 @@ def _kept(cells):
 
 
 def test_steer_planted_counts_the_accuracy_cost(monkeypatch, tmp_path):
-    """The steer benchmark's full run swings the wait rate 0.01 -> 1.00 beyond the random feature, as it did before
-    issue 39 (then 'recovered'), but at the price of the organism's accuracy (0.725 -> 0 at both ends, 65-80% degenerate
-    text): the job's findings are not effects, so the benchmark fails and says why. With the accuracy kept, the same
-    swing is recovered."""
+    """The steer benchmark's full run swings the wait rate 0.01 -> 1.00 beyond the random feature, as it did when the
+    benchmark ignored accuracy (then 'recovered'), but at the price of the organism's accuracy (0.725 -> 0 at both
+    ends, 65-80% degenerate text): the job's findings are not effects, so the benchmark fails and says why. With the
+    accuracy kept, the same swing is recovered."""
     check = _planted_from(FULL_RUN, monkeypatch, tmp_path)
     assert check.verdict == "failed" and check.value == pytest.approx(0.99) and check.details["monotone"]
     assert check.details["beyond_random_at"] == [] and "harm bound" in check.target
@@ -239,7 +239,7 @@ def test_steer_planted_counts_the_accuracy_cost(monkeypatch, tmp_path):
 
 
 def test_steer_planted_needs_the_difference_of_means(monkeypatch, tmp_path):
-    """Issue 52: the setting's verdict includes the difference-of-means control the docs say it beats. Mutants killed:
+    """The setting's verdict includes the difference-of-means control the docs say it beats. Mutants killed:
     the arm dropped from the run (a steer run whose difference of means was not built passes on the controls that
     remain), and a difference of means that does as well as the feature left out of the verdict."""
     clean = _kept(FULL_RUN)
@@ -257,8 +257,8 @@ def test_steer_planted_needs_the_difference_of_means(monkeypatch, tmp_path):
 
 def test_steer_planted_asks_for_every_arm_on_the_scale_grid(monkeypatch, tmp_path):
     """The setting runs the steer job with the difference of means, in units of the feature's own activation, on the
-    job's default grid (quick: its ends and the ablation). Mutants killed: ``diff_of_means=False`` (issue 52's finding:
-    the control the docs cite was never run), the grid reverted to multiples of the mean residual norm (mode add,
+    job's default grid (quick: its ends and the ablation). Mutants killed: ``diff_of_means=False`` (the control the docs
+    cite, once never run), the grid reverted to multiples of the mean residual norm (mode add,
     -1..1: every arm broken before the feature steers)."""
     from thinklens.steering.jobs.steer import GRIDS, SteerJobConfig
 
@@ -277,9 +277,10 @@ def test_steer_planted_asks_for_every_arm_on_the_scale_grid(monkeypatch, tmp_pat
     assert -1.0 in quick["coeffs"] and 0.0 in quick["coeffs"]
 
 
-#: tiny-overthink's wait feature at resid_post.1 steered in add mode (c times the mean residual norm, 10.6; issue 52's
-#: sweep: the full setting's SAE and sizes, 200 sampled prompts, 256 new tokens): per arm and coefficient, (traces saying
-#: wait, correct, degenerate). No arm moves the wait rate (189/200 unsteered); accuracy falls for every arm from -0.2.
+#: tiny-overthink's wait feature at resid_post.1 steered in add mode (c times the mean residual norm, 10.6; the sweep
+#: behind the scale default: the full setting's SAE and sizes, 200 sampled prompts, 256 new tokens): per arm and
+#: coefficient, (traces saying wait, correct, degenerate). No arm moves the wait rate (189/200 unsteered); accuracy
+#: falls for every arm from -0.2.
 ADD_SWEEP = {
     "feature": {-0.3: (191, 87, 4), -0.2: (191, 114, 3), -0.1: (189, 135, 4), -0.05: (189, 142, 4), 0.0: (189, 145, 4),
                 0.05: (189, 145, 3), 0.1: (189, 145, 3), 0.2: (187, 136, 1)},
