@@ -1,6 +1,8 @@
 """Features: one SAE feature in the manner of Neuronpedia: its activation histogram and density, its top
 contexts with the activating token marked, the logits its decoder row promotes and suppresses, and a link
-that steers with it on the Steering page.
+that steers with it on the Steering page; and, on its second tab, thinklens's SAE against SAELens's on the same
+activations (a ``validate --model`` run's ``sae-real`` settings or a committed record's, :mod:`app.sae_section`;
+``?kind=validate&run=ID`` or ``?record=NAME`` opens it).
 
 The SAE is an ``sae`` run's own or the one a ``steer`` run steered with (``?kind=steer&run=ID&feature=N``
 opens that run's SAE at that feature). Activations come from held-out traces of the SAE's data, generated
@@ -34,14 +36,20 @@ from app.features import (
     stat_rows,
     top_contexts,
 )
+from app.sae_section import saelens_section
 
 st.set_page_config(page_title="thinklens · features", layout="wide")
 st.title("Features")
 st.caption("One SAE feature: how often and how strongly it fires, where, and what its decoder row writes to the "
-           "logits. Pick the feature, then steer with it.")
+           "logits. Pick the feature, then steer with it. Beside it, thinklens's SAE against SAELens's on the same "
+           "activations.")
 
-picked = sae_picker("features-sae")
-if picked is not None:
+
+def feature_browser() -> None:
+    """One feature of an ``sae`` run's SAE (or the one a ``steer`` run steered with)."""
+    picked = sae_picker("features-sae")
+    if picked is None:
+        return
     run, source = picked
     metrics_row(source)
     st.caption(f"model `{source.model}`, site `{source.site}`, SAE folder `{source.sae_dir}` (sae-lens format), "
@@ -98,3 +106,15 @@ if picked is not None:
                   key="features-contexts", name=f"{source.label}-feature-{feature}-contexts")
         else:
             st.write("never active on the scanned traces")
+
+
+TABS = ("One feature", "Against SAELens")
+tab_feature, tab_saelens = st.tabs(  # lazy: only the open tab runs (the feature browser scans traces with a model)
+    TABS, default=TABS[1] if st.query_params.get("kind") == "validate" or st.query_params.get("record") else TABS[0],
+    key="features-tab", on_change="rerun")  # a validate run's link (Validation page) or a record's opens the comparison
+if tab_feature.open:
+    with tab_feature:
+        feature_browser()
+if tab_saelens.open:
+    with tab_saelens:
+        saelens_section()

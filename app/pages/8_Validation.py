@@ -8,6 +8,8 @@ did not come out as a working method's would is red, whatever its numbers.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
 from app import validation_table as va
@@ -15,6 +17,7 @@ from app.common import display_path, error_card, results_missing, runs_root
 from app.control_section import show_controls
 from app.control_views import has_controls
 from app.exports import table_csv
+from app.sae_views import has_comparison
 from thinklens.runs.folders import RunFolder, discover_runs
 
 st.set_page_config(page_title="thinklens: validation", layout="wide")
@@ -52,6 +55,14 @@ def show_table(rows: list[dict], key: str) -> None:
                        on_click="ignore", type="tertiary", icon=":material/download:", help="this table as CSV")
 
 
+def saelens_link(doc: dict | None, query: dict[str, str]) -> None:
+    """A link to the Features page's pictures of thinklens's SAE against SAELens's, where the document compared them."""
+    if has_comparison(doc):
+        model = (doc or {}).get("model") or "?"
+        st.markdown(f"[thinklens's SAE against SAELens's on {model}, as pictures (Features page) →]"
+                    f"(/Features?{urlencode(query)})")
+
+
 def headline(label: str, rows: list[dict]) -> None:
     k, n = va.k_of_n(rows)
     failed = [f"{r['method']}/{r['setting']}" + (f" ({r['model']})" if r.get("model") not in (None, "zoo") else "")
@@ -84,6 +95,7 @@ if records:
             error_card("the committed real-weight records cannot be drawn", f"{type(e).__name__}: {e}")
             real_docs = {}
         for name, doc in real_docs.items():
+            saelens_link(doc, {"record": name})
             if has_controls(doc):
                 with st.expander(f"{name} ({va.RECORD_LABEL}): the readout and induction as pictures", expanded=False):
                     show_controls(doc, key=f"record-{name}")
@@ -120,4 +132,6 @@ for e in entries:
         headline(f"validate/{e.run_id}", rows)
         links = va.setting_trace_links(root, f"validate/{e.run_id}")
         show_table(va.display_rows(rows, f"run validate/{e.run_id}", links), key=f"validation-run-{e.run_id}")
-        show_controls(run.read_result("validate"), key=f"run-{e.run_id}")
+        doc = run.read_result("validate")
+        show_controls(doc, key=f"run-{e.run_id}")
+        saelens_link(doc, {"kind": "validate", "run": e.run_id})

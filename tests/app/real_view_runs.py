@@ -1,8 +1,9 @@
 """Small real runs of the jobs whose results the app draws for real weights (issue 55), on the zoo's models so that
 they take seconds: a ``steer-vector`` sweep, an ``organism-eval`` of tiny-r1 against tiny-overthink (thinking traces
-with their ground truth) and a quick ``validate --model`` of the induction and readout controls. On the zoo the
-effects are absent (no sentiment to move, no induction heads in a 4-layer arithmetic model): these runs check that
-every picture draws from what the jobs write, not what it shows on real weights."""
+with their ground truth), a quick ``validate --model`` of the induction and readout controls and one of thinklens's SAE
+against SAELens's. On the zoo the effects are absent (no sentiment to move, no induction heads in a 4-layer arithmetic
+model; the SAEs, though, do match): these runs check that every picture draws from what the jobs write, not what it
+shows on real weights."""
 
 from __future__ import annotations
 
@@ -45,4 +46,14 @@ def validate_controls_run(root: Path, run_id: str = "controls") -> Path:
 
     run_job("validate", model="tiny-think", methods=("induction", "readout"), quick=True, runs=root, run_id=run_id,
             progress=False, threads=1)
+    return root / "validate" / run_id
+
+
+def validate_sae_run(root: Path, run_id: str = "sae") -> Path:
+    """``validate --model tiny-think --methods sae-real --quick``: thinklens's SAE and SAELens's trained on the same
+    activations and scored on the same held-out texts (the run keeps both SAEs; about half a minute)."""
+    from thinklens.runs.runner import run_job
+
+    run_job("validate", model="tiny-think", methods=("sae-real",), quick=True, runs=root, run_id=run_id, progress=False,
+            threads=1)
     return root / "validate" / run_id
