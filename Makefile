@@ -50,9 +50,9 @@ test-all: $(STAMP)
 test-gpu: $(STAMP)
 	$(PY) -m pytest -q -m gpu tests/gpu
 
-# every bench/*.py but the shared helpers (bench/_*.py)
+# every bench/*.py but the shared helpers (bench/_*.py), each as `python -m bench.NAME`; its log header names the file
 bench: $(STAMP)
-	@for b in bench/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in bench/[!_]*.py; do echo "== $$b"; $(PY) -m bench.$$(basename $$b .py) || exit 1; done
 
 app: $(STAMP)
 	$(VENV)/bin/thinklens app

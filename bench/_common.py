@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
-
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # tools/ (the test models) is the repository's, not installed
 
 SIZES = {  # name -> build_tiny_model kwargs; parameter counts printed by the benches
     "1m": dict(d_model=128, n_layers=4, n_heads=4, d_mlp=352, vocab_size=512, n_ctx=512),

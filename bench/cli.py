@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from _targets import print_target  # bench/ is on sys.path as a script
+from bench._targets import print_target
 
 EXE = str(Path(sys.executable).with_name("thinklens"))
 

@@ -12,14 +12,11 @@ followed by a ``family_<model_type>_error=`` line), where its adapter came from,
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import warnings
-from pathlib import Path
 
 import torch
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # tools/ (the test models) is the repository's, not installed
 from tools.testing import HYBRID_FAMILIES, TINY_FAMILIES, check_family
 
 

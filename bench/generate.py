@@ -5,14 +5,10 @@ Prints name=value lines; the headline (last line) is generate_overhead= (worst o
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import build, interleaved, n_params, random_prompts  # noqa: E402
-from _targets import print_target  # bench/ is on sys.path as a script
+from bench._common import build, interleaved, n_params, random_prompts
+from bench._targets import print_target
 
 
 def main() -> None:

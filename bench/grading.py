@@ -22,11 +22,10 @@ import argparse
 import json
 import os
 import random
-import sys
 import time
 from pathlib import Path
 
-from _targets import print_target  # bench/ is on sys.path as a script
+from bench._targets import print_target
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "math_verify_cases.json"
@@ -113,7 +112,7 @@ def record(path: Path) -> None:
     about = ("Verdicts of thinklens.data.answers on tests/fixtures/math_verify_cases.json with latex2sympy as shipped "
              f"(THINKLENS_GRADING_PARSE=reference) and a {RECORD_TIMEOUT:g} s limit: is_correct(pred, gold), with "
              "boxes='last', and answers_equal(pred, gold) (the prediction as a bare answer). Written by "
-             "`THINKLENS_GRADING_PARSE=reference python bench/grading.py --record tests/fixtures/grading_verdicts.json`.")
+             "`THINKLENS_GRADING_PARSE=reference python -m bench.grading --record tests/fixtures/grading_verdicts.json`.")
     path.write_text(json.dumps({"about": about, "n": len(rows), "cases": rows}, indent=1) + "\n", encoding="utf-8")
     print(f"recorded={len(rows)} cases -> {path}")
 
@@ -126,7 +125,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.reference or args.record:
         os.environ["THINKLENS_GRADING_PARSE"] = "reference"  # read by the worker, which starts below
-    sys.path.insert(0, str(ROOT))
     from thinklens.data.equivalence import math_equal
 
     start = time.perf_counter()

@@ -14,6 +14,9 @@ import json
 import resource
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def one(model_name: str, way: str, batch: int, length: int, sentence: int) -> dict[str, float]:
@@ -67,9 +70,9 @@ def main() -> int:
         return 0
     out = {}
     for way in ("full", "logits_at"):
-        proc = subprocess.run([sys.executable, __file__, "--one", way, "--model", a.model, "--batch", str(a.batch),
-                               "--length", str(a.length), "--sentence", str(a.sentence)],
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run([sys.executable, "-m", "bench.hybrid_memory", "--one", way, "--model", a.model, "--batch",
+                               str(a.batch), "--length", str(a.length), "--sentence", str(a.sentence)],
+                              capture_output=True, text=True, check=True, cwd=ROOT)
         out[way] = json.loads(proc.stdout.strip().splitlines()[-1])
     print(f"hybrid_step_model={a.model}")
     print(f"hybrid_step_shape={a.batch}x{a.length} (sentence {a.sentence} tokens, vocab {out['full']['vocab']})")

@@ -2,7 +2,7 @@
 CoT-SFT step (CE on prompt + chain + answer) on the same batch of the same model.
 
 Prints ``name=value`` lines; the last is the headline ``codi_step_ratio=`` (target <= 3).
-Usage: ``python bench/latent.py [BATCH]`` (default 32). Uses tiny-cot when trained, else a random
+Usage: ``python -m bench.latent [BATCH]`` (default 32). Uses tiny-cot when trained, else a random
 model of the zoo's shape.
 """
 
@@ -16,14 +16,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, _HERE)
-from _common import interleaved  # noqa: E402
-from _targets import print_target  # noqa: E402 - bench/ is on sys.path as a script
-
-# This file is named like the `latent` package: drop bench/ from the path so the `latent` package is found.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-sys.path.insert(0, os.path.dirname(_HERE))
+from bench._common import interleaved
+from bench._targets import print_target
 
 
 def zoo_model():

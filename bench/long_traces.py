@@ -23,7 +23,7 @@ standard length beyond the KV cache's own growth); ``..._batching_steps``, ``...
 ``continuous_batching_speedup``; and the headline
 ``capture_vs_plain_max`` (the worst length) last.
 
-Usage: ``python bench/long_traces.py [--long] [--lengths 512,2048,4096] [--static-at 4096] [--repeats 3]
+Usage: ``python -m bench.long_traces [--long] [--lengths 512,2048,4096] [--static-at 4096] [--repeats 3]
 [--batching 32,50,2000,8] [--model smollm2-135m|random|tiny] [--threads 2] [--device cuda] [--tiny]``.
 Without the real weights (``make real``) a random-weight model of SmolLM2-135M's config runs instead
 (``--model random``). ``--quick`` runs short lengths (a check of the script, not the targets).
@@ -43,7 +43,6 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tools/ (the random model) is the repository's, not installed
 
 #: SmolLM2-135M's config (the converted model's config.json): the random-weight stand-in's shape.
 SMOLLM2_135M = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
@@ -195,11 +194,10 @@ def timing(model, lengths: list[int], static_at: int, repeats: int, site: str) -
 
 
 RSS_CHILD = """
-import json, sys, tempfile, threading, time, torch
-sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+import json, tempfile, threading, time, torch
 torch.set_num_threads({threads})
 import psutil
-from long_traces import PROMPT, load, mask_eos
+from bench.long_traces import PROMPT, load, mask_eos
 from thinklens.engine.activation_store import ActivationStore
 from thinklens.generation.generate import GenerateConfig, generate
 model, _ = load({which!r}, {device!r})
@@ -251,9 +249,9 @@ def rss(which: str, device: str, lengths: list[int], threads: int, site: str, pe
     peaks = {}
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
     for n in (lo, *longer):
-        code = RSS_CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), threads=threads, which=which, device=device,
-                                site=site, n=n)
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        code = RSS_CHILD.format(threads=threads, which=which, device=device, site=site, n=n)
+        # run in the repository's root, so that the child imports bench.long_traces (and tools/) from its path
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, cwd=ROOT)
         got = json.loads(res.stdout.strip().splitlines()[-1])
         peaks[n] = got["peak_mb"] - got["base_mb"]
         emit(f"rss_peak_mb_{n}", peaks[n])

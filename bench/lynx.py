@@ -26,16 +26,13 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
-from _targets import print_target  # bench/ is on sys.path as a script
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # tools/ (the test models) is the repository's, not installed
+from bench._targets import print_target
 
 #: Sampling temperature of the rollouts. The zoo model's hmm/wait rates (0.2/0.25 per step in training) are
 #: reproduced at temperature 1; at the LYNX reference's 0.6 it rarely reflects (about 2 events per rollout).

@@ -7,25 +7,21 @@ both timings are best of N, alternating (bench/_common.py). Accuracy is checked 
 Both sides run with the same thread count (default 1, for numpy's BLAS too): on a shared machine,
 multi-threaded BLAS timings swing by several times from run to run.
 
-Run: python bench/mi.py [--d 1024] [--steps 256] [--plain-steps 8] [--threads 1] [--device cpu]
+Run: python -m bench.mi [--d 1024] [--steps 256] [--plain-steps 8] [--threads 1] [--device cpu]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
+from bench._common import interleaved
+from bench._targets import print_target
 from thinklens.analyses.mi.estimator import nhsic_trajectory
 from thinklens.analyses.mi.reference import plain_trajectory
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import interleaved
-from _targets import print_target  # bench/ is on sys.path as a script
 
 
 def make_inputs(d: int, steps: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,5 +1,5 @@
 """Named mutants of the methods' core computations, each run against the default-tier tests that must kill it:
-``python bench/mutants.py`` (``--only "NAME[;NAME]"`` for some, ``--list`` to list them).
+``python -m bench.mutants`` (``--only "NAME[;NAME]"`` for some, ``--list`` to list them).
 
 Each mutant is one exact source edit (the text it replaces must occur exactly once, so a refactor that moves it
 is noticed). It is applied to a copy of the repository's tracked files (the shared checkout is never touched;
@@ -434,7 +434,7 @@ def template(n: int) -> str:
     """The README block: one row per mutant of the summary, and the headline."""
     rows = "".join(f"| {{{{values.mutants[{i}].method}}}} | {{{{values.mutants[{i}].name}}}} | "
                    f"{{{{values.mutants[{i}].result}}}} | `{{{{values.mutants[{i}].killed_by}}}}` |\n" for i in range(n))
-    return ("Named mutants of the methods' cores (`python bench/mutants.py`): each is one source edit, applied to a copy "
+    return ("Named mutants of the methods' cores (`python -m bench.mutants`): each is one source edit, applied to a copy "
             "of the\ntracked files, whose default-tier tests (`pytest -x`) must then fail; the first failing test is "
             "named.\n\n| method | mutant | result | first failing test |\n|---|---|---|---|\n" + rows
             + "\n`mutants_killed={{values.killed}}/{{values.total}}`\n")
@@ -500,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         b = by_method.setdefault(r["method"], {"killed": 0, "total": 0})
         b["killed"] += r["killed"]
         b["total"] += 1
-    summary = {"command": "python bench/mutants.py", "date": datetime.date.today().isoformat(),
+    summary = {"command": "python -m bench.mutants", "date": datetime.date.today().isoformat(),
                "source": "bench/mutants.py (each mutant applied to a copy of the tracked files, its tests run there)",
                "config": {"pytest": "-x -q, default tier", "n_defined": len(MUTANTS)},
                "values": {"mutants": table, "killed": killed, "total": len(counted), "by_method": by_method,

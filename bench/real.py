@@ -12,13 +12,11 @@ HF, per generated token).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import interleaved, n_params  # noqa: E402
-from _targets import print_target  # noqa: E402
+from bench._common import interleaved, n_params
+from bench._targets import print_target
 
 PROMPTS = ["Write a short story about a lighthouse keeper.", "Explain why the sky is blue.",
            "List three uses of a paperclip.", "What makes a good breakfast?"]

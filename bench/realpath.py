@@ -16,9 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-# bench/latent.py and bench/zoo.py would shadow the latent and zoo packages that the jobs import
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 
 def write_files(root: Path) -> dict[str, str]:
     """Held-out synthetic problems as a GSM8K test file, a GSM8k-Aug file and a prompt file."""

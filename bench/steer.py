@@ -12,17 +12,13 @@ CPU time of this process (one thread) is what steering actually costs.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import build, n_params, random_prompts  # noqa: E402
-from _targets import print_target  # bench/ is on sys.path as a script
+from bench._common import build, n_params, random_prompts
+from bench._targets import print_target
 
 
 def cpu_min(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, float]:

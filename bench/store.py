@@ -11,8 +11,8 @@ import tempfile
 import time
 
 import torch
-from _targets import print_target  # bench/ is on sys.path as a script
 
+from bench._targets import print_target
 from thinklens.engine.activation_store import ActivationStore
 from thinklens.engine.sites import Site
 

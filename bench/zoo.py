@@ -1,7 +1,7 @@
 """Benchmark: held-out accuracy of every committed zoo model by number of steps.
 
 Prints ``name=value`` lines, e.g. ``zoo_cot_acc_steps3=0.97``; the last line is the headline
-``zoo_think_acc_2to4=``. Usage: ``python bench/zoo.py [N_PER_STEPS]`` (default 50).
+``zoo_think_acc_2to4=``. Usage: ``python -m bench.zoo [N_PER_STEPS]`` (default 50).
 """
 
 from __future__ import annotations
@@ -9,16 +9,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# this file (bench/zoo.py) would shadow the zoo package it imports
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-import torch  # noqa: E402
+import torch
 
-from thinklens.zoo.accuracy import evaluate_zoo_model  # noqa: E402
-from thinklens.zoo.registry import zoo_path  # noqa: E402
+from thinklens.zoo.accuracy import evaluate_zoo_model
+from thinklens.zoo.registry import zoo_path
 
 MODELS = ("tiny-pre", "tiny-direct", "tiny-cot", "tiny-think-carry", "tiny-think")  # headline last
 SEED = 777  # held out: training batches come from [seed, step] streams, zoo.json evals use 10000

@@ -12,8 +12,8 @@ from collect_core import DEMO_COMMAND, DEMO_RECORD, RECORDS, collector, read_jso
 #: The committed record of one dated ``make bench`` (its logs and the date it ran; ``BENCH_COMMAND``).
 BENCH_RECORD = RECORDS / "bench"
 BENCH_COMMAND = ("mkdir -p runs/bench; date -I > runs/bench/date.txt; make bench > runs/bench/make-bench.log 2>&1; "
-                 "for i in 1 2; do for b in capture generate lynx; do echo \"== bench/$b.py\"; .venv/bin/python "
-                 "bench/$b.py; done > runs/bench/repeat-$i.log 2>&1; done; mkdir -p results/records/bench; "
+                 "for i in 1 2; do for b in capture generate lynx; do echo \"== bench/$b.py\"; .venv/bin/python -m "
+                 "bench.$b; done > runs/bench/repeat-$i.log 2>&1; done; mkdir -p results/records/bench; "
                  "cp runs/bench/*.log runs/bench/date.txt results/records/bench/")
 
 
@@ -62,7 +62,7 @@ def bench() -> dict[str, Any]:
 
 #: Repeated runs of ``bench/real.py`` on SmolLM2-135M, each log headed ``== bench/real.py``.
 BENCH_REAL_RECORD = RECORDS / "bench-real"
-BENCH_REAL_COMMAND = ("(echo '== bench/real.py'; .venv/bin/python bench/real.py) > results/records/bench-real/run-N.log, "
+BENCH_REAL_COMMAND = ("(echo '== bench/real.py'; .venv/bin/python -m bench.real) > results/records/bench-real/run-N.log, "
                       "one N per run on a quiet machine; date -I > results/records/bench-real/date.txt")
 
 
@@ -147,13 +147,13 @@ def recorded_steps() -> list[tuple[str, str, str]]:
 #: ``bench/long_traces.py``: each committed log of ``results/records/long-traces`` (``conditions.txt`` says
 #: what each is: SmolLM2-135M at 512, 2,048 and 4,096 new tokens, its batching, 512-token reruns, a tiny random llama).
 LONG_TRACES_RECORD = RECORDS / "long-traces"
-LONG_TRACES_COMMAND = ("python bench/long_traces.py --threads 1 --repeats 2 --skip batching > smollm2-2.log, and at the same "
-                       "time python bench/long_traces.py --threads 1 --skip timing,rss --batching-repeats 2 > "
-                       "smollm2-batching-2.log; python bench/long_traces.py --threads 1 --lengths 512 --static-at 512 "
-                       "--repeats 2 --skip rss,batching > smollm2-512-N.log for N in 1, 2; python bench/long_traces.py --threads 1 "
+LONG_TRACES_COMMAND = ("python -m bench.long_traces --threads 1 --repeats 2 --skip batching > smollm2-2.log, and at the same "
+                       "time python -m bench.long_traces --threads 1 --skip timing,rss --batching-repeats 2 > "
+                       "smollm2-batching-2.log; python -m bench.long_traces --threads 1 --lengths 512 --static-at 512 "
+                       "--repeats 2 --skip rss,batching > smollm2-512-N.log for N in 1, 2; python -m bench.long_traces --threads 1 "
                        "--lengths 512,8192 --static-at 8192 --repeats 1 --skip batching > smollm2-long-1.log; the same with "
                        "--skip timing,batching > smollm2-long-rss-1.log (SmolLM2-135M, after make real); "
-                       "python bench/long_traces.py --model tiny --threads 1 --repeats 3 --batching-repeats 2 > tiny-2.log; "
+                       "python -m bench.long_traces --model tiny --threads 1 --repeats 3 --batching-repeats 2 > tiny-2.log; "
                        "each log's first line is its command; all in results/records/long-traces")
 
 
@@ -183,7 +183,7 @@ def long_traces() -> dict[str, Any]:
 
 #: ``bench/grading.py``: five runs and one of the parse as shipped, ``results/records/grading``.
 GRADING_RECORD = RECORDS / "grading"
-GRADING_COMMAND = ("(echo '== bench/grading.py'; .venv/bin/python bench/grading.py) > results/records/grading/run-N.log "
+GRADING_COMMAND = ("(echo '== bench/grading.py'; .venv/bin/python -m bench.grading) > results/records/grading/run-N.log "
                    "for N in 1..5; the same with --reference > results/records/grading/reference.log")
 
 

@@ -4,7 +4,7 @@ The math-verify worker parses LaTeX with latex2sympy made faster (thinklens.data
 two-stage SLL/LL prediction, plain numbers without sympify, a parser warm-up). The oracle: the verdicts of every
 math-verify test case recorded with latex2sympy as shipped (tests/fixtures/grading_verdicts.json, written by
 ``bench/grading.py --record`` in reference mode, with a limit no case reaches) equal today's, under each policy;
-in the slow tier the parse of every answer string equals the reference parse, live. ``python bench/grading.py``
+in the slow tier the parse of every answer string equals the reference parse, live. ``python -m bench.grading``
 measures the latency."""
 
 from __future__ import annotations

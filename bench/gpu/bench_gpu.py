@@ -18,7 +18,7 @@ Runs with only torch, transformers, accelerate, safetensors, jaxtyping and sciki
 nnsight, TransformerLens or sae-lens): the repository on PYTHONPATH, nothing installed (bench/gpu/run.sh).
 Stages that would not finish within ``--budget-s`` print ``<stage>=skipped``.
 
-Usage: ``python bench/gpu/bench_gpu.py [--tiny] [--device cuda] [--budget-s 420] [--models qwen,llama]``;
+Usage: ``python -m bench.gpu.bench_gpu [--tiny] [--device cuda] [--budget-s 420] [--models qwen,llama]``;
 ``--tiny``: tiny models of the same families and a few tokens, to check the script's logic on a CPU.
 """
 
@@ -35,9 +35,8 @@ from dataclasses import dataclass
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the repository
 
-import torch  # noqa: E402
+import torch
 
 # Config values of the released models (config.json of Qwen/Qwen2.5-1.5B and meta-llama/Meta-Llama-3-8B).
 QWEN25_1_5B = dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,

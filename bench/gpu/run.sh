@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU benchmark (bench/gpu/bench_gpu.py) and, with --tests, the GPU test tier, on one machine with an
+# The GPU benchmark (python -m bench.gpu.bench_gpu) and, with --tests, the GPU test tier, on one machine with an
 # accelerator and only what its image holds (python3 with torch, transformers, accelerate, safetensors,
 # jaxtyping, scikit-learn): the repository goes on PYTHONPATH, nothing is installed, nothing is downloaded.
 #
@@ -7,7 +7,7 @@
 #   bash bench/gpu/run.sh --tests      the GPU test tier first (at most 3 minutes), then the bench in what is left
 #                                      of 10 minutes (one device call with timeout_s=600)
 #   bash bench/gpu/run.sh --tiny       the bench's logic with tiny models, on a CPU in seconds (a default test runs it)
-#   bash bench/gpu/run.sh --long-traces   the long-trace bench instead (bench/long_traces.py, issue 42: SmolLM2-135M's
+#   bash bench/gpu/run.sh --long-traces   the long-trace bench instead (python -m bench.long_traces: SmolLM2-135M's
 #                                      config with random weights, 512-4,096 new tokens against HF generate dynamic and
 #                                      static, continuous batching; within 9 minutes); with --tiny its logic on a CPU
 #
@@ -39,10 +39,10 @@ done
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
 if [ "$long" = 1 ]; then
-  # the options it takes: --tiny, --device, --repeats, --lengths, --long (bench/long_traces.py --help); default cuda
+  # the options it takes: --tiny, --device, --repeats, --lengths, --long (python -m bench.long_traces --help); default cuda
   lt=(--device cuda --repeats 2)
   for a in ${args[@]+"${args[@]}"}; do lt+=("$a"); done
-  timeout 540 "$PY" bench/long_traces.py "${lt[@]}" 2>&1 | tee "$OUTDIR/long_traces.txt"
+  timeout 540 "$PY" -m bench.long_traces "${lt[@]}" 2>&1 | tee "$OUTDIR/long_traces.txt"
   exit "${PIPESTATUS[0]}"
 fi
 
@@ -57,7 +57,7 @@ if [ "$tests" = 1 ]; then
   [ "$budget" -ge 120 ] || budget=120
 fi
 
-timeout $((budget + 50)) "$PY" bench/gpu/bench_gpu.py --budget-s "$budget" ${args[@]+"${args[@]}"} 2>&1 | tee "$OUTDIR/bench_gpu.txt"
+timeout $((budget + 50)) "$PY" -m bench.gpu.bench_gpu --budget-s "$budget" ${args[@]+"${args[@]}"} 2>&1 | tee "$OUTDIR/bench_gpu.txt"
 bench=${PIPESTATUS[0]}
 [ "$bench" = 0 ] || echo "bench_exit=$bench"
 [ "$bench" = 0 ] && [ "$status" = 0 ]

@@ -5,7 +5,6 @@ per-step estimator against hand-made step times."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -33,10 +32,9 @@ def test_long_traces_bench_tiny_prints_its_lines_headline_last(tmp_path):
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("long_traces_bench", ROOT / "bench" / "long_traces.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from bench import long_traces
+
+    return long_traces
 
 
 def test_per_step_time_drops_a_stall_and_keeps_a_cost_every_repeat_pays():

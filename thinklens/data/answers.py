@@ -2,7 +2,7 @@ r"""THE answer grading of the project: extraction and equivalence (the zoo's int
 equations are :mod:`thinklens.data.chains`, importable here too).
 
 Every accuracy goes through :func:`extract_answer` and :func:`is_correct`. The policy, measured against
-math-verify's own test cases by :mod:`thinklens.data.grading` (``python bench/answers.py``):
+math-verify's own test cases by :mod:`thinklens.data.grading` (``python -m bench.answers``):
 
 - **The last stated answer counts.** That is the last group of ``\boxed{...}`` (or ``\fbox``,
   brace-matched), or what follows an answer marker (``#### N``, ``Final Answer:``, ``The answer is:``;

@@ -11,7 +11,7 @@ multiprocessing child, so daemonic pool workers may use it too).
 
 The worker parses with latex2sympy made faster and unchanged in its results (:func:`fast_parsing`: ANTLR's
 two-stage prediction, plain numbers without ``sympify``, the parser's tables built at start from
-:data:`WARM_UP`); ``THINKLENS_GRADING_PARSE=reference`` keeps latex2sympy as shipped. ``python bench/grading.py``
+:data:`WARM_UP`); ``THINKLENS_GRADING_PARSE=reference`` keeps latex2sympy as shipped. ``python -m bench.grading``
 measures the latency per graded output.
 
 Example:
