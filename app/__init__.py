@@ -8,11 +8,12 @@ are what they import, as ``app.<module>`` (``thinklens app`` serves it with the 
 - ``exports``: charts and tables with their downloads
 - ``features``, ``feature_views``: the SAE feature browser (logic, then its widgets)
 - ``traces``: the token-level trace viewer's logic, beside ``trace_records``, ``trace_links``, ``trace_display``,
-  ``trace_lens`` and ``run_refs``
+  ``trace_lens`` and ``run_refs``; ``trace_views`` with ``anchor_views`` and ``lens_views`` (thought-anchors and
+  tuned-lens runs, recognised by their results) and ``trace_match`` (the same trace in other runs)
 - ``background``: model work run off the page's thread
 - ``validation_table``: the validation table as the app shows it
 """
 
-__all__ = ["background", "common", "compare", "dashboard", "evidence", "exports", "feature_views", "features",
-           "run_diff", "run_refs", "trace_display", "trace_lens", "trace_links", "trace_records", "traces",
-           "validation_table"]
+__all__ = ["anchor_views", "background", "common", "compare", "dashboard", "evidence", "exports", "feature_views",
+           "features", "lens_views", "run_diff", "run_refs", "trace_display", "trace_lens", "trace_links", "trace_match",
+           "trace_records", "trace_views", "traces", "validation_table"]

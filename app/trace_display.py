@@ -67,7 +67,10 @@ def highlighted(tokens: list[str], word: str | None, separator: str = "") -> set
 
 MARK_STYLES: dict[str, str] = {"peak": "border-bottom:3px solid #2ca02c", "cue event": "border-bottom:3px solid #9467bd",
                                "exit": "box-shadow:inset 0 -3px 0 #d62728", "latent thought": "font-style:italic",
-                               "answer known": "box-shadow:inset 3px 0 0 #17becf"}
+                               "answer known": "box-shadow:inset 3px 0 0 #17becf",
+                               "anchor": "border-bottom:3px dashed #ff7f0e",
+                               "answer token": "box-shadow:inset -3px 0 0 #17becf",
+                               "logit lens": "border-top:3px solid #8c564b", "tuned lens": "border-bottom:3px solid #e377c2"}
 """How each kind of mark draws (a mark name starts with one of these)."""
 _ESCAPES = str.maketrans({"*": "&#42;", "_": "&#95;", "`": "&#96;", "$": "&#36;", "#": "&#35;", "[": "&#91;",
                           "]": "&#93;", "~": "&#126;", "\\": "&#92;", "|": "&#124;", "<": "&lt;", ">": "&gt;",
@@ -84,10 +87,11 @@ def token_text(tok: str) -> str:
 
 
 def tokens_html(trace: TraceData, values: list[float | None], *, quantity: str, selected: int | None = None,
-                highlight: str | None = None, marks: tuple[str, ...] | None = None) -> str:
+                highlight: str | None = None, marks: tuple[str, ...] | None = None, hover: list[str] | None = None) -> str:
     """The trace's tokens as one HTML block: background = ``values`` (white to blue), a black ring on ``selected``
     (``data-selected``), an orange frame on the ``highlight`` word (``data-highlight``), a line under marked
-    positions; each token (``data-pos``) links to this view with ``token=<position>`` (:func:`trace_link`)."""
+    positions; each token (``data-pos``) links to this view with ``token=<position>`` (:func:`trace_link`). ``hover``:
+    text per position that its hover shows in place of the bare value (an importance with its interval)."""
     lo, hi = value_range(values, quantity)
     lit = highlighted(trace.tokens, highlight, trace.separator)
     chosen = [m for m in trace.marks if marks is None or m in marks]
@@ -112,7 +116,8 @@ def tokens_html(trace: TraceData, values: list[float | None], *, quantity: str, 
         if shadows:
             style.append("box-shadow:" + ",".join(shadows))
         href = trace_link(trace.run, trace.trace_id, quantity, token=t, highlight=highlight or None)
-        title = f"position {t}" + ("" if v is None else f" · {quantity} = {v:.4g}")
+        extra = hover[t] if hover is not None and t < len(hover) else ""
+        title = f"position {t}" + (f" · {extra}" if extra else "" if v is None else f" · {quantity} = {v:.4g}")
         title += "".join(f" · {m}" for m in chosen if t in trace.marks[m])
         out.append(f'<a href="?{token_text(href.split("?", 1)[1])}" target="_self" class="tl-tok" {attrs} '
                    f'title="{token_text(title)}" style="{";".join(style)}">{token_text(tok) or "&nbsp;"}</a>')

@@ -1,7 +1,9 @@
 """The token-level trace viewer's logic, testable without Streamlit: the traces a run holds and one of them with its
 per-token quantities, read through the reader the run's job declares (``Job.traces``, a
 :class:`~thinklens.runs.run_views.TraceReader`), or, for any other job, from the generated
-texts its run folder holds (``trace_records``), so a new job's traces show with no edit here.
+texts its run folder holds (``trace_records``), so a new job's traces show with no edit here. A run whose results
+have the shape of a view the app knows (``trace_views``: a thought-anchors run's sentences, ``anchor_views``; a
+tuned-lens run's answer along traces, ``lens_views``) is read through that view.
 
 Beside it: ``trace_links`` (the viewer's URLs, which every page builds with :func:`trace_link`), ``trace_display``
 (colours, the token strip), ``trace_lens`` (the logit lens and SAE features, with the model), ``run_refs`` (a
@@ -9,8 +11,9 @@ run's ``<kind>/<run id>`` and its kind, which ``trace_lens`` reads too); their n
 
 Trace ids per run kind are the reader's (``mi-peaks``: ``<model key>/<problem index>``; ``lynx``: the test rollout
 index; ``steer``: ``<arm>/<feature>/<coeff>``; ``latent-eval``: ``<problem index>/<method>``); generic records are
-``<source>/<index>``. Position ``t`` is generated token ``t``; its per-token values (MI, entropy, probe score, SAE
-activation, logit lens) are those of the state that *produced* it (the prompt's last state for ``t = 0``).
+``<source>/<index>``; a view's are its rows' indices. Position ``t`` is generated token ``t``; its per-token values
+(MI, entropy, probe score, SAE activation, logit lens) are those of the state that *produced* it (the prompt's last
+state for ``t = 0``).
 
 Example:
     >>> trace_link("lynx/demo", "12", "probe", token=30)
@@ -26,6 +29,7 @@ from typing import Any
 
 import safetensors.numpy
 
+from app import anchor_views, lens_views
 from app.run_refs import run_kind
 from app.trace_display import (  # noqa: F401  (the viewer's names, importable from here)
     MARK_STYLES,
@@ -41,6 +45,7 @@ from app.trace_lens import Lens, logit_lens, prompt_ids_of, sae_activations, sae
 from app.trace_links import VIEWER_PATH, feature_quantity, parse_feature_quantity, trace_link, traces_link  # noqa: F401
 from app.trace_records import has_traces, record, trace_records
 from app.trace_truth import FORCED, has_truth, misplaced, model_tokens, tokenizer_of, truth_view
+from app.trace_views import TraceView
 from thinklens.analyses.mi.run_format import read_index, read_trajectory
 from thinklens.analyses.mi.thinking_tokens import UNITS, TokenTrajectory
 from thinklens.errors import ThinklensError
@@ -63,6 +68,31 @@ def reader(kind: str) -> TraceReader | None:
     return None if job is None else job.declared("traces")
 
 
+VIEWS: tuple[TraceView, ...] = (anchor_views.VIEW, lens_views.VIEW)
+"""The views a run folder is recognised by when its job declares no reader (``app.trace_views``)."""
+
+
+def view_of(root: Path, run: str) -> TraceView | None:
+    """The view whose results ``root/run`` holds (a thought-anchors or tuned-lens run), None for any other run and for
+    a run whose job declares a reader of its own."""
+    try:
+        if reader(run_kind(run, root)) is not None:
+            return None
+    except ThinklensError:
+        return None
+    path = Path(root) / run
+    return next((v for v in VIEWS if v.holds(path)), None)
+
+
+def _reader_of(root: Path, run: str) -> TraceReader | None:
+    """The reader of ``root/run``: its job's own, else that of the view its results have."""
+    own = reader(run_kind(run, root))
+    if own is not None:
+        return own
+    view = view_of(root, run)
+    return None if view is None else view.reader
+
+
 def reader_kinds() -> tuple[str, ...]:
     """Run kinds whose job declares a trace reader of its own (per-token quantities, marks), in pipeline order."""
     return tuple(k for k, job in jobs_by_kind().items() if job.traces)
@@ -82,7 +112,7 @@ def trace_kinds(root: Path) -> list[str]:
     out = []
     for kind in kinds:
         runs = [e for e in discover_runs(root, kind) if e.error is None]
-        if runs and (kind in own or any(has_traces(e.path) for e in runs)):
+        if runs and (kind in own or any(has_traces(e.path) or any(v.holds(e.path) for v in VIEWS) for e in runs)):
             out.append(kind)
     return out
 
@@ -90,8 +120,8 @@ def trace_kinds(root: Path) -> list[str]:
 def list_traces(root: Path, run: str, where: str | None = None) -> list[tuple[str, str]]:
     """``(trace id, label)`` of every trace of ``root/run``, in the run's order (only those matching ``where`` when
     given: a filter the job's reader knows, else ``field=value`` conditions of the generic records)."""
-    kind, path = run_kind(run, root), Path(root) / run
-    own = reader(kind)
+    path = Path(root) / run
+    own = _reader_of(root, run)
     if own is not None and where is None:
         return own.list(path)
     if own is not None and own.where is not None:
@@ -129,8 +159,8 @@ def _record_label(r: Any) -> str:
 
 def load_trace(root: Path, run: str, trace: str) -> TraceData:
     """The trace ``trace`` of ``root/run`` with its stored quantities; a ThinklensError names what is wrong."""
-    kind, path = run_kind(run, root), Path(root) / run
-    own = reader(kind)
+    path = Path(root) / run
+    own = _reader_of(root, run)
     loader = own.load if own is not None and not _is_record_id(path, trace) else _record_trace
     try:
         return loader(path, run, trace)

@@ -1,6 +1,8 @@
 """Trace viewer: one trace's tokens coloured by a per-token quantity (MI with the answer, entropy, LYNX probe score
 per cue, an SAE feature's activation, steered vs unsteered difference); click a token for its logit lens per layer
-and its top SAE features.
+and its top SAE features. A thought-anchors trace is shown by sentence, coloured by its importance (the interval on
+hover), with the sentence-to-sentence matrix; a tuned-lens trace with the answer's lens heat map beside the curves of
+the same trace in other runs (``app/trace_views.py``); an organism trace with those curves under it.
 
 Reads run folders (``app/traces.py`` knows their formats). The logit lens, the entropy and SAE activations need the
 model: it is loaded once per app process and each trace is run through it once (cached), never at page load.
@@ -18,6 +20,8 @@ import streamlit as st
 from app import traces as tr
 from app.common import display_path, error_card, nothing_found, results_missing, runs_root, show_findings
 from app.exports import chart, table
+from app.trace_match import same_trace_curves
+from app.trace_views import Curve, Section, curves_caption, curves_figure
 from thinklens.errors import ThinklensError
 from thinklens.runs.folders import RunFolder, discover_runs
 
@@ -94,13 +98,41 @@ def _int(v: str | None) -> int | None:
         return None
 
 
-def quantity_figure(t: tr.TraceData, values: list[float | None], quantity: str, selected: int | None):
+@st.cache_data(ttl=30, max_entries=32, show_spinner="looking for the same trace in other runs")
+def cached_curves(root: str, model: str | None, text: str, tokens: tuple[str, ...], separator: str,
+                  run: str) -> list[Curve]:
+    return same_trace_curves(Path(root), model, text, list(tokens), separator, skip=run)
+
+
+def link_columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The columns of a table whose values are trace-viewer links, drawn as links."""
+    out = {}
+    for c in rows[0] if rows else {}:
+        vals = [r.get(c) for r in rows if r.get(c) is not None]
+        if vals and all(isinstance(v, str) and v.startswith(tr.VIEWER_PATH) for v in vals):
+            out[c] = st.column_config.LinkColumn(display_text="open")
+    return out
+
+
+def show_section(s: Section, key: str) -> None:
+    st.markdown(f"**{s.title}**")
+    if s.note:
+        st.info(s.note)
+    if s.caption:
+        st.caption(s.caption)
+    if s.figure is not None:
+        chart(s.figure, key=f"tv-{key}", name=f"trace-{trace_id}-{key}")
+    if s.rows:
+        table(s.rows, key=f"tv-{key}-table", name=f"trace-{trace_id}-{key}", column_config=link_columns(s.rows))
+
+
+def quantity_figure(t: tr.TraceData, values: list[float | None], quantity: str, selected: int | None, unit: str = "token"):
     x = list(range(len(t.tokens)))
     y = [None if v is None else float(v) for v in values]
     colours = ["#111" if i == selected else "#1f77b4" for i in x]
     fig = go.Figure(go.Bar(x=x, y=y, marker_color=colours, hovertext=t.tokens,
                            hovertemplate="position %{x}: %{hovertext}<br>%{y:.4g}<extra></extra>"))
-    fig.update_layout(title=f"{quantity} per token", xaxis_title="position (generated token)", yaxis_title=quantity,
+    fig.update_layout(title=f"{quantity} per {unit}", xaxis_title=f"position (generated {unit})", yaxis_title=quantity,
                       template="plotly_white", height=260, margin={"t": 40, "b": 40, "l": 60, "r": 20})
     return fig
 
@@ -121,6 +153,8 @@ kinds = cached_trace_kinds(str(root))
 # finished runs only: a failed or running run has no complete traces (the other pages' pickers say what it is)
 runs = [f"{e.kind}/{e.run_id}" for kind in kinds for e in discover_runs(root, kind) if e.error is None and e.status == "done"]
 linked = qp.get("run")
+if linked and "/" not in linked and qp.get("kind"):  # Home's card names the run by its id and its kind
+    linked = f"{qp.get('kind')}/{linked}"
 if linked and linked not in runs:  # a setting's own run inside a validate run, or a link that names nothing
     try:
         tr.run_kind(linked, root)
@@ -140,7 +174,7 @@ if run is None:
     st.stop()
 if results_missing(RunFolder(root / run)):  # a half-written run: the card says how to finish it
     st.stop()
-where = qp.get("where") if qp.get("run") == run else None
+where = qp.get("where") if linked == run else None
 try:
     listed = cached_traces(str(root), run, _mtime(root / run / "results"), where)
 except ThinklensError as e:
@@ -153,8 +187,8 @@ if not listed:
     st.info(f"{run} holds no traces" + (f" with {where}." if where else "."))
     st.stop()
 ids, labels = [i for i, _ in listed], dict(listed)
-same_trace = qp.get("run") == run and qp.get("trace") in ids
-bad_trace = not same_trace and qp.get("run") == run and bool(qp.get("trace"))
+same_trace = linked == run and qp.get("trace") in ids
+bad_trace = not same_trace and linked == run and bool(qp.get("trace"))
 if bad_trace:  # nothing else is shown in its place
     nothing_found(f"trace of {run}", str(qp.get("trace")))
 trace_id = c[1].selectbox(f"Trace ({len(ids)})", ids, index=None if bad_trace else _index(ids, qp.get("trace")),
@@ -166,6 +200,8 @@ try:
 except ThinklensError as e:
     error_card(f"trace {trace_id} of {run} cannot be shown", e)
     st.stop()
+view = tr.view_of(root, run)  # a thought-anchors or tuned-lens run: its sentences or steps, hover and sections
+unit = view.unit if view is not None else "token"
 findings = (RunFolder(root / run).meta().get("summary") or {}).get("findings") or []
 if findings:  # the run's findings, in the words of its page, folded: this page is about one trace
     counts = {}
@@ -253,32 +289,63 @@ exits = [m for m in mark_names if m.startswith("exit")]
 at_token = [m for m in exits if token in t.marks[m]]  # a link that opened an exit shows the δs exiting there
 default_marks += named or at_token or exits[len(exits) // 2:len(exits) // 2 + 1]
 shown = st.multiselect("Marks", mark_names, default=default_marks, key=f"tv-marks-{run}") if mark_names else []
-st.markdown(tr.tokens_html(t, values, quantity=quantity_name, selected=token, highlight=highlight, marks=tuple(shown)),
-            unsafe_allow_html=True)
+hover = view.hover(root / run, trace_id, quantity) if view is not None and quantity in t.quantities else None
+st.markdown(tr.tokens_html(t, values, quantity=quantity_name, selected=token, highlight=highlight, marks=tuple(shown),
+                           hover=hover), unsafe_allow_html=True)
 lo, hi = tr.value_range(values, quantity_name)
-legend = [f"background: {quantity_label} from {lo:.3g} (white) to {hi:.3g} (blue)"]
+if all(v is None for v in values):
+    legend = [f"background: none ({quantity_label})"]
+elif lo < 0 < hi:
+    legend = [f"background: {quantity_label} from {lo:.3g} (red) through 0 (white) to {hi:.3g} (blue)"]
+else:
+    legend = [f"background: {quantity_label} from {lo:.3g} (white) to {hi:.3g} (blue)"]
+if hover and any(hover):
+    legend.append(f"hover a {unit} for its numbers (with the interval where the run stores one)")
 LOOKS = {"peak": "green line", "cue": "purple line", "exit": "red line", "latent": "italic",
-         "answer known": "teal bar on its left"}
+         "answer known": "teal bar on its left", "anchor": "orange dashed line", "answer token": "teal bar on its right",
+         "logit lens": "brown line above", "tuned lens": "pink line under"}
 legend += [f"{m}: {next((v for k, v in LOOKS.items() if m.startswith(k)), 'marked')}" for m in shown]
 if highlight:
     legend.append(f"orange frame: {highlight!r} ({len(tr.highlighted(t.tokens, highlight, t.separator))} found)")
-st.caption("; ".join(legend) + ". Click a token to open it.")
+st.caption("; ".join(legend) + f". Click a {unit} to open it.")
 if any(v is not None for v in values):
-    chart(quantity_figure(t, values, quantity_label, token), key="tv-quantity", name=f"trace-{trace_id}-{quantity}")
+    chart(quantity_figure(t, values, quantity_label, token, unit), key="tv-quantity", name=f"trace-{trace_id}-{quantity}")
 
 for name, rows in t.tables.items():
     if rows:
         st.markdown(f"**{name[0].upper() + name[1:]}**")
-        table(rows, key=f"tv-table-{name}", name=f"trace-{trace_id}-{name}")
+        table(rows, key=f"tv-table-{name}", name=f"trace-{trace_id}-{name}", column_config=link_columns(rows))
+
+# ------------------------------------------------------------------------------------------------ beside the trace
+truth = view is None and tr.FORCED in t.quantities  # an organism trace with its ground truth
+curves: list[Curve] = []
+if (view is not None and view.curves) or truth:
+    curves = cached_curves(str(root), t.model, t.separator.join(t.tokens), tuple(t.tokens), t.separator, run)
+try:
+    for k, s_ in enumerate(view.sections(root / run, run, trace_id, curves) if view is not None else []):
+        show_section(s_, f"section-{k}")
+except (ThinklensError, OSError, ValueError, KeyError, IndexError, TypeError) as e:
+    error_card(f"the {view.name} of trace {trace_id} cannot be drawn", f"{type(e).__name__}: {e}")
+if truth:
+    searched = "the finished runs with per-token traces (mi-peaks, lynx, ...) under the runs root"
+    show_section(Section("MI, probe and LYNX curves of this trace", curves_caption(curves, searched=searched),
+                         figure=curves_figure(curves, t.tokens, title="The same trace in other runs") if curves else None),
+                 "truth-curves")
 
 # ------------------------------------------------------------------------------------------------ one token
 if token is None:
-    st.info("Click a token above to see its logit lens per layer and its top SAE features.")
+    st.info(view.clicked if view is not None else "Click a token above to see its logit lens per layer and its top SAE features.")
     st.stop()
-st.subheader(f"Token {token}: `{t.tokens[token]}`")
+st.subheader(f"{unit[0].upper() + unit[1:]} {token}: `{t.tokens[token]}`")
 v = values[token]
-st.markdown(f"{quantity_label}: **{'-' if v is None else f'{v:.4g}'}**" +
-            "".join(f" · {m}" for m in t.marks if token in t.marks[m]))
+value_line = hover[token] if hover and hover[token] else f"{quantity_label}: **{'-' if v is None else f'{v:.4g}'}**"
+st.markdown(value_line + "".join(f" · {m}" for m in t.marks if token in t.marks[m]))
+if view is not None:
+    try:
+        for k, s_ in enumerate(view.position(root / run, run, trace_id, token)):
+            show_section(s_, f"position-{k}")
+    except (ThinklensError, OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        error_card(f"{unit} {token} of trace {trace_id} cannot be opened", f"{type(e).__name__}: {e}")
 if token in t.details:
     st.markdown("**Decoded latent thought** (the LM head's top tokens for this continuous state)")
     table([{"rank": r + 1, "token": tok, "probability": p} for r, (tok, p) in enumerate(t.details[token])],
