@@ -168,7 +168,7 @@ def headline(summary: dict, folder: Path) -> str:
             f"{summary.get('n_traces')} traces)")
 
 
-JOB = Job("thought-anchors", ThoughtAnchorsConfig, run, report=report, headline=headline, order=36,
+JOB = Job("thought-anchors", ThoughtAnchorsConfig, run, report=report, headline=headline, order=36, page="pages/5_Trace_viewer.py",
           help="thought anchors (Bogdan et al. 2025): forced-answer, resampling, attention-suppression and receiver-head "
                "importance of each sentence",
           findings="thinklens.analyses.anchors.anchor_findings:anchor_findings", capability="Thought anchors",

@@ -245,7 +245,7 @@ def headline(summary: dict, folder: Path) -> str:
             f"{summary.get('n_eval')} held-out texts)")
 
 
-JOB = Job("tuned-lens", TunedLensConfig, run, report=report, headline=headline, order=35,
+JOB = Job("tuned-lens", TunedLensConfig, run, report=report, headline=headline, order=35, page="pages/5_Trace_viewer.py",
           help="logit and tuned lens (Belrose et al. 2023): held-out KL per block, the answer along traces",
           findings="thinklens.analyses.lens.lens_findings:lens_findings", capability="Lenses",
           validations={"tuned-lens": "thinklens.analyses.lens.validation:SETTINGS"},
