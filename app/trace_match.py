@@ -5,7 +5,7 @@ registered jobs declare (``Job.traces``), so a new reader's curves come with no 
 
 Two traces are the same when their models have the same name and one's text starts with the other's (a run that
 generated fewer tokens holds a prefix); a curve's values are placed on this trace's positions where a token of the other
-run starts at the same character (:func:`aligned`), so two tokenisations of one text line up where they agree.
+run starts at the same character (:func:`aligned`), so two tokenizations of one text line up where they agree.
 
 Example:
     >>> aligned(["Okay", ",", " so", " 4"], "", ["Okay,", " so", " 4"], "", [1.0, 2.0, 3.0])
@@ -40,26 +40,32 @@ def same_text(a: str, b: str) -> bool:
     return len(short) >= MIN_CHARS and long_.startswith(short)
 
 
-def _starts(tokens: Sequence[str], separator: str) -> list[int]:
-    out, at = [], 0
+def _starts(tokens: Sequence[str], separator: str) -> list[tuple[int, int | None]]:
+    """Per token, where it starts in the joined text and where its first non-space character is (None for a token of
+    spaces only), both counted from the text's first non-space character."""
+    text = separator.join(tokens)
+    lead = len(text) - len(text.lstrip())
+    out: list[tuple[int, int | None]] = []
+    at = 0
     for k, tok in enumerate(tokens):
         if k:
             at += len(separator)
-        out.append(at)
+        out.append((at - lead, at + len(tok) - len(tok.lstrip()) - lead if tok.strip() else None))
         at += len(tok)
     return out
 
 
 def aligned(tokens: Sequence[str], separator: str, other: Sequence[str], other_separator: str,
             values: Sequence[float | None]) -> list[float | None]:
-    """``values`` (one per token of ``other``) placed on the positions of ``tokens`` whose token starts at the same
-    character of the text (leading spaces of both texts ignored); None elsewhere."""
-    lead = len("".join(tokens)) - len("".join(tokens).lstrip()) if not separator else 0
-    lead_other = len("".join(other)) - len("".join(other).lstrip()) if not other_separator else 0
-    at = {s - lead_other: k for k, s in enumerate(_starts(other, other_separator))}
+    """``values`` (one per token of ``other``) placed on the positions of ``tokens`` that start where a token of
+    ``other`` starts, else whose first non-space character is that of a token of ``other`` (a BPE piece's leading
+    space and a word tokenizer's separator are one); None elsewhere."""
+    theirs = _starts(other, other_separator)
+    raw = {s: k for k, (s, _) in enumerate(theirs)}
+    word = {w: k for k, (_, w) in enumerate(theirs) if w is not None}
     out: list[float | None] = []
-    for s in _starts(tokens, separator):
-        k = at.get(s - lead)
+    for s, w in _starts(tokens, separator):
+        k = raw.get(s, word.get(w) if w is not None else None)
         out.append(None if k is None or k >= len(values) else values[k])
     return out
 
