@@ -109,27 +109,30 @@ def adapter_published(name: str = "smol-r1") -> str:
     """When organism ``name``'s committed adapter was published (its organism.json's ``published``, else, for
     smol-r1's, the constant)."""
     return read_json(ROOT / "data" / "real-organisms" / name / "organism.json").get("published") or SMOL_R1_PUBLISHED
-#: ``validate --model smol-r1``'s records: LYNX at the quick size (planted and null), mi-peaks at the full size; a later
-#: record's row of a setting would replace an earlier one's
-SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx", "validate-smol-r1-mi-full")
+#: ``validate --model smol-r1``'s records, each at the size its config says (``quick`` or full): LYNX at both sizes,
+#: mi-peaks at the full size. A row per (method, setting, size); a later record's row of the same one replaces an earlier
+#: one's. A record that is not committed yet is left out.
+SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx", "validate-smol-r1-lynx-full", "validate-smol-r1-mi-quick",
+                            "validate-smol-r1-mi-full")
 
 
 def smol_r1_validate_rows() -> tuple[list[dict[str, Any]], list[Path]]:
     """The rows of :data:`SMOL_R1_VALIDATE_RECORDS`, one per setting (the latest record's), and the records read. A row
     made before the adapter it ran on was published (smol-r1's, or smol-r1-once's for LYNX's null) says so:
     ``stale`` True."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     read = []
     for record in SMOL_R1_VALIDATE_RECORDS:
         validate = RECORDS / record / "results" / "validate.json"
         if validate.is_file():
             read.append(validate.parents[1])
             created = read_json(validate.parents[1] / "meta.json").get("created", "")
+            size = "quick" if read_json(validate.parents[1] / "config.json").get("quick") else "full"
             for r in read_json(validate)["rows"]:
                 on = "smol-r1-once" if (r["method"], r["setting"]) == ("lynx", "null-model") else ORGANISM
-                rows[(r["method"], r["setting"])] = {**r, "record": record, "on": on,
-                                                     "stale": created < adapter_published(on)}
-    return list(rows.values()), read
+                rows[(r["method"], r["setting"], size)] = {**r, "record": record, "on": on, "size": size,
+                                                           "stale": created < adapter_published(on)}
+    return sorted(rows.values(), key=lambda r: (r["method"], r["setting"] != "planted-model", r["size"])), read
 
 
 ORGANISM = "smol-r1"
@@ -143,6 +146,41 @@ def _said(f: dict[str, Any] | None) -> str:
     interval = f" [{ci[0]:.3g}, {ci[1]:.3g}]" if None not in ci else ""
     control = f" vs {f['control']} {f['control_value']:.3g}" if f.get("control_value") is not None else ""
     return f"{f['statistic']} {f['value']:.3g}{interval}{control}, n={f['n']:.0f}: {f['verdict']}"
+
+
+#: The power a size for a verdict is computed at (two-sided, at the findings' 0.05).
+VERDICT_POWER = 0.8
+
+
+def size_for_verdict(f: dict[str, Any] | None) -> str:
+    """For a finding that says ``too few samples``, about how many units would decide it: the n at which the observed
+    difference from the control is :data:`VERDICT_POWER` likely to clear a 95% interval, taking the spread from the
+    finding's own interval (half-width h at n units: n' = n ((z(0.975) + z(power)) h / (z(0.975) |value - control|))^2,
+    the normal approximation), and never under the findings' minimum; '-' for a finding with a verdict.
+
+    Example:
+        >>> size_for_verdict({"verdict": "too few samples", "value": 0.5, "control_value": 0.0, "ci": [0.1, 0.9], "n": 8})
+        'about n=11 (80% power at the observed difference)'
+        >>> size_for_verdict({"verdict": "effect", "value": 0.9, "control_value": 0.1, "ci": [0.8, 1.0], "n": 40})
+        '-'
+    """
+    from scipy import stats
+
+    from thinklens.calibration.findings import MIN_N
+
+    if f is None or f.get("verdict") != "too few samples":
+        return "-"
+    ci, control = f.get("ci") or [None, None], f.get("control_value")
+    if None in ci or control is None:
+        return "not computable (no interval or no control)"
+    diff, half = abs(f["value"] - control), (ci[1] - ci[0]) / 2
+    if diff == 0:
+        return f"none: no difference from the control at n={f['n']:.0f}; only an equivalence test could decide it"
+    if half <= 0:
+        return f"about n={MIN_N} (the findings' minimum; the interval has no width)"
+    z = stats.norm.ppf(0.975)
+    n = f["n"] * ((z + stats.norm.ppf(VERDICT_POWER)) * half / (z * diff)) ** 2
+    return f"about n={max(MIN_N, int(-(-n // 1)))} ({VERDICT_POWER:.0%} power at the observed difference)"
 
 
 #: The zoo run each smol-r1 job is set beside, where a committed record is closer than the demo's: the zoo's own R1
@@ -188,6 +226,7 @@ def smol_r1_transfer() -> dict[str, Any]:
         if r is None:  # the record is taken while the plan is still running: said as such, not skipped
             rows.append({"job": job, "zoo_subject": subject, "zoo": _said(found[0] if found else None).replace("|", "/"),
                          "smol_r1": "not run yet", "transfer": "-", "outcome": "not run yet", "minutes": 0.0,
+                         "needs": "-",
                          "n_findings": 0, "verdicts": []})
             continue
         mine = (r.get("findings") or [None])[0]
@@ -199,6 +238,7 @@ def smol_r1_transfer() -> dict[str, Any]:
             same = "stale: previous adapter"
         rows.append({"job": r["job"], "zoo_subject": subject, "zoo": _said(theirs).replace("|", "/"),
                      "smol_r1": smol.replace("|", "/")[:240], "transfer": same, "outcome": r["outcome"],
+                     "needs": size_for_verdict(mine) if r["outcome"] == "ran" else "-",
                      "minutes": round(r["seconds"] / 60, 1), "n_findings": r.get("n_findings", 0),
                      "verdicts": r.get("verdicts") or []})
     sources = [RECORDS / REAL_JOBS_RECORD, *(RECORDS / n for n in ZOO_R1_RECORDS.values())]
@@ -208,7 +248,7 @@ def smol_r1_transfer() -> dict[str, Any]:
     zoo_rows = validation_rows() if validate_rows else []
     for s in validate_rows:
         twin = next((z for z in zoo_rows if z["method"] == s["method"] and z["kind"] == s.get("kind")), None)
-        settings.append({"method": s["method"], "setting": s["setting"], "kind": s.get("kind", "-"),
+        settings.append({"method": s["method"], "setting": s["setting"], "kind": s.get("kind", "-"), "size": s["size"],
                          "smol_r1": ("stale: previous adapter; " if s["stale"] else "") + _said(s),
                          "expected": s["expected"], "ok": s["verdict"] == s["expected"] and not s["stale"],
                          "on": s["on"], "record": s["record"],
@@ -216,7 +256,9 @@ def smol_r1_transfer() -> dict[str, Any]:
                          "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
     return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "
                    "--model smol-r1 --methods lynx --quick --out RUN_A; thinklens run validate --model smol-r1 --methods "
-                   "mi-peaks --out RUN_B; python results/collect.py --record RUN_X NAME for RUN_A-RUN_B and "
+                   "lynx --out RUN_B; thinklens run validate --model smol-r1 --methods mi-peaks --quick --out RUN_C; "
+                   "thinklens run validate --model smol-r1 --methods mi-peaks --out RUN_D; python results/collect.py "
+                   "--record RUN_X NAME for RUN_A-RUN_D and "
                    f"{', '.join(SMOL_R1_VALIDATE_RECORDS)} in turn", sources, {"organism": ORGANISM},
                    {"rows": rows, "settings": settings, "n_jobs": len(rows),
                     "ran": sum(r["outcome"] == "ran" for r in rows),

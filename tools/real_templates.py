@@ -58,15 +58,16 @@ def transfer_template(values: dict) -> str:
     then its validation settings beside the zoo's."""
     def jrow(i: int) -> str:
         v = lambda f: "{{values.rows[%d].%s}}" % (i, f)  # noqa: E731
-        return f"| `{v('job')}` | {v('zoo_subject')} | {v('zoo')} | {v('smol_r1')} | {v('transfer')} | {v('minutes|.1f')} |"
+        return (f"| `{v('job')}` | {v('zoo_subject')} | {v('zoo')} | {v('smol_r1')} | {v('transfer')} | {v('needs')} | "
+                f"{v('minutes|.1f')} |")
 
     def srow(i: int) -> str:
         v = lambda f: "{{values.settings[%d].%s}}" % (i, f)  # noqa: E731
-        return (f"| {v('method')} | {v('kind')} | {v('zoo_setting')}: {v('zoo')} | {v('setting')}: {v('smol_r1')} | "
-                f"{v('expected')} |")
+        return (f"| {v('method')} | {v('kind')} | {v('zoo_setting')}: {v('zoo')} | {v('size')} | {v('setting')}: "
+                f"{v('smol_r1')} | {v('expected')} |")
 
-    lines = ["| job | zoo run | zoo: first finding | smol-r1: first finding, or its refusal | transfer | minutes |",
-             "|---" * 6 + "|", *(jrow(i) for i in range(len(values["rows"])))]
+    lines = ["| job | zoo run | zoo: first finding | smol-r1: first finding, or its refusal | transfer | size for a verdict "
+             "| minutes |", "|---" * 7 + "|", *(jrow(i) for i in range(len(values["rows"])))]
     tail = ("{{values.ran|.0f}} of {{values.n_jobs|.0f}} reasoning jobs ran on smol-r1 ({{values.transfers|.0f}} with the "
             "zoo's verdict; verdicts that differ: {{values.differs}}); minutes on a shared machine, one thread each. "
             "Record `results/records/real-jobs/jobs.json` (smol-r1's rows). Rows recorded before the committed adapter "
@@ -74,10 +75,10 @@ def transfer_template(values: dict) -> str:
             "{{values.stale}}).")
     out = "\n".join(lines) + "\n\n" + tail + "\n"
     if values["settings"]:
-        out += ("\n| method | kind | zoo setting: result | smol-r1 setting: result | expected |\n" + "|---" * 5 + "|\n"
+        out += ("\n| method | kind | zoo setting: result | size | smol-r1 setting: result | expected |\n" + "|---" * 6 + "|\n"
                 + "\n".join(srow(i) for i in range(len(values["settings"])))
-                + "\n\n`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on smol-r1 (LYNX at `validate --quick`'s "
-                "size, mi-peaks at the full size; records `results/records/validate-smol-r1-*`). The most any exit rule "
+                + "\n\n`validated={{values.validated|.0f}}/{{values.n_settings|.0f}}` on smol-r1 (each row at its size: "
+                "`validate --quick`'s or the full one; records `results/records/validate-smol-r1-*`). The most any exit rule "
                 "could save on smol-r1's LYNX rollouts (the oracle: the first cue whose forced exit is right): "
                 "{{values.lynx_oracle_saving|.3g}}.\n")
     return out

@@ -58,13 +58,16 @@ def test_validation_settings_beside_the_zoo_ones():
     made with today's adapter (LYNX's null runs on smol-r1-once, the rest on smol-r1). Kills: a row of a record made
     before its adapter was published counted as validated."""
     values = _summary()
-    by_setting: dict = {}  # a later record's row of a setting replaces an earlier one's
-    for name in ("validate-smol-r1-lynx", "validate-smol-r1-mi-full"):
+    by_setting: dict = {}  # a later record's row of a setting at the same size replaces an earlier one's
+    for name in ("validate-smol-r1-lynx", "validate-smol-r1-lynx-full", "validate-smol-r1-mi-quick",
+                 "validate-smol-r1-mi-full"):
         if (run := RECORDS / name / "results" / "validate.json").is_file():
             created = json.loads((RECORDS / name / "meta.json").read_text())["created"]
-            by_setting |= {(r["method"], r["setting"]): (r, created) for r in json.loads(run.read_text())["rows"]}
-    rows = list(by_setting.values())
-    assert [(s["method"], s["setting"]) for s in values["settings"]] == [(r["method"], r["setting"]) for r, _ in rows]
+            size = "quick" if json.loads((RECORDS / name / "config.json").read_text())["quick"] else "full"
+            by_setting |= {(r["method"], r["setting"], size): (r, created) for r in json.loads(run.read_text())["rows"]}
+    rows = [by_setting[k] for k in sorted(by_setting, key=lambda k: (k[0], k[1] != "planted-model", k[2]))]
+    assert ([(s["method"], s["setting"], s["size"]) for s in values["settings"]]
+            == [k for k in sorted(by_setting, key=lambda k: (k[0], k[1] != "planted-model", k[2]))])
     fresh = [created >= _published("smol-r1-once" if (r["method"], r["setting"]) == ("lynx", "null-model") else "smol-r1")
              for r, created in rows]
     assert values["validated"] == sum(r["verdict"] == r["expected"] and ok for (r, _), ok in zip(rows, fresh))
@@ -81,3 +84,33 @@ def test_rows_made_with_a_previous_adapter_are_stale():
         rec = jobs.get(f"smol-r1/{row['job']}")
         if rec is not None:
             assert row["transfer"].startswith("stale") == (rec.get("date", "") < values["adapter_published"]), row
+
+
+def test_a_size_for_a_verdict_is_where_the_observed_difference_clears_the_interval():
+    """At the size named for a 'too few samples' finding, the interval's half-width (shrunk as 1/sqrt(n) from the
+    finding's own) leaves the observed difference (z(0.975) + z(0.8)) / z(0.975) half-widths from the control: the
+    difference clears the interval with power 0.8. Kills: n and n' swapped, the half-width taken as the full width,
+    the power's z dropped; and every row with a verdict says '-'."""
+    import re
+    import sys
+
+    from scipy import stats
+
+    sys.path.insert(0, str(ROOT / "results"))
+    from organism_collectors import size_for_verdict
+
+    f = {"verdict": "too few samples", "value": 0.5, "control_value": 0.1, "ci": [0.2, 0.8], "n": 8}
+    n = int(re.search(r"n=(\d+)", size_for_verdict(f)).group(1))
+    half = 0.3 * (8 / n) ** 0.5
+    ratio = (0.5 - 0.1) / half
+    z = stats.norm.ppf(0.975)
+    assert abs(ratio - (z + stats.norm.ppf(0.8)) / z) < 0.1, (n, ratio)
+    assert size_for_verdict({**f, "value": 0.1}).startswith("none")
+    jobs = json.loads((RECORDS / "real-jobs" / "jobs.json").read_text())
+    for row in _summary()["rows"]:
+        rec = jobs.get(f"smol-r1/{row['job']}")
+        first = (rec or {}).get("findings") or [None]
+        if rec is None or rec["outcome"] != "ran" or first[0]["verdict"] != "too few samples":
+            assert row["needs"] == "-", row
+        else:
+            assert row["needs"] == size_for_verdict(first[0]), row
