@@ -291,7 +291,7 @@ def position(path: Path, run: str, trace: str, k: int) -> list[Section]:
     if forced and k + 1 < len(forced.get("answers") or []):
         sc = forced["scores"][k]
         without, with_ = forced["answers"][k], forced["answers"][k + 1]
-        before = f"sentences 0..{k - 1}" if k else "the prompt alone"
+        before = {0: "the prompt alone", 1: "sentence 0"}.get(k, f"sentences 0..{k - 1}")
         rows_ = [{"sample": j, "without it": a, "right without": _right(a, gold), "with it": b,
                   "right with": _right(b, gold)} for j, (a, b) in enumerate(zip(without, with_))]
         out.append(Section("Forced answers", f"The answer forced right after {before} (without sentence {k}) "

@@ -45,7 +45,7 @@ def first_text(first: Any) -> str:
 
 def p_quantity(lens: str) -> str:
     """The quantity of a lens's highest probability of the answer token over blocks, per step."""
-    return f"{lens} lens: p(answer token), highest block"
+    return f"{lens} lens p(answer), best block"
 
 
 @functools.lru_cache(maxsize=8)
