@@ -30,7 +30,8 @@ from thinklens.runs.jobs import jobs_by_kind
 MIN_CHARS = 24
 """The shortest shared text that counts as the same trace (a few words could open many traces)."""
 MAX_LOADS = 400
-"""Traces loaded at most per search (a run whose generic records hold its texts is searched without loading)."""
+"""Traces loaded at most per search (a run whose config names other models, or whose generic records hold its texts
+and not this one, is passed over without loading any)."""
 
 
 def same_text(a: str, b: str) -> bool:
@@ -74,6 +75,19 @@ def _same_model(a: str | None, b: str | None) -> bool:
     return bool(a) and bool(b) and Path(str(a).rstrip("/")).name == Path(str(b).rstrip("/")).name
 
 
+MODEL_KEYS: tuple[str, ...] = ("model", "models", "compare")
+"""Config fields that name the models a run generated with (a run that names others is not searched)."""
+
+
+def _names_other_models(config: dict | None, model: str) -> bool:
+    """Whether a run's config names the models it ran and ``model`` is not among them."""
+    named = []
+    for k in MODEL_KEYS:
+        v = (config or {}).get(k)
+        named += [v] if isinstance(v, str) and v else [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+    return bool(named) and not any(_same_model(n, model) for n in named)
+
+
 def same_trace_curves(root: Path, model: str | None, text: str, tokens: Sequence[str], separator: str = "", *,
                       skip: str | None = None) -> list[Curve]:
     """The default quantity of every trace, in the finished runs under ``root`` whose job declares a trace reader, that is
@@ -88,7 +102,7 @@ def same_trace_curves(root: Path, model: str | None, text: str, tokens: Sequence
             continue
         for e in discover_runs(root, kind):
             run = f"{kind}/{e.run_id}"
-            if e.error is not None or e.status != "done" or run == skip:
+            if e.error is not None or e.status != "done" or run == skip or _names_other_models(e.config, model):
                 continue
             records = trace_records(e.path)
             if records and not any(same_text(r.text, text) for r in records):

@@ -98,7 +98,7 @@ def _int(v: str | None) -> int | None:
         return None
 
 
-@st.cache_data(ttl=30, max_entries=32, show_spinner="looking for the same trace in other runs")
+@st.cache_data(ttl=120, max_entries=32, show_spinner="looking for the same trace in other runs")
 def cached_curves(root: str, model: str | None, text: str, tokens: tuple[str, ...], separator: str,
                   run: str) -> list[Curve]:
     return same_trace_curves(Path(root), model, text, list(tokens), separator, skip=run)
