@@ -14,12 +14,11 @@ from app import sae_views as sv
 from app.common import display_path, error_card, runs_root
 from app.exports import chart, table
 from app.feature_views import load_hooked_model, load_sae_cached
+from app.validation_table import real_record_docs
 
 
 @st.cache_data(ttl=600, show_spinner=False)
 def _records() -> dict[str, dict]:
-    from app.validation_table import real_record_docs
-
     return real_record_docs()
 
 

@@ -22,6 +22,8 @@ Example:
 from __future__ import annotations
 
 import html
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
+import torch
 from plotly.subplots import make_subplots
+
+from app.validation_table import real_record_docs
+from thinklens.runs.folders import discover_runs
+from thinklens.steering.corpora import special_ids
+from thinklens.steering.sae import load_sae
+from thinklens.steering.sae_real_validation import N_TOP, WIDTH, Plan, capture_rows, corpus
 
 if TYPE_CHECKING:
     from thinklens.engine.model import HookedModel
@@ -63,10 +72,6 @@ class Comparison:
 def comparisons(root: Path, records: Mapping[str, Mapping[str, Any]] | None = None) -> list[Comparison]:
     """Every finished validate run under ``root`` that compared the SAEs, newest first, then the committed records
     that did (``records``: name -> document, by default :func:`app.validation_table.real_record_docs`)."""
-    import json
-
-    from thinklens.runs.folders import discover_runs
-
     out = []
     for e in discover_runs(root, "validate"):
         if e.error is not None or e.status != "done":
@@ -78,8 +83,6 @@ def comparisons(root: Path, records: Mapping[str, Mapping[str, Any]] | None = No
         if has_comparison(doc):
             out.append(Comparison(f"run validate/{e.run_id} ({doc.get('model') or '?'})", doc, e.run_id, e.path))
     if records is None:
-        from app.validation_table import real_record_docs
-
         records = real_record_docs()
     for name, doc in records.items():
         if has_comparison(doc):
@@ -237,8 +240,6 @@ def nearest_feature(w_a: Any, w_b: Any, feature: int) -> tuple[int, float]:
         w_a: thinklens's decoder ``[feature, d_model]``.
         w_b: SAELens's decoder ``[feature, d_model]``.
     """
-    import torch
-
     a = torch.as_tensor(w_a, dtype=torch.float32)[int(feature)]  # [d_model]
     b = torch.as_tensor(w_b, dtype=torch.float32)  # [feature, d_model]
     cos = (b @ a) / (b.norm(dim=1) * a.norm()).clamp_min(1e-12)  # [feature]
@@ -261,12 +262,6 @@ def recompute(model: "HookedModel", doc: Mapping[str, Any], run_path: Path | str
     "density": {arm: [fraction per feature]}, "dead": {arm: n}, "dense": {arm: n}, "d_sae": {arm: n}, "rows":
     {"all": n, "generated": n}}``.
     """
-    import torch
-
-    from thinklens.steering.corpora import special_ids
-    from thinklens.steering.sae import load_sae
-    from thinklens.steering.sae_real_validation import N_TOP, WIDTH, Plan, capture_rows, corpus
-
     d = details_of(doc)
     folders = sae_folders(run_path)
     if set(folders) != {arm for arm, _ in ARMS}:
@@ -340,8 +335,6 @@ def density_rows(got: Mapping[str, Any], doc: Mapping[str, Any]) -> list[dict[st
 def figure_density(got: Mapping[str, Any]) -> go.Figure:
     """Each SAE's features by firing density on the held-out states (log10 of the fraction of tokens; dead features,
     which never fire, are counted in the legend, not drawn), with the dense threshold marked."""
-    import math
-
     fig = go.Figure()
     for arm, label in ARMS:
         live = [math.log10(x) for x in got["density"][arm] if x > 0]

@@ -37,6 +37,7 @@ from app.features import (
     top_contexts,
 )
 from app.sae_section import saelens_section
+from thinklens.steering.features import FeatureStats
 
 st.set_page_config(page_title="thinklens · features", layout="wide")
 st.title("Features")
@@ -57,8 +58,6 @@ def feature_browser() -> None:
                                              else ""))
     stats = None
     if source.stats_file is not None:
-        from thinklens.steering.features import FeatureStats
-
         try:
             stats = FeatureStats.from_json(json.loads(source.stats_file.read_text()))
         except (OSError, ValueError, TypeError) as e:
