@@ -19,15 +19,13 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from app.trace_links import trace_link
-from app.trace_views import Curve, Section, TraceView, rows_where
-from thinklens.errors import ThinklensError
+from app.trace_views import Curve, Section, TraceView, holds_rows, result_rows, row_at, rows_where
 from thinklens.runs.run_views import TraceData, TraceReader, read_result_json
 
 RESULT = Path("results") / "anchors.json"
@@ -67,44 +65,18 @@ def pieces(sentences: Sequence[str], trace: str) -> list[str]:
     return list(sentences) + ([rest] if rest else [])
 
 
-@functools.lru_cache(maxsize=8)
-def _rows(path: str, mtime: float) -> list[dict[str, Any]]:
-    doc = read_result_json(Path(path))
-    if not isinstance(doc, list):
-        raise ThinklensError.of("anchors results", path, "a list of traces (thinklens run thought-anchors)",
-                                "re-run the job into a new run folder")
-    return doc
-
-
 def rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a thought-anchors run folder (read once per change of the file)."""
-    f = Path(path) / RESULT
-    try:
-        mtime = f.stat().st_mtime
-    except OSError:
-        raise ThinklensError.of("anchors results", str(f), "results/anchors.json of a finished thought-anchors run",
-                                "wait for the run to finish or re-run it") from None
-    return _rows(str(f), mtime)
+    """The rows of a thought-anchors run folder."""
+    return result_rows(Path(path) / RESULT, "thought-anchors")
 
 
 def holds(path: Path) -> bool:
     """Whether the run folder holds thought-anchors rows (their sentences and scores)."""
-    if not (Path(path) / RESULT).is_file():
-        return False
-    try:
-        got = rows(path)
-    except ThinklensError:
-        return False
-    return bool(got) and isinstance(got[0], dict) and {"sentences", "scores"} <= set(got[0])
+    return holds_rows(Path(path) / RESULT, {"sentences", "scores"})
 
 
 def _row(path: Path, trace: str) -> dict[str, Any]:
-    got = rows(path)
-    try:
-        return got[int(trace)]
-    except (ValueError, IndexError):
-        raise ThinklensError.of("trace id", repr(trace), f"0..{len(got) - 1} (the run's traces)",
-                                "pick a trace from the list") from None
+    return row_at(rows(path), trace)
 
 
 def _top(scores: Sequence[Any]) -> int | None:

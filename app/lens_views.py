@@ -17,16 +17,26 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from app.trace_links import trace_link
 from app.trace_truth import model_tokens, tokenizer_of
-from app.trace_views import Curve, Section, TraceView, add_curves, curves_caption, rows_where
+from app.trace_views import (
+    Curve,
+    Section,
+    TraceView,
+    add_curves,
+    cached_json,
+    curves_caption,
+    holds_rows,
+    result_rows,
+    row_at,
+    rows_where,
+)
 from thinklens.errors import ThinklensError
-from thinklens.runs.run_views import TraceData, TraceReader, json_or_none, read_result_json
+from thinklens.runs.run_views import TraceData, TraceReader, json_or_none
 
 RESULT = Path("results") / "answer_lens.json"
 """The first top-1 per trace."""
@@ -48,52 +58,24 @@ def p_quantity(lens: str) -> str:
     return f"{lens} lens p(answer), best block"
 
 
-@functools.lru_cache(maxsize=8)
-def _read(path: str, mtime: float) -> Any:
-    return read_result_json(Path(path))
-
-
-def _cached(f: Path) -> Any:
-    try:
-        mtime = f.stat().st_mtime
-    except OSError:
-        return None
-    return _read(str(f), mtime)
-
-
 def rows(path: Path) -> list[dict[str, Any]]:
     """The traces of a tuned-lens run folder (``results/answer_lens.json``)."""
-    got = _cached(Path(path) / RESULT)
-    if not isinstance(got, list):
-        raise ThinklensError.of("answer lens results", str(Path(path) / RESULT), "results/answer_lens.json of a finished "
-                                "tuned-lens run", "wait for the run to finish or re-run it")
-    return got
+    return result_rows(Path(path) / RESULT, "tuned-lens")
 
 
 def grids(path: Path) -> list[dict[str, Any]] | None:
     """The stored grids per trace, None when the run folder holds none."""
-    got = _cached(Path(path) / GRIDS)
+    got = cached_json(Path(path) / GRIDS)
     return got if isinstance(got, list) else None
 
 
 def holds(path: Path) -> bool:
-    """Whether the run folder holds the answer read along traces (rows with ``answer_step`` and ``first``)."""
-    if not (Path(path) / RESULT).is_file():
-        return False
-    try:
-        got = rows(path)
-    except ThinklensError:
-        return False
-    return bool(got) and isinstance(got[0], dict) and {"text", "answer_step"} <= set(got[0])
+    """Whether the run folder holds the answer read along traces (rows with its text and ``answer_step``)."""
+    return holds_rows(Path(path) / RESULT, {"text", "answer_step"})
 
 
 def _row(path: Path, trace: str) -> dict[str, Any]:
-    got = rows(path)
-    try:
-        return got[int(trace)]
-    except (ValueError, IndexError):
-        raise ThinklensError.of("trace id", repr(trace), f"0..{len(got) - 1} (the run's traces)",
-                                "pick a trace from the list") from None
+    return row_at(rows(path), trace)
 
 
 def _reads(path: Path, trace: str) -> dict[str, dict[str, Any]]:

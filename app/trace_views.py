@@ -14,12 +14,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thinklens.runs.run_views import TraceReader
+from thinklens.errors import ThinklensError
+from thinklens.runs.run_views import TraceReader, json_or_none
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,44 @@ class TraceView:
     """What clicking a position opens (the viewer's prompt under the strip)."""
     curves: bool = False
     """Whether its sections draw the curves of the same trace in other runs (its positions are a model's tokens)."""
+
+
+@functools.lru_cache(maxsize=16)
+def _read(path: str, mtime: float) -> Any:
+    return json_or_none(Path(path))
+
+
+def cached_json(f: Path) -> Any:
+    """A JSON file a job wrote, read once per change of the file; None when it is missing or unreadable."""
+    try:
+        mtime = Path(f).stat().st_mtime
+    except OSError:
+        return None
+    return _read(str(f), mtime)
+
+
+def result_rows(f: Path, job: str) -> list[dict[str, Any]]:
+    """The list of rows ``job`` wrote to ``f``; a ThinklensError when the file is missing or holds no list."""
+    got = cached_json(f)
+    if not isinstance(got, list):
+        raise ThinklensError.of("results", str(f), f"{Path(f).parent.name}/{Path(f).name} of a finished {job} run",
+                                "wait for the run to finish or re-run it")
+    return got
+
+
+def holds_rows(f: Path, keys: set[str]) -> bool:
+    """Whether ``f`` holds a list of rows whose first has every field of ``keys``."""
+    got = cached_json(f)
+    return isinstance(got, list) and bool(got) and isinstance(got[0], dict) and keys <= set(got[0])
+
+
+def row_at(rows: Sequence[dict[str, Any]], trace: str) -> dict[str, Any]:
+    """The row a trace id (its index) names; a ThinklensError for any other id."""
+    try:
+        return rows[int(trace)]
+    except (ValueError, IndexError):
+        raise ThinklensError.of("trace id", repr(trace), f"0..{len(rows) - 1} (the run's traces)",
+                                "pick a trace from the list") from None
 
 
 def rows_where(rows: Sequence[Mapping[str, Any]], where: str) -> list[int]:
