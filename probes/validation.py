@@ -16,7 +16,10 @@
   paired accuracy change's 90% TOST interval lies inside +-the size's harm margin (2 points full), and the bound is
   shown as in the planted setting. A saving or a loss that is merely not significant does not pass. tiny-r1's probe
   is at chance at its cues, so the job's discrimination gate (:mod:`thinklens.probes.exit_gate`) keeps LYNX from
-  exiting at all (``exit_gate`` in the details): saving 0, accuracy unchanged.
+  exiting at all (``exit_gate`` in the details): saving 0, accuracy unchanged. Where LYNX abstains so (the gate closed,
+  no exit at any test event) the bound holds by construction and its test's power is not asked for
+  (:func:`judge_null`): smol-r1-once's null held 11 test negatives in 80 rollouts, too few for power against any
+  violation, and no exit among them.
 
 Both run the real ``lynx`` job (:mod:`thinklens.probes.jobs.lynx`) on synthetic problems in the chat format; the quick
 versions (run in the slow tier, organism-level) use few, short problems and say how coarse a violation and a harm
@@ -117,15 +120,16 @@ FULL_NULL = Size(n_train=300, n_calibration=300, n_test=2000, max_steps=4)
 
 def row(delta: float, saving: float, accuracy: float, full_accuracy: float, not_rejected: bool, *,
         ci: tuple[float, float] | None = None, power: float = 1.0, change_ci: tuple[float, float] | None = None,
-        harm_margin: float = ACCURACY_MARGIN) -> dict[str, Any]:
+        harm_margin: float = ACCURACY_MARGIN, abstained: bool = False) -> dict[str, Any]:
     """One delta's outcome as the judges read it (what :func:`delta_rows` builds from a run): ``power`` of the validity
     test against the size's violation; ``change_ci`` the paired accuracy change's 90% TOST interval (default: the
-    point change, as if measured without error)."""
+    point change, as if measured without error); ``abstained``: the exit gate stayed closed and LYNX exited nowhere."""
     change = round(accuracy - full_accuracy, 12)
     return {"delta": delta, "saving": saving, "saving_ci": list(ci or (saving, saving)), "accuracy": accuracy,
             "full_accuracy": full_accuracy, "accuracy_loss": -change, "not_rejected": not_rejected,
             "power": power, "validity_shown": bool(not_rejected and power >= MIN_POWER), "accuracy_change": change,
-            "accuracy_change_ci": list(change_ci or (change, change)), "harm_margin": harm_margin}
+            "accuracy_change_ci": list(change_ci or (change, change)), "harm_margin": harm_margin,
+            "abstained": abstained}
 
 
 def delta_rows(result, size: Size | None = None) -> tuple[list[dict[str, Any]], list[float]]:
@@ -147,8 +151,10 @@ def delta_rows(result, size: Size | None = None) -> tuple[list[dict[str, Any]], 
         eq = find(result.summary["findings"], ACCURACY, d).get("extra", {}).get("equivalence")
         i = [round(x, 9) for x in v.deltas.tolist()].index(round(d, 9))
         power = binomial_power(v.n_neg, d, size.violation, v.alpha)
+        gate_closed = (result.summary.get("exit_gate") or {}).get("open") is False
         out = row(d, r["saving"], r["accuracy"], full, bool(r["consistent"]), ci=tuple(f["ci"]), power=power,
-                  change_ci=None if eq is None else tuple(eq["ci"]), harm_margin=size.harm_margin)
+                  change_ci=None if eq is None else tuple(eq["ci"]), harm_margin=size.harm_margin,
+                  abstained=gate_closed and r["n_exit"] == 0)
         if eq is None:  # an older run holds no TOST: its harm is not shown (rerun it)
             out["accuracy_change_ci"] = [-1.0, 1.0]
         out.update({"n_exit": r["n_exit"], "n_rollouts": r["n_rollouts"], "oracle_saving": oracle,
@@ -185,6 +191,9 @@ def _power_miss(r: dict[str, Any]) -> list[str]:
 def judge_null(rows: list[dict[str, Any]]) -> tuple[bool, list[str]]:
     """Whether every delta is shown to save nothing (the saving's interval below 5%) and to harm nothing (the paired
     accuracy change's TOST interval inside +-harm margin), with the bound shown: equivalence, never non-significance.
+    Where LYNX abstained (its exit gate stayed closed and it exited at no test event) no event got an exit, so the rate
+    of exits at negatives is 0 by construction, not an estimate: the bound needs no test there, and its power is not
+    asked for. A LYNX that exits past a closed gate is judged by the test as before.
 
     Example:
         >>> judge_null([row(0.05, 0.0, 1.0, 1.0, True), row(0.1, 0.02, 1.0, 1.0, True, ci=(0.01, 0.03))])
@@ -193,6 +202,10 @@ def judge_null(rows: list[dict[str, Any]]) -> tuple[bool, list[str]]:
         ['delta 0.05: saving 0.2 [0.1, 0.3] not shown below 0.05']
         >>> judge_null([row(0.05, 0.008, 0.975, 0.9975, True, ci=(0.003, 0.015), change_ci=(-0.035, -0.01))])[1]
         ['delta 0.05: accuracy change -0.0225 [-0.035, -0.01] not shown within +-0.02 (harm)']
+        >>> judge_null([row(0.05, 0.0, 0.94, 0.94, True, power=0.54, abstained=True)])  # 11 negatives, no exit
+        (True, [])
+        >>> judge_null([row(0.05, 0.0, 0.94, 0.94, True, power=0.54)])[1][0][:57]  # sets that could exit: tested
+        'delta 0.05: the bound P(S={1}|y=0) <= 0.05 is not shown: '
     """
     misses = []
     for r in rows:
@@ -205,6 +218,8 @@ def judge_null(rows: list[dict[str, Any]]) -> tuple[bool, list[str]]:
         if not (-m < clo and chi < m):
             misses.append(f"delta {r['delta']:g}: accuracy change {r['accuracy_change']:.3g} [{clo:.3g}, {chi:.3g}] "
                           f"not shown within +-{m:g} (harm)")
+        if r.get("abstained"):
+            continue
         if not r["not_rejected"]:
             misses.append(f"delta {r['delta']:g}: the bound P(S={{1}}|y=0) <= {r['delta']:g} is rejected")
         misses += _power_miss(r)

@@ -22,7 +22,7 @@ from thinklens.probes.exits import EventTable, RolloutTable, base_rate_by_positi
 from thinklens.probes.lynx_findings import lynx_findings
 from thinklens.probes.lynx_result import LynxResult
 from thinklens.probes.mlp import LynxMLPProbe
-from thinklens.probes.validation import DELTAS, FULL_NULL, delta_rows, judge_null
+from thinklens.probes.validation import DELTAS, FULL_MODEL_NULL, FULL_NULL, delta_rows, judge_null
 
 N_ROLLOUTS, EVENTS = 800, 2  # 1,600 test negatives
 
@@ -88,3 +88,40 @@ def test_null_with_a_trained_probe_passes_and_a_probe_ignoring_the_states_fails_
     ok, misses, rows = _judge(probe.predict_proba(X_cal)[:, 1], y_cal, p_test)
     assert ok, misses
     assert all(r["n_exit"] <= 2 for r in rows)  # 1 and 0 of 800 rollouts exit (at delta 0.05 and 0.1)
+
+
+def _small_null(p_test: np.ndarray, gate_open: bool) -> tuple[bool, list[str], list[dict]]:
+    """A null sized as smol-r1-once's full one (:data:`FULL_MODEL_NULL`: 80 test rollouts), with one cue in each of the
+    first ``len(p_test)`` rollouts (all y = 0: too few negatives for the bound's test to have power), whose run says
+    its exit gate was ``gate_open``; calibrated as in :func:`_judge`."""
+    n, rollouts = len(p_test), FULL_MODEL_NULL.n_test
+    rng = np.random.default_rng(2)
+    cal = MondrianCalibrator.fit(np.r_[rng.beta(30, 1, 80), rng.beta(1, 30, 300)],
+                                 np.r_[np.ones(80, dtype=int), np.zeros(300, dtype=int)])
+    ev = EventTable(rollout=np.arange(n), position=[20] * n, label=np.zeros(n, dtype=int), prob=p_test,
+                    exit_tokens=[23] * n)
+    ro = RolloutTable(length=[100] * rollouts, correct=[1] * rollouts, tokens=[100] * rollouts)
+    report = evaluate_exit_policies(ev, ro, cal, DELTAS)
+    validity = validity_curve(ev.prob, ev.label, cal, DELTAS)
+    result = LynxResult.build(report=report, validity=validity, base_rate=base_rate_by_position(ev, ro),
+                              summary={"findings": findings_doc(lynx_findings(report, validity, ev, ro)),
+                                       "exit_gate": {"open": gate_open}},
+                              thresholds={d: cal.thresholds(d) for d in DELTAS})
+    rows, missing = delta_rows(result, FULL_MODEL_NULL)
+    assert not missing
+    return (*judge_null(rows), rows)
+
+
+def test_a_null_where_lynx_abstains_needs_no_power_for_its_bound():
+    """smol-r1-once's full null: the gate stayed closed and LYNX exited nowhere, with 11 test negatives (power 0.54):
+    no event was in an exit, so the exits' rate at negatives is 0 by construction and the null passes. The same run
+    with the gate open is judged by the test and is not shown; and a LYNX that exits past a closed gate is judged by
+    the test too (kills: abstention read from the gate alone, not from the exits)."""
+    low = np.full(11, 0.01)
+    ok, misses, rows = _small_null(low, gate_open=False)
+    assert ok, misses
+    assert all(r["abstained"] and r["n_exit"] == 0 and r["power"] < 0.8 for r in rows)
+    ok, misses, _ = _small_null(low, gate_open=True)
+    assert not ok and all("not shown" in m for m in misses)
+    ok, misses, rows = _small_null(np.full(11, 0.99), gate_open=False)
+    assert not ok and not any(r["abstained"] for r in rows) and any(r["n_exit"] > 0 for r in rows)
