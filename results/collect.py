@@ -35,7 +35,7 @@ import steering_collectors  # noqa: F401
 import validation_collectors  # noqa: F401
 import zoo_collectors  # noqa: F401
 from collect_core import COLLECTORS, DEMO_RECORD, MAX_BYTES, OUT, RECORDS, ROOT, RUNS, WEIGHTS_RECORD, show
-from lynx_summary import DELTA_SETS, delta_sets
+from lynx_summary import DELTA_SETS, NEGATIVES, delta_sets, where_negatives_lie
 from mi_collectors import TRAJECTORY_NORMS, mi_model_values, trajectory_norms
 from validation_collectors import validation_rows
 
@@ -83,6 +83,8 @@ def keep_record(run: Path, name: str) -> Path:
         (dest / TRAJECTORY_NORMS).write_text(json.dumps(trajectory_norms(run)) + "\n")
     if (run / "arrays" / "test_events.safetensors").is_file():  # a LYNX run: its prediction sets, not its arrays
         (dest / DELTA_SETS).write_text(json.dumps(delta_sets(run)) + "\n")
+    for arrays in sorted(run.glob("**/arrays/test_events.safetensors")):  # each LYNX run's (a validate's settings too)
+        (dest / arrays.parents[1].relative_to(run) / NEGATIVES).write_text(json.dumps(where_negatives_lie(arrays.parents[1])) + "\n")
     return dest
 
 

@@ -3,7 +3,9 @@
 ``lynx_run_values``: splits, probe AUROC, per-delta outcomes and validity, baselines. ``delta_sets``: per delta,
 which condition of the set {1} binds and how many test events get each prediction set (why the saving is not
 monotone in delta); computed from the run's test arrays when the record is kept, and read from its
-:data:`DELTA_SETS` file in a committed record (the arrays are not committed).
+:data:`DELTA_SETS` file in a committed record (the arrays are not committed). ``where_negatives_lie``: the test
+negatives split by whether their rollout's full answer is right (a cue before the answer was known) or wrong (a slipped
+conclusion the rollout never repairs), and the probe's AUROC with and without the latter; kept as :data:`NEGATIVES`.
 """
 
 from __future__ import annotations
@@ -75,3 +77,42 @@ def delta_sets(run: Path) -> dict[str, Any]:
             "exits": int((np.bincount(ev.rollout[one & ~zero], minlength=ro.n) > 0).sum()),
         }
     return out
+
+
+#: Where a LYNX record's test negatives lie, kept in place of its test arrays (:func:`where_negatives_lie`).
+NEGATIVES = "negatives.json"
+
+
+def auroc(labels: np.ndarray, scores: np.ndarray) -> float | None:
+    """The probability that a positive outscores a negative (ties count half); None without both classes.
+
+    Example:
+        >>> auroc(np.array([0, 0, 1, 1]), np.array([0.1, 0.6, 0.4, 0.9]))
+        0.75
+    """
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    if not len(pos) or not len(neg):
+        return None
+    diff = pos[:, None] - neg[None, :]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+def where_negatives_lie(run: Path) -> dict[str, Any]:
+    """The test split's negative events (a forced exit there is wrong) in two kinds: in a rollout whose full answer is
+    right (the answer was not yet known at that cue; the probe is asked to tell these from the positives) and in a
+    rollout whose full answer is wrong (a slipped conclusion: every later cue is wrong too, and exiting there costs
+    nothing against the full rollout). With the probe's AUROC over every event and over the events of rollouts whose
+    full answer is right, and its mean score on each kind."""
+    if (run / NEGATIVES).is_file():
+        return _read(run / NEGATIVES)
+    ev, ro = _tables(run)
+    label, prob = np.asarray(ev.label), np.asarray(ev.prob)
+    right = np.asarray(ro.correct)[np.asarray(ev.rollout)].astype(bool)
+    neg = label == 0
+    mean = lambda m: float(prob[m].mean()) if m.any() else None  # noqa: E731
+    return {"n_events": int(label.size), "n_neg": int(neg.sum()), "neg_right_rollout": int((neg & right).sum()),
+            "neg_wrong_rollout": int((neg & ~right).sum()), "pos_wrong_rollout": int((~neg & ~right).sum()),
+            "wrong_rollouts": int((~np.asarray(ro.correct).astype(bool)).sum()), "rollouts": int(ro.n),
+            "wrong_share_of_neg": float((neg & ~right).sum() / neg.sum()) if neg.any() else None,
+            "auroc": auroc(label, prob), "auroc_right_rollouts": auroc(label[right], prob[right]),
+            "mean_prob": {"pos": mean(~neg), "neg_right_rollout": mean(neg & right), "neg_wrong_rollout": mean(neg & ~right)}}

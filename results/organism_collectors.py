@@ -210,6 +210,37 @@ def _zoo_findings() -> dict[str, tuple[str, list[dict[str, Any]]]]:
     return out
 
 
+def slip_blind_ceiling(record: str) -> dict[str, Any] | None:
+    """What decides whether LYNX or the organism is short on smol-r1: where the test negatives of ``record``'s planted-model
+    setting lie (:func:`lynx_summary.where_negatives_lie`, kept beside the setting's run as ``negatives.json``), and per
+    delta the most a rule blind to slipped conclusions could save under LYNX's per-event bound. Such a rule (at best, the
+    ground truth's "the answer is stated here") scores a slipped conclusion as it scores a right one, so it may exit at
+    a share q of the stated-answer cues only while q times the slips' share of the negatives stays within delta: its
+    saving is at most min(1, delta / share) times the oracle's. LYNX's own saving beside it: above the ceiling, its probe
+    tells some slips from right conclusions; far below it, the probe is short. None without the record's file.
+
+    For instance, a share of 0.36 at delta 0.1 admits 0.28 of the oracle's exits.
+    """
+    from lynx_summary import NEGATIVES
+
+    if not (RECORDS / record / "results" / "validate.json").is_file():
+        return None
+    rows = read_json(RECORDS / record / "results" / "validate.json")["rows"]
+    planted = next((r for r in rows if (r["method"], r["setting"]) == ("lynx", "planted-model")), None)
+    files = sorted((RECORDS / record / "settings").glob(f"lynx-planted-model/**/{NEGATIVES}"))
+    if planted is None or not files:
+        return None
+    neg = read_json(files[0])
+    oracle = float((planted.get("details") or {}).get("oracle_saving") or 0.0)
+    share = neg["wrong_share_of_neg"] or 0.0
+    per_delta = []
+    for d in (planted.get("details") or {}).get("per_delta") or []:
+        cap = oracle if share <= d["delta"] else oracle * d["delta"] / share
+        per_delta.append({"delta": d["delta"], "lynx_saving": d["saving"], "ceiling": cap,
+                          "above_ceiling": d["saving"] > cap})
+    return {"record": record, **neg, "oracle_saving": oracle, "per_delta": per_delta}
+
+
 @collector("smol_r1_transfer")
 def smol_r1_transfer() -> dict[str, Any]:
     """What transfers from the zoo to real weights: per reasoning job, the zoo demo's first finding
@@ -254,6 +285,8 @@ def smol_r1_transfer() -> dict[str, Any]:
                          "on": s["on"], "record": s["record"],
                          "zoo_setting": twin["setting"] if twin else "-", "zoo": _said(twin) if twin else "-",
                          "oracle_saving": (s.get("details") or {}).get("oracle_saving")})
+    ceiling = next((c for c in map(slip_blind_ceiling, ("validate-smol-r1-lynx-full", "validate-smol-r1-lynx"))
+                    if c is not None), None)
     return summary("python -m tools.real_jobs --models smol-r1; python -m tools.real_jobs --record; thinklens run validate "
                    "--model smol-r1 --methods lynx --quick --out RUN_A; thinklens run validate --model smol-r1 --methods "
                    "lynx --out RUN_B; thinklens run validate --model smol-r1 --methods mi-peaks --quick --out RUN_C; "
@@ -268,4 +301,4 @@ def smol_r1_transfer() -> dict[str, Any]:
                     # the most any exit rule could save on smol-r1's rollouts (first cue whose forced exit is right)
                     "lynx_oracle_saving": next((s["oracle_saving"] for s in settings
                                                 if s["setting"] == "planted-model" and s.get("oracle_saving") is not None), None),
-                    "differs": [r["job"] for r in rows if r["transfer"] == "differs"]})
+                    "differs": [r["job"] for r in rows if r["transfer"] == "differs"], "lynx_negatives": ceiling})

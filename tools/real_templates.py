@@ -81,6 +81,22 @@ def transfer_template(values: dict) -> str:
                 "`validate --quick`'s or the full one; records `results/records/validate-smol-r1-*`). The most any exit rule "
                 "could save on smol-r1's LYNX rollouts (the oracle: the first cue whose forced exit is right): "
                 "{{values.lynx_oracle_saving|.3g}}.\n")
+    neg = values.get("lynx_negatives")
+    if neg:
+        n = "{{values.lynx_negatives.%s}}"
+        deltas = "; ".join(f"at delta {{{{values.lynx_negatives.per_delta[{i}].delta}}}} at most "
+                           f"{{{{values.lynx_negatives.per_delta[{i}].ceiling|.3g}}}} against LYNX's "
+                           f"{{{{values.lynx_negatives.per_delta[{i}].lynx_saving|.3g}}}}"
+                           for i in range(len(neg["per_delta"])))
+        out += (f"\nWhat decides LYNX's planted row (record `{n % 'record'}`, its test split): {n % 'neg_wrong_rollout'} of "
+                f"its {n % 'n_neg'} negative events ({n % 'wrong_share_of_neg|.2f'} of them) lie in the "
+                f"{n % 'wrong_rollouts'} of {n % 'rollouts'} rollouts whose full answer is wrong: slipped conclusions, "
+                f"where exiting costs nothing against the full rollout. The probe scores them as it scores right "
+                f"conclusions (mean {n % 'mean_prob.neg_wrong_rollout|.2f'} against {n % 'mean_prob.pos|.2f'}; "
+                f"{n % 'mean_prob.neg_right_rollout|.2f'} on the cues before the answer): its AUROC is "
+                f"{n % 'auroc|.3f'} over every event and {n % 'auroc_right_rollouts|.4f'} over the events of rollouts "
+                f"whose answer is right. A rule blind to slips (at best the ground truth's 'the answer is stated here') "
+                f"could save, under the same per-event bound, {deltas}.\n")
     return out
 
 
