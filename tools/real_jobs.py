@@ -76,13 +76,15 @@ def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
         # (0.50 [0.31, 0.69], n=24, 2026-12-07), so 5-7 steps with a budget that holds their longer traces
         ("probe", ["--data", "synthetic:5-7:12", "--target", "correct", "--max-new-tokens", "320",
                    "--n-bootstrap", "200"]),
-        # calibration needs ceil(1/delta) - 1 events of each class: smol-r1's forced exits are mostly wrong, so
-        # deltas of 0.1 and 0.2 on 24 calibration rollouts (0.01, the default's smallest, needs 99 right ones)
-        ("lynx", ["--data", "synthetic:1-3:36", "--n-train", "12", "--n-calibration", "24", "--n-test", "12",
+        # calibration needs ceil(1/delta) - 1 events of each class (0.01, the default's smallest, needs 99), so deltas
+        # of 0.1 and 0.2; smol-r1's wrong forced exits are few (about 0.5 per rollout at 1-4 steps, almost none at 1:
+        # 24 rollouts of 1-3 steps held 5), so 1-4 steps and 60 calibration rollouts
+        ("lynx", ["--data", "synthetic:1-4:40", "--n-train", "24", "--n-calibration", "60", "--n-test", "24",
                   "--deltas", "0.1,0.2", *budget]),
         # 8 sentences per vector step: smol-r1's traces are 250-token prefixes, a 48-sentence step takes minutes
-        ("hybrid", ["--model", ORGANISM_BASE, "--thinking", model, "--data", "synthetic:1-3:6", "--site",
-                    f"resid_post.{LAYERS[ORGANISM_BASE] // 2}", "--n-train", "8", "--n-eval", "8", *budget,
+        # 16 held-out problems: at 8 its findings were below the findings' minimum of 10 units
+        ("hybrid", ["--model", ORGANISM_BASE, "--thinking", model, "--data", "synthetic:1-3:8", "--site",
+                    f"resid_post.{LAYERS[ORGANISM_BASE] // 2}", "--n-train", "8", "--n-eval", "16", *budget,
                     "--sae-steps", "50", "--vector-iters", "10", "--vector-batch", "8",
                     "--modes", "base,thinking,hybrid,random_vectors"]),
         ("reasoning-vector", ["--model", ORGANISM_BASE, "--a", model, "--b", sibling, "--base", ORGANISM_BASE,
@@ -92,7 +94,7 @@ def organism_plan(model: str = ORGANISM) -> list[tuple[str, list[str]]]:
         ("latent-sft", [*train, "--add-tokens", "--encoder-steps", "10", "--decoder-steps", "10", "--joint-steps", "10",
                         "--stage2-steps", "10"]),
         ("sft", [*train, "--no-cot", "--train-steps", "40"]),
-        ("latent-seek", ["--data", data, "--n-eval", "4", "--max-iters", "2", *budget, "--verifier-max-new-tokens", "64"]),
+        ("latent-seek", ["--data", data, "--n-eval", "12", "--max-iters", "2", *budget, "--verifier-max-new-tokens", "64"]),
         ("latent-eval", ["--models", ",".join(latent), "--data", data, "--n-eval", "24", *budget, "--seek-n", "0"]),
     ]
 
