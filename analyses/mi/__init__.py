@@ -16,6 +16,7 @@ Example:
 import importlib
 
 _EXPORTS: dict[str, str] = {
+    "answer_specific": "thinklens.analyses.mi.peaks",
     "CI_METHODS": "thinklens.analyses.mi.thinking_tokens",
     "ESTIMATORS": "thinklens.analyses.mi.config",
     "EnrichmentResult": "thinklens.analyses.mi.thinking_tokens",

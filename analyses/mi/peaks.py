@@ -6,6 +6,11 @@
   fence, whisker 1.5): a robust threshold whose number of peaks adapts to the trajectory.
   Quartiles use linear interpolation (numpy's default).
 
+Either rule reads one curve. The paper reads it on the raw MI with the own answer; :func:`answer_specific` gives
+the curve own - shuffled-answer MI, on which a peak is a step where the state holds *this* answer more than another
+problem's (the mi-peaks job stores the top-k peaks of both; :mod:`thinklens.analyses.mi.validation` says why the
+settings score the second).
+
 Example:
     >>> mi = [0.1, 0.9, 0.2, 0.8, 0.1]
     >>> top_k_peaks(mi, k=2).indices
@@ -96,6 +101,25 @@ def top_k_peaks(mi: object, k: int = REFERENCE_K, *, clip: bool = False) -> Peak
     order = np.argsort(-arr, kind="stable")[:k]  # stable: equal values keep step order
     return Peaks(indices=tuple(sorted(int(i) for i in order)), rule="top_k", threshold=float(arr[order[-1]]),
                  n_steps=int(arr.size), k=k)
+
+
+def answer_specific(own: object, shuffled: object) -> np.ndarray:
+    """The answer-specific curve: ``own`` MI minus the shuffled-answer MI on the same states, step by step; ``shuffled``
+    is one curve [step] or several [control, step], whose mean is taken.
+
+    Example:
+        >>> answer_specific([0.5, 0.9, 0.4], [0.4, 0.5, 0.4]).round(3).tolist()
+        [0.1, 0.4, 0.0]
+        >>> answer_specific([0.5, 0.9], [[0.4, 0.5], [0.2, 0.7]]).round(3).tolist()
+        [0.2, 0.3]
+    """
+    o = as_values(own)
+    s = np.asarray(getattr(shuffled, "mi", shuffled), dtype=np.float64)
+    s = as_values(s.mean(axis=0) if s.ndim == 2 else s)
+    if s.shape != o.shape:
+        raise ThinklensError.of("shuffled-answer curve", f"shape {s.shape}", f"{o.shape[0]} steps, as the own curve",
+                                "pass the shuffled control of the same trajectory")
+    return o - s
 
 
 def iqr_peaks(mi: object, *, whisker: float = 1.5) -> Peaks:

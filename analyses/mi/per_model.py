@@ -1,6 +1,6 @@
 """One model's stage of the mi-peaks job: generate, score every site and estimator, the
-shuffled-answer control, peaks by every rule; one record per trajectory on disk, and the model's
-summary (means, controls, mean curves) for the run index.
+shuffled-answer control, peaks by every rule (and the answer-specific top-k peaks, :func:`trajectory_peaks`); one
+record per trajectory on disk, and the model's summary (means, controls, mean curves) for the run index.
 
 Problems are processed ``batch_size`` at a time, so the captured states held in memory stay
 bounded however many problems a run has; the answer vectors (one per problem and site) are
@@ -30,8 +30,14 @@ from thinklens.analyses.mi.answer_controls import derangement
 from thinklens.analyses.mi.config import estimator_config
 from thinklens.analyses.mi.estimator import nhsic_trajectory
 from thinklens.analyses.mi.figures import mean_curve
-from thinklens.analyses.mi.peaks import PEAK_RULES, find_peaks
-from thinklens.analyses.mi.run_format import TrajectoryRecord, read_trajectory, trajectory_path, write_trajectory
+from thinklens.analyses.mi.peaks import PEAK_RULES, Peaks, answer_specific, find_peaks
+from thinklens.analyses.mi.run_format import (
+    SPECIFIC_PEAKS,
+    TrajectoryRecord,
+    read_trajectory,
+    trajectory_path,
+    write_trajectory,
+)
 from thinklens.analyses.mi.small_scale import kernel_scale, small_scale_nhsic, squared_correlation
 from thinklens.analyses.mi.trajectory import golden_answer_vectors
 from thinklens.data.answers import extract_answer, is_correct
@@ -80,6 +86,17 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 def peak_options(cfg: MIPeaksJobConfig, rule: str) -> dict[str, Any]:
     """The options of a peak rule from the job settings."""
     return {"k": cfg.k, "clip": True} if rule == "top_k" else {"whisker": cfg.whisker}
+
+
+def trajectory_peaks(curve: Sequence[float], shuffled: Sequence[float], cfg: MIPeaksJobConfig) -> dict[str, Peaks]:
+    """One trajectory's peaks: every rule of :data:`~thinklens.analyses.mi.peaks.PEAK_RULES` on ``curve`` (the own-answer
+    MI, the paper's peaks, which the thinking-word stages read), and under
+    :data:`~thinklens.analyses.mi.run_format.SPECIFIC_PEAKS` the top-k rule, with the same k and clipping, on the
+    answer-specific curve ``curve - shuffled`` (the shuffled-answer MI on the same states), which the validation
+    settings score."""
+    peaks = {rule: find_peaks(curve, rule, **peak_options(cfg, rule)) for rule in PEAK_RULES}
+    peaks[SPECIFIC_PEAKS] = find_peaks(answer_specific(curve, shuffled), "top_k", **peak_options(cfg, "top_k"))
+    return peaks
 
 
 def unique_sites(model: HookedModel, sites: Sequence[str]) -> list[Site]:
@@ -155,7 +172,7 @@ def _record(i: int, key: str, tr: Any, prompt: str, solution: str, answer: str, 
         variants[e] = nhsic_trajectory(states, gold[site0][i], e, device=device).mi.tolist()
     shuffled = {e: nhsic_trajectory(states, gold[site0][perm[i]], e, device=device).mi.tolist()
                 for e in cfg.estimators}
-    peaks = {rule: find_peaks(mi[str(site0)], rule, **peak_options(cfg, rule)) for rule in PEAK_RULES}
+    peaks = trajectory_peaks(mi[str(site0)], shuffled[est0], cfg)  # mi[site0] is variants[est0]
     return TrajectoryRecord(
         index=i, model=key, prompt=prompt, solution=solution, answer=answer, parsed=extract_answer(tr.text),
         correct=is_correct(tr.text, answer), tokens=tuple(tr.tokens), token_ids=tuple(tr.token_ids),

@@ -4,7 +4,7 @@ A run must stay fast to browse with thousands of trajectories, so nothing forces
 
 * ``trajectories/<model key>/<index:05d>.json``: one compact JSON per trajectory
   (:class:`TrajectoryRecord`: tokens, MI per site, estimator variants, shuffled-answer control,
-  state norms, peaks by every rule);
+  state norms, peaks by every rule and the answer-specific top-k peaks, :data:`SPECIFIC_PEAKS`);
 * ``results/mi_models.json``: the small index: per model its settings, summary statistics, mean
   curves and one short row per trajectory (length, correctness, peak counts, max MI).
 
@@ -43,6 +43,10 @@ TRAJ_DIR = "trajectories"
 INDEX = "mi_models"
 """Result name of the index: ``results/mi_models.json``."""
 _KEY_RE = re.compile(r"[^A-Za-z0-9._-]+")
+SPECIFIC_PEAKS = "top_k_specific"
+"""Key in :attr:`TrajectoryRecord.peaks` of the answer-specific peaks: the top-k rule (the same k and clipping as
+``top_k``) on own - shuffled-answer MI (:func:`thinklens.analyses.mi.peaks.answer_specific`). Absent from runs written
+before it existed, which still read; those who need it recompute it from the stored curves."""
 
 
 def model_key(name: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
@@ -96,9 +100,10 @@ class TrajectoryRecord:
     norms: list[float]
     """L2 norm of the state at ``site`` per step."""
     peaks: dict[str, list[int]]
-    """Peak rule -> peak steps (of ``mi[site]``)."""
+    """Peak rule -> peak steps (of ``mi[site]``, the paper's); and :data:`SPECIFIC_PEAKS` -> the top-k steps of the
+    answer-specific curve ``variants[estimator] - shuffled[estimator]`` (runs written since it existed)."""
     thresholds: dict[str, float]
-    """Peak rule -> threshold used."""
+    """Peak rule (or :data:`SPECIFIC_PEAKS`) -> threshold used."""
     small_scale: dict[str, list[float]] = field(default_factory=dict)
     """At ``site``, per step (:mod:`thinklens.analyses.mi.small_scale`): ``corr2`` / ``corr2_shuffled``, the squared correlation
     of the state's coordinates with the own / shuffled answer vector's; ``approx`` / ``approx_shuffled``, the
@@ -110,7 +115,7 @@ class TrajectoryRecord:
         if rule not in self.peaks:
             raise ThinklensError.of("peak rule", rule, f"one of {sorted(self.peaks)}", "pick a stored rule")
         return Peaks(indices=tuple(self.peaks[rule]), rule=rule, threshold=self.thresholds[rule],
-                     n_steps=len(self.tokens), k=len(self.peaks[rule]) if rule == "top_k" else None)
+                     n_steps=len(self.tokens), k=len(self.peaks[rule]) if rule in ("top_k", SPECIFIC_PEAKS) else None)
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict (shallow: dataclasses.asdict deep-copies every float, ~10x slower)."""

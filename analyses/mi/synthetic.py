@@ -23,8 +23,7 @@ import numpy as np
 from thinklens.analyses.mi.config import MIPeaksJobConfig
 from thinklens.analyses.mi.figures_interventions import figure_suppression, figure_ttts
 from thinklens.analyses.mi.figures_runs import figure_rr_sweep
-from thinklens.analyses.mi.peaks import PEAK_RULES, find_peaks
-from thinklens.analyses.mi.per_model import peak_options, summarize_model
+from thinklens.analyses.mi.per_model import summarize_model, trajectory_peaks
 from thinklens.analyses.mi.pipeline import stage_comparison, stage_enrichment, summary_of
 from thinklens.analyses.mi.run_format import TrajectoryRecord, write_index, write_trajectory
 from thinklens.analyses.mi.suppression import SuppressionResult, SuppressionRow
@@ -62,7 +61,7 @@ def synthetic_record(i: int, key: str, style: str, n_problems: int, cfg: MIPeaks
     site0 = cfg.sites[0]
     variants = {e: (np.asarray(mi[site0]) * (1.0 + j)).tolist() for j, e in enumerate(cfg.estimators)}
     shuffled = {e: (np.asarray(v) * 0.9 + 0.02 * rng.random(n)).tolist() for e, v in variants.items()}
-    peaks = {r: find_peaks(mi[site0], r, **peak_options(cfg, r)) for r in PEAK_RULES}
+    peaks = trajectory_peaks(mi[site0], shuffled[cfg.estimators[0]], cfg)
     answer = int(rng.integers(0, 99))
     correct = bool(rng.random() < 0.7)
     return TrajectoryRecord(
