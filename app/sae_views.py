@@ -175,7 +175,8 @@ def figure_fidelity(doc: Mapping[str, Any]) -> go.Figure:
         hi = [c[1] - y if c and y is not None else 0.0 for y, c in zip(ys, cis)]
         lo = [y - c[0] if c and y is not None else 0.0 for y, c in zip(ys, cis)]
         fig.add_trace(go.Bar(x=names, y=ys, marker_color=[COLOURS[k] for k in keys], showlegend=False,
-                             error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "visible": True},
+                             error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo,
+                                      "visible": any(bool(c) for c in cis)},  # no interval stored: none drawn
                              hovertemplate="%{x}: %{y:.4f}<extra></extra>"), row=1, col=col)
 
     bars(1, ["thinklens", "SAELens", "random decoder"], ["thinklens", "saelens", "random"],

@@ -58,7 +58,7 @@ def test_the_figure_draws_the_stored_intervals_and_no_other(sae_run):
         assert ev.y[i] - ev.error_y.arrayminus[i] == pytest.approx(d[key][0])
         assert ev.y[i] + ev.error_y.array[i] == pytest.approx(d[key][1])
     assert ce.y[1] + ce.error_y.array[1] == pytest.approx(d["saelens"]["ce_loss_recovered_ci"][1])
-    assert list(dead.error_y.array) == [0.0, 0.0]
+    assert list(dead.error_y.array) == [0.0, 0.0] and dead.error_y.visible is False  # none stored, none drawn
 
 
 def test_stored_contexts_parse_back_to_the_stored_lines(sae_run):
