@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from collect_core import DEMO_RECORD, RECORDS, ROOT, collector, read_json, summary
-from validation_collectors import validation_rows
+from validation_collectors import stale_marks, validation_rows
 
 #: The committed run of ``thinklens run organism-eval`` (its per-trace ground truth is in its results).
 SMOL_R1_EVAL_RECORD = "smol-r1-eval"
@@ -118,10 +118,12 @@ SMOL_R1_VALIDATE_RECORDS = ("validate-smol-r1-lynx", "validate-smol-r1-lynx-full
 
 def smol_r1_validate_rows() -> tuple[list[dict[str, Any]], list[Path]]:
     """The rows of :data:`SMOL_R1_VALIDATE_RECORDS`, one per setting (the latest record's), and the records read. A row
-    made before the adapter it ran on was published (smol-r1's, or smol-r1-once's for LYNX's null) says so:
-    ``stale`` True."""
+    made before the adapter it ran on was published (smol-r1's, or smol-r1-once's for LYNX's null), or from a record whose
+    method's code changed since (the docs' stale marks, :func:`validation_collectors.stale_marks`), says so in ``stale``
+    (empty when current)."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     read = []
+    code_stale = stale_marks()
     for record in SMOL_R1_VALIDATE_RECORDS:
         validate = RECORDS / record / "results" / "validate.json"
         if validate.is_file():
@@ -130,8 +132,10 @@ def smol_r1_validate_rows() -> tuple[list[dict[str, Any]], list[Path]]:
             size = "quick" if read_json(validate.parents[1] / "config.json").get("quick") else "full"
             for r in read_json(validate)["rows"]:
                 on = "smol-r1-once" if (r["method"], r["setting"]) == ("lynx", "null-model") else ORGANISM
+                stale = ("previous adapter" if created < adapter_published(on)
+                         else f"code changed since {code_stale[record]['since']}" if record in code_stale else "")
                 rows[(r["method"], r["setting"], size)] = {**r, "record": record, "on": on, "size": size,
-                                                           "stale": created < adapter_published(on)}
+                                                           "stale": stale}
     return sorted(rows.values(), key=lambda r: (r["method"], r["setting"] != "planted-model", r["size"])), read
 
 
@@ -280,7 +284,7 @@ def smol_r1_transfer() -> dict[str, Any]:
     for s in validate_rows:
         twin = next((z for z in zoo_rows if z["method"] == s["method"] and z["kind"] == s.get("kind")), None)
         settings.append({"method": s["method"], "setting": s["setting"], "kind": s.get("kind", "-"), "size": s["size"],
-                         "smol_r1": ("stale: previous adapter; " if s["stale"] else "") + _said(s),
+                         "smol_r1": (f"stale: {s['stale']}; " if s["stale"] else "") + _said(s),
                          "expected": s["expected"], "ok": s["verdict"] == s["expected"] and not s["stale"],
                          "on": s["on"], "record": s["record"],
                          "zoo_setting": twin["setting"] if twin else "-", "zoo": _said(twin) if twin else "-",

@@ -54,9 +54,10 @@ def _published(name: str) -> str:
 
 
 def test_validation_settings_beside_the_zoo_ones():
-    """Each setting once, from the latest record that ran it; validated counts the settings with their expected verdict
-    made with today's adapter (LYNX's null runs on smol-r1-once, the rest on smol-r1). Kills: a row of a record made
-    before its adapter was published counted as validated."""
+    """Each setting once per size, from the latest record that ran it; validated counts the settings with their expected
+    verdict made with today's adapter (LYNX's null runs on smol-r1-once, the rest on smol-r1) by today's method code
+    (the docs' stale marks). Kills: a row of a record made before its adapter was published, or of a record whose
+    method's code changed since, counted as validated."""
     values = _summary()
     by_setting: dict = {}  # a later record's row of a setting at the same size replaces an earlier one's
     for name in ("validate-smol-r1-lynx", "validate-smol-r1-lynx-full", "validate-smol-r1-mi-quick",
@@ -64,13 +65,14 @@ def test_validation_settings_beside_the_zoo_ones():
         if (run := RECORDS / name / "results" / "validate.json").is_file():
             created = json.loads((RECORDS / name / "meta.json").read_text())["created"]
             size = "quick" if json.loads((RECORDS / name / "config.json").read_text())["quick"] else "full"
-            by_setting |= {(r["method"], r["setting"], size): (r, created) for r in json.loads(run.read_text())["rows"]}
+            by_setting |= {(r["method"], r["setting"], size): (r, created, name) for r in json.loads(run.read_text())["rows"]}
     rows = [by_setting[k] for k in sorted(by_setting, key=lambda k: (k[0], k[1] != "planted-model", k[2]))]
     assert ([(s["method"], s["setting"], s["size"]) for s in values["settings"]]
             == [k for k in sorted(by_setting, key=lambda k: (k[0], k[1] != "planted-model", k[2]))])
+    marks = {m["record"] for m in json.loads((ROOT / "results" / "stale_records.json").read_text())["values"]["records"]}
     fresh = [created >= _published("smol-r1-once" if (r["method"], r["setting"]) == ("lynx", "null-model") else "smol-r1")
-             for r, created in rows]
-    assert values["validated"] == sum(r["verdict"] == r["expected"] and ok for (r, _), ok in zip(rows, fresh))
+             and name not in marks for r, created, name in rows]
+    assert values["validated"] == sum(r["verdict"] == r["expected"] and ok for (r, _, _), ok in zip(rows, fresh))
     for s, ok in zip(values["settings"], fresh):
         assert s["smol_r1"].startswith("stale") == (not ok), s
 
