@@ -50,7 +50,8 @@ def test_cli_job_on_a_random_model_writes_the_format_and_resumes(tiny_dirs, tmp_
         assert set(rec.variants) == set(rec.shuffled) == {"reference", "median_sigma", "l2"}
         assert rec.variants[DEFAULT_ESTIMATOR] == rec.mi["resid_post.1"] and len(rec.norms) == n  # the default drives
         assert rec.shuffled_answer_of != rec.index
-        assert len(rec.peaks["top_k"]) == min(2, n) and set(rec.peaks) == {"top_k", "iqr"}
+        assert len(rec.peaks["top_k"]) == min(2, n) and set(rec.peaks) == {"top_k", "iqr", "top_k_specific"}
+        assert len(rec.peaks["top_k_specific"]) == min(2, n)  # the same rule on own minus shuffled MI
         assert set(rec.small_scale) == {"corr2", "corr2_shuffled", "approx", "approx_shuffled", "scale"}
     figures = {p.stem for p in (out / "figures").glob("*.json")}
     assert {"overlay", "overlay-step", "controls", f"sites-{entry['key']}"} <= figures

@@ -40,9 +40,9 @@ def test_a_missing_model_skips_its_step_and_runs_nothing(tmp_path, monkeypatch, 
 
 def test_the_headline_is_the_time_against_the_budget(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("THINKLENS_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setattr(demo_real, "run_steps", lambda runs: {"organism-eval": (0, 1.0), "steer-vector": (2, 1.0)})
+    monkeypatch.setattr(demo_real, "run_steps", lambda runs: {"first": (0, 1.0), "second": (2, 1.0)})
     assert demo_real.main() == 1  # a failed step fails the demo
     captured = capsys.readouterr()
-    assert "failed steps: steer-vector" in captured.err
+    assert "failed steps: second" in captured.err
     last = captured.out.strip().splitlines()[-1]
     assert last == f"demo_real_seconds=0 (budget {demo_real.BUDGET_S}: within)"
