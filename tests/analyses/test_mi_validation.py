@@ -147,6 +147,43 @@ def test_record_scores_the_shuffled_control_against_another_problems_answer_on_t
     assert sum(own) > sum(other)  # the planted pairing shows on these states
 
 
+def test_record_stores_the_answer_specific_peaks_of_own_minus_shuffled() -> None:
+    """The job's ``peaks["top_k_specific"]``: top_k_peaks of own - shuffled MI, computed here by hand from the two
+    curves, with the job's k and clipping; the paper's ``top_k`` peaks of the raw MI stay as they were. Kills: the
+    specific peaks read on the own curve (they would equal ``top_k``), on shuffled - own, on the shuffled curve alone,
+    or with another k."""
+    import numpy as np
+
+    from thinklens.analyses.jobs.mi_peaks import MIPeaksJobConfig
+    from thinklens.analyses.mi.estimator import nhsic_trajectory
+    from thinklens.analyses.mi.peaks import top_k_peaks
+    from thinklens.analyses.mi.per_model import _record
+    from thinklens.analyses.mi.run_format import SPECIFIC_PEAKS
+    from thinklens.engine.sites import Site
+
+    site = Site.parse("resid_post.1")
+    g = torch.Generator().manual_seed(0)
+    mu = torch.randn(16, generator=g) * 20  # [d_model] a profile every answer shares
+    gold = {site: mu + torch.randn(3, 16, generator=g) * 10}  # [problem, d_model]
+    states = torch.randn(8, 16, generator=g) * 20  # [step, d_model] a trajectory near no answer ...
+    states[[1, 6]] = mu + torch.randn(2, 16, generator=g) * 2  # ... like every answer at steps 1, 6 ...
+    states[[2, 5]] = gold[site][0] + torch.randn(2, 16, generator=g) * 8  # ... and its own one at steps 2, 5
+    tr = SimpleNamespace(hidden={site: states}, text="abcdefgh", tokens=list("abcdefgh"), token_ids=list(range(8)),
+                         stop_reason="eos")
+    own = np.asarray(nhsic_trajectory(states, gold[site][0]).mi.tolist())
+    other = np.asarray(nhsic_trajectory(states, gold[site][2]).mi.tolist())
+    for k in (2, 3, 20):  # 20 > 8 steps: clipped to every step, as top_k
+        rec = _record(0, "m", tr, "p", "s", "1", [site], gold, [2, 0, 1], MIPeaksJobConfig(estimators=("reference",), k=k),
+                      torch.device("cpu"))
+        assert rec.peaks[SPECIFIC_PEAKS] == list(top_k_peaks(own - other, k=k, clip=True).indices)
+        assert rec.peaks["top_k"] == list(top_k_peaks(own, k=k, clip=True).indices)  # the paper's, unchanged
+        assert rec.thresholds[SPECIFIC_PEAKS] == pytest.approx(np.sort(own - other)[::-1][min(k, 8) - 1])
+    rec = _record(0, "m", tr, "p", "s", "1", [site], gold, [2, 0, 1], MIPeaksJobConfig(estimators=("reference",), k=3),
+                  torch.device("cpu"))
+    assert rec.peaks["top_k"] == [2, 5, 6] and rec.peaks[SPECIFIC_PEAKS] == [2, 3, 5]  # the case tells the curves apart
+    assert rec.peaks_of(SPECIFIC_PEAKS).k == 3 and rec.index_row()["n_peaks"] == {"top_k": 3, "iqr": 0, SPECIFIC_PEAKS: 3}
+
+
 # ---------------------------------------------------------------- mi_gap verdicts
 
 
