@@ -36,14 +36,31 @@ def _summary(runs: Path, kind: str, run_id: str = "demo") -> dict:
     return json.loads(meta.read_text()).get("summary", {}) if meta.is_file() else {}
 
 
+def run_step(tag: str, name: str, args: list[str]) -> tuple[int, float]:
+    """Run one step, ``thinklens ARGS``, in this process, printing its command and its outcome (``[tag] name: ...``);
+    returns (exit code, seconds). An argparse error and a :class:`ThinklensError` are exit codes, as in the CLI."""
+    from thinklens.cli import main as cli_main
+
+    print(f"\n[{tag}] {name}: thinklens {' '.join(args)}", flush=True)
+    t = time.time()
+    try:
+        rc = cli_main(args)
+    except SystemExit as e:  # argparse errors
+        rc = int(e.code or 0)
+    except ThinklensError as e:
+        print(f"error: {e}", file=sys.stderr)
+        rc = 2
+    seconds = time.time() - t
+    print(f"[{tag}] {name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {seconds:.0f} s", flush=True)
+    return rc, seconds
+
+
 def run_demo(runs: Path, overrides: Mapping[str, Sequence[str]] | None = None) -> dict[str, tuple[int, float]]:
     """Run every demo step into ``runs``; returns step name -> (exit code, seconds).
 
     ``overrides`` appends options to a step's command (the last value of an option wins), e.g. smaller
     sizes for a test that wants the demo's runs in seconds: ``{"lynx": ["--n-calibration", "40"]}``.
     """
-    from thinklens.cli import main as cli_main
-
     runs = Path(runs).resolve()
     runs.mkdir(parents=True, exist_ok=True)
     os.environ["THINKLENS_RUNS"] = str(runs)
@@ -55,17 +72,7 @@ def run_demo(runs: Path, overrides: Mapping[str, Sequence[str]] | None = None) -
     out: dict[str, tuple[int, float]] = {}
     for k, step in enumerate(steps, 1):
         args = [a.format(runs=runs) for a in step.argv] + list((overrides or {}).get(step.name, ()))
-        print(f"\n[{k}/{len(steps)}] {step.name}: thinklens {' '.join(args)}", flush=True)
-        t = time.time()
-        try:
-            rc = cli_main(args)
-        except SystemExit as e:  # argparse errors
-            rc = int(e.code or 0)
-        except ThinklensError as e:
-            print(f"error: {e}", file=sys.stderr)
-            rc = 2
-        out[step.name] = (rc, time.time() - t)
-        print(f"[{k}/{len(steps)}] {step.name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {time.time() - t:.0f} s")
+        rc, _ = out[step.name] = run_step(f"{k}/{len(steps)}", step.name, args)
         if rc == 0 and step.kind:
             for key, val in _summary(runs, step.kind, step.run_id).items():
                 if key != "findings":  # the CLI printed them above, as sentences with their verdicts

@@ -29,8 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-from thinklens.errors import ThinklensError
-
 RUN_ID = "demo-real"
 BUDGET_S = 15 * 60
 #: Threads per step: the steps run one after the other, each on every core of a 2-core machine.
@@ -69,7 +67,7 @@ def missing_models(step: Step) -> list[str]:
 
 def run_steps(runs: Path, steps: tuple[Step, ...] = STEPS) -> dict[str, tuple[int, float]]:
     """Run each step into ``runs``; returns step name -> (exit code, seconds); a skipped step has exit code None."""
-    from thinklens.cli import main as cli_main
+    from tools.demo import run_step
 
     runs.mkdir(parents=True, exist_ok=True)
     os.environ["THINKLENS_RUNS"] = str(runs)
@@ -80,18 +78,7 @@ def run_steps(runs: Path, steps: tuple[Step, ...] = STEPS) -> dict[str, tuple[in
             print(f"[{k}/{len(steps)}] {step.name}: skipped: {', '.join(absent)} not installed (run `make real`)")
             continue
         args = ["run", step.kind, *step.argv, "--run-id", step.run_id, "--threads", THREADS]
-        print(f"\n[{k}/{len(steps)}] {step.name}: thinklens {' '.join(args)}", flush=True)
-        t = time.time()
-        try:
-            rc = cli_main(args)
-        except SystemExit as e:  # argparse errors
-            rc = int(e.code or 0)
-        except ThinklensError as e:
-            print(f"error: {e}", file=sys.stderr)
-            rc = 2
-        out[step.name] = (rc, time.time() - t)
-        print(f"[{k}/{len(steps)}] {step.name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {time.time() - t:.0f} s",
-              flush=True)
+        out[step.name] = run_step(f"{k}/{len(steps)}", step.name, args)
     return out
 
 
@@ -101,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     results = run_steps(runs)
     wall = time.time() - t0
     failures = [name for name, (rc, _) in results.items() if rc != 0]
-    print(f"\nstep times: " + ", ".join(f"{name} {s:.0f} s" for name, (_, s) in results.items()))
+    print("\nstep times: " + ", ".join(f"{name} {s:.0f} s" for name, (_, s) in results.items()))
     print(f"run folders under {runs}; open the app: make app   (or: .venv/bin/thinklens app)")
     if len(results) < len(STEPS):
         print(f"skipped steps: {len(STEPS) - len(results)} (their models are not installed: run `make real`)")
